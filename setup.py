@@ -1,0 +1,53 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""fluidvim: a VIM extension for unikernel network functions (Nova, Nomad, NFV MANO)."""
+
+from setuptools import setup
+
+# The source tree follows the project layout (vnf/, orchestrator/, ...); installed, each directory
+# is a sub-package of `fluidvim` so nothing claims a generic top-level name like `vnf`.
+PACKAGE_DIRS = {
+    "fluidvim": "fluidvim",
+    "fluidvim.vnf": "vnf",
+    "fluidvim.orchestrator": "orchestrator",
+    "fluidvim.evaluator": "evaluator",
+    "fluidvim.nova_driver": "nova_driver",
+}
+
+setup(
+    name="fluidvim",
+    version="0.1.0",
+    description="Unikernel VNFs for OpenStack Nova and HashiCorp Nomad, with a slot-aware "
+                "orchestrator",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=list(PACKAGE_DIRS),
+    package_dir=PACKAGE_DIRS,
+    package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"]},
+    install_requires=[
+        "oslo.config>=9.0",
+        "oslo.log>=5.0",
+        "pyroute2==0.9.7",
+        "qemu.qmp==0.0.6",
+        "SQLAlchemy>=2.0,<2.2",
+        "matplotlib>=3.7",
+        "tqdm>=4.66",
+    ],
+    extras_require={
+        # libvirt-python must match the host's libvirt (Debian bookworm: 9.0)
+        "libvirt": ["libvirt-python==9.0.0"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0"],
+    },
+    entry_points={
+        "console_scripts": ["fluidvim = fluidvim.cli:main"],
+        "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts"],
+    },
+    classifiers=[
+        "License :: OSI Approved :: Apache Software License",
+        "Programming Language :: Python :: 3",
+        "Operating System :: POSIX :: Linux",
+        "Topic :: System :: Networking",
+    ],
+)

@@ -1,0 +1,229 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The unikernel VNF and the launch core against real QEMU/KVM (or TCG), libvirtd and real taps."""
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from fluidvim.vnf import netdev
+from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.manager import COLD_PHASES, WARM_PHASES
+
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+FIREWALL = """fw :: IPFilter(allow arp, allow icmp, allow tcp dst port 80, deny all);
+FromDevice(0) -> fw -> passed :: Counter -> ToDevice(1);
+fw[1] -> blocked :: Counter -> Discard;
+FromDevice(1) -> back :: Counter -> ToDevice(0);
+"""
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "protocol.json")
+
+
+def element(stats, name):
+    return next(e for e in stats["elements"] if e["name"] == name)
+
+
+def test_protocol_vectors_against_the_real_vnf(make_manager):
+    """Every exchange of vnf/vectors/protocol.json, sent byte for byte to a booted VNF."""
+    mgr = make_manager(backend="qemu")
+    mgr.fill_pool(1, nics=2)
+    shell = mgr.store.list(statuses=("pool",))[0]
+    with open(VECTORS) as f:
+        vectors = json.load(f)
+    ready_keys = set(json.loads(vectors["guest_lines"][0]["line"]))
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(shell.spec.control_socket)
+    s.settimeout(10)
+    f = s.makefile("rwb")
+    for ex in vectors["exchanges"]:
+        f.write(ex["send"].encode())
+        f.flush()
+        reply = json.loads(f.readline())
+        assert reply["ok"] is ex["ok"], (ex["send"][:80], reply)
+        assert reply.get("id") == ex["id"], (ex["send"][:80], reply)
+        if ex["ok"]:
+            assert set(ex["result_keys"]) <= set(reply["result"]), reply
+        else:
+            assert reply["error"]["code"] == ex["code"], reply
+            if "err_line" in ex:
+                assert reply["error"]["line"] == ex["err_line"], reply
+                assert reply["error"]["col"] >= 1
+            if "message_contains" in ex:
+                assert ex["message_contains"] in reply["error"]["message"], reply
+    s.close()
+    # the ready event a fresh boot sends has every key of the vector
+    assert mgr.store.get(shell.id).boot_us > 0
+    ch = mgr.channel(shell.id)
+    pong = ch.ping()
+    ch.close()
+    assert pong["pong"] is True and pong["configured"] is True
+    assert ready_keys >= {"ev", "proto", "boot_us", "clock", "nics", "macs", "slots"}
+
+
+def test_forward_filter_and_count_between_namespaces(mgr, net):
+    res = mgr.launch(FIREWALL, name="fw", bridges=net.bridges, slots=64)
+    assert res.kind == "cold" and list(res.phases_ms) == list(COLD_PHASES)
+    assert res.boot_us and res.boot_us > 0
+    server = net.serve_tcp(80, 22)
+    try:
+        assert net.ping(3) == 3
+        assert net.tcp_connect(80) is True
+        assert net.tcp_connect(22, timeout_s=1.0) is False
+    finally:
+        server.terminate()
+        server.wait()
+    st = mgr.stats(res.vnf_id)
+    assert st["configured"] is True
+    nic0, nic1 = st["nics"]
+    assert nic0["rx"] >= 6 and nic1["tx"] >= 6      # ARP + 3 ICMP + SYN/ACKs from a
+    assert nic1["rx"] >= 4 and nic0["tx"] >= 4      # replies from b
+    assert element(st, "blocked")["count"] >= 1     # the port-22 SYN (and retries)
+    assert element(st, "passed")["count"] >= 6
+    assert st["latency_ns"]["count"] >= 10
+    assert sum(st["latency_ns"]["buckets_log2"]) == st["latency_ns"]["count"]
+
+
+def test_session_slots_exhaust_and_free_again(make_manager, net):
+    mgr = make_manager(backend="qemu")
+    res = mgr.launch(FORWARD, bridges=net.bridges, slots=3)
+    server = net.serve_tcp(80)
+    try:
+        established, holder = net.hold_connections(80, 5, timeout_s=1.0)
+        st = mgr.stats(res.vnf_id)["slots"]
+        assert established == 3
+        assert (st["total"], st["used"], st["free"]) == (3, 3, 0)
+        assert st["rejected"] >= 2
+        holder.terminate()
+        holder.wait()
+    finally:
+        server.terminate()       # both ends close: FIN both ways frees the slots
+        server.wait()
+    deadline = time.monotonic() + 10
+    while mgr.stats(res.vnf_id)["slots"]["used"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mgr.stats(res.vnf_id)["slots"]["used"] == 0
+    server = net.serve_tcp(80)
+    try:
+        assert net.tcp_connect(80) is True
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def test_config_error_cold_leaves_nothing(mgr):
+    with pytest.raises(ControlError) as e:
+        mgr.launch("FromDevice(0) -> Countr -> ToDevice(1);", bridges=[None, None], warm=False)
+    assert e.value.code == "config" and e.value.line == 1 and "Countr" in e.value.message
+    assert mgr.store.list() == []
+    assert not [t for t in netdev.list_taps() if len(t) == 14]
+    assert os.listdir(mgr.run_dir) == []
+
+
+def test_config_error_warm_returns_the_shell_to_the_pool(make_manager):
+    mgr = make_manager(backend="qemu")
+    mgr.fill_pool(1, nics=2)
+    key = mgr.pool_key("qemu", 32, 1, 2)
+    with pytest.raises(ControlError) as e:
+        mgr.launch("FromDevice(0) -> Queue(0) -> ToDevice(1);", bridges=[None, None])
+    assert e.value.code == "config" and "Queue" in e.value.message
+    assert mgr.store.count_pool(key, ("pool",)) == 1
+    res = mgr.launch(FORWARD, bridges=[None, None])
+    assert res.kind == "warm" and list(res.phases_ms) == list(WARM_PHASES)
+    assert mgr.stats(res.vnf_id)["configured"] is True
+
+
+def test_warm_pool_refills_in_background(make_manager, net):
+    mgr = make_manager(backend="qemu")
+    key = mgr.start_pool(2, nics=2)
+    assert mgr.wait_pool(key, 2, timeout=60)
+    res = mgr.launch(FORWARD, name="w1", bridges=net.bridges)
+    assert res.kind == "warm"
+    assert [netdev.master_of(n.tap) for n in mgr.get("w1").spec.nics] == net.bridges
+    assert net.ping(2) == 2
+    assert mgr.wait_pool(key, 2, timeout=60)      # the claimed shell was replaced
+    qd = mgr.queuing_delay()
+    assert qd["basis"] == "warm" and qd["samples"] == 1
+    assert qd["seconds"] == pytest.approx(res.total_ms / 1000.0)
+
+
+def test_kill_9_of_qemu_is_detected(mgr):
+    died = threading.Event()
+    seen = []
+    mgr.death_listeners.append(lambda vid, reason: (seen.append((vid, reason)), died.set()))
+    res = mgr.launch(FORWARD, bridges=[None, None])
+    rec = mgr.get(res.vnf_id)
+    pid = rec.pid or _libvirt_qemu_pid(res.vnf_id)
+    os.kill(pid, signal.SIGKILL)
+    assert died.wait(15), "the death of QEMU was not reported"
+    assert seen[0][0] == res.vnf_id
+    rec = mgr.get(res.vnf_id)
+    assert rec.status == "crashed" and rec.reason
+    assert not any(netdev.exists(n.tap) for n in rec.spec.nics)
+
+
+def _libvirt_qemu_pid(vnf_id):
+    with open(f"/run/libvirt/qemu/fluidvim-{vnf_id}.pid") as f:
+        return int(f.read())
+
+
+def test_restarted_caller_finds_running_vnfs(make_manager, backend):
+    first = make_manager(backend=backend)
+    res = first.launch(FORWARD, name="keeper", bridges=[None, None], slots=32)
+    first.close()
+    second = make_manager(backend=backend)
+    summary = second.recover()
+    assert summary["reattached"] == 1
+    assert second.get("keeper").status == "running"
+    assert second.stats("keeper")["slots"]["total"] == 32
+    # a VNF that died while nobody watched is marked crashed on the next recovery
+    second.close()
+    rec = second.get("keeper")
+    if backend == "qemu":
+        os.kill(rec.pid, signal.SIGKILL)
+    else:
+        second.backend("libvirt").conn.lookupByUUIDString(res.vnf_id).destroy()
+    third = make_manager(backend=backend)
+    assert third.recover()["crashed"] == 1
+    assert third.get("keeper").status == "crashed"
+
+
+def test_tcg_boots_and_forwards(make_manager, net):
+    mgr = make_manager(backend="qemu", accel="tcg")
+    assert mgr.accel == "tcg"
+    res = mgr.launch(FORWARD, bridges=net.bridges)
+    assert net.ping(2) == 2
+    assert mgr.stats(res.vnf_id)["nics"][0]["rx"] >= 2
+
+
+@pytest.mark.slow
+def test_200_create_delete_cycles_leak_nothing(mgr, net):
+    be = mgr.backend()
+    for i in range(200):
+        res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+        if i % 50 == 0:
+            assert mgr.stats(res.vnf_id)["configured"] is True
+        mgr.destroy(res.vnf_id)
+    assert mgr.store.list() == []
+    assert not [t for t in netdev.list_taps() if len(t) == 14]
+    ports = os.listdir(f"/sys/class/net/{net.br0}/brif") + \
+        os.listdir(f"/sys/class/net/{net.br1}/brif")
+    assert sorted(ports) == sorted([f"{net.prefix}ah", f"{net.prefix}bh"])
+    assert os.listdir(mgr.run_dir) == []
+    if be.name == "qemu":
+        assert be.discover() == []
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_our_qemu(p, mgr)]
+    else:
+        assert be.discover() == []
+
+
+def _is_our_qemu(pid, mgr):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return mgr.run_dir.encode() in f.read()
+    except OSError:
+        return False

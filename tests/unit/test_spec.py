@@ -1,0 +1,110 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The spec -> QEMU argv / libvirt XML mapping, pinned by vnf/vectors/spec.json."""
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from fluidvim.vnf import spec as S
+
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "spec.json")
+
+
+def load():
+    with open(VECTORS) as f:
+        return json.load(f)
+
+
+V = load()
+
+
+@pytest.mark.parametrize("case", V["cases"], ids=lambda c: c["name"])
+def test_mapping_matches_vector(case):
+    sp = S.VNFSpec.from_dict(case["spec"])
+    assert S.kernel_cmdline(sp) == case["cmdline"]
+    if "qemu_argv" in case:
+        assert S.qemu_argv(sp, qemu=V["qemu_binary"], control_fd=V["control_fd"],
+                           qmp_fd=V["qmp_fd"]) == case["qemu_argv"]
+        with pytest.raises(S.SpecError) as e:
+            S.libvirt_xml(sp)
+        assert e.value.field == "machine"
+    else:
+        assert S.libvirt_xml(sp, emulator=V["emulator"]) == case["libvirt_xml"]
+        with pytest.raises(S.SpecError):
+            S.qemu_argv(sp)
+
+
+@pytest.mark.parametrize("case", V["invalid"], ids=lambda c: c["name"])
+def test_invalid_specs_name_the_field(case):
+    with pytest.raises(S.SpecError) as e:
+        S.VNFSpec.from_dict(case["spec"]).validate()
+    assert e.value.field == case["field"]
+    assert case["field"] in str(e.value)
+
+
+def test_libvirt_xml_is_minimal_and_round_trips():
+    case = next(c for c in V["cases"] if c["name"] == "pc-kvm-2nics")
+    sp = S.VNFSpec.from_dict(case["spec"])
+    root = ET.fromstring(case["libvirt_xml"])
+    assert root.get("type") == "kvm"
+    assert root.find("os/loader").text == S.QBOOT_ROM
+    assert root.find("os/kernel").text == sp.kernel
+    assert root.find("os/type").get("machine") == "pc"
+    devices = root.find("devices")
+    # no disks, graphics, video, balloon or USB: only what a unikernel needs
+    assert devices.findall("disk") == [] and devices.findall("graphics") == []
+    assert devices.findall("video") == []
+    assert devices.find("memballoon").get("model") == "none"
+    assert devices.find("controller[@type='usb']").get("model") == "none"
+    serials = devices.findall("serial")
+    assert [s.get("type") for s in serials] == ["file", "unix"]
+    assert serials[1].find("source").get("path") == sp.control_socket
+    assert [i.find("target").get("dev") for i in devices.findall("interface")] == \
+        [n.tap for n in sp.nics]
+    assert root.find("cpu/feature").get("name") == "arch-capabilities"
+    meta = ET.tostring(root.find("metadata")[0], encoding="unicode")
+    assert S.spec_from_libvirt_metadata(meta) == sp
+
+
+def test_microvm_argv_has_no_firmware_and_both_serials():
+    case = next(c for c in V["cases"] if c["name"] == "microvm-kvm-2nics")
+    argv = case["qemu_argv"]
+    assert "-bios" not in argv and "-nodefaults" in argv
+    assert argv[argv.index("-cpu") + 1] == "max,-arch-capabilities"
+    assert argv.count("-serial") == 2
+    assert argv.count("virtio-net-device,netdev=net0,mac=52:54:00:b0:35:06") == 1
+
+
+def test_tcg_uses_plain_max_cpu():
+    case = next(c for c in V["cases"] if c["name"] == "microvm-tcg-0nics")
+    argv = case["qemu_argv"]
+    assert argv[argv.index("-accel") + 1] == "tcg"
+    assert argv[argv.index("-cpu") + 1] == "max"
+    assert "-netdev" not in argv
+
+
+def test_names_fit_ifnamsiz_and_macs_are_stable_unicast():
+    u = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
+    for i in range(4):
+        assert len(S.tap_for(u, i)) <= 15
+        mac = S.mac_for(u, i)
+        assert mac == S.mac_for(u, i) and int(mac[:2], 16) & 1 == 0
+    assert len({S.mac_for(u, i) for i in range(4)}) == 4
+
+
+def test_unknown_field_is_named():
+    d = V["cases"][0]["spec"] | {"colour": "blue"}
+    with pytest.raises(S.SpecError) as e:
+        S.VNFSpec.from_dict(d)
+    assert e.value.field == "colour"
+
+
+def test_vectors_are_current():
+    import subprocess
+    import sys
+
+    tool = os.path.join(os.path.dirname(VECTORS), "..", "..", "tools", "gen_vectors.py")
+    assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
+        "vnf/vectors/spec.json is stale: run tools/gen_vectors.py and review the diff"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# Install and start everything fluidvim needs on a fresh Debian (bookworm) machine, idempotently:
+# apt packages, a Python venv with the project (editable), the unikernel build, libvirtd/virtlogd.
+# Used by `make demo`, `make test` and .ci/run. Needs root (taps, bridges, namespaces, KVM).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+
+if [ "$(id -u)" != 0 ]; then
+  echo "bootstrap: run as root (VNFs need tap devices, bridges and network namespaces)" >&2
+  exit 1
+fi
+
+APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev
+          pkg-config gcc make iproute2 iputils-ping procps python3-venv python3-dev)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python venv with the project and pinned dependencies
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.fluidvim-installed
+if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+  log "pip: installing fluidvim[test] (constraints.txt)"
+  .venv/bin/pip install -q --upgrade pip setuptools wheel
+  .venv/bin/pip install -q -c constraints.txt -e ".[test]"
+  touch "$stamp"
+fi
+
+# the unikernel
+log "building the VNF unikernel (vnf/kernel)"
+make -s -C vnf/kernel
+
+# libvirt daemons (no systemd in containers/CI: start them directly)
+start_daemon() {
+  local name=$1
+  if ! pgrep -x "$name" >/dev/null; then
+    log "starting $name"
+    "$name" -d
+  fi
+}
+start_daemon virtlogd
+start_daemon libvirtd
+for _ in $(seq 1 100); do
+  virsh -c qemu:///system version >/dev/null 2>&1 && break
+  sleep 0.1
+done
+virsh -c qemu:///system version >/dev/null || { echo "libvirtd did not come up" >&2; exit 1; }
+
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+  log "ready: KVM available"
+else
+  log "ready: no usable /dev/kvm, VNFs run under TCG (slower, still correct)"
+fi

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Write vnf/vectors/protocol.json: the control-channel vectors of vnf/PROTOCOL.md.
+
+* ``requests``: what a client must send, byte for byte, for a request (id, op, fields);
+* ``guest_lines``: lines a VNF sends and how a client must classify them;
+* ``exchanges``: a line sent to a real VNF and what its reply must contain (checked against the
+  booted unikernel by tests/integration/test_vnf.py, and by the Go driver's tests).
+"""
+
+import json
+import os
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vnf", "vectors",
+                   "protocol.json")
+
+FWD = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+
+
+def line(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=True) + "\n"
+
+
+requests = [
+    {"id": 1, "op": "ping", "fields": {}},
+    {"id": 2, "op": "configure", "fields": {"config": FWD, "slots": 256}},
+    {"id": 3, "op": "configure", "fields": {"config": "FromDevice(0) -> Discard;"}},
+    {"id": 4, "op": "stats", "fields": {}},
+    {"id": 2147483647, "op": "configure",
+     "fields": {"config": "// caf\u00e9 \"quoted\" \\ tab\t\nFromDevice(0) -> ToDevice(0);"}},
+]
+for r in requests:
+    msg = {"id": r["id"], "op": r["op"]}
+    msg.update({k: r["fields"][k] for k in sorted(r["fields"])})
+    r["line"] = line(msg)
+
+guest_lines = [
+    {"line": '{"ev":"ready","proto":1,"name":"vnf","version":"0.1.0","boot_us":812,'
+             '"clock":"kvmclock","nics":2,"macs":["52:54:00:12:34:01","52:54:00:12:34:02"],'
+             '"slots":1024}', "kind": "event", "event": "ready"},
+    {"line": '{"ev":"error","message":"virtio-net 1: queue 0 size 0"}', "kind": "event",
+     "event": "error"},
+    {"line": '{"id":1,"ok":true,"result":{"pong":true,"uptime_us":123456,"configured":false,'
+             '"boot_us":812}}', "kind": "reply", "id": 1},
+    {"line": '{"id":2,"ok":false,"error":{"code":"config","line":1,"col":17,'
+             '"message":"unknown element class \'Countr\'"}}', "kind": "error", "id": 2,
+     "code": "config", "err_line": 1, "err_col": 17},
+    {"line": '{"ok":false,"error":{"code":"too_long","message":"line longer than 8192 bytes"}}',
+     "kind": "error", "id": None, "code": "too_long"},
+]
+
+invalid_guest_lines = ["not json", "[1,2]", '{"id":1}', ""]
+
+exchanges = [
+    {"send": line({"id": 1, "op": "ping"}), "ok": True, "id": 1,
+     "result_keys": ["pong", "uptime_us", "configured", "boot_us"]},
+    {"send": line({"id": 7, "op": "dance"}), "ok": False, "id": 7, "code": "unknown_op"},
+    {"send": "this is not json\n", "ok": False, "id": None, "code": "parse"},
+    {"send": line({"op": "ping"}), "ok": False, "id": None, "code": "bad_request",
+     "message_contains": "id"},
+    {"send": line({"id": "x", "op": "ping"}), "ok": False, "id": None, "code": "bad_request",
+     "message_contains": "id"},
+    {"send": line({"id": 8}), "ok": False, "id": 8, "code": "bad_request",
+     "message_contains": "op"},
+    {"send": line({"id": 9, "op": "configure"}), "ok": False, "id": 9, "code": "bad_request",
+     "message_contains": "config"},
+    {"send": line({"id": 10, "op": "configure", "config": "FromDevice(0) -> Countr -> ToDevice(1);"}),
+     "ok": False, "id": 10, "code": "config", "err_line": 1, "message_contains": "Countr"},
+    {"send": line({"id": 11, "op": "configure", "config": "FromDevice(0) -> ToDevice(1);\n"
+                   "FromDevice(1) -> q :: Queue(0) -> ToDevice(0);"}),
+     "ok": False, "id": 11, "code": "config", "err_line": 2, "message_contains": "Queue"},
+    {"send": line({"id": 12, "op": "configure", "config": "FromDevice(9) -> Discard;"}),
+     "ok": False, "id": 12, "code": "config", "err_line": 1, "message_contains": "9"},
+    {"send": "x" * 9000 + "\n", "ok": False, "id": None, "code": "too_long"},
+    {"send": line({"id": 13, "op": "configure", "config": FWD, "slots": 64}), "ok": True,
+     "id": 13, "result_keys": ["forwarding", "elements", "config_us"]},
+    {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
+     "result_keys": ["uptime_us", "configured", "slots", "nics", "elements", "latency_ns"]},
+]
+
+with open(OUT, "w") as f:
+    json.dump({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,
+               "invalid_guest_lines": invalid_guest_lines, "exchanges": exchanges}, f, indent=2)
+    f.write("\n")
+print("wrote", OUT)

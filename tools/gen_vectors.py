@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Regenerate vnf/vectors/spec.json from fluidvim.vnf.spec (review the diff before committing!).
+
+The vectors pin the spec -> QEMU argv / libvirt XML mapping for every implementation (Python, Go).
+`pytest tests/unit/test_spec.py` fails when the mapping and the vectors disagree.
+"""
+
+import json
+import os
+import sys
+
+from fluidvim.vnf import spec as S
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "vnf", "vectors", "spec.json")
+
+U1 = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
+U2 = "0b7e6c1a-2f3d-4e5a-8b9c-d0e1f2a3b4c5"
+
+
+def base(u, machine, accel="kvm", nics=2, **kw):
+    d = f"/run/fluidvim/{u}"
+    return S.VNFSpec(
+        uuid=u, name=kw.pop("name", "fw1"), kernel="/usr/share/fluidvim/fluidvim-vnf.elf",
+        control_socket=f"{d}/ctl.sock", console_log=f"{d}/console.log",
+        qmp_socket=f"{d}/qmp.sock" if machine == "microvm" else None,
+        nics=tuple(S.NicSpec(tap=S.tap_for(u, i), mac=S.mac_for(u, i),
+                             bridge=(f"br{i}" if i < 2 else None)) for i in range(nics)),
+        machine=machine, accel=accel, **kw)
+
+
+CASES = [
+    ("microvm-kvm-2nics", base(U1, "microvm")),
+    ("microvm-tcg-0nics", base(U2, "microvm", accel="tcg", nics=0, name="probe",
+                               session_slots=16, memory_mb=16)),
+    ("microvm-kvm-4nics-extra", base(U1, "microvm", nics=4, vcpus=2, memory_mb=64,
+                                     flow_timeout_ms=5000, cmdline_extra="tsc_khz=2400000")),
+    ("pc-kvm-2nics", base(U1, "pc")),
+    ("pc-tcg-1nic", base(U2, "pc", accel="tcg", nics=1, name="mirror", session_slots=65536)),
+]
+
+BAD = [
+    ("bad-name", {"name": "-x"}, "name"),
+    ("bad-memory", {"memory_mb": 4}, "memory_mb"),
+    ("bad-slots", {"session_slots": 0}, "session_slots"),
+    ("bad-machine", {"machine": "q35"}, "machine"),
+    ("bad-accel", {"accel": "hvf"}, "accel"),
+    ("bad-kernel", {"kernel": "vnf.elf"}, "kernel"),
+    ("bad-mac", {"nics": [{"tap": "fvx0", "mac": "01:00:5e:00:00:01", "bridge": None}]},
+     "nics[0].mac"),
+    ("bad-tap", {"nics": [{"tap": "a-very-long-tap-name", "mac": "52:54:00:00:00:01",
+                           "bridge": None}]}, "nics[0].tap"),
+    ("too-many-nics", {"nics": [{"tap": f"fvx{i}", "mac": f"52:54:00:00:00:0{i + 1}",
+                                 "bridge": None} for i in range(5)]}, "nics"),
+]
+
+
+def main():
+    vectors = {"version": 1, "qemu_binary": "qemu-system-x86_64",
+               "emulator": "/usr/bin/qemu-system-x86_64", "control_fd": 3, "qmp_fd": 4,
+               "cases": [], "invalid": []}
+    for name, sp in CASES:
+        case = {"name": name, "spec": sp.to_dict(), "cmdline": S.kernel_cmdline(sp)}
+        if sp.machine == "microvm":
+            case["qemu_argv"] = S.qemu_argv(sp, control_fd=3, qmp_fd=4)
+        else:
+            case["libvirt_xml"] = S.libvirt_xml(sp)
+        vectors["cases"].append(case)
+    good = base(U1, "microvm").to_dict()
+    for name, change, field in BAD:
+        d = dict(good)
+        d.update(change)
+        vectors["invalid"].append({"name": name, "spec": d, "field": field})
+    text = json.dumps(vectors, indent=2) + "\n"
+    if "--check" in sys.argv:
+        with open(OUT) as f:
+            sys.exit(0 if f.read() == text else 1)
+    with open(OUT, "w") as f:
+        f.write(text)
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,450 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Hypervisor backends of the launch core: a direct QEMU process, or a libvirt domain.
+
+Both start a VNF from a :class:`~fluidvim.vnf.spec.VNFSpec` (the mapping itself lives in ``spec``),
+connect its control channel *before* the guest runs (so the ``ready`` event cannot be missed),
+detect its death, find running VNFs again after a restart, and remove everything they created.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+
+from oslo_log import log as logging
+
+from . import netdev
+from . import spec as specmod
+from .control import ControlChannel
+
+LOG = logging.getLogger(__name__)
+
+KVM_GET_API_VERSION = 0xAE00
+
+
+def detect_accel(requested: str = "auto") -> tuple[str, str]:
+    """Return (accel, why): KVM when /dev/kvm opens and answers, else TCG."""
+    if requested == "tcg":
+        return "tcg", "requested"
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            api = fcntl.ioctl(fd, KVM_GET_API_VERSION)
+        finally:
+            os.close(fd)
+        if api == 12:
+            return "kvm", "/dev/kvm works"
+        why = f"/dev/kvm API version {api} (need 12)"
+    except OSError as e:
+        why = f"/dev/kvm unusable: {e.strerror}"
+    if requested == "kvm":
+        raise RuntimeError(f"accel=kvm requested but {why}; set [vnf] accel = auto or tcg")
+    return "tcg", why
+
+
+class LaunchError(RuntimeError):
+    """A VNF failed to start; everything it had created has been removed."""
+
+
+class Backend:
+    name = ""
+    machine = ""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self._death_cb = None
+
+    def vnf_dir(self, vnf_uuid: str) -> str:
+        return os.path.join(self.run_dir, vnf_uuid)
+
+    def paths(self, vnf_uuid: str) -> dict:
+        d = self.vnf_dir(vnf_uuid)
+        return {"control_socket": os.path.join(d, "ctl.sock"),
+                "console_log": os.path.join(d, "console.log"),
+                "qmp_socket": os.path.join(d, "qmp.sock") if self.name == "qemu" else None}
+
+    def on_death(self, callback) -> None:
+        """``callback(vnf_uuid, reason)`` runs (in a backend thread) when a VNF dies on its own."""
+        self._death_cb = callback
+
+    def _died(self, vnf_uuid: str, reason: str) -> None:
+        if self._death_cb:
+            try:
+                self._death_cb(vnf_uuid, reason)
+            except Exception:  # noqa: BLE001 - a callback bug must not kill the watcher
+                LOG.exception("death callback for %s failed", vnf_uuid)
+
+    # -- shared steps --
+    def prepare(self, spec: specmod.VNFSpec) -> None:
+        """Create the run directory and the taps (plugged into their bridges)."""
+        os.makedirs(self.vnf_dir(spec.uuid), mode=0o750, exist_ok=True)
+        try:
+            for nic in spec.nics:
+                netdev.create_tap(nic.tap, nic.bridge)
+        except Exception:
+            self.cleanup(spec)
+            raise
+
+    def cleanup(self, spec: specmod.VNFSpec) -> None:
+        """Remove taps and the run directory (idempotent)."""
+        for nic in spec.nics:
+            try:
+                netdev.delete_link(nic.tap)
+            except Exception:  # noqa: BLE001
+                LOG.exception("could not delete tap %s", nic.tap)
+        shutil.rmtree(self.vnf_dir(spec.uuid), ignore_errors=True)
+
+    def connect(self, spec: specmod.VNFSpec) -> ControlChannel:
+        return ControlChannel(spec.control_socket).connect()
+
+    def console_output(self, spec: specmod.VNFSpec, max_bytes: int = 65536) -> str:
+        try:
+            with open(spec.console_log, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - max_bytes))
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    # -- per backend --
+    def spawn(self, spec: specmod.VNFSpec) -> tuple[ControlChannel, int | None]:
+        raise NotImplementedError
+
+    def alive(self, spec: specmod.VNFSpec, pid: int | None) -> bool:
+        raise NotImplementedError
+
+    def kill(self, spec: specmod.VNFSpec, pid: int | None) -> None:
+        raise NotImplementedError
+
+    def discover(self) -> list[tuple[specmod.VNFSpec, int | None]]:
+        """Running VNFs this backend can see (used when the state store lost them)."""
+        return []
+
+    def watch(self, spec: specmod.VNFSpec, pid: int | None) -> None:
+        """Start watching a running VNF for death."""
+
+    def close(self) -> None:
+        pass
+
+
+class QemuBackend(Backend):
+    """One QEMU process per VNF on ``microvm``; control channel and QMP as inherited sockets."""
+
+    name = "qemu"
+    machine = "microvm"
+
+    def __init__(self, run_dir: str, qemu_binary: str = "qemu-system-x86_64"):
+        super().__init__(run_dir)
+        self.qemu_binary = shutil.which(qemu_binary) or qemu_binary
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._sel = selectors.DefaultSelector()
+        self._sel_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._watched: dict[str, int] = {}       # uuid -> pidfd
+        self._expected: set[str] = set()         # deaths we caused (kill)
+        self._watcher = None
+
+    @staticmethod
+    def _listen(path: str) -> socket.socket:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen(8)
+        return s
+
+    def spawn(self, spec):
+        ctl = self._listen(spec.control_socket)
+        qmp = self._listen(spec.qmp_socket)
+        stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
+        try:
+            argv = specmod.qemu_argv(spec, qemu=self.qemu_binary, control_fd=ctl.fileno(),
+                                     qmp_fd=qmp.fileno())
+            with open(stderr_path, "wb") as err:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=err,
+                                        pass_fds=(ctl.fileno(), qmp.fileno()),
+                                        start_new_session=True)
+        finally:
+            ctl.close()
+            qmp.close()
+        self._procs[spec.uuid] = proc
+        try:
+            ch = self.connect(spec)
+        except OSError as e:
+            proc.wait(timeout=10)
+            raise LaunchError(f"QEMU exited at start ({e.strerror}): "
+                              f"{self._stderr(spec)}") from None
+        return ch, proc.pid
+
+    def _stderr(self, spec) -> str:
+        try:
+            with open(os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr"), "rb") as f:
+                return f.read()[-2000:].decode(errors="replace").strip() or "(no message)"
+        except FileNotFoundError:
+            return "(no message)"
+
+    def exit_message(self, spec) -> str:
+        return self._stderr(spec)
+
+    def alive(self, spec, pid):
+        if not pid:
+            return False
+        proc = self._procs.get(spec.uuid)
+        if proc is not None:
+            return proc.poll() is None
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        # a recycled pid is not our VNF: require our -uuid on its command line
+        try:
+            return args[args.index(b"-uuid") + 1].decode() == spec.uuid
+        except (ValueError, IndexError):
+            return False
+
+    def kill(self, spec, pid):
+        self._expected.add(spec.uuid)
+        proc = self._procs.pop(spec.uuid, None)
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+        elif pid and self.alive(spec, pid):
+            try:
+                pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                pidfd = None
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            if pidfd is not None:
+                sel = selectors.DefaultSelector()
+                sel.register(pidfd, selectors.EVENT_READ)
+                sel.select(timeout=30)
+                sel.close()
+                os.close(pidfd)
+        self._unwatch(spec.uuid)
+
+    def qmp(self, spec, command: str, **args):
+        """Run one QMP command on the VNF's monitor (e.g. ``query-status``)."""
+        from qemu.qmp.legacy import QEMUMonitorProtocol
+
+        mon = QEMUMonitorProtocol(spec.qmp_socket)
+        mon.connect()
+        try:
+            return mon.cmd(command, **args) if args else mon.cmd(command)
+        finally:
+            mon.close()
+
+    def discover(self):
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"-uuid" not in args or not any(a.startswith(b"microvm,") for a in args):
+                continue
+            try:
+                vnf_uuid = args[args.index(b"-uuid") + 1].decode()
+            except IndexError:
+                continue
+            if os.path.isdir(self.vnf_dir(vnf_uuid)):
+                found.append((vnf_uuid, int(pid)))
+        return found
+
+    # -- death detection: one thread, pidfds in a selector --
+    def watch(self, spec, pid):
+        if not pid:
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._died(spec.uuid, "QEMU process is gone")
+            return
+        with self._sel_lock:
+            self._watched[spec.uuid] = pidfd
+            self._sel.register(pidfd, selectors.EVENT_READ, spec.uuid)
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch_loop, daemon=True,
+                                                 name="fluidvim-qemu-watch")
+                self._watcher.start()
+        os.write(self._wake_w, b"x")
+
+    def _unwatch(self, vnf_uuid):
+        with self._sel_lock:
+            pidfd = self._watched.pop(vnf_uuid, None)
+            if pidfd is not None:
+                self._sel.unregister(pidfd)
+                os.close(pidfd)
+
+    def _watch_loop(self):
+        while True:
+            for key, _ in self._sel.select():
+                if key.data is None:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    continue
+                vnf_uuid = key.data
+                expected = vnf_uuid in self._expected
+                self._unwatch(vnf_uuid)
+                proc = self._procs.pop(vnf_uuid, None)
+                if expected:
+                    self._expected.discard(vnf_uuid)
+                    continue
+                reason = "QEMU exited"
+                if proc is not None:
+                    rc = proc.wait()
+                    reason = (f"QEMU killed by signal {-rc}" if rc < 0
+                              else f"QEMU exited with status {rc}")
+                LOG.warning("VNF %s died: %s", vnf_uuid, reason)
+                self._died(vnf_uuid, reason)
+
+
+class LibvirtBackend(Backend):
+    """A transient libvirt domain per VNF (pc + qboot), with the spec in its <metadata>."""
+
+    name = "libvirt"
+    machine = "pc"
+    _event_loop_started = False
+    _event_lock = threading.Lock()
+
+    def __init__(self, run_dir: str, uri: str = "qemu:///system",
+                 emulator: str = "/usr/bin/qemu-system-x86_64"):
+        super().__init__(run_dir)
+        import libvirt
+
+        self.libvirt = libvirt
+        self._start_event_loop()
+        try:
+            self.conn = libvirt.open(uri)
+        except libvirt.libvirtError as e:
+            raise RuntimeError(f"cannot connect to libvirt at {uri}: {e}. Is libvirtd running "
+                               "(libvirtd -d; virtlogd -d)?") from None
+        self.emulator = shutil.which(emulator) or emulator
+        self._expected: set[str] = set()
+        self._cb_id = self.conn.domainEventRegisterAny(
+            None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._lifecycle, None)
+
+    @classmethod
+    def _start_event_loop(cls):
+        import libvirt
+
+        with cls._event_lock:
+            if cls._event_loop_started:
+                return
+            libvirt.virEventRegisterDefaultImpl()
+
+            def run():
+                while True:
+                    libvirt.virEventRunDefaultImpl()
+
+            threading.Thread(target=run, daemon=True, name="fluidvim-libvirt-events").start()
+            cls._event_loop_started = True
+
+    def _lifecycle(self, conn, dom, event, detail, opaque):
+        lv = self.libvirt
+        name = dom.name()
+        if not name.startswith(specmod.DOMAIN_PREFIX) or event != lv.VIR_DOMAIN_EVENT_STOPPED:
+            return
+        vnf_uuid = dom.UUIDString()
+        if vnf_uuid in self._expected:
+            self._expected.discard(vnf_uuid)
+            return
+        reasons = {lv.VIR_DOMAIN_EVENT_STOPPED_CRASHED: "guest crashed",
+                   lv.VIR_DOMAIN_EVENT_STOPPED_FAILED: "QEMU failed (killed or crashed)",
+                   lv.VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN: "guest shut down",
+                   lv.VIR_DOMAIN_EVENT_STOPPED_DESTROYED: "destroyed outside fluidvim"}
+        reason = reasons.get(detail, f"stopped (libvirt detail {detail})")
+        LOG.warning("VNF %s died: %s", vnf_uuid, reason)
+        self._died(vnf_uuid, reason)
+
+    def _lookup(self, vnf_uuid):
+        try:
+            return self.conn.lookupByUUIDString(vnf_uuid)
+        except self.libvirt.libvirtError:
+            return None
+
+    def spawn(self, spec):
+        lv = self.libvirt
+        xml = specmod.libvirt_xml(spec, emulator=self.emulator)
+        try:
+            dom = self.conn.createXML(xml, lv.VIR_DOMAIN_START_PAUSED)
+        except lv.libvirtError as e:
+            raise LaunchError(f"libvirt refused the domain: {e}") from None
+        try:
+            ch = self.connect(spec)     # libvirt's QEMU listens before the guest runs
+            dom.resume()
+        except Exception:
+            self.kill(spec, None)
+            raise
+        return ch, None
+
+    def exit_message(self, spec) -> str:
+        return "libvirt domain stopped; see /var/log/libvirt/qemu/" + specmod.domain_name(spec) \
+            + ".log"
+
+    def alive(self, spec, pid):
+        dom = self._lookup(spec.uuid)
+        return bool(dom and dom.isActive())
+
+    def kill(self, spec, pid):
+        dom = self._lookup(spec.uuid)
+        if dom is None:
+            return
+        self._expected.add(spec.uuid)
+        try:
+            dom.destroy()
+        except self.libvirt.libvirtError as e:
+            if self._lookup(spec.uuid) is not None:
+                raise LaunchError(f"cannot destroy domain {dom.name()}: {e}") from None
+
+    def discover(self):
+        found = []
+        for dom in self.conn.listAllDomains(self.libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+            if dom.name().startswith(specmod.DOMAIN_PREFIX):
+                found.append((dom.UUIDString(), None))
+        return found
+
+    def metadata_spec(self, vnf_uuid: str):
+        dom = self._lookup(vnf_uuid)
+        if dom is None:
+            return None
+        text = dom.metadata(self.libvirt.VIR_DOMAIN_METADATA_ELEMENT, specmod.XMLNS)
+        return specmod.spec_from_libvirt_metadata(text)
+
+    def close(self):
+        try:
+            self.conn.domainEventDeregisterAny(self._cb_id)
+            self.conn.close()
+        except self.libvirt.libvirtError:
+            pass
+
+
+def make_backend(name: str, run_dir: str, conf=None) -> Backend:
+    if name == "qemu":
+        return QemuBackend(run_dir, qemu_binary=conf.vnf.qemu_binary if conf else
+                           "qemu-system-x86_64")
+    if name == "libvirt":
+        return LibvirtBackend(run_dir, uri=conf.vnf.libvirt_uri if conf else "qemu:///system")
+    raise ValueError(f"unknown backend {name!r} (known: qemu, libvirt)")
+
+
+__all__ = ["Backend", "QemuBackend", "LibvirtBackend", "LaunchError", "detect_accel",
+           "make_backend"]

@@ -1,0 +1,67 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""oslo.config options of the launch core (group ``[vnf]``)."""
+
+from __future__ import annotations
+
+import os
+
+from oslo_config import cfg
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Where `make -C vnf/kernel` puts the image in a source checkout (editable install).
+SOURCE_KERNEL = os.path.join(_HERE, "kernel", "build", "fluidvim-vnf.elf")
+INSTALLED_KERNEL = "/usr/share/fluidvim/fluidvim-vnf.elf"
+
+vnf_group = cfg.OptGroup("vnf", title="Unikernel VNF launch core",
+                         help="How fluidvim starts unikernel VNFs on this host.")
+
+vnf_opts = [
+    cfg.StrOpt("backend", default="qemu", choices=["qemu", "libvirt"],
+               help="qemu: a QEMU process per VNF (microvm, fastest). libvirt: a transient "
+                    "libvirt domain (pc + qboot), visible to virsh and other libvirt tools."),
+    cfg.StrOpt("accel", default="auto", choices=["auto", "kvm", "tcg"],
+               help="Accelerator. auto uses KVM when /dev/kvm works, else TCG (software)."),
+    cfg.StrOpt("kernel", default=None,
+               help="Path of the VNF kernel image (PVH ELF). Default: the image built in the "
+                    "source tree (vnf/kernel/build/fluidvim-vnf.elf), else "
+                    + INSTALLED_KERNEL + "."),
+    cfg.StrOpt("qemu_binary", default="qemu-system-x86_64",
+               help="QEMU binary for the qemu backend."),
+    cfg.StrOpt("libvirt_uri", default="qemu:///system", help="libvirt connection URI."),
+    cfg.StrOpt("state_dir", default="/var/lib/fluidvim",
+               help="Directory for the state database (when state_connection is unset)."),
+    cfg.StrOpt("state_connection", default=None, secret=True,
+               help="SQLAlchemy URL of the state store; default sqlite:///<state_dir>/vnf.sqlite."),
+    cfg.StrOpt("run_dir", default="/run/fluidvim",
+               help="Directory for per-VNF control sockets, QMP sockets and console logs."),
+    cfg.IntOpt("memory_mb", default=32, min=8, max=4096, help="Default VNF memory (MiB)."),
+    cfg.IntOpt("session_slots", default=1024, min=1, max=65536,
+               help="Default session slots (flow-table capacity) of a VNF."),
+    cfg.IntOpt("pool_size", default=0, min=0, max=64,
+               help="Warm-pool shells kept booted per pool key (kernel, memory, vCPUs, NIC "
+                    "count). 0 disables the pool; launches are then always cold."),
+    cfg.IntOpt("pool_nics", default=2, min=0, max=4,
+               help="Number of NICs of the shells the pool keeps when it fills itself."),
+    cfg.FloatOpt("boot_timeout", default=30.0, min=0.5,
+                 help="Seconds to wait for a VNF's ready message before the launch fails."),
+    cfg.IntOpt("launch_history", default=64, min=1,
+               help="Recent launches used to estimate the queuing delay (time to a new slot)."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(vnf_group)
+    conf.register_opts(vnf_opts, group=vnf_group)
+
+
+def list_opts():
+    """Entry point for oslo-config-generator (namespace ``fluidvim.vnf``)."""
+    return [(vnf_group, vnf_opts)]
+
+
+def default_kernel() -> str:
+    for path in (SOURCE_KERNEL, INSTALLED_KERNEL):
+        if os.path.exists(path):
+            return path
+    return SOURCE_KERNEL

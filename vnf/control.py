@@ -1,0 +1,186 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Client for the VNF control channel: line-delimited JSON over a unix socket (vnf/PROTOCOL.md).
+
+Message encoding and decoding are plain functions (``encode_request``, ``decode_line``) so they can be
+checked against ``vnf/vectors/protocol.json``; :class:`ControlChannel` adds the socket.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+MAX_LINE = 8192
+PROTO_VERSION = 1
+OPS = ("ping", "configure", "stats")
+
+
+class ControlError(Exception):
+    """The VNF answered a request with an error, or the channel failed."""
+
+    def __init__(self, code: str, message: str, line: int | None = None,
+                 col: int | None = None):
+        where = f" (line {line}, column {col})" if line else ""
+        super().__init__(f"{code}: {message}{where}")
+        self.code, self.message, self.line, self.col = code, message, line, col
+
+
+class ChannelClosed(ControlError):
+    def __init__(self, message="control channel closed: the VNF (or its QEMU) has exited"):
+        super().__init__("closed", message)
+
+
+class ReplyTimeout(ControlError):
+    def __init__(self, what: str, seconds: float):
+        super().__init__("timeout", f"no {what} from the VNF within {seconds:.1f} s")
+
+
+def encode_request(req_id: int, op: str, **fields) -> bytes:
+    """One request line. Field order is fixed (id, op, then fields sorted) so vectors are exact."""
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r} (known: {', '.join(OPS)})")
+    msg = {"id": req_id, "op": op}
+    msg.update({k: fields[k] for k in sorted(fields) if fields[k] is not None})
+    line = json.dumps(msg, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+    if len(line) > MAX_LINE:
+        raise ValueError(f"request is {len(line)} bytes; the control channel carries at most "
+                         f"{MAX_LINE} bytes per line (shorten the click config)")
+    return line
+
+
+def decode_line(line: bytes | str) -> dict:
+    """Parse one guest line into a dict with a ``kind`` of ``event``, ``reply`` or ``error``."""
+    try:
+        msg = json.loads(line)
+    except ValueError as e:
+        raise ControlError("protocol", f"guest sent a line that is not JSON: {e}") from None
+    if not isinstance(msg, dict):
+        raise ControlError("protocol", "guest sent JSON that is not an object")
+    if "ev" in msg:
+        return {"kind": "event", "event": msg["ev"], "body": msg}
+    if "ok" not in msg:
+        raise ControlError("protocol", "guest line has neither 'ev' nor 'ok'")
+    if msg["ok"]:
+        return {"kind": "reply", "id": msg.get("id"), "result": msg.get("result", {})}
+    err = msg.get("error") or {}
+    return {"kind": "error", "id": msg.get("id"),
+            "error": ControlError(err.get("code", "unknown"), err.get("message", ""),
+                                  err.get("line"), err.get("col"))}
+
+
+class ControlChannel:
+    """A connection to one VNF's control socket. Thread-safe; one request at a time."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self._next_id = 1
+        self._lock = threading.Lock()
+        self.ready: dict | None = None      # the `ready` event, once seen
+        self.events: list[dict] = []        # other events (e.g. boot errors)
+
+    def connect(self) -> "ControlChannel":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            s.connect(self.path)
+        except OSError:
+            s.close()
+            raise
+        self._sock = s
+        return self
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def fileno(self) -> int:
+        return self._sock.fileno() if self._sock else -1
+
+    # -- reading --
+    def _readline(self, deadline: float, what: str) -> bytes:
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line, self._buf = self._buf[:nl], self._buf[nl + 1:]
+                return line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ReplyTimeout(what, self._timeout)
+            self._sock.settimeout(remaining)
+            try:
+                chunk = self._sock.recv(65536)
+            except socket.timeout:
+                raise ReplyTimeout(what, self._timeout) from None
+            except OSError as e:
+                raise ChannelClosed(f"control channel failed: {e}") from None
+            if not chunk:
+                raise ChannelClosed()
+            self._buf += chunk
+            if len(self._buf) > 4 * MAX_LINE and b"\n" not in self._buf:
+                raise ControlError("protocol", "guest sent an over-long line")
+
+    def _note_event(self, msg: dict) -> None:
+        if msg["event"] == "ready":
+            self.ready = msg["body"]
+        else:
+            self.events.append(msg["body"])
+
+    def wait_ready(self, timeout: float = 30.0) -> dict:
+        """Block until the VNF's own ``ready`` event arrives (a fresh boot)."""
+        if self.ready is not None:
+            return self.ready
+        self._timeout = timeout
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self.ready is None:
+                msg = decode_line(self._readline(deadline, "'ready' event"))
+                if msg["kind"] == "event":
+                    self._note_event(msg)
+        return self.ready
+
+    def request(self, op: str, timeout: float = 10.0, **fields) -> dict:
+        """Send a request and return its result; raise :class:`ControlError` on an error reply."""
+        if self._sock is None:
+            raise ChannelClosed("control channel is not connected")
+        self._timeout = timeout
+        with self._lock:
+            req_id = self._next_id
+            self._next_id = (self._next_id % 0x7FFFFFFF) + 1
+            try:
+                self._sock.sendall(encode_request(req_id, op, **fields))
+            except OSError as e:
+                raise ChannelClosed(f"control channel failed: {e}") from None
+            deadline = time.monotonic() + timeout
+            while True:
+                msg = decode_line(self._readline(deadline, f"reply to {op!r}"))
+                if msg["kind"] == "event":
+                    self._note_event(msg)
+                    continue
+                if msg["id"] is None and msg["kind"] == "error":
+                    raise msg["error"]
+                if msg["id"] != req_id:
+                    continue   # a stale reply to a request that timed out earlier
+                if msg["kind"] == "error":
+                    raise msg["error"]
+                return msg["result"]
+
+    # -- the three operations --
+    def ping(self, timeout: float = 5.0) -> dict:
+        return self.request("ping", timeout=timeout)
+
+    def configure(self, config: str, slots: int | None = None, timeout: float = 10.0) -> dict:
+        return self.request("configure", timeout=timeout, config=config, slots=slots)
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        return self.request("stats", timeout=timeout)

@@ -1,0 +1,45 @@
+/* fluidvim VNF — the Click-like packet engine: config language, elements, flow table, stats.
+ * Freestanding; the kernel (or a host test) provides the platform hooks below. See vnf/PROTOCOL.md §5. */
+#ifndef FLUIDVIM_CLICK_H
+#define FLUIDVIM_CLICK_H
+#include "kstd.h"
+#include "json.h"
+
+#define CLICK_MAX_NICS 4
+#define CLICK_MAX_SLOTS 65536
+
+/* ---- platform hooks (implemented by the kernel, or by the host test harness) ---- */
+/* Transmit a frame on NIC `nic`; copies the data before returning. Returns 0 on success, -1 if the
+ * NIC does not exist or its TX ring is full (the engine counts it as a drop). */
+int plat_tx(int nic, const uint8_t *data, uint16_t len);
+/* Monotonic nanoseconds. */
+uint64_t plat_now_ns(void);
+
+/* ---- configuration ---- */
+struct click_err { int line, col; char message[160]; };
+
+/* Called once at boot. nics = number of NICs present; slots = flow-table capacity;
+ * flow_timeout_ms = idle timeout for sessions. */
+void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms);
+/* Parse and build a new graph. On success swap it in (previous graph and its queued packets are
+ * released; live flows are kept if the slot count is unchanged) and return 0. On error return -1,
+ * fill *err, and leave the running graph untouched. slots == 0 keeps the current capacity. */
+int click_configure(const char *text, size_t len, uint32_t slots, struct click_err *err);
+bool click_configured(void);
+uint32_t click_element_count(void);
+
+/* ---- data path ---- */
+/* One frame received on `nic`; the engine copies what it needs before returning. */
+void click_rx(int nic, const uint8_t *data, uint16_t len);
+/* Scheduler round: drain Queues, expire idle flows (cheaply, amortised). Returns true if any work
+ * was done (the kernel keeps polling while there is work, and may idle otherwise). */
+bool click_run_tasks(void);
+
+/* ---- stats: writes the members of the PROTOCOL.md `stats` result object after "uptime_us" and
+ * "configured": keys "slots", "nics", "elements", "latency_ns" (the caller opened the object). */
+void click_stats_json(struct jw *w);
+/* Slot numbers for the ready/ping messages. */
+uint32_t click_slots_total(void);
+uint32_t click_slots_used(void);
+
+#endif

@@ -1,0 +1,287 @@
+/* fluidvim VNF — control channel: line-delimited JSON over COM2. */
+#include "control.h"
+#include "arch.h"
+#include "click.h"
+#include "json.h"
+#include "serial.h"
+#include "time.h"
+#include "virtio.h"
+
+#define MAX_LINE 8192
+#define VERSION "0.1.0"
+#define MAX_FIELDS 32
+#define BYTE_WAIT_US 2000   /* keep polling this long for the rest of a started line */
+
+static const struct vnf_info *info;
+static char line[MAX_LINE + 1];
+static size_t line_len;
+static bool line_too_long;
+static char scratch[MAX_LINE + 64];
+static char reply[256 * 1024];
+/* click_configure may keep pointers into its text: keep the running graph's text alive */
+static char cfg_text[2][MAX_LINE + 1];
+static int cfg_cur;
+
+uint64_t uptime_us(void) { return tsc_to_ns(rdtsc() - info->tsc_base) / 1000; }
+
+void ctl_init(const struct vnf_info *i) { info = i; }
+
+void ctl_send_line(const char *s, size_t n)
+{
+	serial_write(COM2, s, n);
+	serial_write(COM2, "\n", 1);
+}
+
+static void send_jw(struct jw *w)
+{
+	if (w->overflow) {
+		static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"internal\",\"message\":\"reply too large\"}}";
+		ctl_send_line(msg, sizeof msg - 1);
+		return;
+	}
+	ctl_send_line(w->buf, w->len);
+}
+
+static void mac_str(char *b, const uint8_t *m)
+{
+	ksnprintf(b, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+void ctl_send_ready(const uint8_t (*macs)[6], int nics, uint32_t slots, const char *clock)
+{
+	struct jw w;
+	char m[18];
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "ev", "ready");
+	jw_ku64(&w, "proto", 1);
+	jw_kstr(&w, "name", info->name);
+	jw_kstr(&w, "version", VERSION);
+	jw_ku64(&w, "boot_us", info->boot_us);
+	jw_kstr(&w, "clock", clock);
+	jw_ku64(&w, "nics", (uint64_t)nics);
+	jw_key(&w, "macs");
+	jw_arr_begin(&w);
+	for (int i = 0; i < nics; i++) {
+		mac_str(m, macs[i]);
+		jw_str(&w, m);
+	}
+	jw_arr_end(&w);
+	jw_ku64(&w, "slots", slots);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
+void ctl_send_error_event(const char *message)
+{
+	struct jw w;
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "ev", "error");
+	jw_kstr(&w, "message", message);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
+/* {"id":N,"ok":false,"error":{"code":C,"message":M}}; id < 0: no id */
+static void reply_error(int64_t id, const char *code, const char *message)
+{
+	struct jw w;
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	if (id >= 0)
+		jw_ku64(&w, "id", (uint64_t)id);
+	jw_kbool(&w, "ok", false);
+	jw_key(&w, "error");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "code", code);
+	jw_kstr(&w, "message", message);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
+static void reply_begin(struct jw *w, int64_t id)
+{
+	jw_init(w, reply, sizeof reply);
+	jw_obj_begin(w);
+	jw_ku64(w, "id", (uint64_t)id);
+	jw_kbool(w, "ok", true);
+	jw_key(w, "result");
+	jw_obj_begin(w);
+}
+
+static void reply_end(struct jw *w)
+{
+	jw_obj_end(w);
+	jw_obj_end(w);
+	send_jw(w);
+}
+
+static void op_ping(int64_t id)
+{
+	struct jw w;
+	reply_begin(&w, id);
+	jw_kbool(&w, "pong", true);
+	jw_ku64(&w, "uptime_us", uptime_us());
+	jw_kbool(&w, "configured", click_configured());
+	jw_ku64(&w, "boot_us", info->boot_us);
+	reply_end(&w);
+}
+
+static void op_stats(int64_t id)
+{
+	struct jw w;
+	reply_begin(&w, id);
+	jw_ku64(&w, "uptime_us", uptime_us());
+	jw_kbool(&w, "configured", click_configured());
+	click_stats_json(&w);
+	reply_end(&w);
+}
+
+static void op_configure(int64_t id, const struct jfield *f, int n)
+{
+	const struct jfield *cfg = json_get(f, n, "config");
+	const struct jfield *sl = json_get(f, n, "slots");
+	uint32_t slots = 0;
+	if (!cfg || cfg->type != JT_STRING) {
+		reply_error(id, "bad_request", "missing or invalid 'config' (must be a string)");
+		return;
+	}
+	if (sl && sl->type != JT_NULL) {
+		if (sl->type != JT_NUMBER || !sl->is_int || sl->num < 1 || sl->num > CLICK_MAX_SLOTS) {
+			reply_error(id, "bad_request", "invalid 'slots' (must be an integer 1..65536)");
+			return;
+		}
+		slots = (uint32_t)sl->num;
+	}
+	size_t len = cfg->str_len > MAX_LINE ? MAX_LINE : cfg->str_len;
+	int nxt = cfg_cur ^ 1;
+	memcpy(cfg_text[nxt], cfg->str, len);
+	cfg_text[nxt][len] = 0;
+
+	struct click_err err;
+	memset(&err, 0, sizeof err);
+	uint64_t t0 = rdtsc();
+	int rc = click_configure(cfg_text[nxt], len, slots, &err);
+	uint64_t us = tsc_to_ns(rdtsc() - t0) / 1000;
+	struct jw w;
+	if (rc == 0) {
+		cfg_cur = nxt;
+		kprintf("configure: ok, %u elements, slots %u, %lu us\n", click_element_count(),
+			click_slots_total(), us);
+		reply_begin(&w, id);
+		jw_kbool(&w, "forwarding", click_configured());
+		jw_ku64(&w, "elements", click_element_count());
+		jw_ku64(&w, "config_us", us);
+		reply_end(&w);
+		return;
+	}
+	err.message[sizeof err.message - 1] = 0;
+	kprintf("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	jw_ku64(&w, "id", (uint64_t)id);
+	jw_kbool(&w, "ok", false);
+	jw_key(&w, "error");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "code", "config");
+	jw_key(&w, "line");
+	jw_i64(&w, err.line);
+	jw_key(&w, "col");
+	jw_i64(&w, err.col);
+	jw_kstr(&w, "message", err.message);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
+static void handle_line(const char *s, size_t n)
+{
+	static struct jfield f[MAX_FIELDS];
+	const char *emsg = "syntax error";
+	int nf = json_parse_object(s, n, f, MAX_FIELDS, scratch, sizeof scratch, &emsg);
+	if (nf < 0) {
+		reply_error(-1, "parse", emsg ? emsg : "not a JSON object");
+		return;
+	}
+	const struct jfield *id = json_get(f, nf, "id");
+	if (!id || id->type != JT_NUMBER || !id->is_int || id->num < 0 || id->num > 0x7fffffff) {
+		reply_error(-1, "bad_request", "missing or invalid 'id' (must be an integer 0..2147483647)");
+		return;
+	}
+	const struct jfield *op = json_get(f, nf, "op");
+	if (!op || op->type != JT_STRING) {
+		reply_error(id->num, "bad_request", "missing or invalid 'op' (must be a string)");
+		return;
+	}
+	if (!strcmp(op->str, "ping"))
+		op_ping(id->num);
+	else if (!strcmp(op->str, "stats"))
+		op_stats(id->num);
+	else if (!strcmp(op->str, "configure"))
+		op_configure(id->num, f, nf);
+	else {
+		char msg[96];
+		ksnprintf(msg, sizeof msg, "unknown op '%s'", op->str);
+		reply_error(id->num, "unknown_op", msg);
+	}
+}
+
+/* Returns true when a complete line was consumed (handled or rejected). */
+static bool feed(int c)
+{
+	if (c != '\n') {
+		if (line_len < MAX_LINE)
+			line[line_len++] = (char)c;
+		else
+			line_too_long = true;
+		return false;
+	}
+	if (line_too_long) {
+		reply_error(-1, "too_long", "line longer than 8192 bytes");
+	} else {
+		size_t n = line_len;
+		while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+			n--;
+		if (n) {
+			line[n] = 0;
+			handle_line(line, n);
+		}
+	}
+	line_len = 0;
+	line_too_long = false;
+	return true;
+}
+
+bool ctl_poll(void)
+{
+	int c = serial_getc(COM2);
+	if (c < 0)
+		return false;
+	bool handled = false;
+	uint64_t wait = ns_to_tsc(BYTE_WAIT_US * 1000ull), last = rdtsc();
+	unsigned since_net = 0;
+	for (;;) {
+		if (c >= 0) {
+			handled |= feed(c);
+			last = rdtsc();
+			/* stop once a line is done and nothing else is pending */
+			if (line_len == 0 && !line_too_long) {
+				c = serial_getc(COM2);
+				if (c < 0)
+					break;
+				continue;
+			}
+		} else if (rdtsc() - last > wait)
+			break; /* partial line: the rest will raise the IRQ again */
+		if (++since_net >= 64) { /* don't starve the data path during a long line */
+			since_net = 0;
+			net_poll();
+			click_run_tasks();
+			net_flush_tx();
+		}
+		c = serial_getc(COM2);
+	}
+	return handled;
+}

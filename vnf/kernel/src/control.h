@@ -1,0 +1,21 @@
+/* fluidvim VNF — control channel on COM2 (vnf/PROTOCOL.md §2–4). */
+#ifndef FLUIDVIM_CONTROL_H
+#define FLUIDVIM_CONTROL_H
+#include "kstd.h"
+
+struct vnf_info {
+	const char *name;
+	uint64_t boot_us;
+	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
+};
+
+void ctl_init(const struct vnf_info *info);
+void ctl_send_line(const char *s, size_t n);    /* appends '\n' */
+void ctl_send_ready(const uint8_t (*macs)[6], int nics, uint32_t slots, const char *clock);
+void ctl_send_error_event(const char *message);
+/* Read whatever the UART has; while a line is incomplete keep reading (bounded). Returns true if
+ * a request was handled. */
+bool ctl_poll(void);
+uint64_t uptime_us(void);
+
+#endif

@@ -1,0 +1,182 @@
+/* fluidvim VNF — 16550 UART driver and a tiny printf. Every register access is a VM exit, so TX
+ * writes up to 16 bytes per "transmitter empty" check (the FIFO depth). */
+#include "serial.h"
+#include "arch.h"
+
+#define UART_RBR 0
+#define UART_THR 0
+#define UART_IER 1
+#define UART_FCR 2
+#define UART_LCR 3
+#define UART_MCR 4
+#define UART_LSR 5
+#define LSR_DR 0x01
+#define LSR_THRE 0x20
+
+static bool present[2]; /* COM1, COM2 */
+static inline bool *pres(uint16_t port) { return &present[port == COM2]; }
+
+bool serial_present(uint16_t port) { return *pres(port); }
+
+bool serial_init(uint16_t port, bool rx_irq)
+{
+	/* no UART there: reads float to 0xff; the scratch register holds what we write */
+	outb(port + 7, 0x5a);
+	if (inb(port + 7) != 0x5a) {
+		*pres(port) = false;
+		return false;
+	}
+	*pres(port) = true;
+	outb(port + UART_IER, 0);
+	outb(port + UART_LCR, 0x80); /* DLAB: 115200 baud */
+	outb(port + 0, 1);
+	outb(port + 1, 0);
+	outb(port + UART_LCR, 0x03); /* 8N1 */
+	outb(port + UART_FCR, 0x07); /* FIFO on, clear both, RX trigger level 1 byte */
+	outb(port + UART_MCR, 0x0b); /* DTR, RTS, OUT2 (IRQ gate) */
+	if (rx_irq)
+		outb(port + UART_IER, 0x01); /* received data available */
+	return true;
+}
+
+void serial_write(uint16_t port, const char *s, size_t n)
+{
+	if (!*pres(port))
+		return;
+	while (n) {
+		uint32_t spins = 0;
+		while (!(inb(port + UART_LSR) & LSR_THRE)) {
+			if (++spins > 20000) /* nobody draining: give up rather than hang */
+				return;
+			cpu_relax();
+		}
+		size_t chunk = n < 16 ? n : 16;
+		for (size_t i = 0; i < chunk; i++)
+			outb(port + UART_THR, (uint8_t)s[i]);
+		s += chunk;
+		n -= chunk;
+	}
+}
+
+int serial_getc(uint16_t port)
+{
+	if (!*pres(port))
+		return -1;
+	if (!(inb(port + UART_LSR) & LSR_DR))
+		return -1;
+	return inb(port + UART_RBR);
+}
+
+/* ---- formatting ---- */
+struct outbuf { char *buf; size_t cap, len; };
+
+static void ob_put(struct outbuf *o, char c)
+{
+	if (o->len + 1 < o->cap)
+		o->buf[o->len] = c;
+	o->len++;
+}
+
+static void ob_num(struct outbuf *o, uint64_t v, unsigned base, int width, char pad, bool neg)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		unsigned d = (unsigned)(v % base);
+		tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+		v /= base;
+	} while (v);
+	if (neg)
+		tmp[n++] = '-';
+	for (int i = n; i < width; i++)
+		ob_put(o, pad);
+	while (n)
+		ob_put(o, tmp[--n]);
+}
+
+int kvsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	struct outbuf o = { buf, cap, 0 };
+	for (; *fmt; fmt++) {
+		if (*fmt != '%') {
+			ob_put(&o, *fmt);
+			continue;
+		}
+		fmt++;
+		char pad = ' ';
+		int width = 0, lng = 0;
+		if (*fmt == '0')
+			pad = '0', fmt++;
+		while (*fmt >= '0' && *fmt <= '9')
+			width = width * 10 + (*fmt++ - '0');
+		while (*fmt == 'l')
+			lng++, fmt++;
+		if (*fmt == 'z')
+			lng = 2, fmt++;
+		switch (*fmt) {
+		case 's': {
+			const char *s = va_arg(ap, const char *);
+			if (!s)
+				s = "(null)";
+			size_t l = strlen(s);
+			for (int i = (int)l; i < width; i++)
+				ob_put(&o, ' ');
+			while (*s)
+				ob_put(&o, *s++);
+			break;
+		}
+		case 'c':
+			ob_put(&o, (char)va_arg(ap, int));
+			break;
+		case 'd': {
+			int64_t v = lng ? va_arg(ap, int64_t) : va_arg(ap, int);
+			ob_num(&o, v < 0 ? (uint64_t)-v : (uint64_t)v, 10, width, pad, v < 0);
+			break;
+		}
+		case 'u':
+			ob_num(&o, lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned), 10, width, pad, false);
+			break;
+		case 'x':
+			ob_num(&o, lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned), 16, width, pad, false);
+			break;
+		case 'p':
+			ob_put(&o, '0');
+			ob_put(&o, 'x');
+			ob_num(&o, (uintptr_t)va_arg(ap, void *), 16, width, pad, false);
+			break;
+		case '%':
+			ob_put(&o, '%');
+			break;
+		default:
+			ob_put(&o, '%');
+			if (*fmt)
+				ob_put(&o, *fmt);
+			else
+				fmt--;
+		}
+	}
+	if (cap)
+		buf[o.len < cap ? o.len : cap - 1] = 0;
+	return (int)o.len;
+}
+
+int ksnprintf(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = kvsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+void kprintf(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = kvsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof buf - 1)
+		n = sizeof buf - 1;
+	serial_write(COM1, buf, (size_t)n);
+}

@@ -1,0 +1,107 @@
+/* fluidvim VNF — clock calibration.
+ * Order: kvmclock (pvclock mul/shift gives the TSC rate exactly as KVM sees it), CPUID 0x15/0x16,
+ * cmdline tsc_khz=, else assume 1 GHz ("uncalibrated"). Time is the raw TSC scaled by a 32.32
+ * fixed-point factor; under KVM the guest TSC is 0 at vCPU reset, so plat_now_ns() is time since
+ * reset. */
+#include "time.h"
+#include "arch.h"
+
+#define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01
+#define KVM_FEATURE_CLOCKSOURCE2 3
+
+struct pvclock_vcpu_time_info {
+	uint32_t version;
+	uint32_t pad0;
+	uint64_t tsc_timestamp;
+	uint64_t system_time;
+	uint32_t tsc_to_system_mul;
+	int8_t tsc_shift;
+	uint8_t flags;
+	uint8_t pad[2];
+} __attribute__((packed));
+
+static struct pvclock_vcpu_time_info pvti __attribute__((aligned(64)));
+static const char *src = "uncalibrated";
+static uint64_t tsc_hz = 1000000000ull;
+static uint64_t ns_mult = 1ull << 32;   /* ns = tsc * ns_mult >> 32 */
+static uint64_t tsc_mult = 1ull << 32;  /* tsc = ns * tsc_mult >> 32 */
+
+static uint64_t kvmclock_hz(void)
+{
+	uint32_t a, b, c, d;
+	cpuid(0x40000000, 0, &a, &b, &c, &d);
+	if (b != 0x4b4d564b || c != 0x564b4d56 || d != 0x4d) /* "KVMKVMKVM\0\0\0" */
+		return 0;
+	if (a < 0x40000001)
+		return 0;
+	cpuid(0x40000001, 0, &a, &b, &c, &d);
+	if (!(a & (1u << KVM_FEATURE_CLOCKSOURCE2)))
+		return 0;
+	wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)&pvti | 1);
+	uint32_t mul;
+	int8_t shift;
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t v = *(volatile uint32_t *)&pvti.version;
+		barrier();
+		mul = *(volatile uint32_t *)&pvti.tsc_to_system_mul;
+		shift = *(volatile int8_t *)&pvti.tsc_shift;
+		barrier();
+		if (!(v & 1) && v == *(volatile uint32_t *)&pvti.version && mul)
+			goto ok;
+		cpu_relax();
+	}
+	wrmsr(MSR_KVM_SYSTEM_TIME_NEW, 0);
+	return 0;
+ok:
+	/* We only needed the rate: stop the hypervisor from updating our memory. */
+	wrmsr(MSR_KVM_SYSTEM_TIME_NEW, 0);
+	/* ns = ((tsc << shift) * mul) >> 32  =>  hz = 1e9 * 2^32 / mul / 2^shift */
+	uint64_t hz = (1000000000ull << 32) / mul;
+	if (shift < 0)
+		hz <<= -shift;
+	else
+		hz >>= shift;
+	return hz;
+}
+
+static uint64_t cpuid_hz(void)
+{
+	uint32_t a, b, c, d, max;
+	cpuid(0, 0, &max, &b, &c, &d);
+	if (max >= 0x15) {
+		cpuid(0x15, 0, &a, &b, &c, &d);
+		if (a && b && c)
+			return (uint64_t)c * b / a;
+	}
+	if (max >= 0x16) {
+		cpuid(0x16, 0, &a, &b, &c, &d);
+		if (a & 0xffff)
+			return (uint64_t)(a & 0xffff) * 1000000ull;
+	}
+	return 0;
+}
+
+void clock_init(uint64_t cmdline_tsc_khz)
+{
+	uint64_t hz;
+	if ((hz = kvmclock_hz()) != 0)
+		src = "kvmclock";
+	else if ((hz = cpuid_hz()) != 0)
+		src = "cpuid";
+	else if (cmdline_tsc_khz) {
+		hz = cmdline_tsc_khz * 1000;
+		src = "cmdline";
+	} else {
+		hz = 1000000000ull;
+		src = "uncalibrated";
+	}
+	tsc_hz = hz;
+	ns_mult = (1000000000ull << 32) / hz;
+	tsc_mult = ((hz / 1000000000ull) << 32) + ((hz % 1000000000ull) << 32) / 1000000000ull;
+}
+
+const char *clock_source(void) { return src; }
+uint64_t clock_tsc_hz(void) { return tsc_hz; }
+uint64_t tsc_to_ns(uint64_t tsc) { return (uint64_t)(((unsigned __int128)tsc * ns_mult) >> 32); }
+uint64_t ns_to_tsc(uint64_t ns) { return (uint64_t)(((unsigned __int128)ns * tsc_mult) >> 32); }
+uint64_t plat_now_ns(void) { return tsc_to_ns(rdtsc()); }

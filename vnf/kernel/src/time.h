@@ -1,0 +1,14 @@
+/* fluidvim VNF — clock: TSC frequency from kvmclock / CPUID / cmdline, TSC -> ns. */
+#ifndef FLUIDVIM_TIME_H
+#define FLUIDVIM_TIME_H
+#include "kstd.h"
+
+/* Calibrate. cmdline_tsc_khz = tsc_khz= from the command line (0 if absent). */
+void clock_init(uint64_t cmdline_tsc_khz);
+const char *clock_source(void);   /* "kvmclock", "cpuid", "cmdline" or "uncalibrated" */
+uint64_t clock_tsc_hz(void);
+uint64_t tsc_to_ns(uint64_t tsc);
+uint64_t ns_to_tsc(uint64_t ns);
+uint64_t plat_now_ns(void);
+
+#endif

@@ -1,0 +1,119 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Tap devices and Linux bridges for VNF NICs, over netlink (pyroute2)."""
+
+from __future__ import annotations
+
+import threading
+
+from oslo_log import log as logging
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+LOG = logging.getLogger(__name__)
+TAP_PREFIX = "fv"
+
+_local = threading.local()
+
+
+class NetdevError(RuntimeError):
+    pass
+
+
+def _ipr() -> IPRoute:
+    # one netlink socket per thread: IPRoute objects are not thread-safe
+    ipr = getattr(_local, "ipr", None)
+    if ipr is None:
+        ipr = _local.ipr = IPRoute()
+    return ipr
+
+
+def _index(name: str) -> int | None:
+    found = _ipr().link_lookup(ifname=name)
+    return found[0] if found else None
+
+
+def exists(name: str) -> bool:
+    return _index(name) is not None
+
+
+def ensure_bridge(name: str) -> int:
+    """Create bridge ``name`` if missing and bring it up; return its ifindex."""
+    idx = _index(name)
+    if idx is None:
+        try:
+            _ipr().link("add", ifname=name, kind="bridge")
+        except NetlinkError as e:
+            if e.code != 17:   # EEXIST: created concurrently
+                raise NetdevError(f"cannot create bridge {name}: {e}") from e
+        idx = _index(name)
+    _ipr().link("set", index=idx, state="up")
+    return idx
+
+
+def delete_link(name: str) -> bool:
+    """Delete a link if it exists; True if something was deleted."""
+    idx = _index(name)
+    if idx is None:
+        return False
+    try:
+        _ipr().link("del", index=idx)
+    except NetlinkError as e:
+        if e.code != 19:   # ENODEV: gone meanwhile
+            raise
+        return False
+    return True
+
+
+def plug(tap: str, bridge: str | None) -> None:
+    """Attach ``tap`` to ``bridge`` (must exist), or detach it when ``bridge`` is None."""
+    idx = _index(tap)
+    if idx is None:
+        raise NetdevError(f"tap {tap} does not exist")
+    if bridge is None:
+        _ipr().link("set", index=idx, master=0)
+        return
+    br = _index(bridge)
+    if br is None:
+        raise NetdevError(f"bridge {bridge!r} does not exist: create it first "
+                          f"(ip link add {bridge} type bridge) or pick an existing one")
+    _ipr().link("set", index=idx, master=br, state="up")
+
+
+def create_tap(name: str, bridge: str | None = None) -> None:
+    """Create a persistent tap ``name`` (replacing a stale one), up, optionally on ``bridge``."""
+    if bridge is not None and _index(bridge) is None:
+        raise NetdevError(f"bridge {bridge!r} does not exist: create it first "
+                          f"(ip link add {bridge} type bridge) or pick an existing one")
+    if _index(name) is not None:
+        LOG.warning("removing stale tap %s left by an earlier run", name)
+        delete_link(name)
+    try:
+        _ipr().link("add", ifname=name, kind="tuntap", mode="tap")
+    except NetlinkError as e:
+        raise NetdevError(f"cannot create tap {name}: {e}") from e
+    idx = _index(name)
+    if bridge is not None:
+        _ipr().link("set", index=idx, master=_index(bridge), state="up")
+    else:
+        _ipr().link("set", index=idx, state="up")
+
+
+def list_taps(prefix: str = TAP_PREFIX) -> list[str]:
+    """Names of links starting with ``prefix`` (leak checks, recovery clean-up)."""
+    names = []
+    for link in _ipr().get_links():
+        name = link.get_attr("IFLA_IFNAME")
+        if name and name.startswith(prefix):
+            names.append(name)
+    return names
+
+
+def master_of(name: str) -> str | None:
+    idx = _index(name)
+    if idx is None:
+        return None
+    master = _ipr().get_links(idx)[0].get_attr("IFLA_MASTER")
+    if not master:
+        return None
+    return _ipr().get_links(master)[0].get_attr("IFLA_IFNAME")

@@ -1,0 +1,267 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The VNF launch spec and its one mapping to QEMU argv and libvirt domain XML.
+
+This module is the single place where a VNF launch spec becomes something a hypervisor runs. The Go
+Nomad driver implements the same mapping and both are pinned by ``vnf/vectors/spec.json``.
+
+Two machines are supported (see ``vnf/PROTOCOL.md`` §1):
+
+* ``microvm`` — QEMU direct backend: virtio-mmio NICs, no firmware, fastest boot;
+* ``pc`` + qboot — libvirt backend (libvirt 9 cannot drive microvm): virtio-pci NICs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import uuid as uuidlib
+from xml.sax.saxutils import escape, quoteattr
+
+MACHINES = ("microvm", "pc")
+ACCELS = ("kvm", "tcg")
+MAX_NICS = 4
+MAX_SLOTS = 65536
+QBOOT_ROM = "/usr/share/qemu/qboot.rom"
+# libvirt <metadata> namespace holding the spec, used to find VNFs again after a restart.
+XMLNS = "https://fluidvim.org/xmlns/vnf/1"
+DOMAIN_PREFIX = "fluidvim-"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+
+
+class SpecError(ValueError):
+    """A launch spec is invalid. ``field`` names the offending field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclasses.dataclass(frozen=True)
+class NicSpec:
+    """One virtio-net NIC: a tap device, optionally plugged into a Linux bridge."""
+
+    tap: str
+    mac: str
+    bridge: str | None = None
+
+    def validate(self, i: int) -> None:
+        if not _IFNAME_RE.match(self.tap):
+            raise SpecError(f"nics[{i}].tap", f"{self.tap!r} is not a valid interface name "
+                            "(1-15 characters of A-Z a-z 0-9 _ . -)")
+        if not _MAC_RE.match(self.mac):
+            raise SpecError(f"nics[{i}].mac", f"{self.mac!r} is not a MAC address like "
+                            "52:54:00:12:34:56 (lower-case hex)")
+        if int(self.mac[:2], 16) & 1:
+            raise SpecError(f"nics[{i}].mac", f"{self.mac} is a multicast address; use a unicast "
+                            "one (even first octet)")
+        if self.bridge is not None and not _IFNAME_RE.match(self.bridge):
+            raise SpecError(f"nics[{i}].bridge", f"{self.bridge!r} is not a valid bridge name")
+
+
+@dataclasses.dataclass(frozen=True)
+class VNFSpec:
+    """Everything needed to start one VNF. Paths are absolute on the host."""
+
+    uuid: str
+    name: str
+    kernel: str
+    control_socket: str
+    console_log: str
+    memory_mb: int = 32
+    vcpus: int = 1
+    nics: tuple[NicSpec, ...] = ()
+    session_slots: int = 1024
+    flow_timeout_ms: int = 30000
+    click_config: str | None = None
+    machine: str = "microvm"
+    accel: str = "kvm"
+    qmp_socket: str | None = None
+    cmdline_extra: str = ""
+
+    def validate(self) -> "VNFSpec":
+        try:
+            uuidlib.UUID(self.uuid)
+        except (ValueError, TypeError):
+            raise SpecError("uuid", f"{self.uuid!r} is not a UUID") from None
+        if not _NAME_RE.match(self.name or ""):
+            raise SpecError("name", f"{self.name!r}: use 1-63 characters of A-Z a-z 0-9 _ . - "
+                            "starting with a letter or digit")
+        for field in ("kernel", "control_socket", "console_log"):
+            value = getattr(self, field)
+            if not value or not value.startswith("/"):
+                raise SpecError(field, f"{value!r} must be an absolute path")
+        if not 8 <= self.memory_mb <= 4096:
+            raise SpecError("memory_mb", f"{self.memory_mb} is out of range 8..4096 "
+                            "(the VNF needs about 8 MiB; 32 is the default)")
+        if not 1 <= self.vcpus <= 8:
+            raise SpecError("vcpus", f"{self.vcpus} is out of range 1..8")
+        if len(self.nics) > MAX_NICS:
+            raise SpecError("nics", f"{len(self.nics)} NICs requested; a VNF has at most "
+                            f"{MAX_NICS}")
+        for i, nic in enumerate(self.nics):
+            nic.validate(i)
+        taps = [n.tap for n in self.nics]
+        if len(set(taps)) != len(taps):
+            raise SpecError("nics", "two NICs use the same tap device")
+        if not 1 <= self.session_slots <= MAX_SLOTS:
+            raise SpecError("session_slots", f"{self.session_slots} is out of range "
+                            f"1..{MAX_SLOTS}")
+        if not 1 <= self.flow_timeout_ms <= 86_400_000:
+            raise SpecError("flow_timeout_ms", f"{self.flow_timeout_ms} is out of range "
+                            "1..86400000")
+        if self.machine not in MACHINES:
+            raise SpecError("machine", f"{self.machine!r} is not one of {', '.join(MACHINES)}")
+        if self.accel not in ACCELS:
+            raise SpecError("accel", f"{self.accel!r} is not one of {', '.join(ACCELS)}")
+        if any(c in self.cmdline_extra for c in "\n\r\0"):
+            raise SpecError("cmdline_extra", "must be a single line")
+        if self.click_config is not None and len(self.click_config.encode()) > 7000:
+            raise SpecError("click_config", "longer than 7000 bytes (the control channel "
+                            "carries at most 8192 bytes per message)")
+        return self
+
+    # -- serialisation (state store, libvirt metadata, test vectors) --
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["nics"] = [dataclasses.asdict(n) for n in self.nics]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VNFSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise SpecError(sorted(unknown)[0], "unknown field (known: "
+                            + ", ".join(sorted(known)) + ")")
+        d = dict(d)
+        d["nics"] = tuple(NicSpec(**n) for n in d.get("nics", ()))
+        return cls(**d)
+
+    def with_changes(self, **kw) -> "VNFSpec":
+        return dataclasses.replace(self, **kw)
+
+
+def mac_for(vnf_uuid: str, index: int) -> str:
+    """A stable unicast MAC in QEMU's 52:54:00 range for NIC ``index`` of a VNF."""
+    h = hashlib.sha256(f"{vnf_uuid}/{index}".encode()).digest()
+    return "52:54:00:%02x:%02x:%02x" % (h[0], h[1], h[2])
+
+
+def tap_for(vnf_uuid: str, index: int) -> str:
+    """Tap device name for NIC ``index`` of a VNF (13 characters, within IFNAMSIZ)."""
+    return f"fv{uuidlib.UUID(vnf_uuid).hex[:10]}n{index}"
+
+
+def kernel_cmdline(spec: VNFSpec) -> str:
+    """The guest command line (``vnf/PROTOCOL.md`` §1). The config is sent later, never here."""
+    parts = [f"slots={spec.session_slots}", f"flow_timeout_ms={spec.flow_timeout_ms}",
+             f"name={spec.name}"]
+    if spec.cmdline_extra:
+        parts.append(spec.cmdline_extra)
+    return " ".join(parts)
+
+
+def _cpu_args(accel: str) -> list[str]:
+    # `-cpu host` aborts QEMU on this nested KVM (MSR 0x10a): max minus arch-capabilities works.
+    if accel == "kvm":
+        return ["-accel", "kvm", "-cpu", "max,-arch-capabilities"]
+    return ["-accel", "tcg", "-cpu", "max"]
+
+
+def qemu_argv(spec: VNFSpec, *, qemu: str = "qemu-system-x86_64", control_fd: int = 3,
+              qmp_fd: int | None = 4) -> list[str]:
+    """QEMU argv for the direct backend (microvm, virtio-mmio).
+
+    The control channel and QMP monitor are listening sockets that the launcher binds, listens on and
+    hands to QEMU as inherited file descriptors: the launcher can connect at once, with no waiting for
+    QEMU to create a socket file, and a restarted launcher reconnects to the same path.
+    """
+    spec.validate()
+    if spec.machine != "microvm":
+        raise SpecError("machine", "the QEMU direct backend runs microvm; use the libvirt "
+                        "backend for pc")
+    argv = [qemu, "-name", f"guest={spec.name},debug-threads=off", "-uuid", spec.uuid,
+            "-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on",
+            *_cpu_args(spec.accel),
+            "-m", str(spec.memory_mb), "-smp", str(spec.vcpus),
+            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-kernel", spec.kernel, "-append", kernel_cmdline(spec),
+            "-chardev", f"file,id=con,path={spec.console_log}", "-serial", "chardev:con",
+            "-chardev", f"socket,id=ctl,fd={control_fd},server=on,wait=off",
+            "-serial", "chardev:ctl"]
+    if qmp_fd is not None:
+        argv += ["-chardev", f"socket,id=qmp,fd={qmp_fd},server=on,wait=off",
+                 "-mon", "chardev=qmp,mode=control"]
+    for i, nic in enumerate(spec.nics):
+        argv += ["-netdev", f"tap,id=net{i},ifname={nic.tap},script=no,downscript=no",
+                 "-device", f"virtio-net-device,netdev=net{i},mac={nic.mac}"]
+    return argv
+
+
+def domain_name(spec: VNFSpec) -> str:
+    return DOMAIN_PREFIX + spec.uuid
+
+
+def libvirt_xml(spec: VNFSpec, *, emulator: str = "/usr/bin/qemu-system-x86_64",
+                loader: str = QBOOT_ROM) -> str:
+    """libvirt domain XML for the libvirt backend: pc + qboot, PVH kernel boot, nothing else.
+
+    No disks, no graphics, no video, no balloon, no USB; the console log is serial port 0 (a file) and
+    the control channel serial port 1 (a unix socket libvirt's QEMU listens on). QEMU runs as root
+    without relabelling, so one cached kernel can be shared by many domains at once.
+    """
+    spec.validate()
+    if spec.machine != "pc":
+        raise SpecError("machine", "libvirt 9 cannot drive microvm (no PCI bus); use machine=pc")
+    dom_type = "kvm" if spec.accel == "kvm" else "qemu"
+    cpu = ("<cpu mode='host-passthrough' check='none' migratable='off'>"
+           "<feature policy='disable' name='arch-capabilities'/></cpu>"
+           if spec.accel == "kvm" else "<cpu mode='custom' match='exact'><model>max</model></cpu>")
+    meta = escape(json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":")))
+    nics = "".join(
+        "<interface type='ethernet'>"
+        f"<mac address={quoteattr(n.mac)}/>"
+        f"<target dev={quoteattr(n.tap)} managed='no'/>"
+        "<model type='virtio'/></interface>" for n in spec.nics)
+    return (
+        f"<domain type='{dom_type}'>"
+        f"<name>{escape(domain_name(spec))}</name>"
+        f"<uuid>{spec.uuid}</uuid>"
+        f"<title>{escape(spec.name)}</title>"
+        f"<metadata><fluidvim:vnf xmlns:fluidvim='{XMLNS}'>{meta}</fluidvim:vnf></metadata>"
+        f"<memory unit='MiB'>{spec.memory_mb}</memory>"
+        f"<vcpu>{spec.vcpus}</vcpu>"
+        "<os><type arch='x86_64' machine='pc'>hvm</type>"
+        f"<loader type='rom'>{escape(loader)}</loader>"
+        f"<kernel>{escape(spec.kernel)}</kernel>"
+        f"<cmdline>{escape(kernel_cmdline(spec))}</cmdline></os>"
+        f"{cpu}"
+        "<clock offset='utc'/>"
+        "<on_poweroff>destroy</on_poweroff><on_reboot>restart</on_reboot>"
+        "<on_crash>destroy</on_crash>"
+        "<devices>"
+        f"<emulator>{escape(emulator)}</emulator>"
+        f"<serial type='file'><source path={quoteattr(spec.console_log)}/>"
+        "<target port='0'/></serial>"
+        f"<serial type='unix'><source mode='bind' path={quoteattr(spec.control_socket)}/>"
+        "<target port='1'/></serial>"
+        f"{nics}"
+        "<controller type='usb' model='none'/>"
+        "<memballoon model='none'/>"
+        "</devices>"
+        "<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
+        "</domain>")
+
+
+def spec_from_libvirt_metadata(text: str) -> VNFSpec:
+    """Inverse of the ``<metadata>`` element written by :func:`libvirt_xml`."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    return VNFSpec.from_dict(json.loads(root.text or "{}"))

@@ -1,0 +1,153 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The launch core's state store (SQLAlchemy; SQLite by default, any URL in production).
+
+It holds every VNF this host started (so a restarted caller finds them again) and the history of
+launches (phases and totals), from which the queuing delay is estimated.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+STATUSES = ("booting", "pool", "running", "crashed", "stopped")
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class VNFRecord(Base):
+    __tablename__ = "vnfs"
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    backend: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16), index=True)
+    spec_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    pool_key: orm.Mapped[str | None] = orm.mapped_column(sa.String(255), index=True)
+    pid: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    config: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    boot_us: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+
+    @property
+    def spec(self):
+        from .spec import VNFSpec
+        return VNFSpec.from_dict(json.loads(self.spec_json))
+
+
+class LaunchRecord(Base):
+    __tablename__ = "launches"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True, autoincrement=True)
+    vnf_id: orm.Mapped[str] = orm.mapped_column(sa.String(36), index=True)
+    backend: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(8))          # cold | warm
+    ok: orm.Mapped[bool] = orm.mapped_column(sa.Boolean)
+    total_ms: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    phases_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    at: orm.Mapped[float] = orm.mapped_column(sa.Float, index=True)
+
+    @property
+    def phases(self) -> dict:
+        return json.loads(self.phases_json)
+
+
+class StateStore:
+    def __init__(self, url: str):
+        kw = {}
+        if url.startswith("sqlite"):
+            kw["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        self.engine = sa.create_engine(url, future=True, **kw)
+        if url.startswith("sqlite"):
+            @sa.event.listens_for(self.engine, "connect")
+            def _pragmas(dbapi_conn, _rec):
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.close()
+        Base.metadata.create_all(self.engine)
+        self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
+
+    # -- VNFs --
+    def add(self, rec: VNFRecord) -> None:
+        rec.created_at = rec.updated_at = time.time()
+        with self.Session.begin() as s:
+            s.add(rec)
+
+    def get(self, vnf_id: str) -> VNFRecord | None:
+        with self.Session() as s:
+            return s.get(VNFRecord, vnf_id)
+
+    def find(self, id_or_name: str) -> VNFRecord | None:
+        with self.Session() as s:
+            rec = s.get(VNFRecord, id_or_name)
+            if rec is None:
+                rec = s.scalars(sa.select(VNFRecord).where(
+                    VNFRecord.name == id_or_name,
+                    VNFRecord.status != "pool").order_by(VNFRecord.created_at.desc())).first()
+            if rec is None and len(id_or_name) >= 6:
+                rec = s.scalars(sa.select(VNFRecord).where(
+                    VNFRecord.id.startswith(id_or_name))).first()
+            return rec
+
+    def list(self, statuses=None, backend: str | None = None) -> list[VNFRecord]:
+        with self.Session() as s:
+            q = sa.select(VNFRecord).order_by(VNFRecord.created_at)
+            if statuses:
+                q = q.where(VNFRecord.status.in_(statuses))
+            if backend:
+                q = q.where(VNFRecord.backend == backend)
+            return list(s.scalars(q))
+
+    def update(self, vnf_id: str, **fields) -> None:
+        fields["updated_at"] = time.time()
+        with self.Session.begin() as s:
+            s.execute(sa.update(VNFRecord).where(VNFRecord.id == vnf_id).values(**fields))
+
+    def claim_pool_shell(self, pool_key: str, name: str) -> VNFRecord | None:
+        """Atomically take one booted shell of ``pool_key`` (safe across processes)."""
+        with self.Session.begin() as s:
+            for rec in s.scalars(sa.select(VNFRecord).where(
+                    VNFRecord.pool_key == pool_key, VNFRecord.status == "pool")
+                    .order_by(VNFRecord.created_at)):
+                done = s.execute(sa.update(VNFRecord).where(
+                    VNFRecord.id == rec.id, VNFRecord.status == "pool").values(
+                    status="running", name=name, pool_key=None, updated_at=time.time()))
+                if done.rowcount == 1:
+                    rec.status, rec.name, rec.pool_key = "running", name, None
+                    return rec
+        return None
+
+    def count_pool(self, pool_key: str, statuses=("pool", "booting")) -> int:
+        with self.Session() as s:
+            return s.scalar(sa.select(sa.func.count()).select_from(VNFRecord).where(
+                VNFRecord.pool_key == pool_key, VNFRecord.status.in_(statuses)))
+
+    def delete(self, vnf_id: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.delete(VNFRecord).where(VNFRecord.id == vnf_id))
+
+    # -- launch history --
+    def record_launch(self, vnf_id: str, backend: str, kind: str, ok: bool, total_ms: float,
+                      phases: dict) -> None:
+        with self.Session.begin() as s:
+            s.add(LaunchRecord(vnf_id=vnf_id, backend=backend, kind=kind, ok=ok,
+                               total_ms=total_ms, phases_json=json.dumps(phases), at=time.time()))
+
+    def recent_launches(self, limit: int, backend: str | None = None,
+                        kind: str | None = None) -> list[LaunchRecord]:
+        with self.Session() as s:
+            q = sa.select(LaunchRecord).where(LaunchRecord.ok.is_(True))
+            if backend:
+                q = q.where(LaunchRecord.backend == backend)
+            if kind:
+                q = q.where(LaunchRecord.kind == kind)
+            return list(s.scalars(q.order_by(LaunchRecord.at.desc()).limit(limit)))
