@@ -20,8 +20,7 @@ import threading
 
 from oslo_log import log as logging
 
-from . import netdev
-from . import spec as specmod
+from . import netdev, spec as specmod
 from .control import ControlChannel
 
 LOG = logging.getLogger(__name__)

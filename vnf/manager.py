@@ -24,9 +24,7 @@ import uuid as uuidlib
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from . import backends, netdev
-from . import conf as vnfconf
-from . import spec as specmod
+from . import backends, conf as vnfconf, netdev, spec as specmod
 from .control import ControlChannel, ControlError
 from .state import StateStore, VNFRecord
 

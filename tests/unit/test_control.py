@@ -9,6 +9,7 @@ import socket
 import threading
 
 import pytest
+
 from fluidvim.vnf import control as C
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "protocol.json")

@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from fluidvim.vnf import spec as S
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "spec.json")
