@@ -73,7 +73,7 @@ class StockLibvirt:
                if self.accel == "kvm" else "")
         nics = "".join(
             f"<interface type='ethernet'><mac address={quoteattr(specmod.mac_for(u, i))}/>"
-            f"<target dev={quoteattr(t)} managed='no'/><model type='virtio'/>"
+            f"<target dev={quoteattr(t)}/><model type='virtio'/>"
             "<driver name='vhost' rx_queue_size='512'/><mtu size='1500'/></interface>"
             for i, t in enumerate(taps))
         return (
@@ -120,10 +120,6 @@ class StockLibvirt:
                         disk], check=True)
         subprocess.run(["qemu-img", "resize", "-q", disk, "1G"], check=True)
         phases["image"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        for tap in taps:
-            netdev.create_tap(tap)
-        phases["net"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ctl = os.path.join(d, "ctl.sock")
         dom = self.conn.defineXML(self.xml(u, disk, ctl, taps))

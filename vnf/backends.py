@@ -10,6 +10,7 @@ detect its death, find running VNFs again after a restart, and remove everything
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import selectors
 import shutil
@@ -82,17 +83,26 @@ class Backend:
 
     # -- shared steps --
     def prepare(self, spec: specmod.VNFSpec) -> None:
-        """Create the run directory and the taps (plugged into their bridges)."""
-        os.makedirs(self.vnf_dir(spec.uuid), mode=0o750, exist_ok=True)
-        try:
-            for nic in spec.nics:
-                netdev.create_tap(nic.tap, nic.bridge)
-        except Exception:
-            self.cleanup(spec)
-            raise
+        """Create the run directory (with a copy of the spec, for adopting orphans).
+
+        Taps are created by QEMU (``-netdev tap,ifname=``) or libvirt (``<target dev=>``), not
+        here: they live exactly as long as the hypervisor process, so even a ``kill -9`` leaks
+        no tap. :meth:`plug` attaches them to their bridges once the VNF has booted.
+        """
+        d = self.vnf_dir(spec.uuid)
+        os.makedirs(d, mode=0o750, exist_ok=True)
+        with open(os.path.join(d, "spec.json"), "w") as f:
+            json.dump(spec.to_dict(), f)
+
+    @staticmethod
+    def plug(spec: specmod.VNFSpec) -> None:
+        """Attach each NIC's tap to its bridge (NICs without a bridge stay unplugged)."""
+        for nic in spec.nics:
+            if nic.bridge is not None:
+                netdev.plug(nic.tap, nic.bridge)
 
     def cleanup(self, spec: specmod.VNFSpec) -> None:
-        """Remove taps and the run directory (idempotent)."""
+        """Remove leftover taps (normally gone with their process) and the run directory."""
         for nic in spec.nics:
             try:
                 netdev.delete_link(nic.tap)

@@ -30,7 +30,7 @@ from .state import StateStore, VNFRecord
 
 LOG = logging.getLogger(__name__)
 
-COLD_PHASES = ("spec", "net", "spawn", "boot", "configure")
+COLD_PHASES = ("spec", "spawn", "boot", "net", "configure")
 WARM_PHASES = ("claim", "net", "configure")
 
 
@@ -136,10 +136,6 @@ class VNFManager:
         t = time.perf_counter()
         try:
             be.prepare(spec)
-            with open(os.path.join(be.vnf_dir(spec.uuid), "spec.json"), "w") as f:
-                json.dump(spec.to_dict(), f)
-            phases["net"] = _ms(t)
-            t = time.perf_counter()
             ch, pid = be.spawn(spec)
             phases["spawn"] = _ms(t)
             if pid:
@@ -153,6 +149,9 @@ class VNFManager:
                         f"VNF {spec.name} did not become ready: {e}; {be.exit_message(spec)}"
                         f"; console: {be.console_output(spec, 600)[-600:]!r}") from None
                 phases["boot"] = _ms(t)
+                t = time.perf_counter()
+                be.plug(spec)
+                phases["net"] = _ms(t)
                 if config is not None:
                     t = time.perf_counter()
                     ch.configure(config, slots=spec.session_slots)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 
 from oslo_log import log as logging
@@ -29,8 +30,10 @@ def _ipr() -> IPRoute:
 
 
 def _index(name: str) -> int | None:
-    found = _ipr().link_lookup(ifname=name)
-    return found[0] if found else None
+    try:
+        return socket.if_nametoindex(name)     # one ioctl; a netlink lookup dumps every link
+    except OSError:
+        return None
 
 
 def exists(name: str) -> bool:
@@ -78,25 +81,6 @@ def plug(tap: str, bridge: str | None) -> None:
         raise NetdevError(f"bridge {bridge!r} does not exist: create it first "
                           f"(ip link add {bridge} type bridge) or pick an existing one")
     _ipr().link("set", index=idx, master=br, state="up")
-
-
-def create_tap(name: str, bridge: str | None = None) -> None:
-    """Create a persistent tap ``name`` (replacing a stale one), up, optionally on ``bridge``."""
-    if bridge is not None and _index(bridge) is None:
-        raise NetdevError(f"bridge {bridge!r} does not exist: create it first "
-                          f"(ip link add {bridge} type bridge) or pick an existing one")
-    if _index(name) is not None:
-        LOG.warning("removing stale tap %s left by an earlier run", name)
-        delete_link(name)
-    try:
-        _ipr().link("add", ifname=name, kind="tuntap", mode="tap")
-    except NetlinkError as e:
-        raise NetdevError(f"cannot create tap {name}: {e}") from e
-    idx = _index(name)
-    if bridge is not None:
-        _ipr().link("set", index=idx, master=_index(bridge), state="up")
-    else:
-        _ipr().link("set", index=idx, state="up")
 
 
 def list_taps(prefix: str = TAP_PREFIX) -> list[str]:

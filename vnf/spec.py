@@ -193,8 +193,9 @@ def qemu_argv(spec: VNFSpec, *, qemu: str = "qemu-system-x86_64", control_fd: in
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", spec.kernel, "-append", kernel_cmdline(spec),
             "-chardev", f"file,id=con,path={spec.console_log}", "-serial", "chardev:con",
+            # microvm creates only one ISA UART from -serial: COM2 is added as a device
             "-chardev", f"socket,id=ctl,fd={control_fd},server=on,wait=off",
-            "-serial", "chardev:ctl"]
+            "-device", "isa-serial,chardev=ctl,iobase=0x2f8,irq=3"]
     if qmp_fd is not None:
         argv += ["-chardev", f"socket,id=qmp,fd={qmp_fd},server=on,wait=off",
                  "-mon", "chardev=qmp,mode=control"]
@@ -227,7 +228,7 @@ def libvirt_xml(spec: VNFSpec, *, emulator: str = "/usr/bin/qemu-system-x86_64",
     nics = "".join(
         "<interface type='ethernet'>"
         f"<mac address={quoteattr(n.mac)}/>"
-        f"<target dev={quoteattr(n.tap)} managed='no'/>"
+        f"<target dev={quoteattr(n.tap)}/>"
         "<model type='virtio'/></interface>" for n in spec.nics)
     return (
         f"<domain type='{dom_type}'>"

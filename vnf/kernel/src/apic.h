@@ -1,4 +1,4 @@
-/* fluidvim VNF — IDT, local APIC (timer), IO-APIC routing. */
+/* fluidvim VNF — ring 0/3 setup, IDT, local APIC (timer), IO-APIC routing, idle. */
 #ifndef FLUIDVIM_APIC_H
 #define FLUIDVIM_APIC_H
 #include "kstd.h"
@@ -7,16 +7,21 @@
 #define VEC_GSI(g) (0x21 + (g)) /* device interrupts: one vector per IO-APIC input (GSI 0..47) */
 #define MAX_GSI 48
 
+/* Ring 0, first thing: TSS, the kcall (#UD) gate, lidt. Then enter_user() drops to ring 3. */
+void intr_early(void);
+__attribute__((noreturn)) void enter_user(void (*fn)(void), void *stack);
+/* Ring 3: the remaining IDT gates, local APIC, PIC masking. */
 void intr_init(void);
 /* Start the idle wake-up timer; returns "tsc-deadline", "periodic" or "none". */
 const char *timer_init(uint32_t period_us);
-/* Called right before `sti; hlt`: make sure the timer fires within the tick. */
-void timer_arm_idle(void);
 /* Route IO-APIC input `gsi` (edge, active high) to VEC_GSI(gsi) on this CPU. Returns the
  * vector or -1 if there is no IO-APIC input with that number. */
 int ioapic_route(unsigned gsi);
-/* Did an interrupt arrive on `vector` since the last call? (clears the note) */
+/* Did an interrupt arrive on `vector` since the last call? (clears the note atomically) */
 bool irq_take(int vector);
 bool irq_peek(int vector);
+/* Sleep until an interrupt (device or the timer tick), unless a device interrupt is already
+ * noted (then return at once). Call with device interrupts enabled at the source. */
+void cpu_idle(void);
 
 #endif

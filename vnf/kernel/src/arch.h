@@ -43,6 +43,27 @@ static inline void cli(void) { __asm__ volatile("cli" ::: "memory"); }
  * interrupt handler left it (our IRQ stubs clear IF in the saved RFLAGS). */
 static inline void sti_hlt(void) { __asm__ volatile("sti; hlt" ::: "memory"); }
 static inline void sti(void) { __asm__ volatile("sti" ::: "memory"); }
+/* ---- kcall: run fn(a, b, c) in ring 0 (see boot.S). Usable from ring 0 and ring 3. ---- */
+typedef uint64_t (*kfn_t)(uint64_t a, uint64_t b, uint64_t c);
+static inline uint64_t kcall(kfn_t fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t r;
+	/* the #UD handler preserves every register but rax (no red zone: -mno-red-zone) */
+	__asm__ volatile("call kcall_ud2" : "=a"(r) : "a"(fn), "D"(a), "S"(b), "d"(c) : "memory", "cc");
+	return r;
+}
+#define KCALL(fn, a, b, c) kcall((kfn_t)(void *)(fn), (uint64_t)(a), (uint64_t)(b), (uint64_t)(c))
+
+/* Port I/O from ring 3: one kcall each (batch hot paths into a single ring-0 function instead). */
+uint64_t k_pio(uint64_t op, uint64_t port, uint64_t val);
+enum { PIO_INB, PIO_INW, PIO_INL, PIO_OUTB, PIO_OUTW, PIO_OUTL };
+static inline uint8_t io_inb(uint16_t p) { return (uint8_t)KCALL(k_pio, PIO_INB, p, 0); }
+static inline uint16_t io_inw(uint16_t p) { return (uint16_t)KCALL(k_pio, PIO_INW, p, 0); }
+static inline uint32_t io_inl(uint16_t p) { return (uint32_t)KCALL(k_pio, PIO_INL, p, 0); }
+static inline void io_outb(uint16_t p, uint8_t v) { KCALL(k_pio, PIO_OUTB, p, v); }
+static inline void io_outw(uint16_t p, uint16_t v) { KCALL(k_pio, PIO_OUTW, p, v); }
+static inline void io_outl(uint16_t p, uint32_t v) { KCALL(k_pio, PIO_OUTL, p, v); }
+
 static inline __attribute__((noreturn)) void halt_forever(void)
 {
 	for (;;)

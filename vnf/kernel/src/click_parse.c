@@ -673,9 +673,10 @@ static long later_declaration(struct ps *p, const struct tok *name)
 }
 
 /* Parse an element starting at IDENT *t; leaves the following token in *next. */
-static int parse_element(struct ps *p, const struct tok *t, struct tok *next)
+static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 {
-	struct tok n;
+	struct tok n, tcopy = *tp;      /* `next` may alias `tp` */
+	const struct tok *t = &tcopy;
 	const char *s = p->s;
 	lex(p, &n);
 	if (n.k == TK_DCOLON) {
@@ -782,7 +783,7 @@ static bool parse_port(struct ps *p, size_t lb_off, uint32_t *port)
 	return true;
 }
 
-static bool connect(struct ps *p, int from, uint32_t port, size_t port_off, size_t arrow_off,
+static bool connect_ports(struct ps *p, int from, uint32_t port, size_t port_off, size_t arrow_off,
 		    int to, size_t to_off, uint32_t inport, size_t inport_off)
 {
 	struct graph *g = p->g;
@@ -853,7 +854,7 @@ static bool parse_chain(struct ps *p, struct tok t, struct tok *end)
 		int ei = parse_element(p, &t, &t);
 		if (ei < 0)
 			return false;
-		if (prev >= 0 && !connect(p, prev, prev_port, prev_port_off, arrow_off, ei, el_off, inport, inport_off))
+		if (prev >= 0 && !connect_ports(p, prev, prev_port, prev_port_off, arrow_off, ei, el_off, inport, inport_off))
 			return false;
 		uint32_t port = 0;
 		size_t port_off = t.off;

@@ -256,32 +256,26 @@ static bool feed(int c)
 
 bool ctl_poll(void)
 {
-	int c = serial_getc(COM2);
-	if (c < 0)
+	char buf[64];
+	size_t n = serial_read(COM2, buf, sizeof buf);
+	if (!n)
 		return false;
 	bool handled = false;
 	uint64_t wait = ns_to_tsc(BYTE_WAIT_US * 1000ull), last = rdtsc();
-	unsigned since_net = 0;
 	for (;;) {
-		if (c >= 0) {
-			handled |= feed(c);
+		for (size_t i = 0; i < n; i++)
+			handled |= feed(buf[i]);
+		if (n)
 			last = rdtsc();
-			/* stop once a line is done and nothing else is pending */
-			if (line_len == 0 && !line_too_long) {
-				c = serial_getc(COM2);
-				if (c < 0)
-					break;
-				continue;
-			}
-		} else if (rdtsc() - last > wait)
-			break; /* partial line: the rest will raise the IRQ again */
-		if (++since_net >= 64) { /* don't starve the data path during a long line */
-			since_net = 0;
-			net_poll();
-			click_run_tasks();
-			net_flush_tx();
-		}
-		c = serial_getc(COM2);
+		else if (line_len == 0 && !line_too_long)
+			break; /* nothing pending */
+		else if (rdtsc() - last > wait)
+			break; /* partial line stalled: the rest will raise the IRQ again */
+		/* don't starve the data path during a long line */
+		net_poll();
+		click_run_tasks();
+		net_flush_tx();
+		n = serial_read(COM2, buf, sizeof buf);
 	}
 	return handled;
 }

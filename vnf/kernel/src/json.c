@@ -533,6 +533,9 @@ int json_parse_object(const char *line, size_t len, struct jfield *fields, int m
 			/* never matches a known (ASCII, NUL-free, short) key */
 			size_t k = ks.len < sizeof(tmp.key) - 2 ? ks.len : sizeof(tmp.key) - 2;
 			memcpy(tmp.key, keybuf, k);
+			for (size_t i = 0; i < k; i++)
+				if (tmp.key[i] == '\0')
+					tmp.key[i] = (char)0xff;
 			tmp.key[k] = (char)0xff;
 			tmp.key[k + 1] = '\0';
 		} else {

@@ -1,9 +1,11 @@
 /* fluidvim VNF — boot and main loop.
  *
- * Boot: serial ports, command line, clock, interrupts, NICs, Click engine, IRQ routing, then the
- * `ready` event on COM2 (boot_us measured right before it) and a one-line summary on COM1.
- * Main loop (interrupts off): poll RX rings -> click_rx, click_run_tasks, kick TX, serve COM2.
- * After IDLE_SPIN_US without work: re-enable RX interrupts, arm the 1 ms timer, `sti; hlt`. */
+ * Boot: ring 0 sets up the TSS and the kcall gate and drops to ring 3 (see boot.S for why);
+ * ring 3 does the rest: IDT, serial ports, command line, clock, NICs, Click engine, IRQ routing,
+ * then the `ready` event on COM2 (boot_us measured right before it) and a summary on COM1.
+ * Main loop (ring 3): poll RX rings -> click_rx, click_run_tasks, kick TX, serve COM2 (on its
+ * interrupt, else every tick). After IDLE_SPIN_US without work: re-enable RX interrupts, then
+ * cpu_idle() (ring 0: arm the 1 ms timer, `sti; hlt`). */
 #include "kstd.h"
 #include "apic.h"
 #include "arch.h"
@@ -17,7 +19,9 @@
 
 #define VERSION "0.1.0"
 #define IDLE_SPIN_US 80
-#define TICK_US 1000
+#define TICK_US 1000        /* idle wake-up when some device has no interrupt (polled) */
+#define TICK_IRQ_US 10000   /* ... when every device interrupts: only the engine's timers need it */
+#define CTL_SAFETY_US 1000000 /* COM2 with a working IRQ is still polled this often */
 #define COM2_GSI 3
 
 static char cmdline[1024];
@@ -122,6 +126,17 @@ static void parse_cmdline(struct boot_args *a)
 	}
 }
 
+/* boot profile, printed on COM1 after `ready` */
+static struct { const char *what; uint64_t tsc; } marks[12];
+static int nmarks;
+static void mark(const char *what)
+{
+	if (nmarks < (int)ARRAY_SIZE(marks)) {
+		marks[nmarks].what = what;
+		marks[nmarks++].tsc = rdtsc();
+	}
+}
+
 static uint8_t macs[NET_MAX_NICS][6];
 static struct vnf_info info;
 static char errs[1024];
@@ -130,22 +145,34 @@ static bool com2_irq;
 static void idle(void)
 {
 	bool busy = net_prepare_idle();
-	if (!busy && !irq_peek(VEC_GSI(COM2_GSI))) {
-		timer_arm_idle();
-		sti_hlt(); /* the IRQ stub returns with IF clear */
-		irq_take(VEC_TIMER);
-	}
+	if (!busy && !irq_peek(VEC_GSI(COM2_GSI)))
+		cpu_idle(); /* returns at once if a device interrupt was noted meanwhile */
 	net_end_idle();
 }
 
-void kmain(uint32_t start_info);
-void kmain(uint32_t start_info)
+static void user_main(void);
+static uint32_t start_info;
+
+/* ring 0: the least possible (every instruction here is emulated under PVM), then ring 3 */
+void kmain(uint32_t si);
+void kmain(uint32_t si)
+{
+	start_info = si;
+	intr_early();
+	extern char boot_stack_top[];
+	enter_user(user_main, boot_stack_top);
+}
+
+static void user_main(void)
 {
 	const struct hvm_start_info *si = (const struct hvm_start_info *)(uintptr_t)start_info;
 	struct boot_args a = { 1024, 30000, 0 };
 
+	mark("ring3");
+	intr_init();
 	serial_init(COM1, false);
 	serial_init(COM2, true);
+	mark("serial");
 	if (si && si->magic == HVM_START_MAGIC && si->cmdline_paddr) {
 		const char *c = (const char *)(uintptr_t)si->cmdline_paddr;
 		size_t i = 0;
@@ -157,22 +184,28 @@ void kmain(uint32_t start_info)
 	}
 	parse_cmdline(&a);
 	clock_init(a.tsc_khz);
+	mark("clock");
 	mem_init(start_info);
-	intr_init();
 
 	int nics = net_init(hints, nhints, errs, sizeof errs);
 	for (int i = 0; i < nics; i++)
 		memcpy(macs[i], net_mac(i), 6);
+	mark("nics");
 	click_init(nics, (uint32_t)a.slots, (uint32_t)a.flow_timeout_ms);
+	mark("click");
 
-	const char *tmode = timer_init(TICK_US);
 	com2_irq = serial_present(COM2) && ioapic_route(COM2_GSI) >= 0;
-	for (int i = 0; i < 64 && serial_getc(COM2) >= 0; i++) /* drop what came before we listened */
-		;
+	{
+		char junk[64]; /* drop what came before we listened */
+		serial_read(COM2, junk, sizeof junk);
+	}
 	net_setup_irqs();
+	bool all_irq = com2_irq && net_all_have_irq();
+	uint32_t tick_us = all_irq ? TICK_IRQ_US : TICK_US;
+	const char *tmode = timer_init(tick_us);
+	mark("irqs");
 
-	/* Under KVM the TSC is 0 at vCPU reset. Under TCG it is the host's: then count from entry. */
-	info.tsc_base = tsc_to_ns(boot_entry_tsc) > 10000000000ull ? boot_entry_tsc : 0;
+	info.tsc_base = clock_zero_tsc(boot_entry_tsc);
 	info.name = vnf_name;
 	ctl_init(&info);
 	for (char *e = errs; *e;) {
@@ -190,8 +223,12 @@ void kmain(uint32_t start_info)
 	ctl_send_ready((const uint8_t(*)[6])macs, nics, click_slots_total(), clock_source());
 
 	kprintf("fluidvim-vnf %s: %d NICs, clock %s, ready in %lu us\n", VERSION, nics, clock_source(), info.boot_us);
-	kprintf("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s, com2 irq %s, ram top 0x%lx\n",
-		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tmode,
+	kprintf("  boot profile (us since clock zero): entry %lu", tsc_to_ns(boot_entry_tsc - info.tsc_base) / 1000);
+	for (int i = 0; i < nmarks; i++)
+		kprintf(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
+	kprintf(", ready %lu\n", info.boot_us);
+	kprintf("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, com2 irq %s, ram top 0x%lx\n",
+		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tmode, tick_us,
 		com2_irq ? "on" : "off (polled)", mem_ram_top());
 	for (int i = 0; i < nics; i++) {
 		char d[96];
@@ -211,14 +248,15 @@ void kmain(uint32_t start_info)
 		kprintf("  error: no UART at 0x2f8 (COM2): no control channel\n");
 	kprintf("  cmdline: %s\n", cmdline);
 
-	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull), ctl_period = ns_to_tsc(TICK_US * 1000ull);
+	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull);
+	uint64_t ctl_period = ns_to_tsc(com2_irq ? CTL_SAFETY_US * 1000ull : TICK_US * 1000ull);
 	uint64_t last_work = rdtsc(), last_ctl = last_work;
 	for (;;) {
 		bool work = net_poll();
 		work |= click_run_tasks();
 		net_flush_tx();
 		uint64_t now = rdtsc();
-		/* COM2: on its interrupt, else every tick (each UART access is a VM exit) */
+		/* COM2: on its interrupt, else every tick (UART access is a VM exit, and a kcall) */
 		if (irq_take(VEC_GSI(COM2_GSI)) || now - last_ctl >= ctl_period) {
 			last_ctl = now;
 			if (ctl_poll()) {

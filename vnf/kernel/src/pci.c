@@ -1,4 +1,4 @@
-/* fluidvim VNF — PCI bus 0 scan. */
+/* fluidvim VNF — PCI bus 0 scan; all config-space access happens in ring 0 inside one kcall. */
 #include "pci.h"
 #include "arch.h"
 
@@ -7,52 +7,68 @@ static inline uint32_t addr(unsigned dev, unsigned fn, unsigned off)
 	return 0x80000000u | (dev << 11) | (fn << 8) | (off & 0xfc);
 }
 
-uint32_t pci_read32(unsigned dev, unsigned fn, unsigned off)
+static uint32_t rd32(unsigned dev, unsigned fn, unsigned off)
 {
 	outl(0xcf8, addr(dev, fn, off));
 	return inl(0xcfc);
 }
 
-void pci_write32(unsigned dev, unsigned fn, unsigned off, uint32_t v)
+static void wr32(unsigned dev, unsigned fn, unsigned off, uint32_t v)
 {
 	outl(0xcf8, addr(dev, fn, off));
 	outl(0xcfc, v);
 }
 
-uint16_t pci_read16(unsigned dev, unsigned fn, unsigned off)
+static uint64_t pci_present_k(uint64_t a, uint64_t b, uint64_t c)
 {
-	outl(0xcf8, addr(dev, fn, off));
-	return inw((uint16_t)(0xcfc + (off & 2)));
-}
-
-void pci_write16(unsigned dev, unsigned fn, unsigned off, uint16_t v)
-{
-	outl(0xcf8, addr(dev, fn, off));
-	outw((uint16_t)(0xcfc + (off & 2)), v);
-}
-
-bool pci_present(void)
-{
-	uint32_t id = pci_read32(0, 0, 0);
+	uint32_t id = rd32(0, 0, 0);
 	return id != 0xffffffffu && id != 0;
 }
 
-void pci_scan(void (*cb)(const struct pci_dev *d, void *arg), void *arg)
+bool pci_present(void) { return KCALL(pci_present_k, 0, 0, 0) != 0; }
+
+struct find_args { uint16_t vendor, device; struct pci_dev *out; int max; };
+
+static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 {
-	for (unsigned dev = 0; dev < 32; dev++) {
-		uint32_t id = pci_read32(dev, 0, 0);
+	struct find_args *a = (struct find_args *)(uintptr_t)argp;
+	int n = 0;
+	uint16_t next_io = 0xc000;
+	for (unsigned dev = 0; dev < 32 && n < a->max; dev++) {
+		uint32_t id = rd32(dev, 0, 0);
 		if ((id & 0xffff) == 0xffff || id == 0)
 			continue;
 		unsigned nfn = 1;
-		if ((id & 0xffff) != 0x8086 && (pci_read32(dev, 0, 0x0c) >> 16) & 0x80) /* skip chipset functions */
+		if ((id & 0xffff) != 0x8086 && (rd32(dev, 0, 0x0c) >> 16) & 0x80) /* skip chipset functions */
 			nfn = 8;
-		for (unsigned fn = 0; fn < nfn; fn++) {
+		for (unsigned fn = 0; fn < nfn && n < a->max; fn++) {
 			if (fn)
-				id = pci_read32(dev, fn, 0);
-			if ((id & 0xffff) == 0xffff || id == 0)
+				id = rd32(dev, fn, 0);
+			if ((uint16_t)id != a->vendor || (uint16_t)(id >> 16) != a->device)
 				continue;
-			struct pci_dev d = { dev, fn, (uint16_t)id, (uint16_t)(id >> 16) };
-			cb(&d, arg);
+			struct pci_dev *d = &a->out[n++];
+			d->dev = dev;
+			d->fn = fn;
+			d->vendor = (uint16_t)id;
+			d->device = (uint16_t)(id >> 16);
+			uint32_t bar0 = rd32(dev, fn, 0x10);
+			if ((bar0 & 1) && (bar0 & ~3u) == 0) { /* unassigned I/O BAR: place it ourselves */
+				wr32(dev, fn, 0x10, next_io);
+				next_io += 0x100;
+				bar0 = rd32(dev, fn, 0x10);
+			}
+			d->bar0 = bar0;
+			uint32_t cmd = rd32(dev, fn, 0x04);
+			if ((cmd & 0x5) != 0x5)
+				wr32(dev, fn, 0x04, (cmd & 0xffff) | 0x5); /* I/O space + bus master */
+			d->irq_line = (uint8_t)rd32(dev, fn, 0x3c);
 		}
 	}
+	return (uint64_t)n;
+}
+
+int pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out, int max)
+{
+	struct find_args a = { vendor, device, out, max };
+	return (int)KCALL(pci_find_k, &a, 0, 0);
 }

@@ -3,15 +3,18 @@
 #define FLUIDVIM_PCI_H
 #include "kstd.h"
 
-uint32_t pci_read32(unsigned dev, unsigned fn, unsigned off);
-void pci_write32(unsigned dev, unsigned fn, unsigned off, uint32_t v);
-uint16_t pci_read16(unsigned dev, unsigned fn, unsigned off);
-void pci_write16(unsigned dev, unsigned fn, unsigned off, uint16_t v);
+struct pci_dev {
+	unsigned dev, fn;
+	uint16_t vendor, device;
+	uint32_t bar0;      /* as read back after any assignment */
+	uint8_t irq_line;   /* interrupt line register (as the firmware left it) */
+};
+
 /* Is there a PCI host bridge at all (00:00.0 answers)? */
 bool pci_present(void);
-
-struct pci_dev { unsigned dev, fn; uint16_t vendor, device; };
-/* Calls cb for every function on bus 0, in slot/function order. */
-void pci_scan(void (*cb)(const struct pci_dev *d, void *arg), void *arg);
+/* Find vendor:device functions on bus 0 in slot/function order. An I/O BAR0 left unassigned
+ * by the firmware is placed at 0xc000 + 0x100*k; I/O space and bus mastering get enabled.
+ * Runs in ring 0 (one kcall). Returns the number found (<= max). */
+int pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out, int max);
 
 #endif

@@ -18,8 +18,9 @@ static inline bool *pres(uint16_t port) { return &present[port == COM2]; }
 
 bool serial_present(uint16_t port) { return *pres(port); }
 
-bool serial_init(uint16_t port, bool rx_irq)
+static uint64_t serial_init_k(uint64_t port_, uint64_t rx_irq, uint64_t c)
 {
+	uint16_t port = (uint16_t)port_;
 	/* no UART there: reads float to 0xff; the scratch register holds what we write */
 	outb(port + 7, 0x5a);
 	if (inb(port + 7) != 0x5a) {
@@ -39,7 +40,18 @@ bool serial_init(uint16_t port, bool rx_irq)
 	return true;
 }
 
-void serial_write(uint16_t port, const char *s, size_t n)
+/* ring 0, for the exception handler: works even before serial_init() */
+void serial_panic_write(const char *s, size_t n)
+{
+	if (!present[0])
+		serial_init_k(COM1, 0, 0);
+	serial_write_k(COM1, s, n);
+}
+
+bool serial_init(uint16_t port, bool rx_irq) { return KCALL(serial_init_k, port, rx_irq, 0) != 0; }
+
+/* ring 0 */
+void serial_write_k(uint16_t port, const char *s, size_t n)
 {
 	if (!*pres(port))
 		return;
@@ -58,13 +70,44 @@ void serial_write(uint16_t port, const char *s, size_t n)
 	}
 }
 
-int serial_getc(uint16_t port)
+/* QEMU's 16550 returns 0 from RBR when its RX FIFO is empty, and JSON text never contains a NUL
+ * byte, so read RBR directly (one VM exit per byte) and consult LSR only when a 0 comes back. */
+static uint64_t serial_read_k(uint64_t port_, uint64_t buf_, uint64_t max)
 {
+	uint16_t port = (uint16_t)port_;
+	char *buf = (char *)(uintptr_t)buf_;
+	size_t n = 0;
 	if (!*pres(port))
-		return -1;
-	if (!(inb(port + UART_LSR) & LSR_DR))
-		return -1;
-	return inb(port + UART_RBR);
+		return 0;
+	while (n < max) {
+		uint8_t c = inb(port + UART_RBR);
+		if (c) {
+			buf[n++] = (char)c;
+			continue;
+		}
+		if (!(inb(port + UART_LSR) & LSR_DR))
+			break;
+	}
+	return n;
+}
+
+size_t serial_read(uint16_t port, char *buf, size_t max)
+{
+	if (!max || !*pres(port))
+		return 0;
+	return (size_t)KCALL(serial_read_k, port, buf, max);
+}
+
+static uint64_t serial_write_kc(uint64_t port, uint64_t s, uint64_t n)
+{
+	serial_write_k((uint16_t)port, (const char *)(uintptr_t)s, (size_t)n);
+	return 0;
+}
+
+void serial_write(uint16_t port, const char *s, size_t n)
+{
+	if (n && *pres(port))
+		KCALL(serial_write_kc, port, s, n);
 }
 
 /* ---- formatting ---- */

@@ -10,9 +10,13 @@
 /* Returns false (and makes the port a no-op) if no UART answers at `port`. */
 bool serial_init(uint16_t port, bool rx_irq);
 bool serial_present(uint16_t port);
+/* These run the port I/O loop in ring 0 via one kcall (callable from ring 0 and 3). */
 void serial_write(uint16_t port, const char *s, size_t n);
-/* Non-blocking: returns -1 if no byte is waiting. */
-int serial_getc(uint16_t port);
+/* Non-blocking burst read (NUL bytes are dropped). Returns the number of bytes read. */
+size_t serial_read(uint16_t port, char *buf, size_t max);
+/* ring 0 only (exception handler) */
+void serial_write_k(uint16_t port, const char *s, size_t n);
+void serial_panic_write(const char *s, size_t n);
 
 /* Console (COM1) formatted output: %s %c %d %u %x %lu %lx %llu %p %%, width/zero-pad for numbers. */
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -25,6 +25,7 @@ static const char *src = "uncalibrated";
 static uint64_t tsc_hz = 1000000000ull;
 static uint64_t ns_mult = 1ull << 32;   /* ns = tsc * ns_mult >> 32 */
 static uint64_t tsc_mult = 1ull << 32;  /* tsc = ns * tsc_mult >> 32 */
+static uint64_t kvm_sys_ns, kvm_stamp;   /* one kvmclock sample: system time at a TSC value */
 
 static uint64_t kvmclock_hz(void)
 {
@@ -40,11 +41,14 @@ static uint64_t kvmclock_hz(void)
 	wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)&pvti | 1);
 	uint32_t mul;
 	int8_t shift;
+	uint64_t sys, stamp;
 	for (int tries = 0; tries < 1000; tries++) {
 		uint32_t v = *(volatile uint32_t *)&pvti.version;
 		barrier();
 		mul = *(volatile uint32_t *)&pvti.tsc_to_system_mul;
 		shift = *(volatile int8_t *)&pvti.tsc_shift;
+		sys = *(volatile uint64_t *)&pvti.system_time;
+		stamp = *(volatile uint64_t *)&pvti.tsc_timestamp;
 		barrier();
 		if (!(v & 1) && v == *(volatile uint32_t *)&pvti.version && mul)
 			goto ok;
@@ -61,6 +65,8 @@ ok:
 		hz <<= -shift;
 	else
 		hz >>= shift;
+	kvm_sys_ns = sys;
+	kvm_stamp = stamp;
 	return hz;
 }
 
@@ -81,7 +87,8 @@ static uint64_t cpuid_hz(void)
 	return 0;
 }
 
-void clock_init(uint64_t cmdline_tsc_khz)
+/* ring 0: CPUID and the kvmclock MSR */
+static uint64_t clock_init_k(uint64_t cmdline_tsc_khz, uint64_t b, uint64_t c)
 {
 	uint64_t hz;
 	if ((hz = kvmclock_hz()) != 0)
@@ -98,6 +105,21 @@ void clock_init(uint64_t cmdline_tsc_khz)
 	tsc_hz = hz;
 	ns_mult = (1000000000ull << 32) / hz;
 	tsc_mult = ((hz / 1000000000ull) << 32) + ((hz % 1000000000ull) << 32) / 1000000000ull;
+	return 0;
+}
+
+void clock_init(uint64_t cmdline_tsc_khz) { KCALL(clock_init_k, cmdline_tsc_khz, 0, 0); }
+
+uint64_t clock_zero_tsc(uint64_t entry_tsc)
+{
+	if (kvm_stamp) {
+		/* kvmclock counts from VM creation: TSC at kvmclock 0 */
+		uint64_t d = ns_to_tsc(kvm_sys_ns);
+		return d <= kvm_stamp ? kvm_stamp - d : 0;
+	}
+	if (tsc_to_ns(entry_tsc) < 10000000000ull)
+		return 0; /* TSC was reset with the vCPU */
+	return entry_tsc; /* TCG (host TSC) etc.: count from kernel entry */
 }
 
 const char *clock_source(void) { return src; }

@@ -10,5 +10,9 @@ uint64_t clock_tsc_hz(void);
 uint64_t tsc_to_ns(uint64_t tsc);
 uint64_t ns_to_tsc(uint64_t ns);
 uint64_t plat_now_ns(void);
+/* The TSC value taken as "vCPU reset" for boot_us/uptime_us: from kvmclock (which counts from
+ * VM creation) when available; else 0 if the TSC looks reset at power-on (< 10 s at kernel entry);
+ * else the kernel-entry TSC (e.g. TCG, whose TSC is the host's). */
+uint64_t clock_zero_tsc(uint64_t entry_tsc);
 
 #endif

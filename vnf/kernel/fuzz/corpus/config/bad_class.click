@@ -1,0 +1,1 @@
+FromDevice(0) -> Countr -> ToDevice(1);

@@ -1,0 +1,1 @@
+a :: Counter; b :: Counter; FromDevice(0) -> a -> b -> a;

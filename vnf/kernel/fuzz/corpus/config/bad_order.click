@@ -1,0 +1,2 @@
+FromDevice(0) -> fw -> ToDevice(1);
+fw :: IPFilter(allow all);

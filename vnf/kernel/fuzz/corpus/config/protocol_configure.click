@@ -1,0 +1,2 @@
+FromDevice(0) -> Counter -> ToDevice(1);
+FromDevice(1) -> ToDevice(0);

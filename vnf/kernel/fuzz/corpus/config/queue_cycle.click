@@ -1,0 +1,1 @@
+q :: Queue(8); FromDevice(0) -> q -> c :: Counter -> q;
