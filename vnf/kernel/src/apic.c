@@ -49,6 +49,8 @@ extern const uint64_t exc_stub_table[32];
 extern const uint64_t irq_stub_table[IRQ_VECS];
 extern void irq_spurious(void);
 extern uint8_t irq_hit[IRQ_VECS];
+extern uint64_t irq_hook[IRQ_VECS];
+static void (*hook_fn[IRQ_VECS])(int vector);
 extern uint64_t gdt_tss[2];
 extern char kernel_stack_top[];
 
@@ -188,8 +190,24 @@ void intr_init(void)
 	KCALL(lapic_init_k, 0, 0, 0);
 }
 
+/* ring 0, from the IRQ stub (index = vector - 0x20) */
+void irq_run_hook(uint64_t index);
+void irq_run_hook(uint64_t index)
+{
+	if (index < IRQ_VECS && hook_fn[index])
+		hook_fn[index](0x20 + (int)index);
+}
+
+void irq_set_hook(int vector, void (*fn)(int vector))
+{
+	if (vector < 0x20 || vector >= 0x20 + IRQ_VECS)
+		return;
+	hook_fn[vector - 0x20] = fn;
+	irq_hook[vector - 0x20] = fn != NULL;
+}
+
 /* ring 0 */
-static uint64_t ioapic_route_k(uint64_t gsi_, uint64_t b, uint64_t c)
+static uint64_t ioapic_route_k(uint64_t gsi_, uint64_t level, uint64_t c)
 {
 	unsigned gsi = (unsigned)gsi_;
 	uintptr_t base;
@@ -211,11 +229,12 @@ static uint64_t ioapic_route_k(uint64_t gsi_, uint64_t b, uint64_t c)
 	mmio_write32(base, 0x11 + 2 * pin);
 	mmio_write32(base + 0x10, lapic_id << 24);
 	mmio_write32(base, 0x10 + 2 * pin);
-	mmio_write32(base + 0x10, (uint32_t)vec); /* fixed, physical, active high, edge, unmasked */
+	/* fixed delivery, physical destination, active high, edge or level, unmasked */
+	mmio_write32(base + 0x10, (uint32_t)vec | (level ? 1u << 15 : 0));
 	return (uint64_t)vec;
 }
 
-int ioapic_route(unsigned gsi) { return (int)(int64_t)KCALL(ioapic_route_k, gsi, 0, 0); }
+int ioapic_route(unsigned gsi, bool level) { return (int)(int64_t)KCALL(ioapic_route_k, gsi, level, 0); }
 
 bool irq_take(int vector)
 {

@@ -14,9 +14,12 @@ __attribute__((noreturn)) void enter_user(void (*fn)(void), void *stack);
 void intr_init(void);
 /* Start the idle wake-up timer; returns "tsc-deadline", "periodic" or "none". */
 const char *timer_init(uint32_t period_us);
-/* Route IO-APIC input `gsi` (edge, active high) to VEC_GSI(gsi) on this CPU. Returns the
- * vector or -1 if there is no IO-APIC input with that number. */
-int ioapic_route(unsigned gsi);
+/* Route IO-APIC input `gsi` (active high; edge or level) to VEC_GSI(gsi) on this CPU. Returns
+ * the vector or -1 if there is no IO-APIC input with that number. */
+int ioapic_route(unsigned gsi, bool level);
+/* Run fn(vector) in ring 0 from the interrupt stub, before the EOI (to ack a level-triggered
+ * device so its line drops). */
+void irq_set_hook(int vector, void (*fn)(int vector));
 /* Did an interrupt arrive on `vector` since the last call? (clears the note atomically) */
 bool irq_take(int vector);
 bool irq_peek(int vector);

@@ -181,19 +181,55 @@ exc_common:
 	addq $16, %rsp
 	iretq
 
-/* ---- device / timer interrupts: note the vector in irq_hit[], EOI, return. The main loop
- *      polls and acks the device; lines are programmed edge-triggered, so an un-acked device
- *      cannot storm. ---- */
+/* ---- device / timer interrupts: note the vector in irq_hit[], EOI, return; the main loop
+ *      polls the device. A vector with a hook (virtio NICs: level-triggered lines, possibly
+ *      shared) first runs irq_run_hook(vector) in C, which acks the devices so the line drops
+ *      before the EOI. COM2 stays edge-triggered; the main loop drains it. ---- */
 .macro IRQ vec
 	.p2align 4
 irq_\vec:
 	movb $1, irq_hit+\vec(%rip)
+	cmpq $0, irq_hook+8*\vec(%rip)
+	jne 1f
 	pushq %rax
 	movabsq $LAPIC_EOI, %rax
 	movl $0, (%rax)
 	popq %rax
 	iretq
+1:	pushq $\vec
+	jmp irq_hooked
 .endm
+
+irq_hooked:
+	pushq %rax
+	pushq %rcx
+	pushq %rdx
+	pushq %rsi
+	pushq %rdi
+	pushq %r8
+	pushq %r9
+	pushq %r10
+	pushq %r11
+	pushq %rbp
+	movq 80(%rsp), %rdi             /* the vector index pushed by the stub */
+	movq %rsp, %rbp
+	andq $-16, %rsp
+	call irq_run_hook
+	movq %rbp, %rsp
+	movabsq $LAPIC_EOI, %rax
+	movl $0, (%rax)
+	popq %rbp
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rdi
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rax
+	addq $8, %rsp
+	iretq
 
 	.altmacro
 	.set i, 0
@@ -274,9 +310,12 @@ boot_pd3:
 	.endr
 
 	.bss
-	.globl irq_hit
+	.globl irq_hit, irq_hook
 irq_hit:
 	.skip IRQ_VEC_COUNT
+	.p2align 3
+irq_hook:                               /* per vector: nonzero = call irq_run_hook() first */
+	.skip 8 * IRQ_VEC_COUNT
 	.p2align 4
 	.globl boot_stack_top, kernel_stack_top
 boot_stack:                             /* ring-0 boot, then the ring-3 main loop's stack */

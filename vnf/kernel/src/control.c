@@ -269,8 +269,8 @@ bool ctl_poll(void)
 			last = rdtsc();
 		else if (line_len == 0 && !line_too_long)
 			break; /* nothing pending */
-		else if (rdtsc() - last > wait)
-			break; /* partial line stalled: the rest will raise the IRQ again */
+		else if (info->rx_irq || rdtsc() - last > wait)
+			break; /* partial line: the rest raises the IRQ (or the next tick polls) */
 		/* don't starve the data path during a long line */
 		net_poll();
 		click_run_tasks();

@@ -7,6 +7,7 @@ struct vnf_info {
 	const char *name;
 	uint64_t boot_us;
 	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
+	bool rx_irq;        /* COM2 interrupts work: wait for them instead of spinning mid-line */
 };
 
 void ctl_init(const struct vnf_info *info);

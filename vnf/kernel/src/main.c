@@ -194,7 +194,7 @@ static void user_main(void)
 	click_init(nics, (uint32_t)a.slots, (uint32_t)a.flow_timeout_ms);
 	mark("click");
 
-	com2_irq = serial_present(COM2) && ioapic_route(COM2_GSI) >= 0;
+	com2_irq = serial_present(COM2) && ioapic_route(COM2_GSI, false) >= 0; /* edge: drained by the main loop */
 	{
 		char junk[64]; /* drop what came before we listened */
 		serial_read(COM2, junk, sizeof junk);
@@ -207,6 +207,7 @@ static void user_main(void)
 
 	info.tsc_base = clock_zero_tsc(boot_entry_tsc);
 	info.name = vnf_name;
+	info.rx_irq = com2_irq;
 	ctl_init(&info);
 	for (char *e = errs; *e;) {
 		char *nl = e;

@@ -34,6 +34,13 @@ static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 	struct find_args *a = (struct find_args *)(uintptr_t)argp;
 	int n = 0;
 	uint16_t next_io = 0xc000;
+	/* i440FX/PIIX3 (QEMU pc): INTx of slot s, pin p goes to PIRQ[(s - 1 + p - 1) & 3], which the
+	 * PIRQRC registers (00:01.0 0x60..0x63) map to an ISA IRQ (= IO-APIC GSI). qboot writes
+	 * interrupt-line values that assume a different swizzle, so compute the GSI ourselves. */
+	uint32_t pirqrc = 0;
+	bool piix = rd32(1, 0, 0) == 0x70008086u;
+	if (piix)
+		pirqrc = rd32(1, 0, 0x60);
 	for (unsigned dev = 0; dev < 32 && n < a->max; dev++) {
 		uint32_t id = rd32(dev, 0, 0);
 		if ((id & 0xffff) == 0xffff || id == 0)
@@ -61,7 +68,13 @@ static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 			uint32_t cmd = rd32(dev, fn, 0x04);
 			if ((cmd & 0x5) != 0x5)
 				wr32(dev, fn, 0x04, (cmd & 0xffff) | 0x5); /* I/O space + bus master */
-			d->irq_line = (uint8_t)rd32(dev, fn, 0x3c);
+			uint32_t r3c = rd32(dev, fn, 0x3c);
+			uint8_t pin = (uint8_t)(r3c >> 8);
+			d->irq_line = (uint8_t)r3c;
+			if (piix && pin >= 1 && pin <= 4) {
+				uint8_t route = (uint8_t)(pirqrc >> (8 * ((dev - 1 + pin - 1) & 3)));
+				d->irq_line = (route & 0x80) ? 0xff : (route & 0x0f);
+			}
 		}
 	}
 	return (uint64_t)n;

@@ -7,7 +7,7 @@ struct pci_dev {
 	unsigned dev, fn;
 	uint16_t vendor, device;
 	uint32_t bar0;      /* as read back after any assignment */
-	uint8_t irq_line;   /* interrupt line register (as the firmware left it) */
+	uint8_t irq_line;   /* ISA IRQ = GSI of INTx: from PIIX3 PIRQ routing, else the interrupt line register */
 };
 
 /* Is there a PCI host bridge at all (00:00.0 answers)? */

@@ -393,12 +393,24 @@ const char *net_desc(int i, char *buf, size_t cap)
 	return buf;
 }
 
+/* ring 0, from the interrupt stub: ack every NIC on this (possibly shared, level) line */
+static void nic_irq_hook(int vector)
+{
+	for (int i = 0; i < nnics; i++)
+		if (nics[i].vector == vector)
+			ack_irq_k((uint64_t)(uintptr_t)&nics[i], 0, 0);
+}
+
 void net_setup_irqs(void)
 {
 	for (int i = 0; i < nnics; i++) {
 		struct nic *n = &nics[i];
-		if (n->gsi >= 0)
-			n->vector = ioapic_route((unsigned)n->gsi);
+		if (n->gsi >= 0 && n->gsi < MAX_GSI) {
+			n->vector = VEC_GSI(n->gsi); /* hook first: the line may already be up */
+			irq_set_hook(n->vector, nic_irq_hook);
+			if (ioapic_route((unsigned)n->gsi, true) < 0)
+				n->vector = -1; /* keep polling on the tick (the hook may be shared) */
+		}
 		tr_ack_irq(n);
 	}
 }
@@ -506,18 +518,12 @@ void net_flush_tx(void)
 
 bool net_prepare_idle(void)
 {
-	bool acked[MAX_GSI + 0x21] = { 0 };
+	/* the interrupt hook acked the devices; polled NICs need no ack (their lines stay masked
+	 * off at the IO-APIC, and the device keeps working with ISR set) */
 	for (int i = 0; i < nnics; i++) {
-		int v = nics[i].vector;
-		if (v < 0)
-			continue;
-		if (!acked[v] && irq_take(v))
-			acked[v] = true;
-		if (acked[v])
-			tr_ack_irq(&nics[i]); /* every NIC sharing the line */
-	}
-	for (int i = 0; i < nnics; i++)
+		irq_take(nics[i].vector);
 		nics[i].rx.avail->flags = 0;
+	}
 	mb();
 	for (int i = 0; i < nnics; i++)
 		if (nics[i].rx.used->idx != nics[i].rx.last_used)
