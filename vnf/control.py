@@ -13,6 +13,10 @@ import socket
 import threading
 import time
 
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
 MAX_LINE = 8192
 PROTO_VERSION = 1
 OPS = ("ping", "configure", "stats")
@@ -80,6 +84,7 @@ class ControlChannel:
         self._buf = b""
         self._next_id = 1
         self._lock = threading.Lock()
+        self._fresh = False
         self.ready: dict | None = None      # the `ready` event, once seen
         self.events: list[dict] = []        # other events (e.g. boot errors)
 
@@ -91,6 +96,7 @@ class ControlChannel:
             s.close()
             raise
         self._sock = s
+        self._fresh = True
         return self
 
     def close(self) -> None:
@@ -130,6 +136,23 @@ class ControlChannel:
             if len(self._buf) > 4 * MAX_LINE and b"\n" not in self._buf:
                 raise ControlError("protocol", "guest sent an over-long line")
 
+    def _next_message(self, deadline: float, what: str) -> dict:
+        """Next well-formed guest message. A connection may begin with the tail of a line meant
+        for a previous client (the channel has one client at a time and no framing beyond
+        newlines): such a fragment, and error replies without an id (answers to a previous
+        client's fragment), are skipped."""
+        while True:
+            line = self._readline(deadline, what)
+            try:
+                msg = decode_line(line)
+            except ControlError:
+                LOG.debug("control %s: skipping fragment %r", self.path, line[:80])
+                continue
+            if msg["kind"] == "error" and msg["id"] is None:
+                LOG.debug("control %s: skipping unaddressed error %s", self.path, msg["error"])
+                continue
+            return msg
+
     def _note_event(self, msg: dict) -> None:
         if msg["event"] == "ready":
             self.ready = msg["body"]
@@ -144,7 +167,7 @@ class ControlChannel:
         deadline = time.monotonic() + timeout
         with self._lock:
             while self.ready is None:
-                msg = decode_line(self._readline(deadline, "'ready' event"))
+                msg = self._next_message(deadline, "'ready' event")
                 if msg["kind"] == "event":
                     self._note_event(msg)
         return self.ready
@@ -157,18 +180,21 @@ class ControlChannel:
         with self._lock:
             req_id = self._next_id
             self._next_id = (self._next_id % 0x7FFFFFFF) + 1
+            line = encode_request(req_id, op, **fields)
+            if self._fresh:
+                # end any partial line a previous client left in the VNF's input buffer
+                line = b"\n" + line
+                self._fresh = False
             try:
-                self._sock.sendall(encode_request(req_id, op, **fields))
+                self._sock.sendall(line)
             except OSError as e:
                 raise ChannelClosed(f"control channel failed: {e}") from None
             deadline = time.monotonic() + timeout
             while True:
-                msg = decode_line(self._readline(deadline, f"reply to {op!r}"))
+                msg = self._next_message(deadline, f"reply to {op!r}")
                 if msg["kind"] == "event":
                     self._note_event(msg)
                     continue
-                if msg["id"] is None and msg["kind"] == "error":
-                    raise msg["error"]
                 if msg["id"] != req_id:
                     continue   # a stale reply to a request that timed out earlier
                 if msg["kind"] == "error":

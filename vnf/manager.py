@@ -96,7 +96,9 @@ class VNFManager:
 
     def close(self) -> None:
         self.stop_pool()
-        for be in self._backends.values():
+        with self._lock:
+            closing, self._backends = list(self._backends.values()), {}
+        for be in closing:
             be.close()
 
     def _kernel_id(self, path: str) -> str:

@@ -166,6 +166,15 @@ def test_kill_9_of_qemu_is_detected(mgr):
     assert not any(netdev.exists(n.tap) for n in rec.spec.nics)
 
 
+def _running(pid):
+    """Alive and not a zombie (the killed QEMU may be our child, unreaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def _libvirt_qemu_pid(vnf_id):
     with open(f"/run/libvirt/qemu/fluidvim-{vnf_id}.pid") as f:
         return int(f.read())
@@ -185,8 +194,15 @@ def test_restarted_caller_finds_running_vnfs(make_manager, backend):
     rec = second.get("keeper")
     if backend == "qemu":
         os.kill(rec.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _running(rec.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
     else:
-        second.backend("libvirt").conn.lookupByUUIDString(res.vnf_id).destroy()
+        import libvirt
+
+        conn = libvirt.open("qemu:///system")       # behind fluidvim's back
+        conn.lookupByUUIDString(res.vnf_id).destroy()
+        conn.close()
     third = make_manager(backend=backend)
     assert third.recover()["crashed"] == 1
     assert third.get("keeper").status == "crashed"

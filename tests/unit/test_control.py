@@ -116,3 +116,37 @@ def test_closed_and_timeout_are_distinct():
     with pytest.raises(C.ReplyTimeout):
         ch.ping(timeout=0.05)
     b.close()
+
+
+def test_fragments_from_a_previous_client_are_skipped():
+    ch, peer = channel_with([
+        {"emit": 'ult":{"pong":true}}'},                                  # tail of an old reply
+        {"emit": '{"ok":false,"error":{"code":"parse","message":"x"}}'},  # answer to old junk
+        {"reply": lambda r: {"id": r["id"], "ok": True, "result": {"pong": True}}},
+    ])
+    assert ch.ping() == {"pong": True}
+    peer.join(5)
+
+
+def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
+    path = str(tmp_path / "ctl.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    ch = C.ControlChannel(path).connect()
+    conn, _ = srv.accept()
+    f = conn.makefile("rwb")
+    t = threading.Thread(target=lambda: [f.write(b'{"id":1,"ok":true,"result":{}}\n'
+                                                 b'{"id":2,"ok":true,"result":{}}\n'), f.flush()])
+    t.start()
+    ch.ping()
+    ch.ping()
+    t.join()
+    conn.settimeout(2)
+    data = b""
+    while data.count(b"\n") < 3:
+        data += conn.recv(1000)
+    assert data == b'\n{"id":1,"op":"ping"}\n{"id":2,"op":"ping"}\n'
+    ch.close()
+    conn.close()
+    srv.close()

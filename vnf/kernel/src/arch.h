@@ -39,8 +39,8 @@ static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t *a, uint32_t *b, 
 static inline void mb(void) { __asm__ volatile("mfence" ::: "memory"); }
 static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
 static inline void cli(void) { __asm__ volatile("cli" ::: "memory"); }
-/* Enable interrupts and halt atomically (the STI shadow covers HLT); returns with IF as the
- * interrupt handler left it (our IRQ stubs clear IF in the saved RFLAGS). */
+/* Ring 0: enable interrupts and halt atomically (the STI shadow covers HLT); returns after the
+ * waking interrupt's handler ran. */
 static inline void sti_hlt(void) { __asm__ volatile("sti; hlt" ::: "memory"); }
 static inline void sti(void) { __asm__ volatile("sti" ::: "memory"); }
 /* ---- kcall: run fn(a, b, c) in ring 0 (see boot.S). Usable from ring 0 and ring 3. ---- */

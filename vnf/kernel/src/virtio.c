@@ -6,7 +6,9 @@
  * (the engine copies what it keeps). TX copies into a free buffer and publishes it at once; the
  * notify ("kick") is batched until the end of the main-loop round (or 32 frames).
  * Interrupts: TX never interrupts; RX interrupts are suppressed while the main loop is busy and
- * re-enabled just before `hlt`. */
+ * re-enabled just before `hlt`. Lines are level-triggered; a ring-0 hook run by the interrupt
+ * stub acks the ISR of every NIC on the line before the EOI.
+ * Register access happens in ring 0 via kcall, one kcall per logical operation (see boot.S). */
 #include "virtio.h"
 #include "arch.h"
 #include "apic.h"

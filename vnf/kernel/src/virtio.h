@@ -1,4 +1,5 @@
-/* fluidvim VNF — legacy (0.9.5) virtio-net over virtio-mmio v1 and virtio-pci (I/O BAR0). */
+/* fluidvim VNF — legacy (0.9.5) virtio over virtio-mmio v1 and virtio-pci (I/O BAR0):
+ * virtio-net NICs and one virtio-console (the control channel, when present). */
 #ifndef FLUIDVIM_VIRTIO_H
 #define FLUIDVIM_VIRTIO_H
 #include "kstd.h"
@@ -9,25 +10,40 @@ enum net_transport { NET_MMIO, NET_PCI };
 
 struct mmio_hint { uint64_t base; int gsi; };   /* from virtio_mmio.device=SIZE@BASE:IRQ */
 
-/* Find and initialise NICs. Discovery order defines NIC numbers (see README.md):
+/* Find and initialise the NICs and the first virtio-console. Discovery order defines NIC
+ * numbers (see README.md); a console device takes no NIC number wherever it sits:
  * - mmio hints given (microvm): highest address first (= QEMU -device order);
  * - else PCI bus 0 if a host bridge answers: slot/function order;
  * - else scan 0xfeb00000 + 512*i, i = 0..23, highest address first.
  * Problems are written (one per line) into errbuf. Returns the number of working NICs. */
-int net_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap);
+int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap);
 int net_count(void);
 const uint8_t *net_mac(int nic);
 const char *net_desc(int nic, char *buf, size_t cap);  /* "mmio@0xfeb00e00 irq 12" etc. */
-/* Route device interrupts through the IO-APIC (after intr_init). */
-void net_setup_irqs(void);
-bool net_all_have_irq(void);
+/* Route device interrupts (NICs and console) through the IO-APIC, level-triggered, with an ack hook. */
+void virtio_setup_irqs(void);
+bool virtio_all_have_irq(void);
 
 /* Data path (IF=0). Returns true if any frame was received. */
 bool net_poll(void);
 void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
-/* Idle protocol: ack interrupts that fired, re-enable RX interrupts, then report whether
- * anything arrived meanwhile (then do not sleep). */
-bool net_prepare_idle(void);
-void net_end_idle(void);          /* disable RX interrupts again (we poll while busy) */
+/* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
+ * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
+ * (then do not sleep). */
+bool virtio_prepare_idle(void);
+void virtio_end_idle(void);       /* disable NIC RX interrupts again (we poll while busy) */
+
+/* ---- virtio-console (port 0 only: VIRTIO_CONSOLE_F_MULTIPORT is not negotiated) ---- */
+bool con_present(void);
+const char *con_desc(char *buf, size_t cap);
+/* Has the device returned receive buffers we have not looked at? (a memory read: cheap) */
+bool con_rx_pending(void);
+/* Hand every received chunk, in order, to fn (which returns true if it completed a request),
+ * re-post the buffers, kick what needs a kick (one kcall). Returns true if fn did. */
+bool con_rx(bool (*fn)(const char *data, size_t len));
+/* Send s + '\n' (one descriptor if it fits in CON_TX_CHUNK bytes) and kick, unless called from
+ * within con_rx (then the kick happens when con_rx returns). Returns false if it was dropped
+ * (device stuck: no transmit space for 200 ms). */
+bool con_send_line(const char *s, size_t n);
 
 #endif
