@@ -37,7 +37,7 @@ for r in requests:
 
 guest_lines = [
     {"line": '{"ev":"ready","proto":1,"name":"vnf","version":"0.1.0","boot_us":812,'
-             '"clock":"kvmclock","nics":2,"macs":["52:54:00:12:34:01","52:54:00:12:34:02"],'
+             '"clock":"kvmclock","ctl":"virtio","nics":2,"macs":["52:54:00:12:34:01","52:54:00:12:34:02"],'
              '"slots":1024}', "kind": "event", "event": "ready"},
     {"line": '{"ev":"error","message":"virtio-net 1: queue 0 size 0"}', "kind": "event",
      "event": "error"},

@@ -38,7 +38,9 @@ CASES = [
     ("microvm-kvm-4nics-extra", base(U1, "microvm", nics=4, vcpus=2, memory_mb=64,
                                      flow_timeout_ms=5000, cmdline_extra="tsc_khz=2400000")),
     ("pc-kvm-2nics", base(U1, "pc")),
-    ("pc-tcg-1nic", base(U2, "pc", accel="tcg", nics=1, name="mirror", session_slots=65536)),
+    ("pc-tcg-1nic", base(U2, "pc", accel="tcg", nics=1, name="mirror", session_slots=65536,
+                         tsc_khz=2599998)),
+    ("microvm-tcg-tsc", base(U2, "microvm", accel="tcg", nics=1, tsc_khz=2599998)),
 ]
 
 BAD = [
@@ -48,6 +50,7 @@ BAD = [
     ("bad-machine", {"machine": "q35"}, "machine"),
     ("bad-accel", {"accel": "hvf"}, "accel"),
     ("bad-kernel", {"kernel": "vnf.elf"}, "kernel"),
+    ("bad-tsc", {"tsc_khz": 5}, "tsc_khz"),
     ("bad-mac", {"nics": [{"tap": "fvx0", "mac": "01:00:5e:00:00:01", "bridge": None}]},
      "nics[0].mac"),
     ("bad-tap", {"nics": [{"tap": "a-very-long-tap-name", "mac": "52:54:00:00:00:01",

@@ -49,6 +49,21 @@ def detect_accel(requested: str = "auto") -> tuple[str, str]:
     return "tcg", why
 
 
+def host_tsc_khz() -> int | None:
+    """The host's TSC rate in kHz, for TCG guests (whose TSC is the host's and who have no
+    kvmclock or CPUID leaf to calibrate against). None unless the TSC is constant."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read().split("\n\n", 1)[0]
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    if "constant_tsc" not in fields.get("flags", "").split() or "cpu MHz" not in fields:
+        return None
+    return int(float(fields["cpu MHz"]) * 1000)
+
+
 class LaunchError(RuntimeError):
     """A VNF failed to start; everything it had created has been removed."""
 

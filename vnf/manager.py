@@ -73,6 +73,7 @@ class VNFManager:
             url = "sqlite:///" + os.path.join(c.state_dir, "vnf.sqlite")
         self.store = StateStore(url)
         self.accel, self.accel_reason = backends.detect_accel(c.accel)
+        self._tsc_khz = backends.host_tsc_khz() if self.accel == "tcg" else None
         self._backends: dict[str, backends.Backend] = {}
         self._lock = threading.Lock()
         self._pool_wakeup = threading.Event()
@@ -125,7 +126,7 @@ class VNFManager:
         return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=self.kernel,
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
-                               **be.paths(vid)).validate()
+                               tsc_khz=self._tsc_khz, **be.paths(vid)).validate()
 
     # -- cold boot (also used to fill the pool) --
     def _boot(self, be, spec, status, pool_key=None, config=None, phases=None):

@@ -59,9 +59,11 @@ def test_libvirt_xml_is_minimal_and_round_trips():
     assert devices.findall("video") == []
     assert devices.find("memballoon").get("model") == "none"
     assert devices.find("controller[@type='usb']").get("model") == "none"
-    serials = devices.findall("serial")
-    assert [s.get("type") for s in serials] == ["file", "unix"]
-    assert serials[1].find("source").get("path") == sp.control_socket
+    assert [s.get("type") for s in devices.findall("serial")] == ["file"]
+    console = devices.find("console")
+    assert console.find("target").get("type") == "virtio"
+    assert console.find("source").get("path") == sp.control_socket
+    assert devices.find("controller[@type='virtio-serial']").get("ports") == "1"
     assert [i.find("target").get("dev") for i in devices.findall("interface")] == \
         [n.tap for n in sp.nics]
     assert root.find("cpu/feature").get("name") == "arch-capabilities"
@@ -75,7 +77,7 @@ def test_microvm_argv_has_no_firmware_and_both_serials():
     assert "-bios" not in argv and "-nodefaults" in argv
     assert argv[argv.index("-cpu") + 1] == "max,-arch-capabilities"
     assert argv.count("-serial") == 1
-    assert "isa-serial,chardev=ctl,iobase=0x2f8,irq=3" in argv
+    assert "virtconsole,chardev=ctl,nr=0" in argv
     assert argv.count("virtio-net-device,netdev=net0,mac=52:54:00:b0:35:06") == 1
 
 

@@ -182,9 +182,10 @@ exc_common:
 	iretq
 
 /* ---- device / timer interrupts: note the vector in irq_hit[], EOI, return; the main loop
- *      polls the device. A vector with a hook (virtio NICs: level-triggered lines, possibly
- *      shared) first runs irq_run_hook(vector) in C, which acks the devices so the line drops
- *      before the EOI. COM2 stays edge-triggered; the main loop drains it. ---- */
+ *      polls the device. A vector with a hook (virtio devices on level-triggered lines,
+ *      possibly shared) first runs irq_run_hook(vector) in C, which acks the devices so the
+ *      line drops before the EOI. COM2 and the virtio-console on virtio-mmio (a line of its
+ *      own) are edge-triggered; the main loop serves and acks them. ---- */
 .macro IRQ vec
 	.p2align 4
 irq_\vec:

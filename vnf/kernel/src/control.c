@@ -1,4 +1,7 @@
-/* fluidvim VNF — control channel: line-delimited JSON over COM2. */
+/* fluidvim VNF — control channel: line-delimited JSON over the virtio-console (port 0) if there
+ * is one, else over COM2. Framing is the same on both: bytes are assembled into lines of at most
+ * MAX_LINE bytes; a partial line left without new bytes for STALE_US (a client that died
+ * mid-line) is discarded when new bytes arrive, so the next client's request is not glued to it. */
 #include "control.h"
 #include "arch.h"
 #include "click.h"
@@ -11,11 +14,13 @@
 #define VERSION "0.1.0"
 #define MAX_FIELDS 32
 #define BYTE_WAIT_US 2000   /* keep polling this long for the rest of a started line */
+#define STALE_US 1000000    /* a partial line older than this is dropped when new input arrives */
 
 static const struct vnf_info *info;
 static char line[MAX_LINE + 1];
 static size_t line_len;
 static bool line_too_long;
+static uint64_t line_last_tsc; /* when the last byte arrived */
 static char scratch[MAX_LINE + 64];
 static char reply[256 * 1024];
 /* click_configure may keep pointers into its text: keep the running graph's text alive */
@@ -28,6 +33,10 @@ void ctl_init(const struct vnf_info *i) { info = i; }
 
 void ctl_send_line(const char *s, size_t n)
 {
+	if (info->virtio) {
+		con_send_line(s, n);
+		return;
+	}
 	serial_write(COM2, s, n);
 	serial_write(COM2, "\n", 1);
 }
@@ -59,6 +68,7 @@ void ctl_send_ready(const uint8_t (*macs)[6], int nics, uint32_t slots, const ch
 	jw_kstr(&w, "version", VERSION);
 	jw_ku64(&w, "boot_us", info->boot_us);
 	jw_kstr(&w, "clock", clock);
+	jw_kstr(&w, "ctl", info->virtio ? "virtio" : "com2");
 	jw_ku64(&w, "nics", (uint64_t)nics);
 	jw_key(&w, "macs");
 	jw_arr_begin(&w);
@@ -166,19 +176,20 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 	int rc = click_configure(cfg_text[nxt], len, slots, &err);
 	uint64_t us = tsc_to_ns(rdtsc() - t0) / 1000;
 	struct jw w;
+	/* the COM1 log line is queued (kprintf_later): each UART byte is a VM exit, ~1 ms per line
+	 * under PVM, which neither this client nor the next request should wait for */
 	if (rc == 0) {
 		cfg_cur = nxt;
-		kprintf("configure: ok, %u elements, slots %u, %lu us\n", click_element_count(),
-			click_slots_total(), us);
 		reply_begin(&w, id);
 		jw_kbool(&w, "forwarding", click_configured());
 		jw_ku64(&w, "elements", click_element_count());
 		jw_ku64(&w, "config_us", us);
 		reply_end(&w);
+		kprintf_later("configure: ok, %u elements, slots %u, %lu us\n", click_element_count(),
+			click_slots_total(), us);
 		return;
 	}
 	err.message[sizeof err.message - 1] = 0;
-	kprintf("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 	jw_init(&w, reply, sizeof reply);
 	jw_obj_begin(&w);
 	jw_ku64(&w, "id", (uint64_t)id);
@@ -194,6 +205,7 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 	send_jw(&w);
+	kprintf_later("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 }
 
 static void handle_line(const char *s, size_t n)
@@ -254,20 +266,45 @@ static bool feed(int c)
 	return true;
 }
 
+/* New input arrived: drop a partial line that has been waiting for more than STALE_US. */
+static void check_stale(void)
+{
+	uint64_t now = rdtsc();
+	if ((line_len || line_too_long) && now - line_last_tsc > ns_to_tsc(STALE_US * 1000ull)) {
+		kprintf_later("control: dropped a stale partial line (%lu bytes)\n", (uint64_t)line_len);
+		line_len = 0;
+		line_too_long = false;
+	}
+	line_last_tsc = now;
+}
+
+static bool feed_chunk(const char *data, size_t n)
+{
+	bool handled = false;
+	check_stale();
+	for (size_t i = 0; i < n; i++)
+		handled |= feed(data[i]);
+	return handled;
+}
+
 bool ctl_poll(void)
 {
+	if (info->virtio)
+		return con_rx(feed_chunk);
 	char buf[64];
 	size_t n = serial_read(COM2, buf, sizeof buf);
 	if (!n)
 		return false;
+	check_stale();
 	bool handled = false;
 	uint64_t wait = ns_to_tsc(BYTE_WAIT_US * 1000ull), last = rdtsc();
 	for (;;) {
 		for (size_t i = 0; i < n; i++)
 			handled |= feed(buf[i]);
-		if (n)
+		if (n) {
 			last = rdtsc();
-		else if (line_len == 0 && !line_too_long)
+			line_last_tsc = last;
+		} else if (line_len == 0 && !line_too_long)
 			break; /* nothing pending */
 		else if (info->rx_irq || rdtsc() - last > wait)
 			break; /* partial line: the rest raises the IRQ (or the next tick polls) */

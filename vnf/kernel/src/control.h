@@ -1,4 +1,5 @@
-/* fluidvim VNF — control channel on COM2 (vnf/PROTOCOL.md §2–4). */
+/* fluidvim VNF — control channel (vnf/PROTOCOL.md §2–4) on the virtio-console if there is one,
+ * else on COM2. */
 #ifndef FLUIDVIM_CONTROL_H
 #define FLUIDVIM_CONTROL_H
 #include "kstd.h"
@@ -8,14 +9,16 @@ struct vnf_info {
 	uint64_t boot_us;
 	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
 	bool rx_irq;        /* COM2 interrupts work: wait for them instead of spinning mid-line */
+	bool virtio;        /* the channel is the virtio-console (else COM2) */
 };
 
 void ctl_init(const struct vnf_info *info);
 void ctl_send_line(const char *s, size_t n);    /* appends '\n' */
 void ctl_send_ready(const uint8_t (*macs)[6], int nics, uint32_t slots, const char *clock);
 void ctl_send_error_event(const char *message);
-/* Read whatever the UART has; while a line is incomplete keep reading (bounded). Returns true if
- * a request was handled. */
+/* Consume what the channel has (virtio-console: every returned buffer; COM2: whatever the UART
+ * has, and while a line is incomplete keep reading, bounded). Returns true if a request was
+ * handled. */
 bool ctl_poll(void);
 uint64_t uptime_us(void);
 

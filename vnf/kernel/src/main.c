@@ -1,11 +1,13 @@
 /* fluidvim VNF — boot and main loop.
  *
  * Boot: ring 0 sets up the TSS and the kcall gate and drops to ring 3 (see boot.S for why);
- * ring 3 does the rest: IDT, serial ports, command line, clock, NICs, Click engine, IRQ routing,
- * then the `ready` event on COM2 (boot_us measured right before it) and a summary on COM1.
- * Main loop (ring 3): poll RX rings -> click_rx, click_run_tasks, kick TX, serve COM2 (on its
+ * ring 3 does the rest: IDT, COM1, command line, clock, virtio devices (NICs, console), Click
+ * engine, COM2 if there is no virtio-console, IRQ routing, then the `ready` event on the control
+ * channel (boot_us measured right before it) and a summary on COM1.
+ * Main loop (ring 3): poll RX rings -> click_rx, click_run_tasks, kick TX, serve the control
+ * channel (virtio-console: whenever its receive ring moved, a memory read; COM2: on its
  * interrupt, else every tick). After IDLE_SPIN_US without work: re-enable RX interrupts, then
- * cpu_idle() (ring 0: arm the 1 ms timer, `sti; hlt`). */
+ * cpu_idle() (ring 0: arm the timer, `sti; hlt`). */
 #include "kstd.h"
 #include "apic.h"
 #include "arch.h"
@@ -140,14 +142,14 @@ static void mark(const char *what)
 static uint8_t macs[NET_MAX_NICS][6];
 static struct vnf_info info;
 static char errs[1024];
-static bool com2_irq;
+static bool com2_irq, ctl_virtio;
 
 static void idle(void)
 {
-	bool busy = net_prepare_idle();
-	if (!busy && !irq_peek(VEC_GSI(COM2_GSI)))
+	bool busy = virtio_prepare_idle(); /* includes console input */
+	if (!busy && (ctl_virtio || !irq_peek(VEC_GSI(COM2_GSI))))
 		cpu_idle(); /* returns at once if a device interrupt was noted meanwhile */
-	net_end_idle();
+	virtio_end_idle();
 }
 
 static void user_main(void);
@@ -171,7 +173,6 @@ static void user_main(void)
 	mark("ring3");
 	intr_init();
 	serial_init(COM1, false);
-	serial_init(COM2, true);
 	mark("serial");
 	if (si && si->magic == HVM_START_MAGIC && si->cmdline_paddr) {
 		const char *c = (const char *)(uintptr_t)si->cmdline_paddr;
@@ -187,20 +188,23 @@ static void user_main(void)
 	mark("clock");
 	mem_init(start_info);
 
-	int nics = net_init(hints, nhints, errs, sizeof errs);
+	int nics = virtio_init(hints, nhints, errs, sizeof errs);
 	for (int i = 0; i < nics; i++)
 		memcpy(macs[i], net_mac(i), 6);
-	mark("nics");
+	ctl_virtio = con_present();
+	mark("virtio");
 	click_init(nics, (uint32_t)a.slots, (uint32_t)a.flow_timeout_ms);
 	mark("click");
 
-	com2_irq = serial_present(COM2) && ioapic_route(COM2_GSI, false) >= 0; /* edge: drained by the main loop */
-	{
+	if (!ctl_virtio) { /* fallback control channel */
+		serial_init(COM2, true);
+		com2_irq = serial_present(COM2) && ioapic_route(COM2_GSI, false) >= 0; /* edge: drained by the main loop */
 		char junk[64]; /* drop what came before we listened */
 		serial_read(COM2, junk, sizeof junk);
 	}
-	net_setup_irqs();
-	bool all_irq = com2_irq && net_all_have_irq();
+	virtio_setup_irqs();
+	/* the 1 ms tick is for polling a device without a working interrupt (an absent COM2 needs none) */
+	bool all_irq = (ctl_virtio || com2_irq || !serial_present(COM2)) && virtio_all_have_irq();
 	uint32_t tick_us = all_irq ? TICK_IRQ_US : TICK_US;
 	const char *tmode = timer_init(tick_us);
 	mark("irqs");
@@ -208,6 +212,7 @@ static void user_main(void)
 	info.tsc_base = clock_zero_tsc(boot_entry_tsc);
 	info.name = vnf_name;
 	info.rx_irq = com2_irq;
+	info.virtio = ctl_virtio;
 	ctl_init(&info);
 	for (char *e = errs; *e;) {
 		char *nl = e;
@@ -228,9 +233,14 @@ static void user_main(void)
 	for (int i = 0; i < nmarks; i++)
 		kprintf(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
 	kprintf(", ready %lu\n", info.boot_us);
-	kprintf("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, com2 irq %s, ram top 0x%lx\n",
+	kprintf("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, ram top 0x%lx\n",
 		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tmode, tick_us,
-		com2_irq ? "on" : "off (polled)", mem_ram_top());
+		mem_ram_top());
+	if (ctl_virtio) {
+		char d[96];
+		kprintf("  control channel: virtio-console port 0, %s\n", con_desc(d, sizeof d));
+	} else if (serial_present(COM2))
+		kprintf("  control channel: COM2 (no virtio-console), irq %s\n", com2_irq ? "on" : "off (polled)");
 	for (int i = 0; i < nics; i++) {
 		char d[96];
 		kprintf("  nic %d: %02x:%02x:%02x:%02x:%02x:%02x %s\n", i, macs[i][0], macs[i][1], macs[i][2],
@@ -245,8 +255,8 @@ static void user_main(void)
 		serial_write(COM1, "\n", 1);
 		e = *nl ? nl + 1 : nl;
 	}
-	if (!serial_present(COM2))
-		kprintf("  error: no UART at 0x2f8 (COM2): no control channel\n");
+	if (!ctl_virtio && !serial_present(COM2))
+		kprintf("  error: no virtio-console and no UART at 0x2f8 (COM2): no control channel\n");
 	kprintf("  cmdline: %s\n", cmdline);
 
 	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull);
@@ -257,8 +267,15 @@ static void user_main(void)
 		work |= click_run_tasks();
 		net_flush_tx();
 		uint64_t now = rdtsc();
-		/* COM2: on its interrupt, else every tick (UART access is a VM exit, and a kcall) */
-		if (irq_take(VEC_GSI(COM2_GSI)) || now - last_ctl >= ctl_period) {
+		if (ctl_virtio) {
+			/* the console's receive ring is memory: look every round (its interrupt only
+			 * wakes us from hlt) */
+			if (con_rx_pending() && ctl_poll()) {
+				work = true;
+				now = rdtsc();
+			}
+		} else if (irq_take(VEC_GSI(COM2_GSI)) || now - last_ctl >= ctl_period) {
+			/* COM2: on its interrupt, else every tick (UART access is a VM exit, and a kcall) */
 			last_ctl = now;
 			if (ctl_poll()) {
 				work = true;
@@ -267,6 +284,11 @@ static void user_main(void)
 		}
 		if (work) {
 			last_work = now;
+			continue;
+		}
+		if (kprintf_pending()) { /* console log, one UART FIFO load per idle round */
+			kprintf_flush(16);
+			last_work = rdtsc();
 			continue;
 		}
 		if (now - last_work < spin) {

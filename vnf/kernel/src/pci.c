@@ -27,7 +27,7 @@ static uint64_t pci_present_k(uint64_t a, uint64_t b, uint64_t c)
 
 bool pci_present(void) { return KCALL(pci_present_k, 0, 0, 0) != 0; }
 
-struct find_args { uint16_t vendor, device; struct pci_dev *out; int max; };
+struct find_args { uint16_t vendor, dev_lo, dev_hi; struct pci_dev *out; int max; };
 
 static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 {
@@ -51,7 +51,7 @@ static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 		for (unsigned fn = 0; fn < nfn && n < a->max; fn++) {
 			if (fn)
 				id = rd32(dev, fn, 0);
-			if ((uint16_t)id != a->vendor || (uint16_t)(id >> 16) != a->device)
+			if ((uint16_t)id != a->vendor || (uint16_t)(id >> 16) < a->dev_lo || (uint16_t)(id >> 16) > a->dev_hi)
 				continue;
 			struct pci_dev *d = &a->out[n++];
 			d->dev = dev;
@@ -80,8 +80,8 @@ static uint64_t pci_find_k(uint64_t argp, uint64_t b, uint64_t c)
 	return (uint64_t)n;
 }
 
-int pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out, int max)
+int pci_find(uint16_t vendor, uint16_t dev_lo, uint16_t dev_hi, struct pci_dev *out, int max)
 {
-	struct find_args a = { vendor, device, out, max };
+	struct find_args a = { vendor, dev_lo, dev_hi, out, max };
 	return (int)KCALL(pci_find_k, &a, 0, 0);
 }

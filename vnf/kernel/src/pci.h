@@ -12,9 +12,9 @@ struct pci_dev {
 
 /* Is there a PCI host bridge at all (00:00.0 answers)? */
 bool pci_present(void);
-/* Find vendor:device functions on bus 0 in slot/function order. An I/O BAR0 left unassigned
- * by the firmware is placed at 0xc000 + 0x100*k; I/O space and bus mastering get enabled.
- * Runs in ring 0 (one kcall). Returns the number found (<= max). */
-int pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out, int max);
+/* Find functions with this vendor and a device id in [dev_lo, dev_hi] on bus 0, in slot/function
+ * order. An I/O BAR0 left unassigned by the firmware is placed at 0xc000 + 0x100*k; I/O space
+ * and bus mastering get enabled. Runs in ring 0 (one kcall). Returns the number found (<= max). */
+int pci_find(uint16_t vendor, uint16_t dev_lo, uint16_t dev_hi, struct pci_dev *out, int max);
 
 #endif

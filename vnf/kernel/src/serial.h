@@ -20,6 +20,11 @@ void serial_panic_write(const char *s, size_t n);
 
 /* Console (COM1) formatted output: %s %c %d %u %x %lu %lx %llu %p %%, width/zero-pad for numbers. */
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, but queued (4 KiB) and written by kprintf_flush(), which the main loop calls with 16 when
+ * idle; kprintf() writes the queue first. For logging on the request path. */
+void kprintf_later(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool kprintf_pending(void);
+void kprintf_flush(size_t max);
 int ksnprintf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int kvsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
 

@@ -1,13 +1,26 @@
-/* fluidvim VNF — legacy virtio-net driver.
+/* fluidvim VNF — legacy virtio drivers: virtio-net (the NICs) and virtio-console (the control
+ * channel), over one transport layer (virtio-mmio v1 and legacy virtio-pci I/O BAR0) and one
+ * split-ring implementation (legacy layout, 4096 alignment).
  *
- * Queues: 0 = RX, 1 = TX, split rings with legacy layout (4096 alignment). One descriptor per
- * buffer, 2048 bytes each: the 10-byte virtio_net_hdr then the frame (no MRG_RXBUF, no offloads;
- * only VIRTIO_NET_F_MAC is negotiated). RX buffers are re-posted right after click_rx() returns
- * (the engine copies what it keeps). TX copies into a free buffer and publishes it at once; the
- * notify ("kick") is batched until the end of the main-loop round (or 32 frames).
+ * virtio-net: queues 0 = RX, 1 = TX. One descriptor per buffer, 2048 bytes each: the 10-byte
+ * virtio_net_hdr then the frame (no MRG_RXBUF, no offloads; only VIRTIO_NET_F_MAC is negotiated).
+ * RX buffers are re-posted right after click_rx() returns (the engine copies what it keeps). TX
+ * copies into a free buffer and publishes it at once; the notify ("kick") is batched until the
+ * end of the main-loop round (or 32 frames).
  * Interrupts: TX never interrupts; RX interrupts are suppressed while the main loop is busy and
  * re-enabled just before `hlt`. Lines are level-triggered; a ring-0 hook run by the interrupt
- * stub acks the ISR of every NIC on the line before the EOI.
+ * stub acks the ISR of every virtio device on the line before the EOI.
+ *
+ * virtio-console: no feature is negotiated (no MULTIPORT, SIZE, EMERG_WRITE), so only port 0
+ * exists: queue 0 = receiveq (host -> guest), queue 1 = transmitq. CON_RX_BUFS buffers of
+ * CON_RX_BUF bytes stay posted (QEMU hands over at most 4096 bytes per chardev read and
+ * completes at least one buffer per read); the receive queue is kicked only when the device may
+ * have found it empty. Each outgoing line is copied into a 64 KiB byte ring ("arena") and
+ * published as one descriptor (a line longer than CON_TX_CHUNK as several), then kicked once.
+ * RX interrupts stay enabled (requests are rare and must wake the guest from hlt); on virtio-mmio
+ * the line is edge-triggered and acked after the reply went out (see virtio_setup_irqs). TX
+ * completions are reaped when space is needed.
+ *
  * Register access happens in ring 0 via kcall, one kcall per logical operation (see boot.S). */
 #include "virtio.h"
 #include "arch.h"
@@ -16,11 +29,26 @@
 #include "mem.h"
 #include "pci.h"
 #include "serial.h"
+#include "time.h"
 
 #define BUF_SIZE 2048
 #define MAX_BUFS 256
 #define NET_HDR 10
 #define TX_KICK_BATCH 32
+
+#ifndef CON_TX_ARENA           /* (-D overrides exercise chunking and wrap-around in tests) */
+#define CON_RX_BUFS 8
+#define CON_RX_BUF 4096
+#define CON_TX_ARENA 65536u   /* power of two */
+#define CON_TX_CHUNK 32768u   /* <= CON_TX_ARENA / 2: a chunk always fits once the arena drained */
+#endif
+#define CON_TX_WAIT_US 200000
+
+#define VIRTIO_ID_NET 1
+#define VIRTIO_ID_CONSOLE 3
+#define PCI_VENDOR_VIRTIO 0x1af4
+#define PCI_DEV_NET 0x1000      /* transitional: 0x1000 + (device id - 1) */
+#define PCI_DEV_CONSOLE 0x1003
 
 #define VIRTIO_STATUS_ACK 1
 #define VIRTIO_STATUS_DRIVER 2
@@ -70,140 +98,168 @@ struct vring_used { uint16_t flags, idx; struct vring_used_elem ring[]; };
 
 struct vq {
 	uint16_t size;        /* ring size (device's) */
-	uint16_t nbufs;       /* buffers we use (<= size, <= MAX_BUFS) */
+	uint16_t nbufs;       /* descriptors we use (<= size, <= MAX_BUFS) */
 	uint16_t qidx;
 	struct vring_desc *desc;
 	volatile struct vring_avail *avail;
 	volatile struct vring_used *used;
 	uint16_t avail_idx, last_used;
 	uint16_t pending;     /* TX: published but not kicked */
-	uint16_t nfree;       /* TX: free buffers */
+	uint16_t nfree;       /* net TX: free buffers */
 	uint16_t free_ids[MAX_BUFS];
 	uint8_t *bufs;
+	uint32_t buf_size;
 };
 
-struct nic {
+/* one virtio device: transport and the two queues we use (0 and 1) */
+struct vdev {
 	enum net_transport tr;
 	uintptr_t mmio;
 	uint16_t io;
 	unsigned pci_dev, pci_fn;
 	int gsi;              /* -1: unknown */
 	int vector;           /* -1: no interrupt, poll on the timer tick */
+	uint32_t features;    /* negotiated */
+	uint8_t cfg[8];       /* first bytes of the device config space (net: the MAC) */
+	struct vq q[2];
+};
+
+struct nic {
+	struct vdev d;
 	uint8_t mac[6];
-	struct vq rx, tx;
+};
+
+struct con {
+	struct vdev d;
+	bool present;
+	uint8_t *arena;                  /* TX byte ring */
+	uint32_t wpos, rpos;             /* arena bytes allocated / released (free-running) */
+	uint16_t tx_head, tx_inflight;   /* oldest in-flight descriptor, count (FIFO ids) */
+	uint32_t tx_end[MAX_BUFS];       /* per descriptor: wpos after it */
+	uint8_t tx_done[MAX_BUFS];
+	bool tx_kick;
+	bool edge;                       /* edge-triggered, acked by con_rx (see virtio_setup_irqs) */
+	uint32_t dropped;
 };
 
 /* Rings of up to 256 entries come from this pool in .data: the guest's first touch of a page that
  * QEMU's loader already wrote is ~1000x cheaper under nested virtualisation than that of a fresh
- * page (~1 ms each, see boot.S), and the rings are written at boot. Larger rings use mem_alloc. */
+ * page (~1 ms each, see boot.S), and the rings are written at boot. Larger rings use mem_alloc.
+ * Two per NIC, two for the console. */
 #define POOL_RING_BYTES 12288 /* vring_bytes(256) */
-static uint8_t ring_pool[NET_MAX_NICS * 2][POOL_RING_BYTES] __attribute__((aligned(4096), section(".data")));
+static uint8_t ring_pool[NET_MAX_NICS * 2 + 2][POOL_RING_BYTES] __attribute__((aligned(4096), section(".data")));
 static int ring_pool_used;
 
 static struct nic nics[NET_MAX_NICS] __attribute__((section(".data"))); /* see boot.S on .bss */
 static int nnics;
+static struct con con __attribute__((section(".data")));
 
 /* ---- transport: every register access runs in ring 0, one kcall per logical operation
  *      (under PVM a ring-3 MMIO access costs ~70 us, a kcall ~50 us plus ~5 us per access) ---- */
-static void st_write(struct nic *n, uint8_t s)
+static void st_write(struct vdev *d, uint8_t s)
 {
-	if (n->tr == NET_MMIO)
-		mmio_write32(n->mmio + MMIO_STATUS, s);
+	if (d->tr == NET_MMIO)
+		mmio_write32(d->mmio + MMIO_STATUS, s);
 	else
-		outb(n->io + PCI_STATUS, s);
+		outb(d->io + PCI_STATUS, s);
 }
 
-static uint64_t notify_k(uint64_t np, uint64_t q, uint64_t c)
+static void notify(struct vdev *d, uint16_t q)
 {
-	struct nic *n = (struct nic *)(uintptr_t)np;
-	if (n->tr == NET_MMIO)
-		mmio_write32(n->mmio + MMIO_QUEUE_NOTIFY, (uint32_t)q);
+	if (d->tr == NET_MMIO)
+		mmio_write32(d->mmio + MMIO_QUEUE_NOTIFY, q);
 	else
-		outw(n->io + PCI_QUEUE_NOTIFY, (uint16_t)q);
+		outw(d->io + PCI_QUEUE_NOTIFY, q);
+}
+
+/* ring 0: notify the queues whose bit is set in mask (bit q = queue q) */
+static uint64_t notify_k(uint64_t dp, uint64_t mask, uint64_t c)
+{
+	struct vdev *d = (struct vdev *)(uintptr_t)dp;
+	for (uint16_t q = 0; q < 2; q++)
+		if (mask & (1u << q))
+			notify(d, q);
 	return 0;
 }
 
-static uint64_t ack_irq_k(uint64_t np, uint64_t b, uint64_t c)
+static uint64_t ack_irq_k(uint64_t dp, uint64_t b, uint64_t c)
 {
-	struct nic *n = (struct nic *)(uintptr_t)np;
-	if (n->tr == NET_MMIO) {
-		uint32_t st = mmio_read32(n->mmio + MMIO_INTERRUPT_STATUS);
+	struct vdev *d = (struct vdev *)(uintptr_t)dp;
+	if (d->tr == NET_MMIO) {
+		uint32_t st = mmio_read32(d->mmio + MMIO_INTERRUPT_STATUS);
 		if (st)
-			mmio_write32(n->mmio + MMIO_INTERRUPT_ACK, st);
+			mmio_write32(d->mmio + MMIO_INTERRUPT_ACK, st);
 	} else
-		(void)inb(n->io + PCI_ISR); /* reading clears and deasserts INTx */
+		(void)inb(d->io + PCI_ISR); /* reading clears and deasserts INTx */
 	return 0;
 }
 
-static void tr_notify(struct nic *n, uint16_t q) { KCALL(notify_k, n, q, 0); }
-static void tr_ack_irq(struct nic *n) { KCALL(ack_irq_k, n, 0, 0); }
+static void tr_notify(struct vdev *d, unsigned mask) { KCALL(notify_k, d, mask, 0); }
+static void tr_ack_irq(struct vdev *d) { KCALL(ack_irq_k, d, 0, 0); }
 
-/* Phase 1 (ring 0): reset, ACK|DRIVER, features (MAC only), MAC, queue sizes. */
-static uint64_t nic_probe_k(uint64_t np, uint64_t idx, uint64_t c)
+/* Phase 1 (ring 0): reset, ACK|DRIVER, features (host & want), the first cfg_len bytes of the
+ * config space, sizes of queues 0 and 1. */
+static uint64_t vdev_probe_k(uint64_t dp, uint64_t want, uint64_t cfg_len)
 {
-	struct nic *n = (struct nic *)(uintptr_t)np;
+	struct vdev *d = (struct vdev *)(uintptr_t)dp;
 	uint32_t host;
-	st_write(n, 0); /* reset */
-	st_write(n, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER);
-	if (n->tr == NET_MMIO) {
-		mmio_write32(n->mmio + MMIO_HOST_FEATURES_SEL, 0);
-		host = mmio_read32(n->mmio + MMIO_HOST_FEATURES);
-		mmio_write32(n->mmio + MMIO_GUEST_FEATURES_SEL, 0);
-		mmio_write32(n->mmio + MMIO_GUEST_FEATURES, host & VIRTIO_NET_F_MAC);
-		mmio_write32(n->mmio + MMIO_GUEST_PAGE_SIZE, 4096);
+	st_write(d, 0); /* reset */
+	st_write(d, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER);
+	if (d->tr == NET_MMIO) {
+		mmio_write32(d->mmio + MMIO_HOST_FEATURES_SEL, 0);
+		host = mmio_read32(d->mmio + MMIO_HOST_FEATURES);
+		mmio_write32(d->mmio + MMIO_GUEST_FEATURES_SEL, 0);
+		mmio_write32(d->mmio + MMIO_GUEST_FEATURES, host & (uint32_t)want);
+		mmio_write32(d->mmio + MMIO_GUEST_PAGE_SIZE, 4096);
 	} else {
-		host = inl(n->io + PCI_HOST_FEATURES);
-		outl(n->io + PCI_GUEST_FEATURES, host & VIRTIO_NET_F_MAC);
+		host = inl(d->io + PCI_HOST_FEATURES);
+		outl(d->io + PCI_GUEST_FEATURES, host & (uint32_t)want);
 	}
-	for (int i = 0; i < 6; i++) {
-		if (!(host & VIRTIO_NET_F_MAC))
-			n->mac[i] = (uint8_t)(i == 0 ? 0x52 : i == 1 ? 0x54 : i == 5 ? idx + 1 : 0);
-		else if (n->tr == NET_MMIO)
-			n->mac[i] = mmio_read8(n->mmio + MMIO_CONFIG + i);
-		else
-			n->mac[i] = inb((uint16_t)(n->io + PCI_CONFIG + i));
-	}
+	d->features = host & (uint32_t)want;
+	for (unsigned i = 0; i < cfg_len && i < sizeof d->cfg; i++)
+		d->cfg[i] = d->tr == NET_MMIO ? mmio_read8(d->mmio + MMIO_CONFIG + i)
+					      : inb((uint16_t)(d->io + PCI_CONFIG + i));
 	for (uint16_t q = 0; q < 2; q++) {
 		uint32_t size;
-		if (n->tr == NET_MMIO) {
-			mmio_write32(n->mmio + MMIO_QUEUE_SEL, q);
-			size = mmio_read32(n->mmio + MMIO_QUEUE_NUM_MAX);
+		if (d->tr == NET_MMIO) {
+			mmio_write32(d->mmio + MMIO_QUEUE_SEL, q);
+			size = mmio_read32(d->mmio + MMIO_QUEUE_NUM_MAX);
 			if (size > MAX_BUFS)
 				size = MAX_BUFS; /* mmio lets the driver pick a smaller ring */
 		} else {
-			outw(n->io + PCI_QUEUE_SEL, q);
-			size = inw(n->io + PCI_QUEUE_NUM);
+			outw(d->io + PCI_QUEUE_SEL, q);
+			size = inw(d->io + PCI_QUEUE_NUM);
 		}
-		(q ? &n->tx : &n->rx)->size = (uint16_t)size;
+		d->q[q].size = (uint16_t)size;
 	}
 	return 0;
 }
 
-/* Phase 2 (ring 0): tell the device where the rings are, DRIVER_OK, kick RX. */
-static uint64_t nic_start_k(uint64_t np, uint64_t b, uint64_t c)
+/* Phase 2 (ring 0): tell the device where the rings are, DRIVER_OK, kick queue 0 (RX buffers). */
+static uint64_t vdev_start_k(uint64_t dp, uint64_t b, uint64_t c)
 {
-	struct nic *n = (struct nic *)(uintptr_t)np;
+	struct vdev *d = (struct vdev *)(uintptr_t)dp;
 	for (uint16_t q = 0; q < 2; q++) {
-		struct vq *v = q ? &n->tx : &n->rx;
+		struct vq *v = &d->q[q];
 		uint32_t pfn = (uint32_t)((uintptr_t)v->desc >> 12);
-		if (n->tr == NET_MMIO) {
-			mmio_write32(n->mmio + MMIO_QUEUE_SEL, q);
-			mmio_write32(n->mmio + MMIO_QUEUE_NUM, v->size);
-			mmio_write32(n->mmio + MMIO_QUEUE_ALIGN, 4096);
-			mmio_write32(n->mmio + MMIO_QUEUE_PFN, pfn);
+		if (d->tr == NET_MMIO) {
+			mmio_write32(d->mmio + MMIO_QUEUE_SEL, q);
+			mmio_write32(d->mmio + MMIO_QUEUE_NUM, v->size);
+			mmio_write32(d->mmio + MMIO_QUEUE_ALIGN, 4096);
+			mmio_write32(d->mmio + MMIO_QUEUE_PFN, pfn);
 		} else {
-			outw(n->io + PCI_QUEUE_SEL, q);
-			outl(n->io + PCI_QUEUE_PFN, pfn);
+			outw(d->io + PCI_QUEUE_SEL, q);
+			outl(d->io + PCI_QUEUE_PFN, pfn);
 		}
 	}
-	st_write(n, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_DRIVER_OK);
-	notify_k(np, 0, 0); /* RX buffers are there */
+	st_write(d, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_DRIVER_OK);
+	notify(d, 0); /* RX buffers are there */
 	return 0;
 }
 
-static uint64_t nic_fail_k(uint64_t np, uint64_t b, uint64_t c)
+static uint64_t vdev_fail_k(uint64_t dp, uint64_t b, uint64_t c)
 {
-	st_write((struct nic *)(uintptr_t)np, VIRTIO_STATUS_FAILED);
+	st_write((struct vdev *)(uintptr_t)dp, VIRTIO_STATUS_FAILED);
 	return 0;
 }
 
@@ -214,22 +270,26 @@ static size_t vring_bytes(uint16_t size)
 	return a + ((2u * 3u + 8u * size + 4095) & ~(size_t)4095);
 }
 
-/* ring 3: memory for one queue (q->size set by nic_probe_k) */
-static int vq_alloc(struct vq *q, uint16_t qidx, bool rx, char *err, size_t ecap, int idx)
+/* ring 3: memory for queue qidx of d (size set by vdev_probe_k). RX queues get nbufs posted
+ * device-writable buffers of buf_size bytes; TX queues nbufs buffers (free list), or none when
+ * buf_size is 0 (the caller points the descriptors at its data). */
+static int vq_alloc(struct vdev *d, uint16_t qidx, bool rx, uint16_t maxbufs, uint32_t buf_size,
+		    const char *what, char *err, size_t ecap)
 {
+	struct vq *q = &d->q[qidx];
 	uint16_t size = q->size;
 	q->qidx = qidx;
 	if (size == 0 || (size & (size - 1))) {
-		ksnprintf(err, ecap, "virtio-net %d: queue %u size %u", idx, qidx, size);
+		ksnprintf(err, ecap, "%s: queue %u size %u", what, qidx, size);
 		return -1;
 	}
 	size_t rb = vring_bytes(size);
-	uint16_t nbufs = size > MAX_BUFS ? MAX_BUFS : size;
+	uint16_t nbufs = size > maxbufs ? maxbufs : size;
 	bool pooled = rb <= POOL_RING_BYTES && ring_pool_used < (int)ARRAY_SIZE(ring_pool);
 	uint8_t *ring = pooled ? ring_pool[ring_pool_used++] : mem_alloc(rb, 4096);
-	uint8_t *bufs = mem_alloc((size_t)nbufs * BUF_SIZE, 4096);
-	if (!ring || !bufs) {
-		ksnprintf(err, ecap, "virtio-net %d: out of memory for queue %u", idx, qidx);
+	uint8_t *bufs = buf_size ? mem_alloc((size_t)nbufs * buf_size, 4096) : NULL;
+	if (!ring || (buf_size && !bufs)) {
+		ksnprintf(err, ecap, "%s: out of memory for queue %u", what, qidx);
 		return -1;
 	}
 	if (!pooled)
@@ -239,10 +299,11 @@ static int vq_alloc(struct vq *q, uint16_t qidx, bool rx, char *err, size_t ecap
 	q->avail = (volatile struct vring_avail *)(ring + 16u * size);
 	q->used = (volatile struct vring_used *)(ring + ((16u * size + 2u * (3u + size) + 4095) & ~4095u));
 	q->bufs = bufs;
+	q->buf_size = buf_size;
 	q->avail_idx = q->last_used = q->pending = 0;
 	for (uint16_t i = 0; i < nbufs; i++) {
-		q->desc[i].addr = (uint64_t)(uintptr_t)(bufs + (size_t)i * BUF_SIZE);
-		q->desc[i].len = rx ? BUF_SIZE : 0;
+		q->desc[i].addr = bufs ? (uint64_t)(uintptr_t)(bufs + (size_t)i * buf_size) : 0;
+		q->desc[i].len = rx ? buf_size : 0;
 		q->desc[i].flags = rx ? VRING_DESC_F_WRITE : 0;
 		q->desc[i].next = 0;
 	}
@@ -257,19 +318,47 @@ static int vq_alloc(struct vq *q, uint16_t qidx, bool rx, char *err, size_t ecap
 			q->free_ids[i] = (uint16_t)(nbufs - 1 - i);
 		q->nfree = nbufs;
 	}
-	/* TX completions are reaped by polling; RX interrupts are enabled only around hlt */
+	/* TX completions are reaped by polling; NIC RX interrupts are enabled only around hlt */
 	q->avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
 	return 0;
 }
 
 static int nic_init(struct nic *n, int idx, char *err, size_t ecap)
 {
-	KCALL(nic_probe_k, n, idx, 0);
-	if (vq_alloc(&n->rx, 0, true, err, ecap, idx) || vq_alloc(&n->tx, 1, false, err, ecap, idx)) {
-		KCALL(nic_fail_k, n, 0, 0);
+	char what[24];
+	ksnprintf(what, sizeof what, "virtio-net %d", idx);
+	KCALL(vdev_probe_k, &n->d, VIRTIO_NET_F_MAC, 6);
+	for (int i = 0; i < 6; i++)
+		n->mac[i] = (n->d.features & VIRTIO_NET_F_MAC) ? n->d.cfg[i]
+			    : (uint8_t)(i == 0 ? 0x52 : i == 1 ? 0x54 : i == 5 ? idx + 1 : 0);
+	if (vq_alloc(&n->d, 0, true, MAX_BUFS, BUF_SIZE, what, err, ecap) ||
+	    vq_alloc(&n->d, 1, false, MAX_BUFS, BUF_SIZE, what, err, ecap)) {
+		KCALL(vdev_fail_k, &n->d, 0, 0);
 		return -1;
 	}
-	KCALL(nic_start_k, n, 0, 0);
+	KCALL(vdev_start_k, &n->d, 0, 0);
+	return 0;
+}
+
+static int con_init(char *err, size_t ecap)
+{
+	struct vdev *d = &con.d;
+	KCALL(vdev_probe_k, d, 0, 0); /* no features: port 0 only */
+	con.arena = mem_alloc(CON_TX_ARENA, 4096);
+	if (!con.arena) {
+		ksnprintf(err, ecap, "virtio-console: out of memory");
+		KCALL(vdev_fail_k, d, 0, 0);
+		return -1;
+	}
+	if (vq_alloc(d, 0, true, CON_RX_BUFS, CON_RX_BUF, "virtio-console", err, ecap) ||
+	    vq_alloc(d, 1, false, MAX_BUFS, 0, "virtio-console", err, ecap)) {
+		KCALL(vdev_fail_k, d, 0, 0);
+		return -1;
+	}
+	d->q[0].avail->flags = 0; /* input must interrupt: it wakes the guest from hlt */
+	con.wpos = con.rpos = 0;
+	con.tx_head = con.tx_inflight = 0;
+	KCALL(vdev_start_k, d, 0, 0);
 	return 0;
 }
 
@@ -280,36 +369,46 @@ static void add_err(char *errbuf, size_t errcap, const char *msg)
 	ksnprintf(errbuf + l, errcap - l, "%s\n", msg);
 }
 
-static void try_add(struct nic cand, char *errbuf, size_t errcap)
+static void try_add(const struct vdev *cand, int id, char *errbuf, size_t errcap)
 {
 	char err[128];
+	err[0] = 0;
+	if (id == VIRTIO_ID_CONSOLE) {
+		if (con.present) {
+			add_err(errbuf, errcap, "more than one virtio-console device: extra ones ignored");
+			return;
+		}
+		con.d = *cand;
+		if (con_init(err, sizeof err) == 0)
+			con.present = true;
+		else
+			add_err(errbuf, errcap, err);
+		return;
+	}
 	if (nnics >= NET_MAX_NICS) {
 		add_err(errbuf, errcap, "more than 4 virtio-net devices: extra ones ignored");
 		return;
 	}
-	err[0] = 0;
-	nics[nnics] = cand;
+	memset(&nics[nnics], 0, sizeof nics[nnics]);
+	nics[nnics].d = *cand;
 	if (nic_init(&nics[nnics], nnics, err, sizeof err) == 0)
 		nnics++;
 	else
 		add_err(errbuf, errcap, err);
 }
 
-static bool mmio_is_net(uintptr_t base)
-{
-	return mmio_read32(base + MMIO_MAGIC) == 0x74726976u && mmio_read32(base + MMIO_DEVICE_ID) == 1 &&
-	       mmio_read32(base + MMIO_VERSION) == 1;
-}
-
-/* ring 0: which of the given bases hold a legacy virtio-net device (bit mask) */
-static uint64_t mmio_probe_k(uint64_t basesp, uint64_t n, uint64_t c)
+/* ring 0: device id of the legacy virtio-mmio transport at each base (0: none/empty) */
+static uint64_t mmio_probe_k(uint64_t basesp, uint64_t n, uint64_t idsp)
 {
 	const uint64_t *bases = (const uint64_t *)(uintptr_t)basesp;
-	uint64_t mask = 0;
-	for (uint64_t i = 0; i < n && i < 64; i++)
-		if (mmio_is_net((uintptr_t)bases[i]))
-			mask |= 1ull << i;
-	return mask;
+	uint8_t *ids = (uint8_t *)(uintptr_t)idsp;
+	for (uint64_t i = 0; i < n; i++) {
+		uintptr_t b = (uintptr_t)bases[i];
+		ids[i] = 0;
+		if (mmio_read32(b + MMIO_MAGIC) == 0x74726976u && mmio_read32(b + MMIO_VERSION) == 1)
+			ids[i] = (uint8_t)mmio_read32(b + MMIO_DEVICE_ID);
+	}
+	return 0;
 }
 
 /* ring 0: number of virtio-mmio transports microvm created (8 or 24) */
@@ -318,23 +417,27 @@ static uint64_t mmio_layout_k(uint64_t a, uint64_t b, uint64_t c)
 	return mmio_read32(0xfeb00000u + 512u * 8 + MMIO_MAGIC) == 0x74726976u ? 24 : 8;
 }
 
-static void add_pci(const struct pci_dev *d, char *errbuf, size_t errcap)
+static void add_pci(const struct pci_dev *p, char *errbuf, size_t errcap)
 {
-	struct nic n = { .tr = NET_PCI, .pci_dev = d->dev, .pci_fn = d->fn, .gsi = -1, .vector = -1 };
-	if (!(d->bar0 & 1) || (d->bar0 & ~3u) == 0) {
-		add_err(errbuf, errcap, "virtio-net-pci: no legacy I/O BAR0 (modern-only device? use disable-legacy=off)");
+	struct vdev d = { .tr = NET_PCI, .pci_dev = p->dev, .pci_fn = p->fn, .gsi = -1, .vector = -1 };
+	int id = p->device == PCI_DEV_CONSOLE ? VIRTIO_ID_CONSOLE : VIRTIO_ID_NET;
+	if (!(p->bar0 & 1) || (p->bar0 & ~3u) == 0) {
+		add_err(errbuf, errcap, id == VIRTIO_ID_NET
+			? "virtio-net-pci: no legacy I/O BAR0 (modern-only device? use disable-legacy=off)"
+			: "virtio-serial-pci: no legacy I/O BAR0 (modern-only device? use disable-legacy=off)");
 		return;
 	}
-	n.io = (uint16_t)(d->bar0 & ~3u);
-	if (d->irq_line > 0 && d->irq_line < 16 && d->irq_line != 2)
-		n.gsi = d->irq_line;
-	try_add(n, errbuf, errcap);
+	d.io = (uint16_t)(p->bar0 & ~3u);
+	if (p->irq_line > 0 && p->irq_line < 16 && p->irq_line != 2)
+		d.gsi = p->irq_line;
+	try_add(&d, id, errbuf, errcap);
 }
 
-int net_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap)
+int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap)
 {
 	errbuf[0] = 0;
 	nnics = 0;
+	con.present = false;
 	uint64_t bases[32];
 	int gsis[32], nb = 0;
 	if (nhints > 0) {
@@ -353,10 +456,12 @@ int net_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t err
 			gsis[nb++] = h[i].gsi;
 		}
 	} else if (pci_present()) {
-		struct pci_dev devs[8];
-		int nd = pci_find(0x1af4, 0x1000, devs, (int)ARRAY_SIZE(devs));
+		/* one bus scan for both (config-space access is slow under PVM); slot order */
+		struct pci_dev devs[12];
+		int nd = pci_find(PCI_VENDOR_VIRTIO, PCI_DEV_NET, PCI_DEV_CONSOLE, devs, (int)ARRAY_SIZE(devs));
 		for (int i = 0; i < nd; i++)
-			add_pci(&devs[i], errbuf, errcap);
+			if (devs[i].device == PCI_DEV_NET || devs[i].device == PCI_DEV_CONSOLE)
+				add_pci(&devs[i], errbuf, errcap);
 		return nnics;
 	} else {
 		/* microvm (no PCI): QEMU creates 8 transports on GSI 5..12, or 24 on GSI 24..47 when
@@ -370,12 +475,13 @@ int net_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t err
 			gsis[nb++] = gsi_base + i;
 		}
 	}
-	uint64_t mask = KCALL(mmio_probe_k, bases, nb, 0);
+	uint8_t ids[32];
+	KCALL(mmio_probe_k, bases, nb, ids);
 	for (int i = 0; i < nb; i++) {
-		if (!(mask & (1ull << i)))
+		if (ids[i] != VIRTIO_ID_NET && ids[i] != VIRTIO_ID_CONSOLE)
 			continue;
-		struct nic n = { .tr = NET_MMIO, .mmio = (uintptr_t)bases[i], .gsi = gsis[i], .vector = -1 };
-		try_add(n, errbuf, errcap);
+		struct vdev d = { .tr = NET_MMIO, .mmio = (uintptr_t)bases[i], .gsi = gsis[i], .vector = -1 };
+		try_add(&d, ids[i], errbuf, errcap);
 	}
 	return nnics;
 }
@@ -383,54 +489,85 @@ int net_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t err
 int net_count(void) { return nnics; }
 const uint8_t *net_mac(int i) { return nics[i].mac; }
 
-const char *net_desc(int i, char *buf, size_t cap)
+static const char *vdev_desc(const struct vdev *d, char *buf, size_t cap)
 {
-	struct nic *n = &nics[i];
-	if (n->tr == NET_MMIO)
-		ksnprintf(buf, cap, "virtio-mmio@0x%lx gsi %d%s, rx %u/tx %u", (uint64_t)n->mmio, n->gsi,
-			  n->vector < 0 ? " (polled)" : "", n->rx.size, n->tx.size);
+	if (d->tr == NET_MMIO)
+		ksnprintf(buf, cap, "virtio-mmio@0x%lx gsi %d%s, rx %u/tx %u", (uint64_t)d->mmio, d->gsi,
+			  d->vector < 0 ? " (polled)" : "", d->q[0].size, d->q[1].size);
 	else
-		ksnprintf(buf, cap, "virtio-pci 00:%02x.%u io 0x%x gsi %d%s, rx %u/tx %u", n->pci_dev, n->pci_fn,
-			  n->io, n->gsi, n->vector < 0 ? " (polled)" : "", n->rx.size, n->tx.size);
+		ksnprintf(buf, cap, "virtio-pci 00:%02x.%u io 0x%x gsi %d%s, rx %u/tx %u", d->pci_dev, d->pci_fn,
+			  d->io, d->gsi, d->vector < 0 ? " (polled)" : "", d->q[0].size, d->q[1].size);
 	return buf;
 }
 
-/* ring 0, from the interrupt stub: ack every NIC on this (possibly shared, level) line */
-static void nic_irq_hook(int vector)
+const char *net_desc(int i, char *buf, size_t cap) { return vdev_desc(&nics[i].d, buf, cap); }
+bool con_present(void) { return con.present; }
+const char *con_desc(char *buf, size_t cap) { return vdev_desc(&con.d, buf, cap); }
+
+/* ring 0, from the interrupt stub: ack every virtio device on this (possibly shared, level) line */
+static void vdev_irq_hook(int vector)
 {
 	for (int i = 0; i < nnics; i++)
-		if (nics[i].vector == vector)
-			ack_irq_k((uint64_t)(uintptr_t)&nics[i], 0, 0);
+		if (nics[i].d.vector == vector)
+			ack_irq_k((uint64_t)(uintptr_t)&nics[i].d, 0, 0);
+	if (con.present && con.d.vector == vector)
+		ack_irq_k((uint64_t)(uintptr_t)&con.d, 0, 0);
 }
 
-void net_setup_irqs(void)
+static void vdev_setup_irq(struct vdev *d)
 {
-	for (int i = 0; i < nnics; i++) {
-		struct nic *n = &nics[i];
-		if (n->gsi >= 0 && n->gsi < MAX_GSI) {
-			n->vector = VEC_GSI(n->gsi); /* hook first: the line may already be up */
-			irq_set_hook(n->vector, nic_irq_hook);
-			if (ioapic_route((unsigned)n->gsi, true) < 0)
-				n->vector = -1; /* keep polling on the tick (the hook may be shared) */
-		}
-		tr_ack_irq(n);
+	if (d->gsi >= 0 && d->gsi < MAX_GSI) {
+		d->vector = VEC_GSI(d->gsi); /* hook first: the line may already be up */
+		irq_set_hook(d->vector, vdev_irq_hook);
+		if (ioapic_route((unsigned)d->gsi, true) < 0)
+			d->vector = -1; /* keep polling on the tick (the hook may be shared) */
 	}
+	tr_ack_irq(d);
 }
 
-bool net_all_have_irq(void)
+/* The console on virtio-mmio has a line of its own: route it edge-triggered, without a hook, and
+ * ack the device from ring 3 after the reply went out (con_rx). The ring-0 ack before the EOI
+ * that a level-triggered line needs, plus the EOI round trip to QEMU's userspace IO-APIC
+ * (microvm), cost ~0.3 ms per request under PVM. PCI INTx lines may be shared: level + hook. */
+static bool con_line_shared(void)
 {
 	for (int i = 0; i < nnics; i++)
-		if (nics[i].vector < 0)
-			return false;
-	return true;
+		if (nics[i].d.gsi == con.d.gsi)
+			return true;
+	return false;
 }
 
-/* ---- data path ---- */
-static void vq_kick(struct nic *n, struct vq *q)
+void virtio_setup_irqs(void)
+{
+	for (int i = 0; i < nnics; i++)
+		vdev_setup_irq(&nics[i].d);
+	if (!con.present)
+		return;
+	con.edge = false;
+	if (con.d.tr == NET_MMIO && con.d.gsi >= 0 && con.d.gsi < MAX_GSI && !con_line_shared()) {
+		if (ioapic_route((unsigned)con.d.gsi, false) >= 0) {
+			con.d.vector = VEC_GSI(con.d.gsi);
+			con.edge = true;
+		}
+		tr_ack_irq(&con.d);
+	} else
+		vdev_setup_irq(&con.d);
+}
+
+bool virtio_all_have_irq(void)
+{
+	for (int i = 0; i < nnics; i++)
+		if (nics[i].d.vector < 0)
+			return false;
+	return !con.present || con.d.vector >= 0;
+}
+
+/* ---- net data path ---- */
+static void vq_kick(struct vdev *d, struct vq *q)
 {
 	mb(); /* publish avail->idx before reading the device's NO_NOTIFY flag */
 	if (!(q->used->flags & VRING_USED_F_NO_NOTIFY))
-		tr_notify(n, q->qidx);
+		tr_notify(d, 1u << q->qidx);
 	q->pending = 0;
 }
 
@@ -451,12 +588,12 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len)
 	if (nic < 0 || nic >= nnics || len > BUF_SIZE - NET_HDR)
 		return -1;
 	struct nic *n = &nics[nic];
-	struct vq *q = &n->tx;
+	struct vq *q = &n->d.q[1];
 	if (q->nfree < 16)
 		tx_reclaim(q);
 	if (q->nfree == 0) {
 		if (q->pending)
-			vq_kick(n, q);
+			vq_kick(&n->d, q);
 		return -1;
 	}
 	uint16_t id = q->free_ids[--q->nfree];
@@ -469,14 +606,14 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len)
 	barrier();
 	q->avail->idx = q->avail_idx;
 	if (++q->pending >= TX_KICK_BATCH)
-		vq_kick(n, q);
+		vq_kick(&n->d, q);
 	return 0;
 }
 
 static bool rx_poll(int i)
 {
 	struct nic *n = &nics[i];
-	struct vq *q = &n->rx;
+	struct vq *q = &n->d.q[0];
 	uint16_t used = q->used->idx;
 	if (used == q->last_used)
 		return false;
@@ -496,7 +633,7 @@ static bool rx_poll(int i)
 	}
 	barrier();
 	q->avail->idx = q->avail_idx;
-	vq_kick(n, q);
+	vq_kick(&n->d, q);
 	return true;
 }
 
@@ -505,8 +642,8 @@ bool net_poll(void)
 	bool work = false;
 	for (int i = 0; i < nnics; i++) {
 		work |= rx_poll(i);
-		if (nics[i].tx.nfree < nics[i].tx.nbufs)
-			tx_reclaim(&nics[i].tx);
+		if (nics[i].d.q[1].nfree < nics[i].d.q[1].nbufs)
+			tx_reclaim(&nics[i].d.q[1]);
 	}
 	return work;
 }
@@ -514,27 +651,180 @@ bool net_poll(void)
 void net_flush_tx(void)
 {
 	for (int i = 0; i < nnics; i++)
-		if (nics[i].tx.pending)
-			vq_kick(&nics[i], &nics[i].tx);
+		if (nics[i].d.q[1].pending)
+			vq_kick(&nics[i].d, &nics[i].d.q[1]);
 }
 
-bool net_prepare_idle(void)
+bool virtio_prepare_idle(void)
 {
-	/* the interrupt hook acked the devices; polled NICs need no ack (their lines stay masked
-	 * off at the IO-APIC, and the device keeps working with ISR set) */
+	/* the interrupt hook acked the devices; polled devices need no ack (their lines stay masked
+	 * off at the IO-APIC, and the device keeps working with ISR set). Take every note first,
+	 * then look at the rings: a line may be shared by a NIC and the console. */
 	for (int i = 0; i < nnics; i++) {
-		irq_take(nics[i].vector);
-		nics[i].rx.avail->flags = 0;
+		irq_take(nics[i].d.vector);
+		nics[i].d.q[0].avail->flags = 0;
 	}
+	if (con.present && !con.edge)
+		irq_take(con.d.vector); /* an edge note stays for con_rx, which acks the device */
 	mb();
 	for (int i = 0; i < nnics; i++)
-		if (nics[i].rx.used->idx != nics[i].rx.last_used)
+		if (nics[i].d.q[0].used->idx != nics[i].d.q[0].last_used)
 			return true;
-	return false;
+	return con_rx_pending();
 }
 
-void net_end_idle(void)
+void virtio_end_idle(void)
 {
 	for (int i = 0; i < nnics; i++)
-		nics[i].rx.avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
+		nics[i].d.q[0].avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
+}
+
+/* ---- virtio-console ---- */
+bool con_rx_pending(void)
+{
+	return con.present && (con.d.q[0].used->idx != con.d.q[0].last_used || (con.edge && irq_peek(con.d.vector)));
+}
+
+/* One kcall for whatever needs a notify: published output (queue 1), and the receive queue when
+ * the device may have run out of buffers (QEMU then stops reading the chardev until a kick). */
+static void con_kick(bool rx)
+{
+	unsigned mask = 0;
+	mb(); /* publish avail->idx before reading NO_NOTIFY */
+	if (con.tx_kick && !(con.d.q[1].used->flags & VRING_USED_F_NO_NOTIFY))
+		mask |= 2;
+	if (rx && !(con.d.q[0].used->flags & VRING_USED_F_NO_NOTIFY))
+		mask |= 1;
+	con.tx_kick = false;
+	if (mask)
+		tr_notify(&con.d, mask);
+}
+
+bool con_rx(bool (*fn)(const char *data, size_t len))
+{
+	struct vq *q = &con.d.q[0];
+	if (!con.present)
+		return false;
+	bool irq = con.edge && irq_take(con.d.vector);
+	uint16_t used = q->used->idx;
+	if (used == q->last_used) {
+		if (irq)
+			tr_ack_irq(&con.d);
+		return false;
+	}
+	barrier();
+	uint16_t posted = q->avail_idx; /* everything the device could see before the re-post */
+	bool handled = false;
+	while (q->last_used != used) {
+		volatile struct vring_used_elem *e = &q->used->ring[q->last_used & (q->size - 1)];
+		uint16_t id = (uint16_t)e->id;
+		uint32_t len = e->len;
+		if (id < q->nbufs) {
+			if (len > q->buf_size)
+				len = q->buf_size;
+			if (len)
+				handled |= fn((const char *)q->bufs + (size_t)id * q->buf_size, len);
+			q->avail->ring[q->avail_idx & (q->size - 1)] = id;
+			q->avail_idx++;
+		}
+		q->last_used++;
+	}
+	barrier();
+	q->avail->idx = q->avail_idx;
+	mb();
+	/* The device stops reading the chardev only after it found the ring empty, i.e. after it
+	 * used every buffer posted before this re-post; it sees the new ones if it looks later. */
+	con_kick(q->used->idx == posted);
+	/* edge: ack only now (the reply is out); whatever arrives before the ack is in the ring,
+	 * which the main loop looks at again, whatever arrives after raises a new interrupt */
+	if (irq)
+		tr_ack_irq(&con.d);
+	return handled;
+}
+
+static void con_tx_reclaim(void)
+{
+	struct vq *q = &con.d.q[1];
+	uint16_t used = q->used->idx;
+	barrier();
+	while (q->last_used != used) {
+		uint16_t id = (uint16_t)q->used->ring[q->last_used & (q->size - 1)].id;
+		if (id < q->nbufs)
+			con.tx_done[id] = 1;
+		q->last_used++;
+	}
+	/* release arena space in submission order (QEMU completes in order anyway) */
+	while (con.tx_inflight && con.tx_done[con.tx_head]) {
+		con.tx_done[con.tx_head] = 0;
+		con.rpos = con.tx_end[con.tx_head];
+		con.tx_head = (uint16_t)((con.tx_head + 1) % q->nbufs);
+		con.tx_inflight--;
+	}
+	if (!con.tx_inflight)
+		con.wpos = con.rpos = 0;
+}
+
+/* Reserve len (<= CON_TX_CHUNK) contiguous arena bytes and a descriptor; waits (bounded) for
+ * the device to return space. Returns the descriptor id, or -1. */
+static int con_tx_alloc(uint32_t len, uint32_t *off)
+{
+	struct vq *q = &con.d.q[1];
+	uint64_t t0 = 0, limit = 0;
+	for (;;) {
+		con_tx_reclaim();
+		uint32_t o = con.wpos & (CON_TX_ARENA - 1);
+		uint32_t pad = o + len > CON_TX_ARENA ? CON_TX_ARENA - o : 0;
+		if (con.tx_inflight < q->nbufs && (con.wpos - con.rpos) + pad + len <= CON_TX_ARENA) {
+			con.wpos += pad;
+			*off = con.wpos & (CON_TX_ARENA - 1);
+			con.wpos += len;
+			int id = (con.tx_head + con.tx_inflight) % q->nbufs;
+			con.tx_end[id] = con.wpos;
+			con.tx_inflight++;
+			return id;
+		}
+		if (!t0) {
+			t0 = rdtsc();
+			limit = ns_to_tsc(CON_TX_WAIT_US * 1000ull);
+			if (con.tx_kick)
+				con_kick(false); /* what is waiting for space must be on its way */
+		} else if (rdtsc() - t0 > limit)
+			return -1;
+		cpu_relax();
+	}
+}
+
+bool con_send_line(const char *s, size_t n)
+{
+	struct vq *q = &con.d.q[1];
+	if (!con.present)
+		return false;
+	size_t total = n + 1, done = 0; /* the line, then '\n' */
+	while (done < total) {
+		uint32_t len = total - done > CON_TX_CHUNK ? CON_TX_CHUNK : (uint32_t)(total - done);
+		uint32_t off;
+		int id = con_tx_alloc(len, &off);
+		if (id < 0) {
+			con.dropped++;
+			kprintf_later("virtio-console: no transmit space for 200 ms, output dropped (%u times)\n", con.dropped);
+			return false;
+		}
+		uint8_t *dst = con.arena + off;
+		size_t body = done < n ? (n - done < len ? n - done : len) : 0;
+		memcpy(dst, s + done, body);
+		if (body < len)
+			dst[body] = '\n';
+		q->desc[id].addr = (uint64_t)(uintptr_t)dst;
+		q->desc[id].len = len;
+		q->desc[id].flags = 0;
+		q->desc[id].next = 0;
+		q->avail->ring[q->avail_idx & (q->size - 1)] = (uint16_t)id;
+		q->avail_idx++;
+		barrier();
+		q->avail->idx = q->avail_idx;
+		con.tx_kick = true;
+		done += len;
+	}
+	con_kick(false); /* one notify per line, at once */
+	return true;
 }

@@ -41,9 +41,8 @@ bool con_rx_pending(void);
 /* Hand every received chunk, in order, to fn (which returns true if it completed a request),
  * re-post the buffers, kick what needs a kick (one kcall). Returns true if fn did. */
 bool con_rx(bool (*fn)(const char *data, size_t len));
-/* Send s + '\n' (one descriptor if it fits in CON_TX_CHUNK bytes) and kick, unless called from
- * within con_rx (then the kick happens when con_rx returns). Returns false if it was dropped
- * (device stuck: no transmit space for 200 ms). */
+/* Send s + '\n' (one descriptor up to 32 KiB, else several) with one kick. Returns false if it
+ * was dropped (device stuck: no transmit space for 200 ms). */
 bool con_send_line(const char *s, size_t n);
 
 #endif
