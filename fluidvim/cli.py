@@ -46,7 +46,6 @@ def _manager(args):
 def _setup_logging(conf, verbose):
     from oslo_log import log as logging
 
-    logging.register_options(conf)
     conf.set_override("debug", verbose)
     if not verbose:
         conf.set_override("default_log_levels",

@@ -30,14 +30,15 @@ from .state import StateStore, VNFRecord
 
 LOG = logging.getLogger(__name__)
 
-COLD_PHASES = ("spec", "spawn", "boot", "net", "configure")
-WARM_PHASES = ("claim", "net", "configure")
+COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
+WARM_PHASES = ("claim", "net", "configure", "record")
 
 
 def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
     """A private ConfigOpts with the [vnf] options registered (tests, the CLI, benchmarks)."""
     conf = cfg.ConfigOpts()
     vnfconf.register_opts(conf)
+    logging.register_options(conf)
     conf(args or [], project="fluidvim", default_config_files=[])
     for key, value in overrides.items():
         conf.set_override(key, value, group="vnf")
@@ -159,6 +160,11 @@ class VNFManager:
                     t = time.perf_counter()
                     ch.configure(config, slots=spec.session_slots)
                     phases["configure"] = _ms(t)
+            t = time.perf_counter()
+            self.store.update(spec.uuid, status=status, config=config,
+                              boot_us=ready.get("boot_us"))
+            be.watch(spec, pid)
+            phases["record"] = _ms(t)
         except BaseException:
             try:
                 be.kill(spec, pid)
@@ -166,9 +172,6 @@ class VNFManager:
                 be.cleanup(spec)
                 self.store.delete(spec.uuid)
             raise
-        self.store.update(spec.uuid, status=status, config=config,
-                          boot_us=ready.get("boot_us"))
-        be.watch(spec, pid)
         return ready
 
     def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None,
@@ -197,6 +200,7 @@ class VNFManager:
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus):
         t0 = time.perf_counter()
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs)
+        spec = spec.with_changes(click_config=config)
         phases = {"spec": _ms(t0)}
         try:
             ready = self._boot(be, spec, "running", config=config, phases=phases)
@@ -216,7 +220,6 @@ class VNFManager:
         rec = self.store.claim_pool_shell(key, name or "claimed")
         if rec is None:
             return None
-        self._pool_wakeup.set()
         spec = rec.spec
         name = name or f"vnf-{spec.uuid[:8]}"
         phases = {"claim": _ms(t0)}
@@ -241,12 +244,16 @@ class VNFManager:
                 self._destroy_spec(be, spec, rec.pid)
             self.store.record_launch(spec.uuid, be.name, "warm", False, _ms(t0), phases)
             raise
+        t = time.perf_counter()
         new_nics = tuple(dataclasses.replace(n, bridge=br) for n, br in zip(spec.nics, bridges))
-        spec = spec.with_changes(name=name, nics=new_nics, session_slots=slots)
-        total = _ms(t0)
+        spec = spec.with_changes(name=name, nics=new_nics, session_slots=slots,
+                                 click_config=config)
         self.store.update(spec.uuid, name=name, config=config,
                           spec_json=json.dumps(spec.to_dict()))
+        phases["record"] = _ms(t)
+        total = _ms(t0)
         self.store.record_launch(spec.uuid, be.name, "warm", True, total, phases)
+        self._pool_wakeup.set()     # refill after serving the request, not during it
         LOG.info("warm launch of %s (%s) in %.2f ms: %s", name, be.name, total, phases)
         return LaunchResult(spec.uuid, name, be.name, "warm", phases, total, rec.boot_us,
                             self.accel)

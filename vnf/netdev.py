@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
 import threading
 
 from oslo_log import log as logging
@@ -68,19 +70,47 @@ def delete_link(name: str) -> bool:
     return True
 
 
+SIOCBRADDIF, SIOCBRDELIF = 0x89A2, 0x89A3
+SIOCGIFFLAGS, SIOCSIFFLAGS = 0x8913, 0x8914
+IFF_UP = 0x1
+
+
+def _ioctl_sock() -> socket.socket:
+    sock = getattr(_local, "sock", None)
+    if sock is None:
+        sock = _local.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    return sock
+
+
+def _ifreq(name: str, payload: bytes) -> bytes:
+    return struct.pack("16s", name.encode()) + payload.ljust(24, b"\0")
+
+
 def plug(tap: str, bridge: str | None) -> None:
-    """Attach ``tap`` to ``bridge`` (must exist), or detach it when ``bridge`` is None."""
+    """Attach ``tap`` to ``bridge`` (must exist) and bring it up; detach it when ``bridge`` is None.
+
+    This is on the warm-launch path, so it uses the bridge ioctls (three system calls, ~0.1 ms)
+    rather than netlink through pyroute2 (~0.5-1 ms per request here).
+    """
     idx = _index(tap)
     if idx is None:
         raise NetdevError(f"tap {tap} does not exist")
+    sock = _ioctl_sock()
     if bridge is None:
-        _ipr().link("set", index=idx, master=0)
+        master = master_of(tap)
+        if master is not None:
+            fcntl.ioctl(sock, SIOCBRDELIF, _ifreq(master, struct.pack("i", idx)))
         return
-    br = _index(bridge)
-    if br is None:
+    if _index(bridge) is None:
         raise NetdevError(f"bridge {bridge!r} does not exist: create it first "
                           f"(ip link add {bridge} type bridge) or pick an existing one")
-    _ipr().link("set", index=idx, master=br, state="up")
+    try:
+        fcntl.ioctl(sock, SIOCBRADDIF, _ifreq(bridge, struct.pack("i", idx)))
+    except OSError as e:
+        raise NetdevError(f"cannot add {tap} to bridge {bridge}: {e.strerror}") from None
+    flags = struct.unpack_from("H", fcntl.ioctl(sock, SIOCGIFFLAGS, _ifreq(tap, b"")), 16)[0]
+    if not flags & IFF_UP:
+        fcntl.ioctl(sock, SIOCSIFFLAGS, _ifreq(tap, struct.pack("H", flags | IFF_UP)))
 
 
 def list_taps(prefix: str = TAP_PREFIX) -> list[str]:

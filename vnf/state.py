@@ -113,17 +113,20 @@ class StateStore:
             s.execute(sa.update(VNFRecord).where(VNFRecord.id == vnf_id).values(**fields))
 
     def claim_pool_shell(self, pool_key: str, name: str) -> VNFRecord | None:
-        """Atomically take one booted shell of ``pool_key`` (safe across processes)."""
-        with self.Session.begin() as s:
-            for rec in s.scalars(sa.select(VNFRecord).where(
-                    VNFRecord.pool_key == pool_key, VNFRecord.status == "pool")
-                    .order_by(VNFRecord.created_at)):
-                done = s.execute(sa.update(VNFRecord).where(
-                    VNFRecord.id == rec.id, VNFRecord.status == "pool").values(
-                    status="running", name=name, pool_key=None, updated_at=time.time()))
-                if done.rowcount == 1:
-                    rec.status, rec.name, rec.pool_key = "running", name, None
-                    return rec
+        """Atomically take the oldest booted shell of ``pool_key`` (safe across processes):
+        one ``UPDATE ... WHERE status = 'pool' ... RETURNING`` statement."""
+        oldest = (sa.select(VNFRecord.id)
+                  .where(VNFRecord.pool_key == pool_key, VNFRecord.status == "pool")
+                  .order_by(VNFRecord.created_at).limit(1).scalar_subquery())
+        stmt = (sa.update(VNFRecord)
+                .where(VNFRecord.id == oldest, VNFRecord.status == "pool")
+                .values(status="running", name=name, pool_key=None, updated_at=time.time())
+                .returning(VNFRecord))
+        for _ in range(3):     # a concurrent claimer may win the same row (READ COMMITTED)
+            with self.Session.begin() as s:
+                rec = s.scalars(stmt).first()
+            if rec is not None or not self.count_pool(pool_key, ("pool",)):
+                return rec
         return None
 
     def count_pool(self, pool_key: str, statuses=("pool", "booting")) -> int:

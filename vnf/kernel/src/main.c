@@ -228,36 +228,40 @@ static void user_main(void)
 	info.boot_us = tsc_to_ns(ready_tsc - info.tsc_base) / 1000;
 	ctl_send_ready((const uint8_t(*)[6])macs, nics, click_slots_total(), clock_source());
 
-	kprintf("fluidvim-vnf %s: %d NICs, clock %s, ready in %lu us\n", VERSION, nics, clock_source(), info.boot_us);
-	kprintf("  boot profile (us since clock zero): entry %lu", tsc_to_ns(boot_entry_tsc - info.tsc_base) / 1000);
+	/* the boot log goes out while idle: each UART byte is a VM exit (~10 ms for this
+	 * block), which must not delay the first configure */
+	kprintf_later("fluidvim-vnf %s: %d NICs, clock %s, ready in %lu us\n", VERSION, nics, clock_source(), info.boot_us);
+	kprintf_later("  boot profile (us since clock zero): entry %lu", tsc_to_ns(boot_entry_tsc - info.tsc_base) / 1000);
 	for (int i = 0; i < nmarks; i++)
-		kprintf(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
-	kprintf(", ready %lu\n", info.boot_us);
-	kprintf("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, ram top 0x%lx\n",
+		kprintf_later(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
+	kprintf_later(", ready %lu\n", info.boot_us);
+	kprintf_later("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, ram top 0x%lx\n",
 		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tmode, tick_us,
 		mem_ram_top());
 	if (ctl_virtio) {
 		char d[96];
-		kprintf("  control channel: virtio-console port 0, %s\n", con_desc(d, sizeof d));
+		kprintf_later("  control channel: virtio-console port 0, %s\n", con_desc(d, sizeof d));
 	} else if (serial_present(COM2))
-		kprintf("  control channel: COM2 (no virtio-console), irq %s\n", com2_irq ? "on" : "off (polled)");
+		kprintf_later("  control channel: COM2 (no virtio-console), irq %s\n", com2_irq ? "on" : "off (polled)");
 	for (int i = 0; i < nics; i++) {
 		char d[96];
-		kprintf("  nic %d: %02x:%02x:%02x:%02x:%02x:%02x %s\n", i, macs[i][0], macs[i][1], macs[i][2],
+		kprintf_later("  nic %d: %02x:%02x:%02x:%02x:%02x:%02x %s\n", i, macs[i][0], macs[i][1], macs[i][2],
 			macs[i][3], macs[i][4], macs[i][5], net_desc(i, d, sizeof d));
 	}
 	for (char *e = errs; *e;) {
 		char *nl = e;
 		while (*nl && *nl != '\n')
 			nl++;
-		kprintf("  error: ");
-		serial_write(COM1, e, (size_t)(nl - e));
-		serial_write(COM1, "\n", 1);
+		char line[160];
+		size_t n = (size_t)(nl - e) < sizeof line - 1 ? (size_t)(nl - e) : sizeof line - 1;
+		memcpy(line, e, n);
+		line[n] = 0;
+		kprintf_later("  error: %s\n", line);
 		e = *nl ? nl + 1 : nl;
 	}
 	if (!ctl_virtio && !serial_present(COM2))
-		kprintf("  error: no virtio-console and no UART at 0x2f8 (COM2): no control channel\n");
-	kprintf("  cmdline: %s\n", cmdline);
+		kprintf_later("  error: no virtio-console and no UART at 0x2f8 (COM2): no control channel\n");
+	kprintf_later("  cmdline: %s\n", cmdline);
 
 	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull);
 	uint64_t ctl_period = ns_to_tsc(com2_irq ? CTL_SAFETY_US * 1000ull : TICK_US * 1000ull);
