@@ -74,7 +74,7 @@ class StockLibvirt:
         nics = "".join(
             f"<interface type='ethernet'><mac address={quoteattr(specmod.mac_for(u, i))}/>"
             f"<target dev={quoteattr(t)}/><model type='virtio'/>"
-            "<driver name='vhost' rx_queue_size='512'/><mtu size='1500'/></interface>"
+            "<mtu size='1500'/></interface>"
             for i, t in enumerate(taps))
         return (
             f"<domain type='{'kvm' if self.accel == 'kvm' else 'qemu'}'>"
@@ -96,9 +96,10 @@ class StockLibvirt:
             f"<source file={quoteattr(disk)}/><target dev='vda' bus='virtio'/></disk>"
             f"{nics}"
             "<serial type='pty'><target port='0'/></serial>"
-            f"<serial type='unix'><source mode='bind' path={quoteattr(ctl)}/>"
-            "<target port='1'/></serial>"
             "<console type='pty'><target type='serial' port='0'/></console>"
+            # the VNF's control channel, as in our domains (a virtio console)
+            f"<console type='unix'><source mode='bind' path={quoteattr(ctl)}/>"
+            "<target type='virtio' port='0'/></console>"
             "<input type='tablet' bus='usb'/>"
             "<graphics type='vnc' autoport='yes' listen='127.0.0.1'/>"
             "<video><model type='virtio'/></video>"
@@ -123,15 +124,19 @@ class StockLibvirt:
         t = time.perf_counter()
         ctl = os.path.join(d, "ctl.sock")
         dom = self.conn.defineXML(self.xml(u, disk, ctl, taps))
-        dom.create()
-        phases["define+start"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        with ControlChannel(ctl).connect() as ch:
-            ch.wait_ready(60)
-            phases["boot"] = (time.perf_counter() - t) * 1000
+        try:
+            dom.create()
+            phases["define+start"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            ch.configure(FORWARD)
-            phases["configure"] = (time.perf_counter() - t) * 1000
+            with ControlChannel(ctl).connect() as ch:
+                ch.wait_ready(60)
+                phases["boot"] = (time.perf_counter() - t) * 1000
+                t = time.perf_counter()
+                ch.configure(FORWARD)
+                phases["configure"] = (time.perf_counter() - t) * 1000
+        except BaseException:
+            self.destroy((dom, taps, d))
+            raise
         total = (time.perf_counter() - t0) * 1000
         pid = int(open(f"/run/libvirt/qemu/stock-{u}.pid").read())
         return {"total_ms": total, "phases_ms": phases, "rss_kib": rss_kib(pid),
@@ -139,7 +144,8 @@ class StockLibvirt:
 
     def destroy(self, handle):
         dom, taps, d = handle
-        dom.destroy()
+        if dom.isActive():
+            dom.destroy()
         dom.undefine()
         for tap in taps:
             netdev.delete_link(tap)

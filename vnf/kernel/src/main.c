@@ -160,6 +160,10 @@ void kmain(uint32_t si);
 void kmain(uint32_t si)
 {
 	start_info = si;
+	/* Firmware other than qboot (SeaBIOS: the stock libvirt path) leaves the 8259 PICs routing
+	 * the PIT to vectors 8..15, which are exceptions here: mask them before IF is ever set. */
+	outb(0x21, 0xff);
+	outb(0xa1, 0xff);
 	intr_early();
 	extern char boot_stack_top[];
 	enter_user(user_main, boot_stack_top);
