@@ -46,6 +46,7 @@ def detect_accel(requested: str = "auto") -> tuple[str, str]:
         why = f"/dev/kvm unusable: {e.strerror}"
     if requested == "kvm":
         raise RuntimeError(f"accel=kvm requested but {why}; set [vnf] accel = auto or tcg")
+    LOG.warning("no KVM (%s): VNFs run under TCG", why)
     return "tcg", why
 
 

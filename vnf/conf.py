@@ -51,8 +51,11 @@ vnf_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(vnf_group)
-    conf.register_opts(vnf_opts, group=vnf_group)
+    # oslo.config keeps set_override() values in the OptGroup object, so every ConfigOpts gets its
+    # own group: two launch cores in one process (tests, benchmarks) must not share overrides
+    group = cfg.OptGroup(vnf_group.name, title=vnf_group.title, help=vnf_group.help)
+    conf.register_group(group)
+    conf.register_opts(vnf_opts, group=group)
 
 
 def list_opts():

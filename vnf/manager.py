@@ -111,20 +111,28 @@ class VNFManager:
                 self._kernel_ids[key] = hashlib.sha256(f.read()).hexdigest()[:12]
         return self._kernel_ids[key]
 
-    def pool_key(self, backend: str, memory_mb: int, vcpus: int, nics: int) -> str:
-        return (f"{backend}/{self._kernel_id(self.kernel)}/m{memory_mb}/c{vcpus}/n{nics}")
+    def _kernel_path(self, kernel: str | None) -> str:
+        """The kernel of one launch: ``kernel`` when given (e.g. a Glance image), else [vnf]."""
+        return os.path.abspath(kernel) if kernel else self.kernel
 
-    def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None):
+    def pool_key(self, backend: str, memory_mb: int, vcpus: int, nics: int,
+                 kernel: str | None = None) -> str:
+        kernel = self._kernel_path(kernel)
+        return (f"{backend}/{self._kernel_id(kernel)}/m{memory_mb}/c{vcpus}/n{nics}")
+
+    def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
+                  kernel=None):
         vid = str(uuidlib.uuid4())
-        if not os.path.exists(self.kernel):
-            raise specmod.SpecError("kernel", f"{self.kernel} does not exist: build it with "
+        kernel = self._kernel_path(kernel)
+        if not os.path.exists(kernel):
+            raise specmod.SpecError("kernel", f"{kernel} does not exist: build it with "
                                     "`make -C vnf/kernel` or set [vnf] kernel")
         bridges = list(bridges or [None] * nics)
         macs = list(macs or [None] * nics)
         nic_specs = tuple(specmod.NicSpec(tap=specmod.tap_for(vid, i),
                                           mac=macs[i] or specmod.mac_for(vid, i),
                                           bridge=bridges[i]) for i in range(nics))
-        return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=self.kernel,
+        return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=kernel,
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
                                tsc_khz=self._tsc_khz, **be.paths(vid)).validate()
@@ -176,8 +184,12 @@ class VNFManager:
 
     def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None,
                slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
-               backend: str | None = None, warm: bool | None = None) -> LaunchResult:
+               backend: str | None = None, warm: bool | None = None,
+               kernel: str | None = None) -> LaunchResult:
         """Start a VNF running ``config`` with one NIC per entry of ``bridges`` (None = unplugged).
+
+        ``kernel`` is the VNF image of this launch (default: [vnf] kernel); warm shells are only
+        taken from the pool of the same kernel (it is part of the pool key).
 
         Uses a warm shell when one is ready (unless ``warm=False`` or specific MACs are asked
         for); otherwise boots cold. Raises ``ControlError`` (code ``config``) for a configuration
@@ -192,14 +204,17 @@ class VNFManager:
                 raise specmod.SpecError(f"nics[{i}].bridge", f"bridge {br!r} does not exist: "
                                         f"create it first (ip link add {br} type bridge)")
         if warm is not False and not macs:
-            res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus)
+            res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel)
             if res is not None:
                 return res
-        return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus)
+        return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
+                                 kernel)
 
-    def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus):
+    def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
+                     kernel=None):
         t0 = time.perf_counter()
-        spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs)
+        spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
+                              kernel)
         spec = spec.with_changes(click_config=config)
         phases = {"spec": _ms(t0)}
         try:
@@ -213,9 +228,9 @@ class VNFManager:
         return LaunchResult(spec.uuid, spec.name, be.name, "cold", phases, total,
                             ready.get("boot_us"), self.accel)
 
-    def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus):
+    def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None):
         t0 = time.perf_counter()
-        key = self.pool_key(be.name, memory_mb, vcpus, len(bridges))
+        key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
         name = name or None
         rec = self.store.claim_pool_shell(key, name or "claimed")
         if rec is None:
@@ -260,16 +275,17 @@ class VNFManager:
 
     # -- warm pool --
     def fill_pool(self, count: int, *, nics: int | None = None, memory_mb: int | None = None,
-                  vcpus: int = 1, backend: str | None = None, progress=None) -> int:
+                  vcpus: int = 1, backend: str | None = None, progress=None,
+                  kernel: str | None = None) -> int:
         """Boot shells until the pool for this shape holds ``count``; returns how many booted."""
         be = self.backend(backend)
         nics = self.conf.vnf.pool_nics if nics is None else nics
         memory_mb = memory_mb or self.conf.vnf.memory_mb
-        key = self.pool_key(be.name, memory_mb, vcpus, nics)
+        key = self.pool_key(be.name, memory_mb, vcpus, nics, kernel)
         booted = 0
         while self.store.count_pool(key) < count:
             spec = self._new_spec(be, "pool-" + uuidlib.uuid4().hex[:8], nics, memory_mb, vcpus,
-                                  self.conf.vnf.session_slots)
+                                  self.conf.vnf.session_slots, kernel=kernel)
             self._boot(be, spec, "pool", pool_key=key)
             booted += 1
             with self._pool_cv:
@@ -280,15 +296,15 @@ class VNFManager:
 
     def start_pool(self, size: int | None = None, *, nics: int | None = None,
                    memory_mb: int | None = None, vcpus: int = 1,
-                   backend: str | None = None) -> str:
+                   backend: str | None = None, kernel: str | None = None) -> str:
         """Keep ``size`` shells of this shape booted, refilling in a background thread."""
         size = self.conf.vnf.pool_size if size is None else size
         be = self.backend(backend)
         nics = self.conf.vnf.pool_nics if nics is None else nics
         memory_mb = memory_mb or self.conf.vnf.memory_mb
-        key = self.pool_key(be.name, memory_mb, vcpus, nics)
+        key = self.pool_key(be.name, memory_mb, vcpus, nics, kernel)
         self._pool_targets[key] = (dict(nics=nics, memory_mb=memory_mb, vcpus=vcpus,
-                                        backend=be.name), size)
+                                        backend=be.name, kernel=kernel), size)
         if self._pool_thread is None:
             self._pool_stop.clear()
             self._pool_thread = threading.Thread(target=self._pool_loop, daemon=True,

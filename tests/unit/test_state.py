@@ -55,3 +55,12 @@ def test_find_by_name_prefix_and_history(tmp_path):
     cold = st.recent_launches(10, "qemu", "cold")
     assert [r.total_ms for r in cold] == [90.0, 80.0]          # newest first, failures excluded
     assert json.loads(cold[0].phases_json) == {"boot": 90.0}
+
+
+def test_private_configs_do_not_share_overrides():
+    from fluidvim.vnf.manager import make_conf
+
+    a = make_conf(accel="tcg", state_dir="/tmp/a")
+    b = make_conf(state_dir="/tmp/b")
+    assert (a.vnf.accel, a.vnf.state_dir) == ("tcg", "/tmp/a")
+    assert (b.vnf.accel, b.vnf.state_dir) == ("auto", "/tmp/b")

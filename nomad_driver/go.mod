@@ -1,0 +1,3 @@
+module github.com/fluidvim/fluidvim/nomad_driver
+
+go 1.25

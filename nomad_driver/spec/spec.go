@@ -1,0 +1,311 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package spec is the Go twin of vnf/spec.py: the VNF launch spec, its validation and its
+// mapping to a QEMU argv (microvm, direct backend). Both are pinned by vnf/vectors/spec.json.
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+const (
+	MaxNics  = 4
+	MaxSlots = 65536
+	// MaxClickConfig is the largest click config in bytes (a control line is at most 8192 bytes).
+	MaxClickConfig = 7000
+)
+
+var (
+	Machines = []string{"microvm", "pc"}
+	Accels   = []string{"kvm", "tcg"}
+
+	// Go's `$` (no multiline flag) matches only at the end of the text; Python's re `$` also
+	// matches before a final "\n". We deliberately do not copy that quirk (see README).
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	macRE    = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
+	ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+)
+
+// Error is an invalid spec; Field names the offending field (as in spec.py's SpecError).
+type Error struct {
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Message }
+
+func errf(field, format string, a ...any) error {
+	return &Error{Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+// NIC is one virtio-net NIC: a tap device (created by QEMU), optionally plugged into a bridge.
+type NIC struct {
+	Tap    string  `json:"tap"`
+	MAC    string  `json:"mac"`
+	Bridge *string `json:"bridge"`
+}
+
+// VNF is everything needed to start one VNF. Paths are absolute on the host.
+type VNF struct {
+	UUID          string  `json:"uuid"`
+	Name          string  `json:"name"`
+	Kernel        string  `json:"kernel"`
+	ControlSocket string  `json:"control_socket"`
+	ConsoleLog    string  `json:"console_log"`
+	MemoryMB      int     `json:"memory_mb"`
+	Vcpus         int     `json:"vcpus"`
+	Nics          []NIC   `json:"nics"`
+	SessionSlots  int     `json:"session_slots"`
+	FlowTimeoutMS int     `json:"flow_timeout_ms"`
+	ClickConfig   *string `json:"click_config"`
+	Machine       string  `json:"machine"`
+	Accel         string  `json:"accel"`
+	QMPSocket     *string `json:"qmp_socket"`
+	CmdlineExtra  string  `json:"cmdline_extra"`
+	TSCkHz        *int    `json:"tsc_khz"`
+}
+
+// New returns a spec with spec.py's defaults.
+func New() VNF {
+	return VNF{MemoryMB: 32, Vcpus: 1, Nics: []NIC{}, SessionSlots: 1024, FlowTimeoutMS: 30000,
+		Machine: "microvm", Accel: "kvm"}
+}
+
+// FromJSON decodes a spec like VNFSpec.from_dict: missing fields take defaults, an unknown
+// field is an error naming it.
+func FromJSON(data []byte) (VNF, error) {
+	v := New()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return v, errf("spec", "not a JSON object: %v", err)
+	}
+	known := jsonFields()
+	var unknown []string
+	for k := range raw {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		names := make([]string, 0, len(known))
+		for k := range known {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return v, errf(unknown[0], "unknown field (known: %s)", strings.Join(names, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		if te, ok := err.(*json.UnmarshalTypeError); ok {
+			return v, errf(te.Field, "wrong type: %v", err)
+		}
+		return v, errf("spec", "%v", err)
+	}
+	if v.Nics == nil {
+		v.Nics = []NIC{}
+	}
+	return v, nil
+}
+
+func jsonFields() map[string]bool {
+	return map[string]bool{"uuid": true, "name": true, "kernel": true, "control_socket": true,
+		"console_log": true, "memory_mb": true, "vcpus": true, "nics": true,
+		"session_slots": true, "flow_timeout_ms": true, "click_config": true, "machine": true,
+		"accel": true, "qmp_socket": true, "cmdline_extra": true, "tsc_khz": true}
+}
+
+// pyRepr quotes a string roughly like Python's repr() (messages only; fields are what matter).
+func pyRepr(s string) string {
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		return strconv.Quote(s)
+	}
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	return "'" + q + "'"
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidUUID accepts what Python's uuid.UUID(str) accepts: 32 hex digits, optionally with
+// hyphens, braces and a urn:uuid: prefix.
+func ValidUUID(s string) bool {
+	h := strings.ReplaceAll(strings.ReplaceAll(s, "urn:", ""), "uuid:", "")
+	h = strings.ReplaceAll(strings.Trim(h, "{}"), "-", "")
+	if len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+func uuidHex(s string) string {
+	h := strings.ReplaceAll(strings.ReplaceAll(s, "urn:", ""), "uuid:", "")
+	return strings.ToLower(strings.ReplaceAll(strings.Trim(h, "{}"), "-", ""))
+}
+
+func (n NIC) validate(i int) error {
+	if !ifnameRE.MatchString(n.Tap) {
+		return errf(fmt.Sprintf("nics[%d].tap", i), "%s is not a valid interface name "+
+			"(1-15 characters of A-Z a-z 0-9 _ . -)", pyRepr(n.Tap))
+	}
+	if !macRE.MatchString(n.MAC) {
+		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is not a MAC address like "+
+			"52:54:00:12:34:56 (lower-case hex)", pyRepr(n.MAC))
+	}
+	if b, _ := strconv.ParseUint(n.MAC[:2], 16, 8); b&1 == 1 {
+		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is a multicast address; use a unicast "+
+			"one (even first octet)", n.MAC)
+	}
+	if n.Bridge != nil && !ifnameRE.MatchString(*n.Bridge) {
+		return errf(fmt.Sprintf("nics[%d].bridge", i), "%s is not a valid bridge name",
+			pyRepr(*n.Bridge))
+	}
+	return nil
+}
+
+// Validate checks the spec exactly in spec.py's order, so the first bad field is the same one.
+func (v *VNF) Validate() error {
+	if !ValidUUID(v.UUID) {
+		return errf("uuid", "%s is not a UUID", pyRepr(v.UUID))
+	}
+	if !nameRE.MatchString(v.Name) {
+		return errf("name", "%s: use 1-63 characters of A-Z a-z 0-9 _ . - starting with a "+
+			"letter or digit", pyRepr(v.Name))
+	}
+	for _, f := range []struct{ name, value string }{{"kernel", v.Kernel},
+		{"control_socket", v.ControlSocket}, {"console_log", v.ConsoleLog}} {
+		if !strings.HasPrefix(f.value, "/") {
+			return errf(f.name, "%s must be an absolute path", pyRepr(f.value))
+		}
+	}
+	if v.MemoryMB < 8 || v.MemoryMB > 4096 {
+		return errf("memory_mb", "%d is out of range 8..4096 (the VNF needs about 8 MiB; 32 is "+
+			"the default)", v.MemoryMB)
+	}
+	if v.Vcpus < 1 || v.Vcpus > 8 {
+		return errf("vcpus", "%d is out of range 1..8", v.Vcpus)
+	}
+	if len(v.Nics) > MaxNics {
+		return errf("nics", "%d NICs requested; a VNF has at most %d", len(v.Nics), MaxNics)
+	}
+	for i, n := range v.Nics {
+		if err := n.validate(i); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range v.Nics {
+		if seen[n.Tap] {
+			return errf("nics", "two NICs use the same tap device")
+		}
+		seen[n.Tap] = true
+	}
+	if v.SessionSlots < 1 || v.SessionSlots > MaxSlots {
+		return errf("session_slots", "%d is out of range 1..%d", v.SessionSlots, MaxSlots)
+	}
+	if v.FlowTimeoutMS < 1 || v.FlowTimeoutMS > 86_400_000 {
+		return errf("flow_timeout_ms", "%d is out of range 1..86400000", v.FlowTimeoutMS)
+	}
+	if !contains(Machines, v.Machine) {
+		return errf("machine", "%s is not one of %s", pyRepr(v.Machine), strings.Join(Machines, ", "))
+	}
+	if !contains(Accels, v.Accel) {
+		return errf("accel", "%s is not one of %s", pyRepr(v.Accel), strings.Join(Accels, ", "))
+	}
+	if v.TSCkHz != nil && (*v.TSCkHz < 1000 || *v.TSCkHz > 100_000_000) {
+		return errf("tsc_khz", "%d is out of range 1000..100000000", *v.TSCkHz)
+	}
+	if strings.ContainsAny(v.CmdlineExtra, "\n\r\x00") {
+		return errf("cmdline_extra", "must be a single line")
+	}
+	if v.ClickConfig != nil && len(*v.ClickConfig) > MaxClickConfig {
+		return errf("click_config", "longer than 7000 bytes (the control channel carries at "+
+			"most 8192 bytes per message)")
+	}
+	return nil
+}
+
+// MACFor is spec.mac_for: a stable unicast MAC in 52:54:00 for NIC index of a VNF.
+func MACFor(vnfUUID string, index int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", vnfUUID, index)))
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", h[0], h[1], h[2])
+}
+
+// TapFor is spec.tap_for: the tap name of NIC index (13 characters, within IFNAMSIZ).
+func TapFor(vnfUUID string, index int) string {
+	return fmt.Sprintf("fv%sn%d", uuidHex(vnfUUID)[:10], index)
+}
+
+// KernelCmdline is spec.kernel_cmdline (vnf/PROTOCOL.md §1). The config is sent later.
+func (v *VNF) KernelCmdline() string {
+	parts := []string{fmt.Sprintf("slots=%d", v.SessionSlots),
+		fmt.Sprintf("flow_timeout_ms=%d", v.FlowTimeoutMS), "name=" + v.Name}
+	if v.TSCkHz != nil && *v.TSCkHz != 0 {
+		parts = append(parts, fmt.Sprintf("tsc_khz=%d", *v.TSCkHz))
+	}
+	if v.CmdlineExtra != "" {
+		parts = append(parts, v.CmdlineExtra)
+	}
+	return strings.Join(parts, " ")
+}
+
+func cpuArgs(accel string) []string {
+	// `-cpu host` aborts QEMU on nested KVM (MSR 0x10a): max minus arch-capabilities works.
+	if accel == "kvm" {
+		return []string{"-accel", "kvm", "-cpu", "max,-arch-capabilities"}
+	}
+	return []string{"-accel", "tcg", "-cpu", "max"}
+}
+
+// QemuArgv is spec.qemu_argv: the QEMU argv for the direct backend (microvm, virtio-mmio).
+// The control channel and QMP monitor are listening sockets inherited as controlFD and qmpFD
+// (qmpFD < 0: no QMP monitor).
+func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	if v.Machine != "microvm" {
+		return nil, errf("machine", "the QEMU direct backend runs microvm; use the libvirt "+
+			"backend for pc")
+	}
+	argv := []string{qemu, "-name", "guest=" + v.Name + ",debug-threads=off", "-uuid", v.UUID,
+		"-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on"}
+	argv = append(argv, cpuArgs(v.Accel)...)
+	argv = append(argv,
+		"-m", strconv.Itoa(v.MemoryMB), "-smp", strconv.Itoa(v.Vcpus),
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-kernel", v.Kernel, "-append", v.KernelCmdline(),
+		"-chardev", "file,id=con,path="+v.ConsoleLog, "-serial", "chardev:con",
+		// control channel: virtio-console port 0 (a UART costs a VM exit per byte)
+		"-device", "virtio-serial-device,max_ports=1",
+		"-chardev", fmt.Sprintf("socket,id=ctl,fd=%d,server=on,wait=off", controlFD),
+		"-device", "virtconsole,chardev=ctl,nr=0")
+	if qmpFD >= 0 {
+		argv = append(argv, "-chardev", fmt.Sprintf("socket,id=qmp,fd=%d,server=on,wait=off", qmpFD),
+			"-mon", "chardev=qmp,mode=control")
+	}
+	for i, n := range v.Nics {
+		argv = append(argv,
+			"-netdev", fmt.Sprintf("tap,id=net%d,ifname=%s,script=no,downscript=no", i, n.Tap),
+			"-device", fmt.Sprintf("virtio-net-device,netdev=net%d,mac=%s", i, n.MAC))
+	}
+	return argv, nil
+}

@@ -1,0 +1,156 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+)
+
+type vectors struct {
+	QemuBinary string `json:"qemu_binary"`
+	ControlFD  int    `json:"control_fd"`
+	QMPFD      int    `json:"qmp_fd"`
+	Cases      []struct {
+		Name     string          `json:"name"`
+		Spec     json.RawMessage `json:"spec"`
+		Cmdline  string          `json:"cmdline"`
+		QemuArgv []string        `json:"qemu_argv"`
+	} `json:"cases"`
+	Invalid []struct {
+		Name  string          `json:"name"`
+		Spec  json.RawMessage `json:"spec"`
+		Field string          `json:"field"`
+	} `json:"invalid"`
+}
+
+func load(t *testing.T) vectors {
+	data, err := os.ReadFile("../../vnf/vectors/spec.json")
+	if err != nil {
+		t.Fatalf("read vectors: %v", err)
+	}
+	var v vectors
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestArgvVectors(t *testing.T) {
+	v := load(t)
+	n := 0
+	for _, c := range v.Cases {
+		if c.QemuArgv == nil {
+			continue // pc/libvirt cases belong to the Python libvirt backend
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			s, err := FromJSON(c.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.KernelCmdline(); got != c.Cmdline {
+				t.Errorf("cmdline %q, want %q", got, c.Cmdline)
+			}
+			argv, err := s.QemuArgv(v.QemuBinary, v.ControlFD, v.QMPFD)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(argv, c.QemuArgv) {
+				for i := range max(len(argv), len(c.QemuArgv)) {
+					var a, b string
+					if i < len(argv) {
+						a = argv[i]
+					}
+					if i < len(c.QemuArgv) {
+						b = c.QemuArgv[i]
+					}
+					if a != b {
+						t.Errorf("argv[%d] = %q, want %q", i, a, b)
+					}
+				}
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no microvm cases in the vectors")
+	}
+}
+
+func TestPcRejectedByQemuBackend(t *testing.T) {
+	for _, c := range load(t).Cases {
+		if c.QemuArgv != nil {
+			continue
+		}
+		s, err := FromJSON(c.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: valid spec rejected: %v", c.Name, err)
+		}
+		_, err = s.QemuArgv("qemu", 3, 4)
+		var se *Error
+		if !errors.As(err, &se) || se.Field != "machine" {
+			t.Errorf("%s: want a machine error, got %v", c.Name, err)
+		}
+	}
+}
+
+func TestInvalidVectors(t *testing.T) {
+	for _, c := range load(t).Invalid {
+		t.Run(c.Name, func(t *testing.T) {
+			s, err := FromJSON(c.Spec)
+			if err == nil {
+				err = s.Validate()
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("want a spec error naming %q, got %v", c.Field, err)
+			}
+			if se.Field != c.Field {
+				t.Errorf("error names %q, want %q (%v)", se.Field, c.Field, err)
+			}
+		})
+	}
+}
+
+func TestMacAndTapFor(t *testing.T) {
+	// the vectors' NICs were made with spec.mac_for / spec.tap_for
+	for _, c := range load(t).Cases {
+		s, _ := FromJSON(c.Spec)
+		for i, n := range s.Nics {
+			if n.Bridge == nil {
+				continue // hand-written NICs
+			}
+			if got := TapFor(s.UUID, i); got != n.Tap {
+				t.Errorf("%s: TapFor(%d) = %s, want %s", c.Name, i, got, n.Tap)
+			}
+			if got := MACFor(s.UUID, i); got != n.MAC {
+				t.Errorf("%s: MACFor(%d) = %s, want %s", c.Name, i, got, n.MAC)
+			}
+		}
+	}
+}
+
+func TestUnknownFieldNamed(t *testing.T) {
+	_, err := FromJSON([]byte(`{"uuid":"6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f","zz":1,"aa":2}`))
+	var se *Error
+	if !errors.As(err, &se) || se.Field != "aa" {
+		t.Fatalf("want error naming aa, got %v", err)
+	}
+}
+
+func TestNameWithTrailingNewlineRejected(t *testing.T) {
+	s := New()
+	s.UUID, s.Name = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f", "fw1\n"
+	s.Kernel, s.ControlSocket, s.ConsoleLog = "/k", "/c", "/l"
+	var se *Error
+	if err := s.Validate(); !errors.As(err, &se) || se.Field != "name" {
+		t.Fatalf("want name error, got %v", err)
+	}
+}

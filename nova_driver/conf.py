@@ -1,0 +1,53 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""oslo.config options of the Nova driver and its weighers (group ``[fluidvim]``).
+
+The launch core's own options stay in ``[vnf]`` (``fluidvim.vnf.conf``); nova-compute reads both
+from nova.conf.
+"""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+DEFAULT_CLICK_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
+
+fluidvim_group = cfg.OptGroup("fluidvim", title="fluidvim Nova driver",
+                              help="The unikernel VNF compute driver and its scheduler weighers.")
+
+driver_opts = [
+    cfg.StrOpt("image_cache_dir", default=None,
+               help="Where Glance images (VNF kernels) are cached, one file per image id and "
+                    "checksum. Default: <[vnf] state_dir>/images."),
+    cfg.IntOpt("session_slot_capacity", default=0, min=0,
+               help="Total CUSTOM_VNF_SESSION_SLOT inventory of this compute node. 0 = as many "
+                    "VNFs of [vnf] memory_mb as fit in the host's memory, times [vnf] "
+                    "session_slots."),
+    cfg.StrOpt("default_click_config", default=DEFAULT_CLICK_CONFIG,
+               help="Click configuration for servers whose image (property "
+                    "fluidvim_click_config) and flavor (extra spec fluidvim:click_config) give "
+                    "none. The default is a bump in the wire between NIC 0 and NIC 1."),
+    cfg.IntOpt("default_nics", default=2, min=1, max=4,
+               help="NICs of a VNF whose server has no VIF (``--nic none``) and whose flavor "
+                    "(fluidvim:nics) or image (fluidvim_nics) does not say; they stay unplugged."),
+    cfg.BoolOpt("warm", default=True,
+                help="Use a warm shell of the launch core's pool when one of the right shape is "
+                     "ready (never for servers whose VIFs bring fixed MAC addresses)."),
+]
+
+weigher_opts = [
+    cfg.FloatOpt("queuing_delay_weight_multiplier", default=1.0,
+                 help="Multiplier of QueuingDelayWeigher. Positive prefers hosts whose next "
+                      "launch is expected soonest (warm shells ready, fast recent launches)."),
+    cfg.FloatOpt("free_slots_weight_multiplier", default=1.0,
+                 help="Multiplier of FreeSlotsWeigher. Positive spreads by free session slots."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(fluidvim_group)
+    conf.register_opts(driver_opts + weigher_opts, group=fluidvim_group)
+
+
+def list_opts():
+    return [(fluidvim_group, driver_opts + weigher_opts)]
