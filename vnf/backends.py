@@ -176,6 +176,7 @@ class QemuBackend(Backend):
         self._watched: dict[str, int] = {}       # uuid -> pidfd
         self._expected: set[str] = set()         # deaths we caused (kill)
         self._watcher = None
+        self._closing = False
 
     @staticmethod
     def _listen(path: str) -> socket.socket:
@@ -317,8 +318,23 @@ class QemuBackend(Backend):
                 self._sel.unregister(pidfd)
                 os.close(pidfd)
 
+    def close(self):
+        """Stop watching (running VNFs keep running) and release the watcher's descriptors."""
+        self._closing = True
+        if self._watcher is not None:
+            os.write(self._wake_w, b"x")
+            self._watcher.join(timeout=10)
+            self._watcher = None
+        with self._sel_lock:
+            for pidfd in self._watched.values():
+                os.close(pidfd)
+            self._watched.clear()
+            self._sel.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
     def _watch_loop(self):
-        while True:
+        while not self._closing:
             for key, _ in self._sel.select():
                 if key.data is None:
                     try:

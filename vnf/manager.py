@@ -102,6 +102,7 @@ class VNFManager:
             closing, self._backends = list(self._backends.values()), {}
         for be in closing:
             be.close()
+        self.store.engine.dispose()
 
     def _kernel_id(self, path: str) -> str:
         st = os.stat(path)

@@ -52,13 +52,11 @@ func closedErr(msg string) error {
 	if msg == "" {
 		msg = "control channel closed: the VNF (or its QEMU) has exited"
 	}
-	return &closedError{Error{Code: "closed", Message: msg}}
+	return &Error{Code: "closed", Message: msg}
 }
 
-type closedError struct{ Error }
-
-func (e *closedError) Is(target error) bool { return target == ErrClosed }
-func (e *closedError) Unwrap() error        { return &e.Error }
+// Is makes errors.Is(err, ErrClosed) true for a closed channel.
+func (e *Error) Is(target error) bool { return target == ErrClosed && e.Code == "closed" }
 
 // appendString writes s as a JSON string the way Python's json.dumps(ensure_ascii=True) does.
 func appendString(b []byte, s string) []byte {
