@@ -45,6 +45,7 @@ CASES = [
 
 BAD = [
     ("bad-name", {"name": "-x"}, "name"),
+    ("bad-name-newline", {"name": "fw1\n"}, "name"),
     ("bad-memory", {"memory_mb": 4}, "memory_mb"),
     ("bad-slots", {"session_slots": 0}, "session_slots"),
     ("bad-machine", {"machine": "q35"}, "machine"),

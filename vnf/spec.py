@@ -29,9 +29,9 @@ QBOOT_ROM = "/usr/share/qemu/qboot.rom"
 XMLNS = "https://fluidvim.org/xmlns/vnf/1"
 DOMAIN_PREFIX = "fluidvim-"
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+_IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 
 class SpecError(ValueError):
@@ -51,16 +51,16 @@ class NicSpec:
     bridge: str | None = None
 
     def validate(self, i: int) -> None:
-        if not _IFNAME_RE.match(self.tap):
+        if not _IFNAME_RE.fullmatch(self.tap):
             raise SpecError(f"nics[{i}].tap", f"{self.tap!r} is not a valid interface name "
                             "(1-15 characters of A-Z a-z 0-9 _ . -)")
-        if not _MAC_RE.match(self.mac):
+        if not _MAC_RE.fullmatch(self.mac):
             raise SpecError(f"nics[{i}].mac", f"{self.mac!r} is not a MAC address like "
                             "52:54:00:12:34:56 (lower-case hex)")
         if int(self.mac[:2], 16) & 1:
             raise SpecError(f"nics[{i}].mac", f"{self.mac} is a multicast address; use a unicast "
                             "one (even first octet)")
-        if self.bridge is not None and not _IFNAME_RE.match(self.bridge):
+        if self.bridge is not None and not _IFNAME_RE.fullmatch(self.bridge):
             raise SpecError(f"nics[{i}].bridge", f"{self.bridge!r} is not a valid bridge name")
 
 
@@ -90,7 +90,7 @@ class VNFSpec:
             uuidlib.UUID(self.uuid)
         except (ValueError, TypeError):
             raise SpecError("uuid", f"{self.uuid!r} is not a UUID") from None
-        if not _NAME_RE.match(self.name or ""):
+        if not _NAME_RE.fullmatch(self.name or ""):
             raise SpecError("name", f"{self.name!r}: use 1-63 characters of A-Z a-z 0-9 _ . - "
                             "starting with a letter or digit")
         for field in ("kernel", "control_socket", "console_log"):

@@ -112,3 +112,20 @@ def test_vectors_are_current():
     tool = os.path.join(os.path.dirname(VECTORS), "..", "..", "tools", "gen_vectors.py")
     assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
         "vnf/vectors/spec.json is stale: run tools/gen_vectors.py and review the diff"
+
+
+@pytest.mark.parametrize("field,value", [("name", "fw1\n"), ("name", "fw 1")])
+def test_names_with_newlines_or_spaces_are_refused(field, value):
+    d = V["cases"][0]["spec"] | {field: value}
+    with pytest.raises(S.SpecError) as e:
+        S.VNFSpec.from_dict(d).validate()
+    assert e.value.field == field
+
+
+def test_tap_and_mac_with_trailing_newline_are_refused():
+    good = V["cases"][0]["spec"]
+    for key, bad in (("tap", "fvx0\n"), ("mac", "52:54:00:00:00:01\n")):
+        nic = dict(good["nics"][0]) | {key: bad}
+        with pytest.raises(S.SpecError) as e:
+            S.VNFSpec.from_dict(good | {"nics": [nic]}).validate()
+        assert e.value.field == f"nics[0].{key}"
