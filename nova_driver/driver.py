@@ -1,0 +1,503 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Nova compute driver for unikernel VNFs: ``[DEFAULT] compute_driver = fluidvim.UnikernelDriver``.
+
+A Nova server is one VNF of the launch core (:class:`fluidvim.vnf.manager.VNFManager`), named after
+the instance UUID. The Glance image *is* the VNF kernel (a PVH ELF, disk_format ``aki`` or
+``raw``): it is downloaded once into a cache keyed by image id and checksum and booted directly —
+no disk, no resize, no config drive, no key injection. What the VNF runs comes from the flavor's
+extra specs and the image's properties:
+
+===============================  ===================================  =========================
+flavor extra spec                image property                       meaning
+===============================  ===================================  =========================
+``fluidvim:click_config``        ``fluidvim_click_config``            Click configuration
+``resources:CUSTOM_VNF_SESSION_SLOT`` / ``fluidvim:session_slots``
+                                 ``fluidvim_session_slots``           session slots (flow table)
+``fluidvim:nics``                ``fluidvim_nics``                    NICs when there is no VIF
+``fluidvim:warm``                                                     false: never a warm shell
+``fluidvim:backend``                                                  qemu or libvirt
+===============================  ===================================  =========================
+
+The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. Memory and vCPUs are
+the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC; a
+server without VIFs (``--nic none``) gets unplugged NICs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+
+import nova.conf
+import nova.virt.node
+import os_resource_classes as orc
+from nova import exception
+from nova.compute import power_state
+from nova.image import glance
+from nova.objects import fields as obj_fields
+from nova.virt import driver, event as virtevent, hardware
+from oslo_concurrency import lockutils
+from oslo_log import log as logging
+from oslo_utils import strutils, versionutils
+
+from fluidvim.nova_driver import conf as fconf
+from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
+from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.manager import VNFManager
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+if "vnf" not in CONF:
+    vnfconf.register_opts(CONF)
+fconf.register_opts(CONF)
+
+IMAGE_API = glance.API()
+
+SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
+ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
+BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
+                  "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
+MAX_VNF_VCPUS = 8            # fluidvim.vnf.spec.VNFSpec.validate
+MAX_VNF_MEMORY_MB = 4096
+SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
+ELF_MAGIC = b"\x7fELF"
+VERSION = "0.1.0"
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 2)
+
+
+def _host_memory_mb() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+class UnikernelDriver(driver.ComputeDriver):
+    """Servers are unikernel VNFs started by fluidvim's launch core."""
+
+    capabilities = dict(
+        driver.ComputeDriver.capabilities,
+        # the image is the kernel: an "aki" (kernel image) or a raw upload of the ELF
+        supports_image_type_aki=True,
+        supports_image_type_raw=True,
+    )
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi)
+        self._manager = None
+        self._manager_lock = threading.Lock()
+
+    # -- the launch core --
+    @property
+    def manager(self) -> VNFManager:
+        with self._manager_lock:
+            if self._manager is None:
+                self._manager = VNFManager(CONF)
+                self._manager.death_listeners.append(self._vnf_died)
+            return self._manager
+
+    def init_host(self, host):
+        summary = self.manager.recover()
+        LOG.info("fluidvim: launch core on %s (%s, %s): %s", host, self.manager.accel,
+                 self.manager.accel_reason, summary)
+        if CONF.vnf.pool_size:
+            key = self.manager.start_pool()
+            LOG.info("fluidvim: warm pool %s of %d shells", key, CONF.vnf.pool_size)
+
+    def cleanup_host(self, host):
+        if self._manager is not None:
+            self._manager.close()
+            self._manager = None
+
+    def _records(self, instance_uuid: str):
+        """Launch-core records of a server, oldest first (normally exactly one)."""
+        recs = [r for r in self.manager.store.list()
+                if r.name == instance_uuid and r.status != "pool"]
+        return sorted(recs, key=lambda r: r.created_at)
+
+    def _record(self, instance):
+        recs = self._records(instance.uuid)
+        return recs[-1] if recs else None
+
+    def _destroy_vnfs(self, instance_uuid: str) -> int:
+        n = 0
+        for rec in self._records(instance_uuid):
+            try:
+                self.manager.destroy(rec.id)
+                n += 1
+            except KeyError:
+                pass            # gone meanwhile (e.g. its death was just handled)
+        return n
+
+    def _vnf_died(self, vnf_id, reason):
+        """The launch core saw a VNF die on its own: tell the compute manager at once."""
+        rec = self.manager.store.get(vnf_id)
+        if rec is None or rec.status == "pool":
+            return
+        LOG.warning("fluidvim: VNF %s of instance %s died: %s", vnf_id, rec.name, reason)
+        try:
+            self.emit_event(virtevent.LifecycleEvent(rec.name,
+                                                     virtevent.EVENT_LIFECYCLE_STOPPED))
+        except Exception:  # noqa: BLE001 - never kill the launch core's watcher thread
+            LOG.exception("fluidvim: could not emit the lifecycle event of %s", rec.name)
+
+    # -- instances --
+    def list_instances(self):
+        return [r.name for r in self.manager.list() if _is_uuid(r.name)]
+
+    def list_instance_uuids(self):
+        return self.list_instances()
+
+    def get_info(self, instance, use_cache=True):
+        rec = self._record(instance)
+        if rec is None:
+            if (instance.system_metadata or {}).get(SYSMETA_POWER) == "off":
+                return hardware.InstanceInfo(state=power_state.SHUTDOWN)
+            raise exception.InstanceNotFound(instance_id=instance.uuid)
+        if rec.status == "running":
+            alive = self.manager.backend(rec.backend).alive(rec.spec, rec.pid)
+            state = power_state.RUNNING if alive else power_state.CRASHED
+        elif rec.status == "crashed":
+            state = power_state.CRASHED
+        else:
+            state = power_state.NOSTATE
+        return hardware.InstanceInfo(state=state, internal_id=rec.id)
+
+    def get_console_output(self, context, instance):
+        rec = self._record(instance)
+        if rec is None:
+            raise exception.ConsoleNotAvailable()
+        return self.manager.backend(rec.backend).console_output(rec.spec)
+
+    def get_host_ip_addr(self):
+        return CONF.my_ip
+
+    # -- spawn and friends --
+    def spawn(self, context, instance, image_meta, injected_files, admin_password,
+              allocations, network_info=None, block_device_info=None, power_on=True,
+              accel_info=None):
+        if block_device_info and block_device_info.get("block_device_mapping"):
+            raise exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason="fluidvim VNFs have no disks: volumes cannot be attached")
+        if injected_files:
+            LOG.warning("fluidvim: ignoring %d injected files of %s (VNFs have no "
+                        "filesystem)", len(injected_files), instance.uuid, instance=instance)
+        image_id = image_meta.id if image_meta.obj_attr_is_set("id") else instance.image_ref
+        self._start(context, instance, image_id, network_info, allocations)
+        if not power_on:
+            self.power_off(instance)
+
+    def _start(self, context, instance, image_id, network_info, allocations=None):
+        t0 = time.perf_counter()
+        phases = {}
+        if not image_id:
+            raise exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason="fluidvim needs a Glance image (the VNF kernel); boot from volume is "
+                       "not supported")
+        kernel, props, cached = self._fetch_image(context, image_id)
+        phases["image"] = _ms(t0)
+        t = time.perf_counter()
+        args = self._launch_args(instance, props, network_info, allocations)
+        phases["spec"] = _ms(t)
+        stale = self._destroy_vnfs(instance.uuid)
+        if stale:
+            LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
+                     instance=instance)
+        try:
+            res = self.manager.launch(name=instance.uuid, kernel=kernel, **args)
+        except ControlError as e:
+            if e.code == "config":
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason=f"the VNF rejected its Click configuration: {e}") from e
+            raise exception.InstanceDeployFailure(reason=str(e)) from e
+        except specmod.SpecError as e:
+            raise exception.BuildAbortException(instance_uuid=instance.uuid,
+                                                reason=str(e)) from e
+        except backends.LaunchError as e:
+            raise exception.InstanceDeployFailure(reason=str(e)) from e
+        for k, v in res.phases_ms.items():          # the launch core's own phases
+            phases[f"launch_{k}"] = round(v, 2)
+        total = _ms(t0)
+        phases["total"] = total
+        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
+                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
+                 "cached" if cached else "downloaded", phases, instance=instance)
+        sysmeta = instance.system_metadata
+        sysmeta["fluidvim_vnf_id"] = res.vnf_id
+        sysmeta["fluidvim_launch_kind"] = res.kind
+        sysmeta["fluidvim_backend"] = res.backend
+        sysmeta["fluidvim_spawn_ms"] = str(total)
+        sysmeta["fluidvim_phases_ms"] = json.dumps(phases, separators=(",", ":"))[:255]
+        sysmeta[SYSMETA_POWER] = "on"
+        return res
+
+    def _launch_args(self, instance, props, network_info, allocations=None) -> dict:
+        flavor = instance.flavor
+        specs = dict(flavor.extra_specs or {})
+        props = props or {}
+
+        def pick(spec_keys, prop_key=None):
+            for k in spec_keys:
+                if specs.get(k) not in (None, ""):
+                    return specs[k]
+            if prop_key and props.get(prop_key) not in (None, ""):
+                return props[prop_key]
+            return None
+
+        def as_int(value, what):
+            if value is None:
+                return None
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid, reason=f"{what} must be an integer, "
+                    f"not {value!r}") from None
+
+        config = (pick(["fluidvim:click_config"], "fluidvim_click_config")
+                  or CONF.fluidvim.default_click_config)
+        slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
+                            "fluidvim_session_slots"), "session slots")
+        nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
+        bridges, macs = self._vifs(instance, network_info)
+        if not bridges:
+            bridges = [None] * (nics or CONF.fluidvim.default_nics)
+        elif nics and nics > len(bridges):
+            bridges += [None] * (nics - len(bridges))
+            macs += [None] * (nics - len(macs))
+        warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
+        return dict(config=config, bridges=bridges, macs=macs if any(macs) else None,
+                    slots=slots, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+                    backend=specs.get("fluidvim:backend") or None,
+                    warm=None if warm else False)
+
+    @staticmethod
+    def _vifs(instance, network_info):
+        bridges, macs = [], []
+        for vif in network_info or []:
+            if vif.get("type") != "bridge":
+                raise exception.VirtualInterfaceCreateException(
+                    f"fluidvim plugs VIFs of type 'bridge' only; port {vif.get('id')} of "
+                    f"{instance.uuid} is of type {vif.get('type')!r}")
+            bridge = (vif.get("network") or {}).get("bridge")
+            if not bridge:
+                raise exception.VirtualInterfaceCreateException(
+                    f"port {vif.get('id')} of {instance.uuid} names no bridge")
+            bridges.append(bridge)
+            macs.append(vif.get("address"))
+        return bridges, macs
+
+    def _image_cache_dir(self) -> str:
+        d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")
+        os.makedirs(d, mode=0o750, exist_ok=True)
+        return d
+
+    def _fetch_image(self, context, image_id):
+        """The cached kernel of a Glance image: (path, properties, was_cached)."""
+        meta = IMAGE_API.get(context, image_id)
+        algo, digest = meta.get("os_hash_algo"), meta.get("os_hash_value")
+        if not digest and meta.get("checksum"):
+            algo, digest = "md5", meta["checksum"]
+        path = os.path.join(self._image_cache_dir(), f"{image_id}-{(digest or 'any')[:32]}")
+        props = dict(meta.get("properties") or {})
+        with lockutils.lock(f"fluidvim-image-{image_id}"):
+            if os.path.exists(path):
+                return path, props, True
+            part = f"{path}.part-{os.getpid()}"
+            try:
+                IMAGE_API.download(context, image_id, dest_path=part)
+                with open(part, "rb") as f:
+                    data = f.read()
+                if digest and algo and algo in hashlib.algorithms_available:
+                    got = hashlib.new(algo, data).hexdigest()
+                    if got != digest:
+                        raise exception.ImageUnacceptable(
+                            image_id=image_id, reason=f"{algo} {got} != {digest}")
+                if data[:4] != ELF_MAGIC:
+                    raise exception.ImageUnacceptable(
+                        image_id=image_id, reason="not an ELF kernel: fluidvim boots the image "
+                        "as the VNF kernel (upload fluidvim-vnf.elf with disk_format aki or "
+                        "raw)")
+                os.replace(part, path)
+            finally:
+                if os.path.exists(part):
+                    os.unlink(part)
+        LOG.info("fluidvim: cached image %s (%d bytes) at %s", image_id, len(data), path)
+        return path, props, False
+
+    def destroy(self, context, instance, network_info, block_device_info=None,
+                destroy_disks=True, destroy_secrets=True):
+        n = self._destroy_vnfs(instance.uuid)
+        LOG.info("fluidvim: destroyed %d VNF(s) of %s", n, instance.uuid, instance=instance)
+
+    def cleanup(self, context, instance, network_info, block_device_info=None,
+                destroy_disks=True, migrate_data=None, destroy_vifs=True,
+                destroy_secrets=True):
+        self._destroy_vnfs(instance.uuid)
+
+    def reboot(self, context, instance, network_info, reboot_type,
+               block_device_info=None, bad_volumes_callback=None, accel_info=None,
+               share_info=None):
+        rec = self._record(instance)
+        if reboot_type == "SOFT" and rec is not None and rec.status == "running":
+            # a soft reboot restarts the VNF's element graph (counters and flow table reset)
+            try:
+                self.manager.configure(rec.id, rec.config, slots=rec.spec.session_slots)
+                LOG.info("fluidvim: soft reboot of %s reconfigured VNF %s", instance.uuid,
+                         rec.id, instance=instance)
+                return
+            except (ControlError, OSError) as e:
+                LOG.warning("fluidvim: soft reboot of %s failed (%s); rebooting hard",
+                            instance.uuid, e, instance=instance)
+        self._start(context, instance, instance.image_ref, network_info)
+
+    def power_off(self, instance, timeout=0, retry_interval=0):
+        self._destroy_vnfs(instance.uuid)
+        instance.system_metadata[SYSMETA_POWER] = "off"
+
+    def power_on(self, context, instance, network_info, block_device_info=None,
+                 accel_info=None, share_info=None):
+        self._start(context, instance, instance.image_ref, network_info)
+
+    def resume_state_on_host_boot(self, context, instance, network_info, share_info,
+                                  block_device_info=None):
+        self._start(context, instance, instance.image_ref, network_info)
+
+    def plug_vifs(self, instance, network_info):
+        """Taps are made and plugged by the launch core when the VNF starts."""
+
+    def unplug_vifs(self, instance, network_info):
+        """Taps go with their VNF."""
+
+    # -- resources --
+    def get_available_nodes(self, refresh=False):
+        return [CONF.host]
+
+    def _slot_capacity(self) -> int:
+        if CONF.fluidvim.session_slot_capacity:
+            return CONF.fluidvim.session_slot_capacity
+        mem = max(0, _host_memory_mb() - CONF.reserved_host_memory_mb)
+        return max(1, mem // CONF.vnf.memory_mb) * CONF.vnf.session_slots
+
+    def _host_resources(self) -> dict:
+        st = os.statvfs(self._image_cache_dir())
+        running = [r for r in self.manager.list() if r.status == "running"]
+        specs = [r.spec for r in running]
+        return {
+            "vcpus": os.cpu_count() or 1,
+            "memory_mb": _host_memory_mb(),
+            "local_gb": st.f_blocks * st.f_frsize // 1024 ** 3,
+            "local_gb_free": st.f_bavail * st.f_frsize // 1024 ** 3,
+            "vcpus_used": sum(s.vcpus for s in specs),
+            "memory_mb_used": sum(s.memory_mb for s in specs),
+        }
+
+    def host_stats(self) -> dict:
+        """What the scheduler weighers read (host_state.stats), all strings."""
+        qd = self.manager.queuing_delay()
+        slots = self.manager.slots()
+        stats = {
+            "fluidvim_queuing_delay_ms": ("" if qd["seconds"] is None
+                                          else f"{qd['seconds'] * 1000.0:.3f}"),
+            "fluidvim_queuing_basis": qd["basis"],
+            "fluidvim_warm_shells": str(qd["warm_shells"]),
+            "fluidvim_slot_capacity": str(self._slot_capacity()),
+            "fluidvim_slots_total": str(slots["total"]),
+            "fluidvim_slots_used": str(slots["used"]),
+            "fluidvim_slots_free": str(slots["free"]),
+            "fluidvim_accel": self.manager.accel,
+        }
+        return stats
+
+    def get_available_resource(self, nodename):
+        res = self._host_resources()
+        hv_type = (obj_fields.HVType.KVM if self.manager.accel == "kvm"
+                   else obj_fields.HVType.QEMU)
+        return {
+            "vcpus": res["vcpus"],
+            "memory_mb": res["memory_mb"],
+            "local_gb": res["local_gb"],
+            "vcpus_used": res["vcpus_used"],
+            "memory_mb_used": res["memory_mb_used"],
+            "local_gb_used": res["local_gb"] - res["local_gb_free"],
+            "hypervisor_type": "fluidvim",
+            "hypervisor_version": versionutils.convert_version_to_int(VERSION),
+            "hypervisor_hostname": nodename,
+            "cpu_info": json.dumps({"arch": obj_fields.Architecture.X86_64,
+                                    "accel": self.manager.accel}),
+            "disk_available_least": res["local_gb_free"],
+            "supported_instances": [(obj_fields.Architecture.X86_64, hv_type,
+                                     obj_fields.VMMode.HVM)],
+            "numa_topology": None,
+            "uuid": nova.virt.node.get_local_node_uuid(),
+            "stats": self.host_stats(),
+        }
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        res = self._host_resources()
+        ratios = self._get_allocation_ratios(provider_tree.data(nodename).inventory)
+        capacity = self._slot_capacity()
+        inventory = {
+            orc.VCPU: {
+                "total": res["vcpus"], "min_unit": 1,
+                "max_unit": min(res["vcpus"], MAX_VNF_VCPUS), "step_size": 1,
+                "allocation_ratio": ratios[orc.VCPU], "reserved": CONF.reserved_host_cpus,
+            },
+            orc.MEMORY_MB: {
+                "total": res["memory_mb"], "min_unit": 1,
+                "max_unit": min(res["memory_mb"], MAX_VNF_MEMORY_MB), "step_size": 1,
+                "allocation_ratio": ratios[orc.MEMORY_MB],
+                "reserved": CONF.reserved_host_memory_mb,
+            },
+            SLOT_RC: {
+                "total": capacity, "min_unit": 1, "max_unit": min(capacity, specmod.MAX_SLOTS),
+                "step_size": 1, "allocation_ratio": 1.0, "reserved": 0,
+            },
+        }
+        if res["local_gb"] > 0:
+            inventory[orc.DISK_GB] = {
+                "total": res["local_gb"], "min_unit": 1, "max_unit": res["local_gb"],
+                "step_size": 1, "allocation_ratio": ratios[orc.DISK_GB],
+                "reserved": self._get_reserved_host_disk_gb_from_config(),
+            }
+        provider_tree.update_inventory(nodename, inventory)
+        want = {ACCEL_TRAITS[self.manager.accel], BACKEND_TRAITS[CONF.vnf.backend]}
+        stale = (set(ACCEL_TRAITS.values()) | set(BACKEND_TRAITS.values())) - want
+        provider_tree.remove_traits(nodename, *stale)
+        provider_tree.add_traits(nodename, *want)
+
+
+def _is_uuid(name: str) -> bool:
+    from oslo_utils import uuidutils
+    return uuidutils.is_uuid_like(name)
+
+
+def _unsupported(op: str, why: str = "unikernel VNFs have no disk or guest agent"):
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(f"fluidvim: {op} is not supported ({why})")
+    method.__name__ = op
+    method.__doc__ = f"Not supported by fluidvim: {why}."
+    return method
+
+
+for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "pause", "unpause",
+            "suspend", "resume", "soft_delete", "restore", "trigger_crash_dump",
+            "migrate_disk_and_power_off", "finish_migration", "finish_revert_migration",
+            "confirm_migration", "live_migration", "check_can_live_migrate_destination",
+            "check_can_live_migrate_source", "pre_live_migration", "attach_volume",
+            "detach_volume", "swap_volume", "extend_volume", "attach_interface",
+            "detach_interface", "get_vnc_console", "get_spice_console", "get_serial_console",
+            "get_mks_console", "quiesce", "unquiesce", "get_volume_connector"):
+    setattr(UnikernelDriver, _op, _unsupported(_op))
+del _op

@@ -1,0 +1,329 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Unit tests of UnikernelDriver in Nova's style, on the real launch core and real QEMU.
+
+Glance is faked (the "image" is vnf/kernel/build/fluidvim-vnf.elf); everything under it is real:
+VNFs boot under KVM (TCG when /dev/kvm does not work), with real taps and bridges. Needs root.
+
+    /tmp/nova-venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_driver
+"""
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from unittest import mock
+
+from nova import context as nova_context, exception, objects, test
+from nova.compute import power_state, provider_tree
+from nova.network import model as network_model
+from nova.tests.unit import fake_instance
+from nova.virt import event as virtevent, fake as fake_virt
+
+from fluidvim.nova_driver import driver as fdriver
+from fluidvim.vnf import conf as vnfconf, netdev
+
+KERNEL = vnfconf.default_kernel()
+IMAGE_ID = "0a5a8c93-4f4e-4d4e-9a43-2a0c3f2b9e11"
+BAD_IMAGE_ID = "6f1c2d3e-0000-4000-8000-00000000bad0"
+
+
+class FakeGlance:
+    """Serves the VNF kernel as image IMAGE_ID and a non-ELF blob as BAD_IMAGE_ID."""
+
+    def __init__(self, properties=None):
+        with open(KERNEL, "rb") as f:
+            self.blobs = {IMAGE_ID: f.read(), BAD_IMAGE_ID: b"MZ not a kernel" * 10}
+        self.properties = properties or {}
+        self.downloads = 0
+
+    def get(self, context, image_id, include_locations=False, show_deleted=True):
+        if image_id not in self.blobs:
+            raise exception.ImageNotFound(image_id=image_id)
+        data = self.blobs[image_id]
+        return {"id": image_id, "disk_format": "aki", "container_format": "aki",
+                "size": len(data), "os_hash_algo": "sha512",
+                "os_hash_value": hashlib.sha512(data).hexdigest(),
+                "properties": dict(self.properties)}
+
+    def download(self, context, image_id, data=None, dest_path=None, trusted_certs=None):
+        self.downloads += 1
+        with open(dest_path, "wb") as f:
+            f.write(self.blobs[image_id])
+
+
+class UnikernelDriverTestCase(test.NoDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("needs root (QEMU with taps, bridges)")
+        if not os.path.exists(KERNEL):
+            self.skipTest(f"the VNF kernel is not built: make -C vnf/kernel ({KERNEL})")
+        self.tmp = tempfile.mkdtemp(prefix="fluidvim-nova-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.run_dir = f"/run/fluidvim-nova-test-{uuid.uuid4().hex[:8]}"
+        self.flags(state_dir=os.path.join(self.tmp, "state"), run_dir=self.run_dir,
+                   group="vnf")
+        self.flags(image_cache_dir=os.path.join(self.tmp, "images"),
+                   session_slot_capacity=4096, group="fluidvim")
+        self.glance = FakeGlance()
+        self.useFixture(test.fixtures.MockPatchObject(fdriver, "IMAGE_API", self.glance))
+        self.ctx = nova_context.get_admin_context()
+        self.driver = fdriver.UnikernelDriver(fake_virt.FakeVirtAPI())
+        self.events = []
+        self.taps = set()
+        self.driver.register_event_listener(self.events.append)
+        self.driver.init_host("compute1")
+        self.addCleanup(self._cleanup)
+
+    def _cleanup(self):
+        mgr = self.driver.manager
+        mine = set(self.taps)
+        for rec in mgr.store.list():
+            mine.update(n.tap for n in rec.spec.nics)
+            try:
+                mgr.destroy(rec.id)
+            except Exception:  # noqa: BLE001
+                pass
+        self.driver.cleanup_host("compute1")
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.assertEqual([], self._existing(mine), "taps leaked")
+
+    @staticmethod
+    def _existing(taps, wait=2.0):
+        # other processes (CI) make fv* taps too: only look at the ones of this test's VNFs
+        deadline = time.monotonic() + wait
+        while True:
+            left = sorted(set(taps) & set(netdev.list_taps()))
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.02)
+
+    def _instance(self, extra_specs=None, memory_mb=32, vcpus=1):
+        flavor = objects.Flavor(id=1, name="vnf.small", memory_mb=memory_mb, vcpus=vcpus,
+                                root_gb=0, ephemeral_gb=0, flavorid="1", swap=0,
+                                rxtx_factor=1.0, vcpu_weight=1, disabled=False,
+                                is_public=True, extra_specs=extra_specs or {}, projects=[])
+        inst = fake_instance.fake_instance_obj(self.ctx, uuid=str(uuid.uuid4()),
+                                               image_ref=IMAGE_ID, flavor=flavor)
+        inst.system_metadata = {}
+        return inst
+
+    def _spawn(self, inst, network_info=None, image_id=IMAGE_ID):
+        meta = objects.ImageMeta.from_dict({"id": image_id, "disk_format": "aki"})
+        self.driver.spawn(self.ctx, inst, meta, [], "", {}, network_info=network_info)
+        self.taps.update(n.tap for n in self.driver.manager.get(inst.uuid).spec.nics)
+
+    def _stats(self, inst):
+        return self.driver.manager.stats(inst.uuid)
+
+    # -- tests --
+    def test_capabilities_and_loading(self):
+        caps = self.driver.capabilities
+        self.assertTrue(caps["supports_image_type_aki"])
+        self.assertTrue(caps["supports_image_type_raw"])
+        self.assertFalse(caps["supports_image_type_qcow2"])
+        self.assertFalse(caps["supports_attach_interface"])
+        from nova.virt import driver as nova_driver
+        loaded = nova_driver.load_compute_driver(fake_virt.FakeVirtAPI(),
+                                                 "fluidvim.UnikernelDriver")
+        self.assertIsInstance(loaded, fdriver.UnikernelDriver)
+
+    def test_spawn_nic_none_destroy(self):
+        inst = self._instance({"resources:CUSTOM_VNF_SESSION_SLOT": "256"})
+        self._spawn(inst)
+        self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
+        self.assertEqual([inst.uuid], self.driver.list_instances())
+        self.assertEqual([inst.uuid], self.driver.list_instance_uuids())
+        stats = self._stats(inst)
+        self.assertEqual(256, stats["slots"]["total"])
+        rec = self.driver.manager.get(inst.uuid)
+        self.assertEqual(2, len(rec.spec.nics))               # [fluidvim] default_nics, unplugged
+        self.assertEqual(32, rec.spec.memory_mb)
+        self.assertTrue(rec.spec.kernel.startswith(os.path.join(self.tmp, "images", IMAGE_ID)))
+        sm = inst.system_metadata
+        self.assertEqual(rec.id, sm["fluidvim_vnf_id"])
+        self.assertEqual("cold", sm["fluidvim_launch_kind"])
+        phases = fdriver.json.loads(sm["fluidvim_phases_ms"])
+        for key in ("image", "spec", "launch_spec", "launch_spawn", "launch_boot",
+                    "launch_configure", "launch_record", "total"):
+            self.assertIn(key, phases)
+        self.assertLessEqual(len(sm["fluidvim_phases_ms"]), 255)
+        self.assertIn("fluidvim", self.driver.get_console_output(self.ctx, inst).lower())
+
+        self.driver.destroy(self.ctx, inst, None)
+        self.assertRaises(exception.InstanceNotFound, self.driver.get_info, inst)
+        self.assertEqual([], self.driver.list_instances())
+        self.assertEqual([], self.driver.manager.store.list())
+        self.assertFalse(os.path.exists(rec.spec.control_socket))
+        self.driver.destroy(self.ctx, inst, None)            # idempotent
+
+    def test_image_downloaded_once_and_verified(self):
+        a, b = self._instance(), self._instance()
+        self._spawn(a)
+        self._spawn(b)
+        self.assertEqual(1, self.glance.downloads)
+        self.assertEqual(2, len(self.driver.list_instances()))
+        self.assertEqual(1, len(os.listdir(os.path.join(self.tmp, "images"))))
+
+    def test_non_elf_image_is_refused(self):
+        inst = self._instance()
+        self.assertRaises(exception.ImageUnacceptable, self._spawn, inst,
+                          image_id=BAD_IMAGE_ID)
+        self.assertEqual([], self.driver.manager.store.list())
+        self.assertEqual([], os.listdir(os.path.join(self.tmp, "images")))
+
+    def test_click_config_from_image_and_flavor(self):
+        self.glance.properties = {"fluidvim_click_config":
+                                  "FromDevice(0) -> img :: Counter -> ToDevice(1);",
+                                  "fluidvim_session_slots": "64"}
+        inst = self._instance()
+        self._spawn(inst)
+        rec = self.driver.manager.get(inst.uuid)
+        self.assertIn("img :: Counter", rec.config)
+        self.assertEqual(64, self._stats(inst)["slots"]["total"])
+        inst2 = self._instance({"fluidvim:click_config":
+                                "FromDevice(0) -> flv :: Counter -> ToDevice(1);",
+                                "fluidvim:session_slots": "32", "fluidvim:nics": "3"})
+        self._spawn(inst2)
+        rec2 = self.driver.manager.get(inst2.uuid)
+        self.assertIn("flv :: Counter", rec2.config)
+        self.assertEqual(3, len(rec2.spec.nics))
+        self.assertEqual(32, self._stats(inst2)["slots"]["total"])
+
+    def test_rejected_click_config_aborts_build_and_leaves_nothing(self):
+        inst = self._instance({"fluidvim:click_config": "FromDevice(0) -> Countr -> Discard;"})
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn, inst)
+        self.assertIn("line 1", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+        self.assertEqual([], self.driver.list_instances())
+
+    def test_bridge_vifs(self):
+        br = "fvnt" + uuid.uuid4().hex[:6]
+        subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
+        self.addCleanup(subprocess.run, ["ip", "link", "del", br], check=False)
+        subprocess.run(["ip", "link", "set", br, "up"], check=True)
+        vifs = network_model.NetworkInfo([
+            network_model.VIF(id=str(uuid.uuid4()), address=mac, type="bridge",
+                              network=network_model.Network(id="net", bridge=br))
+            for mac in ("fa:16:3e:00:00:01", "fa:16:3e:00:00:02")])
+        inst = self._instance()
+        self._spawn(inst, network_info=vifs)
+        rec = self.driver.manager.get(inst.uuid)
+        self.assertEqual([br, br], [n.bridge for n in rec.spec.nics])
+        self.assertEqual(["fa:16:3e:00:00:01", "fa:16:3e:00:00:02"],
+                         [n.mac for n in rec.spec.nics])
+        self.assertEqual([br, br], [netdev.master_of(n.tap) for n in rec.spec.nics])
+        self.driver.destroy(self.ctx, inst, vifs)
+        self.assertEqual([], self._existing(n.tap for n in rec.spec.nics))
+
+    def test_unsupported_vif_type(self):
+        vifs = network_model.NetworkInfo([network_model.VIF(
+            id=str(uuid.uuid4()), address="fa:16:3e:00:00:03", type="ovs",
+            network=network_model.Network(id="net", bridge="br-int"))])
+        inst = self._instance()
+        self.assertRaises(exception.VirtualInterfaceCreateException, self._spawn, inst,
+                          network_info=vifs)
+        self.assertEqual([], self.driver.manager.store.list())
+
+    def test_power_off_on_and_reboot(self):
+        inst = self._instance()
+        self._spawn(inst)
+        first = inst.system_metadata["fluidvim_vnf_id"]
+        self.driver.power_off(inst)
+        self.assertEqual(power_state.SHUTDOWN, self.driver.get_info(inst).state)
+        self.assertEqual([], self.driver.list_instances())
+        self.driver.power_on(self.ctx, inst, None)
+        self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
+        second = inst.system_metadata["fluidvim_vnf_id"]
+        self.assertNotEqual(first, second)
+        self.driver.reboot(self.ctx, inst, None, "SOFT")
+        self.assertEqual(second, self.driver.manager.get(inst.uuid).id)   # same VNF
+        self.driver.reboot(self.ctx, inst, None, "HARD")
+        third = self.driver.manager.get(inst.uuid).id
+        self.assertNotEqual(second, third)
+        self.assertEqual(1, len(self.driver.manager.store.list()))
+
+    def test_vnf_death_is_reported(self):
+        inst = self._instance()
+        self._spawn(inst)
+        rec = self.driver.manager.get(inst.uuid)
+        os.kill(rec.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not self.events and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(1, len(self.events))
+        self.assertEqual(inst.uuid, self.events[0].get_instance_uuid())
+        self.assertEqual(virtevent.EVENT_LIFECYCLE_STOPPED, self.events[0].get_transition())
+        self.assertEqual(power_state.CRASHED, self.driver.get_info(inst).state)
+        self.driver.destroy(self.ctx, inst, None)
+        self.assertEqual([], self.driver.manager.store.list())
+
+    def test_init_host_reattaches(self):
+        inst = self._instance()
+        self._spawn(inst)
+        self.driver.cleanup_host("compute1")            # nova-compute stops; the VNF keeps running
+        again = fdriver.UnikernelDriver(fake_virt.FakeVirtAPI())
+        again.init_host("compute1")
+        self.driver = again
+        self.assertEqual([inst.uuid], again.list_instances())
+        self.assertEqual(power_state.RUNNING, again.get_info(inst).state)
+        self.assertEqual(1024, again.manager.stats(inst.uuid)["slots"]["total"])
+
+    def test_available_resource_and_stats(self):
+        self._spawn(self._instance())
+        with mock.patch("nova.virt.node.get_local_node_uuid", return_value="node-uuid"):
+            res = self.driver.get_available_resource("compute1")
+        self.assertEqual("fluidvim", res["hypervisor_type"])
+        self.assertEqual("node-uuid", res["uuid"])
+        self.assertEqual(32, res["memory_mb_used"])
+        stats = res["stats"]
+        self.assertEqual("cold", stats["fluidvim_queuing_basis"])
+        self.assertGreater(float(stats["fluidvim_queuing_delay_ms"]), 0)
+        self.assertEqual("4096", stats["fluidvim_slot_capacity"])
+        self.assertEqual("1024", stats["fluidvim_slots_total"])
+        self.assertEqual("1024", stats["fluidvim_slots_free"])
+        self.assertTrue(all(isinstance(v, str) for v in stats.values()))
+        self.flags(host="compute1")
+        self.assertEqual(["compute1"], self.driver.get_available_nodes())
+
+    def test_update_provider_tree(self):
+        tree = provider_tree.ProviderTree()
+        tree.new_root("compute1", "4a8c1e2e-0000-4000-8000-000000000001")
+        tree.add_traits("compute1", "CUSTOM_UNIKERNEL_TCG" if self.driver.manager.accel == "kvm"
+                        else "CUSTOM_UNIKERNEL_KVM", "COMPUTE_NET_ATTACH_INTERFACE")
+        self.driver.update_provider_tree(tree, "compute1")
+        inv = tree.data("compute1").inventory
+        self.assertEqual({"VCPU", "MEMORY_MB", "DISK_GB", "CUSTOM_VNF_SESSION_SLOT"}, set(inv))
+        slot = inv["CUSTOM_VNF_SESSION_SLOT"]
+        self.assertEqual(4096, slot["total"])
+        self.assertEqual(4096, slot["max_unit"])
+        self.assertEqual(1.0, slot["allocation_ratio"])
+        self.assertEqual(os.cpu_count(), inv["VCPU"]["total"])
+        self.assertLessEqual(inv["MEMORY_MB"]["max_unit"], 4096)
+        traits = tree.data("compute1").traits
+        accel = self.driver.manager.accel
+        self.assertIn("CUSTOM_UNIKERNEL_" + accel.upper(), traits)
+        self.assertNotIn("CUSTOM_UNIKERNEL_" + ("TCG" if accel == "kvm" else "KVM"), traits)
+        self.assertIn("CUSTOM_FLUIDVIM_BACKEND_QEMU", traits)
+        self.assertIn("COMPUTE_NET_ATTACH_INTERFACE", traits)       # others' traits are kept
+
+    def test_default_slot_capacity(self):
+        self.flags(session_slot_capacity=0, group="fluidvim")
+        self.flags(memory_mb=64, session_slots=100, group="vnf")
+        mem = fdriver._host_memory_mb() - fdriver.CONF.reserved_host_memory_mb
+        self.assertEqual(mem // 64 * 100, self.driver._slot_capacity())
+
+    def test_unsupported_operations_say_so(self):
+        inst = self._instance()
+        exc = self.assertRaises(NotImplementedError, self.driver.snapshot, self.ctx, inst,
+                                "img", lambda *a, **k: None)
+        self.assertIn("fluidvim: snapshot is not supported", str(exc))
+        self.assertRaises(NotImplementedError, self.driver.pause, inst)
+        self.assertRaises(NotImplementedError, self.driver.attach_volume, self.ctx, {}, inst,
+                          "/dev/vdb")
