@@ -1,0 +1,34 @@
+# A fluidvim VNF as a Nomad job: a two-NIC firewall between bridges br0 and br1.
+# The bridges must exist on the client (ip link add br0 type bridge; ip link set br0 up).
+job "vnf-firewall" {
+  datacenters = ["dc1"]
+  type        = "service"
+
+  group "fw" {
+    count = 1
+
+    task "fw" {
+      driver = "unikernel"
+
+      config {
+        # kernel        = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default: plugin config
+        memory_mb     = 32
+        vcpus         = 1
+        session_slots = 1024
+        nics          = ["br0", "br1"]   # one virtio-net NIC per entry; "" = unplugged
+        click_config  = <<-EOT
+          fw :: IPFilter(allow tcp dst port 80, allow arp, deny all);
+          FromDevice(0) -> fw -> Counter -> ToDevice(1);
+          FromDevice(1) -> ToDevice(0);
+        EOT
+        # click_file  = "local/fw.click"  # instead of click_config; SIGHUP re-reads it
+      }
+
+      # what Nomad reserves; the guest size is memory_mb above
+      resources {
+        cpu    = 200
+        memory = 64
+      }
+    }
+  }
+}

@@ -1,0 +1,190 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package unikernel
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
+)
+
+const (
+	defaultQemu   = "qemu-system-x86_64"
+	defaultKernel = "/usr/share/fluidvim/fluidvim-vnf.elf"
+	defaultRunDir = "/run/fluidvim-nomad"
+)
+
+// configSpec is the plugin block of the Nomad client config:
+//
+//	plugin "unikernel" { config { qemu = "..." accel = "auto" kernel = "..." run_dir = "..." } }
+var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+	"qemu":    hclspec.NewDefault(hclspec.NewAttr("qemu", "string", false), hclspec.NewLiteral(`"`+defaultQemu+`"`)),
+	"accel":   hclspec.NewDefault(hclspec.NewAttr("accel", "string", false), hclspec.NewLiteral(`"auto"`)),
+	"kernel":  hclspec.NewDefault(hclspec.NewAttr("kernel", "string", false), hclspec.NewLiteral(`"`+defaultKernel+`"`)),
+	"run_dir": hclspec.NewDefault(hclspec.NewAttr("run_dir", "string", false), hclspec.NewLiteral(`"`+defaultRunDir+`"`)),
+	// shells booted ahead per (kernel, memory, vcpus, NICs) key; 0 = cold launches only
+	"warm_pool_size": hclspec.NewDefault(hclspec.NewAttr("warm_pool_size", "number", false), hclspec.NewLiteral("0")),
+	"boot_timeout":   hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+})
+
+// taskConfigSpec is the task's `config` block (job file).
+var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+	"kernel":          hclspec.NewAttr("kernel", "string", false),
+	"memory_mb":       hclspec.NewAttr("memory_mb", "number", false),
+	"vcpus":           hclspec.NewAttr("vcpus", "number", false),
+	"click_config":    hclspec.NewAttr("click_config", "string", false),
+	"click_file":      hclspec.NewAttr("click_file", "string", false),
+	"session_slots":   hclspec.NewAttr("session_slots", "number", false),
+	"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
+	"nics":            hclspec.NewAttr("nics", "list(string)", false),
+	"warm":            hclspec.NewAttr("warm", "bool", false),
+	"name":            hclspec.NewAttr("name", "string", false),
+})
+
+// Config is the plugin configuration.
+type Config struct {
+	Qemu         string `codec:"qemu"`
+	Accel        string `codec:"accel"`
+	Kernel       string `codec:"kernel"`
+	RunDir       string `codec:"run_dir"`
+	WarmPoolSize int    `codec:"warm_pool_size"`
+	BootTimeout  string `codec:"boot_timeout"`
+}
+
+// TaskConfig is a task's driver configuration.
+type TaskConfig struct {
+	Kernel        string   `codec:"kernel"`
+	MemoryMB      int      `codec:"memory_mb"`
+	Vcpus         int      `codec:"vcpus"`
+	ClickConfig   string   `codec:"click_config"`
+	ClickFile     string   `codec:"click_file"`
+	SessionSlots  int      `codec:"session_slots"`
+	FlowTimeoutMS int      `codec:"flow_timeout_ms"`
+	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
+	Warm          bool     `codec:"warm"`
+	Name          string   `codec:"name"`
+}
+
+// FieldError is an invalid task or plugin config; Field names the config key.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("invalid config: %s: %s", e.Field, e.Message)
+}
+
+func fieldErr(field, format string, a ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+var bridgeRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+
+func (c *Config) validate() error {
+	switch c.Accel {
+	case "auto", "kvm", "tcg":
+	default:
+		return fieldErr("accel", "%q is not one of auto, kvm, tcg", c.Accel)
+	}
+	if !filepath.IsAbs(c.RunDir) {
+		return fieldErr("run_dir", "%q must be an absolute path", c.RunDir)
+	}
+	// control sockets live at <run_dir>/<uuid>/ctl.sock: sun_path holds 107 bytes
+	if len(c.RunDir)+1+36+len("/ctl.sock") > 107 {
+		return fieldErr("run_dir", "%q is too long for unix socket paths (max %d characters)",
+			c.RunDir, 107-46)
+	}
+	if c.Kernel != "" && !filepath.IsAbs(c.Kernel) {
+		return fieldErr("kernel", "%q must be an absolute path", c.Kernel)
+	}
+	if c.WarmPoolSize < 0 || c.WarmPoolSize > 64 {
+		return fieldErr("warm_pool_size", "%d is out of range 0..64", c.WarmPoolSize)
+	}
+	return nil
+}
+
+// validate checks a task config and fills defaults; errors name the task config key.
+func (tc *TaskConfig) validate(defaultKernel string) error {
+	if tc.Kernel == "" {
+		tc.Kernel = defaultKernel
+	}
+	if !filepath.IsAbs(tc.Kernel) {
+		return fieldErr("kernel", "%q must be an absolute path", tc.Kernel)
+	}
+	if st, err := os.Stat(tc.Kernel); err != nil || !st.Mode().IsRegular() {
+		return fieldErr("kernel", "%s does not exist or is not a file: build it with "+
+			"`make -C vnf/kernel` or set kernel", tc.Kernel)
+	}
+	if tc.MemoryMB == 0 {
+		tc.MemoryMB = 32
+	}
+	if tc.MemoryMB < 8 || tc.MemoryMB > 4096 {
+		return fieldErr("memory_mb", "%d is out of range 8..4096", tc.MemoryMB)
+	}
+	if tc.Vcpus == 0 {
+		tc.Vcpus = 1
+	}
+	if tc.Vcpus < 1 || tc.Vcpus > 8 {
+		return fieldErr("vcpus", "%d is out of range 1..8", tc.Vcpus)
+	}
+	if tc.SessionSlots == 0 {
+		tc.SessionSlots = 1024
+	}
+	if tc.SessionSlots < 1 || tc.SessionSlots > spec.MaxSlots {
+		return fieldErr("session_slots", "%d is out of range 1..%d", tc.SessionSlots, spec.MaxSlots)
+	}
+	if tc.FlowTimeoutMS == 0 {
+		tc.FlowTimeoutMS = 30000
+	}
+	if tc.FlowTimeoutMS < 1 || tc.FlowTimeoutMS > 86_400_000 {
+		return fieldErr("flow_timeout_ms", "%d is out of range 1..86400000", tc.FlowTimeoutMS)
+	}
+	if len(tc.NICs) > spec.MaxNics {
+		return fieldErr("nics", "%d NICs requested; a VNF has at most %d", len(tc.NICs), spec.MaxNics)
+	}
+	for i, b := range tc.NICs {
+		if b != "" && !bridgeRE.MatchString(b) {
+			return fieldErr(fmt.Sprintf("nics[%d]", i), "%q is not a valid bridge name", b)
+		}
+	}
+	if tc.ClickConfig != "" && tc.ClickFile != "" {
+		return fieldErr("click_file", "set click_config or click_file, not both")
+	}
+	if len(tc.ClickConfig) > spec.MaxClickConfig {
+		return fieldErr("click_config", "longer than %d bytes", spec.MaxClickConfig)
+	}
+	if tc.Name != "" && !nameRE.MatchString(tc.Name) {
+		return fieldErr("name", "%q: use 1-63 characters of A-Z a-z 0-9 _ . - starting with a "+
+			"letter or digit", tc.Name)
+	}
+	return nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// clickText returns the config to send: inline, or read from click_file (relative to the task
+// directory).
+func (tc *TaskConfig) clickText(taskDir string) (string, error) {
+	if tc.ClickFile == "" {
+		return tc.ClickConfig, nil
+	}
+	p := tc.ClickFile
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(taskDir, p)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fieldErr("click_file", "%v", err)
+	}
+	if len(b) > spec.MaxClickConfig {
+		return "", fieldErr("click_file", "%s is %d bytes; at most %d", p, len(b), spec.MaxClickConfig)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,336 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package unikernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
+)
+
+const forward2 = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+
+func kernelPath(t *testing.T) string {
+	p, err := filepath.Abs("../../vnf/kernel/build/fluidvim-vnf.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// requireVNF skips unless the test can boot a real VNF.
+func requireVNF(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (taps, bridges)")
+	}
+	k := kernelPath(t)
+	if _, err := os.Stat(k); err != nil {
+		t.Skipf("VNF kernel not built (%s): run make -C vnf/kernel", k)
+	}
+	if _, err := exec.LookPath(defaultQemu); err != nil {
+		t.Skip("qemu-system-x86_64 not installed")
+	}
+	return k
+}
+
+func newHarness(t *testing.T) (*dtestutil.DriverHarness, *Driver, string) {
+	t.Helper()
+	runDir, err := os.MkdirTemp("/tmp", "fvnd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	d := NewPlugin(hclog.NewNullLogger()).(*Driver)
+	t.Cleanup(d.Shutdown)
+	h := dtestutil.NewDriverHarness(t, d)
+	var data []byte
+	cfg := &Config{Qemu: defaultQemu, Accel: "auto", Kernel: kernelPath(t), RunDir: runDir, BootTimeout: "30s"}
+	if err := base.MsgPackEncode(&data, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetConfig(&base.Config{PluginConfig: data}); err != nil {
+		t.Fatal(err)
+	}
+	return h, d, runDir
+}
+
+func newTask(t *testing.T, h *dtestutil.DriverHarness, name string, tc *TaskConfig) *drivers.TaskConfig {
+	t.Helper()
+	task := &drivers.TaskConfig{ID: newUUID(), AllocID: newUUID(), Name: name}
+	if err := task.EncodeConcreteDriverConfig(tc); err != nil {
+		t.Fatal(err)
+	}
+	cleanup := h.MkAllocDir(task, true)
+	t.Cleanup(cleanup)
+	return task
+}
+
+func bridge(t *testing.T, name string) {
+	t.Helper()
+	exec.Command("ip", "link", "del", name).Run()
+	if out, err := exec.Command("ip", "link", "add", name, "type", "bridge").CombinedOutput(); err != nil {
+		t.Skipf("cannot create bridge %s: %v %s", name, err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() })
+}
+
+func master(iface string) string {
+	l, err := os.Readlink("/sys/class/net/" + iface + "/master")
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(l)
+}
+
+func num(v any) int64 {
+	n, _ := v.(json.Number).Int64()
+	return n
+}
+
+func waitExit(t *testing.T, h *dtestutil.DriverHarness, id string, within time.Duration) *drivers.ExitResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	ch, err := h.WaitTask(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-ch:
+		if r == nil {
+			t.Fatal("WaitTask channel closed without a result")
+		}
+		return r
+	case <-ctx.Done():
+		t.Fatalf("task %s did not exit within %s", id, within)
+	}
+	return nil
+}
+
+func TestPluginBasics(t *testing.T) {
+	d := NewPlugin(hclog.NewNullLogger()).(*Driver)
+	defer d.Shutdown()
+	info, _ := d.PluginInfo()
+	if info.Name != PluginName || info.Type != base.PluginTypeDriver {
+		t.Errorf("plugin info %+v", info)
+	}
+	if _, err := d.ExecTask("x", []string{"sh"}, time.Second); err == nil ||
+		!strings.Contains(err.Error(), "not supported") {
+		t.Errorf("ExecTask: %v", err)
+	}
+	for field, c := range map[string]*Config{
+		"accel":   {Accel: "hvf", RunDir: "/run/x"},
+		"run_dir": {Accel: "auto", RunDir: "relative"},
+		"kernel":  {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
+	} {
+		err := d.applyConfig(c)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("config %+v: want an error naming %s, got %v", c, field, err)
+		}
+	}
+}
+
+func TestTaskConfigValidation(t *testing.T) {
+	k := kernelPath(t)
+	if _, err := os.Stat(k); err != nil {
+		t.Skip("VNF kernel not built")
+	}
+	cases := map[string]TaskConfig{
+		"kernel":          {Kernel: "vnf.elf"},
+		"memory_mb":       {MemoryMB: 4},
+		"vcpus":           {Vcpus: 9},
+		"session_slots":   {SessionSlots: 70000},
+		"flow_timeout_ms": {FlowTimeoutMS: -1},
+		"nics":            {NICs: []string{"a", "b", "c", "d", "e"}},
+		"nics[1]":         {NICs: []string{"br0", "bad bridge name!"}},
+		"click_file":      {ClickConfig: "x", ClickFile: "y"},
+		"click_config":    {ClickConfig: strings.Repeat("x", 7001)},
+		"name":            {Name: "-x"},
+	}
+	for field, tc := range cases {
+		err := tc.validate(k)
+		if err == nil {
+			t.Errorf("%s: accepted", field)
+			continue
+		}
+		if fe, ok := err.(*FieldError); !ok || fe.Field != field {
+			t.Errorf("%s: error %v does not name the field", field, err)
+		}
+	}
+}
+
+func TestStartStatsStopDestroy(t *testing.T) {
+	k := requireVNF(t)
+	h, d, _ := newHarness(t)
+	bridge(t, "fvtbr0")
+	bridge(t, "fvtbr1")
+	task := newTask(t, h, "fw", &TaskConfig{Kernel: k, NICs: []string{"fvtbr0", "fvtbr1"},
+		ClickConfig: forward2, SessionSlots: 64})
+	t0 := time.Now()
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("StartTask (cold: spawn, ready, plug 2 taps, configure) took %s", time.Since(t0))
+	if err := h.WaitUntilStarted(task.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.InspectTask(task.ID)
+	if err != nil || st.State != drivers.TaskStateRunning {
+		t.Fatalf("inspect: %+v %v", st, err)
+	}
+	t.Logf("guest boot_us=%s", st.DriverAttributes["boot_us"])
+	var state taskState
+	if err := handle.GetDriverState(&state); err != nil || state.Pid == 0 {
+		t.Fatalf("driver state %+v %v", state, err)
+	}
+	taps := []string{state.Spec.Nics[0].Tap, state.Spec.Nics[1].Tap}
+	for i, tap := range taps {
+		if m := master(tap); m != fmt.Sprintf("fvtbr%d", i) {
+			t.Errorf("tap %s master %q", tap, m)
+		}
+	}
+	stats, err := d.VNFStats(task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats["configured"] != true || num(stats["slots"].(map[string]any)["total"]) != 64 ||
+		len(stats["nics"].([]any)) != 2 {
+		t.Errorf("stats %v", stats)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sch, err := h.TaskStats(ctx, task.ID, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := <-sch
+	cancel()
+	if u == nil || u.ResourceUsage.MemoryStats.RSS == 0 {
+		t.Errorf("task stats %+v", u)
+	}
+	fp := d.buildFingerprint()
+	if v, _ := fp.Attributes["driver.unikernel.session_slots.total"].GetInt(); v != 64 {
+		t.Errorf("fingerprint slots total %v", v)
+	}
+	if _, ok := fp.Attributes["driver.unikernel.queuing_delay_ms"]; !ok {
+		t.Error("no queuing_delay_ms attribute")
+	}
+
+	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	res := waitExit(t, h, task.ID, 10*time.Second)
+	t.Logf("exit after StopTask: %+v", res)
+	if err := h.DestroyTask(task.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if alive(state.Pid, state.Spec.UUID) {
+		t.Errorf("QEMU pid %d still running after DestroyTask", state.Pid)
+	}
+	for _, tap := range taps {
+		if linkExists(tap) {
+			t.Errorf("tap %s left behind", tap)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(state.Spec.ControlSocket)); !os.IsNotExist(err) {
+		t.Errorf("run dir left behind: %v", err)
+	}
+}
+
+func TestKill9IsReportedAsExit(t *testing.T) {
+	k := requireVNF(t)
+	h, _, _ := newHarness(t)
+	task := newTask(t, h, "victim", &TaskConfig{Kernel: k})
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state taskState
+	if err := handle.GetDriverState(&state); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(state.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := waitExit(t, h, task.ID, 10*time.Second)
+	if res.Signal != int(syscall.SIGKILL) || res.Successful() {
+		t.Errorf("exit result %+v, want signal 9", res)
+	}
+	st, _ := h.InspectTask(task.ID)
+	if st.State != drivers.TaskStateExited {
+		t.Errorf("state %s", st.State)
+	}
+	if err := h.DestroyTask(task.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadClickConfigFailsCleanly(t *testing.T) {
+	k := requireVNF(t)
+	h, _, runDir := newHarness(t)
+	task := newTask(t, h, "bad", &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Countr -> Discard;"})
+	_, _, err := h.StartTask(task)
+	if err == nil || !strings.Contains(err.Error(), "click_config") || !strings.Contains(err.Error(), "Countr") {
+		t.Fatalf("want a click_config error, got %v", err)
+	}
+	entries, _ := os.ReadDir(runDir)
+	if len(entries) != 0 {
+		t.Errorf("run dir not cleaned: %v", entries)
+	}
+	out, _ := exec.Command("pgrep", "-f", runDir).Output()
+	if len(strings.TrimSpace(string(out))) != 0 {
+		t.Errorf("QEMU left running: %s", out)
+	}
+	// the field is named through the plugin's gRPC boundary too
+	task2 := newTask(t, h, "bad2", &TaskConfig{Kernel: k, MemoryMB: 4})
+	if _, _, err := h.StartTask(task2); err == nil || !strings.Contains(err.Error(), "memory_mb") {
+		t.Errorf("want a memory_mb error, got %v", err)
+	}
+}
+
+func TestRecoverTask(t *testing.T) {
+	k := requireVNF(t)
+	h, d, _ := newHarness(t)
+	task := newTask(t, h, "survivor", &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Discard;"})
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state taskState
+	if err := handle.GetDriverState(&state); err != nil {
+		t.Fatal(err)
+	}
+	// simulate a plugin restart: the old plugin's control connection goes away
+	old, _ := d.tasks.Get(task.ID)
+	old.ctl.Close()
+
+	h2, d2, _ := newHarness(t)
+	if err := h2.RecoverTask(handle); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d2.VNFStats(task.ID)
+	if err != nil || st["configured"] != true {
+		t.Fatalf("stats after recover: %v %v", st, err)
+	}
+	syscall.Kill(state.Pid, syscall.SIGKILL)
+	res := waitExit(t, h2, task.ID, 10*time.Second)
+	if res.Successful() {
+		t.Errorf("exit after kill -9 reported as success: %+v", res)
+	}
+	h2.DestroyTask(task.ID, true)
+	h.DestroyTask(task.ID, true)
+}

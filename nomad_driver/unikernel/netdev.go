@@ -1,0 +1,69 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package unikernel
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+
+	"golang.org/x/sys/unix"
+)
+
+// plugTap attaches a tap (created by QEMU from -netdev tap,ifname=) to an existing bridge and
+// brings it up, with the bridge ioctls (as vnf/netdev.py's plug).
+func plugTap(tap, bridge string) error {
+	ti, err := net.InterfaceByName(tap)
+	if err != nil {
+		return fmt.Errorf("tap %s does not exist: %w", tap, err)
+	}
+	if _, err := net.InterfaceByName(bridge); err != nil {
+		return fmt.Errorf("bridge %q does not exist: create it first (ip link add %s type "+
+			"bridge) or pick an existing one", bridge, bridge)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(bridge)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint32(uint32(ti.Index))
+	if err := unix.IoctlIfreq(fd, unix.SIOCBRADDIF, ifr); err != nil {
+		return fmt.Errorf("cannot add %s to bridge %s: %w", tap, bridge, err)
+	}
+	tr, err := unix.NewIfreq(tap)
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, tr); err != nil {
+		return err
+	}
+	if flags := tr.Uint16(); flags&unix.IFF_UP == 0 {
+		tr.SetUint16(flags | unix.IFF_UP)
+		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, tr); err != nil {
+			return fmt.Errorf("cannot bring %s up: %w", tap, err)
+		}
+	}
+	return nil
+}
+
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
+}
+
+// deleteLink removes a leftover link (taps normally vanish with their QEMU).
+func deleteLink(name string) error {
+	if !linkExists(name) {
+		return nil
+	}
+	out, err := exec.Command("ip", "link", "delete", name).CombinedOutput()
+	if err != nil && linkExists(name) {
+		return fmt.Errorf("ip link delete %s: %v: %s", name, err, out)
+	}
+	return nil
+}
