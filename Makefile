@@ -1,7 +1,8 @@
 # fluidvim — the two commands of the README:
 #   make demo    set up everything, then run the demo (launch VNFs, send traffic, plot)
-#   make test    set up everything, then run all tests (C unit tests, Python unit + integration, lint)
-.PHONY: bootstrap demo test test-unit test-integration lint bench-launch fuzz clean
+#   make test    set up everything, then run all tests (C unit, lint, Go plugin, Nova driver,
+#                Python unit + integration)
+.PHONY: bootstrap demo test test-unit test-integration test-nova test-nomad lint bench-launch fuzz clean
 
 VENV := .venv/bin
 
@@ -11,10 +12,21 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/fluidvim demo
 
+NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.test_weigher \
+	fluidvim.nova_driver.tests.test_functional
+
 test: bootstrap
 	$(MAKE) -s -C vnf/kernel test
 	$(VENV)/ruff check .
+	cd nomad_driver && go vet ./... && go test -count=1 ./...
+	$(VENV)/python -m testtools.run $(NOVA_TESTS)
 	$(VENV)/python -m pytest tests
+
+test-nova:
+	$(VENV)/python -m testtools.run $(NOVA_TESTS)
+
+test-nomad:
+	cd nomad_driver && go test -count=1 -v ./...
 
 test-unit:
 	$(VENV)/python -m pytest tests/unit

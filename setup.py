@@ -13,6 +13,9 @@ PACKAGE_DIRS = {
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
+# `[DEFAULT] compute_driver = fluidvim.UnikernelDriver`: Nova imports nova.virt.<compute_driver>,
+# so ship that one sub-package (and nothing else under nova/: nova itself owns nova/__init__.py).
+SHIM_DIRS = {"nova.virt.fluidvim": "nova_shim/nova/virt/fluidvim"}
 
 setup(
     name="fluidvim",
@@ -23,8 +26,8 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=list(PACKAGE_DIRS),
-    package_dir=PACKAGE_DIRS,
+    packages=list(PACKAGE_DIRS) + list(SHIM_DIRS),
+    package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"]},
     install_requires=[
         "oslo.config>=9.0",
@@ -38,6 +41,10 @@ setup(
     extras_require={
         # libvirt-python must match the host's libvirt (Debian bookworm: 9.0)
         "libvirt": ["libvirt-python==9.0.0"],
+        "nova": ["nova==34.0.0", "openstack-placement==16.0.0"],
+        # what Nova's own test fixtures need (nova_driver/tests)
+        "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
+                      "ddt==1.7.2", "wsgi_intercept==1.13.1", "osprofiler==4.4.0"],
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0"],
     },
     entry_points={

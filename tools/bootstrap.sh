@@ -36,10 +36,23 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.fluidvim-installed
 if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-  log "pip: installing fluidvim[test] (constraints.txt)"
+  log "pip: installing fluidvim[test,nova,nova-test] (constraints.txt)"
   .venv/bin/pip install -q --upgrade pip setuptools wheel
-  .venv/bin/pip install -q -c constraints.txt -e ".[test]"
+  .venv/bin/pip install -q -c constraints.txt -e ".[test,nova,nova-test]"
   touch "$stamp"
+fi
+# Nova's test fixtures read api-paste.ini from <site-packages>/etc/nova (the wheel puts it in
+# <venv>/etc/nova)
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ -f .venv/etc/nova/api-paste.ini ] && [ ! -f "$site/etc/nova/api-paste.ini" ]; then
+  mkdir -p "$site/etc/nova"
+  cp .venv/etc/nova/api-paste.ini "$site/etc/nova/"
+fi
+
+# Go modules of the Nomad driver plugin (github.com/hashicorp/nomad and friends)
+if command -v go >/dev/null; then
+  log "go: downloading the Nomad plugin's modules"
+  (cd nomad_driver && go mod download)
 fi
 
 # the unikernel
