@@ -6,9 +6,11 @@ import os
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
-from fluidvim.vnf import conf as vnfconf, netdev, testnet
+from fluidvim.vnf import conf as vnfconf, netdev, spec, testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
+from fluidvim.vnf.state import LaunchRecord
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,8 +37,10 @@ def make_manager(tmp_path):
     yield factory
     for mgr in made:
         mgr.stop_pool()
+    ids = set()
     if made:
         last = made[-1]
+        ids = vnf_ids(last.store)
         for rec in last.store.list():
             try:
                 last.destroy(rec.id)
@@ -44,8 +48,21 @@ def make_manager(tmp_path):
                 pass
     for mgr in made:
         mgr.close()
-    leaked = [t for t in netdev.list_taps() if t.startswith("fv") and len(t) == 14]
+    leaked = leaked_taps(ids)
     assert not leaked, f"taps leaked: {leaked}"
+
+
+def vnf_ids(store) -> set:
+    """Every VNF a launch core's store knows of: launched (ok or not) or still recorded."""
+    with store.Session() as s:
+        ids = set(s.scalars(sa.select(LaunchRecord.vnf_id)))
+    return ids | {r.id for r in store.list()}
+
+
+def leaked_taps(ids) -> list:
+    """Taps of these VNFs that still exist (other fluidvim users on the host are ignored)."""
+    return [tap for vid in ids for i in range(spec.MAX_NICS)
+            if netdev.exists(tap := spec.tap_for(vid, i))]
 
 
 @pytest.fixture(params=["qemu", "libvirt"])
