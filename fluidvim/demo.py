@@ -98,7 +98,7 @@ def run(args) -> int:
         boot_us = [r.boot_us for r in cold if r.boot_us]
         cold_p50 = statistics.median(r.total_ms for r in cold)
         warm_p50 = statistics.median(r.total_ms for r in warm)
-        print(f"  guest-measured boot (vCPU reset -> ready): p50 {statistics.median(boot_us):.0f}"
+        print(f"  guest-measured boot (VM creation in QEMU -> ready): p50 {statistics.median(boot_us):.0f}"
               f" us; warm is {cold_p50 / warm_p50:.0f}x faster than cold")
 
         # 3. real traffic through a firewall VNF between two namespaces
