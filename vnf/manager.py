@@ -232,7 +232,6 @@ class VNFManager:
     def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None):
         t0 = time.perf_counter()
         key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
-        name = name or None
         rec = self.store.claim_pool_shell(key, name or "claimed")
         if rec is None:
             return None
@@ -259,6 +258,12 @@ class VNFManager:
             else:
                 self._destroy_spec(be, spec, rec.pid)
             self.store.record_launch(spec.uuid, be.name, "warm", False, _ms(t0), phases)
+            raise
+        except BaseException:
+            # e.g. a bridge vanished: the shell's state is unknown, so it goes entirely
+            self._destroy_spec(be, spec, rec.pid)
+            self.store.record_launch(spec.uuid, be.name, "warm", False, _ms(t0), phases)
+            self._pool_wakeup.set()
             raise
         t = time.perf_counter()
         new_nics = tuple(dataclasses.replace(n, bridge=br) for n, br in zip(spec.nics, bridges))

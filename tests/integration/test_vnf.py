@@ -263,3 +263,25 @@ def _is_our_qemu(pid, mgr):
             return mgr.run_dir.encode() in f.read()
     except OSError:
         return False
+
+
+def test_warm_launch_failing_midway_leaves_nothing(make_manager, monkeypatch):
+    """A bridge that vanishes between the check and the plug: the claimed shell is destroyed."""
+    mgr = make_manager(backend="qemu")
+    mgr.fill_pool(1, nics=1)
+    netdev.ensure_bridge("fvgone0")
+    real_plug = netdev.plug
+
+    def plug_after_bridge_vanished(tap, bridge):
+        netdev.delete_link("fvgone0")
+        return real_plug(tap, bridge)
+
+    monkeypatch.setattr(netdev, "plug", plug_after_bridge_vanished)
+    try:
+        with pytest.raises(netdev.NetdevError, match="fvgone0"):
+            mgr.launch(FORWARD, bridges=["fvgone0"])
+    finally:
+        netdev.delete_link("fvgone0")
+    assert mgr.store.list() == []
+    ids = vnf_ids(mgr.store)
+    assert len(ids) == 1 and leaked_taps(ids) == []
