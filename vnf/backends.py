@@ -335,7 +335,13 @@ class QemuBackend(Backend):
 
     def _watch_loop(self):
         while not self._closing:
-            for key, _ in self._sel.select():
+            try:
+                ready = self._sel.select()
+            except (OSError, ValueError):
+                if self._closing:           # close() raced with select(): we are done
+                    return
+                raise
+            for key, _ in ready:
                 if key.data is None:
                     try:
                         os.read(self._wake_r, 4096)

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Functional test with Nova's own fixtures: real API, conductor, scheduler, placement and
 nova-compute running UnikernelDriver (loaded by name as ``fluidvim.UnikernelDriver``), which boots
-a real VNF under QEMU. Glance and Neutron are Nova's fixtures. Needs root.
+a real VNF under QEMU. Glance and Neutron are Nova's fixtures. Needs root. Covers create/stats/
+delete, CUSTOM_VNF_SESSION_SLOT exhaustion (NoValidHost), a nova-compute restart that re-attaches
+to the running VNF, and a warm-pool launch through Nova.
 
-    /tmp/nova-venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_functional
+    .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_functional
 """
 
 import os
@@ -12,19 +14,27 @@ import shutil
 import tempfile
 import time
 import uuid
+import warnings
 
+import nova.conf
 from nova.tests.functional import integrated_helpers
+from sqlalchemy import exc as sqla_exc
 
 from fluidvim.nova_driver import driver as fdriver  # noqa: F401 - registers [vnf], [fluidvim]
 from fluidvim.vnf import conf as vnfconf, netdev
 
+CONF = nova.conf.CONF
 KERNEL = vnfconf.default_kernel()
 IMAGE_ID = "3d3f5a52-7e0b-4f5e-9a3c-5b1d2c3e4f50"
 CONFIG = "FromDevice(0) -> fn :: Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
 
 
-class UnikernelServerTest(integrated_helpers.ProviderUsageBaseTestCase):
+class _FluidvimNovaTest(integrated_helpers.ProviderUsageBaseTestCase):
+    """Nova with one compute, host1, running UnikernelDriver; the image is the VNF kernel."""
+
     compute_driver = "fluidvim.UnikernelDriver"
+    slot_capacity = 4096          # [fluidvim] session_slot_capacity of host1
+    pool_size = 0                 # [vnf] pool_size of host1
 
     def setUp(self):
         if os.geteuid() != 0:
@@ -32,13 +42,18 @@ class UnikernelServerTest(integrated_helpers.ProviderUsageBaseTestCase):
         if not os.path.exists(KERNEL):
             self.skipTest("the VNF kernel is not built: make -C vnf/kernel")
         super().setUp()
+        # Nova 34's WarningsFixture makes SQLAlchemy deprecations raised from nova errors; with
+        # SQLAlchemy 2.1 nova's own noload() (burying a NoValidHost instance in cell0) trips it
+        warnings.filterwarnings("ignore", message=r"The noload\(\) option is deprecated",
+                                category=sqla_exc.SADeprecationWarning)
         self.tmp = tempfile.mkdtemp(prefix="fluidvim-nova-func-")
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         run_dir = f"/run/fluidvim-nova-func-{uuid.uuid4().hex[:8]}"
         self.addCleanup(shutil.rmtree, run_dir, ignore_errors=True)
         self.flags(state_dir=os.path.join(self.tmp, "state"), run_dir=run_dir, group="vnf")
         self.flags(image_cache_dir=os.path.join(self.tmp, "images"),
-                   session_slot_capacity=4096, group="fluidvim")
+                   session_slot_capacity=self.slot_capacity, group="fluidvim")
+        self.flags(pool_size=self.pool_size, group="vnf")
         with open(KERNEL, "rb") as f:
             kernel = f.read()
         self.glance.create(None, {
@@ -49,7 +64,21 @@ class UnikernelServerTest(integrated_helpers.ProviderUsageBaseTestCase):
         self.compute = self._start_compute("host1")
         self.driver = self.compute.manager.driver
         self.rp_uuid = self._get_provider_uuid_by_host("host1")
+        # Nova's fixtures do not delete servers: stop every VNF (and pool shell) we started,
+        # before the service fixtures go (cleanups run last-in, first-out)
+        self.addCleanup(self._destroy_all_vnfs)
 
+    def _destroy_all_vnfs(self):
+        manager = self.compute.manager.driver.manager
+        manager.stop_pool()
+        for rec in manager.store.list():
+            try:
+                manager.destroy(rec.id)
+            except KeyError:
+                pass
+
+
+class UnikernelServerTest(_FluidvimNovaTest):
     def test_create_active_stats_delete_no_leak(self):
         from fluidvim.nova_driver.driver import UnikernelDriver
         self.assertIsInstance(self.driver, UnikernelDriver)
@@ -105,3 +134,108 @@ class UnikernelServerTest(integrated_helpers.ProviderUsageBaseTestCase):
         usages = self._get_provider_usages(self.rp_uuid)
         self.assertEqual(0, usages["CUSTOM_VNF_SESSION_SLOT"])
         self.assertEqual(0, usages["MEMORY_MB"])
+
+
+def _sysmeta(server_id):
+    from nova import context as nova_context
+    from nova.db.main import api as db
+    return db.instance_system_metadata_get(nova_context.get_admin_context(), server_id)
+
+
+class SlotExhaustionTest(_FluidvimNovaTest):
+    """CUSTOM_VNF_SESSION_SLOT is a real Placement inventory: when it is used up, NoValidHost."""
+    slot_capacity = 2
+
+
+    def test_third_server_no_valid_host_until_one_is_deleted(self):
+        self.assertEqual(2, self._get_provider_inventory(self.rp_uuid)
+                         ["CUSTOM_VNF_SESSION_SLOT"]["total"])
+        flavor_id = self._create_flavor(memory_mb=32, vcpu=1, disk=1, extra_spec={
+            "resources:CUSTOM_VNF_SESSION_SLOT": "1"})
+        servers = [self._create_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                       networks="none", expected_state="ACTIVE")
+                   for _ in range(2)]
+        self.assertEqual(2, self._get_provider_usages(self.rp_uuid)["CUSTOM_VNF_SESSION_SLOT"])
+        self.assertEqual(2, len(self.driver.list_instances()))
+
+        third = self._create_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                    networks="none", expected_state="ERROR")
+        self.assertIn("No valid host", third["fault"]["message"])
+        self.assertEqual(2, len(self.driver.list_instances()))       # nothing was launched
+        self.assertEqual(2, self._get_provider_usages(self.rp_uuid)["CUSTOM_VNF_SESSION_SLOT"])
+
+        self._delete_server(servers[0])
+        self.assertEqual(1, self._get_provider_usages(self.rp_uuid)["CUSTOM_VNF_SESSION_SLOT"])
+        fourth = self._create_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                     networks="none", expected_state="ACTIVE")
+        self.assertEqual(1, self.driver.manager.stats(fourth["id"])["slots"]["total"])
+        self.assertEqual(2, self._get_provider_usages(self.rp_uuid)["CUSTOM_VNF_SESSION_SLOT"])
+        self.assertEqual(sorted([servers[1]["id"], fourth["id"]]),
+                         sorted(self.driver.list_instances()))
+
+
+class RestartTest(_FluidvimNovaTest):
+    """A nova-compute restart re-attaches to the running VNF instead of relaunching it."""
+
+
+    def test_server_survives_compute_restart(self):
+        flavor_id = self._create_flavor(memory_mb=32, vcpu=1, disk=1)
+        server = self._create_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                     networks="none", expected_state="ACTIVE")
+        before = self.driver.manager.get(server["id"])
+        self.assertEqual(before.id, _sysmeta(server["id"])["fluidvim_vnf_id"])
+
+        # a brand-new ComputeManager and driver: the VNFs live outside nova-compute
+        self.compute = self.restart_compute_service(self.compute, keep_hypervisor_state=False)
+        new_driver = self.compute.manager.driver
+        self.assertIsNot(self.driver, new_driver)
+        self.driver = new_driver
+
+        server = self._wait_for_state_change(server, "ACTIVE")
+        self.assertEqual(1, server["OS-EXT-STS:power_state"])         # RUNNING
+        self.assertEqual([server["id"]], self.driver.list_instances())
+        after = self.driver.manager.get(server["id"])
+        self.assertEqual((before.id, before.pid), (after.id, after.pid))   # not relaunched
+        self.assertEqual(before.id, _sysmeta(server["id"])["fluidvim_vnf_id"])
+        stats = self.driver.manager.stats(server["id"])
+        self.assertIn("slots", stats)
+
+        # the periodic power-state sync agrees it is running and changes nothing
+        self._run_periodics()
+        server = self.api.get_server(server["id"])
+        self.assertEqual("ACTIVE", server["status"])
+        self.assertEqual(1, server["OS-EXT-STS:power_state"])
+        self.assertEqual(before.id, self.driver.manager.get(server["id"]).id)
+
+        self._delete_server(server)
+        self.assertEqual([], self.driver.list_instances())
+
+
+class WarmPoolTest(_FluidvimNovaTest):
+    """With [vnf] pool_size = 1 a matching server is a warm launch from a booted shell."""
+    pool_size = 1
+
+
+    def test_spawn_is_warm(self):
+        manager = self.driver.manager
+        key = manager.pool_key(CONF.vnf.backend, CONF.vnf.memory_mb, 1,
+                               CONF.vnf.pool_nics)
+        self.assertTrue(manager.wait_pool(key, 1, timeout=60), "the pool did not fill")
+        shell = manager.store.list(statuses=("pool",))[0]
+
+        flavor_id = self._create_flavor(memory_mb=CONF.vnf.memory_mb, vcpu=1, disk=1)
+        server = self._create_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                     networks="none", expected_state="ACTIVE")
+        sysmeta = _sysmeta(server["id"])
+        self.assertEqual("warm", sysmeta["fluidvim_launch_kind"])
+        self.assertEqual(shell.id, sysmeta["fluidvim_vnf_id"])          # the shell it claimed
+        self.assertIn("launch_claim", sysmeta["fluidvim_phases_ms"])
+        rec = manager.get(server["id"])
+        self.assertIn("fn :: Counter", rec.config)
+        self.assertIn("slots", manager.stats(server["id"]))
+
+        # the pool refills behind it; the server's VNF is not counted as a shell
+        self.assertTrue(manager.wait_pool(key, 1, timeout=60), "the pool did not refill")
+        self.assertEqual([server["id"]], self.driver.list_instances())
+        self._delete_server(server)
+        self.assertEqual([], self.driver.list_instances())

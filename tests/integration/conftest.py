@@ -3,6 +3,7 @@
 """Fixtures for tests against real QEMU (KVM or TCG), libvirtd, taps and network namespaces."""
 
 import os
+import shutil
 import uuid
 
 import pytest
@@ -48,6 +49,7 @@ def make_manager(tmp_path):
                 pass
     for mgr in made:
         mgr.close()
+    shutil.rmtree(run_dir, ignore_errors=True)
     leaked = leaked_taps(ids)
     assert not leaked, f"taps leaked: {leaked}"
 

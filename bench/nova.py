@@ -1,0 +1,353 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/nova: the Superfluidity breakdown of a Nova boot — where does API POST → ACTIVE go?
+
+Runs Nova in-process with its own functional fixtures (API over WSGI, conductor, scheduler,
+Placement, one nova-compute with ``fluidvim.UnikernelDriver`` booting real VNFs under QEMU;
+Glance/Neutron are Nova's fixtures; ``--nic none``). Each boot is timed end to end and split by
+timers wrapped around Nova's own methods:
+
+* ``api``              POST /servers until the 202 (``client.post_server``)
+* ``api→conductor``    202 … ``SchedulerManager.select_destinations`` starts (RPC cast + conductor)
+* ``scheduling``       ``select_destinations`` (Placement GET a_c + filters/weighers + claim)
+* ``conductor→compute`` its end … ``ComputeManager._do_build_and_run_instance`` starts
+* ``compute pre-spawn`` … ``driver.spawn`` starts (claim, network, block devices, hooks)
+* ``spawn``            the driver's spawn (its phases image/spec/launch_* in system_metadata)
+* ``compute post-spawn`` spawn returns … the instance is saved ACTIVE
+
+(the sum is POST → ACTIVE as nova-compute records it; ``active_polled`` adds the client's GET
+/servers/{id} that then sees ACTIVE — the bench does not poll the API while a boot runs, since in
+one process that would steal the CPU from the boot.) Two series on the same compute: ``cold``
+(flavor extra spec ``fluidvim:warm=false``) and ``warm`` (a pool of 1 shell, refilled between
+boots). The reference is the stock define-and-start libvirt path a Nova libvirt driver takes for
+the same kernel (``bench.launch.StockLibvirt``: qcow2 overlay, SeaBIOS, the usual devices; Nova's
+libvirt driver itself cannot run here), measured in the same run; the "stock Nova" POST → ACTIVE
+row is an *estimate* = our Nova overhead (POST → ACTIVE minus spawn) + the stock spawn.
+
+    sudo .venv/bin/python -m bench.nova --boots 30      # writes bench/results/nova.{json,png}
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import unittest
+import uuid as uuidlib
+import warnings
+
+SEGMENTS = ("api", "api→conductor", "scheduling", "conductor→compute", "compute pre-spawn",
+            "spawn", "compute post-spawn")
+IMAGE_ID = "5b0f8a61-0e43-4c6e-8f3f-7d1e2c3b4a51"
+CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
+RESULTS: dict = {}
+
+
+def pct(values, q):
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
+    return values[k]
+
+
+class _Timers:
+    """perf_counter stamps per instance uuid, taken by wrappers around Nova's methods."""
+
+    def __init__(self):
+        self.stamps: dict[str, dict[str, float]] = {}
+
+    def mark(self, uuid, key):
+        self.stamps.setdefault(uuid, {})[key] = time.perf_counter()
+
+    def wrap(self, owner, name, start_key, end_key, uuid_of):
+        orig = getattr(owner, name)
+
+        @functools.wraps(orig)
+        def wrapper(*args, **kwargs):
+            u = uuid_of(args, kwargs)
+            if u:
+                self.mark(u, start_key)
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                if u:
+                    self.mark(u, end_key)
+        return orig, wrapper
+
+
+def _instance_uuid(args, kwargs, pos):
+    inst = kwargs.get("instance") or (args[pos] if len(args) > pos else None)
+    return getattr(inst, "uuid", None)
+
+
+def _sched_uuid(args, kwargs):
+    uuids = kwargs.get("instance_uuids") or (args[5] if len(args) > 5 else None)
+    return uuids[0] if uuids else None
+
+
+def make_case(boots: int):
+    from nova.compute import manager as compute_manager
+    from nova.scheduler import manager as sched_manager
+    from nova.tests.functional import integrated_helpers
+    from sqlalchemy import exc as sqla_exc
+
+    from fluidvim.nova_driver import driver as fdriver
+    from fluidvim.vnf import conf as vnfconf
+
+    class NovaBench(integrated_helpers.ProviderUsageBaseTestCase):
+        compute_driver = "fluidvim.UnikernelDriver"
+
+        def setUp(self):
+            super().setUp()
+            warnings.filterwarnings("ignore", message=r"The noload\(\) option is deprecated",
+                                    category=sqla_exc.SADeprecationWarning)
+            tmp = tempfile.mkdtemp(prefix="fluidvim-bench-nova-")
+            self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+            run_dir = f"/run/fluidvim-bench-nova-{uuidlib.uuid4().hex[:8]}"
+            self.addCleanup(shutil.rmtree, run_dir, ignore_errors=True)
+            self.flags(state_dir=os.path.join(tmp, "state"), run_dir=run_dir, pool_size=0,
+                       group="vnf")
+            self.flags(image_cache_dir=os.path.join(tmp, "images"), group="fluidvim")
+            with open(vnfconf.default_kernel(), "rb") as f:
+                kernel = f.read()
+            self.glance.create(None, {
+                "id": IMAGE_ID, "name": "fluidvim-vnf", "disk_format": "aki",
+                "container_format": "aki", "size": len(kernel), "min_ram": 0, "min_disk": 0,
+                "properties": {"fluidvim_click_config": CONFIG}})
+            self.glance._imagedata[IMAGE_ID] = kernel
+            self.timers = _Timers()
+            for owner, name, s, e, f in (
+                    (sched_manager.SchedulerManager, "select_destinations", "sched_start",
+                     "sched_end", _sched_uuid),
+                    (compute_manager.ComputeManager, "_do_build_and_run_instance",
+                     "build_start", "build_end", lambda a, k: _instance_uuid(a, k, 2)),
+                    (fdriver.UnikernelDriver, "spawn", "spawn_start", "spawn_end",
+                     lambda a, k: _instance_uuid(a, k, 2))):
+                orig, wrapper = self.timers.wrap(owner, name, s, e, f)
+                setattr(owner, name, wrapper)
+                self.addCleanup(setattr, owner, name, orig)
+            self.compute = self._start_compute("host1")
+            self.addCleanup(self._destroy_all_vnfs)
+
+        def _destroy_all_vnfs(self):
+            manager = self.compute.manager.driver.manager
+            manager.stop_pool()
+            for rec in manager.store.list():
+                try:
+                    manager.destroy(rec.id)
+                except KeyError:
+                    pass
+
+        def _boot(self, flavor_id):
+            from nova import context as nova_context
+            from nova.db.main import api as db
+
+            body = self._build_server(image_uuid=IMAGE_ID, flavor_id=flavor_id,
+                                      networks="none")
+            t0 = time.perf_counter()
+            server = self.api.post_server({"server": body})
+            t1 = time.perf_counter()
+            # wait for nova-compute's own end stamp without polling the API: in this one
+            # process a GET every few ms would steal the CPU from the boot being measured
+            while "build_end" not in self.timers.stamps.get(server["id"], {}):
+                if time.perf_counter() - t0 > 120:
+                    raise RuntimeError("boot did not finish in 120 s")
+                time.sleep(0.002)
+            s = self._wait_for_state_change(server, "ACTIVE")
+            t_poll = time.perf_counter()
+            st = self.timers.stamps.pop(server["id"])
+            sysmeta = db.instance_system_metadata_get(nova_context.get_admin_context(),
+                                                      server["id"])
+            seg = {
+                "api": t1 - t0,
+                "api→conductor": st["sched_start"] - t1,
+                "scheduling": st["sched_end"] - st["sched_start"],
+                "conductor→compute": st["build_start"] - st["sched_end"],
+                "compute pre-spawn": st["spawn_start"] - st["build_start"],
+                "spawn": st["spawn_end"] - st["spawn_start"],
+                "compute post-spawn": st["build_end"] - st["spawn_end"],
+            }
+            run = {"segments_ms": {k: round(v * 1000.0, 3) for k, v in seg.items()},
+                   "active_ms": round((st["build_end"] - t0) * 1000.0, 3),
+                   "active_polled_ms": round((t_poll - t0) * 1000.0, 3),
+                   "kind": sysmeta.get("fluidvim_launch_kind"),
+                   "spawn_phases_ms": json.loads(sysmeta.get("fluidvim_phases_ms", "{}"))}
+            self._delete_server(s)
+            return run
+
+        def test_bench(self):
+            manager = self.compute.manager.driver.manager
+            cold_flavor = self._create_flavor(memory_mb=32, vcpu=1, disk=1, extra_spec={
+                "fluidvim:warm": "false"})
+            warm_flavor = self._create_flavor(memory_mb=32, vcpu=1, disk=1)
+            self._boot(cold_flavor)                                  # warm-up, not counted
+            RESULTS["accel"] = manager.accel
+            RESULTS["cold"] = [self._boot(cold_flavor) for _ in _progress(boots, "nova cold")]
+            key = manager.start_pool(1, nics=2, memory_mb=32, vcpus=1)
+            warm = []
+            for _ in _progress(boots, "nova warm"):
+                # measure the warm path itself, not the refill racing it on 2 cores
+                assert manager.wait_pool(key, 1, timeout=60), "the pool did not refill"
+                warm.append(self._boot(warm_flavor))
+            RESULTS["warm"] = warm
+            manager.stop_pool()
+            for kind, runs in (("cold", RESULTS["cold"]), ("warm", warm)):
+                bad = [r["kind"] for r in runs if r["kind"] != kind]
+                assert not bad, f"{kind} series had launches of kind {bad}"
+
+    return NovaBench("test_bench")
+
+
+def _progress(n, desc):
+    try:
+        from tqdm import tqdm
+        return tqdm(range(n), desc=desc, unit="boot", file=sys.stderr)
+    except ImportError:
+        return range(n)
+
+
+def run_stock(n):
+    from bench.launch import StockLibvirt
+    from fluidvim.vnf import backends, conf as vnfconf
+
+    accel, _ = backends.detect_accel("auto")
+    stock = StockLibvirt(vnfconf.default_kernel(), "/var/lib/fluidvim-bench/stock", accel)
+    runs = []
+    for _ in _progress(n, "stock libvirt"):
+        r = stock.launch()
+        stock.destroy(r.pop("_cleanup"))
+        runs.append(r)
+    return runs
+
+
+def summarize(results):
+    def stats(vals):
+        return {"p50": statistics.median(vals), "p90": pct(vals, 90), "min": min(vals)}
+
+    out = {}
+    for kind in ("cold", "warm"):
+        runs = results[kind]
+        out[kind] = {
+            "n": len(runs),
+            "active": stats([r["active_ms"] for r in runs]),
+            "active_polled": stats([r["active_polled_ms"] for r in runs]),
+            "spawn": stats([r["segments_ms"]["spawn"] for r in runs]),
+            "overhead": stats([r["active_ms"] - r["segments_ms"]["spawn"] for r in runs]),
+            "segments_p50": {s: statistics.median(r["segments_ms"][s] for r in runs)
+                             for s in SEGMENTS},
+            "spawn_phases_p50": {p: statistics.median(r["spawn_phases_ms"].get(p, 0)
+                                                      for r in runs)
+                                 for p in runs[0]["spawn_phases_ms"] if p != "total"},
+        }
+    stock = results["stock"]
+    out["stock"] = {"n": len(stock), "spawn": stats([r["total_ms"] for r in stock]),
+                    "phases_p50": {p: statistics.median(r["phases_ms"][p] for r in stock)
+                                   for p in stock[0]["phases_ms"]}}
+    return out
+
+
+def print_table(s, n):
+    st = s["stock"]["spawn"]
+    print(f"\nbench/nova: {n} boots per series, accel {RESULTS['accel']}, Nova in-process "
+          "(functional fixtures), --nic none, 32 MiB / 1 vCPU / 2 NICs")
+    print("| what | p50 ms | p90 ms | min ms | × vs stock spawn (p50) |")
+    print("|---|---:|---:|---:|---:|")
+    rows = [("stock libvirt define+start spawn (reference)", st),
+            ("fluidvim driver spawn, cold", s["cold"]["spawn"]),
+            ("fluidvim driver spawn, warm", s["warm"]["spawn"])]
+    for name, v in rows:
+        print(f"| {name} | {v['p50']:.2f} | {v['p90']:.2f} | {v['min']:.2f} | "
+              f"{st['p50'] / v['p50']:.1f} |")
+    est = s["cold"]["overhead"]["p50"] + st["p50"]
+    print("| what | p50 ms | p90 ms | min ms | × vs stock Nova estimate (p50) |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| stock Nova POST → ACTIVE, estimate (Nova overhead + stock spawn) | {est:.2f} | "
+          "– | – | 1.0 |")
+    for kind in ("cold", "warm"):
+        for key, label in (("active", "POST → ACTIVE (compute saves ACTIVE)"),
+                           ("active_polled", "POST → ACTIVE seen by a client GET"),
+                           ("overhead", "Nova overhead (POST → ACTIVE − spawn)")):
+            v = s[kind][key]
+            print(f"| {kind}: {label} | {v['p50']:.2f} | {v['p90']:.2f} | {v['min']:.2f} | "
+                  f"{est / v['p50']:.1f} |")
+    print("\nsegments of POST → ACTIVE (p50 ms):")
+    print("| segment | cold | warm |")
+    print("|---|---:|---:|")
+    for seg in SEGMENTS:
+        print(f"| {seg} | {s['cold']['segments_p50'][seg]:.2f} | "
+              f"{s['warm']['segments_p50'][seg]:.2f} |")
+    for kind in ("cold", "warm"):
+        print(f"spawn phases, {kind} (p50 ms): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in s[kind]["spawn_phases_p50"].items()))
+    print("stock spawn phases (p50 ms): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in s["stock"]["phases_p50"].items()))
+
+
+def plot(s, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stock_nova = dict(s["cold"]["segments_p50"], spawn=s["stock"]["spawn"]["p50"])
+    bars = [("stock Nova\n(estimate)", stock_nova), ("fluidvim\ncold", s["cold"]["segments_p50"]),
+            ("fluidvim\nwarm", s["warm"]["segments_p50"])]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [3, 2]})
+    colors = plt.cm.tab10.colors
+    # left: all three; right: zoom on fluidvim (stacked bars on a log axis would lie)
+    for ax, shown in zip(axes, (bars, bars[1:])):
+        for i, (_name, segs) in enumerate(shown):
+            bottom = 0.0
+            for j, seg in enumerate(SEGMENTS):
+                v = max(segs[seg], 0.0)
+                ax.bar(i, v, bottom=bottom, color=colors[j % 10],
+                       label=seg if i == 0 else None, width=0.6)
+                bottom += v
+            ax.text(i, bottom, f"{bottom:.0f} ms", ha="center", va="bottom", fontsize=9)
+        ax.set_xticks(range(len(shown)), [b[0] for b in shown])
+        ax.set_ylabel("ms, API POST → ACTIVE (p50 per segment)")
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[1].set_title("fluidvim only (zoom)", fontsize=10)
+    fig.suptitle("bench/nova: where a Nova boot's time goes (same kernel, same run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--boots", type=int, default=30, help="boots per series (default 30)")
+    ap.add_argument("--out", default="bench/results", help="directory for nova.json/.png")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        ap.error("needs root (QEMU with taps, libvirt qemu:///system)")
+    os.makedirs(args.out, exist_ok=True)
+    case = make_case(args.boots)
+    result = unittest.TestResult()
+    case.run(result)
+    # Nova's logging fixture leaves its handler behind: keep the rest of the output readable
+    logging.getLogger().setLevel(logging.WARNING)
+    for _, tb in result.errors + result.failures:
+        print(tb, file=sys.stderr)
+    if not result.wasSuccessful() or "warm" not in RESULTS:
+        print("bench/nova: the Nova run failed", file=sys.stderr)
+        return 1
+    RESULTS["stock"] = run_stock(args.boots)
+    s = summarize(RESULTS)
+    print_table(s, args.boots)
+    with open(os.path.join(args.out, "nova.json"), "w") as f:
+        json.dump({"summary": s, "runs": RESULTS}, f, indent=2)
+    plot(s, os.path.join(args.out, "nova.png"))
+    print(f"wrote {args.out}/nova.json and nova.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
