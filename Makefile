@@ -20,6 +20,7 @@ test: bootstrap
 	$(VENV)/ruff check .
 	cd nomad_driver && go vet ./... && go test -count=1 ./...
 	$(VENV)/python -m testtools.run $(NOVA_TESTS)
+	tools/build-nomad.sh >/dev/null   # the Nomad agent for tests/e2e (cached; ~6 min the first time)
 	$(VENV)/python -m pytest tests
 
 test-nova:

@@ -45,7 +45,8 @@ setup(
         # what Nova's own test fixtures need (nova_driver/tests)
         "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
                       "ddt==1.7.2", "wsgi_intercept==1.13.1", "osprofiler==4.4.0"],
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0",
+                 "python-nomad==2.1.0"],
     },
     entry_points={
         "console_scripts": ["fluidvim = fluidvim.cli:main"],

@@ -1,6 +1,8 @@
 # Nomad client config for the fluidvim unikernel task driver.
 # Build the plugin: (cd nomad_driver && go build -o bin/fluidvim-unikernel .) and copy it into
 # plugin_dir. The client must run as root (QEMU taps, bridge ioctls, /dev/kvm).
+# Nomad matches the plugin block's name against the binary's file name in plugin_dir (a plugin
+# without a block is not loaded); jobs use the driver name, `driver = "unikernel"`.
 data_dir   = "/var/lib/nomad"
 plugin_dir = "/opt/nomad/plugins"
 
@@ -8,13 +10,14 @@ client {
   enabled = true
 }
 
-plugin "unikernel" {
+plugin "fluidvim-unikernel" {
   config {
     qemu           = "qemu-system-x86_64"   # name on PATH or absolute path
     accel          = "auto"                 # auto | kvm | tcg
     kernel         = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default for tasks without `kernel`
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
     boot_timeout   = "30s"
+    fingerprint_period = "30s"              # how often vnfs / session_slots.* are re-reported
     warm_pool_size = 0                      # accepted, not implemented yet (cold launches only)
   }
 }

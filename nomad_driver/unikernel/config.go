@@ -22,7 +22,7 @@ const (
 
 // configSpec is the plugin block of the Nomad client config:
 //
-//	plugin "unikernel" { config { qemu = "..." accel = "auto" kernel = "..." run_dir = "..." } }
+//	plugin "fluidvim-unikernel" { config { qemu = "..." accel = "auto" kernel = "..." run_dir = "..." } }
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"qemu":    hclspec.NewDefault(hclspec.NewAttr("qemu", "string", false), hclspec.NewLiteral(`"`+defaultQemu+`"`)),
 	"accel":   hclspec.NewDefault(hclspec.NewAttr("accel", "string", false), hclspec.NewLiteral(`"auto"`)),
@@ -31,6 +31,8 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	// shells booted ahead per (kernel, memory, vcpus, NICs) key; 0 = cold launches only
 	"warm_pool_size": hclspec.NewDefault(hclspec.NewAttr("warm_pool_size", "number", false), hclspec.NewLiteral("0")),
 	"boot_timeout":   hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
+	"fingerprint_period": hclspec.NewDefault(hclspec.NewAttr("fingerprint_period", "string", false), hclspec.NewLiteral(`"30s"`)),
 })
 
 // taskConfigSpec is the task's `config` block (job file).
@@ -55,6 +57,8 @@ type Config struct {
 	RunDir       string `codec:"run_dir"`
 	WarmPoolSize int    `codec:"warm_pool_size"`
 	BootTimeout  string `codec:"boot_timeout"`
+	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
+	FingerprintPeriod string `codec:"fingerprint_period"`
 }
 
 // TaskConfig is a task's driver configuration.

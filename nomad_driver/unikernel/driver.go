@@ -39,13 +39,13 @@ import (
 )
 
 const (
-	// PluginName is the driver name used in job files (`driver = "unikernel"`) and in the
-	// client's `plugin "unikernel"` block.
+	// PluginName is the driver name used in job files (`driver = "unikernel"`); the client's
+	// plugin block is named after the binary instead: `plugin "fluidvim-unikernel"`.
 	PluginName    = "unikernel"
 	PluginVersion = "0.1.0"
 
-	fingerprintPeriod = 30 * time.Second
-	requestTimeout    = 10 * time.Second
+	defaultFingerprintPeriod = 30 * time.Second
+	requestTimeout           = 10 * time.Second
 )
 
 var pluginInfo = &base.PluginInfoResponse{
@@ -78,6 +78,7 @@ type Driver struct {
 	accelWhy    string
 	tscKHz      *int
 	bootTimeout time.Duration
+	fpPeriod    time.Duration
 	compute     cpustats.Compute
 
 	launchMu    sync.Mutex
@@ -141,6 +142,13 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	if err != nil || bt <= 0 {
 		return fieldErr("boot_timeout", "%q is not a positive duration like 30s", cfg.BootTimeout)
 	}
+	if cfg.FingerprintPeriod == "" {
+		cfg.FingerprintPeriod = defaultFingerprintPeriod.String()
+	}
+	fpp, err := time.ParseDuration(cfg.FingerprintPeriod)
+	if err != nil || fpp < time.Second {
+		return fieldErr("fingerprint_period", "%q is not a duration of at least 1s, like 30s", cfg.FingerprintPeriod)
+	}
 	if cfg.WarmPoolSize > 0 {
 		d.logger.Warn("warm_pool_size is accepted but the warm pool is not implemented yet: "+
 			"every launch is cold", "warm_pool_size", cfg.WarmPoolSize)
@@ -157,6 +165,7 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.config, d.qemuPath, d.accel, d.accelWhy, d.tscKHz, d.bootTimeout = cfg, qemuPath, accel, why, tsc, bt
+	d.fpPeriod = fpp
 	return nil
 }
 
@@ -208,7 +217,7 @@ func hostTSCkHz() *int {
 	return &v
 }
 
-// Fingerprint reports health and attributes now and every 30 s.
+// Fingerprint reports health and attributes now and every fingerprint_period (30 s).
 func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
 	ch := make(chan *drivers.Fingerprint)
 	go func() {
@@ -222,7 +231,10 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 			case <-d.ctx.Done():
 				return
 			case <-t.C:
-				t.Reset(fingerprintPeriod)
+				d.mu.RLock()
+				period := d.fpPeriod
+				d.mu.RUnlock()
+				t.Reset(period)
 			}
 			select {
 			case ch <- d.buildFingerprint():

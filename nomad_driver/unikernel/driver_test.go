@@ -133,9 +133,10 @@ func TestPluginBasics(t *testing.T) {
 		t.Errorf("ExecTask: %v", err)
 	}
 	for field, c := range map[string]*Config{
-		"accel":   {Accel: "hvf", RunDir: "/run/x"},
-		"run_dir": {Accel: "auto", RunDir: "relative"},
-		"kernel":  {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
+		"accel":              {Accel: "hvf", RunDir: "/run/x"},
+		"run_dir":            {Accel: "auto", RunDir: "relative"},
+		"kernel":             {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
+		"fingerprint_period": {Accel: "auto", RunDir: "/run/x", FingerprintPeriod: "10ms"},
 	} {
 		err := d.applyConfig(c)
 		if err == nil || !strings.Contains(err.Error(), field) {
