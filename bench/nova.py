@@ -43,17 +43,13 @@ import unittest
 import uuid as uuidlib
 import warnings
 
+from bench.launch import pct
+
 SEGMENTS = ("api", "api→conductor", "scheduling", "conductor→compute", "compute pre-spawn",
             "spawn", "compute post-spawn")
 IMAGE_ID = "5b0f8a61-0e43-4c6e-8f3f-7d1e2c3b4a51"
 CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
 RESULTS: dict = {}
-
-
-def pct(values, q):
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
-    return values[k]
 
 
 class _Timers:
