@@ -43,10 +43,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+import tests.e2e.test_nomad as e2e
 from fluidvim.vnf import conf as vnfconf, netdev
 from fluidvim.vnf.control import ControlChannel, ControlError
-
-import tests.e2e.test_nomad as e2e
 
 REPO = Path(__file__).resolve().parents[1]
 HTTP, RPC, SERF = 15646, 15647, 15648
