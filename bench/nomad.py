@@ -152,25 +152,11 @@ def ping_configure(sock: str, timeout=30.0):
     raise RuntimeError(f"no ping reply on {sock} within {timeout}s")
 
 
-def our_qemu(markers) -> list[int]:
-    pids = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            cmd = (p / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if "qemu-system" in cmd and any(m in cmd for m in markers):
-            pids.append(int(p.name))
-    return pids
-
-
 def stop_purge(job: str, markers, timeout=30.0):
     api(f"/v1/job/{job}?purge=true", method="DELETE")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not our_qemu(markers) and not any(j["ID"] == job for j in api("/v1/jobs")):
+        if not e2e.qemu_pids(*markers) and not any(j["ID"] == job for j in api("/v1/jobs")):
             return
         time.sleep(0.05)
     raise RuntimeError(f"{job}: QEMU or job still there {timeout}s after stop -purge")
@@ -333,7 +319,7 @@ def main(argv=None):
                 proc.wait(5)
         if log:
             log.close()
-        for pid in our_qemu(ctx["markers"]):
+        for pid in e2e.qemu_pids(*ctx["markers"]):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -154,8 +154,8 @@ def running_alloc(job: str):
     return None
 
 
-def qemu_pids(run_dir: str) -> list[int]:
-    """QEMU processes launched by this agent's plugin (their sockets live under run_dir)."""
+def qemu_pids(*dirs: str) -> list[int]:
+    """QEMU processes whose command line names a path under one of ``dirs`` (their sockets)."""
     pids = []
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
@@ -164,7 +164,7 @@ def qemu_pids(run_dir: str) -> list[int]:
             cmd = (p / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if "qemu-system" in cmd and run_dir + "/" in cmd:
+        if "qemu-system" in cmd and any(d.rstrip("/") + "/" in cmd for d in dirs):
             pids.append(int(p.name))
     return pids
 
