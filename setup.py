@@ -37,6 +37,15 @@ setup(
         "SQLAlchemy>=2.0,<2.2",
         "matplotlib>=3.7",
         "tqdm>=4.66",
+        # orchestrator / evaluator / MANO
+        "oslo.messaging>=14.0",
+        "openstacksdk>=4.0",
+        "python-nomad==2.1.0",
+        "PyYAML>=6.0",
+        "jsonschema>=4.0",
+        "simpleeval==1.0.8",
+        "sushy>=5.0",
+        "topohub==1.5.1",
     ],
     extras_require={
         # libvirt-python must match the host's libvirt (Debian bookworm: 9.0)
@@ -45,6 +54,8 @@ setup(
         # what Nova's own test fixtures need (nova_driver/tests)
         "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
                       "ddt==1.7.2", "wsgi_intercept==1.13.1", "osprofiler==4.4.0"],
+        # the end-to-end Nova script: real services and the unmodified `openstack` CLI
+        "e2e": ["python-openstackclient==10.5.0", "glance==33.0.0", "keystone==30.0.0"],
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0",
                  "python-nomad==2.1.0"],
     },

@@ -16,7 +16,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev
-          pkg-config gcc make iproute2 iputils-ping procps python3-venv python3-dev)
+          pkg-config gcc make iproute2 iputils-ping procps python3-venv python3-dev
+          rabbitmq-server)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,9 +37,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.fluidvim-installed
 if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-  log "pip: installing fluidvim[test,nova,nova-test] (constraints.txt)"
+  log "pip: installing fluidvim[test,nova,nova-test,e2e] (constraints.txt)"
   .venv/bin/pip install -q --upgrade pip setuptools wheel
-  .venv/bin/pip install -q -c constraints.txt -e ".[test,nova,nova-test]"
+  .venv/bin/pip install -q -c constraints.txt -e ".[test,nova,nova-test,e2e]"
   touch "$stamp"
 fi
 # Nova's test fixtures read api-paste.ini from <site-packages>/etc/nova (the wheel puts it in
@@ -74,6 +75,17 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 virsh -c qemu:///system version >/dev/null || { echo "libvirtd did not come up" >&2; exit 1; }
+
+# RabbitMQ for oslo.messaging (orchestrator RPC/notifications, the Nova end-to-end script)
+if ! rabbitmqctl -q status >/dev/null 2>&1; then
+  log "starting rabbitmq-server"
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+  for _ in $(seq 1 120); do
+    rabbitmqctl -q status >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  rabbitmqctl -q status >/dev/null 2>&1 || { echo "rabbitmq-server did not come up" >&2; exit 1; }
+fi
 
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
   log "ready: KVM available"
