@@ -38,7 +38,7 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 		"session_slots":   hclspec.NewAttr("session_slots", "number", false),
 		"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
 	})),
-	"boot_timeout":   hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+	"boot_timeout": hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
 	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
 	"fingerprint_period": hclspec.NewDefault(hclspec.NewAttr("fingerprint_period", "string", false), hclspec.NewLiteral(`"30s"`)),
 })
@@ -59,13 +59,13 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 
 // Config is the plugin configuration.
 type Config struct {
-	Qemu         string `codec:"qemu"`
-	Accel        string `codec:"accel"`
-	Kernel       string `codec:"kernel"`
-	RunDir       string `codec:"run_dir"`
+	Qemu   string `codec:"qemu"`
+	Accel  string `codec:"accel"`
+	Kernel string `codec:"kernel"`
+	RunDir string `codec:"run_dir"`
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
-	WarmPool []PoolConfig `codec:"warm_pool"`
-	BootTimeout  string `codec:"boot_timeout"`
+	WarmPool    []PoolConfig `codec:"warm_pool"`
+	BootTimeout string       `codec:"boot_timeout"`
 	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
 	FingerprintPeriod string `codec:"fingerprint_period"`
 }
@@ -82,8 +82,8 @@ type TaskConfig struct {
 	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
 	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
 	// false = always cold
-	Warm *bool `codec:"warm"`
-	Name          string   `codec:"name"`
+	Warm *bool  `codec:"warm"`
+	Name string `codec:"name"`
 }
 
 // FieldError is an invalid task or plugin config; Field names the config key.

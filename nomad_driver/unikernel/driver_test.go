@@ -141,10 +141,10 @@ func TestPluginBasics(t *testing.T) {
 		t.Errorf("ExecTask: %v", err)
 	}
 	for field, c := range map[string]*Config{
-		"accel":              {Accel: "hvf", RunDir: "/run/x"},
-		"run_dir":            {Accel: "auto", RunDir: "relative"},
-		"kernel":             {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
-		"fingerprint_period": {Accel: "auto", RunDir: "/run/x", FingerprintPeriod: "10ms"},
+		"accel":               {Accel: "hvf", RunDir: "/run/x"},
+		"run_dir":             {Accel: "auto", RunDir: "relative"},
+		"kernel":              {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
+		"fingerprint_period":  {Accel: "auto", RunDir: "/run/x", FingerprintPeriod: "10ms"},
 		"warm_pool[0].kernel": {Accel: "auto", RunDir: "/run/x", WarmPool: []PoolConfig{{Kernel: "k.elf"}}},
 		"warm_pool[0].size":   {Accel: "auto", RunDir: "/run/x", WarmPool: []PoolConfig{{Kernel: "/k", Size: -1}}},
 		"warm_pool[1].nics": {Accel: "auto", RunDir: "/run/x",
