@@ -126,9 +126,9 @@ func (d *Driver) SetConfig(c *base.Config) error {
 		return err
 	}
 	d.mu.RLock()
-	pools, runDir := d.config.WarmPool, d.config.RunDir
+	pools := d.config.WarmPool
 	d.mu.RUnlock()
-	d.pool.configure(pools, runDir)
+	d.pool.configure(pools)
 	return nil
 }
 
@@ -225,6 +225,7 @@ func hostTSCkHz() *int {
 
 // Fingerprint reports health and attributes now and every fingerprint_period (30 s).
 func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
+	d.startPool()
 	ch := make(chan *drivers.Fingerprint)
 	go func() {
 		defer close(ch)
@@ -252,6 +253,16 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 		}
 	}()
 	return ch, nil
+}
+
+// startPool starts the warm pool (adoption of a previous process's shells, refill): the
+// driver manager's instance calls Fingerprint (and then StartTask/RecoverTask), the plugin
+// loader's short-lived validation instances do not.
+func (d *Driver) startPool() {
+	d.mu.RLock()
+	runDir := d.config.RunDir
+	d.mu.RUnlock()
+	d.pool.start(runDir)
 }
 
 func (d *Driver) buildFingerprint() *drivers.Fingerprint {
@@ -501,7 +512,7 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	}
 	d.tasks.Set(cfg.ID, h)
 	go h.run()
-	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total)}
+	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total), "vnf_uuid": vid}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.1f", v)
 	}

@@ -73,6 +73,9 @@ func newHarnessIn(t *testing.T, runDir string, pools []PoolConfig) (*dtestutil.D
 	if err := h.SetConfig(&base.Config{PluginConfig: data}); err != nil {
 		t.Fatal(err)
 	}
+	if pools != nil {
+		d.startPool() // what the client's first Fingerprint call does
+	}
 	return h, d
 }
 

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,8 +30,14 @@ import (
 // after the claim destroys it. A refill goroutine boots replacements in the background.
 //
 // Shells outlive the plugin process (QEMU runs in its own session, as tasks do): each one has
-// <run_dir>/<uuid>/pool.json, and the next SetConfig adopts the shells whose shape is still
-// configured (control channel answers, VNF unconfigured) and kills the rest.
+// <run_dir>/<uuid>/pool.json, and the next plugin process adopts the shells whose shape is still
+// configured (control channel answers, VNF unconfigured) and kills the rest, as well as shells
+// a killed plugin left half-booted or half-claimed (spec name pool-*, no pool.json).
+//
+// Nomad's plugin loader starts short-lived plugin processes that get SetConfig and are killed
+// ~30 ms later (config validation); so SetConfig only records the targets, and the pool
+// starts (adoption, then refill) with the first Fingerprint call, which only the client's
+// driver manager makes.
 
 const poolMarker = "pool.json"
 
@@ -167,17 +175,14 @@ func (p *warmPool) kick() {
 	}
 }
 
-// configure sets the pool targets; the first call also adopts or kills the shells a previous
-// plugin process left in runDir, and starts the refill goroutine.
-func (p *warmPool) configure(pools []PoolConfig, runDir string) {
+// configure sets the pool targets (shells beyond a smaller target are killed).
+func (p *warmPool) configure(pools []PoolConfig) {
 	targets := map[poolShape]PoolConfig{}
 	for _, pc := range pools {
 		targets[pc.shape()] = pc
 	}
 	p.mu.Lock()
 	p.targets = targets
-	first := !p.started
-	p.started = true
 	var surplus []*shell
 	for sh, list := range p.ready {
 		want := targets[sh].Size
@@ -191,11 +196,21 @@ func (p *warmPool) configure(pools []PoolConfig, runDir string) {
 	for _, s := range surplus {
 		p.destroy(s, "pool size reduced")
 	}
+	p.kick()
+}
+
+// start adopts or kills the shells a previous plugin process left in runDir, then starts the
+// refill goroutine; only the first call does anything.
+func (p *warmPool) start(runDir string) {
+	p.mu.Lock()
+	first := !p.started && !p.isStopped()
+	p.started = true
+	p.mu.Unlock()
 	if first {
 		p.adopt(runDir)
 		go p.loop()
+		p.kick()
 	}
-	p.kick()
 }
 
 // adopt takes over the shells a previous plugin process booted (their pool.json): kept when
@@ -206,6 +221,7 @@ func (p *warmPool) adopt(runDir string) {
 		dir := filepath.Join(runDir, e.Name())
 		b, err := os.ReadFile(filepath.Join(dir, poolMarker))
 		if err != nil {
+			p.reapHalfBooted(dir)
 			continue
 		}
 		var rec poolRecord
@@ -260,6 +276,39 @@ func (p *warmPool) adopt(runDir string) {
 		p.logger.Info("adopted a shell left by a previous plugin process", "vnf", rec.Spec.UUID,
 			"shape", rec.Shape.String())
 	}
+}
+
+// reapHalfBooted kills the QEMU of a shell a killed plugin left without pool.json (while booting
+// or claiming it: a claim that did not finish never reached Nomad) and removes its files.
+func (p *warmPool) reapHalfBooted(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	if err != nil {
+		return
+	}
+	var s spec.VNF
+	if err := json.Unmarshal(b, &s); err != nil || !strings.HasPrefix(s.Name, "pool-") ||
+		s.UUID != filepath.Base(dir) {
+		return // a task's VNF: RecoverTask re-attaches to it
+	}
+	h := &taskHandle{logger: p.logger.With("vnf", s.UUID), spec: s, runDir: dir}
+	if pid := findQEMU(s.UUID); pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(pid, s.UUID, 10*time.Second)
+	}
+	p.logger.Info("removed a shell a previous plugin process left half-booted", "vnf", s.UUID)
+	p.d.cleanup(h)
+}
+
+// findQEMU is the pid of the QEMU running VNF vnfUUID (its -uuid argument), or 0.
+func findQEMU(vnfUUID string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && alive(pid, vnfUUID) {
+			return pid
+		}
+	}
+	return 0
 }
 
 func truthyResult(res map[string]any, key string) bool {
@@ -644,7 +693,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	total := ms(t0)
 	d.recordLaunch("warm", total)
 	d.pool.kick() // refill after serving the request
-	ann := map[string]string{"launch": "warm", "launch_ms": fmt.Sprintf("%.2f", total)}
+	ann := map[string]string{"launch": "warm", "launch_ms": fmt.Sprintf("%.2f", total), "vnf_uuid": vid}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.2f", v)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/plugins/base"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 )
 
@@ -297,14 +299,57 @@ func TestWarmPoolDeathAdoptionNoLeak(t *testing.T) {
 		t.Errorf("%d QEMU after adoption, want 1", n)
 	}
 
-	// plugin restart without a warm_pool block: the orphan shell is killed, nothing is left
+	// the plugin dies in the middle of a claim (pool.json already gone): the next process
+	// kills that shell and boots a fresh one
+	if err := os.Remove(filepath.Join(s2.h.runDir, poolMarker)); err != nil {
+		t.Fatal(err)
+	}
 	abandon(d2)
-	newHarnessIn(t, runDir, nil)
+	_, d3 := newHarnessIn(t, runDir, []PoolConfig{pc})
+	s3 := waitShell(t, d3, sh, s2.h.spec.UUID)
+	if linkExists(s2.h.spec.Nics[0].Tap) || fileExists(s2.h.runDir) || alive(s2.h.pid, s2.h.spec.UUID) {
+		t.Errorf("half-claimed shell %s not removed", s2.h.spec.UUID)
+	}
+
+	// plugin restart without a warm_pool block: the orphan shell is killed, nothing is left
+	abandon(d3)
+	newHarnessIn(t, runDir, []PoolConfig{})
 	if left := qemuUnder(runDir); len(left) != 0 {
 		t.Errorf("QEMU left after a restart without warm_pool: %v", left)
 	}
-	if linkExists(s2.h.spec.Nics[0].Tap) || fileExists(s2.h.runDir) {
+	if linkExists(s3.h.spec.Nics[0].Tap) || fileExists(s3.h.runDir) {
 		t.Errorf("orphan shell's tap or run dir left")
+	}
+}
+
+// Nomad's plugin loader runs throw-away plugin processes that only get SetConfig: they must
+// not boot shells (they are killed ~30 ms later, which would orphan them).
+func TestWarmPoolNotStartedBySetConfigAlone(t *testing.T) {
+	k := requireVNF(t)
+	runDir := poolRunDir(t)
+	d := NewPlugin(hclog.NewNullLogger()).(*Driver)
+	t.Cleanup(d.Shutdown)
+	var data []byte
+	cfg := &Config{Qemu: defaultQemu, Accel: "auto", Kernel: k, RunDir: runDir, BootTimeout: "30s",
+		WarmPool: []PoolConfig{{Kernel: k, Size: 2, Nics: 1}}}
+	if err := base.MsgPackEncode(&data, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetConfig(&base.Config{PluginConfig: data}); err != nil {
+		t.Fatal(err)
+	}
+	if d.pool.started || len(qemuUnder(runDir)) != 0 {
+		t.Fatal("SetConfig alone started the warm pool")
+	}
+	ch, err := d.Fingerprint(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	pc := cfg.WarmPool[0]
+	_ = pc.validate(0)
+	if !d.pool.waitReady(pc.shape(), 2, 60*time.Second) {
+		t.Fatal("the pool did not fill after Fingerprint")
 	}
 }
 
