@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,14 +31,18 @@ import (
 // Shells outlive the plugin process (QEMU runs in its own session, as tasks do): each one has
 // <run_dir>/<uuid>/pool.json, and the next plugin process adopts the shells whose shape is still
 // configured (control channel answers, VNF unconfigured) and kills the rest, as well as shells
-// a killed plugin left half-booted or half-claimed (spec name pool-*, no pool.json).
+// a killed plugin left half-booted or half-claimed (pool.booting / pool.claiming markers).
 //
 // Nomad's plugin loader starts short-lived plugin processes that get SetConfig and are killed
 // ~30 ms later (config validation); so SetConfig only records the targets, and the pool
 // starts (adoption, then refill) with the first Fingerprint call, which only the client's
 // driver manager makes.
 
-const poolMarker = "pool.json"
+const (
+	poolMarker     = "pool.json"     // a ready shell (adoptable)
+	bootingMarker  = "pool.booting"  // a shell being booted
+	claimingMarker = "pool.claiming" // a shell being claimed by a task
+)
 
 // PoolConfig is one `warm_pool { kernel = "..." size = 2 }` block of the plugin config.
 type PoolConfig struct {
@@ -278,20 +281,23 @@ func (p *warmPool) adopt(runDir string) {
 	}
 }
 
-// reapHalfBooted kills the QEMU of a shell a killed plugin left without pool.json (while booting
-// or claiming it: a claim that did not finish never reached Nomad) and removes its files.
+// reapHalfBooted kills the QEMU of a shell a killed plugin left while booting or claiming it (a
+// claim that did not finish never reached Nomad) and removes its taps and files. Directories
+// without these markers are tasks' VNFs: RecoverTask re-attaches to them.
 func (p *warmPool) reapHalfBooted(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "spec.json"))
-	if err != nil {
+	if !fileExists(filepath.Join(dir, bootingMarker)) && !fileExists(filepath.Join(dir, claimingMarker)) {
 		return
 	}
+	vid := filepath.Base(dir)
 	var s spec.VNF
-	if err := json.Unmarshal(b, &s); err != nil || !strings.HasPrefix(s.Name, "pool-") ||
-		s.UUID != filepath.Base(dir) {
-		return // a task's VNF: RecoverTask re-attaches to it
+	if b, err := os.ReadFile(filepath.Join(dir, "spec.json")); err == nil {
+		_ = json.Unmarshal(b, &s)
 	}
-	h := &taskHandle{logger: p.logger.With("vnf", s.UUID), spec: s, runDir: dir}
-	if pid := findQEMU(s.UUID); pid > 0 {
+	if s.UUID != vid {
+		s = spec.VNF{UUID: vid} // booted no further than the directory: no taps yet
+	}
+	h := &taskHandle{logger: p.logger.With("vnf", vid), spec: s, runDir: dir}
+	if pid := findQEMU(vid); pid > 0 {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		waitGone(pid, s.UUID, 10*time.Second)
 	}
@@ -309,6 +315,11 @@ func findQEMU(vnfUUID string) int {
 		}
 	}
 	return 0
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func truthyResult(res map[string]any, key string) bool {
@@ -411,6 +422,14 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 	}
 	h := &taskHandle{logger: p.logger.With("vnf", vid), spec: s, runDir: filepath.Join(cfg.RunDir, vid),
 		state: drivers.TaskStateUnknown, doneCh: make(chan struct{})}
+	// marked before QEMU exists: a plugin killed mid-boot leaves a shell the next one reaps
+	if err := os.MkdirAll(h.runDir, 0o750); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(h.runDir, bootingMarker), nil, 0o640); err != nil {
+		_ = os.RemoveAll(h.runDir)
+		return err
+	}
 	if _, err := d.launch(h, qemuPath, bootTimeout); err != nil {
 		return err
 	}
@@ -422,6 +441,7 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 		d.cleanup(h)
 		return err
 	}
+	_ = os.Remove(filepath.Join(h.runDir, bootingMarker))
 	go h.run()
 	s2 := &shell{h: h, shape: sh, kernelID: kid, slots: pc.SessionSlots}
 	p.mu.Lock()
@@ -493,8 +513,9 @@ func (p *warmPool) take(sh poolShape) *shell {
 			continue // died: its watcher cleans up
 		default:
 		}
-		// claimed: no longer adoptable as a shell after a plugin restart
-		_ = os.Remove(filepath.Join(s.h.runDir, poolMarker))
+		// claimed: not adoptable as a shell after a plugin restart, reaped if the claim does not
+		// finish (the plugin dies before StartTask returns)
+		_ = os.Rename(filepath.Join(s.h.runDir, poolMarker), filepath.Join(s.h.runDir, claimingMarker))
 		return s
 	}
 }
@@ -505,6 +526,7 @@ func (p *warmPool) giveBack(s *shell) {
 		Ready: s.h.ready}
 	b, _ := json.Marshal(rec)
 	_ = os.WriteFile(filepath.Join(s.h.runDir, poolMarker), b, 0o640)
+	_ = os.Remove(filepath.Join(s.h.runDir, claimingMarker))
 	p.mu.Lock()
 	_, wanted := p.targets[s.shape]
 	if wanted && !p.isStopped() {
@@ -688,6 +710,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		return fail(fmt.Errorf("failed to set driver state: %v", err))
 	}
 	d.tasks.Set(cfg.ID, h)
+	_ = os.Remove(filepath.Join(h.runDir, claimingMarker)) // now a task: RecoverTask's
 	d.startLogs(h, 0, 0)
 	phases["record"] = ms(t)
 	total := ms(t0)

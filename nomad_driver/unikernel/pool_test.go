@@ -117,8 +117,10 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	if state.Spec.Nics[0].Bridge == nil || *state.Spec.Nics[0].Bridge != "fvmbr0" || state.Spec.SessionSlots != 64 {
 		t.Errorf("recorded spec not updated: %+v", state.Spec)
 	}
-	if _, err := os.Stat(filepath.Join(runDir, state.Spec.UUID, poolMarker)); !os.IsNotExist(err) {
-		t.Errorf("a claimed shell still has its pool marker: %v", err)
+	for _, m := range []string{poolMarker, claimingMarker, bootingMarker} {
+		if fileExists(filepath.Join(runDir, state.Spec.UUID, m)) {
+			t.Errorf("a claimed shell still has %s", m)
+		}
 	}
 	stats, err := d.VNFStats(task.ID)
 	if err != nil {
@@ -226,6 +228,9 @@ func TestWarmPoolRejectedConfigKeepsShell(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(runDir, s.h.spec.UUID, poolMarker)); err != nil {
 		t.Errorf("returned shell lost its pool marker: %v", err)
 	}
+	if fileExists(filepath.Join(runDir, s.h.spec.UUID, claimingMarker)) {
+		t.Errorf("returned shell still marked as being claimed")
+	}
 
 	// a bridge that does not exist is refused before any shell is claimed
 	task2 := newTask(t, h, "nobr", &TaskConfig{Kernel: k, NICs: []string{"fvmnobr"}, ClickConfig: "FromDevice(0) -> Discard;"})
@@ -299,9 +304,9 @@ func TestWarmPoolDeathAdoptionNoLeak(t *testing.T) {
 		t.Errorf("%d QEMU after adoption, want 1", n)
 	}
 
-	// the plugin dies in the middle of a claim (pool.json already gone): the next process
-	// kills that shell and boots a fresh one
-	if err := os.Remove(filepath.Join(s2.h.runDir, poolMarker)); err != nil {
+	// the plugin dies in the middle of a claim: the next process kills that shell and boots a
+	// fresh one
+	if err := os.Rename(filepath.Join(s2.h.runDir, poolMarker), filepath.Join(s2.h.runDir, claimingMarker)); err != nil {
 		t.Fatal(err)
 	}
 	abandon(d2)
@@ -351,9 +356,4 @@ func TestWarmPoolNotStartedBySetConfigAlone(t *testing.T) {
 	if !d.pool.waitReady(pc.shape(), 2, 60*time.Second) {
 		t.Fatal("the pool did not fill after Fingerprint")
 	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
