@@ -290,6 +290,9 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	a[pre+"warm_pool.size"] = pstructs.NewIntAttribute(int64(size), "")
 	a[pre+"warm_pool.ready"] = pstructs.NewIntAttribute(int64(ready), "")
 	a[pre+"warm_pool.booting"] = pstructs.NewIntAttribute(int64(booting), "")
+	if e := d.pool.lastError(); e != "" {
+		a[pre+"warm_pool.error"] = pstructs.NewStringAttribute(e)
+	}
 	total, free, running := 0, 0, 0
 	for _, h := range d.tasks.All() {
 		if !h.isRunning() {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -563,6 +564,18 @@ func (p *warmPool) counts() (int, int, int, map[string]int) {
 		per[k.Kernel] += len(p.ready[k])
 	}
 	return r, b, t, per
+}
+
+// lastError is the latest refill failure of any shape ("" when every refill worked).
+func (p *warmPool) lastError() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := make([]string, 0, len(p.lastErr))
+	for k, e := range p.lastErr {
+		keys = append(keys, k.String()+": "+e)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "; ")
 }
 
 // readyFor is the number of shells ready for this shape.

@@ -357,3 +357,30 @@ func TestWarmPoolNotStartedBySetConfigAlone(t *testing.T) {
 		t.Fatal("the pool did not fill after Fingerprint")
 	}
 }
+
+// A pool whose kernel is missing does not fail the plugin: the refill backs off and the error is
+// a fingerprint attribute naming the file.
+func TestWarmPoolMissingKernelReported(t *testing.T) {
+	requireVNF(t)
+	runDir := poolRunDir(t)
+	_, d := newHarnessIn(t, runDir, []PoolConfig{{Kernel: "/nonexistent/fvm-vnf.elf", Size: 1}})
+	deadline := time.Now().Add(30 * time.Second)
+	for d.pool.lastError() == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	fp := d.buildFingerprint()
+	e, ok := fp.Attributes["driver.unikernel.warm_pool.error"].GetString()
+	if !ok || !strings.Contains(e, "/nonexistent/fvm-vnf.elf") || !strings.Contains(e, "does not exist") {
+		t.Errorf("warm_pool.error = %q", e)
+	}
+	if fp.Health != "healthy" {
+		t.Errorf("driver health %s", fp.Health)
+	}
+	if n := len(qemuUnder(runDir)); n != 0 {
+		t.Errorf("%d QEMU started", n)
+	}
+	entries, _ := os.ReadDir(runDir)
+	if len(entries) != 0 {
+		t.Errorf("run dir not empty: %v", entries)
+	}
+}
