@@ -324,8 +324,9 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
 	}
 	// what the next launch of the default kernel costs: a warm claim while a shell is ready
-	if ms, ok := d.queuingDelay(cfg.Kernel); ok {
+	if ms, basis, ok := d.queuingDelay(cfg.Kernel); ok {
 		a[pre+"queuing_delay_ms"] = pstructs.NewFloatAttribute(ms, "ms")
+		a[pre+"queuing_delay_basis"] = pstructs.NewStringAttribute(basis)
 	}
 	return fp
 }
@@ -354,16 +355,19 @@ func (d *Driver) medianLaunch(kind string) (float64, bool) {
 	return s[len(s)/2], true
 }
 
-// queuingDelay is what the next launch of kernel costs: the median recent warm launch when a
-// shell for that kernel is ready (and a warm launch has been measured), else the median cold one.
-func (d *Driver) queuingDelay(kernel string) (float64, bool) {
+// queuingDelay is what the next launch of kernel costs (manager.queuing_delay): the median
+// recent warm launch when a shell for that kernel is ready, else the median cold one. Unlike the
+// Python core, which reports nothing while a shell is ready but no warm launch was measured yet,
+// it then falls back to the cold median (an upper bound); basis says which.
+func (d *Driver) queuingDelay(kernel string) (float64, string, bool) {
 	_, _, _, perKernel := d.pool.counts()
 	if perKernel[filepath.Clean(kernel)] > 0 {
 		if ms, ok := d.medianLaunch("warm"); ok {
-			return ms, true
+			return ms, "warm", true
 		}
 	}
-	return d.medianLaunch("cold")
+	ms, ok := d.medianLaunch("cold")
+	return ms, "cold", ok
 }
 
 // newSpec is the part of a VNF spec shared by cold launches and pool shells.

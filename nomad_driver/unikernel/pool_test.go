@@ -145,6 +145,9 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	if q, _ := fp.Attributes["driver.unikernel.queuing_delay_ms"].GetFloat(); q != warmMS {
 		t.Errorf("queuing_delay_ms %v should be the warm launch time %v while a shell is ready", q, warmMS)
 	}
+	if b, _ := fp.Attributes["driver.unikernel.queuing_delay_basis"].GetString(); b != "warm" {
+		t.Errorf("queuing_delay_basis %q", b)
+	}
 
 	// TaskStats also writes the VNF's own counters into the task directory
 	sch, err := h.TaskStats(t.Context(), task.ID, 100*time.Millisecond)
