@@ -502,6 +502,7 @@ def test_warm_pool_job_and_client_restart(agents):
                          lambda: (lambda x: x if PRE + "queuing_delay_warm_ms" in x else None)(
                              node_attrs(nid)), 20, 0.25)
             assert a[PRE + "queuing_delay_ms"] == a[PRE + "queuing_delay_warm_ms"], a
+            assert a[PRE + "queuing_delay_basis"] == "warm", a
         finally:
             subprocess.run([NOMAD, "job", "stop", "-purge", "-detach", job], capture_output=True,
                            timeout=30, env={**os.environ, "NOMAD_ADDR": ADDR})
