@@ -387,3 +387,29 @@ func TestWarmPoolMissingKernelReported(t *testing.T) {
 		t.Errorf("run dir not empty: %v", entries)
 	}
 }
+
+// A claim that fails for another reason than a rejected config (here: the control channel is
+// broken) destroys the shell: QEMU killed, taps and run dir removed, the pool refills.
+func TestWarmPoolBrokenClaimDestroysShell(t *testing.T) {
+	k := requireVNF(t)
+	runDir := poolRunDir(t)
+	pc := PoolConfig{Kernel: k, Size: 1, Nics: 1}
+	h, d := newHarnessIn(t, runDir, []PoolConfig{pc})
+	_ = pc.validate(0)
+	sh := pc.shape()
+	bridge(t, "fvmbr3")
+	s := waitShell(t, d, sh, "")
+	s.h.ctl.Close()
+	task := newTask(t, h, "broken", &TaskConfig{Kernel: k, NICs: []string{"fvmbr3"}, ClickConfig: "FromDevice(0) -> Discard;"})
+	_, _, err := h.StartTask(task)
+	if err == nil || !strings.Contains(err.Error(), "warm shell") {
+		t.Fatalf("want a warm-claim error, got %v", err)
+	}
+	if alive(s.h.pid, s.h.spec.UUID) || linkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir) {
+		t.Errorf("broken shell %s not destroyed (QEMU, tap or run dir left)", s.h.spec.UUID)
+	}
+	s2 := waitShell(t, d, sh, s.h.spec.UUID)
+	if n := len(qemuUnder(runDir)); n != 1 {
+		t.Errorf("%d QEMU after the refill, want 1 (%s)", n, s2.h.spec.UUID)
+	}
+}
