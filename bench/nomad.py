@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""bench/nomad: Nomad job register -> "VNF configured and forwarding", in one run, two paths on
+"""bench/nomad: Nomad job register -> "VNF configured and forwarding", in one run, three paths on
 the same kernel and the same agent (`nomad agent -dev`, 127.0.0.1:15646-15648):
 
 (a) Nomad's built-in `qemu` task driver, stock path: `-machine type=pc,accel=kvm` with SeaBIOS
@@ -8,18 +8,35 @@ the same kernel and the same agent (`nomad agent -dev`, 127.0.0.1:15646-15648):
     qcow2 image is attached as an IDE disk), `-m 128M` (the driver's minimum), the kernel given
     through `args` (`-kernel`, `-append`, a virtio-serial control console on a unix socket, one
     virtio-net-pci NIC on an unplugged tap, `-nic none`). The driver returns as soon as QEMU is
-    spawned, so after the allocation is `running` the bench connects to the control socket, pings
-    until the VNF answers (`configured: false`), then sends `configure` — "ready" is its reply;
-(b) our `unikernel` task driver, cold: microvm, no firmware, 32 MiB, one unplugged NIC and
-    `click_config`; its StartTask returns only after the VNF's `ready` event and the reply to
-    `configure`, so "ready" is the allocation being observed `running`.
+    spawned, so the bench itself connects to the control socket (from the moment the job is
+    registered), pings until the VNF answers (`configured: false`), then sends `configure`; "ready"
+    is the later of that reply and the allocation being observed `running`;
+(b) our `unikernel` task driver, cold (`warm = false`): microvm, no firmware, 32 MiB, one
+    unplugged NIC and `click_config`; its StartTask returns only after the VNF's `ready` event and
+    the reply to `configure`, so "ready" is the allocation being observed `running`;
+(c) the same driver, warm: the client config has a `warm_pool { size = 2 nics = 1 }` block, the
+    job takes a pre-booted shell (attach tap + `configure`); the bench waits for a ready shell
+    before registering a (c) job and checks the driver's task event says `launch = warm`.
 
-Both configure the same graph (`FromDevice(0) -> Discard;`) on one NIC. Per job: POST /v1/jobs
+All configure the same graph (`FromDevice(0) -> Discard;`) on one NIC. Per job: PUT /v1/jobs
 (JSON, no CLI) -> poll /v1/job/<id>/allocations every 10 ms -> ready; then the job is stopped and
-purged and its QEMU gone before the next one. Paths alternate job by job (one unmeasured warm-up
-job each first). Phases from the allocation (same host clock): schedule (register -> alloc
-CreateTime), to client (CreateTime -> task event Received), client/driver (Received -> Started),
-started -> running seen (the 10 ms poll), running -> ready (a: ping + configure; b: 0).
+purged and its QEMU gone before the next one. Each round runs one job per path in a shuffled
+order (one unmeasured warm-up job each first). Phases (the Superfluidity study's: scheduling;
+driver: artifact, init, spawn, ready; client -> server notification), from the allocation's
+timestamps and task events (same host clock):
+  schedule        register -> alloc CreateTime (evaluation, placement)
+  to client       CreateTime -> task event Received
+  artifact        "Downloading Artifacts" -> next event (0: no path fetches an artifact)
+  init            Received -> the driver starts the VNF (task dir, hooks, logmon; b/c: the
+                  driver's task event time minus its launch_ms; a: the QEMU process's start time
+                  from /proc, 10 ms resolution)
+  spawn           b: spec + QEMU spawn; c: claim + attach tap; a: QEMU exec -> Started
+  ready           b: boot + attach + configure -> Started; c: configure -> Started;
+                  a: running seen -> the VNF's reply to configure (the guest boots via SeaBIOS
+                  meanwhile; 0 if it was configured before Nomad reported running)
+  client->server  Started -> the API shows the allocation running (client status update; incl.
+                  up to 10 ms of polling)
+The phases of one job add up to its register -> ready total.
 
     sudo .venv/bin/python -m bench.nomad --jobs 30
 """
@@ -27,8 +44,10 @@ started -> running seen (the 10 ms poll), running -> ready (a: ping + configure;
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -51,8 +70,10 @@ REPO = Path(__file__).resolve().parents[1]
 HTTP, RPC, SERF = 15646, 15647, 15648
 ADDR = f"http://127.0.0.1:{HTTP}"
 GRAPH = "FromDevice(0) -> Discard;"
-PHASES = ["schedule", "to client", "client/driver", "started->running seen", "running->ready"]
-PATHS = {"a": "(a) nomad qemu driver (pc+SeaBIOS)", "b": "(b) unikernel driver, cold"}
+PHASES = ["schedule", "to client", "artifact", "init", "spawn", "ready", "client->server"]
+PATHS = {"a": "(a) nomad qemu driver (pc+SeaBIOS)", "b": "(b) unikernel driver, cold",
+         "c": "(c) unikernel driver, warm pool"}
+POOL_SIZE = 2
 QEMU_ARGS_ALLOW = ["-kernel", "-append", "-cpu", "-nic", "-device", "-chardev", "-netdev"]
 
 
@@ -72,7 +93,7 @@ def pct(values, q):
 def agent_config(tmp: Path, plugin_dir: Path, run_dir: str, image_dir: Path) -> str:
     """tests/e2e's adaptation of etc/nomad/client.hcl on our ports, plus the qemu driver block."""
     e2e.HTTP, e2e.RPC, e2e.SERF = HTTP, RPC, SERF       # client_config reads these globals
-    text = e2e.client_config(tmp, plugin_dir, run_dir)
+    text = e2e.client_config(tmp, plugin_dir, run_dir, e2e.warm_pool_block(POOL_SIZE, 1))
     assert f"http = {HTTP}" in text
     text += ('\nplugin "qemu" {\n  config {\n'
              f'    image_paths    = [{json.dumps(str(image_dir))}]\n'
@@ -98,14 +119,14 @@ def qemu_job(job: str, image: str, sock: str, tap: str, kernel: str) -> dict:
                                        "Resources": {"CPU": 100, "MemoryMB": 128}}]}]}
 
 
-def unikernel_job(job: str) -> dict:
+def unikernel_job(job: str, warm: bool) -> dict:
     return {"ID": job, "Name": job, "Type": "service", "Datacenters": ["dc1"],
             "TaskGroups": [{"Name": "g", "Count": 1,
                             "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
                             "Tasks": [{"Name": "vnf", "Driver": "unikernel",
                                        "Config": {"memory_mb": 32, "session_slots": 1024,
                                                   "nics": [""], "click_config": GRAPH,
-                                                  "name": job},
+                                                  "name": job, "warm": warm},
                                        "Resources": {"CPU": 100, "MemoryMB": 64}}]}]}
 
 
@@ -162,41 +183,101 @@ def stop_purge(job: str, markers, timeout=30.0):
     raise RuntimeError(f"{job}: QEMU or job still there {timeout}s after stop -purge")
 
 
+def process_start_ns(pid: int) -> int:
+    """Wall-clock start of a process, from /proc (clock-tick resolution, 10 ms)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    start_ticks = int(fields[19])           # field 22: starttime, in ticks after boot
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    now = time.time_ns()
+    return now - int((uptime - start_ticks / os.sysconf("SC_CLK_TCK")) * 1e9)
+
+
+def pool_ready(run_dir: str) -> int:
+    """Shells ready in the warm pool (their pool.json marker)."""
+    try:
+        return sum(os.path.exists(os.path.join(run_dir, d, "pool.json"))
+                   for d in os.listdir(run_dir))
+    except FileNotFoundError:
+        return 0
+
+
 def run_job(path: str, i: int, ctx: dict) -> dict:
-    job = f"fvnb-{path}-{i}-{uuid.uuid4().hex[:6]}"
+    job = f"fvmb-{path}-{i}-{uuid.uuid4().hex[:6]}"
     if path == "a":
         sock = os.path.join(ctx["sock_dir"], f"{i}.sock")
-        tap = f"fvnba{i}"
+        tap = f"fvmba{i}"
         body = qemu_job(job, ctx["image"], sock, tap, ctx["kernel"])
+        markers = [ctx["sock_dir"]]
     else:
-        body = unikernel_job(job)
+        if path == "c":
+            deadline = time.monotonic() + 60
+            while pool_ready(ctx["run_dir"]) < 1:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("no warm shell ready after 60 s")
+                time.sleep(0.01)
+        body = unikernel_job(job, warm=path == "c")
+        markers = []
     t_reg = time.time_ns()
+    if path == "a":
+        fut = ctx["executor"].submit(ping_configure, sock, 60.0)
     resp = api("/v1/jobs", {"Job": body}, method="PUT")
     assert resp.get("EvalID"), resp
     try:
         alloc_id, t_run = wait_running(job)
         extra = {}
         if path == "a":
-            t_ping, t_ready, pong = ping_configure(sock)
-            extra = {"running->first ping_ms": (t_ping - t_run) / 1e6,
+            t_qemu = process_start_ns(e2e.qemu_pids(ctx["sock_dir"])[0])
+            t_ping, t_conf, pong = fut.result()
+            t_ready = max(t_run, t_conf)
+            extra = {"register->first ping_ms": (t_ping - t_reg) / 1e6,
+                     "register->configured_ms": (t_conf - t_reg) / 1e6,
                      "guest boot_us": pong.get("boot_us")}
         else:
             t_ready = t_run
         alloc = api(f"/v1/allocation/{alloc_id}")
+        if path != "a":
+            drv = [e for e in alloc["TaskStates"]["vnf"]["Events"]
+                   if e["Type"] == "Driver" and e["Details"].get("launch")][0]
+            markers = [os.path.join(ctx["run_dir"], drv["Details"]["vnf_uuid"]) + "/"]
+            extra["register->configured_ms"] = (drv["Time"] - t_reg) / 1e6
     finally:
-        stop_purge(job, ctx["markers"])
+        stop_purge(job, markers)
         if path == "a" and netdev.exists(tap):
             netdev.delete_link(tap)
     ev = {}
     for e in alloc["TaskStates"]["vnf"]["Events"]:
         ev.setdefault(e["Type"], e["Time"])
-    created = alloc["CreateTime"]
+    created, rec, started = alloc["CreateTime"], ev["Received"], ev["Started"]
+    artifact = 0.0
+    if "Downloading Artifacts" in ev:
+        later = sorted(t for t in ev.values() if t > ev["Downloading Artifacts"])
+        artifact = (later[0] - ev["Downloading Artifacts"]) / 1e6 if later else 0.0
+    if path == "a":
+        t_spawn = min(max(t_qemu, rec), started)
+        init = (t_spawn - rec) / 1e6 - artifact
+        spawn = (started - t_spawn) / 1e6
+        ready = (t_ready - t_run) / 1e6
+        extra["qemu process start_ms after Received"] = (t_qemu - rec) / 1e6
+    else:
+        d = drv["Details"]
+        if d["launch"] != ("warm" if path == "c" else "cold"):
+            raise RuntimeError(f"{job}: path {path} but the driver made a {d['launch']} launch")
+        launch = float(d["launch_ms"])
+        t_start = drv["Time"] - launch * 1e6
+        spawn = sum(float(d.get(k + "_ms", 0)) for k in (("spec", "spawn") if path == "b"
+                                                          else ("claim", "net")))
+        init = (t_start - rec) / 1e6 - artifact
+        ready = (started - t_start) / 1e6 - spawn
+        extra["driver"] = {k: float(v) for k, v in d.items() if k.endswith("_ms")}
     phases = {"schedule": (created - t_reg) / 1e6,
-              "to client": (ev["Received"] - created) / 1e6,
-              "client/driver": (ev["Started"] - ev["Received"]) / 1e6,
-              "started->running seen": (t_run - ev["Started"]) / 1e6,
-              "running->ready": (t_ready - t_run) / 1e6}
-    return {"job": job, "total_ms": (t_ready - t_reg) / 1e6,
+              "to client": (rec - created) / 1e6,
+              "artifact": artifact, "init": init, "spawn": spawn, "ready": ready,
+              "client->server": (t_run - started) / 1e6}
+    total = (t_ready - t_reg) / 1e6
+    assert abs(sum(phases.values()) - total) < 0.5, (phases, total)
+    return {"job": job, "total_ms": total,
             "register->running_ms": (t_run - t_reg) / 1e6, "phases_ms": phases,
             "task_events_ms_after_register": {k: (v - t_reg) / 1e6 for k, v in ev.items()},
             **extra}
@@ -274,6 +355,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=30, help="measured jobs per path (default 30)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the per-round path order")
     ap.add_argument("--out", default="bench/results", help="directory for nomad.json/.png")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -283,25 +365,31 @@ def main(argv=None):
         if not os.path.exists(f):
             sys.exit(f"missing {f}")
     os.makedirs(args.out, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="fvnb-nomad-"))
-    run_dir = f"/run/fvnb-{uuid.uuid4().hex[:8]}"
+    load_before = round(os.getloadavg()[0], 2)
+    tmp = Path(tempfile.mkdtemp(prefix="fvm-bench-nomad-"))
+    run_dir = f"/run/fluidvim-fvm-bench-{uuid.uuid4().hex[:8]}"
     image_dir, sock_dir = tmp / "img", tmp / "s"
     image_dir.mkdir()
     sock_dir.mkdir()
     image = str(image_dir / "dummy.qcow2")
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", image, "1M"], check=True)
-    ctx = {"image": image, "sock_dir": str(sock_dir), "kernel": kernel,
+    ctx = {"executor": concurrent.futures.ThreadPoolExecutor(1), "image": image,
+           "sock_dir": str(sock_dir), "kernel": kernel, "run_dir": run_dir,
            "markers": [str(sock_dir) + "/", run_dir + "/"]}
     proc = log = None
-    results = {"a": [], "b": []}
+    results = {"a": [], "b": [], "c": []}
     try:
         t0 = time.monotonic()
         proc, log = start_agent(tmp, run_dir, image_dir)
         print(f"agent ready in {time.monotonic() - t0:.1f} s (incl. plugin build)")
-        for p in ("a", "b"):
+        for p in PATHS:
             run_job(p, 0, ctx)                   # warm-up, not measured
-        for i in tqdm(range(1, args.jobs + 1), desc="jobs (a,b alternating)", unit="pair"):
-            for p in ("a", "b"):
+        rng = random.Random(args.seed)
+        for i in tqdm(range(1, args.jobs + 1), desc="rounds (a,b,c; shuffled)", unit="round"):
+            # the order changes every round: Nomad's client reports alloc updates in 200 ms
+            # ticks (non-urgent ones every 5th tick), so a fixed order would give each path a
+            # fixed phase against that clock
+            for p in rng.sample(sorted(PATHS), len(PATHS)):
                 results[p].append(run_job(p, i, ctx))
     finally:
         if proc is not None and proc.poll() is None:
@@ -325,24 +413,30 @@ def main(argv=None):
             except ProcessLookupError:
                 pass
         shutil.rmtree(run_dir, ignore_errors=True)
-        if not results["b"]:
+        if not results["c"]:
             print(f"agent log kept: {tmp}/nomad.log")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    summary = [summarize(PATHS[p], results[p]) for p in ("a", "b")]
-    a, b = summary
+    summary = [summarize(PATHS[p], results[p]) for p in PATHS]
+    a, b, c = summary
     n = args.jobs
     print(f"\nbench/nomad: {n} jobs per path (after 1 warm-up each), Nomad "
           f"{os.path.basename(os.path.dirname(e2e.NOMAD))}, accel kvm, "
-          f"kernel {os.path.getsize(kernel)} bytes")
+          f"kernel {os.path.getsize(kernel)} bytes, load average before "
+          f"{load_before}, after {os.getloadavg()[0]:.2f}")
     print("| path | register→ready p50 ms | p90 ms | min ms | register→running p50 ms | "
-          "(a)/(b) p50 |")
+          "(a)/path p50 |")
     print("|---|---:|---:|---:|---:|---:|")
     for s in summary:
         print(f"| {s['path']} | {s['p50_ms']:.1f} | {s['p90_ms']:.1f} | {s['min_ms']:.1f} | "
               f"{s['register->running_p50_ms']:.1f} | {a['p50_ms'] / s['p50_ms']:.2f} |")
-    print(f"\n(a)/(b) register→ready: p50 {a['p50_ms'] / b['p50_ms']:.2f}x, "
-          f"p90 {a['p90_ms'] / b['p90_ms']:.2f}x")
+    ratios = {"a/b": (a["p50_ms"] / b["p50_ms"], a["p90_ms"] / b["p90_ms"]),
+              "a/c": (a["p50_ms"] / c["p50_ms"], a["p90_ms"] / c["p90_ms"]),
+              "b/c": (b["p50_ms"] / c["p50_ms"], b["p90_ms"] / c["p90_ms"])}
+    for k, (r50, r90) in ratios.items():
+        print(f"{k} register→ready: p50 {r50:.2f}x, p90 {r90:.2f}x")
+    drv = {p: statistics.median(r["driver"]["launch_ms"] for r in results[p]) for p in "bc"}
+    print(f"driver StartTask (launch_ms) p50: cold {drv['b']:.2f} ms, warm {drv['c']:.2f} ms")
     print("\nphases, p50 ms (p90):")
     print("| path | " + " | ".join(PHASES) + " |")
     print("|---|" + "---:|" * len(PHASES))
@@ -350,16 +444,24 @@ def main(argv=None):
         print(f"| {s['path']} | " + " | ".join(
             f"{s['phases_p50_ms'][ph]:.1f} ({s['phases_p90_ms'][ph]:.1f})" for ph in PHASES)
             + " |")
-    fp = [r["running->first ping_ms"] for r in results["a"]]
-    print(f"\n(a) running → first ping reply: p50 {statistics.median(fp):.1f} ms; "
-          f"guest boot_us p50 {statistics.median(r['guest boot_us'] for r in results['a'])}")
+    conf = {p: statistics.median(r["register->configured_ms"] for r in results[p]) for p in PATHS}
+    print("\nregister → VNF configured on the host (before Nomad's client → server report), "
+          "p50 ms: " + ", ".join(f"{p} {v:.1f}" for p, v in conf.items())
+          + f"; a/b {conf['a'] / conf['b']:.2f}x, a/c {conf['a'] / conf['c']:.2f}x, "
+          f"b/c {conf['b'] / conf['c']:.2f}x")
+    print(f"(a) guest boot_us p50 {statistics.median(r['guest boot_us'] for r in results['a'])}")
     with open(os.path.join(args.out, "nomad.json"), "w") as f:
         json.dump({"accel": "kvm", "jobs_per_path": n, "graph": GRAPH,
+                   "load_average": {"before": load_before, "after": os.getloadavg()[0]},
+                   "ratios_p50_p90": ratios, "driver_launch_ms_p50": drv,
+                   "register_to_configured_on_host_p50_ms": conf,
                    "ready": {"a": "reply to `configure` on the control socket, sent after the "
                                   "allocation is running and a first `ping` reply",
                              "b": "allocation observed running (StartTask returns after the "
-                                  "VNF's ready event and the configure reply)"},
-                   "summary": summary, "runs": {PATHS[p]: results[p] for p in ("a", "b")}},
+                                  "VNF's ready event and the configure reply)",
+                             "c": "as b, on a warm shell (StartTask returns after configure)"},
+                   "phases": PHASES,
+                   "summary": summary, "runs": {PATHS[p]: results[p] for p in PATHS}},
                   f, indent=2)
     plot(summary, os.path.join(args.out, "nomad.png"))
     print(f"wrote {args.out}/nomad.json and nomad.png")

@@ -18,6 +18,17 @@ plugin "fluidvim-unikernel" {
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
     boot_timeout   = "30s"
     fingerprint_period = "30s"              # how often vnfs / session_slots.* are re-reported
-    warm_pool_size = 0                      # accepted, not implemented yet (cold launches only)
+
+    # Warm pool: shells booted ahead (QEMU running, VNF booted and unconfigured, taps created but
+    # not attached). A task whose kernel, memory_mb, vcpus, number of NICs and flow_timeout_ms
+    # match a block takes a ready shell (attach taps + configure: a few ms) unless it sets
+    # warm = false; otherwise it boots cold. One block per shape; size = 0 kills that shape's
+    # shells. They survive a client restart and are adopted by the next plugin process.
+    warm_pool {
+      kernel = "/usr/share/fluidvim/fluidvim-vnf.elf"
+      size   = 2
+      nics   = 2
+      # memory_mb = 32  vcpus = 1  session_slots = 1024  flow_timeout_ms = 30000
+    }
   }
 }

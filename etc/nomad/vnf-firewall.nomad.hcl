@@ -22,6 +22,7 @@ job "vnf-firewall" {
           FromDevice(1) -> ToDevice(0);
         EOT
         # click_file  = "local/fw.click"  # instead of click_config; SIGHUP re-reads it
+        # warm        = false   # never take a pre-booted shell from the warm pool
       }
 
       # what Nomad reserves; the guest size is memory_mb above

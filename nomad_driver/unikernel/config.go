@@ -28,9 +28,17 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"accel":   hclspec.NewDefault(hclspec.NewAttr("accel", "string", false), hclspec.NewLiteral(`"auto"`)),
 	"kernel":  hclspec.NewDefault(hclspec.NewAttr("kernel", "string", false), hclspec.NewLiteral(`"`+defaultKernel+`"`)),
 	"run_dir": hclspec.NewDefault(hclspec.NewAttr("run_dir", "string", false), hclspec.NewLiteral(`"`+defaultRunDir+`"`)),
-	// shells booted ahead per (kernel, memory, vcpus, NICs) key; 0 = cold launches only
-	"warm_pool_size": hclspec.NewDefault(hclspec.NewAttr("warm_pool_size", "number", false), hclspec.NewLiteral("0")),
-	"boot_timeout":   hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+	// warm_pool { kernel = "/path/vnf.elf" size = 2 nics = 2 }: shells booted ahead, per shape
+	"warm_pool": hclspec.NewBlockList("warm_pool", hclspec.NewObject(map[string]*hclspec.Spec{
+		"kernel":          hclspec.NewAttr("kernel", "string", true),
+		"size":            hclspec.NewDefault(hclspec.NewAttr("size", "number", false), hclspec.NewLiteral("1")),
+		"memory_mb":       hclspec.NewAttr("memory_mb", "number", false),
+		"vcpus":           hclspec.NewAttr("vcpus", "number", false),
+		"nics":            hclspec.NewAttr("nics", "number", false),
+		"session_slots":   hclspec.NewAttr("session_slots", "number", false),
+		"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
+	})),
+	"boot_timeout": hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
 	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
 	"fingerprint_period": hclspec.NewDefault(hclspec.NewAttr("fingerprint_period", "string", false), hclspec.NewLiteral(`"30s"`)),
 })
@@ -51,12 +59,13 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 
 // Config is the plugin configuration.
 type Config struct {
-	Qemu         string `codec:"qemu"`
-	Accel        string `codec:"accel"`
-	Kernel       string `codec:"kernel"`
-	RunDir       string `codec:"run_dir"`
-	WarmPoolSize int    `codec:"warm_pool_size"`
-	BootTimeout  string `codec:"boot_timeout"`
+	Qemu   string `codec:"qemu"`
+	Accel  string `codec:"accel"`
+	Kernel string `codec:"kernel"`
+	RunDir string `codec:"run_dir"`
+	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
+	WarmPool    []PoolConfig `codec:"warm_pool"`
+	BootTimeout string       `codec:"boot_timeout"`
 	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
 	FingerprintPeriod string `codec:"fingerprint_period"`
 }
@@ -71,8 +80,10 @@ type TaskConfig struct {
 	SessionSlots  int      `codec:"session_slots"`
 	FlowTimeoutMS int      `codec:"flow_timeout_ms"`
 	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
-	Warm          bool     `codec:"warm"`
-	Name          string   `codec:"name"`
+	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
+	// false = always cold
+	Warm *bool  `codec:"warm"`
+	Name string `codec:"name"`
 }
 
 // FieldError is an invalid task or plugin config; Field names the config key.
@@ -108,8 +119,17 @@ func (c *Config) validate() error {
 	if c.Kernel != "" && !filepath.IsAbs(c.Kernel) {
 		return fieldErr("kernel", "%q must be an absolute path", c.Kernel)
 	}
-	if c.WarmPoolSize < 0 || c.WarmPoolSize > 64 {
-		return fieldErr("warm_pool_size", "%d is out of range 0..64", c.WarmPoolSize)
+	seen := map[poolShape]int{}
+	for i := range c.WarmPool {
+		if err := c.WarmPool[i].validate(i); err != nil {
+			return err
+		}
+		sh := c.WarmPool[i].shape()
+		if j, dup := seen[sh]; dup {
+			return fieldErr(fmt.Sprintf("warm_pool[%d]", i), "same kernel, memory_mb, vcpus, nics and "+
+				"flow_timeout_ms as warm_pool[%d]: merge the two blocks (add their sizes)", j)
+		}
+		seen[sh] = i
 	}
 	return nil
 }

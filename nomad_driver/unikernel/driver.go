@@ -81,8 +81,10 @@ type Driver struct {
 	fpPeriod    time.Duration
 	compute     cpustats.Compute
 
+	pool *warmPool
+
 	launchMu    sync.Mutex
-	launchTimes []float64 // recent cold launch durations (ms): StartTask → configured
+	launchTimes map[string][]float64 // recent launch durations (ms) by kind: StartTask → configured
 }
 
 // NewPlugin returns a driver with the default configuration.
@@ -96,6 +98,7 @@ func NewPlugin(logger hclog.Logger) drivers.DriverPlugin {
 		logger:  logger,
 		tasks:   newTaskStore(),
 	}
+	d.pool = newWarmPool(d)
 	_ = d.applyConfig(&Config{Qemu: defaultQemu, Accel: "auto", Kernel: defaultKernel,
 		RunDir: defaultRunDir, BootTimeout: "30s"})
 	return d
@@ -119,7 +122,14 @@ func (d *Driver) SetConfig(c *base.Config) error {
 		d.compute = c.AgentConfig.Compute()
 		d.mu.Unlock()
 	}
-	return d.applyConfig(&cfg)
+	if err := d.applyConfig(&cfg); err != nil {
+		return err
+	}
+	d.mu.RLock()
+	pools := d.config.WarmPool
+	d.mu.RUnlock()
+	d.pool.configure(pools)
+	return nil
 }
 
 func (d *Driver) applyConfig(cfg *Config) error {
@@ -148,10 +158,6 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	fpp, err := time.ParseDuration(cfg.FingerprintPeriod)
 	if err != nil || fpp < time.Second {
 		return fieldErr("fingerprint_period", "%q is not a duration of at least 1s, like 30s", cfg.FingerprintPeriod)
-	}
-	if cfg.WarmPoolSize > 0 {
-		d.logger.Warn("warm_pool_size is accepted but the warm pool is not implemented yet: "+
-			"every launch is cold", "warm_pool_size", cfg.WarmPoolSize)
 	}
 	qemuPath, _ := exec.LookPath(cfg.Qemu)
 	accel, why, err := detectAccel(cfg.Accel)
@@ -219,6 +225,7 @@ func hostTSCkHz() *int {
 
 // Fingerprint reports health and attributes now and every fingerprint_period (30 s).
 func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
+	d.startPool()
 	ch := make(chan *drivers.Fingerprint)
 	go func() {
 		defer close(ch)
@@ -248,6 +255,16 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 	return ch, nil
 }
 
+// startPool starts the warm pool (adoption of a previous process's shells, refill): the
+// driver manager's instance calls Fingerprint (and then StartTask/RecoverTask), the plugin
+// loader's short-lived validation instances do not.
+func (d *Driver) startPool() {
+	d.mu.RLock()
+	runDir := d.config.RunDir
+	d.mu.RUnlock()
+	d.pool.start(runDir)
+}
+
 func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	d.mu.RLock()
 	cfg, qemuPath, accel, why := d.config, d.qemuPath, d.accel, d.accelWhy
@@ -269,7 +286,13 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	a[pre+"kernel"] = pstructs.NewStringAttribute(cfg.Kernel)
 	_, kerr := os.Stat(cfg.Kernel)
 	a[pre+"kernel_present"] = pstructs.NewBoolAttribute(kerr == nil)
-	a[pre+"warm_pool_size"] = pstructs.NewIntAttribute(0, "") // not implemented yet
+	ready, booting, size, _ := d.pool.counts()
+	a[pre+"warm_pool.size"] = pstructs.NewIntAttribute(int64(size), "")
+	a[pre+"warm_pool.ready"] = pstructs.NewIntAttribute(int64(ready), "")
+	a[pre+"warm_pool.booting"] = pstructs.NewIntAttribute(int64(booting), "")
+	if e := d.pool.lastError(); e != "" {
+		a[pre+"warm_pool.error"] = pstructs.NewStringAttribute(e)
+	}
 	total, free, running := 0, 0, 0
 	for _, h := range d.tasks.All() {
 		if !h.isRunning() {
@@ -292,31 +315,70 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	a[pre+"vnfs"] = pstructs.NewIntAttribute(int64(running), "")
 	a[pre+"session_slots.total"] = pstructs.NewIntAttribute(int64(total), "")
 	a[pre+"session_slots.free"] = pstructs.NewIntAttribute(int64(free), "")
-	if ms, ok := d.queuingDelay(); ok {
+	cold, coldOK := d.medianLaunch("cold")
+	warm, warmOK := d.medianLaunch("warm")
+	if coldOK {
+		a[pre+"queuing_delay_cold_ms"] = pstructs.NewFloatAttribute(cold, "ms")
+	}
+	if warmOK {
+		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
+	}
+	// what the next launch of the default kernel costs: a warm claim while a shell is ready
+	if ms, basis, ok := d.queuingDelay(cfg.Kernel); ok {
 		a[pre+"queuing_delay_ms"] = pstructs.NewFloatAttribute(ms, "ms")
+		a[pre+"queuing_delay_basis"] = pstructs.NewStringAttribute(basis)
 	}
 	return fp
 }
 
-func (d *Driver) recordLaunch(ms float64) {
+func (d *Driver) recordLaunch(kind string, ms float64) {
 	d.launchMu.Lock()
 	defer d.launchMu.Unlock()
-	d.launchTimes = append(d.launchTimes, ms)
-	if len(d.launchTimes) > 16 {
-		d.launchTimes = d.launchTimes[len(d.launchTimes)-16:]
+	if d.launchTimes == nil {
+		d.launchTimes = map[string][]float64{}
 	}
+	l := append(d.launchTimes[kind], ms)
+	if len(l) > 16 {
+		l = l[len(l)-16:]
+	}
+	d.launchTimes[kind] = l
 }
 
-// queuingDelay is the median of the recent cold launch times: what the next launch costs.
-func (d *Driver) queuingDelay() (float64, bool) {
+func (d *Driver) medianLaunch(kind string) (float64, bool) {
 	d.launchMu.Lock()
 	defer d.launchMu.Unlock()
-	if len(d.launchTimes) == 0 {
+	if len(d.launchTimes[kind]) == 0 {
 		return 0, false
 	}
-	s := append([]float64(nil), d.launchTimes...)
+	s := append([]float64(nil), d.launchTimes[kind]...)
 	sort.Float64s(s)
 	return s[len(s)/2], true
+}
+
+// queuingDelay is what the next launch of kernel costs (manager.queuing_delay): the median
+// recent warm launch when a shell for that kernel is ready, else the median cold one. Unlike the
+// Python core, which reports nothing while a shell is ready but no warm launch was measured yet,
+// it then falls back to the cold median (an upper bound); basis says which.
+func (d *Driver) queuingDelay(kernel string) (float64, string, bool) {
+	_, _, _, perKernel := d.pool.counts()
+	if perKernel[filepath.Clean(kernel)] > 0 {
+		if ms, ok := d.medianLaunch("warm"); ok {
+			return ms, "warm", true
+		}
+	}
+	ms, ok := d.medianLaunch("cold")
+	return ms, "cold", ok
+}
+
+// newSpec is the part of a VNF spec shared by cold launches and pool shells.
+func newSpec(vid, name, runRoot, accel string, tsc *int) spec.VNF {
+	runDir := filepath.Join(runRoot, vid)
+	qmp := filepath.Join(runDir, "qmp.sock")
+	s := spec.New()
+	s.UUID, s.Name = vid, name
+	s.ControlSocket, s.ConsoleLog, s.QMPSocket = filepath.Join(runDir, "ctl.sock"), filepath.Join(runDir, "console.log"), &qmp
+	s.Accel, s.TSCkHz = accel, tsc
+	return s
 }
 
 func newUUID() string {
@@ -392,18 +454,27 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	if qemuPath == "" {
 		return nil, false, fmt.Errorf("QEMU binary %q not found", pcfg.Qemu)
 	}
-	if tc.Warm {
-		d.emit(cfg, "warm launch requested but the warm pool is not implemented yet: cold launch", nil)
+	for i, br := range tc.NICs {
+		if br != "" && !linkExists(br) {
+			return nil, false, fieldErr(fmt.Sprintf("nics[%d]", i), "bridge %q does not exist: create "+
+				"it first (ip link add %s type bridge) or pick an existing one", br, br)
+		}
+	}
+	if tc.Warm == nil || *tc.Warm {
+		handle, claimed, err := d.startWarm(cfg, &tc, click, t0)
+		if claimed {
+			return handle, false, err
+		}
+		if tc.Warm != nil {
+			d.emit(cfg, "warm launch requested but no shell of this shape is ready: cold launch", nil)
+		}
 	}
 
 	vid := newUUID()
 	runDir := filepath.Join(pcfg.RunDir, vid)
-	qmp := filepath.Join(runDir, "qmp.sock")
-	s := spec.New()
-	s.UUID, s.Name, s.Kernel = vid, vnfName(&tc, cfg, vid), tc.Kernel
-	s.ControlSocket, s.ConsoleLog, s.QMPSocket = filepath.Join(runDir, "ctl.sock"), filepath.Join(runDir, "console.log"), &qmp
+	s := newSpec(vid, vnfName(&tc, cfg, vid), pcfg.RunDir, accel, tsc)
+	s.Kernel = tc.Kernel
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
-	s.Accel, s.TSCkHz = accel, tsc
 	for i, br := range tc.NICs {
 		n := spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)}
 		if br != "" {
@@ -432,7 +503,7 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 		return nil, true, err
 	}
 	total := float64(time.Since(t0).Microseconds()) / 1000
-	d.recordLaunch(total)
+	d.recordLaunch("cold", total)
 
 	h.state = drivers.TaskStateRunning
 	h.startedAt = time.Now().Round(time.Millisecond)
@@ -448,7 +519,7 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	}
 	d.tasks.Set(cfg.ID, h)
 	go h.run()
-	ann := map[string]string{"launch_ms": fmt.Sprintf("%.1f", total)}
+	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total), "vnf_uuid": vid}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.1f", v)
 	}
@@ -752,7 +823,11 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 	return h.status(), nil
 }
 
-// TaskStats reports the QEMU process's CPU and memory every interval.
+// TaskStats reports the QEMU process's CPU and memory every interval. Nomad's TaskResourceUsage
+// has no room for anything else (the plugin protocol carries CPU and memory only), so the VNF's
+// own counters (`stats` on the control channel: per-NIC rx/tx/drops, slots, elements) are
+// written at the same interval to <task dir>/vnf-stats.json, readable with
+// `nomad alloc fs <alloc> <task>/vnf-stats.json` or the /v1/client/fs API.
 func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
 	h, ok := d.tasks.Get(taskID)
 	if !ok {
@@ -779,6 +854,7 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Dur
 			if u == nil {
 				continue
 			}
+			h.writeVNFStats()
 			select {
 			case ch <- u:
 			case <-ctx.Done():
@@ -859,8 +935,12 @@ func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*
 		"shell or processes; use its control channel (stats, configure)")
 }
 
-// Shutdown stops background work (tests; Nomad kills the plugin process).
-func (d *Driver) Shutdown() { d.cancel() }
+// Shutdown stops background work and kills the pooled shells (tests). Nomad kills the plugin
+// process instead: its shells keep running and the next plugin process adopts them.
+func (d *Driver) Shutdown() {
+	d.cancel()
+	d.pool.shutdown()
+}
 
 // VNFStats asks a task's VNF for its counters over the driver's control connection.
 func (d *Driver) VNFStats(taskID string) (map[string]any, error) {
@@ -869,6 +949,31 @@ func (d *Driver) VNFStats(taskID string) (map[string]any, error) {
 		return nil, drivers.ErrTaskNotFound
 	}
 	return h.stats(5 * time.Second)
+}
+
+// vnfStatsFile is where TaskStats writes the VNF's counters, in the task directory.
+const vnfStatsFile = "vnf-stats.json"
+
+// writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters.
+func (h *taskHandle) writeVNFStats() {
+	cfg := h.taskConfig
+	if cfg == nil || cfg.AllocDir == "" {
+		return
+	}
+	st, err := h.stats(2 * time.Second)
+	if err != nil {
+		return
+	}
+	b, err := json.Marshal(map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(), "stats": st})
+	if err != nil {
+		return
+	}
+	dir := cfg.TaskDir().Dir
+	tmp := filepath.Join(dir, "."+vnfStatsFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return
+	}
+	_ = os.Rename(tmp, filepath.Join(dir, vnfStatsFile))
 }
 
 func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {

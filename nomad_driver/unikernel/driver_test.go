@@ -54,18 +54,29 @@ func newHarness(t *testing.T) (*dtestutil.DriverHarness, *Driver, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(runDir) })
+	h, d := newHarnessIn(t, runDir, nil)
+	return h, d, runDir
+}
+
+// newHarnessIn starts a plugin on runDir with pools as its warm_pool blocks.
+func newHarnessIn(t *testing.T, runDir string, pools []PoolConfig) (*dtestutil.DriverHarness, *Driver) {
+	t.Helper()
 	d := NewPlugin(hclog.NewNullLogger()).(*Driver)
 	t.Cleanup(d.Shutdown)
 	h := dtestutil.NewDriverHarness(t, d)
 	var data []byte
-	cfg := &Config{Qemu: defaultQemu, Accel: "auto", Kernel: kernelPath(t), RunDir: runDir, BootTimeout: "30s"}
+	cfg := &Config{Qemu: defaultQemu, Accel: "auto", Kernel: kernelPath(t), RunDir: runDir, BootTimeout: "30s",
+		WarmPool: pools}
 	if err := base.MsgPackEncode(&data, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.SetConfig(&base.Config{PluginConfig: data}); err != nil {
 		t.Fatal(err)
 	}
-	return h, d, runDir
+	if pools != nil {
+		d.startPool() // what the client's first Fingerprint call does
+	}
+	return h, d
 }
 
 func newTask(t *testing.T, h *dtestutil.DriverHarness, name string, tc *TaskConfig) *drivers.TaskConfig {
@@ -133,13 +144,19 @@ func TestPluginBasics(t *testing.T) {
 		t.Errorf("ExecTask: %v", err)
 	}
 	for field, c := range map[string]*Config{
-		"accel":              {Accel: "hvf", RunDir: "/run/x"},
-		"run_dir":            {Accel: "auto", RunDir: "relative"},
-		"kernel":             {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
-		"fingerprint_period": {Accel: "auto", RunDir: "/run/x", FingerprintPeriod: "10ms"},
+		"accel":               {Accel: "hvf", RunDir: "/run/x"},
+		"run_dir":             {Accel: "auto", RunDir: "relative"},
+		"kernel":              {Accel: "auto", RunDir: "/run/x", Kernel: "k.elf"},
+		"fingerprint_period":  {Accel: "auto", RunDir: "/run/x", FingerprintPeriod: "10ms"},
+		"warm_pool[0].kernel": {Accel: "auto", RunDir: "/run/x", WarmPool: []PoolConfig{{Kernel: "k.elf"}}},
+		"warm_pool[0].size":   {Accel: "auto", RunDir: "/run/x", WarmPool: []PoolConfig{{Kernel: "/k", Size: -1}}},
+		"warm_pool[1].nics": {Accel: "auto", RunDir: "/run/x",
+			WarmPool: []PoolConfig{{Kernel: "/k", Size: 1}, {Kernel: "/k", Size: 1, Nics: 9}}},
+		"warm_pool[1]": {Accel: "auto", RunDir: "/run/x",
+			WarmPool: []PoolConfig{{Kernel: "/k", Size: 1, Nics: 1}, {Kernel: "/k", Size: 2, Nics: 1}}},
 	} {
 		err := d.applyConfig(c)
-		if err == nil || !strings.Contains(err.Error(), field) {
+		if fe, ok := err.(*FieldError); !ok || fe.Field != field {
 			t.Errorf("config %+v: want an error naming %s, got %v", c, field, err)
 		}
 	}

@@ -6,7 +6,9 @@ package unikernel
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +49,32 @@ func plugTap(tap, bridge string) error {
 		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, tr); err != nil {
 			return fmt.Errorf("cannot bring %s up: %w", tap, err)
 		}
+	}
+	return nil
+}
+
+// unplugTap detaches a tap from its bridge, if it has one (vnf/netdev.py plug(tap, None)).
+func unplugTap(tap string) error {
+	ti, err := net.InterfaceByName(tap)
+	if err != nil {
+		return fmt.Errorf("tap %s does not exist: %w", tap, err)
+	}
+	l, err := os.Readlink("/sys/class/net/" + tap + "/master")
+	if err != nil {
+		return nil // not attached
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(filepath.Base(l))
+	if err != nil {
+		return err
+	}
+	ifr.SetUint32(uint32(ti.Index))
+	if err := unix.IoctlIfreq(fd, unix.SIOCBRDELIF, ifr); err != nil {
+		return fmt.Errorf("cannot remove %s from bridge %s: %w", tap, filepath.Base(l), err)
 	}
 	return nil
 }

@@ -11,6 +11,13 @@ It starts ``nomad agent -dev`` on 127.0.0.1:14646-14648 with a client config ada
 with ``nomad job run`` between two TestNet bridges and sends traffic through the VNF, places a
 second job constrained on ``driver.unikernel.session_slots.free``, submits a third through
 python-nomad (JSON job API), then purges all of them and checks no QEMU or tap is left.
+
+``test_job_blocked_until_session_slots_free`` fills a 4-slot VNF with live TCP flows: a job
+constrained on a free slot stays pending (blocked evaluation) and is placed once the flows end and
+the 1 s fingerprint reports free slots. ``test_warm_pool_job_and_client_restart`` runs the
+firewall job on a pre-booted shell (warm_pool block), reads the VNF's counters from the task
+directory (vnf-stats.json through /v1/client/fs), checks the refill and the warm queuing delay,
+then restarts the client twice: the shell is adopted, then killed when the block is gone.
 """
 
 from __future__ import annotations
@@ -75,8 +82,19 @@ def wait_for(what: str, fn, timeout: float, interval: float = 0.1):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def client_config(tmp: Path, plugin_dir: Path, run_dir: str) -> str:
-    """etc/nomad/client.hcl with private dirs, loopback ports and a fast fingerprint."""
+WARM_POOL_RE = r'(?ms)^([ \t]*)warm_pool \{.*?^[ \t]*\}\n'
+
+
+def warm_pool_block(size: int, nics: int) -> str:
+    return (f'warm_pool {{\n      kernel = "{vnfconf.default_kernel()}"\n      size = {size}\n'
+            f'      nics = {nics}\n    }}')
+
+
+def client_config(tmp: Path, plugin_dir: Path, run_dir: str, warm_pool: str | None = None) -> str:
+    """etc/nomad/client.hcl with private dirs, loopback ports and a fast fingerprint.
+
+    ``warm_pool`` replaces the sample's warm_pool block (see :func:`warm_pool_block`); None
+    removes it (cold launches only)."""
     text = (REPO / "etc/nomad/client.hcl").read_text()
     text = re.sub(r'(?m)^data_dir\s*=.*$', f'data_dir   = "{tmp / "data"}"', text)
     text = re.sub(r'(?m)^plugin_dir\s*=.*$', f'plugin_dir = "{plugin_dir}"', text)
@@ -89,6 +107,9 @@ def client_config(tmp: Path, plugin_dir: Path, run_dir: str) -> str:
     text = re.sub(r'(?m)^(\s*)fingerprint_period\s*=.*$', r'\1fingerprint_period = "1s"', text)
     for want in (f'"{plugin_dir}"', f'"{run_dir}"', "fingerprint.denylist", '"1s"'):
         assert want in text, f"client.hcl changed: cannot set {want}"
+    assert re.search(WARM_POOL_RE, text), "client.hcl changed: no warm_pool block"
+    text = re.sub(WARM_POOL_RE, (lambda m: m.group(1) + warm_pool + "\n") if warm_pool else "", text)
+    assert ("warm_pool {" in text) == bool(warm_pool)
     text += ('\nbind_addr = "127.0.0.1"\n'
              f'ports {{\n  http = {HTTP}\n  rpc  = {RPC}\n  serf = {SERF}\n}}\n'
              'advertise {\n  http = "127.0.0.1"\n  rpc = "127.0.0.1"\n  serf = "127.0.0.1"\n}\n'
@@ -178,22 +199,33 @@ def node_attrs(node_id: str) -> dict:
     return api(f"/v1/node/{node_id}")["Attributes"]
 
 
-@pytest.fixture
-def agent(tmp_path):
-    plugin_dir = tmp_path / "plugins"
-    plugin_dir.mkdir()
-    subprocess.run(["go", "build", "-o", str(plugin_dir / "fluidvim-unikernel"), "."],
-                   cwd=REPO / "nomad_driver", check=True, timeout=600)
-    run_dir = f"/run/fvn-e2e-{uuid.uuid4().hex[:8]}"
-    cfg = tmp_path / "client.hcl"
-    cfg.write_text(client_config(tmp_path, plugin_dir, run_dir))
-    log = open(tmp_path / "nomad.log", "w")
-    proc = subprocess.Popen([NOMAD, "agent", "-dev", "-config", str(cfg),
-                             "-plugin-dir", str(plugin_dir)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        yield proc, run_dir, tmp_path / "nomad.log"
-    finally:
+class Agents:
+    """Starts (and restarts) `nomad agent -dev` with the plugin on one run_dir."""
+
+    def __init__(self, tmp: Path):
+        self.tmp, self.procs, self.logs = tmp, [], []
+        self.plugin_dir = tmp / "plugins"
+        self.plugin_dir.mkdir()
+        subprocess.run(["go", "build", "-o", str(self.plugin_dir / "fluidvim-unikernel"), "."],
+                       cwd=REPO / "nomad_driver", check=True, timeout=600)
+        self.run_dir = f"/run/fluidvim-fvm-e2e-{uuid.uuid4().hex[:8]}"
+        self.log_path = tmp / "nomad.log"
+
+    def start(self, warm_pool: str | None = None) -> subprocess.Popen:
+        data = self.tmp / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        cfg = self.tmp / "client.hcl"
+        cfg.write_text(client_config(self.tmp, self.plugin_dir, self.run_dir, warm_pool))
+        log = open(self.log_path, "a")
+        proc = subprocess.Popen([NOMAD, "agent", "-dev", "-config", str(cfg),
+                                 "-plugin-dir", str(self.plugin_dir)],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        self.logs.append(log)
+        return proc
+
+    @staticmethod
+    def stop(proc: subprocess.Popen) -> None:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             try:
@@ -201,34 +233,52 @@ def agent(tmp_path):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        log.close()
-        for pid in qemu_pids(run_dir):   # only if the test failed before purging
+
+    def close(self) -> None:
+        for p in self.procs:
+            self.stop(p)
+        for log in self.logs:
+            log.close()
+        for pid in qemu_pids(self.run_dir):   # pool shells outlive the agent; failed tests
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def agents(tmp_path):
+    a = Agents(tmp_path)
+    try:
+        yield a
+    finally:
+        a.close()
+
+
+@pytest.fixture
+def agent(agents):
+    yield agents.start(), agents.run_dir, agents.log_path
+
+
+def ready_node(proc, log_path, driver_ok=lambda drv: drv.get("Healthy")):
+    """The dev agent's node once it is ready with a healthy unikernel driver, else None."""
+    assert proc.poll() is None, f"agent exited rc={proc.returncode}\n{log_path.read_text()[-4000:]}"
+    for n in api("/v1/nodes"):
+        if n["Status"] == "ready" and driver_ok(n.get("Drivers", {}).get("unikernel", {})):
+            return n
+    return None
 
 
 def test_nomad_agent_runs_vnfs(agent):
     proc, run_dir, log_path = agent
     timings = {}
 
-    def log_tail():
-        return log_path.read_text()[-4000:]
-
     # -- the node comes up with the driver healthy and fingerprinted
     t0 = time.monotonic()
 
-    def ready_node():
-        assert proc.poll() is None, f"agent exited rc={proc.returncode}\n{log_tail()}"
-        nodes = api("/v1/nodes")
-        for n in nodes:
-            if n["Status"] == "ready" and n.get("Drivers", {}).get("unikernel", {}).get("Healthy"):
-                return n
-        return None
-
-    node = wait_for("the node with a healthy unikernel driver", ready_node, 45, 0.25)
+    node = wait_for("the node with a healthy unikernel driver",
+                    lambda: ready_node(proc, log_path), 45, 0.25)
     timings["agent start -> node ready (s)"] = round(time.monotonic() - t0, 2)
     attrs = node_attrs(node["ID"])
     assert attrs[PRE + "accel"] in ("kvm", "tcg"), attrs
@@ -239,9 +289,9 @@ def test_nomad_agent_runs_vnfs(agent):
     assert attrs[PRE + "session_slots.free"] == "0"
     assert PRE + "version" in attrs and PRE + "proto" in attrs
 
-    jobs = ["fvn-e2e-fw", "fvn-e2e-slots", "fvn-e2e-api"]
+    jobs = ["fvm-e2e-fw", "fvm-e2e-slots", "fvm-e2e-api"]
     seen_vnfs: set[str] = set()
-    with testnet.TestNet("fvn", 95) as net:
+    with testnet.TestNet("fvm", 95) as net:
         try:
             # -- 1: the firewall job through the CLI, between the two bridges
             jobfile = log_path.parent / "fw.nomad.hcl"
@@ -320,3 +370,166 @@ def test_nomad_agent_runs_vnfs(agent):
     proc.send_signal(signal.SIGINT)
     assert proc.wait(20) is not None
     print("\nnomad e2e timings:", json.dumps(timings, indent=1))
+
+
+HOLD_FLOWS = """
+import socket, sys, time
+conns = [socket.create_connection((sys.argv[1], 80), timeout=5) for _ in range(int(sys.argv[2]))]
+print(len(conns), flush=True)
+while True:                      # keep every flow active (shorter than flow_timeout_ms)
+    for c in conns:
+        c.send(b".")
+    time.sleep(0.5)
+"""
+
+
+def driver_events(alloc_id: str, task: str) -> list[dict]:
+    return [e for e in api(f"/v1/allocation/{alloc_id}")["TaskStates"][task]["Events"]
+            if e["Type"] == "Driver"]
+
+
+def test_job_blocked_until_session_slots_free(agent):
+    """A job constrained on free session slots waits (blocked evaluation) while a VNF's slots are
+    all taken by live flows, and is placed once the flows end and the fingerprint shows a free
+    slot again."""
+    proc, run_dir, log_path = agent
+    node = wait_for("the node with a healthy unikernel driver",
+                    lambda: ready_node(proc, log_path), 45, 0.25)
+    nid = node["ID"]
+    jobs = ["fvm-e2e-small", "fvm-e2e-waits"]
+    timings = {}
+    with testnet.TestNet("fvm", 94) as net:
+        holder = server = None
+        try:
+            text = firewall_job(jobs[0], net.bridges)
+            assert "session_slots = 1024" in text
+            text = text.replace("session_slots = 1024", "session_slots = 4\n"
+                                "        flow_timeout_ms = 3000")
+            jobfile = log_path.parent / "small.nomad.hcl"
+            jobfile.write_text(text)
+            nomad_cli("job", "run", "-detach", str(jobfile))
+            wait_for(f"{jobs[0]} running", lambda: running_alloc(jobs[0]), 60)
+            wait_for("4 free session slots fingerprinted",
+                     lambda: node_attrs(nid)[PRE + "session_slots.free"] == "4", 30, 0.25)
+
+            # take all 4 slots with 4 live TCP flows through the VNF
+            server = net.serve_tcp(80)
+            holder = net.popen("a", "python3", "-c", HOLD_FLOWS, net.ip_b, "4",
+                               stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "4"
+            wait_for("0 free session slots fingerprinted",
+                     lambda: node_attrs(nid)[PRE + "session_slots.free"] == "0", 30, 0.25)
+
+            jobfile2 = log_path.parent / "waits.nomad.hcl"
+            jobfile2.write_text(slots_job(jobs[1]))
+            nomad_cli("job", "run", "-detach", str(jobfile2))
+            wait_for(f"{jobs[1]}: a blocked evaluation",
+                     lambda: any(e["Status"] == "blocked"
+                                 for e in api(f"/v1/job/{jobs[1]}/evaluations")), 30, 0.25)
+            # it stays unplaced while the slots are full (flows kept active)
+            for _ in range(12):
+                assert api(f"/v1/job/{jobs[1]}/allocations") == [], "placed although no slot is free"
+                assert node_attrs(nid)[PRE + "session_slots.free"] == "0"
+                time.sleep(0.25)
+            assert api(f"/v1/job/{jobs[1]}")["Status"] == "pending"
+
+            # the flows end: the slots free, the fingerprint changes, the blocked job is placed
+            t0 = time.monotonic()
+            holder.kill()
+            holder.wait(5)
+            server.terminate()
+            server.wait(5)
+            wait_for("free session slots again",
+                     lambda: int(node_attrs(nid)[PRE + "session_slots.free"]) >= 1, 30, 0.25)
+            timings["flows end -> free slots fingerprinted (s)"] = round(time.monotonic() - t0, 2)
+            wait_for(f"{jobs[1]} running", lambda: running_alloc(jobs[1]), 60)
+            timings["flows end -> blocked job running (s)"] = round(time.monotonic() - t0, 2)
+        finally:
+            for p in (holder, server):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.wait(5)
+            for j in jobs:
+                subprocess.run([NOMAD, "job", "stop", "-purge", "-detach", j],
+                               capture_output=True, timeout=30,
+                               env={**os.environ, "NOMAD_ADDR": ADDR})
+        wait_for("no QEMU left", lambda: not qemu_pids(run_dir), 30, 0.2)
+    print("\nnomad e2e slots timings:", json.dumps(timings, indent=1))
+
+
+def test_warm_pool_job_and_client_restart(agents):
+    """A job takes a pre-booted shell (warm launch), the pool refills, the VNF's counters appear
+    in the task directory; after a client restart the next plugin process adopts the shell, and
+    after a restart without a warm_pool block it kills it: nothing is left."""
+    proc = agents.start(warm_pool=warm_pool_block(1, 2))
+    run_dir, log_path = agents.run_dir, agents.log_path
+    node = wait_for("the node with a healthy unikernel driver",
+                    lambda: ready_node(proc, log_path), 45, 0.25)
+    nid = node["ID"]
+    wait_for("one warm shell", lambda: node_attrs(nid)[PRE + "warm_pool.ready"] == "1", 30, 0.25)
+    assert node_attrs(nid)[PRE + "warm_pool.size"] == "1"
+    shell = vnf_ids(run_dir)
+    assert len(shell) == 1 and len(qemu_pids(run_dir)) == 1, shell
+    job = "fvm-e2e-warm"
+    timings = {}
+    with testnet.TestNet("fvm", 93) as net:
+        try:
+            jobfile = log_path.parent / "warm.nomad.hcl"
+            jobfile.write_text(firewall_job(job, net.bridges))
+            t0 = time.monotonic()
+            nomad_cli("job", "run", "-detach", str(jobfile))
+            alloc = wait_for(f"{job} running", lambda: running_alloc(job), 60)
+            timings["job run -> alloc running, warm (s)"] = round(time.monotonic() - t0, 2)
+            ev = [e for e in driver_events(alloc["ID"], "fw") if e["Details"].get("launch")]
+            assert len(ev) == 1 and ev[0]["Details"]["launch"] == "warm", ev
+            assert {ev[0]["Details"]["vnf_uuid"]} == shell, (ev, shell)
+            timings["driver warm launch (ms)"] = float(ev[0]["Details"]["launch_ms"])
+            assert wait_for("ping a -> b through the warm VNF", lambda: net.ping(count=3) > 0,
+                            20, 0.5)
+
+            # TaskStats writes the VNF's own counters into the task directory
+            def vnf_stats():
+                r = api(f"/v1/client/fs/cat/{alloc['ID']}?path=fw/vnf-stats.json")
+                return r if r["stats"]["nics"][0]["rx"] > 0 else None
+            st = wait_for("vnf-stats.json with traffic", vnf_stats, 20, 0.5)
+            assert st["vnf_uuid"] in shell and st["stats"]["configured"] is True
+
+            # refill, and the queuing delay is now the warm launch time
+            wait_for("a new warm shell",
+                     lambda: node_attrs(nid)[PRE + "warm_pool.ready"] == "1"
+                     and len(vnf_ids(run_dir)) == 2, 30, 0.25)
+            a = wait_for("queuing_delay_warm_ms fingerprinted",
+                         lambda: (lambda x: x if PRE + "queuing_delay_warm_ms" in x else None)(
+                             node_attrs(nid)), 20, 0.25)
+            assert a[PRE + "queuing_delay_ms"] == a[PRE + "queuing_delay_warm_ms"], a
+            assert a[PRE + "queuing_delay_basis"] == "warm", a
+        finally:
+            subprocess.run([NOMAD, "job", "stop", "-purge", "-detach", job], capture_output=True,
+                           timeout=30, env={**os.environ, "NOMAD_ADDR": ADDR})
+        wait_for("only the new shell left", lambda: len(qemu_pids(run_dir)) == 1
+                 and len(vnf_ids(run_dir)) == 1, 30, 0.2)
+        taps = [spec.tap_for(v, i) for v in shell for i in range(2)]
+        wait_for("the warm VNF's taps gone", lambda: not [t for t in taps if netdev.exists(t)], 10)
+
+    # client restart: the shell keeps running and the next plugin process adopts it
+    new_shell, pids = vnf_ids(run_dir), qemu_pids(run_dir)
+    Agents.stop(proc)
+    assert qemu_pids(run_dir) == pids, "the shell should survive the client"
+    t0 = time.monotonic()
+    proc = agents.start(warm_pool=warm_pool_block(1, 2))
+    node = wait_for("the restarted node", lambda: ready_node(proc, log_path), 45, 0.25)
+    wait_for("the adopted shell", lambda: node_attrs(node["ID"])[PRE + "warm_pool.ready"] == "1",
+             30, 0.25)
+    timings["restart -> warm shell ready (adopted, s)"] = round(time.monotonic() - t0, 2)
+    assert vnf_ids(run_dir) == new_shell and qemu_pids(run_dir) == pids, "shell not adopted"
+
+    # restart without a warm_pool block: the plugin kills the orphan shell
+    Agents.stop(proc)
+    proc = agents.start(warm_pool=None)
+    node = wait_for("the restarted node", lambda: ready_node(proc, log_path), 45, 0.25)
+    wait_for("the orphan shell killed", lambda: not qemu_pids(run_dir), 30, 0.2)
+    taps = [spec.tap_for(v, i) for v in new_shell for i in range(2)]
+    assert not [t for t in taps if netdev.exists(t)] and not vnf_ids(run_dir)
+    assert node_attrs(node["ID"])[PRE + "warm_pool.size"] == "0"
+    Agents.stop(proc)
+    print("\nnomad e2e warm timings:", json.dumps(timings, indent=1))
