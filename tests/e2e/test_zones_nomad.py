@@ -3,11 +3,11 @@
 """The ``nomad`` zone adapter against a REAL Nomad agent (dev mode) with the unikernel plugin.
 
 Same prerequisites and skips as tests/e2e/test_nomad.py (whose agent config it reuses), but on
-its own ports (127.0.0.1:15646-15648), data dir and run dir, so both can run at once. Checks:
-hosts with the driver's fingerprint, a launch through the adapter (job registered, allocation
-running, a real QEMU), slots reported back, instances and launch times, a failing launch that
-leaves nothing behind, an unplaceable launch refused with Nomad's reason, terminate (purge,
-idempotent) with no QEMU left.
+its own ports (three free loopback ports in 20000-29999), data dir and run dir, so it can run
+next to other agents. Checks: hosts with the driver's fingerprint, a launch through the adapter
+(job registered, allocation running, a real QEMU whose power share is attributed from /proc),
+slots reported back, instances and launch times, a failing launch that leaves nothing behind, an
+unplaceable launch refused with Nomad's reason, terminate (purge, idempotent), no QEMU left.
 """
 
 from __future__ import annotations
@@ -20,20 +20,38 @@ import uuid
 
 import pytest
 
+from fluidvim.orchestrator import power
 from fluidvim.orchestrator.zones.base import LaunchRequest, ZoneError
 from fluidvim.orchestrator.zones.nomad import NomadZone
 from tests.e2e import test_nomad as tn
 
-HTTP, RPC, SERF = 15646, 15647, 15648
-ADDR = f"http://127.0.0.1:{HTTP}"
+
+def free_ports(n: int) -> list[int]:
+    """n currently free loopback TCP ports in 20000-29999 (other agents may hold fixed ports,
+    e.g. 14646-14648 or 15646-15648, so none is hard-coded)."""
+    import random
+    import socket
+    out: list[int] = []
+    rng = random.Random()
+    while len(out) < n:
+        p = rng.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        if p not in out:
+            out.append(p)
+    return out
 
 pytestmark = tn.pytestmark
 
 
-def config(tmp, plugin_dir, run_dir) -> str:
+def config(tmp, plugin_dir, run_dir, ports) -> str:
     text = tn.client_config(tmp, plugin_dir, run_dir)
+    http, rpc, serf = ports
     text, n = re.subn(r"ports \{[^}]*\}",
-                      f"ports {{\n  http = {HTTP}\n  rpc  = {RPC}\n  serf = {SERF}\n}}", text)
+                      f"ports {{\n  http = {http}\n  rpc  = {rpc}\n  serf = {serf}\n}}", text)
     assert n == 1, "test_nomad.client_config changed its ports block"
     # a power curve for the node (the zone reports it as HostInfo.power_system_id)
     meta = '  meta {\n    fluidvim_power_system_id = "spec0120"\n  }\n'
@@ -51,12 +69,14 @@ def agent(tmp_path_factory):
                    cwd=tn.REPO / "nomad_driver", check=True, timeout=600)
     run_dir = f"/run/fluidvim-fvp-{uuid.uuid4().hex[:8]}"
     cfg = tmp / "client.hcl"
-    cfg.write_text(config(tmp, plugin_dir, run_dir))
+    ports = free_ports(3)
+    addr = f"http://127.0.0.1:{ports[0]}"
+    cfg.write_text(config(tmp, plugin_dir, run_dir, ports))
     log = open(tmp / "nomad.log", "w")
     proc = subprocess.Popen([tn.NOMAD, "agent", "-dev", "-config", str(cfg), "-plugin-dir", str(plugin_dir)],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        zone = NomadZone("nomad-dc1", address=ADDR, datacenter="dc1", launch_timeout=60)
+        zone = NomadZone("nomad-dc1", address=addr, datacenter="dc1", launch_timeout=60)
 
         def ready():
             assert proc.poll() is None, f"agent exited: {(tmp / 'nomad.log').read_text()[-3000:]}"
@@ -98,7 +118,7 @@ def test_hosts_from_the_driver_fingerprint(agent):
     assert list(zone.environments()) == [h.env.uid]
     assert zone.can_launch_on_demand("fw")
     # a zone on a datacenter without nodes has no hosts and cannot launch
-    empty = NomadZone("nowhere", address=ADDR, datacenter="dc-none")
+    empty = NomadZone("nowhere", address=zone.address, datacenter="dc-none")
     assert empty.hosts() == [] and not empty.can_launch_on_demand("fw")
 
 
@@ -112,7 +132,14 @@ def test_launch_slots_instances_terminate(agent):
         assert inst.host == zone.hosts()[0].name
         assert inst.slots_total == 256
         assert inst.launch_ms is not None and inst.launch_ms > 0
-        assert len(set(tn.qemu_pids(run_dir)) - before) == 1      # a real VNF runs
+        new = set(tn.qemu_pids(run_dir)) - before
+        assert len(new) == 1                                        # a real VNF runs
+        # its power share from the real /proc (a QEMU process: the attribution's subject)
+        model = power.model_for_host(zone.hosts()[0])               # the node's spec0120 curve
+        (pid,) = new
+        share = power.sample_vnf_power(model, [pid], interval_s=0.5)[pid]
+        assert 0.0 <= share.share <= 1.0 and 0.0 <= share.watts <= model.watts(1.0)
+        assert share.host_watts == pytest.approx(model.watts(share.host_util))
         # the driver fingerprints the VNF's slots (every 1 s in this config)
         tn.wait_for("slots reported", lambda: zone.hosts()[0].slots_total == 256, 20, 0.25)
         h = zone.hosts()[0]
@@ -122,7 +149,7 @@ def test_launch_slots_instances_terminate(agent):
         assert mine[0].launch_ms == pytest.approx(inst.launch_ms)
         assert zone.launch_times_ms("fw")[0] == pytest.approx(inst.launch_ms)
         # a fresh adapter (orchestrator restart) gets the launch time back from Nomad
-        again = NomadZone("nomad-dc1", address=ADDR, datacenter="dc1")
+        again = NomadZone("nomad-dc1", address=zone.address, datacenter="dc1")
         assert again.launch_times_ms("fw") == [pytest.approx(inst.launch_ms)]
     finally:
         zone.terminate(inst.id)

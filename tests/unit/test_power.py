@@ -512,3 +512,22 @@ def test_list_opts_and_entry_point():
     assert {"sources", "rapl_root", "redfish_url", "specpower_system_id", "idle_watts"} <= names
     eps = {e.name: e.value for e in entry_points(group="oslo.config.opts")}
     assert eps.get("fluidvim.power") == "fluidvim.orchestrator.power:list_opts"
+
+
+def test_cli_reports_the_chain_and_attributes(tmp_path, capsys):
+    import os
+    conf = tmp_path / "f.conf"
+    conf.write_text(f"[power]\nrapl_root = {tmp_path / 'none'}\nsources = rapl,redfish,linear\n"
+                    "idle_watts = 80\nmax_watts = 200\n")
+    assert power.main(["--config-file", str(conf), "--at", "0", "0.5",
+                       "--attribute", str(os.getpid()), "--interval", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "power source: linear (linear 80-200 W)"
+    assert "rapl: no RAPL zones" in out and "redfish: set [power] redfish_url" in out
+    assert "P(0) = 80.0 W" in out and "P(0.5) = 140.0 W" in out
+    assert f"pid {os.getpid()}: " in out
+    assert power.main(["--find", "AT350"]) == 0
+    assert "spec0120  Acer Incorporated Acer AT350 F1" in capsys.readouterr().out
+    conf.write_text("[power]\nsources = linear\n")
+    assert power.main(["--config-file", str(conf)]) == 1
+    assert "linear: linear power model needs [power] idle_watts" in capsys.readouterr().err
