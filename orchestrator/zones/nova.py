@@ -82,13 +82,19 @@ class NovaZone(ZoneAdapter):
         hosts: set | None = None
         meta: dict = {}
         try:
+            aggs = list(self.conn.compute.aggregates())
             if self.availability_zone:
                 azs = {a.name: a for a in self.conn.compute.availability_zones(details=True)}
-                if self.availability_zone not in azs:
+                # Nova lists only AZs with hosts; an AZ is also an aggregate's availability_zone
+                az_aggs = [a for a in aggs if a.availability_zone == self.availability_zone]
+                if self.availability_zone in azs:
+                    hosts = set((azs[self.availability_zone].hosts or {}).keys())
+                elif az_aggs:
+                    hosts = {h for a in az_aggs for h in a.hosts or []}
+                else:
+                    known = sorted(set(azs) | {a.availability_zone for a in aggs if a.availability_zone})
                     raise ZoneError(f"zone {self.name}: availability zone {self.availability_zone!r} "
-                                    f"does not exist (there are: {', '.join(sorted(azs)) or 'none'})")
-                hosts = set((azs[self.availability_zone].hosts or {}).keys())
-            aggs = list(self.conn.compute.aggregates())
+                                    f"does not exist (there are: {', '.join(known) or 'none'})")
         except osexc.SDKException as e:
             raise self._fail("listing availability zones/aggregates", e) from None
         if self.aggregate:

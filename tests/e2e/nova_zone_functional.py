@@ -133,3 +133,16 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         hosts = z.hosts()
         self.assertEqual(["host1"], [h.name for h in hosts])
         self.assertEqual("spec0120", hosts[0].power_system_id)
+        # an availability zone is an aggregate with availability_zone set
+        az = self.conn.compute.create_aggregate(name="fluidvim-az", availability_zone="az-fv")
+        zaz = NovaZone("z-az", self.conn, availability_zone="az-fv", default_flavor="vnf.counter",
+                       default_image=nft.IMAGE_ID, launch_timeout=60)
+        self.assertEqual([], zaz.hosts())
+        self.conn.compute.add_host_to_aggregate(az, "host1")
+        self.assertEqual(["host1"], [h.name for h in zaz.hosts()])
+        inst = zaz.launch(LaunchRequest(service="fw", click_config=""))
+        server = self.conn.compute.get_server(inst.id)
+        self.assertEqual("az-fv", server.availability_zone)
+        self.assertEqual([inst.id], [i.id for i in zaz.instances()])
+        zaz.terminate(inst.id)
+        self.assertEqual([], zaz.instances())
