@@ -669,6 +669,54 @@ def model_for_host(host, conf: cfg.ConfigOpts | None = None) -> PowerSource:
                      "specpower_system_id / idle_watts+max_watts)")
 
 
+class HostMarginalPower:
+    """The orchestrator's ``(zone name, HostInfo) -> extra watts | None`` for one more VNF.
+
+    The host's model is :func:`model_for_host` (its ``power_system_id`` curve, ``power_points``
+    label, or the configured model sources); its utilisation ``HostInfo.cpu_util``; one VNF adds
+    ``vnf_vcpus / cpus`` where ``cpus`` is the host's ``labels['cpus']``, else the curve's
+    hardware threads, else ``default_cpus``. ``None`` when no model exists for the host (the
+    placement then says so instead of guessing).
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts | None = None, vnf_vcpus: float = 1.0,
+                 default_cpus: int | None = None):
+        self.conf = conf
+        self.vnf_vcpus = float(vnf_vcpus)
+        self.default_cpus = default_cpus or os.cpu_count() or 1
+        self._models: dict = {}
+
+    def model(self, host) -> PowerSource | None:
+        key = (getattr(host, "power_system_id", None),
+               tuple((getattr(host, "labels", None) or {}).get("power_points") or ()))
+        if key not in self._models:
+            try:
+                self._models[key] = model_for_host(host, self.conf)
+            except PowerError as e:
+                LOG.debug("no power model for %s: %s", host.name, e)
+                self._models[key] = None
+        return self._models[key]
+
+    def cpus(self, host, model) -> float:
+        cpus = (getattr(host, "labels", None) or {}).get("cpus")
+        if not cpus and isinstance(model, SpecpowerCurve):
+            cpus = (model.info or {}).get("threads")
+        try:
+            return max(1.0, float(cpus)) if cpus else float(self.default_cpus)
+        except (TypeError, ValueError):
+            return float(self.default_cpus)
+
+    def __call__(self, zone_name: str, host) -> float | None:
+        model = self.model(host)
+        if model is None:
+            return None
+        u = min(1.0, max(0.0, float(getattr(host, "cpu_util", 0.0) or 0.0)))
+        m = marginal_watts(model, u, self.vnf_vcpus / self.cpus(host, model))
+        if math.isinf(m):                    # the host is (nearly) saturated: the rest of 0..1
+            m = model.watts(1.0) - model.watts(u)
+        return m
+
+
 # ---------------------------------------------------------------------------------------------
 # Power-aware placement
 # ---------------------------------------------------------------------------------------------

@@ -131,6 +131,9 @@ class NomadZone(ZoneAdapter):
             a = node.get("Attributes") or {}
             labels = {"zone": self.name, "region": self.region, "node_id": node["ID"],
                       "datacenter": self.datacenter, "node_pool": node.get("NodePool")}
+            cpus = _num(a.get("cpu.numcores"))
+            if cpus:
+                labels["cpus"] = int(cpus)
             qd = _num(a.get(ATTR + "queuing_delay_ms"))    # a float attribute reads "109.8ms"
             if qd is not None:
                 labels["queuing_delay_ms"] = qd

@@ -167,7 +167,8 @@ class NovaZone(ZoneAdapter):
                                         "hypervisor": hv.name, "resource_provider": rp.id,
                                         "availability_zone": self.availability_zone,
                                         "aggregate": self.aggregate,
-                                        "cpu_util_basis": "placement VCPU usage"}))
+                                        "cpu_util_basis": "placement VCPU usage",
+                                        "cpus": int(vcpu.total) if vcpu else None}))
         return out
 
     # -- instances ---------------------------------------------------------------------------

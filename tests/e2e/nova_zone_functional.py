@@ -79,6 +79,7 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         self.assertEqual(("nova", "microvm"), (h.env.launcher, h.env.machine))
         self.assertEqual((1024, 1024), (h.slots_total, h.slots_free))
         self.assertEqual(self.rp_uuid, h.labels["resource_provider"])
+        self.assertGreaterEqual(h.labels["cpus"], 1)
         self.assertTrue(self.zone.can_launch_on_demand("fw"))
 
         inst = self.zone.launch(LaunchRequest(service="fw", click_config=nft.CONFIG, slots=256))

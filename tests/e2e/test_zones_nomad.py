@@ -115,6 +115,9 @@ def test_hosts_from_the_driver_fingerprint(agent):
     assert h.power_system_id == "spec0120"
     assert 0.0 <= h.cpu_util <= 1.0
     assert h.labels["datacenter"] == "dc1" and h.labels["node_id"]
+    assert h.labels["cpus"] == os.cpu_count()
+    # the orchestrator's marginal-power callable works on it (the node's spec0120 curve)
+    assert power.HostMarginalPower(vnf_vcpus=1)("nomad-dc1", h) > 0
     assert list(zone.environments()) == [h.env.uid]
     assert zone.can_launch_on_demand("fw")
     # a zone on a datacenter without nodes has no hosts and cannot launch

@@ -531,3 +531,17 @@ def test_cli_reports_the_chain_and_attributes(tmp_path, capsys):
     conf.write_text("[power]\nsources = linear\n")
     assert power.main(["--config-file", str(conf)]) == 1
     assert "linear: linear power model needs [power] idle_watts" in capsys.readouterr().err
+
+
+def test_host_marginal_power_for_the_orchestrator():
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    mp = power.HostMarginalPower(make_conf(sources=["specpower", "linear"]), vnf_vcpus=2)
+    acer = HostInfo(name="a", env=env, cpu_util=0.5, power_system_id="spec0120")   # 16 threads
+    own = HostInfo(name="b", env=env, cpu_util=0.0,
+                   labels={"cpus": 4, "power_points": [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]})
+    c = power.SpecpowerLibrary().curve("spec0120")
+    assert mp("z", acer) == pytest.approx(c.watts(0.5 + 2 / 16) - c.watts(0.5))
+    assert mp("z", own) == pytest.approx(50.0)                  # 2 of 4 CPUs on a 0..100 W line
+    assert mp("z", HostInfo(name="c", env=env)) is None          # no curve configured: None
+    full = HostInfo(name="d", env=env, cpu_util=0.99, power_system_id="spec0120")
+    assert mp("z", full) == pytest.approx(c.watts(1.0) - c.watts(0.99))
