@@ -148,7 +148,8 @@ class NomadZone(ZoneAdapter):
 
     def _fluidvim_jobs(self) -> list[dict]:
         jobs = self._call("listing jobs", self.api.jobs.get_jobs, prefix=JOB_PREFIX)
-        return [j for j in jobs if self.datacenter in (j.get("Datacenters") or [self.datacenter])]
+        return [j for j in jobs if self.datacenter in (j.get("Datacenters") or [self.datacenter])
+                and (not self.node_pool or j.get("NodePool") in (None, self.node_pool))]
 
     def instances(self) -> list[InstanceInfo]:
         out = []

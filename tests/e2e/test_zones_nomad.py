@@ -120,6 +120,9 @@ def test_hosts_from_the_driver_fingerprint(agent):
     assert power.HostMarginalPower(vnf_vcpus=1)("nomad-dc1", h) > 0
     assert list(zone.environments()) == [h.env.uid]
     assert zone.can_launch_on_demand("fw")
+    # node pools scope a zone too (the dev agent's node is in "default")
+    assert len(NomadZone("p", address=zone.address, node_pool="default").hosts()) == 1
+    assert NomadZone("p", address=zone.address, node_pool="gpu").hosts() == []
     # a zone on a datacenter without nodes has no hosts and cannot launch
     empty = NomadZone("nowhere", address=zone.address, datacenter="dc-none")
     assert empty.hosts() == [] and not empty.can_launch_on_demand("fw")
