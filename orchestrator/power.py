@@ -548,12 +548,12 @@ power_opts = [
     cfg.StrOpt("specpower_system_id", default=None,
                help="This host's row of the power-curve CSV (e.g. spec0120)."),
     cfg.ListOpt("specpower_points", default=None, item_type=cfg.types.Float(min=0),
-                help="This host's own curve: 11 watts at 0,10,...,100 %% load (instead of a "
+                help="This host's own curve: 11 watts at 0,10,...,100 % load (instead of a "
                      "system id)."),
     cfg.FloatOpt("idle_watts", default=None, min=0,
                  help="Linear model: power at idle (W)."),
     cfg.FloatOpt("max_watts", default=None, min=0,
-                 help="Linear model: power at 100 %% CPU (W)."),
+                 help="Linear model: power at 100 % CPU (W)."),
 ]
 
 
