@@ -10,6 +10,7 @@ PACKAGE_DIRS = {
     "fluidvim": "fluidvim",
     "fluidvim.vnf": "vnf",
     "fluidvim.orchestrator": "orchestrator",
+    "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
