@@ -213,8 +213,11 @@ class NomadZone(ZoneAdapter):
         eval_id = resp.get("EvalID")
         try:
             alloc = self._wait_running(job_id, eval_id, t0)
-        except BaseException:
-            self._purge(job_id, wait=True)
+        except BaseException as e:
+            try:
+                self._purge(job_id, wait=True)
+            except ZoneError as pe:
+                raise ZoneError(f"{e}; and removing {job_id} failed too: {pe}") from e
             raise
         wall_ms = (time.monotonic() - t0) * 1000.0
         try:

@@ -279,8 +279,11 @@ class NovaZone(ZoneAdapter):
             raise self._fail(f"creating server {name}", e) from None
         try:
             server = self._wait_active(server, t0)
-        except BaseException:
-            self._delete(server.id)
+        except BaseException as e:
+            try:
+                self._delete(server.id)
+            except ZoneError as de:
+                raise ZoneError(f"{e}; and deleting server {server.id} failed too: {de}") from e
             raise
         ms = (time.monotonic() - t0) * 1000.0
         with self._lock:
