@@ -319,29 +319,42 @@ class RedfishSource(MeasuredSource):
 
     source = "redfish"
 
+    AUTH = ("auto", "basic", "session")
+
     def __init__(self, url: str, username: str | None = None, password: str | None = None,
                  system_id: str | None = None, verify: bool = True, prior: PowerSource | None = None,
-                 timeout: float = 10.0):
+                 timeout: float = 10.0, auth: str = "auto"):
         super().__init__(prior)
         if not url:
             raise PowerError("set [power] redfish_url (e.g. https://bmc.example/redfish/v1)")
+        if auth not in self.AUTH:
+            raise PowerError(f"redfish auth must be one of {', '.join(self.AUTH)}, not {auth!r}")
         import sushy
         from sushy import auth as sauth
         base, prefix = url.rstrip("/"), "/redfish/v1/"
         if base.endswith("/redfish/v1"):
             base = base[: -len("/redfish/v1")]
+        # auto: a Redfish session (X-Auth-Token), falling back to basic auth if the BMC has none
+        a = ({"auto": sauth.SessionOrBasicAuth, "basic": sauth.BasicAuth,
+              "session": sauth.SessionAuth}[auth](username, password) if username else None)
+        self.url, self.root = url, None
         try:
-            a = sauth.BasicAuth(username, password) if username else None
             self.root = sushy.Sushy(base, auth=a, root_prefix=prefix, verify=verify,
                                     read_timeout=timeout, connect_timeout=timeout,
                                     server_side_retries=0)
             self.chassis = self._find_chassis(system_id)
             self._reading()                              # fail at construction, not later
-        except PowerError:
-            raise
         except Exception as e:                           # sushy raises many kinds
+            self.close()                                 # no BMC session left behind
+            if isinstance(e, PowerError):
+                raise
             raise PowerError(f"redfish {url}: {type(e).__name__}: {e}") from None
-        self.url = url
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _find_chassis(self, system_id):
         if system_id is not None or self._has_systems():
@@ -388,6 +401,17 @@ class RedfishSource(MeasuredSource):
             raise
         except Exception as e:
             raise PowerError(f"redfish {self.url}: {type(e).__name__}: {e}") from None
+
+    def close(self) -> None:
+        """End the BMC session (if any); the source cannot measure after this."""
+        try:
+            # sushy keeps the session in its auth object (and logs out in __del__ otherwise,
+            # whenever the garbage collector gets to it)
+            auth = getattr(self.root, "_auth", None)
+            if auth is not None:
+                auth.close()
+        except Exception as e:                           # best effort, like logging out
+            LOG.debug("redfish close: %s", e)
 
     def measure_at(self, u: float) -> float:
         """Read the BMC now and record it as the power at the host's utilisation ``u``."""
@@ -542,6 +566,8 @@ power_opts = [
     cfg.StrOpt("redfish_system_id", default=None,
                help="Redfish system path, e.g. /redfish/v1/Systems/1 (default: the first system)."),
     cfg.BoolOpt("redfish_verify", default=True, help="Verify the BMC's TLS certificate."),
+    cfg.StrOpt("redfish_auth", default="auto", choices=["auto", "basic", "session"],
+               help="auto: a Redfish session, else HTTP basic auth; basic; session."),
     cfg.StrOpt("specpower_csv", default=None,
                help="Power-curve CSV (columns system_id, w_0..w_100); default: the packaged "
                     "SPECpower_ssj2008 library of 499 servers."),
@@ -634,7 +660,8 @@ def build_chain(conf: cfg.ConfigOpts | None = None, system_id: str | None = None
                 model.sample()
             elif name == "redfish":
                 model = RedfishSource(o.redfish_url, o.redfish_username, o.redfish_password,
-                                      o.redfish_system_id, o.redfish_verify, prior=prior)
+                                      o.redfish_system_id, o.redfish_verify, prior=prior,
+                                      auth=o.redfish_auth)
             else:
                 model = _model_source(name, o, system_id, points)
         except PowerError as e:

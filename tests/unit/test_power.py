@@ -85,39 +85,83 @@ class FakeHost:
 
 
 class FakeBMC:
-    """A minimal Redfish service (DMTF schema shapes) with basic auth and a changing reading."""
+    """A minimal Redfish service (DMTF schema shapes): basic auth and, unless ``sessions=False``,
+    the SessionService (POST Sessions -> X-Auth-Token + Location, DELETE ends it); a changing
+    power reading. ``auth_seen`` records how each authenticated GET was authorised."""
 
-    def __init__(self, env_metrics=False, user="admin", password="secret"):
+    def __init__(self, env_metrics=False, user="admin", password="secret", sessions=True):
         self.watts = 231.0
         self.env_metrics = env_metrics
+        self.user, self.password, self.sessions = user, password, sessions
         self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        self.requests = []
+        self.tokens: dict = {}                                  # token -> session id
+        self.requests, self.auth_seen = [], []
+        self.cleanup: list = []
         bmc = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *a):
                 pass
 
-            def do_GET(self):
-                bmc.requests.append(self.path)
-                if self.headers.get("Authorization") != bmc.auth and self.path.rstrip("/") != "/redfish/v1":
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="bmc"')
-                    self.end_headers()
-                    return
-                doc = bmc.resource(self.path.split("?")[0].rstrip("/"))
-                if doc is None:
-                    body = json.dumps({"error": {"code": "Base.1.8.ResourceNotFound",
-                                                 "message": f"{self.path} not found"}}).encode()
-                    self.send_response(404)
-                else:
-                    body = json.dumps(doc).encode()
-                    self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+            def reply(self, code, doc=None, headers=()):
+                body = json.dumps(doc).encode() if doc is not None else b""
+                self.send_response(code)
+                for k, v in headers:
+                    self.send_header(k, v)
+                if doc is not None:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("OData-Version", "4.0")
                 self.end_headers()
                 self.wfile.write(body)
+
+            def authorised(self):
+                if self.headers.get("X-Auth-Token") in bmc.tokens:
+                    bmc.auth_seen.append("session")
+                    return True
+                if self.headers.get("Authorization") == bmc.auth:
+                    bmc.auth_seen.append("basic")
+                    return True
+                self.reply(401, {"error": {"code": "Base.1.8.InsufficientPrivilege",
+                                           "message": "authentication required"}},
+                           [("WWW-Authenticate", 'Basic realm="bmc"')])
+                return False
+
+            def do_POST(self):
+                path = self.path.rstrip("/")
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n) or b"{}")
+                if not bmc.sessions or path != "/redfish/v1/SessionService/Sessions":
+                    return self.reply(405, {"error": {"code": "Base.1.8.ActionNotSupported",
+                                                      "message": f"POST {path} not allowed"}})
+                if (body.get("UserName"), body.get("Password")) != (bmc.user, bmc.password):
+                    return self.reply(401, {"error": {"code": "Base.1.8.NoValidSession",
+                                                      "message": "bad credentials"}})
+                sid = str(len(bmc.tokens) + 1)
+                token = f"tok-{sid}-{threading.get_ident()}"
+                bmc.tokens[token] = sid
+                loc = f"/redfish/v1/SessionService/Sessions/{sid}"
+                self.reply(201, {"@odata.id": loc, "@odata.type": "#Session.v1_3_0.Session", "Id": sid,
+                                 "Name": "User Session", "UserName": bmc.user},
+                           [("X-Auth-Token", token), ("Location", loc)])
+
+            def do_DELETE(self):
+                sid = self.path.rstrip("/").rsplit("/", 1)[-1]
+                for t, s in list(bmc.tokens.items()):
+                    if s == sid:
+                        del bmc.tokens[t]
+                self.reply(204)
+
+            def do_GET(self):
+                bmc.requests.append(self.path)
+                path = self.path.split("?")[0].rstrip("/")
+                if path != "/redfish/v1" and not self.authorised():
+                    return
+                doc = bmc.resource(path)
+                if doc is None:
+                    return self.reply(404, {"error": {"code": "Base.1.8.ResourceNotFound",
+                                                      "message": f"{self.path} not found"}})
+                self.reply(200, doc)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
@@ -138,7 +182,13 @@ class FakeBMC:
                 "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.15.0",
                 "UUID": "92384634-2938-2342-8820-489239905423",
                 "Systems": {"@odata.id": f"{r}/Systems"}, "Chassis": {"@odata.id": f"{r}/Chassis"},
+                "SessionService": {"@odata.id": f"{r}/SessionService"},
                 "Links": {"Sessions": {"@odata.id": f"{r}/SessionService/Sessions"}}},
+            f"{r}/SessionService": {"@odata.id": f"{r}/SessionService",
+                                    "@odata.type": "#SessionService.v1_1_8.SessionService",
+                                    "Id": "SessionService", "Name": "Session Service",
+                                    "ServiceEnabled": self.sessions,
+                                    "Sessions": {"@odata.id": f"{r}/SessionService/Sessions"}},
             f"{r}/Systems": {"@odata.id": f"{r}/Systems",
                              "@odata.type": "#ComputerSystemCollection.ComputerSystemCollection",
                              "Name": "Computer System Collection", "Members@odata.count": 1,
@@ -178,6 +228,9 @@ class FakeBMC:
         return self
 
     def __exit__(self, *exc):
+        for fn in self.cleanup:                                 # clients log out first
+            fn()
+        assert not self.tokens, f"BMC sessions left open: {self.tokens}"
         self.server.shutdown()
         self.server.server_close()
 
@@ -308,6 +361,7 @@ def test_redfish_power_control():
     with FakeBMC() as bmc:
         src = power.RedfishSource(bmc.url + "/redfish/v1", "admin", "secret",
                                   prior=power.LinearModel(100, 300))
+        bmc.cleanup.append(src.close)
         assert src.measured_watts() == 231.0
         bmc.watts = 250.5
         assert src.measure_at(0.5) == 250.5                  # a fresh reading, not a cache
@@ -316,10 +370,29 @@ def test_redfish_power_control():
         assert "/redfish/v1/Systems/437XR1138R2" in bmc.requests
 
 
+def test_redfish_session_auth_and_fallback():
+    with FakeBMC() as bmc:
+        src = power.RedfishSource(bmc.url, "admin", "secret", auth="session")
+        assert src.measured_watts() == 231.0
+        assert bmc.tokens and set(bmc.auth_seen) == {"session"}
+        src.close()
+        assert not bmc.tokens                                     # the session was ended
+    with FakeBMC(sessions=False) as bmc:                         # a BMC without sessions
+        src = power.RedfishSource(bmc.url, "admin", "secret", auth="auto")
+        bmc.cleanup.append(src.close)
+        assert src.measured_watts() == 231.0
+        assert "basic" in bmc.auth_seen
+        with pytest.raises(power.PowerError, match="redfish .*"):
+            power.RedfishSource(bmc.url, "admin", "secret", auth="session")
+    with pytest.raises(power.PowerError, match="auth must be one of"):
+        power.RedfishSource("http://127.0.0.1:1", "a", "b", auth="kerberos")
+
+
 def test_redfish_environment_metrics_and_system_id():
     with FakeBMC(env_metrics=True) as bmc:
         src = power.RedfishSource(bmc.url, "admin", "secret",
                                   system_id="/redfish/v1/Systems/437XR1138R2")
+        bmc.cleanup.append(src.close)
         assert src.measured_watts() == 231.0
         assert "/redfish/v1/Chassis/1U/EnvironmentMetrics" in bmc.requests
 
@@ -375,6 +448,7 @@ def test_chain_prefers_measured_sources_with_model_prior(tmp_path):
         conf.set_override("redfish_password", "secret", group="power")
         res = power.build_chain(conf)
         assert res.source == "redfish" and "no RAPL zones" in res.reasons["rapl"]
+        bmc.cleanup.append(res.model.close)
         assert res.model.measured_watts() == 231.0
         # the operator's order wins over "measured is better"
         conf.set_override("sources", ["specpower", "redfish"], group="power")
