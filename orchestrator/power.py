@@ -285,18 +285,22 @@ class RaplSource(MeasuredSource):
                              "unknown, cannot unwrap")
         return mr - e0 + e1
 
+    def snapshot(self) -> tuple[dict, float]:
+        """Energy counters of every zone and the clock, for :meth:`watts_between`."""
+        return {d: self._energy(d) for d in self.zones}, self._clock()
+
+    def watts_between(self, s0, s1) -> float:
+        (e0, t0), (e1, t1) = s0, s1
+        if t1 - t0 <= 0:
+            raise PowerError("RAPL sample: the clock did not advance")
+        return sum(self._delta(d, e0[d], e1[d]) for d in self.zones) / 1e6 / (t1 - t0)
+
     def sample(self) -> tuple[float, float]:
         """One interval: (host utilisation, average watts)."""
-        e0 = {d: self._energy(d) for d in self.zones}
-        c0, t0 = self.proc.host_ticks(), self._clock()
+        s0, c0 = self.snapshot(), self.proc.host_ticks()
         self._sleep(self.interval_s)
-        e1 = {d: self._energy(d) for d in self.zones}
-        c1, t1 = self.proc.host_ticks(), self._clock()
-        dt = t1 - t0
-        if dt <= 0:
-            raise PowerError("RAPL sample: the clock did not advance")
-        uj = sum(self._delta(d, e0[d], e1[d]) for d in self.zones)
-        w = uj / 1e6 / dt
+        s1, c1 = self.snapshot(), self.proc.host_ticks()
+        w = self.watts_between(s0, s1)
         u = host_utilisation(c0, c1)
         self.observe(u, w)
         return u, w
@@ -514,14 +518,18 @@ def sample_vnf_power(model: PowerSource, pids, interval_s: float = 1.0, proc_roo
                      idle_w: float | None = None, sleep=time.sleep) -> dict[int, VnfPower]:
     """Sample host and VNF (QEMU) CPU time over ``interval_s`` and attribute the host's power.
 
-    The host's watts are the model's at the measured utilisation (a RAPL source measures them in
-    the same way, but over its own interval; pass a model to keep both on one interval).
+    The host's watts are measured over the same interval when the model is a
+    :class:`RaplSource` (and recorded as one of its samples), else the model's at the measured
+    utilisation.
     """
     proc = ProcReader(proc_root)
     pids = [int(p) for p in pids]
+    rapl = model if isinstance(model, RaplSource) else None
+    e0 = rapl.snapshot() if rapl else None
     h0 = proc.host_ticks()
     p0 = {p: proc.process_ticks(p) for p in pids}
     sleep(interval_s)
+    e1 = rapl.snapshot() if rapl else None
     h1 = proc.host_ticks()
     p1 = {}
     for p in pids:
@@ -530,7 +538,11 @@ def sample_vnf_power(model: PowerSource, pids, interval_s: float = 1.0, proc_roo
         except PowerError:
             p1[p] = p0[p]                              # exited during the interval: no share
     u = host_utilisation(h0, h1)
-    host_w = model.watts(u)
+    if rapl:
+        host_w = rapl.watts_between(e0, e1)
+        rapl.observe(u, host_w)
+    else:
+        host_w = model.watts(u)
     busy = h1.busy - h0.busy
     out = {}
     for p in pids:

@@ -498,6 +498,19 @@ def test_proc_reader_and_attribution(tmp_path):
     assert dyn[4242].watts == pytest.approx((host_w - 100.0) * 0.5)
 
 
+def test_attribution_with_rapl_measures_the_same_interval(tmp_path):
+    fake = FakeHost(tmp_path, packages=2)                       # 2 x 50 W, 25 % busy
+    fake.pids = {4242: (0, 0)}
+    fake.write()
+    rapl = power.RaplSource(str(fake.sys), proc_root=str(fake.proc), prior=power.LinearModel(0, 1),
+                            sleep=fake.advance, clock=fake.clock)
+    out = power.sample_vnf_power(rapl, [4242], interval_s=4.0, proc_root=str(fake.proc),
+                                 sleep=lambda dt: fake.advance(dt, vnf_ticks={4242: 0.5}))
+    assert out[4242].host_watts == pytest.approx(100.0)         # measured, not the prior's 0.25 W
+    assert out[4242].watts == pytest.approx(50.0)
+    assert rapl.samples[-1] == (pytest.approx(0.25), pytest.approx(100.0))
+
+
 def test_attribute_watts():
     assert power.attribute_watts(200, 30, 120) == 50.0
     assert power.attribute_watts(200, 0, 120) == 0.0
