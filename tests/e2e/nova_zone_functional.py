@@ -113,6 +113,10 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         with self.assertRaisesRegex(ZoneError, "flavor 'nope' of service 'x' does not exist"):
             NovaZone("z", self.conn, default_flavor="nope", default_image=nft.IMAGE_ID).launch(
                 LaunchRequest(service="x", click_config=""))
+        with self.assertRaisesRegex(ZoneError, "cannot use cloud 'no-such-cloud': .*clouds.yaml"):
+            NovaZone.from_cloud("z", cloud="no-such-cloud")
+        with self.assertRaisesRegex(ZoneError, "aggregate 'agg9' does not exist"):
+            NovaZone("z", self.conn, aggregate="agg9").hosts()
         with self.assertRaisesRegex(ZoneError, "availability zone 'az9' does not exist"):
             NovaZone("z", self.conn, availability_zone="az9").hosts()
         # more slots than the host has: Nova's scheduler says NoValidHost, the server is deleted
