@@ -85,6 +85,7 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         inst = self.zone.launch(LaunchRequest(service="fw", click_config=nft.CONFIG, slots=256))
         self.assertEqual(("running", "host1", 256), (inst.status, inst.host, inst.slots_total))
         self.assertGreater(inst.launch_ms, 0)
+        print(f"\nnova zone (functional fixtures): server create -> ACTIVE {inst.launch_ms:.1f} ms")
         # a real VNF runs with the flavor's configuration and slots
         rec = self.driver.manager.get(inst.id)
         self.assertIn("fn :: Counter", rec.config)
