@@ -60,8 +60,10 @@ setup(
                  "python-nomad==2.1.0"],
     },
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:main"],
-        "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts"],
+        "console_scripts": ["fluidvim = fluidvim.cli:main",
+                            "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
+        "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
+                             "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

@@ -73,6 +73,23 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(orch_opts, group=group)
 
 
+def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
+    """oslo.messaging registers its tracing and metrics options on the global CONF only; a
+    private ConfigOpts used for RPC needs them too."""
+    import importlib
+
+    for mod, attr, group in (("oslo_messaging._tracing.client", "oslo_messaging_tracing",
+                              "oslo_messaging_tracing"),
+                             ("oslo_messaging._metrics.client", "oslo_messaging_metrics",
+                              "oslo_messaging_metrics")):
+        try:
+            opts = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError):      # another oslo.messaging release
+            continue
+        if group not in conf:
+            conf.register_opts(opts, group=group)
+
+
 def list_opts():
     """Entry point for oslo-config-generator (namespace ``fluidvim.orchestrator``)."""
     return [(orch_group, orch_opts)]
@@ -86,6 +103,7 @@ def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
 
     conf = cfg.ConfigOpts()
     register_opts(conf)
+    register_messaging_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
     conf(args or [], project="fluidvim", default_config_files=[])

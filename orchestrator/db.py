@@ -4,8 +4,9 @@
 
 Everything a restarted orchestrator needs: zones, environment types (by their zone-free uid),
 hosts, services (aliases with slot ratios, tolerable queuing delay), instances, the latest slot
-report per instance and service, probe results, placement decisions with the record of every
-step, and launch records (start/end of on-demand launches, for the queuing delay).
+report per instance and service, placement decisions with the record of every
+step, and launch records (start/end of on-demand launches, for the queuing delay). Probe
+results live in the same database, in the evaluator's ProbeCache table (one place for them).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from fluidvim.evaluator.model import EnvironmentType, ProbeResult
+from fluidvim.evaluator.model import EnvironmentType
 
 from .exception import NotFound
 
@@ -101,15 +102,6 @@ class SlotReportRow(Base):
     exact: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
     delay_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     at: orm.Mapped[float] = orm.mapped_column(sa.Float)
-
-
-class ProbeRow(Base):
-    __tablename__ = "probe_results"
-    id: orm.Mapped[int] = orm.mapped_column(primary_key=True, autoincrement=True)
-    env_uid: orm.Mapped[str] = orm.mapped_column(sa.String(32), index=True)
-    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
-    result_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    measured_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
 
 
 class Decision(Base):
@@ -297,20 +289,6 @@ class Store:
     def delete_slot_reports(self, instance: str) -> None:
         with self.Session.begin() as s:
             s.execute(sa.delete(SlotReportRow).where(SlotReportRow.instance == instance))
-
-    # -- probe results --
-    def save_probe(self, res: ProbeResult) -> None:
-        import dataclasses
-        with self.Session.begin() as s:
-            s.add(ProbeRow(env_uid=res.env_uid, kind=res.kind, measured_at=res.measured_at,
-                           result_json=json.dumps(dataclasses.asdict(res))))
-
-    def probes(self, env_uid: str | None = None) -> list[ProbeResult]:
-        with self.Session() as s:
-            q = sa.select(ProbeRow).order_by(ProbeRow.measured_at)
-            if env_uid:
-                q = q.where(ProbeRow.env_uid == env_uid)
-            return [ProbeResult(**json.loads(r.result_json)) for r in s.scalars(q)]
 
     # -- decisions --
     def save_decision(self, service: str, status: str, zone: str | None, host: str | None,

@@ -48,7 +48,10 @@ class OrchestratorAPI:
         if not self.client.can_send_version(version):
             raise OrchestratorError(f"{method} needs orchestrator RPC API {version}; this client "
                                     f"is capped at {self.client.version_cap}")
-        cctxt = self.client.prepare(version=version, timeout=timeout)
+        opts = {"version": version}
+        if timeout is not None:          # prepare(timeout=None) would mean the 60 s default
+            opts["timeout"] = timeout
+        cctxt = self.client.prepare(**opts)
         try:
             return cctxt.call({}, method, **kwargs)
         except messaging.MessagingTimeout as e:

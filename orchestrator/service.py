@@ -374,6 +374,7 @@ class OrchestratorEndpoint:
 def main(argv=None) -> int:
     conf = cfg.ConfigOpts()
     orchconf.register_opts(conf)
+    orchconf.register_messaging_opts(conf)
     from fluidvim.vnf import conf as vnfconf
     vnfconf.register_opts(conf)
     logging.register_options(conf)

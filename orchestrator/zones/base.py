@@ -40,6 +40,7 @@ class InstanceInfo:
     slots_total: int = 0
     slots_used: int = 0
     launch_ms: float | None = None         # request -> ready, as measured by the zone
+    kind: str | None = None                # "cold" | "warm" when the zone knows (warm pool)
 
 
 @dataclasses.dataclass

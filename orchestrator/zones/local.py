@@ -129,7 +129,8 @@ class LocalZone(ZoneAdapter):
         rec = self.mgr.get(res.vnf_id)
         return InstanceInfo(id=res.vnf_id, name=res.name, service=req.service,
                             host=self.host_name, status="running",
-                            slots_total=rec.spec.session_slots, launch_ms=res.total_ms)
+                            slots_total=rec.spec.session_slots, launch_ms=res.total_ms,
+                            kind=res.kind)
 
     def terminate(self, instance_id: str) -> None:
         try:
