@@ -174,15 +174,22 @@ class BootProbe(Probe):
 
     A launch is warm when the zone's InstanceInfo carries ``kind == "warm"`` (an optional
     attribute zone adapters may set; without it the zone is treated as having no warm pool).
+    The probe VNF has ``nics`` NICs (default 2, the shape of the launch core's warm shells) on
+    ``bridges`` - by default ``None`` each, i.e. unplugged: a boot probe measures instantiation,
+    not traffic, so it needs no network of the zone.
     """
 
     kind = "boot"
     per_zone = True
 
     def __init__(self, n: int = 3, click_config: str = FORWARD_CONFIG, memory_mb: int | None = None,
-                 kernel: str | None = None, valid_for_s: float = 3600.0, warm: bool = True):
+                 kernel: str | None = None, valid_for_s: float = 3600.0, warm: bool = True,
+                 nics: int = 2, bridges: tuple | None = None):
         if n < 1:
             raise ValueError(f"BootProbe n must be >= 1, got {n}")
+        self.bridges = tuple(bridges) if bridges is not None else (None,) * nics
+        if not 1 <= len(self.bridges) <= 4:
+            raise ValueError(f"BootProbe needs 1..4 NICs, got {len(self.bridges)}")
         self.n, self.click_config, self.memory_mb, self.kernel = n, click_config, memory_mb, kernel
         self.valid_for_s, self.try_warm = valid_for_s, warm
 
@@ -190,7 +197,7 @@ class BootProbe(Probe):
         req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
                             name=f"probe-boot-{env.uid[:8]}-{len(made)}", host=host,
                             memory_mb=self.memory_mb or env.memory_mb or None, vcpus=env.vcpus,
-                            kernel=self.kernel, warm=warm)
+                            kernel=self.kernel, warm=warm, bridges=self.bridges)
         t = time.perf_counter()
         inst = zone.launch(req)
         wall = (time.perf_counter() - t) * 1000.0
