@@ -119,3 +119,4 @@ class Score:
     slots_estimate: int | None = None
     qscores: dict = dataclasses.field(default_factory=dict)
     reasons: list = dataclasses.field(default_factory=list)
+    feasible: bool = True                   # False: cannot serve the service (reasons say why)

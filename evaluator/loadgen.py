@@ -1,0 +1,173 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Traffic for the load probe: N UDP sessions at a fixed packet rate each, and a UDP echo.
+
+Run inside the test network's namespaces (``python -m fluidvim.evaluator.loadgen client|echo``):
+
+* ``echo`` (far namespace) sends every datagram back to where it came from;
+* ``client`` (near namespace) opens one UDP socket per session (its own source port, so its own
+  5-tuple flow - one session slot in the VNF), sends ``pps`` packets/s on each, evenly paced
+  round-robin, and timestamps every echo on arrival with the kernel's receive timestamp
+  (``SO_TIMESTAMPNS``), so the time this process needs to get around to reading a packet is not
+  counted. A packet's latency is ``kernel receive time - time just before send`` = the round trip
+  through the VNF (both directions) and the echo. Packets sent in the warm-up are not counted;
+  a packet that has not come back ``drain`` seconds after the last send counts as lost.
+
+The client prints one JSON object: sent, received, loss, offered and achieved pps, and latency
+quantiles in ms. Plain functions, stdlib only (it runs under any python3 in a namespace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import select
+import socket
+import struct
+import sys
+import time
+
+HDR = struct.Struct("!QIq")          # seq, session, send time (ns, CLOCK_REALTIME)
+QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def quantile(sorted_values, q: float) -> float:
+    """Linear-interpolated quantile of an ascending list (the 'type 7' estimator)."""
+    n = len(sorted_values)
+    if n == 0:
+        return math.nan
+    pos = (n - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def echo(bind_ip: str, port: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind((bind_ip, port))
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(2048)
+        s.sendto(data, addr)
+
+
+def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
+           warmup: float, drain: float, size: int) -> dict:
+    need = sessions + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(need, soft), max(need, hard)))
+    socks = []
+    ep = select.epoll()
+    by_fd = {}
+    for _ in range(sessions):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 18)
+        s.bind((src_ip, 0))
+        s.connect((dst_ip, port))
+        s.setblocking(False)
+        socks.append(s)
+        by_fd[s.fileno()] = s
+        ep.register(s.fileno(), select.EPOLLIN)
+    pad = b"\0" * max(0, size - HDR.size)
+    rate = sessions * pps
+    total = max(1, int(rate * (warmup + duration)))
+    first_measured = int(rate * warmup)
+    rtts = []
+    sent = send_errors = 0
+    late_ns = 0
+    t0 = time.perf_counter()
+    seq = 0
+
+    def drain_socks(timeout):
+        for fd, _ in ep.poll(timeout):
+            s = by_fd[fd]
+            while True:
+                try:
+                    data, anc, _, _ = s.recvmsg(2048, 64)
+                except BlockingIOError:
+                    break
+                if len(data) < HDR.size:
+                    continue
+                rx = None
+                for level, typ, cdata in anc:
+                    if level == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS:
+                        sec, nsec = struct.unpack("qq", cdata[:16])
+                        rx = sec * 1_000_000_000 + nsec
+                if rx is None:
+                    rx = time.time_ns()
+                k, _, tx = HDR.unpack_from(data)
+                if k >= first_measured:
+                    rtts.append((rx - tx) / 1e6)
+
+    while seq < total:
+        now = time.perf_counter()
+        due = min(total, int((now - t0) * rate) + 1)
+        if due > seq:
+            late_ns += int(max(0.0, now - t0 - seq / rate) * 1e9)
+        while seq < due:
+            s = socks[seq % sessions]
+            try:
+                s.send(HDR.pack(seq, seq % sessions, time.time_ns()) + pad)
+                if seq >= first_measured:
+                    sent += 1
+            except (BlockingIOError, OSError):
+                if seq >= first_measured:
+                    send_errors += 1
+            seq += 1
+        wait = (t0 + seq / rate) - time.perf_counter()
+        drain_socks(max(0.0, min(wait, 0.002)))
+    send_done = time.perf_counter()
+    deadline = send_done + drain
+    while time.perf_counter() < deadline and len(rtts) < sent:
+        drain_socks(min(0.05, max(0.0, deadline - time.perf_counter())))
+    for s in socks:
+        s.close()
+    ep.close()
+    rtts.sort()
+    offered = sent + send_errors
+    out = {
+        "sessions": sessions, "session_pps": pps, "offered_pps": rate,
+        "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
+        "sent": offered, "received": len(rtts), "send_errors": send_errors,
+        "loss": (1.0 - len(rtts) / offered) if offered else 1.0,
+        "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
+        "latency_ms": {str(q): quantile(rtts, q) for q in QUANTILES} if rtts else {},
+        "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
+    }
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fluidvim.evaluator.loadgen",
+                                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="role", required=True)
+    e = sub.add_parser("echo")
+    e.add_argument("--bind", required=True)
+    e.add_argument("--port", type=int, default=7)
+    c = sub.add_parser("client")
+    c.add_argument("--src", required=True)
+    c.add_argument("--dst", required=True)
+    c.add_argument("--port", type=int, default=7)
+    c.add_argument("--sessions", type=int, required=True)
+    c.add_argument("--pps", type=float, required=True, help="packets/s per session")
+    c.add_argument("--duration", type=float, default=2.0)
+    c.add_argument("--warmup", type=float, default=0.3)
+    c.add_argument("--drain", type=float, default=0.5)
+    c.add_argument("--size", type=int, default=64, help="UDP payload bytes")
+    a = p.parse_args(argv)
+    if a.role == "echo":
+        echo(a.bind, a.port)
+        return 0
+    print(json.dumps(client(a.src, a.dst, a.port, a.sessions, a.pps, a.duration, a.warmup,
+                            a.drain, a.size)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
