@@ -54,6 +54,9 @@ orch_opts = [
                  help="Decision weight of the marginal power (cost-benefit analyzer)."),
     cfg.FloatOpt("weight_delay", default=0.5, min=0.0,
                  help="Decision weight of the queuing delay (cost-benefit analyzer)."),
+    cfg.FloatOpt("weight_boot", default=0.25, min=0.0,
+                 help="Decision weight of the boot (on-demand launch) time (cost-benefit "
+                      "analyzer)."),
     cfg.BoolOpt("local_zone", default=True,
                 help="Run the embedded local zone (VNFs on this machine via the launch core)."),
     cfg.StrOpt("local_zone_name", default="local", help="Name of the embedded local zone."),

@@ -243,6 +243,16 @@ class Store:
                            field="service")
         return row
 
+    def service_or_alias(self, name: str) -> tuple[Service, float]:
+        """(the service, 1.0) or, for an alias, (its base service, slots per alias session)."""
+        try:
+            return self.service(name), 1.0
+        except NotFound:
+            for row in self.services():
+                if name in row.aliases:
+                    return row, float(row.aliases[name])
+            raise
+
     def services(self) -> list[Service]:
         with self.Session() as s:
             return list(s.scalars(sa.select(Service).order_by(Service.name)))

@@ -14,8 +14,10 @@
 
 The stage-1 and stage-2 runners are parameters (``fluidvim.evaluator.stage1.Stage1Runner`` and
 ``fluidvim.evaluator.analyzers.Stage2Runner`` by default): ``stage1.ensure(targets, service)``
-returns probe results by environment uid; ``stage2.analyze(service, candidates, results)`` returns
-scores. Marginal power is a callable ``(zone name, HostInfo) -> watts | None``
+returns probe results by environment uid; ``stage2.run(service, candidates, results).scores`` (or
+a bare analyzer's ``analyze(...)``) the scores. A service with an operator ``formula`` is ranked
+by ``formula_runner(formula)`` (a FormulaAnalyzer's runner) instead. Marginal power is a
+callable ``(zone name, HostInfo) -> watts | None``
 (``fluidvim.orchestrator.power`` provides one).
 """
 
@@ -100,7 +102,7 @@ def _location(host: HostInfo, zone: ZoneAdapter, zone_labels: dict) -> str:
 class PlacementEngine:
     def __init__(self, store, registry, zones: dict[str, ZoneAdapter], stage1, stage2, queuing,
                  *, power: MarginalPower | None = None, tolerance: float = 0.05,
-                 zone_labels: dict | None = None):
+                 zone_labels: dict | None = None, formula_runner=None):
         self.store = store
         self.registry = registry
         self.zones = zones
@@ -110,6 +112,8 @@ class PlacementEngine:
         self.power = power
         self.tolerance = tolerance
         self.zone_labels = zone_labels or {}       # zone name -> labels (price, location, ...)
+        self.formula_runner = formula_runner        # formula text -> stage-2 runner (per service)
+        self._formula_runners: dict = {}
 
     # -- step 0 --
     def candidates(self, svc: ServiceProfile, extras: dict, location: str | None):
@@ -159,29 +163,63 @@ class PlacementEngine:
         raw = self.stage1.ensure(zones_used, svc) if zones_used else {}
         results: dict[str, list[ProbeResult]] = {}
         for uid, res in (raw or {}).items():
-            if isinstance(res, ProbeResult):
-                res = [res]
-            elif isinstance(res, dict):
-                res = list(res.values())
-            results[uid] = list(res)
-        record = {}
+            results[uid] = [res] if isinstance(res, ProbeResult) else list(res)
+        actions = {}
+        for a in getattr(raw, "actions", []):
+            actions.setdefault(a.uid, {})[a.kind] = a.action + (
+                "" if a.ok in (None, True) else f" (failed: {a.reason})")
+        envs = {}
         for c in cands:
             uid = c.env.uid
-            if uid in record:
+            if uid in envs:
                 continue
             rs = results.get(uid, [])
-            status = ("missing" if not rs else
-                      "probed" if any(r.measured_at >= t0 for r in rs) else "cached")
-            record[uid] = {"zone": c.zone, "status": status,
-                           "kinds": {r.kind: ("ok" if r.ok else f"failed: {r.error}")
-                                     for r in rs}}
+            if uid in actions:
+                kinds = actions[uid]
+            else:       # a runner that does not say: results measured now were probed now
+                kinds = {r.kind: "probed" if r.measured_at >= t0 else "cached" for r in rs}
+            costly = {k: v for k, v in kinds.items() if k != "static"}
+            status = ("no results" if not rs else
+                      "probed" if any(v.startswith("probed") for v in costly.values()) else
+                      "cached" if costly else "static only")
+            envs[uid] = {"zone": c.zone, "status": status, "kinds": kinds,
+                         "env": {k: getattr(c.env, k) for k in ("launcher", "accel", "machine")}}
+        record = {"env_types": envs,
+                  "actions": raw.explain() if hasattr(raw, "explain") else []}
         return results, record
+
+    # -- step 2 --
+    def analyze(self, svc: ServiceProfile, extras: dict, cands: list[Candidate], results: dict):
+        runner = self.stage2
+        formula = extras.get("formula")
+        if formula and self.formula_runner is not None:
+            key = (svc.name, formula)
+            if key not in self._formula_runners:
+                self._formula_runners[key] = self.formula_runner(formula)
+            runner = self._formula_runners[key]
+        if hasattr(runner, "run"):               # Stage2Runner: re-ranks only on new inputs
+            res = runner.run(svc, cands, results)
+            scores, note = res.scores, res.reason
+        else:                                     # a bare analyzer
+            scores, note = runner.analyze(svc, cands, results), "analyzed"
+        # a reused ranking holds the candidates of its round: decide on today's live numbers
+        live = {c.key: c for c in cands}
+        fresh = []
+        for sc in scores:
+            c = live.get(sc.candidate.key)
+            if c is not None:
+                fresh.append(dataclasses.replace(sc, candidate=c))
+        name = getattr(getattr(runner, "analyzer", runner), "name", type(runner).__name__)
+        return fresh, name, note
 
     # -- step 3 --
     def decide(self, scores: list) -> tuple[object | None, str, list]:
-        ranked = sorted(scores, key=lambda s: s.score, reverse=True)
+        ranked = sorted((s for s in scores if getattr(s, "feasible", True)),
+                        key=lambda s: s.score, reverse=True)
         if not ranked:
-            return None, "no candidate left after analysis", []
+            why = "; ".join(f"{s.candidate.key}: {s.reasons[0] if s.reasons else 'infeasible'}"
+                            for s in scores[:5])
+            return None, "no feasible candidate" + (f" ({why})" if why else ""), []
         best = ranked[0].score
         floor = best - self.tolerance * abs(best)
         band = [s for s in ranked if s.score >= floor]
@@ -219,14 +257,16 @@ class PlacementEngine:
 
         t = time.perf_counter()
         results, probe_rec = self.probe(svc, zones_used, cands)
-        steps.append(("probe", _ms(t), {"env_types": probe_rec}))
+        steps.append(("probe", _ms(t), probe_rec))
 
         t = time.perf_counter()
-        scores = self.stage2.analyze(svc, cands, results) if cands else []
-        ranked = sorted(scores, key=lambda s: s.score, reverse=True)
+        scores, analyzer, note = (self.analyze(svc, extras, cands, results) if cands
+                                  else ([], "-", "no candidates"))
+        ranked = sorted(scores, key=lambda s: (not getattr(s, "feasible", True), -s.score))
         steps.append(("analyze", _ms(t), {
-            "analyzer": type(self.stage2).__name__, "count": len(ranked),
+            "analyzer": analyzer, "note": note, "count": len(ranked),
             "scores": [{"candidate": s.candidate.key, "score": s.score,
+                        "feasible": getattr(s, "feasible", True),
                         "slots_estimate": s.slots_estimate, "qscores": s.qscores,
                         "reasons": list(s.reasons)} for s in ranked[:20]]}))
 

@@ -68,7 +68,7 @@ class Resolver:
         return best
 
     def resolve(self, service: str, client_location: str | None = None) -> Resolution:
-        row = self.store.service(service)          # NotFound names the field
+        row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field
         t0 = time.monotonic()
         with self._lock:
             hit = self._free_slot(service, client_location)
@@ -78,7 +78,7 @@ class Resolver:
                 self.registry.reserve(rep.instance, rep.service, math.ceil(ratio))
                 return Resolution(service, "slot", rep.zone, rep.host, rep.instance, free - 1,
                                   via_alias=rep.service if rep.service != service else None)
-            tolerance = row.max_queuing_delay_s
+            tolerance = row.max_queuing_delay_s      # an alias inherits its base's tolerance
             options, why = [], []
             for zname, zone in sorted(self.zones.items()):
                 qd = self.queuing.delay(zone, service)
@@ -105,9 +105,12 @@ class Resolver:
                 errors.append(str(e))
                 LOG.warning("fast-track launch in %s failed: %s", zname, e)
                 continue
-            self.registry.reserve(inst.id, service)
+            need = math.ceil(alias_ratio)
+            self.registry.reserve(inst.id, row.name, need)
             return Resolution(service, "launched", zname, inst.host, inst.id,
-                              max(0, inst.slots_total - 1), predicted_delay_s=predicted,
-                              waited_s=round(time.monotonic() - t0, 4))
+                              max(0, int((inst.slots_total - need) / alias_ratio)),
+                              predicted_delay_s=predicted,
+                              waited_s=round(time.monotonic() - t0, 4),
+                              via_alias=row.name if row.name != service else None)
         raise Refused(f"resolve {service}: no free slot and every on-demand launch failed: "
                       + "; ".join(errors))

@@ -74,12 +74,10 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
     if name in als:
         raise invalid(f"aliases.{name}", "a service cannot alias itself")
     if formula is not None:
+        from fluidvim.evaluator.analyzers import FormulaAnalyzer
+        from fluidvim.evaluator.formula import FormulaError
         try:
-            from fluidvim.evaluator.formula import FormulaError, SafeFormula
-        except ImportError:
-            raise invalid("formula", "this orchestrator has no formula analyzer") from None
-        try:
-            SafeFormula(formula)
+            FormulaAnalyzer(formula)
         except FormulaError as e:
             raise invalid("formula", str(e)) from None
     profile = {
@@ -103,12 +101,19 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
 
 
 def default_runners(conf, store):
-    """The evaluator's stage-1 runner (probe cache + probes) and stage-2 runner."""
-    try:
-        from fluidvim.evaluator import analyzers, stage1
-    except ImportError as e:
-        raise RuntimeError(f"the evaluator is not installed ({e}): pass stage1/stage2") from e
-    return stage1.default_runner(conf, store), analyzers.default_runner(conf)
+    """The evaluator's runners: stage 1 over a probe cache in the orchestrator's database (static,
+    boot and load probes), stage 2 = cost-benefit analysis with the [orchestrator] weights, and a
+    factory for services that bring their own formula."""
+    from fluidvim.evaluator import analyzers, cache, probes, stage1
+
+    o = conf.orchestrator
+    runner1 = stage1.Stage1Runner(cache.ProbeCache(store.engine), [
+        probes.StaticProbe(), probes.BootProbe(valid_for_s=o.probe_validity),
+        probes.LoadProbe(valid_for_s=o.probe_validity)])
+    weights = {"slots": o.weight_slots, "price": o.weight_price, "power": o.weight_power,
+               "delay": o.weight_delay, "boot": o.weight_boot}
+    runner2 = analyzers.Stage2Runner(analyzers.CostBenefitAnalyzer(weights))
+    return runner1, runner2, lambda f: analyzers.Stage2Runner(analyzers.FormulaAnalyzer(f))
 
 
 class Orchestrator:
@@ -155,12 +160,14 @@ class Orchestrator:
         self.queuing = QueuingEstimator(self.store, history=o.launch_history,
                                         parallelism=o.launch_parallelism,
                                         default_launch_s=o.default_launch_time)
+        formula_runner = None
         if stage1 is None or stage2 is None:
-            d1, d2 = default_runners(conf, self.store)
+            d1, d2, formula_runner = default_runners(conf, self.store)
             stage1, stage2 = stage1 or d1, stage2 or d2
         self.placement = PlacementEngine(self.store, self.registry, self.zones, stage1, stage2,
                                          self.queuing, power=power, tolerance=o.decision_tolerance,
-                                         zone_labels=self.zone_labels)
+                                         zone_labels=self.zone_labels,
+                                         formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
         self._rpc = self._listener = self._agent = None
         self._transports = []
@@ -228,7 +235,7 @@ class Orchestrator:
     def slots(self, service=None, level="zone") -> dict:
         names = [service] if service else [s.name for s in self.store.services()]
         if service:
-            self.store.service(service)
+            self.store.service_or_alias(service)
         return {n: self.registry.aggregate(n, level) for n in names}
 
     def list_instances(self, service=None) -> list[dict]:
