@@ -27,7 +27,7 @@ EXAMPLES = """examples:
 
 
 def _api(args):
-    from fluidvim.orchestrator.conf import make_conf
+    from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 
     overrides = {}
@@ -38,6 +38,7 @@ def _api(args):
     if getattr(args, "rpc_timeout", None):
         overrides["rpc_timeout"] = args.rpc_timeout
     conf = make_conf(["--config-file", args.config_file] if args.config_file else [], **overrides)
+    disable_rabbit_heartbeat(conf)           # one call and exit: no heartbeat thread to wait for
     from fluidvim.cli import _setup_logging
     _setup_logging(conf, args.verbose)
     return OrchestratorAPI(conf)

@@ -93,6 +93,18 @@ def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
             conf.register_opts(opts, group=group)
 
 
+def disable_rabbit_heartbeat(conf: cfg.ConfigOpts) -> None:
+    """For short-lived processes (the CLI, tests): no AMQP heartbeat thread. With one, closing a
+    transport waits seconds for the thread to get the connection lock from a poller."""
+    try:
+        from oslo_messaging._drivers import impl_rabbit
+    except ImportError:
+        return
+    if "oslo_messaging_rabbit" not in conf:
+        conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    conf.set_override("heartbeat_timeout_threshold", 0, group="oslo_messaging_rabbit")
+
+
 def list_opts():
     """Entry point for oslo-config-generator (namespace ``fluidvim.orchestrator``)."""
     return [(orch_group, orch_opts)]

@@ -233,6 +233,8 @@ class Orchestrator:
         return out
 
     def slots(self, service=None, level="zone") -> dict:
+        if level not in ("instance", "host", "zone", "region"):
+            raise invalid("level", f"{level!r} is not one of instance, host, zone, region")
         names = [service] if service else [s.name for s in self.store.services()]
         if service:
             self.store.service_or_alias(service)

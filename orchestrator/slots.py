@@ -186,7 +186,10 @@ class SlotRegistry:
     """Latest slot report per (instance, service) with aggregation and alias expansion.
 
     ``aliases`` maps a base service to {alias: ratio}. Reservations (slots the resolver handed
-    out) count as used until a report newer than the reservation arrives or they expire.
+    out) count as used for ``reservation_ttl`` seconds, whatever the instance reports meanwhile:
+    its flow table shows a session only once the client's packets arrive, so a report alone
+    cannot say whether the handed-out slot is taken yet. The error is conservative (a slot may
+    count twice for up to the TTL; it is never handed out twice).
     """
 
     def __init__(self, ttl: float = 120.0, reservation_ttl: float = 5.0, clock=time.time):
@@ -209,7 +212,6 @@ class SlotRegistry:
             if old is not None and old.at > rep.at:
                 return old                                  # out of order: keep the newer
             self._reports[key] = rep
-            self._reserved[key] = [t for t in self._reserved.get(key, []) if t > rep.at]
         return rep
 
     def apply_message(self, payload: dict) -> SlotReport:

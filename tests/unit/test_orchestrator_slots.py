@@ -123,7 +123,9 @@ def test_registry_ttl_order_reservations_and_forget():
     assert reg.aggregate("basic", "instance") == {"a": 2}
     reg.reserve("a", "basic", 2)
     assert reg.aggregate("basic", "instance") == {"a": 0}
-    reg.apply(rep("a", "basic", 2, at=157.0))                # a newer report supersedes it
+    reg.apply(rep("a", "basic", 2, at=157.0))      # a newer report does not free a handed-out slot
+    assert reg.aggregate("basic", "instance") == {"a": 0}
+    now[0] = 162.0
     assert reg.aggregate("basic", "instance") == {"a": 2}
     now[0] = 300.0                                           # report too old
     assert reg.aggregate("basic", "instance") == {}
