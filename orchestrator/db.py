@@ -366,6 +366,23 @@ class Store:
                 q = q.where(LaunchRow.ok.is_(True))
             return list(s.scalars(q.limit(limit)))
 
+    def recent_launches_all(self, per_key: int) -> list[LaunchRow]:
+        """The newest ``per_key`` successful launches of every (zone, service), in one query."""
+        rn = sa.func.row_number().over(partition_by=(LaunchRow.zone, LaunchRow.service),
+                                       order_by=LaunchRow.started_at.desc()).label("rn")
+        sub = (sa.select(LaunchRow.id, rn).where(LaunchRow.ok.is_(True),
+                                                  LaunchRow.ms.is_not(None)).subquery())
+        q = (sa.select(LaunchRow).join(sub, sub.c.id == LaunchRow.id)
+             .where(sub.c.rn <= per_key).order_by(LaunchRow.started_at.desc()))
+        with self.Session() as s:
+            return list(s.scalars(q))
+
+    def in_flight_counts(self) -> dict[str, int]:
+        with self.Session() as s:
+            return dict(s.execute(sa.select(LaunchRow.zone, sa.func.count())
+                                  .where(LaunchRow.finished_at.is_(None))
+                                  .group_by(LaunchRow.zone)).all())
+
     def abandon_in_flight(self) -> int:
         """After a restart: launches that never finished are failed (nobody waits for them)."""
         with self.Session.begin() as s:

@@ -126,6 +126,7 @@ class PlacementEngine:
             locs = [locs]
         max_price = extras.get("max_price_per_hour")
         free = self.registry.aggregate(svc.name, "host")
+        snap = self.queuing.snapshot()
         for zname, zone in sorted(self.zones.items()):
             zl = self.zone_labels.get(zname, {})
             try:
@@ -133,7 +134,7 @@ class PlacementEngine:
             except Exception as e:  # noqa: BLE001 - one broken zone must not stop placement
                 filtered.append({"candidate": zname, "reason": f"zone unavailable: {e}"})
                 continue
-            qd = self.queuing.delay(zone, svc.name)
+            qd = self.queuing.delay(zone, svc.name, snap)
             for h in hosts:
                 key = f"{zname}/{h.name}"
                 price = float(h.labels.get("price_per_hour", zl.get("price_per_hour", 0.0)))

@@ -41,21 +41,34 @@ class QueuingEstimator:
         self.parallelism = parallelism
         self.default_launch_s = default_launch_s
 
-    def samples_ms(self, zone: ZoneAdapter, service: str) -> list[float]:
-        own = [r.ms for r in self.store.launches(zone=zone.name, service=service,
-                                                 limit=self.history) if r.ms is not None]
+    def snapshot(self) -> dict:
+        """The orchestrator's own launch records for every zone in two queries, so a placement
+        over many zones does not query per zone: {"own": {(zone, service): [ms]}, "in_flight":
+        {zone: n}}; pass it to :meth:`delay` as ``snap``."""
+        own: dict = {}
+        for r in self.store.recent_launches_all(self.history):
+            own.setdefault((r.zone, r.service), []).append(r.ms)
+        return {"own": own, "in_flight": self.store.in_flight_counts()}
+
+    def samples_ms(self, zone: ZoneAdapter, service: str, snap: dict | None = None) -> list[float]:
+        if snap is not None:
+            own = list(snap["own"].get((zone.name, service), []))
+        else:
+            own = [r.ms for r in self.store.launches(zone=zone.name, service=service,
+                                                     limit=self.history) if r.ms is not None]
         try:
             measured = list(zone.launch_times_ms(service, self.history))
         except Exception:  # noqa: BLE001 - a zone that cannot tell still has our own records
             measured = []
         return (own + measured)[: 2 * self.history]
 
-    def delay(self, zone: ZoneAdapter, service: str) -> QueuingDelay:
+    def delay(self, zone: ZoneAdapter, service: str, snap: dict | None = None) -> QueuingDelay:
         if not zone.can_launch_on_demand(service):
             why = getattr(zone, "cannot_launch_reason", lambda s: "no on-demand launch")(service)
             return QueuingDelay(zone.name, service, None, f"cannot launch: {why}")
-        samples = self.samples_ms(zone, service)
-        in_flight = len(self.store.launches(zone=zone.name, in_flight=True, limit=1000))
+        samples = self.samples_ms(zone, service, snap)
+        in_flight = (snap["in_flight"].get(zone.name, 0) if snap is not None else
+                     len(self.store.launches(zone=zone.name, in_flight=True, limit=1000)))
         if samples:
             median = statistics.median(samples) / 1000.0
             basis = "measured"

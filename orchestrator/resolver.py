@@ -80,8 +80,9 @@ class Resolver:
                                   via_alias=rep.service if rep.service != service else None)
             tolerance = row.max_queuing_delay_s      # an alias inherits its base's tolerance
             options, why = [], []
+            snap = self.queuing.snapshot()
             for zname, zone in sorted(self.zones.items()):
-                qd = self.queuing.delay(zone, service)
+                qd = self.queuing.delay(zone, service, snap)
                 if qd.seconds is None:
                     why.append(f"{zname}: {qd.basis}")
                 elif not within(qd.seconds, tolerance):
