@@ -125,7 +125,7 @@ def bench_queuing(launches, workdir):
         shutil.rmtree(run_dir, ignore_errors=True)
     summary = {}
     for phase in ("cold", "warm"):
-        ss = [s for s in samples if s["phase"] == phase and s["basis"] == "measured"]
+        ss = [s for s in samples if s["phase"] == phase and s["basis"].startswith("measured")]
         err = [abs(s["predicted_s"] - s["observed_s"]) / s["observed_s"] for s in ss]
         summary[phase] = {
             "n": len(ss), "predicted_p50_ms": pct([s["predicted_s"] for s in ss], 50) * 1000,
@@ -163,7 +163,7 @@ def plot(decisions, samples, path):
     if samples:
         ax = axes[0][1]
         for phase, mk in (("cold", "o"), ("warm", "s")):
-            ss = [s for s in samples if s["phase"] == phase and s["basis"] == "measured"]
+            ss = [s for s in samples if s["phase"] == phase and s["basis"].startswith("measured")]
             ax.scatter([s["predicted_s"] * 1000 for s in ss],
                        [s["observed_s"] * 1000 for s in ss], marker=mk, label=phase)
         lim = max([s["observed_s"] * 1000 for s in samples] + [1.0])

@@ -144,6 +144,7 @@ class LaunchRow(Base):
     ms: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     predicted_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     instance_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    kind: orm.Mapped[str | None] = orm.mapped_column(sa.String(8))        # cold | warm | None
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
@@ -336,20 +337,22 @@ class Store:
             s.execute(sa.update(Decision).where(Decision.id == decision_id).values(**fields))
 
     # -- launch records (queuing delay) --
-    def launch_started(self, zone: str, service: str, predicted_s: float | None) -> int:
+    def launch_started(self, zone: str, service: str, predicted_s: float | None,
+                       started_at: float | None = None) -> int:
         with self.Session.begin() as s:
-            row = LaunchRow(zone=zone, service=service, started_at=time.time(),
+            row = LaunchRow(zone=zone, service=service, started_at=started_at or time.time(),
                             predicted_s=predicted_s)
             s.add(row)
             s.flush()
             return row.id
 
     def launch_finished(self, launch_id: int, ok: bool, instance_id: str | None = None,
-                        error: str | None = None) -> None:
+                        error: str | None = None, kind: str | None = None) -> None:
         now = time.time()
         with self.Session.begin() as s:
             row = s.get(LaunchRow, launch_id)
             row.finished_at, row.ok, row.instance_id, row.error = now, ok, instance_id, error
+            row.kind = kind
             row.ms = (now - row.started_at) * 1000.0
 
     def launches(self, zone: str | None = None, service: str | None = None, limit: int = 20,
@@ -367,8 +370,10 @@ class Store:
             return list(s.scalars(q.limit(limit)))
 
     def recent_launches_all(self, per_key: int) -> list[LaunchRow]:
-        """The newest ``per_key`` successful launches of every (zone, service), in one query."""
-        rn = sa.func.row_number().over(partition_by=(LaunchRow.zone, LaunchRow.service),
+        """The newest ``per_key`` successful launches of every (zone, service, kind), in one
+        query."""
+        rn = sa.func.row_number().over(partition_by=(LaunchRow.zone, LaunchRow.service,
+                                                      LaunchRow.kind),
                                        order_by=LaunchRow.started_at.desc()).label("rn")
         sub = (sa.select(LaunchRow.id, rn).where(LaunchRow.ok.is_(True),
                                                   LaunchRow.ms.is_not(None)).subquery())

@@ -38,9 +38,11 @@ def launch_request(service_row, host: str | None = None) -> LaunchRequest:
 
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,
-           decision_id: str | None = None, predicted_s: float | None = None) -> InstanceInfo:
-    """Launch and record; raises ZoneError (the launch record says why) and leaves no instance."""
-    lid = store.launch_started(zone.name, service_row.name, predicted_s)
+           decision_id: str | None = None, predicted_s: float | None = None,
+           started_at: float | None = None) -> InstanceInfo:
+    """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
+    ``started_at`` (time.time()) = when the client asked, if earlier than now."""
+    lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at)
     try:
         inst = zone.launch(launch_request(service_row, host))
     except ZoneError as e:
@@ -49,7 +51,6 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
     except Exception as e:
         store.launch_finished(lid, False, error=f"{type(e).__name__}: {e}")
         raise ZoneError(f"zone {zone.name}: launch of {service_row.name} failed: {e}") from e
-    store.launch_finished(lid, True, instance_id=inst.id)
     store.add_instance(id=inst.id, zone=zone.name, host=inst.host, service=service_row.name,
                        name=inst.name, status="running", slots_total=inst.slots_total,
                        decision_id=decision_id, launch_ms=inst.launch_ms)
@@ -58,6 +59,9 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
                      region=zone.region, at=time.time(), exact=inst.slots_total)
     registry.apply(rep)
     store.save_slot_report(rep)
+    # finished = the slot exists for the orchestrator (what a waiting client sees), so the
+    # recorded time includes this bookkeeping, as the queuing delay should
+    store.launch_finished(lid, True, instance_id=inst.id, kind=inst.kind)
     LOG.info("launched %s (%s) in zone %s for %s", inst.name, inst.id, zone.name,
              service_row.name)
     return inst

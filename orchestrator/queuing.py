@@ -3,8 +3,10 @@
 """Queuing delay per zone and service: the expected time until a new slot exists.
 
 When no slot is free, a new one exists once an on-demand launch finishes. The estimate is the
-median of recent launch times (what the zone measured, ``ZoneAdapter.launch_times_ms``, and what
-the orchestrator recorded itself, request -> slot), scaled by the launches already in flight:
+median of recent launch times of the kind the next launch will be (warm when the zone has a warm
+shell ready, else cold: ``ZoneAdapter.next_launch_kind``): the orchestrator's own records
+(request -> slot, which include its bookkeeping) when it has some of that kind, else what the zone
+measured (``ZoneAdapter.launch_times_ms``), scaled by the launches already in flight:
 a zone runs ``launch_parallelism`` launches at once, so the k-th launch waits for
 ``floor(k / parallelism)`` launch rounds first. Infinite (``None`` - the one representation used
 everywhere in the orchestrator) when the zone cannot launch the service on demand. A zone may have
@@ -24,7 +26,7 @@ class QueuingDelay:
     zone: str
     service: str
     seconds: float | None           # None = infinite (cannot launch on demand)
-    basis: str                      # "measured" | "default" | "cannot launch: <why>"
+    basis: str                      # "measured (...)" | "default" | "cannot launch: <why>"
     samples: int = 0
     in_flight: int = 0
     median_launch_s: float | None = None
@@ -47,31 +49,35 @@ class QueuingEstimator:
         {zone: n}}; pass it to :meth:`delay` as ``snap``."""
         own: dict = {}
         for r in self.store.recent_launches_all(self.history):
-            own.setdefault((r.zone, r.service), []).append(r.ms)
+            own.setdefault((r.zone, r.service, r.kind), []).append(r.ms)
         return {"own": own, "in_flight": self.store.in_flight_counts()}
 
-    def samples_ms(self, zone: ZoneAdapter, service: str, snap: dict | None = None) -> list[float]:
-        if snap is not None:
-            own = list(snap["own"].get((zone.name, service), []))
-        else:
-            own = [r.ms for r in self.store.launches(zone=zone.name, service=service,
-                                                     limit=self.history) if r.ms is not None]
+    def samples_ms(self, zone: ZoneAdapter, service: str, snap: dict | None = None,
+                   kind: str | None = None) -> tuple[list[float], str]:
+        """(samples, where from): own records of this kind, else the zone's measurements."""
+        if snap is None:
+            snap = self.snapshot()
+        own = [ms for (z, s, k), v in snap["own"].items() if z == zone.name and s == service
+               and (kind is None or k == kind) for ms in v]
+        if own:
+            return own[: self.history], "own records"
         try:
-            measured = list(zone.launch_times_ms(service, self.history))
-        except Exception:  # noqa: BLE001 - a zone that cannot tell still has our own records
-            measured = []
-        return (own + measured)[: 2 * self.history]
+            return list(zone.launch_times_ms(service, self.history)), "zone"
+        except Exception:  # noqa: BLE001 - a zone that cannot tell: default below
+            return [], "zone"
 
     def delay(self, zone: ZoneAdapter, service: str, snap: dict | None = None) -> QueuingDelay:
         if not zone.can_launch_on_demand(service):
             why = getattr(zone, "cannot_launch_reason", lambda s: "no on-demand launch")(service)
             return QueuingDelay(zone.name, service, None, f"cannot launch: {why}")
-        samples = self.samples_ms(zone, service, snap)
-        in_flight = (snap["in_flight"].get(zone.name, 0) if snap is not None else
-                     len(self.store.launches(zone=zone.name, in_flight=True, limit=1000)))
+        if snap is None:
+            snap = self.snapshot()
+        kind = zone.next_launch_kind(service)
+        samples, source = self.samples_ms(zone, service, snap, kind)
+        in_flight = snap["in_flight"].get(zone.name, 0)
         if samples:
             median = statistics.median(samples) / 1000.0
-            basis = "measured"
+            basis = f"measured ({kind + ' launches, ' if kind else ''}{source})"
         else:
             median, basis = self.default_launch_s, "default"
         rounds = 1 + in_flight // self.parallelism

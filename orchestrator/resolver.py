@@ -70,6 +70,7 @@ class Resolver:
     def resolve(self, service: str, client_location: str | None = None) -> Resolution:
         row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field
         t0 = time.monotonic()
+        asked_at = time.time()
         with self._lock:
             hit = self._free_slot(service, client_location)
             if hit is not None:
@@ -101,7 +102,7 @@ class Resolver:
         for _near, predicted, zname, _qd in options:
             try:
                 inst = deploy(self.store, self.registry, self.zones[zname], row,
-                              predicted_s=predicted)
+                              predicted_s=predicted, started_at=asked_at)
             except ZoneError as e:
                 errors.append(str(e))
                 LOG.warning("fast-track launch in %s failed: %s", zname, e)

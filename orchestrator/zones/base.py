@@ -90,6 +90,11 @@ class ZoneAdapter(abc.ABC):
         """Whether this zone can start ``service`` on demand (else its queuing delay is infinite)."""
         return True
 
+    def next_launch_kind(self, service: str) -> str | None:
+        """"warm" or "cold": what the next on-demand launch would be (None = the zone cannot
+        tell). The queuing delay is estimated from past launches of that kind."""
+        return None
+
     @abc.abstractmethod
     def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
         """Recent request->ready times measured by the zone (newest first), for queuing delay."""

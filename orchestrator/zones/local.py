@@ -145,6 +145,9 @@ class LocalZone(ZoneAdapter):
         return [r.total_ms for r in self.mgr.store.recent_launches(limit, qd["backend"],
                                                                    qd["basis"])]
 
+    def next_launch_kind(self, service: str) -> str:
+        return self.mgr.queuing_delay()["basis"]         # warm when a shell is ready
+
     def start_pool(self, size: int) -> str | None:
         """Keep ``size`` warm shells with this zone's NIC count (0 = none)."""
         if size <= 0:

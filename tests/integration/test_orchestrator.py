@@ -156,7 +156,8 @@ def test_slot_exhaustion_fast_track_launch(env):
     assert len(running) == 3
     # the queuing delay now comes from measured launches (ours and the zone's)
     q = orch.queuing.delay(orch.local_zone, "tiny")
-    assert q.basis == "measured" and q.samples >= 3 and q.in_flight == 0
+    assert q.basis.startswith("measured (cold launches, own records") and q.samples >= 3
+    assert q.in_flight == 0
     launches = orch.store.launches(zone="local", service="tiny", limit=10)
     assert len(launches) == 3 and all(x.ms > 0 and x.predicted_s for x in launches)
 

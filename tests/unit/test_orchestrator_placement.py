@@ -172,14 +172,14 @@ def test_queuing_delay_from_history_and_in_flight(tmp_path):
     try:
         q = QueuingEstimator(orch.store, parallelism=2, default_launch_s=1.0)
         d = q.delay(z, "fw")
-        assert d.seconds == pytest.approx(0.2) and d.basis == "measured" and d.samples == 3
+        assert d.seconds == pytest.approx(0.2) and d.basis == "measured (zone)" and d.samples == 3
         assert q.delay(never, "fw").seconds is None          # cannot launch: infinite
         a = orch.store.launch_started("z", "fw", 0.2)
         orch.store.launch_started("z", "fw", 0.2)
         assert q.delay(z, "fw").seconds == pytest.approx(0.4)  # two in flight fill one round
         orch.store.launch_finished(a, True, "x")
-        d = q.delay(z, "fw")
-        assert d.in_flight == 1 and d.samples == 4
+        d = q.delay(z, "fw")           # our own record (request -> slot) now takes precedence
+        assert d.in_flight == 1 and d.samples == 1 and d.basis == "measured (own records)"
         assert within(0.3, 0.5) and not within(None, 0.5) and within(5.0, None)
     finally:
         orch.close()
