@@ -157,6 +157,9 @@ class Orchestrator:
                 self.store.sync_hosts(z.name, z.hosts())
             except Exception as e:  # noqa: BLE001 - a zone that is down now may come back
                 LOG.warning("zone %s: cannot list hosts: %s", z.name, e)
+        if power is None:                 # [power]: RAPL / Redfish / SPECpower curve / linear
+            from .power import HostMarginalPower
+            power = HostMarginalPower(conf)
         self.queuing = QueuingEstimator(self.store, history=o.launch_history,
                                         parallelism=o.launch_parallelism,
                                         default_launch_s=o.default_launch_time)
@@ -385,6 +388,9 @@ def main(argv=None) -> int:
     orchconf.register_opts(conf)
     orchconf.register_messaging_opts(conf)
     from fluidvim.vnf import conf as vnfconf
+
+    from . import power
+    power.register_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
