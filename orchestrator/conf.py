@@ -57,6 +57,12 @@ orch_opts = [
     cfg.FloatOpt("weight_boot", default=0.25, min=0.0,
                  help="Decision weight of the boot (on-demand launch) time (cost-benefit "
                       "analyzer)."),
+    cfg.MultiStrOpt("zones", default=[],
+                    help="Zones besides the local one, one per line: KIND:NAME[:KEY=VALUE,...]. "
+                         "nomad:NAME:address=http://127.0.0.1:4646,datacenter=dc1[,node_pool=P,"
+                         "token=T] (python-nomad); nova:NAME:cloud=CLOUD[,availability_zone=AZ,"
+                         "aggregate=AGG,default_flavor=F,default_image=I] (openstacksdk, "
+                         "clouds.yaml)."),
     cfg.BoolOpt("local_zone", default=True,
                 help="Run the embedded local zone (VNFs on this machine via the launch core)."),
     cfg.StrOpt("local_zone_name", default="local", help="Name of the embedded local zone."),

@@ -136,7 +136,10 @@ class Orchestrator:
                         abandoned)
         self.manager = None
         self.local_zone = None
-        zones = list(zones or [])
+        if zones is None:
+            from .zones import build_zones
+            zones = build_zones(o.zones, o.region)
+        zones = list(zones)
         if o.local_zone and not any(z.kind == "local" for z in zones):
             from fluidvim.vnf.manager import VNFManager
 

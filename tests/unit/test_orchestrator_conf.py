@@ -34,3 +34,19 @@ def test_defaults_and_overrides():
     names = {o.name for _, opts in orchconf.list_opts() for o in opts}
     assert {"connection", "transport_url", "topic", "notification_topic", "probe_validity",
             "slot_update_min_interval", "decision_tolerance"} <= names
+
+
+def test_zone_specs():
+    import pytest
+
+    from fluidvim.orchestrator.zones import build_zones, parse_zone_spec
+
+    assert parse_zone_spec("nomad:dc1:address=http://h:4646,datacenter=dc1") == (
+        "nomad", "dc1", {"address": "http://h:4646", "datacenter": "dc1"})
+    assert parse_zone_spec("nova:az1") == ("nova", "az1", {})
+    for bad, why in (("nomad", "KIND:NAME"), ("xen:z", "kind must be"),
+                     ("nomad:z:address", "not KEY=VALUE")):
+        with pytest.raises(ValueError, match=why):
+            parse_zone_spec(bad)
+    with pytest.raises(ValueError, match="colour"):
+        build_zones(["nomad:z:colour=red"])
