@@ -135,6 +135,7 @@ class Orchestrator:
             LOG.warning("%d launch(es) in flight when the orchestrator stopped: marked failed",
                         abandoned)
         self.manager = None
+        self._own_manager = manager is None
         self.local_zone = None
         if zones is None:
             from .zones import build_zones
@@ -145,7 +146,8 @@ class Orchestrator:
 
             from .zones.local import LocalZone
             self.manager = manager or VNFManager(conf)
-            self.manager.recover()
+            if manager is None:       # a caller's manager has recovered already (re-watching
+                self.manager.recover()  # a VNF twice would leave a stale pidfd in its watcher)
             self.local_zone = LocalZone(o.local_zone_name, self.manager, region=o.region,
                                         bridges=tuple(o.local_bridges))
             self.local_zone.start_pool(o.local_pool_size)
@@ -309,7 +311,7 @@ class Orchestrator:
 
     def close(self) -> None:
         self.stop()
-        if self.manager is not None:
+        if self.manager is not None and self._own_manager:
             self.manager.close()
         self.store.close()
 
