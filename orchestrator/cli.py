@@ -27,6 +27,11 @@ EXAMPLES = """examples:
 
 
 def _api(args):
+    import warnings
+
+    # oslo.messaging pulls in oslo.service, which warns about eventlet at import: not the user's
+    # concern on every command
+    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
     from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 

@@ -22,10 +22,35 @@ RPC_API_VERSION = "1.0"
 EXMODS = ["fluidvim.orchestrator.exception"]
 
 
+def check_broker(conf, url: str, timeout: float = 3.0) -> None:
+    """Fail fast with a clear error when no broker host of ``url`` accepts a TCP connection
+    (oslo.messaging itself would retry the connection forever, even with ``retry`` set)."""
+    import socket
+
+    parsed = messaging.TransportURL.parse(conf, url)
+    if not parsed.transport.startswith(("rabbit", "amqp", "kombu")) or not parsed.hosts:
+        return
+    tried = []
+    for h in parsed.hosts:
+        port = h.port or 5672
+        try:
+            socket.create_connection((h.hostname or "127.0.0.1", port), timeout=timeout).close()
+            return
+        except OSError as e:
+            tried.append(f"{h.hostname}:{port}: {e.strerror or e}")
+    raise OrchestratorError("cannot reach the message broker (" + "; ".join(tried) + "); is "
+                            "RabbitMQ running, and is [orchestrator] transport_url right?")
+
+
 class OrchestratorAPI:
     def __init__(self, conf, *, topic: str | None = None, version_cap: str | None = None,
-                 timeout: float | None = None, transport=None):
+                 timeout: float | None = None, transport=None, retry: int | None = 2):
+        """``retry``: reconnection attempts when the broker is unreachable before the call fails
+        (None = forever, oslo.messaging's default; a client should rather say so)."""
         o = conf.orchestrator
+        self.retry = retry
+        if transport is None:
+            check_broker(conf, o.transport_url)
         self._own_transport = transport is None
         self.transport = transport or messaging.get_rpc_transport(
             conf, url=o.transport_url, allowed_remote_exmods=EXMODS)
@@ -48,7 +73,7 @@ class OrchestratorAPI:
         if not self.client.can_send_version(version):
             raise OrchestratorError(f"{method} needs orchestrator RPC API {version}; this client "
                                     f"is capped at {self.client.version_cap}")
-        opts = {"version": version}
+        opts = {"version": version, "retry": self.retry}
         if timeout is not None:          # prepare(timeout=None) would mean the 60 s default
             opts["timeout"] = timeout
         cctxt = self.client.prepare(**opts)
@@ -58,6 +83,10 @@ class OrchestratorAPI:
             raise OrchestratorError(
                 f"no reply from the orchestrator on topic {self.client.target.topic!r} "
                 f"({e}); is fluidvim-orchestrator running with the same transport_url?") from None
+        except messaging.MessageDeliveryFailure as e:
+            raise OrchestratorError(
+                f"cannot reach the message broker ({e}); is RabbitMQ running, and is "
+                "[orchestrator] transport_url right?") from None
 
     def ping(self, timeout: float | None = None):
         return self._call("ping", timeout=timeout)

@@ -6,6 +6,7 @@ zone, real stage-1 probes (boot, load through a network namespace) and the evalu
 Every test uses its own RPC and notification topics, database, run dir and netns prefix.
 """
 
+import json
 import shutil
 import time
 import uuid
@@ -214,3 +215,116 @@ def test_malformed_requests_get_clear_errors(env):
     with pytest.raises(InvalidRequest, match="level"):
         api.slots(None, "galaxy")
     assert api.list_services() == []
+
+
+def test_console_script_and_cli(tmp_path):
+    """`fluidvim-orchestrator` as its own process with a config file; the `fluidvim` CLI on top."""
+    import os
+    import subprocess
+    import sys
+
+    tag = uuid.uuid4().hex[:8]
+    run_dir = f"/run/fluidvim-fvo-{tag}"
+    cfg = tmp_path / "orch.conf"
+    cfg.write_text(f"""[orchestrator]
+connection = sqlite:///{tmp_path}/orch.sqlite
+topic = fvo-cli-{tag}
+notification_topic = fvo_cli_slots_{tag}
+agent_interval = 0.2
+default_launch_time = 0.5
+[vnf]
+state_dir = {tmp_path}/state
+run_dir = {run_dir}
+""")
+    bindir = os.path.dirname(sys.executable)
+    server = subprocess.Popen([os.path.join(bindir, "fluidvim-orchestrator"), "--config-file",
+                               str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def cli(*argv, ok=True):
+        r = subprocess.run([os.path.join(bindir, "fluidvim"), "--config-file", str(cfg), *argv],
+                           capture_output=True, text=True, timeout=120)
+        assert (r.returncode == 0) == ok, (argv, r.returncode, r.stdout, r.stderr[-2000:])
+        return r
+
+    try:
+        def up():
+            if server.poll() is not None:
+                return True                      # died: reported below
+            r = subprocess.run([os.path.join(bindir, "fluidvim"), "--config-file", str(cfg),
+                                "zone", "list", "--rpc-timeout", "2"], capture_output=True)
+            return r.returncode == 0
+        wait_for(up, timeout=60, what="the orchestrator")
+        assert server.poll() is None, server.stderr.read().decode()[-2000:]
+        out = cli("service", "register", "web", "--config", FORWARD, "--slots", "1",
+                  "--alias", "gold=1").stdout
+        assert "service web registered" in out
+        bad = cli("service", "register", "web", "--config", FORWARD, "--alias", "gold=-1",
+                  ok=False)
+        assert bad.returncode == 2 and bad.stderr.startswith("fluidvim: error: aliases.gold:")
+        assert "Traceback" not in bad.stderr
+        assert "web" in cli("service", "list").stdout
+        r1 = cli("resolve", "web").stdout          # nothing runs: fast-track launch
+        assert "fast-track launch" in r1
+        r2 = cli("resolve", "gold").stdout         # the only slot is handed out: another launch
+        assert "fast-track launch" in r2
+        inst = json.loads(cli("instance", "list", "--json").stdout)
+        assert len(inst) == 2 and {i["service"] for i in inst} == {"web"}
+        zones = cli("zone", "list").stdout
+        assert "zone local (local" in zones and "queuing delay web:" in zones
+        missing = cli("resolve", "nope", ok=False)
+        assert "service: no service named 'nope'" in missing.stderr
+        assert cli("placement", "list").returncode == 0
+        cli("instance", "rm", *[i["id"] for i in inst])
+        assert json.loads(cli("instance", "list", "--json").stdout) == []
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        mgr = VNFManager(orchconf.make_conf(vnf_state_dir=str(tmp_path / "state"),
+                                            vnf_run_dir=run_dir))
+        ids = {r.id for r in mgr.store.list()}
+        for rec in mgr.store.list():
+            mgr.destroy(rec.id)
+        mgr.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        assert not leaked_taps(ids)
+
+
+def test_slot_notifications_compressed_rate_limited_and_gone():
+    """SlotPublisher -> RabbitMQ -> SlotListener -> registry, with FUSION's compression rules."""
+    import oslo_messaging as messaging
+
+    from fluidvim.orchestrator.notify import SlotListener, SlotPublisher
+    from fluidvim.orchestrator.slots import SlotRegistry
+
+    tag = uuid.uuid4().hex[:8]
+    conf = orchconf.make_conf()
+    orchconf.disable_rabbit_heartbeat(conf)
+    transport = messaging.get_notification_transport(conf, url=conf.orchestrator.transport_url)
+    reg = SlotRegistry(ttl=3600)
+    listener = SlotListener(transport, f"fvo_n_{tag}", reg)
+    listener.start()
+    pub = SlotPublisher(transport, "fvo.test", f"fvo_n_{tag}", min_interval=30.0, heartbeat=300.0)
+    try:
+        def free():
+            return reg.aggregate("svc", "instance").get("i1")
+
+        where = dict(zone="z", host="h", instance="i1", service="svc", region="r")
+        assert pub.publish(slots=50, delay_s=0.3, **where)              # first: exact 50
+        wait_for(lambda: free() == 50, what="the first update")
+        assert reg.reports()[0].delay_s == pytest.approx(0.4)           # Q = 0.1 * 2^2
+        assert not pub.publish(slots=40, delay_s=0.3, **where)          # same bucket: nothing new
+        assert not pub.publish(slots=20, delay_s=0.3, **where)          # new bucket: rate limited
+        assert pub.publish(slots=5, delay_s=None, **where)              # new magnitude: at once
+        wait_for(lambda: free() == 5, what="the exact count of the new magnitude")
+        assert reg.reports()[0].delay_s is None                         # infinite
+        assert (pub.sent, pub.suppressed) == (2, 2)
+        pub.gone(zone="z", instance="i1")
+        wait_for(lambda: free() is None, what="the instance to be forgotten")
+        assert listener.endpoint.received == 3
+    finally:
+        listener.stop()
+        transport.cleanup()
