@@ -53,6 +53,8 @@ def _command(fn):
     """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2."""
     @functools.wraps(fn)
     def run(args):
+        import oslo_messaging as messaging
+
         from fluidvim.orchestrator.exception import OrchestratorError
 
         try:
@@ -61,6 +63,10 @@ def _command(fn):
         except OrchestratorError as e:
             print(f"fluidvim: error: {e.message}", file=sys.stderr)
             return 2
+        except messaging.RemoteError as e:         # a bug on the server side, not the request
+            print(f"fluidvim: error: the orchestrator failed: {e.exc_type}: {e.value} "
+                  "(its log has the traceback)", file=sys.stderr)
+            return 3
     return run
 
 
