@@ -3,8 +3,9 @@
 """bench/placement: how long the orchestrator takes to decide, and how good its queuing delay is.
 
 Part 1 - decision time vs fleet size (10, 100, 1,000 hosts): synthetic zones (a described fleet,
-4 environment types, 10 hosts per zone) with valid probe results in the probe cache, so the numbers
-are the decision, not probing. In the same run, for each size:
+4 environment types, 10 hosts per zone, each host a real server's SPECpower curve for the
+marginal power) with valid probe results in the probe cache, so the numbers are the decision, not
+probing. In the same run, for each size:
 
 * ``place (fresh)``   - steps 0-3 with stage 2 re-ranking every candidate (inputs changed);
 * ``place (reused)``  - steps 0-3 when stage 2's inputs are unchanged (ranking reused);
@@ -41,18 +42,13 @@ from fluidvim.orchestrator.zones.synthetic import make_fleet, seed_cache
 from .launch import FORWARD, pct
 
 
-def linear_marginal_power(zone, host):
-    """P(u) linear between the host's idle and max watts; one instance = 5 % of a host."""
-    return (host.labels["max_w"] - host.labels["idle_w"]) * 0.05
-
-
 def bench_decisions(sizes, reps, workdir):
     out = {}
     for n in sizes:
         zones, types, labels = make_fleet(n, max(1, n // 10), n_env_types=4, seed=n)
         conf = orchconf.make_conf(connection=f"sqlite:///{workdir}/decide-{n}.sqlite",
                                   local_zone=False)
-        orch = Orchestrator(conf, zones=zones, power=linear_marginal_power, zone_labels=labels)
+        orch = Orchestrator(conf, zones=zones, zone_labels=labels)   # power: HostMarginalPower
         seed_cache(orch.placement.stage1.cache, zones, types)
         orch.register_service("fw", FORWARD, deadline_ms=1.0, session_pps=100)
         now = time.time()

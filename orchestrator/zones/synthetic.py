@@ -52,13 +52,17 @@ CPU_MODELS = ("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", "AMD EPYC 7763 64-Core
 def make_fleet(n_hosts: int, n_zones: int, n_env_types: int = 4, seed: int = 1,
                launch_ms: float = 60.0):
     """``n_hosts`` hosts spread over ``n_zones`` synthetic zones with ``n_env_types`` environment
-    types (deterministic for a seed). Returns (zones, {env uid: (EnvironmentType, capacity_pps,
-    boot_ms)}, zone labels {zone: {"price_per_hour", "location"}})."""
+    types (deterministic for a seed); each host has a real server's power curve
+    (``power_system_id``) and, for simple models, ``idle_w``/``max_w`` labels. Returns (zones,
+    {env uid: (EnvironmentType, capacity_pps, boot_ms)}, zone labels {zone: {"price_per_hour",
+    "location"}})."""
     import random
 
     from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator.power import library
 
     rnd = random.Random(seed)
+    curves = library().ids()              # real SPECpower_ssj2008 servers (orchestrator/data)
     types = []
     for i in range(n_env_types):
         env = EnvironmentType(launcher="qemu" if i % 2 == 0 else "libvirt",
@@ -76,7 +80,7 @@ def make_fleet(n_hosts: int, n_zones: int, n_env_types: int = 4, seed: int = 1,
         used = rnd.randrange(0, total)
         per_zone[z].append(HostInfo(name=f"h{h:05d}", env=env, slots_total=total,
                                     slots_free=total - used, cpu_util=round(rnd.random(), 3),
-                                    power_system_id=None,
+                                    power_system_id=curves[rnd.randrange(len(curves))],
                                     labels={"idle_w": 80.0 + 20 * (h % 5),
                                             "max_w": 300.0 + 50 * (h % 4)}))
     zones = [SyntheticZone(f"z{z:03d}", hosts, region=f"r{z % 3}",
