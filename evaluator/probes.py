@@ -79,6 +79,10 @@ class Probe(abc.ABC):
     per_zone: bool = False           # says something about the zone, not only the type (boot)
     valid_for_s: float = 3600.0
 
+    def applicable(self, zone) -> tuple[bool, str]:
+        """Whether this probe can run in ``zone`` at all (and why not)."""
+        return True, ""
+
     @abc.abstractmethod
     def run(self, env: EnvironmentType, zone, service: ServiceProfile | None = None) -> ProbeResult:
         """Measure; never raises for an environment failure (``ok=False`` and ``error``)."""
@@ -298,6 +302,9 @@ class LoadProbe(Probe):
         self.click_config, self.probe_slots, self.kernel = click_config, probe_slots, kernel
         self.valid_for_s = valid_for_s
         self.python = python or sys.executable
+
+    def applicable(self, zone) -> tuple[bool, str]:
+        return can_inject(zone)
 
     def run(self, env, zone, service=None, progress=None) -> ProbeResult:
         t0 = time.perf_counter()
