@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -262,7 +263,7 @@ class BootProbe(Probe):
 # load probe
 # --------------------------------------------------------------------------------------------
 
-DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400)
+DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600)
 _NET_LOCKS: dict[str, threading.Lock] = {}
 
 
@@ -278,8 +279,28 @@ def can_inject(zone) -> tuple[bool, str]:
     return True, ""
 
 
+def _jump(a: dict, b: dict) -> float:
+    """How much the curve changes from step ``a`` to the next step ``b`` (log latency, loss)."""
+    j = 0.0
+    for q in ("0.5", "0.9", "0.99"):
+        la, lb = a["latency_ms"].get(q), b["latency_ms"].get(q)
+        if la and lb and la > 0 and lb > 0:
+            j = max(j, math.log(lb / la))
+        elif la and not lb:
+            j = max(j, 5.0)          # b lost everything
+    return j + 5.0 * max(0.0, b["loss"] - a["loss"])
+
+
 class LoadProbe(Probe):
-    """Latency and loss at increasing session counts through a probe VNF (local zone only)."""
+    """Latency and loss at increasing session counts through a probe VNF (local zone only).
+
+    The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. Then
+    ``refine`` more steps are measured, each at the midpoint of the interval where the curve
+    changes most (log latency at p50/p90/p99, loss) among the intervals that start below
+    saturation (loss <= ``knee_loss``): that is the knee, where services' deadlines are crossed,
+    so the curve is dense where slot estimates interpolate.
+    """
 
     kind = "load"
 
@@ -287,7 +308,8 @@ class LoadProbe(Probe):
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,
                  stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
                  click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
-                 kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None):
+                 kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
+                 refine: int = 3, knee_loss: float = 0.01):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -302,6 +324,9 @@ class LoadProbe(Probe):
         self.click_config, self.probe_slots, self.kernel = click_config, probe_slots, kernel
         self.valid_for_s = valid_for_s
         self.python = python or sys.executable
+        if refine < 0:
+            raise ValueError(f"LoadProbe refine must be >= 0, got {refine}")
+        self.refine, self.knee_loss = refine, knee_loss
 
     def applicable(self, zone) -> tuple[bool, str]:
         return can_inject(zone)
@@ -341,20 +366,24 @@ class LoadProbe(Probe):
                 raise RuntimeError("no ping through the probe VNF between the test namespaces")
             stats_fn = getattr(zone, "stats", None)
             for n in self.sessions:
-                before = self._vnf_latency(stats_fn, inst.id)
-                step = self._step(net, n)
-                after = self._vnf_latency(stats_fn, inst.id)
-                if before is not None and after is not None:
-                    step["vnf_latency_ns"] = _hist_delta(before, after)
+                step = self._measure(net, stats_fn, inst.id, n, env, progress)
                 metrics["steps"].append(step)
-                if progress:
-                    progress(step)
-                LOG.info("load probe %s: %d sessions, %.0f pps: p99 %.2f ms, loss %.1f%%",
-                         env.uid, n, step["offered_pps"],
-                         step["latency_ms"].get("0.99", float("nan")), step["loss"] * 100)
                 if step["loss"] > self.stop_loss:
                     metrics["stopped"] = f"loss {step['loss']:.0%} > {self.stop_loss:.0%} at {n} sessions"
                     break
+            for _ in range(self.refine):
+                steps = sorted(metrics["steps"], key=lambda s: s["sessions"])
+                # only below saturation: an interval whose lower end already loses packets is
+                # beyond every service's capacity
+                gaps = [(_jump(a, b), a["sessions"], b["sessions"]) for a, b in zip(steps, steps[1:])
+                        if b["sessions"] - a["sessions"] >= 2 and a["loss"] <= self.knee_loss]
+                if not gaps:
+                    break
+                _, lo, hi = max(gaps)
+                step = self._measure(net, stats_fn, inst.id, (lo + hi) // 2, env, progress)
+                step["refined"] = True
+                metrics["steps"].append(step)
+            metrics["steps"].sort(key=lambda s: s["sessions"])
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"
         finally:
@@ -372,6 +401,19 @@ class LoadProbe(Probe):
             net.down()
         ok = error is None and bool(metrics["steps"])
         return self._result(env, zone, ok, metrics, error, t0)
+
+    def _measure(self, net, stats_fn, instance_id, n, env, progress) -> dict:
+        before = self._vnf_latency(stats_fn, instance_id)
+        step = self._step(net, n)
+        after = self._vnf_latency(stats_fn, instance_id)
+        if before is not None and after is not None:
+            step["vnf_latency_ns"] = _hist_delta(before, after)
+        if progress:
+            progress(step)
+        LOG.info("load probe %s: %d sessions, %.0f pps: p99 %.2f ms, loss %.1f%%",
+                 env.uid, n, step["offered_pps"], step["latency_ms"].get("0.99", float("nan")),
+                 step["loss"] * 100)
+        return step
 
     def _step(self, net, sessions: int) -> dict:
         args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,

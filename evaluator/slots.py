@@ -13,6 +13,8 @@ How the crossing is found (:func:`estimate_capacity`):
 1. the latency at quantile ``q`` of a step is interpolated linearly between the quantiles the
    probe recorded (0.5, 0.75, 0.9, 0.95, 0.99, 0.999); beyond 0.999 the 0.999 value is used
    (reported as extrapolated);
+   The load of a step is its offered packet rate, or the rate the generator achieved if that was
+   lower (a generator that cannot keep up must not inflate the capacity).
 2. a step *meets* the service when that latency <= deadline and its loss <= ``max_loss``;
 3. the capacity lies between the **highest load that meets** and the next (failing) step above
    it - a failing step *below* it (e.g. a low-load tail caused by an idle VNF's wake-up latency)
@@ -66,6 +68,13 @@ def latency_at(step: dict, quantile: float) -> tuple[float, bool]:
     return lat[qs[-1]], True        # pragma: no cover - unreachable
 
 
+def _load(step: dict) -> float:
+    """A step's load: the packet rate the generator achieved (if it fell short), else offered."""
+    offered = float(step["offered_pps"])
+    achieved = step.get("achieved_pps")
+    return min(offered, float(achieved)) if achieved else offered
+
+
 def _crossing(x0, y0, x1, y1, target, log=False) -> float:
     if log and y0 > 0 and y1 > 0 and target > 0:
         y0, y1, target = math.log(y0), math.log(y1), math.log(target)
@@ -88,7 +97,7 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         raise SlotsError(f"quantile must be in (0, 1), e.g. 0.99, got {quantile!r}")
     if interp not in ("log", "linear"):
         raise SlotsError(f"interp must be 'log' or 'linear', got {interp!r}")
-    steps = sorted(result.metrics.get("steps") or [], key=lambda s: s["offered_pps"])
+    steps = sorted(result.metrics.get("steps") or [], key=_load)
     if not steps:
         raise SlotsError(f"the load probe of {result.env_uid} has no load steps")
     spp = float(session_pps or result.metrics.get("session_pps") or 0)
@@ -101,7 +110,7 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         lat, ex = latency_at(s, quantile)
         extrap |= ex
         loss = float(s.get("loss", 0.0))
-        evals.append((float(s["offered_pps"]), lat, loss, lat <= deadline_ms and loss <= max_loss))
+        evals.append((_load(s), lat, loss, lat <= deadline_ms and loss <= max_loss))
     passing = [i for i, e in enumerate(evals) if e[3]]
     qname = f"p{quantile * 100:g}"
     if not passing:
