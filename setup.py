@@ -61,7 +61,8 @@ setup(
     },
     entry_points={
         "console_scripts": ["fluidvim = fluidvim.cli:main"],
-        "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts"],
+        "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
+                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

@@ -165,7 +165,7 @@ def main(argv=None) -> int:
     ap.add_argument("--points", type=int, default=24, help="session counts in the sweep")
     ap.add_argument("--sweep-step", type=float, default=4.0, help="seconds per sweep step")
     ap.add_argument("--max-loss", type=float, default=0.01, help="loss a level tolerates")
-    ap.add_argument("--prefix", default="fve", help="netns/bridge prefix (<= 6 chars)")
+    ap.add_argument("--prefix", default="fvebn", help="netns/bridge prefix (<= 6 chars)")
     ap.add_argument("--subnet", type=int, default=93, help="10.<subnet>.0.0/24 for the test net")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
     a = ap.parse_args(argv)

@@ -77,9 +77,39 @@ def test_nothing_meets():
 
 def test_noisy_low_load_tail_does_not_hide_the_working_range():
     noisy = curve(step(100, 0.5, 2.0, 40.0), step(1000, 0.5, 1.0, 3.0), step(2000, 0.6, 2.0, 12.0))
-    est = estimate_capacity(noisy, 10.0, 0.99)
+    est = estimate_capacity(noisy, 10.0, 0.99, smooth=1)
     assert 1000 < est.pps < 2000 and est.failing_below == [100.0]
     assert "noisy tail" in est.basis
+
+
+# a curve whose p99 crosses 10 ms between 5000 and 6000 pps, with one outlier step each way
+P99 = [(1000, 2.0), (2000, 2.2), (3000, 30.0), (4000, 2.6), (5000, 4.0), (6000, 20.0),
+       (7000, 3.0), (8000, 60.0), (9000, 90.0)]
+
+
+def outlier_curve():
+    return curve(*[step(pps, 1.0, 1.5, p99) for pps, p99 in P99])
+
+
+def test_single_outliers_are_smoothed_away():
+    est = estimate_capacity(outlier_curve(), 10.0, 0.99)        # running median of 3
+    # smoothed p99 at 1000..9000 pps: 2, 2.2, 2.6, 4, 4, 4, 20, 60, 90: the 3000 spike and the
+    # 7000 dip are gone; crossing between 6000 (4 ms) and 7000 (20 ms), log-linear: 6569 pps
+    assert est.saturated and est.pps == pytest.approx(6569.3, abs=0.1)
+    assert est.failing_below == [] and "running median of 3" in est.basis
+    raw = estimate_capacity(outlier_curve(), 10.0, 0.99, smooth=1)
+    # unsmoothed, the 7000 pps dip counts as passing: crossing between 7000 and 8000, with the
+    # 3000 and 6000 spikes reported as failing below
+    assert 7000 < raw.pps < 8000 and raw.failing_below == [3000.0, 6000.0]
+    with pytest.raises(SlotsError, match="odd window"):
+        estimate_capacity(outlier_curve(), 10.0, 0.99, smooth=2)
+
+
+def test_two_adjacent_bad_steps_stay_bad():
+    pts = [(1000, 2.0), (2000, 2.0), (3000, 30.0), (4000, 30.0), (5000, 2.0), (6000, 2.0)]
+    est = estimate_capacity(curve(*[step(p, 1, 1.5, q) for p, q in pts]), 10.0, 0.99)
+    # smoothed: 2, 2, 30, 30, 2, 2: the last two pass again, so the highest passing is 6000
+    assert est.pps == 6000.0 and not est.saturated and est.failing_below == [3000.0, 4000.0]
 
 
 def test_flow_table_caps_slots():
