@@ -91,6 +91,17 @@ def median_curve(passes: list[list[dict]], session_pps: float) -> ProbeResult:
                        metrics={"session_pps": session_pps, "steps": steps})
 
 
+def show(label: str):
+    """A progress callback printing one load step."""
+    def progress(s):
+        lat = s["latency_ms"]
+        print(f"  {label}: {s['sessions']:4d} sessions {s['offered_pps']:7.0f} pps  p50 "
+              f"{lat.get('0.5', float('nan')):7.2f}  p90 {lat.get('0.9', float('nan')):7.2f}  p99 "
+              f"{lat.get('0.99', float('nan')):7.2f} ms  loss {s['loss']:.1%} "
+              f"(pooled {s.get('loss_pooled', s['loss']):.1%})", flush=True)
+    return progress
+
+
 def sweep_points(estimates: list[float], points: int, probe_steps: list[dict]) -> list[int]:
     """Evenly spaced session counts from well below to well above the probes' estimates."""
     top = max(s["sessions"] for s in probe_steps)
@@ -190,11 +201,7 @@ def main(argv=None) -> int:
 
         def probe_run(i):
             p = LoadProbe(session_pps=a.session_pps, prefix=a.prefix, subnet=a.subnet)
-            r = p.run(env, zone, progress=lambda s: print(
-                f"  probe {i}: {s['sessions']:4d} sessions {s['offered_pps']:7.0f} pps  p50 "
-                f"{s['latency_ms'].get('0.5', float('nan')):7.2f}  p99 "
-                f"{s['latency_ms'].get('0.99', float('nan')):7.2f} ms  loss {s['loss']:.1%}",
-                flush=True))
+            r = p.run(env, zone, progress=show(f"probe {i}"))
             if not r.ok:
                 raise SystemExit(f"load probe failed: {r.error}")
             est = {lv["name"]: estimate_capacity(r, lv["deadline_ms"], lv["quantile"],
@@ -208,11 +215,7 @@ def main(argv=None) -> int:
         def sweep_pass(i, points):
             p = LoadProbe(sessions=points, session_pps=a.session_pps, step_s=a.sweep_step,
                           prefix=a.prefix, subnet=a.subnet, stop_loss=1.01, refine=0)
-            r = p.run(env, zone, progress=lambda s: print(
-                f"  sweep {i}: {s['sessions']:4d} sessions  p50 "
-                f"{s['latency_ms'].get('0.5', float('nan')):7.2f}  p99 "
-                f"{s['latency_ms'].get('0.99', float('nan')):7.2f} ms  loss {s['loss']:.1%}",
-                flush=True))
+            r = p.run(env, zone, progress=show(f"sweep {i}"))
             if not r.ok:
                 raise SystemExit(f"reference sweep failed: {r.error}")
             return {"seconds": r.metrics["probe_s"], "steps": r.metrics["steps"]}

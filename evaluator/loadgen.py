@@ -14,7 +14,12 @@ Run inside the test network's namespaces (``python -m fluidvim.evaluator.loadgen
   a packet that has not come back ``drain`` seconds after the last send counts as lost.
 
 The client prints one JSON object: sent, received, loss, offered and achieved pps, and latency
-quantiles in ms. Plain functions, stdlib only (it runs under any python3 in a namespace).
+quantiles in ms. With ``--windows N`` the measured time is split into N windows by send time and
+``latency_ms``/``loss`` are the medians over the windows of each window's quantiles/loss (the
+pooled figures are kept as ``latency_pooled_ms``/``loss_pooled``): a short burst of another
+tenant's CPU use on a shared machine then moves one window, while saturation caused by the
+offered load itself shows in every window. Plain functions, stdlib only (it runs under any
+python3 in a namespace).
 """
 
 from __future__ import annotations
@@ -155,7 +160,7 @@ def _rx_time(anc) -> int:
 
 
 def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
-           warmup: float, drain: float, size: int, proto: str = "udp") -> dict:
+           warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1) -> dict:
     need = sessions + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
@@ -169,6 +174,8 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     total = max(1, int(rate * (warmup + duration)))
     first_measured = int(rate * warmup)
     rtts = []
+    by_window: dict[int, list] = {}
+    per_window = max(1.0, rate * duration / max(1, windows))       # packets sent per window
     sent = send_errors = 0
     late_ns = 0
     t0 = time.perf_counter()
@@ -181,6 +188,8 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
             k, _, tx = HDR.unpack_from(data)
             if k >= first_measured:
                 rtts.append((rx - tx) / 1e6)
+                by_window.setdefault(int((k - first_measured) / per_window), []).append(
+                    (rx - tx) / 1e6)
 
     while seq < total:
         now = time.perf_counter()
@@ -205,15 +214,39 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     tr.close()
     rtts.sort()
     offered = sent + send_errors
+    # per window (by send time): quantiles and loss; the step's figures are the medians over the
+    # windows, so one burst of someone else's CPU use moves one window, not the step
+    nwin = max(1, windows)
+    win_lat, win_loss = [], []
+    for w in range(nwin):
+        lo, hi = int(w * per_window), int((w + 1) * per_window) if w < nwin - 1 else offered
+        n_sent = max(0, hi - lo)
+        got = sorted(by_window.get(w, []))
+        if n_sent:
+            win_loss.append(max(0.0, 1.0 - len(got) / n_sent))
+        if got:
+            win_lat.append({str(q): quantile(got, q) for q in QUANTILES})
+    pooled = {str(q): quantile(rtts, q) for q in QUANTILES} if rtts else {}
+    robust = ({k: _median([w[k] for w in win_lat]) for k in pooled}
+              if nwin > 1 and len(win_lat) == nwin else pooled)
+    loss_pooled = (1.0 - len(rtts) / offered) if offered else 1.0
     return {
         "sessions": sessions, "session_pps": pps, "offered_pps": rate, "proto": proto,
         "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
         "sent": offered, "received": len(rtts), "send_errors": send_errors,
-        "loss": (1.0 - len(rtts) / offered) if offered else 1.0,
+        "windows": nwin,
+        "loss": _median(win_loss) if nwin > 1 and win_loss else loss_pooled,
+        "loss_pooled": loss_pooled, "loss_worst_window": max(win_loss) if win_loss else None,
         "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
-        "latency_ms": {str(q): quantile(rtts, q) for q in QUANTILES} if rtts else {},
+        "latency_ms": robust, "latency_pooled_ms": pooled,
         "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
     }
+
+
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else None
 
 
 def main(argv=None) -> int:
@@ -233,6 +266,8 @@ def main(argv=None) -> int:
     c.add_argument("--warmup", type=float, default=0.3)
     c.add_argument("--drain", type=float, default=0.5)
     c.add_argument("--size", type=int, default=64, help="payload bytes")
+    c.add_argument("--windows", type=int, default=1,
+                   help="split the measured time into N windows; report medians over them")
     c.add_argument("--proto", choices=("udp", "icmp"), default="udp",
                    help="udp: one socket per session to the echo; icmp: one echo identifier "
                         "per session, answered by the far kernel")
@@ -241,7 +276,7 @@ def main(argv=None) -> int:
         echo(a.bind, a.port)
         return 0
     print(json.dumps(client(a.src, a.dst, a.port, a.sessions, a.pps, a.duration, a.warmup,
-                            a.drain, a.size, a.proto)), flush=True)
+                            a.drain, a.size, a.proto, a.windows)), flush=True)
     return 0
 
 

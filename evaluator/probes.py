@@ -301,7 +301,9 @@ class LoadProbe(Probe):
     """Latency and loss at increasing session counts through a probe VNF (local zone only).
 
     The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
-    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. Then
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. A step's
+    latency quantiles and loss are the medians over its ``window_s`` windows (see
+    :mod:`~fluidvim.evaluator.loadgen`); the pooled figures are kept next to them. Then
     ``refine`` more steps are measured, each at the midpoint of the interval where the curve
     changes most (log latency at p50/p90/p99, loss) among the intervals that start below
     saturation (loss <= ``knee_loss``): that is the knee, where services' deadlines are crossed,
@@ -315,7 +317,8 @@ class LoadProbe(Probe):
                  stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
                  click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
-                 refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp"):
+                 refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
+                 window_s: float = 0.4):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -336,6 +339,9 @@ class LoadProbe(Probe):
         if proto not in ("icmp", "udp"):
             raise ValueError(f"LoadProbe proto must be 'icmp' or 'udp', got {proto!r}")
         self.proto = proto
+        if not window_s > 0:
+            raise ValueError(f"LoadProbe window_s must be > 0, got {window_s!r}")
+        self.windows = max(1, round(self.step_s / window_s))
 
     def applicable(self, zone) -> tuple[bool, str]:
         return can_inject(zone)
@@ -345,6 +351,7 @@ class LoadProbe(Probe):
         ok, why = can_inject(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
                 "payload_bytes": self.payload, "max_sessions": self.probe_slots,
+                "windows_per_step": self.windows,
                 "proto": self.proto,
                 "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
                            "timestamp (" + ("far kernel's ICMP echo" if self.proto == "icmp"
@@ -432,7 +439,8 @@ class LoadProbe(Probe):
         args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
                 "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
                 "--duration", str(self.step_s), "--warmup", str(self.warmup_s),
-                "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto]
+                "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto,
+                "--windows", str(self.windows)]
         r = net.run("a", *args, timeout=self.step_s + self.warmup_s + self.drain_s + 60)
         if r.returncode != 0 or not r.stdout.strip():
             raise RuntimeError(f"load generator failed ({r.returncode}): {r.stderr.strip()[-500:]}")

@@ -97,8 +97,11 @@ def test_load_probe_records_a_curve_and_cleans_up(mgr, proto):
     for s in steps:
         assert s["offered_pps"] == s["sessions"] * 100
         assert s["received"] > 0 and 0.0 <= s["loss"] <= 1.0
-        lat = s["latency_ms"]
-        assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        for key in ("latency_ms", "latency_pooled_ms"):
+            lat = s[key]
+            assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        assert s["windows"] == 2                         # step_s 1.0 / window_s 0.4 -> 2
+        assert s["loss_worst_window"] >= s["loss"] >= 0.0
         # the VNF saw the traffic: its own processing-latency histogram grew in this step
         assert s["vnf_latency_ns"]["count"] >= s["received"]
     est = estimate_capacity(r, deadline_ms=1000.0, quantile=0.5)
