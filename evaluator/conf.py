@@ -3,7 +3,9 @@
 """oslo.config options of the evaluator (group ``[evaluator]``) and the objects they build.
 
 The orchestrator registers these (``register_opts``) and builds its stage-1 runner and stage-2
-analyzer with :func:`make_stage1` and :func:`make_analyzer`.
+analyzer with :func:`make_stage1` and :func:`make_analyzer`. How long probe results stay valid
+and the cost-benefit weights are the orchestrator's options (``[orchestrator] probe_validity``,
+``weight_*``) and are passed in, so each concept has one option.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ def _group() -> cfg.OptGroup:
 evaluator_group = _group()
 
 evaluator_opts = [
-    cfg.FloatOpt("probe_valid_for", default=3600.0, min=1.0,
-                 help="Seconds a stage-1 probe result stays valid (shared by every service)."),
     cfg.FloatOpt("probe_failure_valid_for", default=300.0, min=0.0,
                  help="Seconds a failed probe result is kept, so a broken environment is not "
                       "probed again on every placement."),
@@ -53,9 +53,6 @@ evaluator_opts = [
                  help="Packet loss a service tolerates when its slots are read off the curve."),
     cfg.StrOpt("analyzer", default="cost-benefit", choices=["cost-benefit", "qscore", "formula"],
                help="Stage-2 analyzer."),
-    cfg.DictOpt("weights", default={},
-                help="cost-benefit policy weights (slots, price, power, delay, boot); "
-                     "unset ones keep their defaults 1, 1, 0.5, 0.5, 0.25."),
     cfg.ListOpt("qos_levels", default=["basic=0.99:20:0.01"],
                 help="qscore levels NAME=QUANTILE:DEADLINE_MS:PRICE_PER_SESSION_HOUR, the first "
                      "is Q0 (guaranteed)."),
@@ -96,35 +93,33 @@ def parse_levels(items) -> list:
     return levels
 
 
-def make_probes(conf: cfg.ConfigOpts) -> list:
+def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
     from .probes import BootProbe, LoadProbe, StaticProbe
     c = conf.evaluator
     return [StaticProbe(),
-            BootProbe(n=c.boot_probe_launches, valid_for_s=c.probe_valid_for),
+            BootProbe(n=c.boot_probe_launches, valid_for_s=valid_for_s),
             LoadProbe(sessions=[int(s) for s in c.load_probe_sessions],
                       session_pps=c.load_probe_session_pps, step_s=c.load_probe_step,
                       refine=c.load_probe_refine, stop_loss=c.load_probe_stop_loss,
                       proto=c.load_probe_proto, prefix=c.load_probe_netns_prefix,
-                      subnet=c.load_probe_subnet, valid_for_s=c.probe_valid_for)]
+                      subnet=c.load_probe_subnet, valid_for_s=valid_for_s)]
 
 
-def make_stage1(conf: cfg.ConfigOpts, engine_or_url):
+def make_stage1(conf: cfg.ConfigOpts, engine_or_url, valid_for_s: float = 3600.0):
     """A Stage1Runner with a ProbeCache on ``engine_or_url`` (e.g. the orchestrator's engine)."""
     from .cache import ProbeCache
     from .stage1 import Stage1Runner
-    return Stage1Runner(ProbeCache(engine_or_url), make_probes(conf),
+    return Stage1Runner(ProbeCache(engine_or_url), make_probes(conf, valid_for_s),
                         failure_valid_for_s=conf.evaluator.probe_failure_valid_for)
 
 
-def make_analyzer(conf: cfg.ConfigOpts):
+def make_analyzer(conf: cfg.ConfigOpts, weights: dict | None = None):
+    """The [evaluator] analyzer; ``weights`` = the cost-benefit policy weights (slots, price,
+    power, delay, boot) - unset ones keep their defaults."""
     from .analyzers import CostBenefitAnalyzer, FormulaAnalyzer, QScoreAnalyzer
     c = conf.evaluator
     if c.analyzer == "qscore":
         return QScoreAnalyzer(parse_levels(c.qos_levels), c.energy_price_per_kwh, c.max_loss)
     if c.analyzer == "formula":
         return FormulaAnalyzer(c.formula, c.max_loss)
-    try:
-        weights = {k: float(v) for k, v in (c.weights or {}).items()}
-    except ValueError:
-        raise ValueError(f"[evaluator] weights must be numbers, got {c.weights!r}") from None
     return CostBenefitAnalyzer(weights, c.max_loss)

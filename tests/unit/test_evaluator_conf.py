@@ -25,8 +25,9 @@ def test_defaults_build_the_standard_set(tmp_path):
     probes = evconf.make_probes(conf)
     assert [type(p) for p in probes] == [StaticProbe, BootProbe, LoadProbe]
     assert probes[2].proto == "icmp" and probes[2].prefix == "fvlp" and probes[2].sessions[0] == 1
-    runner = evconf.make_stage1(conf, f"sqlite:///{tmp_path}/p.sqlite")
+    runner = evconf.make_stage1(conf, f"sqlite:///{tmp_path}/p.sqlite", valid_for_s=60)
     assert runner.failure_valid_for_s == 300.0
+    assert [p.valid_for_s for p in runner.probes[1:]] == [60, 60]
     assert isinstance(evconf.make_analyzer(conf), CostBenefitAnalyzer)
 
 
@@ -36,8 +37,8 @@ def test_analyzer_choices():
     assert q.levels[1].wtp_per_session_hour == 0.0
     f = evconf.make_analyzer(make(analyzer="formula", formula="slots - power_w"))
     assert isinstance(f, FormulaAnalyzer)
-    w = evconf.make_analyzer(make(weights={"price": "2"}))
-    assert w.weights["price"] == 2.0
+    w = evconf.make_analyzer(make(), weights={"price": 2.0})
+    assert w.weights["price"] == 2.0 and w.weights["slots"] == 1.0
 
 
 def test_bad_values():
@@ -45,15 +46,15 @@ def test_bad_values():
         evconf.make_analyzer(make(analyzer="qscore", qos_levels=["gold"]))
     with pytest.raises(FormulaError, match="unknown name"):
         evconf.make_analyzer(make(analyzer="formula", formula="slots * x"))
-    with pytest.raises(ValueError, match="weights must be numbers"):
-        evconf.make_analyzer(make(weights={"price": "cheap"}))
+    with pytest.raises(ValueError, match="must be a number"):
+        evconf.make_analyzer(make(), weights={"price": "cheap"})
     with pytest.raises(ValueError, match="unknown weight"):
-        evconf.make_analyzer(make(weights={"cost": "1"}))
+        evconf.make_analyzer(make(), weights={"cost": 1})
 
 
 def test_list_opts():
     (group, opts), = evconf.list_opts()
-    assert group.name == "evaluator" and {o.name for o in opts} >= {"probe_valid_for", "analyzer"}
+    assert group.name == "evaluator" and {o.name for o in opts} >= {"load_probe_sessions", "analyzer"}
 
 
 def test_sample_is_current(tmp_path):
