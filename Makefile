@@ -14,6 +14,8 @@ demo: bootstrap
 
 NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.test_weigher \
 	fluidvim.nova_driver.tests.test_functional
+# Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
+NOVA_TESTS += tests.e2e.nova_zone_functional
 
 test: bootstrap
 	$(MAKE) -s -C vnf/kernel test

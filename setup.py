@@ -10,6 +10,7 @@ PACKAGE_DIRS = {
     "fluidvim": "fluidvim",
     "fluidvim.vnf": "vnf",
     "fluidvim.orchestrator": "orchestrator",
+    "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -28,7 +29,8 @@ setup(
     python_requires=">=3.10",
     packages=list(PACKAGE_DIRS) + list(SHIM_DIRS),
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
-    package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"]},
+    package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
+                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"]},
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
@@ -60,8 +62,11 @@ setup(
                  "python-nomad==2.1.0"],
     },
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:main"],
+        "console_scripts": ["fluidvim = fluidvim.cli:main",
+                            "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
+                             "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
+                             "fluidvim.power = fluidvim.orchestrator.power:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
     },
     classifiers=[

@@ -1,0 +1,374 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``nomad`` zone: a Nomad datacenter (optionally one node pool) running the fluidvim
+``unikernel`` task driver, through python-nomad.
+
+* hosts     = the zone's ready nodes whose ``unikernel`` driver is healthy; slots, queuing delay and
+              accelerator from the driver's fingerprint attributes ``driver.unikernel.*``
+              (``session_slots.total/free``, ``queuing_delay_ms``, ``accel``), CPU utilisation from
+              the client's stats, the power curve from node meta ``fluidvim_power_system_id``.
+* launch    = register a one-task service job (``driver = "unikernel"``; the JSON form of
+              ``etc/nomad/vnf-firewall.nomad.hcl``) named ``fluidvim-<service>-<8 hex>``, wait
+              until its allocation runs; on failure (no eligible node, task failed, timeout) the
+              job is purged and :class:`ZoneError` says why.
+* terminate = deregister with purge and wait until the allocation stopped.
+* launch times come from Nomad's own timestamps: job ``SubmitTime`` → the task's ``Started``
+              event (scheduling + driver), kept for jobs still known to Nomad and for the
+              launches this adapter made.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+import time
+import uuid as uuidlib
+
+import nomad as pynomad
+import requests
+from nomad.api import exceptions as nexc
+
+from fluidvim.evaluator.model import EnvironmentType
+
+from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+
+DRIVER = "unikernel"
+ATTR = "driver.unikernel."
+JOB_PREFIX = "fluidvim-"
+META_SERVICE = "fluidvim_service"
+META_POWER = "fluidvim_power_system_id"
+TASK = "vnf"
+_NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def _job_status(allocs: list) -> tuple[str, dict | None]:
+    """(instance status, newest allocation) of a job's allocations."""
+    if not allocs:
+        return "building", None
+    a = max(allocs, key=lambda x: x.get("CreateIndex", 0))
+    cs = a.get("ClientStatus")
+    return {"running": "running", "pending": "building", "failed": "error", "lost": "error",
+            "complete": "deleted", "unknown": "error"}.get(cs, "error"), a
+
+
+class NomadZone(ZoneAdapter):
+    """One Nomad datacenter (and node pool) as a fluidvim zone."""
+
+    kind = "nomad"
+
+    def __init__(self, name: str, address: str = "http://127.0.0.1:4646", datacenter: str = "dc1",
+                 node_pool: str | None = None, region: str = "default", token: str | None = None,
+                 namespace: str | None = None, timeout: float = 10.0, launch_timeout: float = 60.0,
+                 memory_mb: int = 32, cpu_mhz: int = 100, nomad_region: str | None = None):
+        super().__init__(name, region)
+        m = re.match(r"^(https?)://([^:/]+)(?::(\d+))?/?$", address or "")
+        if not m:
+            raise ZoneError(f"zone {name}: address must look like http://host:4646, not {address!r}")
+        self.address = address.rstrip("/")
+        self.datacenter, self.node_pool = datacenter, node_pool
+        self.launch_timeout = float(launch_timeout)
+        self.memory_mb, self.cpu_mhz = int(memory_mb), int(cpu_mhz)
+        self.api = pynomad.Nomad(address=self.address, token=token, namespace=namespace,
+                                 timeout=int(max(1, timeout)), region=nomad_region,
+                                 verify=m.group(1) == "https")
+        self._lock = threading.Lock()
+        self._launches: collections.deque = collections.deque(maxlen=200)   # (service, ms)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except nexc.URLNotFoundNomadException:
+            raise
+        except (nexc.BaseNomadException, requests.RequestException) as e:
+            raise ZoneError(f"zone {self.name}: {what} at {self.address} failed: "
+                            f"{_err_text(e)}") from None
+
+    def _nodes(self) -> list[dict]:
+        out = []
+        for n in self._call("listing nodes", self.api.nodes.get_nodes):
+            if n.get("Datacenter") != self.datacenter:
+                continue
+            if self.node_pool and n.get("NodePool") != self.node_pool:
+                continue
+            if n.get("Status") != "ready" or n.get("SchedulingEligibility") != "eligible":
+                continue
+            drv = (n.get("Drivers") or {}).get(DRIVER) or {}
+            if not (drv.get("Detected") and drv.get("Healthy")):
+                continue
+            out.append(n)
+        return out
+
+    def _cpu_util(self, node_id: str) -> float:
+        try:
+            st = self.api.client.stats.read_stats(node_id)
+            cpus = st.get("CPU") or []
+            if cpus:
+                return min(1.0, max(0.0, sum(c.get("Total", 0.0) for c in cpus) / (100.0 * len(cpus))))
+        except (nexc.BaseNomadException, requests.RequestException, AttributeError, TypeError):
+            pass
+        return 0.0
+
+    def _env(self, node: dict) -> EnvironmentType:
+        a = node.get("Attributes") or {}
+        extra = tuple(sorted((k[len(ATTR):], a[k]) for k in (ATTR + "version", ATTR + "proto")
+                             if k in a))
+        return EnvironmentType(launcher="nomad", accel=a.get(ATTR + "accel", "unknown"),
+                               machine="microvm", cpu_model=a.get("cpu.modelname", "unknown"),
+                               vcpus=1, memory_mb=self.memory_mb, extra=extra)
+
+    # -- ZoneAdapter -----------------------------------------------------------------------
+
+    def hosts(self) -> list[HostInfo]:
+        out = []
+        for stub in self._nodes():
+            try:
+                node = self._call("reading a node", self.api.node.get_node, stub["ID"])
+            except nexc.URLNotFoundNomadException:
+                continue                                   # gone meanwhile
+            a = node.get("Attributes") or {}
+            labels = {"zone": self.name, "region": self.region, "node_id": node["ID"],
+                      "datacenter": self.datacenter, "node_pool": node.get("NodePool")}
+            cpus = _num(a.get("cpu.numcores"))
+            if cpus:
+                labels["cpus"] = int(cpus)
+            qd = _num(a.get(ATTR + "queuing_delay_ms"))    # a float attribute reads "109.8ms"
+            if qd is not None:
+                labels["queuing_delay_ms"] = qd
+            out.append(HostInfo(
+                name=node["Name"], env=self._env(node),
+                slots_total=int(_num(a.get(ATTR + "session_slots.total")) or 0),
+                slots_free=int(_num(a.get(ATTR + "session_slots.free")) or 0),
+                cpu_util=self._cpu_util(node["ID"]),
+                power_system_id=(node.get("Meta") or {}).get(META_POWER) or None,
+                labels=labels))
+        return out
+
+    def _fluidvim_jobs(self) -> list[dict]:
+        jobs = self._call("listing jobs", self.api.jobs.get_jobs, prefix=JOB_PREFIX)
+        return [j for j in jobs if self.datacenter in (j.get("Datacenters") or [self.datacenter])
+                and (not self.node_pool or j.get("NodePool") in (None, self.node_pool))]
+
+    def instances(self) -> list[InstanceInfo]:
+        out = []
+        for stub in self._fluidvim_jobs():
+            try:
+                job = self._call("reading a job", self.api.job.get_job, stub["ID"])
+                allocs = self._call("reading allocations", self.api.job.get_allocations, stub["ID"])
+            except nexc.URLNotFoundNomadException:
+                continue
+            if (job.get("Meta") or {}).get(META_SERVICE) is None:
+                continue                                   # not started by fluidvim
+            status, alloc = _job_status(allocs)
+            cfg = job["TaskGroups"][0]["Tasks"][0].get("Config") or {}
+            out.append(InstanceInfo(
+                id=job["ID"], name=job["ID"], service=job["Meta"][META_SERVICE],
+                host=(alloc or {}).get("NodeName"), status=status,
+                slots_total=int(cfg.get("session_slots") or 0),
+                launch_ms=self._launch_ms(job, alloc)))
+        return out
+
+    def job_spec(self, req: LaunchRequest, job_id: str) -> dict:
+        """The JSON job for one VNF (what ``nomad job run`` makes of the HCL form)."""
+        cfg: dict = {"memory_mb": int(req.memory_mb or self.memory_mb), "vcpus": int(req.vcpus or 1),
+                     "nics": [b or "" for b in (req.bridges or ("",))], "name": job_id}
+        if req.click_config:
+            cfg["click_config"] = req.click_config
+        if req.slots is not None:
+            cfg["session_slots"] = int(req.slots)
+        if req.kernel:
+            cfg["kernel"] = req.kernel
+        if req.warm is not None:
+            cfg["warm"] = bool(req.warm)
+        job = {"ID": job_id, "Name": job_id, "Type": "service", "Datacenters": [self.datacenter],
+               "Meta": {META_SERVICE: req.service},
+               "TaskGroups": [{
+                   "Name": "vnf", "Count": 1,
+                   # a VNF that fails to start is the orchestrator's problem, not Nomad's to retry
+                   "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+                   "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
+                   "Tasks": [{"Name": TASK, "Driver": DRIVER, "Config": cfg,
+                              "Resources": {"CPU": self.cpu_mhz,
+                                            "MemoryMB": int(req.memory_mb or self.memory_mb) + 32}}]}]}
+        if self.node_pool:
+            job["NodePool"] = self.node_pool
+        if req.host:
+            job["Constraints"] = [{"LTarget": "${node.unique.name}", "RTarget": req.host,
+                                   "Operand": "="}]
+        return job
+
+    def launch(self, req: LaunchRequest) -> InstanceInfo:
+        if not req.service or not _NAME_OK.match(req.service):
+            raise ZoneError(f"service: {req.service!r} is not a valid service name for a Nomad job "
+                            "(letters, digits, '_', '.', '-'; at most 100)")
+        job_id = f"{JOB_PREFIX}{req.service}-{uuidlib.uuid4().hex[:8]}"
+        job = self.job_spec(req, job_id)
+        t0 = time.monotonic()
+        try:
+            resp = self._call("registering the job", self.api.job.register_job, job_id, {"Job": job})
+        except nexc.URLNotFoundNomadException as e:
+            raise ZoneError(f"zone {self.name}: registering the job failed: {_err_text(e)}") from None
+        eval_id = resp.get("EvalID")
+        try:
+            alloc = self._wait_running(job_id, eval_id, t0)
+        except BaseException as e:
+            try:
+                self._purge(job_id, wait=True)
+            except ZoneError as pe:
+                raise ZoneError(f"{e}; and removing {job_id} failed too: {pe}") from e
+            raise
+        wall_ms = (time.monotonic() - t0) * 1000.0
+        try:
+            job_now = self.api.job.get_job(job_id)
+        except (nexc.BaseNomadException, requests.RequestException):
+            job_now = None
+        ms = self._launch_ms(job_now, alloc) if job_now else None
+        ms = ms if ms is not None else wall_ms
+        with self._lock:
+            self._launches.appendleft((req.service, ms))
+        return InstanceInfo(id=job_id, name=job_id, service=req.service, host=alloc.get("NodeName"),
+                            status="running", slots_total=int(job["TaskGroups"][0]["Tasks"][0]
+                                                              ["Config"].get("session_slots") or 0),
+                            launch_ms=ms)
+
+    def _wait_running(self, job_id: str, eval_id: str | None, t0: float) -> dict:
+        deadline = t0 + self.launch_timeout
+        while True:
+            if eval_id:
+                try:
+                    ev = self.api.evaluation.get_evaluation(eval_id)
+                except (nexc.BaseNomadException, requests.RequestException):
+                    ev = {}
+                failed = ev.get("FailedTGAllocs") or {}
+                if ev.get("Status") == "complete" and failed:
+                    raise ZoneError(f"zone {self.name}: Nomad cannot place {job_id}: "
+                                    f"{_placement_failure(failed)}")
+                if ev.get("Status") in ("failed", "canceled"):
+                    raise ZoneError(f"zone {self.name}: evaluation of {job_id} {ev['Status']}: "
+                                    f"{ev.get('StatusDescription', '')}")
+            allocs = self._call("reading allocations", self.api.job.get_allocations, job_id)
+            for a in allocs:
+                if a.get("ClientStatus") in ("failed", "lost"):
+                    raise ZoneError(f"zone {self.name}: {job_id} failed on {a.get('NodeName')}: "
+                                    f"{_task_failure(self._alloc(a['ID']) or a)}")
+                if a.get("ClientStatus") == "running":
+                    full = self._alloc(a["ID"]) or a
+                    st = ((full.get("TaskStates") or {}).get(TASK) or {}).get("State")
+                    if st in (None, "running"):
+                        return full
+            if time.monotonic() > deadline:
+                raise ZoneError(f"zone {self.name}: {job_id} not running after {self.launch_timeout:g} s "
+                                "(raise launch_timeout, or check the node's unikernel driver)")
+            time.sleep(0.05)
+
+    def _alloc(self, alloc_id: str) -> dict | None:
+        try:
+            return self.api.allocation.get_allocation(alloc_id)
+        except (nexc.BaseNomadException, requests.RequestException):
+            return None
+
+    @staticmethod
+    def _launch_ms(job: dict | None, alloc: dict | None) -> float | None:
+        """Job SubmitTime -> the task's Started event, from Nomad's timestamps (ns)."""
+        if not job or not alloc:
+            return None
+        events = ((alloc.get("TaskStates") or {}).get(TASK) or {}).get("Events") or []
+        started = [e["Time"] for e in events if e.get("Type") == "Started"]
+        if not started or not job.get("SubmitTime"):
+            return None
+        return (started[0] - job["SubmitTime"]) / 1e6
+
+    def _purge(self, job_id: str, wait: bool = True, timeout: float = 30.0) -> None:
+        try:
+            allocs = self.api.job.get_allocations(job_id)
+        except nexc.URLNotFoundNomadException:
+            allocs = []
+        except (nexc.BaseNomadException, requests.RequestException) as e:
+            raise ZoneError(f"zone {self.name}: reading {job_id} failed: {_err_text(e)}") from None
+        try:
+            self.api.job.deregister_job(job_id, purge=True)
+        except nexc.URLNotFoundNomadException:
+            pass                                           # already gone: idempotent
+        except (nexc.BaseNomadException, requests.RequestException) as e:
+            raise ZoneError(f"zone {self.name}: deregistering {job_id} failed: {_err_text(e)}") from None
+        if not wait:
+            return
+        # the job is gone at once; the client stops its allocations: wait until it has
+        deadline = time.monotonic() + timeout
+        while allocs and time.monotonic() < deadline:
+            live = []
+            for a in allocs:
+                cur = self._alloc(a["ID"])
+                if cur and cur.get("ClientStatus") in ("running", "pending"):
+                    live.append(a)
+            allocs = live
+            if allocs:
+                time.sleep(0.1)
+        if allocs:
+            raise ZoneError(f"zone {self.name}: {job_id} purged but its allocation is still running "
+                            f"after {timeout:g} s")
+
+    def terminate(self, instance_id: str) -> None:
+        if not instance_id.startswith(JOB_PREFIX):
+            raise ZoneError(f"instance_id: {instance_id!r} is not a fluidvim job of zone {self.name} "
+                            f"(ids start with {JOB_PREFIX!r})")
+        self._purge(instance_id, wait=True)
+
+    def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
+        with self._lock:
+            mine = [ms for s, ms in self._launches if service in (None, s)]
+        if len(mine) >= limit:
+            return mine[:limit]
+        # jobs still known to Nomad (e.g. after an orchestrator restart), newest first
+        seen = []
+        try:
+            for inst in sorted(self.instances(), key=lambda i: i.id):
+                if inst.launch_ms is not None and service in (None, inst.service):
+                    seen.append(inst.launch_ms)
+        except ZoneError:
+            pass
+        out = mine + [ms for ms in seen if ms not in mine]
+        return out[:limit]
+
+    def can_launch_on_demand(self, service: str) -> bool:
+        try:
+            return bool(self._nodes())
+        except ZoneError:
+            return False
+
+
+def _num(v) -> float | None:
+    """A Nomad attribute's number (attributes are strings, with the unit appended)."""
+    m = re.match(r"^\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)", v or "")
+    return float(m.group(1)) if m else None
+
+
+def _err_text(e) -> str:
+    r = getattr(e, "nomad_resp", None)
+    if isinstance(r, requests.Response):
+        return f"HTTP {r.status_code}: {r.text.strip()[:300]}"
+    return str(r if r is not None else e)[:300]
+
+
+def _placement_failure(failed: dict) -> str:
+    parts = []
+    for tg, m in failed.items():
+        bits = [f"{m.get('NodesEvaluated', 0)} node(s) evaluated"]
+        for k in ("ConstraintFiltered", "ClassFiltered", "DimensionExhausted"):
+            if m.get(k):
+                bits.append(f"{k}={m[k]}")
+        if m.get("NodesAvailable") is not None and not m.get("NodesEvaluated"):
+            bits.append(f"no node in the datacenter/pool (available: {m.get('NodesAvailable')})")
+        parts.append(f"group {tg}: " + ", ".join(bits))
+    return "; ".join(parts)
+
+
+def _task_failure(alloc: dict) -> str:
+    ts = ((alloc.get("TaskStates") or {}).get(TASK) or {})
+    msgs = [e.get("DisplayMessage") or e.get("DriverError") or e.get("Type")
+            for e in ts.get("Events") or [] if e.get("Type") in ("Driver Failure", "Terminated",
+                                                                   "Failed Validation", "Not Restarting",
+                                                                   "Setup Failure", "Task hook failed")]
+    return "; ".join(m for m in msgs if m) or alloc.get("ClientDescription") or "unknown failure"

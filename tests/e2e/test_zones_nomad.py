@@ -1,0 +1,192 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``nomad`` zone adapter against a REAL Nomad agent (dev mode) with the unikernel plugin.
+
+Same prerequisites and skips as tests/e2e/test_nomad.py (whose agent config it reuses), but on
+its own ports (three free loopback ports in 20000-29999), data dir and run dir, so it can run
+next to other agents. Checks: hosts with the driver's fingerprint, a launch through the adapter
+(job registered, allocation running, a real QEMU whose power share is attributed from /proc),
+slots reported back, instances and launch times, a failing launch that leaves nothing behind, an
+unplaceable launch refused with Nomad's reason, terminate (purge, idempotent), no QEMU left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import uuid
+
+import pytest
+
+from fluidvim.orchestrator import power
+from fluidvim.orchestrator.zones.base import LaunchRequest, ZoneError
+from fluidvim.orchestrator.zones.nomad import NomadZone
+from tests.e2e import test_nomad as tn
+
+
+def free_ports(n: int) -> list[int]:
+    """n currently free loopback TCP ports in 20000-29999 (other agents may hold fixed ports,
+    e.g. 14646-14648 or 15646-15648, so none is hard-coded)."""
+    import random
+    import socket
+    out: list[int] = []
+    rng = random.Random()
+    while len(out) < n:
+        p = rng.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        if p not in out:
+            out.append(p)
+    return out
+
+pytestmark = tn.pytestmark
+
+
+def config(tmp, plugin_dir, run_dir, ports) -> str:
+    text = tn.client_config(tmp, plugin_dir, run_dir)
+    http, rpc, serf = ports
+    text, n = re.subn(r"ports \{[^}]*\}",
+                      f"ports {{\n  http = {http}\n  rpc  = {rpc}\n  serf = {serf}\n}}", text)
+    assert n == 1, "test_nomad.client_config changed its ports block"
+    # a power curve for the node (the zone reports it as HostInfo.power_system_id)
+    meta = '  meta {\n    fluidvim_power_system_id = "spec0120"\n  }\n'
+    text = text.replace("client {\n  enabled = true\n", "client {\n  enabled = true\n" + meta, 1)
+    assert "fluidvim_power_system_id" in text
+    return text
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fvp-nomad")
+    plugin_dir = tmp / "plugins"
+    plugin_dir.mkdir()
+    subprocess.run(["go", "build", "-o", str(plugin_dir / "fluidvim-unikernel"), "."],
+                   cwd=tn.REPO / "nomad_driver", check=True, timeout=600)
+    run_dir = f"/run/fluidvim-fvp-{uuid.uuid4().hex[:8]}"
+    cfg = tmp / "client.hcl"
+    ports = free_ports(3)
+    addr = f"http://127.0.0.1:{ports[0]}"
+    cfg.write_text(config(tmp, plugin_dir, run_dir, ports))
+    log = open(tmp / "nomad.log", "w")
+    proc = subprocess.Popen([tn.NOMAD, "agent", "-dev", "-config", str(cfg), "-plugin-dir", str(plugin_dir)],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        zone = NomadZone("nomad-dc1", address=addr, datacenter="dc1", launch_timeout=60)
+
+        def ready():
+            assert proc.poll() is None, f"agent exited: {(tmp / 'nomad.log').read_text()[-3000:]}"
+            try:
+                return zone.hosts()
+            except ZoneError:                              # not listening yet
+                return None
+
+        tn.wait_for("a node with a healthy unikernel driver", ready, 60, 0.25)
+        yield zone, run_dir
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        log.close()
+        for pid in tn.qemu_pids(run_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        import shutil
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_hosts_from_the_driver_fingerprint(agent):
+    zone, _ = agent
+    hosts = zone.hosts()
+    assert len(hosts) == 1
+    h = hosts[0]
+    assert h.env.launcher == "nomad" and h.env.accel in ("kvm", "tcg")
+    assert h.env.cpu_model and h.env.cpu_model != "unknown"
+    assert h.power_system_id == "spec0120"
+    assert 0.0 <= h.cpu_util <= 1.0
+    assert h.labels["datacenter"] == "dc1" and h.labels["node_id"]
+    assert h.labels["cpus"] == os.cpu_count()
+    # the orchestrator's marginal-power callable works on it (the node's spec0120 curve)
+    assert power.HostMarginalPower(vnf_vcpus=1)("nomad-dc1", h) > 0
+    assert list(zone.environments()) == [h.env.uid]
+    assert zone.can_launch_on_demand("fw")
+    # node pools scope a zone too (the dev agent's node is in "default")
+    assert len(NomadZone("p", address=zone.address, node_pool="default").hosts()) == 1
+    assert NomadZone("p", address=zone.address, node_pool="gpu").hosts() == []
+    # a zone on a datacenter without nodes has no hosts and cannot launch
+    empty = NomadZone("nowhere", address=zone.address, datacenter="dc-none")
+    assert empty.hosts() == [] and not empty.can_launch_on_demand("fw")
+
+
+def test_launch_slots_instances_terminate(agent):
+    zone, run_dir = agent
+    before = set(tn.qemu_pids(run_dir))
+    inst = zone.launch(LaunchRequest(service="fw", slots=256, memory_mb=32, bridges=("",),
+                                     click_config="FromDevice(0) -> Counter -> Discard;"))
+    try:
+        assert inst.status == "running" and inst.id.startswith("fluidvim-fw-")
+        assert inst.host == zone.hosts()[0].name
+        assert inst.slots_total == 256
+        assert inst.launch_ms is not None and inst.launch_ms > 0
+        new = set(tn.qemu_pids(run_dir)) - before
+        assert len(new) == 1                                        # a real VNF runs
+        # its power share from the real /proc (a QEMU process: the attribution's subject)
+        model = power.model_for_host(zone.hosts()[0])               # the node's spec0120 curve
+        (pid,) = new
+        share = power.sample_vnf_power(model, [pid], interval_s=0.5)[pid]
+        assert 0.0 <= share.share <= 1.0 and 0.0 <= share.watts <= model.watts(1.0)
+        assert share.host_watts == pytest.approx(model.watts(share.host_util))
+        # the driver fingerprints the VNF's slots (every 1 s in this config)
+        tn.wait_for("slots reported", lambda: zone.hosts()[0].slots_total == 256, 20, 0.25)
+        h = zone.hosts()[0]
+        assert 0 < h.slots_free <= 256
+        mine = [i for i in zone.instances() if i.id == inst.id]
+        assert mine and mine[0].service == "fw" and mine[0].status == "running"
+        assert mine[0].launch_ms == pytest.approx(inst.launch_ms)
+        assert zone.launch_times_ms("fw")[0] == pytest.approx(inst.launch_ms)
+        # a fresh adapter (orchestrator restart) gets the launch time back from Nomad
+        again = NomadZone("nomad-dc1", address=zone.address, datacenter="dc1")
+        assert again.launch_times_ms("fw") == [pytest.approx(inst.launch_ms)]
+    finally:
+        zone.terminate(inst.id)
+    assert not [i for i in zone.instances() if i.id == inst.id]
+    tn.wait_for("the VNF's QEMU gone", lambda: not (set(tn.qemu_pids(run_dir)) - before), 20, 0.2)
+    zone.terminate(inst.id)                                     # idempotent
+    tn.wait_for("slots back to 0", lambda: zone.hosts()[0].slots_total == 0, 20, 0.25)
+
+
+def test_failed_launch_leaves_nothing(agent):
+    zone, run_dir = agent
+    before_jobs = {j["ID"] for j in zone.api.jobs.get_jobs()}
+    with pytest.raises(ZoneError, match=r"fluidvim-bad-\w+ failed on .*/nonexistent/vnf.elf does not exist"):
+        zone.launch(LaunchRequest(service="bad", click_config="", kernel="/nonexistent/vnf.elf",
+                                  bridges=("",)))
+    assert {j["ID"] for j in zone.api.jobs.get_jobs()} == before_jobs
+    # unplaceable: pinned to a host that does not exist -> Nomad's reason, purged
+    with pytest.raises(ZoneError, match=r"cannot place fluidvim-pinned-\w+: .*Constraint.*no-such-node"):
+        zone.launch(LaunchRequest(service="pinned", click_config="", host="no-such-node",
+                                  bridges=("",)))
+    assert {j["ID"] for j in zone.api.jobs.get_jobs()} == before_jobs
+    with pytest.raises(ZoneError, match="service"):
+        zone.launch(LaunchRequest(service="bad name!", click_config=""))
+    with pytest.raises(ZoneError, match="instance_id"):
+        zone.terminate("someone-elses-job")
+    assert not tn.qemu_pids(run_dir)
+
+
+def test_bad_address_is_a_clear_error():
+    with pytest.raises(ZoneError, match="address must look like"):
+        NomadZone("z", address="localhost:4646")
+    z = NomadZone("z", address="http://127.0.0.1:1", timeout=1)
+    with pytest.raises(ZoneError, match="listing nodes at http://127.0.0.1:1 failed"):
+        z.hosts()

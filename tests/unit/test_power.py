@@ -1,0 +1,634 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""fluidvim.orchestrator.power: sources, fallback chain, attribution, placement helpers.
+
+RAPL and a BMC cannot exist on this machine: RAPL is a fake powercap sysfs tree whose counters
+advance (and wrap) between samples, the BMC is a small Redfish HTTP service on localhost that
+sushy talks to for real (basic auth, service root, Systems, Chassis, Power / EnvironmentMetrics).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import http.server
+import json
+import math
+import threading
+
+import pytest
+from oslo_config import cfg
+
+from fluidvim.evaluator.model import EnvironmentType
+from fluidvim.orchestrator import power
+from fluidvim.orchestrator.zones.base import HostInfo
+
+# ---------------------------------------------------------------------------------------------
+# fakes
+# ---------------------------------------------------------------------------------------------
+
+class FakeHost:
+    """A powercap tree + proc tree whose counters advance when the code under test sleeps."""
+
+    def __init__(self, tmp_path, packages=2, max_range=2 ** 32):
+        self.sys = tmp_path / "powercap"
+        self.proc = tmp_path / "proc"
+        self.proc.mkdir()
+        self.t = 100.0
+        self.energy = {}
+        self.max_range = max_range
+        for n in range(packages):
+            d = self.sys / f"intel-rapl:{n}"
+            d.mkdir(parents=True)
+            (d / "name").write_text(f"package-{n}\n")
+            (d / "max_energy_range_uj").write_text(f"{max_range}\n")
+            self.energy[d] = 1000
+            sub = self.sys / f"intel-rapl:{n}:0"           # subzone: part of the package
+            sub.mkdir()
+            (sub / "name").write_text("core\n")
+            (sub / "energy_uj").write_text("999999\n")
+        # user nice system idle iowait irq softirq steal
+        self.cpu = [1000, 0, 500, 8000, 100, 0, 0, 0]
+        self.pids = {}
+        self.write()
+        self.watts_per_package = 50.0
+        self.busy_frac = 0.25
+
+    def write(self):
+        for d, e in self.energy.items():
+            (d / "energy_uj").write_text(f"{e}\n")
+        (self.proc / "stat").write_text(
+            "cpu  " + " ".join(map(str, self.cpu)) + "\ncpu0 1 2 3 4 5 6 7 8\nintr 1 2 3\n")
+        for pid, (ut, st) in self.pids.items():
+            (self.proc / str(pid)).mkdir(exist_ok=True)
+            # comm with a space and a ')' to check the parser splits after the last ')'
+            fields = ["S", "1", "1", "1", "0", "-1", "4194560", "0", "0", "0", "0", str(ut), str(st),
+                      "0", "0", "20", "0", "1", "0", "123", "1000", "10"]
+            (self.proc / str(pid) / "stat").write_text(f"{pid} (qemu sys) x) " + " ".join(fields) + "\n")
+
+    def advance(self, dt, vnf_ticks=None):
+        self.t += dt
+        for d in self.energy:
+            self.energy[d] = (self.energy[d] + int(self.watts_per_package * dt * 1e6)) % self.max_range
+        ticks = int(100 * dt * 2)                          # 2 CPUs at 100 Hz
+        busy = int(ticks * self.busy_frac)
+        self.cpu[0] += busy * 2 // 3
+        self.cpu[2] += busy - busy * 2 // 3
+        self.cpu[3] += ticks - busy
+        for pid, share in (vnf_ticks or {}).items():
+            ut, st = self.pids[pid]
+            self.pids[pid] = (ut + int(busy * share), st)
+        self.write()
+
+    def clock(self):
+        return self.t
+
+
+class FakeBMC:
+    """A minimal Redfish service (DMTF schema shapes): basic auth and, unless ``sessions=False``,
+    the SessionService (POST Sessions -> X-Auth-Token + Location, DELETE ends it); a changing
+    power reading. ``auth_seen`` records how each authenticated GET was authorised."""
+
+    def __init__(self, env_metrics=False, user="admin", password="secret", sessions=True):
+        self.watts = 231.0
+        self.env_metrics = env_metrics
+        self.user, self.password, self.sessions = user, password, sessions
+        self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.tokens: dict = {}                                  # token -> session id
+        self.requests, self.auth_seen = [], []
+        self.cleanup: list = []
+        bmc = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, code, doc=None, headers=()):
+                body = json.dumps(doc).encode() if doc is not None else b""
+                self.send_response(code)
+                for k, v in headers:
+                    self.send_header(k, v)
+                if doc is not None:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("OData-Version", "4.0")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def authorised(self):
+                if self.headers.get("X-Auth-Token") in bmc.tokens:
+                    bmc.auth_seen.append("session")
+                    return True
+                if self.headers.get("Authorization") == bmc.auth:
+                    bmc.auth_seen.append("basic")
+                    return True
+                self.reply(401, {"error": {"code": "Base.1.8.InsufficientPrivilege",
+                                           "message": "authentication required"}},
+                           [("WWW-Authenticate", 'Basic realm="bmc"')])
+                return False
+
+            def do_POST(self):
+                path = self.path.rstrip("/")
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n) or b"{}")
+                if not bmc.sessions or path != "/redfish/v1/SessionService/Sessions":
+                    return self.reply(405, {"error": {"code": "Base.1.8.ActionNotSupported",
+                                                      "message": f"POST {path} not allowed"}})
+                if (body.get("UserName"), body.get("Password")) != (bmc.user, bmc.password):
+                    return self.reply(401, {"error": {"code": "Base.1.8.NoValidSession",
+                                                      "message": "bad credentials"}})
+                sid = str(len(bmc.tokens) + 1)
+                token = f"tok-{sid}-{threading.get_ident()}"
+                bmc.tokens[token] = sid
+                loc = f"/redfish/v1/SessionService/Sessions/{sid}"
+                self.reply(201, {"@odata.id": loc, "@odata.type": "#Session.v1_3_0.Session", "Id": sid,
+                                 "Name": "User Session", "UserName": bmc.user},
+                           [("X-Auth-Token", token), ("Location", loc)])
+
+            def do_DELETE(self):
+                sid = self.path.rstrip("/").rsplit("/", 1)[-1]
+                for t, s in list(bmc.tokens.items()):
+                    if s == sid:
+                        del bmc.tokens[t]
+                self.reply(204)
+
+            def do_GET(self):
+                bmc.requests.append(self.path)
+                path = self.path.split("?")[0].rstrip("/")
+                if path != "/redfish/v1" and not self.authorised():
+                    return
+                doc = bmc.resource(path)
+                if doc is None:
+                    return self.reply(404, {"error": {"code": "Base.1.8.ResourceNotFound",
+                                                      "message": f"{self.path} not found"}})
+                self.reply(200, doc)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def resource(self, path):
+        r = "/redfish/v1"
+        chassis = {"@odata.id": f"{r}/Chassis/1U", "@odata.type": "#Chassis.v1_14_0.Chassis",
+                   "Id": "1U", "Name": "Computer System Chassis", "ChassisType": "RackMount",
+                   "PowerState": "On",
+                   "Links": {"ComputerSystems": [{"@odata.id": f"{r}/Systems/437XR1138R2"}]}}
+        if self.env_metrics:
+            chassis["EnvironmentMetrics"] = {"@odata.id": f"{r}/Chassis/1U/EnvironmentMetrics"}
+        else:
+            chassis["Power"] = {"@odata.id": f"{r}/Chassis/1U/Power"}
+        docs = {
+            r: {"@odata.id": f"{r}/", "@odata.type": "#ServiceRoot.v1_11_0.ServiceRoot",
+                "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.15.0",
+                "UUID": "92384634-2938-2342-8820-489239905423",
+                "Systems": {"@odata.id": f"{r}/Systems"}, "Chassis": {"@odata.id": f"{r}/Chassis"},
+                "SessionService": {"@odata.id": f"{r}/SessionService"},
+                "Links": {"Sessions": {"@odata.id": f"{r}/SessionService/Sessions"}}},
+            f"{r}/SessionService": {"@odata.id": f"{r}/SessionService",
+                                    "@odata.type": "#SessionService.v1_1_8.SessionService",
+                                    "Id": "SessionService", "Name": "Session Service",
+                                    "ServiceEnabled": self.sessions,
+                                    "Sessions": {"@odata.id": f"{r}/SessionService/Sessions"}},
+            f"{r}/Systems": {"@odata.id": f"{r}/Systems",
+                             "@odata.type": "#ComputerSystemCollection.ComputerSystemCollection",
+                             "Name": "Computer System Collection", "Members@odata.count": 1,
+                             "Members": [{"@odata.id": f"{r}/Systems/437XR1138R2"}]},
+            f"{r}/Systems/437XR1138R2": {
+                "@odata.id": f"{r}/Systems/437XR1138R2",
+                "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+                "Id": "437XR1138R2", "Name": "WebFrontEnd483", "SystemType": "Physical",
+                "PowerState": "On", "Links": {"Chassis": [{"@odata.id": f"{r}/Chassis/1U"}]}},
+            f"{r}/Chassis": {"@odata.id": f"{r}/Chassis",
+                             "@odata.type": "#ChassisCollection.ChassisCollection",
+                             "Name": "Chassis Collection", "Members@odata.count": 1,
+                             "Members": [{"@odata.id": f"{r}/Chassis/1U"}]},
+            f"{r}/Chassis/1U": chassis,
+            f"{r}/Chassis/1U/Power": {
+                "@odata.id": f"{r}/Chassis/1U/Power", "@odata.type": "#Power.v1_7_1.Power",
+                "Id": "Power", "Name": "Power",
+                "PowerControl": [{"@odata.id": f"{r}/Chassis/1U/Power#/PowerControl/0", "MemberId": "0",
+                                  "Name": "System Input Power", "PowerConsumedWatts": self.watts,
+                                  "PowerCapacityWatts": 800}],
+                "PowerSupplies": [{"@odata.id": f"{r}/Chassis/1U/Power#/PowerSupplies/0",
+                                   "MemberId": "0", "Name": "PSU 1", "PowerCapacityWatts": 800,
+                                   "LastPowerOutputWatts": self.watts - 10}]},
+            f"{r}/Chassis/1U/EnvironmentMetrics": {
+                "@odata.id": f"{r}/Chassis/1U/EnvironmentMetrics",
+                "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+                "Id": "EnvironmentMetrics", "Name": "Chassis Environment Metrics",
+                "PowerWatts": {"DataSourceUri": f"{r}/Chassis/1U/Sensors/PowerWatts",
+                               "Reading": self.watts}},
+        }
+        if self.env_metrics:
+            del docs[f"{r}/Chassis/1U/Power"]
+        return docs.get(path)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        for fn in self.cleanup:                                 # clients log out first
+            fn()
+        assert not self.tokens, f"BMC sessions left open: {self.tokens}"
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def make_conf(**overrides):
+    conf = cfg.ConfigOpts()
+    power.register_opts(conf)
+    conf([])
+    for k, v in overrides.items():
+        conf.set_override(k, v, group="power")
+    return conf
+
+
+CSV = power.default_csv_path()
+
+
+# ---------------------------------------------------------------------------------------------
+# curves
+# ---------------------------------------------------------------------------------------------
+
+def test_packaged_csv_has_every_system_with_11_points():
+    lib = power.SpecpowerLibrary()
+    with open(CSV) as f:
+        rows = list(csv.DictReader(f))
+    assert len(lib) == len(rows) == 499
+    for r in rows[:20]:
+        c = lib.curve(r["system_id"])
+        assert c.points == tuple(float(r[f"w_{p}"]) for p in range(0, 101, 10))
+
+
+def test_specpower_known_rows_and_interpolation():
+    lib = power.SpecpowerLibrary()
+    c = lib.curve("spec0120")             # Acer AT350 F1: 88.5, 107, 118, ..., 145 @50, 154 @60, 193
+    assert c.info["model"] == "Acer AT350 F1"
+    assert c.watts(0.0) == 88.5
+    assert c.watts(0.5) == 145.0
+    assert c.watts(1.0) == 193.0
+    assert c.watts(0.55) == pytest.approx(149.5)          # halfway between 145 and 154
+    assert c.watts(0.05) == pytest.approx((88.5 + 107.0) / 2)
+    d = lib.curve("spec0122")             # Inspur NF5180M6: 156 idle, 680 at full load
+    assert d.watts(0.0) == 156.0 and d.watts(1.0) == 680.0
+    assert d.watts(0.75) == pytest.approx((410.0 + 514.0) / 2)
+
+
+def test_specpower_bad_input_names_the_fix():
+    lib = power.SpecpowerLibrary()
+    with pytest.raises(power.PowerError, match="not in .*specpower_curves.csv"):
+        lib.curve("nope")
+    with pytest.raises(power.PowerError, match="need 11 points"):
+        power.SpecpowerCurve([1, 2, 3])
+    with pytest.raises(power.PowerError, match="u must be in 0..1"):
+        lib.curve("spec0120").watts(1.5)
+    with pytest.raises(power.PowerError, match="idle_watts and max_watts"):
+        power.LinearModel(None, 200)
+
+
+def test_csv_without_curve_columns_is_refused(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("system_id,w_0\na,1\n")
+    with pytest.raises(power.PowerError, match="missing columns"):
+        power.SpecpowerLibrary(str(p))
+
+
+def test_linear():
+    m = power.LinearModel(100, 300)
+    assert m.watts(0) == 100 and m.watts(0.25) == 150 and m.watts(1) == 300
+
+
+# ---------------------------------------------------------------------------------------------
+# RAPL
+# ---------------------------------------------------------------------------------------------
+
+def test_rapl_sums_packages_not_subzones(tmp_path):
+    fake = FakeHost(tmp_path, packages=2)
+    src = power.RaplSource(str(fake.sys), interval_s=2.0, proc_root=str(fake.proc),
+                           sleep=fake.advance, clock=fake.clock)
+    assert [p.rsplit("/", 1)[1] for p in src.zones] == ["intel-rapl:0", "intel-rapl:1"]
+    u, w = src.sample()
+    assert w == pytest.approx(100.0)                       # 2 packages x 50 W
+    assert u == pytest.approx(0.25)
+    assert src.measured_watts() == pytest.approx(100.0)
+
+
+def test_rapl_wraparound(tmp_path):
+    fake = FakeHost(tmp_path, packages=1, max_range=262143328850)
+    d = next(iter(fake.energy))
+    fake.energy[d] = 262143328850 - 20_000_000            # 20 J before the counter wraps
+    fake.write()
+    src = power.RaplSource(str(fake.sys), interval_s=1.0, proc_root=str(fake.proc),
+                           sleep=fake.advance, clock=fake.clock)
+    u, w = src.sample()                                     # 50 J in 1 s crosses the wrap
+    assert fake.energy[d] < 262143328850 - 20_000_000       # it did wrap
+    assert w == pytest.approx(50.0)
+
+
+def test_rapl_models_from_samples(tmp_path):
+    fake = FakeHost(tmp_path, packages=1)
+    prior = power.LinearModel(10, 110)
+    src = power.RaplSource(str(fake.sys), interval_s=1.0, proc_root=str(fake.proc), prior=prior,
+                           sleep=fake.advance, clock=fake.clock)
+    assert src.watts(0.5) == 60.0                            # no sample yet: the prior
+    fake.busy_frac, fake.watts_per_package = 0.25, 40.0
+    src.sample()                                             # one sample: prior scaled through it
+    assert src.watts(0.25) == pytest.approx(40.0)
+    assert src.watts(0.5) == pytest.approx(60.0 * 40.0 / 35.0)
+    fake.busy_frac, fake.watts_per_package = 0.75, 80.0
+    src.sample()                                             # two utilisations: a fitted line
+    assert src.watts(0.25) == pytest.approx(40.0, rel=0.02)
+    assert src.watts(0.75) == pytest.approx(80.0, rel=0.02)
+    assert src.watts(1.0) == pytest.approx(100.0, rel=0.03)
+
+
+def test_rapl_absent_or_unreadable(tmp_path):
+    with pytest.raises(power.PowerError, match="no RAPL zones"):
+        power.RaplSource(str(tmp_path / "nothing"))
+    # the real sysfs of this machine (no powercap here, see ARCHITECTURE.md): clear error, no crash
+    try:
+        power.RaplSource("/sys/class/powercap", interval_s=0.01)
+    except power.PowerError as e:
+        assert "RAPL" in str(e) or "powercap" in str(e)
+
+
+# ---------------------------------------------------------------------------------------------
+# Redfish through sushy against a fake BMC
+# ---------------------------------------------------------------------------------------------
+
+def test_redfish_power_control():
+    with FakeBMC() as bmc:
+        src = power.RedfishSource(bmc.url + "/redfish/v1", "admin", "secret",
+                                  prior=power.LinearModel(100, 300))
+        bmc.cleanup.append(src.close)
+        assert src.measured_watts() == 231.0
+        bmc.watts = 250.5
+        assert src.measure_at(0.5) == 250.5                  # a fresh reading, not a cache
+        assert src.watts(0.5) == pytest.approx(250.5)
+        assert "/redfish/v1/Chassis/1U/Power" in bmc.requests
+        assert "/redfish/v1/Systems/437XR1138R2" in bmc.requests
+
+
+def test_redfish_session_auth_and_fallback():
+    with FakeBMC() as bmc:
+        src = power.RedfishSource(bmc.url, "admin", "secret", auth="session")
+        assert src.measured_watts() == 231.0
+        assert bmc.tokens and set(bmc.auth_seen) == {"session"}
+        src.close()
+        assert not bmc.tokens                                     # the session was ended
+    with FakeBMC(sessions=False) as bmc:                         # a BMC without sessions
+        src = power.RedfishSource(bmc.url, "admin", "secret", auth="auto")
+        bmc.cleanup.append(src.close)
+        assert src.measured_watts() == 231.0
+        assert "basic" in bmc.auth_seen
+        with pytest.raises(power.PowerError, match="redfish .*"):
+            power.RedfishSource(bmc.url, "admin", "secret", auth="session")
+    with pytest.raises(power.PowerError, match="auth must be one of"):
+        power.RedfishSource("http://127.0.0.1:1", "a", "b", auth="kerberos")
+
+
+def test_redfish_environment_metrics_and_system_id():
+    with FakeBMC(env_metrics=True) as bmc:
+        src = power.RedfishSource(bmc.url, "admin", "secret",
+                                  system_id="/redfish/v1/Systems/437XR1138R2")
+        bmc.cleanup.append(src.close)
+        assert src.measured_watts() == 231.0
+        assert "/redfish/v1/Chassis/1U/EnvironmentMetrics" in bmc.requests
+
+
+def test_redfish_errors_are_clear():
+    with FakeBMC() as bmc:
+        with pytest.raises(power.PowerError, match="redfish .*(401|Unauthori|Access)"):
+            power.RedfishSource(bmc.url, "admin", "wrong")
+        with pytest.raises(power.PowerError, match="redfish .*"):
+            power.RedfishSource(bmc.url, "admin", "secret", system_id="/redfish/v1/Systems/nope")
+    with pytest.raises(power.PowerError, match="redfish_url"):
+        power.RedfishSource("")
+
+
+# ---------------------------------------------------------------------------------------------
+# the chain
+# ---------------------------------------------------------------------------------------------
+
+def test_chain_falls_back_in_order_and_says_why(tmp_path):
+    conf = make_conf(rapl_root=str(tmp_path / "none"), specpower_system_id="spec0120",
+                     idle_watts=50, max_watts=150)
+    res = power.build_chain(conf)
+    assert res.source == "specpower"
+    assert "no RAPL zones" in res.reasons["rapl"]
+    assert "redfish_url" in res.reasons["redfish"]
+    assert "linear" not in res.reasons                       # not tried: a better source won
+    assert "rapl: no RAPL zones" in res.report()
+    assert res.model.watts(0.5) == 145.0
+
+    conf.set_override("specpower_system_id", None, group="power")
+    res = power.build_chain(conf)
+    assert res.source == "linear" and "specpower_system_id" in res.reasons["specpower"]
+    assert res.model.watts(0.5) == 100.0
+
+    conf.set_override("idle_watts", None, group="power")
+    with pytest.raises(power.PowerError, match="no power source works: rapl: .*linear: .*idle_watts"):
+        power.build_chain(conf)
+
+
+def test_chain_prefers_measured_sources_with_model_prior(tmp_path):
+    fake = FakeHost(tmp_path, packages=1)
+    conf = make_conf(rapl_root=str(fake.sys), proc_root=str(fake.proc), rapl_interval_s=1.0,
+                     specpower_system_id="spec0120")
+    res = power.build_chain(conf, sleep=fake.advance)
+    assert res.source == "rapl" and res.reasons == {"rapl": ""}
+    assert isinstance(res.model.prior, power.SpecpowerCurve)
+    assert res.model.samples                                 # it measured while being chosen
+
+    with FakeBMC() as bmc:
+        conf.set_override("rapl_root", str(tmp_path / "none"), group="power")
+        conf.set_override("redfish_url", bmc.url, group="power")
+        conf.set_override("redfish_username", "admin", group="power")
+        conf.set_override("redfish_password", "secret", group="power")
+        res = power.build_chain(conf)
+        assert res.source == "redfish" and "no RAPL zones" in res.reasons["rapl"]
+        bmc.cleanup.append(res.model.close)
+        assert res.model.measured_watts() == 231.0
+        # the operator's order wins over "measured is better"
+        conf.set_override("sources", ["specpower", "redfish"], group="power")
+        assert power.build_chain(conf).source == "specpower"
+
+
+def test_chain_host_points_and_model_for_host():
+    conf = make_conf(sources=["specpower", "linear"], idle_watts=1, max_watts=2)
+    pts = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110]
+    assert power.build_chain(conf, points=pts).model.watts(0.35) == 45.0
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    h = HostInfo(name="h1", env=env, power_system_id="spec0122")
+    assert power.model_for_host(h, conf).watts(1.0) == 680.0
+    h2 = HostInfo(name="h2", env=env)
+    assert power.model_for_host(h2, conf).watts(1.0) == 2.0
+
+
+# ---------------------------------------------------------------------------------------------
+# attribution
+# ---------------------------------------------------------------------------------------------
+
+def test_proc_reader_and_attribution(tmp_path):
+    fake = FakeHost(tmp_path, packages=1)
+    fake.pids = {4242: (100, 50), 4343: (7, 3)}
+    fake.write()
+    rd = power.ProcReader(str(fake.proc))
+    assert rd.process_ticks(4242) == 150
+    t = rd.host_ticks()
+    assert t.total == sum(fake.cpu) and t.busy == t.total - fake.cpu[3] - fake.cpu[4]
+    with pytest.raises(power.PowerError, match="process 99 does not exist"):
+        rd.process_ticks(99)
+
+    model = power.LinearModel(100, 300)
+
+    def sleep(dt):
+        fake.advance(dt, vnf_ticks={4242: 0.5, 4343: 0.1})
+
+    out = power.sample_vnf_power(model, [4242, 4343], interval_s=10.0, proc_root=str(fake.proc),
+                                 sleep=sleep)
+    host_w = model.watts(0.25)                               # the fake runs at 25 % busy
+    assert out[4242].host_util == pytest.approx(0.25)
+    assert out[4242].share == pytest.approx(0.5)
+    assert out[4242].watts == pytest.approx(host_w * 0.5)
+    assert out[4343].watts == pytest.approx(host_w * 0.1)
+    dyn = power.sample_vnf_power(model, [4242], interval_s=10.0, proc_root=str(fake.proc),
+                                 idle_w=100.0, sleep=sleep)
+    assert dyn[4242].watts == pytest.approx((host_w - 100.0) * 0.5)
+
+
+def test_attribution_with_rapl_measures_the_same_interval(tmp_path):
+    fake = FakeHost(tmp_path, packages=2)                       # 2 x 50 W, 25 % busy
+    fake.pids = {4242: (0, 0)}
+    fake.write()
+    rapl = power.RaplSource(str(fake.sys), proc_root=str(fake.proc), prior=power.LinearModel(0, 1),
+                            sleep=fake.advance, clock=fake.clock)
+    out = power.sample_vnf_power(rapl, [4242], interval_s=4.0, proc_root=str(fake.proc),
+                                 sleep=lambda dt: fake.advance(dt, vnf_ticks={4242: 0.5}))
+    assert out[4242].host_watts == pytest.approx(100.0)         # measured, not the prior's 0.25 W
+    assert out[4242].watts == pytest.approx(50.0)
+    assert rapl.samples[-1] == (pytest.approx(0.25), pytest.approx(100.0))
+
+
+def test_attribute_watts():
+    assert power.attribute_watts(200, 30, 120) == 50.0
+    assert power.attribute_watts(200, 0, 120) == 0.0
+    assert power.attribute_watts(200, 10, 0) == 0.0
+    assert power.attribute_watts(200, 30, 120, idle_w=100) == 25.0
+    with pytest.raises(power.PowerError, match="non-negative"):
+        power.attribute_watts(-1, 1, 1)
+
+
+def test_attribution_of_a_real_process():
+    """This test process's own CPU time against the real /proc (no power source needed)."""
+    import os
+    rd = power.ProcReader()
+    assert rd.process_ticks(os.getpid()) >= 0
+    assert rd.host_ticks().total > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# placement helpers
+# ---------------------------------------------------------------------------------------------
+
+def fleet():
+    lib = power.SpecpowerLibrary()
+    return [
+        power.FleetHost("old", lib.curve("spec0123"), capacity=8),      # 187 W idle, flat curve
+        power.FleetHost("acer", lib.curve("spec0120"), capacity=16),
+        power.FleetHost("inspur", lib.curve("spec0122"), capacity=128),
+    ]
+
+
+def test_marginal_watts():
+    c = power.SpecpowerLibrary().curve("spec0120")
+    assert power.marginal_watts(c, 0.5, 0.1) == pytest.approx(154.0 - 145.0)
+    assert power.marginal_watts(c, 0.95, 0.1) == math.inf
+    with pytest.raises(power.PowerError, match="u_added"):
+        power.marginal_watts(c, 0.5, -0.1)
+
+
+def test_pabfd_picks_least_power_increase():
+    hosts = fleet()
+    for h, load in zip(hosts, (4, 8, 64)):
+        h.add("base", load)                                   # 50 % each
+    demand = 1.0
+    expect = {h.name: power.marginal_watts(h.model, h.u, demand / h.capacity) for h in hosts}
+    # per unit of CPU the 128-thread Inspur adds least, the 8-thread 2007 Fujitsu most
+    assert min(expect, key=expect.get) == "inspur"
+    assert power.pabfd_choose(hosts, demand).name == "inspur"
+    assert power.pabfd_choose(hosts, demand, exclude={"inspur"}).name == "acer"
+    assert power.first_fit(hosts, demand).name == "old"
+    assert power.worst_fit(hosts, demand).name == "inspur"
+    assert power.pabfd_choose(hosts, 200.0) is None           # fits nowhere
+
+
+def test_pabfd_counts_waking_a_sleeping_host():
+    lib = power.SpecpowerLibrary()
+    a = power.FleetHost("a", lib.curve("spec0120"), capacity=16)
+    b = power.FleetHost("b", lib.curve("spec0120"), capacity=16, asleep=True)
+    a.add("x", 8)
+    assert power.host_marginal(b, 1.0) == pytest.approx(lib.curve("spec0120").watts(1 / 16))
+    assert power.pabfd_choose([a, b], 1.0).name == "a"
+    a.u_max = 0.5                                              # a is full at its threshold
+    assert power.pabfd_choose([a, b], 1.0).name == "b"
+
+
+def test_consolidation_plan():
+    lib = power.SpecpowerLibrary()
+    hosts = [power.FleetHost(f"h{i}", lib.curve("spec0120"), capacity=16, u_max=0.8) for i in range(3)]
+    hosts[0].add("a", 2)
+    hosts[1].add("b", 3)
+    hosts[2].add("c", 6)
+    before = power.fleet_watts(hosts)
+    plan = power.consolidation_plan(hosts, u_low=0.5)
+    assert plan.sleep == ["h0", "h1"]                          # least loaded first, both fit on h2
+    assert {m.vnf for m in plan.migrations} == {"a", "b"}
+    assert plan.watts_before == pytest.approx(before)
+    assert plan.watts_after == pytest.approx(lib.curve("spec0120").watts(11 / 16))
+    assert plan.saved_watts > 0
+    assert power.fleet_watts(hosts) == pytest.approx(before)  # not applied
+    power.consolidation_plan(hosts, u_low=0.5, apply=True)
+    assert [h.asleep for h in hosts] == [True, True, False] and hosts[2].used == 11
+
+
+def test_list_opts_and_entry_point():
+    from importlib.metadata import entry_points
+    names = {o.name for _, opts in power.list_opts() for o in opts}
+    assert {"sources", "rapl_root", "redfish_url", "specpower_system_id", "idle_watts"} <= names
+    eps = {e.name: e.value for e in entry_points(group="oslo.config.opts")}
+    assert eps.get("fluidvim.power") == "fluidvim.orchestrator.power:list_opts"
+
+
+def test_cli_reports_the_chain_and_attributes(tmp_path, capsys):
+    import os
+    conf = tmp_path / "f.conf"
+    conf.write_text(f"[power]\nrapl_root = {tmp_path / 'none'}\nsources = rapl,redfish,linear\n"
+                    "idle_watts = 80\nmax_watts = 200\n")
+    assert power.main(["--config-file", str(conf), "--at", "0", "0.5",
+                       "--attribute", str(os.getpid()), "--interval", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "power source: linear (linear 80-200 W)"
+    assert "rapl: no RAPL zones" in out and "redfish: set [power] redfish_url" in out
+    assert "P(0) = 80.0 W" in out and "P(0.5) = 140.0 W" in out
+    assert f"pid {os.getpid()}: " in out
+    assert power.main(["--find", "AT350"]) == 0
+    assert "spec0120  Acer Incorporated Acer AT350 F1" in capsys.readouterr().out
+    conf.write_text("[power]\nsources = linear\n")
+    assert power.main(["--config-file", str(conf)]) == 1
+    assert "linear: linear power model needs [power] idle_watts" in capsys.readouterr().err
+
+
+def test_host_marginal_power_for_the_orchestrator():
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    mp = power.HostMarginalPower(make_conf(sources=["specpower", "linear"]), vnf_vcpus=2)
+    acer = HostInfo(name="a", env=env, cpu_util=0.5, power_system_id="spec0120")   # 16 threads
+    own = HostInfo(name="b", env=env, cpu_util=0.0,
+                   labels={"cpus": 4, "power_points": [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]})
+    c = power.SpecpowerLibrary().curve("spec0120")
+    assert mp("z", acer) == pytest.approx(c.watts(0.5 + 2 / 16) - c.watts(0.5))
+    assert mp("z", own) == pytest.approx(50.0)                  # 2 of 4 CPUs on a 0..100 W line
+    assert mp("z", HostInfo(name="c", env=env)) is None          # no curve configured: None
+    full = HostInfo(name="d", env=env, cpu_util=0.99, power_system_id="spec0120")
+    assert mp("z", full) == pytest.approx(c.watts(1.0) - c.watts(0.99))
