@@ -66,7 +66,8 @@ setup(
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
-                             "fluidvim.power = fluidvim.orchestrator.power:list_opts"],
+                             "fluidvim.power = fluidvim.orchestrator.power:list_opts",
+                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

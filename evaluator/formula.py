@@ -58,11 +58,14 @@ def _pow(a, b):
     if abs(b) > MAX_EXPONENT:
         raise FormulaError(f"exponent {b:g} is too large (at most {MAX_EXPONENT})")
     try:
-        return a ** b
+        r = a ** b
     except OverflowError:
         raise FormulaError(f"{a:g} ** {b:g} is too large") from None
     except ZeroDivisionError:
         raise FormulaError(f"{a:g} ** {b:g} divides by zero") from None
+    if isinstance(r, complex):
+        raise FormulaError(f"{a:g} ** {b:g} is not a real number")
+    return r
 
 
 def _fixed_arity(fn, lo, hi):

@@ -61,21 +61,32 @@ def break_even_probes(r1: float, e1: float, i_a: float, s1: float = 1.0) -> floa
 
 
 def _max_matching(adj: Mapping[str, set]) -> dict:
-    """Maximum bipartite matching (augmenting paths, Kuhn): left -> right."""
+    """Maximum bipartite matching (Kuhn's augmenting paths, iterative): left -> right."""
     match_right: dict = {}
-
-    def augment(u, seen) -> bool:
-        for v in sorted(adj[u]):
-            if v in seen:
-                continue
-            seen.add(v)
-            if v not in match_right or augment(match_right[v], seen):
-                match_right[v] = u
-                return True
-        return False
-
-    for u in sorted(adj):
-        augment(u, set())
+    order = {u: sorted(vs) for u, vs in adj.items()}
+    for root in sorted(adj):
+        seen: set = set()
+        stack = [(root, iter(order[root]))]     # DFS over alternating paths
+        path: list = []                         # right vertices taken on the way down
+        while stack:
+            u, it = stack[-1]
+            for v in it:
+                if v in seen:
+                    continue
+                seen.add(v)
+                if v not in match_right:
+                    path.append(v)
+                    for (uu, _), vv in zip(stack, path):   # flip the path
+                        match_right[vv] = uu
+                    stack = []
+                    break
+                path.append(v)
+                stack.append((match_right[v], iter(order[match_right[v]])))
+                break
+            else:
+                stack.pop()
+                if path:
+                    path.pop()
     return {u: v for v, u in match_right.items()}
 
 

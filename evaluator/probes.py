@@ -8,14 +8,20 @@
   the zone allows), measures request -> ready (wall time here and the zone's own ``launch_ms``),
   cold and, when the zone serves warm launches, warm; terminates every instance it made.
 * :class:`LoadProbe` - launches a probe VNF with its two NICs on a :class:`~fluidvim.vnf.testnet.
-  TestNet`, sends UDP sessions through it at increasing counts (each its own 5-tuple, a fixed
-  packet rate each) to an echo in the far namespace, and records the curve: sessions, offered
-  packets/s, latency quantiles, loss (:mod:`fluidvim.evaluator.loadgen`). The latency is the round
-  trip a session's packet sees from the near namespace (VNF twice + echo), timestamped by the
-  kernel on arrival: what a session experiences, not only the VNF's own processing time. The
-  VNF's internal processing-latency histogram (its ``stats``) is recorded next to it where the
-  zone exposes ``stats(instance_id)``, but not used for slots: it stops at the VNF's rings, so it
-  hides queueing in front of the guest. Only possible where this machine can put traffic on the
+  TestNet`, sends sessions through it at increasing counts (each its own flow in the VNF's flow
+  table, i.e. one session slot, at a fixed packet rate each) to the far namespace and back, and
+  records the curve: sessions, offered packets/s, latency quantiles, loss
+  (:mod:`fluidvim.evaluator.loadgen`). The latency is the round trip a session's packet sees from
+  the near namespace (through the VNF both ways), timestamped by the kernel on arrival: what a
+  session experiences, not only the VNF's own processing time. By default (``proto="icmp"``) a
+  session is an ICMP echo flow with its own identifier (the VNF keys ICMP flows on it) answered
+  by the far namespace's kernel, so no user-space echo competes with the VNF for this machine's
+  two cores and sits in the measured path; ``proto="udp"`` uses one UDP socket (5-tuple) per
+  session and a user-space UDP echo instead - on this machine that echo costs a good part of a
+  core at 20k packets/s and lowers the measured capacity. The VNF's internal processing-latency
+  histogram (its ``stats``) is recorded next to the round trip where the zone exposes
+  ``stats(instance_id)``, but not used for slots: it stops at the VNF's rings, so it hides
+  queueing in front of the guest. Only possible where this machine can put traffic on the
   zone's hosts: zones with ``kind == "local"``; elsewhere ``ok=False`` with the reason.
 
 Every probe returns a :class:`~fluidvim.evaluator.model.ProbeResult` and never raises for a
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -78,6 +85,10 @@ class Probe(abc.ABC):
     cacheable: bool = True           # results are shared across services (StaticProbe: no)
     per_zone: bool = False           # says something about the zone, not only the type (boot)
     valid_for_s: float = 3600.0
+
+    def applicable(self, zone) -> tuple[bool, str]:
+        """Whether this probe can run in ``zone`` at all (and why not)."""
+        return True, ""
 
     @abc.abstractmethod
     def run(self, env: EnvironmentType, zone, service: ServiceProfile | None = None) -> ProbeResult:
@@ -258,7 +269,7 @@ class BootProbe(Probe):
 # load probe
 # --------------------------------------------------------------------------------------------
 
-DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400)
+DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600)
 _NET_LOCKS: dict[str, threading.Lock] = {}
 
 
@@ -274,8 +285,30 @@ def can_inject(zone) -> tuple[bool, str]:
     return True, ""
 
 
+def _jump(a: dict, b: dict) -> float:
+    """How much the curve changes from step ``a`` to the next step ``b`` (log latency, loss)."""
+    j = 0.0
+    for q in ("0.5", "0.9", "0.99"):
+        la, lb = a["latency_ms"].get(q), b["latency_ms"].get(q)
+        if la and lb and la > 0 and lb > 0:
+            j = max(j, math.log(lb / la))
+        elif la and not lb:
+            j = max(j, 5.0)          # b lost everything
+    return j + 5.0 * max(0.0, b["loss"] - a["loss"])
+
+
 class LoadProbe(Probe):
-    """Latency and loss at increasing session counts through a probe VNF (local zone only)."""
+    """Latency and loss at increasing session counts through a probe VNF (local zone only).
+
+    The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. A step's
+    latency quantiles and loss are the medians over its ``window_s`` windows (see
+    :mod:`~fluidvim.evaluator.loadgen`); the pooled figures are kept next to them. Then
+    ``refine`` more steps are measured, each at the midpoint of the interval where the curve
+    changes most (log latency at p50/p90/p99, loss) among the intervals that start below
+    saturation (loss <= ``knee_loss``): that is the knee, where services' deadlines are crossed,
+    so the curve is dense where slot estimates interpolate.
+    """
 
     kind = "load"
 
@@ -283,7 +316,9 @@ class LoadProbe(Probe):
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,
                  stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
                  click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
-                 kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None):
+                 kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
+                 refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
+                 window_s: float = 0.4):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -298,13 +333,29 @@ class LoadProbe(Probe):
         self.click_config, self.probe_slots, self.kernel = click_config, probe_slots, kernel
         self.valid_for_s = valid_for_s
         self.python = python or sys.executable
+        if refine < 0:
+            raise ValueError(f"LoadProbe refine must be >= 0, got {refine}")
+        self.refine, self.knee_loss = refine, knee_loss
+        if proto not in ("icmp", "udp"):
+            raise ValueError(f"LoadProbe proto must be 'icmp' or 'udp', got {proto!r}")
+        self.proto = proto
+        if not window_s > 0:
+            raise ValueError(f"LoadProbe window_s must be > 0, got {window_s!r}")
+        self.windows = max(1, round(self.step_s / window_s))
+
+    def applicable(self, zone) -> tuple[bool, str]:
+        return can_inject(zone)
 
     def run(self, env, zone, service=None, progress=None) -> ProbeResult:
         t0 = time.perf_counter()
         ok, why = can_inject(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
                 "payload_bytes": self.payload, "max_sessions": self.probe_slots,
-                "latency": "round trip near namespace -> VNF -> echo -> VNF, kernel rx timestamp",
+                "windows_per_step": self.windows,
+                "proto": self.proto,
+                "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
+                           "timestamp (" + ("far kernel's ICMP echo" if self.proto == "icmp"
+                                            else "user-space UDP echo") + ")",
                 "steps": []}
         if not ok:
             return self._result(env, zone, False, base, why, t0)
@@ -326,28 +377,33 @@ class LoadProbe(Probe):
                                 kernel=self.kernel, bridges=tuple(net.bridges), host=host)
             inst = zone.launch(req)
             metrics["instance"] = inst.id
-            echo = net.popen("b", self.python, "-m", "fluidvim.evaluator.loadgen", "echo",
-                             "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-            if echo.stdout.readline().strip() != "ready":
-                raise RuntimeError("the UDP echo in the far namespace did not start")
+            if self.proto == "udp":
+                echo = net.popen("b", self.python, "-m", "fluidvim.evaluator.loadgen", "echo",
+                                 "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
+                if echo.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the UDP echo in the far namespace did not start")
             if net.ping(3, 1) == 0:
                 raise RuntimeError("no ping through the probe VNF between the test namespaces")
             stats_fn = getattr(zone, "stats", None)
             for n in self.sessions:
-                before = self._vnf_latency(stats_fn, inst.id)
-                step = self._step(net, n)
-                after = self._vnf_latency(stats_fn, inst.id)
-                if before is not None and after is not None:
-                    step["vnf_latency_ns"] = _hist_delta(before, after)
+                step = self._measure(net, stats_fn, inst.id, n, env, progress)
                 metrics["steps"].append(step)
-                if progress:
-                    progress(step)
-                LOG.info("load probe %s: %d sessions, %.0f pps: p99 %.2f ms, loss %.1f%%",
-                         env.uid, n, step["offered_pps"],
-                         step["latency_ms"].get("0.99", float("nan")), step["loss"] * 100)
                 if step["loss"] > self.stop_loss:
                     metrics["stopped"] = f"loss {step['loss']:.0%} > {self.stop_loss:.0%} at {n} sessions"
                     break
+            for _ in range(self.refine):
+                steps = sorted(metrics["steps"], key=lambda s: s["sessions"])
+                # only below saturation: an interval whose lower end already loses packets is
+                # beyond every service's capacity
+                gaps = [(_jump(a, b), a["sessions"], b["sessions"]) for a, b in zip(steps, steps[1:])
+                        if b["sessions"] - a["sessions"] >= 2 and a["loss"] <= self.knee_loss]
+                if not gaps:
+                    break
+                _, lo, hi = max(gaps)
+                step = self._measure(net, stats_fn, inst.id, (lo + hi) // 2, env, progress)
+                step["refined"] = True
+                metrics["steps"].append(step)
+            metrics["steps"].sort(key=lambda s: s["sessions"])
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"
         finally:
@@ -366,11 +422,25 @@ class LoadProbe(Probe):
         ok = error is None and bool(metrics["steps"])
         return self._result(env, zone, ok, metrics, error, t0)
 
+    def _measure(self, net, stats_fn, instance_id, n, env, progress) -> dict:
+        before = self._vnf_latency(stats_fn, instance_id)
+        step = self._step(net, n)
+        after = self._vnf_latency(stats_fn, instance_id)
+        if before is not None and after is not None:
+            step["vnf_latency_ns"] = _hist_delta(before, after)
+        if progress:
+            progress(step)
+        LOG.info("load probe %s: %d sessions, %.0f pps: p99 %.2f ms, loss %.1f%%",
+                 env.uid, n, step["offered_pps"], step["latency_ms"].get("0.99", float("nan")),
+                 step["loss"] * 100)
+        return step
+
     def _step(self, net, sessions: int) -> dict:
         args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
                 "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
                 "--duration", str(self.step_s), "--warmup", str(self.warmup_s),
-                "--drain", str(self.drain_s), "--size", str(self.payload)]
+                "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto,
+                "--windows", str(self.windows)]
         r = net.run("a", *args, timeout=self.step_s + self.warmup_s + self.drain_s + 60)
         if r.returncode != 0 or not r.stdout.strip():
             raise RuntimeError(f"load generator failed ({r.returncode}): {r.stderr.strip()[-500:]}")

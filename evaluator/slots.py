@@ -13,6 +13,12 @@ How the crossing is found (:func:`estimate_capacity`):
 1. the latency at quantile ``q`` of a step is interpolated linearly between the quantiles the
    probe recorded (0.5, 0.75, 0.9, 0.95, 0.99, 0.999); beyond 0.999 the 0.999 value is used
    (reported as extrapolated);
+   The load of a step is its offered packet rate, or the rate the generator achieved if that was
+   lower (a generator that cannot keep up must not inflate the capacity).
+   Each step's latency (at ``q``) and loss are then replaced by the median of the step and its
+   two neighbours in load order (``smooth=3``; ``smooth=1`` turns it off): a single step hit by
+   a burst of someone else's CPU use - common on a shared machine - neither ends the working
+   range early nor extends it past a real failure; two adjacent bad steps remain bad.
 2. a step *meets* the service when that latency <= deadline and its loss <= ``max_loss``;
 3. the capacity lies between the **highest load that meets** and the next (failing) step above
    it - a failing step *below* it (e.g. a low-load tail caused by an idle VNF's wake-up latency)
@@ -66,6 +72,13 @@ def latency_at(step: dict, quantile: float) -> tuple[float, bool]:
     return lat[qs[-1]], True        # pragma: no cover - unreachable
 
 
+def _load(step: dict) -> float:
+    """A step's load: the packet rate the generator achieved (if it fell short), else offered."""
+    offered = float(step["offered_pps"])
+    achieved = step.get("achieved_pps")
+    return min(offered, float(achieved)) if achieved else offered
+
+
 def _crossing(x0, y0, x1, y1, target, log=False) -> float:
     if log and y0 > 0 and y1 > 0 and target > 0:
         y0, y1, target = math.log(y0), math.log(y1), math.log(target)
@@ -75,9 +88,24 @@ def _crossing(x0, y0, x1, y1, target, log=False) -> float:
     return x0 + max(0.0, min(1.0, f)) * (x1 - x0)
 
 
+def _smooth(values: list[float], window: int) -> list[float]:
+    """Running median over ``window`` neighbours (odd; the ends keep fewer)."""
+    if window <= 1 or len(values) < 3:
+        return list(values)
+    h = window // 2
+    out = []
+    for i in range(len(values)):
+        if i == 0 or i == len(values) - 1:
+            out.append(values[i])
+            continue
+        w = sorted(values[max(0, i - h):i + h + 1])
+        out.append(w[len(w) // 2])
+    return out
+
+
 def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
                       session_pps: float | None = None, max_loss: float = 0.01,
-                      interp: str = "log") -> CapacityEstimate:
+                      interp: str = "log", smooth: int = 3) -> CapacityEstimate:
     if result.kind != "load":
         raise SlotsError(f"slots come from a load probe, got a {result.kind!r} probe result")
     if not result.ok:
@@ -88,20 +116,25 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         raise SlotsError(f"quantile must be in (0, 1), e.g. 0.99, got {quantile!r}")
     if interp not in ("log", "linear"):
         raise SlotsError(f"interp must be 'log' or 'linear', got {interp!r}")
-    steps = sorted(result.metrics.get("steps") or [], key=lambda s: s["offered_pps"])
+    steps = sorted(result.metrics.get("steps") or [], key=_load)
     if not steps:
         raise SlotsError(f"the load probe of {result.env_uid} has no load steps")
     spp = float(session_pps or result.metrics.get("session_pps") or 0)
     if not spp > 0:
         raise SlotsError("session_pps must be > 0 (packets/s one session sends)")
     cap_sessions = result.metrics.get("max_sessions")
+    if smooth < 1 or smooth % 2 == 0:
+        raise SlotsError(f"smooth must be an odd window >= 1, got {smooth!r}")
     extrap = False
-    evals = []
+    lats, losses = [], []
     for s in steps:
         lat, ex = latency_at(s, quantile)
         extrap |= ex
-        loss = float(s.get("loss", 0.0))
-        evals.append((float(s["offered_pps"]), lat, loss, lat <= deadline_ms and loss <= max_loss))
+        lats.append(lat)
+        losses.append(float(s.get("loss", 0.0)))
+    lats, losses = _smooth(lats, smooth), _smooth(losses, smooth)
+    evals = [(_load(s), lat, loss, lat <= deadline_ms and loss <= max_loss)
+             for s, lat, loss in zip(steps, lats, losses)]
     passing = [i for i, e in enumerate(evals) if e[3]]
     qname = f"p{quantile * 100:g}"
     if not passing:
@@ -125,7 +158,8 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         if l1 > max_loss:
             cands.append(_crossing(x0, l0, x1, l1, max_loss))
         pps, saturated = min(cands), True
-        basis = (f"{qname} crosses {deadline_ms:g} ms between {x0:g} pps ({y0:.2f} ms, loss "
+        sm = f" (running median of {smooth})" if smooth > 1 else ""
+        basis = (f"{qname}{sm} crosses {deadline_ms:g} ms between {x0:g} pps ({y0:.2f} ms, loss "
                  f"{l0:.1%}) and {x1:g} pps ({y1:.2f} ms, loss {l1:.1%}); {interp} interpolation "
                  f"gives {pps:.0f} pps")
     slots = int(math.floor(pps / spp + 1e-9))
@@ -140,10 +174,11 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
 
 def estimate_slots(result: ProbeResult, deadline_ms: float, quantile: float,
                    session_pps: float | None = None, max_loss: float = 0.01,
-                   interp: str = "log") -> int:
+                   interp: str = "log", smooth: int = 3) -> int:
     """The largest number of sessions whose tail latency at ``quantile`` meets ``deadline_ms``.
 
     ``session_pps`` = packets/s of one of the service's sessions (default: the probe's own), so the
     same curve gives every service its slots. See the module docstring for the interpolation.
     """
-    return estimate_capacity(result, deadline_ms, quantile, session_pps, max_loss, interp).slots
+    return estimate_capacity(result, deadline_ms, quantile, session_pps, max_loss, interp,
+                             smooth).slots

@@ -36,7 +36,7 @@ from oslo_log import log as logging
 from .cache import ProbeCache
 from .model import EnvironmentType, ProbeResult, ServiceProfile
 from .overhead import probe_plan
-from .probes import BootProbe, LoadProbe, Probe, StaticProbe, can_inject
+from .probes import BootProbe, LoadProbe, Probe, StaticProbe
 
 LOG = logging.getLogger(__name__)
 
@@ -120,12 +120,6 @@ class Stage1Runner:
             raise ValueError(f"one probe per kind, got {kinds}")
         self.failure_valid_for_s = failure_valid_for_s
 
-    @staticmethod
-    def _applicable(probe: Probe, zone) -> tuple[bool, str]:
-        if isinstance(probe, LoadProbe):
-            return can_inject(zone)
-        return True, ""
-
     def ensure(self, targets: Mapping[str, object], service: ServiceProfile | None = None,
                progress: Callable[[dict], None] | None = None) -> Stage1Result:
         out = Stage1Result()
@@ -187,7 +181,7 @@ class Stage1Runner:
                            else [])
         where, why_not = None, []
         for z in zones:
-            ok, why = self._applicable(probe, targets[z])
+            ok, why = probe.applicable(targets[z])
             if ok:
                 where = z
                 break

@@ -79,20 +79,29 @@ def test_boot_probe_of_a_broken_environment_fails_cleanly(mgr):
     assert r.metrics["launched"] == 0 and mgr.list() == []
 
 
-def test_load_probe_records_a_curve_and_cleans_up(mgr):
+@pytest.mark.parametrize("proto", ["icmp", "udp"])
+def test_load_probe_records_a_curve_and_cleans_up(mgr, proto):
     zone = LauncherZone("local-a", mgr)
     env = zone.env()
-    probe = LoadProbe(sessions=(1, 10, 60), session_pps=100, step_s=1.0, prefix=PREFIX, subnet=95)
+    probe = LoadProbe(sessions=(1, 10, 60), session_pps=100, step_s=1.0, prefix=PREFIX, subnet=95,
+                      refine=1, proto=proto)
     seen = []
     r = probe.run(env, zone, progress=seen.append)
     assert r.ok, r.error
     steps = r.metrics["steps"]
-    assert [s["sessions"] for s in steps] == [1, 10, 60] and len(seen) == 3
+    assert r.metrics["proto"] == proto and len(seen) == 4
+    plain = [s["sessions"] for s in steps if not s.get("refined")]
+    refined = [s["sessions"] for s in steps if s.get("refined")]
+    assert plain == [1, 10, 60] and len(refined) == 1 and 1 < refined[0] < 60
+    assert [s["sessions"] for s in steps] == sorted(s["sessions"] for s in steps)
     for s in steps:
         assert s["offered_pps"] == s["sessions"] * 100
         assert s["received"] > 0 and 0.0 <= s["loss"] <= 1.0
-        lat = s["latency_ms"]
-        assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        for key in ("latency_ms", "latency_pooled_ms"):
+            lat = s[key]
+            assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        assert s["windows"] == 2                         # step_s 1.0 / window_s 0.4 -> 2
+        assert s["loss_worst_window"] >= s["loss"] >= 0.0
         # the VNF saw the traffic: its own processing-latency histogram grew in this step
         assert s["vnf_latency_ns"]["count"] >= s["received"]
     est = estimate_capacity(r, deadline_ms=1000.0, quantile=0.5)
@@ -108,7 +117,7 @@ def test_stage1_two_zones_one_type_then_cache_then_rank(mgr, tmp_path):
     za, zb = LauncherZone("local-a", mgr), LauncherZone("local-b", mgr)
     assert za.env().uid == zb.env().uid               # the same type in two zones
     cache = ProbeCache(f"sqlite:///{tmp_path}/probes.sqlite")
-    load = LoadProbe(sessions=(1, 20), step_s=0.5, prefix=PREFIX, subnet=95)
+    load = LoadProbe(sessions=(1, 20), step_s=0.5, prefix=PREFIX, subnet=95, refine=0)
     runner = Stage1Runner(cache, [StaticProbe(), BootProbe(n=1, warm=False), load])
     svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
                          deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})
