@@ -72,6 +72,17 @@ class NovaZone(ZoneAdapter):
         self._lock = threading.Lock()
         self._launches: collections.deque = collections.deque(maxlen=200)   # (service, ms)
 
+    @classmethod
+    def from_cloud(cls, name: str, cloud: str | None = None, **kwargs) -> NovaZone:
+        """A zone on a ``clouds.yaml`` entry (or the ``OS_*`` environment when ``cloud`` is None)."""
+        import openstack
+        try:
+            conn = openstack.connect(cloud=cloud)
+        except osexc.SDKException as e:
+            raise ZoneError(f"zone {name}: cannot use cloud {cloud!r}: {e} (define it in clouds.yaml "
+                            "or set the OS_* variables)") from None
+        return cls(name, conn, **kwargs)
+
     # -- scope and hosts -------------------------------------------------------------------
 
     def _fail(self, what: str, e: Exception) -> ZoneError:

@@ -85,6 +85,7 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         inst = self.zone.launch(LaunchRequest(service="fw", click_config=nft.CONFIG, slots=256))
         self.assertEqual(("running", "host1", 256), (inst.status, inst.host, inst.slots_total))
         self.assertGreater(inst.launch_ms, 0)
+        print(f"\nnova zone (functional fixtures): server create -> ACTIVE {inst.launch_ms:.1f} ms")
         # a real VNF runs with the flavor's configuration and slots
         rec = self.driver.manager.get(inst.id)
         self.assertIn("fn :: Counter", rec.config)
@@ -113,6 +114,10 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         with self.assertRaisesRegex(ZoneError, "flavor 'nope' of service 'x' does not exist"):
             NovaZone("z", self.conn, default_flavor="nope", default_image=nft.IMAGE_ID).launch(
                 LaunchRequest(service="x", click_config=""))
+        with self.assertRaisesRegex(ZoneError, "cannot use cloud 'no-such-cloud': .*clouds.yaml"):
+            NovaZone.from_cloud("z", cloud="no-such-cloud")
+        with self.assertRaisesRegex(ZoneError, "aggregate 'agg9' does not exist"):
+            NovaZone("z", self.conn, aggregate="agg9").hosts()
         with self.assertRaisesRegex(ZoneError, "availability zone 'az9' does not exist"):
             NovaZone("z", self.conn, availability_zone="az9").hosts()
         # more slots than the host has: Nova's scheduler says NoValidHost, the server is deleted

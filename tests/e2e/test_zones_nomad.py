@@ -138,6 +138,7 @@ def test_launch_slots_instances_terminate(agent):
         assert inst.host == zone.hosts()[0].name
         assert inst.slots_total == 256
         assert inst.launch_ms is not None and inst.launch_ms > 0
+        print(f"\nnomad zone: job submit -> task Started {inst.launch_ms:.1f} ms")
         new = set(tn.qemu_pids(run_dir)) - before
         assert len(new) == 1                                        # a real VNF runs
         # its power share from the real /proc (a QEMU process: the attribution's subject)
