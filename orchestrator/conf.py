@@ -117,16 +117,18 @@ def list_opts():
 
 
 def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
-    """A private ConfigOpts with [orchestrator], [power], [vnf] and logging options (tests, CLI,
-    bench)."""
+    """A private ConfigOpts with [orchestrator], [power], [evaluator], [vnf] and logging options
+    (tests, CLI, bench)."""
     from oslo_log import log as logging
 
+    from fluidvim.evaluator import conf as evalconf
     from fluidvim.orchestrator import power
     from fluidvim.vnf import conf as vnfconf
 
     conf = cfg.ConfigOpts()
     register_opts(conf)
     power.register_opts(conf)
+    evalconf.register_opts(conf)
     register_messaging_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)

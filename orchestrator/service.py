@@ -101,19 +101,22 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
 
 
 def default_runners(conf, store):
-    """The evaluator's runners: stage 1 over a probe cache in the orchestrator's database (static,
-    boot and load probes), stage 2 = cost-benefit analysis with the [orchestrator] weights, and a
-    factory for services that bring their own formula."""
-    from fluidvim.evaluator import analyzers, cache, probes, stage1
+    """The evaluator's runners, built by its own factories from [evaluator]: stage 1 over a
+    probe cache in the orchestrator's database (results valid [orchestrator] probe_validity),
+    stage 2 = the [evaluator] analyzer with the [orchestrator] weights, and a factory for services
+    that bring their own formula."""
+    from fluidvim.evaluator import analyzers, conf as evalconf
 
+    if "evaluator" not in conf:
+        evalconf.register_opts(conf)
     o = conf.orchestrator
-    runner1 = stage1.Stage1Runner(cache.ProbeCache(store.engine), [
-        probes.StaticProbe(), probes.BootProbe(valid_for_s=o.probe_validity),
-        probes.LoadProbe(valid_for_s=o.probe_validity)])
+    runner1 = evalconf.make_stage1(conf, store.engine, valid_for_s=o.probe_validity)
     weights = {"slots": o.weight_slots, "price": o.weight_price, "power": o.weight_power,
                "delay": o.weight_delay, "boot": o.weight_boot}
-    runner2 = analyzers.Stage2Runner(analyzers.CostBenefitAnalyzer(weights))
-    return runner1, runner2, lambda f: analyzers.Stage2Runner(analyzers.FormulaAnalyzer(f))
+    runner2 = analyzers.Stage2Runner(evalconf.make_analyzer(conf, weights))
+    max_loss = conf.evaluator.max_loss
+    return runner1, runner2, lambda f: analyzers.Stage2Runner(
+        analyzers.FormulaAnalyzer(f, max_loss))
 
 
 class Orchestrator:
@@ -392,10 +395,12 @@ def main(argv=None) -> int:
     conf = cfg.ConfigOpts()
     orchconf.register_opts(conf)
     orchconf.register_messaging_opts(conf)
+    from fluidvim.evaluator import conf as evalconf
     from fluidvim.vnf import conf as vnfconf
 
     from . import power
     power.register_opts(conf)
+    evalconf.register_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",

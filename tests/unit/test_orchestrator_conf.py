@@ -15,7 +15,7 @@ def test_orchestrator_sample_config_is_current(tmp_path):
     out = tmp_path / "sample"
     gen = os.path.join(os.path.dirname(sys.executable), "oslo-config-generator")
     subprocess.run([gen, "--namespace", "fluidvim.orchestrator", "--namespace", "fluidvim.power",
-                    "--namespace", "fluidvim.vnf",
+                    "--namespace", "fluidvim.evaluator", "--namespace", "fluidvim.vnf",
                     "--namespace", "oslo.messaging", "--namespace", "oslo.log",
                     "--wrap-width", "79", "--output-file", str(out)], check=True)
     with open(os.path.join(ROOT, "etc", "fluidvim-orchestrator.conf.sample")) as f:
