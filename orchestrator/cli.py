@@ -27,11 +27,6 @@ EXAMPLES = """examples:
 
 
 def _api(args):
-    import warnings
-
-    # oslo.messaging pulls in oslo.service, which warns about eventlet at import: not the user's
-    # concern on every command
-    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
     from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 
@@ -53,6 +48,11 @@ def _command(fn):
     """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2."""
     @functools.wraps(fn)
     def run(args):
+        import warnings
+
+        # oslo.messaging pulls in oslo.service, which warns about eventlet at import: not the
+        # user's concern on every command
+        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
         import oslo_messaging as messaging
 
         from fluidvim.orchestrator.exception import OrchestratorError
