@@ -232,6 +232,7 @@ class Orchestrator:
             try:
                 hosts = z.hosts()
                 err = None
+                self.store.sync_hosts(name, hosts)      # the database follows what zones report
             except Exception as e:  # noqa: BLE001
                 hosts, err = [], str(e)
             delays = {s.name: self.queuing.delay(z, s.name).to_dict()

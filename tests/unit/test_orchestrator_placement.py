@@ -183,3 +183,15 @@ def test_queuing_delay_from_history_and_in_flight(tmp_path):
         assert within(0.3, 0.5) and not within(None, 0.5) and within(5.0, None)
     finally:
         orch.close()
+
+
+def test_zone_list_reports_hosts_env_types_and_delays(fleet):
+    orch, zones, types = fleet
+    orch.register_service("fw", FW)
+    listed = orch.list_zones()
+    assert [z["name"] for z in listed] == [z.name for z in zones]
+    assert sum(len(z["hosts"]) for z in listed) == 40
+    assert {h["env_uid"] for z in listed for h in z["hosts"]} == set(types)
+    assert all(z["queuing_delay"]["fw"]["seconds"] > 0 for z in listed)
+    # the database follows: hosts and their (zone-free) environment types
+    assert len(orch.store.hosts()) == 40 and {e.uid for e in orch.store.envs()} == set(types)
