@@ -186,10 +186,10 @@ class SlotRegistry:
     """Latest slot report per (instance, service) with aggregation and alias expansion.
 
     ``aliases`` maps a base service to {alias: ratio}. Reservations (slots the resolver handed
-    out) count as used for ``reservation_ttl`` seconds, whatever the instance reports meanwhile:
-    its flow table shows a session only once the client's packets arrive, so a report alone
-    cannot say whether the handed-out slot is taken yet. The error is conservative (a slot may
-    count twice for up to the TTL; it is never handed out twice).
+    out) count as used for ``reservation_ttl`` seconds whatever the instance reports meanwhile
+    (its flow table shows a session only once the client's packets arrive), and after that until
+    a report newer than the reservation arrives (an instance that never reports keeps it). The
+    error is conservative: a slot may count twice for a while; it is never handed out twice.
     """
 
     def __init__(self, ttl: float = 120.0, reservation_ttl: float = 5.0, clock=time.time):
@@ -241,7 +241,10 @@ class SlotRegistry:
             self._reserved.setdefault((instance, service), []).extend([self.clock()] * count)
 
     def _free_locked(self, key, rep, now) -> int:
-        live = [t for t in self._reserved.get(key, []) if now - t < self.reservation_ttl]
+        # a reservation ends after reservation_ttl, but only once a report newer than it came in
+        # (an instance that never reports - a zone without slot updates - keeps it counted)
+        live = [t for t in self._reserved.get(key, [])
+                if now - t < self.reservation_ttl or rep.at <= t]
         self._reserved[key] = live
         return max(0, rep.slots - len(live))
 

@@ -119,11 +119,13 @@ def test_registry_ttl_order_reservations_and_forget():
     assert reg.aggregate("basic", "instance") == {"a": 2}
     reg.reserve("a", "basic")
     assert reg.aggregate("basic", "instance") == {"a": 1}
-    now[0] = 156.0                                           # reservation expired
+    now[0] = 156.0          # TTL over, but no report since the reservation: still counted
+    assert reg.aggregate("basic", "instance") == {"a": 1}
+    reg.apply(rep("a", "basic", 2, at=155.0))                # a newer report: it ends
     assert reg.aggregate("basic", "instance") == {"a": 2}
     reg.reserve("a", "basic", 2)
     assert reg.aggregate("basic", "instance") == {"a": 0}
-    reg.apply(rep("a", "basic", 2, at=157.0))      # a newer report does not free a handed-out slot
+    reg.apply(rep("a", "basic", 2, at=157.0))      # within the TTL a report does not end it
     assert reg.aggregate("basic", "instance") == {"a": 0}
     now[0] = 162.0
     assert reg.aggregate("basic", "instance") == {"a": 2}
