@@ -107,6 +107,10 @@ class LocalZone(ZoneAdapter):
                 out[rec.id] = {"name": rec.name, "service": service_of(rec.name), **s}
         return out
 
+    def stats(self, instance_id: str) -> dict:
+        """The VNF's own stats (slots, counters, per-packet latency), e.g. for load probes."""
+        return self.mgr.stats(instance_id)
+
     def can_launch_on_demand(self, service: str) -> bool:
         return self.cannot_launch_reason(service) is None
 
