@@ -83,7 +83,7 @@ class Resolver:
             options, why = [], []
             snap = self.queuing.snapshot()
             for zname, zone in sorted(self.zones.items()):
-                qd = self.queuing.delay(zone, service, snap)
+                qd = self.queuing.delay(zone, row.name, snap)   # an alias launches its base
                 if qd.seconds is None:
                     why.append(f"{zname}: {qd.basis}")
                 elif not within(qd.seconds, tolerance):

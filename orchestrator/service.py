@@ -301,15 +301,25 @@ class Orchestrator:
         return self._agent
 
     def stop(self) -> None:
+        import time
+
+        t0, took = time.monotonic(), {}
+
+        def step(name, fn):
+            t = time.monotonic()
+            fn()
+            took[name] = round(time.monotonic() - t, 2)
+
         if self._agent:
-            self._agent.stop()
+            step("slot agent", self._agent.stop)
         if self._rpc:
-            self._rpc.stop()
-            self._rpc.wait()
+            step("rpc server", lambda: (self._rpc.stop(), self._rpc.wait()))
         if self._listener:
-            self._listener.stop()
-        for t in self._transports:
-            t.cleanup()
+            step("notification listener", self._listener.stop)
+        for i, t in enumerate(self._transports):
+            step(f"transport {i}", t.cleanup)
+        if took:
+            LOG.info("orchestrator stopped in %.1f s: %s", time.monotonic() - t0, took)
         self._rpc = self._listener = self._agent = None
         self._transports = []
 
