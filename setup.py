@@ -62,9 +62,12 @@ setup(
                  "python-nomad==2.1.0"],
     },
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:main"],
+        "console_scripts": ["fluidvim = fluidvim.cli:main",
+                            "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
-                             "fluidvim.power = fluidvim.orchestrator.power:list_opts"],
+                             "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
+                             "fluidvim.power = fluidvim.orchestrator.power:list_opts",
+                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

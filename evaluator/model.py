@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -36,9 +37,10 @@ class EnvironmentType:
     kernel_sha256: str = ""       # the VNF image; "" = the service decides
     extra: tuple = ()             # sorted (key, value) pairs for anything else that matters
 
-    @property
+    @functools.cached_property
     def uid(self) -> str:
-        """Globally unique id: sha256 of the canonical JSON of the fields (first 16 hex digits)."""
+        """Globally unique id: sha256 of the canonical JSON of the fields (first 16 hex digits).
+        Computed once per object (the type is frozen); placement asks for it per host."""
         d = dataclasses.asdict(self)
         d["extra"] = [list(kv) for kv in sorted(self.extra)]
         return hashlib.sha256(_canonical(d).encode()).hexdigest()[:16]
@@ -119,3 +121,4 @@ class Score:
     slots_estimate: int | None = None
     qscores: dict = dataclasses.field(default_factory=dict)
     reasons: list = dataclasses.field(default_factory=list)
+    feasible: bool = True                   # False: cannot serve the service (reasons say why)

@@ -24,6 +24,8 @@ EXAMPLES_TOP = """examples:
   fluidvim vnf rm fw
   fluidvim pool fill 2                # keep two booted shells for warm launches
   fluidvim status                     # accelerator, session slots, queuing delay
+  fluidvim place fw --deploy          # orchestrator (fluidvim-orchestrator must run): place, then
+  fluidvim resolve fw                 #   a slot for a new session; see `fluidvim service --help`
 """
 
 
@@ -224,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--launches", type=int, default=10, help="cold and warm launches each")
     demo.add_argument("--out", default="out/demo", help="directory for the PNG and JSON")
     demo.set_defaults(func=cmd_demo)
+
+    from fluidvim.orchestrator.cli import add_commands
+    add_commands(sub, fmt)          # service, place, placement, resolve, zone, slots, instance
     return p
 
 

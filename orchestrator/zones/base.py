@@ -40,6 +40,7 @@ class InstanceInfo:
     slots_total: int = 0
     slots_used: int = 0
     launch_ms: float | None = None         # request -> ready, as measured by the zone
+    kind: str | None = None                # "cold" | "warm" when the zone knows (warm pool)
 
 
 @dataclasses.dataclass
@@ -88,6 +89,11 @@ class ZoneAdapter(abc.ABC):
     def can_launch_on_demand(self, service: str) -> bool:
         """Whether this zone can start ``service`` on demand (else its queuing delay is infinite)."""
         return True
+
+    def next_launch_kind(self, service: str) -> str | None:
+        """"warm" or "cold": what the next on-demand launch would be (None = the zone cannot
+        tell). The queuing delay is estimated from past launches of that kind."""
+        return None
 
     @abc.abstractmethod
     def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:

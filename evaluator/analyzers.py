@@ -1,0 +1,364 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Placement step 2: stage-2 analyzers turn probe results, prices and power into a ranking.
+
+Every analyzer has ``analyze(service, candidates, results) -> list[Score]``, best first, each
+Score with human-readable ``reasons``; candidates that cannot serve the service come last with
+``feasible=False`` and the reason. ``results`` is stage 1's uid -> [ProbeResult].
+
+* :class:`CostBenefitAnalyzer` - slots estimate (from the shared load curve at the service's
+  deadline and quantile), boot time, price per slot, marginal power per slot and queuing delay,
+  combined with policy weights.
+* :class:`QScoreAnalyzer` - QoS levels with a willingness to pay per session-hour; a Q-score per
+  level = what the environment's slots at that level earn minus what it costs; level 0 (Q0) is
+  guaranteed: a candidate that cannot give Q0 is infeasible.
+* :class:`FormulaAnalyzer` - an operator formula (:class:`~fluidvim.evaluator.formula.SafeFormula`)
+  over :data:`FORMULA_VARIABLES`.
+
+:class:`Stage2Runner` re-runs an analyzer only when its input fingerprint changes (environments,
+probe results, prices, power, minimum instances, the service's QoS); otherwise it returns the
+previous ranking and says so. Live numbers - free slots, queuing delay - are not part of the
+fingerprint: the ranking is of environments, and placement step 3 uses the live numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import threading
+
+from .formula import FormulaError, SafeFormula
+from .model import Candidate, ProbeResult, Score, ServiceProfile
+from .slots import SlotsError, estimate_capacity
+
+INFEASIBLE_SCORE = -1e9
+
+#: the variables an operator formula may use (FormulaAnalyzer), all numbers
+FORMULA_VARIABLES = {
+    "slots": "estimated session slots at the service's deadline/quantile (load probe; 0 if none)",
+    "capacity_pps": "packets/s at which the service's tail latency meets its deadline",
+    "has_load_probe": "1 if a load probe result exists, else 0",
+    "boot_ms": "cold request->ready time, p50 (boot probe; inf if none)",
+    "warm_boot_ms": "warm request->ready time, p50 (inf if the zone has no warm launches)",
+    "price_per_hour": "price of one instance per hour in this zone/host",
+    "price_per_slot": "price_per_hour / slots (inf if no slots)",
+    "power_w": "marginal power of one more instance, watts (0 if unknown)",
+    "power_per_slot_w": "power_w / slots (inf if no slots)",
+    "queuing_delay_s": "expected time to a new slot on demand (inf if the zone cannot launch)",
+    "free_slots": "free slots the zone/host reports now",
+    "deadline_ms": "the service's per-packet latency deadline",
+    "quantile": "the service's QoS quantile, e.g. 0.99",
+    "session_pps": "packets/s one session of the service sends",
+    "min_instances": "the service's minimum number of instances",
+}
+
+
+@dataclasses.dataclass
+class CandidateFacts:
+    """What stage 1 and the candidate say about one candidate, for one service."""
+
+    feasible: bool
+    reasons: list
+    variables: dict
+    slots: int | None
+
+
+def _result(results, uid, kind) -> ProbeResult | None:
+    for r in (results or {}).get(uid, []):
+        if r.kind == kind:
+            return r
+    return None
+
+
+def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
+                    max_loss: float = 0.01) -> CandidateFacts:
+    """The numbers every analyzer uses (one place), with reasons."""
+    uid = cand.env.uid
+    reasons, feasible = [], True
+    static = _result(results, uid, "static")
+    if static is not None and not static.ok:
+        feasible = False
+        reasons.append(f"static requirements not met: {static.error}")
+    load = _result(results, uid, "load")
+    slots, pps = None, 0.0
+    if load is not None and load.ok:
+        try:
+            est = estimate_capacity(load, service.deadline_ms, service.qos_quantile,
+                                    service.session_pps, max_loss)
+            slots, pps = est.slots, est.pps
+            reasons.append(f"slots {slots}: {est.basis}")
+        except SlotsError as e:
+            reasons.append(f"no slot estimate: {e}")
+    elif load is not None:
+        reasons.append(f"load probe failed: {load.error}")
+    else:
+        reasons.append("no load probe result for this environment type: slots unknown")
+    boot = _result(results, uid, "boot")
+    boot_ms = warm_ms = math.inf
+    if boot is not None and boot.ok:
+        boot_ms = boot.metrics.get("cold_ms", {}).get("p50") or math.inf
+        if boot.metrics.get("warm"):
+            warm_ms = boot.metrics.get("warm_ms", {}).get("p50") or math.inf
+        reasons.append(f"boot p50 {boot_ms:.0f} ms cold" +
+                       (f", {warm_ms:.1f} ms warm" if warm_ms < math.inf else "") +
+                       f" (probed in {boot.zone})")
+    elif boot is not None:
+        reasons.append(f"boot probe failed: {boot.error}")
+    delay = math.inf if cand.queuing_delay_s is None else float(cand.queuing_delay_s)
+    if service.max_queuing_delay_s is not None and cand.free_slots <= 0 and \
+            delay > service.max_queuing_delay_s:
+        feasible = False
+        reasons.append(f"no free slot and queuing delay {delay:g} s exceeds the service's "
+                       f"tolerance {service.max_queuing_delay_s:g} s")
+    if slots == 0:
+        feasible = False
+        reasons.append(f"no load meets p{service.qos_quantile * 100:g} <= "
+                       f"{service.deadline_ms:g} ms here")
+    n = slots or 0
+    power = float(cand.power_w_marginal or 0.0)
+    variables = {
+        "slots": float(n), "capacity_pps": float(pps), "has_load_probe": 1.0 if slots is not None else 0.0,
+        "boot_ms": float(boot_ms), "warm_boot_ms": float(warm_ms),
+        "price_per_hour": float(cand.price_per_hour),
+        "price_per_slot": cand.price_per_hour / n if n else math.inf,
+        "power_w": power, "power_per_slot_w": power / n if n else math.inf,
+        "queuing_delay_s": delay, "free_slots": float(cand.free_slots),
+        "deadline_ms": float(service.deadline_ms), "quantile": float(service.qos_quantile),
+        "session_pps": float(service.session_pps), "min_instances": float(service.min_instances),
+    }
+    return CandidateFacts(feasible, reasons, variables, slots)
+
+
+def _rank(scores: list[Score]) -> list[Score]:
+    return sorted(scores, key=lambda s: (not s.feasible, -s.score, s.candidate.key))
+
+
+def _norm(values: list[float]) -> list[float]:
+    """Scale to [0, 1] by the largest finite value; inf -> 1 (worst)."""
+    finite = [v for v in values if math.isfinite(v)]
+    top = max(finite) if finite else 0.0
+    return [1.0 if not math.isfinite(v) else (v / top if top > 0 else 0.0) for v in values]
+
+
+class Analyzer:
+    name = "abstract"
+
+    def analyze(self, service: ServiceProfile, candidates: list[Candidate],
+                results: dict) -> list[Score]:
+        raise NotImplementedError
+
+    def identity(self) -> str:
+        """What makes two analyzers give the same ranking (part of Stage2Runner's fingerprint)."""
+        return json.dumps({"name": self.name, **{k: v for k, v in vars(self).items()
+                                                 if not k.startswith("_")}},
+                          sort_keys=True, default=str)
+
+
+DEFAULT_WEIGHTS = {"slots": 1.0, "price": 1.0, "power": 0.5, "delay": 0.5, "boot": 0.25}
+
+
+class CostBenefitAnalyzer(Analyzer):
+    """score = w_slots*slots' - w_price*price_per_slot' - w_power*power_per_slot' - w_delay*delay'
+    - w_boot*boot', each term scaled to [0, 1] by the largest value among the candidates
+    (unknown/infinite = 1, the worst). Weights are the operator's policy."""
+
+    name = "cost-benefit"
+
+    def __init__(self, weights: dict | None = None, max_loss: float = 0.01):
+        w = dict(DEFAULT_WEIGHTS)
+        for k, v in (weights or {}).items():
+            if k not in DEFAULT_WEIGHTS:
+                raise ValueError(f"unknown weight {k!r}; known: {sorted(DEFAULT_WEIGHTS)}")
+            if not isinstance(v, (int, float)) or v < 0:
+                raise ValueError(f"weight {k!r} must be a number >= 0, got {v!r}")
+            w[k] = float(v)
+        self.weights, self.max_loss = w, max_loss
+
+    def analyze(self, service, candidates, results) -> list[Score]:
+        facts = [candidate_facts(service, c, results, self.max_loss) for c in candidates]
+        v = [f.variables for f in facts]
+        slots_n = _norm([x["slots"] for x in v])
+        price_n = _norm([x["price_per_slot"] for x in v])
+        power_n = _norm([x["power_per_slot_w"] if x["power_w"] else 0.0 for x in v])
+        delay_n = _norm([x["queuing_delay_s"] for x in v])
+        boot_n = _norm([min(x["boot_ms"], x["warm_boot_ms"]) for x in v])
+        w = self.weights
+        out = []
+        for i, (c, f) in enumerate(zip(candidates, facts)):
+            terms = {"slots": w["slots"] * slots_n[i], "price": -w["price"] * price_n[i],
+                     "power": -w["power"] * power_n[i], "delay": -w["delay"] * delay_n[i],
+                     "boot": -w["boot"] * boot_n[i]}
+            score = sum(terms.values()) if f.feasible else INFEASIBLE_SCORE
+            x = f.variables
+            reasons = list(f.reasons)
+            reasons.append(
+                f"price/slot {x['price_per_slot']:.4g}/h, power/slot {x['power_per_slot_w']:.3g} W, "
+                f"queuing delay {x['queuing_delay_s']:.3g} s; score {score:.3f} = " +
+                " ".join(f"{k}{t:+.3f}" for k, t in terms.items()))
+            out.append(Score(candidate=c, score=score, slots_estimate=f.slots, reasons=reasons,
+                             feasible=f.feasible))
+        return _rank(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class QoSLevel:
+    name: str
+    deadline_ms: float
+    quantile: float = 0.99
+    wtp_per_session_hour: float = 0.0       # what a session at this level is worth per hour
+
+    def __post_init__(self):
+        if not self.deadline_ms > 0 or not 0 < self.quantile < 1 or self.wtp_per_session_hour < 0:
+            raise ValueError(f"QoS level {self.name!r}: deadline_ms > 0, 0 < quantile < 1 and "
+                             f"wtp_per_session_hour >= 0 are required")
+
+
+class QScoreAnalyzer(Analyzer):
+    """Q-score of level L = slots at L x willingness to pay at L - price/h - power x energy price.
+
+    ``levels[0]`` is Q0, the guaranteed level: a candidate with no slot at Q0 is infeasible.
+    ``score`` = the best Q-score over the levels the candidate can serve; ``qscores`` has them all
+    (None where the candidate has no slot at that level).
+    """
+
+    name = "qscore"
+
+    def __init__(self, levels: list[QoSLevel], energy_price_per_kwh: float = 0.0,
+                 max_loss: float = 0.01):
+        if not levels:
+            raise ValueError("QScoreAnalyzer needs at least one QoS level (Q0, guaranteed)")
+        names = [lv.name for lv in levels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"QoS level names must be unique, got {names}")
+        self.levels, self.energy_price_per_kwh, self.max_loss = list(levels), energy_price_per_kwh, max_loss
+
+    def analyze(self, service, candidates, results) -> list[Score]:
+        out = []
+        for c in candidates:
+            qscores, reasons, feasible, best, slots0 = {}, [], True, None, None
+            power_cost = float(c.power_w_marginal or 0.0) / 1000.0 * self.energy_price_per_kwh
+            for i, lv in enumerate(self.levels):
+                svc = dataclasses.replace(service, deadline_ms=lv.deadline_ms, qos_quantile=lv.quantile)
+                f = candidate_facts(svc, c, results, self.max_loss)
+                if i == 0:
+                    feasible = f.feasible
+                    reasons += [r for r in f.reasons if not r.startswith("slots ")]
+                    slots0 = f.slots
+                if not f.slots:
+                    qscores[lv.name] = None
+                    reasons.append(f"{lv.name}: no slot at p{lv.quantile * 100:g} <= {lv.deadline_ms:g} ms")
+                    continue
+                q = f.slots * lv.wtp_per_session_hour - c.price_per_hour - power_cost
+                qscores[lv.name] = round(q, 6)
+                reasons.append(f"{lv.name}: {f.slots} slots x {lv.wtp_per_session_hour:g}/h - price "
+                               f"{c.price_per_hour:g}/h - power {power_cost:.3g}/h = {q:.4g}")
+                best = q if best is None else max(best, q)
+            if not slots0:
+                feasible = False
+                reasons.append(f"Q0 ({self.levels[0].name}) is guaranteed and cannot be met here")
+            score = best if (feasible and best is not None) else INFEASIBLE_SCORE
+            out.append(Score(candidate=c, score=score, slots_estimate=slots0, qscores=qscores,
+                             reasons=reasons, feasible=feasible))
+        return _rank(out)
+
+
+class FormulaAnalyzer(Analyzer):
+    """score = an operator formula over :data:`FORMULA_VARIABLES` (higher is better)."""
+
+    name = "formula"
+
+    def __init__(self, formula: SafeFormula | str, max_loss: float = 0.01):
+        if isinstance(formula, str):
+            formula = SafeFormula(formula, variables=FORMULA_VARIABLES)
+        unknown = formula.names - set(FORMULA_VARIABLES)
+        if unknown:
+            raise FormulaError(f"formula uses {sorted(unknown)}, which the analyzer does not "
+                               f"provide; available: {', '.join(sorted(FORMULA_VARIABLES))}")
+        self.formula, self.max_loss = formula, max_loss
+
+    def identity(self) -> str:
+        return json.dumps({"name": self.name, "formula": self.formula.expr, "max_loss": self.max_loss})
+
+    def analyze(self, service, candidates, results) -> list[Score]:
+        out = []
+        for c in candidates:
+            f = candidate_facts(service, c, results, self.max_loss)
+            reasons, feasible, score = list(f.reasons), f.feasible, INFEASIBLE_SCORE
+            if feasible:
+                try:
+                    score = self.formula.evaluate(**f.variables)
+                    used = ", ".join(f"{n}={f.variables[n]:.4g}" for n in sorted(self.formula.names))
+                    reasons.append(f"formula {self.formula.expr!r} with {used} = {score:.4g}")
+                    if not math.isfinite(score):
+                        feasible, score = False, INFEASIBLE_SCORE
+                        reasons.append("the formula gave a non-finite score")
+                except FormulaError as e:
+                    feasible = False
+                    reasons.append(f"formula failed: {e}")
+            out.append(Score(candidate=c, score=score, slots_estimate=f.slots, reasons=reasons,
+                             feasible=feasible))
+        return _rank(out)
+
+
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Stage2Result:
+    scores: list
+    fingerprint: str
+    reused: bool
+    reason: str
+
+
+def fingerprint(analyzer: Analyzer, service: ServiceProfile, candidates: list[Candidate],
+                results: dict) -> str:
+    """A hash of what the ranking depends on, minus the live numbers (free slots, delay)."""
+    probes = sorted((uid, r.kind, r.zone, r.ok, round(r.measured_at, 3))
+                    for uid, rs in (results or {}).items() for r in rs
+                    if r.kind != "static")
+    static = sorted((uid, r.ok) for uid, rs in (results or {}).items() for r in rs
+                    if r.kind == "static")
+    d = {
+        "analyzer": analyzer.identity(),
+        "service": [service.name, service.deadline_ms, service.qos_quantile, service.session_pps,
+                    service.min_instances, service.max_queuing_delay_s,
+                    json.dumps(service.requirements, sort_keys=True, default=str)],
+        "candidates": sorted([c.key, c.env.uid, round(c.price_per_hour, 6),
+                              None if c.power_w_marginal is None else round(c.power_w_marginal),
+                              c.queuing_delay_s is None] for c in candidates),
+        "probes": probes, "static": static,
+    }
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Stage2Runner:
+    """Re-runs ``analyzer`` only when its input fingerprint changed (per service name)."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+        self._last: dict[str, tuple[str, list]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, service: ServiceProfile, candidates: list[Candidate],
+            results: dict) -> Stage2Result:
+        fp = fingerprint(self.analyzer, service, candidates, results)
+        with self._lock:
+            prev = self._last.get(service.name)
+        if prev is not None and prev[0] == fp:
+            return Stage2Result(prev[1], fp, True,
+                                f"inputs unchanged (fingerprint {fp}): previous ranking reused")
+        scores = self.analyzer.analyze(service, candidates, results)
+        with self._lock:
+            self._last[service.name] = (fp, scores)
+        why = ("first ranking for this service" if prev is None else
+               f"inputs changed (fingerprint {prev[0]} -> {fp}): re-ranked")
+        return Stage2Result(scores, fp, False, why)
+
+    def forget(self, service_name: str | None = None) -> None:
+        with self._lock:
+            if service_name is None:
+                self._last.clear()
+            else:
+                self._last.pop(service_name, None)

@@ -1,0 +1,125 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""oslo.config options of the evaluator (group ``[evaluator]``) and the objects they build.
+
+The orchestrator registers these (``register_opts``) and builds its stage-1 runner and stage-2
+analyzer with :func:`make_stage1` and :func:`make_analyzer`. How long probe results stay valid
+and the cost-benefit weights are the orchestrator's options (``[orchestrator] probe_validity``,
+``weight_*``) and are passed in, so each concept has one option.
+"""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from .probes import DEFAULT_SESSIONS
+
+
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup("evaluator", title="Evaluator (stage-1 probes, stage-2 analyzers)",
+                        help="How placement measures environment types and ranks them.")
+
+
+evaluator_group = _group()
+
+evaluator_opts = [
+    cfg.FloatOpt("probe_failure_valid_for", default=300.0, min=0.0,
+                 help="Seconds a failed probe result is kept, so a broken environment is not "
+                      "probed again on every placement."),
+    cfg.IntOpt("boot_probe_launches", default=3, min=1, max=50,
+               help="Launches per boot probe (cold; as many warm where the zone has a pool)."),
+    cfg.ListOpt("load_probe_sessions", item_type=cfg.types.Integer(min=1, max=65536),
+                default=[str(s) for s in DEFAULT_SESSIONS],
+                help="Session counts of the load probe's ladder, measured in ascending order "
+                     "until loss exceeds load_probe_stop_loss."),
+    cfg.FloatOpt("load_probe_session_pps", default=100.0, min=0.1,
+                 help="Packets/s each probe session sends (services with another rate are "
+                      "scaled from the same curve)."),
+    cfg.FloatOpt("load_probe_step", default=2.0, min=0.1, max=60.0,
+                 help="Seconds each load step is measured (after a 0.3 s warm-up)."),
+    cfg.IntOpt("load_probe_refine", default=3, min=0, max=20,
+               help="Extra load steps measured at the saturation knee."),
+    cfg.FloatOpt("load_probe_stop_loss", default=0.3, min=0.0, max=1.0,
+                 help="Stop the ladder after a step losing more than this fraction."),
+    cfg.StrOpt("load_probe_proto", default="icmp", choices=["icmp", "udp"],
+               help="icmp: a session is an ICMP echo flow answered by the far namespace's "
+                    "kernel; udp: a UDP 5-tuple per session to a user-space echo."),
+    cfg.StrOpt("load_probe_netns_prefix", default="fvlp",
+               help="Prefix (<= 6 characters) of the load probe's network namespaces, veths "
+                    "and bridges."),
+    cfg.IntOpt("load_probe_subnet", default=96, min=0, max=255,
+               help="The load probe's test network is 10.<subnet>.0.0/24."),
+    cfg.FloatOpt("max_loss", default=0.01, min=0.0, max=1.0,
+                 help="Packet loss a service tolerates when its slots are read off the curve."),
+    cfg.StrOpt("analyzer", default="cost-benefit", choices=["cost-benefit", "qscore", "formula"],
+               help="Stage-2 analyzer."),
+    cfg.ListOpt("qos_levels", default=["basic=0.99:20:0.01"],
+                help="qscore levels NAME=QUANTILE:DEADLINE_MS:PRICE_PER_SESSION_HOUR, the first "
+                     "is Q0 (guaranteed)."),
+    cfg.FloatOpt("energy_price_per_kwh", default=0.0, min=0.0,
+                 help="qscore: price of marginal energy."),
+    cfg.StrOpt("formula", default="slots / max(price_per_hour, 0.01) - queuing_delay_s",
+               help="formula analyzer: an arithmetic expression over the documented variables "
+                    "(slots, price_per_hour, power_w, queuing_delay_s, boot_ms, ...; see "
+                    "fluidvim.evaluator.analyzers.FORMULA_VARIABLES)."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    # a group object per ConfigOpts: an OptGroup keeps its options' overrides
+    conf.register_group(_group())
+    conf.register_opts(evaluator_opts, group="evaluator")
+
+
+def list_opts():
+    return [(evaluator_group, evaluator_opts)]
+
+
+def parse_levels(items) -> list:
+    """``NAME=QUANTILE:DEADLINE_MS[:PRICE]`` strings -> QoSLevel list (clear errors)."""
+    from .analyzers import QoSLevel
+    levels = []
+    for item in items:
+        try:
+            name, rest = item.split("=", 1)
+            parts = rest.split(":")
+            q, d = float(parts[0]), float(parts[1])
+            wtp = float(parts[2]) if len(parts) > 2 else 0.0
+        except (ValueError, IndexError):
+            raise ValueError(f"[evaluator] qos_levels: {item!r} is not "
+                             "NAME=QUANTILE:DEADLINE_MS:PRICE_PER_SESSION_HOUR "
+                             "(e.g. gold=0.99:10:0.05)") from None
+        levels.append(QoSLevel(name.strip(), d, q, wtp))
+    return levels
+
+
+def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
+    from .probes import BootProbe, LoadProbe, StaticProbe
+    c = conf.evaluator
+    return [StaticProbe(),
+            BootProbe(n=c.boot_probe_launches, valid_for_s=valid_for_s),
+            LoadProbe(sessions=[int(s) for s in c.load_probe_sessions],
+                      session_pps=c.load_probe_session_pps, step_s=c.load_probe_step,
+                      refine=c.load_probe_refine, stop_loss=c.load_probe_stop_loss,
+                      proto=c.load_probe_proto, prefix=c.load_probe_netns_prefix,
+                      subnet=c.load_probe_subnet, valid_for_s=valid_for_s)]
+
+
+def make_stage1(conf: cfg.ConfigOpts, engine_or_url, valid_for_s: float = 3600.0):
+    """A Stage1Runner with a ProbeCache on ``engine_or_url`` (e.g. the orchestrator's engine)."""
+    from .cache import ProbeCache
+    from .stage1 import Stage1Runner
+    return Stage1Runner(ProbeCache(engine_or_url), make_probes(conf, valid_for_s),
+                        failure_valid_for_s=conf.evaluator.probe_failure_valid_for)
+
+
+def make_analyzer(conf: cfg.ConfigOpts, weights: dict | None = None):
+    """The [evaluator] analyzer; ``weights`` = the cost-benefit policy weights (slots, price,
+    power, delay, boot) - unset ones keep their defaults."""
+    from .analyzers import CostBenefitAnalyzer, FormulaAnalyzer, QScoreAnalyzer
+    c = conf.evaluator
+    if c.analyzer == "qscore":
+        return QScoreAnalyzer(parse_levels(c.qos_levels), c.energy_price_per_kwh, c.max_loss)
+    if c.analyzer == "formula":
+        return FormulaAnalyzer(c.formula, c.max_loss)
+    return CostBenefitAnalyzer(weights, c.max_loss)

@@ -1,0 +1,284 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Traffic for the load probe: N UDP sessions at a fixed packet rate each, and a UDP echo.
+
+Run inside the test network's namespaces (``python -m fluidvim.evaluator.loadgen client|echo``):
+
+* ``echo`` (far namespace) sends every datagram back to where it came from;
+* ``client`` (near namespace) opens one UDP socket per session (its own source port, so its own
+  5-tuple flow - one session slot in the VNF), sends ``pps`` packets/s on each, evenly paced
+  round-robin, and timestamps every echo on arrival with the kernel's receive timestamp
+  (``SO_TIMESTAMPNS``), so the time this process needs to get around to reading a packet is not
+  counted. A packet's latency is ``kernel receive time - time just before send`` = the round trip
+  through the VNF (both directions) and the echo. Packets sent in the warm-up are not counted;
+  a packet that has not come back ``drain`` seconds after the last send counts as lost.
+
+The client prints one JSON object: sent, received, loss, offered and achieved pps, and latency
+quantiles in ms. With ``--windows N`` the measured time is split into N windows by send time and
+``latency_ms``/``loss`` are the medians over the windows of each window's quantiles/loss (the
+pooled figures are kept as ``latency_pooled_ms``/``loss_pooled``): a short burst of another
+tenant's CPU use on a shared machine then moves one window, while saturation caused by the
+offered load itself shows in every window. Plain functions, stdlib only (it runs under any
+python3 in a namespace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import select
+import socket
+import struct
+import sys
+import time
+
+HDR = struct.Struct("!QIq")          # seq, session, send time (ns, CLOCK_REALTIME)
+QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def quantile(sorted_values, q: float) -> float:
+    """Linear-interpolated quantile of an ascending list (the 'type 7' estimator)."""
+    n = len(sorted_values)
+    if n == 0:
+        return math.nan
+    pos = (n - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def echo(bind_ip: str, port: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind((bind_ip, port))
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(2048)
+        s.sendto(data, addr)
+
+
+def _checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+class UdpSessions:
+    """One connected UDP socket per session: its own source port, so its own 5-tuple."""
+
+    def __init__(self, src_ip, dst_ip, port, sessions):
+        self.socks, self.by_fd = [], {}
+        self.ep = select.epoll()
+        for _ in range(sessions):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 18)
+            s.bind((src_ip, 0))
+            s.connect((dst_ip, port))
+            s.setblocking(False)
+            self.socks.append(s)
+            self.by_fd[s.fileno()] = s
+            self.ep.register(s.fileno(), select.EPOLLIN)
+
+    def send(self, session, payload):
+        self.socks[session].send(payload)
+
+    def receive(self, timeout):
+        """Yields (payload, kernel receive time ns) for what arrives within ``timeout``."""
+        for fd, _ in self.ep.poll(timeout):
+            s = self.by_fd[fd]
+            while True:
+                try:
+                    data, anc, _, _ = s.recvmsg(2048, 64)
+                except BlockingIOError:
+                    break
+                yield data, _rx_time(anc)
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+        self.ep.close()
+
+
+class IcmpSessions:
+    """ICMP echo with one identifier per session (the VNF keys ICMP flows on it); the far
+    namespace's kernel answers, so no user-space echo sits in the measured path."""
+
+    def __init__(self, src_ip, dst_ip, sessions):
+        self.dst = dst_ip
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        self.s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.s.bind((src_ip, 0))
+        self.s.setblocking(False)
+        self.base = (os.getpid() * 7919) & 0xFFFF
+        self.ids = {(self.base + i) & 0xFFFF for i in range(sessions)}
+        self.seq = 0
+        self.ep = select.epoll()
+        self.ep.register(self.s.fileno(), select.EPOLLIN)
+
+    def send(self, session, payload):
+        ident = (self.base + session) & 0xFFFF
+        self.seq = (self.seq + 1) & 0xFFFF
+        hdr = struct.pack("!BBHHH", 8, 0, 0, ident, self.seq)
+        csum = _checksum(hdr + payload)
+        self.s.sendto(struct.pack("!BBHHH", 8, 0, csum, ident, self.seq) + payload, (self.dst, 0))
+
+    def receive(self, timeout):
+        if not self.ep.poll(timeout):
+            return
+        while True:
+            try:
+                data, anc, _, _ = self.s.recvmsg(2048, 64)
+            except BlockingIOError:
+                return
+            ihl = (data[0] & 0x0F) * 4
+            if len(data) < ihl + 8:
+                continue
+            typ, _, _, ident, _ = struct.unpack_from("!BBHHH", data, ihl)
+            if typ == 0 and ident in self.ids:
+                yield data[ihl + 8:], _rx_time(anc)
+
+    def close(self):
+        self.s.close()
+        self.ep.close()
+
+
+def _rx_time(anc) -> int:
+    for level, typ, cdata in anc:
+        if level == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", cdata[:16])
+            return sec * 1_000_000_000 + nsec
+    return time.time_ns()
+
+
+def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
+           warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1) -> dict:
+    need = sessions + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(need, soft), max(need, hard)))
+    if proto == "icmp":
+        tr = IcmpSessions(src_ip, dst_ip, sessions)
+    else:
+        tr = UdpSessions(src_ip, dst_ip, port, sessions)
+    pad = b"\0" * max(0, size - HDR.size)
+    rate = sessions * pps
+    total = max(1, int(rate * (warmup + duration)))
+    first_measured = int(rate * warmup)
+    rtts = []
+    by_window: dict[int, list] = {}
+    per_window = max(1.0, rate * duration / max(1, windows))       # packets sent per window
+    sent = send_errors = 0
+    late_ns = 0
+    t0 = time.perf_counter()
+    seq = 0
+
+    def drain_socks(timeout):
+        for data, rx in tr.receive(timeout):
+            if len(data) < HDR.size:
+                continue
+            k, _, tx = HDR.unpack_from(data)
+            if k >= first_measured:
+                rtts.append((rx - tx) / 1e6)
+                by_window.setdefault(int((k - first_measured) / per_window), []).append(
+                    (rx - tx) / 1e6)
+
+    while seq < total:
+        now = time.perf_counter()
+        due = min(total, int((now - t0) * rate) + 1)
+        if due > seq:
+            late_ns += int(max(0.0, now - t0 - seq / rate) * 1e9)
+        while seq < due:
+            try:
+                tr.send(seq % sessions, HDR.pack(seq, seq % sessions, time.time_ns()) + pad)
+                if seq >= first_measured:
+                    sent += 1
+            except (BlockingIOError, OSError):
+                if seq >= first_measured:
+                    send_errors += 1
+            seq += 1
+        wait = (t0 + seq / rate) - time.perf_counter()
+        drain_socks(max(0.0, min(wait, 0.002)))
+    send_done = time.perf_counter()
+    deadline = send_done + drain
+    while time.perf_counter() < deadline and len(rtts) < sent:
+        drain_socks(min(0.05, max(0.0, deadline - time.perf_counter())))
+    tr.close()
+    rtts.sort()
+    offered = sent + send_errors
+    # per window (by send time): quantiles and loss; the step's figures are the medians over the
+    # windows, so one burst of someone else's CPU use moves one window, not the step
+    nwin = max(1, windows)
+    win_lat, win_loss = [], []
+    for w in range(nwin):
+        lo, hi = int(w * per_window), int((w + 1) * per_window) if w < nwin - 1 else offered
+        n_sent = max(0, hi - lo)
+        got = sorted(by_window.get(w, []))
+        if n_sent:
+            win_loss.append(max(0.0, 1.0 - len(got) / n_sent))
+        if got:
+            win_lat.append({str(q): quantile(got, q) for q in QUANTILES})
+    pooled = {str(q): quantile(rtts, q) for q in QUANTILES} if rtts else {}
+    robust = ({k: _median([w[k] for w in win_lat]) for k in pooled}
+              if nwin > 1 and len(win_lat) == nwin else pooled)
+    loss_pooled = (1.0 - len(rtts) / offered) if offered else 1.0
+    return {
+        "sessions": sessions, "session_pps": pps, "offered_pps": rate, "proto": proto,
+        "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
+        "sent": offered, "received": len(rtts), "send_errors": send_errors,
+        "windows": nwin,
+        "loss": _median(win_loss) if nwin > 1 and win_loss else loss_pooled,
+        "loss_pooled": loss_pooled, "loss_worst_window": max(win_loss) if win_loss else None,
+        "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
+        "latency_ms": robust, "latency_pooled_ms": pooled,
+        "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
+    }
+
+
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else None
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fluidvim.evaluator.loadgen",
+                                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="role", required=True)
+    e = sub.add_parser("echo")
+    e.add_argument("--bind", required=True)
+    e.add_argument("--port", type=int, default=7)
+    c = sub.add_parser("client")
+    c.add_argument("--src", required=True)
+    c.add_argument("--dst", required=True)
+    c.add_argument("--port", type=int, default=7)
+    c.add_argument("--sessions", type=int, required=True)
+    c.add_argument("--pps", type=float, required=True, help="packets/s per session")
+    c.add_argument("--duration", type=float, default=2.0)
+    c.add_argument("--warmup", type=float, default=0.3)
+    c.add_argument("--drain", type=float, default=0.5)
+    c.add_argument("--size", type=int, default=64, help="payload bytes")
+    c.add_argument("--windows", type=int, default=1,
+                   help="split the measured time into N windows; report medians over them")
+    c.add_argument("--proto", choices=("udp", "icmp"), default="udp",
+                   help="udp: one socket per session to the echo; icmp: one echo identifier "
+                        "per session, answered by the far kernel")
+    a = p.parse_args(argv)
+    if a.role == "echo":
+        echo(a.bind, a.port)
+        return 0
+    print(json.dumps(client(a.src, a.dst, a.port, a.sessions, a.pps, a.duration, a.warmup,
+                            a.drain, a.size, a.proto, a.windows)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

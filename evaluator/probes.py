@@ -1,0 +1,473 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Stage-1 probes: what one environment type can do, measured once and shared by every service.
+
+* :class:`StaticProbe` - a manifest check of a service's static requirements against the
+  environment type (no launch, nothing cached: it depends on the service).
+* :class:`BootProbe` - launches a probe VNF through the zone (pinned to a host of that type when
+  the zone allows), measures request -> ready (wall time here and the zone's own ``launch_ms``),
+  cold and, when the zone serves warm launches, warm; terminates every instance it made.
+* :class:`LoadProbe` - launches a probe VNF with its two NICs on a :class:`~fluidvim.vnf.testnet.
+  TestNet`, sends sessions through it at increasing counts (each its own flow in the VNF's flow
+  table, i.e. one session slot, at a fixed packet rate each) to the far namespace and back, and
+  records the curve: sessions, offered packets/s, latency quantiles, loss
+  (:mod:`fluidvim.evaluator.loadgen`). The latency is the round trip a session's packet sees from
+  the near namespace (through the VNF both ways), timestamped by the kernel on arrival: what a
+  session experiences, not only the VNF's own processing time. By default (``proto="icmp"``) a
+  session is an ICMP echo flow with its own identifier (the VNF keys ICMP flows on it) answered
+  by the far namespace's kernel, so no user-space echo competes with the VNF for this machine's
+  two cores and sits in the measured path; ``proto="udp"`` uses one UDP socket (5-tuple) per
+  session and a user-space UDP echo instead - on this machine that echo costs a good part of a
+  core at 20k packets/s and lowers the measured capacity. The VNF's internal processing-latency
+  histogram (its ``stats``) is recorded next to the round trip where the zone exposes
+  ``stats(instance_id)``, but not used for slots: it stops at the VNF's rings, so it hides
+  queueing in front of the guest. Only possible where this machine can put traffic on the
+  zone's hosts: zones with ``kind == "local"``; elsewhere ``ok=False`` with the reason.
+
+Every probe returns a :class:`~fluidvim.evaluator.model.ProbeResult` and never raises for a
+failure of the environment (``ok=False``, ``error`` says what); it raises ``ValueError`` for bad
+arguments.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+from oslo_log import log as logging
+
+from fluidvim.orchestrator.zones.base import LaunchRequest
+from fluidvim.vnf.testnet import TestNet
+
+from .model import EnvironmentType, ProbeResult, ServiceProfile
+
+LOG = logging.getLogger(__name__)
+
+FORWARD_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
+PROBE_SERVICE = "fluidvim-probe"
+
+
+def _p(values, q):
+    if not values:
+        return None
+    s = sorted(values)
+    return round(s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))], 3)
+
+
+def _summary(values) -> dict:
+    return {"n": len(values), "p50": _p(values, 0.5), "min": _p(values, 0.0),
+            "max": _p(values, 1.0), "mean": round(statistics.fmean(values), 3) if values else None,
+            "samples": [round(v, 3) for v in values]}
+
+
+def host_for(zone, env: EnvironmentType) -> str | None:
+    """A host of ``zone`` whose environment type is ``env`` (None if the zone lists none)."""
+    try:
+        for h in zone.hosts():
+            if h.env.uid == env.uid:
+                return h.name
+    except Exception as e:  # noqa: BLE001 - a zone failing to list hosts is reported by launch
+        LOG.warning("zone %s: cannot list hosts: %s", getattr(zone, "name", zone), e)
+    return None
+
+
+class Probe(abc.ABC):
+    """One kind of stage-1 probe. ``run`` measures ``env`` in ``zone`` (a ZoneAdapter)."""
+
+    kind: str = "abstract"
+    cacheable: bool = True           # results are shared across services (StaticProbe: no)
+    per_zone: bool = False           # says something about the zone, not only the type (boot)
+    valid_for_s: float = 3600.0
+
+    def applicable(self, zone) -> tuple[bool, str]:
+        """Whether this probe can run in ``zone`` at all (and why not)."""
+        return True, ""
+
+    @abc.abstractmethod
+    def run(self, env: EnvironmentType, zone, service: ServiceProfile | None = None) -> ProbeResult:
+        """Measure; never raises for an environment failure (``ok=False`` and ``error``)."""
+
+    def _result(self, env, zone, ok, metrics, error=None, t0=None) -> ProbeResult:
+        if t0 is not None:
+            metrics = dict(metrics, probe_s=round(time.perf_counter() - t0, 3))
+        return ProbeResult(env_uid=env.uid, kind=self.kind, ok=ok, metrics=metrics,
+                           valid_for_s=self.valid_for_s, zone=getattr(zone, "name", "") or "",
+                           error=error)
+
+
+# --------------------------------------------------------------------------------------------
+# static manifest check
+# --------------------------------------------------------------------------------------------
+
+#: requirement keys StaticProbe checks against the environment type
+STATIC_KEYS = {
+    "accel": "allowed accelerators, e.g. [\"kvm\"]",
+    "launcher": "allowed launchers, e.g. [\"qemu\", \"nomad\"]",
+    "machine": "allowed QEMU machines, e.g. [\"microvm\"]",
+    "cpu_model": "substrings one of which the CPU model must contain",
+    "min_memory_mb": "minimum memory (MiB) of the environment's instances",
+    "min_vcpus": "minimum vCPUs",
+    "kernel_sha256": "the VNF image the environment must run",
+    "labels": "{key: value} pairs the environment's extra fields must have",
+}
+#: requirement keys that are not about the environment type (placement step 0 checks them)
+PLACEMENT_KEYS = ("location", "zones", "max_price_per_hour", "max_power_w", "regions")
+
+
+def _as_list(v):
+    return [v] if isinstance(v, (str, int, float)) else list(v)
+
+
+class StaticProbe(Probe):
+    """Checks ``service.requirements`` against the environment type's manifest; launches nothing."""
+
+    kind = "static"
+    cacheable = False
+
+    def run(self, env, zone=None, service=None) -> ProbeResult:
+        t0 = time.perf_counter()
+        reqs = dict(service.requirements) if service is not None else {}
+        unknown = sorted(k for k in reqs if k not in STATIC_KEYS and k not in PLACEMENT_KEYS)
+        if unknown:
+            return self._result(env, zone, False, {"checked": [], "failed": []},
+                                f"unknown requirement(s) {unknown} in service "
+                                f"{service.name!r}; known: {sorted(STATIC_KEYS)} (environment) and "
+                                f"{list(PLACEMENT_KEYS)} (placement)", t0)
+        checked, failed = [], []
+
+        def check(key, ok, have, want):
+            checked.append(key)
+            if not ok:
+                failed.append(f"{key}: environment has {have!r}, service needs {want!r}")
+
+        labels = dict(env.extra)
+        for key, want in sorted(reqs.items()):
+            if key in PLACEMENT_KEYS:
+                continue
+            if key in ("accel", "launcher", "machine"):
+                have = getattr(env, key)
+                check(key, have in _as_list(want), have, _as_list(want))
+            elif key == "cpu_model":
+                check(key, any(str(w).lower() in env.cpu_model.lower() for w in _as_list(want)),
+                      env.cpu_model, _as_list(want))
+            elif key == "min_memory_mb":
+                check(key, env.memory_mb >= int(want), env.memory_mb, f">= {want}")
+            elif key == "min_vcpus":
+                check(key, env.vcpus >= int(want), env.vcpus, f">= {want}")
+            elif key == "kernel_sha256":
+                check(key, not env.kernel_sha256 or env.kernel_sha256 == want,
+                      env.kernel_sha256, want)
+            elif key == "labels":
+                if not isinstance(want, dict):
+                    return self._result(env, zone, False, {"checked": checked, "failed": failed},
+                                        f"requirement 'labels' must be a mapping, got {want!r}", t0)
+                for lk, lv in sorted(want.items()):
+                    check(f"labels.{lk}", str(labels.get(lk)) == str(lv), labels.get(lk), lv)
+        ok = not failed
+        return self._result(env, zone, ok, {"checked": checked, "failed": failed,
+                                            "service": service.name if service else None},
+                            None if ok else "; ".join(failed), t0)
+
+
+# --------------------------------------------------------------------------------------------
+# boot probe
+# --------------------------------------------------------------------------------------------
+
+class BootProbe(Probe):
+    """Launch ``n`` probe VNFs cold (and ``n`` warm where the zone serves warm launches).
+
+    A launch is warm when the zone's InstanceInfo carries ``kind == "warm"`` (an optional
+    attribute zone adapters may set; without it the zone is treated as having no warm pool).
+    The probe VNF has ``nics`` NICs (default 2, the shape of the launch core's warm shells) on
+    ``bridges`` - by default ``None`` each, i.e. unplugged: a boot probe measures instantiation,
+    not traffic, so it needs no network of the zone.
+    """
+
+    kind = "boot"
+    per_zone = True
+
+    def __init__(self, n: int = 3, click_config: str = FORWARD_CONFIG, memory_mb: int | None = None,
+                 kernel: str | None = None, valid_for_s: float = 3600.0, warm: bool = True,
+                 nics: int = 2, bridges: tuple | None = None):
+        if n < 1:
+            raise ValueError(f"BootProbe n must be >= 1, got {n}")
+        self.bridges = tuple(bridges) if bridges is not None else (None,) * nics
+        if not 1 <= len(self.bridges) <= 4:
+            raise ValueError(f"BootProbe needs 1..4 NICs, got {len(self.bridges)}")
+        self.n, self.click_config, self.memory_mb, self.kernel = n, click_config, memory_mb, kernel
+        self.valid_for_s, self.try_warm = valid_for_s, warm
+
+    def _one(self, zone, env, host, warm, made):
+        req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
+                            name=f"probe-boot-{env.uid[:8]}-{len(made)}", host=host,
+                            memory_mb=self.memory_mb or env.memory_mb or None, vcpus=env.vcpus,
+                            kernel=self.kernel, warm=warm, bridges=self.bridges)
+        t = time.perf_counter()
+        inst = zone.launch(req)
+        wall = (time.perf_counter() - t) * 1000.0
+        made.append(inst.id)
+        zone.terminate(inst.id)
+        return wall, inst
+
+    def run(self, env, zone, service=None) -> ProbeResult:
+        t0 = time.perf_counter()
+        host = host_for(zone, env)
+        made, cold, cold_zone, warm_w, warm_zone = [], [], [], [], []
+        metrics = {"host": host, "pinned": host is not None, "n": self.n}
+        error = None
+        try:
+            for _ in range(self.n):
+                wall, inst = self._one(zone, env, host, False, made)
+                cold.append(wall)
+                if inst.launch_ms is not None:
+                    cold_zone.append(float(inst.launch_ms))
+            if self.try_warm:
+                for _ in range(self.n):
+                    wall, inst = self._one(zone, env, host, True, made)
+                    if getattr(inst, "kind", None) != "warm":
+                        break          # the zone served it cold: no warm pool (or it is empty)
+                    warm_w.append(wall)
+                    if inst.launch_ms is not None:
+                        warm_zone.append(float(inst.launch_ms))
+        except Exception as e:  # noqa: BLE001 - a failing environment is a probe result
+            error = f"launch in zone {getattr(zone, 'name', '?')} failed: {e}"
+        leaked = self._leaked(zone, made)
+        metrics.update(cold_ms=_summary(cold), cold_zone_ms=_summary(cold_zone),
+                       warm=bool(warm_w), warm_ms=_summary(warm_w), warm_zone_ms=_summary(warm_zone),
+                       launched=len(made), leaked=leaked)
+        if leaked and error is None:
+            error = f"instances left behind after terminate: {leaked}"
+        ok = error is None and bool(cold)
+        return self._result(env, zone, ok, metrics, error, t0)
+
+    @staticmethod
+    def _leaked(zone, made) -> list:
+        if not made:
+            return []
+        try:
+            alive = {i.id for i in zone.instances() if i.status not in ("deleted",)}
+        except Exception as e:  # noqa: BLE001
+            LOG.warning("zone %s: cannot list instances to check for leaks: %s", zone.name, e)
+            return []
+        left = [i for i in made if i in alive]
+        for i in left:                 # try once more, then report
+            try:
+                zone.terminate(i)
+            except Exception:  # noqa: BLE001
+                pass
+        return left
+
+
+# --------------------------------------------------------------------------------------------
+# load probe
+# --------------------------------------------------------------------------------------------
+
+DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600)
+_NET_LOCKS: dict[str, threading.Lock] = {}
+
+
+def can_inject(zone) -> tuple[bool, str]:
+    """Whether this machine can put traffic on ``zone``'s hosts (and why not)."""
+    if getattr(zone, "kind", None) != "local":
+        return False, (f"zone {getattr(zone, 'name', '?')!r} is a {getattr(zone, 'kind', '?')!r} "
+                       "zone: this machine cannot inject traffic into its hosts (load probes run "
+                       "only in the local zone); its slots come from a load probe of the same "
+                       "environment type elsewhere, or from the VNFs' own slot reports")
+    if os.geteuid() != 0:
+        return False, "load probes need root (network namespaces, bridges)"
+    return True, ""
+
+
+def _jump(a: dict, b: dict) -> float:
+    """How much the curve changes from step ``a`` to the next step ``b`` (log latency, loss)."""
+    j = 0.0
+    for q in ("0.5", "0.9", "0.99"):
+        la, lb = a["latency_ms"].get(q), b["latency_ms"].get(q)
+        if la and lb and la > 0 and lb > 0:
+            j = max(j, math.log(lb / la))
+        elif la and not lb:
+            j = max(j, 5.0)          # b lost everything
+    return j + 5.0 * max(0.0, b["loss"] - a["loss"])
+
+
+class LoadProbe(Probe):
+    """Latency and loss at increasing session counts through a probe VNF (local zone only).
+
+    The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. A step's
+    latency quantiles and loss are the medians over its ``window_s`` windows (see
+    :mod:`~fluidvim.evaluator.loadgen`); the pooled figures are kept next to them. Then
+    ``refine`` more steps are measured, each at the midpoint of the interval where the curve
+    changes most (log latency at p50/p90/p99, loss) among the intervals that start below
+    saturation (loss <= ``knee_loss``): that is the knee, where services' deadlines are crossed,
+    so the curve is dense where slot estimates interpolate.
+    """
+
+    kind = "load"
+
+    def __init__(self, sessions=DEFAULT_SESSIONS, session_pps: float = 100.0, step_s: float = 2.0,
+                 warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,
+                 stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
+                 click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
+                 kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
+                 refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
+                 window_s: float = 0.4):
+        sessions = sorted({int(s) for s in sessions})
+        if not sessions or sessions[0] < 1:
+            raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
+        if sessions[-1] > probe_slots:
+            raise ValueError(f"LoadProbe sessions up to {sessions[-1]} exceed probe_slots "
+                             f"{probe_slots} (the probe VNF's flow table)")
+        if not session_pps > 0 or not step_s > 0:
+            raise ValueError("LoadProbe session_pps and step_s must be > 0")
+        self.sessions, self.session_pps, self.step_s = sessions, float(session_pps), float(step_s)
+        self.warmup_s, self.drain_s, self.payload = float(warmup_s), float(drain_s), int(payload)
+        self.stop_loss, self.prefix, self.subnet = stop_loss, prefix, subnet
+        self.click_config, self.probe_slots, self.kernel = click_config, probe_slots, kernel
+        self.valid_for_s = valid_for_s
+        self.python = python or sys.executable
+        if refine < 0:
+            raise ValueError(f"LoadProbe refine must be >= 0, got {refine}")
+        self.refine, self.knee_loss = refine, knee_loss
+        if proto not in ("icmp", "udp"):
+            raise ValueError(f"LoadProbe proto must be 'icmp' or 'udp', got {proto!r}")
+        self.proto = proto
+        if not window_s > 0:
+            raise ValueError(f"LoadProbe window_s must be > 0, got {window_s!r}")
+        self.windows = max(1, round(self.step_s / window_s))
+
+    def applicable(self, zone) -> tuple[bool, str]:
+        return can_inject(zone)
+
+    def run(self, env, zone, service=None, progress=None) -> ProbeResult:
+        t0 = time.perf_counter()
+        ok, why = can_inject(zone)
+        base = {"session_pps": self.session_pps, "step_s": self.step_s,
+                "payload_bytes": self.payload, "max_sessions": self.probe_slots,
+                "windows_per_step": self.windows,
+                "proto": self.proto,
+                "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
+                           "timestamp (" + ("far kernel's ICMP echo" if self.proto == "icmp"
+                                            else "user-space UDP echo") + ")",
+                "steps": []}
+        if not ok:
+            return self._result(env, zone, False, base, why, t0)
+        lock = _NET_LOCKS.setdefault(self.prefix, threading.Lock())
+        with lock:
+            return self._run_locked(env, zone, base, t0, progress)
+
+    def _run_locked(self, env, zone, base, t0, progress):
+        host = host_for(zone, env)
+        metrics = dict(base, host=host)
+        inst = echo = None
+        error = None
+        net = TestNet(self.prefix, self.subnet)
+        try:
+            net.up()
+            req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
+                                name=f"probe-load-{env.uid[:8]}", slots=self.probe_slots,
+                                memory_mb=env.memory_mb or None, vcpus=env.vcpus,
+                                kernel=self.kernel, bridges=tuple(net.bridges), host=host)
+            inst = zone.launch(req)
+            metrics["instance"] = inst.id
+            if self.proto == "udp":
+                echo = net.popen("b", self.python, "-m", "fluidvim.evaluator.loadgen", "echo",
+                                 "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
+                if echo.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the UDP echo in the far namespace did not start")
+            if net.ping(3, 1) == 0:
+                raise RuntimeError("no ping through the probe VNF between the test namespaces")
+            stats_fn = getattr(zone, "stats", None)
+            for n in self.sessions:
+                step = self._measure(net, stats_fn, inst.id, n, env, progress)
+                metrics["steps"].append(step)
+                if step["loss"] > self.stop_loss:
+                    metrics["stopped"] = f"loss {step['loss']:.0%} > {self.stop_loss:.0%} at {n} sessions"
+                    break
+            for _ in range(self.refine):
+                steps = sorted(metrics["steps"], key=lambda s: s["sessions"])
+                # only below saturation: an interval whose lower end already loses packets is
+                # beyond every service's capacity
+                gaps = [(_jump(a, b), a["sessions"], b["sessions"]) for a, b in zip(steps, steps[1:])
+                        if b["sessions"] - a["sessions"] >= 2 and a["loss"] <= self.knee_loss]
+                if not gaps:
+                    break
+                _, lo, hi = max(gaps)
+                step = self._measure(net, stats_fn, inst.id, (lo + hi) // 2, env, progress)
+                step["refined"] = True
+                metrics["steps"].append(step)
+            metrics["steps"].sort(key=lambda s: s["sessions"])
+        except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
+            error = f"load probe in zone {zone.name} failed: {e}"
+        finally:
+            if echo is not None:
+                echo.terminate()
+                try:
+                    echo.wait(5)
+                except subprocess.TimeoutExpired:
+                    echo.kill()
+            if inst is not None:
+                try:
+                    zone.terminate(inst.id)
+                except Exception as e:  # noqa: BLE001
+                    error = error or f"could not terminate the probe VNF {inst.id}: {e}"
+            net.down()
+        ok = error is None and bool(metrics["steps"])
+        return self._result(env, zone, ok, metrics, error, t0)
+
+    def _measure(self, net, stats_fn, instance_id, n, env, progress) -> dict:
+        before = self._vnf_latency(stats_fn, instance_id)
+        step = self._step(net, n)
+        after = self._vnf_latency(stats_fn, instance_id)
+        if before is not None and after is not None:
+            step["vnf_latency_ns"] = _hist_delta(before, after)
+        if progress:
+            progress(step)
+        LOG.info("load probe %s: %d sessions, %.0f pps: p99 %.2f ms, loss %.1f%%",
+                 env.uid, n, step["offered_pps"], step["latency_ms"].get("0.99", float("nan")),
+                 step["loss"] * 100)
+        return step
+
+    def _step(self, net, sessions: int) -> dict:
+        args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
+                "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
+                "--duration", str(self.step_s), "--warmup", str(self.warmup_s),
+                "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto,
+                "--windows", str(self.windows)]
+        r = net.run("a", *args, timeout=self.step_s + self.warmup_s + self.drain_s + 60)
+        if r.returncode != 0 or not r.stdout.strip():
+            raise RuntimeError(f"load generator failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    @staticmethod
+    def _vnf_latency(stats_fn, instance_id):
+        if stats_fn is None:
+            return None
+        try:
+            return (stats_fn(instance_id) or {}).get("latency_ns")
+        except Exception:  # noqa: BLE001 - optional extra
+            return None
+
+
+def _hist_delta(before: dict, after: dict) -> dict:
+    """The VNF's per-packet processing-latency histogram for one step (cumulative counters)."""
+    b = before.get("buckets_log2") or []
+    a = after.get("buckets_log2") or []
+    d = [x - (b[i] if i < len(b) else 0) for i, x in enumerate(a)]
+    total = sum(d)
+    out = {"count": total, "buckets_log2": d}
+    for q in (0.5, 0.99):
+        acc = 0
+        for i, c in enumerate(d):
+            acc += c
+            if total and acc >= q * total:
+                out[f"p{int(q * 100)}"] = 2 ** i      # lower bound of the bucket, like the VNF
+                break
+    return out

@@ -1,0 +1,324 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``fluidvim`` commands that talk to the orchestrator over RPC (fluidvim-orchestrator must run).
+
+Hooked into :mod:`fluidvim.cli` by :func:`add_commands`. The orchestrator is found through
+``[orchestrator] transport_url`` and ``topic`` of ``--config-file`` (or --transport-url/--topic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+
+EXAMPLES = """examples:
+  fluidvim-orchestrator --config-file /etc/fluidvim/fluidvim-orchestrator.conf &
+  fluidvim service register fw --config-file-click etc/click/firewall.click --slots 64 \\
+      --deadline-ms 5 --max-delay 0.5 --alias premium=4 --require accel=kvm
+  fluidvim service list
+  fluidvim zone list
+  fluidvim place fw --deploy            # steps 0-3, then launch where it decided
+  fluidvim placement explain 3f2a9c1e   # why that zone/host: filtered, probed/cached, scores, rule
+  fluidvim resolve fw                   # an instance with a free slot, else a fast-track launch
+  fluidvim slots fw --level host
+"""
+
+
+def _api(args):
+    from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
+    from fluidvim.orchestrator.rpcapi import OrchestratorAPI
+
+    overrides = {}
+    if getattr(args, "transport_url", None):
+        overrides["transport_url"] = args.transport_url
+    if getattr(args, "topic", None):
+        overrides["topic"] = args.topic
+    if getattr(args, "rpc_timeout", None):
+        overrides["rpc_timeout"] = args.rpc_timeout
+    conf = make_conf(["--config-file", args.config_file] if args.config_file else [], **overrides)
+    disable_rabbit_heartbeat(conf)           # one call and exit: no heartbeat thread to wait for
+    from fluidvim.cli import _setup_logging
+    _setup_logging(conf, args.verbose)
+    return OrchestratorAPI(conf)
+
+
+def _command(fn):
+    """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2."""
+    @functools.wraps(fn)
+    def run(args):
+        import warnings
+
+        # oslo.messaging pulls in oslo.service, which warns about eventlet at import: not the
+        # user's concern on every command
+        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+        import oslo_messaging as messaging
+
+        from fluidvim.orchestrator.exception import OrchestratorError
+
+        try:
+            with _api(args) as api:
+                return fn(args, api) or 0
+        except OrchestratorError as e:
+            print(f"fluidvim: error: {e.message}", file=sys.stderr)
+            return 2
+        except messaging.RemoteError as e:         # a bug on the server side, not the request
+            print(f"fluidvim: error: the orchestrator failed: {e.exc_type}: {e.value} "
+                  "(its log has the traceback)", file=sys.stderr)
+            return 3
+    return run
+
+
+def _out(args, data, text=None):
+    if args.json or text is None:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        text(data)
+
+
+def _kv(items, what, number=False):
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SystemExit(f"fluidvim: error: {what} {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        if number:
+            out[k] = v
+        else:
+            out.setdefault(k, []).extend(v.split(","))
+    return out
+
+
+@_command
+def cmd_service_register(args, api):
+    if bool(args.config) == bool(args.config_file_click):
+        raise SystemExit("fluidvim: error: give exactly one of --config TEXT or "
+                         "--config-file-click FILE")
+    config = args.config
+    if args.config_file_click:
+        with open(args.config_file_click, encoding="utf-8") as f:
+            config = f.read()
+    fields = {"deadline_ms": args.deadline_ms, "qos_quantile": args.qos_quantile,
+              "session_pps": args.session_pps, "max_queuing_delay_s": args.max_delay,
+              "requirements": _kv(args.require, "--require"),
+              "aliases": _kv(args.alias, "--alias", number=True),
+              "slots": args.slots, "memory_mb": args.memory, "min_instances": args.min_instances,
+              "max_price_per_hour": args.max_price, "formula": args.formula}
+    res = api.register_service(args.name, config, **{k: v for k, v in fields.items()
+                                                      if v is not None})
+    _out(args, res, lambda r: print(f"service {r['name']} registered: slots/instance "
+                                    f"{r.get('slots') or 'default'}, max queuing delay "
+                                    f"{r['max_queuing_delay_s']} s, aliases {r['aliases']}"))
+
+
+@_command
+def cmd_service_list(args, api):
+    def text(rows):
+        print(f"{'NAME':<20} {'DEADLINE':>9} {'MAX DELAY':>10} {'SLOTS':>6} ALIASES / REQUIREMENTS")
+        for r in rows:
+            md = "any" if r["max_queuing_delay_s"] is None else f"{r['max_queuing_delay_s']} s"
+            print(f"{r['name']:<20} {r['deadline_ms']:>7} ms {md:>10} {r.get('slots') or '-':>6} "
+                  f"{r['aliases'] or ''} {r['requirements'] or ''}")
+    _out(args, api.list_services(), text)
+
+
+@_command
+def cmd_service_rm(args, api):
+    _out(args, api.remove_service(args.name), lambda r: print(f"removed {r['removed']}"))
+
+
+@_command
+def cmd_place(args, api):
+    def text(r):
+        where = f"{r['zone']}/{r['host']}" if r["zone"] else "nowhere"
+        print(f"placement {r['decision_id']}: {r['service']} -> {where} ({r['status']}, "
+              f"{r['total_ms']:.1f} ms: " + ", ".join(f"{k} {v:.1f}" for k, v in
+                                                      r["step_ms"].items()) + ")")
+        print(f"  rule: {r['rule']}")
+        if r.get("instance"):
+            i = r["instance"]
+            print(f"  instance {i['name']} ({i['id']}) on {i['host']}, {i['slots_total']} slots, "
+                  f"launched in {i['launch_ms']} ms")
+        print(f"  why: fluidvim placement explain {r['decision_id'][:8]}")
+    _out(args, api.place(args.service, location=args.location, deploy=args.deploy), text)
+
+
+def print_explanation(d, out=sys.stdout):
+    w = functools.partial(print, file=out)
+    w(f"placement {d['id']} of {d['service']}: {d['status']} -> "
+      f"{d['zone'] or '-'}/{d['host'] or '-'} in {d['total_ms']:.1f} ms")
+    for step in d["steps"]:
+        r = step["record"]
+        w(f"step {step['name']} ({step['ms']:.2f} ms)")
+        if step["name"] == "filter":
+            w(f"  kept {len(r['kept'])}: {', '.join(r['kept'][:10])}"
+              + (" ..." if len(r['kept']) > 10 else ""))
+            for f in r["filtered"][:20]:
+                w(f"  filtered {f['candidate']}: {f['reason']}")
+            if len(r["filtered"]) > 20:
+                w(f"  ... {len(r['filtered']) - 20} more filtered")
+        elif step["name"] == "probe":
+            for uid, e in r["env_types"].items():
+                w(f"  env {uid} ({e['zone']}): {e['status']} {e['kinds']}")
+            for line in r.get("actions", []):
+                w(f"  {line}")
+        elif step["name"] == "analyze":
+            w(f"  analyzer {r['analyzer']}: {r['count']} score(s)")
+            for s in r["scores"][:10]:
+                w(f"  {s['score']:10.4f}  {s['candidate']}  slots~{s['slots_estimate']}  "
+                  + "; ".join(map(str, s["reasons"]))[:160])
+        elif step["name"] == "decide":
+            w(f"  rule: {r['rule']}")
+
+
+@_command
+def cmd_placement_explain(args, api):
+    _out(args, api.explain(args.decision), print_explanation)
+
+
+@_command
+def cmd_placement_list(args, api):
+    def text(rows):
+        for d in rows:
+            print(f"{d['id']}  {d['service']:<16} {d['status']:<9} {d['zone'] or '-'}/"
+                  f"{d['host'] or '-'}  {d['total_ms']:.1f} ms")
+    _out(args, api.list_decisions(args.limit), text)
+
+
+@_command
+def cmd_resolve(args, api):
+    def text(r):
+        how = ("existing instance" if r["kind"] == "slot" else
+               f"fast-track launch (predicted {r['predicted_delay_s']} s, waited "
+               f"{r['waited_s']} s)")
+        print(f"{r['service']} -> {r['zone']}/{r['host']} instance {r['instance']} via {how}; "
+              f"{r['free_slots']} slot(s) left there")
+    _out(args, api.resolve(args.service, client_location=args.location), text)
+
+
+@_command
+def cmd_zone_list(args, api):
+    def text(zones):
+        for z in zones:
+            print(f"zone {z['name']} ({z['kind']}, region {z['region']})"
+                  + (f" ERROR: {z['error']}" if z["error"] else ""))
+            for h in z["hosts"]:
+                e = h["env"]
+                print(f"  host {h['name']}: env {h['env_uid']} ({e['launcher']}/{e['accel']}/"
+                      f"{e['machine']}), slots {h['slots_free']}/{h['slots_total']} free, "
+                      f"cpu {h['cpu_util']:.2f}")
+            for svc, q in z["queuing_delay"].items():
+                s = "infinite" if q["seconds"] is None else f"{q['seconds']:.3f} s"
+                print(f"  queuing delay {svc}: {s} ({q['basis']}, {q['samples']} samples, "
+                      f"{q['in_flight']} in flight)")
+    _out(args, api.list_zones(), text)
+
+
+@_command
+def cmd_slots(args, api):
+    def text(d):
+        for svc, per in d.items():
+            print(f"{svc}: " + (", ".join(f"{k} {v}" for k, v in sorted(per.items()))
+                                or "no free slots reported"))
+    _out(args, api.slots(args.service, args.level), text)
+
+
+@_command
+def cmd_instance_list(args, api):
+    def text(rows):
+        for i in rows:
+            print(f"{i['name']:<24} {i['id']:<36} {i['zone']}/{i['host']} {i['service']} "
+                  f"{i['status']} {i['slots_total']} slots")
+    _out(args, api.list_instances(args.service), text)
+
+
+@_command
+def cmd_instance_rm(args, api):
+    for inst in args.instance:
+        _out(args, api.terminate(inst), lambda r: print(f"terminated {r['terminated']}"))
+
+
+def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
+    """Add the orchestrator commands to the ``fluidvim`` parser's subparsers."""
+    def common(p):
+        p.add_argument("--transport-url", help="override [orchestrator] transport_url")
+        p.add_argument("--topic", help="override [orchestrator] topic")
+        p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        return p
+
+    svc = sub.add_parser("service", help="services the orchestrator places and resolves",
+                         formatter_class=fmt, epilog=EXAMPLES)
+    ssub = svc.add_subparsers(dest="service_command", required=True)
+    r = common(ssub.add_parser("register", help="register or update a service",
+                               formatter_class=fmt, epilog=EXAMPLES))
+    r.add_argument("name")
+    r.add_argument("--config", help="the VNF's Click-like configuration text")
+    r.add_argument("--config-file-click", metavar="FILE", help="read the configuration from FILE")
+    r.add_argument("--slots", type=int, help="session slots per instance")
+    r.add_argument("--memory", type=int, help="MiB per instance")
+    r.add_argument("--deadline-ms", type=float, help="per-packet latency bound (default 10)")
+    r.add_argument("--qos-quantile", type=float, help="quantile that must meet it (0.99)")
+    r.add_argument("--session-pps", type=float, help="packets/s one session sends (100)")
+    r.add_argument("--max-delay", type=float, metavar="SECONDS",
+                   help="maximum tolerable queuing delay (default: any finite)")
+    r.add_argument("--alias", action="append", metavar="NAME=RATIO",
+                   help="instances also serve NAME; one NAME session takes RATIO slots")
+    r.add_argument("--require", action="append", metavar="KEY=V1[,V2]",
+                   help="static requirement on the environment/labels (accel=kvm, location=eu)")
+    r.add_argument("--min-instances", type=int)
+    r.add_argument("--max-price", type=float, help="maximum price per instance-hour")
+    r.add_argument("--formula", help="operator analyzer formula (safe expression)")
+    r.set_defaults(func=cmd_service_register)
+    common(ssub.add_parser("list", help="list services")).set_defaults(func=cmd_service_list)
+    rm = common(ssub.add_parser("rm", help="remove a service"))
+    rm.add_argument("name")
+    rm.set_defaults(func=cmd_service_rm)
+
+    p = common(sub.add_parser("place", help="placement steps 0-3 for a service",
+                              formatter_class=fmt, epilog=EXAMPLES))
+    p.add_argument("service")
+    p.add_argument("--location", help="only zones/hosts at this location")
+    p.add_argument("--deploy", action="store_true", help="launch an instance where decided")
+    p.set_defaults(func=cmd_place)
+
+    pl = sub.add_parser("placement", help="placement decisions", formatter_class=fmt,
+                        epilog="examples:\n  fluidvim placement list\n"
+                               "  fluidvim placement explain 3f2a9c1e\n")
+    plsub = pl.add_subparsers(dest="placement_command", required=True)
+    ex = common(plsub.add_parser("explain", help="why a zone/host was chosen"))
+    ex.add_argument("decision", help="decision id (or a unique prefix of 6+ characters)")
+    ex.set_defaults(func=cmd_placement_explain)
+    ls = common(plsub.add_parser("list", help="recent decisions"))
+    ls.add_argument("--limit", type=int, default=20)
+    ls.set_defaults(func=cmd_placement_list)
+
+    rs = common(sub.add_parser("resolve", help="a slot for one new session of a service",
+                               formatter_class=fmt, epilog=EXAMPLES))
+    rs.add_argument("service")
+    rs.add_argument("--location", help="the client's location (nearer zones first)")
+    rs.set_defaults(func=cmd_resolve)
+
+    z = sub.add_parser("zone", help="zones, hosts, environment types, queuing delay",
+                       formatter_class=fmt, epilog="examples:\n  fluidvim zone list\n")
+    zsub = z.add_subparsers(dest="zone_command", required=True)
+    common(zsub.add_parser("list", help="list zones")).set_defaults(func=cmd_zone_list)
+
+    sl = common(sub.add_parser("slots", help="free session slots the orchestrator knows of",
+                               formatter_class=fmt,
+                               epilog="examples:\n  fluidvim slots\n  fluidvim slots fw --level host\n"))
+    sl.add_argument("service", nargs="?")
+    sl.add_argument("--level", default="zone", choices=["instance", "host", "zone", "region"])
+    sl.set_defaults(func=cmd_slots)
+
+    ins = sub.add_parser("instance", help="instances the orchestrator started",
+                         formatter_class=fmt, epilog="examples:\n  fluidvim instance list\n"
+                                                     "  fluidvim instance rm fw.1a2b3c4d\n")
+    isub = ins.add_subparsers(dest="instance_command", required=True)
+    il = common(isub.add_parser("list", help="list instances"))
+    il.add_argument("--service")
+    il.set_defaults(func=cmd_instance_list)
+    ir = common(isub.add_parser("rm", help="terminate instances"))
+    ir.add_argument("instance", nargs="+")
+    ir.set_defaults(func=cmd_instance_rm)

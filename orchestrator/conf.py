@@ -1,0 +1,139 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""oslo.config options of the orchestrator (group ``[orchestrator]``)."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+orch_group = cfg.OptGroup("orchestrator", title="fluidvim orchestrator",
+                          help="Placement, session-slot registry and resolver service.")
+
+orch_opts = [
+    cfg.StrOpt("connection", default="sqlite:////var/lib/fluidvim/orchestrator.sqlite",
+               secret=True,
+               help="SQLAlchemy URL of the orchestrator's database (zones, environment types, "
+                    "hosts, services, instances, slot reports, probe results, decisions). "
+                    "SQLite uses WAL mode."),
+    cfg.StrOpt("transport_url", default="rabbit://guest:guest@127.0.0.1:5672/", secret=True,
+               help="oslo.messaging transport for RPC and slot-update notifications."),
+    cfg.StrOpt("topic", default="fluidvim-orchestrator",
+               help="RPC topic the orchestrator serves (clients use the same)."),
+    cfg.StrOpt("notification_topic", default="fluidvim_slots",
+               help="Notification topic VNF hosts and drivers publish slot updates on."),
+    cfg.FloatOpt("rpc_timeout", default=120.0, min=1.0,
+                 help="Seconds a client waits for an RPC reply (a resolve may launch a VNF)."),
+    cfg.FloatOpt("slot_update_min_interval", default=1.0, min=0.0,
+                 help="Rate limit: at most one slot update per instance and service per this "
+                      "many seconds (a change in order of magnitude is sent at once)."),
+    cfg.FloatOpt("slot_heartbeat_interval", default=30.0, min=0.5,
+                 help="Send an unchanged slot update at least this often (liveness)."),
+    cfg.FloatOpt("slot_report_ttl", default=120.0, min=1.0,
+                 help="Slot reports older than this are ignored by the registry."),
+    cfg.FloatOpt("agent_interval", default=1.0, min=0.05,
+                 help="How often the slot agent polls the local launch core's VNFs."),
+    cfg.FloatOpt("probe_validity", default=3600.0, min=1.0,
+                 help="Seconds a stage-1 probe result stays valid (shared by all services)."),
+    cfg.FloatOpt("reservation_ttl", default=5.0, min=0.0,
+                 help="Seconds a slot handed out by the resolver counts as used before the "
+                      "instance's own slot update reflects it."),
+    cfg.FloatOpt("default_launch_time", default=1.0, min=0.0,
+                 help="Assumed on-demand launch time (s) of a zone without any measured launch."),
+    cfg.IntOpt("launch_parallelism", default=2, min=1,
+               help="Launches a zone runs at once; launches in flight beyond it queue."),
+    cfg.IntOpt("launch_history", default=20, min=1,
+               help="Recent launch times used to estimate the queuing delay."),
+    cfg.FloatOpt("decision_tolerance", default=0.05, min=0.0, max=1.0,
+                 help="Step 3: candidates whose score is within this fraction of the best are "
+                      "equally good; among them the least marginal power wins."),
+    cfg.FloatOpt("weight_slots", default=1.0, min=0.0,
+                 help="Decision weight of estimated session slots (cost-benefit analyzer)."),
+    cfg.FloatOpt("weight_price", default=1.0, min=0.0,
+                 help="Decision weight of the price per hour (cost-benefit analyzer)."),
+    cfg.FloatOpt("weight_power", default=0.5, min=0.0,
+                 help="Decision weight of the marginal power (cost-benefit analyzer)."),
+    cfg.FloatOpt("weight_delay", default=0.5, min=0.0,
+                 help="Decision weight of the queuing delay (cost-benefit analyzer)."),
+    cfg.FloatOpt("weight_boot", default=0.25, min=0.0,
+                 help="Decision weight of the boot (on-demand launch) time (cost-benefit "
+                      "analyzer)."),
+    cfg.MultiStrOpt("zones", default=[],
+                    help="Zones besides the local one, one per line: KIND:NAME[:KEY=VALUE,...]. "
+                         "nomad:NAME:address=http://127.0.0.1:4646,datacenter=dc1[,node_pool=P,"
+                         "token=T] (python-nomad); nova:NAME:cloud=CLOUD[,availability_zone=AZ,"
+                         "aggregate=AGG,default_flavor=F,default_image=I] (openstacksdk, "
+                         "clouds.yaml)."),
+    cfg.BoolOpt("local_zone", default=True,
+                help="Run the embedded local zone (VNFs on this machine via the launch core)."),
+    cfg.StrOpt("local_zone_name", default="local", help="Name of the embedded local zone."),
+    cfg.StrOpt("region", default="default", help="Region of the zones this orchestrator runs."),
+    cfg.IntOpt("local_pool_size", default=0, min=0, max=64,
+               help="Warm shells the local zone keeps booted (0 = launches are cold)."),
+    cfg.ListOpt("local_bridges", default=[],
+                help="Bridges the NICs of VNFs launched in the local zone are plugged into "
+                     "(one NIC per entry; empty = two unplugged NICs)."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    # a fresh group per ConfigOpts: set_override() values live in the OptGroup (see vnf/conf.py)
+    group = cfg.OptGroup(orch_group.name, title=orch_group.title, help=orch_group.help)
+    conf.register_group(group)
+    conf.register_opts(orch_opts, group=group)
+
+
+def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
+    """oslo.messaging registers its tracing and metrics options on the global CONF only; a
+    private ConfigOpts used for RPC needs them too."""
+    import importlib
+
+    for mod, attr, group in (("oslo_messaging._tracing.client", "oslo_messaging_tracing",
+                              "oslo_messaging_tracing"),
+                             ("oslo_messaging._metrics.client", "oslo_messaging_metrics",
+                              "oslo_messaging_metrics")):
+        try:
+            opts = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError):      # another oslo.messaging release
+            continue
+        if group not in conf:
+            conf.register_opts(opts, group=group)
+
+
+def disable_rabbit_heartbeat(conf: cfg.ConfigOpts) -> None:
+    """For short-lived processes (the CLI, tests): no AMQP heartbeat thread. With one, closing a
+    transport waits seconds for the thread to get the connection lock from a poller."""
+    try:
+        from oslo_messaging._drivers import impl_rabbit
+    except ImportError:
+        return
+    if "oslo_messaging_rabbit" not in conf:
+        conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+    conf.set_override("heartbeat_timeout_threshold", 0, group="oslo_messaging_rabbit")
+
+
+def list_opts():
+    """Entry point for oslo-config-generator (namespace ``fluidvim.orchestrator``)."""
+    return [(orch_group, orch_opts)]
+
+
+def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
+    """A private ConfigOpts with [orchestrator], [power], [evaluator], [vnf] and logging options
+    (tests, CLI, bench)."""
+    from oslo_log import log as logging
+
+    from fluidvim.evaluator import conf as evalconf
+    from fluidvim.orchestrator import power
+    from fluidvim.vnf import conf as vnfconf
+
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    power.register_opts(conf)
+    evalconf.register_opts(conf)
+    register_messaging_opts(conf)
+    vnfconf.register_opts(conf)
+    logging.register_options(conf)
+    conf(args or [], project="fluidvim", default_config_files=[])
+    for key, value in overrides.items():
+        group = "vnf" if key.startswith("vnf_") else "orchestrator"
+        conf.set_override(key[4:] if group == "vnf" else key, value, group=group)
+    return conf

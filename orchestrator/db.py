@@ -1,0 +1,396 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The orchestrator's state (SQLAlchemy; SQLite by default, any URL in production).
+
+Everything a restarted orchestrator needs: zones, environment types (by their zone-free uid),
+hosts, services (aliases with slot ratios, tolerable queuing delay), instances, the latest slot
+report per instance and service, placement decisions with the record of every
+step, and launch records (start/end of on-demand launches, for the queuing delay). Probe
+results live in the same database, in the evaluator's ProbeCache table (one place for them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid as uuidlib
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from fluidvim.evaluator.model import EnvironmentType
+
+from .exception import NotFound
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+def _json(col_default="{}"):
+    return orm.mapped_column(sa.Text, default=col_default)
+
+
+class Zone(Base):
+    __tablename__ = "zones"
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    region: orm.Mapped[str] = orm.mapped_column(sa.String(64), default="default")
+    labels_json: orm.Mapped[str] = _json()
+    updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+
+class EnvType(Base):
+    __tablename__ = "env_types"
+    uid: orm.Mapped[str] = orm.mapped_column(sa.String(32), primary_key=True)
+    env_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+    @property
+    def env(self) -> EnvironmentType:
+        return EnvironmentType.from_dict(json.loads(self.env_json))
+
+
+class Host(Base):
+    __tablename__ = "hosts"
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
+    env_uid: orm.Mapped[str] = orm.mapped_column(sa.String(32), index=True)
+    labels_json: orm.Mapped[str] = _json()
+    updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+
+class Service(Base):
+    __tablename__ = "services"
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    profile_json: orm.Mapped[str] = orm.mapped_column(sa.Text)     # ServiceProfile fields + extras
+    aliases_json: orm.Mapped[str] = _json()                         # {alias: ratio}
+    max_queuing_delay_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+    @property
+    def profile(self) -> dict:
+        return json.loads(self.profile_json)
+
+    @property
+    def aliases(self) -> dict:
+        return json.loads(self.aliases_json or "{}")
+
+
+class Instance(Base):
+    __tablename__ = "instances"
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    slots_total: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    decision_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    launch_ms: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+
+class SlotReportRow(Base):
+    __tablename__ = "slot_reports"
+    instance: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    region: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    slots: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    exact: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    delay_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+
+
+class Decision(Base):
+    __tablename__ = "decisions"
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # decided | refused | deployed
+    zone: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    rule: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
+    request_json: orm.Mapped[str] = _json()
+    total_ms: orm.Mapped[float] = orm.mapped_column(sa.Float, default=0.0)
+    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+    steps: orm.Mapped[list[DecisionStep]] = orm.relationship(
+        order_by="DecisionStep.index", cascade="all, delete-orphan", lazy="selectin")
+
+
+class DecisionStep(Base):
+    __tablename__ = "decision_steps"
+    decision_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("decisions.id"),
+                                                     primary_key=True)
+    index: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(16))         # filter|probe|analyze|decide
+    ms: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    record_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+    @property
+    def record(self):
+        return json.loads(self.record_json)
+
+
+class LaunchRow(Base):
+    __tablename__ = "launch_records"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True, autoincrement=True)
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    started_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    finished_at: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    ok: orm.Mapped[bool | None] = orm.mapped_column(sa.Boolean)
+    ms: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    predicted_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    instance_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    kind: orm.Mapped[str | None] = orm.mapped_column(sa.String(8))        # cold | warm | None
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+def make_engine(url: str) -> sa.Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and cross-thread use (as the launch
+    core's state store does)."""
+    kw = {}
+    if url.startswith("sqlite"):
+        kw["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        path = url.split("sqlite:///", 1)[-1]
+        if path and path != ":memory:" and not url.startswith("sqlite:///:memory:"):
+            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o750, exist_ok=True)
+    engine = sa.create_engine(url, future=True, **kw)
+    if url.startswith("sqlite"):
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _rec):
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+    return engine
+
+
+class Store:
+    def __init__(self, url: str):
+        self.engine = make_engine(url)
+        Base.metadata.create_all(self.engine)
+        self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- zones, environment types, hosts --
+    def upsert_zone(self, name: str, kind: str, region: str, labels: dict | None = None) -> None:
+        with self.Session.begin() as s:
+            s.merge(Zone(name=name, kind=kind, region=region,
+                         labels_json=json.dumps(labels or {}), updated_at=time.time()))
+
+    def zones(self) -> list[Zone]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(Zone).order_by(Zone.name)))
+
+    def upsert_env(self, env: EnvironmentType) -> str:
+        with self.Session.begin() as s:
+            if s.get(EnvType, env.uid) is None:
+                s.add(EnvType(uid=env.uid, env_json=json.dumps(env.to_dict())))
+        return env.uid
+
+    def envs(self) -> list[EnvType]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(EnvType)))
+
+    def sync_hosts(self, zone: str, hosts) -> None:
+        """Replace the zone's hosts by ``hosts`` (HostInfo list); records their env types."""
+        now = time.time()
+        with self.Session.begin() as s:
+            known = {h.name: h for h in s.scalars(sa.select(Host).where(Host.zone == zone))}
+            envs = {e.uid for e in s.scalars(sa.select(EnvType))}
+            for h in hosts:
+                if h.env.uid not in envs:
+                    s.add(EnvType(uid=h.env.uid, env_json=json.dumps(h.env.to_dict())))
+                    envs.add(h.env.uid)
+                row = known.pop(h.name, None)
+                if row is None:
+                    s.add(Host(zone=zone, name=h.name, env_uid=h.env.uid,
+                               labels_json=json.dumps(h.labels), updated_at=now))
+                else:
+                    row.env_uid, row.labels_json, row.updated_at = (
+                        h.env.uid, json.dumps(h.labels), now)
+            for row in known.values():
+                s.delete(row)
+
+    def hosts(self, zone: str | None = None) -> list[Host]:
+        with self.Session() as s:
+            q = sa.select(Host).order_by(Host.zone, Host.name)
+            if zone:
+                q = q.where(Host.zone == zone)
+            return list(s.scalars(q))
+
+    # -- services --
+    def put_service(self, name: str, profile: dict, aliases: dict,
+                    max_queuing_delay_s: float | None) -> Service:
+        row = Service(name=name, profile_json=json.dumps(profile),
+                      aliases_json=json.dumps(aliases), max_queuing_delay_s=max_queuing_delay_s,
+                      created_at=time.time())
+        with self.Session.begin() as s:
+            s.merge(row)
+        return row
+
+    def service(self, name: str) -> Service:
+        with self.Session() as s:
+            row = s.get(Service, name)
+        if row is None:
+            raise NotFound(f"service: no service named {name!r}; register it with "
+                           f"`fluidvim service register {name} --config-file FILE`",
+                           field="service")
+        return row
+
+    def service_or_alias(self, name: str) -> tuple[Service, float]:
+        """(the service, 1.0) or, for an alias, (its base service, slots per alias session)."""
+        try:
+            return self.service(name), 1.0
+        except NotFound:
+            for row in self.services():
+                if name in row.aliases:
+                    return row, float(row.aliases[name])
+            raise
+
+    def services(self) -> list[Service]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(Service).order_by(Service.name)))
+
+    def delete_service(self, name: str) -> None:
+        self.service(name)
+        with self.Session.begin() as s:
+            s.execute(sa.delete(Service).where(Service.name == name))
+
+    # -- instances --
+    def add_instance(self, **fields) -> Instance:
+        row = Instance(created_at=time.time(), **fields)
+        with self.Session.begin() as s:
+            s.merge(row)
+        return row
+
+    def instances(self, service: str | None = None, zone: str | None = None,
+                  statuses=("running", "building")) -> list[Instance]:
+        with self.Session() as s:
+            q = sa.select(Instance).order_by(Instance.created_at)
+            if service:
+                q = q.where(Instance.service == service)
+            if zone:
+                q = q.where(Instance.zone == zone)
+            if statuses:
+                q = q.where(Instance.status.in_(statuses))
+            return list(s.scalars(q))
+
+    def set_instance_status(self, instance_id: str, status: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.update(Instance).where(Instance.id == instance_id).values(status=status))
+
+    # -- slot reports --
+    def save_slot_report(self, rep) -> None:
+        with self.Session.begin() as s:
+            s.merge(SlotReportRow(instance=rep.instance, service=rep.service, zone=rep.zone,
+                                  host=rep.host, region=rep.region, slots=rep.slots,
+                                  exact=rep.exact, delay_s=rep.delay_s, at=rep.at))
+
+    def slot_reports(self) -> list[SlotReportRow]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(SlotReportRow)))
+
+    def delete_slot_reports(self, instance: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.delete(SlotReportRow).where(SlotReportRow.instance == instance))
+
+    # -- decisions --
+    def save_decision(self, service: str, status: str, zone: str | None, host: str | None,
+                      rule: str, request: dict, steps: list[tuple[str, float, object]],
+                      total_ms: float) -> str:
+        did = str(uuidlib.uuid4())
+        with self.Session.begin() as s:
+            d = Decision(id=did, service=service, status=status, zone=zone, host=host, rule=rule,
+                         request_json=json.dumps(request), total_ms=total_ms,
+                         created_at=time.time())
+            d.steps = [DecisionStep(decision_id=did, index=i, name=n, ms=ms,
+                                    record_json=json.dumps(rec, default=str))
+                       for i, (n, ms, rec) in enumerate(steps)]
+            s.add(d)
+        return did
+
+    def decision(self, decision_id: str) -> Decision:
+        with self.Session() as s:
+            d = s.get(Decision, decision_id)
+            if d is None and len(decision_id) >= 6:
+                d = s.scalars(sa.select(Decision).where(
+                    Decision.id.startswith(decision_id))).first()
+        if d is None:
+            raise NotFound(f"decision: no placement decision {decision_id!r} "
+                           "(see `fluidvim placement list`)", field="decision")
+        return d
+
+    def decisions(self, limit: int = 50) -> list[Decision]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(Decision).order_by(Decision.created_at.desc())
+                                  .limit(limit)))
+
+    def set_decision(self, decision_id: str, **fields) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.update(Decision).where(Decision.id == decision_id).values(**fields))
+
+    # -- launch records (queuing delay) --
+    def launch_started(self, zone: str, service: str, predicted_s: float | None,
+                       started_at: float | None = None) -> int:
+        with self.Session.begin() as s:
+            row = LaunchRow(zone=zone, service=service, started_at=started_at or time.time(),
+                            predicted_s=predicted_s)
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def launch_finished(self, launch_id: int, ok: bool, instance_id: str | None = None,
+                        error: str | None = None, kind: str | None = None) -> None:
+        now = time.time()
+        with self.Session.begin() as s:
+            row = s.get(LaunchRow, launch_id)
+            row.finished_at, row.ok, row.instance_id, row.error = now, ok, instance_id, error
+            row.kind = kind
+            row.ms = (now - row.started_at) * 1000.0
+
+    def launches(self, zone: str | None = None, service: str | None = None, limit: int = 20,
+                 in_flight: bool = False) -> list[LaunchRow]:
+        with self.Session() as s:
+            q = sa.select(LaunchRow).order_by(LaunchRow.started_at.desc())
+            if zone:
+                q = q.where(LaunchRow.zone == zone)
+            if service:
+                q = q.where(LaunchRow.service == service)
+            if in_flight:
+                q = q.where(LaunchRow.finished_at.is_(None))
+            else:
+                q = q.where(LaunchRow.ok.is_(True))
+            return list(s.scalars(q.limit(limit)))
+
+    def recent_launches_all(self, per_key: int) -> list[LaunchRow]:
+        """The newest ``per_key`` successful launches of every (zone, service, kind), in one
+        query."""
+        rn = sa.func.row_number().over(partition_by=(LaunchRow.zone, LaunchRow.service,
+                                                      LaunchRow.kind),
+                                       order_by=LaunchRow.started_at.desc()).label("rn")
+        sub = (sa.select(LaunchRow.id, rn).where(LaunchRow.ok.is_(True),
+                                                  LaunchRow.ms.is_not(None)).subquery())
+        q = (sa.select(LaunchRow).join(sub, sub.c.id == LaunchRow.id)
+             .where(sub.c.rn <= per_key).order_by(LaunchRow.started_at.desc()))
+        with self.Session() as s:
+            return list(s.scalars(q))
+
+    def in_flight_counts(self) -> dict[str, int]:
+        with self.Session() as s:
+            return dict(s.execute(sa.select(LaunchRow.zone, sa.func.count())
+                                  .where(LaunchRow.finished_at.is_(None))
+                                  .group_by(LaunchRow.zone)).all())
+
+    def abandon_in_flight(self) -> int:
+        """After a restart: launches that never finished are failed (nobody waits for them)."""
+        with self.Session.begin() as s:
+            r = s.execute(sa.update(LaunchRow).where(LaunchRow.finished_at.is_(None)).values(
+                finished_at=time.time(), ok=False, error="orchestrator restarted"))
+            return r.rowcount

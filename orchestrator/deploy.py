@@ -1,0 +1,67 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Start one instance of a service in a zone and make its slots known at once.
+
+Used by placement (deploy the decision) and by the resolver (fast-track on-demand launch): the
+launch is recorded (start, end, predicted delay) for the queuing-delay estimate, the instance is
+stored, and its slots go into the registry straight from the launch so a waiting client gets one
+before the instance's first slot update arrives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from fluidvim.evaluator.model import ServiceProfile
+
+from .slots import SlotReport
+from .zones.base import InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+
+LOG = logging.getLogger(__name__)
+
+PROFILE_FIELDS = {f.name for f in dataclasses.fields(ServiceProfile)}
+
+
+def profile_of(service_row) -> ServiceProfile:
+    p = service_row.profile
+    return ServiceProfile(**{k: v for k, v in p.items() if k in PROFILE_FIELDS})
+
+
+def launch_request(service_row, host: str | None = None) -> LaunchRequest:
+    p = service_row.profile
+    return LaunchRequest(service=service_row.name, click_config=p["click_config"],
+                         slots=p.get("slots"), memory_mb=p.get("memory_mb"),
+                         vcpus=p.get("vcpus", 1), kernel=p.get("kernel"), host=host)
+
+
+def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,
+           decision_id: str | None = None, predicted_s: float | None = None,
+           started_at: float | None = None) -> InstanceInfo:
+    """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
+    ``started_at`` (time.time()) = when the client asked, if earlier than now."""
+    lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at)
+    try:
+        inst = zone.launch(launch_request(service_row, host))
+    except ZoneError as e:
+        store.launch_finished(lid, False, error=str(e))
+        raise
+    except Exception as e:
+        store.launch_finished(lid, False, error=f"{type(e).__name__}: {e}")
+        raise ZoneError(f"zone {zone.name}: launch of {service_row.name} failed: {e}") from e
+    store.add_instance(id=inst.id, zone=zone.name, host=inst.host, service=service_row.name,
+                       name=inst.name, status="running", slots_total=inst.slots_total,
+                       decision_id=decision_id, launch_ms=inst.launch_ms)
+    rep = SlotReport(zone=zone.name, host=inst.host or "", instance=inst.id,
+                     service=service_row.name, slots=inst.slots_total, delay_s=predicted_s,
+                     region=zone.region, at=time.time(), exact=inst.slots_total)
+    registry.apply(rep)
+    store.save_slot_report(rep)
+    # finished = the slot exists for the orchestrator (what a waiting client sees), so the
+    # recorded time includes this bookkeeping, as the queuing delay should
+    store.launch_finished(lid, True, instance_id=inst.id, kind=inst.kind)
+    LOG.info("launched %s (%s) in zone %s for %s", inst.name, inst.id, zone.name,
+             service_row.name)
+    return inst

@@ -1,0 +1,47 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Errors the orchestrator sends back to its clients.
+
+They cross oslo.messaging as *expected* exceptions: the server does not log a traceback for them
+and a client that lists this module in ``allowed_remote_exmods`` (:mod:`.rpcapi` does) gets the
+same class back. oslo.messaging appends the remote traceback to ``str()``; :attr:`message` is the
+clean text, which names the field at fault and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class OrchestratorError(Exception):
+    """Base class; ``args[0]`` is the message."""
+
+    def __init__(self, message: str, **kwargs):
+        super().__init__(message)
+        self.kwargs = kwargs                # oslo.messaging re-creates us with these
+
+    @property
+    def message(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class InvalidRequest(OrchestratorError):
+    """A request field is malformed; ``field`` names it."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message, field=field)
+        self.field = field
+
+
+class NotFound(OrchestratorError):
+    """A named object (service, decision, zone, instance) does not exist."""
+
+
+class Refused(OrchestratorError):
+    """The request is valid but cannot be served (no slot, no zone within tolerance, ...)."""
+
+
+def invalid(field: str, problem: str, fix: str = "") -> InvalidRequest:
+    """``InvalidRequest`` with the message format every check uses: ``field: problem; fix``."""
+    return InvalidRequest(f"{field}: {problem}" + (f"; {fix}" if fix else ""), field=field)
+
+
+ALL = (InvalidRequest, NotFound, Refused)

@@ -1,0 +1,169 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Slot updates as oslo.messaging notifications.
+
+* :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
+  slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
+  :mod:`.slots`), drops unchanged ones, rate-limits the rest per (instance, service) and sends
+  them as ``fluidvim.slots.update`` notifications (``info`` priority) on the notification topic.
+* :class:`SlotAgent` - a small loop over the local launch core (``VNFManager.slots()``) that
+  publishes through a SlotPublisher; the embedded local zone runs one.
+* :class:`SlotListener` - the orchestrator's notification listener feeding the registry (and
+  the database, so a restarted orchestrator has the last known slots).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from .slots import RateLimiter, SlotEncoder, SlotRegistry, encode_delay, encode_log2
+
+LOG = logging.getLogger(__name__)
+
+EVENT_UPDATE = "fluidvim.slots.update"
+EVENT_GONE = "fluidvim.slots.gone"
+
+
+def notification_transport(conf):
+    return messaging.get_notification_transport(conf, url=conf.orchestrator.transport_url)
+
+
+class SlotPublisher:
+    def __init__(self, transport, publisher_id: str, topic: str, *, min_interval: float = 1.0,
+                 heartbeat: float = 30.0, clock=time.monotonic):
+        self.notifier = messaging.Notifier(transport, publisher_id=publisher_id,
+                                           driver="messagingv2", topics=[topic])
+        self.encoder = SlotEncoder()
+        self.limiter = RateLimiter(min_interval, clock)
+        self.heartbeat = heartbeat
+        self.clock = clock
+        self._last: dict = {}              # key -> (encoded tuple, sent at)
+        self.sent = 0
+        self.suppressed = 0
+
+    def publish(self, *, zone: str, host: str, instance: str, service: str, slots: int,
+                delay_s: float | None, region: str = "default", force: bool = False) -> bool:
+        """Send one update unless it is unchanged (and no heartbeat is due) or rate limited.
+        Returns whether it was sent."""
+        key = (instance, service)
+        last = self._last.get(key)
+        new_magnitude = self.encoder.magnitude_changed(key, slots)
+        code = (encode_log2(slots), encode_delay(delay_s))
+        now = self.clock()
+        if (not force and not new_magnitude and last is not None and last[0] == code
+                and now - last[1] < self.heartbeat):
+            self.suppressed += 1                           # nothing new to say
+            return False
+        # a new order of magnitude (sent with its exact count) is never held back
+        if not self.limiter.allow(key, urgent=force or new_magnitude):
+            self.suppressed += 1
+            return False
+        msg = self.encoder.encode(key, slots, delay_s)
+        payload = {"zone": zone, "host": host, "instance": instance, "service": service,
+                   "region": region, "at": time.time(), **msg}
+        self.notifier.info({}, EVENT_UPDATE, payload)
+        self._last[key] = (code, now)
+        self.sent += 1
+        return True
+
+    def gone(self, *, zone: str, instance: str) -> None:
+        self.notifier.info({}, EVENT_GONE, {"zone": zone, "instance": instance,
+                                            "at": time.time()})
+        for key in [k for k in self._last if k[0] == instance]:
+            self._last.pop(key)
+
+
+class SlotAgent:
+    """Publishes the slots of every VNF of a local zone, every ``interval`` seconds."""
+
+    def __init__(self, zone, publisher: SlotPublisher, queuing=None, interval: float = 1.0):
+        self.zone = zone
+        self.publisher = publisher
+        self.queuing = queuing
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = None
+        self._known: set[str] = set()
+
+    def tick(self, force: bool = False) -> int:
+        sent = 0
+        per_vnf = self.zone.instance_slots()
+        delays = {}
+        for vid, s in per_vnf.items():
+            svc = s["service"]
+            if not svc:
+                continue              # not started by the orchestrator: no service to announce
+            if svc not in delays:
+                delays[svc] = self.queuing.delay(self.zone, svc).seconds if self.queuing else None
+            sent += self.publisher.publish(zone=self.zone.name, host=self.zone.host_name,
+                                           instance=vid, service=svc, slots=s["free"],
+                                           delay_s=delays[svc], region=self.zone.region,
+                                           force=force)
+        for vid in self._known - set(per_vnf):
+            self.publisher.gone(zone=self.zone.name, instance=vid)
+        self._known = set(per_vnf)
+        return sent
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="fluidvim-slots")
+        self._thread.start()
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - keep publishing
+                LOG.exception("slot agent tick failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+
+class _Endpoint:
+    filter_rule = messaging.NotificationFilter(event_type=r"^fluidvim\.slots\.")
+
+    def __init__(self, registry: SlotRegistry, store=None, on_update=None):
+        self.registry = registry
+        self.store = store
+        self.on_update = on_update
+        self.received = 0
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        try:
+            if event_type == EVENT_GONE:
+                self.registry.forget(payload["instance"])
+                if self.store is not None:
+                    self.store.delete_slot_reports(payload["instance"])
+            else:
+                rep = self.registry.apply_message(payload)
+                if self.store is not None:
+                    self.store.save_slot_report(rep)
+            self.received += 1
+            if self.on_update:
+                self.on_update(event_type, payload)
+        except (KeyError, TypeError, ValueError) as e:
+            LOG.warning("malformed slot update from %s dropped: %s (%r)", publisher_id, e, payload)
+        return messaging.NotificationResult.HANDLED
+
+
+class SlotListener:
+    def __init__(self, transport, topic: str, registry: SlotRegistry, store=None, on_update=None,
+                 pool: str | None = None):
+        self.endpoint = _Endpoint(registry, store, on_update)
+        self.listener = messaging.get_notification_listener(
+            transport, [messaging.Target(topic=topic)], [self.endpoint], executor="threading",
+            pool=pool)
+
+    def start(self) -> None:
+        self.listener.start()
+
+    def stop(self) -> None:
+        self.listener.stop()
+        self.listener.wait()

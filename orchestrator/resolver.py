@@ -1,0 +1,118 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``resolve(service, client_location)``: where does a new session go?
+
+1. An instance with a free slot (aliases applied; nearest location first, then most free). The
+   slot is reserved in the registry until the instance's own update reflects it.
+2. Else the zone with the least queuing delay within the service's tolerance launches one more
+   instance on demand (fast track: no placement round, no probes) and the call returns when the
+   slot exists.
+3. Else a :class:`Refused` that names, zone by zone, why none qualified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+
+from oslo_log import log as logging
+
+from .deploy import deploy
+from .exception import Refused
+from .queuing import within
+from .zones.base import ZoneError
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Resolution:
+    service: str
+    kind: str                         # "slot" (existing instance) | "launched" (fast track)
+    zone: str
+    host: str | None
+    instance: str
+    free_slots: int                   # after this session
+    predicted_delay_s: float | None = None
+    waited_s: float = 0.0
+    via_alias: str | None = None      # the base service whose slots were used
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Resolver:
+    def __init__(self, store, registry, zones: dict, queuing):
+        self.store = store
+        self.registry = registry
+        self.zones = zones
+        self.queuing = queuing
+        self._lock = threading.Lock()          # one resolve decides at a time (no double grant)
+
+    def _ratio(self, rep_service: str, service: str) -> float:
+        if rep_service == service:
+            return 1.0
+        return self.registry.aliases.get(rep_service, {}).get(service, 1.0)
+
+    def _free_slot(self, service: str, location: str | None):
+        best = None
+        for rep, free in self.registry.entries(service):
+            if free <= 0:
+                continue
+            near = 0 if location in (None, rep.zone, rep.region) else 1
+            k = (near, -free, rep.instance)
+            if best is None or k < best[0]:
+                best = (k, rep, free)
+        return best
+
+    def resolve(self, service: str, client_location: str | None = None) -> Resolution:
+        row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field
+        t0 = time.monotonic()
+        asked_at = time.time()
+        with self._lock:
+            hit = self._free_slot(service, client_location)
+            if hit is not None:
+                _, rep, free = hit
+                ratio = self._ratio(rep.service, service)
+                self.registry.reserve(rep.instance, rep.service, math.ceil(ratio))
+                return Resolution(service, "slot", rep.zone, rep.host, rep.instance, free - 1,
+                                  via_alias=rep.service if rep.service != service else None)
+            tolerance = row.max_queuing_delay_s      # an alias inherits its base's tolerance
+            options, why = [], []
+            snap = self.queuing.snapshot()
+            for zname, zone in sorted(self.zones.items()):
+                qd = self.queuing.delay(zone, row.name, snap)   # an alias launches its base
+                if qd.seconds is None:
+                    why.append(f"{zname}: {qd.basis}")
+                elif not within(qd.seconds, tolerance):
+                    why.append(f"{zname}: queuing delay {qd.seconds:.3f} s exceeds the "
+                               f"tolerance {tolerance:.3f} s")
+                else:
+                    near = 0 if client_location in (None, zname, zone.region) else 1
+                    options.append((near, qd.seconds, zname, qd))
+            if not options:
+                raise Refused(f"resolve {service}: no free slot and no zone can start one within "
+                              f"the service's tolerance "
+                              f"({'any finite delay' if tolerance is None else f'{tolerance} s'}): "
+                              + ("; ".join(why) or "no zones"))
+            options.sort()
+        errors = []
+        for _near, predicted, zname, _qd in options:
+            try:
+                inst = deploy(self.store, self.registry, self.zones[zname], row,
+                              predicted_s=predicted, started_at=asked_at)
+            except ZoneError as e:
+                errors.append(str(e))
+                LOG.warning("fast-track launch in %s failed: %s", zname, e)
+                continue
+            need = math.ceil(alias_ratio)
+            self.registry.reserve(inst.id, row.name, need)
+            return Resolution(service, "launched", zname, inst.host, inst.id,
+                              max(0, int((inst.slots_total - need) / alias_ratio)),
+                              predicted_delay_s=predicted,
+                              waited_s=round(time.monotonic() - t0, 4),
+                              via_alias=row.name if row.name != service else None)
+        raise Refused(f"resolve {service}: no free slot and every on-demand launch failed: "
+                      + "; ".join(errors))

@@ -1,0 +1,433 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``fluidvim-orchestrator``: the orchestrator as an oslo.messaging RPC server.
+
+:class:`Orchestrator` is the service's core (usable in-process: the demo, tests, benchmarks);
+:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.0); :func:`main` is the console
+script: it serves RPC on ``[orchestrator] topic``, listens for slot-update notifications on
+``[orchestrator] notification_topic`` and, with ``[orchestrator] local_zone``, runs the embedded
+local zone (launch core + slot agent publishing through the same notification path).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import re
+import signal
+import socket
+import sys
+import threading
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from . import conf as orchconf
+from .db import Store
+from .deploy import PROFILE_FIELDS
+from .exception import ALL as EXPECTED, InvalidRequest, NotFound, invalid
+from .notify import SlotAgent, SlotListener, SlotPublisher
+from .placement import PlacementEngine, explain
+from .queuing import QueuingEstimator
+from .resolver import Resolver
+from .slots import SlotRegistry, SlotReport, validate_aliases
+from .zones.base import ZoneAdapter
+
+LOG = logging.getLogger(__name__)
+
+RPC_API_VERSION = "1.0"
+SERVICE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
+
+
+def _number(field, value, lo=None, hi=None, integer=False, allow_none=False):
+    if value is None and allow_none:
+        return None
+    try:
+        v = int(value) if integer else float(value)
+        if integer and float(value) != v:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise invalid(field, f"{value!r} is not {'an integer' if integer else 'a number'}") \
+            from None
+    if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise invalid(field, f"{value!r} is out of range [{lo}, {hi}]")
+    return v
+
+
+def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
+                     session_pps=100.0, max_queuing_delay_s=None, requirements=None,
+                     aliases=None, min_instances=0, slots=None, memory_mb=None, vcpus=1,
+                     kernel=None, max_price_per_hour=None, formula=None) -> tuple[dict, dict]:
+    """(profile, aliases) of a service registration; InvalidRequest names the field at fault."""
+    if not isinstance(name, str) or not SERVICE_NAME_RE.fullmatch(name):
+        raise invalid("name", f"{name!r} is not a valid service name",
+                      "use 1-40 letters, digits, '_' or '-', starting with a letter or digit")
+    if not isinstance(click_config, str) or not click_config.strip():
+        raise invalid("click_config", "the service's VNF configuration is empty",
+                      "give the Click-like configuration (e.g. --config-file etc/click/firewall.click)")
+    if requirements is not None and not isinstance(requirements, dict):
+        raise invalid("requirements", "must be a mapping key -> allowed values",
+                      "e.g. --require accel=kvm")
+    als = validate_aliases(aliases)
+    if name in als:
+        raise invalid(f"aliases.{name}", "a service cannot alias itself")
+    if formula is not None:
+        from fluidvim.evaluator.analyzers import FormulaAnalyzer
+        from fluidvim.evaluator.formula import FormulaError
+        try:
+            FormulaAnalyzer(formula)
+        except FormulaError as e:
+            raise invalid("formula", str(e)) from None
+    profile = {
+        "name": name, "click_config": click_config,
+        "deadline_ms": _number("deadline_ms", deadline_ms, 0.001, 60000.0),
+        "qos_quantile": _number("qos_quantile", qos_quantile, 0.5, 1.0),
+        "session_pps": _number("session_pps", session_pps, 0.001, 1e9),
+        "max_queuing_delay_s": _number("max_queuing_delay_s", max_queuing_delay_s, 0.0, 86400.0,
+                                       allow_none=True),
+        "requirements": dict(requirements or {}),
+        "min_instances": _number("min_instances", min_instances, 0, 10000, integer=True),
+        "slots": _number("slots", slots, 1, 65536, integer=True, allow_none=True),
+        "memory_mb": _number("memory_mb", memory_mb, 8, 4096, integer=True, allow_none=True),
+        "vcpus": _number("vcpus", vcpus, 1, 4, integer=True),
+        "kernel": kernel,
+        "max_price_per_hour": _number("max_price_per_hour", max_price_per_hour, 0.0, None,
+                                      allow_none=True),
+        "formula": formula,
+    }
+    return profile, als
+
+
+def default_runners(conf, store):
+    """The evaluator's runners, built by its own factories from [evaluator]: stage 1 over a
+    probe cache in the orchestrator's database (results valid [orchestrator] probe_validity),
+    stage 2 = the [evaluator] analyzer with the [orchestrator] weights, and a factory for services
+    that bring their own formula."""
+    from fluidvim.evaluator import analyzers, conf as evalconf
+
+    if "evaluator" not in conf:
+        evalconf.register_opts(conf)
+    o = conf.orchestrator
+    runner1 = evalconf.make_stage1(conf, store.engine, valid_for_s=o.probe_validity)
+    weights = {"slots": o.weight_slots, "price": o.weight_price, "power": o.weight_power,
+               "delay": o.weight_delay, "boot": o.weight_boot}
+    runner2 = analyzers.Stage2Runner(evalconf.make_analyzer(conf, weights))
+    max_loss = conf.evaluator.max_loss
+    return runner1, runner2, lambda f: analyzers.Stage2Runner(
+        analyzers.FormulaAnalyzer(f, max_loss))
+
+
+class Orchestrator:
+    def __init__(self, conf: cfg.ConfigOpts, *, zones: list[ZoneAdapter] | None = None,
+                 stage1=None, stage2=None, power=None, manager=None,
+                 zone_labels: dict | None = None):
+        self.conf = conf
+        o = conf.orchestrator
+        self.store = Store(o.connection)
+        self.registry = SlotRegistry(ttl=o.slot_report_ttl, reservation_ttl=o.reservation_ttl)
+        for svc in self.store.services():
+            self.registry.set_aliases(svc.name, svc.aliases)
+        for r in self.store.slot_reports():
+            self.registry.apply(SlotReport(zone=r.zone, host=r.host, instance=r.instance,
+                                           service=r.service, slots=r.slots, delay_s=r.delay_s,
+                                           region=r.region, at=r.at, exact=r.exact))
+        abandoned = self.store.abandon_in_flight()
+        if abandoned:
+            LOG.warning("%d launch(es) in flight when the orchestrator stopped: marked failed",
+                        abandoned)
+        self.manager = None
+        self._own_manager = manager is None
+        self.local_zone = None
+        if zones is None:
+            from .zones import build_zones
+            zones = build_zones(o.zones, o.region)
+        zones = list(zones)
+        if o.local_zone and not any(z.kind == "local" for z in zones):
+            from fluidvim.vnf.manager import VNFManager
+
+            from .zones.local import LocalZone
+            self.manager = manager or VNFManager(conf)
+            if manager is None:       # a caller's manager has recovered already (re-watching
+                self.manager.recover()  # a VNF twice would leave a stale pidfd in its watcher)
+            self.local_zone = LocalZone(o.local_zone_name, self.manager, region=o.region,
+                                        bridges=tuple(o.local_bridges))
+            self.local_zone.start_pool(o.local_pool_size)
+            zones.append(self.local_zone)
+        else:
+            self.local_zone = next((z for z in zones if z.kind == "local"), None)
+        self.zones = {z.name: z for z in zones}
+        self.zone_labels = dict(zone_labels or {})
+        for z in zones:
+            self.store.upsert_zone(z.name, z.kind, z.region, self.zone_labels.get(z.name))
+            try:
+                self.store.sync_hosts(z.name, z.hosts())
+            except Exception as e:  # noqa: BLE001 - a zone that is down now may come back
+                LOG.warning("zone %s: cannot list hosts: %s", z.name, e)
+        if power is None:                 # [power]: RAPL / Redfish / SPECpower curve / linear
+            from .power import HostMarginalPower
+            power = HostMarginalPower(conf)
+        self.queuing = QueuingEstimator(self.store, history=o.launch_history,
+                                        parallelism=o.launch_parallelism,
+                                        default_launch_s=o.default_launch_time)
+        formula_runner = None
+        if stage1 is None or stage2 is None:
+            d1, d2, formula_runner = default_runners(conf, self.store)
+            stage1, stage2 = stage1 or d1, stage2 or d2
+        self.placement = PlacementEngine(self.store, self.registry, self.zones, stage1, stage2,
+                                         self.queuing, power=power, tolerance=o.decision_tolerance,
+                                         zone_labels=self.zone_labels,
+                                         formula_runner=formula_runner)
+        self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self._rpc = self._listener = self._agent = None
+        self._transports = []
+
+    # -- the API (RPC endpoint methods call these) --
+    def register_service(self, name, click_config, **fields) -> dict:
+        unknown = set(fields) - (PROFILE_FIELDS | {"aliases", "slots", "memory_mb", "vcpus",
+                                                   "kernel", "max_price_per_hour", "formula"})
+        if unknown:
+            raise invalid(sorted(unknown)[0], "unknown field of a service",
+                          "see `fluidvim service register --help`")
+        profile, als = validate_service(name, click_config, **fields)
+        self.store.put_service(name, profile, als, profile["max_queuing_delay_s"])
+        self.registry.set_aliases(name, als)
+        return self.service_dict(self.store.service(name))
+
+    @staticmethod
+    def service_dict(row) -> dict:
+        p = row.profile
+        return {"name": row.name, "aliases": row.aliases,
+                "max_queuing_delay_s": row.max_queuing_delay_s,
+                **{k: v for k, v in p.items() if k != "name"}}
+
+    def list_services(self) -> list[dict]:
+        return [self.service_dict(r) for r in self.store.services()]
+
+    def remove_service(self, name) -> dict:
+        self.store.delete_service(name)
+        self.registry.set_aliases(name, {})
+        return {"removed": name}
+
+    def place(self, service, location=None, deploy=False) -> dict:
+        return self.placement.place(service, location=location, deploy_it=bool(deploy),
+                                    request={"service": service, "location": location,
+                                             "deploy": bool(deploy)}).to_dict()
+
+    def explain(self, decision_id) -> dict:
+        return explain(self.store, decision_id)
+
+    def list_decisions(self, limit=20) -> list[dict]:
+        return [{"id": d.id, "service": d.service, "status": d.status, "zone": d.zone,
+                 "host": d.host, "total_ms": d.total_ms, "created_at": d.created_at}
+                for d in self.store.decisions(_number("limit", limit, 1, 1000, integer=True))]
+
+    def resolve(self, service, client_location=None) -> dict:
+        return self.resolver.resolve(service, client_location).to_dict()
+
+    def list_zones(self) -> list[dict]:
+        out = []
+        for name, z in sorted(self.zones.items()):
+            try:
+                hosts = z.hosts()
+                err = None
+                self.store.sync_hosts(name, hosts)      # the database follows what zones report
+            except Exception as e:  # noqa: BLE001
+                hosts, err = [], str(e)
+            delays = {s.name: self.queuing.delay(z, s.name).to_dict()
+                      for s in self.store.services()}
+            out.append({"name": name, "kind": z.kind, "region": z.region, "error": err,
+                        "hosts": [{"name": h.name, "env_uid": h.env.uid, "env": h.env.to_dict(),
+                                   "slots_total": h.slots_total, "slots_free": h.slots_free,
+                                   "cpu_util": h.cpu_util} for h in hosts],
+                        "queuing_delay": delays})
+        return out
+
+    def slots(self, service=None, level="zone") -> dict:
+        if level not in ("instance", "host", "zone", "region"):
+            raise invalid("level", f"{level!r} is not one of instance, host, zone, region")
+        names = [service] if service else [s.name for s in self.store.services()]
+        if service:
+            self.store.service_or_alias(service)
+        return {n: self.registry.aggregate(n, level) for n in names}
+
+    def list_instances(self, service=None) -> list[dict]:
+        return [{"id": i.id, "name": i.name, "zone": i.zone, "host": i.host,
+                 "service": i.service, "status": i.status, "slots_total": i.slots_total,
+                 "decision_id": i.decision_id, "launch_ms": i.launch_ms}
+                for i in self.store.instances(service)]
+
+    def terminate(self, instance) -> dict:
+        rows = [i for i in self.store.instances(statuses=None) if i.id == instance
+                or i.name == instance]
+        if not rows:
+            raise NotFound(f"instance: no instance {instance!r} (see `fluidvim instance list`)",
+                           field="instance")
+        row = rows[0]
+        zone = self.zones.get(row.zone)
+        if zone is not None:
+            zone.terminate(row.id)
+        self.store.set_instance_status(row.id, "deleted")
+        self.store.delete_slot_reports(row.id)
+        self.registry.forget(row.id)
+        return {"terminated": row.id}
+
+    # -- running as a service --
+    def start(self, server: str | None = None, *, agent: bool = True) -> None:
+        o = self.conf.orchestrator
+        rpc_t = messaging.get_rpc_transport(self.conf, url=o.transport_url)
+        notif_t = messaging.get_notification_transport(self.conf, url=o.transport_url)
+        self._transports = [rpc_t, notif_t]
+        target = messaging.Target(topic=o.topic, server=server or socket.gethostname(),
+                                  version=RPC_API_VERSION)
+        self._rpc = messaging.get_rpc_server(
+            rpc_t, target, [OrchestratorEndpoint(self)], executor="threading",
+            access_policy=messaging.DefaultRPCAccessPolicy)
+        self._listener = SlotListener(notif_t, o.notification_topic, self.registry, self.store)
+        self._listener.start()
+        self._rpc.start()
+        if agent and self.local_zone is not None:
+            pub = SlotPublisher(notif_t, f"fluidvim.local.{self.local_zone.host_name}",
+                                o.notification_topic, min_interval=o.slot_update_min_interval,
+                                heartbeat=o.slot_heartbeat_interval)
+            self._agent = SlotAgent(self.local_zone, pub, self.queuing, o.agent_interval)
+            self._agent.start()
+        LOG.info("orchestrator serving topic %s (RPC %s), slot updates on %s, zones: %s",
+                 o.topic, RPC_API_VERSION, o.notification_topic, ", ".join(self.zones))
+
+    @property
+    def agent(self):
+        return self._agent
+
+    def stop(self) -> None:
+        import time
+
+        t0, took = time.monotonic(), {}
+
+        def step(name, fn):
+            t = time.monotonic()
+            fn()
+            took[name] = round(time.monotonic() - t, 2)
+
+        if self._agent:
+            step("slot agent", self._agent.stop)
+        if self._rpc:
+            step("rpc server", lambda: (self._rpc.stop(), self._rpc.wait()))
+        if self._listener:
+            step("notification listener", self._listener.stop)
+        for i, t in enumerate(self._transports):
+            step(f"transport {i}", t.cleanup)
+        if took:
+            LOG.info("orchestrator stopped in %.1f s: %s", time.monotonic() - t0, took)
+        self._rpc = self._listener = self._agent = None
+        self._transports = []
+
+    def close(self) -> None:
+        self.stop()
+        if self.manager is not None and self._own_manager:
+            self.manager.close()
+        self.store.close()
+
+
+def _rpc_method(fn):
+    """Turns argument mistakes into InvalidRequest; lets our expected errors through quietly."""
+    sig = inspect.signature(fn)
+
+    @messaging.expected_exceptions(*EXPECTED)
+    @functools.wraps(fn)
+    def wrapper(self, ctxt, **kwargs):
+        try:
+            sig.bind(self, ctxt, **kwargs)
+        except TypeError as e:
+            raise InvalidRequest(f"request: {fn.__name__}: {e}", field="request") from None
+        return fn(self, ctxt, **kwargs)
+    return wrapper
+
+
+class OrchestratorEndpoint:
+    """RPC API 1.0. Every method returns JSON-serialisable data."""
+
+    target = messaging.Target(version=RPC_API_VERSION)
+
+    def __init__(self, orch: Orchestrator):
+        self.orch = orch
+
+    @_rpc_method
+    def ping(self, ctxt):
+        return {"version": RPC_API_VERSION, "zones": sorted(self.orch.zones)}
+
+    @_rpc_method
+    def register_service(self, ctxt, name, click_config, **fields):
+        return self.orch.register_service(name, click_config, **fields)
+
+    @_rpc_method
+    def list_services(self, ctxt):
+        return self.orch.list_services()
+
+    @_rpc_method
+    def remove_service(self, ctxt, name):
+        return self.orch.remove_service(name)
+
+    @_rpc_method
+    def place(self, ctxt, service, location=None, deploy=False):
+        return self.orch.place(service, location, deploy)
+
+    @_rpc_method
+    def explain(self, ctxt, decision_id):
+        return self.orch.explain(decision_id)
+
+    @_rpc_method
+    def list_decisions(self, ctxt, limit=20):
+        return self.orch.list_decisions(limit)
+
+    @_rpc_method
+    def resolve(self, ctxt, service, client_location=None):
+        return self.orch.resolve(service, client_location)
+
+    @_rpc_method
+    def list_zones(self, ctxt):
+        return self.orch.list_zones()
+
+    @_rpc_method
+    def slots(self, ctxt, service=None, level="zone"):
+        return self.orch.slots(service, level)
+
+    @_rpc_method
+    def list_instances(self, ctxt, service=None):
+        return self.orch.list_instances(service)
+
+    @_rpc_method
+    def terminate(self, ctxt, instance):
+        return self.orch.terminate(instance)
+
+
+def main(argv=None) -> int:
+    conf = cfg.ConfigOpts()
+    orchconf.register_opts(conf)
+    orchconf.register_messaging_opts(conf)
+    from fluidvim.evaluator import conf as evalconf
+    from fluidvim.vnf import conf as vnfconf
+
+    from . import power
+    power.register_opts(conf)
+    evalconf.register_opts(conf)
+    vnfconf.register_opts(conf)
+    logging.register_options(conf)
+    conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
+         prog="fluidvim-orchestrator")
+    logging.setup(conf, "fluidvim-orchestrator")
+    orch = Orchestrator(conf)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    orch.start()
+    try:
+        stop.wait()
+    finally:
+        orch.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

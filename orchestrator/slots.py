@@ -1,0 +1,281 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Session slots: FUSION's compressed updates, their rate limit and bandwidth, and the registry.
+
+Encodings (all pure functions, each with its inverse):
+
+* **4-bit log2 bucket** of a slot count: code 0 = 0 slots, code k = [2^(k-1), 2^k - 1]
+  (1; 2-3; 4-7; ...), code 15 = 2^14 or more. Decoding gives the bucket's lower bound, so a
+  decoded count never promises more slots than the instance has.
+* **2-bit log10 magnitude**: 0 = none, 1 = 1-9, 2 = 10-99, 3 = 100 or more.
+* **exact count** only when the log10 magnitude changed since the last update sent for that key.
+* **queuing delay** Q = 0.1 * 2^q seconds in 4 bits: q = 0..14 (0.1 s .. 1638.4 s; a delay is
+  rounded *up* to the next step), q = 15 = infinite (the zone cannot launch the service on demand).
+  Throughout the orchestrator an infinite delay is ``None``.
+
+The registry aggregates the latest update of every (instance, service) to host, zone and region,
+including aliases: a service may declare that its instances also serve another name at a ratio
+(``{"premium": 3}`` = one premium session takes 3 of this service's slots).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+
+from .exception import invalid
+
+LOG2_BITS = 4
+LOG2_MAX_CODE = (1 << LOG2_BITS) - 1          # 15
+DELAY_INF_CODE = 15
+DELAY_BASE_S = 0.1
+
+
+# -- encodings --
+def encode_log2(slots: int) -> int:
+    if slots < 0:
+        raise ValueError("slots must be >= 0")
+    return min(LOG2_MAX_CODE, int(slots).bit_length())
+
+
+def decode_log2(code: int) -> int:
+    """Lower bound of the bucket (0, 1, 2, 4, 8, ...)."""
+    if not 0 <= code <= LOG2_MAX_CODE:
+        raise ValueError(f"log2 code must be 0..{LOG2_MAX_CODE}")
+    return 0 if code == 0 else 1 << (code - 1)
+
+
+def log2_range(code: int) -> tuple[int, float]:
+    """(lowest, highest) count of a bucket; the top bucket is open (inf)."""
+    lo = decode_log2(code)
+    if code == 0:
+        return 0, 0
+    return lo, math.inf if code == LOG2_MAX_CODE else (1 << code) - 1
+
+
+def encode_log10(slots: int) -> int:
+    if slots < 0:
+        raise ValueError("slots must be >= 0")
+    if slots == 0:
+        return 0
+    return 1 if slots < 10 else 2 if slots < 100 else 3
+
+
+def decode_log10(code: int) -> int:
+    if not 0 <= code <= 3:
+        raise ValueError("log10 code must be 0..3")
+    return (0, 1, 10, 100)[code]
+
+
+def encode_delay(seconds: float | None) -> int:
+    """q with 0.1*2^q >= seconds (smallest such q); None/inf -> 15."""
+    if seconds is None or math.isinf(seconds):
+        return DELAY_INF_CODE
+    if seconds < 0:
+        raise ValueError("delay must be >= 0")
+    if seconds <= DELAY_BASE_S:
+        return 0
+    q = math.ceil(math.log2(seconds / DELAY_BASE_S) - 1e-12)
+    return min(q, DELAY_INF_CODE - 1)
+
+
+def decode_delay(code: int) -> float | None:
+    if not 0 <= code <= DELAY_INF_CODE:
+        raise ValueError(f"delay code must be 0..{DELAY_INF_CODE}")
+    return None if code == DELAY_INF_CODE else DELAY_BASE_S * (1 << code)
+
+
+def update_bandwidth(services: int, update_rate_hz: float, zones: int, bits_per_update: float) -> float:
+    """FUSION's bandwidth model R = M * U * Z * B in bits/s: M services, each zone sends U updates
+    per second per service, Z zones, B bits per update (8 with the 4-bit slot + 4-bit delay
+    encoding, plus whatever framing the transport adds)."""
+    for name, v in (("services", services), ("update_rate_hz", update_rate_hz), ("zones", zones),
+                    ("bits_per_update", bits_per_update)):
+        if v < 0:
+            raise ValueError(f"{name} must be >= 0")
+    return services * update_rate_hz * zones * bits_per_update
+
+
+# -- the update message --
+class SlotEncoder:
+    """Turns (key, slots, delay) into compressed updates; exact counts on magnitude changes."""
+
+    def __init__(self):
+        self._magnitude: dict = {}
+
+    def magnitude_changed(self, key, slots: int) -> bool:
+        return self._magnitude.get(key) != encode_log10(slots)
+
+    def encode(self, key, slots: int, delay_s: float | None) -> dict:
+        mag = encode_log10(slots)
+        msg = {"s": encode_log2(slots), "m": mag, "q": encode_delay(delay_s)}
+        if self._magnitude.get(key) != mag:
+            msg["exact"] = int(slots)
+            self._magnitude[key] = mag
+        return msg
+
+
+def decode_slots(msg: dict, last_exact: int | None = None) -> int:
+    """Slots an update announces: its exact count, else the log2 bucket's lower bound - or the
+    last exact count if that still falls into the announced bucket."""
+    if msg.get("exact") is not None:
+        return int(msg["exact"])
+    lo, hi = log2_range(int(msg["s"]))
+    if last_exact is not None and lo <= last_exact <= hi:
+        return last_exact
+    return lo
+
+
+class RateLimiter:
+    """At most one update per key per ``min_interval`` seconds, except urgent ones."""
+
+    def __init__(self, min_interval: float, clock=time.monotonic):
+        self.min_interval = min_interval
+        self.clock = clock
+        self._last: dict = {}
+
+    def allow(self, key, urgent: bool = False) -> bool:
+        now = self.clock()
+        last = self._last.get(key)
+        if urgent or last is None or now - last >= self.min_interval:
+            self._last[key] = now
+            return True
+        return False
+
+
+# -- the registry --
+@dataclasses.dataclass
+class SlotReport:
+    zone: str
+    host: str
+    instance: str
+    service: str
+    slots: int                      # free slots announced
+    delay_s: float | None           # zone's queuing delay for the service (None = infinite)
+    region: str = "default"
+    at: float = dataclasses.field(default_factory=time.time)
+    exact: int | None = None
+
+
+def validate_aliases(aliases) -> dict:
+    """{"alias": ratio}: ratio = base slots one alias session takes (> 0)."""
+    if aliases is None:
+        return {}
+    if not isinstance(aliases, dict):
+        raise invalid("aliases", f"must be a mapping alias -> ratio, got {type(aliases).__name__}",
+                      "e.g. --alias premium=3")
+    out = {}
+    for name, ratio in aliases.items():
+        if not isinstance(name, str) or not name:
+            raise invalid("aliases", f"alias name {name!r} must be a non-empty string")
+        try:
+            r = float(ratio)
+        except (TypeError, ValueError):
+            raise invalid(f"aliases.{name}", f"ratio {ratio!r} is not a number",
+                          "give base slots per alias session, e.g. premium=3") from None
+        if not math.isfinite(r) or r <= 0:
+            raise invalid(f"aliases.{name}", f"ratio {ratio!r} must be a positive number",
+                          "e.g. premium=3 means one premium session takes 3 slots")
+        out[name] = r
+    return out
+
+
+class SlotRegistry:
+    """Latest slot report per (instance, service) with aggregation and alias expansion.
+
+    ``aliases`` maps a base service to {alias: ratio}. Reservations (slots the resolver handed
+    out) count as used for ``reservation_ttl`` seconds whatever the instance reports meanwhile
+    (its flow table shows a session only once the client's packets arrive), and after that until
+    a report newer than the reservation arrives (an instance that never reports keeps it). The
+    error is conservative: a slot may count twice for a while; it is never handed out twice.
+    """
+
+    def __init__(self, ttl: float = 120.0, reservation_ttl: float = 5.0, clock=time.time):
+        self.ttl = ttl
+        self.reservation_ttl = reservation_ttl
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._reports: dict[tuple[str, str], SlotReport] = {}
+        self._reserved: dict[tuple[str, str], list[float]] = {}
+        self.aliases: dict[str, dict[str, float]] = {}
+
+    def set_aliases(self, service: str, aliases: dict) -> None:
+        with self._lock:
+            self.aliases[service] = validate_aliases(aliases)
+
+    def apply(self, rep: SlotReport) -> SlotReport:
+        key = (rep.instance, rep.service)
+        with self._lock:
+            old = self._reports.get(key)
+            if old is not None and old.at > rep.at:
+                return old                                  # out of order: keep the newer
+            self._reports[key] = rep
+        return rep
+
+    def apply_message(self, payload: dict) -> SlotReport:
+        """A notification payload (see :class:`fluidvim.orchestrator.notify.SlotPublisher`)."""
+        key = (payload["instance"], payload["service"])
+        with self._lock:
+            old = self._reports.get(key)
+        last = old.exact if old else None
+        slots = decode_slots(payload, last)
+        rep = SlotReport(zone=payload["zone"], host=payload["host"],
+                         instance=payload["instance"], service=payload["service"],
+                         slots=slots, delay_s=decode_delay(int(payload["q"])),
+                         region=payload.get("region", "default"), at=float(payload["at"]),
+                         exact=payload["exact"] if payload.get("exact") is not None else last)
+        return self.apply(rep)
+
+    def forget(self, instance: str) -> None:
+        with self._lock:
+            for key in [k for k in self._reports if k[0] == instance]:
+                self._reports.pop(key, None)
+                self._reserved.pop(key, None)
+
+    def reserve(self, instance: str, service: str, count: int = 1) -> None:
+        """``count`` slots of ``instance``'s ``service`` handed out (an alias session takes
+        ``ceil(ratio)`` of its base service's slots)."""
+        with self._lock:
+            self._reserved.setdefault((instance, service), []).extend([self.clock()] * count)
+
+    def _free_locked(self, key, rep, now) -> int:
+        # a reservation ends after reservation_ttl, but only once a report newer than it came in
+        # (an instance that never reports - a zone without slot updates - keeps it counted)
+        live = [t for t in self._reserved.get(key, [])
+                if now - t < self.reservation_ttl or rep.at <= t]
+        self._reserved[key] = live
+        return max(0, rep.slots - len(live))
+
+    def entries(self, service: str, now: float | None = None) -> list[tuple[SlotReport, int]]:
+        """(report, free slots for ``service``) per instance that serves it, aliases applied."""
+        now = self.clock() if now is None else now
+        out = []
+        with self._lock:
+            bases = {service: 1.0}
+            for base, als in self.aliases.items():
+                if service in als:
+                    bases[base] = als[service]
+            for key, rep in self._reports.items():
+                if rep.service not in bases or now - rep.at > self.ttl:
+                    continue
+                ratio = bases[rep.service]
+                free = self._free_locked(key, rep, now)
+                out.append((rep, int(math.floor(free / ratio + 1e-9))))
+        return out
+
+    def reports(self) -> list[SlotReport]:
+        with self._lock:
+            return list(self._reports.values())
+
+    def aggregate(self, service: str, level: str = "zone") -> dict:
+        """Free slots for ``service`` summed per instance | host | zone | region."""
+        if level not in ("instance", "host", "zone", "region"):
+            raise invalid("level", f"{level!r} is not one of instance, host, zone, region")
+        out: dict = {}
+        for rep, free in self.entries(service):
+            k = {"instance": rep.instance, "host": f"{rep.zone}/{rep.host}", "zone": rep.zone,
+                 "region": rep.region}[level]
+            out[k] = out.get(k, 0) + free
+        return out

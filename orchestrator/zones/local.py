@@ -1,0 +1,159 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The embedded ``local`` zone: VNFs on this machine through the launch core (VNFManager).
+
+One host (this machine). Its environment type comes from the launch core's facts: the backend
+(``qemu`` = microvm, ``libvirt`` = pc + qboot), the accelerator actually detected (KVM or TCG),
+the CPU model of /proc/cpuinfo and the sha256 of the VNF kernel. Instances the orchestrator starts
+are named ``<service>.<8 hex>`` so the zone can tell which service a VNF runs after a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import uuid as uuidlib
+
+from fluidvim.evaluator.model import EnvironmentType
+from fluidvim.vnf.backends import LaunchError
+from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.manager import VNFManager
+from fluidvim.vnf.spec import SpecError
+
+from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def instance_name(service: str) -> str:
+    return f"{service}.{uuidlib.uuid4().hex[:8]}"
+
+
+def service_of(vnf_name: str) -> str:
+    """The service of a VNF the orchestrator named; "" for VNFs started otherwise."""
+    return vnf_name.rsplit(".", 1)[0] if "." in vnf_name else ""
+
+
+class LocalZone(ZoneAdapter):
+    kind = "local"
+
+    def __init__(self, name: str, manager: VNFManager, region: str = "default",
+                 bridges: tuple = (), host_name: str | None = None, labels: dict | None = None):
+        super().__init__(name, region)
+        self.mgr = manager
+        self.bridges = tuple(bridges)
+        self.host_name = host_name or socket.gethostname()
+        self.labels = dict(labels or {})
+        self._sha: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _kernel_sha(self, path: str) -> str:
+        with self._lock:
+            if path not in self._sha:
+                with open(path, "rb") as f:
+                    self._sha[path] = hashlib.sha256(f.read()).hexdigest()
+            return self._sha[path]
+
+    def env(self) -> EnvironmentType:
+        be = self.mgr.backend()
+        c = self.mgr.conf.vnf
+        try:
+            sha = self._kernel_sha(self.mgr.kernel)
+        except OSError:
+            sha = ""
+        return EnvironmentType(launcher=be.name, accel=self.mgr.accel, machine=be.machine,
+                               cpu_model=cpu_model(), vcpus=1, memory_mb=c.memory_mb,
+                               kernel_sha256=sha)
+
+    def hosts(self) -> list[HostInfo]:
+        s = self.mgr.slots()
+        try:
+            with open("/proc/loadavg") as f:
+                load = float(f.read().split()[0])
+            util = min(1.0, load / (os.cpu_count() or 1))
+        except (OSError, ValueError):
+            util = 0.0
+        return [HostInfo(name=self.host_name, env=self.env(), slots_total=s["total"],
+                         slots_free=s["free"], cpu_util=util,
+                         labels={"zone": self.name, "region": self.region, **self.labels})]
+
+    def instances(self) -> list[InstanceInfo]:
+        out = []
+        for rec in self.mgr.list():
+            st = "running" if rec.status == "running" else "error"
+            out.append(InstanceInfo(id=rec.id, name=rec.name, service=service_of(rec.name),
+                                    host=self.host_name, status=st,
+                                    slots_total=rec.spec.session_slots))
+        return out
+
+    def instance_slots(self) -> dict[str, dict]:
+        """{vnf id: {"name", "service", "total", "used", "free"}} asked from each running VNF."""
+        out = {}
+        per_name = self.mgr.slots()["vnfs"]
+        for rec in self.mgr.list():
+            s = per_name.get(rec.name)
+            if s is not None and rec.status == "running":
+                out[rec.id] = {"name": rec.name, "service": service_of(rec.name), **s}
+        return out
+
+    def stats(self, instance_id: str) -> dict:
+        """The VNF's own stats (slots, counters, per-packet latency), e.g. for load probes."""
+        return self.mgr.stats(instance_id)
+
+    def can_launch_on_demand(self, service: str) -> bool:
+        return self.cannot_launch_reason(service) is None
+
+    def cannot_launch_reason(self, service: str) -> str | None:
+        if not os.path.exists(self.mgr.kernel):
+            return f"VNF kernel {self.mgr.kernel} is missing (make -C vnf/kernel)"
+        return None
+
+    def launch(self, req: LaunchRequest) -> InstanceInfo:
+        if req.host not in (None, self.host_name):
+            raise ZoneError(f"host: zone {self.name} has only host {self.host_name!r}, "
+                            f"not {req.host!r}")
+        bridges = list(req.bridges or self.bridges or (None, None))
+        try:
+            res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service),
+                                  bridges=bridges, slots=req.slots, memory_mb=req.memory_mb,
+                                  vcpus=req.vcpus, warm=req.warm, kernel=req.kernel)
+        except (SpecError, ControlError, LaunchError, OSError) as e:
+            raise ZoneError(f"zone {self.name}: launch of {req.service} failed: {e}") from e
+        rec = self.mgr.get(res.vnf_id)
+        return InstanceInfo(id=res.vnf_id, name=res.name, service=req.service,
+                            host=self.host_name, status="running",
+                            slots_total=rec.spec.session_slots, launch_ms=res.total_ms,
+                            kind=res.kind)
+
+    def terminate(self, instance_id: str) -> None:
+        try:
+            self.mgr.destroy(instance_id)
+        except KeyError:
+            pass
+
+    def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
+        """Recent successful launches of the kind the next one would be (warm when a shell is
+        ready): the launch core measures request -> forwarding for every VNF, whatever service."""
+        qd = self.mgr.queuing_delay()
+        return [r.total_ms for r in self.mgr.store.recent_launches(limit, qd["backend"],
+                                                                   qd["basis"])]
+
+    def next_launch_kind(self, service: str) -> str:
+        return self.mgr.queuing_delay()["basis"]         # warm when a shell is ready
+
+    def start_pool(self, size: int) -> str | None:
+        """Keep ``size`` warm shells with this zone's NIC count (0 = none)."""
+        if size <= 0:
+            return None
+        return self.mgr.start_pool(size, nics=len(self.bridges) or 2)

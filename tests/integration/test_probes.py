@@ -1,0 +1,149 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Stage-1 probes against real VNFs (QEMU/KVM or TCG), taps, bridges and network namespaces."""
+
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from fluidvim.evaluator.analyzers import CostBenefitAnalyzer, Stage2Runner
+from fluidvim.evaluator.cache import ProbeCache
+from fluidvim.evaluator.model import Candidate, ServiceProfile
+from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe
+from fluidvim.evaluator.slots import estimate_capacity, estimate_slots
+from fluidvim.evaluator.stage1 import Stage1Runner
+from fluidvim.vnf import netdev
+from fluidvim.vnf.manager import VNFManager, make_conf
+
+from .conftest import leaked_taps, vnf_ids
+from .probe_zone import LauncherZone
+
+PREFIX = "fve"
+
+
+@pytest.fixture
+def mgr(tmp_path):
+    run_dir = f"/run/fluidvim-{PREFIX}-{uuid.uuid4().hex[:8]}"
+    m = VNFManager(make_conf(state_dir=str(tmp_path / "state"), run_dir=run_dir, backend="qemu"))
+    yield m
+    m.stop_pool()
+    ids = vnf_ids(m.store)
+    m.drain_pool()
+    left = [r.name for r in m.list()]
+    for rec in m.store.list():
+        m.destroy(rec.id)
+    m.close()
+    shutil.rmtree(run_dir, ignore_errors=True)
+    assert not left, f"VNFs left running: {left}"
+    assert not leaked_taps(ids), "taps leaked"
+
+
+def netns_exists(name: str) -> bool:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return any(line.split()[0] == name for line in out.splitlines() if line.strip())
+
+
+def test_boot_probe_cold_and_warm(mgr):
+    zone = LauncherZone("local-a", mgr)
+    env = zone.env()
+    key = mgr.start_pool(2, nics=2, memory_mb=env.memory_mb)
+    assert mgr.wait_pool(key, 2, timeout=60)
+    r = BootProbe(n=2).run(env, zone)
+    assert r.ok, r.error
+    m = r.metrics
+    assert r.kind == "boot" and r.env_uid == env.uid and r.zone == "local-a"
+    assert m["pinned"] and m["host"] == "localhost"
+    assert m["cold_ms"]["n"] == 2 and m["cold_zone_ms"]["n"] == 2
+    assert all(w >= z for w, z in zip(m["cold_ms"]["samples"], m["cold_zone_ms"]["samples"]))
+    assert m["warm"] is True and m["warm_ms"]["n"] == 2
+    assert m["launched"] == 4 and m["leaked"] == []
+    assert zone.instances() == []
+
+
+def test_boot_probe_without_pool_reports_cold_only(mgr):
+    zone = LauncherZone("local-a", mgr)
+    r = BootProbe(n=1).run(zone.env(), zone)
+    assert r.ok, r.error
+    assert r.metrics["warm"] is False and r.metrics["warm_ms"]["n"] == 0
+    assert r.metrics["launched"] == 2        # one cold, one attempt at warm that came back cold
+    assert zone.instances() == [] and mgr.list() == []
+
+
+def test_boot_probe_of_a_broken_environment_fails_cleanly(mgr):
+    zone = LauncherZone("local-a", mgr)
+    r = BootProbe(n=2, click_config="FromDevice(0) -> Countr -> ToDevice(0);").run(zone.env(), zone)
+    assert not r.ok
+    assert "Countr" in r.error and "local-a" in r.error
+    assert r.metrics["launched"] == 0 and mgr.list() == []
+
+
+@pytest.mark.parametrize("proto", ["icmp", "udp"])
+def test_load_probe_records_a_curve_and_cleans_up(mgr, proto):
+    zone = LauncherZone("local-a", mgr)
+    env = zone.env()
+    probe = LoadProbe(sessions=(1, 10, 60), session_pps=100, step_s=1.0, prefix=PREFIX, subnet=95,
+                      refine=1, proto=proto)
+    seen = []
+    r = probe.run(env, zone, progress=seen.append)
+    assert r.ok, r.error
+    steps = r.metrics["steps"]
+    assert r.metrics["proto"] == proto and len(seen) == 4
+    plain = [s["sessions"] for s in steps if not s.get("refined")]
+    refined = [s["sessions"] for s in steps if s.get("refined")]
+    assert plain == [1, 10, 60] and len(refined) == 1 and 1 < refined[0] < 60
+    assert [s["sessions"] for s in steps] == sorted(s["sessions"] for s in steps)
+    for s in steps:
+        assert s["offered_pps"] == s["sessions"] * 100
+        assert s["received"] > 0 and 0.0 <= s["loss"] <= 1.0
+        for key in ("latency_ms", "latency_pooled_ms"):
+            lat = s[key]
+            assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        assert s["windows"] == 2                         # step_s 1.0 / window_s 0.4 -> 2
+        assert s["loss_worst_window"] >= s["loss"] >= 0.0
+        # the VNF saw the traffic: its own processing-latency histogram grew in this step
+        assert s["vnf_latency_ns"]["count"] >= s["received"]
+    est = estimate_capacity(r, deadline_ms=1000.0, quantile=0.5)
+    assert est.slots >= 1 and est.basis
+    assert estimate_slots(r, 1000.0, 0.5, session_pps=50) >= est.slots
+    # nothing left: probe VNF terminated, namespaces and bridges removed
+    assert mgr.list() == [] and zone.instances() == []
+    assert not netns_exists(f"{PREFIX}a") and not netns_exists(f"{PREFIX}b")
+    assert not netdev.exists(f"{PREFIX}b0") and not netdev.exists(f"{PREFIX}b1")
+
+
+def test_stage1_two_zones_one_type_then_cache_then_rank(mgr, tmp_path):
+    za, zb = LauncherZone("local-a", mgr), LauncherZone("local-b", mgr)
+    assert za.env().uid == zb.env().uid               # the same type in two zones
+    cache = ProbeCache(f"sqlite:///{tmp_path}/probes.sqlite")
+    load = LoadProbe(sessions=(1, 20), step_s=0.5, prefix=PREFIX, subnet=95, refine=0)
+    runner = Stage1Runner(cache, [StaticProbe(), BootProbe(n=1, warm=False), load])
+    svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
+                         deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})
+    events = []
+    res = runner.ensure({"local-a": za, "local-b": zb}, svc, progress=events.append)
+    uid = za.env().uid
+    assert set(res) == {uid} and {r.kind for r in res[uid]} == {"static", "boot", "load"}
+    assert len(res.plan) == 2                         # one type, two zones: N = max(1, 2)
+    kinds = sorted((a.kind, a.zone) for a in res.probed)
+    assert kinds == [("boot", "local-a"), ("boot", "local-b"), ("load", "local-a"),
+                     ("static", "local-a")]
+    assert all(a.ok for a in res.probed), res.explain()
+    assert {e["event"] for e in events} >= {"start", "done"}
+    # a second round (another service, or a restart of the orchestrator) probes nothing
+    res2 = Stage1Runner(ProbeCache(f"sqlite:///{tmp_path}/probes.sqlite"),
+                        [StaticProbe(), BootProbe(n=1, warm=False), load]).ensure(
+        {"local-a": za, "local-b": zb}, svc)
+    assert [a.kind for a in res2.probed] == ["static"]
+    assert sorted(a.kind for a in res2.cached) == ["boot", "boot", "load"]
+    assert "cached load" in "\n".join(res2.explain())
+    # stage 2 on the real results
+    cands = [Candidate(zone="local-a", env=za.env(), price_per_hour=1.0, queuing_delay_s=0.06),
+             Candidate(zone="local-b", env=zb.env(), price_per_hour=2.0, queuing_delay_s=0.06)]
+    s2 = Stage2Runner(CostBenefitAnalyzer())
+    first = s2.run(svc, cands, res2)
+    assert not first.reused and first.scores[0].candidate.zone == "local-a"
+    assert first.scores[0].slots_estimate >= 1
+    assert s2.run(svc, cands, res2).reused
+    assert mgr.list() == []

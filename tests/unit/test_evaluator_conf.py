@@ -1,0 +1,72 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""[evaluator] options build the probes and analyzers; bad values get clear errors."""
+
+import pytest
+from oslo_config import cfg
+
+from fluidvim.evaluator import conf as evconf
+from fluidvim.evaluator.analyzers import CostBenefitAnalyzer, FormulaAnalyzer, QScoreAnalyzer
+from fluidvim.evaluator.formula import FormulaError
+from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe
+
+
+def make(**overrides):
+    conf = cfg.ConfigOpts()
+    evconf.register_opts(conf)
+    conf([], project="fluidvim", default_config_files=[])
+    for k, v in overrides.items():
+        conf.set_override(k, v, group="evaluator")
+    return conf
+
+
+def test_defaults_build_the_standard_set(tmp_path):
+    conf = make()
+    probes = evconf.make_probes(conf)
+    assert [type(p) for p in probes] == [StaticProbe, BootProbe, LoadProbe]
+    assert probes[2].proto == "icmp" and probes[2].prefix == "fvlp" and probes[2].sessions[0] == 1
+    runner = evconf.make_stage1(conf, f"sqlite:///{tmp_path}/p.sqlite", valid_for_s=60)
+    assert runner.failure_valid_for_s == 300.0
+    assert [p.valid_for_s for p in runner.probes[1:]] == [60, 60]
+    assert isinstance(evconf.make_analyzer(conf), CostBenefitAnalyzer)
+
+
+def test_analyzer_choices():
+    q = evconf.make_analyzer(make(analyzer="qscore", qos_levels=["gold=0.99:10:0.05", "bronze=0.5:30"]))
+    assert isinstance(q, QScoreAnalyzer) and [lv.name for lv in q.levels] == ["gold", "bronze"]
+    assert q.levels[1].wtp_per_session_hour == 0.0
+    f = evconf.make_analyzer(make(analyzer="formula", formula="slots - power_w"))
+    assert isinstance(f, FormulaAnalyzer)
+    w = evconf.make_analyzer(make(), weights={"price": 2.0})
+    assert w.weights["price"] == 2.0 and w.weights["slots"] == 1.0
+
+
+def test_bad_values():
+    with pytest.raises(ValueError, match="qos_levels.*gold=0.99:10:0.05"):
+        evconf.make_analyzer(make(analyzer="qscore", qos_levels=["gold"]))
+    with pytest.raises(FormulaError, match="unknown name"):
+        evconf.make_analyzer(make(analyzer="formula", formula="slots * x"))
+    with pytest.raises(ValueError, match="must be a number"):
+        evconf.make_analyzer(make(), weights={"price": "cheap"})
+    with pytest.raises(ValueError, match="unknown weight"):
+        evconf.make_analyzer(make(), weights={"cost": 1})
+
+
+def test_list_opts():
+    (group, opts), = evconf.list_opts()
+    assert group.name == "evaluator" and {o.name for o in opts} >= {"load_probe_sessions", "analyzer"}
+
+
+def test_sample_is_current(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    out = tmp_path / "sample"
+    gen = os.path.join(os.path.dirname(sys.executable), "oslo-config-generator")
+    subprocess.run([gen, "--namespace", "fluidvim.evaluator", "--wrap-width", "79",
+                    "--output-file", str(out)], check=True)
+    with open(os.path.join(root, "etc", "evaluator.conf.sample")) as f:
+        assert f.read() == out.read_text(), \
+            "regenerate: oslo-config-generator --config-file etc/oslo-config-generator/evaluator.conf"

@@ -1,0 +1,108 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Probes without VNFs: the static manifest check, and refusals (real launches: integration)."""
+
+import pytest
+
+from fluidvim.evaluator.model import EnvironmentType, ServiceProfile
+from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe, _hist_delta
+from fluidvim.orchestrator.zones.base import ZoneAdapter, ZoneError
+
+ENV = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm",
+                      cpu_model="Intel(R) Xeon(R) Gold 6248", vcpus=1, memory_mb=32,
+                      extra=(("site", "ber1"), ("tier", "edge")))
+
+
+def svc(**req):
+    return ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);", requirements=req)
+
+
+def test_static_probe_passes_and_lists_checks():
+    r = StaticProbe().run(ENV, None, svc(accel=["kvm"], launcher="qemu", cpu_model=["xeon"],
+                                         min_memory_mb=16, labels={"tier": "edge"},
+                                         location="eu"))
+    assert r.ok and r.kind == "static" and r.env_uid == ENV.uid
+    assert r.metrics["checked"] == ["accel", "cpu_model", "labels.tier", "launcher",
+                                    "min_memory_mb"]
+
+
+def test_static_probe_says_what_failed():
+    r = StaticProbe().run(ENV, None, svc(accel=["xen"], min_vcpus=2, labels={"site": "fra1"}))
+    assert not r.ok
+    assert "accel: environment has 'kvm', service needs ['xen']" in r.error
+    assert "min_vcpus" in r.error and "labels.site" in r.error
+    assert len(r.metrics["failed"]) == 3
+
+
+def test_static_probe_rejects_unknown_requirement_keys():
+    r = StaticProbe().run(ENV, None, svc(acel=["kvm"]))
+    assert not r.ok and "acel" in r.error and "accel" in r.error and "location" in r.error
+
+
+def test_static_probe_without_service_passes():
+    assert StaticProbe().run(ENV, None).ok
+
+
+class RemoteZone(ZoneAdapter):
+    """A zone this machine cannot reach with traffic (like a Nova AZ); it refuses to launch."""
+
+    kind = "nova"
+
+    def __init__(self):
+        super().__init__("nova-az1")
+        self.launched = []
+
+    def hosts(self):
+        return []
+
+    def instances(self):
+        return []
+
+    def launch(self, req):
+        self.launched.append(req)
+        raise ZoneError("no valid host was found")
+
+    def terminate(self, instance_id):
+        pass
+
+    def launch_times_ms(self, service=None, limit=20):
+        return []
+
+
+def test_load_probe_refuses_zones_it_cannot_reach():
+    z = RemoteZone()
+    r = LoadProbe(prefix="fve").run(ENV, z)
+    assert not r.ok and "'nova' zone" in r.error and "local zone" in r.error
+    assert z.launched == [] and r.metrics["steps"] == []
+
+
+def test_boot_probe_reports_a_failing_zone():
+    z = RemoteZone()
+    r = BootProbe(n=2).run(ENV, z)
+    assert not r.ok and "no valid host" in r.error and "nova-az1" in r.error
+    assert r.metrics["launched"] == 0 and not r.metrics["pinned"]
+    assert len(z.launched) == 1 and z.launched[0].bridges == (None, None)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"sessions": ()}, "positive"), ({"sessions": (0, 5)}, "positive"),
+    ({"sessions": (10,), "probe_slots": 5}, "probe_slots"), ({"step_s": 0}, "step_s"),
+])
+def test_load_probe_bad_arguments(kw, match):
+    with pytest.raises(ValueError, match=match):
+        LoadProbe(**kw)
+
+
+def test_boot_probe_bad_arguments():
+    with pytest.raises(ValueError, match="n must be"):
+        BootProbe(n=0)
+    with pytest.raises(ValueError, match="1..4 NICs"):
+        BootProbe(nics=5)
+
+
+def test_vnf_histogram_delta():
+    before = {"buckets_log2": [0, 5, 5, 0]}
+    after = {"buckets_log2": [0, 5, 15, 10, 1]}
+    d = _hist_delta(before, after)
+    assert d["buckets_log2"] == [0, 0, 10, 10, 1] and d["count"] == 21
+    assert d["p50"] == 8 and d["p99"] == 16     # 10 of 21 below 8 ns: the median is in [8, 16)

@@ -1,0 +1,160 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""FUSION's compressed slot updates, the rate limiter, the bandwidth model and the registry."""
+
+import math
+
+import pytest
+
+from fluidvim.orchestrator import slots as S
+from fluidvim.orchestrator.exception import InvalidRequest
+
+
+@pytest.mark.parametrize("n,code", [(0, 0), (1, 1), (2, 2), (3, 2), (4, 3), (7, 3), (8, 4),
+                                    (15, 4), (16, 5), (1023, 10), (1024, 11),
+                                    (2 ** 14 - 1, 14), (2 ** 14, 15), (10 ** 9, 15)])
+def test_log2_buckets_at_the_boundaries(n, code):
+    assert S.encode_log2(n) == code
+    lo, hi = S.log2_range(code)
+    assert lo <= n <= hi
+    assert S.decode_log2(code) == lo          # decoding never promises more than there is
+
+
+def test_log2_roundtrip_every_code():
+    for code in range(16):
+        assert S.encode_log2(S.decode_log2(code)) == code
+    with pytest.raises(ValueError):
+        S.decode_log2(16)
+    with pytest.raises(ValueError):
+        S.encode_log2(-1)
+
+
+@pytest.mark.parametrize("n,code", [(0, 0), (1, 1), (9, 1), (10, 2), (99, 2), (100, 3),
+                                    (10 ** 6, 3)])
+def test_log10_magnitudes(n, code):
+    assert S.encode_log10(n) == code
+    assert S.encode_log10(S.decode_log10(code)) == code
+
+
+@pytest.mark.parametrize("seconds,q", [(0.0, 0), (0.05, 0), (0.1, 0), (0.1001, 1), (0.2, 1),
+                                       (0.21, 2), (0.4, 2), (1.0, 4), (1.6, 4), (1.61, 5),
+                                       (1638.4, 14), (5000.0, 14)])
+def test_delay_code_rounds_up_to_the_next_step(seconds, q):
+    assert S.encode_delay(seconds) == q
+    assert S.decode_delay(q) >= min(seconds, S.decode_delay(14))
+
+
+def test_delay_infinite_is_none_both_ways():
+    assert S.encode_delay(None) == 15 and S.encode_delay(math.inf) == 15
+    assert S.decode_delay(15) is None
+    for q in range(15):
+        assert S.decode_delay(q) == pytest.approx(0.1 * 2 ** q)
+        assert S.encode_delay(S.decode_delay(q)) == q
+
+
+def test_exact_count_only_on_order_of_magnitude_change():
+    enc = S.SlotEncoder()
+    first = enc.encode("i", 50, 0.3)
+    assert first == {"s": 6, "m": 2, "q": 2, "exact": 50}
+    assert "exact" not in enc.encode("i", 60, 0.3)           # same magnitude: bucket only
+    assert enc.encode("i", 9, 0.3)["exact"] == 9             # 10-99 -> 1-9
+    assert enc.encode("j", 9, None)["exact"] == 9            # per key
+    assert enc.encode("j", 9, None)["q"] == 15
+
+
+def test_decode_slots_keeps_the_last_exact_count_within_its_bucket():
+    assert S.decode_slots({"s": 6, "exact": 50}) == 50
+    assert S.decode_slots({"s": 6}, last_exact=50) == 50      # 32-63 still holds 50
+    assert S.decode_slots({"s": 5}, last_exact=50) == 16      # moved: bucket lower bound
+
+
+def test_rate_limiter():
+    now = [0.0]
+    rl = S.RateLimiter(1.0, clock=lambda: now[0])
+    assert rl.allow("a")
+    assert not rl.allow("a")
+    assert rl.allow("b")
+    assert rl.allow("a", urgent=True)
+    now[0] = 0.99
+    assert not rl.allow("a")
+    now[0] = 2.0
+    assert rl.allow("a")
+
+
+def test_bandwidth_model():
+    # 100 services, one update per second, 50 zones, 8 bits (4-bit slots + 4-bit delay)
+    assert S.update_bandwidth(100, 1.0, 50, 8) == 40_000
+    assert S.update_bandwidth(0, 1.0, 50, 8) == 0
+    with pytest.raises(ValueError, match="zones"):
+        S.update_bandwidth(1, 1, -1, 8)
+
+
+def rep(instance, service, slots, zone="z1", host="h1", region="r1", at=100.0, **kw):
+    return S.SlotReport(zone=zone, host=host, instance=instance, service=service, slots=slots,
+                        delay_s=0.2, region=region, at=at, **kw)
+
+
+def test_registry_aggregates_instance_host_zone_region_with_aliases():
+    reg = S.SlotRegistry(ttl=1000, clock=lambda: 150.0)
+    reg.set_aliases("basic", {"premium": 3})
+    reg.apply(rep("a", "basic", 10))
+    reg.apply(rep("b", "basic", 5, host="h2"))
+    reg.apply(rep("c", "basic", 7, zone="z2", host="h9", region="r2"))
+    reg.apply(rep("d", "premium", 2, zone="z2", host="h9", region="r2"))
+    assert reg.aggregate("basic", "zone") == {"z1": 15, "z2": 7}
+    assert reg.aggregate("basic", "host") == {"z1/h1": 10, "z1/h2": 5, "z2/h9": 7}
+    assert reg.aggregate("basic", "region") == {"r1": 15, "r2": 7}
+    # premium: 10//3 + 5//3 from z1, 7//3 + 2 native in z2
+    assert reg.aggregate("premium", "zone") == {"z1": 4, "z2": 4}
+    assert reg.aggregate("premium", "instance") == {"a": 3, "b": 1, "c": 2, "d": 2}
+    with pytest.raises(InvalidRequest, match="level"):
+        reg.aggregate("basic", "galaxy")
+
+
+def test_registry_ttl_order_reservations_and_forget():
+    now = [150.0]
+    reg = S.SlotRegistry(ttl=100, reservation_ttl=5, clock=lambda: now[0])
+    reg.apply(rep("a", "basic", 2, at=100.0))
+    reg.apply(rep("a", "basic", 9, at=90.0))                 # older: ignored
+    assert reg.aggregate("basic", "instance") == {"a": 2}
+    reg.reserve("a", "basic")
+    assert reg.aggregate("basic", "instance") == {"a": 1}
+    now[0] = 156.0          # TTL over, but no report since the reservation: still counted
+    assert reg.aggregate("basic", "instance") == {"a": 1}
+    reg.apply(rep("a", "basic", 2, at=155.0))                # a newer report: it ends
+    assert reg.aggregate("basic", "instance") == {"a": 2}
+    reg.reserve("a", "basic", 2)
+    assert reg.aggregate("basic", "instance") == {"a": 0}
+    reg.apply(rep("a", "basic", 2, at=157.0))      # within the TTL a report does not end it
+    assert reg.aggregate("basic", "instance") == {"a": 0}
+    now[0] = 162.0
+    assert reg.aggregate("basic", "instance") == {"a": 2}
+    now[0] = 300.0                                           # report too old
+    assert reg.aggregate("basic", "instance") == {}
+    now[0] = 158.0
+    reg.forget("a")
+    assert reg.aggregate("basic", "instance") == {}
+
+
+def test_apply_message_decodes_a_publisher_payload():
+    reg = S.SlotRegistry(ttl=1e12)
+    enc = S.SlotEncoder()
+    base = {"zone": "z", "host": "h", "instance": "i", "service": "s", "region": "r"}
+    reg.apply_message({**base, "at": 1.0, **enc.encode("k", 40, 0.5)})
+    assert reg.reports()[0].slots == 40 and reg.reports()[0].delay_s == pytest.approx(0.8)
+    reg.apply_message({**base, "at": 2.0, **enc.encode("k", 35, 0.5)})   # same bucket 32-63
+    assert reg.reports()[0].slots == 40
+    reg.apply_message({**base, "at": 3.0, **enc.encode("k", 20, None)})   # bucket 16-31
+    assert reg.reports()[0].slots == 16 and reg.reports()[0].delay_s is None
+
+
+@pytest.mark.parametrize("aliases,field", [({"premium": 0}, "aliases.premium"),
+                                           ({"premium": -2}, "aliases.premium"),
+                                           ({"premium": "three"}, "aliases.premium"),
+                                           ({"premium": float("nan")}, "aliases.premium"),
+                                           (["premium"], "aliases")])
+def test_bad_alias_ratio_names_the_field(aliases, field):
+    with pytest.raises(InvalidRequest) as e:
+        S.validate_aliases(aliases)
+    assert e.value.field == field
+    assert e.value.message.startswith(field)
