@@ -297,12 +297,18 @@ class QemuBackend(Backend):
     def watch(self, spec, pid):
         if not pid:
             return
+        with self._sel_lock:
+            if spec.uuid in self._watched:  # already watched (e.g. recover() ran twice): keep that pidfd
+                return
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             self._died(spec.uuid, "QEMU process is gone")
             return
         with self._sel_lock:
+            if spec.uuid in self._watched:  # lost a race with another watch() of the same VNF
+                os.close(pidfd)
+                return
             self._watched[spec.uuid] = pidfd
             self._sel.register(pidfd, selectors.EVENT_READ, spec.uuid)
             if self._watcher is None:

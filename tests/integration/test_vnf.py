@@ -204,6 +204,7 @@ def test_restarted_caller_finds_running_vnfs(make_manager, backend):
     second = make_manager(backend=backend)
     summary = second.recover()
     assert summary["reattached"] == 1
+    assert second.recover()["reattached"] == 1      # recovering twice watches each VNF once
     assert second.get("keeper").status == "running"
     assert second.stats("keeper")["slots"]["total"] == 32
     # a VNF that died while nobody watched is marked crashed on the next recovery
@@ -285,3 +286,22 @@ def test_warm_launch_failing_midway_leaves_nothing(make_manager, monkeypatch):
     assert mgr.store.list() == []
     ids = vnf_ids(mgr.store)
     assert len(ids) == 1 and leaked_taps(ids) == []
+
+
+def test_death_after_repeated_recovery_is_reported_once(make_manager):
+    """recover() twice on one manager must not leave a second pidfd behind (it spun the watcher)."""
+    first = make_manager(backend="qemu")
+    res = first.launch(FORWARD, name="twice", bridges=[None, None])
+    first.close()
+    second = make_manager(backend="qemu")
+    second.recover()
+    second.recover()
+    seen = []
+    died = threading.Event()
+    second.death_listeners.append(lambda vid, reason: (seen.append(vid), died.set()))
+    os.kill(second.get("twice").pid, signal.SIGKILL)
+    assert died.wait(15), "the death of QEMU was not reported"
+    time.sleep(0.5)                                 # a stale pidfd would report it again and again
+    assert seen == [res.vnf_id]
+    assert second.get("twice").status == "crashed"
+    assert not second.backend("qemu")._watched
