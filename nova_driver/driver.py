@@ -45,6 +45,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
 from fluidvim.nova_driver import conf as fconf
+from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
@@ -93,6 +94,7 @@ class UnikernelDriver(driver.ComputeDriver):
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi)
         self._manager = None
+        self._names = None
         self._manager_lock = threading.Lock()
 
     # -- the launch core --
@@ -103,6 +105,13 @@ class UnikernelDriver(driver.ComputeDriver):
                 self._manager = VNFManager(CONF)
                 self._manager.death_listeners.append(self._vnf_died)
             return self._manager
+
+    @property
+    def names(self) -> InstanceNames:
+        with self._manager_lock:
+            if self._names is None:
+                self._names = InstanceNames(CONF.vnf.state_dir)
+            return self._names
 
     def init_host(self, host):
         summary = self.manager.recover()
@@ -116,6 +125,9 @@ class UnikernelDriver(driver.ComputeDriver):
         if self._manager is not None:
             self._manager.close()
             self._manager = None
+        if self._names is not None:
+            self._names.close()
+            self._names = None
 
     def _records(self, instance_uuid: str):
         """Launch-core records of a server, oldest first (normally exactly one)."""
@@ -127,7 +139,9 @@ class UnikernelDriver(driver.ComputeDriver):
         recs = self._records(instance.uuid)
         return recs[-1] if recs else None
 
-    def _destroy_vnfs(self, instance_uuid: str) -> int:
+    def _destroy_vnfs(self, instance_uuid: str, forget: bool = False) -> int:
+        if forget:
+            self.names.forget(instance_uuid)
         n = 0
         for rec in self._records(instance_uuid):
             try:
@@ -151,10 +165,12 @@ class UnikernelDriver(driver.ComputeDriver):
 
     # -- instances --
     def list_instances(self):
-        return [r.name for r in self.manager.list() if _is_uuid(r.name)]
+        """Instance names (``instance-0000002a``) of the servers whose VNF runs here."""
+        names = self.names.all()
+        return [names.get(u, u) for u in self.list_instance_uuids()]
 
     def list_instance_uuids(self):
-        return self.list_instances()
+        return [r.name for r in self.manager.list() if _is_uuid(r.name)]
 
     def get_info(self, instance, use_cache=True):
         rec = self._record(instance)
@@ -233,6 +249,10 @@ class UnikernelDriver(driver.ComputeDriver):
         LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
                  instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
                  "cached" if cached else "downloaded", phases, instance=instance)
+        try:
+            self.names.set(instance.uuid, instance.name)
+        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
+            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
         sysmeta = instance.system_metadata
         sysmeta["fluidvim_vnf_id"] = res.vnf_id
         sysmeta["fluidvim_launch_kind"] = res.kind
@@ -265,8 +285,7 @@ class UnikernelDriver(driver.ComputeDriver):
                     instance_uuid=instance.uuid, reason=f"{what} must be an integer, "
                     f"not {value!r}") from None
 
-        config = (pick(["fluidvim:click_config"], "fluidvim_click_config")
-                  or CONF.fluidvim.default_click_config)
+        config = pick(["fluidvim:click_config"], "fluidvim_click_config")
         slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
                             "fluidvim_session_slots"), "session slots")
         nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
@@ -276,6 +295,10 @@ class UnikernelDriver(driver.ComputeDriver):
         elif nics and nics > len(bridges):
             bridges += [None] * (nics - len(bridges))
             macs += [None] * (nics - len(macs))
+        if not config:
+            config = CONF.fluidvim.default_click_config
+            if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
+                config = fconf.ONE_NIC_CLICK_CONFIG
         warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
         return dict(config=config, bridges=bridges, macs=macs if any(macs) else None,
                     slots=slots, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
@@ -338,13 +361,13 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
-        n = self._destroy_vnfs(instance.uuid)
+        n = self._destroy_vnfs(instance.uuid, forget=True)
         LOG.info("fluidvim: destroyed %d VNF(s) of %s", n, instance.uuid, instance=instance)
 
     def cleanup(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, migrate_data=None, destroy_vifs=True,
                 destroy_secrets=True):
-        self._destroy_vnfs(instance.uuid)
+        self._destroy_vnfs(instance.uuid, forget=True)
 
     def reboot(self, context, instance, network_info, reboot_type,
                block_device_info=None, bad_volumes_callback=None, accel_info=None,

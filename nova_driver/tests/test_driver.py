@@ -138,7 +138,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
         inst = self._instance({"resources:CUSTOM_VNF_SESSION_SLOT": "256"})
         self._spawn(inst)
         self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
-        self.assertEqual([inst.uuid], self.driver.list_instances())
+        # names like the libvirt driver's domains; uuids for the compute manager
+        self.assertEqual([inst.name], self.driver.list_instances())
         self.assertEqual([inst.uuid], self.driver.list_instance_uuids())
         stats = self._stats(inst)
         self.assertEqual(256, stats["slots"]["total"])
@@ -271,7 +272,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
         again = fdriver.UnikernelDriver(fake_virt.FakeVirtAPI())
         again.init_host("compute1")
         self.driver = again
-        self.assertEqual([inst.uuid], again.list_instances())
+        self.assertEqual([inst.name], again.list_instances())      # names survive restarts
+        self.assertEqual([inst.uuid], again.list_instance_uuids())
         self.assertEqual(power_state.RUNNING, again.get_info(inst).state)
         self.assertEqual(1024, again.manager.stats(inst.uuid)["slots"]["total"])
 
