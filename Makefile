@@ -13,7 +13,7 @@ demo: bootstrap
 	$(VENV)/fluidvim demo
 
 NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.test_weigher \
-	fluidvim.nova_driver.tests.test_virt_drivers \
+	fluidvim.nova_driver.tests.test_vifs fluidvim.nova_driver.tests.test_virt_drivers \
 	fluidvim.nova_driver.tests.test_functional
 
 test: bootstrap

@@ -44,11 +44,10 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
-from fluidvim.nova_driver import conf as fconf
+from fluidvim.nova_driver import conf as fconf, vifs as vifmod
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
-from fluidvim.vnf.manager import VNFManager
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -99,10 +98,10 @@ class UnikernelDriver(driver.ComputeDriver):
 
     # -- the launch core --
     @property
-    def manager(self) -> VNFManager:
+    def manager(self) -> vifmod.NovaVNFManager:
         with self._manager_lock:
             if self._manager is None:
-                self._manager = VNFManager(CONF)
+                self._manager = vifmod.NovaVNFManager(CONF)
                 self._manager.death_listeners.append(self._vnf_died)
             return self._manager
 
@@ -229,19 +228,31 @@ class UnikernelDriver(driver.ComputeDriver):
         if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
+        # like the libvirt driver: VIFs Neutron reports down must come up (network-vif-plugged,
+        # sent once its agent sees the tap) before the server is ACTIVE
+        timeout = CONF.vif_plugging_timeout
+        events = vifmod.plug_events(network_info) if timeout else []
+        t = time.perf_counter()
         try:
-            res = self.manager.launch(name=instance.uuid, kernel=kernel, **args)
-        except ControlError as e:
-            if e.code == "config":
-                raise exception.BuildAbortException(
-                    instance_uuid=instance.uuid,
-                    reason=f"the VNF rejected its Click configuration: {e}") from e
-            raise exception.InstanceDeployFailure(reason=str(e)) from e
-        except specmod.SpecError as e:
-            raise exception.BuildAbortException(instance_uuid=instance.uuid,
-                                                reason=str(e)) from e
-        except backends.LaunchError as e:
-            raise exception.InstanceDeployFailure(reason=str(e)) from e
+            with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
+                                                      error_callback=self._neutron_failed):
+                res = self._launch(instance, kernel, args)
+                phases["launch"] = _ms(t)
+                t = time.perf_counter()
+        except exception.InstanceEventTimeout:
+            if CONF.vif_plugging_is_fatal:
+                self._destroy_vnfs(instance.uuid)
+                LOG.error("fluidvim: timed out after %ss waiting for %s of %s", timeout, events,
+                          instance.uuid, instance=instance)
+                raise exception.VirtualInterfaceCreateException() from None
+            LOG.warning("fluidvim: timed out after %ss waiting for %s of %s; continuing "
+                        "([DEFAULT] vif_plugging_is_fatal = false)", timeout, events,
+                        instance.uuid, instance=instance)
+        except exception.VirtualInterfaceCreateException:
+            self._destroy_vnfs(instance.uuid)          # Neutron reported the port failed
+            raise
+        if events:
+            phases["vif_wait"] = _ms(t)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
         total = _ms(t0)
@@ -261,6 +272,28 @@ class UnikernelDriver(driver.ComputeDriver):
         sysmeta["fluidvim_phases_ms"] = json.dumps(phases, separators=(",", ":"))[:255]
         sysmeta[SYSMETA_POWER] = "on"
         return res
+
+    def _launch(self, instance, kernel, args):
+        try:
+            return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
+        except ControlError as e:
+            if e.code == "config":
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason=f"the VNF rejected its Click configuration: {e}") from e
+            raise exception.InstanceDeployFailure(reason=str(e)) from e
+        except specmod.SpecError as e:
+            raise exception.BuildAbortException(instance_uuid=instance.uuid,
+                                                reason=str(e)) from e
+        except backends.LaunchError as e:
+            raise exception.InstanceDeployFailure(reason=str(e)) from e
+
+    @staticmethod
+    def _neutron_failed(event_name, instance):
+        LOG.error("fluidvim: Neutron reported failure on %s of %s", event_name, instance.uuid,
+                  instance=instance)
+        if CONF.vif_plugging_is_fatal:
+            raise exception.VirtualInterfaceCreateException()
 
     def _launch_args(self, instance, props, network_info, allocations=None) -> dict:
         flavor = instance.flavor
@@ -289,37 +322,26 @@ class UnikernelDriver(driver.ComputeDriver):
         slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
                             "fluidvim_session_slots"), "session slots")
         nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
-        bridges, macs = self._vifs(instance, network_info)
-        if not bridges:
+        vnics = vifmod.nics_for(instance.uuid, network_info)
+        bridges = [n.bridge for n in vnics]
+        macs = [n.mac for n in vnics]
+        taps = [n.tap for n in vnics]
+        if not vnics:
             bridges = [None] * (nics or CONF.fluidvim.default_nics)
-        elif nics and nics > len(bridges):
-            bridges += [None] * (nics - len(bridges))
-            macs += [None] * (nics - len(macs))
+        elif nics and nics > len(vnics):
+            extra = nics - len(vnics)
+            bridges, macs, taps = bridges + [None] * extra, macs + [None] * extra, \
+                taps + [None] * extra
         if not config:
             config = CONF.fluidvim.default_click_config
             if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
                 config = fconf.ONE_NIC_CLICK_CONFIG
         warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
         return dict(config=config, bridges=bridges, macs=macs if any(macs) else None,
-                    slots=slots, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+                    taps=taps if any(taps) else None, slots=slots,
+                    memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
                     backend=specs.get("fluidvim:backend") or None,
                     warm=None if warm else False)
-
-    @staticmethod
-    def _vifs(instance, network_info):
-        bridges, macs = [], []
-        for vif in network_info or []:
-            if vif.get("type") != "bridge":
-                raise exception.VirtualInterfaceCreateException(
-                    f"fluidvim plugs VIFs of type 'bridge' only; port {vif.get('id')} of "
-                    f"{instance.uuid} is of type {vif.get('type')!r}")
-            bridge = (vif.get("network") or {}).get("bridge")
-            if not bridge:
-                raise exception.VirtualInterfaceCreateException(
-                    f"port {vif.get('id')} of {instance.uuid} names no bridge")
-            bridges.append(bridge)
-            macs.append(vif.get("address"))
-        return bridges, macs
 
     def _image_cache_dir(self) -> str:
         d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")
@@ -519,8 +541,12 @@ for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "pause", "un
             "migrate_disk_and_power_off", "finish_migration", "finish_revert_migration",
             "confirm_migration", "live_migration", "check_can_live_migrate_destination",
             "check_can_live_migrate_source", "pre_live_migration", "attach_volume",
-            "detach_volume", "swap_volume", "extend_volume", "attach_interface",
-            "detach_interface", "get_vnc_console", "get_spice_console", "get_serial_console",
-            "get_mks_console", "quiesce", "unquiesce", "get_volume_connector"):
+            "detach_volume", "swap_volume", "extend_volume", "get_vnc_console",
+            "get_spice_console", "get_serial_console", "get_mks_console", "quiesce", "unquiesce",
+            "get_volume_connector"):
     setattr(UnikernelDriver, _op, _unsupported(_op))
+for _op in ("attach_interface", "detach_interface"):
+    setattr(UnikernelDriver, _op, _unsupported(
+        _op, "a VNF's NICs are fixed at boot: the microvm machine's virtio-mmio devices have no "
+             "hotplug; rebuild or recreate the server with the new ports"))
 del _op

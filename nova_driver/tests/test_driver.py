@@ -56,7 +56,8 @@ class FakeGlance:
             f.write(self.blobs[image_id])
 
 
-class UnikernelDriverTestCase(test.NoDBTestCase):
+class DriverTestBase(test.NoDBTestCase):
+    """A UnikernelDriver on the real launch core (private state and run dirs), fake Glance."""
 
     def setUp(self):
         super().setUp()
@@ -122,7 +123,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
     def _stats(self, inst):
         return self.driver.manager.stats(inst.uuid)
 
-    # -- tests --
+
+class UnikernelDriverTestCase(DriverTestBase):
     def test_capabilities_and_loading(self):
         caps = self.driver.capabilities
         self.assertTrue(caps["supports_image_type_aki"])
