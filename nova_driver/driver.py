@@ -192,6 +192,39 @@ class UnikernelDriver(driver.ComputeDriver):
             raise exception.ConsoleNotAvailable()
         return self.manager.backend(rec.backend).console_output(rec.spec)
 
+    def get_diagnostics(self, instance):
+        """The VNF's own counters (control channel ``stats``): uptime, session slots, and per
+        tap rx/tx packets, bytes and drops. (The newer ``get_instance_diagnostics`` object only
+        admits the libvirt/xenapi/vmwareapi/ironic/hyperv drivers, so it is not offered.)"""
+        rec = self._record(instance)
+        if rec is None or rec.status != "running":
+            raise exception.InstanceNotRunning(instance_id=instance.uuid)
+        try:
+            st = self.manager.stats(rec.id)
+        except (ControlError, OSError) as e:
+            raise exception.InstanceNotRunning(instance_id=instance.uuid) from e
+        spec = rec.spec
+        diag = {"uptime": st["uptime_us"] // 1_000_000, "memory": spec.memory_mb * 1024,
+                "vcpus": spec.vcpus, "session_slots_total": st["slots"]["total"],
+                "session_slots_used": st["slots"]["used"],
+                "session_slots_rejected": st["slots"]["rejected"]}
+        for nic, counters in zip(spec.nics, st["nics"]):
+            for key in ("rx", "tx", "drop", "rx_bytes", "tx_bytes"):
+                diag[f"{nic.tap}_{key}"] = counters[key]
+        return diag
+
+    def poll_rebooting_instances(self, timeout, instances):
+        """Nothing to do: a reboot (reconfigure or relaunch) finishes inside ``reboot()``."""
+
+    def get_host_uptime(self):
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        with open("/proc/loadavg") as f:
+            load = f.read().split()[:3]
+        return (f"{time.strftime('%H:%M:%S')} up {int(up // 86400)} days, "
+                f"{int(up % 86400 // 3600)}:{int(up % 3600 // 60):02d}, "
+                f"load average: {', '.join(load)}")
+
     def get_host_ip_addr(self):
         return CONF.my_ip
 

@@ -323,6 +323,19 @@ class UnikernelDriverTestCase(DriverTestBase):
         mem = fdriver._host_memory_mb() - fdriver.CONF.reserved_host_memory_mb
         self.assertEqual(mem // 64 * 100, self.driver._slot_capacity())
 
+    def test_diagnostics_are_the_vnf_counters(self):
+        inst = self._instance({"resources:CUSTOM_VNF_SESSION_SLOT": "64"})
+        self._spawn(inst)
+        diag = self.driver.get_diagnostics(inst)
+        rec = self.driver.manager.get(inst.uuid)
+        self.assertEqual(64, diag["session_slots_total"])
+        self.assertEqual(32 * 1024, diag["memory"])
+        for nic in rec.spec.nics:
+            self.assertEqual(0, diag[f"{nic.tap}_tx"])
+        self.driver.destroy(self.ctx, inst, None)
+        self.assertRaises(exception.InstanceNotRunning, self.driver.get_diagnostics, inst)
+        self.assertIn("load average", self.driver.get_host_uptime())
+
     def test_unsupported_operations_say_so(self):
         inst = self._instance()
         exc = self.assertRaises(NotImplementedError, self.driver.snapshot, self.ctx, inst,
