@@ -25,6 +25,7 @@ server without ports (empty lists, 404 for anything it does not model, 401 witho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -134,7 +135,8 @@ class Stack:
     """The services of one test cloud, their configs, logs and databases under ``workdir``."""
 
     def __init__(self, workdir: str | os.PathLike, kernel: str | None = None,
-                 slot_capacity: int = 4, accel: str = "auto", verbose: bool = False):
+                 slot_capacity: int = 4, accel: str = "auto", verbose: bool = False,
+                 pool_size: int = 0):
         self.work = Path(workdir).resolve()
         self.logs = self.work / "logs"
         self.etc = self.work / "etc"
@@ -143,6 +145,7 @@ class Stack:
         self.slot_capacity = slot_capacity
         self.accel = accel
         self.verbose = verbose
+        self.pool_size = pool_size
         self.procs: dict[str, subprocess.Popen] = {}
 
     # paths
@@ -255,15 +258,29 @@ class Stack:
             state_dir = {self.work}/vnf
             run_dir = {self.run_dir}
             accel = {self.accel}
-            pool_size = 0
+            pool_size = {self.pool_size}
             [fluidvim]
             session_slot_capacity = {self.slot_capacity}
             image_cache_dir = {self.work}/nova/fluidvim-images
             """).replace("[fluidvim]", f"{kernel}\n[fluidvim]"))
 
     # processes
+    @staticmethod
+    def _env(extra=None, service: bool = False) -> dict:
+        """Environment of the processes of the cloud: the repo (for ``serve``) and, for the Nova
+        services (several processes writing nova_api and cell1; not the *-manage migrations,
+        which run alone and manage their own transactions, nor Keystone/Glance/Placement, one
+        process per database), the SQLite transaction mode of
+        ``tests/e2e/nova_sqlite/sitecustomize.py``."""
+        env = dict(os.environ, **(extra or {}))
+        paths = [str(REPO / "tests" / "e2e" / "nova_sqlite")] if service else []
+        env["PYTHONPATH"] = os.pathsep.join(
+            paths + [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        return env
+
     def _run(self, what: str, cmd: list[str], env=None, timeout=120) -> str:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self._env(env),
+                           timeout=timeout)
         if p.returncode:
             raise ServiceError(f"{what} failed ({' '.join(cmd)}):\n{p.stdout[-2000:]}"
                                f"{p.stderr[-4000:]}")
@@ -271,11 +288,9 @@ class Stack:
 
     def _start(self, svc: str, cmd: list[str], env=None) -> None:
         logf = open(self.log(svc), "ab")
-        full_env = dict(os.environ, **(env or {}))
-        full_env["PYTHONPATH"] = os.pathsep.join(
-            [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         self.procs[svc] = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                           env=full_env, cwd=self.work,
+                                           env=self._env(env, service=svc.startswith("nova-")),
+                                           cwd=self.work,
                                            start_new_session=True)
         logf.close()
         (self.work / "pids").mkdir(exist_ok=True)
@@ -336,6 +351,7 @@ class Stack:
         if self.work.exists():
             stop_workdir(self.work, quiet=True)
             shutil.rmtree(self.work)
+        self._check_ports()
         self.write_configs()
         self._rabbit_vhost()
         kconf = str(self.etc / "keystone" / "keystone.conf")
@@ -353,9 +369,6 @@ class Stack:
             "--bootstrap-internal-url", f"{_url('keystone')}/v3",
             "--bootstrap-public-url", f"{_url('keystone')}/v3",
             "--bootstrap-region-id", REGION])
-        self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
-        self.wait_http("keystone", "/v3")
-        self._catalog()
 
         self._say("placement, glance: db sync")
         pconf = str(self.etc / "placement" / "placement.conf")
@@ -364,9 +377,6 @@ class Stack:
         gconf = str(self.etc / "glance" / "glance-api.conf")
         self._run("glance-manage db_sync", [str(BIN / "glance-manage"), "--config-file", gconf,
                                             "db_sync"])
-        self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
-        self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
-        self._serve("neutron", {})
 
         self._say("nova: api_db sync, cells, db sync")
         nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
@@ -378,6 +388,15 @@ class Stack:
         self._run("nova-manage db sync", nm + ["db", "sync"])
         # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
         shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+        self._wal()
+
+        self._say("starting the services")
+        self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
+        self.wait_http("keystone", "/v3")
+        self._catalog()
+        self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
+        self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
+        self._serve("neutron", {})
         nova_env = {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")}
         self._serve("nova-api", nova_env)
         for svc in ("nova-conductor", "nova-scheduler"):
@@ -402,10 +421,39 @@ class Stack:
             time.sleep(1)
         self._say(f"cloud up in {time.monotonic() - t0:.1f} s (logs: {self.logs})")
 
+    def _wal(self) -> None:
+        """Write-ahead logging for every SQLite database: several processes write the same
+        databases (nova-api, -conductor, -scheduler share nova_api and cell1); with the default
+        rollback journal a reader blocks writers and they fail with "database is locked"."""
+        import sqlite3
+
+        for db in (self.work / "db").glob("*.db"):
+            with contextlib.closing(sqlite3.connect(db)) as c:
+                mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode != "wal":
+                raise ServiceError(f"{db}: could not switch to WAL (journal_mode {mode})")
+
+    @staticmethod
+    def _check_ports() -> None:
+        import socket
+
+        for svc, port in PORTS.items():
+            with socket.socket() as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((HOST, port))
+                except OSError as e:
+                    raise ServiceError(
+                        f"{svc}: port {port} is in use ({e.strerror}): another nova-e2e cloud? "
+                        f"stop it with `{BIN}/python -m tests.e2e.nova_services stop --workdir "
+                        "<its work dir>`") from None
+
     def _rabbit_vhost(self) -> None:
+        """A fresh vhost: no queue or message of an earlier run reaches this one's services."""
         out = self._run("rabbitmqctl list_vhosts", ["rabbitmqctl", "-q", "list_vhosts"])
-        if VHOST not in out.split():
-            self._run("rabbitmqctl add_vhost", ["rabbitmqctl", "-q", "add_vhost", VHOST])
+        if VHOST in out.split():
+            self._run("rabbitmqctl delete_vhost", ["rabbitmqctl", "-q", "delete_vhost", VHOST])
+        self._run("rabbitmqctl add_vhost", ["rabbitmqctl", "-q", "add_vhost", VHOST])
         self._run("rabbitmqctl set_permissions", ["rabbitmqctl", "-q", "set_permissions",
                                                   "-p", VHOST, "guest", ".*", ".*", ".*"])
 
@@ -416,7 +464,7 @@ class Stack:
         auth = v3.Password(auth_url=f"{_url('keystone')}/v3", username="admin",
                            password=ADMIN_PASSWORD, project_name="admin",
                            user_domain_name="Default", project_domain_name="Default")
-        return ks_session.Session(auth=auth)
+        return ks_session.Session(auth=auth, timeout=60)
 
     def _catalog(self) -> None:
         """Services and endpoints (what `openstack service/endpoint create` would do)."""
