@@ -547,7 +547,8 @@ def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) 
         print(f"[nova-e2e] could not destroy leftover VNFs of {workdir}: {e}", file=sys.stderr)
         return
     if gone and not quiet:
-        print(f"[nova-e2e] destroyed {len(gone)} leftover VNF(s): {gone}", flush=True)
+        print(f"[nova-e2e] destroyed {len(gone)} VNF(s) nova-compute left running (servers "
+              f"not deleted, warm-pool shells): {gone}", flush=True)
 
 
 def _alive(pid: int, proc=None) -> bool:
