@@ -20,6 +20,11 @@ Neutron is not one of the services (it is not installed and ``--nic none`` serve
 but nova-compute and nova-api still ask Neutron about an instance's ports (on delete, on network
 info refresh). ``neutron-standin`` answers those read-only queries the way Neutron does for a
 server without ports (empty lists, 404 for anything it does not model, 401 without a token).
+
+SQLite: the databases are switched to WAL, and the Nova services (several processes sharing
+nova_api and cell1) start with ``tests/e2e/nova_sqlite`` on their PYTHONPATH (BEGIN IMMEDIATE, 30 s
+busy timeout; see its sitecustomize.py). Each run starts from a fresh work dir and a fresh vhost;
+logs stay in ``<workdir>/logs`` after the run.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ ADMIN_PASSWORD = "fvn-admin-secret"
 REGION = "RegionOne"
 COMPUTE_HOST = "fvn-e2e-compute"
 DEFAULT_WORKDIR = "/tmp/fvn-nova-e2e"
+RUN_DIR = f"/run/fluidvim-{PREFIX}-e2e"     # [vnf] run_dir of nova-compute
 
 
 class ServiceError(RuntimeError):
@@ -140,7 +146,7 @@ class Stack:
         self.work = Path(workdir).resolve()
         self.logs = self.work / "logs"
         self.etc = self.work / "etc"
-        self.run_dir = f"/run/fluidvim-{PREFIX}-e2e"
+        self.run_dir = RUN_DIR
         self.kernel = kernel
         self.slot_capacity = slot_capacity
         self.accel = accel
@@ -546,6 +552,8 @@ def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) 
     except Exception as e:  # noqa: BLE001 - report, and let the caller's error through
         print(f"[nova-e2e] could not destroy leftover VNFs of {workdir}: {e}", file=sys.stderr)
         return
+    if os.path.isdir(RUN_DIR) and not os.listdir(RUN_DIR):
+        os.rmdir(RUN_DIR)                  # the launch core's run dir, empty once its VNFs went
     if gone and not quiet:
         print(f"[nova-e2e] destroyed {len(gone)} VNF(s) nova-compute left running (servers "
               f"not deleted, warm-pool shells): {gone}", flush=True)
