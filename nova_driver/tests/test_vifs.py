@@ -4,22 +4,25 @@
 bridge, ``tap`` VIFs, and waiting for ``network-vif-plugged`` with ``[DEFAULT]
 vif_plugging_timeout`` / ``vif_plugging_is_fatal``. Needs root.
 
-The compute manager's side of the event wait (Neutron → nova-api → RPC → compute) cannot run here
-without Neutron, so :class:`EventVirtAPI` plays it: it records what the driver waits for and then
-delivers the event, times out, or reports Neutron's failure, the three outcomes nova's
-``ComputeVirtAPI.wait_for_instance_event`` has.
+The driver waits through Nova's own ``ComputeVirtAPI.wait_for_instance_event`` and
+``InstanceEvents`` (what nova-compute uses). Neutron cannot run here, so :class:`FakeNeutronAgent`
+plays its part as a thread: like the Linux-bridge agent it waits for the port's tap (its devname)
+to appear in the bridge, then delivers the external event the way nova-compute's
+``external_instance_event`` does (``pop_instance_event(...).set(event)``), ``completed`` or
+``failed``; or it stays silent (timeout).
 
     .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_vifs
 """
 
-import contextlib
 import subprocess
+import threading
+import time
+import types
 import uuid
 
-from nova import exception
-from nova.compute import power_state
+from nova import exception, objects
+from nova.compute import manager as compute_manager, power_state
 from nova.network import model as network_model
-from nova.virt import fake as fake_virt
 
 from fluidvim.nova_driver import driver as fdriver, vifs as vifmod
 from fluidvim.nova_driver.tests import test_driver
@@ -30,28 +33,47 @@ from fluidvim.vnf import netdev
 DEVNAME_PREFIX = "fvn"
 
 
-class EventVirtAPI(fake_virt.FakeVirtAPI):
-    """wait_for_instance_event as the compute manager runs it, with a chosen outcome."""
+class FakeNeutronAgent(threading.Thread):
+    """Sees the port's tap in its bridge, then sends network-vif-plugged (or a failure)."""
 
-    def __init__(self):
-        super().__init__()
-        self.waits = []           # (instance uuid, events, timeout)
-        self.outcome = "plugged"  # or "timeout" or "failed"
-        self.taps_during_wait = []
+    def __init__(self, events, instance, vif, bridge, status="completed", timeout=30.0):
+        super().__init__(daemon=True)
+        self.events, self.instance, self.vif = events, instance, vif
+        self.bridge, self.status, self.timeout = bridge, status, timeout
+        self.saw_tap_at = None
 
-    @contextlib.contextmanager
+    def run(self):
+        deadline = time.monotonic() + self.timeout
+        dev = self.vif["devname"]
+        while time.monotonic() < deadline:
+            if netdev.exists(dev) and netdev.master_of(dev) == self.bridge:
+                self.saw_tap_at = time.monotonic()
+                break
+            time.sleep(0.005)
+        else:
+            return
+        event = objects.InstanceExternalEvent(name="network-vif-plugged", tag=self.vif["id"],
+                                              status=self.status,
+                                              instance_uuid=self.instance.uuid)
+        while time.monotonic() < deadline:          # the waiter registers before the launch
+            waiter = self.events.pop_instance_event(self.instance, event)
+            if waiter:
+                waiter.set(event)
+                return
+            time.sleep(0.005)
+
+
+class RecordingComputeVirtAPI(compute_manager.ComputeVirtAPI):
+    """Nova's ComputeVirtAPI, remembering what it was asked to wait for."""
+
+    def __init__(self, compute):
+        super().__init__(compute)
+        self.waits = []
+
     def wait_for_instance_event(self, instance, event_names, timeout=300, error_callback=None):
         self.waits.append((instance.uuid, list(event_names), timeout))
-        yield
-        # the body (the launch) ran: an agent would now see the taps and Neutron send events
-        self.taps_during_wait = sorted(netdev.list_taps(prefix=DEVNAME_PREFIX))
-        if not event_names:
-            return
-        if self.outcome == "timeout":
-            raise exception.InstanceEventTimeout()
-        if self.outcome == "failed":
-            name, tag = event_names[0]
-            error_callback(f"{name}-{tag}", instance)
+        return super().wait_for_instance_event(instance, event_names, timeout=timeout,
+                                               error_callback=error_callback)
 
 
 class NeutronVIFTestCase(test_driver.DriverTestBase):
@@ -59,12 +81,20 @@ class NeutronVIFTestCase(test_driver.DriverTestBase):
 
     def setUp(self):
         super().setUp()
-        self.virtapi = EventVirtAPI()
+        self.events = compute_manager.InstanceEvents()
+        compute = types.SimpleNamespace(instance_events=self.events, reportclient=None)
+        self.virtapi = RecordingComputeVirtAPI(compute)
         self.driver.virtapi = self.virtapi
         self.bridge = "fvnv" + uuid.uuid4().hex[:6]
         subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
         self.addCleanup(subprocess.run, ["ip", "link", "del", self.bridge], check=False)
         subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+
+    def _agent(self, inst, vif, status="completed"):
+        agent = FakeNeutronAgent(self.events, inst, vif, self.bridge, status)
+        agent.start()
+        self.addCleanup(agent.join, 35)
+        return agent
 
     def _vif(self, vtype="bridge", active=False, devname=True, port=None):
         port = port or str(uuid.uuid4())
@@ -77,15 +107,17 @@ class NeutronVIFTestCase(test_driver.DriverTestBase):
     def test_devname_tap_on_bridge_and_plug_event(self):
         vif = self._vif()
         inst = self._instance()
+        agent = self._agent(inst, vif)
         self._spawn(inst, network_info=network_model.NetworkInfo([vif]))
         rec = self.driver.manager.get(inst.uuid)
         self.assertEqual([vif["devname"]], [n.tap for n in rec.spec.nics])
         self.assertEqual(self.bridge, netdev.master_of(vif["devname"]))
         self.assertEqual(vif["address"], rec.spec.nics[0].mac)
-        # waited for exactly this port's plug event, with nova's timeout; the tap existed by then
+        # waited for exactly this port's plug event, with nova's timeout, and got it from the
+        # agent, which had found the tap (named after devname) in the bridge
         self.assertEqual([(inst.uuid, [("network-vif-plugged", vif["id"])],
                            fdriver.CONF.vif_plugging_timeout)], self.virtapi.waits)
-        self.assertIn(vif["devname"], self.virtapi.taps_during_wait)
+        self.assertIsNotNone(agent.saw_tap_at)
         self.assertIn("vif_wait", inst.system_metadata["fluidvim_phases_ms"])
         self.assertEqual("cold", inst.system_metadata["fluidvim_launch_kind"])
         self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
@@ -102,7 +134,7 @@ class NeutronVIFTestCase(test_driver.DriverTestBase):
         self.assertEqual([], self.virtapi.waits[1][1])
 
     def test_plug_timeout_fatal_leaves_nothing(self):
-        self.virtapi.outcome = "timeout"
+        self.flags(vif_plugging_timeout=1)          # and no agent answers
         vif = self._vif()
         inst = self._instance()
         self.assertRaises(exception.VirtualInterfaceCreateException, self._spawn, inst,
@@ -111,16 +143,15 @@ class NeutronVIFTestCase(test_driver.DriverTestBase):
         self.assertEqual([], self._existing([vif["devname"]]))
 
     def test_plug_timeout_not_fatal_continues(self):
-        self.flags(vif_plugging_is_fatal=False)
-        self.virtapi.outcome = "timeout"
+        self.flags(vif_plugging_is_fatal=False, vif_plugging_timeout=1)
         inst = self._instance()
         self._spawn(inst, network_info=network_model.NetworkInfo([self._vif()]))
         self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
 
     def test_neutron_reported_failure(self):
-        self.virtapi.outcome = "failed"
         vif = self._vif()
         inst = self._instance()
+        self._agent(inst, vif, status="failed")
         self.assertRaises(exception.VirtualInterfaceCreateException, self._spawn, inst,
                           network_info=network_model.NetworkInfo([vif]))
         self.assertEqual([], self.driver.manager.store.list())
