@@ -9,8 +9,9 @@ Checks: image upload of the VNF kernel, flavors with ``resources:CUSTOM_VNF_SESS
 ``server create --wait`` → ACTIVE, the VNF answers on its control channel (``fluidvim vnf stats``
 against nova-compute's state), ``console log show`` has the VNF's boot lines, Placement shows the
 slot inventory and usage, a flavor needing more slots than are free gets NoValidHost, a
-nova-compute restart re-attaches to the running VNF, and ``server delete`` leaves no QEMU, no tap,
-no VNF record and no Placement usage. About 100 s (45 s of it is starting the cloud).
+nova-compute restart re-attaches to the running VNF, ``server stop/start/reboot [--hard]`` act on
+the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage.
+About 2-3 minutes (about 60 s of it is starting the cloud).
 """
 
 from __future__ import annotations
@@ -101,3 +102,52 @@ def test_compute_restart_reattaches(stack):
     cli("server", "delete", "--wait", "fw-restart", json_out=False)
     assert not [v for v in ns._fluidvim(stack, "list", "--all")], "VNFs left after delete"
     assert not os.path.exists(f"/proc/{before[0]['pid']}")
+
+
+def _wait_status(cli, name, status, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = cli("server", "show", name)
+        if shown["status"] == status:
+            return shown
+        assert shown["status"] != "ERROR", f"{name} went to ERROR: {shown.get('fault')}"
+        assert time.monotonic() < deadline, f"{name} not {status} after {timeout}s: {shown}"
+        time.sleep(1)
+
+
+def test_stop_start_reboot(stack):
+    """`server stop/start/reboot [--hard]` through the real services, checked on the VNF."""
+    cli = ns.OpenStackCLI(stack)
+    if "vnf-firewall" not in {i["Name"] for i in cli("image", "list")}:
+        cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
+            "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
+    if "vnf.small" not in {f["Name"] for f in cli("flavor", "list")}:
+        cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
+            "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
+    srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.small", "--nic",
+              "none", "--wait", "fw-power")
+    assert srv["status"] == "ACTIVE", srv.get("fault")
+
+    def vnf():
+        vnfs = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
+        assert len(vnfs) <= 1, vnfs
+        return vnfs[0] if vnfs else None
+
+    first = vnf()
+    cli("server", "stop", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "SHUTOFF")
+    assert vnf() is None, "the VNF still runs after `server stop`"
+    assert not os.path.exists(f"/proc/{first['pid']}")
+    cli("server", "start", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "ACTIVE")
+    second = vnf()
+    assert second is not None and second["id"] != first["id"]
+    cli("server", "reboot", "--wait", "fw-power", json_out=False)       # soft: reconfigure
+    _wait_status(cli, "fw-power", "ACTIVE")
+    assert vnf()["id"] == second["id"], "a soft reboot relaunched the VNF"
+    cli("server", "reboot", "--hard", "--wait", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "ACTIVE")
+    third = vnf()
+    assert third["id"] != second["id"] and ns._fluidvim(stack, "stats", srv["id"])["configured"]
+    cli("server", "delete", "--wait", "fw-power", json_out=False)
+    assert vnf() is None
