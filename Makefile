@@ -2,7 +2,7 @@
 #   make demo    set up everything, then run the demo (launch VNFs, send traffic, plot)
 #   make test    set up everything, then run all tests (C unit, lint, Go plugin, Nova driver,
 #                Python unit + integration)
-.PHONY: bootstrap demo test test-unit test-integration test-nova test-nomad lint bench-launch fuzz clean
+.PHONY: bootstrap demo test test-unit test-integration test-nova test-nova-e2e test-nomad lint bench-launch fuzz clean
 
 VENV := .venv/bin
 
@@ -13,6 +13,7 @@ demo: bootstrap
 	$(VENV)/fluidvim demo
 
 NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.test_weigher \
+	fluidvim.nova_driver.tests.test_vifs fluidvim.nova_driver.tests.test_virt_drivers \
 	fluidvim.nova_driver.tests.test_functional
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
 NOVA_TESTS += tests.e2e.nova_zone_functional
@@ -27,6 +28,9 @@ test: bootstrap
 
 test-nova:
 	$(VENV)/python -m testtools.run $(NOVA_TESTS)
+
+test-nova-e2e:   # real Keystone/Placement/Glance/Nova services + the openstack CLI (~2 min; also in `test`)
+	$(VENV)/python -m pytest tests/e2e/test_nova_e2e.py
 
 test-nomad:
 	cd nomad_driver && go test -count=1 -v ./...

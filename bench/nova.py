@@ -25,6 +25,15 @@ libvirt driver itself cannot run here), measured in the same run; the "stock Nov
 row is an *estimate* = our Nova overhead (POST → ACTIVE minus spawn) + the stock spawn.
 
     sudo .venv/bin/python -m bench.nova --boots 30      # writes bench/results/nova.{json,png}
+
+``--services`` runs the same boots against real services instead, each its own process
+(Keystone, Placement, Glance, nova-api, -conductor, -scheduler, -compute: the cloud of
+``tools/nova-e2e.sh``), through the REST API with a keystoneauth session: POST /servers, GET every
+20 ms until ACTIVE, DELETE and wait for 404 between boots. Segments come from nova-compute's log
+(``Took … to spawn``/``to build``) and the driver's phases; printed next to the in-process numbers
+of ``bench/results/nova.json`` when it exists (a different run)::
+
+    sudo .venv/bin/python -m bench.nova --services --boots 20   # writes nova-services.json
 """
 
 from __future__ import annotations
@@ -316,15 +325,152 @@ def plot(s, path):
     plt.close(fig)
 
 
+def _compute_log_times(log_path, uuid):
+    """nova-compute's and the driver's own numbers for one instance, from its log."""
+    import ast
+    import re
+
+    out = {}
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if uuid not in line:
+                continue
+            m = re.search(r"Took ([0-9.]+) seconds to (spawn|build)", line)
+            if m:
+                out[f"compute_{m.group(2)}_ms"] = float(m.group(1)) * 1000.0
+            m = re.search(r"fluidvim: spawned .* as (\w+) VNF .* in ([0-9.]+) ms .*?: (\{.*\})",
+                          line)
+            if m:
+                out["kind"] = m.group(1)
+                out["driver_spawn_ms"] = float(m.group(2))
+                out["driver_phases_ms"] = ast.literal_eval(m.group(3))
+    return out
+
+
+def run_services(boots: int, out_dir: str) -> int:
+    """The boots of this bench against real services in their own processes."""
+    from fluidvim.vnf import conf as vnfconf
+    from tests.e2e import nova_services as ns
+
+    kernel = vnfconf.default_kernel()
+    stack = ns.Stack(f"{ns.DEFAULT_WORKDIR}-bench", kernel=kernel, slot_capacity=4096,
+                     pool_size=1)
+    results = {"cold": [], "warm": []}
+    try:
+        stack.start()
+        s = stack.session()
+        compute = {"service_type": "compute"}
+        image = {"service_type": "image"}
+        img = s.post("/v2/images", json={"name": "vnf-bench", "disk_format": "aki",
+                                         "container_format": "aki",
+                                         "fluidvim_click_config": CONFIG},
+                     endpoint_filter=image).json()
+        with open(kernel, "rb") as f:
+            s.put(f"/v2/images/{img['id']}/file", data=f.read(), endpoint_filter=image,
+                  headers={"Content-Type": "application/octet-stream"})
+        flavors = {}
+        for kind, specs in (("cold", {"fluidvim:warm": "false"}), ("warm", {})):
+            fl = s.post("/flavors", json={"flavor": {"name": f"vnf.bench.{kind}", "ram": 32,
+                                                     "vcpus": 1, "disk": 0}},
+                        endpoint_filter=compute).json()["flavor"]
+            specs = dict(specs, **{"resources:CUSTOM_VNF_SESSION_SLOT": "1"})
+            s.post(f"/flavors/{fl['id']}/os-extra_specs", json={"extra_specs": specs},
+                   endpoint_filter=compute)
+            flavors[kind] = fl["id"]
+        headers = {"OpenStack-API-Version": "compute 2.37"}
+        for i in _progress(2 * boots + 2, "nova services (cold/warm alternating)"):
+            kind = ("cold", "warm")[i % 2]
+            if kind == "warm":
+                time.sleep(0.5)            # let the pool refill its shell (booted in ~60 ms)
+            t0 = time.perf_counter()
+            srv = s.post("/servers", json={"server": {
+                "name": f"bench-{i}", "imageRef": img["id"], "flavorRef": flavors[kind],
+                "networks": "none"}}, endpoint_filter=compute, headers=headers).json()["server"]
+            t_api = time.perf_counter()
+            deadline = time.monotonic() + 120
+            while True:
+                st = s.get(f"/servers/{srv['id']}", endpoint_filter=compute,
+                           headers=headers).json()["server"]
+                if st["status"] in ("ACTIVE", "ERROR"):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"server {srv['id']} not ACTIVE within 120 s: {st}")
+                time.sleep(0.02)
+            t_active = time.perf_counter()
+            if st["status"] != "ACTIVE":
+                raise RuntimeError(f"server {srv['id']} went to ERROR: {st.get('fault')}")
+            s.delete(f"/servers/{srv['id']}", endpoint_filter=compute)
+            deadline = time.monotonic() + 60
+            while s.get(f"/servers/{srv['id']}", endpoint_filter=compute,
+                        raise_exc=False).status_code != 404:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"server {srv['id']} was not deleted within 60 s")
+                time.sleep(0.05)
+            if i < 2:
+                continue                   # one warm-up boot per series (image download, pool)
+            r = {"api_ms": (t_api - t0) * 1000.0, "active_polled_ms": (t_active - t0) * 1000.0}
+            r.update(_compute_log_times(stack.log("nova-compute"), srv["id"]))
+            results[kind].append(r)
+    finally:
+        stack.stop()
+
+    def p50(vals):
+        return statistics.median(vals) if vals else float("nan")
+
+    summary = {}
+    for kind, runs in results.items():
+        summary[kind] = {
+            "n": len(runs),
+            "launch_kinds": sorted({r.get("kind", "?") for r in runs}),
+            "api_p50": p50([r["api_ms"] for r in runs]),
+            "active_polled_p50": p50([r["active_polled_ms"] for r in runs]),
+            "active_polled_p90": pct([r["active_polled_ms"] for r in runs], 90),
+            "compute_build_p50": p50([r["compute_build_ms"] for r in runs]),
+            "compute_spawn_p50": p50([r["compute_spawn_ms"] for r in runs]),
+            "driver_spawn_p50": p50([r["driver_spawn_ms"] for r in runs]),
+            "driver_spawn_p90": pct([r["driver_spawn_ms"] for r in runs], 90),
+        }
+    inproc = None
+    path = os.path.join(out_dir, "nova.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            inproc = json.load(f)["summary"]
+    print(f"\nbench/nova --services: {boots} boots per series, real services (one process each), "
+          "--nic none, 32 MiB / 1 vCPU / 2 NICs")
+    print("| what (p50 ms) | services cold | services warm | in-process cold | in-process warm |")
+    print("|---|---:|---:|---:|---:|")
+    rows = [("POST → ACTIVE seen by a client GET", "active_polled_p50", "active_polled"),
+            ("POST → 202 (api)", "api_p50", None),
+            ("compute: build (claim → ACTIVE saved)", "compute_build_p50", None),
+            ("compute: spawn (as nova-compute logs it)", "compute_spawn_p50", None),
+            ("driver spawn", "driver_spawn_p50", "spawn")]
+    for label, key, ikey in rows:
+        ip = ["–", "–"]
+        if inproc and ikey:
+            ip = [f"{inproc[k][ikey]['p50']:.1f}" for k in ("cold", "warm")]
+        print(f"| {label} | {summary['cold'][key]:.1f} | {summary['warm'][key]:.1f} | "
+              f"{ip[0]} | {ip[1]} |")
+    print("launch kinds seen: cold series " + ",".join(summary["cold"]["launch_kinds"]) +
+          "; warm series " + ",".join(summary["warm"]["launch_kinds"]))
+    with open(os.path.join(out_dir, "nova-services.json"), "w") as f:
+        json.dump({"summary": summary, "runs": results}, f, indent=2)
+    print(f"wrote {out_dir}/nova-services.json")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--boots", type=int, default=30, help="boots per series (default 30)")
     ap.add_argument("--out", default="bench/results", help="directory for nova.json/.png")
+    ap.add_argument("--services", action="store_true",
+                    help="real services in their own processes (see tests/e2e/nova_services.py)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         ap.error("needs root (QEMU with taps, libvirt qemu:///system)")
     os.makedirs(args.out, exist_ok=True)
+    if args.services:
+        return run_services(args.boots, args.out)
     case = make_case(args.boots)
     result = unittest.TestResult()
     case.run(result)

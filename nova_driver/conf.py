@@ -11,6 +11,8 @@ from __future__ import annotations
 from oslo_config import cfg
 
 DEFAULT_CLICK_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
+# what a one-NIC server (one Neutron port) runs when nothing is configured: a reflector
+ONE_NIC_CLICK_CONFIG = "FromDevice(0) -> EtherMirror -> ToDevice(0);\n"
 
 fluidvim_group = cfg.OptGroup("fluidvim", title="fluidvim Nova driver",
                               help="The unikernel VNF compute driver and its scheduler weighers.")
@@ -26,7 +28,8 @@ driver_opts = [
     cfg.StrOpt("default_click_config", default=DEFAULT_CLICK_CONFIG,
                help="Click configuration for servers whose image (property "
                     "fluidvim_click_config) and flavor (extra spec fluidvim:click_config) give "
-                    "none. The default is a bump in the wire between NIC 0 and NIC 1."),
+                    "none. The default is a bump in the wire between NIC 0 and NIC 1 (a server "
+                    "with a single NIC then reflects frames with EtherMirror instead)."),
     cfg.IntOpt("default_nics", default=2, min=1, max=4,
                help="NICs of a VNF whose server has no VIF (``--nic none``) and whose flavor "
                     "(fluidvim:nics) or image (fluidvim_nics) does not say; they stay unplugged."),

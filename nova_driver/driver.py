@@ -44,10 +44,10 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
-from fluidvim.nova_driver import conf as fconf
+from fluidvim.nova_driver import conf as fconf, vifs as vifmod
+from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
-from fluidvim.vnf.manager import VNFManager
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -93,16 +93,24 @@ class UnikernelDriver(driver.ComputeDriver):
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi)
         self._manager = None
+        self._names = None
         self._manager_lock = threading.Lock()
 
     # -- the launch core --
     @property
-    def manager(self) -> VNFManager:
+    def manager(self) -> vifmod.NovaVNFManager:
         with self._manager_lock:
             if self._manager is None:
-                self._manager = VNFManager(CONF)
+                self._manager = vifmod.NovaVNFManager(CONF)
                 self._manager.death_listeners.append(self._vnf_died)
             return self._manager
+
+    @property
+    def names(self) -> InstanceNames:
+        with self._manager_lock:
+            if self._names is None:
+                self._names = InstanceNames(CONF.vnf.state_dir)
+            return self._names
 
     def init_host(self, host):
         summary = self.manager.recover()
@@ -116,6 +124,9 @@ class UnikernelDriver(driver.ComputeDriver):
         if self._manager is not None:
             self._manager.close()
             self._manager = None
+        if self._names is not None:
+            self._names.close()
+            self._names = None
 
     def _records(self, instance_uuid: str):
         """Launch-core records of a server, oldest first (normally exactly one)."""
@@ -127,7 +138,9 @@ class UnikernelDriver(driver.ComputeDriver):
         recs = self._records(instance.uuid)
         return recs[-1] if recs else None
 
-    def _destroy_vnfs(self, instance_uuid: str) -> int:
+    def _destroy_vnfs(self, instance_uuid: str, forget: bool = False) -> int:
+        if forget:
+            self.names.forget(instance_uuid)
         n = 0
         for rec in self._records(instance_uuid):
             try:
@@ -151,10 +164,12 @@ class UnikernelDriver(driver.ComputeDriver):
 
     # -- instances --
     def list_instances(self):
-        return [r.name for r in self.manager.list() if _is_uuid(r.name)]
+        """Instance names (``instance-0000002a``) of the servers whose VNF runs here."""
+        names = self.names.all()
+        return [names.get(u, u) for u in self.list_instance_uuids()]
 
     def list_instance_uuids(self):
-        return self.list_instances()
+        return [r.name for r in self.manager.list() if _is_uuid(r.name)]
 
     def get_info(self, instance, use_cache=True):
         rec = self._record(instance)
@@ -176,6 +191,39 @@ class UnikernelDriver(driver.ComputeDriver):
         if rec is None:
             raise exception.ConsoleNotAvailable()
         return self.manager.backend(rec.backend).console_output(rec.spec)
+
+    def get_diagnostics(self, instance):
+        """The VNF's own counters (control channel ``stats``): uptime, session slots, and per
+        tap rx/tx packets, bytes and drops. (The newer ``get_instance_diagnostics`` object only
+        admits the libvirt/xenapi/vmwareapi/ironic/hyperv drivers, so it is not offered.)"""
+        rec = self._record(instance)
+        if rec is None or rec.status != "running":
+            raise exception.InstanceNotRunning(instance_id=instance.uuid)
+        try:
+            st = self.manager.stats(rec.id)
+        except (ControlError, OSError) as e:
+            raise exception.InstanceNotRunning(instance_id=instance.uuid) from e
+        spec = rec.spec
+        diag = {"uptime": st["uptime_us"] // 1_000_000, "memory": spec.memory_mb * 1024,
+                "vcpus": spec.vcpus, "session_slots_total": st["slots"]["total"],
+                "session_slots_used": st["slots"]["used"],
+                "session_slots_rejected": st["slots"]["rejected"]}
+        for nic, counters in zip(spec.nics, st["nics"]):
+            for key in ("rx", "tx", "drop", "rx_bytes", "tx_bytes"):
+                diag[f"{nic.tap}_{key}"] = counters[key]
+        return diag
+
+    def poll_rebooting_instances(self, timeout, instances):
+        """Nothing to do: a reboot (reconfigure or relaunch) finishes inside ``reboot()``."""
+
+    def get_host_uptime(self):
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        with open("/proc/loadavg") as f:
+            load = f.read().split()[:3]
+        return (f"{time.strftime('%H:%M:%S')} up {int(up // 86400)} days, "
+                f"{int(up % 86400 // 3600)}:{int(up % 3600 // 60):02d}, "
+                f"load average: {', '.join(load)}")
 
     def get_host_ip_addr(self):
         return CONF.my_ip
@@ -213,8 +261,54 @@ class UnikernelDriver(driver.ComputeDriver):
         if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
+        # like the libvirt driver: VIFs Neutron reports down must come up (network-vif-plugged,
+        # sent once its agent sees the tap) before the server is ACTIVE
+        timeout = CONF.vif_plugging_timeout
+        events = vifmod.plug_events(network_info) if timeout else []
+        t = time.perf_counter()
         try:
-            res = self.manager.launch(name=instance.uuid, kernel=kernel, **args)
+            with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
+                                                      error_callback=self._neutron_failed):
+                res = self._launch(instance, kernel, args)
+                phases["launch"] = _ms(t)
+                t = time.perf_counter()
+        except exception.InstanceEventTimeout:
+            if CONF.vif_plugging_is_fatal:
+                self._destroy_vnfs(instance.uuid)
+                LOG.error("fluidvim: timed out after %ss waiting for %s of %s", timeout, events,
+                          instance.uuid, instance=instance)
+                raise exception.VirtualInterfaceCreateException() from None
+            LOG.warning("fluidvim: timed out after %ss waiting for %s of %s; continuing "
+                        "([DEFAULT] vif_plugging_is_fatal = false)", timeout, events,
+                        instance.uuid, instance=instance)
+        except exception.VirtualInterfaceCreateException:
+            self._destroy_vnfs(instance.uuid)          # Neutron reported the port failed
+            raise
+        if events:
+            phases["vif_wait"] = _ms(t)
+        for k, v in res.phases_ms.items():          # the launch core's own phases
+            phases[f"launch_{k}"] = round(v, 2)
+        total = _ms(t0)
+        phases["total"] = total
+        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
+                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
+                 "cached" if cached else "downloaded", phases, instance=instance)
+        try:
+            self.names.set(instance.uuid, instance.name)
+        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
+            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
+        sysmeta = instance.system_metadata
+        sysmeta["fluidvim_vnf_id"] = res.vnf_id
+        sysmeta["fluidvim_launch_kind"] = res.kind
+        sysmeta["fluidvim_backend"] = res.backend
+        sysmeta["fluidvim_spawn_ms"] = str(total)
+        sysmeta["fluidvim_phases_ms"] = json.dumps(phases, separators=(",", ":"))[:255]
+        sysmeta[SYSMETA_POWER] = "on"
+        return res
+
+    def _launch(self, instance, kernel, args):
+        try:
+            return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
         except ControlError as e:
             if e.code == "config":
                 raise exception.BuildAbortException(
@@ -226,21 +320,13 @@ class UnikernelDriver(driver.ComputeDriver):
                                                 reason=str(e)) from e
         except backends.LaunchError as e:
             raise exception.InstanceDeployFailure(reason=str(e)) from e
-        for k, v in res.phases_ms.items():          # the launch core's own phases
-            phases[f"launch_{k}"] = round(v, 2)
-        total = _ms(t0)
-        phases["total"] = total
-        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
-                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
-                 "cached" if cached else "downloaded", phases, instance=instance)
-        sysmeta = instance.system_metadata
-        sysmeta["fluidvim_vnf_id"] = res.vnf_id
-        sysmeta["fluidvim_launch_kind"] = res.kind
-        sysmeta["fluidvim_backend"] = res.backend
-        sysmeta["fluidvim_spawn_ms"] = str(total)
-        sysmeta["fluidvim_phases_ms"] = json.dumps(phases, separators=(",", ":"))[:255]
-        sysmeta[SYSMETA_POWER] = "on"
-        return res
+
+    @staticmethod
+    def _neutron_failed(event_name, instance):
+        LOG.error("fluidvim: Neutron reported failure on %s of %s", event_name, instance.uuid,
+                  instance=instance)
+        if CONF.vif_plugging_is_fatal:
+            raise exception.VirtualInterfaceCreateException()
 
     def _launch_args(self, instance, props, network_info, allocations=None) -> dict:
         flavor = instance.flavor
@@ -265,38 +351,30 @@ class UnikernelDriver(driver.ComputeDriver):
                     instance_uuid=instance.uuid, reason=f"{what} must be an integer, "
                     f"not {value!r}") from None
 
-        config = (pick(["fluidvim:click_config"], "fluidvim_click_config")
-                  or CONF.fluidvim.default_click_config)
+        config = pick(["fluidvim:click_config"], "fluidvim_click_config")
         slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
                             "fluidvim_session_slots"), "session slots")
         nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
-        bridges, macs = self._vifs(instance, network_info)
-        if not bridges:
+        vnics = vifmod.nics_for(instance.uuid, network_info)
+        bridges = [n.bridge for n in vnics]
+        macs = [n.mac for n in vnics]
+        taps = [n.tap for n in vnics]
+        if not vnics:
             bridges = [None] * (nics or CONF.fluidvim.default_nics)
-        elif nics and nics > len(bridges):
-            bridges += [None] * (nics - len(bridges))
-            macs += [None] * (nics - len(macs))
+        elif nics and nics > len(vnics):
+            extra = nics - len(vnics)
+            bridges, macs, taps = bridges + [None] * extra, macs + [None] * extra, \
+                taps + [None] * extra
+        if not config:
+            config = CONF.fluidvim.default_click_config
+            if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
+                config = fconf.ONE_NIC_CLICK_CONFIG
         warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
         return dict(config=config, bridges=bridges, macs=macs if any(macs) else None,
-                    slots=slots, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+                    taps=taps if any(taps) else None, slots=slots,
+                    memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
                     backend=specs.get("fluidvim:backend") or None,
                     warm=None if warm else False)
-
-    @staticmethod
-    def _vifs(instance, network_info):
-        bridges, macs = [], []
-        for vif in network_info or []:
-            if vif.get("type") != "bridge":
-                raise exception.VirtualInterfaceCreateException(
-                    f"fluidvim plugs VIFs of type 'bridge' only; port {vif.get('id')} of "
-                    f"{instance.uuid} is of type {vif.get('type')!r}")
-            bridge = (vif.get("network") or {}).get("bridge")
-            if not bridge:
-                raise exception.VirtualInterfaceCreateException(
-                    f"port {vif.get('id')} of {instance.uuid} names no bridge")
-            bridges.append(bridge)
-            macs.append(vif.get("address"))
-        return bridges, macs
 
     def _image_cache_dir(self) -> str:
         d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")
@@ -338,13 +416,13 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
-        n = self._destroy_vnfs(instance.uuid)
+        n = self._destroy_vnfs(instance.uuid, forget=True)
         LOG.info("fluidvim: destroyed %d VNF(s) of %s", n, instance.uuid, instance=instance)
 
     def cleanup(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, migrate_data=None, destroy_vifs=True,
                 destroy_secrets=True):
-        self._destroy_vnfs(instance.uuid)
+        self._destroy_vnfs(instance.uuid, forget=True)
 
     def reboot(self, context, instance, network_info, reboot_type,
                block_device_info=None, bad_volumes_callback=None, accel_info=None,
@@ -496,8 +574,12 @@ for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "pause", "un
             "migrate_disk_and_power_off", "finish_migration", "finish_revert_migration",
             "confirm_migration", "live_migration", "check_can_live_migrate_destination",
             "check_can_live_migrate_source", "pre_live_migration", "attach_volume",
-            "detach_volume", "swap_volume", "extend_volume", "attach_interface",
-            "detach_interface", "get_vnc_console", "get_spice_console", "get_serial_console",
-            "get_mks_console", "quiesce", "unquiesce", "get_volume_connector"):
+            "detach_volume", "swap_volume", "extend_volume", "get_vnc_console",
+            "get_spice_console", "get_serial_console", "get_mks_console", "quiesce", "unquiesce",
+            "get_volume_connector"):
     setattr(UnikernelDriver, _op, _unsupported(_op))
+for _op in ("attach_interface", "detach_interface"):
+    setattr(UnikernelDriver, _op, _unsupported(
+        _op, "a VNF's NICs are fixed at boot: the microvm machine's virtio-mmio devices have no "
+             "hotplug; rebuild or recreate the server with the new ports"))
 del _op

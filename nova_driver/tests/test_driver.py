@@ -56,7 +56,8 @@ class FakeGlance:
             f.write(self.blobs[image_id])
 
 
-class UnikernelDriverTestCase(test.NoDBTestCase):
+class DriverTestBase(test.NoDBTestCase):
+    """A UnikernelDriver on the real launch core (private state and run dirs), fake Glance."""
 
     def setUp(self):
         super().setUp()
@@ -122,7 +123,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
     def _stats(self, inst):
         return self.driver.manager.stats(inst.uuid)
 
-    # -- tests --
+
+class UnikernelDriverTestCase(DriverTestBase):
     def test_capabilities_and_loading(self):
         caps = self.driver.capabilities
         self.assertTrue(caps["supports_image_type_aki"])
@@ -138,7 +140,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
         inst = self._instance({"resources:CUSTOM_VNF_SESSION_SLOT": "256"})
         self._spawn(inst)
         self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
-        self.assertEqual([inst.uuid], self.driver.list_instances())
+        # names like the libvirt driver's domains; uuids for the compute manager
+        self.assertEqual([inst.name], self.driver.list_instances())
         self.assertEqual([inst.uuid], self.driver.list_instance_uuids())
         stats = self._stats(inst)
         self.assertEqual(256, stats["slots"]["total"])
@@ -271,7 +274,8 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
         again = fdriver.UnikernelDriver(fake_virt.FakeVirtAPI())
         again.init_host("compute1")
         self.driver = again
-        self.assertEqual([inst.uuid], again.list_instances())
+        self.assertEqual([inst.name], again.list_instances())      # names survive restarts
+        self.assertEqual([inst.uuid], again.list_instance_uuids())
         self.assertEqual(power_state.RUNNING, again.get_info(inst).state)
         self.assertEqual(1024, again.manager.stats(inst.uuid)["slots"]["total"])
 
@@ -318,6 +322,19 @@ class UnikernelDriverTestCase(test.NoDBTestCase):
         self.flags(memory_mb=64, session_slots=100, group="vnf")
         mem = fdriver._host_memory_mb() - fdriver.CONF.reserved_host_memory_mb
         self.assertEqual(mem // 64 * 100, self.driver._slot_capacity())
+
+    def test_diagnostics_are_the_vnf_counters(self):
+        inst = self._instance({"resources:CUSTOM_VNF_SESSION_SLOT": "64"})
+        self._spawn(inst)
+        diag = self.driver.get_diagnostics(inst)
+        rec = self.driver.manager.get(inst.uuid)
+        self.assertEqual(64, diag["session_slots_total"])
+        self.assertEqual(32 * 1024, diag["memory"])
+        for nic in rec.spec.nics:
+            self.assertEqual(0, diag[f"{nic.tap}_tx"])
+        self.driver.destroy(self.ctx, inst, None)
+        self.assertRaises(exception.InstanceNotRunning, self.driver.get_diagnostics, inst)
+        self.assertIn("load average", self.driver.get_host_uptime())
 
     def test_unsupported_operations_say_so(self):
         inst = self._instance()

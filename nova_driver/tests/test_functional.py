@@ -171,7 +171,7 @@ class SlotExhaustionTest(_FluidvimNovaTest):
         self.assertEqual(1, self.driver.manager.stats(fourth["id"])["slots"]["total"])
         self.assertEqual(2, self._get_provider_usages(self.rp_uuid)["CUSTOM_VNF_SESSION_SLOT"])
         self.assertEqual(sorted([servers[1]["id"], fourth["id"]]),
-                         sorted(self.driver.list_instances()))
+                         sorted(self.driver.list_instance_uuids()))
 
 
 class RestartTest(_FluidvimNovaTest):
@@ -193,7 +193,8 @@ class RestartTest(_FluidvimNovaTest):
 
         server = self._wait_for_state_change(server, "ACTIVE")
         self.assertEqual(1, server["OS-EXT-STS:power_state"])         # RUNNING
-        self.assertEqual([server["id"]], self.driver.list_instances())
+        self.assertEqual([server["id"]], self.driver.list_instance_uuids())
+        self.assertEqual([server["OS-EXT-SRV-ATTR:instance_name"]], self.driver.list_instances())
         after = self.driver.manager.get(server["id"])
         self.assertEqual((before.id, before.pid), (after.id, after.pid))   # not relaunched
         self.assertEqual(before.id, _sysmeta(server["id"])["fluidvim_vnf_id"])
@@ -236,6 +237,6 @@ class WarmPoolTest(_FluidvimNovaTest):
 
         # the pool refills behind it; the server's VNF is not counted as a shell
         self.assertTrue(manager.wait_pool(key, 1, timeout=60), "the pool did not refill")
-        self.assertEqual([server["id"]], self.driver.list_instances())
+        self.assertEqual([server["id"]], self.driver.list_instance_uuids())
         self._delete_server(server)
         self.assertEqual([], self.driver.list_instances())

@@ -1,0 +1,782 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Real OpenStack services around the fluidvim Nova driver, for the end-to-end test and by hand.
+
+Starts, as separate processes from the installed PyPI packages: Keystone, Placement, Glance,
+nova-api (WSGI apps served by Werkzeug's threaded server, see ``serve``), nova-conductor,
+nova-scheduler and nova-compute with ``compute_driver = fluidvim.UnikernelDriver``, on
+127.0.0.1:18700-18704, with SQLite databases under a work directory and the shared RabbitMQ
+(own vhost ``fvn``). Then the unmodified ``openstack`` CLI can boot VNFs::
+
+    sudo tools/nova-e2e.sh                 # the user-level scenario, then everything is removed
+    sudo tools/nova-e2e.sh --keep          # leave the services up and print the OS_* exports
+    sudo .venv/bin/python -m tests.e2e.nova_services stop --workdir /tmp/fvn-nova-e2e
+
+Authentication is real Keystone (keystone-manage bootstrap on SQLite, Fernet tokens): the CLI
+needs a service catalog to find compute, image and placement, and the services validate tokens with
+keystonemiddleware. Every service uses the bootstrap admin as its service user (one test cloud).
+
+Neutron is not one of the services (it is not installed and ``--nic none`` servers have no ports),
+but nova-compute and nova-api still ask Neutron about an instance's ports (on delete, on network
+info refresh). ``neutron-standin`` answers those read-only queries the way Neutron does for a
+server without ports (empty lists, 404 for anything it does not model, 401 without a token).
+
+SQLite: the databases are switched to WAL, and the Nova services (several processes sharing
+nova_api and cell1) start with ``tests/e2e/nova_sqlite`` on their PYTHONPATH (BEGIN IMMEDIATE, 30 s
+busy timeout; see its sitecustomize.py). Each run starts from a fresh work dir and a fresh vhost;
+logs stay in ``<workdir>/logs`` after the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENV = Path(sys.prefix)
+BIN = VENV / "bin"
+HOST = "127.0.0.1"
+BASE_PORT = 18700
+PORTS = {"keystone": BASE_PORT, "placement": BASE_PORT + 1, "glance": BASE_PORT + 2,
+         "neutron": BASE_PORT + 3, "nova-api": BASE_PORT + 4}
+WSGI_APPS = {"keystone": "keystone.wsgi.api:application",
+             "placement": "placement.wsgi.api:application",
+             "glance": "glance.wsgi.api:application",
+             "nova-api": "nova.wsgi.osapi_compute:application",
+             "neutron": "tests.e2e.nova_services:neutron_standin"}
+PREFIX = "fvn"
+VHOST = "fvn"
+RABBIT = "guest:guest@127.0.0.1:5672"
+ADMIN_PASSWORD = "fvn-admin-secret"
+REGION = "RegionOne"
+COMPUTE_HOST = "fvn-e2e-compute"
+DEFAULT_WORKDIR = "/tmp/fvn-nova-e2e"
+RUN_DIR = f"/run/fluidvim-{PREFIX}-e2e"     # [vnf] run_dir of nova-compute
+
+
+class ServiceError(RuntimeError):
+    """A service did not come up (or a set-up command failed); the message names it."""
+
+
+def _url(svc: str) -> str:
+    return f"http://{HOST}:{PORTS[svc]}"
+
+
+# --- the Neutron stand-in -------------------------------------------------------------------
+def neutron_standin(environ, start_response):
+    """What Neutron's API answers about a deployment with no networks and no ports."""
+    path = environ.get("PATH_INFO", "")
+    method = environ.get("REQUEST_METHOD", "GET")
+
+    def reply(status, body):
+        data = json.dumps(body).encode()
+        start_response(status, [("Content-Type", "application/json"),
+                                ("Content-Length", str(len(data)))])
+        return [data]
+
+    if path in ("", "/"):
+        return reply("200 OK", {"versions": [{"id": "v2.0", "status": "CURRENT", "links": [
+            {"href": f"{_url('neutron')}/v2.0/", "rel": "self"}]}]})
+    if not environ.get("HTTP_X_AUTH_TOKEN"):
+        return reply("401 Unauthorized", {"error": {"message": "authentication required"}})
+    if method == "GET":
+        for name in ("ports", "networks", "subnets", "floatingips", "security_groups",
+                     "extensions", "trunks", "qos_policies"):
+            if path.rstrip("/") in (f"/v2.0/{name}", f"/v2.0/{name}.json"):
+                return reply("200 OK", {name: []})
+    return reply("404 Not Found", {"NeutronError": {
+        "type": "HTTPNotFound", "detail": "",
+        "message": f"{method} {path}: the fluidvim e2e Neutron stand-in has no networks or ports"}})
+
+
+# --- serving a WSGI app ---------------------------------------------------------------------
+def serve(app_spec: str, port: int) -> None:
+    """Serve ``module:attribute`` on HOST:port with Werkzeug's threaded HTTP/1.1 server (it
+    decodes chunked uploads, which Glance image uploads from openstacksdk use)."""
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    WSGIRequestHandler.protocol_version = "HTTP/1.1"
+    module, attr = app_spec.split(":")
+    sys.argv = [module]             # the services' WSGI modules parse sys.argv with oslo.config
+    app = getattr(importlib.import_module(module), attr)
+    server = make_server(HOST, port, app, threaded=True)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    print(f"serving {app_spec} on http://{HOST}:{port}", flush=True)
+    server.serve_forever()
+
+
+# --- configuration ----------------------------------------------------------------------------
+def _auth_section(name: str) -> str:
+    return textwrap.dedent(f"""\
+        [{name}]
+        auth_type = password
+        auth_url = {_url('keystone')}/v3
+        username = admin
+        password = {ADMIN_PASSWORD}
+        project_name = admin
+        user_domain_name = Default
+        project_domain_name = Default
+        region_name = {REGION}
+        """)
+
+
+def _authtoken() -> str:
+    return _auth_section("keystone_authtoken") + (
+        f"www_authenticate_uri = {_url('keystone')}\n")
+
+
+class Stack:
+    """The services of one test cloud, their configs, logs and databases under ``workdir``."""
+
+    def __init__(self, workdir: str | os.PathLike, kernel: str | None = None,
+                 slot_capacity: int = 4, accel: str = "auto", verbose: bool = False,
+                 pool_size: int = 0):
+        self.work = Path(workdir).resolve()
+        self.logs = self.work / "logs"
+        self.etc = self.work / "etc"
+        self.run_dir = RUN_DIR
+        self.kernel = kernel
+        self.slot_capacity = slot_capacity
+        self.accel = accel
+        self.verbose = verbose
+        self.pool_size = pool_size
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    # paths
+    def db(self, name: str) -> str:
+        return f"sqlite:///{self.work / 'db' / name}.db"
+
+    def log(self, svc: str) -> Path:
+        return self.logs / f"{svc}.log"
+
+    @property
+    def nova_conf(self) -> Path:
+        return self.etc / "nova" / "nova.conf"
+
+    @property
+    def compute_conf(self) -> Path:
+        return self.etc / "nova" / "nova-compute.conf"
+
+    def env(self) -> dict:
+        """The OS_* environment of the admin user of this cloud (what the CLI needs)."""
+        return {"OS_AUTH_URL": f"{_url('keystone')}/v3", "OS_USERNAME": "admin",
+                "OS_PASSWORD": ADMIN_PASSWORD, "OS_PROJECT_NAME": "admin",
+                "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default",
+                "OS_REGION_NAME": REGION, "OS_IDENTITY_API_VERSION": "3",
+                "OS_INTERFACE": "public"}
+
+    def _say(self, msg: str) -> None:
+        print(f"[nova-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def write_configs(self) -> None:
+        for d in ("logs", "db", "etc/keystone/fernet-keys", "etc/keystone/credential-keys",
+                  "etc/placement", "etc/glance", "etc/nova", "glance/images",
+                  "glance/staging", "glance/tasks", "nova", "vnf", "locks"):
+            (self.work / d).mkdir(parents=True, exist_ok=True)
+        (self.etc / "keystone" / "keystone.conf").write_text(textwrap.dedent(f"""\
+            [DEFAULT]
+            debug = {self.verbose}
+            [database]
+            connection = {self.db('keystone')}
+            [token]
+            provider = fernet
+            [fernet_tokens]
+            key_repository = {self.etc}/keystone/fernet-keys
+            [fernet_receipts]
+            key_repository = {self.etc}/keystone/fernet-keys
+            [credential]
+            key_repository = {self.etc}/keystone/credential-keys
+            """))
+        (self.etc / "placement" / "placement.conf").write_text(textwrap.dedent(f"""\
+            [DEFAULT]
+            debug = {self.verbose}
+            [api]
+            auth_strategy = keystone
+            [placement_database]
+            connection = {self.db('placement')}
+            """) + _authtoken())
+        paste = VENV / "etc" / "glance" / "glance-api-paste.ini"
+        (self.etc / "glance" / "glance-api.conf").write_text(textwrap.dedent(f"""\
+            [DEFAULT]
+            debug = {self.verbose}
+            enabled_backends = fs:file
+            [database]
+            connection = {self.db('glance')}
+            [glance_store]
+            default_backend = fs
+            [fs]
+            filesystem_store_datadir = {self.work}/glance/images
+            [os_glance_staging_store]
+            filesystem_store_datadir = {self.work}/glance/staging
+            [os_glance_tasks_store]
+            filesystem_store_datadir = {self.work}/glance/tasks
+            [paste_deploy]
+            flavor = keystone
+            config_file = {paste}
+            [oslo_concurrency]
+            lock_path = {self.work}/locks
+            """) + _authtoken())
+        common = textwrap.dedent(f"""\
+            [DEFAULT]
+            debug = {self.verbose}
+            host = {COMPUTE_HOST}
+            my_ip = {HOST}
+            state_path = {self.work}/nova
+            transport_url = rabbit://{RABBIT}/{VHOST}
+            [oslo_concurrency]
+            lock_path = {self.work}/locks
+            [oslo_messaging_notifications]
+            driver = noop
+            """) + _authtoken() + "\n" + _auth_section("placement") + "\n" + \
+            _auth_section("glance") + "\n" + _auth_section("neutron") + "\n"
+        # the controller services (api, conductor, scheduler) reach the databases ...
+        self.nova_conf.write_text(common + textwrap.dedent(f"""\
+            [api]
+            auth_strategy = keystone
+            [wsgi]
+            api_paste_config = {VENV}/etc/nova/api-paste.ini
+            [api_database]
+            connection = {self.db('nova_api')}
+            [database]
+            connection = {self.db('nova_cell1')}
+            [scheduler]
+            discover_hosts_in_cells_interval = -1
+            """))
+        # ... nova-compute does not (it goes through the conductor), like a real deployment
+        kernel = f"kernel = {self.kernel}" if self.kernel else ""
+        self.compute_conf.write_text(common + textwrap.dedent(f"""\
+            [DEFAULT]
+            compute_driver = fluidvim.UnikernelDriver
+            heal_instance_info_cache_interval = -1
+            [vnf]
+            state_dir = {self.work}/vnf
+            run_dir = {self.run_dir}
+            accel = {self.accel}
+            pool_size = {self.pool_size}
+            [fluidvim]
+            session_slot_capacity = {self.slot_capacity}
+            image_cache_dir = {self.work}/nova/fluidvim-images
+            """).replace("[fluidvim]", f"{kernel}\n[fluidvim]"))
+
+    # processes
+    @staticmethod
+    def _env(extra=None, service: bool = False) -> dict:
+        """Environment of the processes of the cloud: the repo (for ``serve``) and, for the Nova
+        services (several processes writing nova_api and cell1; not the *-manage migrations,
+        which run alone and manage their own transactions, nor Keystone/Glance/Placement, one
+        process per database), the SQLite transaction mode of
+        ``tests/e2e/nova_sqlite/sitecustomize.py``."""
+        env = dict(os.environ, **(extra or {}))
+        paths = [str(REPO / "tests" / "e2e" / "nova_sqlite")] if service else []
+        env["PYTHONPATH"] = os.pathsep.join(
+            paths + [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        return env
+
+    def _run(self, what: str, cmd: list[str], env=None, timeout=120) -> str:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self._env(env),
+                           timeout=timeout)
+        if p.returncode:
+            raise ServiceError(f"{what} failed ({' '.join(cmd)}):\n{p.stdout[-2000:]}"
+                               f"{p.stderr[-4000:]}")
+        return p.stdout
+
+    def _start(self, svc: str, cmd: list[str], env=None) -> None:
+        logf = open(self.log(svc), "ab")
+        self.procs[svc] = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                                           env=self._env(env, service=svc.startswith("nova-")),
+                                           cwd=self.work,
+                                           start_new_session=True)
+        logf.close()
+        (self.work / "pids").mkdir(exist_ok=True)
+        (self.work / "pids" / svc).write_text(str(self.procs[svc].pid))
+
+    def _serve(self, svc: str, env: dict) -> None:
+        self._start(svc, [sys.executable, "-m", "tests.e2e.nova_services", "serve",
+                          WSGI_APPS[svc], "--port", str(PORTS[svc])], env=env)
+
+    def tail(self, svc: str, n: int = 40) -> str:
+        try:
+            lines = self.log(svc).read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-n:])
+
+    def _fail(self, svc: str, why: str):
+        raise ServiceError(f"{svc}: {why}\n--- last lines of {self.log(svc)} ---\n"
+                           f"{self.tail(svc)}")
+
+    def wait_http(self, svc: str, path: str = "/", timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            p = self.procs.get(svc)
+            if p is not None and p.poll() is not None:
+                self._fail(svc, f"exited with status {p.returncode} while starting")
+            try:
+                with urllib.request.urlopen(_url(svc) + path, timeout=5) as r:
+                    if r.status < 500:
+                        return
+            except urllib.error.HTTPError as e:
+                if e.code < 500:
+                    return          # up (e.g. 300 Multiple Choices or 401)
+                last = e
+            except (urllib.error.URLError, ConnectionError, OSError) as e:
+                last = e
+            time.sleep(0.2)
+        self._fail(svc, f"not answering on {_url(svc)}{path} after {timeout:.0f}s ({last})")
+
+    def wait_log(self, svc: str, needle: str, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            p = self.procs.get(svc)
+            if p is not None and p.poll() is not None:
+                self._fail(svc, f"exited with status {p.returncode} while starting")
+            try:
+                if needle in self.log(svc).read_text(errors="replace"):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self._fail(svc, f"did not log {needle!r} within {timeout:.0f}s")
+
+    # the whole cloud
+    def start(self) -> None:
+        t0 = time.monotonic()
+        if self.work.exists():
+            stop_workdir(self.work, quiet=True)
+            shutil.rmtree(self.work)
+        self._check_ports()
+        self.write_configs()
+        self._rabbit_vhost()
+        kconf = str(self.etc / "keystone" / "keystone.conf")
+        km = [str(BIN / "keystone-manage"), "--config-file", kconf]
+        self._say("keystone: db_sync, fernet keys, bootstrap")
+        self._run("keystone-manage db_sync", km + ["db_sync"])
+        self._run("keystone-manage fernet_setup", km + ["fernet_setup", "--keystone-user",
+                                                        "root", "--keystone-group", "root"])
+        self._run("keystone-manage credential_setup",
+                  km + ["credential_setup", "--keystone-user", "root", "--keystone-group",
+                        "root"])
+        self._run("keystone-manage bootstrap", km + [
+            "bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
+            "--bootstrap-admin-url", f"{_url('keystone')}/v3",
+            "--bootstrap-internal-url", f"{_url('keystone')}/v3",
+            "--bootstrap-public-url", f"{_url('keystone')}/v3",
+            "--bootstrap-region-id", REGION])
+
+        self._say("placement, glance: db sync")
+        pconf = str(self.etc / "placement" / "placement.conf")
+        self._run("placement-manage db sync", [str(BIN / "placement-manage"), "--config-file",
+                                               pconf, "db", "sync"])
+        gconf = str(self.etc / "glance" / "glance-api.conf")
+        self._run("glance-manage db_sync", [str(BIN / "glance-manage"), "--config-file", gconf,
+                                            "db_sync"])
+
+        self._say("nova: api_db sync, cells, db sync")
+        nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
+        self._run("nova-manage api_db sync", nm + ["api_db", "sync"])
+        self._run("nova-manage cell_v2 map_cell0", nm + [
+            "cell_v2", "map_cell0", "--database_connection", self.db("nova_cell0")])
+        self._run("nova-manage cell_v2 create_cell", nm + [
+            "cell_v2", "create_cell", "--name", "cell1", "--verbose"])
+        self._run("nova-manage db sync", nm + ["db", "sync"])
+        # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
+        shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+        self._wal()
+
+        self._say("starting the services")
+        self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
+        self.wait_http("keystone", "/v3")
+        self._catalog()
+        self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
+        self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
+        self._serve("neutron", {})
+        nova_env = {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")}
+        self._serve("nova-api", nova_env)
+        for svc in ("nova-conductor", "nova-scheduler"):
+            self._start(svc, [str(BIN / svc), "--config-file", str(self.nova_conf)])
+        self._start("nova-compute", [str(BIN / "nova-compute"), "--config-file",
+                                     str(self.compute_conf)])
+        for svc in ("placement", "glance", "neutron", "nova-api"):
+            self.wait_http(svc)
+        self.wait_log("nova-conductor", "Starting conductor node")
+        self.wait_log("nova-scheduler", "Starting scheduler node")
+        self.wait_log("nova-compute", "Starting compute node")
+        self._say("waiting for the compute node to report to Placement, then discover_hosts")
+        self.wait_log("nova-compute", "Compute node record created", timeout=120)
+        deadline = time.monotonic() + 60
+        while True:
+            out = self._run("nova-manage cell_v2 discover_hosts",
+                            nm + ["cell_v2", "discover_hosts", "--verbose"])
+            if COMPUTE_HOST in out or "Found 0 unmapped computes" not in out:
+                break
+            if time.monotonic() > deadline:
+                self._fail("nova-compute", "never became discoverable in cell1")
+            time.sleep(1)
+        self._say(f"cloud up in {time.monotonic() - t0:.1f} s (logs: {self.logs})")
+
+    def _wal(self) -> None:
+        """Write-ahead logging for every SQLite database: several processes write the same
+        databases (nova-api, -conductor, -scheduler share nova_api and cell1); with the default
+        rollback journal a reader blocks writers and they fail with "database is locked"."""
+        import sqlite3
+
+        for db in (self.work / "db").glob("*.db"):
+            with contextlib.closing(sqlite3.connect(db)) as c:
+                mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode != "wal":
+                raise ServiceError(f"{db}: could not switch to WAL (journal_mode {mode})")
+
+    @staticmethod
+    def _check_ports() -> None:
+        import socket
+
+        for svc, port in PORTS.items():
+            with socket.socket() as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((HOST, port))
+                except OSError as e:
+                    raise ServiceError(
+                        f"{svc}: port {port} is in use ({e.strerror}): another nova-e2e cloud? "
+                        f"stop it with `{BIN}/python -m tests.e2e.nova_services stop --workdir "
+                        "<its work dir>`") from None
+
+    def _rabbit_vhost(self) -> None:
+        """A fresh vhost: no queue or message of an earlier run reaches this one's services."""
+        out = self._run("rabbitmqctl list_vhosts", ["rabbitmqctl", "-q", "list_vhosts"])
+        if VHOST in out.split():
+            self._run("rabbitmqctl delete_vhost", ["rabbitmqctl", "-q", "delete_vhost", VHOST])
+        self._run("rabbitmqctl add_vhost", ["rabbitmqctl", "-q", "add_vhost", VHOST])
+        self._run("rabbitmqctl set_permissions", ["rabbitmqctl", "-q", "set_permissions",
+                                                  "-p", VHOST, "guest", ".*", ".*", ".*"])
+
+    def session(self):
+        from keystoneauth1 import session as ks_session
+        from keystoneauth1.identity import v3
+
+        auth = v3.Password(auth_url=f"{_url('keystone')}/v3", username="admin",
+                           password=ADMIN_PASSWORD, project_name="admin",
+                           user_domain_name="Default", project_domain_name="Default")
+        return ks_session.Session(auth=auth, timeout=60)
+
+    def _catalog(self) -> None:
+        """Services and endpoints (what `openstack service/endpoint create` would do)."""
+        s = self.session()
+        kw = dict(endpoint_filter={"service_type": "identity", "interface": "public"})
+        entries = [("nova", "compute", f"{_url('nova-api')}/v2.1"),
+                   ("placement", "placement", _url("placement")),
+                   ("glance", "image", _url("glance")),
+                   ("neutron", "network", _url("neutron"))]
+        for name, stype, url in entries:
+            svc = s.post("/services", json={"service": {"name": name, "type": stype}},
+                         **kw).json()["service"]
+            for iface in ("public", "internal", "admin"):
+                s.post("/endpoints", json={"endpoint": {
+                    "service_id": svc["id"], "interface": iface, "url": url,
+                    "region_id": REGION}}, **kw)
+
+    def stop(self) -> None:
+        stop_workdir(self.work, procs=self.procs)
+
+
+def _destroy_vnfs(workdir: Path) -> list[str]:
+    """Destroy every VNF (and its taps) the compute service left in its state dir."""
+    conf = workdir / "etc" / "nova" / "nova-compute.conf"
+    if not (workdir / "vnf").exists() or not conf.exists():
+        return []
+    from oslo_config import cfg
+
+    from fluidvim.vnf import conf as vnfconf
+    from fluidvim.vnf.manager import VNFManager
+
+    c = cfg.ConfigOpts()
+    vnfconf.register_opts(c)
+    c([], default_config_files=[str(conf)])
+    mgr = VNFManager(c)
+    gone = []
+    try:
+        for rec in mgr.store.list():
+            try:
+                mgr.destroy(rec.id)
+                gone.append(rec.id)
+            except KeyError:
+                pass
+    finally:
+        mgr.close()
+    return gone
+
+
+def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) -> None:
+    """Stop the services of a work dir (SIGTERM, then SIGKILL), then destroy leftover VNFs."""
+    pids = {}
+    for svc, p in (procs or {}).items():
+        pids[svc] = p.pid
+    piddir = Path(workdir) / "pids"
+    if piddir.is_dir():
+        for f in piddir.iterdir():
+            try:
+                pids.setdefault(f.name, int(f.read_text()))
+            except ValueError:
+                pass
+    for pid in pids.values():
+        try:
+            os.killpg(pid, signal.SIGTERM)      # each service is its own session/group
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    for svc, pid in pids.items():
+        while time.monotonic() < deadline and _alive(pid, procs and procs.get(svc)):
+            time.sleep(0.1)
+        if _alive(pid, procs and procs.get(svc)):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if piddir.is_dir():
+            (piddir / svc).unlink(missing_ok=True)
+    try:
+        gone = _destroy_vnfs(Path(workdir))
+    except Exception as e:  # noqa: BLE001 - report, and let the caller's error through
+        print(f"[nova-e2e] could not destroy leftover VNFs of {workdir}: {e}", file=sys.stderr)
+        return
+    if os.path.isdir(RUN_DIR) and not os.listdir(RUN_DIR):
+        os.rmdir(RUN_DIR)                  # the launch core's run dir, empty once its VNFs went
+    if gone and not quiet:
+        print(f"[nova-e2e] destroyed {len(gone)} VNF(s) nova-compute left running (servers "
+              f"not deleted, warm-pool shells): {gone}", flush=True)
+
+
+def _alive(pid: int, proc=None) -> bool:
+    if proc is not None:
+        return proc.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:                                     # a zombie child of ours counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+# --- the user's scenario -----------------------------------------------------------------
+class OpenStackCLI:
+    """The unmodified `openstack` CLI of the venv, as the admin user of a Stack."""
+
+    def __init__(self, stack: Stack):
+        self.env = dict(os.environ, **stack.env())
+        for k in list(self.env):
+            if k.startswith("OS_") and k not in stack.env():
+                del self.env[k]
+        self.stack = stack
+
+    def __call__(self, *args: str, json_out: bool = True, timeout: float = 180):
+        cmd = [str(BIN / "openstack"), *args] + (["-f", "json"] if json_out else [])
+        self.stack._say("$ " + " ".join(a if " " not in a else repr(a) for a in cmd[1:]))
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=timeout)
+        if p.returncode:
+            raise ServiceError(f"`openstack {' '.join(args)}` failed ({p.returncode}):\n"
+                               f"{p.stdout}{p.stderr}\n--- nova-compute ---\n"
+                               f"{self.stack.tail('nova-compute', 30)}")
+        return json.loads(p.stdout) if json_out and p.stdout.strip() else p.stdout
+
+
+FW_CONFIG = "FromDevice(0) -> fw :: Counter -> ToDevice(1); FromDevice(1) -> ToDevice(0);"
+
+
+def _check(cond, what: str) -> None:
+    if not cond:
+        raise AssertionError(what)
+
+
+def _fluidvim(stack: Stack, *args: str):
+    """The fluidvim CLI against nova-compute's launch-core state (its [vnf] section)."""
+    cmd = [str(BIN / "fluidvim"), "--config-file", str(stack.compute_conf), "vnf", *args,
+           "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if p.returncode:
+        raise AssertionError(f"{' '.join(cmd)} failed: {p.stdout}{p.stderr}")
+    return json.loads(p.stdout)
+
+
+def _usages(stack: Stack) -> dict:
+    s = stack.session()
+    ep = {"service_type": "placement"}
+    rps = s.get(f"/resource_providers?name={COMPUTE_HOST}", endpoint_filter=ep).json()
+    _check(len(rps["resource_providers"]) == 1, f"placement: no provider {COMPUTE_HOST}: {rps}")
+    rp = rps["resource_providers"][0]["uuid"]
+    inv = s.get(f"/resource_providers/{rp}/inventories", endpoint_filter=ep).json()
+    use = s.get(f"/resource_providers/{rp}/usages", endpoint_filter=ep).json()
+    return {"inventories": inv["inventories"], "usages": use["usages"]}
+
+
+def scenario(stack: Stack, kernel: str, keep_server: bool = False) -> dict:
+    """What a user does with the unmodified `openstack` CLI, with checks after every step.
+
+    Returns the wall-clock seconds of each CLI step (including the CLI's own ~1 s start-up)."""
+    from fluidvim.vnf import netdev
+
+    os_ = OpenStackCLI(stack)
+    times = {}
+
+    def timed(name, *args, **kw):
+        t = time.monotonic()
+        out = os_(*args, **kw)
+        times[name] = round(time.monotonic() - t, 2)
+        return out
+
+    img = timed("image create", "image", "create", "--file", kernel, "--disk-format", "aki",
+                "--container-format", "aki", "--property", f"fluidvim_click_config={FW_CONFIG}",
+                "vnf-firewall")
+    _check(img["status"] == "active", f"image not active: {img}")
+    timed("flavor create", "flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0",
+          "--property", "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
+    timed("flavor create (4 slots)", "flavor", "create", "--ram", "32", "--vcpus", "1",
+          "--disk", "0", "--property", f"resources:CUSTOM_VNF_SESSION_SLOT={stack.slot_capacity}",
+          "vnf.all-slots")
+    srv = timed("server create --wait", "server", "create", "--image", "vnf-firewall",
+                "--flavor", "vnf.small", "--nic", "none", "--wait", "fw1")
+    _check(srv["status"] == "ACTIVE", f"server fw1 is {srv['status']}, not ACTIVE: "
+           f"{srv.get('fault')}")
+    shown = timed("server show", "server", "show", "fw1")
+    _check(shown["status"] == "ACTIVE" and shown["OS-EXT-SRV-ATTR:host"] == COMPUTE_HOST,
+           f"server show: {shown}")
+    uuid = shown["id"]
+
+    vnfs = [v for v in _fluidvim(stack, "list") if v["name"] == uuid]
+    _check(len(vnfs) == 1 and vnfs[0]["status"] == "running",
+           f"fluidvim vnf list has no running VNF for server {uuid}: {vnfs}")
+    vnf = vnfs[0]
+    stats = _fluidvim(stack, "stats", uuid)      # a control-channel round trip to the VNF
+    _check(stats["configured"] and stats["slots"]["total"] == 1,
+           f"VNF stats over the control channel: {stats}")
+    _check(any(e["class"] == "Counter" for e in stats["elements"]),
+           f"the VNF does not run the image's Click configuration: {stats['elements']}")
+    taps = [n["tap"] for n in vnf["nics"]]
+    _check(taps and all(netdev.exists(t) for t in taps), f"taps of the VNF missing: {taps}")
+    _check(os.path.exists(f"/proc/{vnf['pid']}"), f"QEMU {vnf['pid']} not running")
+
+    console = timed("console log show", "console", "log", "show", "fw1", json_out=False)
+    _check("fluidvim-vnf" in console and "ready in" in console and uuid in console,
+           f"console log lacks the VNF's boot lines:\n{console}")
+
+    use = _usages(stack)
+    slots = use["inventories"].get("CUSTOM_VNF_SESSION_SLOT", {})
+    _check(slots.get("total") == stack.slot_capacity, f"slot inventory: {use['inventories']}")
+    _check(use["usages"].get("CUSTOM_VNF_SESSION_SLOT") == 1, f"slot usage: {use['usages']}")
+
+    # the host has slot_capacity slots and fw1 holds one: a flavor needing all of them fails
+    # (`server create --wait` exits non-zero when the server goes to ERROR: that is expected)
+    p = subprocess.run([str(BIN / "openstack"), "server", "create", "--image", "vnf-firewall",
+                        "--flavor", "vnf.all-slots", "--nic", "none", "--wait", "fw-too-big",
+                        "-f", "json"], capture_output=True, text=True, env=os_.env,
+                       timeout=180)
+    big = os_("server", "show", "fw-too-big")
+    _check(big["status"] == "ERROR" and "No valid host" in json.dumps(big.get("fault")),
+           f"a server needing {stack.slot_capacity} slots on a host with "
+           f"{stack.slot_capacity - 1} free should fail with NoValidHost: {big} {p.stderr}")
+    os_("server", "delete", "--wait", "fw-too-big", json_out=False)
+
+    if keep_server:
+        return times
+    timed("server delete --wait", "server", "delete", "--wait", "fw1", json_out=False)
+    left = os_("server", "list")
+    _check(left == [], f"servers left after delete: {left}")
+    _check(not [v for v in _fluidvim(stack, "list", "--all")], "VNFs left after delete")
+    _check(not os.path.exists(f"/proc/{vnf['pid']}"), f"QEMU {vnf['pid']} still running")
+    _check(not [t for t in taps if netdev.exists(t)], f"taps left after delete: {taps}")
+    use = _usages(stack)
+    _check(not any(use["usages"].values()), f"placement usage after delete: {use['usages']}")
+    return times
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.e2e.nova_services",
+        description="Real Keystone/Placement/Glance/Nova services with the fluidvim driver.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.dedent("""\
+            examples:
+              sudo .venv/bin/python -m tests.e2e.nova_services up      # start, print exports
+              sudo .venv/bin/python -m tests.e2e.nova_services stop    # stop, destroy VNFs
+              sudo tools/nova-e2e.sh [--keep]                          # the scenario
+            """))
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start the services and print the OS_* exports")
+    up.add_argument("--workdir", default=DEFAULT_WORKDIR)
+    up.add_argument("--kernel", help="VNF kernel for [vnf] kernel (default: the built one)")
+    up.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    up.add_argument("-v", "--verbose", action="store_true", help="debug logs in services")
+    rn = sub.add_parser("run", help="start the services, run the CLI scenario, stop (unless "
+                        "--keep)")
+    rn.add_argument("--keep", action="store_true",
+                    help="leave the services (and the server fw1) running; print the exports")
+    rn.add_argument("--workdir", default=DEFAULT_WORKDIR)
+    rn.add_argument("--kernel", help="the VNF kernel to upload (default: the built one)")
+    rn.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    rn.add_argument("-v", "--verbose", action="store_true", help="debug logs in services")
+    st = sub.add_parser("stop", help="stop the services of a work dir and destroy its VNFs")
+    st.add_argument("--workdir", default=DEFAULT_WORKDIR)
+    sv = sub.add_parser("serve", help="(internal) serve one WSGI app")
+    sv.add_argument("app", help="module:attribute")
+    sv.add_argument("--port", type=int, required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "serve":
+        serve(args.app, args.port)
+        return 0
+    if args.cmd == "stop":
+        stop_workdir(Path(args.workdir))
+        return 0
+    from fluidvim.vnf import conf as vnfconf
+
+    kernel = args.kernel or vnfconf.default_kernel()
+    if not os.path.exists(kernel):
+        raise ServiceError(f"no VNF kernel at {kernel}: run `make -C vnf/kernel` (or --kernel)")
+    if os.geteuid() != 0:
+        raise ServiceError("needs root (nova-compute makes taps and runs QEMU/KVM)")
+    stack = Stack(args.workdir, kernel=kernel, accel=args.accel, verbose=args.verbose)
+    keep = args.cmd == "up" or args.keep
+    try:
+        stack.start()
+        if args.cmd == "run":
+            times = scenario(stack, kernel, keep_server=args.keep)
+            print(json.dumps({"cli_seconds": times}, indent=1))
+            stack._say("scenario passed")
+    except BaseException:
+        keep = False
+        raise
+    finally:
+        if not keep:
+            stack.stop()
+    if keep:
+        print_exports(stack)
+    return 0
+
+
+def print_exports(stack: Stack) -> None:
+    print("\n# the cloud is up; for the openstack CLI:")
+    for k, v in stack.env().items():
+        print(f"export {k}={v}")
+    print(f"# logs: {stack.logs}\n# stop: sudo {BIN}/python -m tests.e2e.nova_services stop "
+          f"--workdir {stack.work}")
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ServiceError, AssertionError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        sys.exit(1)

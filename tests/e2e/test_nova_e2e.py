@@ -1,0 +1,153 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""End to end as a user: real Keystone, Placement, Glance, nova-api, nova-conductor,
+nova-scheduler and nova-compute (``compute_driver = fluidvim.UnikernelDriver``), each its own
+process from the installed PyPI packages, RabbitMQ and SQLite, driven by the unmodified
+``openstack`` CLI (see :mod:`tests.e2e.nova_services`; by hand: ``sudo tools/nova-e2e.sh``).
+
+Checks: image upload of the VNF kernel, flavors with ``resources:CUSTOM_VNF_SESSION_SLOT``,
+``server create --wait`` → ACTIVE, the VNF answers on its control channel (``fluidvim vnf stats``
+against nova-compute's state), ``console log show`` has the VNF's boot lines, Placement shows the
+slot inventory and usage, a flavor needing more slots than are free gets NoValidHost, a
+nova-compute restart re-attaches to the running VNF, ``server stop/start/reboot [--hard]`` act on
+the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage.
+About 2-3 minutes (about 60 s of it is starting the cloud).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from fluidvim.vnf import conf as vnfconf
+from tests.e2e import nova_services as ns
+
+KERNEL = vnfconf.default_kernel()
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (taps, QEMU)"),
+    pytest.mark.skipif(not os.path.exists(KERNEL),
+                       reason="the VNF kernel is not built: run `make -C vnf/kernel`"),
+    pytest.mark.skipif(shutil.which("rabbitmqctl") is None,
+                       reason="RabbitMQ is not installed: run tools/bootstrap.sh"),
+]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    s = ns.Stack(f"{ns.DEFAULT_WORKDIR}-pytest", kernel=KERNEL)
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+def _with_logs(stack, fn, *args, **kw):
+    """Run fn; on failure add the tails of the compute-side service logs to the error."""
+    try:
+        return fn(*args, **kw)
+    except AssertionError as e:
+        logs = "\n".join(f"--- {svc} ---\n{stack.tail(svc, 25)}"
+                         for svc in ("nova-compute", "nova-conductor", "nova-scheduler"))
+        raise AssertionError(f"{e}\n{logs}") from None
+
+
+def test_openstack_cli_scenario(stack):
+    times = _with_logs(stack, ns.scenario, stack, KERNEL)
+    print("openstack CLI step wall-clock seconds:", times)
+    assert set(times) >= {"image create", "server create --wait", "server delete --wait"}
+
+
+def test_compute_restart_reattaches(stack):
+    """nova-compute restarts (SIGTERM, start again): the server stays ACTIVE on the same VNF."""
+    cli = ns.OpenStackCLI(stack)
+    images = {i["Name"] for i in cli("image", "list")}
+    if "vnf-firewall" not in images:          # when run alone
+        cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
+            "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
+    if "vnf.small" not in {f["Name"] for f in cli("flavor", "list")}:
+        cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
+            "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
+    srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.small", "--nic",
+              "none", "--wait", "fw-restart")
+    assert srv["status"] == "ACTIVE", srv.get("fault")
+    before = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
+    assert len(before) == 1, before
+
+    proc = stack.procs["nova-compute"]
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    stack.log("nova-compute").rename(stack.logs / "nova-compute.before-restart.log")
+    stack._start("nova-compute", [str(ns.BIN / "nova-compute"), "--config-file",
+                                  str(stack.compute_conf)])
+    stack.wait_log("nova-compute", "launch core on", timeout=120)
+    after = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
+    assert [(v["id"], v["pid"]) for v in after] == [(v["id"], v["pid"]) for v in before]
+    assert ns._fluidvim(stack, "stats", srv["id"])["configured"]
+    # the restarted compute reports the instance as running (its power sync saw the VNF)
+    deadline = time.monotonic() + 60
+    while True:
+        shown = cli("server", "show", "fw-restart")
+        if shown["status"] == "ACTIVE" and shown["OS-EXT-STS:power_state"] in ("Running", 1):
+            break
+        assert time.monotonic() < deadline, f"after the restart: {shown}"
+        time.sleep(2)
+    cli("server", "delete", "--wait", "fw-restart", json_out=False)
+    assert not [v for v in ns._fluidvim(stack, "list", "--all")], "VNFs left after delete"
+    assert not os.path.exists(f"/proc/{before[0]['pid']}")
+
+
+def _wait_status(cli, name, status, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = cli("server", "show", name)
+        if shown["status"] == status:
+            return shown
+        assert shown["status"] != "ERROR", f"{name} went to ERROR: {shown.get('fault')}"
+        assert time.monotonic() < deadline, f"{name} not {status} after {timeout}s: {shown}"
+        time.sleep(1)
+
+
+def test_stop_start_reboot(stack):
+    """`server stop/start/reboot [--hard]` through the real services, checked on the VNF."""
+    cli = ns.OpenStackCLI(stack)
+    if "vnf-firewall" not in {i["Name"] for i in cli("image", "list")}:
+        cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
+            "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
+    if "vnf.small" not in {f["Name"] for f in cli("flavor", "list")}:
+        cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
+            "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
+    srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.small", "--nic",
+              "none", "--wait", "fw-power")
+    assert srv["status"] == "ACTIVE", srv.get("fault")
+
+    def vnf():
+        vnfs = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
+        assert len(vnfs) <= 1, vnfs
+        return vnfs[0] if vnfs else None
+
+    first = vnf()
+    cli("server", "stop", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "SHUTOFF")
+    assert vnf() is None, "the VNF still runs after `server stop`"
+    assert not os.path.exists(f"/proc/{first['pid']}")
+    cli("server", "start", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "ACTIVE")
+    second = vnf()
+    assert second is not None and second["id"] != first["id"]
+    cli("server", "reboot", "--wait", "fw-power", json_out=False)       # soft: reconfigure
+    _wait_status(cli, "fw-power", "ACTIVE")
+    assert vnf()["id"] == second["id"], "a soft reboot relaunched the VNF"
+    cli("server", "reboot", "--hard", "--wait", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "ACTIVE")
+    third = vnf()
+    assert third["id"] != second["id"] and ns._fluidvim(stack, "stats", srv["id"])["configured"]
+    cli("server", "delete", "--wait", "fw-power", json_out=False)
+    assert vnf() is None
