@@ -47,6 +47,7 @@ from fluidvim.evaluator.slots import estimate_capacity
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 QUANTILE_KEYS = ("0.5", "0.75", "0.9", "0.95", "0.99", "0.999")
+DEFAULT_LEVELS = ("premium=0.99:10", "standard=0.9:10", "basic=0.5:20")
 
 
 def parse_level(text: str) -> dict:
@@ -64,10 +65,10 @@ def parse_level(text: str) -> dict:
 
 
 def make_zone(mgr):
-    """The orchestrator's local zone when this tree has one, else the tests' launch-core zone."""
+    """The orchestrator's local zone (with the VNF's stats, as the tests use it)."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.integration.probe_zone import LauncherZone
-    return LauncherZone("local", mgr)
+    from tests.integration.probe_zone import make_zone as zone
+    return zone("local", mgr)
 
 
 def median_curve(passes: list[list[dict]], session_pps: float) -> ProbeResult:
@@ -169,7 +170,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--level", action="append", type=parse_level, default=None,
                     help="QoS level NAME=QUANTILE:DEADLINE_MS (repeatable; default "
-                         "premium=0.99:20 and basic=0.5:20)")
+                         "premium=0.99:10, standard=0.9:10, basic=0.5:20)")
     ap.add_argument("--session-pps", type=float, default=100.0, help="packets/s per session")
     ap.add_argument("--probe-runs", type=int, default=3, help="stage-1 load probe runs (default 3)")
     ap.add_argument("--passes", type=int, default=2, help="reference sweep passes (default 2)")
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
     ap.add_argument("--subnet", type=int, default=93, help="10.<subnet>.0.0/24 for the test net")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
     a = ap.parse_args(argv)
-    levels = a.level or [parse_level("premium=0.99:20"), parse_level("basic=0.5:20")]
+    levels = a.level or [parse_level(t) for t in DEFAULT_LEVELS]
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, bridges, taps)")
 

@@ -301,7 +301,10 @@ class LoadProbe(Probe):
     """Latency and loss at increasing session counts through a probe VNF (local zone only).
 
     The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
-    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``. A step's
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``; if the
+    ladder ends before that (``extend``), it goes on in steps of x1.5 up to ``max_sessions``, and
+    it stops early when the traffic generator cannot offer 90 % of a step's rate (then the
+    capacity is "at least" the last load). A step's
     latency quantiles and loss are the medians over its ``window_s`` windows (see
     :mod:`~fluidvim.evaluator.loadgen`); the pooled figures are kept next to them. Then
     ``refine`` more steps are measured, each at the midpoint of the interval where the curve
@@ -318,7 +321,7 @@ class LoadProbe(Probe):
                  click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
-                 window_s: float = 0.4):
+                 window_s: float = 0.4, extend: bool = True, max_sessions: int = 4096):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -342,6 +345,7 @@ class LoadProbe(Probe):
         if not window_s > 0:
             raise ValueError(f"LoadProbe window_s must be > 0, got {window_s!r}")
         self.windows = max(1, round(self.step_s / window_s))
+        self.extend, self.max_sessions = extend, min(int(max_sessions), probe_slots)
 
     def applicable(self, zone) -> tuple[bool, str]:
         return can_inject(zone)
@@ -385,12 +389,23 @@ class LoadProbe(Probe):
             if net.ping(3, 1) == 0:
                 raise RuntimeError("no ping through the probe VNF between the test namespaces")
             stats_fn = getattr(zone, "stats", None)
-            for n in self.sessions:
+            ladder = list(self.sessions)
+            while ladder:
+                n = ladder.pop(0)
                 step = self._measure(net, stats_fn, inst.id, n, env, progress)
                 metrics["steps"].append(step)
                 if step["loss"] > self.stop_loss:
                     metrics["stopped"] = f"loss {step['loss']:.0%} > {self.stop_loss:.0%} at {n} sessions"
                     break
+                if step.get("achieved_pps", step["offered_pps"]) < 0.9 * step["offered_pps"]:
+                    metrics["stopped"] = (f"the traffic generator reached only "
+                                          f"{step['achieved_pps']:.0f} of {step['offered_pps']:.0f} "
+                                          f"pps at {n} sessions: capacity is at least that")
+                    break
+                if not ladder and self.extend and n < self.max_sessions:
+                    ladder.append(min(self.max_sessions, int(n * 1.5)))   # not saturated yet
+            else:
+                metrics["stopped"] = metrics.get("stopped") or "end of the ladder (not saturated)"
             for _ in range(self.refine):
                 steps = sorted(metrics["steps"], key=lambda s: s["sessions"])
                 # only below saturation: an interval whose lower end already loses packets is
