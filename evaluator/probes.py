@@ -269,7 +269,7 @@ class BootProbe(Probe):
 # load probe
 # --------------------------------------------------------------------------------------------
 
-DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600)
+DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600, 900, 1350, 2000)
 _NET_LOCKS: dict[str, threading.Lock] = {}
 
 
@@ -301,16 +301,17 @@ class LoadProbe(Probe):
     """Latency and loss at increasing session counts through a probe VNF (local zone only).
 
     The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
-    ``warmup_s``), stopping after the first step that loses more than ``stop_loss``; if the
-    ladder ends before that (``extend``), it goes on in steps of x1.5 up to ``max_sessions``, and
-    it stops early when the traffic generator cannot offer 90 % of a step's rate (then the
-    capacity is "at least" the last load). A step's
-    latency quantiles and loss are the medians over its ``window_s`` windows (see
-    :mod:`~fluidvim.evaluator.loadgen`); the pooled figures are kept next to them. Then
-    ``refine`` more steps are measured, each at the midpoint of the interval where the curve
-    changes most (log latency at p50/p90/p99, loss) among the intervals that start below
-    saturation (loss <= ``knee_loss``): that is the knee, where services' deadlines are crossed,
-    so the curve is dense where slot estimates interpolate.
+    ``warmup_s``), stopping after the first step that loses more than ``stop_loss`` (the default
+    ladder reaches 2,000 sessions, far beyond what one VNF here takes, so it ends at saturation);
+    with ``extend=True`` a ladder that ends unsaturated goes on in steps of x1.5 up to
+    ``max_sessions``. It stops early when the traffic generator cannot offer 90 % of a step's
+    rate (then the capacity is "at least" the last load). A step's latency quantiles and loss are
+    the medians over its ``window_s`` windows (see :mod:`~fluidvim.evaluator.loadgen`); the
+    pooled figures are kept next to them. Then ``refine`` more steps are measured, each at the
+    midpoint of the interval where the curve changes most (log latency at p50/p90/p99, loss)
+    among the intervals that start below saturation (loss <= ``knee_loss``): that is the knee,
+    where services' deadlines are crossed, so the curve is dense where slot estimates
+    interpolate.
     """
 
     kind = "load"
@@ -321,7 +322,7 @@ class LoadProbe(Probe):
                  click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
-                 window_s: float = 0.4, extend: bool = True, max_sessions: int = 4096):
+                 window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
