@@ -179,11 +179,16 @@ def main(argv=None) -> int:
     ap.add_argument("--max-loss", type=float, default=0.01, help="loss a level tolerates")
     ap.add_argument("--prefix", default="fvebn", help="netns/bridge prefix (<= 6 chars)")
     ap.add_argument("--subnet", type=int, default=93, help="10.<subnet>.0.0/24 for the test net")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="niceness increment for this run and what it starts (QEMU, traffic); "
+                         "e.g. -5 on a machine shared with other work (default 0)")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
     a = ap.parse_args(argv)
     levels = a.level or [parse_level(t) for t in DEFAULT_LEVELS]
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, bridges, taps)")
+    if a.nice:
+        os.nice(a.nice)          # inherited by the VNFs' QEMU and the traffic processes
 
     run_dir = f"/run/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
     state = f"/tmp/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
@@ -264,6 +269,7 @@ def main(argv=None) -> int:
             "environment": env.to_dict(), "accel": mgr.accel,
             "loadavg_start_end": [list(load0), list(os.getloadavg())],
             "session_pps": a.session_pps, "max_loss": a.max_loss, "levels": levels,
+            "nice": a.nice,
             "probe_defaults": {"sessions": list(DEFAULT_SESSIONS), "step_s": 2.0, "refine": 3},
             "boot_probe": boot.metrics,
             "probe_runs": probes,
