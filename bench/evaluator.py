@@ -26,6 +26,7 @@ Examples::
     sudo .venv/bin/python -m bench.evaluator                         # ~7 min, default levels
     sudo .venv/bin/python -m bench.evaluator --level gold=0.99:10 --level bronze=0.5:30
     sudo .venv/bin/python -m bench.evaluator --passes 1 --points 12 --probe-runs 1   # quick look
+    .venv/bin/python -m bench.evaluator --replot bench/results/evaluator.json        # redraw
 
 Writes bench/results/evaluator.json and bench/results/evaluator.png. Not a test: no thresholds.
 """
@@ -140,6 +141,9 @@ def plot(result: dict, path: str) -> None:
         cmp = result["comparison"][lv["name"]]
         ax.axvline(cmp["reference_pps"], color=colors[lv["name"]], ls="-", lw=0.8, alpha=0.5)
         ax.axvline(cmp["estimate_pps_median"], color=colors[lv["name"]], ls="--", lw=0.8)
+    pts = result["reference"].get("points") or []
+    if pts:
+        ax.set_xlim(0, max(pts) * result["session_pps"] * 1.05)
     ax.set_yscale("log")
     ax.set_xlabel("offered load (packets/s; sessions x %g pps)" % result["session_pps"])
     ax.set_ylabel("round-trip latency through the VNF (ms)")
@@ -183,7 +187,12 @@ def main(argv=None) -> int:
                     help="niceness increment for this run and what it starts (QEMU, traffic); "
                          "e.g. -5 on a machine shared with other work (default 0)")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
+    ap.add_argument("--replot", metavar="JSON", help="only redraw the PNG of a saved run")
     a = ap.parse_args(argv)
+    if a.replot:
+        with open(a.replot) as f:
+            plot(json.load(f), os.path.splitext(a.replot)[0] + ".png")
+        return 0
     levels = a.level or [parse_level(t) for t in DEFAULT_LEVELS]
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, bridges, taps)")
