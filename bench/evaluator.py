@@ -26,6 +26,7 @@ Examples::
     sudo .venv/bin/python -m bench.evaluator                         # ~7 min, default levels
     sudo .venv/bin/python -m bench.evaluator --level gold=0.99:10 --level bronze=0.5:30
     sudo .venv/bin/python -m bench.evaluator --passes 1 --points 12 --probe-runs 1   # quick look
+    .venv/bin/python -m bench.evaluator --replot bench/results/evaluator.json        # redraw
 
 Writes bench/results/evaluator.json and bench/results/evaluator.png. Not a test: no thresholds.
 """
@@ -47,6 +48,7 @@ from fluidvim.evaluator.slots import estimate_capacity
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 QUANTILE_KEYS = ("0.5", "0.75", "0.9", "0.95", "0.99", "0.999")
+DEFAULT_LEVELS = ("premium=0.99:10", "standard=0.9:10", "basic=0.5:20")
 
 
 def parse_level(text: str) -> dict:
@@ -64,10 +66,10 @@ def parse_level(text: str) -> dict:
 
 
 def make_zone(mgr):
-    """The orchestrator's local zone when this tree has one, else the tests' launch-core zone."""
+    """The orchestrator's local zone (with the VNF's stats, as the tests use it)."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.integration.probe_zone import LauncherZone
-    return LauncherZone("local", mgr)
+    from tests.integration.probe_zone import make_zone as zone
+    return zone("local", mgr)
 
 
 def median_curve(passes: list[list[dict]], session_pps: float) -> ProbeResult:
@@ -139,6 +141,9 @@ def plot(result: dict, path: str) -> None:
         cmp = result["comparison"][lv["name"]]
         ax.axvline(cmp["reference_pps"], color=colors[lv["name"]], ls="-", lw=0.8, alpha=0.5)
         ax.axvline(cmp["estimate_pps_median"], color=colors[lv["name"]], ls="--", lw=0.8)
+    pts = result["reference"].get("points") or []
+    if pts:
+        ax.set_xlim(0, max(pts) * result["session_pps"] * 1.05)
     ax.set_yscale("log")
     ax.set_xlabel("offered load (packets/s; sessions x %g pps)" % result["session_pps"])
     ax.set_ylabel("round-trip latency through the VNF (ms)")
@@ -169,7 +174,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--level", action="append", type=parse_level, default=None,
                     help="QoS level NAME=QUANTILE:DEADLINE_MS (repeatable; default "
-                         "premium=0.99:20 and basic=0.5:20)")
+                         "premium=0.99:10, standard=0.9:10, basic=0.5:20)")
     ap.add_argument("--session-pps", type=float, default=100.0, help="packets/s per session")
     ap.add_argument("--probe-runs", type=int, default=3, help="stage-1 load probe runs (default 3)")
     ap.add_argument("--passes", type=int, default=2, help="reference sweep passes (default 2)")
@@ -178,11 +183,21 @@ def main(argv=None) -> int:
     ap.add_argument("--max-loss", type=float, default=0.01, help="loss a level tolerates")
     ap.add_argument("--prefix", default="fvebn", help="netns/bridge prefix (<= 6 chars)")
     ap.add_argument("--subnet", type=int, default=93, help="10.<subnet>.0.0/24 for the test net")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="niceness increment for this run and what it starts (QEMU, traffic); "
+                         "e.g. -5 on a machine shared with other work (default 0)")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
+    ap.add_argument("--replot", metavar="JSON", help="only redraw the PNG of a saved run")
     a = ap.parse_args(argv)
-    levels = a.level or [parse_level("premium=0.99:20"), parse_level("basic=0.5:20")]
+    if a.replot:
+        with open(a.replot) as f:
+            plot(json.load(f), os.path.splitext(a.replot)[0] + ".png")
+        return 0
+    levels = a.level or [parse_level(t) for t in DEFAULT_LEVELS]
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, bridges, taps)")
+    if a.nice:
+        os.nice(a.nice)          # inherited by the VNFs' QEMU and the traffic processes
 
     run_dir = f"/run/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
     state = f"/tmp/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
@@ -263,6 +278,7 @@ def main(argv=None) -> int:
             "environment": env.to_dict(), "accel": mgr.accel,
             "loadavg_start_end": [list(load0), list(os.getloadavg())],
             "session_pps": a.session_pps, "max_loss": a.max_loss, "levels": levels,
+            "nice": a.nice,
             "probe_defaults": {"sessions": list(DEFAULT_SESSIONS), "step_s": 2.0, "refine": 3},
             "boot_probe": boot.metrics,
             "probe_runs": probes,

@@ -10,8 +10,11 @@ Public API (the orchestrator imports these names; they are stable):
 * :mod:`.formula` - SafeFormula, FormulaError
 * :mod:`.probes` - Probe, StaticProbe, BootProbe, LoadProbe, can_inject
 * :mod:`.slots` - estimate_slots, estimate_capacity, SlotsError
-* :mod:`.cache` - ProbeCache
+* :mod:`.cache` - ProbeCache (get_valid, put, valid_index, history, invalidate, purge)
 * :mod:`.stage1` - Stage1Runner, Stage1Result
 * :mod:`.analyzers` - CostBenefitAnalyzer, QScoreAnalyzer, QoSLevel, FormulaAnalyzer,
   FORMULA_VARIABLES, Stage2Runner, Stage2Result
+* :mod:`.conf` - the [evaluator] options: register_opts, list_opts, make_probes, make_stage1,
+  make_analyzer
+* :mod:`.loadgen` - the load probe's traffic (``python -m fluidvim.evaluator.loadgen``)
 """

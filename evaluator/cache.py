@@ -94,6 +94,23 @@ class ProbeCache:
             row = s.scalars(q).first()
             return row.to_result() if row else None
 
+    def valid_index(self, uids, kinds=None, now: float | None = None) -> "ValidIndex":
+        """All valid results of ``uids`` (and ``kinds``) in one query, newest first, indexed for
+        :meth:`ValidIndex.get` - what :meth:`get_valid` answers, without a query per lookup."""
+        now = time.time() if now is None else now
+        uids = sorted(set(uids))
+        rows = []
+        with self.Session() as s:
+            for i in range(0, len(uids), 500):            # bounded IN lists
+                q = (sa.select(ProbeRow).where(ProbeRow.env_uid.in_(uids[i:i + 500]),
+                                               ProbeRow.valid_until > now)
+                     .order_by(ProbeRow.measured_at.desc(), ProbeRow.id.desc()))
+                if kinds:
+                    q = q.where(ProbeRow.kind.in_(sorted(set(kinds))))
+                rows += [r.to_result() for r in s.scalars(q)]
+        rows.sort(key=lambda r: r.measured_at, reverse=True)
+        return ValidIndex(rows)
+
     def history(self, uid: str | None = None, kind: str | None = None,
                 limit: int = 100) -> list[ProbeResult]:
         """Stored results (valid or not), newest first."""
@@ -128,3 +145,19 @@ class ProbeCache:
         with self.Session.begin() as s:
             return s.execute(sa.delete(ProbeRow).where(
                 ProbeRow.valid_until < now - older_than_s)).rowcount
+
+
+class ValidIndex:
+    """Valid results by (uid, kind) and (uid, kind, zone), newest first (see valid_index)."""
+
+    def __init__(self, results):
+        self._by_kind: dict = {}
+        self._by_zone: dict = {}
+        for r in results:                          # newest first: keep the first seen
+            self._by_kind.setdefault((r.env_uid, r.kind), r)
+            self._by_zone.setdefault((r.env_uid, r.kind, r.zone or ""), r)
+
+    def get(self, uid: str, kind: str, zone: str | None = None) -> ProbeResult | None:
+        if zone is None:
+            return self._by_kind.get((uid, kind))
+        return self._by_zone.get((uid, kind, zone))

@@ -71,6 +71,7 @@ class Stage1Result(dict):
         self.zones_of: dict[str, list[str]] = {}
         self.rejected: dict[str, str] = {}       # uid -> why the static check failed
         self.zone_errors: dict[str, str] = {}
+        self.valid = None                        # the cache's valid results of this round
 
     @property
     def probed(self) -> list[ProbeAction]:
@@ -153,6 +154,9 @@ class Stage1Runner:
         total = sum(1 for _ in out.plan) * len(costly)
         step = 0
         done_type: set[tuple[str, str]] = set()
+        # one query for every cache lookup of this round (a placement over 1,000 hosts would
+        # otherwise ask the database once per planned pair and probe kind)
+        out.valid = self.cache.valid_index({u for u, _ in out.plan}, [p.kind for p in costly])
         for uid, zname in out.plan:
             for probe in costly:
                 step += 1
@@ -165,7 +169,7 @@ class Stage1Runner:
 
     def _one(self, out, targets, uid, zname, probe, service, progress, step, total):
         env = out.envs[uid]
-        cached = self.cache.get_valid(uid, probe.kind, zone=zname if probe.per_zone else None)
+        cached = out.valid.get(uid, probe.kind, zone=zname if probe.per_zone else None)
         if cached is not None:
             out[uid].append(cached)
             age = time.time() - cached.measured_at

@@ -18,7 +18,7 @@ from fluidvim.vnf import netdev
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 from .conftest import leaked_taps, vnf_ids
-from .probe_zone import LauncherZone
+from .probe_zone import make_zone
 
 PREFIX = "fve"
 
@@ -46,7 +46,7 @@ def netns_exists(name: str) -> bool:
 
 
 def test_boot_probe_cold_and_warm(mgr):
-    zone = LauncherZone("local-a", mgr)
+    zone = make_zone("local-a", mgr)
     env = zone.env()
     key = mgr.start_pool(2, nics=2, memory_mb=env.memory_mb)
     assert mgr.wait_pool(key, 2, timeout=60)
@@ -54,7 +54,7 @@ def test_boot_probe_cold_and_warm(mgr):
     assert r.ok, r.error
     m = r.metrics
     assert r.kind == "boot" and r.env_uid == env.uid and r.zone == "local-a"
-    assert m["pinned"] and m["host"] == "localhost"
+    assert m["pinned"] and m["host"] == zone.host_name
     assert m["cold_ms"]["n"] == 2 and m["cold_zone_ms"]["n"] == 2
     assert all(w >= z for w, z in zip(m["cold_ms"]["samples"], m["cold_zone_ms"]["samples"]))
     assert m["warm"] is True and m["warm_ms"]["n"] == 2
@@ -63,7 +63,7 @@ def test_boot_probe_cold_and_warm(mgr):
 
 
 def test_boot_probe_without_pool_reports_cold_only(mgr):
-    zone = LauncherZone("local-a", mgr)
+    zone = make_zone("local-a", mgr)
     r = BootProbe(n=1).run(zone.env(), zone)
     assert r.ok, r.error
     assert r.metrics["warm"] is False and r.metrics["warm_ms"]["n"] == 0
@@ -72,7 +72,7 @@ def test_boot_probe_without_pool_reports_cold_only(mgr):
 
 
 def test_boot_probe_of_a_broken_environment_fails_cleanly(mgr):
-    zone = LauncherZone("local-a", mgr)
+    zone = make_zone("local-a", mgr)
     r = BootProbe(n=2, click_config="FromDevice(0) -> Countr -> ToDevice(0);").run(zone.env(), zone)
     assert not r.ok
     assert "Countr" in r.error and "local-a" in r.error
@@ -81,15 +81,16 @@ def test_boot_probe_of_a_broken_environment_fails_cleanly(mgr):
 
 @pytest.mark.parametrize("proto", ["icmp", "udp"])
 def test_load_probe_records_a_curve_and_cleans_up(mgr, proto):
-    zone = LauncherZone("local-a", mgr)
+    zone = make_zone("local-a", mgr)
     env = zone.env()
     probe = LoadProbe(sessions=(1, 10, 60), session_pps=100, step_s=1.0, prefix=PREFIX, subnet=95,
-                      refine=1, proto=proto)
+                      refine=1, proto=proto, extend=False, recheck=0)
     seen = []
     r = probe.run(env, zone, progress=seen.append)
     assert r.ok, r.error
     steps = r.metrics["steps"]
     assert r.metrics["proto"] == proto and len(seen) == 4
+    assert r.metrics["stopped"] == "end of the ladder (not saturated)"
     plain = [s["sessions"] for s in steps if not s.get("refined")]
     refined = [s["sessions"] for s in steps if s.get("refined")]
     assert plain == [1, 10, 60] and len(refined) == 1 and 1 < refined[0] < 60
@@ -114,10 +115,10 @@ def test_load_probe_records_a_curve_and_cleans_up(mgr, proto):
 
 
 def test_stage1_two_zones_one_type_then_cache_then_rank(mgr, tmp_path):
-    za, zb = LauncherZone("local-a", mgr), LauncherZone("local-b", mgr)
+    za, zb = make_zone("local-a", mgr), make_zone("local-b", mgr)
     assert za.env().uid == zb.env().uid               # the same type in two zones
     cache = ProbeCache(f"sqlite:///{tmp_path}/probes.sqlite")
-    load = LoadProbe(sessions=(1, 20), step_s=0.5, prefix=PREFIX, subnet=95, refine=0)
+    load = LoadProbe(sessions=(1, 20), step_s=0.5, prefix=PREFIX, subnet=95, refine=0, extend=False)
     runner = Stage1Runner(cache, [StaticProbe(), BootProbe(n=1, warm=False), load])
     svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
                          deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})

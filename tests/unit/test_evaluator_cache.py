@@ -71,3 +71,20 @@ def test_bad_results_refused(tmp_path):
     with pytest.raises(ValueError, match="JSON"):
         c.put(res(v=object()))
     assert c.history() == []
+
+
+def test_valid_index_answers_like_get_valid(tmp_path):
+    c = ProbeCache(f"sqlite:///{tmp_path}/p.sqlite")
+    now = time.time()
+    c.put(res(uid="a", kind="boot", zone="z1", at=now - 10, v=1))
+    c.put(res(uid="a", kind="boot", zone="z2", at=now - 5, v=2))
+    c.put(res(uid="a", kind="load", zone="z1", at=now - 100, valid=50, v=3))   # expired
+    c.put(res(uid="b", kind="load", zone="z1", at=now - 1, v=4))
+    idx = c.valid_index(["a", "b", "c"])
+    for args in [("a", "boot"), ("a", "boot", "z1"), ("a", "boot", "z2"), ("a", "load"),
+                 ("b", "load"), ("b", "load", "z2"), ("c", "boot")]:
+        want = c.get_valid(*args)
+        got = idx.get(*args)
+        assert (want and want.metrics) == (got and got.metrics), args
+    assert idx.get("a", "boot").metrics == {"v": 2}
+    assert c.valid_index(["a"], kinds=["load"]).get("a", "boot") is None

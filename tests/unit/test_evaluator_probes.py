@@ -106,3 +106,19 @@ def test_vnf_histogram_delta():
     d = _hist_delta(before, after)
     assert d["buckets_log2"] == [0, 0, 10, 10, 1] and d["count"] == 21
     assert d["p50"] == 8 and d["p99"] == 16     # 10 of 21 below 8 ns: the median is in [8, 16)
+
+
+def _s(n, p99, loss=0.0):
+    return {"sessions": n, "latency_ms": {"0.99": p99}, "loss": loss}
+
+
+def test_suspect_steps_are_the_non_monotone_ones():
+    from fluidvim.evaluator.probes import _badness, _suspects
+    steps = [_s(1, 2.0), _s(10, 30.0), _s(20, 2.5), _s(50, 3.0, loss=0.05), _s(100, 4.0),
+             _s(200, 80.0, loss=0.4)]
+    # 10 sessions: 30 ms while 20 sessions had 2.5 ms; 50 sessions: 5 % loss while 100 had none
+    assert _suspects(steps) == [1, 3]               # ratio 12 first, then 5 % more loss (ratio 1.2 + 4)
+    assert _suspects([_s(1, 2.0), _s(2, 2.5), _s(3, 9.0, 0.2)]) == []    # monotone: nothing
+    better = sorted([_s(10, 30.0), _s(10, 3.0)], key=_badness)[0]
+    assert better["latency_ms"]["0.99"] == 3.0
+    assert sorted([_s(10, 1.0, loss=0.2), _s(10, 9.0)], key=_badness)[0]["loss"] == 0.0

@@ -148,3 +148,19 @@ def test_broken_zone_is_reported_others_go_on(cache):
 def test_one_probe_per_kind():
     with pytest.raises(ValueError, match="one probe per kind"):
         Stage1Runner(None, [Recording("load"), Recording("load")])
+
+
+def test_cache_lookups_are_one_query_per_round(cache):
+    import sqlalchemy as sa
+
+    types = [env(i) for i in range(40)]
+    zones = {f"z{i:02d}": Zone(f"z{i:02d}", types) for i in range(30)}
+    probes = [Recording("boot", per_zone=True), Recording("load")]
+    Stage1Runner(cache, probes).ensure(zones)              # fills the cache
+    selects = []
+    sa.event.listen(cache.engine, "before_cursor_execute",
+                    lambda conn, cursor, stmt, *a: selects.append(stmt)
+                    if stmt.lstrip().upper().startswith("SELECT") else None)
+    res = Stage1Runner(cache, probes).ensure(zones)
+    assert len(res.cached) == 80 and not res.probed
+    assert len(selects) == 1
