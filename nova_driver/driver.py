@@ -48,6 +48,7 @@ from fluidvim.nova_driver import conf as fconf, vifs as vifmod
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.manager import VNFManager
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -98,10 +99,10 @@ class UnikernelDriver(driver.ComputeDriver):
 
     # -- the launch core --
     @property
-    def manager(self) -> vifmod.NovaVNFManager:
+    def manager(self) -> VNFManager:
         with self._manager_lock:
             if self._manager is None:
-                self._manager = vifmod.NovaVNFManager(CONF)
+                self._manager = VNFManager(CONF)
                 self._manager.death_listeners.append(self._vnf_died)
             return self._manager
 

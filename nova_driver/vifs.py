@@ -18,20 +18,17 @@ tap, enslave it) is ours anyway, exactly what libvirt does for ``<interface type
 
 Tap names: Neutron's agents find a port's device by ``devname`` (``tap`` + the port id's first 11
 characters), so the VNF's tap gets that name when the VIF has one. The launch core names taps
-itself (``fv<vnf>n<i>``); :class:`NovaVNFManager` lets the driver hand it the names for one
-launch. Named taps mean a cold boot (a warm shell's taps already exist under other names), which
-VIFs with fixed MACs need anyway.
+itself (``fv<vnf>n<i>``) unless the launch passes ``taps=`` (one name or None per NIC). Named taps
+mean a cold boot (a warm shell's taps already exist under other names), which VIFs with fixed MACs
+need anyway.
 """
 
 from __future__ import annotations
-
-import threading
 
 from nova import exception
 from nova.network import model as network_model
 
 from fluidvim.vnf import spec as specmod
-from fluidvim.vnf.manager import VNFManager
 
 SUPPORTED_TYPES = (network_model.VIF_TYPE_BRIDGE, network_model.VIF_TYPE_TAP)
 
@@ -89,42 +86,3 @@ def plug_events(network_info) -> list[tuple[str, str]]:
             if vif.get("active", True) is False
             and vif.get("vnic_type") != network_model.VNIC_TYPE_REMOTE_MANAGED]
 
-
-class NovaVNFManager(VNFManager):
-    """The launch core, plus tap names chosen by the caller for one launch (Neutron devnames).
-
-    The launch core picks tap names in ``_new_spec``; this subclass replaces the names of the
-    NICs the caller named, for the launch of that VNF name only, and forces a cold boot."""
-
-    def __init__(self, conf=None):
-        super().__init__(conf)
-        self._taps: dict[str, list] = {}
-        self._taps_lock = threading.Lock()
-
-    def launch(self, config, *, taps=None, **kw):
-        if not taps or not any(taps):
-            return super().launch(config, **kw)
-        name = kw.get("name")
-        if not name:
-            raise specmod.SpecError("name", "a launch with tap names needs a VNF name")
-        kw["warm"] = False
-        with self._taps_lock:
-            if name in self._taps:
-                raise specmod.SpecError("name", f"{name} is being launched already")
-            self._taps[name] = list(taps)
-        try:
-            return super().launch(config, **kw)
-        finally:
-            with self._taps_lock:
-                self._taps.pop(name, None)
-
-    def _new_spec(self, be, name, nics, *args, **kw):
-        spec = super()._new_spec(be, name, nics, *args, **kw)
-        with self._taps_lock:
-            taps = self._taps.get(name)
-        if not taps:
-            return spec
-        named = tuple(nic if i >= len(taps) or not taps[i] else
-                      specmod.NicSpec(tap=taps[i], mac=nic.mac, bridge=nic.bridge)
-                      for i, nic in enumerate(spec.nics))
-        return spec.with_changes(nics=named).validate()

@@ -122,7 +122,7 @@ class VNFManager:
         return (f"{backend}/{self._kernel_id(kernel)}/m{memory_mb}/c{vcpus}/n{nics}")
 
     def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
-                  kernel=None):
+                  kernel=None, taps=None):
         vid = str(uuidlib.uuid4())
         kernel = self._kernel_path(kernel)
         if not os.path.exists(kernel):
@@ -130,7 +130,11 @@ class VNFManager:
                                     "`make -C vnf/kernel` or set [vnf] kernel")
         bridges = list(bridges or [None] * nics)
         macs = list(macs or [None] * nics)
-        nic_specs = tuple(specmod.NicSpec(tap=specmod.tap_for(vid, i),
+        taps = list(taps or [None] * nics)
+        if len(macs) != nics or len(taps) != nics:
+            raise specmod.SpecError("nics", f"{nics} NICs but {len(macs)} MACs and {len(taps)} tap "
+                                    "names: give one entry (or None) per NIC")
+        nic_specs = tuple(specmod.NicSpec(tap=taps[i] or specmod.tap_for(vid, i),
                                           mac=macs[i] or specmod.mac_for(vid, i),
                                           bridge=bridges[i]) for i in range(nics))
         return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=kernel,
@@ -183,7 +187,7 @@ class VNFManager:
             raise
         return ready
 
-    def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None,
+    def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None, taps=None,
                slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
                backend: str | None = None, warm: bool | None = None,
                kernel: str | None = None) -> LaunchResult:
@@ -192,9 +196,11 @@ class VNFManager:
         ``kernel`` is the VNF image of this launch (default: [vnf] kernel); warm shells are only
         taken from the pool of the same kernel (it is part of the pool key).
 
-        Uses a warm shell when one is ready (unless ``warm=False`` or specific MACs are asked
-        for); otherwise boots cold. Raises ``ControlError`` (code ``config``) for a configuration
-        the VNF rejects and ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
+        ``macs`` and ``taps`` fix NIC i's MAC / host tap name (None entries = generated; tap
+        names are what Neutron calls the port's devname). Uses a warm shell when one is ready
+        (unless ``warm=False`` or specific MACs or tap names are asked for); otherwise boots cold.
+        Raises ``ControlError`` (code ``config``) for a configuration the VNF rejects and
+        ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
         """
         be = self.backend(backend)
         memory_mb = memory_mb or self.conf.vnf.memory_mb
@@ -204,18 +210,18 @@ class VNFManager:
             if br is not None and not netdev.exists(br):
                 raise specmod.SpecError(f"nics[{i}].bridge", f"bridge {br!r} does not exist: "
                                         f"create it first (ip link add {br} type bridge)")
-        if warm is not False and not macs:
+        if warm is not False and not any(macs or ()) and not any(taps or ()):
             res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel)
             if res is not None:
                 return res
         return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                                 kernel)
+                                 kernel, taps)
 
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                     kernel=None):
+                     kernel=None, taps=None):
         t0 = time.perf_counter()
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
-                              kernel)
+                              kernel, taps)
         spec = spec.with_changes(click_config=config)
         phases = {"spec": _ms(t0)}
         try:
