@@ -55,18 +55,3 @@ def test_bad_values():
 def test_list_opts():
     (group, opts), = evconf.list_opts()
     assert group.name == "evaluator" and {o.name for o in opts} >= {"load_probe_sessions", "analyzer"}
-
-
-def test_sample_is_current(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    out = tmp_path / "sample"
-    gen = os.path.join(os.path.dirname(sys.executable), "oslo-config-generator")
-    subprocess.run([gen, "--namespace", "fluidvim.evaluator", "--wrap-width", "79",
-                    "--output-file", str(out)], check=True)
-    with open(os.path.join(root, "etc", "evaluator.conf.sample")) as f:
-        assert f.read() == out.read_text(), \
-            "regenerate: oslo-config-generator --config-file etc/oslo-config-generator/evaluator.conf"
