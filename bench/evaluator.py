@@ -66,10 +66,9 @@ def parse_level(text: str) -> dict:
 
 
 def make_zone(mgr):
-    """The orchestrator's local zone (with the VNF's stats, as the tests use it)."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.integration.probe_zone import make_zone as zone
-    return zone("local", mgr)
+    """The orchestrator's local zone over this launch core."""
+    from fluidvim.orchestrator.zones.local import LocalZone
+    return LocalZone("local", mgr)
 
 
 def median_curve(passes: list[list[dict]], session_pps: float) -> ProbeResult:

@@ -14,11 +14,11 @@ from fluidvim.evaluator.model import Candidate, ServiceProfile
 from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe
 from fluidvim.evaluator.slots import estimate_capacity, estimate_slots
 from fluidvim.evaluator.stage1 import Stage1Runner
+from fluidvim.orchestrator.zones.local import LocalZone as make_zone
 from fluidvim.vnf import netdev
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 from .conftest import leaked_taps, vnf_ids
-from .probe_zone import make_zone
 
 PREFIX = "fve"
 
