@@ -158,7 +158,7 @@ class SlotListener:
                  pool: str | None = None):
         self.endpoint = _Endpoint(registry, store, on_update)
         self.listener = messaging.get_notification_listener(
-            transport, [messaging.Target(topic=topic)], [self.endpoint], executor="threading",
+            transport, [messaging.Target(topic=topic)], [self.endpoint],
             pool=pool)
 
     def start(self) -> None:

@@ -282,7 +282,7 @@ class Orchestrator:
         target = messaging.Target(topic=o.topic, server=server or socket.gethostname(),
                                   version=RPC_API_VERSION)
         self._rpc = messaging.get_rpc_server(
-            rpc_t, target, [OrchestratorEndpoint(self)], executor="threading",
+            rpc_t, target, [OrchestratorEndpoint(self)],
             access_policy=messaging.DefaultRPCAccessPolicy)
         self._listener = SlotListener(notif_t, o.notification_topic, self.registry, self.store)
         self._listener.start()
