@@ -38,6 +38,32 @@ driver_opts = [
                      "ready (never for servers whose VIFs bring fixed MAC addresses)."),
 ]
 
+slot_opts = [
+    cfg.BoolOpt("slot_notifications", default=False,
+                help="Publish the session slots of this compute's VNFs (free slots per server, "
+                     "the host's queuing delay) as fluidvim.slots.update notifications for the "
+                     "fluidvim orchestrator, on Nova's notification transport "
+                     "([oslo_messaging_notifications] transport_url, else [DEFAULT] "
+                     "transport_url). The service is the server's metadata fluidvim_service, "
+                     "else its flavor name; a deleted server is announced fluidvim.slots.gone."),
+    cfg.StrOpt("slot_zone", default=None,
+               help="Zone name in the updates; must match the orchestrator's zone for these "
+                    "computes ([orchestrator] zones nova:NAME:...). Default: the server's "
+                    "availability zone, else [DEFAULT] default_availability_zone, else nova."),
+    cfg.StrOpt("slot_region", default="default",
+               help="Region in the updates (the orchestrator's [orchestrator] region)."),
+    cfg.StrOpt("slot_topic", default="fluidvim_slots",
+               help="Notification topic; the orchestrator's [orchestrator] notification_topic."),
+    cfg.FloatOpt("slot_interval", default=1.0, min=0.05,
+                 help="Seconds between two polls of the VNFs' slots."),
+    cfg.FloatOpt("slot_update_min_interval", default=1.0, min=0.0,
+                 help="At most one update per server per this many seconds (a change in order "
+                      "of magnitude is sent at once)."),
+    cfg.FloatOpt("slot_heartbeat_interval", default=30.0, min=0.5,
+                 help="Re-send an unchanged update at least this often (the orchestrator drops "
+                      "reports older than its [orchestrator] slot_report_ttl)."),
+]
+
 weigher_opts = [
     cfg.FloatOpt("queuing_delay_weight_multiplier", default=1.0,
                  help="Multiplier of QueuingDelayWeigher. Positive prefers hosts whose next "
@@ -49,8 +75,8 @@ weigher_opts = [
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(fluidvim_group)
-    conf.register_opts(driver_opts + weigher_opts, group=fluidvim_group)
+    conf.register_opts(driver_opts + slot_opts + weigher_opts, group=fluidvim_group)
 
 
 def list_opts():
-    return [(fluidvim_group, driver_opts + weigher_opts)]
+    return [(fluidvim_group, driver_opts + slot_opts + weigher_opts)]

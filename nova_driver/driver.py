@@ -44,7 +44,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
-from fluidvim.nova_driver import conf as fconf, vifs as vifmod
+from fluidvim.nova_driver import conf as fconf, slots as fslots, vifs as vifmod
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
@@ -96,6 +96,7 @@ class UnikernelDriver(driver.ComputeDriver):
         self._manager = None
         self._names = None
         self._manager_lock = threading.Lock()
+        self._slot_notes = None           # [fluidvim] slot_notifications: the publisher thread
 
     # -- the launch core --
     @property
@@ -120,8 +121,12 @@ class UnikernelDriver(driver.ComputeDriver):
         if CONF.vnf.pool_size:
             key = self.manager.start_pool()
             LOG.info("fluidvim: warm pool %s of %d shells", key, CONF.vnf.pool_size)
+        self._slot_notes = fslots.SlotNotifications.start_if_enabled(CONF, lambda: self.manager, host)
 
     def cleanup_host(self, host):
+        if self._slot_notes is not None:
+            self._slot_notes.stop()
+            self._slot_notes = None
         if self._manager is not None:
             self._manager.close()
             self._manager = None
@@ -149,6 +154,8 @@ class UnikernelDriver(driver.ComputeDriver):
                 n += 1
             except KeyError:
                 pass            # gone meanwhile (e.g. its death was just handled)
+        if forget and self._slot_notes is not None:
+            self._slot_notes.destroyed(instance_uuid)
         return n
 
     def _vnf_died(self, vnf_id, reason):
@@ -242,6 +249,8 @@ class UnikernelDriver(driver.ComputeDriver):
                         "filesystem)", len(injected_files), instance.uuid, instance=instance)
         image_id = image_meta.id if image_meta.obj_attr_is_set("id") else instance.image_ref
         self._start(context, instance, image_id, network_info, allocations)
+        if self._slot_notes is not None:
+            self._slot_notes.spawned(instance)
         if not power_on:
             self.power_off(instance)
 

@@ -6,8 +6,9 @@
   slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
   :mod:`.slots`), drops unchanged ones, rate-limits the rest per (instance, service) and sends
   them as ``fluidvim.slots.update`` notifications (``info`` priority) on the notification topic.
-* :class:`SlotAgent` - a small loop over the local launch core (``VNFManager.slots()``) that
-  publishes through a SlotPublisher; the embedded local zone runs one.
+* :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
+  through a SlotPublisher: the embedded local zone (launch core), nova-compute
+  (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
 * :class:`SlotListener` - the orchestrator's notification listener feeding the registry (and
   the database, so a restarted orchestrator has the last known slots).
 """
@@ -78,7 +79,15 @@ class SlotPublisher:
 
 
 class SlotAgent:
-    """Publishes the slots of every VNF of a local zone, every ``interval`` seconds."""
+    """Publishes the slots of every VNF of a zone-like source, every ``interval`` seconds.
+
+    ``zone`` needs ``name``, ``region``, ``host_name`` and ``instance_slots()`` ->
+    {instance id: {"service", "free", ...}}. An entry may also carry ``host`` / ``zone`` (where
+    that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
+    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given or it
+    has none); ``free = None`` means "unknown this tick": nothing is sent and the instance is not
+    taken for gone. Instances that disappear are announced ``gone`` (also at once through
+    :meth:`forget`)."""
 
     def __init__(self, zone, publisher: SlotPublisher, queuing=None, interval: float = 1.0):
         self.zone = zone
@@ -87,26 +96,44 @@ class SlotAgent:
         self.interval = interval
         self._stop = threading.Event()
         self._thread = None
-        self._known: set[str] = set()
+        self._known: dict[str, str] = {}          # instance -> zone it was announced in
+        self._lock = threading.Lock()
+
+    def _delay(self, svc: str, entry: dict, cache: dict):
+        if self.queuing is not None:
+            if svc not in cache:
+                cache[svc] = self.queuing.delay(self.zone, svc).seconds
+            if cache[svc] is not None or "delay_s" not in entry:
+                return cache[svc]
+        return entry.get("delay_s")
 
     def tick(self, force: bool = False) -> int:
         sent = 0
         per_vnf = self.zone.instance_slots()
-        delays = {}
-        for vid, s in per_vnf.items():
-            svc = s["service"]
-            if not svc:
-                continue              # not started by the orchestrator: no service to announce
-            if svc not in delays:
-                delays[svc] = self.queuing.delay(self.zone, svc).seconds if self.queuing else None
-            sent += self.publisher.publish(zone=self.zone.name, host=self.zone.host_name,
-                                           instance=vid, service=svc, slots=s["free"],
-                                           delay_s=delays[svc], region=self.zone.region,
-                                           force=force)
-        for vid in self._known - set(per_vnf):
-            self.publisher.gone(zone=self.zone.name, instance=vid)
-        self._known = set(per_vnf)
+        delays: dict = {}
+        default_host = getattr(self.zone, "host_name", None)
+        with self._lock:
+            for vid, s in per_vnf.items():
+                svc = s["service"]
+                if not svc or s.get("free") is None:
+                    continue          # not started for a service / no reading this tick
+                zone = s.get("zone") or self.zone.name
+                sent += self.publisher.publish(zone=zone, host=s.get("host") or default_host,
+                                               instance=vid, service=svc, slots=s["free"],
+                                               delay_s=self._delay(svc, s, delays),
+                                               region=self.zone.region, force=force)
+                self._known[vid] = zone
+            for vid in set(self._known) - set(per_vnf):
+                self.publisher.gone(zone=self._known.pop(vid), instance=vid)
         return sent
+
+    def forget(self, instance: str) -> bool:
+        """Announce ``instance`` gone now (e.g. its server was deleted), if it was announced."""
+        with self._lock:
+            zone = self._known.pop(instance, None)
+            if zone is not None:
+                self.publisher.gone(zone=zone, instance=instance)
+        return zone is not None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="fluidvim-slots")

@@ -1,0 +1,177 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Slot updates from nova-compute (``[fluidvim] slot_notifications = true``).
+
+nova-compute runs the orchestrator's :class:`~fluidvim.orchestrator.notify.SlotAgent` over
+:class:`ComputeSlots` - this compute's running VNFs, one per server - publishing through a
+:class:`~fluidvim.orchestrator.notify.SlotPublisher` on Nova's own notification transport
+(``[oslo_messaging_notifications] transport_url``, else ``[DEFAULT] transport_url``) to
+``[fluidvim] slot_topic``. Each update names the server (instance UUID = the orchestrator's
+instance id for Nova zones), this compute (``[DEFAULT] host``, the NovaZone's host name), the
+zone and the service, and carries the VNF's own free slots (its flow table, asked over the control
+channel) and the host's queuing delay (the launch core's median launch time of the next launch's
+kind). A deleted server is announced ``fluidvim.slots.gone`` at once.
+
+Nova gives a driver no per-server configuration after spawn, so the service (server metadata
+``fluidvim_service``, else the flavor's name) and availability zone are recorded at spawn, in
+SQLite next to the launch core's state so they survive a nova-compute restart. Servers spawned
+before the option was enabled have no record and are not announced.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import oslo_messaging as messaging
+import sqlalchemy as sa
+from oslo_log import log as logging
+from oslo_utils import uuidutils
+from sqlalchemy import orm
+
+from fluidvim.orchestrator.notify import SlotAgent, SlotPublisher
+
+LOG = logging.getLogger(__name__)
+META_SERVICE = "fluidvim_service"          # fluidvim.orchestrator.zones.nova.META_SERVICE
+
+
+class _Base(orm.DeclarativeBase):
+    pass
+
+
+class _Service(_Base):
+    __tablename__ = "nova_slot_services"
+
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    zone: orm.Mapped[str | None] = orm.mapped_column(sa.String(255), nullable=True)
+
+
+class ServiceRecords:
+    """Instance UUID -> (service, availability zone), in ``<state_dir>/nova-slot-services.sqlite``."""
+
+    def __init__(self, state_dir: str):
+        os.makedirs(state_dir, mode=0o750, exist_ok=True)
+        url = f"sqlite:///{os.path.join(state_dir, 'nova-slot-services.sqlite')}"
+        self.engine = sa.create_engine(url, connect_args={"timeout": 30,
+                                                          "check_same_thread": False})
+        _Base.metadata.create_all(self.engine)
+        self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
+
+    def set(self, uuid: str, service: str, zone: str | None) -> None:
+        with self.Session.begin() as s:
+            s.merge(_Service(uuid=uuid, service=service, zone=zone))
+
+    def forget(self, uuid: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.delete(_Service).where(_Service.uuid == uuid))
+
+    def all(self) -> dict[str, tuple[str, str | None]]:
+        with self.Session() as s:
+            return {r.uuid: (r.service, r.zone) for r in s.scalars(sa.select(_Service))}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def service_of(instance) -> str:
+    """The server's metadata ``fluidvim_service``, else its flavor's name ("" if neither)."""
+    try:
+        svc = (instance.metadata or {}).get(META_SERVICE)
+    except Exception:  # noqa: BLE001 - an instance object without metadata loaded
+        svc = None
+    if not svc:
+        try:
+            svc = instance.flavor.name
+        except Exception:  # noqa: BLE001
+            svc = None
+    return svc or ""
+
+
+class ComputeSlots:
+    """This compute's VNFs as the zone-like source SlotAgent polls."""
+
+    def __init__(self, manager_fn, records: ServiceRecords, *, host_name: str, region: str,
+                 zone: str | None, default_zone: str):
+        self._manager = manager_fn                # the driver's launch core (created lazily)
+        self.records = records
+        self.host_name = host_name
+        self.region = region
+        self.zone_override = zone
+        self.default_zone = default_zone
+
+    @property
+    def name(self) -> str:
+        return self.zone_override or self.default_zone
+
+    def instance_slots(self) -> dict[str, dict]:
+        mgr = self._manager()
+        services = self.records.all()
+        running = {r.name for r in mgr.list() if r.status == "running" and uuidutils.is_uuid_like(r.name)}
+        if not running:
+            return {}
+        per_name = mgr.slots()["vnfs"]            # asks each VNF (control channel stats)
+        delay = mgr.queuing_delay()["seconds"]
+        out = {}
+        for uuid in running:
+            svc, az = services.get(uuid, ("", None))
+            s = per_name.get(uuid)
+            out[uuid] = {"name": uuid, "service": svc, "zone": self.zone_override or az or self.default_zone,
+                         "delay_s": delay, **(s or {}), "free": None if s is None else s["free"]}
+        return out
+
+
+class SlotNotifications:
+    """The publisher thread of one nova-compute (started by init_host, stopped by cleanup_host)."""
+
+    def __init__(self, conf, manager_fn, host: str):
+        f = conf.fluidvim
+        self.conf = conf
+        self.records = ServiceRecords(conf.vnf.state_dir)
+        default_zone = getattr(conf, "default_availability_zone", None) or "nova"
+        self.source = ComputeSlots(manager_fn, self.records, host_name=host, region=f.slot_region,
+                                   zone=f.slot_zone, default_zone=default_zone)
+        self.transport = messaging.get_notification_transport(conf)
+        self.publisher = SlotPublisher(self.transport, f"fluidvim.nova.{host}", f.slot_topic,
+                                       min_interval=f.slot_update_min_interval,
+                                       heartbeat=f.slot_heartbeat_interval)
+        self.agent = SlotAgent(self.source, self.publisher, None, f.slot_interval)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start_if_enabled(cls, conf, manager_fn, host: str) -> SlotNotifications | None:
+        if not conf.fluidvim.slot_notifications:
+            return None
+        self = cls(conf, manager_fn, host)
+        self.agent.start()
+        LOG.info("fluidvim: publishing slot updates of %s (zone %s, region %s) on topic %s every "
+                 "%.1f s", host, self.source.name, self.source.region, conf.fluidvim.slot_topic,
+                 conf.fluidvim.slot_interval)
+        return self
+
+    def spawned(self, instance) -> None:
+        """Record the service (and AZ) of a server the driver just started."""
+        svc = service_of(instance)
+        if not svc:
+            LOG.warning("fluidvim: server %s has neither metadata %s nor a flavor name: no slot "
+                        "updates for it", instance.uuid, META_SERVICE)
+            return
+        az = getattr(instance, "availability_zone", None) if instance.obj_attr_is_set(
+            "availability_zone") else None
+        self.records.set(instance.uuid, svc, az)
+        try:
+            self.agent.tick()                     # announce it now, not an interval later
+        except Exception:  # noqa: BLE001 - never fail a spawn over a notification
+            LOG.exception("fluidvim: slot update after spawning %s failed", instance.uuid)
+
+    def destroyed(self, instance_uuid: str) -> None:
+        try:
+            self.agent.forget(instance_uuid)
+        except Exception:  # noqa: BLE001 - never fail a delete over a notification
+            LOG.exception("fluidvim: slot 'gone' of %s failed", instance_uuid)
+        self.records.forget(instance_uuid)
+
+    def stop(self) -> None:
+        self.agent.stop()
+        self.transport.cleanup()
+        self.records.close()
