@@ -22,6 +22,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from .slots import RateLimiter, SlotEncoder, SlotRegistry, encode_delay, encode_log2
+from .zones.base import ZoneError
 
 LOG = logging.getLogger(__name__)
 
@@ -84,9 +85,9 @@ class SlotAgent:
     ``zone`` needs ``name``, ``region``, ``host_name`` and ``instance_slots()`` ->
     {instance id: {"service", "free", ...}}. An entry may also carry ``host`` / ``zone`` (where
     that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
-    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given or it
-    has none); ``free = None`` means "unknown this tick": nothing is sent and the instance is not
-    taken for gone. Instances that disappear are announced ``gone`` (also at once through
+    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given);
+    ``free = None`` means "unknown this tick": nothing is sent and the instance is not taken for
+    gone. Instances that disappear are announced ``gone`` (also at once through
     :meth:`forget`)."""
 
     def __init__(self, zone, publisher: SlotPublisher, queuing=None, interval: float = 1.0):
@@ -100,12 +101,11 @@ class SlotAgent:
         self._lock = threading.Lock()
 
     def _delay(self, svc: str, entry: dict, cache: dict):
-        if self.queuing is not None:
-            if svc not in cache:
-                cache[svc] = self.queuing.delay(self.zone, svc).seconds
-            if cache[svc] is not None or "delay_s" not in entry:
-                return cache[svc]
-        return entry.get("delay_s")
+        if self.queuing is None:
+            return entry.get("delay_s")
+        if svc not in cache:
+            cache[svc] = self.queuing.delay(self.zone, svc).seconds
+        return cache[svc]
 
     def tick(self, force: bool = False) -> int:
         sent = 0
@@ -143,6 +143,8 @@ class SlotAgent:
         while not self._stop.wait(self.interval):
             try:
                 self.tick()
+            except ZoneError as e:          # e.g. the zone's API is down: say so, keep trying
+                LOG.warning("slot agent of zone %s: %s", self.zone.name, e)
             except Exception:  # noqa: BLE001 - keep publishing
                 LOG.exception("slot agent tick failed")
 

@@ -181,6 +181,7 @@ class Orchestrator:
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
         self._rpc = self._listener = self._agent = None
+        self.slot_pollers: list[SlotAgent] = []     # one per Nomad zone (its slot_interval)
         self._transports = []
 
     # -- the API (RPC endpoint methods call these) --
@@ -293,6 +294,13 @@ class Orchestrator:
                                 heartbeat=o.slot_heartbeat_interval)
             self._agent = SlotAgent(self.local_zone, pub, self.queuing, o.agent_interval)
             self._agent.start()
+        for z in self.zones.values() if agent else ():
+            if z.kind == "nomad" and z.slot_interval > 0:    # VNF stats -> the same notifications
+                pub = SlotPublisher(notif_t, f"fluidvim.nomad.{z.name}", o.notification_topic,
+                                    min_interval=o.slot_update_min_interval,
+                                    heartbeat=o.slot_heartbeat_interval)
+                self.slot_pollers.append(SlotAgent(z, pub, self.queuing, z.slot_interval))
+                self.slot_pollers[-1].start()
         LOG.info("orchestrator serving topic %s (RPC %s), slot updates on %s, zones: %s",
                  o.topic, RPC_API_VERSION, o.notification_topic, ", ".join(self.zones))
 
@@ -312,6 +320,9 @@ class Orchestrator:
 
         if self._agent:
             step("slot agent", self._agent.stop)
+        for p in self.slot_pollers:
+            step(f"slot poller {p.zone.name}", p.stop)
+        self.slot_pollers = []
         if self._rpc:
             step("rpc server", lambda: (self._rpc.stop(), self._rpc.wait()))
         if self._listener:

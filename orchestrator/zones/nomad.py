@@ -15,11 +15,21 @@
 * launch times come from Nomad's own timestamps: job ``SubmitTime`` → the task's ``Started``
               event (scheduling + driver), kept for jobs still known to Nomad and for the
               launches this adapter made.
+* slots     = :meth:`NomadZone.instance_slots`, what the orchestrator's slot poller (a SlotAgent,
+              every ``slot_interval`` s) publishes as slot-update notifications, so Nomad zones
+              feed the registry through the same path as local and Nova VNFs. Per allocation:
+              the VNF's own free slots from ``<alloc>/vnf/vnf-stats.json`` (the driver rewrites it
+              every TaskStats tick = the client's telemetry ``collection_interval``, 1 s by
+              default; read through ``/v1/client/fs/cat``); until that file exists (or when it is
+              stale) the node's fingerprint ``session_slots.free`` stands in only if the node runs
+              this one VNF - it is a per-node sum - else the instance is skipped that tick.
 """
 
 from __future__ import annotations
 
 import collections
+import datetime
+import json
 import re
 import threading
 import time
@@ -39,6 +49,7 @@ JOB_PREFIX = "fluidvim-"
 META_SERVICE = "fluidvim_service"
 META_POWER = "fluidvim_power_system_id"
 TASK = "vnf"
+STATS_FILE = "vnf-stats.json"                          # nomad_driver/unikernel: vnfStatsFile
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -60,7 +71,8 @@ class NomadZone(ZoneAdapter):
     def __init__(self, name: str, address: str = "http://127.0.0.1:4646", datacenter: str = "dc1",
                  node_pool: str | None = None, region: str = "default", token: str | None = None,
                  namespace: str | None = None, timeout: float = 10.0, launch_timeout: float = 60.0,
-                 memory_mb: int = 32, cpu_mhz: int = 100, nomad_region: str | None = None):
+                 memory_mb: int = 32, cpu_mhz: int = 100, nomad_region: str | None = None,
+                 slot_interval: float = 2.0, stats_max_age: float = 30.0):
         super().__init__(name, region)
         m = re.match(r"^(https?)://([^:/]+)(?::(\d+))?/?$", address or "")
         if not m:
@@ -74,6 +86,9 @@ class NomadZone(ZoneAdapter):
                                  verify=m.group(1) == "https")
         self._lock = threading.Lock()
         self._launches: collections.deque = collections.deque(maxlen=200)   # (service, ms)
+        self.slot_interval = float(slot_interval)          # the orchestrator's poller; 0 = none
+        self.stats_max_age = float(stats_max_age)
+        self._services: dict[str, str | None] = {}         # job id -> Meta fluidvim_service
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -168,6 +183,65 @@ class NomadZone(ZoneAdapter):
                 host=(alloc or {}).get("NodeName"), status=status,
                 slots_total=int(cfg.get("session_slots") or 0),
                 launch_ms=self._launch_ms(job, alloc)))
+        return out
+
+    def _service_of_job(self, job_id: str) -> str | None:
+        if job_id not in self._services:
+            try:
+                job = self._call("reading a job", self.api.job.get_job, job_id)
+            except nexc.URLNotFoundNomadException:
+                return None
+            self._services[job_id] = (job.get("Meta") or {}).get(META_SERVICE)
+        return self._services[job_id]
+
+    def _vnf_free(self, alloc_id: str) -> int | None:
+        """The VNF's free slots from the task's vnf-stats.json (None: not there yet, or stale)."""
+        try:
+            text = self.api.client.cat.read_file(alloc_id, path=f"{TASK}/{STATS_FILE}")
+            doc = json.loads(text)
+            free = int(doc["stats"]["slots"]["free"])
+        except (nexc.BaseNomadException, requests.RequestException, ValueError, KeyError,
+                TypeError):
+            return None
+        age = _age_s(doc.get("time"))
+        return free if age is not None and age <= self.stats_max_age else None
+
+    def instance_slots(self) -> dict[str, dict]:
+        """{job id: {"name", "service", "host", "alloc", "free", "basis", "delay_s", ...}} of
+        the zone's running fluidvim allocations (see the module doc for the granularity).
+        ``delay_s`` is the node's fingerprinted ``queuing_delay_ms`` (the driver's own launch
+        time of the next launch's kind), None when it has none yet."""
+        jobs = {j["ID"] for j in self._fluidvim_jobs()}
+        listed = self._call("listing allocations", self.api.allocations.get_allocations,
+                            filter_='ClientStatus == "running"', task_states=False)
+        allocs = [a for a in listed if a.get("JobID") in jobs and a.get("ClientStatus") == "running"]
+        for gone in set(self._services) - jobs:
+            self._services.pop(gone, None)
+        per_node: dict[str, int] = collections.Counter(a.get("NodeID") for a in allocs)
+        attrs: dict[str, dict] = {}
+        out = {}
+        for a in sorted(allocs, key=lambda x: x.get("CreateIndex", 0)):
+            svc = self._service_of_job(a["JobID"])
+            if svc is None:
+                continue                                   # not started by fluidvim
+            nid = a.get("NodeID")
+            if nid not in attrs:
+                try:
+                    attrs[nid] = (self._call("reading a node", self.api.node.get_node, nid)
+                                  .get("Attributes") or {})
+                except nexc.URLNotFoundNomadException:
+                    attrs[nid] = {}
+            na = attrs[nid]
+            free, basis = self._vnf_free(a["ID"]), "vnf-stats"
+            if free is None:
+                basis = "node"
+                only_one = per_node[nid] == 1 and _num(na.get(ATTR + "vnfs")) == 1
+                nf = _num(na.get(ATTR + "session_slots.free"))
+                free = int(nf) if only_one and nf is not None else None
+            qd = _num(na.get(ATTR + "queuing_delay_ms"))
+            out[a["JobID"]] = {"name": a["JobID"], "service": svc, "host": a.get("NodeName"),
+                               "alloc": a["ID"], "free": free, "basis": basis,
+                               "delay_s": None if qd is None else qd / 1000.0}
         return out
 
     def job_spec(self, req: LaunchRequest, job_id: str) -> dict:
@@ -343,6 +417,17 @@ def _num(v) -> float | None:
     """A Nomad attribute's number (attributes are strings, with the unit appended)."""
     m = re.match(r"^\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)", v or "")
     return float(m.group(1)) if m else None
+
+
+def _age_s(stamp) -> float | None:
+    """Seconds since a Go RFC 3339 timestamp (nanoseconds are cut to microseconds)."""
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", stamp or "")
+    if not m:
+        return None
+    frac = (m.group(2) or ".0")[:7]
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    t = datetime.datetime.fromisoformat(m.group(1) + frac + tz)
+    return (datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()
 
 
 def _err_text(e) -> str:

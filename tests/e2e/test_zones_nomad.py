@@ -191,3 +191,82 @@ def test_bad_address_is_a_clear_error():
     z = NomadZone("z", address="http://127.0.0.1:1", timeout=1)
     with pytest.raises(ZoneError, match="listing nodes at http://127.0.0.1:1 failed"):
         z.hosts()
+
+
+def _rabbit_up() -> bool:
+    import socket
+    try:
+        with socket.create_connection(("127.0.0.1", 5672), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_slot_updates_from_nomad_reach_the_registry(agent, tmp_path):
+    """The orchestrator's Nomad slot poller (a SlotAgent over NomadZone.instance_slots, started
+    by Orchestrator.start for nomad zones) -> REAL RabbitMQ -> SlotListener -> registry and DB:
+    the same ingestion path as local and Nova VNFs."""
+    if not _rabbit_up():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI: RabbitMQ is not listening on 127.0.0.1:5672 (bootstrap)")
+        pytest.skip("RabbitMQ is not running on 127.0.0.1:5672 (tools/bootstrap.sh)")
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.service import Orchestrator
+
+    zone, run_dir = agent
+    tag = uuid.uuid4().hex[:8]
+    polled = NomadZone("nomad-dc1", address=zone.address, datacenter="dc1", slot_interval=0.25,
+                       region="fvs-region")
+    conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/orch.sqlite", topic=f"fvs-{tag}",
+                              notification_topic=f"fvs_slots_{tag}", local_zone=False,
+                              slot_update_min_interval=0.0)
+    orchconf.disable_rabbit_heartbeat(conf)
+    orch = Orchestrator(conf, zones=[polled])
+    try:
+        _poll_through_the_orchestrator(orch, zone, polled)
+    finally:
+        orch.close()
+    assert orch.slot_pollers == []
+
+
+def _poll_through_the_orchestrator(orch, zone, polled):
+    inst = None
+
+    def report():
+        return next((r for r in orch.registry.reports() if r.instance == inst.id), None)
+
+    try:
+        orch.start(server=f"fvs-{uuid.uuid4().hex[:8]}")
+        assert [p.zone for p in orch.slot_pollers] == [polled]
+        inst = polled.launch(LaunchRequest(service="fvs-fw", slots=128, memory_mb=32, bridges=("",),
+                                           click_config="FromDevice(0) -> Counter -> Discard;"))
+        rep = tn.wait_for("the VNF's slot update in the registry", report, 30, 0.1)
+        node = zone.hosts()[0].name
+        assert (rep.zone, rep.host, rep.service, rep.region) == ("nomad-dc1", node, "fvs-fw",
+                                                                 "fvs-region")
+        assert rep.slots == 128 and rep.exact == 128      # a new magnitude: the exact count
+        # the zone's queuing delay from the orchestrator's estimator (Nomad's launch times)
+        assert rep.delay_s is not None and rep.delay_s > 0
+        assert orch.registry.aggregate("fvs-fw", "zone") == {"nomad-dc1": 128}
+        assert orch.registry.aggregate("fvs-fw", "host") == {f"nomad-dc1/{node}": 128}
+        # stored like every other slot report (a restarted orchestrator starts from it)
+        assert [r.instance for r in orch.store.slot_reports()] == [inst.id]
+
+        # granularity: per allocation from the task's vnf-stats.json once the driver wrote it
+        # (and the node's fingerprinted queuing_delay_ms, there once the driver timed a launch)
+        s = tn.wait_for("vnf-stats.json read through /v1/client/fs",
+                        lambda: (lambda e: e if e and e["basis"] == "vnf-stats"
+                                 and e["delay_s"] is not None else None)(
+                            polled.instance_slots().get(inst.id)), 20, 0.25)
+        assert (s["service"], s["host"], s["free"]) == ("fvs-fw", node, 128)
+        assert s["alloc"] and s["delay_s"] > 0
+        # a stale file does not count; the node's sum stands in only because this is its only VNF
+        stale = NomadZone("nomad-dc1", address=zone.address, stats_max_age=-1.0)
+        s = stale.instance_slots()[inst.id]
+        assert (s["basis"], s["free"]) == ("node", zone.hosts()[0].slots_free)
+    finally:
+        if inst is not None:
+            polled.terminate(inst.id)
+    tn.wait_for("the instance gone from the registry", lambda: report() is None, 20, 0.1)
+    assert orch.store.slot_reports() == []
+    assert polled.instance_slots() == {}
