@@ -121,7 +121,8 @@ class UnikernelDriver(driver.ComputeDriver):
         if CONF.vnf.pool_size:
             key = self.manager.start_pool()
             LOG.info("fluidvim: warm pool %s of %d shells", key, CONF.vnf.pool_size)
-        self._slot_notes = fslots.SlotNotifications.start_if_enabled(CONF, lambda: self.manager, host)
+        self._slot_notes = fslots.SlotNotifications.start_if_enabled(
+            CONF, lambda: self.manager, self.names, host)
 
     def cleanup_host(self, host):
         if self._slot_notes is not None:

@@ -14,14 +14,11 @@ kind). A deleted server is announced ``fluidvim.slots.gone`` at once.
 
 Nova gives a driver no per-server configuration after spawn, so the service (server metadata
 ``fluidvim_service``, else the flavor's name) and availability zone are recorded at spawn, in
-SQLite next to the launch core's state so they survive a nova-compute restart. Servers spawned
+the driver's SQLite instance-name database, so they survive a nova-compute restart. Servers spawned
 before the option was enabled have no record and are not announced.
 """
 
 from __future__ import annotations
-
-import os
-import threading
 
 import oslo_messaging as messaging
 import sqlalchemy as sa
@@ -29,6 +26,7 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 from sqlalchemy import orm
 
+from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.orchestrator.notify import SlotAgent, SlotPublisher
 
 LOG = logging.getLogger(__name__)
@@ -48,15 +46,12 @@ class _Service(_Base):
 
 
 class ServiceRecords:
-    """Instance UUID -> (service, availability zone), in ``<state_dir>/nova-slot-services.sqlite``."""
+    """Instance UUID -> (service, availability zone): a table in the driver's instance-name
+    database (:class:`~fluidvim.nova_driver.names.InstanceNames`, which owns the engine)."""
 
-    def __init__(self, state_dir: str):
-        os.makedirs(state_dir, mode=0o750, exist_ok=True)
-        url = f"sqlite:///{os.path.join(state_dir, 'nova-slot-services.sqlite')}"
-        self.engine = sa.create_engine(url, connect_args={"timeout": 30,
-                                                          "check_same_thread": False})
-        _Base.metadata.create_all(self.engine)
-        self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
+    def __init__(self, names: InstanceNames):
+        _Base.metadata.create_all(names.engine)
+        self.Session = names.Session
 
     def set(self, uuid: str, service: str, zone: str | None) -> None:
         with self.Session.begin() as s:
@@ -69,9 +64,6 @@ class ServiceRecords:
     def all(self) -> dict[str, tuple[str, str | None]]:
         with self.Session() as s:
             return {r.uuid: (r.service, r.zone) for r in s.scalars(sa.select(_Service))}
-
-    def close(self) -> None:
-        self.engine.dispose()
 
 
 def service_of(instance) -> str:
@@ -124,10 +116,10 @@ class ComputeSlots:
 class SlotNotifications:
     """The publisher thread of one nova-compute (started by init_host, stopped by cleanup_host)."""
 
-    def __init__(self, conf, manager_fn, host: str):
+    def __init__(self, conf, manager_fn, names: InstanceNames, host: str):
         f = conf.fluidvim
         self.conf = conf
-        self.records = ServiceRecords(conf.vnf.state_dir)
+        self.records = ServiceRecords(names)
         default_zone = getattr(conf, "default_availability_zone", None) or "nova"
         self.source = ComputeSlots(manager_fn, self.records, host_name=host, region=f.slot_region,
                                    zone=f.slot_zone, default_zone=default_zone)
@@ -136,13 +128,13 @@ class SlotNotifications:
                                        min_interval=f.slot_update_min_interval,
                                        heartbeat=f.slot_heartbeat_interval)
         self.agent = SlotAgent(self.source, self.publisher, None, f.slot_interval)
-        self._lock = threading.Lock()
 
     @classmethod
-    def start_if_enabled(cls, conf, manager_fn, host: str) -> SlotNotifications | None:
+    def start_if_enabled(cls, conf, manager_fn, names: InstanceNames,
+                         host: str) -> SlotNotifications | None:
         if not conf.fluidvim.slot_notifications:
             return None
-        self = cls(conf, manager_fn, host)
+        self = cls(conf, manager_fn, names, host)
         self.agent.start()
         LOG.info("fluidvim: publishing slot updates of %s (zone %s, region %s) on topic %s every "
                  "%.1f s", host, self.source.name, self.source.region, conf.fluidvim.slot_topic,
@@ -159,19 +151,12 @@ class SlotNotifications:
         az = getattr(instance, "availability_zone", None) if instance.obj_attr_is_set(
             "availability_zone") else None
         self.records.set(instance.uuid, svc, az)
-        try:
-            self.agent.tick()                     # announce it now, not an interval later
-        except Exception:  # noqa: BLE001 - never fail a spawn over a notification
-            LOG.exception("fluidvim: slot update after spawning %s failed", instance.uuid)
+        self.agent.wake()            # announce it now, from the agent's thread (never blocks)
 
     def destroyed(self, instance_uuid: str) -> None:
-        try:
-            self.agent.forget(instance_uuid)
-        except Exception:  # noqa: BLE001 - never fail a delete over a notification
-            LOG.exception("fluidvim: slot 'gone' of %s failed", instance_uuid)
         self.records.forget(instance_uuid)
+        self.agent.forget(instance_uuid)          # 'gone' from the agent's thread, now
 
     def stop(self) -> None:
         self.agent.stop()
         self.transport.cleanup()
-        self.records.close()

@@ -87,8 +87,9 @@ class SlotAgent:
     that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
     ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given);
     ``free = None`` means "unknown this tick": nothing is sent and the instance is not taken for
-    gone. Instances that disappear are announced ``gone`` (also at once through
-    :meth:`forget`)."""
+    gone. Instances that disappear are announced ``gone``. :meth:`wake` and :meth:`forget` never
+    block their caller (e.g. a spawn or a delete in nova-compute while the broker is down): they
+    only make the agent's thread tick now."""
 
     def __init__(self, zone, publisher: SlotPublisher, queuing=None, interval: float = 1.0):
         self.zone = zone
@@ -98,7 +99,9 @@ class SlotAgent:
         self._stop = threading.Event()
         self._thread = None
         self._known: dict[str, str] = {}          # instance -> zone it was announced in
+        self._gone: set[str] = set()              # forgotten, to announce at the next tick
         self._lock = threading.Lock()
+        self._wake = threading.Event()
 
     def _delay(self, svc: str, entry: dict, cache: dict):
         if self.queuing is None:
@@ -113,9 +116,10 @@ class SlotAgent:
         delays: dict = {}
         default_host = getattr(self.zone, "host_name", None)
         with self._lock:
+            forgotten, self._gone = self._gone, set()
             for vid, s in per_vnf.items():
                 svc = s["service"]
-                if not svc or s.get("free") is None:
+                if not svc or s.get("free") is None or vid in forgotten:
                     continue          # not started for a service / no reading this tick
                 zone = s.get("zone") or self.zone.name
                 sent += self.publisher.publish(zone=zone, host=s.get("host") or default_host,
@@ -123,24 +127,31 @@ class SlotAgent:
                                                delay_s=self._delay(svc, s, delays),
                                                region=self.zone.region, force=force)
                 self._known[vid] = zone
-            for vid in set(self._known) - set(per_vnf):
+            for vid in (set(self._known) - set(per_vnf)) | (forgotten & set(self._known)):
                 self.publisher.gone(zone=self._known.pop(vid), instance=vid)
         return sent
 
-    def forget(self, instance: str) -> bool:
-        """Announce ``instance`` gone now (e.g. its server was deleted), if it was announced."""
+    def wake(self) -> None:
+        """Tick now rather than at the end of the interval (e.g. a VNF was just started)."""
+        self._wake.set()
+
+    def forget(self, instance: str) -> None:
+        """Announce ``instance`` gone at the next tick, which happens now (e.g. its server was
+        deleted), if it was announced."""
         with self._lock:
-            zone = self._known.pop(instance, None)
-            if zone is not None:
-                self.publisher.gone(zone=zone, instance=instance)
-        return zone is not None
+            self._gone.add(instance)
+        self._wake.set()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="fluidvim-slots")
         self._thread.start()
 
     def _loop(self):
-        while not self._stop.wait(self.interval):
+        while True:
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                return
+            self._wake.clear()
             try:
                 self.tick()
             except ZoneError as e:          # e.g. the zone's API is down: say so, keep trying
@@ -150,6 +161,7 @@ class SlotAgent:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None

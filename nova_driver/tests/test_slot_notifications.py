@@ -13,25 +13,18 @@ service and slot count, and forget it when the server is deleted. Needs root and
 """
 
 import os
-import socket
 import time
 import uuid
 
 import oslo_messaging as messaging
 
 from fluidvim.nova_driver.tests import test_functional as tf
+from fluidvim.orchestrator.exception import OrchestratorError
 from fluidvim.orchestrator.notify import SlotListener
+from fluidvim.orchestrator.rpcapi import check_broker
 from fluidvim.orchestrator.slots import SlotRegistry
 
 RABBIT = os.environ.get("FLUIDVIM_RABBIT_URL", "rabbit://guest:guest@127.0.0.1:5672/")
-
-
-def _rabbit_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 def wait_for(what, fn, timeout=30.0, interval=0.1):
@@ -49,10 +42,12 @@ class SlotNotificationTest(tf._FluidvimNovaTest):
     zone = "fvs-az"
 
     def setUp(self):
-        if not _rabbit_up():
+        try:
+            check_broker(tf.CONF, RABBIT)
+        except OrchestratorError as e:
             if os.environ.get("CI"):
-                raise RuntimeError("CI: RabbitMQ is not listening on 127.0.0.1:5672 (bootstrap)")
-            self.skipTest("RabbitMQ is not running on 127.0.0.1:5672 (tools/bootstrap.sh)")
+                raise
+            self.skipTest(f"{e} (tools/bootstrap.sh starts it)")
         self.topic = f"fvs_slots_{uuid.uuid4().hex[:10]}"
         super().setUp()
         self.registry = SlotRegistry(ttl=600)
