@@ -60,7 +60,9 @@ orch_opts = [
     cfg.MultiStrOpt("zones", default=[],
                     help="Zones besides the local one, one per line: KIND:NAME[:KEY=VALUE,...]. "
                          "nomad:NAME:address=http://127.0.0.1:4646,datacenter=dc1[,node_pool=P,"
-                         "token=T] (python-nomad); nova:NAME:cloud=CLOUD[,availability_zone=AZ,"
+                         "token=T,slot_interval=SECONDS (slot poller; default 2, 0 = off),"
+                         "stats_max_age=SECONDS (older vnf-stats.json: use the node total)] "
+                         "(python-nomad); nova:NAME:cloud=CLOUD[,availability_zone=AZ,"
                          "aggregate=AGG,default_flavor=F,default_image=I] (openstacksdk, "
                          "clouds.yaml)."),
     cfg.BoolOpt("local_zone", default=True,
