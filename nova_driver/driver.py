@@ -5,7 +5,9 @@
 A Nova server is one VNF of the launch core (:class:`fluidvim.vnf.manager.VNFManager`), named after
 the instance UUID. The Glance image *is* the VNF kernel (a PVH ELF, disk_format ``aki`` or
 ``raw``): it is downloaded once into a cache keyed by image id and checksum and booted directly —
-no disk, no resize, no config drive, no key injection. What the VNF runs comes from the flavor's
+no disk, no resize, no config drive, no key injection. A boot whose kernel is cached and whose
+image properties Nova's boot-time snapshot holds whole needs no Glance round trip at all
+(:meth:`UnikernelDriver._cached_boot`). What the VNF runs comes from the flavor's
 extra specs and the image's properties:
 
 ===============================  ===================================  =========================
@@ -317,6 +319,10 @@ class UnikernelDriver(driver.ComputeDriver):
             phases["vif_wait"] = _ms(t)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
+        if res.kind == "cold" and res.boot_us is not None:
+            # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
+            # kernel booting (the rest is QEMU starting and the ready event reaching us)
+            phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
         t = time.perf_counter()
         try:
             self.names.set(instance.uuid, instance.name)

@@ -160,8 +160,8 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertEqual(rec.id, sm["fluidvim_vnf_id"])
         self.assertEqual("cold", sm["fluidvim_launch_kind"])
         phases = fdriver.json.loads(sm["fluidvim_phases_ms"])
-        for key in ("image", "spec", "launch_spec", "launch_spawn", "launch_boot",
-                    "launch_configure", "launch_record", "total"):
+        for key in ("image", "spec", "stale", "launch_spec", "launch_spawn", "launch_boot",
+                    "guest_boot", "launch_configure", "launch_record", "names", "total"):
             self.assertIn(key, phases)
         self.assertLessEqual(len(sm["fluidvim_phases_ms"]), 255)
         self.assertIn("fluidvim", self.driver.get_console_output(self.ctx, inst).lower())
