@@ -287,13 +287,51 @@ class UnikernelDriver(driver.ComputeDriver):
         args = self._launch_args(instance, props, network_info, allocations)
         phases["spec"] = _ms(t)
         t = time.perf_counter()
-        stale = self._destroy_vnfs(instance.uuid)
-        if stale:
+        if self.manager.store.find(instance.uuid) is not None:     # normally none: one lookup
+            stale = self._destroy_vnfs(instance.uuid)
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
         phases["stale"] = _ms(t)
-        # like the libvirt driver: VIFs Neutron reports down must come up (network-vif-plugged,
-        # sent once its agent sees the tap) before the server is ACTIVE
+        # the name before the launch: a warm launch wakes the pool's refill, whose writes to
+        # the same database would otherwise queue this commit behind them
+        t = time.perf_counter()
+        try:
+            self.names.set(instance.uuid, instance.name)
+            named = True
+        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
+            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
+            named = False
+        phases["names"] = _ms(t)
+        try:
+            res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
+        except BaseException:
+            if named:       # no VNF: no name (a later successful start sets it again)
+                try:
+                    self.names.forget(instance.uuid)
+                except Exception:  # noqa: BLE001 - keep the launch's own error
+                    LOG.exception("fluidvim: could not forget the name of %s", instance.uuid)
+            raise
+        if res.kind == "cold" and res.boot_us is not None:
+            # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
+            # kernel booting (the rest is QEMU starting and the ready event reaching us)
+            phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
+        total = _ms(t0)
+        phases["total"] = total
+        sysmeta = instance.system_metadata
+        sysmeta["fluidvim_vnf_id"] = res.vnf_id
+        sysmeta["fluidvim_launch_kind"] = res.kind
+        sysmeta["fluidvim_backend"] = res.backend
+        sysmeta["fluidvim_spawn_ms"] = str(total)
+        sysmeta["fluidvim_phases_ms"] = _phases_json(phases)
+        sysmeta[SYSMETA_POWER] = "on"
+        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
+                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
+                 "cached" if cached else "downloaded", phases, instance=instance)
+        return res
+
+    def _launch_when_plugged(self, instance, kernel, args, network_info, phases):
+        """Launch the VNF; like the libvirt driver, VIFs Neutron reports down must come up
+        (network-vif-plugged, sent once its agent sees the tap) before the server is ACTIVE."""
         timeout = CONF.vif_plugging_timeout
         events = vifmod.plug_events(network_info) if timeout else []
         t = time.perf_counter()
@@ -319,28 +357,6 @@ class UnikernelDriver(driver.ComputeDriver):
             phases["vif_wait"] = _ms(t)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
-        if res.kind == "cold" and res.boot_us is not None:
-            # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
-            # kernel booting (the rest is QEMU starting and the ready event reaching us)
-            phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
-        t = time.perf_counter()
-        try:
-            self.names.set(instance.uuid, instance.name)
-        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
-            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
-        phases["names"] = _ms(t)
-        total = _ms(t0)
-        phases["total"] = total
-        sysmeta = instance.system_metadata
-        sysmeta["fluidvim_vnf_id"] = res.vnf_id
-        sysmeta["fluidvim_launch_kind"] = res.kind
-        sysmeta["fluidvim_backend"] = res.backend
-        sysmeta["fluidvim_spawn_ms"] = str(total)
-        sysmeta["fluidvim_phases_ms"] = _phases_json(phases)
-        sysmeta[SYSMETA_POWER] = "on"
-        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
-                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
-                 "cached" if cached else "downloaded", phases, instance=instance)
         return res
 
     def _launch(self, instance, kernel, args):

@@ -216,6 +216,7 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertIn("line 1", str(exc))
         self.assertEqual([], self.driver.manager.store.list())
         self.assertEqual([], self.driver.list_instances())
+        self.assertEqual({}, self.driver.names.all())       # the name went with the launch
 
     def test_bridge_vifs(self):
         br = "fvnt" + uuid.uuid4().hex[:6]
