@@ -515,7 +515,7 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def _index_kernel(self, image_id: str, path: str, meta: dict) -> None:
         st = os.stat(path)      # (without a Glance checksum the entry only spares re-hashing)
-        entry = {"path": path, "checksum": meta["checksum"], "size": st.st_size,
+        entry = {"path": path, "checksum": meta.get("checksum"), "size": st.st_size,
                  "mtime_ns": st.st_mtime_ns, "os_hash_algo": meta.get("os_hash_algo"),
                  "os_hash_value": meta.get("os_hash_value")}
         index = self._index_path(image_id)

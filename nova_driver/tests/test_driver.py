@@ -458,3 +458,23 @@ class InstanceNamesTestCase(test.NoDBTestCase):
         self.assertLessEqual(len(text), fdriver.SYSMETA_MAX)
         self.assertEqual({"image": 1.2, "spec": 0.5, "total": 1000.0},
                          fdriver.json.loads(text))
+
+
+class ImageWithoutMd5TestCase(DriverTestBase):
+    def test_image_without_md5_checksum_always_asks_glance(self):
+        shown = self.glance.image
+
+        def without_md5(image_id):
+            image = shown(image_id)
+            del image["checksum"]
+            return image
+
+        self.glance.image = without_md5
+        inst = self._instance()
+        for _ in range(2):
+            image = self.glance.image(IMAGE_ID)
+            inst = self._instance()
+            inst.system_metadata = nova_utils.get_system_metadata_from_image(image, inst.flavor)
+            self.driver.spawn(self.ctx, inst, objects.ImageMeta.from_dict(image), [], "", {})
+        self.assertEqual((2, 1), (self.glance.gets, self.glance.downloads))
+        self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
