@@ -287,8 +287,8 @@ class UnikernelDriver(driver.ComputeDriver):
         args = self._launch_args(instance, props, network_info, allocations)
         phases["spec"] = _ms(t)
         t = time.perf_counter()
-        if self.manager.store.find(instance.uuid) is not None:     # normally none: one lookup
-            stale = self._destroy_vnfs(instance.uuid)
+        stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
+        if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
         phases["stale"] = _ms(t)
