@@ -12,7 +12,8 @@ timers wrapped around Nova's own methods:
 * ``scheduling``       ``select_destinations`` (Placement GET a_c + filters/weighers + claim)
 * ``conductor→compute`` its end … ``ComputeManager._do_build_and_run_instance`` starts
 * ``compute pre-spawn`` … ``driver.spawn`` starts (claim, network, block devices, hooks)
-* ``spawn``            the driver's spawn (its phases image/spec/launch_* in system_metadata)
+* ``spawn``            the driver's spawn (its phases image/spec/stale/launch_*/names/total in
+                       system_metadata)
 * ``compute post-spawn`` spawn returns … the instance is saved ACTIVE
 
 (the sum is POST → ACTIVE as nova-compute records it; ``active_polled`` adds the client's GET
@@ -22,7 +23,9 @@ one process that would steal the CPU from the boot.) Two series on the same comp
 boots). The reference is the stock define-and-start libvirt path a Nova libvirt driver takes for
 the same kernel (``bench.launch.StockLibvirt``: qcow2 overlay, SeaBIOS, the usual devices; Nova's
 libvirt driver itself cannot run here), measured in the same run; the "stock Nova" POST → ACTIVE
-row is an *estimate* = our Nova overhead (POST → ACTIVE minus spawn) + the stock spawn.
+row is an *estimate* = our Nova overhead (POST → ACTIVE minus spawn) + the stock spawn. The
+launch core alone (``VNFManager.launch`` cold and warm, as in ``bench/launch``) runs in the same
+process after the Nova series: the floor under the driver's spawn.
 
     sudo .venv/bin/python -m bench.nova --boots 30      # writes bench/results/nova.{json,png}
 
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -121,9 +125,12 @@ def make_case(boots: int):
             self.flags(image_cache_dir=os.path.join(tmp, "images"), group="fluidvim")
             with open(vnfconf.default_kernel(), "rb") as f:
                 kernel = f.read()
+            # as Glance shows an uploaded image: with its md5 checksum and os_hash
             self.glance.create(None, {
                 "id": IMAGE_ID, "name": "fluidvim-vnf", "disk_format": "aki",
                 "container_format": "aki", "size": len(kernel), "min_ram": 0, "min_disk": 0,
+                "checksum": hashlib.md5(kernel).hexdigest(), "os_hash_algo": "sha512",
+                "os_hash_value": hashlib.sha512(kernel).hexdigest(),
                 "properties": {"fluidvim_click_config": CONFIG}})
             self.glance._imagedata[IMAGE_ID] = kernel
             self.timers = _Timers()
@@ -231,6 +238,28 @@ def run_stock(n):
     return runs
 
 
+def run_core(n):
+    """The launch core alone (``VNFManager.launch``, as ``bench/launch`` (c)/(d) call it), in
+    this process after the Nova run: the floor under the driver's spawn, same machine state."""
+    from bench.launch import run_ours
+    from fluidvim.vnf.manager import VNFManager, make_conf
+
+    tmp = tempfile.mkdtemp(prefix="fluidvim-bench-core-")
+    run_dir = f"/run/fluidvim-bench-core-{uuidlib.uuid4().hex[:8]}"
+    mgr = VNFManager(make_conf(state_dir=tmp, run_dir=run_dir))
+    try:
+        cold = run_ours(mgr, "qemu", n, False, "launch core cold")
+        key = mgr.start_pool(2, nics=2, backend="qemu")
+        warm = run_ours(mgr, "qemu", n, True, "launch core warm", key)
+    finally:
+        mgr.stop_pool()
+        mgr.drain_pool()
+        mgr.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {"cold": cold, "warm": warm}
+
+
 def summarize(results):
     def stats(vals):
         return {"p50": statistics.median(vals), "p90": pct(vals, 90), "min": min(vals)}
@@ -248,8 +277,13 @@ def summarize(results):
                              for s in SEGMENTS},
             "spawn_phases_p50": {p: statistics.median(r["spawn_phases_ms"].get(p, 0)
                                                       for r in runs)
-                                 for p in runs[0]["spawn_phases_ms"] if p != "total"},
+                                 for p in runs[0]["spawn_phases_ms"]},
         }
+    if "core" in results:
+        out["core"] = {kind: {"n": len(runs), "launch": stats([r["total_ms"] for r in runs]),
+                              "phases_p50": {p: statistics.median(r["phases_ms"][p] for r in runs)
+                                             for p in runs[0]["phases_ms"]}}
+                       for kind, runs in results["core"].items()}
     stock = results["stock"]
     out["stock"] = {"n": len(stock), "spawn": stats([r["total_ms"] for r in stock]),
                     "phases_p50": {p: statistics.median(r["phases_ms"][p] for r in stock)
@@ -266,6 +300,9 @@ def print_table(s, n):
     rows = [("stock libvirt define+start spawn (reference)", st),
             ("fluidvim driver spawn, cold", s["cold"]["spawn"]),
             ("fluidvim driver spawn, warm", s["warm"]["spawn"])]
+    if "core" in s:
+        rows += [("launch core alone (VNFManager.launch), cold", s["core"]["cold"]["launch"]),
+                 ("launch core alone (VNFManager.launch), warm", s["core"]["warm"]["launch"])]
     for name, v in rows:
         print(f"| {name} | {v['p50']:.2f} | {v['p90']:.2f} | {v['min']:.2f} | "
               f"{st['p50'] / v['p50']:.1f} |")
@@ -290,6 +327,9 @@ def print_table(s, n):
     for kind in ("cold", "warm"):
         print(f"spawn phases, {kind} (p50 ms): " + ", ".join(
             f"{k} {v:.2f}" for k, v in s[kind]["spawn_phases_p50"].items()))
+    for kind in s.get("core", {}):
+        print(f"launch core alone, {kind} (p50 ms): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in s["core"][kind]["phases_p50"].items()))
     print("stock spawn phases (p50 ms): " + ", ".join(
         f"{k} {v:.2f}" for k, v in s["stock"]["phases_p50"].items()))
 
@@ -481,6 +521,7 @@ def main(argv=None):
     if not result.wasSuccessful() or "warm" not in RESULTS:
         print("bench/nova: the Nova run failed", file=sys.stderr)
         return 1
+    RESULTS["core"] = run_core(args.boots)
     RESULTS["stock"] = run_stock(args.boots)
     s = summarize(RESULTS)
     print_table(s, args.boots)

@@ -5,7 +5,9 @@
 A Nova server is one VNF of the launch core (:class:`fluidvim.vnf.manager.VNFManager`), named after
 the instance UUID. The Glance image *is* the VNF kernel (a PVH ELF, disk_format ``aki`` or
 ``raw``): it is downloaded once into a cache keyed by image id and checksum and booted directly —
-no disk, no resize, no config drive, no key injection. What the VNF runs comes from the flavor's
+no disk, no resize, no config drive, no key injection. A boot whose kernel is cached and whose
+image properties Nova's boot-time snapshot holds whole needs no Glance round trip at all
+(:meth:`UnikernelDriver._cached_boot`). What the VNF runs comes from the flavor's
 extra specs and the image's properties:
 
 ===============================  ===================================  =========================
@@ -35,7 +37,7 @@ import time
 import nova.conf
 import nova.virt.node
 import os_resource_classes as orc
-from nova import exception
+from nova import exception, utils as nova_utils
 from nova.compute import power_state
 from nova.image import glance
 from nova.objects import fields as obj_fields
@@ -64,6 +66,7 @@ BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
 MAX_VNF_VCPUS = 8            # fluidvim.vnf.spec.VNFSpec.validate
 MAX_VNF_MEMORY_MB = 4096
+SYSMETA_MAX = 255                         # Nova's system_metadata value length
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
 ELF_MAGIC = b"\x7fELF"
 VERSION = "0.1.0"
@@ -71,6 +74,28 @@ VERSION = "0.1.0"
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 2)
+
+
+def _unchanged(path: str, entry: dict) -> bool:
+    """The cache file still has the size and mtime its index entry recorded."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_size == entry["size"] and st.st_mtime_ns == entry["mtime_ns"]
+
+
+def _phases_json(phases: dict, limit: int = SYSMETA_MAX) -> str:
+    """``phases`` as compact JSON that fits a system_metadata value (255 characters): rounded
+    to 0.1 ms and then without the launch core's sub-phases if needed — always valid JSON."""
+    text = json.dumps(phases, separators=(",", ":"))
+    if len(text) > limit:
+        phases = {k: round(v, 1) for k, v in phases.items()}
+        text = json.dumps(phases, separators=(",", ":"))
+    if len(text) > limit:
+        text = json.dumps({k: v for k, v in phases.items() if not k.startswith("launch_")},
+                          separators=(",", ":"))
+    return text
 
 
 def _host_memory_mb() -> int:
@@ -109,9 +134,11 @@ class UnikernelDriver(driver.ComputeDriver):
 
     @property
     def names(self) -> InstanceNames:
+        manager = self.manager          # outside the lock: the property takes it too
         with self._manager_lock:
             if self._names is None:
-                self._names = InstanceNames(CONF.vnf.state_dir)
+                # the launch core's database and engine: one WAL commit per spawn
+                self._names = InstanceNames(manager.store.engine, CONF.vnf.state_dir)
             return self._names
 
     def init_host(self, host):
@@ -249,13 +276,14 @@ class UnikernelDriver(driver.ComputeDriver):
             LOG.warning("fluidvim: ignoring %d injected files of %s (VNFs have no "
                         "filesystem)", len(injected_files), instance.uuid, instance=instance)
         image_id = image_meta.id if image_meta.obj_attr_is_set("id") else instance.image_ref
-        self._start(context, instance, image_id, network_info, allocations)
+        self._start(context, instance, image_id, network_info, allocations, image_meta)
         if self._slot_notes is not None:
             self._slot_notes.spawned(instance)
         if not power_on:
             self.power_off(instance)
 
-    def _start(self, context, instance, image_id, network_info, allocations=None):
+    def _start(self, context, instance, image_id, network_info, allocations=None,
+               image_meta=None):
         t0 = time.perf_counter()
         phases = {}
         if not image_id:
@@ -263,17 +291,57 @@ class UnikernelDriver(driver.ComputeDriver):
                 instance_uuid=instance.uuid,
                 reason="fluidvim needs a Glance image (the VNF kernel); boot from volume is "
                        "not supported")
-        kernel, props, cached = self._fetch_image(context, image_id)
+        kernel, props, cached = self._fetch_image(context, image_id, instance, image_meta)
         phases["image"] = _ms(t0)
         t = time.perf_counter()
         args = self._launch_args(instance, props, network_info, allocations)
         phases["spec"] = _ms(t)
-        stale = self._destroy_vnfs(instance.uuid)
+        t = time.perf_counter()
+        stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
         if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
-        # like the libvirt driver: VIFs Neutron reports down must come up (network-vif-plugged,
-        # sent once its agent sees the tap) before the server is ACTIVE
+        phases["stale"] = _ms(t)
+        # the name before the launch: a warm launch wakes the pool's refill, whose writes to
+        # the same database would otherwise queue this commit behind them
+        t = time.perf_counter()
+        try:
+            self.names.set(instance.uuid, instance.name)
+            named = True
+        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
+            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
+            named = False
+        phases["names"] = _ms(t)
+        try:
+            res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
+        except BaseException:
+            if named:       # no VNF: no name (a later successful start sets it again)
+                try:
+                    self.names.forget(instance.uuid)
+                except Exception:  # noqa: BLE001 - keep the launch's own error
+                    LOG.exception("fluidvim: could not forget the name of %s", instance.uuid)
+            raise
+        if res.kind == "cold" and res.boot_us is not None:
+            # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
+            # kernel booting (the rest is QEMU starting and the ready event reaching us)
+            phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
+        total = _ms(t0)
+        phases["total"] = total
+        sysmeta = instance.system_metadata
+        sysmeta["fluidvim_vnf_id"] = res.vnf_id
+        sysmeta["fluidvim_launch_kind"] = res.kind
+        sysmeta["fluidvim_backend"] = res.backend
+        sysmeta["fluidvim_spawn_ms"] = str(total)
+        sysmeta["fluidvim_phases_ms"] = _phases_json(phases)
+        sysmeta[SYSMETA_POWER] = "on"
+        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
+                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
+                 "cached" if cached else "downloaded", phases, instance=instance)
+        return res
+
+    def _launch_when_plugged(self, instance, kernel, args, network_info, phases):
+        """Launch the VNF; like the libvirt driver, VIFs Neutron reports down must come up
+        (network-vif-plugged, sent once its agent sees the tap) before the server is ACTIVE."""
         timeout = CONF.vif_plugging_timeout
         events = vifmod.plug_events(network_info) if timeout else []
         t = time.perf_counter()
@@ -299,22 +367,6 @@ class UnikernelDriver(driver.ComputeDriver):
             phases["vif_wait"] = _ms(t)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
-        total = _ms(t0)
-        phases["total"] = total
-        LOG.info("fluidvim: spawned %s as %s VNF %s (%s, %s) in %.1f ms (image %s): %s",
-                 instance.uuid, res.kind, res.vnf_id, res.backend, res.accel, total,
-                 "cached" if cached else "downloaded", phases, instance=instance)
-        try:
-            self.names.set(instance.uuid, instance.name)
-        except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
-            LOG.debug("fluidvim: no instance name for %s", instance.uuid)
-        sysmeta = instance.system_metadata
-        sysmeta["fluidvim_vnf_id"] = res.vnf_id
-        sysmeta["fluidvim_launch_kind"] = res.kind
-        sysmeta["fluidvim_backend"] = res.backend
-        sysmeta["fluidvim_spawn_ms"] = str(total)
-        sysmeta["fluidvim_phases_ms"] = json.dumps(phases, separators=(",", ":"))[:255]
-        sysmeta[SYSMETA_POWER] = "on"
         return res
 
     def _launch(self, instance, kernel, args):
@@ -392,8 +444,18 @@ class UnikernelDriver(driver.ComputeDriver):
         os.makedirs(d, mode=0o750, exist_ok=True)
         return d
 
-    def _fetch_image(self, context, image_id):
-        """The cached kernel of a Glance image: (path, properties, was_cached)."""
+    def _fetch_image(self, context, image_id, instance=None, image_meta=None):
+        """The cached kernel of a Glance image: (path, properties, was_cached).
+
+        A boot whose kernel is already cached does not ask Glance (like the libvirt driver's
+        image cache): see :meth:`_cached_boot`. Otherwise the image's metadata comes from
+        Glance, and the kernel is downloaded and verified (checksum, ELF) unless a cache file
+        that still matches its index entry (or, failing that, its Glance checksum) exists.
+        """
+        if instance is not None and image_meta is not None:
+            hit = self._cached_boot(instance, image_meta)
+            if hit is not None:
+                return hit[0], hit[1], True
         meta = IMAGE_API.get(context, image_id)
         algo, digest = meta.get("os_hash_algo"), meta.get("os_hash_value")
         if not digest and meta.get("checksum"):
@@ -402,28 +464,101 @@ class UnikernelDriver(driver.ComputeDriver):
         props = dict(meta.get("properties") or {})
         with lockutils.lock(f"fluidvim-image-{image_id}"):
             if os.path.exists(path):
-                return path, props, True
+                entry = self._cache_entry(image_id)
+                if entry is not None and entry["path"] == path and _unchanged(path, entry):
+                    return path, props, True
+                with open(path, "rb") as f:            # no (matching) index entry: verify once
+                    data = f.read()
+                try:
+                    self._verify_kernel(image_id, data, algo, digest)
+                except exception.ImageUnacceptable as e:
+                    LOG.warning("fluidvim: cached kernel %s no longer matches image %s (%s); "
+                                "downloading it again", path, image_id, e)
+                    os.unlink(path)
+                else:
+                    self._index_kernel(image_id, path, meta)
+                    return path, props, True
             part = f"{path}.part-{os.getpid()}"
             try:
                 IMAGE_API.download(context, image_id, dest_path=part)
                 with open(part, "rb") as f:
                     data = f.read()
-                if digest and algo and algo in hashlib.algorithms_available:
-                    got = hashlib.new(algo, data).hexdigest()
-                    if got != digest:
-                        raise exception.ImageUnacceptable(
-                            image_id=image_id, reason=f"{algo} {got} != {digest}")
-                if data[:4] != ELF_MAGIC:
-                    raise exception.ImageUnacceptable(
-                        image_id=image_id, reason="not an ELF kernel: fluidvim boots the image "
-                        "as the VNF kernel (upload fluidvim-vnf.elf with disk_format aki or "
-                        "raw)")
+                self._verify_kernel(image_id, data, algo, digest)
                 os.replace(part, path)
             finally:
                 if os.path.exists(part):
                     os.unlink(part)
+            self._index_kernel(image_id, path, meta)
         LOG.info("fluidvim: cached image %s (%d bytes) at %s", image_id, len(data), path)
         return path, props, False
+
+    @staticmethod
+    def _verify_kernel(image_id, data: bytes, algo, digest) -> None:
+        if digest and algo and algo in hashlib.algorithms_available:
+            got = hashlib.new(algo, data).hexdigest()
+            if got != digest:
+                raise exception.ImageUnacceptable(
+                    image_id=image_id, reason=f"{algo} {got} != {digest}")
+        if data[:4] != ELF_MAGIC:
+            raise exception.ImageUnacceptable(
+                image_id=image_id, reason="not an ELF kernel: fluidvim boots the image "
+                "as the VNF kernel (upload fluidvim-vnf.elf with disk_format aki or "
+                "raw)")
+
+    # The kernel cache's index: <cache>/<image id>.json names the verified file of that image
+    # with Glance's md5 ``checksum`` and the file's size and mtime when it was verified. Glance
+    # image data never changes once uploaded (a new upload is a new image id), so id + checksum
+    # + size identify the kernel; size + mtime catch a cache file changed on disk since.
+    def _index_path(self, image_id: str) -> str:
+        return os.path.join(self._image_cache_dir(), f"{image_id}.json")
+
+    def _cache_entry(self, image_id: str) -> dict | None:
+        try:
+            with open(self._index_path(image_id)) as f:
+                entry = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or not {"path", "checksum", "size",
+                                               "mtime_ns"} <= set(entry):
+            return None
+        return entry
+
+    def _index_kernel(self, image_id: str, path: str, meta: dict) -> None:
+        st = os.stat(path)      # (without a Glance checksum the entry only spares re-hashing)
+        entry = {"path": path, "checksum": meta.get("checksum"), "size": st.st_size,
+                 "mtime_ns": st.st_mtime_ns, "os_hash_algo": meta.get("os_hash_algo"),
+                 "os_hash_value": meta.get("os_hash_value")}
+        index = self._index_path(image_id)
+        tmp = f"{index}.part-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, index)
+
+    def _cached_boot(self, instance, image_meta):
+        """(kernel, properties) of a boot served from the cache without asking Glance, or None.
+
+        Taken only when everything needed is known without Glance: ``image_meta`` (the image as
+        the API accepted the boot) has the id, md5 ``checksum`` and size of the cache index
+        entry; the cache file still has the indexed size and mtime; and the instance's system
+        metadata holds Nova's snapshot of the image properties (``image_*``, written by the API
+        for every image boot) with no ``fluidvim_*`` value that Nova may have cut at 255
+        characters. Otherwise the caller asks Glance, as before.
+        """
+        if not all(image_meta.obj_attr_is_set(f) for f in ("id", "checksum", "size")):
+            return None
+        sysmeta = instance.system_metadata or {}
+        prefix = nova_utils.SM_IMAGE_PROP_PREFIX
+        if f"{prefix}disk_format" not in sysmeta:
+            return None                    # no boot-time snapshot of the image
+        props = {k[len(prefix):]: v for k, v in sysmeta.items()
+                 if k.startswith(f"{prefix}fluidvim_")}
+        if any(len(str(v)) >= SYSMETA_MAX for v in props.values()):
+            return None                    # possibly truncated by Nova: Glance has the whole
+        entry = self._cache_entry(image_meta.id)
+        if (entry is None or not entry["checksum"] or entry["checksum"] != image_meta.checksum
+                or entry["size"] != image_meta.size or not _unchanged(entry["path"], entry)):
+            return None
+        return entry["path"], props
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):

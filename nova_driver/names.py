@@ -5,8 +5,13 @@
 The launch core names a server's VNF after the instance UUID; Nova's driver contract wants
 ``list_instances()`` to return instance *names* (the libvirt driver's domain names). Nova computes
 names from the DB id and ``[DEFAULT] instance_name_template``, which a compute cannot look up
-without the conductor, so the driver remembers them here (SQLite next to the launch core's state,
-so they survive a nova-compute restart).
+without the conductor, so the driver remembers them here: a table next to the launch core's own
+(same database and engine — ``[vnf] state_connection``, by default ``<state_dir>/vnf.sqlite`` in
+WAL mode — so they survive a nova-compute restart and a spawn pays one cheap commit, not a second
+database with its own journal and fsync).
+
+Earlier versions kept them in ``<state_dir>/nova-instance-names.sqlite``; that file is imported
+once and removed.
 """
 
 from __future__ import annotations
@@ -14,7 +19,11 @@ from __future__ import annotations
 import os
 
 import sqlalchemy as sa
+from oslo_log import log as logging
 from sqlalchemy import orm
+
+LOG = logging.getLogger(__name__)
+LEGACY_FILE = "nova-instance-names.sqlite"
 
 
 class _Base(orm.DeclarativeBase):
@@ -29,15 +38,37 @@ class _Name(_Base):
 
 
 class InstanceNames:
-    """UUID → instance name, persistent in ``<state_dir>/nova-instance-names.sqlite``."""
+    """UUID → instance name, persistent in the launch core's database (``engine``).
 
-    def __init__(self, state_dir: str):
-        os.makedirs(state_dir, mode=0o750, exist_ok=True)
-        url = f"sqlite:///{os.path.join(state_dir, 'nova-instance-names.sqlite')}"
-        self.engine = sa.create_engine(url, connect_args={"timeout": 30,
-                                                          "check_same_thread": False})
+    The engine is borrowed (the launch core's ``StateStore.engine``): :meth:`close` leaves it
+    to its owner. ``legacy_dir`` is where an older version's names file may be (imported once).
+    """
+
+    def __init__(self, engine: sa.engine.Engine, legacy_dir: str | None = None):
+        self.engine = engine
         _Base.metadata.create_all(self.engine)
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
+        if legacy_dir:
+            self._import_legacy(os.path.join(legacy_dir, LEGACY_FILE))
+
+    def _import_legacy(self, path: str) -> None:
+        if not os.path.exists(path):
+            return
+        old = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 30})
+        try:
+            with old.connect() as conn:
+                if not sa.inspect(conn).has_table(_Name.__tablename__):
+                    rows = []
+                else:
+                    rows = conn.execute(sa.select(_Name.uuid, _Name.name)).all()
+        finally:
+            old.dispose()
+        with self.Session.begin() as s:
+            for uuid, name in rows:
+                s.merge(_Name(uuid=uuid, name=name))
+        os.unlink(path)
+        LOG.info("fluidvim: imported %d instance names from %s (now kept in the launch core's "
+                 "database)", len(rows), path)
 
     def set(self, uuid: str, name: str) -> None:
         with self.Session.begin() as s:
@@ -52,4 +83,4 @@ class InstanceNames:
             return {r.uuid: r.name for r in s.scalars(sa.select(_Name))}
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Nothing to release: the engine belongs to the launch core (closed with it)."""

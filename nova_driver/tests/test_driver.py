@@ -18,14 +18,15 @@ import time
 import uuid
 from unittest import mock
 
-from nova import context as nova_context, exception, objects, test
+from nova import context as nova_context, exception, objects, test, utils as nova_utils
 from nova.compute import power_state, provider_tree
 from nova.network import model as network_model
 from nova.tests.unit import fake_instance
 from nova.virt import event as virtevent, fake as fake_virt
 
-from fluidvim.nova_driver import driver as fdriver
+from fluidvim.nova_driver import driver as fdriver, names as fnames
 from fluidvim.vnf import conf as vnfconf, netdev
+from fluidvim.vnf.state import StateStore
 
 KERNEL = vnfconf.default_kernel()
 IMAGE_ID = "0a5a8c93-4f4e-4d4e-9a43-2a0c3f2b9e11"
@@ -40,15 +41,21 @@ class FakeGlance:
             self.blobs = {IMAGE_ID: f.read(), BAD_IMAGE_ID: b"MZ not a kernel" * 10}
         self.properties = properties or {}
         self.downloads = 0
+        self.gets = 0
 
     def get(self, context, image_id, include_locations=False, show_deleted=True):
+        self.gets += 1
+        return self.image(image_id)
+
+    def image(self, image_id):
+        """The image as Glance shows it (what Nova's API hands on to the compute)."""
         if image_id not in self.blobs:
             raise exception.ImageNotFound(image_id=image_id)
         data = self.blobs[image_id]
         return {"id": image_id, "disk_format": "aki", "container_format": "aki",
-                "size": len(data), "os_hash_algo": "sha512",
-                "os_hash_value": hashlib.sha512(data).hexdigest(),
-                "properties": dict(self.properties)}
+                "size": len(data), "checksum": hashlib.md5(data).hexdigest(),
+                "os_hash_algo": "sha512", "os_hash_value": hashlib.sha512(data).hexdigest(),
+                "min_ram": 0, "min_disk": 0, "properties": dict(self.properties)}
 
     def download(self, context, image_id, data=None, dest_path=None, trusted_certs=None):
         self.downloads += 1
@@ -153,8 +160,8 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertEqual(rec.id, sm["fluidvim_vnf_id"])
         self.assertEqual("cold", sm["fluidvim_launch_kind"])
         phases = fdriver.json.loads(sm["fluidvim_phases_ms"])
-        for key in ("image", "spec", "launch_spec", "launch_spawn", "launch_boot",
-                    "launch_configure", "launch_record", "total"):
+        for key in ("image", "spec", "stale", "launch_spec", "launch_spawn", "launch_boot",
+                    "guest_boot", "launch_configure", "launch_record", "names", "total"):
             self.assertIn(key, phases)
         self.assertLessEqual(len(sm["fluidvim_phases_ms"]), 255)
         self.assertIn("fluidvim", self.driver.get_console_output(self.ctx, inst).lower())
@@ -172,7 +179,11 @@ class UnikernelDriverTestCase(DriverTestBase):
         self._spawn(b)
         self.assertEqual(1, self.glance.downloads)
         self.assertEqual(2, len(self.driver.list_instances()))
-        self.assertEqual(1, len(os.listdir(os.path.join(self.tmp, "images"))))
+        kernel = self.driver.manager.get(a.uuid).spec.kernel
+        self.assertEqual(kernel, self.driver.manager.get(b.uuid).spec.kernel)
+        # the kernel and its cache index entry, nothing else
+        self.assertEqual(sorted([os.path.basename(kernel), f"{IMAGE_ID}.json"]),
+                         sorted(os.listdir(os.path.join(self.tmp, "images"))))
 
     def test_non_elf_image_is_refused(self):
         inst = self._instance()
@@ -205,6 +216,7 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertIn("line 1", str(exc))
         self.assertEqual([], self.driver.manager.store.list())
         self.assertEqual([], self.driver.list_instances())
+        self.assertEqual({}, self.driver.names.all())       # the name went with the launch
 
     def test_bridge_vifs(self):
         br = "fvnt" + uuid.uuid4().hex[:6]
@@ -344,3 +356,125 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertRaises(NotImplementedError, self.driver.pause, inst)
         self.assertRaises(NotImplementedError, self.driver.attach_volume, self.ctx, {}, inst,
                           "/dev/vdb")
+
+
+class ImageCacheTestCase(DriverTestBase):
+    """A boot whose kernel is cached needs no Glance round trip — but only when nothing can be
+    stale: checksum, size and mtime must match the cache index, and the image properties must
+    be whole in Nova's boot-time snapshot; otherwise Glance is asked as before."""
+
+    def _nova_boot(self, image_id=IMAGE_ID):
+        """An instance and image_meta shaped as Nova's API and compute hand them to spawn."""
+        image = self.glance.image(image_id)
+        inst = self._instance()
+        inst.system_metadata = nova_utils.get_system_metadata_from_image(image, inst.flavor)
+        meta = objects.ImageMeta.from_dict(image)
+        self.driver.spawn(self.ctx, inst, meta, [], "", {})
+        self.taps.update(n.tap for n in self.driver.manager.get(inst.uuid).spec.nics)
+        return inst
+
+    def test_cached_kernel_boots_without_glance(self):
+        self.glance.properties = {"fluidvim_click_config":
+                                  "FromDevice(0) -> snap :: Counter -> ToDevice(1);",
+                                  "fluidvim_session_slots": "48"}
+        first = self._nova_boot()
+        self.assertEqual((1, 1), (self.glance.gets, self.glance.downloads))
+        second = self._nova_boot()
+        self.assertEqual((1, 1), (self.glance.gets, self.glance.downloads))
+        rec = self.driver.manager.get(second.uuid)
+        self.assertIn("snap :: Counter", rec.config)
+        self.assertEqual(48, self._stats(second)["slots"]["total"])
+        self.assertEqual(self.driver.manager.get(first.uuid).spec.kernel, rec.spec.kernel)
+        phases = fdriver.json.loads(second.system_metadata["fluidvim_phases_ms"])
+        self.assertIn("names", phases)
+        self.assertEqual(sorted([first.name, second.name]), sorted(self.driver.list_instances()))
+
+    def test_glance_is_asked_when_the_snapshot_may_be_cut(self):
+        self._nova_boot()
+        whole = "FromDevice(0) -> ToDevice(1);\n" + "// padding\n" * 30
+        self.assertGreater(len(whole), fdriver.SYSMETA_MAX)
+        self.glance.properties = {"fluidvim_click_config": whole}
+        inst = self._nova_boot()
+        self.assertEqual(2, self.glance.gets)
+        self.assertEqual(whole, self.driver.manager.get(inst.uuid).config)
+
+    def test_glance_is_asked_when_the_checksum_differs(self):
+        self._nova_boot()
+        image = self.glance.image(IMAGE_ID)
+        image["checksum"] = "0" * 32
+        inst = self._instance()
+        inst.system_metadata = nova_utils.get_system_metadata_from_image(image, inst.flavor)
+        self.driver.spawn(self.ctx, inst, objects.ImageMeta.from_dict(image), [], "", {})
+        self.assertEqual((2, 1), (self.glance.gets, self.glance.downloads))
+
+    def test_changed_cache_file_is_verified_again(self):
+        first = self._nova_boot()
+        kernel = self.driver.manager.get(first.uuid).spec.kernel
+        st = os.stat(kernel)
+        os.utime(kernel, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        self._nova_boot()                       # same bytes, new mtime: re-hashed, kept
+        self.assertEqual((2, 1), (self.glance.gets, self.glance.downloads))
+        self._nova_boot()                       # re-indexed: no Glance again
+        self.assertEqual((2, 1), (self.glance.gets, self.glance.downloads))
+        with open(kernel, "r+b") as f:          # same size, different bytes
+            f.seek(st.st_size - 1)
+            last = f.read(1)
+            f.seek(st.st_size - 1)
+            f.write(bytes([last[0] ^ 0xFF]))
+        os.utime(kernel, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        inst = self._nova_boot()                # mismatch: downloaded and verified again
+        self.assertEqual((3, 2), (self.glance.gets, self.glance.downloads))
+        with open(self.driver.manager.get(inst.uuid).spec.kernel, "rb") as f:
+            self.assertEqual(self.glance.blobs[IMAGE_ID], f.read())
+
+
+class InstanceNamesTestCase(test.NoDBTestCase):
+    def test_kept_in_the_launch_core_database_and_legacy_file_imported(self):
+        tmp = tempfile.mkdtemp(prefix="fluidvim-names-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        legacy = os.path.join(tmp, fnames.LEGACY_FILE)
+        old_engine = fnames.sa.create_engine(f"sqlite:///{legacy}")
+        fnames._Base.metadata.create_all(old_engine)
+        with old_engine.begin() as conn:
+            conn.execute(fnames.sa.insert(fnames._Name), [{"uuid": "u1", "name": "instance-1"}])
+        old_engine.dispose()
+        store = StateStore("sqlite:///" + os.path.join(tmp, "vnf.sqlite"))
+        names = fnames.InstanceNames(store.engine, tmp)
+        self.assertFalse(os.path.exists(legacy))
+        names.set("u2", "instance-2")
+        self.assertEqual({"u1": "instance-1", "u2": "instance-2"}, names.all())
+        names.close()                            # the engine stays the launch core's
+        again = fnames.InstanceNames(store.engine, tmp)
+        again.forget("u1")
+        self.assertEqual({"u2": "instance-2"}, again.all())
+        with store.engine.connect() as conn:
+            self.assertTrue(fnames.sa.inspect(conn).has_table("nova_instance_names"))
+        store.engine.dispose()
+
+    def test_phases_json_always_fits_and_parses(self):
+        phases = {f"launch_phase_{i}": 123.456789 for i in range(20)}
+        phases.update(image=1.23, spec=0.5, total=999.99)
+        text = fdriver._phases_json(phases)
+        self.assertLessEqual(len(text), fdriver.SYSMETA_MAX)
+        self.assertEqual({"image": 1.2, "spec": 0.5, "total": 1000.0},
+                         fdriver.json.loads(text))
+
+
+class ImageWithoutMd5TestCase(DriverTestBase):
+    def test_image_without_md5_checksum_always_asks_glance(self):
+        shown = self.glance.image
+
+        def without_md5(image_id):
+            image = shown(image_id)
+            del image["checksum"]
+            return image
+
+        self.glance.image = without_md5
+        inst = self._instance()
+        for _ in range(2):
+            image = self.glance.image(IMAGE_ID)
+            inst = self._instance()
+            inst.system_metadata = nova_utils.get_system_metadata_from_image(image, inst.flavor)
+            self.driver.spawn(self.ctx, inst, objects.ImageMeta.from_dict(image), [], "", {})
+        self.assertEqual((2, 1), (self.glance.gets, self.glance.downloads))
+        self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
