@@ -399,12 +399,7 @@ def main(argv=None):
                 except urllib.error.URLError:
                     pass
             time.sleep(1)
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            e2e.Agents.stop(proc)
         if log:
             log.close()
         for pid in e2e.qemu_pids(*ctx["markers"]):

@@ -88,13 +88,7 @@ def agent(tmp_path_factory):
         tn.wait_for("a node with a healthy unikernel driver", ready, 60, 0.25)
         yield zone, run_dir
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        tn.Agents.stop(proc)
         log.close()
         for pid in tn.qemu_pids(run_dir):
             try:
