@@ -145,16 +145,8 @@ def make_case(boots: int):
                 setattr(owner, name, wrapper)
                 self.addCleanup(setattr, owner, name, orig)
             self.compute = self._start_compute("host1")
-            self.addCleanup(self._destroy_all_vnfs)
+            self.addCleanup(lambda: self.compute.manager.driver.manager.destroy_all())
 
-        def _destroy_all_vnfs(self):
-            manager = self.compute.manager.driver.manager
-            manager.stop_pool()
-            for rec in manager.store.list():
-                try:
-                    manager.destroy(rec.id)
-                except KeyError:
-                    pass
 
         def _boot(self, flavor_id):
             from nova import context as nova_context

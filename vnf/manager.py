@@ -394,6 +394,18 @@ class VNFManager:
         rec = self.get(id_or_name)
         self._destroy_spec(self.backend(rec.backend), rec.spec, rec.pid)
 
+    def destroy_all(self) -> int:
+        """Stop the pool refill and destroy every VNF and shell this store knows (tests, benches)."""
+        self.stop_pool()
+        n = 0
+        for rec in self.store.list():
+            try:
+                self.destroy(rec.id)
+                n += 1
+            except KeyError:                        # already gone
+                pass
+        return n
+
     def channel(self, id_or_name: str) -> ControlChannel:
         rec = self.get(id_or_name)
         return self.backend(rec.backend).connect(rec.spec)

@@ -66,16 +66,7 @@ class _FluidvimNovaTest(integrated_helpers.ProviderUsageBaseTestCase):
         self.rp_uuid = self._get_provider_uuid_by_host("host1")
         # Nova's fixtures do not delete servers: stop every VNF (and pool shell) we started,
         # before the service fixtures go (cleanups run last-in, first-out)
-        self.addCleanup(self._destroy_all_vnfs)
-
-    def _destroy_all_vnfs(self):
-        manager = self.compute.manager.driver.manager
-        manager.stop_pool()
-        for rec in manager.store.list():
-            try:
-                manager.destroy(rec.id)
-            except KeyError:
-                pass
+        self.addCleanup(lambda: self.compute.manager.driver.manager.destroy_all())
 
 
 class UnikernelServerTest(_FluidvimNovaTest):
