@@ -157,11 +157,13 @@ def run_ours(mgr, backend, n, warm, desc, key=None):
     for _ in tqdm(range(n), desc=desc, unit="vnf"):
         if warm:
             mgr.wait_pool(key, 2, timeout=60)   # refill done: measure the warm path itself
+        t = time.perf_counter()
         res = mgr.launch(FORWARD, bridges=[None, None], backend=backend, warm=warm)
+        wall = (time.perf_counter() - t) * 1000      # the caller's view: every commit included
         assert res.kind == ("warm" if warm else "cold"), res.kind
         rec = mgr.get(res.vnf_id)
         pid = rec.pid or int(open(f"/run/libvirt/qemu/fluidvim-{res.vnf_id}.pid").read())
-        out.append({"total_ms": res.total_ms, "phases_ms": res.phases_ms, "rss_kib": rss_kib(pid),
+        out.append({"total_ms": wall, "phases_ms": res.phases_ms, "rss_kib": rss_kib(pid),
                     "boot_us": res.boot_us})
         mgr.destroy(res.vnf_id)
     return out

@@ -12,7 +12,7 @@ timers wrapped around Nova's own methods:
 * ``scheduling``       ``select_destinations`` (Placement GET a_c + filters/weighers + claim)
 * ``conductor→compute`` its end … ``ComputeManager._do_build_and_run_instance`` starts
 * ``compute pre-spawn`` … ``driver.spawn`` starts (claim, network, block devices, hooks)
-* ``spawn``            the driver's spawn (its phases image/spec/stale/launch_*/names/total in
+* ``spawn``            the driver's spawn (its phases image/spec/stale/launch_*/total in
                        system_metadata)
 * ``compute post-spawn`` spawn returns … the instance is saved ACTIVE
 

@@ -164,9 +164,8 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def _records(self, instance_uuid: str):
         """Launch-core records of a server, oldest first (normally exactly one)."""
-        recs = [r for r in self.manager.store.list()
-                if r.name == instance_uuid and r.status != "pool"]
-        return sorted(recs, key=lambda r: r.created_at)
+        return self.manager.store.list(statuses=("booting", "running", "crashed", "stopped"),
+                                       name=instance_uuid)
 
     def _record(self, instance):
         recs = self._records(instance.uuid)
@@ -176,9 +175,9 @@ class UnikernelDriver(driver.ComputeDriver):
         if forget:
             self.names.forget(instance_uuid)
         n = 0
-        for rec in self._records(instance_uuid):
+        for vnf_id in self.manager.store.ids_named(instance_uuid):
             try:
-                self.manager.destroy(rec.id)
+                self.manager.destroy(vnf_id)
                 n += 1
             except KeyError:
                 pass            # gone meanwhile (e.g. its death was just handled)
@@ -302,25 +301,14 @@ class UnikernelDriver(driver.ComputeDriver):
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
         phases["stale"] = _ms(t)
-        # the name before the launch: a warm launch wakes the pool's refill, whose writes to
-        # the same database would otherwise queue this commit behind them
-        t = time.perf_counter()
         try:
-            self.names.set(instance.uuid, instance.name)
-            named = True
+            iname = instance.name
         except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
             LOG.debug("fluidvim: no instance name for %s", instance.uuid)
-            named = False
-        phases["names"] = _ms(t)
-        try:
-            res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
-        except BaseException:
-            if named:       # no VNF: no name (a later successful start sets it again)
-                try:
-                    self.names.forget(instance.uuid)
-                except Exception:  # noqa: BLE001 - keep the launch's own error
-                    LOG.exception("fluidvim: could not forget the name of %s", instance.uuid)
-            raise
+            iname = None
+        # the name is written in the launch's own commit: no VNF, no name
+        args["on_record"] = self.names.writer(instance.uuid, iname) if iname else None
+        res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
         if res.kind == "cold" and res.boot_us is not None:
             # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
             # kernel booting (the rest is QEMU starting and the ready event reaching us)

@@ -37,6 +37,11 @@ class _Name(_Base):
     name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
 
 
+_NAMES = _Name.__table__
+_DELETE = _NAMES.delete().where(_NAMES.c.uuid == sa.bindparam("b_uuid"))
+_INSERT = _NAMES.insert()        # built once: a spawn writes its name with these two
+
+
 class InstanceNames:
     """UUID → instance name, persistent in the launch core's database (``engine``).
 
@@ -71,8 +76,17 @@ class InstanceNames:
                  "database)", len(rows), path)
 
     def set(self, uuid: str, name: str) -> None:
-        with self.Session.begin() as s:
-            s.merge(_Name(uuid=uuid, name=name))
+        with self.engine.begin() as conn:
+            self.writer(uuid, name)(conn)
+
+    @staticmethod
+    def writer(uuid: str, name: str):
+        """``fn(conn)`` that records ``uuid``'s name on an open connection, inside the
+        caller's transaction (the launch core's ``on_record``: a spawn is one commit)."""
+        def write(conn):
+            conn.execute(_DELETE, {"b_uuid": uuid})
+            conn.execute(_INSERT, {"uuid": uuid, "name": name})
+        return write
 
     def forget(self, uuid: str) -> None:
         with self.Session.begin() as s:

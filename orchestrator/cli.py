@@ -26,7 +26,31 @@ EXAMPLES = """examples:
 """
 
 
+class _LazyAPI:
+    """The RPC client, made on first use: a command checks its own arguments before it
+    reaches the broker, so a typo is reported as a typo even when RabbitMQ is down."""
+
+    def __init__(self, args):
+        self._args, self._api = args, None
+
+    def __getattr__(self, name):
+        if self._api is None:
+            self._api = _make_api(self._args)
+        return getattr(self._api, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._api is not None:
+            self._api.close()
+
+
 def _api(args):
+    return _LazyAPI(args)
+
+
+def _make_api(args):
     from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 

@@ -143,8 +143,11 @@ class VNFManager:
                                tsc_khz=self._tsc_khz, **be.paths(vid)).validate()
 
     # -- cold boot (also used to fill the pool) --
-    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None):
-        """Boot ``spec``; on any failure remove everything it created and raise LaunchError."""
+    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None):
+        """Boot ``spec``; on any failure remove everything it created and raise LaunchError.
+
+        ``launch`` = (t0, on_record) for a cold launch: its final record is then written in
+        one commit with the launch history row (:meth:`StateStore.finish_launch`)."""
         phases = phases if phases is not None else {}
         self.store.add(VNFRecord(id=spec.uuid, name=spec.name, backend=be.name,
                                  status="booting", spec_json=json.dumps(spec.to_dict()),
@@ -174,8 +177,13 @@ class VNFManager:
                     ch.configure(config, slots=spec.session_slots)
                     phases["configure"] = _ms(t)
             t = time.perf_counter()
-            self.store.update(spec.uuid, status=status, config=config,
-                              boot_us=ready.get("boot_us"))
+            fields = {"status": status, "config": config, "boot_us": ready.get("boot_us")}
+            if launch is None:
+                self.store.update(spec.uuid, **fields)
+            else:
+                self.store.finish_launch(spec.uuid, fields, backend=be.name, kind="cold",
+                                         total_ms=_ms(launch[0]), phases=phases,
+                                         on_record=launch[1])
             be.watch(spec, pid)
             phases["record"] = _ms(t)
         except BaseException:
@@ -190,7 +198,7 @@ class VNFManager:
     def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None, taps=None,
                slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
                backend: str | None = None, warm: bool | None = None,
-               kernel: str | None = None) -> LaunchResult:
+               kernel: str | None = None, on_record=None) -> LaunchResult:
         """Start a VNF running ``config`` with one NIC per entry of ``bridges`` (None = unplugged).
 
         ``kernel`` is the VNF image of this launch (default: [vnf] kernel); warm shells are only
@@ -199,6 +207,11 @@ class VNFManager:
         ``macs`` and ``taps`` fix NIC i's MAC / host tap name (None entries = generated; tap
         names are what Neutron calls the port's devname). Uses a warm shell when one is ready
         (unless ``warm=False`` or specific MACs or tap names are asked for); otherwise boots cold.
+
+        A launch ends in one commit: the VNF's record, its launch history row and, when given,
+        ``on_record(conn)`` — the caller's own rows about this VNF, written on that SQLAlchemy
+        connection in the same transaction (the Nova driver's instance name). If the hook
+        raises, the launch fails and the VNF is removed.
         Raises ``ControlError`` (code ``config``) for a configuration the VNF rejects and
         ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
         """
@@ -211,31 +224,39 @@ class VNFManager:
                 raise specmod.SpecError(f"nics[{i}].bridge", f"bridge {br!r} does not exist: "
                                         f"create it first (ip link add {br} type bridge)")
         if warm is not False and not any(macs or ()) and not any(taps or ()):
-            res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel)
+            res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel,
+                                    on_record)
             if res is not None:
                 return res
         return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                                 kernel, taps)
+                                 kernel, taps, on_record)
 
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                     kernel=None, taps=None):
+                     kernel=None, taps=None, on_record=None):
         t0 = time.perf_counter()
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
                               kernel, taps)
         spec = spec.with_changes(click_config=config)
         phases = {"spec": _ms(t0)}
         try:
-            ready = self._boot(be, spec, "running", config=config, phases=phases)
+            ready = self._boot(be, spec, "running", config=config, phases=phases,
+                               launch=(t0, on_record))
         except Exception:
-            self.store.record_launch(spec.uuid, be.name, "cold", False, _ms(t0), phases)
+            self._record_failure(spec.uuid, be.name, "cold", t0, phases)
             raise
         total = _ms(t0)
-        self.store.record_launch(spec.uuid, be.name, "cold", True, total, phases)
         LOG.info("cold launch of %s (%s) in %.1f ms: %s", spec.name, be.name, total, phases)
         return LaunchResult(spec.uuid, spec.name, be.name, "cold", phases, total,
                             ready.get("boot_us"), self.accel)
 
-    def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None):
+    def _record_failure(self, vnf_id, backend, kind, t0, phases) -> None:
+        try:
+            self.store.record_launch(vnf_id, backend, kind, False, _ms(t0), phases)
+        except Exception:  # noqa: BLE001 - keep the launch's own error
+            LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
+
+    def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None,
+                     on_record=None):
         t0 = time.perf_counter()
         key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
         rec = self.store.claim_pool_shell(key, name or "claimed")
@@ -254,6 +275,17 @@ class VNFManager:
             with be.connect(spec) as ch:
                 ch.configure(config, slots=slots)
             phases["configure"] = _ms(t)
+            t = time.perf_counter()
+            new_nics = tuple(dataclasses.replace(n, bridge=br)
+                             for n, br in zip(spec.nics, bridges))
+            spec = spec.with_changes(name=name, nics=new_nics, session_slots=slots,
+                                     click_config=config)
+            self.store.finish_launch(
+                spec.uuid, {"name": name, "config": config,
+                            "spec_json": json.dumps(spec.to_dict())},
+                backend=be.name, kind="warm", total_ms=_ms(t0), phases=phases,
+                on_record=on_record)
+            phases["record"] = _ms(t)
         except ControlError as e:
             if e.code == "config":
                 # the shell is intact and still unconfigured: give it back to the pool
@@ -263,23 +295,16 @@ class VNFManager:
                 self._pool_wakeup.set()
             else:
                 self._destroy_spec(be, spec, rec.pid)
-            self.store.record_launch(spec.uuid, be.name, "warm", False, _ms(t0), phases)
+            self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             raise
         except BaseException:
-            # e.g. a bridge vanished: the shell's state is unknown, so it goes entirely
+            # e.g. a bridge vanished, or the record could not be written: the shell's state
+            # is unknown, so it goes entirely
             self._destroy_spec(be, spec, rec.pid)
-            self.store.record_launch(spec.uuid, be.name, "warm", False, _ms(t0), phases)
+            self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             self._pool_wakeup.set()
             raise
-        t = time.perf_counter()
-        new_nics = tuple(dataclasses.replace(n, bridge=br) for n, br in zip(spec.nics, bridges))
-        spec = spec.with_changes(name=name, nics=new_nics, session_slots=slots,
-                                 click_config=config)
-        self.store.update(spec.uuid, name=name, config=config,
-                          spec_json=json.dumps(spec.to_dict()))
-        phases["record"] = _ms(t)
         total = _ms(t0)
-        self.store.record_launch(spec.uuid, be.name, "warm", True, total, phases)
         self._pool_wakeup.set()     # refill after serving the request, not during it
         LOG.info("warm launch of %s (%s) in %.2f ms: %s", name, be.name, total, phases)
         return LaunchResult(spec.uuid, name, be.name, "warm", phases, total, rec.boot_us,

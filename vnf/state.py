@@ -60,6 +60,32 @@ class LaunchRecord(Base):
         return json.loads(self.phases_json)
 
 
+_VNFS = VNFRecord.__table__
+_LAUNCHES = LaunchRecord.__table__
+
+
+def _claim_statement():
+    oldest = (sa.select(_VNFS.c.id)
+              .where(_VNFS.c.pool_key == sa.bindparam("b_key"), _VNFS.c.status == "pool")
+              .order_by(_VNFS.c.created_at).limit(1).scalar_subquery())
+    return (_VNFS.update()
+            .where(_VNFS.c.id == oldest, _VNFS.c.status == "pool")
+            .values(status="running", name=sa.bindparam("b_name"), pool_key=None,
+                    updated_at=sa.bindparam("b_now"))
+            .returning(*_VNFS.c))
+
+
+# The launch path's statements, built once. Building a statement (and running it through an ORM
+# session) cost several times more than SQLite executing it: most of a warm launch's store time.
+# An UPDATE without .values() takes its SET clause from the parameters given at execution.
+_CLAIM = _claim_statement()
+_UPDATE = _VNFS.update().where(_VNFS.c.id == sa.bindparam("b_id"))
+_INSERT_LAUNCH = _LAUNCHES.insert()
+_IDS_NAMED = (sa.select(_VNFS.c.id).where(_VNFS.c.name == sa.bindparam("b_name"),
+                                         _VNFS.c.status != "pool")
+              .order_by(_VNFS.c.created_at))
+
+
 class StateStore:
     def __init__(self, url: str):
         kw = {}
@@ -98,35 +124,41 @@ class StateStore:
                     VNFRecord.id.startswith(id_or_name))).first()
             return rec
 
-    def list(self, statuses=None, backend: str | None = None) -> list[VNFRecord]:
+    def list(self, statuses=None, backend: str | None = None,
+             name: str | None = None) -> list[VNFRecord]:
+        """Records oldest first, optionally only those with a status in ``statuses``, of one
+        ``backend`` or called ``name``."""
         with self.Session() as s:
             q = sa.select(VNFRecord).order_by(VNFRecord.created_at)
             if statuses:
                 q = q.where(VNFRecord.status.in_(statuses))
             if backend:
                 q = q.where(VNFRecord.backend == backend)
+            if name is not None:
+                q = q.where(VNFRecord.name == name)
             return list(s.scalars(q))
 
     def update(self, vnf_id: str, **fields) -> None:
-        fields["updated_at"] = time.time()
-        with self.Session.begin() as s:
-            s.execute(sa.update(VNFRecord).where(VNFRecord.id == vnf_id).values(**fields))
+        with self.engine.begin() as conn:
+            conn.execute(_UPDATE, {"b_id": vnf_id, **fields, "updated_at": time.time()})
+
+    def ids_named(self, name: str) -> list[str]:
+        """Ids of the VNFs (not pool shells) called ``name``, oldest first: one indexed query."""
+        with self.engine.connect() as conn:
+            return list(conn.execute(_IDS_NAMED, {"b_name": name}).scalars())
 
     def claim_pool_shell(self, pool_key: str, name: str) -> VNFRecord | None:
         """Atomically take the oldest booted shell of ``pool_key`` (safe across processes):
-        one ``UPDATE ... WHERE status = 'pool' ... RETURNING`` statement."""
-        oldest = (sa.select(VNFRecord.id)
-                  .where(VNFRecord.pool_key == pool_key, VNFRecord.status == "pool")
-                  .order_by(VNFRecord.created_at).limit(1).scalar_subquery())
-        stmt = (sa.update(VNFRecord)
-                .where(VNFRecord.id == oldest, VNFRecord.status == "pool")
-                .values(status="running", name=name, pool_key=None, updated_at=time.time())
-                .returning(VNFRecord))
+        one ``UPDATE ... WHERE status = 'pool' ... RETURNING`` statement. The record returned
+        is detached (not bound to a session)."""
         for _ in range(3):     # a concurrent claimer may win the same row (READ COMMITTED)
-            with self.Session.begin() as s:
-                rec = s.scalars(stmt).first()
-            if rec is not None or not self.count_pool(pool_key, ("pool",)):
-                return rec
+            with self.engine.begin() as conn:
+                row = conn.execute(_CLAIM, {"b_key": pool_key, "b_name": name,
+                                            "b_now": time.time()}).first()
+            if row is not None:
+                return VNFRecord(**row._mapping)
+            if not self.count_pool(pool_key, ("pool",)):
+                return None
         return None
 
     def count_pool(self, pool_key: str, statuses=("pool", "booting")) -> int:
@@ -138,12 +170,32 @@ class StateStore:
         with self.Session.begin() as s:
             s.execute(sa.delete(VNFRecord).where(VNFRecord.id == vnf_id))
 
+    def finish_launch(self, vnf_id: str, fields: dict, *, backend: str, kind: str,
+                      total_ms: float, phases: dict, on_record=None) -> None:
+        """A successful launch's one commit: the VNF's record (``fields``), its launch history
+        row and whatever ``on_record(conn)`` writes (a caller's own rows about this VNF, e.g.
+        the Nova driver's instance name) in one transaction: all or nothing.
+
+        ``total_ms`` is the launch's time up to this call (the commit itself is not in it)."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            conn.execute(_UPDATE, {"b_id": vnf_id, **fields, "updated_at": now})
+            conn.execute(_INSERT_LAUNCH, self._launch_row(vnf_id, backend, kind, True,
+                                                           total_ms, phases, now))
+            if on_record is not None:
+                on_record(conn)
+
+    @staticmethod
+    def _launch_row(vnf_id, backend, kind, ok, total_ms, phases, at) -> dict:
+        return {"vnf_id": vnf_id, "backend": backend, "kind": kind, "ok": ok,
+                "total_ms": total_ms, "phases_json": json.dumps(phases), "at": at}
+
     # -- launch history --
     def record_launch(self, vnf_id: str, backend: str, kind: str, ok: bool, total_ms: float,
                       phases: dict) -> None:
-        with self.Session.begin() as s:
-            s.add(LaunchRecord(vnf_id=vnf_id, backend=backend, kind=kind, ok=ok,
-                               total_ms=total_ms, phases_json=json.dumps(phases), at=time.time()))
+        with self.engine.begin() as conn:
+            conn.execute(_INSERT_LAUNCH, self._launch_row(vnf_id, backend, kind, ok, total_ms,
+                                                          phases, time.time()))
 
     def recent_launches(self, limit: int, backend: str | None = None,
                         kind: str | None = None) -> list[LaunchRecord]:
