@@ -263,6 +263,27 @@ def cmd_instance_rm(args, api):
         _out(args, api.terminate(inst), lambda r: print(f"terminated {r['terminated']}"))
 
 
+@_command
+def cmd_network_list(args, api):
+    def text(rows):
+        print(f"{'ZONE':<12} {'NAME':<24} {'ID':<16} PORTS")
+        for r in rows:
+            print(f"{r['zone']:<12} {r['name']:<24} {r['id']:<16} {', '.join(r['ports']) or '-'}")
+    _out(args, api.list_networks(args.zone), text)
+
+
+@_command
+def cmd_network_create(args, api):
+    _out(args, api.create_network(args.zone, args.name),
+         lambda r: print(f"network {r['name']} in zone {r['zone']}: {r['id']}"))
+
+
+@_command
+def cmd_network_rm(args, api):
+    for net in args.network:
+        _out(args, api.delete_network(args.zone, net), lambda r: print(f"deleted {r['deleted']}"))
+
+
 def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     """Add the orchestrator commands to the ``fluidvim`` parser's subparsers."""
     def common(p):
@@ -346,3 +367,23 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     ir = common(isub.add_parser("rm", help="terminate instances"))
     ir.add_argument("instance", nargs="+")
     ir.set_defaults(func=cmd_instance_rm)
+
+    net = sub.add_parser("network", help="networks (virtual links) of the zones",
+                         formatter_class=fmt,
+                         epilog="examples:\n  fluidvim network create --zone local lan\n"
+                                "  fluidvim network list\n"
+                                "  fluidvim network rm --zone local lan\n"
+                                "(the local zone makes a Linux bridge per network; its id is "
+                                "what a NIC names)\n")
+    nsub = net.add_subparsers(dest="network_command", required=True)
+    nl = common(nsub.add_parser("list", help="list networks"))
+    nl.add_argument("--zone", help="only this zone")
+    nl.set_defaults(func=cmd_network_list)
+    nc = common(nsub.add_parser("create", help="create a network (idempotent)"))
+    nc.add_argument("--zone", required=True)
+    nc.add_argument("name")
+    nc.set_defaults(func=cmd_network_create)
+    nr = common(nsub.add_parser("rm", help="delete networks (refused while NICs are attached)"))
+    nr.add_argument("--zone", required=True)
+    nr.add_argument("network", nargs="+", help="name or id")
+    nr.set_defaults(func=cmd_network_rm)

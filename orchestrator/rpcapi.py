@@ -18,7 +18,7 @@ import oslo_messaging as messaging
 
 from .exception import OrchestratorError
 
-RPC_API_VERSION = "1.0"
+RPC_API_VERSION = "1.1"       # 1.1: list_networks, create_network, delete_network
 EXMODS = ["fluidvim.orchestrator.exception"]
 
 
@@ -123,3 +123,12 @@ class OrchestratorAPI:
 
     def terminate(self, instance: str):
         return self._call("terminate", instance=instance)
+
+    def list_networks(self, zone: str | None = None):
+        return self._call("list_networks", version="1.1", zone=zone)
+
+    def create_network(self, zone: str, name: str):
+        return self._call("create_network", version="1.1", zone=zone, name=name)
+
+    def delete_network(self, zone: str, network: str):
+        return self._call("delete_network", version="1.1", zone=zone, network=network)

@@ -3,7 +3,7 @@
 """``fluidvim-orchestrator``: the orchestrator as an oslo.messaging RPC server.
 
 :class:`Orchestrator` is the service's core (usable in-process: the demo, tests, benchmarks);
-:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.0); :func:`main` is the console
+:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.1); :func:`main` is the console
 script: it serves RPC on ``[orchestrator] topic``, listens for slot-update notifications on
 ``[orchestrator] notification_topic`` and, with ``[orchestrator] local_zone``, runs the embedded
 local zone (launch core + slot agent publishing through the same notification path).
@@ -33,11 +33,11 @@ from .placement import PlacementEngine, explain
 from .queuing import QueuingEstimator
 from .resolver import Resolver
 from .slots import SlotRegistry, SlotReport, validate_aliases
-from .zones.base import ZoneAdapter
+from .zones.base import NETWORK_NAME_RE, ZoneAdapter, ZoneError
 
 LOG = logging.getLogger(__name__)
 
-RPC_API_VERSION = "1.0"
+RPC_API_VERSION = "1.1"       # 1.1: list_networks, create_network, delete_network
 SERVICE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 
 
@@ -274,7 +274,44 @@ class Orchestrator:
         self.registry.forget(row.id)
         return {"terminated": row.id}
 
+    # -- networks (virtual links) of the zones --
+    def _zone(self, zone):
+        if zone not in self.zones:
+            raise NotFound(f"zone: no zone {zone!r} (zones: {', '.join(sorted(self.zones))})",
+                           field="zone")
+        return self.zones[zone]
+
+    @staticmethod
+    def network_dict(n) -> dict:
+        return {"id": n.id, "name": n.name, "zone": n.zone, "ports": list(n.ports)}
+
+    def list_networks(self, zone=None) -> list[dict]:
+        zones = [self._zone(zone)] if zone else [self.zones[z] for z in sorted(self.zones)]
+        return [self.network_dict(n) for z in zones for n in z.networks()]
+
+    def create_network(self, zone, name) -> dict:
+        z = self._zone(zone)
+        if not isinstance(name, str) or not NETWORK_NAME_RE.fullmatch(name):
+            raise invalid("name", f"{name!r} is not a valid network name",
+                          "use 1-63 letters, digits, '_', '.' or '-', starting with a letter or "
+                          "digit")
+        try:
+            return self.network_dict(z.create_network(name))
+        except ZoneError as e:
+            raise invalid("network", str(e)) from None
+
+    def delete_network(self, zone, network) -> dict:
+        try:
+            self._zone(zone).delete_network(network)
+        except ZoneError as e:
+            raise invalid("network", str(e)) from None
+        return {"deleted": network}
+
     # -- running as a service --
+    def endpoints(self) -> list:
+        """The RPC endpoints this service serves (each with its own target namespace/version)."""
+        return [OrchestratorEndpoint(self)]
+
     def start(self, server: str | None = None, *, agent: bool = True) -> None:
         o = self.conf.orchestrator
         rpc_t = messaging.get_rpc_transport(self.conf, url=o.transport_url)
@@ -283,7 +320,7 @@ class Orchestrator:
         target = messaging.Target(topic=o.topic, server=server or socket.gethostname(),
                                   version=RPC_API_VERSION)
         self._rpc = messaging.get_rpc_server(
-            rpc_t, target, [OrchestratorEndpoint(self)],
+            rpc_t, target, self.endpoints(),
             access_policy=messaging.DefaultRPCAccessPolicy)
         self._listener = SlotListener(notif_t, o.notification_topic, self.registry, self.store)
         self._listener.start()
@@ -357,7 +394,7 @@ def _rpc_method(fn):
 
 
 class OrchestratorEndpoint:
-    """RPC API 1.0. Every method returns JSON-serialisable data."""
+    """RPC API 1.1 (1.1 added the network methods). Every method returns JSON-serialisable data."""
 
     target = messaging.Target(version=RPC_API_VERSION)
 
@@ -411,6 +448,18 @@ class OrchestratorEndpoint:
     @_rpc_method
     def terminate(self, ctxt, instance):
         return self.orch.terminate(instance)
+
+    @_rpc_method
+    def list_networks(self, ctxt, zone=None):
+        return self.orch.list_networks(zone)
+
+    @_rpc_method
+    def create_network(self, ctxt, zone, name):
+        return self.orch.create_network(zone, name)
+
+    @_rpc_method
+    def delete_network(self, ctxt, zone, network):
+        return self.orch.delete_network(zone, network)
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 import socket
 import struct
 import threading
@@ -68,6 +69,32 @@ def delete_link(name: str) -> bool:
             raise
         return False
     return True
+
+
+def set_alias(name: str, alias: str) -> None:
+    """Set a link's ``ifalias`` (what ``ip link show`` prints as ``alias``; kept by the kernel)."""
+    idx = _index(name)
+    if idx is None:
+        raise NetdevError(f"link {name} does not exist")
+    _ipr().link("set", index=idx, ifalias=alias)
+
+
+def aliased(prefix: str) -> dict[str, str]:
+    """{link name: alias} of the links whose alias starts with ``prefix``."""
+    out = {}
+    for link in _ipr().get_links():
+        alias = link.get_attr("IFLA_IFALIAS")
+        if alias and alias.startswith(prefix):
+            out[link.get_attr("IFLA_IFNAME")] = alias
+    return out
+
+
+def ports_of(bridge: str) -> list[str]:
+    """Names of the links attached to ``bridge`` ([] when it does not exist)."""
+    try:
+        return sorted(os.listdir(f"/sys/class/net/{bridge}/brif"))
+    except OSError:
+        return []
 
 
 SIOCBRADDIF, SIOCBRDELIF = 0x89A2, 0x89A3

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import re
 
 from fluidvim.evaluator.model import EnvironmentType
+
+NETWORK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 
 class ZoneError(Exception):
@@ -57,6 +60,14 @@ class LaunchRequest:
     warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
 
 
+@dataclasses.dataclass
+class NetworkInfo:
+    id: str                                # what LaunchRequest.bridges takes for a NIC on it
+    name: str                              # the name it was created with
+    zone: str
+    ports: list = dataclasses.field(default_factory=list)    # NICs attached, when known
+
+
 class ZoneAdapter(abc.ABC):
     """One zone. Implementations must be safe to call from several threads."""
 
@@ -94,6 +105,21 @@ class ZoneAdapter(abc.ABC):
         """"warm" or "cold": what the next on-demand launch would be (None = the zone cannot
         tell). The queuing delay is estimated from past launches of that kind."""
         return None
+
+    # -- networks (NFV virtual links): zones that cannot create them say how to bring one --
+    def networks(self) -> list[NetworkInfo]:
+        """Networks this zone created for fluidvim."""
+        return []
+
+    def create_network(self, name: str) -> NetworkInfo:
+        """Create network ``name`` (idempotent: an existing one of that name is returned)."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) cannot create networks: create "
+                        f"{name!r} in the VIM and name it in the request instead")
+
+    def delete_network(self, network_id: str) -> None:
+        """Delete a network this zone created; refused while NICs are attached."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) does not manage networks: delete "
+                        f"{network_id!r} in the VIM")
 
     @abc.abstractmethod
     def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:

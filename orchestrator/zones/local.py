@@ -17,12 +17,13 @@ import threading
 import uuid as uuidlib
 
 from fluidvim.evaluator.model import EnvironmentType
+from fluidvim.vnf import netdev
 from fluidvim.vnf.backends import LaunchError
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 from fluidvim.vnf.spec import SpecError
 
-from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+from .base import NETWORK_NAME_RE, HostInfo, InstanceInfo, LaunchRequest, NetworkInfo, ZoneAdapter, ZoneError
 
 
 def cpu_model() -> str:
@@ -141,6 +142,43 @@ class LocalZone(ZoneAdapter):
             self.mgr.destroy(instance_id)
         except KeyError:
             pass
+
+    # -- networks: Linux bridges named from (zone, name), the name kept in the bridge's alias --
+    def _alias(self, name: str = "") -> str:
+        return f"fluidvim:{self.name}:{name}"
+
+    def bridge_for(self, name: str) -> str:
+        """The bridge of network ``name`` in this zone (15 characters at most: IFNAMSIZ)."""
+        return "fvn" + hashlib.sha256(self._alias(name).encode()).hexdigest()[:10]
+
+    def networks(self) -> list[NetworkInfo]:
+        prefix = self._alias()
+        return [NetworkInfo(id=br, name=alias[len(prefix):], zone=self.name,
+                            ports=netdev.ports_of(br))
+                for br, alias in sorted(netdev.aliased(prefix).items())]
+
+    def create_network(self, name: str) -> NetworkInfo:
+        if not isinstance(name, str) or not NETWORK_NAME_RE.fullmatch(name):
+            raise ZoneError(f"name: {name!r} is not a valid network name: use 1-63 letters, "
+                            "digits, '_', '.' or '-', starting with a letter or digit")
+        br = self.bridge_for(name)
+        try:
+            netdev.ensure_bridge(br)
+            netdev.set_alias(br, self._alias(name))
+        except (netdev.NetdevError, OSError) as e:
+            netdev.delete_link(br)
+            raise ZoneError(f"zone {self.name}: cannot create network {name!r} (bridge {br}): "
+                            f"{e}") from e
+        return NetworkInfo(id=br, name=name, zone=self.name, ports=netdev.ports_of(br))
+
+    def delete_network(self, network_id: str) -> None:
+        net = next((n for n in self.networks() if network_id in (n.id, n.name)), None)
+        if net is None:
+            return                                      # idempotent, like terminate
+        if net.ports:
+            raise ZoneError(f"network: {net.name!r} ({net.id}) still has NICs attached "
+                            f"({', '.join(net.ports)}): terminate their VNFs first")
+        netdev.delete_link(net.id)
 
     def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
         """Recent successful launches of the kind the next one would be (warm when a shell is

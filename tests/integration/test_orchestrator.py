@@ -217,6 +217,50 @@ def test_malformed_requests_get_clear_errors(env):
     assert api.list_services() == []
 
 
+def test_local_zone_networks(env):
+    """Virtual links of the local zone over RPC: a bridge per (zone, name), its name in the
+    bridge's alias (so a restarted orchestrator lists it), VNF NICs on it, deletion refused while
+    NICs are attached, nothing left after."""
+    from fluidvim.orchestrator.zones.base import LaunchRequest
+    from fluidvim.vnf import netdev
+
+    orch = env.start()
+    api = env.api()
+    name = f"lan-{uuid.uuid4().hex[:6]}"
+    zone = orch.local_zone.name
+    net = api.create_network(zone, name)
+    assert net["name"] == name and net["zone"] == zone and net["ports"] == []
+    assert netdev.exists(net["id"]) and len(net["id"]) <= 15
+    assert api.create_network(zone, name) == net                     # idempotent
+    assert net in api.list_networks(zone)
+    try:
+        inst = orch.local_zone.launch(LaunchRequest(service="fw", click_config=FORWARD,
+                                                    bridges=(net["id"], net["id"]), warm=False))
+        (listed,) = [n for n in api.list_networks(zone) if n["name"] == name]
+        assert len(listed["ports"]) == 2
+        with pytest.raises(InvalidRequest) as e:
+            api.delete_network(zone, name)
+        assert e.value.field == "network" and "still has NICs attached" in e.value.message
+        orch.local_zone.terminate(inst.id)
+        # a restarted orchestrator finds the network by its alias
+        orch.stop()
+        env.start()
+        api2 = env.api()
+        assert any(n["name"] == name for n in api2.list_networks(zone))
+        assert api2.delete_network(zone, name) == {"deleted": name}
+        assert not netdev.exists(net["id"])
+        assert api2.delete_network(zone, name) == {"deleted": name}      # idempotent
+    finally:
+        netdev.delete_link(net["id"])
+    for bad, field in [("has space", "name"), ("", "name"), ("x" * 64, "name")]:
+        with pytest.raises(InvalidRequest) as e:
+            api2.create_network(zone, bad)
+        assert e.value.field == field and e.value.message.startswith(field)
+    with pytest.raises(NotFound) as e:
+        api2.create_network("atlantis", "lan")
+    assert e.value.message.startswith("zone: no zone 'atlantis'")
+
+
 def test_console_script_and_cli(tmp_path):
     """`fluidvim-orchestrator` as its own process with a config file; the `fluidvim` CLI on top."""
     import os

@@ -13,7 +13,7 @@ from .test_cli import test_help_shows_examples as help_shows_examples
 @pytest.mark.parametrize("argv", [["service", "--help"], ["service", "register", "--help"],
                                   ["place", "--help"], ["placement", "--help"],
                                   ["resolve", "--help"], ["zone", "--help"], ["slots", "--help"],
-                                  ["instance", "--help"]])
+                                  ["instance", "--help"], ["network", "--help"]])
 def test_orchestrator_help_shows_examples(argv, capsys):
     help_shows_examples(argv, capsys)
 

@@ -195,3 +195,22 @@ def test_zone_list_reports_hosts_env_types_and_delays(fleet):
     assert all(z["queuing_delay"]["fw"]["seconds"] > 0 for z in listed)
     # the database follows: hosts and their (zone-free) environment types
     assert len(orch.store.hosts()) == 40 and {e.uid for e in orch.store.envs()} == set(types)
+
+
+def test_zones_without_network_support_say_so(tmp_path):
+    env = EnvironmentType("qemu", "kvm", "microvm", "cpu")
+    orch = make_orch(tmp_path, [SyntheticZone("z", [HostInfo("h", env)])])
+    try:
+        assert orch.list_networks() == [] and orch.list_networks("z") == []
+        with pytest.raises(InvalidRequest) as e:
+            orch.create_network("z", "lan")
+        assert e.value.field == "network" and "cannot create networks" in e.value.message
+        assert "name it in the request" in e.value.message
+        with pytest.raises(InvalidRequest) as e:
+            orch.create_network("z", "two words")
+        assert e.value.field == "name"
+        with pytest.raises(NotFound) as e:
+            orch.list_networks("nowhere")
+        assert e.value.message.startswith("zone: no zone 'nowhere'")
+    finally:
+        orch.close()
