@@ -11,6 +11,7 @@ PACKAGE_DIRS = {
     "fluidvim.vnf": "vnf",
     "fluidvim.orchestrator": "orchestrator",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
+    "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -30,7 +31,8 @@ setup(
     packages=list(PACKAGE_DIRS) + list(SHIM_DIRS),
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
-                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"]},
+                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
+                  "fluidvim.orchestrator.mano": ["schemas/*.json"]},
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",

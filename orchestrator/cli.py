@@ -284,15 +284,17 @@ def cmd_network_rm(args, api):
         _out(args, api.delete_network(args.zone, net), lambda r: print(f"deleted {r['deleted']}"))
 
 
+def common(p):
+    """The options of every command that talks to the orchestrator."""
+    p.add_argument("--transport-url", help="override [orchestrator] transport_url")
+    p.add_argument("--topic", help="override [orchestrator] topic")
+    p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
 def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     """Add the orchestrator commands to the ``fluidvim`` parser's subparsers."""
-    def common(p):
-        p.add_argument("--transport-url", help="override [orchestrator] transport_url")
-        p.add_argument("--topic", help="override [orchestrator] topic")
-        p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")
-        p.add_argument("--json", action="store_true", help="print JSON")
-        return p
-
     svc = sub.add_parser("service", help="services the orchestrator places and resolves",
                          formatter_class=fmt, epilog=EXAMPLES)
     ssub = svc.add_subparsers(dest="service_command", required=True)
@@ -387,3 +389,6 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     nr.add_argument("--zone", required=True)
     nr.add_argument("network", nargs="+", help="name or id")
     nr.set_defaults(func=cmd_network_rm)
+
+    from fluidvim.orchestrator.mano import cli as ns_cli
+    ns_cli.add_commands(sub, fmt)

@@ -5,7 +5,8 @@
 Everything a restarted orchestrator needs: zones, environment types (by their zone-free uid),
 hosts, services (aliases with slot ratios, tolerable queuing delay), instances, the latest slot
 report per instance and service, placement decisions with the record of every
-step, and launch records (start/end of on-demand launches, for the queuing delay). Probe
+step, launch records (start/end of on-demand launches, for the queuing delay) and network services
+deployed from NFV descriptors (what they created, for `fluidvim ns rm`). Probe
 results live in the same database, in the evaluator's ProbeCache table (one place for them).
 """
 
@@ -146,6 +147,32 @@ class LaunchRow(Base):
     instance_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     kind: orm.Mapped[str | None] = orm.mapped_column(sa.String(8))        # cold | warm | None
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class NetworkServiceRow(Base):
+    """A network service deployed from an NSD (fluidvim.orchestrator.mano): what it is made of."""
+
+    __tablename__ = "network_services"
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    nsd_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))  # deploying|running|failed|deleting|deleted
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    plan_json: orm.Mapped[str] = _json()              # the mapping (descriptors.Plan.to_dict())
+    descriptors_json: orm.Mapped[str] = _json()       # the NSD and VNFDs as deployed
+    networks_json: orm.Mapped[str] = _json()          # logical link -> {id, name} created
+    services_json: orm.Mapped[str] = _json("[]")      # service names registered
+    instances_json: orm.Mapped[str] = _json("[]")     # [{id, name, service, profile, decision_id}]
+    steps_json: orm.Mapped[str] = _json("[]")         # [{step, ms}] of the deploy
+    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+    updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+    def get(self, field: str):
+        return json.loads(getattr(self, f"{field}_json"))
+
+
+NS_LIVE = ("deploying", "running", "failed", "deleting")
 
 
 def make_engine(url: str) -> sa.Engine:
@@ -394,3 +421,58 @@ class Store:
             r = s.execute(sa.update(LaunchRow).where(LaunchRow.finished_at.is_(None)).values(
                 finished_at=time.time(), ok=False, error="orchestrator restarted"))
             return r.rowcount
+
+    # -- network services (NFV descriptors) --
+    def add_ns(self, **fields) -> NetworkServiceRow:
+        now = time.time()
+        row = NetworkServiceRow(id=str(uuidlib.uuid4()), created_at=now, updated_at=now,
+                                **_ns_json(fields))
+        with self.Session.begin() as s:
+            s.add(row)
+        return row
+
+    def update_ns(self, ns_id: str, **fields) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.update(NetworkServiceRow).where(NetworkServiceRow.id == ns_id)
+                      .values(updated_at=time.time(), **_ns_json(fields)))
+
+    def network_services(self, deleted: bool = False) -> list[NetworkServiceRow]:
+        with self.Session() as s:
+            q = sa.select(NetworkServiceRow).order_by(NetworkServiceRow.created_at)
+            if not deleted:
+                q = q.where(NetworkServiceRow.status.in_(NS_LIVE))
+            return list(s.scalars(q))
+
+    def network_service(self, name_or_id: str) -> NetworkServiceRow:
+        """The live NS of that name (else by id or an id prefix of 6+ characters)."""
+        with self.Session() as s:
+            row = s.scalars(sa.select(NetworkServiceRow).where(
+                NetworkServiceRow.name == name_or_id, NetworkServiceRow.status.in_(NS_LIVE))
+            ).first()
+            if row is None:
+                row = s.get(NetworkServiceRow, name_or_id)
+            if row is None and len(name_or_id) >= 6:
+                row = s.scalars(sa.select(NetworkServiceRow).where(
+                    NetworkServiceRow.id.startswith(name_or_id))).first()
+        if row is None:
+            raise NotFound(f"ns: no network service {name_or_id!r} (see `fluidvim ns list`)",
+                           field="ns")
+        return row
+
+    def abandon_ns(self) -> int:
+        """After a restart: a deploy or delete that was under way failed (`ns rm` cleans up)."""
+        with self.Session.begin() as s:
+            r = s.execute(sa.update(NetworkServiceRow).where(
+                NetworkServiceRow.status.in_(("deploying", "deleting"))).values(
+                status="failed", error="the orchestrator stopped during the operation; "
+                "`fluidvim ns rm` removes what it created", updated_at=time.time()))
+            return r.rowcount
+
+
+_NS_JSON = ("plan", "descriptors", "networks", "services", "instances", "steps")
+
+
+def _ns_json(fields: dict) -> dict:
+    """NetworkServiceRow column values: the JSON fields encoded."""
+    return {(f"{k}_json" if k in _NS_JSON else k): (json.dumps(v) if k in _NS_JSON else v)
+            for k, v in fields.items()}

@@ -30,21 +30,24 @@ def profile_of(service_row) -> ServiceProfile:
     return ServiceProfile(**{k: v for k, v in p.items() if k in PROFILE_FIELDS})
 
 
-def launch_request(service_row, host: str | None = None) -> LaunchRequest:
+def launch_request(service_row, host: str | None = None, bridges=()) -> LaunchRequest:
+    """``bridges``: the NICs' networks (ids in the zone; () = the zone's default NICs)."""
     p = service_row.profile
     return LaunchRequest(service=service_row.name, click_config=p["click_config"],
                          slots=p.get("slots"), memory_mb=p.get("memory_mb"),
-                         vcpus=p.get("vcpus", 1), kernel=p.get("kernel"), host=host)
+                         vcpus=p.get("vcpus", 1), kernel=p.get("kernel"), host=host,
+                         bridges=tuple(bridges or ()))
 
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,
            decision_id: str | None = None, predicted_s: float | None = None,
-           started_at: float | None = None) -> InstanceInfo:
+           started_at: float | None = None, bridges=()) -> InstanceInfo:
     """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
-    ``started_at`` (time.time()) = when the client asked, if earlier than now."""
+    ``started_at`` (time.time()) = when the client asked, if earlier than now; ``bridges`` = the
+    networks of the instance's NICs (an NS deploy puts them on its virtual links)."""
     lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at)
     try:
-        inst = zone.launch(launch_request(service_row, host))
+        inst = zone.launch(launch_request(service_row, host, bridges))
     except ZoneError as e:
         store.launch_finished(lid, False, error=str(e))
         raise

@@ -243,7 +243,9 @@ class PlacementEngine:
         return win, rule, band
 
     def place(self, service: str, *, location: str | None = None, deploy_it: bool = False,
-              request: dict | None = None) -> Placement:
+              request: dict | None = None, bridges=()) -> Placement:
+        """Steps 0-3; with ``deploy_it`` launch where decided, NICs on ``bridges`` (network ids
+        of the zone the service is pinned to; () = the zone's default NICs)."""
         t_all = time.perf_counter()
         row = self.store.service(service)
         svc = profile_of(row)
@@ -297,7 +299,8 @@ class PlacementEngine:
         if deploy_it:
             try:
                 inst = deploy(self.store, self.registry, self.zones[zone], row, host=host,
-                              decision_id=did, predicted_s=win.candidate.queuing_delay_s)
+                              decision_id=did, predicted_s=win.candidate.queuing_delay_s,
+                              bridges=bridges)
             except ZoneError as e:
                 self.store.set_decision(did, status="failed")
                 raise Refused(f"placement {did}: deploying {service} failed: {e}") from e

@@ -180,6 +180,8 @@ class Orchestrator:
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        from .mano.service import NSManager
+        self.ns = NSManager(self)                   # network services from NFV descriptors
         self._rpc = self._listener = self._agent = None
         self.slot_pollers: list[SlotAgent] = []     # one per Nomad zone (its slot_interval)
         self._transports = []
@@ -310,7 +312,8 @@ class Orchestrator:
     # -- running as a service --
     def endpoints(self) -> list:
         """The RPC endpoints this service serves (each with its own target namespace/version)."""
-        return [OrchestratorEndpoint(self)]
+        from .mano.service import NSEndpoint
+        return [OrchestratorEndpoint(self), NSEndpoint(self)]
 
     def start(self, server: str | None = None, *, agent: bool = True) -> None:
         o = self.conf.orchestrator

@@ -1,0 +1,166 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``fluidvim ns``: network services from NSD/VNFD files (validate offline; deploy, list, show,
+rm through the orchestrator's ``ns`` RPC namespace)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fluidvim.orchestrator.cli import _command, _out, common
+
+EXAMPLES = """examples:
+  fluidvim ns validate etc/mano/fw_chain_ns/fw_chain_nsd.yaml --vnfd etc/mano   # offline
+  fluidvim ns deploy etc/mano/fw_chain_ns/fw_chain_nsd.yaml \\
+      --vnfd etc/mano/firewall_vnf/firewall_vnfd.yaml \\
+      --vnfd etc/mano/forwarder_vnf/forwarder_vnfd.yaml --name chain1 --zone local
+  fluidvim ns list
+  fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps
+  fluidvim ns rm chain1              # instances, networks and services go
+--vnfd takes VNFD files or directories (every YAML with a top-level 'vnfd:' below them, e.g.
+an OSM package tree). The descriptor convention is in etc/mano/README.md.
+"""
+
+
+def _plan(args):
+    """(plan, nsd, vnfds) from the files, or None after printing every problem."""
+    from fluidvim.orchestrator.mano import descriptors
+
+    try:
+        return descriptors.plan_files(args.nsd, args.vnfd or [], args.name)
+    except descriptors.DescriptorError as e:
+        for p in e.problems:
+            print(f"fluidvim: error: {p}", file=sys.stderr)
+        return None
+
+
+def print_plan(plan, out=sys.stdout):
+    w = lambda *a: print(*a, file=out)  # noqa: E731
+    w(f"network service {plan['name']} (NSD {plan['nsd']}, flavour {plan['df']}): "
+      f"{len(plan['units'])} VNF(s), {len(plan['networks'])} virtual link(s)")
+    for key, net in plan["networks"].items():
+        w(f"  virtual link {key:<16} -> network {net}")
+    for u in plan["units"]:
+        props = ", ".join(f"{k} {v:g}" for k, v in sorted(u["properties"].items()))
+        w(f"  VNF profile {u['profile']} (VNFD {u['vnfd']}, VDU {u['vdu']}) -> service "
+          f"{u['service']} x{u['instances']}")
+        w(f"    kernel {u['kernel']}{'' if u['kernel_is_file'] else ' (image name)'}, "
+          f"memory {u['memory_mb'] or 'default'} MiB, {u['vcpus']} vCPU"
+          + (f", {props}" if props else ""))
+        w(f"    day-0 Click configuration: {len(u['click_config'].splitlines())} line(s)")
+        for i, n in enumerate(u["nics"]):
+            w(f"    nic{i}: {n['cpd']:<16} on {n['network'] or '(unplugged)'}")
+    for warning in plan["warnings"]:
+        w(f"  warning: {warning}")
+
+
+def cmd_ns_validate(args):
+    res = _plan(args)
+    if res is None:
+        return 2
+    plan = res[0].to_dict()
+    _out(args, plan, print_plan)
+    return 0
+
+
+@_command
+def cmd_ns_deploy(args, api):
+    from .rpcapi import NSAPI
+
+    res = _plan(args)
+    if res is None:
+        return 2
+    plan, nsd, vnfds = res
+    if not args.json:
+        print(f"validated {args.nsd}: {len(plan.units)} VNF(s), {len(plan.networks)} virtual "
+              f"link(s)" + "".join(f"\n  warning: {w}" for w in plan.warnings))
+        print(f"deploying {plan.name} through the orchestrator ...", flush=True)
+    r = NSAPI(api=api).deploy(nsd, vnfds, name=args.name, zone=args.zone)
+
+    def text(r):
+        for s in r["steps"]:
+            print(f"  {s['step']}  [{s['ms']:.0f} ms]")
+        print(f"network service {r['name']} {r['status']} in zone {r['zone']}: "
+              f"{len(r['instances'])} instance(s), {len(r['networks'])} network(s); "
+              f"`fluidvim ns show {r['name']}`")
+    _out(args, r, text)
+
+
+@_command
+def cmd_ns_list(args, api):
+    from .rpcapi import NSAPI
+
+    def text(rows):
+        print(f"{'NAME':<20} {'STATUS':<10} {'ZONE':<10} {'NSD':<20} INSTANCES NETWORKS")
+        for r in rows:
+            print(f"{r['name']:<20} {r['status']:<10} {r['zone']:<10} {r['nsd']:<20} "
+                  f"{r['instances']:>9} {r['networks']:>8}"
+                  + (f"  ({r['error']})" if r["error"] else ""))
+    _out(args, NSAPI(api=api).list(deleted=args.all), text)
+
+
+def print_ns(r, out=sys.stdout):
+    w = lambda *a: print(*a, file=out)  # noqa: E731
+    w(f"network service {r['name']} ({r['id']}): {r['status']} in zone {r['zone']}, NSD "
+      f"{r['nsd']}, VNFDs {', '.join(r['vnfds'])}")
+    if r["error"]:
+        w(f"  error: {r['error']}")
+    for n in r["networks"]:
+        w(f"  network {n['link']:<12} {n['name']} ({n['id']}"
+          + ("" if n["exists"] else ", GONE") + f"): ports {', '.join(n['ports']) or '-'}")
+    for i in r["instances"]:
+        nics = ", ".join(f"nic{k} {x['cpd']}->{x['network'] or '-'}" for k, x in
+                         enumerate(i["nics"]))
+        w(f"  instance {i['name']} ({i['id']}) {i['status']}: VNF profile {i['profile']}, "
+          f"service {i['service']}; {nics}; placement {i['decision_id'][:8]}")
+    for s in r["services"]:
+        w(f"  service {s}")
+
+
+@_command
+def cmd_ns_show(args, api):
+    from .rpcapi import NSAPI
+
+    _out(args, NSAPI(api=api).show(args.name), print_ns)
+
+
+@_command
+def cmd_ns_rm(args, api):
+    from .rpcapi import NSAPI
+
+    ns = NSAPI(api=api)
+    for name in args.name:
+        _out(args, ns.delete(name), lambda r: print(f"deleted network service {r['deleted']}"))
+
+
+def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
+    ns = sub.add_parser("ns", help="network services from NFV descriptors (SOL006 / OSM IM)",
+                        formatter_class=fmt, epilog=EXAMPLES)
+    nsub = ns.add_subparsers(dest="ns_command", required=True)
+
+    def descriptor_args(p):
+        p.add_argument("nsd", help="the NSD file (nsd: {nsd: [...]})")
+        p.add_argument("--vnfd", action="append", metavar="FILE|DIR",
+                       help="a VNFD file, or a directory of VNF packages (repeat)")
+        p.add_argument("--name", help="name of the network service (default: the NSD id)")
+        return p
+
+    v = descriptor_args(nsub.add_parser("validate", help="check descriptors and print the "
+                                        "mapping (offline: no orchestrator needed)",
+                                        formatter_class=fmt, epilog=EXAMPLES))
+    v.add_argument("--json", action="store_true", help="print JSON")
+    v.set_defaults(func=cmd_ns_validate)
+    d = common(descriptor_args(nsub.add_parser("deploy", help="deploy a network service",
+                                               formatter_class=fmt, epilog=EXAMPLES)))
+    d.add_argument("--zone", help="zone to deploy in (default: the local zone)")
+    d.set_defaults(func=cmd_ns_deploy)
+    ls = common(nsub.add_parser("list", help="list network services"))
+    ls.add_argument("--all", action="store_true", help="include deleted ones")
+    ls.set_defaults(func=cmd_ns_list)
+    sh = common(nsub.add_parser("show", help="a network service and its parts"))
+    sh.add_argument("name", help="name or id")
+    sh.set_defaults(func=cmd_ns_show)
+    rm = common(nsub.add_parser("rm", help="delete network services"))
+    rm.add_argument("name", nargs="+", help="name or id")
+    rm.set_defaults(func=cmd_ns_rm)

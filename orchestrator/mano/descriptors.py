@@ -1,0 +1,760 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""NSD and VNFD import: OSM IM descriptors (SOL006-based, OSM >= 9) -> a fluidvim deployment plan.
+
+A VNFD file is ``vnfd: {...}``; an NSD file is ``nsd: {nsd: [{...}]}``. The subset fluidvim uses
+is checked with the JSON Schemas in ``schemas/`` and then for references between ids; every problem
+names the field by path (``vnfd.vdu[0].sw-image-desc``) and says how to fix it, and all of them are
+reported at once. Fields outside the subset are valid SOL006 that fluidvim does not act on: they are
+accepted and listed in the plan's warnings.
+
+The mapping (etc/mano/README.md has the user's version):
+
+* VNF profile (NSD ``df[0].vnf-profile[]``) x VDU -> one fluidvim service ``<ns>-<profile>``
+  (``<ns>-<profile>-<vdu>`` when the VNFD has several VDUs), started
+  ``vnf-profile.min-number-of-instances`` x ``vdu-profile.min-number-of-instances`` times;
+* ``sw-image-desc`` -> the kernel: ``image`` (else ``name``) is a file (absolute, or relative to the
+  descriptor's directory) for the local and Nomad zones, or a Glance image name for Nova; an optional
+  ``checksum`` is verified against the file;
+* ``virtual-compute-desc`` -> ``virtual-memory.size`` (GB, fractions allowed: 0.03125 = 32 MiB) and
+  ``virtual-cpu.num-virtual-cpu``;
+* day-0 configuration = the Click configuration: the VDU's ``cloud-init`` (inline, OSM IM),
+  ``boot-data`` (inline, SOL006) or ``cloud-init-file`` (looked up in ``cloud_init/`` next to the
+  descriptor, as OSM packages have it, then next to the descriptor);
+* the VDU's ``int-cpd`` list (sorted by ``order`` when given) -> NICs 0, 1, ...; an int-cpd on an
+  ``int-virtual-link-desc`` is on the VNF's internal network, one exposed by an ``ext-cpd`` is on
+  the NS virtual link the NSD's ``virtual-link-connectivity`` names for that ext-cpd;
+* session slots, QoS and the tolerable queuing delay: SOL006 ``configurable-properties`` keys
+  ``fluidvim-session-slots``, ``fluidvim-deadline-ms``, ``fluidvim-qos-quantile``,
+  ``fluidvim-session-pps`` and ``fluidvim-max-queuing-delay-s``, in the VDU's
+  ``configurable-properties`` list or, for every VDU, in the VNFD's
+  ``configurable-properties.additional-configurable-property`` (the VDU's value wins).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+
+import jsonschema
+import yaml
+
+SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
+NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")    # = zones.base.NETWORK_NAME_RE
+MAX_NICS = 4                                                    # = fluidvim.vnf.spec.MAX_NICS
+MAX_VCPUS = 4
+MEMORY_MIB = (8, 4096)
+CLOUD_INIT_DIRS = ("cloud_init", "")
+
+# configurable-properties key -> (service field, type, lo, hi)
+PROPERTIES = {
+    "fluidvim-session-slots": ("slots", int, 1, 65536),
+    "fluidvim-deadline-ms": ("deadline_ms", float, 0.001, 60000.0),
+    "fluidvim-qos-quantile": ("qos_quantile", float, 0.5, 1.0),
+    "fluidvim-session-pps": ("session_pps", float, 0.001, 1e9),
+    "fluidvim-max-queuing-delay-s": ("max_queuing_delay_s", float, 0.0, 86400.0),
+}
+CHECKSUMS = {"sha-224": "sha224", "sha-256": "sha256", "sha-384": "sha384", "sha-512": "sha512",
+             "sha224": "sha224", "sha256": "sha256", "sha384": "sha384", "sha512": "sha512",
+             "md5": "md5"}
+
+# what fluidvim reads (True = the whole subtree); anything else is valid SOL006 it ignores
+_KV = {"key": True, "value": True}
+VNFD_USED = {"vnfd": {
+    "id": True, "product-name": True, "provider": True, "version": True, "description": True,
+    "mgmt-cp": True,
+    "vdu": {"id": True, "name": True, "description": True, "sw-image-desc": True,
+            "virtual-compute-desc": True, "cloud-init": True, "cloud-init-file": True,
+            "boot-data": True, "configurable-properties": _KV,
+            "int-cpd": {"id": True, "order": True, "int-virtual-link-desc": True,
+                        "description": True}},
+    "sw-image-desc": {"id": True, "name": True, "version": True, "image": True,
+                      "checksum": {"algorithm": True, "hash": True}},
+    "virtual-compute-desc": {"id": True, "virtual-memory": {"size": True},
+                             "virtual-cpu": {"num-virtual-cpu": True}},
+    "int-virtual-link-desc": {"id": True, "description": True},
+    "ext-cpd": {"id": True, "int-cpd": {"vdu-id": True, "cpd": True}, "description": True},
+    "df": {"id": True, "description": True,
+           "vdu-profile": {"id": True, "min-number-of-instances": True}},
+    "configurable-properties": {"additional-configurable-property": _KV},
+}}
+NSD_USED = {"nsd": {"nsd": {
+    "id": True, "name": True, "version": True, "designer": True, "description": True,
+    "vnfd-id": True,
+    "virtual-link-desc": {"id": True, "description": True},
+    "df": {"id": True, "description": True,
+           "vnf-profile": {"id": True, "vnfd-id": True, "flavour-id": True,
+                           "min-number-of-instances": True,
+                           "virtual-link-connectivity": {
+                               "virtual-link-profile-id": True,
+                               "constituent-cpd-id": {"constituent-base-element-id": True,
+                                                      "constituent-cpd-id": True}}},
+           "virtual-link-profile": {"id": True, "virtual-link-desc-id": True}},
+}}}
+# SOL006 names that look like ours but are different fields: never "did you mean" them
+_SOL006_NEIGHBOURS = {"virtual-storage-desc", "max-number-of-instances", "software-version",
+                      "os-container-desc", "virtual-link-desc", "vip-cpd", "virtual-cpd",
+                      "int-virtual-link-desc", "vnfd-id", "nsd-id", "pnfd-id", "sapd"}
+
+
+@dataclasses.dataclass
+class Problem:
+    source: str                 # file (or label) of the descriptor
+    path: str                   # vnfd.vdu[0].sw-image-desc
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.path}: {self.message}" + (f"; {self.fix}" if self.fix else "")
+
+
+class DescriptorError(ValueError):
+    """Invalid descriptors; ``problems`` has every one of them (the first is ``.path``)."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(map(str, self.problems)))
+
+    @property
+    def path(self) -> str:
+        return self.problems[0].path if self.problems else ""
+
+
+@dataclasses.dataclass
+class Document:
+    """One descriptor file: its YAML content, where it came from, and the files it refers to.
+
+    ``files`` records every cloud-init file read (relative name -> text). A document rebuilt on the
+    orchestrator (:meth:`from_dict`) reads only those, never the orchestrator host's disk."""
+
+    doc: object
+    source: str
+    base_dir: str | None = None
+    files: dict = dataclasses.field(default_factory=dict)
+    offline: bool = False                  # True: `files` is all there is
+
+    def read(self, rel: str) -> str | None:
+        if rel in self.files:
+            return self.files[rel]
+        if self.offline or self.base_dir is None:
+            return None
+        path = os.path.join(self.base_dir, rel)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        self.files[rel] = text
+        return text
+
+    def to_dict(self) -> dict:
+        return {"doc": self.doc, "source": self.source, "base_dir": self.base_dir,
+                "files": dict(self.files)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Document":
+        if not isinstance(d, dict) or "doc" not in d:
+            raise DescriptorError([Problem("request", "descriptors", "expected {doc, source, "
+                                           "base_dir, files}", "send what Document.to_dict() makes")])
+        files = d.get("files") or {}
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise DescriptorError([Problem(str(d.get("source")), "files", "must map names to text")])
+        return cls(d["doc"], str(d.get("source") or "descriptor"), d.get("base_dir"), dict(files),
+                   offline=True)
+
+
+def load(path: str) -> Document:
+    """Read one YAML descriptor file (DescriptorError names the line of a syntax error)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as e:
+        raise DescriptorError([Problem(path, "file", e.strerror or str(e),
+                                       "give the path of an NSD/VNFD YAML file")]) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
+        raise DescriptorError([Problem(path, where, f"not valid YAML: "
+                                       f"{getattr(e, 'problem', None) or e}")]) from None
+    return Document(doc, path, os.path.dirname(os.path.abspath(path)))
+
+
+def load_vnfds(paths) -> list[Document]:
+    """VNFD files; a directory contributes every *.yaml / *.yml under it whose top key is ``vnfd``
+    (an OSM package tree: one folder per package)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, _dirs, names in sorted(os.walk(p)):
+                for n in sorted(names):
+                    if n.endswith((".yaml", ".yml")):
+                        d = load(os.path.join(root, n))
+                        if isinstance(d.doc, dict) and "vnfd" in d.doc:
+                            found.append(d)
+            if not found:
+                raise DescriptorError([Problem(p, "--vnfd", "no VNFD (a YAML file with a top-level "
+                                               "'vnfd:') in this directory")])
+            out += found
+        else:
+            out.append(load(p))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def schema(kind: str) -> dict:
+    with open(os.path.join(SCHEMA_DIR, f"{kind}.schema.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def fmt_path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _schema_problems(doc, kind: str, source: str) -> list[Problem]:
+    v = jsonschema.Draft202012Validator(schema(kind))
+    out = []
+    for e in sorted(v.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
+        path = fmt_path(e.absolute_path) or kind
+        if e.validator == "required":
+            missing = e.message.split("'")[1] if "'" in e.message else e.message
+            out.append(Problem(source, f"{path}.{missing}" if e.absolute_path else missing,
+                               "is required", f"add {missing!r} (see etc/mano/README.md)"))
+        elif e.validator == "type":
+            out.append(Problem(source, path, f"{e.instance!r} is not of type {e.validator_value}",
+                               f"write a {' or '.join(_list(e.validator_value))}"))
+        elif e.validator == "additionalProperties":
+            continue
+        else:
+            out.append(Problem(source, path, e.message))
+    return out
+
+
+def _list(x):
+    return x if isinstance(x, list) else [x]
+
+
+def ignored_fields(doc, used, prefix: str = "") -> tuple[list[str], list[str]]:
+    """(paths present in ``doc`` that fluidvim ignores, "did you mean" hints for likely typos)."""
+    ignored, hints = [], []
+    seen = set()
+
+    def walk(node, spec, path):
+        if spec is True:
+            return
+        if isinstance(node, list):
+            for item in node:
+                walk(item, spec, path + "[]")
+            return
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            p = f"{path}.{k}" if path else str(k)
+            if k in spec:
+                walk(v, spec[k], p)
+            elif p not in seen:
+                seen.add(p)
+                ignored.append(p)
+                close = difflib.get_close_matches(str(k), list(spec), n=1, cutoff=0.85)
+                if close and k not in _SOL006_NEIGHBOURS:
+                    hints.append(f"{p}: unknown field, ignored; did you mean {close[0]!r}?")
+
+    walk(doc, used, prefix)
+    return ignored, hints
+
+
+# -- the model --
+@dataclasses.dataclass
+class Nic:
+    cpd: str                    # the VDU's int-cpd id
+    network: str | None         # logical network: an NS virtual link id or "<profile>/<ivl>"
+
+
+@dataclasses.dataclass
+class Unit:
+    """One VDU of one VNF profile: a fluidvim service with ``instances`` launches."""
+
+    profile: str
+    vnfd: str
+    vdu: str
+    service: str                # service name (depends on the NS name)
+    instances: int
+    kernel: str                 # absolute path, or an image name (Nova)
+    kernel_is_file: bool
+    memory_mb: int | None
+    vcpus: int
+    click_config: str
+    nics: list
+    properties: dict            # service fields from configurable-properties
+
+    def service_fields(self) -> dict:
+        """Keyword arguments of Orchestrator.register_service (besides name and click_config)."""
+        return {"memory_mb": self.memory_mb, "vcpus": self.vcpus, "kernel": self.kernel,
+                **self.properties}
+
+
+@dataclasses.dataclass
+class Plan:
+    name: str
+    nsd: str
+    df: str
+    vnfds: list                 # ids
+    networks: dict              # logical network -> zone network name
+    units: list
+    warnings: list
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "nsd": self.nsd, "df": self.df, "vnfds": list(self.vnfds),
+                "networks": dict(self.networks),
+                "units": [dataclasses.asdict(u) for u in self.units],
+                "warnings": list(self.warnings)}
+
+
+class _Checker:
+    def __init__(self):
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+
+    def add(self, source, path, message, fix=""):
+        self.problems.append(Problem(source, path, message, fix))
+
+    def ids(self, source, items, path, what) -> dict:
+        """{id: index}; duplicates are problems."""
+        out = {}
+        for i, it in enumerate(items or []):
+            if not isinstance(it, dict) or "id" not in it:
+                continue
+            if it["id"] in out:
+                self.add(source, f"{path}[{i}].id", f"duplicate {what} id {it['id']!r} (also "
+                         f"{path}[{out[it['id']]}])", "give every one its own id")
+            else:
+                out[it["id"]] = i
+        return out
+
+
+def _one_of(value, ids, what) -> str:
+    return f"{value!r} is not one of the {what} ids ({', '.join(map(str, ids)) or 'none defined'})"
+
+
+def _number(c, source, path, value, typ, lo, hi):
+    try:
+        v = typ(value) if not isinstance(value, bool) else None
+        if v is None or (typ is int and float(value) != v):
+            raise ValueError
+    except (TypeError, ValueError):
+        c.add(source, path, f"{value!r} is not {'an integer' if typ is int else 'a number'}")
+        return None
+    if not (math.isfinite(v) and lo <= v <= hi):
+        c.add(source, path, f"{value!r} is out of range [{lo:g}, {hi:g}]")
+        return None
+    return v
+
+
+def _properties(c, source, items, path) -> dict:
+    out = {}
+    for i, kv in enumerate(items or []):
+        if not isinstance(kv, dict):
+            continue
+        key, p = kv.get("key"), f"{path}[{i}]"
+        if key in PROPERTIES:
+            field, typ, lo, hi = PROPERTIES[key]
+            if "value" not in kv:
+                c.add(source, f"{p}.value", f"{key} needs a value")
+                continue
+            v = _number(c, source, f"{p}.value", kv["value"], typ, lo, hi)
+            if v is not None:
+                out[field] = v
+        elif isinstance(key, str) and key.startswith("fluidvim-"):
+            close = difflib.get_close_matches(key, list(PROPERTIES), n=1, cutoff=0.6)
+            c.add(source, f"{p}.key", f"unknown fluidvim property {key!r}",
+                  f"did you mean {close[0]!r}?" if close else
+                  f"use one of {', '.join(PROPERTIES)}")
+    return out
+
+
+def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
+    ref = sw.get("image") or sw.get("name")
+    if not ref:
+        c.add(d.source, f"{path}.image", "the image is missing",
+              "give the VNF kernel: a file path (local/Nomad zones) or a Glance image name (Nova)")
+        return "", False
+    pathlike = "/" in ref or ref.startswith(".") or ref.endswith(".elf")
+    full = ref if os.path.isabs(ref) else os.path.normpath(os.path.join(d.base_dir or ".", ref))
+    is_file = os.path.isfile(full)
+    if pathlike and not is_file:
+        c.add(d.source, f"{path}.{'image' if sw.get('image') else 'name'}",
+              f"kernel file {full} does not exist",
+              "build it (make -C vnf/kernel) or fix the path (relative paths are relative to the "
+              "descriptor's directory)")
+        return full, True
+    if not is_file:
+        return ref, False                              # an image name (Glance)
+    ck = sw.get("checksum")
+    if isinstance(ck, dict) and ck.get("algorithm") and ck.get("hash"):
+        algo = CHECKSUMS.get(str(ck["algorithm"]).lower())
+        if algo is None:
+            c.add(d.source, f"{path}.checksum.algorithm", f"unsupported algorithm "
+                  f"{ck['algorithm']!r}", "use sha-256, sha-512 or md5")
+        else:
+            h = hashlib.new(algo)
+            with open(full, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            if h.hexdigest() != str(ck["hash"]).lower():
+                c.add(d.source, f"{path}.checksum.hash", f"{full} has {ck['algorithm']} "
+                      f"{h.hexdigest()}, not {ck['hash']}",
+                      "update the hash (or remove checksum) after rebuilding the kernel")
+    return full, True
+
+
+def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
+    given = [k for k in ("cloud-init", "boot-data", "cloud-init-file") if k in vdu]
+    if len(given) > 1:
+        c.add(d.source, f"{path}.{given[1]}", f"both {given[0]} and {given[1]} are set",
+              "give the Click configuration once")
+        return None
+    if not given:
+        c.add(d.source, f"{path}.cloud-init-file", "the VDU has no day-0 configuration",
+              "set cloud-init-file (a Click configuration in cloud_init/ next to the descriptor) "
+              "or cloud-init (inline)")
+        return None
+    key = given[0]
+    if key != "cloud-init-file":
+        text = vdu[key]
+    else:
+        name = vdu[key]
+        if os.path.isabs(name) or ".." in name.replace("\\", "/").split("/"):
+            c.add(d.source, f"{path}.cloud-init-file", f"{name!r} must be a name inside the "
+                  "package", "put the file in cloud_init/ next to the descriptor")
+            return None
+        text = None
+        for sub in CLOUD_INIT_DIRS:
+            text = d.read(os.path.join(sub, name) if sub else name)
+            if text is not None:
+                break
+        if text is None:
+            where = d.base_dir or "the descriptor's directory"
+            c.add(d.source, f"{path}.cloud-init-file", f"{name!r} not found in "
+                  f"{os.path.join(where, 'cloud_init')} or {where}",
+                  "put the VDU's Click configuration there")
+            return None
+    if not isinstance(text, str) or not text.strip():
+        c.add(d.source, f"{path}.{key}", "the Click configuration is empty",
+              "write the VNF's packet-processing graph, e.g. FromDevice(0) -> ToDevice(1);")
+        return None
+    return text
+
+
+@dataclasses.dataclass
+class _Vnfd:
+    id: str
+    doc: Document
+    dfs: dict                    # df id -> {vdu id: instances}
+    vdus: list                   # [(vdu dict, kernel, is_file, memory, vcpus, config, cpds, props)]
+    ext: dict                    # ext-cpd id -> (vdu id, int-cpd id)
+    ivls: set
+
+
+def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
+    src = d.source
+    doc = d.doc
+    if isinstance(doc, dict) and ("vnfd:vnfd-catalog" in doc or "vnfd-catalog" in doc):
+        c.add(src, "vnfd-catalog", "this is the pre-SOL006 OSM IM format (OSM < 9)",
+              "rewrite it in the SOL006-based format: a top-level 'vnfd:' with vdu, "
+              "sw-image-desc, virtual-compute-desc, ext-cpd, df")
+        return None
+    probs = _schema_problems(doc, "vnfd", src)
+    if probs:
+        c.problems += probs
+        return None
+    v = doc["vnfd"]
+    ign, hints = ignored_fields(doc, VNFD_USED)
+    if ign:
+        c.warnings.append(f"{src}: fluidvim ignores {', '.join(ign)}")
+    c.warnings += [f"{src}: {h}" for h in hints]
+    sw = c.ids(src, v["sw-image-desc"], "vnfd.sw-image-desc", "sw-image-desc")
+    vc = c.ids(src, v.get("virtual-compute-desc"), "vnfd.virtual-compute-desc",
+               "virtual-compute-desc")
+    ivl = c.ids(src, v.get("int-virtual-link-desc"), "vnfd.int-virtual-link-desc",
+                "int-virtual-link-desc")
+    vdus = c.ids(src, v["vdu"], "vnfd.vdu", "vdu")
+    defaults = _properties(c, src, (v.get("configurable-properties") or {}).get(
+        "additional-configurable-property"),
+        "vnfd.configurable-properties.additional-configurable-property")
+    kernels = {}
+    for sid, i in sw.items():
+        kernels[sid] = _kernel(c, d, v["sw-image-desc"][i], f"vnfd.sw-image-desc[{i}]")
+    out_vdus = []
+    cpds_of = {}
+    for i, vdu in enumerate(v["vdu"]):
+        p = f"vnfd.vdu[{i}]"
+        kernel, is_file = "", False
+        if vdu["sw-image-desc"] not in sw:
+            c.add(src, f"{p}.sw-image-desc", _one_of(vdu["sw-image-desc"], sw, "sw-image-desc"),
+                  "name one of them, or add that sw-image-desc")
+        else:
+            kernel, is_file = kernels[vdu["sw-image-desc"]]
+        memory, vcpus = None, 1
+        if "virtual-compute-desc" in vdu:
+            if vdu["virtual-compute-desc"] not in vc:
+                c.add(src, f"{p}.virtual-compute-desc",
+                      _one_of(vdu["virtual-compute-desc"], vc, "virtual-compute-desc"),
+                      "name one of them, or add that virtual-compute-desc")
+            else:
+                j = vc[vdu["virtual-compute-desc"]]
+                cd = v["virtual-compute-desc"][j]
+                size = (cd.get("virtual-memory") or {}).get("size")
+                if size is not None:
+                    mib = math.ceil(float(size) * 1024 - 1e-9)
+                    if not MEMORY_MIB[0] <= mib <= MEMORY_MIB[1]:
+                        c.add(src, f"vnfd.virtual-compute-desc[{j}].virtual-memory.size",
+                              f"{size} GB = {mib} MiB is out of range [{MEMORY_MIB[0]}, "
+                              f"{MEMORY_MIB[1]}] MiB", "VNFs need little: 0.03125 GB = 32 MiB")
+                    else:
+                        memory = mib
+                n = (cd.get("virtual-cpu") or {}).get("num-virtual-cpu")
+                if n is not None:
+                    if n > MAX_VCPUS:
+                        c.add(src, f"vnfd.virtual-compute-desc[{j}].virtual-cpu.num-virtual-cpu",
+                              f"{n} vCPUs: a VNF has at most {MAX_VCPUS}", "use 1 (one core "
+                              "polls all NICs)")
+                    else:
+                        vcpus = n
+        config = _day0(c, d, vdu, p)
+        cpds = list(enumerate(vdu.get("int-cpd") or []))
+        c.ids(src, [x for _, x in cpds], f"{p}.int-cpd", "int-cpd")
+        orders = [x.get("order") for _, x in cpds]
+        if any(o is not None for o in orders):
+            if any(o is None for o in orders):
+                k = orders.index(None)
+                c.add(src, f"{p}.int-cpd[{k}].order", "some int-cpds have an order and this one "
+                      "has none", "give every int-cpd of the VDU an order, or none")
+            elif len(set(orders)) != len(orders):
+                c.add(src, f"{p}.int-cpd", f"duplicate order values {orders}",
+                      "each NIC needs its own position")
+            else:
+                cpds.sort(key=lambda t: t[1]["order"])
+        if not cpds:
+            c.add(src, f"{p}.int-cpd", "the VDU has no int-cpd: a VNF needs NICs",
+                  "add one int-cpd per NIC (in order), exposed by ext-cpds")
+        if len(cpds) > MAX_NICS:
+            c.add(src, f"{p}.int-cpd", f"{len(cpds)} int-cpds: a VNF has at most {MAX_NICS} NICs",
+                  "remove some")
+        for k, cp in cpds:
+            link = cp.get("int-virtual-link-desc")
+            if link is not None and link not in ivl:
+                c.add(src, f"{p}.int-cpd[{k}].int-virtual-link-desc",
+                      _one_of(link, ivl, "int-virtual-link-desc"), "name one of them, or add it")
+        cpds_of[vdu["id"]] = {cp["id"] for _, cp in cpds}
+        props = {**defaults, **_properties(c, src, vdu.get("configurable-properties"),
+                                           f"{p}.configurable-properties")}
+        out_vdus.append((vdu, kernel, is_file, memory, vcpus, config, [cp for _, cp in cpds],
+                         props))
+    ext = {}
+    ext_ids = c.ids(src, v.get("ext-cpd"), "vnfd.ext-cpd", "ext-cpd")
+    for cid, i in ext_ids.items():
+        e = v["ext-cpd"][i]
+        p = f"vnfd.ext-cpd[{i}]"
+        ic = e.get("int-cpd")
+        if ic is None:
+            c.add(src, f"{p}.int-cpd", "fluidvim connects an ext-cpd to a VDU's int-cpd; this one "
+                  "has none" + (" (int-virtual-link-desc exposes an internal link, which fluidvim "
+                                "does not bridge)" if "int-virtual-link-desc" in e else ""),
+                  "set int-cpd: {vdu-id: VDU, cpd: INT-CPD}")
+            continue
+        if ic["vdu-id"] not in vdus:
+            c.add(src, f"{p}.int-cpd.vdu-id", _one_of(ic["vdu-id"], vdus, "vdu"))
+        elif ic["cpd"] not in cpds_of.get(ic["vdu-id"], ()):
+            c.add(src, f"{p}.int-cpd.cpd", _one_of(ic["cpd"], sorted(cpds_of[ic["vdu-id"]]),
+                                                   f"vdu {ic['vdu-id']!r} int-cpd"),
+                  "add the int-cpd to the VDU or fix the name")
+        elif (ic["vdu-id"], ic["cpd"]) in ext.values():
+            c.add(src, f"{p}.int-cpd", f"int-cpd {ic['cpd']!r} of {ic['vdu-id']!r} is already "
+                  "exposed by another ext-cpd", "one ext-cpd per NIC")
+        else:
+            ext[cid] = (ic["vdu-id"], ic["cpd"])
+    if "mgmt-cp" in v and v["mgmt-cp"] not in ext_ids:
+        c.add(src, "vnfd.mgmt-cp", _one_of(v["mgmt-cp"], ext_ids, "ext-cpd"))
+    dfs = {}
+    for j, df in enumerate(v.get("df") or []):
+        counts = {}
+        for k, vp in enumerate(df.get("vdu-profile") or []):
+            if vp["id"] not in vdus:
+                c.add(src, f"vnfd.df[{j}].vdu-profile[{k}].id", _one_of(vp["id"], vdus, "vdu"))
+            counts[vp["id"]] = vp.get("min-number-of-instances", 1)
+        dfs[df["id"]] = counts
+    return _Vnfd(v["id"], d, dfs, out_vdus, ext, set(ivl))
+
+
+def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) -> Plan:
+    """Validate the NSD and VNFDs together and map them; DescriptorError lists every problem."""
+    c = _Checker()
+    src = nsd.source
+    doc = nsd.doc
+    if isinstance(doc, dict) and ("nsd:nsd-catalog" in doc or "nsd-catalog" in doc):
+        raise DescriptorError([Problem(src, "nsd-catalog", "this is the pre-SOL006 OSM IM format "
+                                       "(OSM < 9)", "rewrite it as nsd: {nsd: [{id, vnfd-id, "
+                                       "virtual-link-desc, df: [{vnf-profile}]}]}")])
+    if isinstance(doc, dict) and "vnfd" in doc and "nsd" not in doc:
+        raise DescriptorError([Problem(src, "nsd", "this file is a VNFD, not an NSD",
+                                       "give the NSD first and the VNFD with --vnfd")])
+    c.problems += _schema_problems(doc, "nsd", src)
+    known = {}
+    for d in vnfds:
+        m = check_vnfd(c, d)
+        if m is None:
+            continue
+        if m.id in known:
+            c.add(d.source, "vnfd.id", f"VNFD {m.id!r} is also given by {known[m.id].doc.source}",
+                  "give each VNFD once")
+        known[m.id] = m
+    if c.problems:
+        raise DescriptorError(c.problems)
+    ns = doc["nsd"]["nsd"][0]
+    if len(doc["nsd"]["nsd"]) > 1:
+        c.warnings.append(f"{src}: {len(doc['nsd']['nsd'])} NSDs in the file: "
+                          f"deploying the first ({ns['id']})")
+    ign, hints = ignored_fields(doc, NSD_USED)
+    if ign:
+        c.warnings.append(f"{src}: fluidvim ignores {', '.join(ign)}")
+    c.warnings += [f"{src}: {h}" for h in hints]
+    base = "nsd.nsd[0]"
+    name = ns["id"] if name is None else name
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        c.add(src, "name" if name != ns["id"] else f"{base}.id",
+              f"{name!r} cannot name the network service",
+              "use 1-40 letters, digits, '_' or '-' (give --name to choose another name)")
+        raise DescriptorError(c.problems)
+    for i, vid in enumerate(ns["vnfd-id"]):
+        if vid not in known:
+            c.add(src, f"{base}.vnfd-id[{i}]", f"no VNFD with id {vid!r} was given "
+                  f"(given: {', '.join(known) or 'none'})", "add --vnfd FILE (or a package "
+                  "directory)")
+    vls = c.ids(src, ns.get("virtual-link-desc"), f"{base}.virtual-link-desc", "virtual-link-desc")
+    if len(ns["df"]) > 1:
+        c.warnings.append(f"{src}: {len(ns['df'])} deployment flavours: using the first "
+                          f"({ns['df'][0]['id']})")
+    df = ns["df"][0]
+    vlp = {}
+    for k, lp in enumerate(df.get("virtual-link-profile") or []):
+        if lp["virtual-link-desc-id"] not in vls:
+            c.add(src, f"{base}.df[0].virtual-link-profile[{k}].virtual-link-desc-id",
+                  _one_of(lp["virtual-link-desc-id"], vls, "virtual-link-desc"))
+        vlp[lp["id"]] = lp["virtual-link-desc-id"]
+    profiles = c.ids(src, df["vnf-profile"], f"{base}.df[0].vnf-profile", "vnf-profile")
+    networks = {vl: f"{name}-{vl}" for vl in vls}
+    units = []
+    used_vls = set()
+    for pid, i in profiles.items():
+        vp = df["vnf-profile"][i]
+        p = f"{base}.df[0].vnf-profile[{i}]"
+        m = known.get(vp["vnfd-id"])
+        if vp["vnfd-id"] not in ns["vnfd-id"]:
+            c.add(src, f"{p}.vnfd-id", f"{vp['vnfd-id']!r} is not in {base}.vnfd-id",
+                  "list it there too")
+        if m is None:
+            if vp["vnfd-id"] in ns["vnfd-id"]:
+                continue                                # reported at vnfd-id[] above
+            c.add(src, f"{p}.vnfd-id", f"no VNFD with id {vp['vnfd-id']!r} was given",
+                  "add --vnfd FILE")
+            continue
+        if m.dfs:
+            fid = vp.get("flavour-id") or next(iter(m.dfs))
+            if fid not in m.dfs:
+                c.add(src, f"{p}.flavour-id", _one_of(fid, m.dfs, f"VNFD {m.id} df"))
+                continue
+            per_vdu = m.dfs[fid]
+        else:
+            per_vdu = {}
+        # ext-cpd -> logical network, from this profile's virtual-link-connectivity
+        ext_net = {}
+        for k, conn in enumerate(vp.get("virtual-link-connectivity") or []):
+            cp = f"{p}.virtual-link-connectivity[{k}]"
+            lid = conn["virtual-link-profile-id"]
+            vl = vlp.get(lid, lid if lid in vls else None)
+            if vl is None:
+                c.add(src, f"{cp}.virtual-link-profile-id",
+                      _one_of(lid, list(vlp) + [x for x in vls if x not in vlp],
+                              "virtual-link-profile / virtual-link-desc"),
+                      "name a virtual link of the NSD")
+                continue
+            used_vls.add(vl)
+            for q, cc in enumerate(conn["constituent-cpd-id"]):
+                cq = f"{cp}.constituent-cpd-id[{q}]"
+                if cc["constituent-base-element-id"] != pid:
+                    c.add(src, f"{cq}.constituent-base-element-id",
+                          f"{cc['constituent-base-element-id']!r} is not this vnf-profile",
+                          f"write {pid!r} (the id of the vnf-profile it is in)")
+                    continue
+                if cc["constituent-cpd-id"] not in m.ext:
+                    c.add(src, f"{cq}.constituent-cpd-id",
+                          _one_of(cc["constituent-cpd-id"], sorted(m.ext), f"VNFD {m.id} ext-cpd"))
+                    continue
+                if cc["constituent-cpd-id"] in ext_net:
+                    c.add(src, f"{cq}.constituent-cpd-id", f"ext-cpd {cc['constituent-cpd-id']!r} "
+                          f"is already on virtual link {ext_net[cc['constituent-cpd-id']]!r}",
+                          "a NIC is on one virtual link")
+                    continue
+                ext_net[cc["constituent-cpd-id"]] = vl
+        by_cpd = {m.ext[e]: vl for e, vl in ext_net.items()}
+        for e in m.ext:
+            if e not in ext_net:
+                c.warnings.append(f"{src}: {p}: ext-cpd {e!r} of {m.id} is on no virtual link: "
+                                  "its NIC stays unplugged")
+        multi = len(m.vdus) > 1
+        for vdu, kernel, is_file, memory, vcpus, config, cpds, props in m.vdus:
+            svc = f"{name}-{pid}" + (f"-{vdu['id']}" if multi else "")
+            if not NAME_RE.fullmatch(svc):
+                c.add(src, f"{p}.id", f"service name {svc!r} (NS name-profile"
+                      + ("-vdu" if multi else "") + ") is not a valid service name",
+                      "use 1-40 letters, digits, '_' or '-' in total: shorten --name or the ids")
+            nics = []
+            for cp in cpds:
+                if cp.get("int-virtual-link-desc"):
+                    key = f"{pid}/{cp['int-virtual-link-desc']}"
+                    networks[key] = f"{name}-{pid}-{cp['int-virtual-link-desc']}"
+                    nics.append(Nic(cp["id"], key))
+                else:
+                    nics.append(Nic(cp["id"], by_cpd.get((vdu["id"], cp["id"]))))
+            count = vp.get("min-number-of-instances", 1) * per_vdu.get(vdu["id"], 1)
+            if count > 1 and sum(1 for n in nics if n.network) > 1:
+                c.warnings.append(f"{src}: {p}: {count} instances of {vdu['id']} between the same "
+                                  "virtual links form a bridging loop unless their Click "
+                                  "configuration prevents it")
+            units.append(Unit(profile=pid, vnfd=m.id, vdu=vdu["id"], service=svc,
+                              instances=count, kernel=kernel, kernel_is_file=is_file,
+                              memory_mb=memory, vcpus=vcpus, click_config=config or "",
+                              nics=nics, properties=props))
+    for vl, i in vls.items():
+        if vl not in used_vls:
+            c.warnings.append(f"{src}: {base}.virtual-link-desc[{i}] {vl!r} connects no VNF")
+    for key, net in networks.items():
+        if not NETWORK_RE.fullmatch(net):
+            c.add(src, f"{base}.virtual-link-desc" if "/" not in key else f"{base}.df[0]."
+                  "vnf-profile", f"network name {net!r} is not valid (1-63 letters, digits, "
+                  "'_', '.', '-')", "shorten --name or the virtual link id")
+    services = [u.service for u in units]
+    for s in {s for s in services if services.count(s) > 1}:
+        c.add(src, f"{base}.df[0].vnf-profile", f"two VNF profiles/VDUs map to service {s!r}",
+              "rename a vnf-profile")
+    if c.problems:
+        raise DescriptorError(c.problems)
+    return Plan(name=name, nsd=ns["id"], df=df["id"], vnfds=list(known), networks=networks,
+                units=units, warnings=c.warnings)
+
+
+def plan_files(nsd_path: str, vnfd_paths, name: str | None = None):
+    """(plan, nsd Document, vnfd Documents) from files (what the CLI does before sending)."""
+    nsd = load(nsd_path)
+    vnfds = load_vnfds(vnfd_paths)
+    return build_plan(nsd, vnfds, name), nsd, vnfds

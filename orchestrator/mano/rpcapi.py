@@ -1,0 +1,67 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Client of the orchestrator's ``ns`` RPC namespace (API 1.0: deploy, validate, list, show,
+delete), sharing the transport, topic and error handling of :class:`OrchestratorAPI`."""
+
+from __future__ import annotations
+
+import oslo_messaging as messaging
+
+from ..rpcapi import OrchestratorAPI
+from .descriptors import Document
+from .service import NAMESPACE, NS_API_VERSION
+
+DEPLOY_TIMEOUT = 600.0      # a deploy launches every instance (and may probe a new zone first)
+
+
+class NSAPI:
+    """``NSAPI(api=OrchestratorAPI(conf))`` (or ``NSAPI(conf)``: its own OrchestratorAPI)."""
+
+    _call = OrchestratorAPI._call       # same call path: version check, retry, clear errors
+
+    def __init__(self, conf=None, *, api: OrchestratorAPI | None = None,
+                 version_cap: str | None = None, **kwargs):
+        self._own_api = api is None
+        self._api = api if api is not None else OrchestratorAPI(conf, **kwargs)
+        self.retry = self._api.retry
+        base = self._api.client
+        target = messaging.Target(topic=base.target.topic, namespace=NAMESPACE,
+                                  version=NS_API_VERSION)
+        self.client = messaging.get_rpc_client(self._api.transport, target,
+                                               version_cap=version_cap,
+                                               timeout=getattr(base, "timeout", None))
+
+    def close(self) -> None:
+        if self._own_api:
+            self._api.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @staticmethod
+    def _docs(nsd, vnfds):
+        def as_dict(d):
+            return d.to_dict() if isinstance(d, Document) else d
+        return as_dict(nsd), [as_dict(d) for d in vnfds]
+
+    def deploy(self, nsd, vnfds, name: str | None = None, zone: str | None = None,
+               timeout: float | None = DEPLOY_TIMEOUT):
+        """``nsd``/``vnfds``: descriptors.Document (or their to_dict())."""
+        nsd, vnfds = self._docs(nsd, vnfds)
+        return self._call("deploy", timeout=timeout, nsd=nsd, vnfds=vnfds, name=name, zone=zone)
+
+    def validate(self, nsd, vnfds, name: str | None = None):
+        nsd, vnfds = self._docs(nsd, vnfds)
+        return self._call("validate", nsd=nsd, vnfds=vnfds, name=name)
+
+    def list(self, deleted: bool = False):
+        return self._call("list", deleted=deleted)
+
+    def show(self, name: str):
+        return self._call("show", name=name)
+
+    def delete(self, name: str, timeout: float | None = DEPLOY_TIMEOUT):
+        return self._call("delete", timeout=timeout, name=name)
