@@ -79,7 +79,9 @@ def requirement_problem(reqs: dict, host: HostInfo, zone: ZoneAdapter, zone_labe
     for key, want in sorted(reqs.items()):
         if key == "location":
             continue
-        have = _lookup(key, host, zone, zone_labels)
+        # "zones"/"regions" (evaluator PLACEMENT_KEYS) list the allowed zone/region names
+        have = _lookup({"zones": "zone", "regions": "region"}.get(key, key), host, zone,
+                       zone_labels)
         allowed = want if isinstance(want, (list, tuple, set)) else [want]
         if isinstance(want, dict):                  # {"min": x} / {"max": y}
             try:

@@ -88,7 +88,7 @@ class NSManager:
             if u.service in existing:
                 raise invalid("name", f"service {u.service!r} (for VNF profile {u.profile}) "
                               "already exists", "give the NS another --name, or remove the service")
-            fields = {**u.service_fields(), "requirements": {"zone": [z.name]}}
+            fields = {**u.service_fields(), "requirements": {"zones": [z.name]}}
             validate_service(u.service, u.click_config, **fields)
             out.append((u, fields))
         return out
