@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fixtures for tests against real QEMU (KVM or TCG), libvirtd, taps and network namespaces."""
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -81,3 +82,67 @@ def mgr(make_manager, backend):
 def net():
     with testnet.TestNet("fvi", 98) as n:
         yield n
+
+
+@contextlib.contextmanager
+def orchestrator_env(tmp_path, prefix: str, subnet: int):
+    """Factory of orchestrators (real RabbitMQ, local zone) sharing one database and run dir, so
+    a restart is ``start()`` again. Topics, run dir (/run/fluidvim-<prefix>-*) and the load
+    probe's netns use ``prefix``; on exit every VNF the local zone started is removed and no tap
+    may be left."""
+    from fluidvim.evaluator import cache as pcache, probes, stage1
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.rpcapi import OrchestratorAPI
+    from fluidvim.orchestrator.service import Orchestrator
+
+    tag = uuid.uuid4().hex[:8]
+    run_dir = f"/run/fluidvim-{prefix}-{tag}"
+    opts = dict(connection=f"sqlite:///{tmp_path}/orch.sqlite", topic=f"{prefix}-{tag}",
+                notification_topic=f"{prefix}_slots_{tag}", agent_interval=0.2,
+                slot_update_min_interval=0.1, rpc_timeout=60.0,
+                vnf_state_dir=str(tmp_path / "state"), vnf_run_dir=run_dir)
+    made, apis = [], []
+
+    def small_stage1(store):
+        """The real stage-1 runner with a short load probe on this prefix's own netns."""
+        load = probes.LoadProbe(sessions=(1, 10, 50), step_s=0.5, warmup_s=0.2, drain_s=0.3,
+                                prefix=f"{prefix}lp", subnet=subnet, valid_for_s=3600)
+        return stage1.Stage1Runner(pcache.ProbeCache(store.engine),
+                                   [probes.StaticProbe(), probes.BootProbe(n=2), load])
+
+    class Env:
+        conf = None
+        name = tag
+
+        def start(self, **kw):
+            conf = orchconf.make_conf(**{**opts, **kw})
+            orchconf.disable_rabbit_heartbeat(conf)      # fast transport cleanup between tests
+            self.conf = conf
+            store = Store(conf.orchestrator.connection)
+            o = Orchestrator(conf, stage1=small_stage1(store))
+            store.close()
+            o.start(server=f"{prefix}-{tag}")
+            made.append(o)
+            return o
+
+        def api(self):
+            a = OrchestratorAPI(self.conf)
+            apis.append(a)
+            return a
+
+    yield Env()
+    for a in apis:
+        a.close()
+    for o in made:
+        o.stop()
+    conf = orchconf.make_conf(**opts)
+    mgr = VNFManager(conf)
+    ids = vnf_ids(mgr.store)
+    for rec in mgr.store.list():
+        mgr.destroy(rec.id)
+    mgr.close()
+    for o in made:
+        o.close()
+    shutil.rmtree(run_dir, ignore_errors=True)
+    assert not leaked_taps(ids)

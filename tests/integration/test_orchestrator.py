@@ -12,18 +12,12 @@ import time
 import uuid
 
 import pytest
-import sqlalchemy as sa
 
-from fluidvim.evaluator import cache as pcache, probes, stage1
 from fluidvim.orchestrator import conf as orchconf
-from fluidvim.orchestrator.db import Store
 from fluidvim.orchestrator.exception import InvalidRequest, NotFound, Refused
-from fluidvim.orchestrator.rpcapi import OrchestratorAPI
-from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.vnf.manager import VNFManager
-from fluidvim.vnf.state import LaunchRecord
 
-from .conftest import leaked_taps
+from .conftest import leaked_taps, orchestrator_env
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 
@@ -41,62 +35,11 @@ pytestmark = pytest.mark.skipif(not rabbit_up(), reason="RabbitMQ is not running
                                 "127.0.0.1:5672: run tools/bootstrap.sh")
 
 
-def small_stage1(conf, store):  # noqa: ARG001 - same signature as service.default_runners
-    """The real stage-1 runner with a short load probe on this test's own netns prefix."""
-    load = probes.LoadProbe(sessions=(1, 10, 50), step_s=0.5, warmup_s=0.2, drain_s=0.3,
-                            prefix="fvolp", subnet=93, valid_for_s=3600)
-    return stage1.Stage1Runner(pcache.ProbeCache(store.engine),
-                               [probes.StaticProbe(), probes.BootProbe(n=2), load])
-
-
 @pytest.fixture
 def env(tmp_path):
     """Factory of orchestrators sharing one database/run dir (restart = a new one)."""
-    tag = uuid.uuid4().hex[:8]
-    run_dir = f"/run/fluidvim-fvo-{tag}"
-    opts = dict(connection=f"sqlite:///{tmp_path}/orch.sqlite", topic=f"fvo-{tag}",
-                notification_topic=f"fvo_slots_{tag}", agent_interval=0.2,
-                slot_update_min_interval=0.1, rpc_timeout=60.0,
-                vnf_state_dir=str(tmp_path / "state"), vnf_run_dir=run_dir)
-    made, apis = [], []
-
-    class Env:
-        conf = None
-
-        def start(self, **kw):
-            conf = orchconf.make_conf(**{**opts, **kw})
-            orchconf.disable_rabbit_heartbeat(conf)      # fast transport cleanup between tests
-            self.conf = conf
-            store = Store(conf.orchestrator.connection)
-            o = Orchestrator(conf, stage1=small_stage1(conf, store))
-            store.close()
-            o.start(server=f"fvo-{tag}")
-            made.append(o)
-            return o
-
-        def api(self):
-            a = OrchestratorAPI(self.conf)
-            apis.append(a)
-            return a
-
-    yield Env()
-    for a in apis:
-        a.close()
-    for o in made:
-        o.stop()
-    # remove every VNF the local zone started, then check nothing leaked
-    conf = orchconf.make_conf(**opts)
-    mgr = VNFManager(conf)
-    with mgr.store.Session() as s:
-        ids = set(s.scalars(sa.select(LaunchRecord.vnf_id)))
-    for rec in mgr.store.list():
-        ids.add(rec.id)
-        mgr.destroy(rec.id)
-    mgr.close()
-    for o in made:
-        o.close()
-    shutil.rmtree(run_dir, ignore_errors=True)
-    assert not leaked_taps(ids)
+    with orchestrator_env(tmp_path, "fvo", 93) as e:
+        yield e
 
 
 def wait_for(pred, timeout=15.0, what="condition"):

@@ -1,0 +1,168 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Network services from the sample NSD/VNFDs (etc/mano) end to end: the ``ns`` RPC namespace over
+real RabbitMQ, the orchestrator's local zone with real VNFs under QEMU, one bridge per virtual
+link, and real traffic from a network namespace on the ``left`` link through firewall ->
+``middle`` -> forwarder to a namespace on the ``right`` link. A restarted orchestrator still
+shows the NS; ``ns rm`` leaves no VNF, tap, bridge or service; a deploy whose second VNF rejects
+its Click configuration rolls back completely.
+
+Names: NS ``fm<hex>`` (its networks' bridges are derived from it), netns/veths ``fm<hex>``, run
+dirs /run/fluidvim-fm-*.
+"""
+
+import copy
+import os
+import uuid
+
+import pytest
+
+from fluidvim.orchestrator.exception import InvalidRequest, Refused
+from fluidvim.orchestrator.mano import descriptors
+from fluidvim.orchestrator.mano.rpcapi import NSAPI
+from fluidvim.vnf import netdev, spec, testnet
+
+from .conftest import leaked_taps, orchestrator_env
+from .test_orchestrator import rabbit_up
+
+pytestmark = pytest.mark.skipif(not rabbit_up(), reason="RabbitMQ is not running on "
+                                "127.0.0.1:5672: run tools/bootstrap.sh")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NSD = os.path.join(REPO, "etc", "mano", "fw_chain_ns", "fw_chain_nsd.yaml")
+VNFDS = [os.path.join(REPO, "etc", "mano", "firewall_vnf", "firewall_vnfd.yaml"),
+         os.path.join(REPO, "etc", "mano", "forwarder_vnf", "forwarder_vnfd.yaml")]
+
+
+class EdgeNet(testnet.TestNet):
+    """TestNet whose two namespaces hang on existing bridges (the NS's edge networks): they are
+    the NS's to delete, so ``down`` removes only the namespaces and their veths."""
+
+    def __init__(self, prefix, subnet, left_bridge, right_bridge):
+        super().__init__(prefix, subnet)
+        self.br0, self.br1 = left_bridge, right_bridge
+
+    def down(self) -> None:
+        for ns in (self.ns_a, self.ns_b):
+            testnet._ip("netns", "del", ns, check=False)
+        for name in (f"{self.prefix}ah", f"{self.prefix}bh"):
+            netdev.delete_link(name)
+
+
+@pytest.fixture
+def env(tmp_path):
+    with orchestrator_env(tmp_path, "fm", 87) as e:
+        yield e
+
+
+def docs():
+    """The sample descriptors as the CLI sends them (with the cloud-init files they name)."""
+    _plan, nsd, vnfds = descriptors.plan_files(NSD, VNFDS)
+    return nsd.to_dict(), [v.to_dict() for v in vnfds]
+
+
+def counter(stats, name):
+    return next(e["count"] for e in stats["elements"] if e["name"] == name)
+
+
+def test_sample_chain_deploys_passes_traffic_survives_restart_and_goes(env):
+    orch = env.start()
+    ns_api = NSAPI(api=env.api())
+    name = f"fm{uuid.uuid4().hex[:6]}"
+    nsd, vnfds = docs()
+    r = ns_api.deploy(nsd, vnfds, name=name)
+    assert r["status"] == "running" and r["zone"] == orch.local_zone.name, r
+    assert sorted(r["services"]) == [f"{name}-fw", f"{name}-fwd"]
+    nets = {n["link"]: n for n in r["networks"]}
+    assert set(nets) == {"left", "middle", "right"}
+    insts = {i["profile"]: i for i in r["instances"]}
+    fw, fwd = insts["fw"], insts["fwd"]
+    try:
+        # the VNFs run, with their NICs (taps) on the virtual links' bridges in cpd order
+        for i in (fw, fwd):
+            assert orch.manager.get(i["id"]).status == "running"
+        tap = spec.tap_for
+        assert nets["left"]["ports"] == [tap(fw["id"], 0)]
+        assert sorted(nets["middle"]["ports"]) == sorted([tap(fw["id"], 1), tap(fwd["id"], 0)])
+        assert nets["right"]["ports"] == [tap(fwd["id"], 1)]
+        for n in nets.values():
+            assert netdev.master_of(n["ports"][0]) == n["id"]
+        assert [x["name"] for x in ns_api.list()] == [name]
+        listed = {n["name"]: n for n in env.api().list_networks(orch.local_zone.name)}
+        assert {f"{name}-left", f"{name}-middle", f"{name}-right"} <= set(listed)
+        # traffic: left namespace -> fw -> middle -> fwd -> right namespace
+        with EdgeNet(f"fm{uuid.uuid4().hex[:3]}", 87, nets["left"]["id"],
+                     nets["right"]["id"]) as net:
+            assert net.ping(count=3) >= 2
+            server = net.serve_tcp(80, 22)
+            try:
+                assert net.tcp_connect(80)                   # the firewall lets web out
+                assert not net.tcp_connect(22, timeout_s=1.0)  # ... and drops ssh
+            finally:
+                server.terminate()
+                server.wait()
+        fw_stats, fwd_stats = orch.manager.stats(fw["id"]), orch.manager.stats(fwd["id"])
+        assert counter(fw_stats, "out") > 0 and counter(fw_stats, "denied") > 0
+        assert counter(fwd_stats, "east") > 0 and counter(fwd_stats, "west") > 0
+        # show, after a restart of the orchestrator (same database)
+        orch.stop()
+        orch = env.start()
+        ns_api = NSAPI(api=env.api())
+        shown = ns_api.show(name)
+        assert shown["status"] == "running" and shown["id"] == r["id"]
+        assert {i["id"]: i["status"] for i in shown["instances"]} == {
+            fw["id"]: "running", fwd["id"]: "running"}
+        assert all(n["exists"] for n in shown["networks"])
+        assert {n["link"]: len(n["ports"]) for n in shown["networks"]} == {
+            "left": 1, "middle": 2, "right": 1}
+        with pytest.raises(InvalidRequest) as e:            # one live NS per name
+            ns_api.deploy(nsd, vnfds, name=name)
+        assert e.value.field == "name"
+    finally:
+        out = ns_api.delete(name)
+    assert out["deleted"] == name
+    # nothing left: VNFs, taps, bridges, services, instances
+    assert orch.manager.list() == []
+    assert not leaked_taps({fw["id"], fwd["id"]})
+    assert not any(netdev.exists(n["id"]) for n in nets.values())
+    api = env.api()
+    assert api.list_services() == [] and api.list_instances() == []
+    assert ns_api.list() == [] and ns_api.list(deleted=True)[0]["status"] == "deleted"
+
+
+def test_deploy_failing_midway_rolls_back_completely(env):
+    orch = env.start()
+    ns_api = NSAPI(api=env.api())
+    name = f"fm{uuid.uuid4().hex[:6]}"
+    nsd, vnfds = docs()
+    bad = copy.deepcopy(vnfds)
+    vdu = bad[1]["doc"]["vnfd"]["vdu"][0]                    # the forwarder, launched second
+    vdu.pop("cloud-init-file")
+    vdu["cloud-init"] = "FromDevice(0) -> Countr -> ToDevice(1);"   # the VNF rejects it
+    with pytest.raises(Refused) as e:
+        ns_api.deploy(nsd, bad, name=name)
+    msg = e.value.message
+    assert f"instance 1/1 of {name}-fwd failed" in msg and "Countr" in msg, msg
+    assert "rolled back" in msg
+    (rec,) = ns_api.list()
+    assert rec["status"] == "failed" and rec["instances"] == 0 and rec["networks"] == 0
+    shown = ns_api.show(name)
+    assert [s["step"].split(" ")[0] for s in shown["steps"]][:4] == [
+        "validated", "network", "network", "network"]
+    assert orch.manager.list() == []
+    api = env.api()
+    assert api.list_services() == [] and api.list_instances() == []
+    assert not [n for n in api.list_networks() if n["name"].startswith(name)]
+    launched = [x for x in orch.store.launches(limit=50)]
+    assert launched and not leaked_taps({x.instance_id for x in launched})
+    # bad descriptors are refused over RPC before anything is created, with the field path
+    nsd2 = copy.deepcopy(nsd)
+    nsd2["doc"]["nsd"]["nsd"][0]["df"][0]["vnf-profile"][0]["virtual-link-connectivity"][0][
+        "virtual-link-profile-id"] = "lft"
+    with pytest.raises(InvalidRequest) as e:
+        ns_api.deploy(nsd2, vnfds, name=name + "b")
+    assert e.value.field.endswith("virtual-link-connectivity[0].virtual-link-profile-id")
+    assert len(ns_api.list()) == 1 and api.list_services() == []
+    assert ns_api.validate(nsd, vnfds, name=name + "c")["networks"]["left"] == f"{name}c-left"
+    ns_api.delete(name)
+    assert ns_api.list() == []
