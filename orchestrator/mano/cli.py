@@ -35,8 +35,8 @@ def _plan(args):
         return None
 
 
-def print_plan(plan, out=sys.stdout):
-    w = lambda *a: print(*a, file=out)  # noqa: E731
+def print_plan(plan, out=None):
+    w = lambda *a: print(*a, file=out or sys.stdout)  # noqa: E731
     w(f"network service {plan['name']} (NSD {plan['nsd']}, flavour {plan['df']}): "
       f"{len(plan['units'])} VNF(s), {len(plan['networks'])} virtual link(s)")
     for key, net in plan["networks"].items():
@@ -100,8 +100,8 @@ def cmd_ns_list(args, api):
     _out(args, NSAPI(api=api).list(deleted=args.all), text)
 
 
-def print_ns(r, out=sys.stdout):
-    w = lambda *a: print(*a, file=out)  # noqa: E731
+def print_ns(r, out=None):
+    w = lambda *a: print(*a, file=out or sys.stdout)  # noqa: E731
     w(f"network service {r['name']} ({r['id']}): {r['status']} in zone {r['zone']}, NSD "
       f"{r['nsd']}, VNFDs {', '.join(r['vnfds'])}")
     if r["error"]:

@@ -93,18 +93,22 @@ class NSManager:
             out.append((u, fields))
         return out
 
+    def _name_free(self, name: str) -> None:
+        for row in self.store.network_services():
+            if row.name == name:
+                raise invalid("name", f"a network service named {name!r} exists ({row.status})",
+                              f"`fluidvim ns rm {name}` or give --name")
+
     # -- deploy --
     def deploy(self, nsd: dict, vnfds: list, name: str | None = None,
                zone: str | None = None) -> dict:
         t_all = time.perf_counter()
         plan = self.plan(nsd, vnfds, name)
         z = self._zone(zone)
+        self._name_free(plan.name)
         units = self._check(plan, z)
         with self._lock:                    # one live NS per name
-            for row in self.store.network_services():
-                if row.name == plan.name:
-                    raise invalid("name", f"a network service named {plan.name!r} exists "
-                                  f"({row.status})", f"`fluidvim ns rm {plan.name}` or give --name")
+            self._name_free(plan.name)
             row = self.store.add_ns(name=plan.name, nsd_id=plan.nsd, zone=z.name,
                                     status="deploying", plan=plan.to_dict(),
                                     descriptors={"nsd": nsd, "vnfds": vnfds})

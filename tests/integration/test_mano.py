@@ -166,3 +166,37 @@ def test_deploy_failing_midway_rolls_back_completely(env):
     assert ns_api.validate(nsd, vnfds, name=name + "c")["networks"]["left"] == f"{name}c-left"
     ns_api.delete(name)
     assert ns_api.list() == []
+
+
+def test_cli_deploy_show_rm(env):
+    """`fluidvim ns` as a user runs it, against the orchestrator of this test."""
+    import json
+    import subprocess
+    import sys
+
+    orch = env.start()
+    exe = os.path.join(os.path.dirname(sys.executable), "fluidvim")
+    topic = ["--topic", env.conf.orchestrator.topic]
+
+    def cli(*argv, ok=True):
+        r = subprocess.run([exe, *argv, *topic], capture_output=True, text=True, timeout=300)
+        assert (r.returncode == 0) == ok, (argv, r.returncode, r.stdout, r.stderr[-2000:])
+        return r
+
+    name = f"fm{uuid.uuid4().hex[:6]}"
+    out = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"),
+              "--name", name).stdout
+    assert "validated" in out and f"deploying {name} through the orchestrator" in out
+    assert f"network left: {name}-left" in out and f"network service {name} running" in out
+    show = cli("ns", "show", name).stdout
+    assert f"network service {name}" in show and show.count("  instance ") == 2
+    assert "ports fv" in show
+    rows = json.loads(cli("ns", "list", "--json").stdout)
+    assert [r["name"] for r in rows] == [name]
+    again = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"), "--name", name,
+                ok=False)
+    assert again.returncode == 2 and "fluidvim: error: name: a network service named" in \
+        again.stderr
+    assert f"deleted network service {name}" in cli("ns", "rm", name).stdout
+    assert json.loads(cli("ns", "list", "--json").stdout) == []
+    assert orch.manager.list() == []

@@ -399,3 +399,46 @@ def test_orchestrator_side_documents_read_only_what_was_sent(pkg):
     assert [p.path for p in c.problems] == ["vnfd.vdu[0].cloud-init-file"]   # not read from disk
     with pytest.raises(d.DescriptorError):
         d.Document.from_dict({"doc": fw, "files": {"a": 1}})
+
+
+# -- `fluidvim ns validate` (offline) and help --
+@pytest.mark.parametrize("argv", [["ns", "--help"], ["ns", "deploy", "--help"],
+                                  ["ns", "validate", "--help"]])
+def test_ns_help_shows_examples(argv, capsys):
+    from .test_cli import test_help_shows_examples
+    test_help_shows_examples(argv, capsys)
+
+
+def test_ns_validate_prints_the_mapping_or_every_error(pkg, capsys):
+    import json
+
+    from fluidvim import cli
+
+    nsd, fw, fwd = pkg.docs()
+    paths = []
+    for name, doc in (("nsd.yaml", nsd), ("fw.yaml", fw), ("fwd.yaml", fwd)):
+        (pkg.dir / name).write_text(yaml.safe_dump(doc))
+        paths.append(str(pkg.dir / name))
+    argv = ["ns", "validate", paths[0], "--vnfd", paths[1], "--vnfd", paths[2]]
+    assert cli.main(argv + ["--name", "c1"]) == 0
+    out = capsys.readouterr().out
+    assert "network service c1 (NSD fw-chain" in out and "-> service c1-fw x1" in out
+    assert "nic0: fw-inside        on left" in out and "memory 32 MiB" in out
+    assert cli.main(argv + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["networks"]["middle"] == "fw-chain-middle"
+    fw["vnfd"]["vdu"][0]["sw-image-desc"] = "fwimg"
+    fwd["vnfd"]["vdu"][0]["virtual-compute-desc"] = "big"
+    (pkg.dir / "fw.yaml").write_text(yaml.safe_dump(fw))
+    (pkg.dir / "fwd.yaml").write_text(yaml.safe_dump(fwd))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"fluidvim: error: {paths[1]}: vnfd.vdu[0].sw-image-desc: 'fwimg' is not one of the "
+        "sw-image-desc ids (fluidvim-vnf-kernel); name one of them, or add that sw-image-desc",
+        f"fluidvim: error: {paths[2]}: vnfd.vdu[0].virtual-compute-desc: 'big' is not one of "
+        "the virtual-compute-desc ids (fwd-compute); name one of them, or add that "
+        "virtual-compute-desc"]
+    # deploy checks the files before it reaches for the broker
+    assert cli.main(["ns", "deploy", *argv[2:], "--topic", "fm-unit-nobody",
+                     "--rpc-timeout", "1"]) == 2
+    assert "vnfd.vdu[0].sw-image-desc" in capsys.readouterr().err
