@@ -3,7 +3,8 @@
 """``fluidvim-orchestrator``: the orchestrator as an oslo.messaging RPC server.
 
 :class:`Orchestrator` is the service's core (usable in-process: the demo, tests, benchmarks);
-:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.1); :func:`main` is the console
+:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.1), next to the ``ns`` namespace
+of network services from NFV descriptors (:mod:`.mano.service`); :func:`main` is the console
 script: it serves RPC on ``[orchestrator] topic``, listens for slot-update notifications on
 ``[orchestrator] notification_topic`` and, with ``[orchestrator] local_zone``, runs the embedded
 local zone (launch core + slot agent publishing through the same notification path).
