@@ -491,9 +491,7 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
     defaults = _properties(c, src, (v.get("configurable-properties") or {}).get(
         "additional-configurable-property"),
         "vnfd.configurable-properties.additional-configurable-property")
-    kernels = {}
-    for sid, i in sw.items():
-        kernels[sid] = _kernel(c, d, v["sw-image-desc"][i], f"vnfd.sw-image-desc[{i}]")
+    kernels = {}                    # checked once, and only the images a VDU uses
     out_vdus = []
     cpds_of = {}
     for i, vdu in enumerate(v["vdu"]):
@@ -503,7 +501,11 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
             c.add(src, f"{p}.sw-image-desc", _one_of(vdu["sw-image-desc"], sw, "sw-image-desc"),
                   "name one of them, or add that sw-image-desc")
         else:
-            kernel, is_file = kernels[vdu["sw-image-desc"]]
+            sid = vdu["sw-image-desc"]
+            if sid not in kernels:
+                kernels[sid] = _kernel(c, d, v["sw-image-desc"][sw[sid]],
+                                       f"vnfd.sw-image-desc[{sw[sid]}]")
+            kernel, is_file = kernels[sid]
         memory, vcpus = None, 1
         if "virtual-compute-desc" in vdu:
             if vdu["virtual-compute-desc"] not in vc:

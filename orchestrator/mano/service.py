@@ -74,6 +74,13 @@ class NSManager:
         if plan.networks and type(z).create_network is ZoneAdapter.create_network:
             raise invalid("zone", f"zone {z.name} ({z.kind}) cannot create the NS's virtual links "
                           f"({', '.join(plan.networks)})", "deploy to a zone that can (local)")
+        try:
+            taken = {n.name for n in z.networks()} & set(plan.networks.values())
+        except ZoneError as e:
+            raise invalid("zone", f"zone {z.name}: cannot list networks: {e}") from None
+        if taken:
+            raise invalid("name", f"network(s) {', '.join(sorted(taken))} already exist in zone "
+                          f"{z.name}", "give the NS another --name, or `fluidvim network rm` them")
         existing = {s.name for s in self.store.services()}
         out = []
         for u in plan.units:

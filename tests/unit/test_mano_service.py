@@ -224,6 +224,14 @@ def test_bad_input_creates_nothing(orch_factory, pkg):  # noqa: F811
     assert e.value.field == "name" and "service 'fw-chain-fwd'" in e.value.message
     assert [s.name for s in orch.store.services()] == ["fw-chain-fwd"]
     assert zone.nets == {} and zone.launches == [] and orch.store.network_services() == []
+    orch.remove_service("fw-chain-fwd")
+    # a network of one of its names exists (not the NS's: it must not adopt and later delete it)
+    zone.create_network("fw-chain-middle")
+    with pytest.raises(InvalidRequest) as e:
+        orch.ns.deploy(*bundle(pkg, *pkg.docs()))
+    assert e.value.field == "name" and "fw-chain-middle already exist" in e.value.message
+    assert list(zone.nets) == ["br-fw-chain-middle"] and zone.launches == []
+    assert orch.store.services() == [] and orch.store.network_services() == []
 
 
 def test_zone_without_networks_is_refused_up_front(tmp_path, pkg):  # noqa: F811
