@@ -26,6 +26,7 @@ EXAMPLES_TOP = """examples:
   fluidvim status                     # accelerator, session slots, queuing delay
   fluidvim place fw --deploy          # orchestrator (fluidvim-orchestrator must run): place, then
   fluidvim resolve fw                 #   a slot for a new session; see `fluidvim service --help`
+  fluidvim ns deploy etc/mano/fw_chain_ns/fw_chain_nsd.yaml --vnfd etc/mano   # an NSD (SOL006)
 """
 
 
