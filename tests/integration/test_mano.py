@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from fluidvim.orchestrator.exception import InvalidRequest, Refused
+from fluidvim.orchestrator.exception import InvalidRequest, NotFound, Refused
 from fluidvim.orchestrator.mano import descriptors
 from fluidvim.orchestrator.mano.rpcapi import NSAPI
 from fluidvim.vnf import netdev, spec, testnet
@@ -71,13 +71,13 @@ def test_sample_chain_deploys_passes_traffic_survives_restart_and_goes(env):
     name = f"fm{uuid.uuid4().hex[:6]}"
     nsd, vnfds = docs()
     r = ns_api.deploy(nsd, vnfds, name=name)
-    assert r["status"] == "running" and r["zone"] == orch.local_zone.name, r
-    assert sorted(r["services"]) == [f"{name}-fw", f"{name}-fwd"]
-    nets = {n["link"]: n for n in r["networks"]}
-    assert set(nets) == {"left", "middle", "right"}
-    insts = {i["profile"]: i for i in r["instances"]}
-    fw, fwd = insts["fw"], insts["fwd"]
     try:
+        assert r["status"] == "running" and r["zone"] == orch.local_zone.name, r
+        assert sorted(r["services"]) == [f"{name}-fw", f"{name}-fwd"]
+        nets = {n["link"]: n for n in r["networks"]}
+        assert set(nets) == {"left", "middle", "right"}
+        insts = {i["profile"]: i for i in r["instances"]}
+        fw, fwd = insts["fw"], insts["fwd"]
         # the VNFs run, with their NICs (taps) on the virtual links' bridges in cpd order
         for i in (fw, fwd):
             assert orch.manager.get(i["id"]).status == "running"
@@ -118,8 +118,9 @@ def test_sample_chain_deploys_passes_traffic_survives_restart_and_goes(env):
         with pytest.raises(InvalidRequest) as e:            # one live NS per name
             ns_api.deploy(nsd, vnfds, name=name)
         assert e.value.field == "name"
-    finally:
         out = ns_api.delete(name)
+    finally:
+        remove_ns(orch, name)
     assert out["deleted"] == name
     # nothing left: VNFs, taps, bridges, services, instances
     assert orch.manager.list() == []
@@ -184,19 +185,30 @@ def test_cli_deploy_show_rm(env):
         return r
 
     name = f"fm{uuid.uuid4().hex[:6]}"
-    out = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"),
-              "--name", name).stdout
-    assert "validated" in out and f"deploying {name} through the orchestrator" in out
-    assert f"network left: {name}-left" in out and f"network service {name} running" in out
-    show = cli("ns", "show", name).stdout
-    assert f"network service {name}" in show and show.count("  instance ") == 2
-    assert "ports fv" in show
-    rows = json.loads(cli("ns", "list", "--json").stdout)
-    assert [r["name"] for r in rows] == [name]
-    again = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"), "--name", name,
-                ok=False)
-    assert again.returncode == 2 and "fluidvim: error: name: a network service named" in \
-        again.stderr
-    assert f"deleted network service {name}" in cli("ns", "rm", name).stdout
+    try:
+        out = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"),
+                  "--name", name).stdout
+        assert "validated" in out and f"deploying {name} through the orchestrator" in out
+        assert f"network left: {name}-left" in out and f"network service {name} running" in out
+        show = cli("ns", "show", name).stdout
+        assert f"network service {name}" in show and show.count("  instance ") == 2
+        assert "ports fv" in show
+        rows = json.loads(cli("ns", "list", "--json").stdout)
+        assert [r["name"] for r in rows] == [name]
+        again = cli("ns", "deploy", NSD, "--vnfd", os.path.join(REPO, "etc", "mano"), "--name", name,
+                    ok=False)
+        assert again.returncode == 2 and "fluidvim: error: name: a network service named" in \
+            again.stderr
+        assert f"deleted network service {name}" in cli("ns", "rm", name).stdout
+    finally:
+        remove_ns(orch, name)
     assert json.loads(cli("ns", "list", "--json").stdout) == []
     assert orch.manager.list() == []
+
+
+def remove_ns(orch, name):
+    """Whatever a failed assertion left behind: the NS's instances, services and networks."""
+    try:
+        orch.ns.delete(name)
+    except (NotFound, Refused):
+        pass
