@@ -442,3 +442,81 @@ def test_ns_validate_prints_the_mapping_or_every_error(pkg, capsys):
     assert cli.main(["ns", "deploy", *argv[2:], "--topic", "fm-unit-nobody",
                      "--rpc-timeout", "1"]) == 2
     assert "vnfd.vdu[0].sw-image-desc" in capsys.readouterr().err
+
+
+OSM_STYLE_VNFD = """
+vnfd:
+  id: web-vnf
+  product-name: web-vnf
+  provider: example
+  version: '1.0'
+  mgmt-cp: vnf-mgmt-ext
+  virtual-compute-desc:
+    - id: web-compute
+      virtual-cpu: {num-virtual-cpu: 1}
+      virtual-memory: {size: 0.0625}
+  virtual-storage-desc:
+    - id: web-storage
+      size-of-storage: 10
+  sw-image-desc:
+    - id: web-image
+      name: web-image
+      image: web-image
+  df:
+    - id: default-df
+      instantiation-level:
+        - id: default-instantiation-level
+          vdu-level: [{vdu-id: webVM, number-of-instances: 1}]
+      vdu-profile: [{id: webVM, min-number-of-instances: 1}]
+  vdu:
+    - id: webVM
+      name: webVM
+      cloud-init-file: web.click
+      sw-image-desc: web-image
+      virtual-compute-desc: web-compute
+      virtual-storage-desc: [web-storage]
+      int-cpd:
+        - id: eth0-int
+          virtual-network-interface-requirement:
+            - {name: eth0, virtual-interface: {type: PARAVIRT}}
+  ext-cpd:
+    - id: vnf-mgmt-ext
+      int-cpd: {cpd: eth0-int, vdu-id: webVM}
+"""
+OSM_STYLE_NSD = """
+nsd:
+  nsd:
+    - id: web-ns
+      name: web-ns
+      version: '1.0'
+      vnfd-id: [web-vnf]
+      virtual-link-desc:
+        - id: mgmtnet
+          mgmt-network: true
+      df:
+        - id: default-df
+          vnf-profile:
+            - id: '1'
+              vnfd-id: web-vnf
+              virtual-link-connectivity:
+                - constituent-cpd-id:
+                    - {constituent-base-element-id: '1', constituent-cpd-id: vnf-mgmt-ext}
+                  virtual-link-profile-id: mgmtnet
+"""
+
+
+def test_an_osm_style_package_is_accepted(tmp_path):
+    """An NS in the shape OSM's packages have (one VDU on the management network, an image
+    name for the VIM, numeric vnf-profile ids, storage and interface details fluidvim ignores)."""
+    (tmp_path / "web_vnf" / "cloud_init").mkdir(parents=True)
+    (tmp_path / "web_vnf" / "cloud_init" / "web.click").write_text("FromDevice(0) -> Discard;")
+    (tmp_path / "web_vnf" / "web_vnfd.yaml").write_text(OSM_STYLE_VNFD)
+    (tmp_path / "web_nsd.yaml").write_text(OSM_STYLE_NSD)
+    plan, _, _ = d.plan_files(str(tmp_path / "web_nsd.yaml"), [str(tmp_path)])
+    (u,) = plan.units
+    assert (u.service, u.memory_mb, u.kernel, u.kernel_is_file) == ("web-ns-1", 64, "web-image",
+                                                                    False)
+    assert [(n.cpd, n.network) for n in u.nics] == [("eth0-int", "mgmtnet")]
+    assert plan.networks == {"mgmtnet": "web-ns-mgmtnet"}
+    text = "\n".join(plan.warnings)
+    assert "vnfd.virtual-storage-desc" in text and "mgmt-network" in text
