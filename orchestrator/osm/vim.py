@@ -266,11 +266,14 @@ class VimService:
 
     # -- VMs --
     def launch(self, zone: str | None, name: str, image_id: str, flavor_id: str, nics,
-               click_config: str, description: str = "") -> dict:
+               click_config: str, description: str = "", slots: int | None = None) -> dict:
+        """``slots`` overrides the flavor's session slots (the day-0 directive)."""
         zone = self.zone_name(zone)
         z = self.orch.zones[zone]
         im = self.image(zone, image_id)
         fl = self._flavor(flavor_id)
+        slots = _number("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
+                        allow_none=True) or fl.slots
         if not isinstance(click_config, str) or not click_config.strip():
             raise invalid("click_config", "the VNF's Click configuration is empty",
                           "give it as the VDU's day-0 user-data (cloud-init)")
@@ -286,7 +289,7 @@ class VimService:
         lid = self.store.launch_started(zone, svc, None)
         try:
             inst = z.launch(LaunchRequest(service=svc, click_config=click_config, name=vnf_name,
-                                          slots=fl.slots, memory_mb=fl.ram, vcpus=fl.vcpus,
+                                          slots=slots, memory_mb=fl.ram, vcpus=fl.vcpus,
                                           kernel=im["location"], bridges=tuple(nics)))
         except ZoneError as e:
             self.store.launch_finished(lid, False, error=str(e))
@@ -431,8 +434,9 @@ class VimEndpoint:
 
     @_rpc_method
     def launch(self, ctxt, name, image_id, flavor_id, nics, click_config, zone=None,
-               description=""):
-        return self.vim.launch(zone, name, image_id, flavor_id, nics, click_config, description)
+               description="", slots=None):
+        return self.vim.launch(zone, name, image_id, flavor_id, nics, click_config, description,
+                               slots)
 
     @_rpc_method
     def vm_status(self, ctxt, vm_ids):

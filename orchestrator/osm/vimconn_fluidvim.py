@@ -23,6 +23,7 @@ file for what is not supported (each raises VimConnNotSupportedException saying 
 from __future__ import annotations
 
 import logging
+import re
 import urllib.parse
 
 import yaml
@@ -34,6 +35,8 @@ SUPPORTED_IFACE_TYPES = ("virtual", "VIRTIO", "paravirt")
 FLAVOR_EXTENDED_KEYS = ("session-slots",)
 STATUS = {"running": "ACTIVE", "building": "BUILD", "error": "ERROR", "deleted": "DELETED"}
 DEFAULT_TOPIC = "fluidvim-orchestrator"
+# a Click comment line in the day-0 config: "// fluidvim: session-slots = 64"
+SLOTS_DIRECTIVE = re.compile(r"//\s*fluidvim:\s*session-slots\s*=\s*(.*?)\s*$")
 
 
 def _yaml(d) -> str:
@@ -332,7 +335,8 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             nics.append(self._nic(i, net))
         click = self._click_config(cloud_config)
         vm = self._vim("launch", name=name, description=description or "", image_id=image_id,
-                       flavor_id=flavor_id, nics=nics, click_config=click)
+                       flavor_id=flavor_id, nics=nics, click_config=click,
+                       slots=self._slots_directive(click))
         for net, iface in zip(net_list or [], vm["interfaces"]):
             net["vim_id"] = iface["vim_interface_id"]       # RO matches interfaces by this
         return vm["id"], {}
@@ -380,6 +384,20 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             raise vc.VimConnException(f"cloud_config user-data starts with {first[:40]!r}, which "
                                       f"is cloud-init for a Linux guest; {hint}")
         return ud
+
+    @staticmethod
+    def _slots_directive(click: str) -> int | None:
+        """Session slots from a ``// fluidvim: session-slots = N`` line of the day-0 config (a
+        VNFD cannot put fields of its own into RO's flavor; its cloud-init can carry this)."""
+        for n, line in enumerate(click.splitlines(), 1):
+            m = SLOTS_DIRECTIVE.search(line)
+            if m:
+                v = m.group(1)
+                if not v.isdigit() or not 1 <= int(v) <= 65536:
+                    raise vc.VimConnException(f"cloud_config user-data line {n}: session-slots "
+                                              f"{v!r} is not an integer in 1..65536")
+                return int(v)
+        return None
 
     def get_vminstance(self, vm_id):
         vm = self._vim("get_vm", vm_id=vm_id)

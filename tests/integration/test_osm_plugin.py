@@ -217,6 +217,10 @@ def test_errors_leave_nothing(env):
     with pytest.raises(vc.VimConnNotFoundException):
         vim.get_flavor_id_from_data({"ram": 64, "vcpus": 2})
     assert env.orch.manager.list() == []
+    # session slots from the day-0 config's directive line (a Click comment for the VNF)
+    vm_id, _ = launch(cloud_config={"user-data": "// fluidvim: session-slots = 5\n" + FORWARD})
+    assert env.orch.manager.get(vm_id).spec.session_slots == 5
+    vim.delete_vminstance(vm_id)
     # an orchestrator that does not answer on the topic: connection error, not a hang
     silent = env.connector(topic=f"fo-nobody-{env.tag}", rpc_timeout=2)
     with pytest.raises(vc.VimConnConnectionException, match="no reply"):

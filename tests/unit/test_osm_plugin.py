@@ -115,6 +115,16 @@ def test_network_flavor_action_refusals():
         vim.get_vminstance_console("vm")
 
 
+def test_session_slots_directive_in_day0_config():
+    assert vimconnector._slots_directive("// fluidvim: session-slots = 64\nA -> B;") == 64
+    assert vimconnector._slots_directive("A -> B; //fluidvim:session-slots=3") == 3
+    assert vimconnector._slots_directive("A -> B;") is None
+    with pytest.raises(vc.VimConnException, match="line 2: session-slots 'many'"):
+        vimconnector._slots_directive("A -> B;\n// fluidvim: session-slots = many")
+    with pytest.raises(vc.VimConnException, match="1..65536"):
+        vimconnector._slots_directive("// fluidvim: session-slots = 0")
+
+
 def test_network_names_ro_chooses_stay_valid_and_distinct():
     assert vimconnector._net_name("ns1-mgmt") == "ns1-mgmt"
     a, b = vimconnector._net_name("my ns/left"), vimconnector._net_name("my ns left")
