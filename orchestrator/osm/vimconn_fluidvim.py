@@ -205,13 +205,16 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         return {"id": n["id"], "name": n["name"], "status": "ACTIVE", "type": "bridge",
                 "network_type": "flat", "zone": n["zone"], "ports": n["ports"]}
 
+    @staticmethod
+    def _filtered(items, filter_dict, keys):
+        """RO's filter_dict: keep the items equal on every given key of ``keys`` (others, such as
+        shared or tenant_id, mean nothing here)."""
+        f = {k: v for k, v in (filter_dict or {}).items() if k in keys and v is not None}
+        return [it for it in items if all(it.get(k) == v for k, v in f.items())]
+
     def get_network_list(self, filter_dict=None):
-        f = dict(filter_dict or {})
         nets = [self._net_dict(n) for n in self._orch("list_networks", zone=self._zone())]
-        for key in ("id", "name"):
-            if f.get(key) is not None:
-                nets = [n for n in nets if n[key] == f[key]]
-        return nets
+        return self._filtered(nets, filter_dict, ("id", "name"))
 
     def get_network(self, net_id):
         nets = self.get_network_list({"id": net_id})
@@ -291,13 +294,8 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         return self._vim("register_image", name=name, location=loc)["id"]
 
     def get_image_list(self, filter_dict=None):
-        f = dict(filter_dict or {})
-        images = self._vim("list_images")
-        for key, field in (("id", "id"), ("name", "name"), ("checksum", "checksum"),
-                           ("location", "location")):
-            if f.get(key) is not None:
-                images = [im for im in images if im[field] == f[key]]
-        return images
+        return self._filtered(self._vim("list_images"), filter_dict,
+                              ("id", "name", "checksum", "location"))
 
     def get_image_id_from_path(self, path):
         images = self.get_image_list({"location": path})
@@ -313,7 +311,16 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
     # -- VMs --
     def new_vminstance(self, name, description, start, image_id, flavor_id,
                        affinity_group_list, net_list, cloud_config=None, disk_list=None,
-                       availability_zone_index=None, availability_zone_list=None):
+                       availability_zone_index=None, availability_zone_list=None,
+                       security_group_name=None, **newer):
+        """RO's VDU creation. ``security_group_name`` (newer RO releases) and arguments of RO
+        releases after this plugin are accepted when empty and refused otherwise."""
+        asked = {k: v for k, v in {"security_group_name": security_group_name, **newer}.items()
+                 if v}
+        if asked:
+            raise vc.VimConnNotSupportedException(
+                f"{', '.join(sorted(asked))}: fluidvim networks are plain bridges without "
+                "security groups or other per-VM extras")
         if start is False:
             raise vc.VimConnNotSupportedException("start=False: fluidvim VNFs run as soon as "
                                                   "they are created (no paused creation)")

@@ -81,6 +81,7 @@ VDU = dict(name="ns-1-fw-0", description="", start=True, image_id="i", flavor_id
     ({"affinity_group_list": [{"affinity_group_id": "g"}]}, vc.VimConnNotSupportedException,
      "affinity"),
     ({"start": False}, vc.VimConnNotSupportedException, "start"),
+    ({"security_group_name": "default"}, vc.VimConnNotSupportedException, "security groups"),
     ({"availability_zone_index": 0, "availability_zone_list": ["nova"]},
      vc.VimConnNotSupportedException, "one VIM account per zone"),
     ({"cloud_config": None}, vc.VimConnException, "user-data: missing"),
