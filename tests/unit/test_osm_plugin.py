@@ -200,3 +200,43 @@ def test_vim_service_flavors_and_images(vims):
     vims.delete_flavor(fl["id"])
     with pytest.raises(oe.NotFound, match="flavor"):
         vims.get_flavor(fl["id"])
+
+
+def test_uses_ros_own_base_class_when_installed(tmp_path):
+    """Inside RO, ``osm_ro_plugin.vimconn`` is importable: the plugin must subclass RO's base and
+    raise RO's exception classes (here a minimal module with the pre-RO-8 spellings)."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "osm_ro_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "vimconn.py").write_text(
+        "class vimconnException(Exception):\n"
+        "    def __init__(self, message, http_code=400):\n"
+        "        super().__init__(message); self.http_code = http_code\n"
+        "class vimconnNotSupportedException(vimconnException): pass\n"
+        "class vimconnNotFoundException(vimconnException): pass\n"
+        "class vimconnConnectionException(vimconnException): pass\n"
+        "class vimconnConflictException(vimconnException): pass\n"
+        "class VimConnector:\n"
+        "    def __init__(self, uuid, name, tenant_id, tenant_name, url, url_admin=None,\n"
+        "                 user=None, passwd=None, log_level=None, config={},\n"
+        "                 persistent_info={}):\n"
+        "        self.name, self.url, self.config = name, url, config\n")
+    code = (
+        "import osm_ro_plugin.vimconn as ro\n"
+        "from fluidvim.orchestrator.osm import vimconn_base as vc\n"
+        "from fluidvim.orchestrator.osm.vimconn_fluidvim import vimconnector\n"
+        "assert vc.REAL_OSM and issubclass(vimconnector, ro.VimConnector)\n"
+        "assert vc.VimConnNotSupportedException is ro.vimconnNotSupportedException\n"
+        "v = vimconnector(uuid='u', name='fv', tenant_id=None, tenant_name='t',\n"
+        "                 url='rabbit://127.0.0.1:1/', config={'zone': 'local'})\n"
+        "try:\n"
+        "    v.new_network('n', 'data')\n"
+        "except ro.vimconnNotSupportedException as e:\n"
+        "    print('refused:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert "refused: net_type 'data'" in r.stdout
