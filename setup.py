@@ -11,6 +11,7 @@ PACKAGE_DIRS = {
     "fluidvim.vnf": "vnf",
     "fluidvim.orchestrator": "orchestrator",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
+    "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -30,7 +31,8 @@ setup(
     packages=list(PACKAGE_DIRS) + list(SHIM_DIRS),
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
-                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"]},
+                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
+                  "fluidvim.orchestrator.osm": ["README.md"]},
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
@@ -67,7 +69,11 @@ setup(
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
-                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
+                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
+                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts"],
+        # OSM RO finds VIM type X as entry point "rovim_X" of this group
+        "osm_rovim.plugins": ["rovim_fluidvim = "
+                              "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

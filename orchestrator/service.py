@@ -310,7 +310,8 @@ class Orchestrator:
     # -- running as a service --
     def endpoints(self) -> list:
         """The RPC endpoints this service serves (each with its own target namespace/version)."""
-        return [OrchestratorEndpoint(self)]
+        from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.0
+        return [OrchestratorEndpoint(self), VimEndpoint(self)]
 
     def start(self, server: str | None = None, *, agent: bool = True) -> None:
         o = self.conf.orchestrator
