@@ -12,6 +12,7 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator": "orchestrator",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.orchestrator.mano": "orchestrator/mano",
+    "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -32,7 +33,8 @@ setup(
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
                   "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
-                  "fluidvim.orchestrator.mano": ["schemas/*.json"]},
+                  "fluidvim.orchestrator.mano": ["schemas/*.json"],
+                  "fluidvim.orchestrator.osm": ["README.md"]},
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
@@ -69,7 +71,11 @@ setup(
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
-                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts"],
+                             "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
+                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts"],
+        # OSM RO finds VIM type X as entry point "rovim_X" of this group
+        "osm_rovim.plugins": ["rovim_fluidvim = "
+                              "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

@@ -471,7 +471,10 @@ class LibvirtBackend(Backend):
     def discover(self):
         found = []
         for dom in self.conn.listAllDomains(self.libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-            if dom.name().startswith(specmod.DOMAIN_PREFIX):
+            # only this launch core's domains (its run dir): another one on the same host (a
+            # nova-compute next to an orchestrator's local zone) keeps its own
+            if dom.name().startswith(specmod.DOMAIN_PREFIX) and \
+                    os.path.isdir(self.vnf_dir(dom.UUIDString())):
                 found.append((dom.UUIDString(), None))
         return found
 

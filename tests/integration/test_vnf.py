@@ -230,6 +230,25 @@ def test_restarted_caller_finds_running_vnfs(make_manager, backend):
     assert third.get("keeper").status == "crashed"
 
 
+def test_recovery_adopts_only_its_own_orphans(make_manager, backend, tmp_path):
+    """Two launch cores on one host (e.g. nova-compute and an orchestrator's local zone): one's
+    recovery must not adopt the other's VNFs, even when its store has lost its own."""
+    other = make_manager(backend=backend, state_dir=str(tmp_path / "other"),
+                         run_dir=f"/run/fluidvim-test-o{os.getpid()}")
+    theirs = other.launch(FORWARD, name="theirs", bridges=[None, None])
+    try:
+        mine = make_manager(backend=backend, state_dir=str(tmp_path / "mine"))
+        ours = mine.launch(FORWARD, name="ours", bridges=[None, None])
+        mine.store.delete(ours.vnf_id)           # the store lost it: adopt it from the backend
+        assert mine.recover()["adopted"] == 1
+        assert [r.id for r in mine.list()] == [ours.vnf_id]
+        assert other.get("theirs").status == "running"
+        assert other.stats("theirs")["configured"] is True
+    finally:
+        other.destroy(theirs.vnf_id)
+        os.rmdir(other.run_dir)
+
+
 def test_tcg_boots_and_forwards(make_manager, net):
     mgr = make_manager(backend="qemu", accel="tcg")
     assert mgr.accel == "tcg"
