@@ -9,9 +9,10 @@ VT_SAVED_GOAL := $(.DEFAULT_GOAL)
 VT_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 VT_OUT := $(VT_DIR)/build/host
 VT_SRCS := $(VT_DIR)/src/json.c $(VT_DIR)/src/click.c $(VT_DIR)/src/click_parse.c \
-           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c
+           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c
 VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h)
-VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c
+VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c \
+            $(VT_DIR)/tests/test_nicmac.c
 
 TEST_CC ?= gcc
 FUZZ_CC ?= clang
