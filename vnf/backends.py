@@ -110,6 +110,14 @@ class Backend:
         with open(os.path.join(d, "spec.json"), "w") as f:
             json.dump(spec.to_dict(), f)
 
+    def record_spec(self, spec: specmod.VNFSpec) -> None:
+        """Replace the spec kept with a running VNF (a claimed warm shell's new name, taps and
+        MACs) so that adopting it as an orphan after a restart finds its taps."""
+        path = os.path.join(self.vnf_dir(spec.uuid), "spec.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(spec.to_dict(), f)
+        os.replace(path + ".tmp", path)
+
     @staticmethod
     def plug(spec: specmod.VNFSpec) -> None:
         """Attach each NIC's tap to its bridge (NICs without a bridge stay unplugged)."""
@@ -474,6 +482,14 @@ class LibvirtBackend(Backend):
             if dom.name().startswith(specmod.DOMAIN_PREFIX):
                 found.append((dom.UUIDString(), None))
         return found
+
+    def record_spec(self, spec):
+        super().record_spec(spec)
+        dom = self._lookup(spec.uuid)
+        if dom is not None:
+            meta = specmod.libvirt_metadata(spec)
+            dom.setMetadata(self.libvirt.VIR_DOMAIN_METADATA_ELEMENT, meta, "fluidvim",
+                            specmod.XMLNS, self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def metadata_spec(self, vnf_uuid: str):
         dom = self._lookup(vnf_uuid)
