@@ -310,9 +310,10 @@ class VNFManager:
                         renamed.append(i)
             except netdev.NetdevError as e:
                 # e.g. the name was taken since launch() checked: nothing else happened yet
+                field = f"taps[{i}]"
                 self._unclaim(shell, key, renamed, taps)
                 self._record_failure(spec.uuid, be.name, "warm", t0, phases)
-                raise specmod.SpecError(f"taps[{len(renamed)}]", str(e)) from None
+                raise specmod.SpecError(field, str(e)) from None
             nics = tuple(specmod.NicSpec(tap=taps[i] or n.tap, mac=macs[i] or n.mac,
                                          bridge=bridges[i]) for i, n in enumerate(shell.nics))
             spec = shell.with_changes(name=name, nics=nics, session_slots=slots,
