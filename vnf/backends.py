@@ -110,12 +110,16 @@ class Backend:
         with open(os.path.join(d, "spec.json"), "w") as f:
             json.dump(spec.to_dict(), f)
 
-    def record_spec(self, spec: specmod.VNFSpec) -> None:
+    def record_spec(self, spec: specmod.VNFSpec, spec_json: str | None = None) -> None:
         """Replace the spec kept with a running VNF (a claimed warm shell's new name, taps and
-        MACs) so that adopting it as an orphan after a restart finds its taps."""
+        MACs) so that adopting it as an orphan after a restart finds its taps. ``spec_json`` is
+        ``json.dumps(spec.to_dict())`` when the caller has it already (the warm path)."""
         path = os.path.join(self.vnf_dir(spec.uuid), "spec.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(spec.to_dict(), f)
+        fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o640)
+        try:
+            os.write(fd, (spec_json or json.dumps(spec.to_dict())).encode())
+        finally:
+            os.close(fd)
         os.replace(path + ".tmp", path)
 
     @staticmethod
@@ -483,8 +487,8 @@ class LibvirtBackend(Backend):
                 found.append((dom.UUIDString(), None))
         return found
 
-    def record_spec(self, spec):
-        super().record_spec(spec)
+    def record_spec(self, spec, spec_json=None):
+        super().record_spec(spec, spec_json)
         dom = self._lookup(spec.uuid)
         if dom is not None:
             meta = specmod.libvirt_metadata(spec)

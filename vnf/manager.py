@@ -327,11 +327,11 @@ class VNFManager:
                 ch.configure(config, slots=slots, macs=macs if any(macs) else None)
             phases["configure"] = _ms(t)
             t = time.perf_counter()
+            spec_json = json.dumps(spec.to_dict())
             if renamed or any(macs):
-                be.record_spec(spec)            # what adopting it as an orphan would read
+                be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
-                spec.uuid, {"name": name, "config": config,
-                            "spec_json": json.dumps(spec.to_dict())},
+                spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
                 backend=be.name, kind="warm", total_ms=_ms(t0), phases=phases,
                 on_record=on_record)
             phases["record"] = _ms(t)
