@@ -101,6 +101,11 @@ def test_warm_launch_takes_the_given_macs_and_tap_names(fw_managers, fwnet):
     assert _neighbour_mac(fwnet, "a", ARP_A) == MACS[0]
     assert _neighbour_mac(fwnet, "b", ARP_B) == MACS[1]
     assert fwnet.ping(2) == 2                               # and forwards between a and b
+    # unicast frames to the new MAC reach the VNF (QEMU's device filters nothing)
+    before = {e["name"]: e["other"] for e in mgr.stats("port-vnf")["elements"]}["r0"]
+    fwnet.run("a", "ping", "-n", "-c", "3", "-i", "0.2", "-W", "1", ARP_A)
+    after = {e["name"]: e["other"] for e in mgr.stats("port-vnf")["elements"]}["r0"]
+    assert after - before >= 3
     st = mgr.stats("port-vnf")
     assert [n["mac"] for n in st["nics"]] == MACS
     assert all(e["replies"] >= 1 for e in st["elements"]), st["elements"]
