@@ -499,6 +499,16 @@ static bool parse_num_arg(struct ps *p, const struct arg *a, const char *what, u
 	return true;
 }
 
+/* Classifier patterns, IPFilter rules and ARPResponder addresses share the graph's rules[]. */
+static bool rules_room(struct ps *p, size_t cls_off, int nargs)
+{
+	if (p->g->nrules + nargs <= CLICK_MAX_RULES)
+		return true;
+	cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
+		  CLICK_MAX_RULES);
+	return false;
+}
+
 static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *name, int nargs)
 {
 	struct graph *g = p->g;
@@ -564,11 +574,8 @@ static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *
 				  ipf ? "rules" : "patterns", maxr);
 			return -1;
 		}
-		if (g->nrules + nargs > CLICK_MAX_RULES) {
-			cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
-				  CLICK_MAX_RULES);
+		if (!rules_room(p, cls_off, nargs))
 			return -1;
-		}
 		for (int i = 0; i < nargs; i++) {
 			struct rule *r = &g->rules[g->nrules + i];
 			char ctx[40];
@@ -623,11 +630,8 @@ static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *
 				  "at most %d are supported", nargs, CLICK_MAX_ARP_ADDRS);
 			return -1;
 		}
-		if (g->nrules + nargs > CLICK_MAX_RULES) {
-			cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
-				  CLICK_MAX_RULES);
+		if (!rules_room(p, cls_off, nargs))
 			return -1;
-		}
 		for (int i = 0; i < nargs; i++) {
 			struct rule *r = &g->rules[g->nrules + i];
 			size_t ws, wl;

@@ -150,6 +150,31 @@ static void op_stats(int64_t id)
 	reply_end(&w);
 }
 
+/* {"id":N,"ok":false,"error":{"code":"config",("field":F | "line":L,"col":C),"message":M}} */
+static void reply_config_error(int64_t id, const char *field, int line_no, int col, const char *message)
+{
+	struct jw w;
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	jw_ku64(&w, "id", (uint64_t)id);
+	jw_kbool(&w, "ok", false);
+	jw_key(&w, "error");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "code", "config");
+	if (field) {
+		jw_kstr(&w, "field", field);
+	} else {
+		jw_key(&w, "line");
+		jw_i64(&w, line_no);
+		jw_key(&w, "col");
+		jw_i64(&w, col);
+	}
+	jw_kstr(&w, "message", message);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
 static void op_configure(int64_t id, const struct jfield *f, int n)
 {
 	const struct jfield *cfg = json_get(f, n, "config");
@@ -176,19 +201,7 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 		return;
 	}
 	if (mrc == MACS_CONFIG) {
-		struct jw w;
-		jw_init(&w, reply, sizeof reply);
-		jw_obj_begin(&w);
-		jw_ku64(&w, "id", (uint64_t)id);
-		jw_kbool(&w, "ok", false);
-		jw_key(&w, "error");
-		jw_obj_begin(&w);
-		jw_kstr(&w, "code", "config");
-		jw_kstr(&w, "field", mfield);
-		jw_kstr(&w, "message", mmsg);
-		jw_obj_end(&w);
-		jw_obj_end(&w);
-		send_jw(&w);
+		reply_config_error(id, mfield, 0, 0, mmsg);
 		kprintf_later("configure: rejected: %s\n", mmsg);
 		return;
 	}
@@ -223,21 +236,7 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 		return;
 	}
 	err.message[sizeof err.message - 1] = 0;
-	jw_init(&w, reply, sizeof reply);
-	jw_obj_begin(&w);
-	jw_ku64(&w, "id", (uint64_t)id);
-	jw_kbool(&w, "ok", false);
-	jw_key(&w, "error");
-	jw_obj_begin(&w);
-	jw_kstr(&w, "code", "config");
-	jw_key(&w, "line");
-	jw_i64(&w, err.line);
-	jw_key(&w, "col");
-	jw_i64(&w, err.col);
-	jw_kstr(&w, "message", err.message);
-	jw_obj_end(&w);
-	jw_obj_end(&w);
-	send_jw(&w);
+	reply_config_error(id, NULL, err.line, err.col, err.message);
 	kprintf_later("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 }
 
