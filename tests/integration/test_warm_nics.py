@@ -41,9 +41,9 @@ def fw_managers(tmp_path):
     run_dir = f"/run/fluidvim-fw-{uuid.uuid4().hex[:8]}"
     made, names = [], set()
 
-    def factory():
+    def factory(backend="qemu"):
         mgr = VNFManager(make_conf(state_dir=str(tmp_path / "state"), run_dir=run_dir,
-                                   backend="qemu"))
+                                   backend=backend))
         made.append(mgr)
         return mgr
 
@@ -67,7 +67,7 @@ def fwnet():
 
 def _shell(mgr, nics=2):
     mgr.fill_pool(1, nics=nics)
-    key = mgr.pool_key("qemu", mgr.conf.vnf.memory_mb, 1, nics)
+    key = mgr.pool_key(mgr.conf.vnf.backend, mgr.conf.vnf.memory_mb, 1, nics)
     (shell,) = mgr.store.list(statuses=("pool",))
     return key, shell
 
@@ -259,3 +259,19 @@ def test_recover_after_a_restart_finds_the_renamed_taps(fw_managers, fwnet):
     second.destroy("keeper")
     assert not any(netdev.exists(t) for t in taps)
     assert subprocess.run(["ip", "link", "show", taps[0]], capture_output=True).returncode != 0
+
+
+def test_libvirt_shell_takes_the_names_and_keeps_them_in_its_metadata(fw_managers, fwnet):
+    """The libvirt backend: libvirt created the taps; the domain's metadata follows the claim."""
+    mgr = fw_managers(backend="libvirt")
+    key, shell = _shell(mgr)
+    taps = _names()
+    fw_managers.names.update(taps)
+    res = mgr.launch(RESPONDER, name="lv-port", bridges=fwnet.bridges, macs=MACS, taps=taps)
+    assert res.kind == "warm" and res.backend == "libvirt"
+    assert [netdev.master_of(t) for t in taps] == fwnet.bridges
+    assert _neighbour_mac(fwnet, "a", ARP_A) == MACS[0]
+    meta = mgr.backend("libvirt").metadata_spec(res.vnf_id)
+    assert [(n.tap, n.mac) for n in meta.nics] == list(zip(taps, MACS))
+    mgr.destroy("lv-port")
+    assert not any(netdev.exists(t) for t in taps + [n.tap for n in shell.spec.nics])
