@@ -561,13 +561,16 @@ class VNFManager:
         return sorted(names)
 
     def _orphan_spec(self, be, vnf_id):
-        if isinstance(be, backends.LibvirtBackend):
-            return be.metadata_spec(vnf_id)
+        """The spec of a running VNF the store does not know: the run directory's spec.json
+        (kept current by warm claims), else a libvirt domain's metadata (its spec at creation)."""
         try:
             with open(os.path.join(be.vnf_dir(vnf_id), "spec.json")) as f:
                 return specmod.VNFSpec.from_dict(json.load(f))
         except (OSError, ValueError):
-            return None
+            pass
+        if isinstance(be, backends.LibvirtBackend):
+            return be.metadata_spec(vnf_id)
+        return None
 
     # -- what the host can offer: session slots and queuing delay --
     def queuing_delay(self, backend: str | None = None) -> dict:

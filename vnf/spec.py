@@ -254,7 +254,7 @@ def libvirt_xml(spec: VNFSpec, *, emulator: str = "/usr/bin/qemu-system-x86_64",
     cpu = ("<cpu mode='host-passthrough' check='none' migratable='off'>"
            "<feature policy='disable' name='arch-capabilities'/></cpu>"
            if spec.accel == "kvm" else "<cpu mode='custom' match='exact'><model>max</model></cpu>")
-    meta = _metadata_json(spec)
+    meta = escape(json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":")))
     nics = "".join(
         "<interface type='ethernet'>"
         f"<mac address={quoteattr(n.mac)}/>"
@@ -289,15 +289,6 @@ def libvirt_xml(spec: VNFSpec, *, emulator: str = "/usr/bin/qemu-system-x86_64",
         "</devices>"
         "<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
         "</domain>")
-
-
-def _metadata_json(spec: VNFSpec) -> str:
-    return escape(json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":")))
-
-
-def libvirt_metadata(spec: VNFSpec) -> str:
-    """The ``<metadata>`` element of :func:`libvirt_xml` alone (``virDomainSetMetadata``)."""
-    return f"<vnf>{_metadata_json(spec)}</vnf>"
 
 
 def spec_from_libvirt_metadata(text: str) -> VNFSpec:

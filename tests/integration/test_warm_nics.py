@@ -261,8 +261,9 @@ def test_recover_after_a_restart_finds_the_renamed_taps(fw_managers, fwnet):
     assert subprocess.run(["ip", "link", "show", taps[0]], capture_output=True).returncode != 0
 
 
-def test_libvirt_shell_takes_the_names_and_keeps_them_in_its_metadata(fw_managers, fwnet):
-    """The libvirt backend: libvirt created the taps; the domain's metadata follows the claim."""
+def test_libvirt_shell_takes_the_names_and_is_adopted_with_them(fw_managers, fwnet):
+    """The libvirt backend (libvirt created the taps), and the orphan path of recover(): a VNF
+    the store lost is adopted from its run directory's spec, with the requested names."""
     mgr = fw_managers(backend="libvirt")
     key, shell = _shell(mgr)
     taps = _names()
@@ -271,7 +272,12 @@ def test_libvirt_shell_takes_the_names_and_keeps_them_in_its_metadata(fw_manager
     assert res.kind == "warm" and res.backend == "libvirt"
     assert [netdev.master_of(t) for t in taps] == fwnet.bridges
     assert _neighbour_mac(fwnet, "a", ARP_A) == MACS[0]
-    meta = mgr.backend("libvirt").metadata_spec(res.vnf_id)
-    assert [(n.tap, n.mac) for n in meta.nics] == list(zip(taps, MACS))
-    mgr.destroy("lv-port")
+    mgr.store.delete(res.vnf_id)                 # the store forgot it; the domain runs on
+    mgr.close()
+    second = fw_managers(backend="libvirt")
+    assert second.recover()["adopted"] == 1
+    rec = second.get(res.vnf_id)
+    assert [(n.tap, n.mac) for n in rec.spec.nics] == list(zip(taps, MACS))
+    assert rec.name == "lv-port"
+    second.destroy(res.vnf_id)
     assert not any(netdev.exists(t) for t in taps + [n.tap for n in shell.spec.nics])
