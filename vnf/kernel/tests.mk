@@ -35,9 +35,9 @@ $(VT_OUT)/fuzz_config: $(VT_SRCS) $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_config.c
 	@mkdir -p $(VT_OUT)
 	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_SRCS) $(VT_DIR)/fuzz/fuzz_config.c
 
-$(VT_OUT)/fuzz_json: $(VT_DIR)/src/json.c $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_json.c
+$(VT_OUT)/fuzz_json: $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_json.c
 	@mkdir -p $(VT_OUT)
-	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_DIR)/src/json.c $(VT_DIR)/fuzz/fuzz_json.c
+	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_DIR)/fuzz/fuzz_json.c
 
 fuzz: $(VT_OUT)/fuzz_config $(VT_OUT)/fuzz_json
 
