@@ -366,9 +366,10 @@ class UnikernelDriver(driver.ComputeDriver):
             return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
         except ControlError as e:
             if e.code == "config":
+                what = e.field or "its Click configuration"     # e.g. macs[1]: a port's MAC
                 raise exception.BuildAbortException(
                     instance_uuid=instance.uuid,
-                    reason=f"the VNF rejected its Click configuration: {e}") from e
+                    reason=f"the VNF rejected {what}: {e}") from e
             raise exception.InstanceDeployFailure(reason=str(e)) from e
         except specmod.SpecError as e:
             raise exception.BuildAbortException(instance_uuid=instance.uuid,

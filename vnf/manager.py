@@ -5,8 +5,9 @@
 This is the "embedded local zone" the orchestrator and the demo use, and what the Nova driver calls.
 
 * **Cold launch** = spec → taps → hypervisor → the VNF's own ``ready`` → ``configure`` → forwarding.
-* **Warm launch** = claim a booted, unconfigured shell from the pool → plug its taps into the requested
-  bridges → ``configure`` → forwarding. The pool refills in the background (LightVM's split toolstack
+* **Warm launch** = claim a booted, unconfigured shell from the pool → rename its taps when tap names
+  are asked for (Neutron devnames) → plug them into the requested bridges → ``configure`` (with the
+  asked-for MACs) → forwarding. The pool refills in the background (LightVM's split toolstack
   idea on KVM). Both report their phases; neither is ever mixed into the other's numbers.
 """
 
