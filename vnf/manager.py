@@ -243,7 +243,7 @@ class VNFManager:
         out = []
         for field, values, problem in (("macs", macs, specmod.mac_problem),
                                        ("taps", taps, specmod.ifname_problem)):
-            values = [None] * nics if values is None else list(values)
+            values = list(values) if values else [None] * nics     # None or [] = generated
             if len(values) != nics:
                 raise specmod.SpecError(field, f"{len(values)} entries for {nics} NICs (one per "
                                         "bridge): give one (or None) per NIC")
