@@ -7,12 +7,15 @@
     and RNG, pty console), defineXML + create, then wait for the VNF and configure it;
 (b) fluidvim libvirt backend, cold (pc + qboot, no disk, transient domain, created paused);
 (c) fluidvim QEMU direct backend, cold (microvm, no firmware);
-(d) fluidvim warm pool (QEMU direct shells, refilled in the background between launches).
+(d) fluidvim warm pool (QEMU direct shells, refilled in the background between launches);
+(e) the same warm pool for Neutron-style ports: each NIC with a given MAC and tap name (the
+    shell's taps are renamed at claim, the VNF is told its MACs in ``configure``).
 
 "Forwarding" = the VNF's own reply to `configure`. Prints p50/p90 per path and the ratios against
 (a), QEMU memory per VNF, and writes a PNG and JSON. Not a test: no thresholds.
 
     sudo .venv/bin/python -m bench.launch --launches 30
+    sudo .venv/bin/python -m bench.launch --paths warm,warm-ports --launches 200  # (d) vs (e)
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from fluidvim.vnf.control import ControlChannel
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+PATHS = ("stock", "libvirt", "qemu", "warm", "warm-ports")
 
 
 def pct(values, q):
@@ -152,21 +156,43 @@ class StockLibvirt:
         subprocess.run(["rm", "-rf", d], check=True)
 
 
-def run_ours(mgr, backend, n, warm, desc, key=None):
-    out = []
-    for _ in tqdm(range(n), desc=desc, unit="vnf"):
-        if warm:
-            mgr.wait_pool(key, 2, timeout=60)   # refill done: measure the warm path itself
-        t = time.perf_counter()
-        res = mgr.launch(FORWARD, bridges=[None, None], backend=backend, warm=warm)
-        wall = (time.perf_counter() - t) * 1000      # the caller's view: every commit included
-        assert res.kind == ("warm" if warm else "cold"), res.kind
-        rec = mgr.get(res.vnf_id)
-        pid = rec.pid or int(open(f"/run/libvirt/qemu/fluidvim-{res.vnf_id}.pid").read())
-        out.append({"total_ms": wall, "phases_ms": res.phases_ms, "rss_kib": rss_kib(pid),
-                    "boot_us": res.boot_us})
-        mgr.destroy(res.vnf_id)
+def port_nics(tap_prefix: str, nics: int = 2):
+    """MACs and tap names as Neutron gives them: fa:16:3e:..., ``tap`` + 11 characters of the port
+    id (here ``tap_prefix`` + random hex, 14 characters)."""
+    ports = [uuidlib.uuid4().hex for _ in range(nics)]
+    return ([f"fa:16:3e:{p[0:2]}:{p[2:4]}:{p[4:6]}" for p in ports],
+            [(tap_prefix + p)[:14] for p in ports])
+
+
+def launch_once(mgr, backend, warm, key=None, tap_prefix=None):
+    if warm:
+        mgr.wait_pool(key, 2, timeout=60)   # refill done: measure the warm path itself
+    macs, taps = port_nics(tap_prefix) if tap_prefix else (None, None)
+    t = time.perf_counter()
+    res = mgr.launch(FORWARD, bridges=[None, None], backend=backend, warm=warm, macs=macs,
+                     taps=taps)
+    wall = (time.perf_counter() - t) * 1000      # the caller's view: every commit included
+    assert res.kind == ("warm" if warm else "cold"), res.kind
+    rec = mgr.get(res.vnf_id)
+    pid = rec.pid or int(open(f"/run/libvirt/qemu/fluidvim-{res.vnf_id}.pid").read())
+    out = {"total_ms": wall, "phases_ms": res.phases_ms, "rss_kib": rss_kib(pid),
+           "boot_us": res.boot_us}
+    mgr.destroy(res.vnf_id)
     return out
+
+
+def run_ours(mgr, backend, n, warm, desc, key=None, tap_prefix=None):
+    return [launch_once(mgr, backend, warm, key, tap_prefix)
+            for _ in tqdm(range(n), desc=desc, unit="vnf")]
+
+
+def run_warm_pair(mgr, n, key, tap_prefix):
+    """(d) and (e) alternately, so that load from elsewhere on the host hits both alike."""
+    plain, ports = [], []
+    for _ in tqdm(range(n), desc="(d)+(e) warm, alternating", unit="pair"):
+        plain.append(launch_once(mgr, "qemu", True, key))
+        ports.append(launch_once(mgr, "qemu", True, key, tap_prefix))
+    return plain, ports
 
 
 def summarize(name, runs):
@@ -209,9 +235,21 @@ def main(argv=None):
     ap.add_argument("--launches", type=int, default=30, help="launches per path (default 30)")
     ap.add_argument("--out", default="bench/results", help="directory for launch.json/.png")
     ap.add_argument("--skip-stock", action="store_true", help="skip (a), the slow stock path")
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help=f"comma-separated paths to run (default: all of {','.join(PATHS)})")
+    ap.add_argument("--tap-prefix", default="tap",
+                    help="tap name prefix of (e)'s ports (default tap, as Neutron's devnames)")
+    ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench")
+    ap.add_argument("--run-dir", default="/run/fluidvim-bench")
     args = ap.parse_args(argv)
+    paths = [p for p in args.paths.split(",") if p]
+    unknown = sorted(set(paths) - set(PATHS))
+    if unknown:
+        ap.error(f"--paths: unknown {', '.join(unknown)} (known: {', '.join(PATHS)})")
+    if args.skip_stock and "stock" in paths:
+        paths.remove("stock")
     os.makedirs(args.out, exist_ok=True)
-    conf = make_conf(state_dir="/var/lib/fluidvim-bench", run_dir="/run/fluidvim-bench")
+    conf = make_conf(state_dir=args.state_dir, run_dir=args.run_dir)
     mgr = VNFManager(conf)
     mgr.recover()
     for rec in mgr.list(include_pool=True):
@@ -219,18 +257,29 @@ def main(argv=None):
     n = args.launches
     results = {}
     try:
-        if not args.skip_stock:
-            stock = StockLibvirt(mgr.kernel, "/var/lib/fluidvim-bench/stock", mgr.accel)
+        if "stock" in paths:
+            stock = StockLibvirt(mgr.kernel, os.path.join(args.state_dir, "stock"), mgr.accel)
             runs = []
             for _ in tqdm(range(n), desc="(a) stock libvirt", unit="vnf"):
                 r = stock.launch()
                 stock.destroy(r.pop("_cleanup"))
                 runs.append(r)
             results["(a) stock libvirt"] = runs
-        results["(b) libvirt cold"] = run_ours(mgr, "libvirt", n, False, "(b) libvirt cold")
-        results["(c) qemu direct cold"] = run_ours(mgr, "qemu", n, False, "(c) qemu cold")
-        key = mgr.start_pool(2, nics=2, backend="qemu")
-        results["(d) warm pool"] = run_ours(mgr, "qemu", n, True, "(d) warm pool", key)
+        if "libvirt" in paths:
+            results["(b) libvirt cold"] = run_ours(mgr, "libvirt", n, False, "(b) libvirt cold")
+        if "qemu" in paths:
+            results["(c) qemu direct cold"] = run_ours(mgr, "qemu", n, False, "(c) qemu cold")
+        if "warm" in paths or "warm-ports" in paths:
+            key = mgr.start_pool(2, nics=2, backend="qemu")
+        e_name = "(e) warm pool, ports (MACs + tap names)"
+        if "warm" in paths and "warm-ports" in paths:
+            results["(d) warm pool"], results[e_name] = run_warm_pair(mgr, n, key,
+                                                                      args.tap_prefix)
+        elif "warm" in paths:
+            results["(d) warm pool"] = run_ours(mgr, "qemu", n, True, "(d) warm pool", key)
+        elif "warm-ports" in paths:
+            results[e_name] = run_ours(mgr, "qemu", n, True, "(e) warm ports", key,
+                                       tap_prefix=args.tap_prefix)
     finally:
         mgr.stop_pool()
         mgr.drain_pool()

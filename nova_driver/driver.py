@@ -22,8 +22,12 @@ flavor extra spec                image property                       meaning
 ===============================  ===================================  =========================
 
 The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. Memory and vCPUs are
-the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC; a
-server without VIFs (``--nic none``) gets unplugged NICs.
+the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC and
+their port's devname as tap name; a server without VIFs (``--nic none``) gets unplugged NICs.
+With ``[vnf] pool_size`` > 0 a server is a warm launch when a shell of its shape is ready: flavor
+memory = ``[vnf] memory_mb``, 1 vCPU, NIC count (its VIFs, or ``fluidvim:nics``) =
+``[vnf] pool_nics``, and the image's kernel the same bytes as ``[vnf] kernel``; Neutron ports'
+MACs and devnames do not prevent it.
 """
 
 from __future__ import annotations
@@ -362,9 +366,10 @@ class UnikernelDriver(driver.ComputeDriver):
             return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
         except ControlError as e:
             if e.code == "config":
+                what = e.field or "its Click configuration"     # e.g. macs[1]: a port's MAC
                 raise exception.BuildAbortException(
                     instance_uuid=instance.uuid,
-                    reason=f"the VNF rejected its Click configuration: {e}") from e
+                    reason=f"the VNF rejected {what}: {e}") from e
             raise exception.InstanceDeployFailure(reason=str(e)) from e
         except specmod.SpecError as e:
             raise exception.BuildAbortException(instance_uuid=instance.uuid,

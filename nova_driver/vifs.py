@@ -18,9 +18,11 @@ tap, enslave it) is ours anyway, exactly what libvirt does for ``<interface type
 
 Tap names: Neutron's agents find a port's device by ``devname`` (``tap`` + the port id's first 11
 characters), so the VNF's tap gets that name when the VIF has one. The launch core names taps
-itself (``fv<vnf>n<i>``) unless the launch passes ``taps=`` (one name or None per NIC). Named taps
-mean a cold boot (a warm shell's taps already exist under other names), which VIFs with fixed MACs
-need anyway.
+itself (``fv<vnf>n<i>``) unless the launch passes ``taps=`` (one name or None per NIC). Ports with
+a devname and a MAC still get a warm shell when one of the same shape is ready (same kernel,
+flavor memory and vCPUs, NIC count = number of VIFs = ``[vnf] pool_nics``): the launch core
+renames the shell's taps to the devnames and tells the VNF its MACs in ``configure``. A devname
+that already exists on the host is refused (BuildAbortException naming ``taps[i]``).
 """
 
 from __future__ import annotations

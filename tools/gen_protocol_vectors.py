@@ -6,7 +6,9 @@
 * ``requests``: what a client must send, byte for byte, for a request (id, op, fields);
 * ``guest_lines``: lines a VNF sends and how a client must classify them;
 * ``exchanges``: a line sent to a real VNF and what its reply must contain (checked against the
-  booted unikernel by tests/integration/test_vnf.py, and by the Go driver's tests).
+  booted unikernel by tests/integration/test_vnf.py, and by the Go driver's tests). ``field``:
+  the error's ``field`` (the request field at fault, e.g. ``macs[1]``); ``nic_macs``: each NIC's
+  ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's).
 """
 
 import json
@@ -29,6 +31,9 @@ requests = [
     {"id": 4, "op": "stats", "fields": {}},
     {"id": 2147483647, "op": "configure",
      "fields": {"config": "// caf\u00e9 \"quoted\" \\ tab\t\nFromDevice(0) -> ToDevice(0);"}},
+    # macs: one entry per NIC, null keeps that NIC's MAC (a warm shell given a Neutron port's MAC)
+    {"id": 5, "op": "configure",
+     "fields": {"config": FWD, "macs": ["fa:16:3e:12:34:56", None], "slots": 64}},
 ]
 for r in requests:
     msg = {"id": r["id"], "op": r["op"]}
@@ -48,6 +53,10 @@ guest_lines = [
      "code": "config", "err_line": 1, "err_col": 17},
     {"line": '{"ok":false,"error":{"code":"too_long","message":"line longer than 8192 bytes"}}',
      "kind": "error", "id": None, "code": "too_long"},
+    {"line": '{"id":5,"ok":false,"error":{"code":"config","field":"macs[1]","message":"macs[1]: '
+             '\'01:00:5e:00:00:01\' is a multicast address (the first octet must be even): a NIC '
+             'needs a unicast address"}}', "kind": "error", "id": 5, "code": "config",
+     "field": "macs[1]"},
 ]
 
 invalid_guest_lines = ["not json", "[1,2]", '{"id":1}', ""]
@@ -77,6 +86,27 @@ exchanges = [
      "id": 13, "result_keys": ["forwarding", "elements", "config_us"]},
     {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
      "result_keys": ["uptime_us", "configured", "slots", "nics", "elements", "latency_ns"]},
+    # macs (the exchanges run against a VNF with 2 NICs): rejected ones change nothing
+    {"send": line({"id": 15, "op": "configure", "config": FWD, "macs": ["fa:16:3e:12:34:56"]}),
+     "ok": False, "id": 15, "code": "config", "field": "macs", "message_contains": "1 entry for 2 NICs"},
+    {"send": line({"id": 16, "op": "configure", "config": FWD,
+                   "macs": [None, "fa:16:3e:12:34"]}),
+     "ok": False, "id": 16, "code": "config", "field": "macs[1]", "message_contains": "macs[1]"},
+    {"send": line({"id": 17, "op": "configure", "config": FWD,
+                   "macs": ["fa:16:3e:12:34:56", "01:00:5e:00:00:01"]}),
+     "ok": False, "id": 17, "code": "config", "field": "macs[1]", "message_contains": "multicast"},
+    {"send": line({"id": 18, "op": "configure", "config": FWD, "macs": "fa:16:3e:12:34:56"}),
+     "ok": False, "id": 18, "code": "bad_request", "message_contains": "macs"},
+    {"send": line({"id": 19, "op": "configure", "config": "FromDevice(0) -> Countr;",
+                   "macs": ["fa:16:3e:12:34:56", None]}),
+     "ok": False, "id": 19, "code": "config", "err_line": 1, "message_contains": "Countr"},
+    {"send": line({"id": 20, "op": "stats"}), "ok": True, "id": 20, "result_keys": ["nics"],
+     "nic_macs": [None, None]},
+    {"send": line({"id": 21, "op": "configure", "config": FWD,
+                   "macs": ["fa:16:3e:12:34:56", None]}),
+     "ok": True, "id": 21, "result_keys": ["forwarding"]},
+    {"send": line({"id": 22, "op": "stats"}), "ok": True, "id": 22, "result_keys": ["nics"],
+     "nic_macs": ["fa:16:3e:12:34:56", None]},
 ]
 
 with open(OUT, "w") as f:

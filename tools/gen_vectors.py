@@ -54,6 +54,8 @@ BAD = [
     ("bad-tsc", {"tsc_khz": 5}, "tsc_khz"),
     ("bad-mac", {"nics": [{"tap": "fvx0", "mac": "01:00:5e:00:00:01", "bridge": None}]},
      "nics[0].mac"),
+    ("zero-mac", {"nics": [{"tap": "fvx0", "mac": "00:00:00:00:00:00", "bridge": None}]},
+     "nics[0].mac"),
     ("bad-tap", {"nics": [{"tap": "a-very-long-tap-name", "mac": "52:54:00:00:00:01",
                            "bridge": None}]}, "nics[0].tap"),
     ("too-many-nics", {"nics": [{"tap": f"fvx{i}", "mac": f"52:54:00:00:00:0{i + 1}",

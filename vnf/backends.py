@@ -110,6 +110,22 @@ class Backend:
         with open(os.path.join(d, "spec.json"), "w") as f:
             json.dump(spec.to_dict(), f)
 
+    def record_spec(self, spec: specmod.VNFSpec, spec_json: str | None = None) -> None:
+        """Replace the spec kept with a running VNF (a claimed warm shell's new name, taps and
+        MACs) so that adopting it as an orphan after a restart finds its taps. ``spec_json`` is
+        ``json.dumps(spec.to_dict())`` when the caller has it already (the warm path).
+
+        Both backends keep this file; a libvirt domain's <metadata> keeps the spec it was
+        created with (virDomainSetMetadata would cost ~2-4 ms on the warm path): recovery reads
+        the file first and the metadata only when the run directory is gone."""
+        path = os.path.join(self.vnf_dir(spec.uuid), "spec.json")
+        fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o640)
+        try:
+            os.write(fd, (spec_json or json.dumps(spec.to_dict())).encode())
+        finally:
+            os.close(fd)
+        os.replace(path + ".tmp", path)
+
     @staticmethod
     def plug(spec: specmod.VNFSpec) -> None:
         """Attach each NIC's tap to its bridge (NICs without a bridge stay unplugged)."""

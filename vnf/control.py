@@ -26,10 +26,11 @@ class ControlError(Exception):
     """The VNF answered a request with an error, or the channel failed."""
 
     def __init__(self, code: str, message: str, line: int | None = None,
-                 col: int | None = None):
+                 col: int | None = None, field: str | None = None):
         where = f" (line {line}, column {col})" if line else ""
         super().__init__(f"{code}: {message}{where}")
         self.code, self.message, self.line, self.col = code, message, line, col
+        self.field = field      # the request field at fault when it is not the config text
 
 
 class ChannelClosed(ControlError):
@@ -72,7 +73,7 @@ def decode_line(line: bytes | str) -> dict:
     err = msg.get("error") or {}
     return {"kind": "error", "id": msg.get("id"),
             "error": ControlError(err.get("code", "unknown"), err.get("message", ""),
-                                  err.get("line"), err.get("col"))}
+                                  err.get("line"), err.get("col"), err.get("field"))}
 
 
 class ControlChannel:
@@ -205,8 +206,12 @@ class ControlChannel:
     def ping(self, timeout: float = 5.0) -> dict:
         return self.request("ping", timeout=timeout)
 
-    def configure(self, config: str, slots: int | None = None, timeout: float = 10.0) -> dict:
-        return self.request("configure", timeout=timeout, config=config, slots=slots)
+    def configure(self, config: str, slots: int | None = None, timeout: float = 10.0,
+                  macs=None) -> dict:
+        """``macs``: one MAC address string (or None = keep) per NIC, applied with the config;
+        the VNF then uses it as that NIC's own address (vnf/PROTOCOL.md §4)."""
+        return self.request("configure", timeout=timeout, config=config, slots=slots,
+                            macs=list(macs) if macs is not None else None)
 
     def stats(self, timeout: float = 5.0) -> dict:
         return self.request("stats", timeout=timeout)

@@ -5,8 +5,9 @@
 This is the "embedded local zone" the orchestrator and the demo use, and what the Nova driver calls.
 
 * **Cold launch** = spec → taps → hypervisor → the VNF's own ``ready`` → ``configure`` → forwarding.
-* **Warm launch** = claim a booted, unconfigured shell from the pool → plug its taps into the requested
-  bridges → ``configure`` → forwarding. The pool refills in the background (LightVM's split toolstack
+* **Warm launch** = claim a booted, unconfigured shell from the pool → rename its taps when tap names
+  are asked for (Neutron devnames) → plug them into the requested bridges → ``configure`` (with the
+  asked-for MACs) → forwarding. The pool refills in the background (LightVM's split toolstack
   idea on KVM). Both report their phases; neither is ever mixed into the other's numbers.
 """
 
@@ -205,8 +206,12 @@ class VNFManager:
         taken from the pool of the same kernel (it is part of the pool key).
 
         ``macs`` and ``taps`` fix NIC i's MAC / host tap name (None entries = generated; tap
-        names are what Neutron calls the port's devname). Uses a warm shell when one is ready
-        (unless ``warm=False`` or specific MACs or tap names are asked for); otherwise boots cold.
+        names are what Neutron calls the port's devname). A tap name that already exists on the
+        host is refused (``SpecError`` naming ``taps[i]``) before anything is taken or booted.
+        Uses a warm shell when one of this shape is ready (unless ``warm=False``), otherwise
+        boots cold. A warm shell given MACs or tap names has its taps renamed at claim and is
+        told its MACs in ``configure`` (the VNF then uses them as its own addresses; see
+        :class:`~fluidvim.vnf.spec.NicSpec` for what the recorded spec holds).
 
         A launch ends in one commit: the VNF's record, its launch history row and, when given,
         ``on_record(conn)`` — the caller's own rows about this VNF, written on that SQLAlchemy
@@ -223,13 +228,42 @@ class VNFManager:
             if br is not None and not netdev.exists(br):
                 raise specmod.SpecError(f"nics[{i}].bridge", f"bridge {br!r} does not exist: "
                                         f"create it first (ip link add {br} type bridge)")
-        if warm is not False and not any(macs or ()) and not any(taps or ()):
+        macs, taps = self._check_nic_args(len(bridges), macs, taps)
+        if warm is not False:
             res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel,
-                                    on_record)
+                                    on_record, macs, taps)
             if res is not None:
                 return res
         return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
                                  kernel, taps, on_record)
+
+    @staticmethod
+    def _check_nic_args(nics: int, macs, taps) -> tuple[list, list]:
+        """``macs``/``taps`` of :meth:`launch` as one entry (or None) per NIC, checked."""
+        out = []
+        for field, values, problem in (("macs", macs, specmod.mac_problem),
+                                       ("taps", taps, specmod.ifname_problem)):
+            values = list(values) if values else [None] * nics     # None or [] = generated
+            if len(values) != nics:
+                raise specmod.SpecError(field, f"{len(values)} entries for {nics} NICs (one per "
+                                        "bridge): give one (or None) per NIC")
+            for i, v in enumerate(values):
+                why = problem(v) if v is not None else None
+                if why:
+                    raise specmod.SpecError(f"{field}[{i}]", why)
+            out.append(values)
+        macs, taps = out
+        for i, tap in enumerate(taps):
+            if tap is None:
+                continue
+            if tap in taps[:i]:
+                raise specmod.SpecError(f"taps[{i}]", f"{tap} is also taps[{taps.index(tap)}]: "
+                                        "each NIC needs its own tap")
+            if netdev.exists(tap):
+                raise specmod.SpecError(f"taps[{i}]", f"a network device named {tap} already "
+                                        f"exists on this host: remove it (ip link del {tap}) "
+                                        "or pick another name")
+        return macs, taps
 
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
                      kernel=None, taps=None, on_record=None):
@@ -256,51 +290,73 @@ class VNFManager:
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
     def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None,
-                     on_record=None):
+                     on_record=None, macs=None, taps=None):
         t0 = time.perf_counter()
         key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
         rec = self.store.claim_pool_shell(key, name or "claimed")
         if rec is None:
             return None
-        spec = rec.spec
+        spec = shell = rec.spec
         name = name or f"vnf-{spec.uuid[:8]}"
+        macs = macs or [None] * len(bridges)
+        taps = taps or [None] * len(bridges)
         phases = {"claim": _ms(t0)}
         t = time.perf_counter()
+        renamed = []                # NIC indexes whose tap carries the requested name now
         try:
-            for nic, br in zip(spec.nics, bridges):
-                if br is not None:
-                    netdev.plug(nic.tap, br)
+            try:
+                for i, (nic, tap) in enumerate(zip(shell.nics, taps)):
+                    if tap is not None and tap != nic.tap:
+                        netdev.rename(nic.tap, tap)
+                        renamed.append(i)
+            except netdev.NetdevError as e:
+                # e.g. the name was taken since launch() checked: nothing else happened yet
+                field = f"taps[{i}]"
+                self._unclaim(shell, key, renamed, taps)
+                self._record_failure(spec.uuid, be.name, "warm", t0, phases)
+                raise specmod.SpecError(field, str(e)) from None
+            nics = tuple(specmod.NicSpec(tap=taps[i] or n.tap, mac=macs[i] or n.mac,
+                                         bridge=bridges[i]) for i, n in enumerate(shell.nics))
+            spec = shell.with_changes(name=name, nics=nics, session_slots=slots,
+                                      click_config=config)
+            for nic in nics:
+                if nic.bridge is not None:
+                    netdev.plug(nic.tap, nic.bridge)
             phases["net"] = _ms(t)
             t = time.perf_counter()
             with be.connect(spec) as ch:
-                ch.configure(config, slots=slots)
+                ch.configure(config, slots=slots, macs=macs if any(macs) else None)
             phases["configure"] = _ms(t)
             t = time.perf_counter()
-            new_nics = tuple(dataclasses.replace(n, bridge=br)
-                             for n, br in zip(spec.nics, bridges))
-            spec = spec.with_changes(name=name, nics=new_nics, session_slots=slots,
-                                     click_config=config)
+            spec_json = json.dumps(spec.to_dict())
+            if renamed or any(macs):
+                be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
-                spec.uuid, {"name": name, "config": config,
-                            "spec_json": json.dumps(spec.to_dict())},
+                spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
                 backend=be.name, kind="warm", total_ms=_ms(t0), phases=phases,
                 on_record=on_record)
             phases["record"] = _ms(t)
+        except specmod.SpecError:
+            raise
         except ControlError as e:
             if e.code == "config":
-                # the shell is intact and still unconfigured: give it back to the pool
-                for nic in spec.nics:
-                    netdev.plug(nic.tap, None)
-                self.store.update(spec.uuid, status="pool", pool_key=key, name=spec.name)
-                self._pool_wakeup.set()
+                # the shell is intact and still unconfigured (a rejected configure changes
+                # neither the graph nor the MACs): back to the pool under its own tap names
+                try:
+                    for nic in spec.nics:
+                        netdev.plug(nic.tap, None)
+                    self._unclaim(shell, key, renamed, taps)
+                except Exception:  # noqa: BLE001 - cannot restore it: remove it instead
+                    LOG.exception("could not return shell %s to the pool", shell.uuid)
+                    self._destroy_spec(be, spec, rec.pid)
             else:
                 self._destroy_spec(be, spec, rec.pid)
             self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             raise
         except BaseException:
             # e.g. a bridge vanished, or the record could not be written: the shell's state
-            # is unknown, so it goes entirely
-            self._destroy_spec(be, spec, rec.pid)
+            # is unknown, so it goes entirely (under the tap names it has now)
+            self._destroy_spec(be, self._renamed(shell, renamed, taps), rec.pid)
             self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             self._pool_wakeup.set()
             raise
@@ -309,6 +365,21 @@ class VNFManager:
         LOG.info("warm launch of %s (%s) in %.2f ms: %s", name, be.name, total, phases)
         return LaunchResult(spec.uuid, name, be.name, "warm", phases, total, rec.boot_us,
                             self.accel)
+
+    @staticmethod
+    def _renamed(shell, renamed, taps):
+        """``shell``'s spec with the taps of the NICs in ``renamed`` under their new names."""
+        return shell.with_changes(nics=tuple(
+            dataclasses.replace(n, tap=taps[i]) if i in renamed else n
+            for i, n in enumerate(shell.nics)))
+
+    def _unclaim(self, shell, key, renamed, taps) -> None:
+        """Give a claimed, unconfigured shell back to the pool with its own tap names."""
+        for i in reversed(renamed):
+            netdev.rename(taps[i], shell.nics[i].tap)
+        renamed.clear()
+        self.store.update(shell.uuid, status="pool", pool_key=key, name=shell.name)
+        self._pool_wakeup.set()
 
     # -- warm pool --
     def fill_pool(self, count: int, *, nics: int | None = None, memory_mb: int | None = None,
@@ -491,13 +562,16 @@ class VNFManager:
         return sorted(names)
 
     def _orphan_spec(self, be, vnf_id):
-        if isinstance(be, backends.LibvirtBackend):
-            return be.metadata_spec(vnf_id)
+        """The spec of a running VNF the store does not know: the run directory's spec.json
+        (kept current by warm claims), else a libvirt domain's metadata (its spec at creation)."""
         try:
             with open(os.path.join(be.vnf_dir(vnf_id), "spec.json")) as f:
                 return specmod.VNFSpec.from_dict(json.load(f))
         except (OSError, ValueError):
-            return None
+            pass
+        if isinstance(be, backends.LibvirtBackend):
+            return be.metadata_spec(vnf_id)
+        return None
 
     # -- what the host can offer: session slots and queuing delay --
     def queuing_delay(self, backend: str | None = None) -> dict:

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Tap devices and Linux bridges for VNF NICs, over netlink (pyroute2)."""
+"""Tap devices and Linux bridges for VNF NICs: netlink (pyroute2), and ioctls on the warm-launch path."""
 
 from __future__ import annotations
 
@@ -99,6 +99,7 @@ def ports_of(bridge: str) -> list[str]:
 
 SIOCBRADDIF, SIOCBRDELIF = 0x89A2, 0x89A3
 SIOCGIFFLAGS, SIOCSIFFLAGS = 0x8913, 0x8914
+SIOCSIFNAME = 0x8923
 IFF_UP = 0x1
 
 
@@ -135,9 +136,47 @@ def plug(tap: str, bridge: str | None) -> None:
         fcntl.ioctl(sock, SIOCBRADDIF, _ifreq(bridge, struct.pack("i", idx)))
     except OSError as e:
         raise NetdevError(f"cannot add {tap} to bridge {bridge}: {e.strerror}") from None
-    flags = struct.unpack_from("H", fcntl.ioctl(sock, SIOCGIFFLAGS, _ifreq(tap, b"")), 16)[0]
+    flags = _flags(tap)
     if not flags & IFF_UP:
-        fcntl.ioctl(sock, SIOCSIFFLAGS, _ifreq(tap, struct.pack("H", flags | IFF_UP)))
+        _set_flags(tap, flags | IFF_UP)
+
+
+def _flags(name: str) -> int:
+    return struct.unpack_from("H", fcntl.ioctl(_ioctl_sock(), SIOCGIFFLAGS, _ifreq(name, b"")), 16)[0]
+
+
+def _set_flags(name: str, flags: int) -> None:
+    fcntl.ioctl(_ioctl_sock(), SIOCSIFFLAGS, _ifreq(name, struct.pack("H", flags)))
+
+
+def rename(old: str, new: str) -> None:
+    """Rename link ``old`` to ``new`` (e.g. a warm shell's tap to a Neutron port's devname).
+
+    Linux renames only links that are down: an up link is taken down, renamed and brought up
+    again; a down one stays down (:func:`plug` brings a tap up when it plugs it). A tap keeps
+    its file descriptor, so QEMU does not notice. Like :func:`plug` this is on the warm-launch
+    path and uses ioctls (SIOCSIFNAME; ~10 us) rather than netlink. Raises NetdevError when
+    ``old`` is missing or ``new`` is taken (the link is then left as it was).
+    """
+    if old == new:
+        return
+    if len(new.encode()) > 15:
+        raise NetdevError(f"cannot rename {old} to {new!r}: interface names have at most 15 bytes")
+    try:
+        flags = _flags(old)
+    except OSError:
+        raise NetdevError(f"cannot rename {old}: it does not exist") from None
+    if flags & IFF_UP:
+        _set_flags(old, flags & ~IFF_UP)
+    try:
+        fcntl.ioctl(_ioctl_sock(), SIOCSIFNAME, _ifreq(old, struct.pack("16s", new.encode())))
+    except OSError as e:
+        if flags & IFF_UP:
+            _set_flags(old, flags)
+        why = "a device with that name already exists" if e.errno == 17 else e.strerror
+        raise NetdevError(f"cannot rename {old} to {new}: {why}") from None
+    if flags & IFF_UP:
+        _set_flags(new, flags)
 
 
 def list_taps(prefix: str = TAP_PREFIX) -> list[str]:

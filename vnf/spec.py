@@ -42,24 +42,47 @@ class SpecError(ValueError):
         self.field = field
 
 
+def mac_problem(mac) -> str | None:
+    """Why ``mac`` cannot be a NIC's address, or None (one rule for specs and launch arguments)."""
+    if not isinstance(mac, str) or not _MAC_RE.fullmatch(mac):
+        return f"{mac!r} is not a MAC address like 52:54:00:12:34:56 (lower-case hex)"
+    if int(mac[:2], 16) & 1:
+        return f"{mac} is a multicast address; use a unicast one (even first octet)"
+    if mac == "00:00:00:00:00:00":
+        return f"{mac} is the all-zero address; use a unicast one"
+    return None
+
+
+def ifname_problem(name) -> str | None:
+    """Why ``name`` cannot be a tap device name, or None."""
+    if not isinstance(name, str) or not _IFNAME_RE.fullmatch(name):
+        return f"{name!r} is not a valid interface name (1-15 characters of A-Z a-z 0-9 _ . -)"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class NicSpec:
-    """One virtio-net NIC: a tap device, optionally plugged into a Linux bridge."""
+    """One virtio-net NIC: a tap device, optionally plugged into a Linux bridge.
+
+    ``tap`` is the tap's current name and ``mac`` the NIC's own address as the VNF uses it (ARP,
+    ``stats``). A VNF started from a warm shell with a given MAC and tap name (a Neutron port)
+    records those: its tap was renamed at claim and the VNF was told the MAC in ``configure``,
+    while the shell's QEMU device keeps the MAC it was booted with. Nothing reads that device
+    MAC back (teardown, recovery and ``list`` go by tap name, pid and control socket), and
+    argv/XML made from the recorded spec boot a VNF whose device already has the right MAC.
+    """
 
     tap: str
     mac: str
     bridge: str | None = None
 
     def validate(self, i: int) -> None:
-        if not _IFNAME_RE.fullmatch(self.tap):
-            raise SpecError(f"nics[{i}].tap", f"{self.tap!r} is not a valid interface name "
-                            "(1-15 characters of A-Z a-z 0-9 _ . -)")
-        if not _MAC_RE.fullmatch(self.mac):
-            raise SpecError(f"nics[{i}].mac", f"{self.mac!r} is not a MAC address like "
-                            "52:54:00:12:34:56 (lower-case hex)")
-        if int(self.mac[:2], 16) & 1:
-            raise SpecError(f"nics[{i}].mac", f"{self.mac} is a multicast address; use a unicast "
-                            "one (even first octet)")
+        problem = ifname_problem(self.tap)
+        if problem:
+            raise SpecError(f"nics[{i}].tap", problem)
+        problem = mac_problem(self.mac)
+        if problem:
+            raise SpecError(f"nics[{i}].mac", problem)
         if self.bridge is not None and not _IFNAME_RE.fullmatch(self.bridge):
             raise SpecError(f"nics[{i}].bridge", f"{self.bridge!r} is not a valid bridge name")
 

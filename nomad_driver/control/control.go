@@ -35,6 +35,7 @@ type Error struct {
 	Message string
 	Line    int
 	Col     int
+	Field   string // the request field at fault when it is not the config text (e.g. "macs[1]")
 }
 
 func (e *Error) Error() string {
@@ -106,6 +107,36 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return strconv.AppendInt(b, x, 10), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
+	case []string: // e.g. configure's macs
+		items := make([]any, len(x))
+		for i, s := range x {
+			items[i] = s
+		}
+		return appendValue(b, items)
+	case []*string: // macs with nil = keep that NIC's MAC
+		items := make([]any, len(x))
+		for i, s := range x {
+			if s != nil {
+				items[i] = *s
+			}
+		}
+		return appendValue(b, items)
+	case []any:
+		b = append(b, '[')
+		for i, item := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if isNil(item) {
+				b = append(b, "null"...)
+				continue
+			}
+			var err error
+			if b, err = appendValue(b, item); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return append(b, ']'), nil
 	default:
 		return nil, fmt.Errorf("unsupported request field type %T", v)
 	}
@@ -253,6 +284,7 @@ func DecodeLine(line []byte) (*Message, error) {
 	if c, ok := intOf(e["col"]); ok {
 		m.Err.Col = int(c)
 	}
+	m.Err.Field, _ = e["field"].(string)
 	return m, nil
 }
 

@@ -31,6 +31,7 @@ type protoVectors struct {
 		Code    string `json:"code"`
 		ErrLine int    `json:"err_line"`
 		ErrCol  int    `json:"err_col"`
+		Field   string `json:"field"`
 	} `json:"guest_lines"`
 	InvalidGuestLines []string `json:"invalid_guest_lines"`
 }
@@ -77,6 +78,18 @@ func TestEncodeEdgeCases(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("got %s want %s", got, want)
 	}
+	mac := "fa:16:3e:00:00:01"
+	for _, macs := range []any{[]*string{&mac, nil}, []any{mac, nil}} {
+		got, err := EncodeRequest(2, "configure", map[string]any{"config": "x", "macs": macs})
+		want = `{"id":2,"op":"configure","config":"x","macs":["fa:16:3e:00:00:01",null]}` + "\n"
+		if err != nil || string(got) != want {
+			t.Errorf("macs %T: got %s (%v) want %s", macs, got, err, want)
+		}
+	}
+	got, _ = EncodeRequest(3, "configure", map[string]any{"macs": []string{mac}})
+	if want = `{"id":3,"op":"configure","macs":["fa:16:3e:00:00:01"]}` + "\n"; string(got) != want {
+		t.Errorf("got %s want %s", got, want)
+	}
 	if _, err := EncodeRequest(1, "dance", nil); err == nil {
 		t.Error("unknown op accepted")
 	}
@@ -104,8 +117,9 @@ func TestGuestLineVectors(t *testing.T) {
 			}
 		}
 		if g.Kind == KindError {
-			if m.Err.Code != g.Code || m.Err.Line != g.ErrLine || m.Err.Col != g.ErrCol {
-				t.Errorf("%s: error %+v, want code %s line %d col %d", g.Line, m.Err, g.Code, g.ErrLine, g.ErrCol)
+			if m.Err.Code != g.Code || m.Err.Line != g.ErrLine || m.Err.Col != g.ErrCol || m.Err.Field != g.Field {
+				t.Errorf("%s: error %+v, want code %s line %d col %d field %q", g.Line, m.Err, g.Code,
+					g.ErrLine, g.ErrCol, g.Field)
 			}
 		}
 	}

@@ -174,6 +174,10 @@ func (n NIC) validate(i int) error {
 		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is a multicast address; use a unicast "+
 			"one (even first octet)", n.MAC)
 	}
+	if n.MAC == "00:00:00:00:00:00" {
+		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is the all-zero address; use a unicast one",
+			n.MAC)
+	}
 	if n.Bridge != nil && !ifnameRE.MatchString(*n.Bridge) {
 		return errf(fmt.Sprintf("nics[%d].bridge", i), "%s is not a valid bridge name",
 			pyRepr(*n.Bridge))

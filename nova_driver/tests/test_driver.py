@@ -66,6 +66,8 @@ class FakeGlance:
 class DriverTestBase(test.NoDBTestCase):
     """A UnikernelDriver on the real launch core (private state and run dirs), fake Glance."""
 
+    pool_size = 0           # [vnf] pool_size: init_host starts a warm pool of that many shells
+
     def setUp(self):
         super().setUp()
         if os.geteuid() != 0:
@@ -76,7 +78,7 @@ class DriverTestBase(test.NoDBTestCase):
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.run_dir = f"/run/fluidvim-nova-test-{uuid.uuid4().hex[:8]}"
         self.flags(state_dir=os.path.join(self.tmp, "state"), run_dir=self.run_dir,
-                   group="vnf")
+                   pool_size=self.pool_size, group="vnf")
         self.flags(image_cache_dir=os.path.join(self.tmp, "images"),
                    session_slot_capacity=4096, group="fluidvim")
         self.glance = FakeGlance()
@@ -91,6 +93,7 @@ class DriverTestBase(test.NoDBTestCase):
 
     def _cleanup(self):
         mgr = self.driver.manager
+        mgr.stop_pool()             # no shell may boot while the store is being emptied
         mine = set(self.taps)
         for rec in mgr.store.list():
             mine.update(n.tap for n in rec.spec.nics)
@@ -356,6 +359,75 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertRaises(NotImplementedError, self.driver.pause, inst)
         self.assertRaises(NotImplementedError, self.driver.attach_volume, self.ctx, {}, inst,
                           "/dev/vdb")
+
+
+class WarmNeutronPortsTestCase(DriverTestBase):
+    """Bridge VIFs with Neutron's fixed MACs and devnames get a warm shell of their shape."""
+
+    pool_size = 1
+
+    def _ports(self, bridge, n=2):
+        ports = [str(uuid.uuid4()) for _ in range(n)]
+        # Neutron's devname is "tap" + the port id's first 11 characters; this suite's own
+        # interface names start with "fw"
+        return network_model.NetworkInfo([
+            network_model.VIF(id=p, address=f"fa:16:3e:7e:00:0{i + 1}", type="bridge",
+                              devname=f"fw{p[:11]}",
+                              network=network_model.Network(id="net", bridge=bridge))
+            for i, p in enumerate(ports)])
+
+    def _bridge(self):
+        br = "fwnb" + uuid.uuid4().hex[:6]
+        netdev.ensure_bridge(br)
+        self.addCleanup(netdev.delete_link, br)
+        return br
+
+    def test_spawn_with_bridge_vifs_is_warm(self):
+        mgr = self.driver.manager
+        key = mgr.pool_key(fdriver.CONF.vnf.backend, fdriver.CONF.vnf.memory_mb, 1,
+                           fdriver.CONF.vnf.pool_nics)
+        self.assertTrue(mgr.wait_pool(key, 1, timeout=60), "the pool did not fill")
+        (shell,) = mgr.store.list(statuses=("pool",))
+        br = self._bridge()
+        vifs = self._ports(br, n=fdriver.CONF.vnf.pool_nics)     # the pool's shape
+        devnames = [v["devname"] for v in vifs]
+        macs = [v["address"] for v in vifs]
+        self.taps.update(devnames)
+        inst = self._instance(memory_mb=fdriver.CONF.vnf.memory_mb)
+        self._spawn(inst, network_info=vifs)
+        self.assertEqual("warm", inst.system_metadata["fluidvim_launch_kind"])
+        self.assertEqual(shell.id, inst.system_metadata["fluidvim_vnf_id"])
+        rec = mgr.get(inst.uuid)
+        self.assertEqual(list(zip(devnames, macs, [br, br])),
+                         [(n.tap, n.mac, n.bridge) for n in rec.spec.nics])
+        self.assertEqual([br, br], [netdev.master_of(t) for t in devnames])
+        self.assertEqual([], self._existing([n.tap for n in shell.spec.nics], wait=0))
+        self.assertEqual(macs, [n["mac"] for n in self._stats(inst)["nics"]])
+        # a port whose device name is taken on the host is refused before a shell is taken
+        self.assertTrue(mgr.wait_pool(key, 1, timeout=60), "the pool did not refill")
+        vifs2 = self._ports(br, n=fdriver.CONF.vnf.pool_nics)
+        vifs2[1]["devname"] = devnames[0]
+        inst2 = self._instance(memory_mb=fdriver.CONF.vnf.memory_mb)
+        err = self.assertRaises(exception.BuildAbortException, self._spawn, inst2,
+                                network_info=vifs2)
+        self.assertIn("taps[1]", str(err))
+        self.assertEqual(1, mgr.store.count_pool(key, ("pool",)))
+        self.driver.destroy(self.ctx, inst, vifs)
+        self.assertEqual([], self._existing(devnames))
+
+    def test_vifs_of_another_shape_boot_cold(self):
+        mgr = self.driver.manager
+        key = mgr.pool_key(fdriver.CONF.vnf.backend, fdriver.CONF.vnf.memory_mb, 1,
+                           fdriver.CONF.vnf.pool_nics)
+        self.assertTrue(mgr.wait_pool(key, 1, timeout=60), "the pool did not fill")
+        vifs = self._ports(self._bridge(), n=fdriver.CONF.vnf.pool_nics + 1)
+        self.taps.update(v["devname"] for v in vifs)
+        inst = self._instance(memory_mb=fdriver.CONF.vnf.memory_mb)
+        self._spawn(inst, network_info=vifs)
+        self.assertEqual("cold", inst.system_metadata["fluidvim_launch_kind"])
+        self.assertEqual([v["devname"] for v in vifs],
+                         [n.tap for n in mgr.get(inst.uuid).spec.nics])
+        self.assertEqual(1, mgr.store.count_pool(key, ("pool",)))
 
 
 class ImageCacheTestCase(DriverTestBase):

@@ -51,7 +51,11 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
         assert reply.get("id") == ex["id"], (ex["send"][:80], reply)
         if ex["ok"]:
             assert set(ex["result_keys"]) <= set(reply["result"]), reply
+            if "nic_macs" in ex:
+                assert [n["mac"] for n in reply["result"]["nics"]] == [
+                    m or nic.mac for m, nic in zip(ex["nic_macs"], shell.spec.nics)], reply
         else:
+            assert reply["error"].get("field") == ex.get("field"), reply
             assert reply["error"]["code"] == ex["code"], reply
             if "err_line" in ex:
                 assert reply["error"]["line"] == ex["err_line"], reply

@@ -34,6 +34,7 @@ def test_decode_guest_lines(g):
         err = msg["error"]
         assert err.code == g["code"]
         assert err.line == g.get("err_line") and err.col == g.get("err_col")
+        assert err.field == g.get("field")
 
 
 @pytest.mark.parametrize("bad", V["invalid_guest_lines"])

@@ -129,3 +129,33 @@ def test_tap_and_mac_with_trailing_newline_are_refused():
         with pytest.raises(S.SpecError) as e:
             S.VNFSpec.from_dict(good | {"nics": [nic]}).validate()
         assert e.value.field == f"nics[0].{key}"
+
+
+@pytest.mark.parametrize("mac,problem", [
+    ("fa:16:3e:00:00:01", None),
+    ("FA:16:3E:00:00:01", "lower-case"),
+    ("fa:16:3e:00:00", "not a MAC"),
+    (None, "not a MAC"),
+    ("01:00:5e:00:00:01", "multicast"),
+    ("00:00:00:00:00:00", "all-zero"),
+])
+def test_mac_problem(mac, problem):
+    got = S.mac_problem(mac)
+    assert (got is None) if problem is None else (problem in got)
+
+
+def test_launch_nic_args_are_checked_per_entry():
+    from fluidvim.vnf.manager import VNFManager
+
+    check = VNFManager._check_nic_args
+    assert check(2, None, []) == ([None, None], [None, None])
+    assert check(2, ["fa:16:3e:00:00:01", None], [None, "tapfw0001"]) == (
+        ["fa:16:3e:00:00:01", None], [None, "tapfw0001"])
+    for macs, taps, field in ((["fa:16:3e:00:00:01"], None, "macs"),
+                              ([None, "01:00:5e:00:00:01"], None, "macs[1]"),
+                              (None, [None, "x" * 16], "taps[1]"),
+                              (None, ["tapfw0001", "tapfw0001"], "taps[1]"),
+                              (None, ["lo", None], "taps[0]")):        # exists on every host
+        with pytest.raises(S.SpecError) as e:
+            check(2, macs, taps)
+        assert e.value.field == field, (macs, taps, e.value)

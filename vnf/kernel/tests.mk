@@ -9,9 +9,10 @@ VT_SAVED_GOAL := $(.DEFAULT_GOAL)
 VT_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 VT_OUT := $(VT_DIR)/build/host
 VT_SRCS := $(VT_DIR)/src/json.c $(VT_DIR)/src/click.c $(VT_DIR)/src/click_parse.c \
-           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c
+           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c
 VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h)
-VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c
+VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c \
+            $(VT_DIR)/tests/test_nicmac.c
 
 TEST_CC ?= gcc
 FUZZ_CC ?= clang
@@ -34,9 +35,9 @@ $(VT_OUT)/fuzz_config: $(VT_SRCS) $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_config.c
 	@mkdir -p $(VT_OUT)
 	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_SRCS) $(VT_DIR)/fuzz/fuzz_config.c
 
-$(VT_OUT)/fuzz_json: $(VT_DIR)/src/json.c $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_json.c
+$(VT_OUT)/fuzz_json: $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_json.c
 	@mkdir -p $(VT_OUT)
-	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_DIR)/src/json.c $(VT_DIR)/fuzz/fuzz_json.c
+	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_DIR)/fuzz/fuzz_json.c
 
 fuzz: $(VT_OUT)/fuzz_config $(VT_OUT)/fuzz_json
 

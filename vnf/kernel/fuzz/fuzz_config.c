@@ -147,9 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		uint64_t tx = 0, drop = 0, rxs = 0;
 		const char *p = sbuf;
-		while ((p = strstr(p, "{\"rx\":")) != NULL) {
+		while ((p = strstr(p, "\"rx\":")) != NULL) {         /* each NIC: {"mac":…,"rx":… */
 			unsigned long long a, b, c;
-			if (sscanf(p, "{\"rx\":%llu,\"tx\":%llu,\"drop\":%llu", &a, &b, &c) != 3)
+			if (sscanf(p, "\"rx\":%llu,\"tx\":%llu,\"drop\":%llu", &a, &b, &c) != 3)
 				abort();
 			rxs += a;
 			tx += b;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include "json.h"
+#include "nicmac.h"
 
 static char scratch[2048], scratch2[3 * 2048], out[65536];   /* invalid UTF-8 bytes grow to U+FFFD (3 bytes) */
 
@@ -15,14 +16,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *line = malloc(size ? size : 1);   /* exact size: no reads past len */
 	memcpy(line, data, size);
 	int n = json_parse_object(line, size, f, 12, scratch, sizeof(scratch), &err);
-	free(line);
 	if (n < 0) {
+		free(line);
 		if (!err)
 			abort();
 		return 0;
 	}
 	if (n > 12)
 		abort();
+	/* arrays: the item reader accepts what the object reader validated (or runs out of
+	 * scratch), never reads outside the value; `macs` checks never crash */
+	for (int i = 0; i < n; i++) {
+		if (f[i].type != JT_OTHER || !f[i].is_array)
+			continue;
+		struct jfield it[4];
+		static char as[256];
+		const char *aerr = NULL;
+		int k = json_parse_array(f[i].raw, f[i].raw_len, it, 4, as, sizeof(as), &aerr);
+		if (k < 0 && (!aerr || strcmp(aerr, "strings too long for the scratch buffer") != 0))
+			abort();
+	}
+	const struct jfield *mf = json_get(f, n, "macs");
+	for (int nics = 0; nics <= NICMAC_MAX; nics++) {
+		struct macs_req mr;
+		char field[16], msg[160], ms[256];
+		int rc = macs_from_json(mf, nics, &mr, field, sizeof field, msg, sizeof msg, ms, sizeof ms);
+		if (rc != MACS_OK && (memchr(msg, 0, sizeof msg) == NULL || strncmp(msg, "macs", 4) != 0))
+			abort();
+		if (rc == MACS_OK && mr.n != 0 && mr.n != nics)
+			abort();
+	}
+	free(line);        /* the fields' raw spans point into it: not used from here on */
 	struct jw w;
 	jw_init(&w, out, sizeof(out));
 	jw_obj_begin(&w);

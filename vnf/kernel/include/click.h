@@ -15,6 +15,11 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len);
 /* Monotonic nanoseconds. */
 uint64_t plat_now_ns(void);
 
+/* Each NIC's own MAC address: the one it answers ARP with (ARPResponder) and reports in `stats`.
+ * The kernel sets the device's MAC at boot; `configure` may replace it (its `macs` field). */
+void click_set_mac(int nic, const uint8_t mac[6]);
+const uint8_t *click_mac(int nic);
+
 /* ---- configuration ---- */
 struct click_err { int line, col; char message[160]; };
 

@@ -33,12 +33,20 @@ struct jfield {
 	int64_t num;           /* integers only; fraction/exponent -> is_int=false */
 	bool is_int;
 	bool boolean;
+	bool is_array;         /* JT_OTHER: an array (else an object) */
+	const char *raw;       /* JT_OTHER: the value's text in the input line ... */
+	size_t raw_len;        /* ... and its length (for json_parse_array) */
 };
 /* Parses `line` (len bytes, need not be NUL-terminated). Unescaped strings are stored in
  * scratch[0..scratch_cap). Returns the number of fields (<= max) or -1 on a syntax error,
  * with *err_msg set to a static message. */
 int json_parse_object(const char *line, size_t len, struct jfield *fields, int max,
 		      char *scratch, size_t scratch_cap, const char **err_msg);
+/* Parses one JSON array (e.g. a JT_OTHER field's raw/raw_len). Items are exposed like top-level
+ * fields (key empty; nested values JT_OTHER). Returns the number of items in the array, which may
+ * exceed `max` (only the first `max` are stored), or -1 on a syntax error with *err_msg set. */
+int json_parse_array(const char *raw, size_t len, struct jfield *items, int max,
+		     char *scratch, size_t scratch_cap, const char **err_msg);
 const struct jfield *json_get(const struct jfield *f, int n, const char *key);
 
 #endif

@@ -19,6 +19,8 @@ static int g_nics;
 static struct graph graphs[2];          /* double buffer: parse into the spare, swap on success */
 static int active = -1;                 /* index of the running graph, -1 = unconfigured shell */
 
+static uint8_t nic_mac[CLICK_MAX_NICS][6];   /* each NIC's own address (click_set_mac) */
+
 struct nicstat { uint64_t rx, tx, drop, rx_bytes, tx_bytes; };
 static struct nicstat nicst[CLICK_MAX_NICS];
 static uint64_t lat_hist[CLICK_LAT_BUCKETS], lat_count;
@@ -153,6 +155,45 @@ static void ether_mirror(struct pkt *p)
 	p->pi_ok = false;
 }
 
+/* ARP request for one of e's addresses -> rewrite it into the reply from the ingress NIC's own MAC.
+ * Only untagged Ethernet/IPv4 ARP (htype 1, ptype 0x0800, 6/4 address lengths) is answered. */
+static bool arp_respond(const struct graph *g, const struct elem *e, struct pkt *p)
+{
+	const uint8_t *d = p->data;
+	if (p->len < 42 || d[12] != 0x08 || d[13] != 0x06)
+		return false;
+	const uint8_t *a = d + 14;
+	if (a[0] != 0 || a[1] != 1 || a[2] != 0x08 || a[3] != 0 || a[4] != 6 || a[5] != 4 || a[6] != 0 ||
+	    a[7] != 1)
+		return false;
+	uint32_t tpa = ((uint32_t)a[24] << 24) | ((uint32_t)a[25] << 16) | ((uint32_t)a[26] << 8) | a[27];
+	const struct rule *r = &g->rules[e->u.arp.first];
+	int i;
+	for (i = 0; i < e->u.arp.n; i++)
+		if ((tpa & r[i].m.t[0].mask) == r[i].m.t[0].addr)
+			break;
+	if (i == e->u.arp.n)
+		return false;
+	if (!p->wdata) {
+		memcpy(mirror_buf, p->data, p->len);
+		p->wdata = mirror_buf;
+		p->data = mirror_buf;
+	}
+	uint8_t *w = p->wdata, *wa = w + 14, sha[6], spa[4];
+	const uint8_t *own = nic_mac[p->nic];
+	memcpy(sha, wa + 8, 6);
+	memcpy(spa, wa + 14, 4);
+	memcpy(w, sha, 6);              /* to the asker */
+	memcpy(w + 6, own, 6);
+	wa[7] = 2;                      /* reply */
+	memcpy(wa + 8, own, 6);         /* sender = us, for the address asked about */
+	memcpy(wa + 14, wa + 24, 4);
+	memcpy(wa + 18, sha, 6);
+	memcpy(wa + 24, spa, 4);
+	p->pi_ok = false;
+	return true;
+}
+
 static bool rate_take(struct elem *e, uint64_t now)
 {
 	uint64_t cap = e->u.rl.burst * NS_PER_TOKEN;
@@ -250,6 +291,14 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 		case EC_DISCARD:
 			e->u.discard.count++;
 			return FATE_DISCARD;
+		case EC_ARPRESPONDER:
+			if (arp_respond(g, e, p)) {
+				e->u.arp.replies++;
+			} else {
+				e->u.arp.other++;
+				port = 1;
+			}
+			break;
 		default:
 			return FATE_DROP;
 		}
@@ -259,6 +308,14 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 }
 
 /* ------------------------------------------------------------------ API */
+
+void click_set_mac(int nic, const uint8_t mac[6])
+{
+	if (nic >= 0 && nic < CLICK_MAX_NICS)
+		memcpy(nic_mac[nic], mac, 6);
+}
+
+const uint8_t *click_mac(int nic) { return nic_mac[nic >= 0 && nic < CLICK_MAX_NICS ? nic : 0]; }
 
 void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms)
 {
@@ -274,6 +331,7 @@ void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms)
 	active = -1;
 	memset(graphs, 0, sizeof(graphs));
 	memset(nicst, 0, sizeof(nicst));
+	memset(nic_mac, 0, sizeof(nic_mac));
 	memset(lat_hist, 0, sizeof(lat_hist));
 	lat_count = 0;
 	pool_init();
@@ -460,6 +518,10 @@ static void stats_element(struct jw *w, const struct elem *e)
 	case EC_DISCARD:
 		jw_ku64(w, "count", e->u.discard.count);
 		break;
+	case EC_ARPRESPONDER:
+		jw_ku64(w, "replies", e->u.arp.replies);
+		jw_ku64(w, "other", e->u.arp.other);
+		break;
 	}
 	jw_obj_end(w);
 }
@@ -478,7 +540,15 @@ void click_stats_json(struct jw *w)
 	jw_key(w, "nics");
 	jw_arr_begin(w);
 	for (int i = 0; i < g_nics; i++) {
+		char m[18];
+		static const char hx[] = "0123456789abcdef";
+		for (int k = 0; k < 6; k++) {
+			m[3 * k] = hx[nic_mac[i][k] >> 4];
+			m[3 * k + 1] = hx[nic_mac[i][k] & 15];
+			m[3 * k + 2] = k < 5 ? ':' : 0;
+		}
 		jw_obj_begin(w);
+		jw_kstr(w, "mac", m);
 		jw_ku64(w, "rx", nicst[i].rx);
 		jw_ku64(w, "tx", nicst[i].tx);
 		jw_ku64(w, "drop", nicst[i].drop);

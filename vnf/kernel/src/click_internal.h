@@ -21,6 +21,9 @@
 #define CLICK_MAX_HOPS     (2 * CLICK_MAX_ELEMENTS)   /* run-time bound on a push path */
 #define MATCH_MAX_TERMS    8
 
+/* ARPResponder: at most this many addresses (host or A.B.C.D/L) per element */
+#define CLICK_MAX_ARP_ADDRS 16
+
 /* ---- frame parsing (match.c) ---- */
 struct pinfo {
 	uint16_t outer_type;   /* ethertype of the outer header (0 if the frame is < 14 bytes) */
@@ -64,10 +67,12 @@ bool cfg_parse_u32(const char *s, size_t wl, uint32_t max, uint32_t *out);
 /* Compile a match expression from s[pos, end); ctx names the argument in messages. */
 bool match_compile(const char *s, size_t pos, size_t end, struct match *m, const char *ctx,
 		   struct cperr *e);
+/* A.B.C.D or A.B.C.D/L (one word) -> host-order address and mask. */
+bool match_parse_net(const char *s, size_t n, uint32_t *addr, uint32_t *mask);
 
 /* ---- graph ---- */
 enum eclass { EC_FROMDEVICE, EC_TODEVICE, EC_COUNTER, EC_CLASSIFIER, EC_IPFILTER, EC_QUEUE,
-	      EC_RATELIMITER, EC_ETHERMIRROR, EC_DISCARD, EC_NCLASSES };
+	      EC_RATELIMITER, EC_ETHERMIRROR, EC_DISCARD, EC_ARPRESPONDER, EC_NCLASSES };
 extern const char *const click_class_names[EC_NCLASSES];
 
 struct rule { struct match m; bool allow; };
@@ -89,6 +94,7 @@ struct elem {
 		struct { uint64_t rate, burst, tokens, last_ns, passed, limited; } rl;
 		struct { uint64_t count; } discard;
 		struct { uint64_t count; } mirror;
+		struct { uint16_t first, n; uint64_t replies, other; } arp;  /* host terms in rules[] */
 	} u;
 };
 

@@ -19,10 +19,10 @@
 
 const char *const click_class_names[EC_NCLASSES] = {
 	"FromDevice", "ToDevice", "Counter", "Classifier", "IPFilter", "Queue", "RateLimiter",
-	"EtherMirror", "Discard",
+	"EtherMirror", "Discard", "ARPResponder",
 };
 #define KNOWN_CLASSES "FromDevice, ToDevice, Counter, Classifier, IPFilter, Queue, RateLimiter, " \
-		      "EtherMirror, Discard"
+		      "EtherMirror, Discard, ARPResponder"
 
 /* ------------------------------------------------------------------ formatting */
 
@@ -499,6 +499,16 @@ static bool parse_num_arg(struct ps *p, const struct arg *a, const char *what, u
 	return true;
 }
 
+/* Classifier patterns, IPFilter rules and ARPResponder addresses share the graph's rules[]. */
+static bool rules_room(struct ps *p, size_t cls_off, int nargs)
+{
+	if (p->g->nrules + nargs <= CLICK_MAX_RULES)
+		return true;
+	cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
+		  CLICK_MAX_RULES);
+	return false;
+}
+
 static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *name, int nargs)
 {
 	struct graph *g = p->g;
@@ -564,11 +574,8 @@ static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *
 				  ipf ? "rules" : "patterns", maxr);
 			return -1;
 		}
-		if (g->nrules + nargs > CLICK_MAX_RULES) {
-			cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
-				  CLICK_MAX_RULES);
+		if (!rules_room(p, cls_off, nargs))
 			return -1;
-		}
 		for (int i = 0; i < nargs; i++) {
 			struct rule *r = &g->rules[g->nrules + i];
 			char ctx[40];
@@ -610,6 +617,41 @@ static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *
 			e->nout = (uint8_t)nargs;
 		}
 		g->nrules += nargs;
+		break;
+	}
+	case EC_ARPRESPONDER: {
+		if (nargs == 0) {
+			cperr_set(&p->err, cls_off, "ARPResponder needs the IPv4 addresses it answers for, "
+				  "e.g. ARPResponder(10.0.0.1) or ARPResponder(10.0.0.1, 10.1.0.0/24)");
+			return -1;
+		}
+		if (nargs > CLICK_MAX_ARP_ADDRS) {
+			cperr_set(&p->err, p->args[CLICK_MAX_ARP_ADDRS].start, "ARPResponder has %d addresses; "
+				  "at most %d are supported", nargs, CLICK_MAX_ARP_ADDRS);
+			return -1;
+		}
+		if (!rules_room(p, cls_off, nargs))
+			return -1;
+		for (int i = 0; i < nargs; i++) {
+			struct rule *r = &g->rules[g->nrules + i];
+			size_t ws, wl;
+			memset(r, 0, sizeof(*r));
+			if (!one_word(p, &p->args[i], "ARPResponder address", &ws, &wl))
+				return -1;
+			if (!match_parse_net(p->s + ws, wl, &r->m.t[0].addr, &r->m.t[0].mask)) {
+				cperr_set(&p->err, ws, "ARPResponder: bad address '%t' (expected A.B.C.D or "
+					  "A.B.C.D/L, L = 0..32)", (int)wl, p->s + ws);
+				return -1;
+			}
+			r->m.nterms = 1;
+			r->m.t[0].kind = MT_HOST;
+			r->m.t[0].dir = MD_DST;
+			r->allow = true;
+		}
+		e->u.arp.first = (uint16_t)g->nrules;
+		e->u.arp.n = (uint16_t)nargs;
+		g->nrules += nargs;
+		e->nout = 2;
 		break;
 	}
 	case EC_QUEUE: {

@@ -6,6 +6,7 @@
 #include "arch.h"
 #include "click.h"
 #include "json.h"
+#include "nicmac.h"
 #include "serial.h"
 #include "time.h"
 #include "virtio.h"
@@ -149,6 +150,31 @@ static void op_stats(int64_t id)
 	reply_end(&w);
 }
 
+/* {"id":N,"ok":false,"error":{"code":"config",("field":F | "line":L,"col":C),"message":M}} */
+static void reply_config_error(int64_t id, const char *field, int line_no, int col, const char *message)
+{
+	struct jw w;
+	jw_init(&w, reply, sizeof reply);
+	jw_obj_begin(&w);
+	jw_ku64(&w, "id", (uint64_t)id);
+	jw_kbool(&w, "ok", false);
+	jw_key(&w, "error");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "code", "config");
+	if (field) {
+		jw_kstr(&w, "field", field);
+	} else {
+		jw_key(&w, "line");
+		jw_i64(&w, line_no);
+		jw_key(&w, "col");
+		jw_i64(&w, col);
+	}
+	jw_kstr(&w, "message", message);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	send_jw(&w);
+}
+
 static void op_configure(int64_t id, const struct jfield *f, int n)
 {
 	const struct jfield *cfg = json_get(f, n, "config");
@@ -165,6 +191,20 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 		}
 		slots = (uint32_t)sl->num;
 	}
+	/* macs: checked before the graph, applied only after it was accepted (all or nothing) */
+	struct macs_req mr;
+	char mfield[16], mmsg[160], mscratch[256];
+	int mrc = macs_from_json(json_get(f, n, "macs"), info->nics, &mr, mfield, sizeof mfield, mmsg,
+				 sizeof mmsg, mscratch, sizeof mscratch);
+	if (mrc == MACS_BAD_REQUEST) {
+		reply_error(id, "bad_request", mmsg);
+		return;
+	}
+	if (mrc == MACS_CONFIG) {
+		reply_config_error(id, mfield, 0, 0, mmsg);
+		kprintf_later("configure: rejected: %s\n", mmsg);
+		return;
+	}
 	size_t len = cfg->str_len > MAX_LINE ? MAX_LINE : cfg->str_len;
 	int nxt = cfg_cur ^ 1;
 	memcpy(cfg_text[nxt], cfg->str, len);
@@ -180,6 +220,12 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 	 * under PVM, which neither this client nor the next request should wait for */
 	if (rc == 0) {
 		cfg_cur = nxt;
+		for (int i = 0; i < mr.n; i++)
+			if (mr.set[i]) {
+				click_set_mac(i, mr.mac[i]);
+				kprintf_later("configure: nic %d mac %02x:%02x:%02x:%02x:%02x:%02x\n", i, mr.mac[i][0],
+					      mr.mac[i][1], mr.mac[i][2], mr.mac[i][3], mr.mac[i][4], mr.mac[i][5]);
+			}
 		reply_begin(&w, id);
 		jw_kbool(&w, "forwarding", click_configured());
 		jw_ku64(&w, "elements", click_element_count());
@@ -190,21 +236,7 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 		return;
 	}
 	err.message[sizeof err.message - 1] = 0;
-	jw_init(&w, reply, sizeof reply);
-	jw_obj_begin(&w);
-	jw_ku64(&w, "id", (uint64_t)id);
-	jw_kbool(&w, "ok", false);
-	jw_key(&w, "error");
-	jw_obj_begin(&w);
-	jw_kstr(&w, "code", "config");
-	jw_key(&w, "line");
-	jw_i64(&w, err.line);
-	jw_key(&w, "col");
-	jw_i64(&w, err.col);
-	jw_kstr(&w, "message", err.message);
-	jw_obj_end(&w);
-	jw_obj_end(&w);
-	send_jw(&w);
+	reply_config_error(id, NULL, err.line, err.col, err.message);
 	kprintf_later("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 }
 

@@ -10,6 +10,7 @@ struct vnf_info {
 	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
 	bool rx_irq;        /* COM2 interrupts work: wait for them instead of spinning mid-line */
 	bool virtio;        /* the channel is the virtio-console (else COM2) */
+	int nics;           /* virtio-net devices found (the length `configure`'s macs must have) */
 };
 
 void ctl_init(const struct vnf_info *info);

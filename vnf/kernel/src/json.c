@@ -480,6 +480,56 @@ static bool jr_skip(struct jr *r, int depth)
 	}
 }
 
+/* One value at r->p into *out (strings unescaped into the scratch buffer; containers validated,
+ * skipped and exposed as JT_OTHER with their text). */
+static bool jr_value(struct jr *r, struct jfield *out)
+{
+	unsigned char c = *r->p;
+	if (c == '"') {
+		/* string value into scratch (with room for its NUL) */
+		size_t start = r->slen;
+		struct jsink vs = { NULL, 0, 0, false, false };
+		if (r->scratch && r->scap > start) {
+			vs.buf = r->scratch + start;
+			vs.cap = r->scap - start;
+		}
+		if (!jr_string(r, &vs))
+			return false;
+		if (vs.trunc || vs.len >= vs.cap)
+			return jr_fail(r, "strings too long for the scratch buffer");
+		vs.buf[vs.len] = '\0';
+		r->slen += vs.len + 1;
+		out->type = JT_STRING;
+		out->str = vs.buf;
+		out->str_len = vs.len;
+	} else if (c == '-' || isdigit_(c)) {
+		if (!jr_number(r, &out->num, &out->is_int))
+			return false;
+		out->type = JT_NUMBER;
+	} else if (c == 't' || c == 'f') {
+		bool t = (c == 't');
+		if (!jr_lit(r, t ? "true" : "false", t ? 4 : 5))
+			return false;
+		out->type = JT_BOOL;
+		out->boolean = t;
+	} else if (c == 'n') {
+		if (!jr_lit(r, "null", 4))
+			return false;
+		out->type = JT_NULL;
+	} else if (c == '{' || c == '[') {
+		const unsigned char *start = r->p;
+		if (!jr_skip_container(r, 2))
+			return false;
+		out->type = JT_OTHER;
+		out->is_array = (c == '[');
+		out->raw = (const char *)start;
+		out->raw_len = (size_t)(r->p - start);
+	} else {
+		return jr_fail(r, "unexpected character (value expected)");
+	}
+	return true;
+}
+
 int json_parse_object(const char *line, size_t len, struct jfield *fields, int max,
 		      char *scratch, size_t scratch_cap, const char **err_msg)
 {
@@ -542,48 +592,8 @@ int json_parse_object(const char *line, size_t len, struct jfield *fields, int m
 			memcpy(tmp.key, keybuf, ks.len);
 			tmp.key[ks.len] = '\0';
 		}
-		unsigned char c = *r.p;
-		if (c == '"') {
-			/* string value into scratch (with room for its NUL) */
-			size_t start = r.slen;
-			struct jsink vs = { NULL, 0, 0, false, false };
-			if (r.scratch && r.scap > start) {
-				vs.buf = r.scratch + start;
-				vs.cap = r.scap - start;
-			}
-			if (!jr_string(&r, &vs))
-				goto fail;
-			if (vs.trunc || vs.len >= vs.cap) {
-				jr_fail(&r, "strings too long for the scratch buffer");
-				goto fail;
-			}
-			vs.buf[vs.len] = '\0';
-			r.slen += vs.len + 1;
-			tmp.type = JT_STRING;
-			tmp.str = vs.buf;
-			tmp.str_len = vs.len;
-		} else if (c == '-' || isdigit_(c)) {
-			if (!jr_number(&r, &tmp.num, &tmp.is_int))
-				goto fail;
-			tmp.type = JT_NUMBER;
-		} else if (c == 't' || c == 'f') {
-			bool t = (c == 't');
-			if (!jr_lit(&r, t ? "true" : "false", t ? 4 : 5))
-				goto fail;
-			tmp.type = JT_BOOL;
-			tmp.boolean = t;
-		} else if (c == 'n') {
-			if (!jr_lit(&r, "null", 4))
-				goto fail;
-			tmp.type = JT_NULL;
-		} else if (c == '{' || c == '[') {
-			if (!jr_skip_container(&r, 2))
-				goto fail;
-			tmp.type = JT_OTHER;
-		} else {
-			jr_fail(&r, "unexpected character (value expected)");
+		if (!jr_value(&r, &tmp))
 			goto fail;
-		}
 		if (n < max && fields)
 			fields[n++] = tmp;
 		jr_ws(&r);
@@ -622,4 +632,70 @@ const struct jfield *json_get(const struct jfield *f, int n, const char *key)
 		if (strcmp(f[i].key, key) == 0)
 			return &f[i];
 	return NULL;
+}
+
+int json_parse_array(const char *raw, size_t len, struct jfield *items, int max,
+		     char *scratch, size_t scratch_cap, const char **err_msg)
+{
+	struct jr r = { (const unsigned char *)raw, (const unsigned char *)raw + len,
+			scratch, scratch_cap, 0, NULL };
+	int n = 0;
+	const char *dummy;
+	if (!err_msg)
+		err_msg = &dummy;
+	*err_msg = NULL;
+	if (!raw) {
+		*err_msg = "empty input";
+		return -1;
+	}
+	jr_ws(&r);
+	if (r.p >= r.end || *r.p != '[') {
+		*err_msg = "expected a JSON array";
+		return -1;
+	}
+	r.p++;
+	jr_ws(&r);
+	if (r.p < r.end && *r.p == ']') {
+		r.p++;
+		goto done;
+	}
+	for (;;) {
+		struct jfield tmp;
+		memset(&tmp, 0, sizeof(tmp));
+		jr_ws(&r);
+		if (r.p >= r.end) {
+			jr_fail(&r, "value expected");
+			goto fail;
+		}
+		if (!jr_value(&r, &tmp))
+			goto fail;
+		if (n < max && items)
+			items[n] = tmp;
+		n++;
+		jr_ws(&r);
+		if (r.p >= r.end) {
+			jr_fail(&r, "unterminated array");
+			goto fail;
+		}
+		if (*r.p == ',') {
+			r.p++;
+			continue;
+		}
+		if (*r.p == ']') {
+			r.p++;
+			break;
+		}
+		jr_fail(&r, "expected ',' or ']' in array");
+		goto fail;
+	}
+done:
+	jr_ws(&r);
+	if (r.p != r.end) {
+		*err_msg = "trailing characters after the array";
+		return -1;
+	}
+	return n;
+fail:
+	*err_msg = r.err ? r.err : "syntax error";
+	return -1;
 }

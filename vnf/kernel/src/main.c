@@ -198,6 +198,8 @@ static void user_main(void)
 	ctl_virtio = con_present();
 	mark("virtio");
 	click_init(nics, (uint32_t)a.slots, (uint32_t)a.flow_timeout_ms);
+	for (int i = 0; i < nics; i++)
+		click_set_mac(i, macs[i]);  /* the device's MAC until `configure` gives another */
 	mark("click");
 
 	if (!ctl_virtio) { /* fallback control channel */
@@ -217,6 +219,7 @@ static void user_main(void)
 	info.name = vnf_name;
 	info.rx_irq = com2_irq;
 	info.virtio = ctl_virtio;
+	info.nics = nics;
 	ctl_init(&info);
 	for (char *e = errs; *e;) {
 		char *nl = e;

@@ -120,6 +120,21 @@ static bool parse_ip4(const char *s, size_t n, uint32_t *out)
 	return true;
 }
 
+bool match_parse_net(const char *s, size_t n, uint32_t *addr, uint32_t *mask)
+{
+	size_t slash = n;
+	uint32_t a, plen = 32;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/') { slash = i; break; }
+	if (!parse_ip4(s, slash, &a))
+		return false;
+	if (slash < n && !cfg_parse_u32(s + slash + 1, n - slash - 1, 32, &plen))
+		return false;
+	*mask = plen ? 0xffffffffu << (32 - plen) : 0;
+	*addr = a & *mask;
+	return true;
+}
+
 static bool parse_proto(const char *w, size_t wl, uint32_t *out)
 {
 	if (cfg_word_is(w, 0, wl, "tcp")) { *out = 6; return true; }

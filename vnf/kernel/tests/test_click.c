@@ -351,7 +351,7 @@ static void parse_errors(void)
 	CFG_ERR("// only a comment\n  \n", 1, 1, "empty config");
 	CFG_ERR("FromDevice(0) -> Countr -> ToDevice(1);", 1, 18,
 		"unknown element class 'Countr' (known: FromDevice, ToDevice, Counter, Classifier, IPFilter, "
-		"Queue, RateLimiter, EtherMirror, Discard)");
+		"Queue, RateLimiter, EtherMirror, Discard, ARPResponder)");
 	CFG_ERR("FromDevice(0)\n  -> Counter\n  -> Countr\n  -> ToDevice(1);", 3, 6, "unknown element class 'Countr'");
 	CFG_ERR("FromDevice(0) -> /* \xc3\xa9 */ Countr", 1, 26, "unknown element class 'Countr'");
 	CFG_ERR("x :: Countr;", 1, 6, "unknown element class 'Countr'");
@@ -773,6 +773,67 @@ static void ethermirror_swaps(void)
 	CHECK_EQ(elem_stat("EtherMirror@2", "count"), 1);
 }
 
+static void arpresponder_answers_with_own_mac(void)
+{
+	static const uint8_t M0[6] = { 0xfa, 0x16, 0x3e, 0x00, 0x00, 0x01 };
+	static const uint8_t M1[6] = { 0xfa, 0x16, 0x3e, 0x00, 0x00, 0x02 };
+	click_init(2, 1024, 30000);
+	click_set_mac(0, M0);
+	click_set_mac(1, M1);
+	CHECK(memcmp(click_mac(1), M1, 6) == 0);
+	CFG_OK("FromDevice(0) -> a :: ARPResponder(10.0.0.2, 192.168.0.0/16) -> ToDevice(0);\n"
+	       "a[1] -> ToDevice(1);\n"
+	       "FromDevice(1) -> b :: ARPResponder(10.0.0.2) -> ToDevice(1);");
+	uint16_t n = mk_arp(fr);                 /* who-has 10.0.0.2 tell 10.0.0.1 (02:..:aa) */
+	click_rx(0, fr, n);
+	CHECK_EQ(h_nframes, 1);
+	const uint8_t *o = h_frames[0].data;
+	CHECK_EQ(h_frames[0].nic, 0);
+	CHECK_EQ(h_frames[0].len, n);
+	CHECK(memcmp(o, MAC_A, 6) == 0);                 /* to the asker */
+	CHECK(memcmp(o + 6, M0, 6) == 0);                /* from NIC 0's own MAC */
+	CHECK_EQ(get16(o + 12), 0x0806);
+	CHECK_EQ(get16(o + 20), 2);                      /* is-at */
+	CHECK(memcmp(o + 22, M0, 6) == 0);               /* sender hardware = us */
+	CHECK_EQ(get32(o + 28), IP(10, 0, 0, 2));        /* sender protocol = the address asked for */
+	CHECK(memcmp(o + 32, MAC_A, 6) == 0);
+	CHECK_EQ(get32(o + 38), IP(10, 0, 0, 1));
+	CHECK_EQ(get16(fr + 20), 1);                     /* the received frame was not modified */
+	/* the same request on NIC 1 is answered from NIC 1's MAC */
+	click_rx(1, fr, n);
+	CHECK(memcmp(h_frames[1].data + 6, M1, 6) == 0 && memcmp(h_frames[1].data + 22, M1, 6) == 0);
+	/* a new MAC (what configure's macs does) is used from the next packet on */
+	click_set_mac(0, M1);
+	fr[41] = 7;                                      /* who-has 192.168.0.7: the /16 */
+	fr[38] = 192; fr[39] = 168; fr[40] = 0;
+	click_rx(0, fr, n);
+	CHECK(memcmp(h_frames[2].data + 6, M1, 6) == 0);
+	CHECK_EQ(get32(h_frames[2].data + 28), IP(192, 168, 0, 7));
+	/* not ours, a reply, or not ARP: output 1 (NIC 0) or dropped (NIC 1, unconnected) */
+	fr[38] = 10; fr[39] = 0; fr[40] = 0; fr[41] = 9;
+	click_rx(0, fr, n);
+	CHECK_EQ(h_frames[3].nic, 1);
+	CHECK(memcmp(h_frames[3].data, fr, n) == 0);
+	fr[21] = 2;
+	click_rx(0, fr, n);
+	CHECK_EQ(h_frames[4].nic, 1);
+	n = mk_udp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 1, 2, 0);
+	click_rx(1, fr, n);
+	CHECK_EQ(h_nframes, 5);
+	CHECK_EQ(elem_stat("a", "replies"), 2);
+	CHECK_EQ(elem_stat("a", "other"), 2);
+	CHECK_EQ(elem_stat("b", "replies"), 1);
+	CHECK_EQ(elem_stat("b", "other"), 1);
+	CHECK_CONTAINS(stats(), "\"nics\":[{\"mac\":\"fa:16:3e:00:00:02\",");
+	/* errors */
+	CHECK(!cfg("FromDevice(0) -> ARPResponder -> ToDevice(0);", 0));
+	CHECK_CONTAINS(cerr.message, "needs the IPv4 addresses");
+	CHECK(!cfg("FromDevice(0) -> ARPResponder(10.0.0.300) -> ToDevice(0);", 0));
+	CHECK_CONTAINS(cerr.message, "bad address '10.0.0.300'");
+	CHECK(!cfg("FromDevice(0) -> ARPResponder(10.0.0.1/33) -> ToDevice(0);", 0));
+	CHECK_EQ(cerr.col, 31);
+}
+
 static void session_slots(void)
 {
 	click_init(2, 2, 30000);
@@ -916,8 +977,9 @@ static void stats_json_shape(void)
 	click_rx(0, fr, n);                     /* denied -> discard */
 	const char *s = stats();
 	CHECK_CONTAINS(s, "{\"uptime_us\":1,\"configured\":true,\"slots\":{\"total\":256,\"used\":1,\"free\":255,"
-			  "\"rejected\":0},\"nics\":[{\"rx\":4,\"tx\":0,\"drop\":2,\"rx_bytes\":180,\"tx_bytes\":0},"
-			  "{\"rx\":0,\"tx\":1,\"drop\":0,\"rx_bytes\":0,\"tx_bytes\":42}]");
+			  "\"rejected\":0},\"nics\":[{\"mac\":\"00:00:00:00:00:00\",\"rx\":4,\"tx\":0,\"drop\":2,"
+			  "\"rx_bytes\":180,\"tx_bytes\":0},"
+			  "{\"mac\":\"00:00:00:00:00:00\",\"rx\":0,\"tx\":1,\"drop\":0,\"rx_bytes\":0,\"tx_bytes\":42}]");
 	CHECK_CONTAINS(s, "\"elements\":[{\"name\":\"cnt\",\"class\":\"Counter\",\"count\":4,\"bytes\":");
 	CHECK_CONTAINS(s, "{\"name\":\"c\",\"class\":\"Classifier\",\"outputs\":[1,3],\"unmatched\":0}");
 	CHECK_CONTAINS(s, "{\"name\":\"q\",\"class\":\"Queue\",\"length\":1,\"capacity\":64,\"drops\":0,\"highwater\":1}");
@@ -933,7 +995,7 @@ static void stats_json_shape(void)
 	CHECK_EQ(num(k, "total"), 256);
 	CHECK_EQ(num(k, "used"), 1);
 	k = sub(s, "nics", 1);
-	CHECK_EQ(k, 5);
+	CHECK_EQ(k, 6);                         /* mac, rx, tx, drop, rx_bytes, tx_bytes */
 	CHECK_EQ(num(k, "rx"), 0);
 	CHECK_EQ(num(k, "tx"), 1);
 	k = sub(s, "latency_ns", -1);
@@ -957,9 +1019,10 @@ static void stats_json_shape(void)
 	click_init(3, 8, 1000);
 	s = stats();
 	CHECK_CONTAINS(s, "\"configured\":false,\"slots\":{\"total\":8,\"used\":0,\"free\":8,\"rejected\":0},"
-			  "\"nics\":[{\"rx\":0,\"tx\":0,\"drop\":0,\"rx_bytes\":0,\"tx_bytes\":0},{");
+			  "\"nics\":[{\"mac\":\"00:00:00:00:00:00\",\"rx\":0,\"tx\":0,\"drop\":0,\"rx_bytes\":0,"
+			  "\"tx_bytes\":0},{");
 	CHECK_CONTAINS(s, "\"elements\":[],\"latency_ns\":{\"buckets_log2\":[],\"count\":0,\"p50\":0,\"p99\":0}}");
-	CHECK_EQ(sub(s, "nics", 2), 5);
+	CHECK_EQ(sub(s, "nics", 2), 6);
 	CHECK_EQ(sub(s, "nics", 3), -1);
 }
 
@@ -1071,7 +1134,7 @@ static void four_nics(void)
 	/* click_init clamps the NIC count to CLICK_MAX_NICS */
 	click_init(9, 0, 30000);
 	CHECK_EQ(click_slots_total(), 1024);
-	CHECK_EQ(sub(stats(), "nics", 3), 5);
+	CHECK_EQ(sub(stats(), "nics", 3), 6);
 	CHECK_EQ(sub(sbuf, "nics", 4), -1);
 }
 
@@ -1088,6 +1151,7 @@ void run_click_tests(void)
 	RUN(queue_cycle_bounded);
 	RUN(ratelimiter_tokens);
 	RUN(ethermirror_swaps);
+	RUN(arpresponder_answers_with_own_mac);
 	RUN(session_slots);
 	RUN(session_many_flows);
 	RUN(stats_json_shape);
