@@ -247,13 +247,54 @@ def orchestrator_part(mgr, out, report) -> bool:
                                   "resolves": resolves}
         plot_orchestrator(resolves, os.path.join(out, "orchestrator.png"))
         print(f"  wrote {os.path.join(out, 'orchestrator.png')}")
-        return (placed["status"] == "deployed" and resolves[0]["kind"] == "slot"
-                and any(r["kind"] == "launched" for r in resolves))
+        ok = (placed["status"] == "deployed" and resolves[0]["kind"] == "slot"
+              and any(r["kind"] == "launched" for r in resolves))
+        return ns_part(orch, report) and ok
     finally:
         for inst in orch.store.instances():
             orch.terminate(inst.id)
         orch.close()
         store.close()
+
+
+def ns_part(orch, report) -> bool:
+    """A network service from the sample SOL006 descriptors (etc/mano): firewall and forwarder
+    chained by three virtual links in the local zone, traffic from a namespace on the ``left``
+    link to one on ``right``, then ``ns rm``."""
+    from fluidvim.orchestrator.mano import descriptors
+
+    mano = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "etc", "mano")
+    nsd_path = os.path.join(mano, "fw_chain_ns", "fw_chain_nsd.yaml")
+    vnfd_paths = [os.path.join(mano, "firewall_vnf", "firewall_vnfd.yaml"),
+                  os.path.join(mano, "forwarder_vnf", "forwarder_vnfd.yaml")]
+    print(f"\nnetwork service from SOL006 descriptors ({os.path.relpath(nsd_path)})")
+    _plan, nsd, vnfds = descriptors.plan_files(nsd_path, vnfd_paths, name="demo-ns")
+    r = orch.ns.deploy(nsd.to_dict(), [v.to_dict() for v in vnfds], name="demo-ns")
+    try:
+        for s in r["steps"]:
+            print(f"  {s['step']}  [{s['ms']:.0f} ms]")
+        nets = {n["link"]: n for n in r["networks"]}
+        for link in ("left", "middle", "right"):
+            print(f"  virtual link {link:<7} bridge {nets[link]['id']}: "
+                  f"{', '.join(nets[link]['ports'])}")
+        with testnet.TestNet("fvdn", 78,
+                             bridges=(nets["left"]["id"], nets["right"]["id"])) as net:
+            server = net.serve_tcp(80, 22)
+            try:
+                replies = net.ping(3)
+                web = net.tcp_connect(80)
+                ssh = net.tcp_connect(22, timeout_s=1.0)
+            finally:
+                server.terminate()
+                server.wait()
+        print(f"  left -> firewall -> middle -> forwarder -> right: ping {replies}/3, tcp/80 "
+              f"{'connected' if web else 'FAILED'}, tcp/22 {'blocked' if not ssh else 'NOT blocked'}")
+    finally:
+        gone = orch.ns.delete("demo-ns")
+        print(f"  ns rm {gone['deleted']}: VNFs, bridges and services removed")
+    report["network_service"] = {"deploy": r, "ping_replies": replies, "tcp80": web,
+                                 "tcp22": ssh}
+    return r["status"] == "running" and replies >= 2 and web and not ssh
 
 
 def plot_orchestrator(resolves, path):

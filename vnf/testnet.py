@@ -26,12 +26,16 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 class TestNet:
     __test__ = False   # not a pytest class
 
-    def __init__(self, prefix: str = "fvt", subnet: int = 99):
+    def __init__(self, prefix: str = "fvt", subnet: int = 99, bridges: tuple | None = None):
+        """``bridges``: hang the two namespaces on these existing bridges (e.g. the edge
+        networks of a deployed network service) instead of creating ``<prefix>b0/b1``; they
+        are not ours, so :meth:`down` leaves them."""
         if len(prefix) > 6:
             raise ValueError("prefix must be at most 6 characters (interface names <= 15)")
         self.prefix = prefix
         self.ns_a, self.ns_b = f"{prefix}a", f"{prefix}b"
-        self.br0, self.br1 = f"{prefix}b0", f"{prefix}b1"
+        self.own_bridges = bridges is None
+        self.br0, self.br1 = bridges if bridges else (f"{prefix}b0", f"{prefix}b1")
         self.ip_a, self.ip_b = f"10.{subnet}.0.1", f"10.{subnet}.0.2"
         self.mask = 24
 
@@ -43,9 +47,10 @@ class TestNet:
         self.down()
         for ns, br, ip, side in ((self.ns_a, self.br0, self.ip_a, "a"),
                                  (self.ns_b, self.br1, self.ip_b, "b")):
-            netdev.ensure_bridge(br)
-            # no STP / forwarding delay: ports forward at once
-            _ip("link", "set", br, "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            if self.own_bridges:
+                netdev.ensure_bridge(br)
+                # no STP / forwarding delay: ports forward at once
+                _ip("link", "set", br, "type", "bridge", "stp_state", "0", "forward_delay", "0")
             _ip("netns", "add", ns)
             host, peer = f"{self.prefix}{side}h", f"{self.prefix}{side}p"
             _ip("link", "add", host, "type", "veth", "peer", "name", peer)
@@ -59,7 +64,8 @@ class TestNet:
     def down(self) -> None:
         for ns in (self.ns_a, self.ns_b):
             _ip("netns", "del", ns, check=False)
-        for name in (f"{self.prefix}ah", f"{self.prefix}bh", self.br0, self.br1):
+        own = (self.br0, self.br1) if self.own_bridges else ()
+        for name in (f"{self.prefix}ah", f"{self.prefix}bh", *own):
             netdev.delete_link(name)
 
     def __enter__(self):

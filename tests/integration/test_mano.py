@@ -34,21 +34,6 @@ VNFDS = [os.path.join(REPO, "etc", "mano", "firewall_vnf", "firewall_vnfd.yaml")
          os.path.join(REPO, "etc", "mano", "forwarder_vnf", "forwarder_vnfd.yaml")]
 
 
-class EdgeNet(testnet.TestNet):
-    """TestNet whose two namespaces hang on existing bridges (the NS's edge networks): they are
-    the NS's to delete, so ``down`` removes only the namespaces and their veths."""
-
-    def __init__(self, prefix, subnet, left_bridge, right_bridge):
-        super().__init__(prefix, subnet)
-        self.br0, self.br1 = left_bridge, right_bridge
-
-    def down(self) -> None:
-        for ns in (self.ns_a, self.ns_b):
-            testnet._ip("netns", "del", ns, check=False)
-        for name in (f"{self.prefix}ah", f"{self.prefix}bh"):
-            netdev.delete_link(name)
-
-
 @pytest.fixture
 def env(tmp_path):
     with orchestrator_env(tmp_path, "fm", 87) as e:
@@ -91,8 +76,9 @@ def test_sample_chain_deploys_passes_traffic_survives_restart_and_goes(env):
         listed = {n["name"]: n for n in env.api().list_networks(orch.local_zone.name)}
         assert {f"{name}-left", f"{name}-middle", f"{name}-right"} <= set(listed)
         # traffic: left namespace -> fw -> middle -> fwd -> right namespace
-        with EdgeNet(f"fm{uuid.uuid4().hex[:3]}", 87, nets["left"]["id"],
-                     nets["right"]["id"]) as net:
+        # (the namespaces hang on the NS's edge bridges, which stay the NS's to delete)
+        with testnet.TestNet(f"fm{uuid.uuid4().hex[:3]}", 87,
+                             bridges=(nets["left"]["id"], nets["right"]["id"])) as net:
             assert net.ping(count=3) >= 2
             server = net.serve_tcp(80, 22)
             try:
