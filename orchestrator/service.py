@@ -42,7 +42,7 @@ RPC_API_VERSION = "1.1"       # 1.1: list_networks, create_network, delete_netwo
 SERVICE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 
 
-def _number(field, value, lo=None, hi=None, integer=False, allow_none=False):
+def number_field(field, value, lo=None, hi=None, integer=False, allow_none=False):
     if value is None and allow_none:
         return None
     try:
@@ -83,18 +83,18 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
             raise invalid("formula", str(e)) from None
     profile = {
         "name": name, "click_config": click_config,
-        "deadline_ms": _number("deadline_ms", deadline_ms, 0.001, 60000.0),
-        "qos_quantile": _number("qos_quantile", qos_quantile, 0.5, 1.0),
-        "session_pps": _number("session_pps", session_pps, 0.001, 1e9),
-        "max_queuing_delay_s": _number("max_queuing_delay_s", max_queuing_delay_s, 0.0, 86400.0,
+        "deadline_ms": number_field("deadline_ms", deadline_ms, 0.001, 60000.0),
+        "qos_quantile": number_field("qos_quantile", qos_quantile, 0.5, 1.0),
+        "session_pps": number_field("session_pps", session_pps, 0.001, 1e9),
+        "max_queuing_delay_s": number_field("max_queuing_delay_s", max_queuing_delay_s, 0.0, 86400.0,
                                        allow_none=True),
         "requirements": dict(requirements or {}),
-        "min_instances": _number("min_instances", min_instances, 0, 10000, integer=True),
-        "slots": _number("slots", slots, 1, 65536, integer=True, allow_none=True),
-        "memory_mb": _number("memory_mb", memory_mb, 8, 4096, integer=True, allow_none=True),
-        "vcpus": _number("vcpus", vcpus, 1, 4, integer=True),
+        "min_instances": number_field("min_instances", min_instances, 0, 10000, integer=True),
+        "slots": number_field("slots", slots, 1, 65536, integer=True, allow_none=True),
+        "memory_mb": number_field("memory_mb", memory_mb, 8, 4096, integer=True, allow_none=True),
+        "vcpus": number_field("vcpus", vcpus, 1, 4, integer=True),
         "kernel": kernel,
-        "max_price_per_hour": _number("max_price_per_hour", max_price_per_hour, 0.0, None,
+        "max_price_per_hour": number_field("max_price_per_hour", max_price_per_hour, 0.0, None,
                                       allow_none=True),
         "formula": formula,
     }
@@ -225,7 +225,7 @@ class Orchestrator:
     def list_decisions(self, limit=20) -> list[dict]:
         return [{"id": d.id, "service": d.service, "status": d.status, "zone": d.zone,
                  "host": d.host, "total_ms": d.total_ms, "created_at": d.created_at}
-                for d in self.store.decisions(_number("limit", limit, 1, 1000, integer=True))]
+                for d in self.store.decisions(number_field("limit", limit, 1, 1000, integer=True))]
 
     def resolve(self, service, client_location=None) -> dict:
         return self.resolver.resolve(service, client_location).to_dict()
@@ -383,7 +383,7 @@ class Orchestrator:
         self.store.close()
 
 
-def _rpc_method(fn):
+def rpc_method(fn):
     """Turns argument mistakes into InvalidRequest; lets our expected errors through quietly."""
     sig = inspect.signature(fn)
 
@@ -406,63 +406,63 @@ class OrchestratorEndpoint:
     def __init__(self, orch: Orchestrator):
         self.orch = orch
 
-    @_rpc_method
+    @rpc_method
     def ping(self, ctxt):
         return {"version": RPC_API_VERSION, "zones": sorted(self.orch.zones)}
 
-    @_rpc_method
+    @rpc_method
     def register_service(self, ctxt, name, click_config, **fields):
         return self.orch.register_service(name, click_config, **fields)
 
-    @_rpc_method
+    @rpc_method
     def list_services(self, ctxt):
         return self.orch.list_services()
 
-    @_rpc_method
+    @rpc_method
     def remove_service(self, ctxt, name):
         return self.orch.remove_service(name)
 
-    @_rpc_method
+    @rpc_method
     def place(self, ctxt, service, location=None, deploy=False):
         return self.orch.place(service, location, deploy)
 
-    @_rpc_method
+    @rpc_method
     def explain(self, ctxt, decision_id):
         return self.orch.explain(decision_id)
 
-    @_rpc_method
+    @rpc_method
     def list_decisions(self, ctxt, limit=20):
         return self.orch.list_decisions(limit)
 
-    @_rpc_method
+    @rpc_method
     def resolve(self, ctxt, service, client_location=None):
         return self.orch.resolve(service, client_location)
 
-    @_rpc_method
+    @rpc_method
     def list_zones(self, ctxt):
         return self.orch.list_zones()
 
-    @_rpc_method
+    @rpc_method
     def slots(self, ctxt, service=None, level="zone"):
         return self.orch.slots(service, level)
 
-    @_rpc_method
+    @rpc_method
     def list_instances(self, ctxt, service=None):
         return self.orch.list_instances(service)
 
-    @_rpc_method
+    @rpc_method
     def terminate(self, ctxt, instance):
         return self.orch.terminate(instance)
 
-    @_rpc_method
+    @rpc_method
     def list_networks(self, ctxt, zone=None):
         return self.orch.list_networks(zone)
 
-    @_rpc_method
+    @rpc_method
     def create_network(self, ctxt, zone, name):
         return self.orch.create_network(zone, name)
 
-    @_rpc_method
+    @rpc_method
     def delete_network(self, ctxt, zone, network):
         return self.orch.delete_network(zone, network)
 

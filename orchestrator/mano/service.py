@@ -21,7 +21,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
-from ..service import _rpc_method, validate_service
+from ..service import rpc_method, validate_service
 from ..zones.base import ZoneAdapter, ZoneError
 from . import descriptors
 
@@ -269,23 +269,23 @@ class NSEndpoint:
     def __init__(self, orch):
         self.ns = orch.ns
 
-    @_rpc_method
+    @rpc_method
     def deploy(self, ctxt, nsd, vnfds, name=None, zone=None):
         return self.ns.deploy(nsd, vnfds, name, zone)
 
-    @_rpc_method
+    @rpc_method
     def validate(self, ctxt, nsd, vnfds, name=None):
         return self.ns.plan(nsd, vnfds, name).to_dict()
 
-    @_rpc_method
+    @rpc_method
     def list(self, ctxt, deleted=False):
         return self.ns.list(bool(deleted))
 
-    @_rpc_method
+    @rpc_method
     def show(self, ctxt, name):
         return self.ns.show(name)
 
-    @_rpc_method
+    @rpc_method
     def delete(self, ctxt, name):
         return self.ns.delete(name)
 

@@ -38,7 +38,7 @@ from fluidvim.vnf.control import ControlError
 
 from ..exception import NotFound, Refused, invalid
 from ..rpcapi import OrchestratorAPI
-from ..service import _number, _rpc_method
+from ..service import number_field, rpc_method
 from ..zones.base import NETWORK_NAME_RE, LaunchRequest, ZoneError
 from . import conf as osmconf
 
@@ -232,10 +232,10 @@ class VimService:
         if not isinstance(name, str) or not name or len(name) > 255:
             raise invalid("name", f"{name!r} is not a valid flavor name", "1-255 characters")
         row = VimFlavor(id=str(uuidlib.uuid4()), name=name,
-                        ram=_number("ram", ram, 8, 4096, integer=True),
-                        vcpus=_number("vcpus", vcpus, 1, 8, integer=True),
-                        disk=_number("disk", disk or 0, 0, None, integer=True),
-                        slots=_number("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
+                        ram=number_field("ram", ram, 8, 4096, integer=True),
+                        vcpus=number_field("vcpus", vcpus, 1, 8, integer=True),
+                        disk=number_field("disk", disk or 0, 0, None, integer=True),
+                        slots=number_field("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
                                       allow_none=True),
                         created_at=time.time())
         with self.Session.begin() as s:
@@ -266,19 +266,28 @@ class VimService:
 
     # -- VMs --
     def launch(self, zone: str | None, name: str, image_id: str, flavor_id: str, nics,
-               click_config: str, description: str = "", slots: int | None = None) -> dict:
-        """``slots`` overrides the flavor's session slots (the day-0 directive)."""
+               click_config: str, description: str = "", slots: int | None = None,
+               macs=None) -> dict:
+        """``slots`` overrides the flavor's session slots (the day-0 directive); ``macs``: NIC
+        i's MAC (None entries = assigned), what RO's ``net_list[i].mac_address`` asks for."""
         zone = self.zone_name(zone)
         z = self.orch.zones[zone]
         im = self.image(zone, image_id)
         fl = self._flavor(flavor_id)
-        slots = _number("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
+        slots = number_field("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
                         allow_none=True) or fl.slots
         if not isinstance(click_config, str) or not click_config.strip():
             raise invalid("click_config", "the VNF's Click configuration is empty",
                           "give it as the VDU's day-0 user-data (cloud-init)")
         if not isinstance(nics, list) or len(nics) > vnfspec.MAX_NICS:
             raise invalid("nics", f"a VNF has a list of at most {vnfspec.MAX_NICS} NICs")
+        macs = list(macs) if macs else []
+        if macs and len(macs) != len(nics):
+            raise invalid("macs", f"{len(macs)} MACs for {len(nics)} NICs", "one (or null) per NIC")
+        for i, mac in enumerate(macs):
+            why = vnfspec.mac_problem(mac) if mac is not None else None
+            if why:
+                raise invalid(f"macs[{i}]", why)
         known = {n.id for n in z.networks()}
         for i, net in enumerate(nics):
             if net not in known:
@@ -290,7 +299,8 @@ class VimService:
         try:
             inst = z.launch(LaunchRequest(service=svc, click_config=click_config, name=vnf_name,
                                           slots=slots, memory_mb=fl.ram, vcpus=fl.vcpus,
-                                          kernel=im["location"], bridges=tuple(nics)))
+                                          kernel=im["location"], bridges=tuple(nics),
+                                          macs=tuple(macs)))
         except ZoneError as e:
             self.store.launch_finished(lid, False, error=str(e))
             cause = e.__cause__
@@ -400,53 +410,53 @@ class VimEndpoint:
     def __init__(self, orch):
         self.vim = VimService(orch)
 
-    @_rpc_method
+    @rpc_method
     def describe(self, ctxt, zone=None):
         return self.vim.describe(zone)
 
-    @_rpc_method
+    @rpc_method
     def list_images(self, ctxt, zone=None):
         return self.vim.list_images(zone)
 
-    @_rpc_method
+    @rpc_method
     def register_image(self, ctxt, name, location, zone=None):
         return self.vim.register_image(zone, name, location)
 
-    @_rpc_method
+    @rpc_method
     def delete_image(self, ctxt, image_id, zone=None):
         return self.vim.delete_image(zone, image_id)
 
-    @_rpc_method
+    @rpc_method
     def list_flavors(self, ctxt):
         return self.vim.list_flavors()
 
-    @_rpc_method
+    @rpc_method
     def get_flavor(self, ctxt, flavor_id):
         return self.vim.get_flavor(flavor_id)
 
-    @_rpc_method
+    @rpc_method
     def create_flavor(self, ctxt, name, ram, vcpus, disk=0, slots=None):
         return self.vim.create_flavor(name, ram, vcpus, disk, slots)
 
-    @_rpc_method
+    @rpc_method
     def delete_flavor(self, ctxt, flavor_id):
         return self.vim.delete_flavor(flavor_id)
 
-    @_rpc_method
+    @rpc_method
     def launch(self, ctxt, name, image_id, flavor_id, nics, click_config, zone=None,
-               description="", slots=None):
+               description="", slots=None, macs=None):
         return self.vim.launch(zone, name, image_id, flavor_id, nics, click_config, description,
-                               slots)
+                               slots, macs)
 
-    @_rpc_method
+    @rpc_method
     def vm_status(self, ctxt, vm_ids):
         return self.vim.vm_status(vm_ids)
 
-    @_rpc_method
+    @rpc_method
     def get_vm(self, ctxt, vm_id):
         return self.vim.get_vm(vm_id)
 
-    @_rpc_method
+    @rpc_method
     def delete_vm(self, ctxt, vm_id):
         return self.vim.delete_vm(vm_id)
 

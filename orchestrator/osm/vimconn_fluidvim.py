@@ -28,6 +28,8 @@ import urllib.parse
 
 import yaml
 
+from fluidvim.vnf import spec as vnfspec
+
 from . import vimconn_base as vc
 
 SUPPORTED_NET_TYPES = ("bridge",)
@@ -340,10 +342,11 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         nics = []
         for i, net in enumerate(net_list or []):
             nics.append(self._nic(i, net))
+        macs = [(net.get("mac_address") or "").lower() or None for net in net_list or []]
         click = self._click_config(cloud_config)
         vm = self._vim("launch", name=name, description=description or "", image_id=image_id,
                        flavor_id=flavor_id, nics=nics, click_config=click,
-                       slots=self._slots_directive(click))
+                       slots=self._slots_directive(click), macs=macs if any(macs) else None)
         for net, iface in zip(net_list or [], vm["interfaces"]):
             net["vim_id"] = iface["vim_interface_id"]       # RO matches interfaces by this
         return vm["id"], {}
@@ -360,10 +363,10 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         if net.get("floating_ip"):
             raise vc.VimConnNotSupportedException(f"net_list[{i}].floating_ip: fluidvim has no "
                                                   "floating IPs")
-        if net.get("mac_address"):
-            raise vc.VimConnNotSupportedException(
-                f"net_list[{i}].mac_address: fluidvim assigns each NIC's MAC (reported by "
-                "refresh_vms_status); leave it unset")
+        mac = net.get("mac_address")
+        if mac and (not isinstance(mac, str) or vnfspec.mac_problem(mac.lower())):
+            raise vc.VimConnException(f"net_list[{i}].mac_address: {mac!r} is not a unicast "
+                                      "MAC like 52:54:00:12:34:56")
         if not net.get("net_id"):
             raise vc.VimConnException(f"net_list[{i}].net_id: missing (the VIM network id from "
                                       "new_network)")

@@ -56,6 +56,7 @@ class LaunchRequest:
     vcpus: int = 1
     kernel: str | None = None              # path (local/nomad) or image name/id (nova)
     bridges: tuple = ()                    # NICs: bridge/network names in the zone
+    macs: tuple = ()                       # NIC i's MAC (None entries/() = the zone assigns)
     host: str | None = None                # pin to a host when the zone allows it
     warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
 

@@ -127,7 +127,8 @@ class LocalZone(ZoneAdapter):
         bridges = list(req.bridges or self.bridges or (None, None))
         try:
             res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service),
-                                  bridges=bridges, slots=req.slots, memory_mb=req.memory_mb,
+                                  bridges=bridges, macs=list(req.macs) or None,
+                                  slots=req.slots, memory_mb=req.memory_mb,
                                   vcpus=req.vcpus, warm=req.warm, kernel=req.kernel)
         except (SpecError, ControlError, LaunchError, OSError) as e:
             raise ZoneError(f"zone {self.name}: launch of {req.service} failed: {e}") from e

@@ -277,6 +277,9 @@ class NomadZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name for a Nomad job "
                             "(letters, digits, '_', '.', '-'; at most 100)")
+        if any(req.macs):
+            raise ZoneError(f"macs: zone {self.name} (nomad): the unikernel task driver assigns "
+                            "NIC MACs; fixed MACs are supported in the local zone")
         job_id = f"{JOB_PREFIX}{req.service}-{uuidlib.uuid4().hex[:8]}"
         job = self.job_spec(req, job_id)
         t0 = time.monotonic()

@@ -262,6 +262,9 @@ class NovaZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name "
                             "(letters, digits, '_', '.', '-'; at most 100)")
+        if any(req.macs):
+            raise ZoneError(f"macs: zone {self.name} (nova) takes a server's MACs from its "
+                            "Neutron ports; create the ports with those MACs instead")
         flavor, image = self._flavor_image(req.service)
         eff = self.effective_vnf(flavor, image)
         if req.click_config and _norm(req.click_config) != _norm(eff["click_config"] or ""):

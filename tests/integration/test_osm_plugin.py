@@ -134,8 +134,10 @@ def test_ns_instantiate_and_terminate(env):
     assert vim.get_flavor_id_from_data(flavor) == flavor_id
     assert vim.get_flavor(flavor_id)["slots"] == 8
     # the VDU: two NICs, Click as day-0
+    # eth1 with the MAC RO asks for (a Neutron-style one, upper case), eth0 assigned
     net_list = [{"name": "eth0", "net_id": left, "type": "virtual", "use": "data"},
-                {"name": "eth1", "net_id": right, "type": "virtual", "use": "data"}]
+                {"name": "eth1", "net_id": right, "type": "virtual", "use": "data",
+                 "mac_address": "FA:16:3E:12:34:56"}]
     vm_id, created = vim.new_vminstance(
         name=f"ns-{tag}-1-fw-0", description="firewall VDU", start=True, image_id=image_id,
         flavor_id=flavor_id, affinity_group_list=[], net_list=net_list,
@@ -149,8 +151,11 @@ def test_ns_instantiate_and_terminate(env):
     assert [i["vim_interface_id"] for i in ifaces] == [n["vim_id"] for n in net_list]
     rec = env.orch.manager.get(vm_id)
     assert [i["mac_address"] for i in ifaces] == [n.mac for n in rec.spec.nics]
+    assert ifaces[0]["mac_address"].startswith("52:54:00:")
+    assert ifaces[1]["mac_address"] == "fa:16:3e:12:34:56"
+    assert [n["mac"] for n in env.orch.manager.stats(vm_id)["nics"]] == \
+        [i["mac_address"] for i in ifaces]                  # the VNF itself uses it
     for i in ifaces:
-        assert i["mac_address"].startswith("52:54:00:")
         assert netdev.master_of(i["vim_interface_id"]) == i["vim_net_id"]
     assert rec.spec.kernel == path and rec.spec.memory_mb == 32
     assert rec.spec.session_slots == 8
