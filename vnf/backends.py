@@ -359,10 +359,14 @@ class QemuBackend(Backend):
         while not self._closing:
             try:
                 ready = self._sel.select()
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
                 if self._closing:           # close() raced with select(): we are done
                     return
-                raise
+                # a pidfd closed by _unwatch() (another thread) while select() waited on it:
+                # under eventlet (nova-compute) that raises IOClosed in this thread. It is
+                # already unregistered, so select again; dying here would stop death detection
+                LOG.debug("QEMU watcher: select interrupted (%s); continuing", e)
+                continue
             for key, _ in ready:
                 if key.data is None:
                     try:
