@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -366,6 +367,7 @@ class QemuBackend(Backend):
                 # under eventlet (nova-compute) that raises IOClosed in this thread. It is
                 # already unregistered, so select again; dying here would stop death detection
                 LOG.debug("QEMU watcher: select interrupted (%s); continuing", e)
+                time.sleep(0.001)           # never a busy loop, whatever the cause
                 continue
             for key, _ in ready:
                 if key.data is None:
