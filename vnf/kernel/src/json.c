@@ -530,6 +530,65 @@ static bool jr_value(struct jr *r, struct jfield *out)
 	return true;
 }
 
+/* The frame shared by objects and arrays. jr_open: past the opening bracket; 1 = the
+ * container is empty (and closed), 0 = members follow, -1 = error (*err_msg set). */
+static int jr_open(struct jr *r, const char *in, char open, char close, const char *empty_msg,
+		   const char *expect_msg, const char **err_msg)
+{
+	*err_msg = NULL;
+	if (!in) {
+		*err_msg = "empty input";
+		return -1;
+	}
+	jr_ws(r);
+	if (r->p >= r->end || *r->p != open) {
+		*err_msg = (r->p >= r->end) ? empty_msg : expect_msg;
+		return -1;
+	}
+	r->p++;
+	jr_ws(r);
+	if (r->p < r->end && *r->p == close) {
+		r->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* After a member: 1 = a ',' (another member follows), 0 = the closing bracket, -1 = error. */
+static int jr_next(struct jr *r, char close, const char *unterminated, const char *expected)
+{
+	jr_ws(r);
+	if (r->p >= r->end) {
+		jr_fail(r, unterminated);
+		return -1;
+	}
+	if (*r->p == ',') {
+		r->p++;
+		return 1;
+	}
+	if (*r->p == close) {
+		r->p++;
+		return 0;
+	}
+	jr_fail(r, expected);
+	return -1;
+}
+
+/* The end of a parse: only white space may follow the container. */
+static int jr_close(struct jr *r, int n, bool ok, const char *trailing, const char **err_msg)
+{
+	if (!ok) {
+		*err_msg = r->err ? r->err : "syntax error";
+		return -1;
+	}
+	jr_ws(r);
+	if (r->p != r->end) {
+		*err_msg = trailing;
+		return -1;
+	}
+	return n;
+}
+
 int json_parse_object(const char *line, size_t len, struct jfield *fields, int max,
 		      char *scratch, size_t scratch_cap, const char **err_msg)
 {
@@ -539,22 +598,12 @@ int json_parse_object(const char *line, size_t len, struct jfield *fields, int m
 	const char *dummy;
 	if (!err_msg)
 		err_msg = &dummy;
-	*err_msg = NULL;
-	if (!line) {
-		*err_msg = "empty input";
+	int st = jr_open(&r, line, '{', '}', "empty line (expected a JSON object)",
+			 "expected a JSON object", err_msg);
+	if (st < 0)
 		return -1;
-	}
-	jr_ws(&r);
-	if (r.p >= r.end || *r.p != '{') {
-		*err_msg = (r.p >= r.end) ? "empty line (expected a JSON object)" : "expected a JSON object";
-		return -1;
-	}
-	r.p++;
-	jr_ws(&r);
-	if (r.p < r.end && *r.p == '}') {
-		r.p++;
+	if (st == 1)
 		goto done;
-	}
 	for (;;) {
 		jr_ws(&r);
 		if (r.p >= r.end || *r.p != '"') {
@@ -596,32 +645,16 @@ int json_parse_object(const char *line, size_t len, struct jfield *fields, int m
 			goto fail;
 		if (n < max && fields)
 			fields[n++] = tmp;
-		jr_ws(&r);
-		if (r.p >= r.end) {
-			jr_fail(&r, "unterminated object");
+		st = jr_next(&r, '}', "unterminated object", "expected ',' or '}' in object");
+		if (st < 0)
 			goto fail;
-		}
-		if (*r.p == ',') {
-			r.p++;
-			continue;
-		}
-		if (*r.p == '}') {
-			r.p++;
+		if (st == 0)
 			break;
-		}
-		jr_fail(&r, "expected ',' or '}' in object");
-		goto fail;
 	}
 done:
-	jr_ws(&r);
-	if (r.p != r.end) {
-		*err_msg = "trailing characters after the object";
-		return -1;
-	}
-	return n;
+	return jr_close(&r, n, true, "trailing characters after the object", err_msg);
 fail:
-	*err_msg = r.err ? r.err : "syntax error";
-	return -1;
+	return jr_close(&r, n, false, NULL, err_msg);
 }
 
 const struct jfield *json_get(const struct jfield *f, int n, const char *key)
@@ -643,22 +676,12 @@ int json_parse_array(const char *raw, size_t len, struct jfield *items, int max,
 	const char *dummy;
 	if (!err_msg)
 		err_msg = &dummy;
-	*err_msg = NULL;
-	if (!raw) {
-		*err_msg = "empty input";
+	int st = jr_open(&r, raw, '[', ']', "expected a JSON array", "expected a JSON array",
+			 err_msg);
+	if (st < 0)
 		return -1;
-	}
-	jr_ws(&r);
-	if (r.p >= r.end || *r.p != '[') {
-		*err_msg = "expected a JSON array";
-		return -1;
-	}
-	r.p++;
-	jr_ws(&r);
-	if (r.p < r.end && *r.p == ']') {
-		r.p++;
+	if (st == 1)
 		goto done;
-	}
 	for (;;) {
 		struct jfield tmp;
 		memset(&tmp, 0, sizeof(tmp));
@@ -672,30 +695,14 @@ int json_parse_array(const char *raw, size_t len, struct jfield *items, int max,
 		if (n < max && items)
 			items[n] = tmp;
 		n++;
-		jr_ws(&r);
-		if (r.p >= r.end) {
-			jr_fail(&r, "unterminated array");
+		st = jr_next(&r, ']', "unterminated array", "expected ',' or ']' in array");
+		if (st < 0)
 			goto fail;
-		}
-		if (*r.p == ',') {
-			r.p++;
-			continue;
-		}
-		if (*r.p == ']') {
-			r.p++;
+		if (st == 0)
 			break;
-		}
-		jr_fail(&r, "expected ',' or ']' in array");
-		goto fail;
 	}
 done:
-	jr_ws(&r);
-	if (r.p != r.end) {
-		*err_msg = "trailing characters after the array";
-		return -1;
-	}
-	return n;
+	return jr_close(&r, n, true, "trailing characters after the array", err_msg);
 fail:
-	*err_msg = r.err ? r.err : "syntax error";
-	return -1;
+	return jr_close(&r, n, false, NULL, err_msg);
 }
