@@ -65,19 +65,24 @@ def test_openstack_cli_scenario(stack):
     assert set(times) >= {"image create", "server create --wait", "server delete --wait"}
 
 
-def test_compute_restart_reattaches(stack):
-    """nova-compute restarts (SIGTERM, start again): the server stays ACTIVE on the same VNF."""
-    cli = ns.OpenStackCLI(stack)
-    images = {i["Name"] for i in cli("image", "list")}
-    if "vnf-firewall" not in images:          # when run alone
+def _firewall_server(cli, name):
+    """An ACTIVE server of the firewall image and vnf.small (both made when a test runs alone)."""
+    if "vnf-firewall" not in {i["Name"] for i in cli("image", "list")}:
         cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
             "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
     if "vnf.small" not in {f["Name"] for f in cli("flavor", "list")}:
         cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
             "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
     srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.small", "--nic",
-              "none", "--wait", "fw-restart")
+              "none", "--wait", name)
     assert srv["status"] == "ACTIVE", srv.get("fault")
+    return srv
+
+
+def test_compute_restart_reattaches(stack):
+    """nova-compute restarts (SIGTERM, start again): the server stays ACTIVE on the same VNF."""
+    cli = ns.OpenStackCLI(stack)
+    srv = _firewall_server(cli, "fw-restart")
     before = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
     assert len(before) == 1, before
 
@@ -118,15 +123,7 @@ def _wait_status(cli, name, status, timeout=120):
 def test_stop_start_reboot(stack):
     """`server stop/start/reboot [--hard]` through the real services, checked on the VNF."""
     cli = ns.OpenStackCLI(stack)
-    if "vnf-firewall" not in {i["Name"] for i in cli("image", "list")}:
-        cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
-            "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
-    if "vnf.small" not in {f["Name"] for f in cli("flavor", "list")}:
-        cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
-            "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
-    srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.small", "--nic",
-              "none", "--wait", "fw-power")
-    assert srv["status"] == "ACTIVE", srv.get("fault")
+    srv = _firewall_server(cli, "fw-power")
 
     def vnf():
         vnfs = [v for v in ns._fluidvim(stack, "list") if v["name"] == srv["id"]]
