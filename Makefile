@@ -2,7 +2,7 @@
 #   make demo    set up everything, then run the demo (launch VNFs, send traffic, plot)
 #   make test    set up everything, then run all tests (C unit, lint, Go plugin, Nova driver,
 #                Python unit + integration)
-.PHONY: bootstrap demo test test-unit test-integration test-nova test-nova-e2e test-nomad lint bench-launch fuzz clean
+.PHONY: bootstrap demo test soak test-unit test-integration test-nova test-nova-e2e test-nomad lint bench-launch fuzz clean
 
 VENV := .venv/bin
 
@@ -18,13 +18,12 @@ NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
 NOVA_TESTS += tests.e2e.nova_zone_functional
 
-test: bootstrap
-	$(MAKE) -s -C vnf/kernel test
-	$(VENV)/ruff check .
-	cd nomad_driver && go vet ./... && go test -count=1 ./...
-	$(VENV)/python -m testtools.run $(NOVA_TESTS)
-	tools/build-nomad.sh >/dev/null   # the Nomad agent for tests/e2e (cached; ~6 min the first time)
-	$(VENV)/python -m pytest tests
+test:   # stages timed by tools/test.sh (bootstrap, C, lint, Go, Nova, Nomad agent build, pytest)
+	NOVA_TESTS="$(NOVA_TESTS)" tools/test.sh
+
+soak: bootstrap   # the long leak soak: 1,000 create/delete cycles per backend (~20 min; bench/RESULTS.md)
+	bash -o pipefail -c 'FLUIDVIM_CYCLES=1000 $(VENV)/python -m pytest -s -m slow \
+		tests/integration/test_vnf.py -k create_delete_cycles 2>&1 | tee bench/results/soak.log'
 
 test-nova:
 	$(VENV)/python -m testtools.run $(NOVA_TESTS)

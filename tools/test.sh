@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# `make test` (and so .ci/run): every stage of the test suite, each timed; the table at the end
+# (also on failure) is what README "Tests" records for a fresh machine.
+#
+#   tools/test.sh            NOVA_TESTS (space-separated testtools ids) comes from the Makefile
+#
+# The Nomad agent build (tools/build-nomad.sh: ~5 min cold, cached after) runs in the background
+# from the start and overlaps the C, lint, Go and Nova stages; pytest (whose e2e tests need the
+# agent) waits for it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv/bin
+: "${NOVA_TESTS:?set by the Makefile}"
+
+declare -a TIMES=()
+start=$SECONDS
+summary() {
+  local rc=$?
+  echo
+  echo "make test: stage times (s)"
+  for t in "${TIMES[@]}"; do echo "  $t"; done
+  printf '  %-12s %5d   (%s)\n' total $((SECONDS - start)) "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")"
+}
+trap summary EXIT
+
+stage() {
+  local name=$1 t0=$SECONDS
+  shift
+  printf '\033[1m=== %s\033[0m\n' "$name"
+  "$@"
+  TIMES+=("$(printf '%-12s %5d' "$name" $((SECONDS - t0)))")
+}
+
+stage bootstrap tools/bootstrap.sh
+
+nomad_log=$(mktemp /tmp/fluidvim-nomad-build.XXXXXX)
+nomad_t0=$SECONDS
+tools/build-nomad.sh >"$nomad_log" 2>&1 &
+nomad_pid=$!
+wait_nomad() {
+  if ! wait "$nomad_pid"; then
+    echo "tools/build-nomad.sh failed:" >&2
+    tail -40 "$nomad_log" >&2
+    return 1
+  fi
+  echo "nomad agent: $(tail -1 "$nomad_log") (built or found in $((SECONDS - nomad_t0)) s, overlapped)"
+}
+
+stage c make -s -C vnf/kernel test
+stage lint $VENV/ruff check .
+stage go bash -c 'cd nomad_driver && go vet ./... && go test -count=1 ./...'
+# shellcheck disable=SC2086 - one test id per word
+stage nova $VENV/python -m testtools.run $NOVA_TESTS
+stage nomad-wait wait_nomad
+stage pytest $VENV/python -m pytest tests
