@@ -39,6 +39,9 @@ void click_rx(int nic, const uint8_t *data, uint16_t len);
 /* Scheduler round: drain Queues, expire idle flows (cheaply, amortised). Returns true if any work
  * was done (the kernel keeps polling while there is work, and may idle otherwise). */
 bool click_run_tasks(void);
+/* When the engine next needs to run although no packet arrives (plat_now_ns clock; 0 = never):
+ * the earliest idle-flow expiry. The kernel sleeps until then (tickless), not on a periodic tick. */
+uint64_t click_next_timer_ns(uint64_t now_ns);
 
 /* ---- stats: writes the members of the PROTOCOL.md `stats` result object after "uptime_us" and
  * "configured": keys "slots", "nics", "elements", "latency_ns" (the caller opened the object). */

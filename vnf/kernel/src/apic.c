@@ -291,20 +291,23 @@ const char *timer_init(uint32_t period_us)
 }
 
 /* ring 0, IF=0 (kcall gate) */
-static uint64_t k_idle(uint64_t a, uint64_t b, uint64_t c)
+static uint64_t k_idle(uint64_t deadline, uint64_t b, uint64_t c)
 {
 	for (int i = 1; i < IRQ_VECS; i++) /* a device interrupt is already noted: don't sleep */
 		if (irq_hit[i])
 			return 1;
+	/* tickless: one wake-up at the deadline, none without one (0 disarms the timer). Every
+	 * timer interrupt is a VM exit and costs ~0.3 ms under nested KVM; a 10 ms tick was
+	 * 3.5 % of a core per idle VNF. */
 	if (timer_mode == TIMER_DEADLINE)
-		wrmsr(MSR_TSC_DEADLINE, rdtsc() + tick_tsc);
+		wrmsr(MSR_TSC_DEADLINE, deadline);
 	sti_hlt(); /* the interrupt runs its stub, which returns here */
 	cli();
 	return 0;
 }
 
-void cpu_idle(void)
+void cpu_idle(uint64_t deadline)
 {
-	KCALL(k_idle, 0, 0, 0);
+	KCALL(k_idle, deadline, 0, 0);
 	irq_take(VEC_TIMER);
 }

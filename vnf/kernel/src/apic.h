@@ -12,7 +12,8 @@ void intr_early(void);
 __attribute__((noreturn)) void enter_user(void (*fn)(void), void *stack);
 /* Ring 3: the remaining IDT gates, local APIC, PIC masking. */
 void intr_init(void);
-/* Start the idle wake-up timer; returns "tsc-deadline", "periodic" or "none". */
+/* Set up the idle wake-up timer; returns "tsc-deadline" (one-shot: tickless idle), "periodic"
+ * (no TSC-deadline mode: a tick every period_us) or "none". */
 const char *timer_init(uint32_t period_us);
 /* Route IO-APIC input `gsi` (active high; edge or level) to VEC_GSI(gsi) on this CPU. Returns
  * the vector or -1 if there is no IO-APIC input with that number. */
@@ -23,8 +24,9 @@ void irq_set_hook(int vector, void (*fn)(int vector));
 /* Did an interrupt arrive on `vector` since the last call? (clears the note atomically) */
 bool irq_take(int vector);
 bool irq_peek(int vector);
-/* Sleep until an interrupt (device or the timer tick), unless a device interrupt is already
- * noted (then return at once). Call with device interrupts enabled at the source. */
-void cpu_idle(void);
+/* Sleep until an interrupt (a device, or the timer at TSC `deadline`; 0 = no timer wake-up),
+ * unless a device interrupt is already noted (then return at once). Call with device interrupts
+ * enabled at the source. In periodic mode the tick wakes it whatever the deadline. */
+void cpu_idle(uint64_t deadline);
 
 #endif

@@ -461,6 +461,14 @@ bool click_run_tasks(void)
 	return work;
 }
 
+uint64_t click_next_timer_ns(uint64_t now)
+{
+	uint32_t now_ms = (uint32_t)(now / 1000000u), at_ms;
+	if (!flow_next_expiry(now_ms, &at_ms))
+		return 0;
+	return now + (uint64_t)(uint32_t)(at_ms - now_ms) * 1000000u;
+}
+
 uint32_t click_slots_total(void) { return flow_total(); }
 uint32_t click_slots_used(void) { return flow_used(); }
 

@@ -115,6 +115,9 @@ void flow_set_slots(uint32_t slots);    /* flushes the table */
  * because it starts a new flow and the table is full (rejected is counted). */
 bool flow_account(const struct pinfo *p, uint32_t now_ms);
 bool flow_sweep(uint32_t now_ms, unsigned budget);     /* true if something was freed */
+/* The earliest time (ms, same clock as now_ms) an in-use flow expires; false if none is in use.
+ * Frees the flows already expired when the previous answer has passed. */
+bool flow_next_expiry(uint32_t now_ms, uint32_t *at_ms);
 uint32_t flow_total(void);
 uint32_t flow_used(void);
 uint64_t flow_rejected(void);

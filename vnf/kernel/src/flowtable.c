@@ -37,6 +37,9 @@ static struct flow flows[CLICK_MAX_SLOTS];
 static uint32_t buckets[FLOW_BUCKETS];
 static uint32_t free_head = FLOW_NONE;
 static uint32_t nslots, nused, timeout_ms, sweep_cursor;
+/* No in-use flow expires before bound_ms (a lower bound, exact right after flow_next_expiry's
+ * scan): what the idle loop arms its one wake-up timer for, instead of a periodic tick. */
+static uint32_t bound_ms;
 static uint64_t nrejected, hash_seed;
 
 void flow_set_slots(uint32_t slots)
@@ -47,6 +50,7 @@ void flow_set_slots(uint32_t slots)
 		slots = CLICK_MAX_SLOTS;
 	nslots = slots;
 	nused = 0;
+	bound_ms = 0;
 	sweep_cursor = 0;
 	memset(buckets, 0xff, sizeof(buckets));
 	for (uint32_t i = 0; i < slots; i++) {
@@ -116,6 +120,32 @@ bool flow_sweep(uint32_t now_ms, unsigned budget)
 	return freed;
 }
 
+bool flow_next_expiry(uint32_t now_ms, uint32_t *at_ms)
+{
+	if (nused == 0)
+		return false;
+	if ((int32_t)(bound_ms - now_ms) > 0) {
+		*at_ms = bound_ms;              /* nothing expires before it: no scan */
+		return true;
+	}
+	/* the bound passed: free what expired and find the new earliest expiry (one pass; this
+	 * runs at most once per timer wake-up, not per packet) */
+	uint32_t best = now_ms + timeout_ms;
+	for (uint32_t i = 0; i < nslots && nused; i++) {
+		if (!(flows[i].flags & F_INUSE))
+			continue;
+		if (expired(&flows[i], now_ms))
+			flow_free(i);
+		else if ((int32_t)(flows[i].last_ms + timeout_ms - best) < 0)
+			best = flows[i].last_ms + timeout_ms;
+	}
+	bound_ms = best;
+	if (nused == 0)
+		return false;
+	*at_ms = best;
+	return true;
+}
+
 bool flow_account(const struct pinfo *p, uint32_t now_ms)
 {
 	if (!p->ip4 || !(p->proto == 6 || p->proto == 17 || p->proto == 1))
@@ -161,7 +191,8 @@ bool flow_account(const struct pinfo *p, uint32_t now_ms)
 		f->flags = F_INUSE;
 		f->next = buckets[h];
 		buckets[h] = idx;
-		nused++;
+		if (nused++ == 0)
+			bound_ms = now_ms + timeout_ms;  /* the only flow: its expiry is the bound */
 	} else if (expired(&flows[idx], now_ms)) {
 		flows[idx].flags = F_INUSE;     /* idle too long: a new session in the same slot */
 	}

@@ -7,7 +7,9 @@
  * Main loop (ring 3): poll RX rings -> click_rx, click_run_tasks, kick TX, serve the control
  * channel (virtio-console: whenever its receive ring moved, a memory read; COM2: on its
  * interrupt, else every tick). After IDLE_SPIN_US without work: re-enable RX interrupts, then
- * cpu_idle() (ring 0: arm the timer, `sti; hlt`). */
+ * cpu_idle() (ring 0: arm the one-shot timer for the next deadline, if any, then `sti; hlt`).
+ * Tickless: an idle VNF with no sessions has no timer armed at all and wakes only for a packet
+ * or a control request. */
 #include "kstd.h"
 #include "apic.h"
 #include "arch.h"
@@ -22,7 +24,7 @@
 #define VERSION "0.1.0"
 #define IDLE_SPIN_US 80
 #define TICK_US 1000        /* idle wake-up when some device has no interrupt (polled) */
-#define TICK_IRQ_US 10000   /* ... when every device interrupts: only the engine's timers need it */
+#define TICK_IRQ_US 10000   /* periodic-timer fallback (no TSC-deadline) when every device interrupts */
 #define CTL_SAFETY_US 1000000 /* COM2 with a working IRQ is still polled this often */
 #define COM2_GSI 3
 
@@ -144,11 +146,11 @@ static struct vnf_info info;
 static char errs[1024];
 static bool com2_irq, ctl_virtio;
 
-static void idle(void)
+static void idle(uint64_t deadline)
 {
 	bool busy = virtio_prepare_idle(); /* includes console input */
 	if (!busy && (ctl_virtio || !irq_peek(VEC_GSI(COM2_GSI))))
-		cpu_idle(); /* returns at once if a device interrupt was noted meanwhile */
+		cpu_idle(deadline); /* returns at once if a device interrupt was noted meanwhile */
 	virtio_end_idle();
 }
 
@@ -306,7 +308,20 @@ static void user_main(void)
 			cpu_relax();
 			continue;
 		}
-		idle();
+		/* tickless: sleep until a packet, a control request or the next deadline (an idle
+		 * flow's expiry; the COM2 safety poll; the tick, only if some device is polled) */
+		uint64_t deadline = 0;
+		if (!all_irq)
+			deadline = now + ns_to_tsc(tick_us * 1000ull);
+		else if (!ctl_virtio && com2_irq)
+			deadline = last_ctl + ctl_period;
+		uint64_t tnext = click_next_timer_ns(tsc_to_ns(now));
+		if (tnext) {
+			uint64_t t = ns_to_tsc(tnext);
+			if (!deadline || t < deadline)
+				deadline = t;
+		}
+		idle(deadline);
 		last_work = rdtsc() - spin; /* after a wake, poll once then sleep again if idle */
 	}
 }

@@ -939,6 +939,37 @@ static void session_slots(void)
 	CHECK_EQ(click_slots_used(), 1);
 }
 
+/* The idle loop sleeps until click_next_timer_ns (tickless): no flows, no wake-up; else the
+ * earliest expiry, and a wake-up at that time frees what expired. */
+static void tickless_next_timer(void)
+{
+	click_init(2, 8, 1000);
+	CFG_OK("FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);");
+	h_now_step = 0;
+	h_now = 5000ull * 1000000;
+	CHECK_EQ(click_next_timer_ns(h_now), 0);                 /* no session: never */
+	uint16_t n = mk_udp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 1, 53, 0);
+	click_rx(0, fr, n);                                      /* flow A at 5.000 s */
+	CHECK_EQ(click_next_timer_ns(h_now), 6000ull * 1000000);
+	h_now += 300ull * 1000000;
+	n = mk_udp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 2, 53, 0);
+	click_rx(0, fr, n);                                      /* flow B at 5.300 s */
+	CHECK_EQ(click_next_timer_ns(h_now), 6000ull * 1000000);  /* still A's expiry */
+	h_now = 6000ull * 1000000;                               /* the wake-up: A expired */
+	CHECK_EQ(click_next_timer_ns(h_now), 6300ull * 1000000);
+	CHECK_EQ(click_slots_used(), 1);
+	h_now = 6100ull * 1000000;
+	n = mk_udp(fr, IP(10, 0, 0, 2), IP(10, 0, 0, 1), 53, 2, 0);
+	click_rx(1, fr, n);                                      /* B seen again: expires later */
+	CHECK_EQ(click_next_timer_ns(h_now), 6300ull * 1000000);  /* early wake-up is harmless */
+	h_now = 6300ull * 1000000;
+	CHECK_EQ(click_next_timer_ns(h_now), 7100ull * 1000000);
+	CHECK_EQ(click_slots_used(), 1);
+	h_now = 7100ull * 1000000;
+	CHECK_EQ(click_next_timer_ns(h_now), 0);
+	CHECK_EQ(click_slots_used(), 0);
+}
+
 static void session_many_flows(void)
 {
 	click_init(2, 65536, 1000);
@@ -1153,6 +1184,7 @@ void run_click_tests(void)
 	RUN(ethermirror_swaps);
 	RUN(arpresponder_answers_with_own_mac);
 	RUN(session_slots);
+	RUN(tickless_next_timer);
 	RUN(session_many_flows);
 	RUN(stats_json_shape);
 	RUN(reconfigure_keeps_old_graph);
