@@ -76,6 +76,13 @@ if [ -c /dev/kvm ]; then
   fi
 fi
 
+# KSM: idle VNFs share identical pages (their QEMUs are started KSM-mergeable by the launch core,
+# [vnf] share_memory); off by default on Debian. Default scan rate (~1 % of a core for ksmd).
+if [ -w /sys/kernel/mm/ksm/run ] && [ "$(cat /sys/kernel/mm/ksm/run)" = 0 ]; then
+  log "KSM: on (/sys/kernel/mm/ksm/run = 1)"
+  echo 1 >/sys/kernel/mm/ksm/run
+fi
+
 # libvirt daemons (no systemd in containers/CI: start them directly). Each runs under
 # `tini -s` (a child subreaper) because libvirt daemonizes QEMU: a QEMU that exits is re-parented
 # and must be reaped before virDomainDestroy returns. systemd reaps at once; a container's PID 1

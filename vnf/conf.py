@@ -45,6 +45,14 @@ vnf_opts = [
                help="Number of NICs of the shells the pool keeps when it fills itself."),
     cfg.FloatOpt("boot_timeout", default=30.0, min=0.5,
                  help="Seconds to wait for a VNF's ready message before the launch fails."),
+    cfg.BoolOpt("share_memory", default=True,
+                help="QEMU backend: let KSM share identical pages between VNFs (PR_SET_MEMORY_MERGE "
+                     "on the launcher, inherited by every QEMU it starts: guest RAM, QEMU's heap "
+                     "and relocated data) and keep guest RAM in 4 KiB pages (PR_SET_THP_DISABLE: "
+                     "a transparent huge page turns one touched guest page into 2 MiB of host "
+                     "memory). Measured: idle VNF private memory 19 -> 8 MiB. Needs KSM running "
+                     "on the host (echo 1 > /sys/kernel/mm/ksm/run; tools/bootstrap.sh does it); "
+                     "without it only the huge-page half applies."),
     cfg.IntOpt("launch_history", default=64, min=1,
                help="Recent launches used to estimate the queuing delay (time to a new slot)."),
 ]

@@ -373,3 +373,32 @@ def test_death_after_repeated_recovery_is_reported_once(make_manager):
     assert seen == [res.vnf_id]
     assert second.get("twice").status == "crashed"
     assert not second.backend("qemu")._watched
+
+
+def test_guest_reset_boots_a_clean_shell(make_manager, net):
+    """.bss is not loaded by QEMU (vnf/kernel/linker.ld: untouched tables cost no host memory), so
+    a guest reset (libvirt on_reboot=restart, `virsh reset`) must not find the previous boot's
+    state: the kernel clears .bss when it sees its own boot marker there."""
+    import libvirt
+
+    mgr = make_manager(backend="libvirt")
+    res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+    assert net.ping(2) == 2
+    assert mgr.stats(res.vnf_id)["slots"]["used"] == 1          # the ICMP session
+    conn = libvirt.open("qemu:///system")
+    try:
+        conn.lookupByUUIDString(res.vnf_id).reset()
+    finally:
+        conn.close()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            st = mgr.stats(res.vnf_id)
+            if st["uptime_us"] < 5_000_000:
+                break
+        except (ControlError, OSError):
+            pass
+        assert time.monotonic() < deadline, "the VNF did not come back after the reset"
+        time.sleep(0.1)
+    assert st["configured"] is False
+    assert st["slots"] == {"total": 1024, "used": 0, "free": 1024, "rejected": 0}

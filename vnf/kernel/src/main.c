@@ -156,11 +156,25 @@ static void idle(uint64_t deadline)
 
 static void user_main(void);
 static uint32_t start_info;
+#define BOOT_MARKER 0x666c7569645f766eull /* "fluid_vn" */
+static uint64_t boot_marker; /* in .bss, which is not loaded (linker.ld): set = this RAM booted before */
+
+/* ring 0: one `rep stosb` (a single instruction even for PVM's emulator) */
+static void clear_c_bss(void)
+{
+	extern char __bss_c_start[], __bss_end[];
+	void *d = __bss_c_start;
+	size_t n = (size_t)(__bss_end - __bss_c_start);
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
+}
 
 /* ring 0: the least possible (every instruction here is emulated under PVM), then ring 3 */
 void kmain(uint32_t si);
 void kmain(uint32_t si)
 {
+	if (boot_marker == BOOT_MARKER)
+		clear_c_bss();  /* a guest reset: the previous boot's .bss is still in RAM */
+	boot_marker = BOOT_MARKER;
 	start_info = si;
 	/* Firmware other than qboot (SeaBIOS: the stock libvirt path) leaves the 8259 PICs routing
 	 * the PIT to vectors 8..15, which are exceptions here: mask them before IF is ever set. */
