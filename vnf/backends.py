@@ -519,28 +519,28 @@ PR_SET_THP_DISABLE = 41
 PR_SET_MEMORY_MERGE = 67
 
 
-def share_vnf_memory() -> list[str]:
+def share_vnf_memory(enable: bool = True) -> list[str]:
     """Make the QEMU processes this process starts from now on cheap to keep idle: no
     transparent huge pages (one guest write would pin 2 MiB), and all their anonymous memory
     KSM-mergeable. Both are prctl flags of *this* process that children inherit across fork and
     exec (Linux >= 6.4 for the merge flag); they change nothing else for the launcher, whose own
-    memory KSM may scan too. Returns what could not be set (older kernels, no CAP_SYS_RESOURCE)."""
+    memory KSM may scan too. ``enable=False`` clears both (QEMU as it comes). Returns what could
+    not be set (older kernels, no CAP_SYS_RESOURCE)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     failed = []
     for name, op in (("PR_SET_THP_DISABLE", PR_SET_THP_DISABLE),
                      ("PR_SET_MEMORY_MERGE", PR_SET_MEMORY_MERGE)):
-        if libc.prctl(op, 1, 0, 0, 0) != 0:
+        if libc.prctl(op, int(enable), 0, 0, 0) != 0:
             failed.append(f"{name}: {os.strerror(ctypes.get_errno())}")
     return failed
 
 
 def make_backend(name: str, run_dir: str, conf=None) -> Backend:
     if name == "qemu":
-        if conf is None or conf.vnf.share_memory:
-            for problem in share_vnf_memory():
-                LOG.warning("VNF memory sharing: %s", problem)
+        for problem in share_vnf_memory(conf is None or conf.vnf.share_memory):
+            LOG.warning("VNF memory sharing: %s", problem)
         return QemuBackend(run_dir, qemu_binary=conf.vnf.qemu_binary if conf else
                            "qemu-system-x86_64")
     if name == "libvirt":
