@@ -46,7 +46,7 @@ evaluator_opts = [
                     "kernel; udp: a UDP 5-tuple per session to a user-space echo."),
     cfg.StrOpt("load_probe_netns_prefix", default="fvlp",
                help="Prefix (<= 6 characters) of the load probe's network namespaces, veths "
-                    "and bridges."),
+                    "and bridges; a random tag follows it, unique on the host per probe run."),
     cfg.IntOpt("load_probe_subnet", default=96, min=0, max=255,
                help="The load probe's test network is 10.<subnet>.0.0/24."),
     cfg.FloatOpt("max_loss", default=0.01, min=0.0, max=1.0,

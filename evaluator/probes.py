@@ -44,7 +44,7 @@ import time
 from oslo_log import log as logging
 
 from fluidvim.orchestrator.zones.base import LaunchRequest
-from fluidvim.vnf.testnet import TestNet
+from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
 from .model import EnvironmentType, ProbeResult, ServiceProfile
 
@@ -270,6 +270,8 @@ class BootProbe(Probe):
 # --------------------------------------------------------------------------------------------
 
 DEFAULT_SESSIONS = (1, 2, 5, 10, 20, 50, 100, 150, 200, 300, 400, 600, 900, 1350, 2000)
+# one load probe per prefix at a time in this process (the names are unique per run anyway, see
+# TestNet; two probes at once would measure each other's traffic)
 _NET_LOCKS: dict[str, threading.Lock] = {}
 
 
@@ -337,6 +339,10 @@ class LoadProbe(Probe):
     more than 1.5x, or 1 % more loss: more load cannot make the VNF faster, so a burst of
     someone else's CPU use hit them) are measured once more and the better of the two kept (the
     other is recorded as ``recheck_discarded``).
+
+    The test network's namespaces, veths and bridges are named ``prefix`` plus a random tag per
+    run (see :class:`~fluidvim.vnf.testnet.TestNet`): the probes of two orchestrators on one host,
+    or a leftover of a killed run, do not collide.
     """
 
     kind = "load"
@@ -359,6 +365,8 @@ class LoadProbe(Probe):
             raise ValueError("LoadProbe session_pps and step_s must be > 0")
         self.sessions, self.session_pps, self.step_s = sessions, float(session_pps), float(step_s)
         self.warmup_s, self.drain_s, self.payload = float(warmup_s), float(drain_s), int(payload)
+        if not 1 <= len(prefix) <= MAX_PREFIX:
+            raise ValueError(f"LoadProbe prefix must be 1 to {MAX_PREFIX} characters, got {prefix!r}")
         self.stop_loss, self.prefix, self.subnet = stop_loss, prefix, subnet
         self.click_config, self.probe_slots, self.kernel = click_config, probe_slots, kernel
         self.valid_for_s = valid_for_s

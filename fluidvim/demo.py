@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import time
+import uuid
 
 from tqdm import tqdm
 
@@ -55,7 +57,9 @@ def run(args) -> int:
 
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    conf = make_conf(state_dir=os.path.join(out, "state"), run_dir="/run/fluidvim-demo",
+    # a run dir of its own: another demo's VNFs (another --out) are not this one's orphans
+    run_dir = f"/run/fluidvim-demo-{uuid.uuid4().hex[:8]}"
+    conf = make_conf(state_dir=os.path.join(out, "state"), run_dir=run_dir,
                      backend=getattr(args, "backend", None) or "qemu")
     from fluidvim.cli import _setup_logging
 
@@ -157,6 +161,7 @@ def run(args) -> int:
             mgr.destroy(rec.id)
         net.down()
         mgr.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def plot(report, cold, warm, path):
@@ -268,8 +273,11 @@ def ns_part(orch, report) -> bool:
     vnfd_paths = [os.path.join(mano, "firewall_vnf", "firewall_vnfd.yaml"),
                   os.path.join(mano, "forwarder_vnf", "forwarder_vnfd.yaml")]
     print(f"\nnetwork service from SOL006 descriptors ({os.path.relpath(nsd_path)})")
-    _plan, nsd, vnfds = descriptors.plan_files(nsd_path, vnfd_paths, name="demo-ns")
-    r = orch.ns.deploy(nsd.to_dict(), [v.to_dict() for v in vnfds], name="demo-ns")
+    # the NS's bridges are named from (zone, NS name): a name of its own, so two demos at once
+    # do not share (and delete) each other's virtual links
+    ns_name = f"demo-ns-{uuid.uuid4().hex[:6]}"
+    _plan, nsd, vnfds = descriptors.plan_files(nsd_path, vnfd_paths, name=ns_name)
+    r = orch.ns.deploy(nsd.to_dict(), [v.to_dict() for v in vnfds], name=ns_name)
     try:
         for s in r["steps"]:
             print(f"  {s['step']}  [{s['ms']:.0f} ms]")
@@ -290,7 +298,7 @@ def ns_part(orch, report) -> bool:
         print(f"  left -> firewall -> middle -> forwarder -> right: ping {replies}/3, tcp/80 "
               f"{'connected' if web else 'FAILED'}, tcp/22 {'blocked' if not ssh else 'NOT blocked'}")
     finally:
-        gone = orch.ns.delete("demo-ns")
+        gone = orch.ns.delete(ns_name)
         print(f"  ns rm {gone['deleted']}: VNFs, bridges and services removed")
     report["network_service"] = {"deploy": r, "ping_replies": replies, "tcp80": web,
                                  "tcp22": ssh}

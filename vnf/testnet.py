@@ -4,69 +4,137 @@
 
 ::
 
-    ns <prefix>a (10.x.0.1) -- veth -- bridge <prefix>b0 -- tap -- [VNF nic0  nic1] -- tap --
-        bridge <prefix>b1 -- veth -- ns <prefix>b (10.x.0.2)
+    ns <p>a (10.x.0.1) -- veth <p>ah/<p>ap -- bridge <p>b0 -- tap -- [VNF nic0  nic1] -- tap --
+        bridge <p>b1 -- veth <p>bh/<p>bp -- ns <p>b (10.x.0.2)
 
 Both namespaces sit in one /24, so the VNF is a bump in the wire: every frame between them, ARP
-included, crosses it. Used by the demo, the integration tests and the benchmarks; only addresses
-inside these namespaces are ever targeted.
+included, crosses it. Used by the demo, the integration tests, the load probe and the benchmarks;
+only addresses inside these namespaces are ever targeted.
+
+Every name is unique on the host: ``<p>`` is the caller's prefix plus a random tag that no link
+or namespace starts with (:func:`unique_name`), so two test runs, two orchestrators' load probes,
+or what a killed run left behind never meet. The addresses need no such care: they exist only
+inside the namespaces (the bridges and veths in the root namespace carry none), so two networks
+with the same subnet do not see each other. Callers read the names from the object (``prefix``,
+``ns_a``, ``br0``, ``host_a``, ...) instead of building them.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 
 from . import netdev
+
+IFNAMSIZ = 15                 # longest Linux interface name
+MAX_PREFIX = 6                # the caller's part of a TestNet prefix
+TAG_LEN = 4                   # random base36 characters after it: 36**4 = 1.7 million
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
 
 
+def _host_names() -> set[str]:
+    """Names of the links in this network namespace and of the named network namespaces."""
+    names = set()
+    for d in ("/sys/class/net", "/run/netns"):
+        try:
+            names.update(os.listdir(d))
+        except FileNotFoundError:
+            pass
+    return names
+
+
+def unique_name(prefix: str, tag_len: int = TAG_LEN, room: int = 0) -> str:
+    """``prefix`` plus ``tag_len`` random base36 characters, such that no link and no named
+    network namespace on the host starts with the result (so names derived from it by appending
+    up to ``room`` characters are free too). The result plus ``room`` fits in an interface name.
+
+    For host objects a test creates (``netdev.ensure_bridge(unique_name("fvgone"))``): two runs
+    at once, or a leftover of a killed run, cannot hold the same name.
+    """
+    if len(prefix) + tag_len + room > IFNAMSIZ:
+        raise ValueError(f"{prefix!r} + {tag_len} random characters + {room} more exceeds the "
+                         f"{IFNAMSIZ} characters of an interface name")
+    for _ in range(100):
+        name = prefix + "".join(secrets.choice(_B36) for _ in range(tag_len))
+        if not any(n.startswith(name) for n in _host_names()):
+            return name
+    raise RuntimeError(f"no free name starting with {prefix!r} after 100 tries")
+
+
 class TestNet:
     __test__ = False   # not a pytest class
 
     def __init__(self, prefix: str = "fvt", subnet: int = 99, bridges: tuple | None = None):
-        """``bridges``: hang the two namespaces on these existing bridges (e.g. the edge
-        networks of a deployed network service) instead of creating ``<prefix>b0/b1``; they
-        are not ours, so :meth:`down` leaves them."""
-        if len(prefix) > 6:
-            raise ValueError("prefix must be at most 6 characters (interface names <= 15)")
-        self.prefix = prefix
-        self.ns_a, self.ns_b = f"{prefix}a", f"{prefix}b"
+        """``prefix``: what the names start with (at most 6 characters); a random tag follows
+        it, see :func:`unique_name`. ``bridges``: hang the two namespaces on these existing
+        bridges (e.g. the edge networks of a deployed network service) instead of creating
+        ``<p>b0/b1``; they are not ours, so :meth:`down` leaves them."""
+        if not 1 <= len(prefix) <= MAX_PREFIX:
+            raise ValueError(f"prefix must be 1 to {MAX_PREFIX} characters (interface names "
+                             f"<= {IFNAMSIZ}), got {prefix!r}")
+        self.prefix = p = unique_name(prefix, room=2)
+        self.ns_a, self.ns_b = f"{p}a", f"{p}b"
+        self.host_a, self.host_b = f"{p}ah", f"{p}bh"          # veth ends on the bridges
+        self.peer_a, self.peer_b = f"{p}ap", f"{p}bp"          # veth ends in the namespaces
         self.own_bridges = bridges is None
-        self.br0, self.br1 = bridges if bridges else (f"{prefix}b0", f"{prefix}b1")
+        self.br0, self.br1 = bridges if bridges else (f"{p}b0", f"{p}b1")
         self.ip_a, self.ip_b = f"10.{subnet}.0.1", f"10.{subnet}.0.2"
         self.mask = 24
+        self._made: list[tuple[str, str]] = []        # ("netns" | "link", name), what up() made
 
     @property
     def bridges(self) -> list[str]:
         return [self.br0, self.br1]
 
     def up(self) -> "TestNet":
-        self.down()
-        for ns, br, ip, side in ((self.ns_a, self.br0, self.ip_a, "a"),
-                                 (self.ns_b, self.br1, self.ip_b, "b")):
-            if self.own_bridges:
-                netdev.ensure_bridge(br)
-                # no STP / forwarding delay: ports forward at once
-                _ip("link", "set", br, "type", "bridge", "stp_state", "0", "forward_delay", "0")
-            _ip("netns", "add", ns)
-            host, peer = f"{self.prefix}{side}h", f"{self.prefix}{side}p"
-            _ip("link", "add", host, "type", "veth", "peer", "name", peer)
-            _ip("link", "set", peer, "netns", ns)
-            _ip("link", "set", host, "master", br, "up")
-            _ip("-n", ns, "addr", "add", f"{ip}/{self.mask}", "dev", peer)
-            _ip("-n", ns, "link", "set", peer, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
+        """Create the namespaces, veths and (own) bridges. Nothing of these names may exist:
+        ``ip`` refuses to create any of them twice, so an object of someone else is never
+        taken over (or, by :meth:`down`, deleted). On an error what was made is removed."""
+        if self._made:
+            raise RuntimeError(f"test network {self.prefix} is already up")
+        sides = ((self.ns_a, self.br0, self.ip_a, self.host_a, self.peer_a),
+                 (self.ns_b, self.br1, self.ip_b, self.host_b, self.peer_b))
+        try:
+            for ns, br, ip, host, peer in sides:
+                if self.own_bridges:
+                    # no STP / forwarding delay: ports forward at once
+                    self._add("link", br, "link", "add", br, "type", "bridge", "stp_state", "0",
+                              "forward_delay", "0")
+                    _ip("link", "set", br, "up")
+                self._add("netns", ns, "netns", "add", ns)
+                self._add("link", host, "link", "add", host, "type", "veth", "peer", "name", peer)
+                _ip("link", "set", peer, "netns", ns)
+                _ip("link", "set", host, "master", br, "up")
+                _ip("-n", ns, "addr", "add", f"{ip}/{self.mask}", "dev", peer)
+                _ip("-n", ns, "link", "set", peer, "up")
+                _ip("-n", ns, "link", "set", "lo", "up")
+        except subprocess.CalledProcessError as e:
+            self.down()
+            raise RuntimeError(f"test network {self.prefix}: `{' '.join(e.cmd)}` failed: "
+                               f"{(e.stderr or '').strip()}") from None
+        except BaseException:
+            self.down()
+            raise
         return self
 
+    def _add(self, kind: str, name: str, *args: str) -> None:
+        _ip(*args)
+        self._made.append((kind, name))
+
     def down(self) -> None:
-        for ns in (self.ns_a, self.ns_b):
-            _ip("netns", "del", ns, check=False)
-        own = (self.br0, self.br1) if self.own_bridges else ()
-        for name in (f"{self.prefix}ah", f"{self.prefix}bh", *own):
-            netdev.delete_link(name)
+        """Remove what :meth:`up` made (a veth goes with its namespace or its host end), and
+        nothing else; idempotent."""
+        while self._made:
+            kind, name = self._made.pop()
+            if kind == "netns":
+                _ip("netns", "del", name, check=False)
+            else:
+                netdev.delete_link(name)
 
     def __enter__(self):
         return self.up()

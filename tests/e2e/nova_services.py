@@ -5,8 +5,9 @@
 Starts, as separate processes from the installed PyPI packages: Keystone, Placement, Glance,
 nova-api (WSGI apps served by Werkzeug's threaded server, see ``serve``), nova-conductor,
 nova-scheduler and nova-compute with ``compute_driver = fluidvim.UnikernelDriver``, on
-127.0.0.1:18700-18704, with SQLite databases under a work directory and the shared RabbitMQ
-(own vhost ``fvn``). Then the unmodified ``openstack`` CLI can boot VNFs::
+127.0.0.1:18700-18704 (the pytest cloud: five free ports), with SQLite databases under a work
+directory and the shared RabbitMQ (a vhost ``fvn-<tag>`` of its own). Then the unmodified
+``openstack`` CLI can boot VNFs::
 
     sudo tools/nova-e2e.sh                 # the user-level scenario, then everything is removed
     sudo tools/nova-e2e.sh --keep          # leave the services up and print the OS_* exports
@@ -23,8 +24,11 @@ server without ports (empty lists, 404 for anything it does not model, 401 witho
 
 SQLite: the databases are switched to WAL, and the Nova services (several processes sharing
 nova_api and cell1) start with ``tests/e2e/nova_sqlite`` on their PYTHONPATH (BEGIN IMMEDIATE, 30 s
-busy timeout; see its sitecustomize.py). Each run starts from a fresh work dir and a fresh vhost;
-logs stay in ``<workdir>/logs`` after the run.
+busy timeout; see its sitecustomize.py). Each run starts from a fresh work dir, a fresh vhost and
+a fresh launch-core run dir (``/run/fluidvim-fvn-e2e-<tag>``), the tag new per run and kept in
+``<workdir>/stack.json`` for ``stop``; logs stay in ``<workdir>/logs`` after the run. The pytest
+cloud has a work dir and ports of its own too, so two runs (or a killed run's leftover services)
+do not meet.
 """
 
 from __future__ import annotations
@@ -36,12 +40,14 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,29 +55,38 @@ VENV = Path(sys.prefix)
 BIN = VENV / "bin"
 HOST = "127.0.0.1"
 BASE_PORT = 18700
-PORTS = {"keystone": BASE_PORT, "placement": BASE_PORT + 1, "glance": BASE_PORT + 2,
-         "neutron": BASE_PORT + 3, "nova-api": BASE_PORT + 4}
+SERVICES = ("keystone", "placement", "glance", "neutron", "nova-api")     # the HTTP ones
+PORTS = {svc: BASE_PORT + i for i, svc in enumerate(SERVICES)}          # `up`/`run` by hand
 WSGI_APPS = {"keystone": "keystone.wsgi.api:application",
              "placement": "placement.wsgi.api:application",
              "glance": "glance.wsgi.api:application",
              "nova-api": "nova.wsgi.osapi_compute:application",
              "neutron": "tests.e2e.nova_services:neutron_standin"}
 PREFIX = "fvn"
-VHOST = "fvn"
 RABBIT = "guest:guest@127.0.0.1:5672"
 ADMIN_PASSWORD = "fvn-admin-secret"
 REGION = "RegionOne"
 COMPUTE_HOST = "fvn-e2e-compute"
 DEFAULT_WORKDIR = "/tmp/fvn-nova-e2e"
-RUN_DIR = f"/run/fluidvim-{PREFIX}-e2e"     # [vnf] run_dir of nova-compute
 
 
 class ServiceError(RuntimeError):
     """A service did not come up (or a set-up command failed); the message names it."""
 
 
-def _url(svc: str) -> str:
-    return f"http://{HOST}:{PORTS[svc]}"
+def free_ports(services=SERVICES) -> dict:
+    """A currently free loopback port per service (the kernel's choice), for a cloud that must
+    not depend on 18700-18704 being free."""
+    socks = []
+    try:
+        for _ in services:
+            sock = socket.socket()
+            sock.bind((HOST, 0))
+            socks.append(sock)
+        return {svc: sock.getsockname()[1] for svc, sock in zip(services, socks)}
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 # --- the Neutron stand-in -------------------------------------------------------------------
@@ -87,8 +102,9 @@ def neutron_standin(environ, start_response):
         return [data]
 
     if path in ("", "/"):
+        here = f"http://{environ.get('HTTP_HOST') or environ['SERVER_NAME']}"
         return reply("200 OK", {"versions": [{"id": "v2.0", "status": "CURRENT", "links": [
-            {"href": f"{_url('neutron')}/v2.0/", "rel": "self"}]}]})
+            {"href": f"{here}/v2.0/", "rel": "self"}]}]})
     if not environ.get("HTTP_X_AUTH_TOKEN"):
         return reply("401 Unauthorized", {"error": {"message": "authentication required"}})
     if method == "GET":
@@ -118,11 +134,11 @@ def serve(app_spec: str, port: int) -> None:
 
 
 # --- configuration ----------------------------------------------------------------------------
-def _auth_section(name: str) -> str:
+def _auth_section(name: str, keystone: str) -> str:
     return textwrap.dedent(f"""\
         [{name}]
         auth_type = password
-        auth_url = {_url('keystone')}/v3
+        auth_url = {keystone}/v3
         username = admin
         password = {ADMIN_PASSWORD}
         project_name = admin
@@ -132,9 +148,8 @@ def _auth_section(name: str) -> str:
         """)
 
 
-def _authtoken() -> str:
-    return _auth_section("keystone_authtoken") + (
-        f"www_authenticate_uri = {_url('keystone')}\n")
+def _authtoken(keystone: str) -> str:
+    return _auth_section("keystone_authtoken", keystone) + f"www_authenticate_uri = {keystone}\n"
 
 
 class Stack:
@@ -142,17 +157,25 @@ class Stack:
 
     def __init__(self, workdir: str | os.PathLike, kernel: str | None = None,
                  slot_capacity: int = 4, accel: str = "auto", verbose: bool = False,
-                 pool_size: int = 0):
+                 pool_size: int = 0, ports: dict | None = None):
+        """``ports``: service -> port (default :data:`PORTS`, 18700-18704; see
+        :func:`free_ports`)."""
         self.work = Path(workdir).resolve()
         self.logs = self.work / "logs"
         self.etc = self.work / "etc"
-        self.run_dir = RUN_DIR
+        self.ports = dict(ports or PORTS)
+        tag = uuid.uuid4().hex[:8]
+        self.vhost = f"{PREFIX}-{tag}"                       # RabbitMQ, this cloud's alone
+        self.run_dir = f"/run/fluidvim-{PREFIX}-e2e-{tag}"   # [vnf] run_dir of nova-compute
         self.kernel = kernel
         self.slot_capacity = slot_capacity
         self.accel = accel
         self.verbose = verbose
         self.pool_size = pool_size
         self.procs: dict[str, subprocess.Popen] = {}
+
+    def url(self, svc: str) -> str:
+        return f"http://{HOST}:{self.ports[svc]}"
 
     # paths
     def db(self, name: str) -> str:
@@ -171,7 +194,7 @@ class Stack:
 
     def env(self) -> dict:
         """The OS_* environment of the admin user of this cloud (what the CLI needs)."""
-        return {"OS_AUTH_URL": f"{_url('keystone')}/v3", "OS_USERNAME": "admin",
+        return {"OS_AUTH_URL": f"{self.url('keystone')}/v3", "OS_USERNAME": "admin",
                 "OS_PASSWORD": ADMIN_PASSWORD, "OS_PROJECT_NAME": "admin",
                 "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default",
                 "OS_REGION_NAME": REGION, "OS_IDENTITY_API_VERSION": "3",
@@ -185,6 +208,10 @@ class Stack:
                   "etc/placement", "etc/glance", "etc/nova", "glance/images",
                   "glance/staging", "glance/tasks", "nova", "vnf", "locks"):
             (self.work / d).mkdir(parents=True, exist_ok=True)
+        # what `stop --workdir` needs to find this cloud's host objects again
+        (self.work / "stack.json").write_text(json.dumps(
+            {"run_dir": self.run_dir, "vhost": self.vhost, "ports": self.ports}))
+        keystone = self.url("keystone")
         (self.etc / "keystone" / "keystone.conf").write_text(textwrap.dedent(f"""\
             [DEFAULT]
             debug = {self.verbose}
@@ -206,7 +233,7 @@ class Stack:
             auth_strategy = keystone
             [placement_database]
             connection = {self.db('placement')}
-            """) + _authtoken())
+            """) + _authtoken(keystone))
         paste = VENV / "etc" / "glance" / "glance-api-paste.ini"
         (self.etc / "glance" / "glance-api.conf").write_text(textwrap.dedent(f"""\
             [DEFAULT]
@@ -227,20 +254,20 @@ class Stack:
             config_file = {paste}
             [oslo_concurrency]
             lock_path = {self.work}/locks
-            """) + _authtoken())
+            """) + _authtoken(keystone))
         common = textwrap.dedent(f"""\
             [DEFAULT]
             debug = {self.verbose}
             host = {COMPUTE_HOST}
             my_ip = {HOST}
             state_path = {self.work}/nova
-            transport_url = rabbit://{RABBIT}/{VHOST}
+            transport_url = rabbit://{RABBIT}/{self.vhost}
             [oslo_concurrency]
             lock_path = {self.work}/locks
             [oslo_messaging_notifications]
             driver = noop
-            """) + _authtoken() + "\n" + _auth_section("placement") + "\n" + \
-            _auth_section("glance") + "\n" + _auth_section("neutron") + "\n"
+            """) + _authtoken(keystone) + "\n" + _auth_section("placement", keystone) + "\n" + \
+            _auth_section("glance", keystone) + "\n" + _auth_section("neutron", keystone) + "\n"
         # the controller services (api, conductor, scheduler) reach the databases ...
         self.nova_conf.write_text(common + textwrap.dedent(f"""\
             [api]
@@ -304,7 +331,7 @@ class Stack:
 
     def _serve(self, svc: str, env: dict) -> None:
         self._start(svc, [sys.executable, "-m", "tests.e2e.nova_services", "serve",
-                          WSGI_APPS[svc], "--port", str(PORTS[svc])], env=env)
+                          WSGI_APPS[svc], "--port", str(self.ports[svc])], env=env)
 
     def tail(self, svc: str, n: int = 40) -> str:
         try:
@@ -325,7 +352,7 @@ class Stack:
             if p is not None and p.poll() is not None:
                 self._fail(svc, f"exited with status {p.returncode} while starting")
             try:
-                with urllib.request.urlopen(_url(svc) + path, timeout=5) as r:
+                with urllib.request.urlopen(self.url(svc) + path, timeout=5) as r:
                     if r.status < 500:
                         return
             except urllib.error.HTTPError as e:
@@ -335,7 +362,7 @@ class Stack:
             except (urllib.error.URLError, ConnectionError, OSError) as e:
                 last = e
             time.sleep(0.2)
-        self._fail(svc, f"not answering on {_url(svc)}{path} after {timeout:.0f}s ({last})")
+        self._fail(svc, f"not answering on {self.url(svc)}{path} after {timeout:.0f}s ({last})")
 
     def wait_log(self, svc: str, needle: str, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
@@ -371,9 +398,9 @@ class Stack:
                         "root"])
         self._run("keystone-manage bootstrap", km + [
             "bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
-            "--bootstrap-admin-url", f"{_url('keystone')}/v3",
-            "--bootstrap-internal-url", f"{_url('keystone')}/v3",
-            "--bootstrap-public-url", f"{_url('keystone')}/v3",
+            "--bootstrap-admin-url", f"{self.url('keystone')}/v3",
+            "--bootstrap-internal-url", f"{self.url('keystone')}/v3",
+            "--bootstrap-public-url", f"{self.url('keystone')}/v3",
             "--bootstrap-region-id", REGION])
 
         self._say("placement, glance: db sync")
@@ -439,11 +466,8 @@ class Stack:
             if mode != "wal":
                 raise ServiceError(f"{db}: could not switch to WAL (journal_mode {mode})")
 
-    @staticmethod
-    def _check_ports() -> None:
-        import socket
-
-        for svc, port in PORTS.items():
+    def _check_ports(self) -> None:
+        for svc, port in self.ports.items():
             with socket.socket() as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
@@ -455,19 +479,17 @@ class Stack:
                         "<its work dir>`") from None
 
     def _rabbit_vhost(self) -> None:
-        """A fresh vhost: no queue or message of an earlier run reaches this one's services."""
-        out = self._run("rabbitmqctl list_vhosts", ["rabbitmqctl", "-q", "list_vhosts"])
-        if VHOST in out.split():
-            self._run("rabbitmqctl delete_vhost", ["rabbitmqctl", "-q", "delete_vhost", VHOST])
-        self._run("rabbitmqctl add_vhost", ["rabbitmqctl", "-q", "add_vhost", VHOST])
+        """A fresh vhost of this cloud's own (a new tag per Stack): no queue or message of an
+        earlier run reaches this one's services, and no other cloud's vhost is touched."""
+        self._run("rabbitmqctl add_vhost", ["rabbitmqctl", "-q", "add_vhost", self.vhost])
         self._run("rabbitmqctl set_permissions", ["rabbitmqctl", "-q", "set_permissions",
-                                                  "-p", VHOST, "guest", ".*", ".*", ".*"])
+                                                  "-p", self.vhost, "guest", ".*", ".*", ".*"])
 
     def session(self):
         from keystoneauth1 import session as ks_session
         from keystoneauth1.identity import v3
 
-        auth = v3.Password(auth_url=f"{_url('keystone')}/v3", username="admin",
+        auth = v3.Password(auth_url=f"{self.url('keystone')}/v3", username="admin",
                            password=ADMIN_PASSWORD, project_name="admin",
                            user_domain_name="Default", project_domain_name="Default")
         return ks_session.Session(auth=auth, timeout=60)
@@ -476,10 +498,10 @@ class Stack:
         """Services and endpoints (what `openstack service/endpoint create` would do)."""
         s = self.session()
         kw = dict(endpoint_filter={"service_type": "identity", "interface": "public"})
-        entries = [("nova", "compute", f"{_url('nova-api')}/v2.1"),
-                   ("placement", "placement", _url("placement")),
-                   ("glance", "image", _url("glance")),
-                   ("neutron", "network", _url("neutron"))]
+        entries = [("nova", "compute", f"{self.url('nova-api')}/v2.1"),
+                   ("placement", "placement", self.url("placement")),
+                   ("glance", "image", self.url("glance")),
+                   ("neutron", "network", self.url("neutron"))]
         for name, stype, url in entries:
             svc = s.post("/services", json={"service": {"name": name, "type": stype}},
                          **kw).json()["service"]
@@ -520,7 +542,8 @@ def _destroy_vnfs(workdir: Path) -> list[str]:
 
 
 def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) -> None:
-    """Stop the services of a work dir (SIGTERM, then SIGKILL), then destroy leftover VNFs."""
+    """Stop the services of a work dir (SIGTERM, then SIGKILL), then destroy leftover VNFs and
+    remove the cloud's vhost and (empty) run dir (named in ``<workdir>/stack.json``)."""
     pids = {}
     for svc, p in (procs or {}).items():
         pids[svc] = p.pid
@@ -552,8 +575,16 @@ def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) 
     except Exception as e:  # noqa: BLE001 - report, and let the caller's error through
         print(f"[nova-e2e] could not destroy leftover VNFs of {workdir}: {e}", file=sys.stderr)
         return
-    if os.path.isdir(RUN_DIR) and not os.listdir(RUN_DIR):
-        os.rmdir(RUN_DIR)                  # the launch core's run dir, empty once its VNFs went
+    try:
+        own = json.loads((Path(workdir) / "stack.json").read_text())
+    except (OSError, ValueError):
+        own = {}
+    run_dir = own.get("run_dir")
+    if run_dir and os.path.isdir(run_dir) and not os.listdir(run_dir):
+        os.rmdir(run_dir)                  # the launch core's run dir, empty once its VNFs went
+    if own.get("vhost") and shutil.which("rabbitmqctl"):
+        subprocess.run(["rabbitmqctl", "-q", "delete_vhost", own["vhost"]], capture_output=True,
+                       timeout=60)
     if gone and not quiet:
         print(f"[nova-e2e] destroyed {len(gone)} VNF(s) nova-compute left running (servers "
               f"not deleted, warm-pool shells): {gone}", flush=True)

@@ -6,7 +6,8 @@ Needs root, /dev/kvm or TCG, the VNF kernel (`make -C vnf/kernel`), Go (builds t
 Nomad agent built by ``tools/build-nomad.sh`` (``$FLUIDVIM_NOMAD``, default
 ``/var/cache/fluidvim/nomad-v1.11.3/nomad``); skipped otherwise.
 
-It starts ``nomad agent -dev`` on 127.0.0.1:14646-14648 with a client config adapted from
+It starts ``nomad agent -dev`` on three free loopback ports (chosen per run, so two runs or a
+leftover agent do not meet) with a client config adapted from
 ``etc/nomad/client.hcl``, checks the driver's fingerprint, runs ``etc/nomad/vnf-firewall.nomad.hcl``
 with ``nomad job run`` between two TestNet bridges and sends traffic through the VNF, places a
 second job constrained on ``driver.unikernel.session_slots.free``, submits a third through
@@ -40,7 +41,28 @@ from fluidvim.vnf import conf as vnfconf, netdev, spec, testnet
 
 REPO = Path(__file__).resolve().parents[2]
 NOMAD = os.environ.get("FLUIDVIM_NOMAD", "/var/cache/fluidvim/nomad-v1.11.3/nomad")
-HTTP, RPC, SERF = 14646, 14647, 14648
+
+
+def free_ports(n: int) -> list[int]:
+    """n currently free loopback TCP ports in 20000-29999 (other agents may hold fixed ports,
+    e.g. bench/nomad.py's 15646-15648, or be another run of these tests, so none is hard-coded)."""
+    import random
+    import socket
+    out: list[int] = []
+    rng = random.Random()
+    while len(out) < n:
+        p = rng.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        if p not in out:
+            out.append(p)
+    return out
+
+
+HTTP, RPC, SERF = free_ports(3)        # this run's agent (restarts within a run keep them)
 ADDR = f"http://127.0.0.1:{HTTP}"
 PRE = "driver.unikernel."
 

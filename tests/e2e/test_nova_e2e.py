@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import tempfile
 import time
 
 import pytest
@@ -41,7 +42,10 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def stack():
-    s = ns.Stack(f"{ns.DEFAULT_WORKDIR}-pytest", kernel=KERNEL)
+    # a work dir, ports, vhost and run dir of this run's own: another run, or the services a
+    # killed run left, are neither stopped by this one nor in its way (logs stay in the work dir)
+    work = tempfile.mkdtemp(prefix="fvn-nova-e2e-pytest-")
+    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports())
     try:
         s.start()
         yield s

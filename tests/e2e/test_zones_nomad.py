@@ -25,25 +25,6 @@ from fluidvim.orchestrator.zones.base import LaunchRequest, ZoneError
 from fluidvim.orchestrator.zones.nomad import NomadZone
 from tests.e2e import test_nomad as tn
 
-
-def free_ports(n: int) -> list[int]:
-    """n currently free loopback TCP ports in 20000-29999 (other agents may hold fixed ports,
-    e.g. 14646-14648 or 15646-15648, so none is hard-coded)."""
-    import random
-    import socket
-    out: list[int] = []
-    rng = random.Random()
-    while len(out) < n:
-        p = rng.randrange(20000, 30000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                continue
-        if p not in out:
-            out.append(p)
-    return out
-
 pytestmark = tn.pytestmark
 
 
@@ -69,7 +50,7 @@ def agent(tmp_path_factory):
                    cwd=tn.REPO / "nomad_driver", check=True, timeout=600)
     run_dir = f"/run/fluidvim-fvp-{uuid.uuid4().hex[:8]}"
     cfg = tmp / "client.hcl"
-    ports = free_ports(3)
+    ports = tn.free_ports(3)
     addr = f"http://127.0.0.1:{ports[0]}"
     cfg.write_text(config(tmp, plugin_dir, run_dir, ports))
     log = open(tmp / "nomad.log", "w")

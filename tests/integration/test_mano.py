@@ -77,7 +77,7 @@ def test_sample_chain_deploys_passes_traffic_survives_restart_and_goes(env):
         assert {f"{name}-left", f"{name}-middle", f"{name}-right"} <= set(listed)
         # traffic: left namespace -> fw -> middle -> fwd -> right namespace
         # (the namespaces hang on the NS's edge bridges, which stay the NS's to delete)
-        with testnet.TestNet(f"fm{uuid.uuid4().hex[:3]}", 87,
+        with testnet.TestNet("fm", 87,
                              bridges=(nets["left"]["id"], nets["right"]["id"])) as net:
             assert net.ping(count=3) >= 2
             server = net.serve_tcp(80, 22)

@@ -8,10 +8,11 @@ import signal
 import socket
 import threading
 import time
+import uuid
 
 import pytest
 
-from fluidvim.vnf import netdev
+from fluidvim.vnf import netdev, testnet
 from fluidvim.vnf.backends import host_tsc_khz
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import COLD_PHASES, WARM_PHASES
@@ -238,7 +239,7 @@ def test_recovery_adopts_only_its_own_orphans(make_manager, backend, tmp_path):
     """Two launch cores on one host (e.g. nova-compute and an orchestrator's local zone): one's
     recovery must not adopt the other's VNFs, even when its store has lost its own."""
     other = make_manager(backend=backend, state_dir=str(tmp_path / "other"),
-                         run_dir=f"/run/fluidvim-test-o{os.getpid()}")
+                         run_dir=f"/run/fluidvim-test-o{uuid.uuid4().hex[:8]}")
     theirs = other.launch(FORWARD, name="theirs", bridges=[None, None])
     try:
         mine = make_manager(backend=backend, state_dir=str(tmp_path / "mine"))
@@ -287,7 +288,7 @@ def test_create_delete_cycles_leak_nothing(mgr, net):
     assert len(ids) == CYCLES and leaked_taps(ids) == []
     ports = os.listdir(f"/sys/class/net/{net.br0}/brif") + \
         os.listdir(f"/sys/class/net/{net.br1}/brif")
-    assert sorted(ports) == sorted([f"{net.prefix}ah", f"{net.prefix}bh"])
+    assert sorted(ports) == sorted([net.host_a, net.host_b])
     assert os.listdir(mgr.run_dir) == []
     assert not {vid for vid, _ in be.discover()} & ids      # no QEMU process / domain left
     if be.name == "qemu":
@@ -306,19 +307,20 @@ def test_warm_launch_failing_midway_leaves_nothing(make_manager, monkeypatch):
     """A bridge that vanishes between the check and the plug: the claimed shell is destroyed."""
     mgr = make_manager(backend="qemu")
     mgr.fill_pool(1, nics=1)
-    netdev.ensure_bridge("fvgone0")
+    gone = testnet.unique_name("fvgone")
+    netdev.ensure_bridge(gone)
     real_plug = netdev.plug
 
     def plug_after_bridge_vanished(tap, bridge):
-        netdev.delete_link("fvgone0")
+        netdev.delete_link(gone)
         return real_plug(tap, bridge)
 
     monkeypatch.setattr(netdev, "plug", plug_after_bridge_vanished)
     try:
-        with pytest.raises(netdev.NetdevError, match="fvgone0"):
-            mgr.launch(FORWARD, bridges=["fvgone0"])
+        with pytest.raises(netdev.NetdevError, match=gone):
+            mgr.launch(FORWARD, bridges=[gone])
     finally:
-        netdev.delete_link("fvgone0")
+        netdev.delete_link(gone)
     assert mgr.store.list() == []
     ids = vnf_ids(mgr.store)
     assert len(ids) == 1 and leaked_taps(ids) == []

@@ -223,20 +223,21 @@ def test_bridge_vanishing_after_the_rename_leaves_nothing(fw_managers, monkeypat
     key, shell = _shell(mgr, nics=1)
     (tap,) = _names()[:1]
     fw_managers.names.add(tap)
-    netdev.ensure_bridge("fwgone0")
+    gone = testnet.unique_name("fwgone")
+    netdev.ensure_bridge(gone)
     real_plug = netdev.plug
 
     def plug_after_bridge_vanished(t, bridge):
-        netdev.delete_link("fwgone0")
+        netdev.delete_link(gone)
         return real_plug(t, bridge)
 
     monkeypatch.setattr(netdev, "plug", plug_after_bridge_vanished)
     try:
-        with pytest.raises(netdev.NetdevError, match="fwgone0"):
+        with pytest.raises(netdev.NetdevError, match=gone):
             mgr.launch(RESPONDER.split("\n")[0].replace("ToDevice(1)", "Discard"),
-                       bridges=["fwgone0"], macs=MACS[:1], taps=[tap])
+                       bridges=[gone], macs=MACS[:1], taps=[tap])
     finally:
-        netdev.delete_link("fwgone0")
+        netdev.delete_link(gone)
     assert mgr.store.list() == []
     assert not netdev.exists(tap) and not netdev.exists(shell.spec.nics[0].tap)
 
