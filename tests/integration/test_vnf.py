@@ -260,6 +260,10 @@ def test_tcg_boots_and_forwards(make_manager, net):
     res = mgr.launch(FORWARD, bridges=net.bridges)
     spec = mgr.get(res.vnf_id).spec
     assert spec.tsc_khz and spec.tsc_khz == host_tsc_khz()
+    # the boot summary goes to COM1 after `ready`, while idle (kprintf_later): wait for it
+    deadline = time.monotonic() + 10
+    while "clock cmdline" not in mgr.backend().console_output(spec) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert "clock cmdline" in mgr.backend().console_output(spec)
     assert net.ping(2) == 2
     assert mgr.stats(res.vnf_id)["nics"][0]["rx"] >= 2
