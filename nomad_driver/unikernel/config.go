@@ -39,6 +39,9 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 		"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
 	})),
 	"boot_timeout": hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+	// share_memory: QEMUs started KSM-mergeable and without transparent huge pages (as the
+	// Python launch core's [vnf] share_memory; see memory.go)
+	"share_memory": hclspec.NewDefault(hclspec.NewAttr("share_memory", "bool", false), hclspec.NewLiteral("true")),
 	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
 	"fingerprint_period": hclspec.NewDefault(hclspec.NewAttr("fingerprint_period", "string", false), hclspec.NewLiteral(`"30s"`)),
 })
@@ -66,6 +69,8 @@ type Config struct {
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
 	WarmPool    []PoolConfig `codec:"warm_pool"`
 	BootTimeout string       `codec:"boot_timeout"`
+	// ShareMemory: nil (not decoded from HCL, e.g. in tests) means the hclspec default, true
+	ShareMemory *bool `codec:"share_memory"`
 	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
 	FingerprintPeriod string `codec:"fingerprint_period"`
 }

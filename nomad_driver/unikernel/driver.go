@@ -168,6 +168,9 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	if accel == "tcg" {
 		tsc = hostTSCkHz()
 	}
+	if err := shareVNFMemory(cfg.ShareMemory == nil || *cfg.ShareMemory); err != nil {
+		d.logger.Warn("VNF memory sharing", "error", err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.config, d.qemuPath, d.accel, d.accelWhy, d.tscKHz, d.bootTimeout = cfg, qemuPath, accel, why, tsc, bt
