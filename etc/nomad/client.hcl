@@ -18,6 +18,7 @@ plugin "fluidvim-unikernel" {
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
     boot_timeout   = "30s"
     fingerprint_period = "30s"              # how often vnfs / session_slots.* are re-reported
+    share_memory       = true               # QEMUs KSM-mergeable, no THP (idle VNF ~8 MiB PSS)
 
     # Warm pool: shells booted ahead (QEMU running, VNF booted and unconfigured, taps created but
     # not attached). A task whose kernel, memory_mb, vcpus, number of NICs and flow_timeout_ms
