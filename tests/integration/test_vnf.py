@@ -408,3 +408,18 @@ def test_guest_reset_boots_a_clean_shell(make_manager, net):
         time.sleep(0.1)
     assert st["configured"] is False
     assert st["slots"] == {"total": 1024, "used": 0, "free": 1024, "rejected": 0}
+
+
+@pytest.mark.parametrize("backend", ["qemu"])
+def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
+    """Tickless: a VNF without sessions arms no timer and sleeps in `hlt` until something arrives.
+    It must still wake for a control request and for a packet, each after a quiet period."""
+    res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+    time.sleep(1.5)                          # long past the 80 us spin: halted, no timer armed
+    st = mgr.stats(res.vnf_id)               # wakes on the console's interrupt
+    assert st["configured"] is True and st["slots"]["used"] == 0
+    time.sleep(1.5)
+    assert net.ping(1) == 1                  # wakes on the NIC's interrupt, forwards both ways
+    st2 = mgr.stats(res.vnf_id)
+    assert st2["nics"][0]["rx"] >= 1 and st2["nics"][1]["tx"] >= 1
+    assert st2["uptime_us"] - st["uptime_us"] >= 1_000_000   # its clock ran while it slept
