@@ -215,7 +215,7 @@ def qemu_argv(spec: VNFSpec, *, qemu: str = "qemu-system-x86_64", control_fd: in
         raise SpecError("machine", "the QEMU direct backend runs microvm; use the libvirt "
                         "backend for pc")
     argv = [qemu, "-name", f"guest={spec.name},debug-threads=off", "-uuid", spec.uuid,
-            "-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on",
+            "-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off",
             *_cpu_args(spec.accel),
             "-m", str(spec.memory_mb), "-smp", str(spec.vcpus),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",

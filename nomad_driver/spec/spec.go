@@ -291,7 +291,7 @@ func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 			"backend for pc")
 	}
 	argv := []string{qemu, "-name", "guest=" + v.Name + ",debug-threads=off", "-uuid", v.UUID,
-		"-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on"}
+		"-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"}
 	argv = append(argv, cpuArgs(v.Accel)...)
 	argv = append(argv,
 		"-m", strconv.Itoa(v.MemoryMB), "-smp", strconv.Itoa(v.Vcpus),

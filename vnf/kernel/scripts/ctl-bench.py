@@ -27,7 +27,7 @@ CFG80 = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);
 
 def qemu_argv(o, kernel, fd, conlog):
     if o.machine == "microvm":
-        a = ["-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on"]
+        a = ["-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"]
         serdev, netdev = "virtio-serial-device", "virtio-net-device"
     else:
         a = ["-M", "pc", "-bios", "/usr/share/qemu/qboot.rom"]

@@ -10,7 +10,7 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 case ${MACHINE:-microvm} in
-microvm) mach="microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on" bus=device ;;
+microvm) mach="microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off" bus=device ;;
 pc) mach="pc -bios /usr/share/qemu/qboot.rom" bus=pci ;;
 *) echo "MACHINE must be microvm or pc" >&2; exit 2 ;;
 esac
