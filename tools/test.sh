@@ -55,4 +55,4 @@ stage go bash -c 'cd nomad_driver && go vet ./... && go test -count=1 ./...'
 # shellcheck disable=SC2086 - one test id per word
 stage nova $VENV/python -m testtools.run $NOVA_TESTS
 stage nomad-wait wait_nomad
-stage pytest $VENV/python -m pytest tests
+stage pytest $VENV/python -m pytest --durations=15 tests
