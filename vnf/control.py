@@ -160,18 +160,51 @@ class ControlChannel:
         else:
             self.events.append(msg["body"])
 
+    # How long to wait for `ready` before asking with a `ping` whether it was lost (below).
+    READY_PING_AFTER_S = 2.0
+
     def wait_ready(self, timeout: float = 30.0) -> dict:
-        """Block until the VNF's own ``ready`` event arrives (a fresh boot)."""
+        """Block until the VNF's own ``ready`` event arrives (a fresh boot).
+
+        QEMU accepts the launcher's pending connection on the control socket in its main loop,
+        asynchronously; a guest that sends ``ready`` before that (seen under CPU contention: the
+        guest printed "ready in 29 ms" on COM1 and the launcher never received it) has its event
+        discarded (vnf/PROTOCOL.md §1). So after ``READY_PING_AFTER_S`` without ``ready``, ask with
+        a ``ping``: the guest answers requests only after sending ``ready``, so a reply without a
+        ``ready`` before it means the event was lost, and the reply's ``boot_us`` stands in."""
         if self.ready is not None:
             return self.ready
         self._timeout = timeout
         deadline = time.monotonic() + timeout
+        ping_at = time.monotonic() + min(self.READY_PING_AFTER_S, timeout)
         with self._lock:
             while self.ready is None:
-                msg = self._next_message(deadline, "'ready' event")
+                try:
+                    msg = self._next_message(min(deadline, ping_at), "'ready' event")
+                except ReplyTimeout:
+                    if time.monotonic() >= deadline or ping_at >= deadline:
+                        raise ReplyTimeout("'ready' event", timeout) from None
+                    ping_at = deadline
+                    self._send(encode_request(0, "ping"))
+                    continue
                 if msg["kind"] == "event":
                     self._note_event(msg)
+                elif msg["kind"] == "reply" and msg["id"] == 0 and self.ready is None:
+                    LOG.warning("control %s: the 'ready' event was lost (QEMU accepted the "
+                                "connection after the guest sent it); the VNF answered ping",
+                                self.path)
+                    self.ready = {"boot_us": msg["result"].get("boot_us"), "late": True}
         return self.ready
+
+    def _send(self, line: bytes) -> None:
+        if self._fresh:
+            # end any partial line a previous client left in the VNF's input buffer
+            line = b"\n" + line
+            self._fresh = False
+        try:
+            self._sock.sendall(line)
+        except OSError as e:
+            raise ChannelClosed(f"control channel failed: {e}") from None
 
     def request(self, op: str, timeout: float = 10.0, **fields) -> dict:
         """Send a request and return its result; raise :class:`ControlError` on an error reply."""
@@ -181,15 +214,7 @@ class ControlChannel:
         with self._lock:
             req_id = self._next_id
             self._next_id = (self._next_id % 0x7FFFFFFF) + 1
-            line = encode_request(req_id, op, **fields)
-            if self._fresh:
-                # end any partial line a previous client left in the VNF's input buffer
-                line = b"\n" + line
-                self._fresh = False
-            try:
-                self._sock.sendall(line)
-            except OSError as e:
-                raise ChannelClosed(f"control channel failed: {e}") from None
+            self._send(encode_request(req_id, op, **fields))
             deadline = time.monotonic() + timeout
             while True:
                 msg = self._next_message(deadline, f"reply to {op!r}")

@@ -385,7 +385,18 @@ func (c *Client) noteEvent(m *Message) {
 	}
 }
 
+// ReadyPingAfter is how long WaitReady waits for `ready` before asking with a ping whether it
+// was lost (see WaitReady). A variable for tests.
+var ReadyPingAfter = 2 * time.Second
+
 // WaitReady blocks until the VNF's own `ready` event arrives (a fresh boot).
+//
+// QEMU accepts the launcher's pending connection on the control socket in its main loop,
+// asynchronously; a guest that sends `ready` before that has its event discarded (PROTOCOL.md
+// §1; seen under CPU contention). So after ReadyPingAfter without `ready`, WaitReady sends a
+// ping (id 0): the guest answers requests only after sending `ready`, so a reply without a
+// `ready` before it means the event was lost, and the reply's boot_us stands in
+// ({"boot_us": N, "late": true}). Same contract as vnf/control.py.
 func (c *Client) WaitReady(timeout time.Duration) (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -396,16 +407,50 @@ func (c *Client) WaitReady(timeout time.Duration) (map[string]any, error) {
 		return nil, closedErr("control channel is not connected")
 	}
 	deadline := time.Now().Add(timeout)
+	pingAt := time.Now().Add(min(ReadyPingAfter, timeout))
 	for c.Ready == nil {
-		m, err := c.nextMessage(deadline, "'ready' event", timeout)
+		wait := deadline
+		if pingAt.Before(deadline) {
+			wait = pingAt
+		}
+		m, err := c.nextMessage(wait, "'ready' event", timeout)
 		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Code == "timeout" && pingAt.Before(deadline) {
+				pingAt = deadline
+				if err := c.send(0, "ping", nil, deadline); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
-		if m.Kind == KindEvent {
+		switch {
+		case m.Kind == KindEvent:
 			c.noteEvent(m)
+		case m.Kind == KindReply && m.ID != nil && *m.ID == 0:
+			c.Ready = map[string]any{"boot_us": m.Result["boot_us"], "late": true}
 		}
 	}
 	return c.Ready, nil
+}
+
+// send writes one request line (with the leading newline on a fresh connection).
+func (c *Client) send(id int, op string, fields map[string]any, deadline time.Time) error {
+	line, err := EncodeRequest(id, op, fields)
+	if err != nil {
+		return err
+	}
+	if c.fresh {
+		// end any partial line a previous client left in the VNF's input buffer
+		line = append([]byte{'\n'}, line...)
+		c.fresh = false
+	}
+	_ = c.conn.SetWriteDeadline(deadline)
+	if _, err := c.conn.Write(line); err != nil {
+		return closedErr("control channel failed: " + err.Error())
+	}
+	return nil
 }
 
 // Request sends one request and returns its result; an error reply is returned as *Error.
@@ -417,18 +462,8 @@ func (c *Client) Request(op string, fields map[string]any, timeout time.Duration
 	}
 	id := c.nextID
 	c.nextID = c.nextID%0x7FFFFFFF + 1
-	line, err := EncodeRequest(id, op, fields)
-	if err != nil {
+	if err := c.send(id, op, fields, time.Now().Add(timeout)); err != nil {
 		return nil, err
-	}
-	if c.fresh {
-		// end any partial line a previous client left in the VNF's input buffer
-		line = append([]byte{'\n'}, line...)
-		c.fresh = false
-	}
-	_ = c.conn.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.conn.Write(line); err != nil {
-		return nil, closedErr("control channel failed: " + err.Error())
 	}
 	deadline := time.Now().Add(timeout)
 	for {

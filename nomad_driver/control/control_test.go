@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -225,5 +226,43 @@ func TestClientAgainstFakeGuest(t *testing.T) {
 	gc.Close()
 	if _, err := c.Ping(time.Second); !errors.Is(err, ErrClosed) {
 		t.Errorf("want closed, got %v", err)
+	}
+}
+
+// A `ready` lost before QEMU accepted the connection: WaitReady pings (id 0) and the reply
+// stands in for it; a silent guest still times out.
+func TestWaitReadyRecoversALostReadyWithAPing(t *testing.T) {
+	old := ReadyPingAfter
+	ReadyPingAfter = 50 * time.Millisecond
+	defer func() { ReadyPingAfter = old }()
+	cc, gc := socketpair(t)
+	defer gc.Close()
+	c := NewClient(cc, "fake")
+	defer c.Close()
+	got := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(gc)
+		r.ReadString('\n') // the empty line of a fresh connection
+		line, _ := r.ReadString('\n')
+		got <- line
+		gc.Write([]byte(`{"id":0,"ok":true,"result":{"pong":true,"uptime_us":40000,"configured":false,"boot_us":33868}}` + "\n"))
+	}()
+	ready, err := c.WaitReady(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if <-got != `{"id":0,"op":"ping"}`+"\n" {
+		t.Error("no ping with id 0")
+	}
+	if ready["late"] != true || fmt.Sprint(ready["boot_us"]) != "33868" {
+		t.Errorf("ready = %v", ready)
+	}
+
+	cc2, gc2 := socketpair(t)
+	defer gc2.Close()
+	silent := NewClient(cc2, "silent")
+	defer silent.Close()
+	if _, err := silent.WaitReady(300 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "'ready' event") {
+		t.Errorf("silent guest: err = %v", err)
 	}
 }

@@ -151,3 +151,30 @@ def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
     ch.close()
     conn.close()
     srv.close()
+
+
+def test_a_lost_ready_is_recovered_by_a_ping(monkeypatch):
+    """QEMU accepts the control connection asynchronously: a `ready` sent before that is lost.
+    wait_ready then asks with a ping (id 0); the reply stands in for the lost event."""
+    monkeypatch.setattr(C.ControlChannel, "READY_PING_AFTER_S", 0.05)
+    ch, peer = channel_with([
+        {"reply": lambda r: {"id": r["id"], "ok": True,
+                             "result": {"pong": True, "uptime_us": 40000, "configured": False,
+                                        "boot_us": 33868}}},
+        {"reply": lambda r: {"id": r["id"], "ok": True, "result": {"pong": True}}},
+    ])
+    assert ch.wait_ready(5) == {"boot_us": 33868, "late": True}
+    assert ch.ping() == {"pong": True}                     # the channel goes on as usual
+    peer.join(5)
+    assert [r["id"] for r in peer.received] == [0, 1] and peer.received[0]["op"] == "ping"
+
+
+def test_a_silent_vnf_still_times_out_after_the_ping(monkeypatch):
+    monkeypatch.setattr(C.ControlChannel, "READY_PING_AFTER_S", 0.05)
+    a, b = socket.socketpair()
+    silent = C.ControlChannel("<socketpair>")
+    silent._sock = a
+    with pytest.raises(C.ReplyTimeout, match="'ready' event"):
+        silent.wait_ready(0.3)
+    assert b.recv(100) == b'{"id":0,"op":"ping"}\n'   # it did ask
+    b.close()
