@@ -14,7 +14,7 @@ import pytest
 
 from fluidvim.vnf import netdev, testnet
 from fluidvim.vnf.backends import host_tsc_khz
-from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.control import ControlChannel, ControlError
 from fluidvim.vnf.manager import COLD_PHASES, WARM_PHASES
 
 from .conftest import leaked_taps, vnf_ids
@@ -423,3 +423,23 @@ def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     st2 = mgr.stats(res.vnf_id)
     assert st2["nics"][0]["rx"] >= 1 and st2["nics"][1]["tx"] >= 1
     assert st2["uptime_us"] - st["uptime_us"] >= 1_000_000   # its clock ran while it slept
+
+
+def test_a_ready_lost_to_a_late_connection_is_recovered(make_manager, monkeypatch):
+    """The launcher's connection reaches QEMU late (here: on purpose, 0.5 s after QEMU started;
+    in the wild: QEMU's main loop accepted it after the guest sent `ready`), so `ready` is lost;
+    the launch still succeeds through the ping fallback of ControlChannel.wait_ready."""
+    from fluidvim.vnf import backends
+
+    real_connect = backends.QemuBackend.connect
+
+    def late_connect(self, spec):
+        time.sleep(0.5)                      # the guest is long ready and its event discarded
+        return real_connect(self, spec)
+
+    monkeypatch.setattr(backends.QemuBackend, "connect", late_connect)
+    monkeypatch.setattr(ControlChannel, "READY_PING_AFTER_S", 0.2)
+    mgr = make_manager(backend="qemu", boot_timeout=3.0)
+    res = mgr.launch(FORWARD, bridges=[None, None], warm=False)
+    assert res.boot_us and res.boot_us > 0           # from the ping reply
+    assert mgr.stats(res.vnf_id)["configured"] is True

@@ -258,8 +258,15 @@ static void user_main(void)
 	for (int i = 0; i < nmarks; i++)
 		kprintf_later(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
 	kprintf_later(", ready %lu\n", info.boot_us);
-	kprintf_later("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s %u us, ram top 0x%lx\n",
-		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tmode, tick_us,
+	/* tsc-deadline: tickless (one-shot wake-ups at the engine's deadlines; a tick only when
+	 * some device is polled); periodic: the tick fallback */
+	char tdesc[48];
+	if (tmode[0] == 't' && all_irq)
+		ksnprintf(tdesc, sizeof tdesc, "%s, tickless", tmode);
+	else
+		ksnprintf(tdesc, sizeof tdesc, "%s, tick %u us", tmode, tick_us);
+	kprintf_later("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s, ram top 0x%lx\n",
+		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tdesc,
 		mem_ram_top());
 	if (ctl_virtio) {
 		char d[96];
