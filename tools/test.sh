@@ -27,11 +27,12 @@ summary() {
 trap summary EXIT
 
 stage() {
-  local name=$1 t0=$SECONDS
+  local name=$1 t0=$SECONDS rc=0
   shift
   printf '\033[1m=== %s\033[0m\n' "$name"
-  "$@"
-  TIMES+=("$(printf '%-12s %5d' "$name" $((SECONDS - t0)))")
+  "$@" || rc=$?
+  TIMES+=("$(printf '%-12s %5d%s' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] || echo "   FAILED")")")
+  return $rc
 }
 
 stage bootstrap tools/bootstrap.sh
