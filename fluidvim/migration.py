@@ -41,6 +41,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import time
+import zlib
 
 import sqlalchemy as sa
 
@@ -163,30 +165,57 @@ def check(engine: sa.Engine, name: str) -> None:
         if rev == schema.head:
             return
         st = state(conn, name)
-    if st.empty:
-        try:
-            _create_at_head(engine, schema)
-        except sa.exc.DBAPIError:           # another process created it at the same moment
-            with engine.connect() as conn:
-                if state(conn, name).at_head:
-                    return
-            raise
-        LOG.info("fluidvim: created the %s schema at revision %s in %s", name, schema.head,
-                 redact(engine))
+    if st.at_head:                          # created by another process meanwhile
         return
-    raise SchemaError(
-        f"the {name} database {redact(engine)} is {st.describe()}; upgrade it before starting "
-        f"this release: run `{SYNC_HINT[name]}` with FILE = the config file of the service that "
-        "uses this database (see README, Upgrades)")
+    if st.empty:
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                created = _create_at_head(engine, schema)
+                break
+            except sa.exc.DBAPIError:       # a concurrent creator (databases without a lock)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        if created:
+            LOG.info("fluidvim: created the %s schema at revision %s in %s", name, schema.head,
+                     redact(engine))
+        return
+    raise _refusal(engine, st)
 
 
-def _create_at_head(engine: sa.Engine, schema: Schema) -> None:
+def _refusal(engine, st: DBState) -> SchemaError:
+    return SchemaError(
+        f"the {st.schema} database {redact(engine)} is {st.describe()}; upgrade it before starting "
+        f"this release: run `{SYNC_HINT[st.schema]}` with FILE = the config file of the service "
+        "that uses this database (see README, Upgrades)")
+
+
+def _create_at_head(engine: sa.Engine, schema: Schema) -> bool:
+    """Create the schema at head in one transaction, serialized with other processes starting on
+    the same database (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), and re-checked
+    under that lock. False if another process created it meanwhile."""
     from alembic.runtime.migration import MigrationContext
 
-    with engine.begin() as conn:
+    with engine.connect() as conn:
+        dialect = conn.dialect.name
+        if dialect == "sqlite":             # pysqlite would not BEGIN before DDL by itself
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif dialect == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
+                         {"k": zlib.crc32(schema.version_table.encode())})
+        st = state(conn, schema.name)
+        if st.at_head:
+            conn.rollback()
+            return False
+        if not st.empty:
+            conn.rollback()
+            raise _refusal(engine, st)
         schema.metadata().create_all(conn)
         ctx = MigrationContext.configure(conn, opts={"version_table": schema.version_table})
         ctx.stamp(_script(schema), "head")
+        conn.commit()
+    return True
 
 
 # -- fluidvim-manage db sync / version --

@@ -14,6 +14,7 @@
 import json
 import os
 import textwrap
+import threading
 import time
 import uuid
 
@@ -112,6 +113,31 @@ def test_stores_create_an_empty_database_at_head_the_same_as_sync(db_url):
         st.engine.dispose()
     again = StateStore(db_url)          # at head: starts
     again.engine.dispose()
+
+
+def test_stores_starting_together_on_an_empty_database_create_it_once(db_url):
+    """Several processes (here threads, each with its own engine) start on one empty database."""
+    errors, stores = [], []
+    gate = threading.Barrier(6)
+
+    def start():
+        try:
+            gate.wait()
+            stores.append(StateStore(db_url))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(stores) == 6
+    with stores[0].engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM fluidvim_vnf_version")).all() == [
+            (migration.SCHEMAS["vnf"].head,)]
+    for st in stores:
+        st.engine.dispose()
 
 
 # -- the release before migrations, with data --
