@@ -378,3 +378,33 @@ def test_a_store_at_an_older_revision_refuses_until_db_sync(db_url, next_release
         assert len(st.recent_launches(5)) == 2
     finally:
         st.engine.dispose()
+
+
+def test_orchestrator_service_refuses_an_old_database_naming_the_command(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path}/orch.sqlite"
+    old = engine_for(url)
+    load_baseline(old, "orchestrator")
+    old.dispose()
+    conf = tmp_path / "orchestrator.conf"
+    conf.write_text(f"[orchestrator]\nconnection = {url}\nlocal_zone = false\n"
+                    f"[vnf]\nstate_dir = {tmp_path}/state\n")      # never the host's own
+    from fluidvim.orchestrator import service
+    assert service.main(["--config-file", str(conf)]) == 1
+    err = capsys.readouterr().err
+    assert "not versioned" in err and "db sync --store orchestrator" in err
+    assert manage.main(["--config-file", str(conf), "db", "sync"]) == 0
+    with engine_for(url).connect() as conn:
+        assert migration.state(conn, "orchestrator").at_head
+
+
+def test_manage_help_lists_stores_and_examples(capsys):
+    for argv in (["--help"], ["db", "sync", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            manage.main(argv)
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "fluidvim-manage --config-file /etc/fluidvim/fluidvim-orchestrator.conf db sync" in out
+        assert "[vnf] state_connection" in out and "[orchestrator] connection" in out
+    with pytest.raises(SystemExit):
+        manage.main(["db", "sync", "--connection", "sqlite://"])      # which store?
+    assert "--connection needs --store" in capsys.readouterr().err
