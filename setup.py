@@ -9,11 +9,14 @@ from setuptools import setup
 PACKAGE_DIRS = {
     "fluidvim": "fluidvim",
     "fluidvim.vnf": "vnf",
+    "fluidvim.vnf.migrations": "vnf/migrations",
     "fluidvim.orchestrator": "orchestrator",
+    "fluidvim.orchestrator.migrations": "orchestrator/migrations",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.evaluator": "evaluator",
+    "fluidvim.evaluator.migrations": "evaluator/migrations",
     "fluidvim.nova_driver": "nova_driver",
 }
 # `[DEFAULT] compute_driver = fluidvim.UnikernelDriver`: Nova imports nova.virt.<compute_driver>,
@@ -34,13 +37,17 @@ setup(
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
                   "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
                   "fluidvim.orchestrator.mano": ["schemas/*.json"],
-                  "fluidvim.orchestrator.osm": ["README.md"]},
+                  "fluidvim.orchestrator.osm": ["README.md"],
+                  # alembic migrations ship with their packages (fluidvim-manage db sync)
+                  **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
+                     for p in ("vnf", "orchestrator", "evaluator")}},
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
         "pyroute2==0.9.7",
         "qemu.qmp==0.0.6",
         "SQLAlchemy>=2.0,<2.2",
+        "alembic>=1.13",           # schema migrations (fluidvim-manage db sync)
         "matplotlib>=3.7",
         "tqdm>=4.66",
         # orchestrator / evaluator / MANO
@@ -56,6 +63,8 @@ setup(
     extras_require={
         # libvirt-python must match the host's libvirt (Debian bookworm: 9.0)
         "libvirt": ["libvirt-python==9.0.0"],
+        # a PostgreSQL server for the orchestrator's database (postgresql+psycopg2://...)
+        "postgresql": ["psycopg2-binary>=2.9"],
         "nova": ["nova==34.0.0", "openstack-placement==16.0.0"],
         # what Nova's own test fixtures need (nova_driver/tests)
         "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
@@ -63,11 +72,12 @@ setup(
         # the end-to-end Nova script: real services and the unmodified `openstack` CLI
         "e2e": ["python-openstackclient==10.5.0", "glance==33.0.0", "keystone==30.0.0"],
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0",
-                 "python-nomad==2.1.0"],
+                 "python-nomad==2.1.0", "oslo.db>=15.0", "psycopg2-binary>=2.9"],
     },
     entry_points={
         "console_scripts": ["fluidvim = fluidvim.cli:main",
-                            "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
+                            "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
+                            "fluidvim-manage = fluidvim.manage:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",

@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stage-1 probe results in SQLAlchemy: valid for a period, shared across services and restarts.
 
-``ProbeCache(engine_or_url)`` creates its own table (``evaluator_probe_results``) on the engine the
+``ProbeCache(engine_or_url)`` keeps its own table (``evaluator_probe_results``) on the engine the
 orchestrator passes (or on a new engine for a URL; SQLite by default), so it lives in the
 orchestrator's database without touching the orchestrator's tables. Results are keyed by the
 environment type's zone-free ``uid`` and the probe ``kind``; the zone they ran in is kept for
 the record and for FUSION's "at least one probe per zone".
+
+The table is the ``evaluator`` schema (alembic, ``fluidvim.evaluator.migrations``, own version
+table): created at head in a database without it, refused at an older revision -
+``fluidvim-manage db sync`` upgrades it (:mod:`fluidvim.migration`).
 """
 
 from __future__ import annotations
@@ -63,8 +67,10 @@ class ProbeCache:
     """Probe results by (env uid, kind), newest first, with a validity period."""
 
     def __init__(self, engine_or_url: sa.Engine | str | None = None):
+        from fluidvim import migration
+
         self.engine = _engine(engine_or_url)
-        Base.metadata.create_all(self.engine)
+        migration.check(self.engine, "evaluator")
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
 
     def put(self, result: ProbeResult) -> ProbeResult:

@@ -235,13 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    from fluidvim.migration import SchemaError
     from fluidvim.vnf.backends import LaunchError
     from fluidvim.vnf.control import ControlError
     from fluidvim.vnf.spec import SpecError
 
     try:
         return args.func(args) or 0
-    except (SpecError, ControlError, LaunchError, KeyError, PermissionError) as e:
+    except (SpecError, ControlError, LaunchError, KeyError, PermissionError, SchemaError) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         print(f"fluidvim: error: {msg}", file=sys.stderr)
         return 2

@@ -22,19 +22,13 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 from sqlalchemy import orm
 
+from fluidvim.nova_driver.models import InstanceName
+
 LOG = logging.getLogger(__name__)
 LEGACY_FILE = "nova-instance-names.sqlite"
 
 
-class _Base(orm.DeclarativeBase):
-    pass
-
-
-class _Name(_Base):
-    __tablename__ = "nova_instance_names"
-
-    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
-    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+_Name = InstanceName          # a table of the launch core's schema (models.py)
 
 
 _NAMES = _Name.__table__
@@ -50,8 +44,7 @@ class InstanceNames:
     """
 
     def __init__(self, engine: sa.engine.Engine, legacy_dir: str | None = None):
-        self.engine = engine
-        _Base.metadata.create_all(self.engine)
+        self.engine = engine         # its schema is the launch core's: StateStore checked it
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
         if legacy_dir:
             self._import_legacy(os.path.join(legacy_dir, LEGACY_FILE))

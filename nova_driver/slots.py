@@ -24,8 +24,8 @@ import oslo_messaging as messaging
 import sqlalchemy as sa
 from oslo_log import log as logging
 from oslo_utils import uuidutils
-from sqlalchemy import orm
 
+from fluidvim.nova_driver.models import SlotService
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.orchestrator.notify import SlotAgent, SlotPublisher
 
@@ -33,16 +33,7 @@ LOG = logging.getLogger(__name__)
 META_SERVICE = "fluidvim_service"          # fluidvim.orchestrator.zones.nova.META_SERVICE
 
 
-class _Base(orm.DeclarativeBase):
-    pass
-
-
-class _Service(_Base):
-    __tablename__ = "nova_slot_services"
-
-    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
-    service: orm.Mapped[str] = orm.mapped_column(sa.String(255))
-    zone: orm.Mapped[str | None] = orm.mapped_column(sa.String(255), nullable=True)
+_Service = SlotService        # a table of the launch core's schema (models.py)
 
 
 class ServiceRecords:
@@ -50,7 +41,6 @@ class ServiceRecords:
     database (:class:`~fluidvim.nova_driver.names.InstanceNames`, which owns the engine)."""
 
     def __init__(self, names: InstanceNames):
-        _Base.metadata.create_all(names.engine)
         self.Session = names.Session
 
     def set(self, uuid: str, service: str, zone: str | None) -> None:

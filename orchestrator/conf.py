@@ -14,7 +14,9 @@ orch_opts = [
                secret=True,
                help="SQLAlchemy URL of the orchestrator's database (zones, environment types, "
                     "hosts, services, instances, slot reports, probe results, decisions). "
-                    "SQLite uses WAL mode."),
+                    "SQLite uses WAL mode; PostgreSQL: postgresql+psycopg2://USER:PW@HOST/DB "
+                    "(extra fluidvim[postgresql]). An empty database is created at the schema's "
+                    "head; after an upgrade run `fluidvim-manage db sync` before starting."),
     cfg.StrOpt("transport_url", default="rabbit://guest:guest@127.0.0.1:5672/", secret=True,
                help="oslo.messaging transport for RPC and slot-update notifications."),
     cfg.StrOpt("topic", default="fluidvim-orchestrator",

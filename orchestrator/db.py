@@ -8,6 +8,10 @@ report per instance and service, placement decisions with the record of every
 step, launch records (start/end of on-demand launches, for the queuing delay) and network services
 deployed from NFV descriptors (what they created, for `fluidvim ns rm`). Probe
 results live in the same database, in the evaluator's ProbeCache table (one place for them).
+
+The schema (these tables and the VIM API's, ``osm/models.py``) is versioned (alembic,
+``fluidvim.orchestrator.migrations``): a store creates it at head in an empty database and refuses
+an older one - ``fluidvim-manage db sync --store orchestrator`` upgrades it (:mod:`fluidvim.migration`).
 """
 
 from __future__ import annotations
@@ -198,8 +202,14 @@ def make_engine(url: str) -> sa.Engine:
 
 class Store:
     def __init__(self, url: str):
+        from fluidvim import migration
+
         self.engine = make_engine(url)
-        Base.metadata.create_all(self.engine)
+        try:
+            migration.check(self.engine, "orchestrator")
+        except Exception:
+            self.engine.dispose()
+            raise
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:

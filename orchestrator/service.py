@@ -482,7 +482,17 @@ def main(argv=None) -> int:
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
          prog="fluidvim-orchestrator")
     logging.setup(conf, "fluidvim-orchestrator")
-    orch = Orchestrator(conf)
+    from fluidvim.migration import SchemaError
+    try:
+        orch = Orchestrator(conf)
+    except SchemaError as e:        # a database of an older release: fluidvim-manage db sync
+        refused = str(e)
+    else:
+        refused = None
+    if refused:
+        LOG.error("%s", refused)
+        print(f"fluidvim-orchestrator: {refused}", file=sys.stderr)
+        return 1
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -32,7 +32,9 @@ vnf_opts = [
     cfg.StrOpt("state_dir", default="/var/lib/fluidvim",
                help="Directory for the state database (when state_connection is unset)."),
     cfg.StrOpt("state_connection", default=None, secret=True,
-               help="SQLAlchemy URL of the state store; default sqlite:///<state_dir>/vnf.sqlite."),
+               help="SQLAlchemy URL of the state store; default sqlite:///<state_dir>/vnf.sqlite. "
+                    "An empty database is created at the schema's head; after an upgrade run "
+                    "`fluidvim-manage db sync --store vnf` before starting."),
     cfg.StrOpt("run_dir", default="/run/fluidvim",
                help="Directory for per-VNF control sockets, QMP sockets and console logs."),
     cfg.IntOpt("memory_mb", default=32, min=8, max=4096, help="Default VNF memory (MiB)."),

@@ -4,6 +4,11 @@
 
 It holds every VNF this host started (so a restarted caller finds them again) and the history of
 launches (phases and totals), from which the queuing delay is estimated.
+
+The schema is versioned (alembic, ``fluidvim.vnf.migrations``; the Nova driver's tables in
+``fluidvim.nova_driver.models`` are part of it): a store creates it at head in an empty database
+and refuses an older one - ``fluidvim-manage db sync --store vnf`` upgrades it
+(:mod:`fluidvim.migration`).
 """
 
 from __future__ import annotations
@@ -99,7 +104,12 @@ class StateStore:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.close()
-        Base.metadata.create_all(self.engine)
+        from fluidvim import migration
+        try:
+            migration.check(self.engine, "vnf")      # once, at start: not on the launch path
+        except Exception:
+            self.engine.dispose()
+            raise
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
 
     # -- VNFs --

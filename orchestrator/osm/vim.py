@@ -41,6 +41,7 @@ from ..rpcapi import OrchestratorAPI
 from ..service import number_field, rpc_method
 from ..zones.base import NETWORK_NAME_RE, LaunchRequest, ZoneError
 from . import conf as osmconf
+from .models import VimFlavor, VimImage, VimVM  # noqa: F401 - tables of the orchestrator's schema
 
 LOG = logging.getLogger(__name__)
 
@@ -49,48 +50,6 @@ VIM_API_VERSION = "1.0"
 ELF_MAGIC = b"\x7fELF"
 IMAGE_NS = uuidlib.UUID("6f1c1f5e-8a53-4d0e-9a7e-6c1d2b0f7a11")   # ids of directory images
 SERVICE_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-class Base(orm.DeclarativeBase):
-    pass
-
-
-class VimImage(Base):
-    __tablename__ = "vim_images"
-    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
-    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
-    name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
-    location: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    checksum: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
-    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
-
-
-class VimFlavor(Base):
-    __tablename__ = "vim_flavors"
-    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
-    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
-    ram: orm.Mapped[int] = orm.mapped_column(sa.Integer)
-    vcpus: orm.Mapped[int] = orm.mapped_column(sa.Integer)
-    disk: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
-    slots: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
-    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
-
-
-class VimVM(Base):
-    __tablename__ = "vim_vms"
-    id: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)   # zone instance id
-    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
-    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))         # the name RO asked for
-    vnf_name: orm.Mapped[str] = orm.mapped_column(sa.String(64))      # the zone's instance name
-    description: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
-    image_id: orm.Mapped[str] = orm.mapped_column(sa.String(36))
-    flavor_id: orm.Mapped[str] = orm.mapped_column(sa.String(36))
-    interfaces_json: orm.Mapped[str] = orm.mapped_column(sa.Text, default="[]")
-    created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
-
-    @property
-    def interfaces(self) -> list:
-        return json.loads(self.interfaces_json or "[]")
 
 
 def flavor_dict(row: VimFlavor) -> dict:
@@ -110,8 +69,7 @@ class VimService:
     def __init__(self, orch):
         self.orch = orch
         osmconf.register_opts(orch.conf)
-        self.store = orch.store
-        Base.metadata.create_all(self.store.engine)
+        self.store = orch.store      # its schema includes these tables (Store checked it)
         self.Session = orm.sessionmaker(self.store.engine, expire_on_commit=False)
         self._sums: dict[tuple, str] = {}
         self._lock = threading.Lock()

@@ -59,7 +59,7 @@ def test_own_table_on_the_orchestrators_engine(tmp_path):
     c = ProbeCache(engine)
     c.put(res())
     names = set(sa.inspect(engine).get_table_names())
-    assert names == {"zones", "evaluator_probe_results"}
+    assert names == {"zones", "evaluator_probe_results", "fluidvim_evaluator_version"}
 
 
 def test_bad_results_refused(tmp_path):

@@ -80,14 +80,14 @@ class MemoryZone(SyntheticZone):
 
 
 @pytest.fixture
-def orch_factory(tmp_path):
+def orch_factory(db_url):
+    """Orchestrators on one database: SQLite, then PostgreSQL (conftest ``db_url``)."""
     zones, types, labels = make_fleet(1, 1, n_env_types=1)
     zone = MemoryZone("mem", zones[0].hosts())
     made = []
 
     def make():
-        conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/orch.sqlite",
-                                  local_zone=False)
+        conf = orchconf.make_conf(connection=db_url, local_zone=False)
         o = Orchestrator(conf, zones=[zone], power=lambda z, h: 1.0)
         seed_cache(o.placement.stage1.cache, [zone], types)
         made.append(o)

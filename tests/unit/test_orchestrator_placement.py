@@ -5,6 +5,7 @@
 Zones here are synthetic fleets (a described set of hosts; they cannot launch). Stage 1 and
 stage 2 are the evaluator's real runners over a probe cache seeded with results of the shapes its
 probes produce, so these tests exercise the decision, not probing (that is the integration test).
+Every test runs on SQLite and on a real PostgreSQL server (the ``db_url`` fixture, conftest.py).
 """
 
 import math
@@ -28,16 +29,16 @@ def linear_power(zone, host: HostInfo):
     return (host.labels["max_w"] - host.labels["idle_w"]) * 0.05
 
 
-def make_orch(tmp_path, zones, labels=None, power=linear_power, **overrides):
-    conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/orch.sqlite", local_zone=False,
-                              **overrides)
+def make_orch(db_url, zones, labels=None, power=linear_power, **overrides):
+    """An orchestrator on ``db_url`` (conftest: each test runs on SQLite and on PostgreSQL)."""
+    conf = orchconf.make_conf(connection=db_url, local_zone=False, **overrides)
     return Orchestrator(conf, zones=zones, power=power, zone_labels=labels)
 
 
 @pytest.fixture
-def fleet(tmp_path):
+def fleet(db_url):
     zones, types, labels = make_fleet(40, 4, n_env_types=3)
-    orch = make_orch(tmp_path, zones, labels)
+    orch = make_orch(db_url, zones, labels)
     seed_cache(orch.placement.stage1.cache, zones, types)
     yield orch, zones, types
     orch.close()
@@ -81,12 +82,12 @@ def test_second_placement_reuses_the_ranking_and_location_filters(fleet):
     assert any("location" in f["reason"] for f in ex["steps"][0]["record"]["filtered"])
 
 
-def test_consolidation_breaks_power_ties(tmp_path):
+def test_consolidation_breaks_power_ties(db_url):
     env = EnvironmentType("qemu", "kvm", "microvm", "cpu")
     hosts = [HostInfo(f"h{i}", env, 100, 100, cpu_util=u, labels={"idle_w": 100, "max_w": 200})
              for i, u in enumerate((0.0, 0.7, 0.3))]
     zone = SyntheticZone("z", hosts, launch_ms=[50.0])
-    orch = make_orch(tmp_path, [zone])
+    orch = make_orch(db_url, [zone])
     try:
         seed_cache(orch.placement.stage1.cache, [zone], {env.uid: (env, 20000.0, 60.0)})
         orch.register_service("fw", FW)
@@ -138,9 +139,9 @@ def test_malformed_service_names_the_field(fleet, fields, field):
     assert orch.list_services() == []                    # nothing half-created
 
 
-def test_state_survives_a_restart(tmp_path):
+def test_state_survives_a_restart(db_url):
     zones, types, labels = make_fleet(8, 2)
-    orch = make_orch(tmp_path, zones, labels)
+    orch = make_orch(db_url, zones, labels)
     seed_cache(orch.placement.stage1.cache, zones, types)
     orch.register_service("basic", FW, aliases={"premium": 3}, max_queuing_delay_s=0.5)
     did = orch.place("basic")["decision_id"]
@@ -150,7 +151,7 @@ def test_state_survives_a_restart(tmp_path):
     orch.store.save_slot_report(rep)
     lid = orch.store.launch_started("z000", "basic", 0.1)       # in flight when it stops
     orch.close()
-    orch = make_orch(tmp_path, zones, labels)
+    orch = make_orch(db_url, zones, labels)
     try:
         assert orch.list_services()[0]["aliases"] == {"premium": 3.0}
         assert orch.explain(did)["service"] == "basic"
@@ -164,11 +165,11 @@ def test_state_survives_a_restart(tmp_path):
         orch.close()
 
 
-def test_queuing_delay_from_history_and_in_flight(tmp_path):
+def test_queuing_delay_from_history_and_in_flight(db_url):
     env = EnvironmentType("qemu", "kvm", "microvm", "cpu")
     z = SyntheticZone("z", [HostInfo("h", env)], launch_ms=[100.0, 300.0, 200.0])
     never = SyntheticZone("n", [HostInfo("h", env)])
-    orch = make_orch(tmp_path, [z, never])
+    orch = make_orch(db_url, [z, never])
     try:
         q = QueuingEstimator(orch.store, parallelism=2, default_launch_s=1.0)
         d = q.delay(z, "fw")
@@ -197,9 +198,9 @@ def test_zone_list_reports_hosts_env_types_and_delays(fleet):
     assert len(orch.store.hosts()) == 40 and {e.uid for e in orch.store.envs()} == set(types)
 
 
-def test_zones_without_network_support_say_so(tmp_path):
+def test_zones_without_network_support_say_so(db_url):
     env = EnvironmentType("qemu", "kvm", "microvm", "cpu")
-    orch = make_orch(tmp_path, [SyntheticZone("z", [HostInfo("h", env)])])
+    orch = make_orch(db_url, [SyntheticZone("z", [HostInfo("h", env)])])
     try:
         assert orch.list_networks() == [] and orch.list_networks("z") == []
         with pytest.raises(InvalidRequest) as e:

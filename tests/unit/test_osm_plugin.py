@@ -171,8 +171,9 @@ def test_status_and_interfaces_mapping(monkeypatch):
 # -- the orchestrator side, on a zone that cannot launch --
 
 @pytest.fixture
-def vims(tmp_path):
-    conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/o.sqlite", local_zone=False)
+def vims(db_url):
+    """The VIM service on SQLite, then PostgreSQL (conftest ``db_url``)."""
+    conf = orchconf.make_conf(connection=db_url, local_zone=False)
     zones, _, _ = make_fleet(2, 1)
     orch = Orchestrator(conf, zones=zones, stage1=object(), stage2=object(), power=object())
     yield vimmod.VimService(orch)

@@ -1,0 +1,102 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A throwaway PostgreSQL server for tests: its own cluster (initdb) in a temporary directory, on
+a free localhost port, started with pg_ctl (no systemd) and removed afterwards.
+
+Debian's ``postgresql`` package provides the binaries (tools/bootstrap.sh installs it). As root
+the server runs as the ``postgres`` user (PostgreSQL refuses root), else as the caller.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+
+
+def bindir() -> str | None:
+    """The newest installed PostgreSQL server's bin directory (Debian layout), else None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                   key=lambda p: int(p.split("/")[-3]) if p.split("/")[-3].isdigit() else 0)
+    if found:
+        return os.path.dirname(found[-1])
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgServer:
+    def __init__(self):
+        self.bin = bindir()
+        if self.bin is None:
+            raise RuntimeError("no PostgreSQL server binaries (apt-get install postgresql)")
+        self.user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+        self.dir = tempfile.mkdtemp(prefix="fluidvim-pg-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = _free_port()
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        os.chmod(self.dir, 0o700)
+
+    def _run(self, *argv, check=True):
+        cmd = [os.path.join(self.bin, argv[0]), *argv[1:]]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        return subprocess.run(cmd, check=check, capture_output=True, text=True, cwd="/")
+
+    def start(self) -> "PgServer":
+        self._run("initdb", "-D", self.data, "-U", self.user, "--auth=trust", "-E", "UTF8",
+                  "--no-sync")
+        opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
+                f"-c unix_socket_directories={self.dir} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off")
+        r = self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "server.log"),
+                      "-o", opts, "-w", "-t", "60", "start", check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {r.stdout}{r.stderr}{self.log()}")
+        return self
+
+    def log(self) -> str:
+        try:
+            with open(os.path.join(self.dir, "server.log")) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def _admin(self, sql: str) -> None:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url(), isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql(sql)
+        finally:
+            engine.dispose()
+
+    def create_database(self) -> str:
+        """A new empty database; returns its SQLAlchemy URL."""
+        name = "fluidvim_" + uuid.uuid4().hex[:12]
+        self._admin(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        name = url.rsplit("/", 1)[1]
+        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
