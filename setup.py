@@ -33,7 +33,9 @@ setup(
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
                   "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
-                  "fluidvim.orchestrator.mano": ["schemas/*.json"],
+                  "fluidvim.orchestrator.mano": ["schemas/*.json", "yang/README.md",
+                                                 "yang/etsi/*.yang", "yang/etsi/LICENSE",
+                                                 "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
                   "fluidvim.orchestrator.osm": ["README.md"]},
     install_requires=[
         "oslo.config>=9.0",
@@ -49,6 +51,9 @@ setup(
         "python-nomad==2.1.0",
         "PyYAML>=6.0",
         "jsonschema>=4.0",
+        # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
+        # elementpath 5, which pysaml2's xmlschema 2.x (keystone, [e2e]) does not allow
+        "yangson==1.7.4",
         "simpleeval==1.0.8",
         "sushy>=5.0",
         "topohub==1.5.1",

@@ -45,6 +45,8 @@ import re
 import jsonschema
 import yaml
 
+from . import sol006
+
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
 NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")    # = zones.base.NETWORK_NAME_RE
@@ -139,6 +141,7 @@ class Document:
     base_dir: str | None = None
     files: dict = dataclasses.field(default_factory=dict)
     offline: bool = False                  # True: `files` is all there is
+    sol006: bool = False                   # claims SOL006 (set by split(), never sent)
 
     def read(self, rel: str) -> str | None:
         if rel in self.files:
@@ -187,17 +190,18 @@ def load(path: str) -> Document:
 
 
 def load_vnfds(paths) -> list[Document]:
-    """VNFD files; a directory contributes every *.yaml / *.yml under it whose top key is ``vnfd``
-    (an OSM package tree: one folder per package)."""
+    """VNFD files; a directory contributes every *.yaml / *.yml / *.json under it whose top key is
+    ``vnfd`` (an OSM package tree: one folder per package), ``etsi-nfv-vnfd:vnfd`` or an ``nfv``
+    container with VNFDs."""
     out = []
     for p in paths:
         if os.path.isdir(p):
             found = []
             for root, _dirs, names in sorted(os.walk(p)):
                 for n in sorted(names):
-                    if n.endswith((".yaml", ".yml")):
+                    if n.endswith((".yaml", ".yml", ".json")):
                         d = load(os.path.join(root, n))
-                        if isinstance(d.doc, dict) and "vnfd" in d.doc:
+                        if any(k == "vnfd" for k, _ in _kinds(d.doc)):
                             found.append(d)
             if not found:
                 raise DescriptorError([Problem(p, "--vnfd", "no VNFD (a YAML file with a top-level "
@@ -206,6 +210,44 @@ def load_vnfds(paths) -> list[Document]:
         else:
             out.append(load(p))
     return out
+
+
+def _kinds(doc) -> list[tuple[str | None, bool]]:
+    """[(kind, claims SOL006)] of the descriptors in a file: ``vnfd:`` / ``nsd:`` (OSM IM),
+    ``etsi-nfv-vnfd:vnfd`` / ``etsi-nfv-nsd:nsd`` (SOL006, RFC 7951 names) or an ``nfv:``
+    (``etsi-nfv-descriptors:nfv``) container with lists ``vnfd`` and ``nsd``."""
+    if not isinstance(doc, dict) or len(doc) != 1:
+        return [(None, False)]
+    key, body = next(iter(doc.items()))
+    kind, strict = sol006.TOP_KEYS.get(key, (None, False))
+    if kind != "nfv":
+        return [(kind, strict)]
+    if not isinstance(body, dict):
+        return [(None, False)]
+    return ([("vnfd", True)] * len(body.get("vnfd") or [])
+            + [("nsd", True)] * (1 if body.get("nsd") else 0))
+
+
+def split(d: Document) -> list[tuple[str | None, Document]]:
+    """[(kind, Document in the unqualified form fluidvim maps)] for one file. A file of another
+    shape is returned as it is (kind None) for the checks to name what is wrong."""
+    doc = d.doc
+    kinds = _kinds(doc)
+    if kinds == [(None, False)]:
+        return [(None, d)]
+    key, body = next(iter(doc.items()))
+
+    def part(kind, value, strict, label=None):
+        return kind, dataclasses.replace(d, doc={kind: value}, sol006=strict,
+                                         source=d.source + (f" ({label})" if label else ""))
+
+    if sol006.TOP_KEYS[key][0] != "nfv":
+        kind, strict = kinds[0]
+        return [part(kind, body, strict)]
+    out = [part("vnfd", v, True, f"{key}.vnfd[{i}]") for i, v in enumerate(body.get("vnfd") or [])]
+    if body.get("nsd"):
+        out.append(part("nsd", {"nsd": body["nsd"]}, True, f"{key}.nsd"))
+    return out or [(None, d)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -320,13 +362,80 @@ class Plan:
                 "warnings": list(self.warnings)}
 
 
+def _overlap(a: str, b: str) -> bool:
+    """One path is the other or inside it (vnfd.ext-cpd[0].int-cpd / ...int-cpd.cpd)."""
+    return a == b or b.startswith((a + ".", a + "[")) or a.startswith((b + ".", b + "["))
+
+
 class _Checker:
     def __init__(self):
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
+        self.yang: list[Problem] = []          # SOL006 YANG violations
+        self.raw: dict = {}                    # id(Document) -> its RFC 7951 body (YANG checked)
 
     def add(self, source, path, message, fix=""):
         self.problems.append(Problem(source, path, message, fix))
+
+    def merged(self) -> list[Problem]:
+        """fluidvim's problems, then the YANG violations it did not name itself: where both
+        catch the same field, fluidvim's message (which says what fluidvim needs) wins."""
+        out = list(self.problems)
+        for y in self.yang:
+            if not any(p.source == y.source and _overlap(p.path, y.path) for p in self.problems):
+                out.append(y)
+        return out
+
+    def yang_check(self, d: Document, kind: str) -> None:
+        """The document's structure and types against ETSI's SOL006 YANG (sol006.check_document);
+        an OSM IM document's fields that are neither SOL006 nor OSM IM become a warning."""
+        body = d.doc[kind]
+        try:
+            probs, unknown, raw = sol006.check_document(kind, body, d.sol006, kind)
+        except Exception as e:                         # noqa: BLE001 - never hide the mapping
+            self.warnings.append(f"{d.source}: SOL006 YANG check failed: {e}")
+            return
+        for path, message, fix in probs:
+            self.yang.append(Problem(d.source, path, f"SOL006: {message}", fix))
+        if unknown:
+            self.warnings.append(f"{d.source}: not in SOL006 {sol006.ETSI_VERSION} nor a known "
+                                 f"OSM IM extension: {', '.join(unknown)}")
+        if not probs and raw is not None:
+            self.raw[id(d)] = raw
+
+    def yang_tree(self, nsd: Document | None, vnfds: list) -> None:
+        """Full SOL006 validation of the documents that claim SOL006, together with every
+        descriptor given (an NSD's references into its VNFDs resolve)."""
+        strict = [d for d in [*vnfds, nsd] if d is not None and d.sol006]
+        if not strict or any(id(d) not in self.raw for d in strict):
+            return                                     # structure/type problems come first
+        entries, where, which = {"vnfd": [], "nsd": []}, {}, []
+        ids = set()
+        for d in vnfds:
+            raw = self.raw.get(id(d))
+            if raw is None or raw.get("id") in ids:
+                continue
+            ids.add(raw.get("id"))
+            where[("vnfd", len(entries["vnfd"]))] = (d, "vnfd", 0)
+            entries["vnfd"].append(raw)
+        if nsd is not None and id(nsd) in self.raw:
+            for k, e in enumerate(self.raw[id(nsd)].get("nsd") or []):
+                where[("nsd", k)] = (nsd, "nsd.nsd", k)
+                entries["nsd"].append(e)
+        for key, (d, _p, _k) in where.items():
+            if d.sol006:
+                which.append(key)
+        try:
+            found = sol006.validate_tree(entries, which)
+        except Exception as e:                         # noqa: BLE001
+            self.warnings.append(f"SOL006 YANG validation failed: {e}")
+            return
+        for pos, route, message, fix in found:
+            d, prefix, k = where[which[pos]]
+            rest = list(route[3:])
+            path = fmt_path([prefix, *rest]) if prefix == "vnfd" else \
+                fmt_path(["nsd", "nsd", k, *rest])
+            self.yang.append(Problem(d.source, path, f"SOL006: {message}", fix))
 
     def ids(self, source, items, path, what) -> dict:
         """{id: index}; duplicates are problems."""
@@ -473,6 +582,8 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
               "rewrite it in the SOL006-based format: a top-level 'vnfd:' with vdu, "
               "sw-image-desc, virtual-compute-desc, ext-cpd, df")
         return None
+    if isinstance(doc, dict) and "vnfd" in doc:
+        c.yang_check(d, "vnfd")
     probs = _schema_problems(doc, "vnfd", src)
     if probs:
         c.problems += probs
@@ -601,6 +712,12 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
 def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) -> Plan:
     """Validate the NSD and VNFDs together and map them; DescriptorError lists every problem."""
     c = _Checker()
+    vnfds = [x for d in vnfds for kind, x in split(d) if kind in ("vnfd", None)]
+    parts = split(nsd)
+    nsds = [x for kind, x in parts if kind == "nsd"]
+    if nsds:                                   # an nfv container may hold the VNFDs too
+        vnfds = [x for kind, x in parts if kind == "vnfd"] + vnfds
+    nsd = nsds[0] if nsds else parts[0][1]     # else the checks below say what it is
     src = nsd.source
     doc = nsd.doc
     if isinstance(doc, dict) and ("nsd:nsd-catalog" in doc or "nsd-catalog" in doc):
@@ -610,6 +727,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
     if isinstance(doc, dict) and "vnfd" in doc and "nsd" not in doc:
         raise DescriptorError([Problem(src, "nsd", "this file is a VNFD, not an NSD",
                                        "give the NSD first and the VNFD with --vnfd")])
+    if isinstance(doc, dict) and isinstance(doc.get("nsd"), dict):
+        c.yang_check(nsd, "nsd")
     c.problems += _schema_problems(doc, "nsd", src)
     known = {}
     for d in vnfds:
@@ -620,8 +739,9 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
             c.add(d.source, "vnfd.id", f"VNFD {m.id!r} is also given by {known[m.id].doc.source}",
                   "give each VNFD once")
         known[m.id] = m
+    c.yang_tree(nsd, vnfds)
     if c.problems:
-        raise DescriptorError(c.problems)
+        raise DescriptorError(c.merged())
     ns = doc["nsd"]["nsd"][0]
     if len(doc["nsd"]["nsd"]) > 1:
         c.warnings.append(f"{src}: {len(doc['nsd']['nsd'])} NSDs in the file: "
@@ -636,7 +756,7 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
         c.add(src, "name" if name != ns["id"] else f"{base}.id",
               f"{name!r} cannot name the network service",
               "use 1-40 letters, digits, '_' or '-' (give --name to choose another name)")
-        raise DescriptorError(c.problems)
+        raise DescriptorError(c.merged())
     for i, vid in enumerate(ns["vnfd-id"]):
         if vid not in known:
             c.add(src, f"{base}.vnfd-id[{i}]", f"no VNFD with id {vid!r} was given "
@@ -749,8 +869,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
     for s in {s for s in services if services.count(s) > 1}:
         c.add(src, f"{base}.df[0].vnf-profile", f"two VNF profiles/VDUs map to service {s!r}",
               "rename a vnf-profile")
-    if c.problems:
-        raise DescriptorError(c.problems)
+    if c.problems or c.yang:
+        raise DescriptorError(c.merged())
     return Plan(name=name, nsd=ns["id"], df=df["id"], vnfds=list(known), networks=networks,
                 units=units, warnings=c.warnings)
 
