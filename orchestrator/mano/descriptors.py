@@ -225,6 +225,7 @@ def _kinds(doc) -> list[tuple[str | None, bool]]:
     if not isinstance(body, dict):
         return [(None, False)]
     return ([("vnfd", True)] * len(body.get("vnfd") or [])
+            + [("pnfd", True)] * len(body.get("pnfd") or [])
             + [("nsd", True)] * (1 if body.get("nsd") else 0))
 
 
@@ -244,7 +245,8 @@ def split(d: Document) -> list[tuple[str | None, Document]]:
     if sol006.TOP_KEYS[key][0] != "nfv":
         kind, strict = kinds[0]
         return [part(kind, body, strict)]
-    out = [part("vnfd", v, True, f"{key}.vnfd[{i}]") for i, v in enumerate(body.get("vnfd") or [])]
+    out = [part(kind, v, True, f"{key}.{kind}[{i}]") for kind in ("vnfd", "pnfd")
+           for i, v in enumerate(body.get(kind) or [])]
     if body.get("nsd"):
         out.append(part("nsd", {"nsd": body["nsd"]}, True, f"{key}.nsd"))
     return out or [(None, d)]
@@ -391,7 +393,7 @@ class _Checker:
         an OSM IM document's fields that are neither SOL006 nor OSM IM become a warning."""
         body = d.doc[kind]
         try:
-            probs, unknown, raw = sol006.check_document(kind, body, d.sol006, kind)
+            probs, unknown, raw, numbers = sol006.check_document(kind, body, d.sol006, kind)
         except Exception as e:                         # noqa: BLE001 - never hide the mapping
             self.warnings.append(f"{d.source}: SOL006 YANG check failed: {e}")
             return
@@ -402,22 +404,28 @@ class _Checker:
                                  f"OSM IM extension: {', '.join(unknown)}")
         if not probs and raw is not None:
             self.raw[id(d)] = raw
+        for parts, number in numbers:              # "4.0" (RFC 7951 decimal64) -> 4.0
+            node = d.doc
+            for p in parts[:-1]:
+                node = node[p]
+            node[parts[-1]] = number
 
-    def yang_tree(self, nsd: Document | None, vnfds: list) -> None:
+    def yang_tree(self, nsd: Document | None, vnfds: list, pnfds: list = ()) -> None:
         """Full SOL006 validation of the documents that claim SOL006, together with every
         descriptor given (an NSD's references into its VNFDs resolve)."""
-        strict = [d for d in [*vnfds, nsd] if d is not None and d.sol006]
+        strict = [d for d in [*vnfds, *pnfds, nsd] if d is not None and d.sol006]
         if not strict or any(id(d) not in self.raw for d in strict):
             return                                     # structure/type problems come first
-        entries, where, which = {"vnfd": [], "nsd": []}, {}, []
-        ids = set()
-        for d in vnfds:
-            raw = self.raw.get(id(d))
-            if raw is None or raw.get("id") in ids:
-                continue
-            ids.add(raw.get("id"))
-            where[("vnfd", len(entries["vnfd"]))] = (d, "vnfd", 0)
-            entries["vnfd"].append(raw)
+        entries, where, which = {"vnfd": [], "pnfd": [], "nsd": []}, {}, []
+        for kind, docs in (("vnfd", vnfds), ("pnfd", pnfds)):
+            ids = set()
+            for d in docs:
+                raw = self.raw.get(id(d))
+                if raw is None or raw.get("id") in ids:
+                    continue
+                ids.add(raw.get("id"))
+                where[(kind, len(entries[kind]))] = (d, kind, 0)
+                entries[kind].append(raw)
         if nsd is not None and id(nsd) in self.raw:
             for k, e in enumerate(self.raw[id(nsd)].get("nsd") or []):
                 where[("nsd", k)] = (nsd, "nsd.nsd", k)
@@ -433,7 +441,7 @@ class _Checker:
         for pos, route, message, fix in found:
             d, prefix, k = where[which[pos]]
             rest = list(route[3:])
-            path = fmt_path([prefix, *rest]) if prefix == "vnfd" else \
+            path = fmt_path([prefix, *rest]) if prefix != "nsd.nsd" else \
                 fmt_path(["nsd", "nsd", k, *rest])
             self.yang.append(Problem(d.source, path, f"SOL006: {message}", fix))
 
@@ -497,6 +505,11 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
         c.add(d.source, f"{path}.image", "the image is missing",
               "give the VNF kernel: a file path (local/Nomad zones) or a Glance image name (Nova)")
         return "", False
+    if re.match(r"[a-z][a-z0-9+.-]*://", str(ref)):
+        c.add(d.source, f"{path}.{'image' if sw.get('image') else 'name'}", f"{ref!r} is a URL: "
+              "fluidvim does not download images",
+              "give the kernel file's path (local/Nomad zones) or a Glance image name (Nova)")
+        return ref, False
     pathlike = "/" in ref or ref.startswith(".") or ref.endswith(".elf")
     full = ref if os.path.isabs(ref) else os.path.normpath(os.path.join(d.base_dir or ".", ref))
     is_file = os.path.isfile(full)
@@ -535,7 +548,7 @@ def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
     if not given:
         c.add(d.source, f"{path}.cloud-init-file", "the VDU has no day-0 configuration",
               "set cloud-init-file (a Click configuration in cloud_init/ next to the descriptor) "
-              "or cloud-init (inline)")
+              "or cloud-init (inline) in OSM IM, boot-data (inline) in SOL006")
         return None
     key = given[0]
     if key != "cloud-init-file":
@@ -712,11 +725,13 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
 def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) -> Plan:
     """Validate the NSD and VNFDs together and map them; DescriptorError lists every problem."""
     c = _Checker()
-    vnfds = [x for d in vnfds for kind, x in split(d) if kind in ("vnfd", None)]
+    given = [p for d in vnfds for p in split(d)]
     parts = split(nsd)
     nsds = [x for kind, x in parts if kind == "nsd"]
     if nsds:                                   # an nfv container may hold the VNFDs too
-        vnfds = [x for kind, x in parts if kind == "vnfd"] + vnfds
+        given = [p for p in parts if p[0] in ("vnfd", "pnfd")] + given
+    vnfds = [x for kind, x in given if kind in ("vnfd", None)]
+    pnfds = [x for kind, x in given if kind == "pnfd"]   # only for SOL006 references
     nsd = nsds[0] if nsds else parts[0][1]     # else the checks below say what it is
     src = nsd.source
     doc = nsd.doc
@@ -729,6 +744,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
                                        "give the NSD first and the VNFD with --vnfd")])
     if isinstance(doc, dict) and isinstance(doc.get("nsd"), dict):
         c.yang_check(nsd, "nsd")
+    for x in pnfds:
+        c.yang_check(x, "pnfd")
     c.problems += _schema_problems(doc, "nsd", src)
     known = {}
     for d in vnfds:
@@ -739,7 +756,7 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
             c.add(d.source, "vnfd.id", f"VNFD {m.id!r} is also given by {known[m.id].doc.source}",
                   "give each VNFD once")
         known[m.id] = m
-    c.yang_tree(nsd, vnfds)
+    c.yang_tree(nsd, vnfds, pnfds)
     if c.problems:
         raise DescriptorError(c.merged())
     ns = doc["nsd"]["nsd"][0]

@@ -46,7 +46,8 @@ import shutil
 import tempfile
 
 from yangson import DataModel, exceptions as yex, schemanode as sn
-from yangson.datatype import Decimal64Type, IdentityrefType, LeafrefType, UnionType
+from yangson.datatype import (Decimal64Type, IdentityrefType, IntegralType, LeafrefType,
+                              UnionType)
 from yangson.enumerations import ContentType, ValidationScope
 
 YANG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "yang")
@@ -58,6 +59,7 @@ NFV = "etsi-nfv-descriptors"
 # top-level key -> (kind, claims SOL006)
 TOP_KEYS = {"vnfd": ("vnfd", False), "nsd": ("nsd", False),
             "etsi-nfv-vnfd:vnfd": ("vnfd", True), "etsi-nfv-nsd:nsd": ("nsd", True),
+            "etsi-nfv-pnfd:pnfd": ("pnfd", True),
             "nfv": ("nfv", True), f"{NFV}:nfv": ("nfv", True)}
 
 _V = "/nfv:nfv/nfv:vnfd[nfv:id = current()/{}]"
@@ -235,6 +237,8 @@ def _root_node(kind: str) -> sn.InternalNode:
         return schema.get_data_child("vnfd", "etsi-nfv-vnfd")
     if kind == "nsd":
         return schema.get_data_child("nsd", "etsi-nfv-nsd")
+    if kind == "pnfd":
+        return schema.get_data_child("pnfd", "etsi-nfv-pnfd")
     return schema.get_data_child("nfv", NFV)
 
 
@@ -305,6 +309,7 @@ class _Walk:
         self.strict = strict
         self.problems: list[tuple[str, str, str]] = []     # (path, message, fix)
         self.unknown: list[str] = []                        # OSM IM: neither SOL006 nor OSM
+        self.numbers: list[tuple[list, object]] = []         # (path, number) given as a string
 
     def add(self, parts, message, fix=""):
         self.problems.append((_fmt(parts), message, fix))
@@ -346,6 +351,11 @@ class _Walk:
             if why:
                 self.add(parts, why, f"write {_type_hint(snode.type)}")
                 return None
+            t = snode.type.ref_type if isinstance(snode.type, LeafrefType) else snode.type
+            if isinstance(value, str) and isinstance(t, (Decimal64Type, IntegralType)):
+                # RFC 7951 writes decimal64 and 64-bit integers as strings
+                self.numbers.append((parts, float(value) if isinstance(t, Decimal64Type)
+                                     else int(value)))
             if isinstance(snode.type, Decimal64Type) and not isinstance(value, bool):
                 exp = decimal.Decimal(str(value)).as_tuple().exponent
                 if isinstance(exp, int) and -exp > snode.type.fraction_digits:
@@ -388,8 +398,9 @@ class _Walk:
 
 
 def check_document(kind: str, body, strict: bool, prefix: str):
-    """(problems [(path, message, fix)], unknown paths, raw RFC 7951 body) of one document body
-    (``doc['vnfd']`` or ``doc['nsd']``); ``prefix`` is the top key in fluidvim paths."""
+    """(problems [(path, message, fix)], unknown paths, raw RFC 7951 body, numbers) of one document
+    body (``doc['vnfd']``, ``doc['nsd']``, ``doc['pnfd']``); ``prefix`` is the top key in fluidvim
+    paths; ``numbers`` are the (path, value) of numbers written as strings (RFC 7951)."""
     w = _Walk(strict)
     raw = w.node(_root_node(kind), body, [prefix])
     seen, unknown = set(), []
@@ -397,7 +408,7 @@ def check_document(kind: str, body, strict: bool, prefix: str):
         if u not in seen:
             seen.add(u)
             unknown.append(u)
-    return w.problems, unknown, raw
+    return w.problems, unknown, raw, w.numbers
 
 
 _TAG_TEXT = {"missing-data": "is required by SOL006",
