@@ -523,7 +523,7 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
         return ref, False                              # an image name (Glance)
     ck = sw.get("checksum")
     if isinstance(ck, dict) and ck.get("algorithm") and ck.get("hash"):
-        algo = CHECKSUMS.get(str(ck["algorithm"]).lower())
+        algo = CHECKSUMS.get(str(ck["algorithm"]).rpartition(":")[2].lower())  # nfv:sha-256
         if algo is None:
             c.add(d.source, f"{path}.checksum.algorithm", f"unsupported algorithm "
                   f"{ck['algorithm']!r}", "use sha-256, sha-512 or md5")

@@ -46,8 +46,7 @@ import shutil
 import tempfile
 
 from yangson import DataModel, exceptions as yex, schemanode as sn
-from yangson.datatype import (Decimal64Type, IdentityrefType, IntegralType, LeafrefType,
-                              UnionType)
+from yangson.datatype import Decimal64Type, IdentityrefType, IntegralType, LeafrefType, UnionType
 from yangson.enumerations import ContentType, ValidationScope
 
 YANG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "yang")
@@ -411,7 +410,7 @@ def check_document(kind: str, body, strict: bool, prefix: str):
     return w.problems, unknown, raw, w.numbers
 
 
-_TAG_TEXT = {"missing-data": "is required by SOL006",
+_TAG_TEXT = {"missing-data": "is required",
              "instance-required": "refers to nothing",
              "data-not-unique": "is not unique",
              "too-many-elements": "has too many entries",
@@ -442,10 +441,11 @@ def validate_tree(entries: dict, which: list) -> list[tuple[int, tuple, str, str
             route = tuple(e.instance.path)
             msg = e.message or ""
             text = _TAG_TEXT.get(e.tag, e.tag)
-            m = re.match(r"(?:expected|missing) '?([\w:-]+)'?", msg)
-            if e.tag == "missing-data" and m:
-                route = route + (m.group(1).rpartition(":")[2],)
-                out.append((pos, route, text, "add it: a document that claims SOL006 (a "
+            names = [n.rpartition(":")[2] for n in re.findall(r"'([\w:.-]+)'", msg)]
+            if e.tag == "missing-data" and names:
+                route = route + (names[0],)
+                also = f" (so are {', '.join(names[1:])}, next to it)" if names[1:] else ""
+                out.append((pos, route, text + also, "add it: a document that claims SOL006 (a "
                             "module-qualified top-level key) must have every mandatory field"))
             elif e.tag == "instance-required":
                 out.append((pos, route, f"{e.instance.value!r} {text}"
