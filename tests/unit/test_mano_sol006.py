@@ -15,8 +15,7 @@ import subprocess
 import pytest
 import yaml
 
-from fluidvim.orchestrator.mano import descriptors as d
-from fluidvim.orchestrator.mano import sol006
+from fluidvim.orchestrator.mano import descriptors as d, sol006
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(REPO, "etc", "mano")
