@@ -383,10 +383,15 @@ class _Walk:
                 if self.strict:
                     names = [c.name for c in snode.data_children()]
                     close = difflib.get_close_matches(local, names, n=1, cutoff=0.75)
-                    self.add(p, f"is not a field of SOL006 {ETSI_VERSION} here",
-                             f"did you mean {close[0]!r}?" if close else "remove it (write "
-                             "the document as OSM IM, with unqualified top-level keys, to use "
-                             "OSM's extensions)")
+                    if _generic(p) in OSM_EXTENSIONS:
+                        fix = ("it is an OSM IM extension: remove it, or write the document as "
+                               "OSM IM (unqualified top-level key) to use it")
+                    elif close:
+                        fix = f"did you mean {close[0]!r}?"
+                    else:
+                        fix = (f"remove it; the fields here are {', '.join(names[:10])}"
+                               + (", ..." if len(names) > 10 else ""))
+                    self.add(p, f"is not a field of SOL006 {ETSI_VERSION} here", fix)
                 else:
                     self.unknown.append(_generic(p))
                 continue

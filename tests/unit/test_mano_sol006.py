@@ -196,6 +196,85 @@ def test_the_samples_qualified_as_sol006_are_held_to_it():
                                    "vnfm-info, next to it)")
 
 
+def sol006_chain(kernel):
+    """The sample chain (OSM IM) rewritten as pure SOL006: one nfv container, every mandatory
+    field, boot-data for the Click configuration, memory in SOL006's 0.1 GB steps."""
+    nsd = sample("fw_chain_ns/fw_chain_nsd.yaml")["nsd"]["nsd"][0]
+    vnfds = [sample("firewall_vnf/firewall_vnfd.yaml")["vnfd"],
+             sample("forwarder_vnf/forwarder_vnfd.yaml")["vnfd"]]
+    digest = hashlib.sha256(kernel.read_bytes()).hexdigest()
+    for v in vnfds:
+        v["product-info-description"] = v.pop("description")
+        v.pop("mgmt-cp", None)
+        v.update({"software-version": "1.0", "vnfm-info": ["fluidvim"]})
+        v["virtual-compute-desc"][0]["virtual-memory"]["size"] = 0.1
+        for vdu in v["vdu"]:
+            vdu.pop("cloud-init-file")
+            vdu["boot-data"] = CLICK
+        for sw in v["sw-image-desc"]:
+            sw.update({"image": str(kernel), "min-disk": 0, "size": 1,
+                       "checksum": {"algorithm": "sha-256", "hash": digest}})
+        for df in v["df"]:
+            df["instantiation-level"] = [{"id": "default", "vdu-level": [
+                {"vdu-id": p["id"], "number-of-instances": 1} for p in df["vdu-profile"]]}]
+            none = {"parameter": [{"key": "none", "value": "none"}]}
+            df["lcm-operations-configuration"] = {"create-snapshot-vnf-op-config": none,
+                                                  "revert-to-snapshot-vnf-op-config": none}
+            for p in df["vdu-profile"]:
+                p["nfvi-maintenance-info"] = {"impact-notification-lead-time": 1}
+    nsd.pop("description")
+    for vl in nsd["virtual-link-desc"]:
+        vl.update({"connectivity-type": {"layer-protocol": ["ethernet"]}, "df": [{"id": "l2"}]})
+    df = nsd["df"][0]
+    df["virtual-link-profile"] = [{"id": vl["id"], "virtual-link-desc-id": vl["id"], "flavour-id":
+                                   "l2", "max-bitrate-requirements": {"root": 10 ** 9},
+                                   "min-bitrate-requirements": {"root": 0}}
+                                  for vl in nsd["virtual-link-desc"]]
+    df["ns-instantiation-level"] = [{"id": "default", "vnf-to-level-mapping": [
+        {"vnf-profile-id": p["id"], "number-of-instances": 1} for p in df["vnf-profile"]]}]
+    for p in df["vnf-profile"]:
+        p.update({"flavour-id": "default-df", "instantiation-level": "default"})
+    return {"nfv": {"vnfd": vnfds, "nsd": [nsd]}}
+
+
+def test_the_sample_chain_in_pure_sol006_validates_in_full_and_maps_the_same(tmp_path):
+    kernel = tmp_path / "vnf.elf"
+    kernel.write_bytes(b"\x7fELF fake")
+    doc = sol006_chain(kernel)
+    assert yang_problems(copy.deepcopy(doc)) == ([], [])
+    (tmp_path / "chain.yaml").write_text(yaml.safe_dump(doc))
+    plan, _, _ = d.plan_files(str(tmp_path / "chain.yaml"), [])
+    assert plan.networks == {"left": "fw-chain-left", "middle": "fw-chain-middle",
+                             "right": "fw-chain-right"}
+    fw, fwd = plan.units
+    assert (fw.service, fw.memory_mb, fw.kernel, fw.click_config) == (
+        "fw-chain-fw", 103, str(kernel), CLICK)                # 0.1 GB, rounded up
+    assert [(n.cpd, n.network) for n in fw.nics] == [("fw-inside", "left"),
+                                                     ("fw-outside", "middle")]
+    assert [(n.cpd, n.network) for n in fwd.nics] == [("fwd-west", "middle"),
+                                                      ("fwd-east", "right")]
+    assert fw.properties == {"slots": 64, "deadline_ms": 100.0, "max_queuing_delay_s": 5.0}
+    # SOL006 checks what fluidvim does not: the flavour-id of a vnf-profile must be a df of its
+    # VNFD -- fluidvim names it too, and its message is the one shown
+    doc["nfv"]["nsd"][0]["df"][0]["vnf-profile"][0]["flavour-id"] = "gold"
+    (tmp_path / "chain.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(d.DescriptorError) as e:
+        d.plan_files(str(tmp_path / "chain.yaml"), [])
+    (p,) = e.value.problems
+    assert p.path == "nsd.nsd[0].df[0].vnf-profile[0].flavour-id"
+    assert p.message == "'gold' is not one of the VNFD fluidvim-firewall-vnf df ids (default-df)"
+    # ... and what only SOL006 knows: a virtual-link-profile's flavour must be one of its VLD's
+    doc["nfv"]["nsd"][0]["df"][0]["vnf-profile"][0]["flavour-id"] = "default-df"
+    doc["nfv"]["nsd"][0]["df"][0]["virtual-link-profile"][1]["flavour-id"] = "l3"
+    (tmp_path / "chain.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(d.DescriptorError) as e:
+        d.plan_files(str(tmp_path / "chain.yaml"), [])
+    (p,) = e.value.problems
+    assert p.source.endswith("chain.yaml (nfv.nsd)")
+    assert p.path == "nsd.nsd[0].df[0].virtual-link-profile[1].flavour-id"
+    assert p.message.startswith("SOL006: 'l3' refers to nothing")
+
+
 @pytest.fixture
 def pkg(tmp_path):
     kernel = tmp_path / "vnf.elf"
