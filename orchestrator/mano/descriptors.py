@@ -546,7 +546,8 @@ def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
               "give the Click configuration once")
         return None
     if not given:
-        c.add(d.source, f"{path}.cloud-init-file", "the VDU has no day-0 configuration",
+        c.add(d.source, f"{path}.{'boot-data' if d.sol006 else 'cloud-init-file'}",
+              "the VDU has no day-0 configuration",
               "set cloud-init-file (a Click configuration in cloud_init/ next to the descriptor) "
               "or cloud-init (inline) in OSM IM, boot-data (inline) in SOL006")
         return None
