@@ -20,9 +20,9 @@ Two levels, chosen by what the document says it is:
 
 * **SOL006** -- a top-level key qualified with the module (``etsi-nfv-vnfd:vnfd``,
   ``etsi-nfv-nsd:nsd``) or the ``nfv`` container of ``etsi-nfv-descriptors``: every field must be
-  a SOL006 node with a value of its YANG type, then the documents together are validated in full
-  (mandatory nodes, list keys, leafrefs -- an NSD's references into its VNFDs too --, ``must``,
-  ``when``; yangson stops at the first violation of this stage).
+  a SOL006 node with a value of its YANG type, then the documents together are validated in full:
+  every missing mandatory node (:func:`missing_mandatory`), then list keys, leafrefs -- an NSD's
+  references into its VNFDs too --, ``must``, ``when`` (yangson stops at the first of these).
 * **OSM IM** -- ``vnfd:`` / ``nsd: {nsd: [...]}`` unqualified, as OSM (>= 9) writes them: OSM's
   information model is SOL006 augmented by OSM's own modules, and OSM's packages leave out nodes
   SOL006 marks mandatory (e.g. ``sw-image-desc`` with only ``id``/``name``/``image``). Every field
@@ -49,6 +49,8 @@ import tempfile
 from yangson import DataModel, exceptions as yex, schemanode as sn
 from yangson.datatype import Decimal64Type, IdentityrefType, IntegralType, LeafrefType, UnionType
 from yangson.enumerations import ContentType, ValidationScope
+from yangson.instvalue import ArrayValue, ObjectValue
+from yangson.schpattern import NotAllowed
 
 YANG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "yang")
 ETSI_DIR = os.path.join(YANG_DIR, "etsi")
@@ -428,12 +430,63 @@ _TAG_TEXT = {"missing-data": "is required",
              "unexpected-node": "is not allowed here"}
 
 
+_MANDATORY_FIX = ("add it: a document that claims SOL006 (a module-qualified top-level key) must "
+                  "have every mandatory field")
+
+
+def missing_mandatory(inst) -> list[tuple[tuple, str, str]]:
+    """Every mandatory node missing in the subtree ``inst`` ([(route, message, fix)]), where
+    yangson's validate() stops at the first: the same schema patterns (``when`` and choices
+    included), evaluated at each node without raising. yangson 1.7.4 internals (pinned)."""
+    out = []
+
+    def visit(node):
+        v = node.value
+        if isinstance(v, ArrayValue):
+            for i in range(len(v)):
+                visit(node[i])
+            return
+        if not isinstance(v, ObjectValue):
+            return
+        snode = node.schema_node
+        p = getattr(snode, "schema_pattern", None)
+        if p is not None:
+            p._eval_when(node)
+            for m in node:
+                p = p.deriv(m, ContentType.config)
+                if isinstance(p, NotAllowed):
+                    break                              # validate() reports that one
+            else:
+                if not p.nullable(ContentType.config):
+                    names = [str(n) for n in (p._mandatory_members(ContentType.config) or [])]
+                    plain = [n for n in names if not isinstance(
+                        getattr(snode.get_data_child(*_qname(n, snode)), "parent", None),
+                        sn.CaseNode)]
+                    for n in plain:
+                        out.append((tuple(node.path) + (n.rpartition(":")[2],), "is required",
+                                    _MANDATORY_FIX))
+                    rest = [n for n in names if n not in plain]
+                    if rest:
+                        out.append((tuple(node.path), "needs one of " + ", ".join(rest),
+                                    "add one: SOL006 makes this choice mandatory"))
+        for m in v:
+            visit(node[m])
+
+    visit(inst)
+    return out
+
+
+def _qname(name: str, snode) -> tuple[str, str]:
+    mod, _, local = name.rpartition(":")
+    return local, mod or snode.ns
+
+
 def validate_tree(entries: dict, which: list) -> list[tuple[int, tuple, str, str]]:
     """Full validation (mandatory nodes, keys, leafrefs, must, when) of the descriptors ``which``
     ([("vnfd"|"nsd"|"pnfd", index)]) inside one ``nfv`` tree that holds every descriptor given
     (``entries``: {"vnfd": [raw VNFD], "nsd": [raw NSD entry], ...}), so that references between
     them resolve. Returns [(position in ``which``, route in the tree, message, fix)]: the first
-    violation of each descriptor (yangson stops at the first)."""
+    violation of each descriptor (yangson stops at the first) after every missing mandatory node."""
     dm = data_model()
     tree = {f"{NFV}:nfv": {k: v for k, v in entries.items() if v}}
     try:
@@ -444,6 +497,12 @@ def validate_tree(entries: dict, which: list) -> list[tuple[int, tuple, str, str
     for pos, (kind, i) in enumerate(which):
         node = inst[f"{NFV}:nfv"][kind][i]
         try:
+            missing = missing_mandatory(node)
+        except Exception:                              # noqa: BLE001 - validate() still runs
+            missing = []
+        out += [(pos, route, f"{msg}", fix) for route, msg, fix in missing]
+        seen = {route for route, _m, _f in missing}
+        try:
             node.validate(ValidationScope.all, ContentType.config)
         except yex.ValidationError as e:
             route = tuple(e.instance.path)
@@ -451,10 +510,8 @@ def validate_tree(entries: dict, which: list) -> list[tuple[int, tuple, str, str
             text = _TAG_TEXT.get(e.tag, e.tag)
             names = [n.rpartition(":")[2] for n in re.findall(r"'([\w:.-]+)'", msg)]
             if e.tag == "missing-data" and names:
-                route = route + (names[0],)
-                also = f" (so are {', '.join(names[1:])}, next to it)" if names[1:] else ""
-                out.append((pos, route, text + also, "add it: a document that claims SOL006 (a "
-                            "module-qualified top-level key) must have every mandatory field"))
+                if route + (names[0],) not in seen and route not in seen:
+                    out.append((pos, route + (names[0],), text, _MANDATORY_FIX))
             elif e.tag == "instance-required":
                 out.append((pos, route, f"{e.instance.value!r} {text}"
                             + (f" ({msg})" if msg else ""),
