@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """NSD and VNFD import: OSM IM descriptors (SOL006-based, OSM >= 9) -> a fluidvim deployment plan.
 
-A VNFD file is ``vnfd: {...}``; an NSD file is ``nsd: {nsd: [{...}]}``. The subset fluidvim uses
-is checked with the JSON Schemas in ``schemas/`` and then for references between ids; every problem
-names the field by path (``vnfd.vdu[0].sw-image-desc``) and says how to fix it, and all of them are
-reported at once. Fields outside the subset are valid SOL006 that fluidvim does not act on: they are
-accepted and listed in the plan's warnings.
+A VNFD file is ``vnfd: {...}``; an NSD file is ``nsd: {nsd: [{...}]}`` (OSM IM); pure SOL006 is
+read too: ``etsi-nfv-vnfd:vnfd``, ``etsi-nfv-nsd:nsd`` or an ``nfv:`` container (:func:`split`).
+Each descriptor is first checked against ETSI's SOL006 YANG modules (:mod:`.sol006`: in full for a
+document that claims SOL006, structure and types for OSM IM); then the subset fluidvim uses is
+checked with the JSON Schemas in ``schemas/`` and for references between ids. Every problem names
+the field by path (``vnfd.vdu[0].sw-image-desc``) and says how to fix it, all of them are reported
+at once, and where fluidvim and SOL006 name the same field, fluidvim's message is the one kept.
+Fields outside the subset that fluidvim does not act on are accepted and listed in the plan's
+warnings.
 
 The mapping (etc/mano/README.md has the user's version):
 
