@@ -36,11 +36,18 @@ setup(
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
                   "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
+<<<<<<< HEAD
                   "fluidvim.orchestrator.mano": ["schemas/*.json"],
                   "fluidvim.orchestrator.osm": ["README.md"],
                   # alembic migrations ship with their packages (fluidvim-manage db sync)
                   **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
                      for p in ("vnf", "orchestrator", "evaluator")}},
+=======
+                  "fluidvim.orchestrator.mano": ["schemas/*.json", "yang/README.md",
+                                                 "yang/etsi/*.yang", "yang/etsi/LICENSE",
+                                                 "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
+                  "fluidvim.orchestrator.osm": ["README.md"]},
+>>>>>>> wt-yang
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
@@ -56,6 +63,9 @@ setup(
         "python-nomad==2.1.0",
         "PyYAML>=6.0",
         "jsonschema>=4.0",
+        # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
+        # elementpath 5, which pysaml2's xmlschema 2.x (keystone, [e2e]) does not allow
+        "yangson==1.7.4",
         "simpleeval==1.0.8",
         "sushy>=5.0",
         "topohub==1.5.1",

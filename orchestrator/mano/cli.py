@@ -18,8 +18,10 @@ EXAMPLES = """examples:
   fluidvim ns list
   fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps
   fluidvim ns rm chain1              # instances, networks and services go
---vnfd takes VNFD files or directories (every YAML with a top-level 'vnfd:' below them, e.g.
-an OSM package tree). The descriptor convention is in etc/mano/README.md.
+  fluidvim ns convert nfv-nsd.xml > nfv-nsd.yaml   # SOL006 XML -> the YAML fluidvim reads
+--vnfd takes VNFD files or directories (every YAML/JSON with a top-level 'vnfd:' or
+'etsi-nfv-vnfd:vnfd' below them, e.g. an OSM package tree). Descriptors are checked against
+ETSI's SOL006 YANG modules first. The descriptor convention is in etc/mano/README.md.
 """
 
 
@@ -61,6 +63,29 @@ def cmd_ns_validate(args):
         return 2
     plan = res[0].to_dict()
     _out(args, plan, print_plan)
+    return 0
+
+
+def cmd_ns_convert(args):
+    import json
+
+    import yaml
+
+    from fluidvim.orchestrator.mano import sol006
+
+    try:
+        key, raw = sol006.xml_to_raw(args.file)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"fluidvim: error: {args.file}: {e}", file=sys.stderr)
+        return 2
+    doc = {key: raw}
+    text = (json.dumps(doc, indent=2) + "\n" if args.json
+            else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -140,7 +165,8 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     nsub = ns.add_subparsers(dest="ns_command", required=True)
 
     def descriptor_args(p):
-        p.add_argument("nsd", help="the NSD file (nsd: {nsd: [...]})")
+        p.add_argument("nsd", help="the NSD file (nsd: {nsd: [...]}, etsi-nfv-nsd:nsd or an "
+                       "nfv: container, which may hold the VNFDs too)")
         p.add_argument("--vnfd", action="append", metavar="FILE|DIR",
                        help="a VNFD file, or a directory of VNF packages (repeat)")
         p.add_argument("--name", help="name of the network service (default: the NSD id)")
@@ -151,6 +177,13 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
                                         formatter_class=fmt, epilog=EXAMPLES))
     v.add_argument("--json", action="store_true", help="print JSON")
     v.set_defaults(func=cmd_ns_validate)
+    cv = nsub.add_parser("convert", help="a SOL006 XML document (e.g. ETSI's example data) as "
+                         "the YAML (or JSON, RFC 7951) that fluidvim reads", formatter_class=fmt,
+                         epilog=EXAMPLES)
+    cv.add_argument("file", help="XML of etsi-nfv-vnfd / etsi-nfv-nsd / etsi-nfv-descriptors")
+    cv.add_argument("--json", action="store_true", help="write JSON instead of YAML")
+    cv.add_argument("-o", "--output", help="write to this file instead of stdout")
+    cv.set_defaults(func=cmd_ns_convert)
     d = common(descriptor_args(nsub.add_parser("deploy", help="deploy a network service",
                                                formatter_class=fmt, epilog=EXAMPLES)))
     d.add_argument("--zone", help="zone to deploy in (default: the local zone)")

@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """NSD and VNFD import: OSM IM descriptors (SOL006-based, OSM >= 9) -> a fluidvim deployment plan.
 
-A VNFD file is ``vnfd: {...}``; an NSD file is ``nsd: {nsd: [{...}]}``. The subset fluidvim uses
-is checked with the JSON Schemas in ``schemas/`` and then for references between ids; every problem
-names the field by path (``vnfd.vdu[0].sw-image-desc``) and says how to fix it, and all of them are
-reported at once. Fields outside the subset are valid SOL006 that fluidvim does not act on: they are
-accepted and listed in the plan's warnings.
+A VNFD file is ``vnfd: {...}``; an NSD file is ``nsd: {nsd: [{...}]}`` (OSM IM); pure SOL006 is
+read too: ``etsi-nfv-vnfd:vnfd``, ``etsi-nfv-nsd:nsd`` or an ``nfv:`` container (:func:`split`).
+Each descriptor is first checked against ETSI's SOL006 YANG modules (:mod:`.sol006`: in full for a
+document that claims SOL006, structure and types for OSM IM); then the subset fluidvim uses is
+checked with the JSON Schemas in ``schemas/`` and for references between ids. Every problem names
+the field by path (``vnfd.vdu[0].sw-image-desc``) and says how to fix it, all of them are reported
+at once, and where fluidvim and SOL006 name the same field, fluidvim's message is the one kept.
+Fields outside the subset that fluidvim does not act on are accepted and listed in the plan's
+warnings.
 
 The mapping (etc/mano/README.md has the user's version):
 
@@ -44,6 +48,8 @@ import re
 
 import jsonschema
 import yaml
+
+from . import sol006
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
@@ -139,6 +145,7 @@ class Document:
     base_dir: str | None = None
     files: dict = dataclasses.field(default_factory=dict)
     offline: bool = False                  # True: `files` is all there is
+    sol006: bool = False                   # claims SOL006 (set by split(), never sent)
 
     def read(self, rel: str) -> str | None:
         if rel in self.files:
@@ -187,17 +194,18 @@ def load(path: str) -> Document:
 
 
 def load_vnfds(paths) -> list[Document]:
-    """VNFD files; a directory contributes every *.yaml / *.yml under it whose top key is ``vnfd``
-    (an OSM package tree: one folder per package)."""
+    """VNFD files; a directory contributes every *.yaml / *.yml / *.json under it whose top key is
+    ``vnfd`` (an OSM package tree: one folder per package), ``etsi-nfv-vnfd:vnfd`` or an ``nfv``
+    container with VNFDs."""
     out = []
     for p in paths:
         if os.path.isdir(p):
             found = []
             for root, _dirs, names in sorted(os.walk(p)):
                 for n in sorted(names):
-                    if n.endswith((".yaml", ".yml")):
+                    if n.endswith((".yaml", ".yml", ".json")):
                         d = load(os.path.join(root, n))
-                        if isinstance(d.doc, dict) and "vnfd" in d.doc:
+                        if any(k == "vnfd" for k, _ in _kinds(d.doc)):
                             found.append(d)
             if not found:
                 raise DescriptorError([Problem(p, "--vnfd", "no VNFD (a YAML file with a top-level "
@@ -206,6 +214,46 @@ def load_vnfds(paths) -> list[Document]:
         else:
             out.append(load(p))
     return out
+
+
+def _kinds(doc) -> list[tuple[str | None, bool]]:
+    """[(kind, claims SOL006)] of the descriptors in a file: ``vnfd:`` / ``nsd:`` (OSM IM),
+    ``etsi-nfv-vnfd:vnfd`` / ``etsi-nfv-nsd:nsd`` (SOL006, RFC 7951 names) or an ``nfv:``
+    (``etsi-nfv-descriptors:nfv``) container with lists ``vnfd`` and ``nsd``."""
+    if not isinstance(doc, dict) or len(doc) != 1:
+        return [(None, False)]
+    key, body = next(iter(doc.items()))
+    kind, strict = sol006.TOP_KEYS.get(key, (None, False))
+    if kind != "nfv":
+        return [(kind, strict)]
+    if not isinstance(body, dict):
+        return [(None, False)]
+    return ([("vnfd", True)] * len(body.get("vnfd") or [])
+            + [("pnfd", True)] * len(body.get("pnfd") or [])
+            + [("nsd", True)] * (1 if body.get("nsd") else 0))
+
+
+def split(d: Document) -> list[tuple[str | None, Document]]:
+    """[(kind, Document in the unqualified form fluidvim maps)] for one file. A file of another
+    shape is returned as it is (kind None) for the checks to name what is wrong."""
+    doc = d.doc
+    kinds = _kinds(doc)
+    if kinds == [(None, False)]:
+        return [(None, d)]
+    key, body = next(iter(doc.items()))
+
+    def part(kind, value, strict, label=None):
+        return kind, dataclasses.replace(d, doc={kind: value}, sol006=strict,
+                                         source=d.source + (f" ({label})" if label else ""))
+
+    if sol006.TOP_KEYS[key][0] != "nfv":
+        kind, strict = kinds[0]
+        return [part(kind, body, strict)]
+    out = [part(kind, v, True, f"{key}.{kind}[{i}]") for kind in ("vnfd", "pnfd")
+           for i, v in enumerate(body.get(kind) or [])]
+    if body.get("nsd"):
+        out.append(part("nsd", {"nsd": body["nsd"]}, True, f"{key}.nsd"))
+    return out or [(None, d)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -320,13 +368,86 @@ class Plan:
                 "warnings": list(self.warnings)}
 
 
+def _overlap(a: str, b: str) -> bool:
+    """One path is the other or inside it (vnfd.ext-cpd[0].int-cpd / ...int-cpd.cpd)."""
+    return a == b or b.startswith((a + ".", a + "[")) or a.startswith((b + ".", b + "["))
+
+
 class _Checker:
     def __init__(self):
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
+        self.yang: list[Problem] = []          # SOL006 YANG violations
+        self.raw: dict = {}                    # id(Document) -> its RFC 7951 body (YANG checked)
 
     def add(self, source, path, message, fix=""):
         self.problems.append(Problem(source, path, message, fix))
+
+    def merged(self) -> list[Problem]:
+        """fluidvim's problems, then the YANG violations it did not name itself: where both
+        catch the same field, fluidvim's message (which says what fluidvim needs) wins."""
+        out = list(self.problems)
+        for y in self.yang:
+            if not any(p.source == y.source and _overlap(p.path, y.path) for p in self.problems):
+                out.append(y)
+        return out
+
+    def yang_check(self, d: Document, kind: str) -> None:
+        """The document's structure and types against ETSI's SOL006 YANG (sol006.check_document);
+        an OSM IM document's fields that are neither SOL006 nor OSM IM become a warning."""
+        body = d.doc[kind]
+        try:
+            probs, unknown, raw, numbers = sol006.check_document(kind, body, d.sol006, kind)
+        except Exception as e:                         # noqa: BLE001 - never hide the mapping
+            self.warnings.append(f"{d.source}: SOL006 YANG check failed: {e}")
+            return
+        for path, message, fix in probs:
+            self.yang.append(Problem(d.source, path, f"SOL006: {message}", fix))
+        if unknown:
+            self.warnings.append(f"{d.source}: not in SOL006 {sol006.ETSI_VERSION} nor a known "
+                                 f"OSM IM extension: {', '.join(unknown)}")
+        if not probs and raw is not None:
+            self.raw[id(d)] = raw
+        for parts, number in numbers:              # "4.0" (RFC 7951 decimal64) -> 4.0
+            node = d.doc
+            for p in parts[:-1]:
+                node = node[p]
+            node[parts[-1]] = number
+
+    def yang_tree(self, nsd: Document | None, vnfds: list, pnfds: list = ()) -> None:
+        """Full SOL006 validation of the documents that claim SOL006, together with every
+        descriptor given (an NSD's references into its VNFDs resolve)."""
+        strict = [d for d in [*vnfds, *pnfds, nsd] if d is not None and d.sol006]
+        if not strict or any(id(d) not in self.raw for d in strict):
+            return                                     # structure/type problems come first
+        entries, where, which = {"vnfd": [], "pnfd": [], "nsd": []}, {}, []
+        for kind, docs in (("vnfd", vnfds), ("pnfd", pnfds)):
+            ids = set()
+            for d in docs:
+                raw = self.raw.get(id(d))
+                if raw is None or raw.get("id") in ids:
+                    continue
+                ids.add(raw.get("id"))
+                where[(kind, len(entries[kind]))] = (d, kind, 0)
+                entries[kind].append(raw)
+        if nsd is not None and id(nsd) in self.raw:
+            for k, e in enumerate(self.raw[id(nsd)].get("nsd") or []):
+                where[("nsd", k)] = (nsd, "nsd.nsd", k)
+                entries["nsd"].append(e)
+        for key, (d, _p, _k) in where.items():
+            if d.sol006:
+                which.append(key)
+        try:
+            found = sol006.validate_tree(entries, which)
+        except Exception as e:                         # noqa: BLE001
+            self.warnings.append(f"SOL006 YANG validation failed: {e}")
+            return
+        for pos, route, message, fix in found:
+            d, prefix, k = where[which[pos]]
+            rest = list(route[3:])
+            path = fmt_path([prefix, *rest]) if prefix != "nsd.nsd" else \
+                fmt_path(["nsd", "nsd", k, *rest])
+            self.yang.append(Problem(d.source, path, f"SOL006: {message}", fix))
 
     def ids(self, source, items, path, what) -> dict:
         """{id: index}; duplicates are problems."""
@@ -388,6 +509,11 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
         c.add(d.source, f"{path}.image", "the image is missing",
               "give the VNF kernel: a file path (local/Nomad zones) or a Glance image name (Nova)")
         return "", False
+    if re.match(r"[a-z][a-z0-9+.-]*://", str(ref)):
+        c.add(d.source, f"{path}.{'image' if sw.get('image') else 'name'}", f"{ref!r} is a URL: "
+              "fluidvim does not download images",
+              "give the kernel file's path (local/Nomad zones) or a Glance image name (Nova)")
+        return ref, False
     pathlike = "/" in ref or ref.startswith(".") or ref.endswith(".elf")
     full = ref if os.path.isabs(ref) else os.path.normpath(os.path.join(d.base_dir or ".", ref))
     is_file = os.path.isfile(full)
@@ -401,7 +527,7 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
         return ref, False                              # an image name (Glance)
     ck = sw.get("checksum")
     if isinstance(ck, dict) and ck.get("algorithm") and ck.get("hash"):
-        algo = CHECKSUMS.get(str(ck["algorithm"]).lower())
+        algo = CHECKSUMS.get(str(ck["algorithm"]).rpartition(":")[2].lower())  # nfv:sha-256
         if algo is None:
             c.add(d.source, f"{path}.checksum.algorithm", f"unsupported algorithm "
                   f"{ck['algorithm']!r}", "use sha-256, sha-512 or md5")
@@ -424,9 +550,10 @@ def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
               "give the Click configuration once")
         return None
     if not given:
-        c.add(d.source, f"{path}.cloud-init-file", "the VDU has no day-0 configuration",
+        c.add(d.source, f"{path}.{'boot-data' if d.sol006 else 'cloud-init-file'}",
+              "the VDU has no day-0 configuration",
               "set cloud-init-file (a Click configuration in cloud_init/ next to the descriptor) "
-              "or cloud-init (inline)")
+              "or cloud-init (inline) in OSM IM, boot-data (inline) in SOL006")
         return None
     key = given[0]
     if key != "cloud-init-file":
@@ -473,6 +600,8 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
               "rewrite it in the SOL006-based format: a top-level 'vnfd:' with vdu, "
               "sw-image-desc, virtual-compute-desc, ext-cpd, df")
         return None
+    if isinstance(doc, dict) and "vnfd" in doc:
+        c.yang_check(d, "vnfd")
     probs = _schema_problems(doc, "vnfd", src)
     if probs:
         c.problems += probs
@@ -601,6 +730,14 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
 def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) -> Plan:
     """Validate the NSD and VNFDs together and map them; DescriptorError lists every problem."""
     c = _Checker()
+    given = [p for d in vnfds for p in split(d)]
+    parts = split(nsd)
+    nsds = [x for kind, x in parts if kind == "nsd"]
+    if nsds:                                   # an nfv container may hold the VNFDs too
+        given = [p for p in parts if p[0] in ("vnfd", "pnfd")] + given
+    vnfds = [x for kind, x in given if kind in ("vnfd", None)]
+    pnfds = [x for kind, x in given if kind == "pnfd"]   # only for SOL006 references
+    nsd = nsds[0] if nsds else parts[0][1]     # else the checks below say what it is
     src = nsd.source
     doc = nsd.doc
     if isinstance(doc, dict) and ("nsd:nsd-catalog" in doc or "nsd-catalog" in doc):
@@ -610,6 +747,10 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
     if isinstance(doc, dict) and "vnfd" in doc and "nsd" not in doc:
         raise DescriptorError([Problem(src, "nsd", "this file is a VNFD, not an NSD",
                                        "give the NSD first and the VNFD with --vnfd")])
+    if isinstance(doc, dict) and isinstance(doc.get("nsd"), dict):
+        c.yang_check(nsd, "nsd")
+    for x in pnfds:
+        c.yang_check(x, "pnfd")
     c.problems += _schema_problems(doc, "nsd", src)
     known = {}
     for d in vnfds:
@@ -620,8 +761,9 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
             c.add(d.source, "vnfd.id", f"VNFD {m.id!r} is also given by {known[m.id].doc.source}",
                   "give each VNFD once")
         known[m.id] = m
+    c.yang_tree(nsd, vnfds, pnfds)
     if c.problems:
-        raise DescriptorError(c.problems)
+        raise DescriptorError(c.merged())
     ns = doc["nsd"]["nsd"][0]
     if len(doc["nsd"]["nsd"]) > 1:
         c.warnings.append(f"{src}: {len(doc['nsd']['nsd'])} NSDs in the file: "
@@ -636,7 +778,7 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
         c.add(src, "name" if name != ns["id"] else f"{base}.id",
               f"{name!r} cannot name the network service",
               "use 1-40 letters, digits, '_' or '-' (give --name to choose another name)")
-        raise DescriptorError(c.problems)
+        raise DescriptorError(c.merged())
     for i, vid in enumerate(ns["vnfd-id"]):
         if vid not in known:
             c.add(src, f"{base}.vnfd-id[{i}]", f"no VNFD with id {vid!r} was given "
@@ -749,8 +891,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
     for s in {s for s in services if services.count(s) > 1}:
         c.add(src, f"{base}.df[0].vnf-profile", f"two VNF profiles/VDUs map to service {s!r}",
               "rename a vnf-profile")
-    if c.problems:
-        raise DescriptorError(c.problems)
+    if c.problems or c.yang:
+        raise DescriptorError(c.merged())
     return Plan(name=name, nsd=ns["id"], df=df["id"], vnfds=list(known), networks=networks,
                 units=units, warnings=c.warnings)
 
