@@ -36,18 +36,13 @@ setup(
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
     package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
                   "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
-<<<<<<< HEAD
-                  "fluidvim.orchestrator.mano": ["schemas/*.json"],
+                  "fluidvim.orchestrator.mano": ["schemas/*.json", "yang/README.md",
+                                                 "yang/etsi/*.yang", "yang/etsi/LICENSE",
+                                                 "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
                   "fluidvim.orchestrator.osm": ["README.md"],
                   # alembic migrations ship with their packages (fluidvim-manage db sync)
                   **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
                      for p in ("vnf", "orchestrator", "evaluator")}},
-=======
-                  "fluidvim.orchestrator.mano": ["schemas/*.json", "yang/README.md",
-                                                 "yang/etsi/*.yang", "yang/etsi/LICENSE",
-                                                 "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
-                  "fluidvim.orchestrator.osm": ["README.md"]},
->>>>>>> wt-yang
     install_requires=[
         "oslo.config>=9.0",
         "oslo.log>=5.0",
