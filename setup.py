@@ -72,7 +72,10 @@ setup(
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
-                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts"],
+                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts",
+                             "fluidvim.nova_driver = fluidvim.nova_driver.conf:list_opts"],
+        # nova-api validates flavor extra specs of the fluidvim: namespace (microversion 2.86+)
+        "nova.api.extra_spec_validators": ["fluidvim = fluidvim.nova_driver.extra_specs"],
         # OSM RO finds VIM type X as entry point "rovim_X" of this group
         "osm_rovim.plugins": ["rovim_fluidvim = "
                               "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],
