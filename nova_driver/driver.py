@@ -57,6 +57,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
+import fluidvim
 from fluidvim.nova_driver import (
     conf as fconf,
     extra_specs as fextra,
@@ -86,7 +87,7 @@ MAX_VNF_MEMORY_MB = 4096
 SYSMETA_MAX = 255                         # Nova's system_metadata value length
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
 ELF_MAGIC = b"\x7fELF"
-VERSION = "0.1.0"
+VERSION = fluidvim.__version__
 
 
 def _ms(t0: float) -> float:
