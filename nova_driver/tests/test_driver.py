@@ -302,6 +302,14 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertIn("user_data has 2 Click configuration parts", str(exc))
         self.assertEqual([], self.driver.manager.store.list())
 
+    def test_too_long_user_data_config_is_refused_before_launch(self):
+        long = "// padding\n" * 700 + "FromDevice(0) -> ToDevice(1);\n"
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn,
+                                self._instance(user_data=_b64(long)))
+        self.assertIn("the Click configuration from user_data: click_config: 7730 bytes, longer "
+                      "than 7000 bytes", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+
     def test_unknown_or_bad_fluidvim_extra_specs_abort_the_build(self):
         for specs, why in [({"fluidvim:slotz": "4"}, "unknown flavor extra spec fluidvim:slotz"),
                            ({"fluidvim:nics": "9"}, "'9' is greater than the max value of '4'"),
@@ -505,6 +513,18 @@ class WarmNeutronPortsTestCase(DriverTestBase):
         self.assertEqual(1, mgr.store.count_pool(key, ("pool",)))
         self.driver.destroy(self.ctx, inst, vifs)
         self.assertEqual([], self._existing(devnames))
+
+    def test_too_long_config_does_not_take_the_shell(self):
+        mgr = self.driver.manager
+        key = mgr.pool_key(fdriver.CONF.vnf.backend, fdriver.CONF.vnf.memory_mb, 1,
+                           fdriver.CONF.vnf.pool_nics)
+        self.assertTrue(mgr.wait_pool(key, 1, timeout=60), "the pool did not fill")
+        shell = mgr.store.list(statuses=("pool",))[0]
+        long = "// padding\n" * 700 + "FromDevice(0) -> ToDevice(1);\n"
+        self.assertRaises(exception.BuildAbortException, self._spawn,
+                          self._instance(user_data=_b64(long)))
+        self.assertEqual([shell.id], [r.id for r in mgr.store.list(statuses=("pool",))])
+        self.assertEqual([], mgr.store.list(statuses=("booting", "running", "crashed")))
 
     def test_vifs_of_another_shape_boot_cold(self):
         mgr = self.driver.manager
