@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """fluidvim: a VIM extension for unikernel network functions (Nova, Nomad, NFV MANO)."""
 
+import re
+
 from setuptools import setup
 
 # The source tree follows the project layout (vnf/, orchestrator/, ...); installed, each directory
@@ -9,23 +11,74 @@ from setuptools import setup
 PACKAGE_DIRS = {
     "fluidvim": "fluidvim",
     "fluidvim.vnf": "vnf",
-    "fluidvim.vnf.migrations": "vnf/migrations",
     "fluidvim.orchestrator": "orchestrator",
-    "fluidvim.orchestrator.migrations": "orchestrator/migrations",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.evaluator": "evaluator",
-    "fluidvim.evaluator.migrations": "evaluator/migrations",
     "fluidvim.nova_driver": "nova_driver",
 }
 # `[DEFAULT] compute_driver = fluidvim.UnikernelDriver`: Nova imports nova.virt.<compute_driver>,
 # so ship that one sub-package (and nothing else under nova/: nova itself owns nova/__init__.py).
 SHIM_DIRS = {"nova.virt.fluidvim": "nova_shim/nova/virt/fluidvim"}
 
+# The one version source: fluidvim/__init__.py (read, not imported: nothing is installed yet).
+with open("fluidvim/__init__.py", encoding="utf-8") as _f:
+    VERSION = re.search(r'^__version__ = "([^"]+)"', _f.read(), re.M).group(1)
+
+# Ranges here; the exact set CI and `make` install is constraints.txt
+# (pip install -c constraints.txt -e .[...]).
+# The core: the VNF launch core and the `fluidvim vnf` CLI (and what the Nova driver needs
+# beyond Nova itself). A nova-compute installs `fluidvim[nova]`, an OSM RO container
+# `fluidvim[osm]`, the orchestrator's host `fluidvim[orchestrator]`.
+CORE = [
+    "oslo.config>=9.0",
+    "oslo.log>=5.0",
+    "pyroute2>=0.9.7,<0.10",
+    "qemu.qmp>=0.0.6,<0.1",
+    "SQLAlchemy>=2.0,<2.2",
+    "alembic>=1.13",                # schema migrations (fluidvim-manage db sync)
+]
+# the OSM RO VIM-connector plugin: RPC to the orchestrator, YAML descriptors
+OSM = ["oslo.messaging>=14.0", "PyYAML>=6.0"]
+ORCHESTRATOR = OSM + [
+    "jsonschema>=4.0",              # MANO descriptors
+    # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
+    # elementpath 5, which pysaml2's xmlschema 2.x (keystone, [e2e]) does not allow
+    "yangson>=1.7.4,<1.7.5",
+    "simpleeval>=1.0.8",            # evaluator formulas
+    "openstacksdk>=4.0",            # Nova zones
+    "python-nomad>=2.1.0",          # Nomad zones (with requests, used directly)
+    "requests>=2.28",
+    "sushy>=5.0",                   # Redfish power readings
+]
+# `fluidvim demo` (orchestrator, plots, progress bars) and bench/
+DEMO = ORCHESTRATOR + ["matplotlib>=3.7", "tqdm>=4.66"]
+# libvirt-python must match the host's libvirt (Debian bookworm: 9.0; constraints.txt pins it)
+LIBVIRT = ["libvirt-python>=9.0"]
+EXTRAS = {
+    "libvirt": LIBVIRT,
+    # a PostgreSQL server for the orchestrator's database (postgresql+psycopg2://...)
+    "postgresql": ["psycopg2-binary>=2.9"],
+    # the compute driver, the extra-spec validators (nova-api) and the weighers (scheduler);
+    # on a Nova host nova is there already
+    "nova": ["nova>=34.0.0"],
+    "osm": OSM,
+    "orchestrator": ORCHESTRATOR,
+    "demo": DEMO,
+    # what Nova's own test fixtures need (nova_driver/tests)
+    "nova-test": ["openstack-placement>=16.0.0", "testtools>=2.9", "oslotest>=6.1",
+                  "requests-mock>=1.12", "ddt>=1.7", "wsgi_intercept>=1.13", "osprofiler>=4.4"],
+    # the end-to-end Nova script: real services and the unmodified `openstack` CLI
+    "e2e": ["python-openstackclient>=10.5.0", "glance>=33.0.0", "keystone>=30.0.0"],
+    # tests/unit, tests/integration and the benchmarks: every runtime dependency
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "oslo.db>=15.0",
+             "psycopg2-binary>=2.9"] + DEMO + LIBVIRT,
+}
+
 setup(
     name="fluidvim",
-    version="0.1.0",
+    version=VERSION,
     description="Unikernel VNFs for OpenStack Nova and HashiCorp Nomad, with a slot-aware "
                 "orchestrator",
     long_description=open("README.md", encoding="utf-8").read(),
@@ -43,42 +96,8 @@ setup(
                   # alembic migrations ship with their packages (fluidvim-manage db sync)
                   **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
                      for p in ("vnf", "orchestrator", "evaluator")}},
-    install_requires=[
-        "oslo.config>=9.0",
-        "oslo.log>=5.0",
-        "pyroute2==0.9.7",
-        "qemu.qmp==0.0.6",
-        "SQLAlchemy>=2.0,<2.2",
-        "alembic>=1.13",           # schema migrations (fluidvim-manage db sync)
-        "matplotlib>=3.7",
-        "tqdm>=4.66",
-        # orchestrator / evaluator / MANO
-        "oslo.messaging>=14.0",
-        "openstacksdk>=4.0",
-        "python-nomad==2.1.0",
-        "PyYAML>=6.0",
-        "jsonschema>=4.0",
-        # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
-        # elementpath 5, which pysaml2's xmlschema 2.x (keystone, [e2e]) does not allow
-        "yangson==1.7.4",
-        "simpleeval==1.0.8",
-        "sushy>=5.0",
-        "topohub==1.5.1",
-    ],
-    extras_require={
-        # libvirt-python must match the host's libvirt (Debian bookworm: 9.0)
-        "libvirt": ["libvirt-python==9.0.0"],
-        # a PostgreSQL server for the orchestrator's database (postgresql+psycopg2://...)
-        "postgresql": ["psycopg2-binary>=2.9"],
-        "nova": ["nova==34.0.0", "openstack-placement==16.0.0"],
-        # what Nova's own test fixtures need (nova_driver/tests)
-        "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
-                      "ddt==1.7.2", "wsgi_intercept==1.13.1", "osprofiler==4.4.0"],
-        # the end-to-end Nova script: real services and the unmodified `openstack` CLI
-        "e2e": ["python-openstackclient==10.5.0", "glance==33.0.0", "keystone==30.0.0"],
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0",
-                 "python-nomad==2.1.0", "oslo.db>=15.0", "psycopg2-binary>=2.9"],
-    },
+    install_requires=CORE,
+    extras_require=EXTRAS,
     entry_points={
         "console_scripts": ["fluidvim = fluidvim.cli:main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
@@ -87,7 +106,10 @@ setup(
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
-                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts"],
+                             "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts",
+                             "fluidvim.nova_driver = fluidvim.nova_driver.conf:list_opts"],
+        # nova-api validates flavor extra specs of the fluidvim: namespace (microversion 2.86+)
+        "nova.api.extra_spec_validators": ["fluidvim = fluidvim.nova_driver.extra_specs"],
         # OSM RO finds VIM type X as entry point "rovim_X" of this group
         "osm_rovim.plugins": ["rovim_fluidvim = "
                               "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],

@@ -124,12 +124,33 @@ def cmd_vnf_console(args):
     sys.stdout.write(mgr.backend(rec.backend).console_output(rec.spec))
 
 
+class _Progress:
+    """A one-line progress count for installs without tqdm (the core has no such dependency)."""
+
+    def __init__(self, total, desc, unit):
+        self.n, self.total, self.desc, self.unit = 0, total, desc, unit
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.write("\n")
+
+    def update(self, n=1):
+        self.n += n
+        sys.stderr.write(f"\r{self.desc}: {self.n}/{self.total} {self.unit}(s)")
+        sys.stderr.flush()
+
+
 def cmd_pool(args):
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm as progress
+    except ImportError:                 # the core install: `pip install fluidvim` has no tqdm
+        progress = _Progress
 
     mgr = _manager(args)
     if args.action == "fill":
-        with tqdm(total=args.count, desc="booting shells", unit="shell") as bar:
+        with progress(total=args.count, desc="booting shells", unit="shell") as bar:
             bar.update(mgr.store.count_pool(mgr.pool_key(
                 mgr.backend().name, mgr.conf.vnf.memory_mb, 1, args.nics)))
             mgr.fill_pool(args.count, nics=args.nics, progress=bar.update)
@@ -159,7 +180,11 @@ def cmd_status(args):
 
 
 def cmd_demo(args):
-    from fluidvim import demo
+    try:
+        from fluidvim import demo
+    except ImportError as e:
+        raise SystemExit(f"fluidvim demo needs the demo extra (pip install 'fluidvim[demo]'): "
+                         f"{e}") from None
 
     return demo.run(args)
 

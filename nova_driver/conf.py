@@ -26,9 +26,10 @@ driver_opts = [
                     "VNFs of [vnf] memory_mb as fit in the host's memory, times [vnf] "
                     "session_slots."),
     cfg.StrOpt("default_click_config", default=DEFAULT_CLICK_CONFIG,
-               help="Click configuration for servers whose image (property "
-                    "fluidvim_click_config) and flavor (extra spec fluidvim:click_config) give "
-                    "none. The default is a bump in the wire between NIC 0 and NIC 1 (a server "
+               help="Click configuration for servers whose user_data (plain Click text or a "
+                    "#click-config part), flavor (extra spec fluidvim:click_config) and image "
+                    "(property fluidvim_click_config) give none, in that order. The default "
+                    "is a bump in the wire between NIC 0 and NIC 1 (a server "
                     "with a single NIC then reflects frames with EtherMirror instead)."),
     cfg.IntOpt("default_nics", default=2, min=1, max=4,
                help="NICs of a VNF whose server has no VIF (``--nic none``) and whose flavor "

@@ -21,7 +21,14 @@ flavor extra spec                image property                       meaning
 ``fluidvim:backend``                                                  qemu or libvirt
 ===============================  ===================================  =========================
 
-The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. Memory and vCPUs are
+The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. The server's
+``user_data`` (day-0 configuration from Heat, Tacker, OSM, ``openstack server create --user-data``)
+wins over all of them for the Click configuration when it holds one: plain Click text, or the
+``#click-config`` / ``text/x-click-config`` part of a MIME multi-part (cloud-config and script
+parts are ignored with a log line; :mod:`~fluidvim.nova_driver.userdata`). A configuration the VNF
+rejects aborts the build with the server's fault naming its source, line and column. Unknown
+``fluidvim:*`` extra specs or bad values fail the build too (the rules nova-api applies at
+microversion 2.86+: :mod:`~fluidvim.nova_driver.extra_specs`). Memory and vCPUs are
 the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC and
 their port's devname as tap name; a server without VIFs (``--nic none``) gets unplugged NICs.
 With ``[vnf] pool_size`` > 0 a server is a warm launch when a shell of its shape is ready: flavor
@@ -50,7 +57,14 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
-from fluidvim.nova_driver import conf as fconf, slots as fslots, vifs as vifmod
+import fluidvim
+from fluidvim.nova_driver import (
+    conf as fconf,
+    extra_specs as fextra,
+    slots as fslots,
+    userdata,
+    vifs as vifmod,
+)
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
 from fluidvim.vnf.control import ControlError
@@ -73,7 +87,7 @@ MAX_VNF_MEMORY_MB = 4096
 SYSMETA_MAX = 255                         # Nova's system_metadata value length
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
 ELF_MAGIC = b"\x7fELF"
-VERSION = "0.1.0"
+VERSION = fluidvim.__version__
 
 
 def _ms(t0: float) -> float:
@@ -362,18 +376,29 @@ class UnikernelDriver(driver.ComputeDriver):
         return res
 
     def _launch(self, instance, kernel, args):
+        args = dict(args)
+        source = args.pop("config_source", None) or "the server"
         try:
             return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
         except ControlError as e:
-            if e.code == "config":
-                what = e.field or "its Click configuration"     # e.g. macs[1]: a port's MAC
+            if e.code == "config" and e.field:          # e.g. macs[1]: a port's MAC
                 raise exception.BuildAbortException(
                     instance_uuid=instance.uuid,
-                    reason=f"the VNF rejected {what}: {e}") from e
+                    reason=f"the VNF rejected {e.field}: {e}") from e
+            if e.code == "config":
+                # where first: Nova keeps 255 characters of the fault message
+                where = f" at line {e.line}, column {e.col}" if e.line else ""
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason=f"the VNF rejected the Click configuration from {source}{where}: "
+                           f"{e.message}") from e
             raise exception.InstanceDeployFailure(reason=str(e)) from e
         except specmod.SpecError as e:
+            reason = str(e)
+            if e.field == "click_config":
+                reason = f"the Click configuration from {source}: {e}"
             raise exception.BuildAbortException(instance_uuid=instance.uuid,
-                                                reason=str(e)) from e
+                                                reason=reason) from e
         except backends.LaunchError as e:
             raise exception.InstanceDeployFailure(reason=str(e)) from e
 
@@ -407,7 +432,11 @@ class UnikernelDriver(driver.ComputeDriver):
                     instance_uuid=instance.uuid, reason=f"{what} must be an integer, "
                     f"not {value!r}") from None
 
-        config = pick(["fluidvim:click_config"], "fluidvim_click_config")
+        problems = fextra.check(specs)
+        if problems:
+            raise exception.BuildAbortException(instance_uuid=instance.uuid,
+                                                reason="; ".join(problems))
+        config, source = self._click_config(instance, specs, props)
         slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
                             "fluidvim_session_slots"), "session slots")
         nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
@@ -422,15 +451,37 @@ class UnikernelDriver(driver.ComputeDriver):
             bridges, macs, taps = bridges + [None] * extra, macs + [None] * extra, \
                 taps + [None] * extra
         if not config:
-            config = CONF.fluidvim.default_click_config
+            config, source = CONF.fluidvim.default_click_config, "[fluidvim] default_click_config"
             if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
                 config = fconf.ONE_NIC_CLICK_CONFIG
         warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
-        return dict(config=config, bridges=bridges, macs=macs if any(macs) else None,
+        return dict(config=config, config_source=source, bridges=bridges, macs=macs if any(macs) else None,
                     taps=taps if any(taps) else None, slots=slots,
                     memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
                     backend=specs.get("fluidvim:backend") or None,
                     warm=None if warm else False)
+
+    @staticmethod
+    def _click_config(instance, specs, props):
+        """(Click configuration, where it came from) of a server, or (None, None) for the
+        default. First of: the server's user_data (plain Click text or its ``#click-config``
+        part, :mod:`~fluidvim.nova_driver.userdata`), the flavor's ``fluidvim:click_config``,
+        the image's ``fluidvim_click_config``."""
+        user_data = instance.user_data if instance.obj_attr_is_set("user_data") else None
+        try:
+            ud = userdata.parse(user_data)
+        except userdata.UserDataError as e:
+            raise exception.BuildAbortException(instance_uuid=instance.uuid,
+                                                reason=str(e)) from None
+        for note in ud.ignored:
+            LOG.info("fluidvim: ignoring %s", note, instance=instance)
+        if ud.config is not None:
+            return ud.config, ud.source
+        if specs.get("fluidvim:click_config") not in (None, ""):
+            return specs["fluidvim:click_config"], "flavor extra spec fluidvim:click_config"
+        if props.get("fluidvim_click_config") not in (None, ""):
+            return props["fluidvim_click_config"], "image property fluidvim_click_config"
+        return None, None
 
     def _image_cache_dir(self) -> str:
         d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")

@@ -221,6 +221,9 @@ class VNFManager:
         ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
         """
         be = self.backend(backend)
+        why = specmod.click_config_problem(config)
+        if why:                         # before a shell is claimed or anything boots
+            raise specmod.SpecError("click_config", why)
         memory_mb = memory_mb or self.conf.vnf.memory_mb
         slots = slots or self.conf.vnf.session_slots
         bridges = list(bridges)

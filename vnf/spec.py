@@ -24,6 +24,7 @@ MACHINES = ("microvm", "pc")
 ACCELS = ("kvm", "tcg")
 MAX_NICS = 4
 MAX_SLOTS = 65536
+MAX_CLICK_CONFIG_BYTES = 7000
 QBOOT_ROM = "/usr/share/qemu/qboot.rom"
 # libvirt <metadata> namespace holding the spec, used to find VNFs again after a restart.
 XMLNS = "https://fluidvim.org/xmlns/vnf/1"
@@ -40,6 +41,14 @@ class SpecError(ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+def click_config_problem(config) -> str | None:
+    """Why a Click configuration cannot be sent in ``configure`` (None: it can)."""
+    if config is not None and len(config.encode()) > MAX_CLICK_CONFIG_BYTES:
+        return (f"{len(config.encode())} bytes, longer than {MAX_CLICK_CONFIG_BYTES} bytes (the "
+                "control channel carries at most 8192 bytes per message)")
+    return None
 
 
 def mac_problem(mac) -> str | None:
@@ -147,9 +156,9 @@ class VNFSpec:
             raise SpecError("tsc_khz", f"{self.tsc_khz} is out of range 1000..100000000")
         if any(c in self.cmdline_extra for c in "\n\r\0"):
             raise SpecError("cmdline_extra", "must be a single line")
-        if self.click_config is not None and len(self.click_config.encode()) > 7000:
-            raise SpecError("click_config", "longer than 7000 bytes (the control channel "
-                            "carries at most 8192 bytes per message)")
+        why = click_config_problem(self.click_config)
+        if why:
+            raise SpecError("click_config", why)
         return self
 
     # -- serialisation (state store, libvirt metadata, test vectors) --

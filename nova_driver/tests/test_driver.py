@@ -8,6 +8,7 @@ VNFs boot under KVM (TCG when /dev/kvm does not work), with real taps and bridge
     /tmp/nova-venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_driver
 """
 
+import base64
 import hashlib
 import os
 import shutil
@@ -16,6 +17,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 from unittest import mock
 
 from nova import context as nova_context, exception, objects, test, utils as nova_utils
@@ -31,6 +34,20 @@ from fluidvim.vnf.state import StateStore
 KERNEL = vnfconf.default_kernel()
 IMAGE_ID = "0a5a8c93-4f4e-4d4e-9a43-2a0c3f2b9e11"
 BAD_IMAGE_ID = "6f1c2d3e-0000-4000-8000-00000000bad0"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _mime(*parts) -> str:
+    """user_data as cloud-init's make-mime (and Heat's MultipartMime) build it."""
+    msg = MIMEMultipart()
+    for i, (subtype, text) in enumerate(parts):
+        part = MIMEText(text, subtype, "utf-8")
+        part.add_header("Content-Disposition", "attachment", filename=f"part-{i + 1:03d}")
+        msg.attach(part)
+    return msg.as_string()
 
 
 class FakeGlance:
@@ -115,7 +132,7 @@ class DriverTestBase(test.NoDBTestCase):
                 return left
             time.sleep(0.02)
 
-    def _instance(self, extra_specs=None, memory_mb=32, vcpus=1):
+    def _instance(self, extra_specs=None, memory_mb=32, vcpus=1, user_data=None):
         flavor = objects.Flavor(id=1, name="vnf.small", memory_mb=memory_mb, vcpus=vcpus,
                                 root_gb=0, ephemeral_gb=0, flavorid="1", swap=0,
                                 rxtx_factor=1.0, vcpu_weight=1, disabled=False,
@@ -123,6 +140,7 @@ class DriverTestBase(test.NoDBTestCase):
         inst = fake_instance.fake_instance_obj(self.ctx, uuid=str(uuid.uuid4()),
                                                image_ref=IMAGE_ID, flavor=flavor)
         inst.system_metadata = {}
+        inst.user_data = user_data
         return inst
 
     def _spawn(self, inst, network_info=None, image_id=IMAGE_ID):
@@ -220,6 +238,87 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertEqual([], self.driver.manager.store.list())
         self.assertEqual([], self.driver.list_instances())
         self.assertEqual({}, self.driver.names.all())       # the name went with the launch
+
+    def test_user_data_wins_over_flavor_and_image(self):
+        self.glance.properties = {"fluidvim_click_config":
+                                  "FromDevice(0) -> img :: Counter -> ToDevice(1);"}
+        flavor = {"fluidvim:click_config": "FromDevice(0) -> flv :: Counter -> ToDevice(1);"}
+        plain = "FromDevice(0) -> ud :: Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
+        inst = self._instance(flavor, user_data=_b64(plain))
+        self._spawn(inst)
+        self.assertEqual(plain, self.driver.manager.get(inst.uuid).config)
+        self.assertIn("configured", self._stats(inst))
+
+        # a MIME multi-part (Heat, Tacker, cloud-init's make-mime): the #click-config part
+        multi = _mime(("cloud-config", "#cloud-config\npackages: [nginx]\n"),
+                      ("x-shellscript", "#!/bin/sh\necho day0\n"),
+                      ("plain", "#click-config\nFromDevice(0) -> part :: Counter -> ToDevice(1);\n"))
+        inst2 = self._instance(flavor, user_data=_b64(multi))
+        self._spawn(inst2)
+        self.assertEqual("//click-config\nFromDevice(0) -> part :: Counter -> ToDevice(1);\n",
+                         self.driver.manager.get(inst2.uuid).config)
+
+        # user_data without a Click configuration (cloud-config only): the flavor's, then image's
+        inst3 = self._instance(flavor, user_data=_b64("#cloud-config\nruncmd: [ls]\n"))
+        self._spawn(inst3)
+        self.assertIn("flv :: Counter", self.driver.manager.get(inst3.uuid).config)
+        inst4 = self._instance(user_data=_b64("#cloud-config\nruncmd: [ls]\n"))
+        self._spawn(inst4)
+        self.assertIn("img :: Counter", self.driver.manager.get(inst4.uuid).config)
+
+        # a hard reboot (a new VNF) runs the user_data configuration again
+        self.driver.reboot(self.ctx, inst, None, "HARD")
+        self.assertEqual(plain, self.driver.manager.get(inst.uuid).config)
+
+    def test_rejected_user_data_config_names_line_and_column_and_leaves_nothing(self):
+        bad = "// day 0: a reflector on the one NIC\n\nFromDevice(0) -> Countr -> ToDevice(0);\n"
+        port = str(uuid.uuid4())
+        vif = network_model.VIF(id=port, address="fa:16:3e:00:00:07", type="tap", active=True,
+                                devname=("fvn" + port)[:network_model.NIC_NAME_LEN],
+                                network=network_model.Network(id="net", bridge=None))
+        inst = self._instance(user_data=_b64(bad))
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn, inst,
+                                network_info=network_model.NetworkInfo([vif]))
+        self.assertIn("the VNF rejected the Click configuration from user_data at line 3, "
+                      "column 18: unknown element class 'Countr'", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+        self.assertEqual({}, self.driver.names.all())
+        self.assertEqual([], self._existing([vif["devname"]]))
+
+        # in a MIME part: its label, and the line within the part
+        multi = _mime(("cloud-config", "#cloud-config\n{}\n"),
+                      ("x-click-config", "FromDevice(0) ->\n  Discrd;\n"))
+        inst2 = self._instance(user_data=_b64(multi))
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn, inst2)
+        self.assertIn("from user_data part 2 (text/x-click-config, part-002) at line 2, "
+                      "column 3:", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+
+        # two Click parts: refused before anything starts
+        two = _mime(("x-click-config", "FromDevice(0) -> Discard;"),
+                    ("plain", "#click-config\nFromDevice(0) -> Discard;"))
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn,
+                                self._instance(user_data=_b64(two)))
+        self.assertIn("user_data has 2 Click configuration parts", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+
+    def test_too_long_user_data_config_is_refused_before_launch(self):
+        long = "// padding\n" * 700 + "FromDevice(0) -> ToDevice(1);\n"
+        exc = self.assertRaises(exception.BuildAbortException, self._spawn,
+                                self._instance(user_data=_b64(long)))
+        self.assertIn("the Click configuration from user_data: click_config: 7730 bytes, longer "
+                      "than 7000 bytes", str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+
+    def test_unknown_or_bad_fluidvim_extra_specs_abort_the_build(self):
+        for specs, why in [({"fluidvim:slotz": "4"}, "unknown flavor extra spec fluidvim:slotz"),
+                           ({"fluidvim:nics": "9"}, "'9' is greater than the max value of '4'"),
+                           ({"fluidvim:warm": "maybe"}, "not a valid boolean-like value"),
+                           ({"fluidvim:backend": "xen"}, "'xen' is not one of: qemu, libvirt")]:
+            exc = self.assertRaises(exception.BuildAbortException, self._spawn,
+                                    self._instance(specs))
+            self.assertIn(why, str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
 
     def test_bridge_vifs(self):
         br = "fvnt" + uuid.uuid4().hex[:6]
@@ -414,6 +513,18 @@ class WarmNeutronPortsTestCase(DriverTestBase):
         self.assertEqual(1, mgr.store.count_pool(key, ("pool",)))
         self.driver.destroy(self.ctx, inst, vifs)
         self.assertEqual([], self._existing(devnames))
+
+    def test_too_long_config_does_not_take_the_shell(self):
+        mgr = self.driver.manager
+        key = mgr.pool_key(fdriver.CONF.vnf.backend, fdriver.CONF.vnf.memory_mb, 1,
+                           fdriver.CONF.vnf.pool_nics)
+        self.assertTrue(mgr.wait_pool(key, 1, timeout=60), "the pool did not fill")
+        shell = mgr.store.list(statuses=("pool",))[0]
+        long = "// padding\n" * 700 + "FromDevice(0) -> ToDevice(1);\n"
+        self.assertRaises(exception.BuildAbortException, self._spawn,
+                          self._instance(user_data=_b64(long)))
+        self.assertEqual([shell.id], [r.id for r in mgr.store.list(statuses=("pool",))])
+        self.assertEqual([], mgr.store.list(statuses=("booting", "running", "crashed")))
 
     def test_vifs_of_another_shape_boot_cold(self):
         mgr = self.driver.manager

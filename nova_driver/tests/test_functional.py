@@ -9,19 +9,23 @@ to the running VNF, and a warm-pool launch through Nova.
     .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_functional
 """
 
+import base64
 import os
 import shutil
 import tempfile
 import time
 import uuid
 import warnings
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 
 import nova.conf
 from nova.tests.functional import integrated_helpers
 from sqlalchemy import exc as sqla_exc
 
 from fluidvim.nova_driver import driver as fdriver  # noqa: F401 - registers [vnf], [fluidvim]
-from fluidvim.vnf import conf as vnfconf, netdev
+from fluidvim.vnf import conf as vnfconf, netdev, spec as specmod
+from fluidvim.vnf.state import LaunchRecord
 
 CONF = nova.conf.CONF
 KERNEL = vnfconf.default_kernel()
@@ -131,6 +135,49 @@ def _sysmeta(server_id):
     from nova import context as nova_context
     from nova.db.main import api as db
     return db.instance_system_metadata_get(nova_context.get_admin_context(), server_id)
+
+
+class UserDataTest(_FluidvimNovaTest):
+    """The server's user_data is the VNF's day-0 Click configuration (over the image's); one the
+    VNF rejects puts the server in ERROR with a fault naming line and column, and leaves no VNF
+    and no tap."""
+
+    def _create(self, flavor_id, user_data, expected_state):
+        body = self._build_server(image_uuid=IMAGE_ID, flavor_id=flavor_id, networks="none")
+        body["user_data"] = base64.b64encode(user_data.encode()).decode()
+        server = self.api.post_server({"server": body})
+        return self._wait_for_state_change(server, expected_state)
+
+    def test_user_data_config_and_its_rejection(self):
+        flavor_id = self._create_flavor(memory_mb=32, vcpu=1, disk=1)
+        day0 = ("#click-config\n// day 0 from the orchestrator\n"
+                "FromDevice(0) -> ud :: Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n")
+        multi = MIMEMultipart()
+        multi.attach(MIMEText("#cloud-config\nruncmd: [ls]\n", "cloud-config"))
+        multi.attach(MIMEText(day0, "plain"))
+        server = self._create(flavor_id, multi.as_string(), "ACTIVE")
+        rec = self.driver.manager.get(server["id"])
+        self.assertIn("ud :: Counter", rec.config)                 # not the image's fn :: Counter
+        self.assertNotIn("fn :: Counter", rec.config)
+        self.assertTrue(self.driver.manager.stats(server["id"])["configured"])
+        self._delete_server(server)
+
+        bad = "// day 0\nFromDevice(0) -> ToDevice(1);\nFromDevice(1) -> Countr -> ToDevice(0);\n"
+        server = self._create(flavor_id, bad, "ERROR")
+        fault = server["fault"]["message"]
+        self.assertIn(f"Build of instance {server['id']} aborted: the VNF rejected the Click "
+                      "configuration from user_data at line 3, column 18: unknown element class "
+                      "'Countr'", fault)
+        self.assertIsNone(server["OS-EXT-SRV-ATTR:host"])         # not rescheduled: aborted
+        # nothing left: no VNF record, no QEMU, and no tap of the VNF whose launch failed
+        self.assertEqual([], self.driver.manager.store.list())
+        with self.driver.manager.store.Session() as s:
+            failed = [r.vnf_id for r in s.query(LaunchRecord).filter(LaunchRecord.ok.is_(False))]
+        self.assertEqual(1, len(failed))
+        taps = [specmod.tap_for(failed[0], i) for i in range(CONF.fluidvim.default_nics)]
+        self.assertEqual([], sorted(set(taps) & set(netdev.list_taps())))
+        usages = self._get_provider_usages(self.rp_uuid)
+        self.assertEqual(0, usages["MEMORY_MB"])
 
 
 class SlotExhaustionTest(_FluidvimNovaTest):

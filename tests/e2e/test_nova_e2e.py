@@ -10,7 +10,9 @@ Checks: image upload of the VNF kernel, flavors with ``resources:CUSTOM_VNF_SESS
 against nova-compute's state), ``console log show`` has the VNF's boot lines, Placement shows the
 slot inventory and usage, a flavor needing more slots than are free gets NoValidHost, a
 nova-compute restart re-attaches to the running VNF, ``server stop/start/reboot [--hard]`` act on
-the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage.
+the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage;
+``server create --user-data`` runs the user_data's Click configuration (a bad one: ERROR, the
+fault naming line and column) and nova-api refuses an unknown ``fluidvim:`` flavor extra spec.
 About 2-3 minutes (about 60 s of it is starting the cloud).
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -152,3 +155,47 @@ def test_stop_start_reboot(stack):
     assert third["id"] != second["id"] and ns._fluidvim(stack, "stats", srv["id"])["configured"]
     cli("server", "delete", "--wait", "fw-power", json_out=False)
     assert vnf() is None
+
+
+def test_user_data_config_and_extra_spec_validation(stack, tmp_path):
+    """`server create --user-data` (day-0 Click configuration, over the image's) and
+    `flavor set --property fluidvim:…` checked by nova-api (the fluidvim validators)."""
+    cli = ns.OpenStackCLI(stack)
+    _firewall_server(cli, "fw-day0-prep")                  # the image and vnf.small exist
+    cli("server", "delete", "--wait", "fw-day0-prep", json_out=False)
+    cli("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "vnf.day0")
+
+    # nova-api validates extra specs from microversion 2.86 on: a misspelt key is refused
+    p = subprocess.run([str(ns.BIN / "openstack"), "--os-compute-api-version", "2.86", "flavor",
+                        "set", "--property", "fluidvim:slotz=4", "vnf.day0"],
+                       capture_output=True, text=True, env=cli.env, timeout=120)
+    assert p.returncode != 0 and "fluidvim:slotz" in p.stdout + p.stderr, (p.stdout, p.stderr)
+    cli("--os-compute-api-version", "2.86", "flavor", "set", "--property", "fluidvim:nics=2",
+        "--property", "fluidvim:warm=false", "vnf.day0", json_out=False)
+    props = cli("flavor", "show", "vnf.day0")["properties"]
+    assert props == {"fluidvim:nics": "2", "fluidvim:warm": "false"}, props
+
+    good = tmp_path / "day0.click"
+    good.write_text("// day 0\nFromDevice(0) -> day0 :: Counter -> ToDevice(1);\n"
+                    "FromDevice(1) -> ToDevice(0);\n")
+    srv = cli("server", "create", "--image", "vnf-firewall", "--flavor", "vnf.day0", "--nic",
+              "none", "--user-data", str(good), "--wait", "fw-day0")
+    assert srv["status"] == "ACTIVE", srv.get("fault")
+    names = [e["name"] for e in ns._fluidvim(stack, "stats", srv["id"])["elements"]]
+    assert "day0" in names and "fw" not in names, names         # user_data, not the image's
+
+    bad = tmp_path / "bad.click"
+    bad.write_text("// day 0\nFromDevice(0) -> ToDevice(1);\n"
+                   "FromDevice(1) -> Countr -> ToDevice(0);\n")
+    subprocess.run([str(ns.BIN / "openstack"), "server", "create", "--image", "vnf-firewall",
+                    "--flavor", "vnf.day0", "--nic", "none", "--user-data", str(bad), "--wait",
+                    "fw-day0-bad"], capture_output=True, text=True, env=cli.env, timeout=180)
+    shown = cli("server", "show", "fw-day0-bad")
+    assert shown["status"] == "ERROR", shown
+    assert ("the VNF rejected the Click configuration from user_data at line 3, column 18: "
+            "unknown element class 'Countr'") in shown["fault"]["message"], shown["fault"]
+    vnfs = ns._fluidvim(stack, "list", "--all")
+    assert [v["name"] for v in vnfs] == [srv["id"]], vnfs       # nothing of the bad one
+
+    cli("server", "delete", "--wait", "fw-day0", "fw-day0-bad", json_out=False)
+    assert not ns._fluidvim(stack, "list", "--all"), "VNFs left after delete"

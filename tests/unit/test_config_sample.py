@@ -37,3 +37,28 @@ def test_sample_config_is_current(gen_conf, tmp_path):
     with open(sample) as f:
         assert f.read() == out.read_text(), \
             f"regenerate: oslo-config-generator --config-file {os.path.relpath(gen_conf, ROOT)}"
+
+
+def test_hand_written_nova_snippet_names_only_real_options():
+    """etc/nova/nova-compute.conf.sample (what to set, by hand) names only options that exist in
+    the generated etc/nova/nova-fluidvim.conf.sample, set or commented out."""
+    from oslo_config import cfg
+
+    from fluidvim.nova_driver import conf as nconf
+    from fluidvim.vnf import conf as vconf
+
+    conf = cfg.ConfigOpts()
+    vconf.register_opts(conf)
+    nconf.register_opts(conf)
+    group, seen = None, 0
+    with open(os.path.join(ROOT, "etc", "nova", "nova-compute.conf.sample")) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("[") and line.endswith("]"):
+                group = line[1:-1]
+                continue
+            key = line.lstrip("#").split("=", 1)[0].strip()
+            if group in ("vnf", "fluidvim") and "=" in line and " " not in key:
+                assert key in conf[group], f"[{group}] {key} is not an option"
+                seen += 1
+    assert seen >= 5

@@ -1,0 +1,100 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Flavor extra-spec validators of the ``fluidvim`` namespace, for nova-api.
+
+Registered through the ``nova.api.extra_spec_validators`` entry point (as Nova's own ``hw``,
+``quota``, … validators are), so nova-api refuses an unknown ``fluidvim:*`` key or a value out of
+range with 400 Bad Request. Nova validates extra specs only in requests at compute API
+microversion 2.86 or later (``openstack --os-compute-api-version 2.86 flavor set …``; older
+microversions store anything). The compute driver checks the same rules again when it builds a
+server (:func:`check`), so a flavor made at an older microversion fails its build with the reason
+instead of being half-understood.
+"""
+
+from __future__ import annotations
+
+from nova import exception
+from nova.api.validation.extra_specs import base
+
+from fluidvim.vnf import spec as specmod
+
+NAMESPACE = "fluidvim"
+
+EXTRA_SPEC_VALIDATORS = [
+    base.ExtraSpecValidator(
+        name="fluidvim:click_config",
+        description=(
+            "The Click configuration the VNF runs (its element graph), e.g. "
+            "'FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);'. A server's "
+            "user_data (plain Click text or a #click-config part) takes precedence over it; it "
+            "takes precedence over the image property fluidvim_click_config and [fluidvim] "
+            "default_click_config. The VNF checks the syntax when the server is built (the "
+            "server's fault then names line and column). Only supported by the fluidvim "
+            "(unikernel VNF) virt driver."
+        ),
+        value={"type": str, "description": "Click configuration text (not empty)",
+               "pattern": r"(?s).*\S.*"},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:session_slots",
+        description=(
+            "Session slots (size of the 5-tuple flow table) of the VNF when the flavor does not "
+            "ask for resources:CUSTOM_VNF_SESSION_SLOT (which wins and is also what Placement "
+            "accounts). Overrides the image property fluidvim_session_slots and [vnf] "
+            "session_slots. Only supported by the fluidvim virt driver."
+        ),
+        value={"type": int, "min": 1, "max": specmod.MAX_SLOTS},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:nics",
+        description=(
+            "NICs of the VNF: with no VIF (--nic none) it gets this many unplugged NICs; with "
+            "fewer VIFs than this the rest are unplugged. Overrides the image property "
+            "fluidvim_nics and [fluidvim] default_nics. Only supported by the fluidvim virt "
+            "driver."
+        ),
+        value={"type": int, "min": 1, "max": specmod.MAX_NICS},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:warm",
+        description=(
+            "false: always boot the VNF cold, never from a warm shell of the compute's pool. "
+            "Default: [fluidvim] warm. Only supported by the fluidvim virt driver."
+        ),
+        value={"type": bool},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:backend",
+        description=(
+            "The launch backend of the VNF on the compute: qemu (QEMU microvm, started "
+            "directly) or libvirt (a transient libvirt domain). Default: [vnf] backend. Only "
+            "supported by the fluidvim virt driver."
+        ),
+        value={"type": str, "enum": ["qemu", "libvirt"]},
+    ),
+]
+
+KEYS = {v.name: v for v in EXTRA_SPEC_VALIDATORS}
+
+
+def register():
+    """What ``nova.api.validation.extra_specs.validators.load_validators`` calls."""
+    return EXTRA_SPEC_VALIDATORS
+
+
+def check(extra_specs: dict) -> list[str]:
+    """Problems of a flavor's ``fluidvim:*`` extra specs by the rules nova-api applies (one
+    message per bad key; empty if all are fine). Keys of other namespaces are not looked at."""
+    problems = []
+    for key in sorted(extra_specs or {}):
+        if not key.startswith(f"{NAMESPACE}:"):
+            continue
+        validator = KEYS.get(key)
+        if validator is None:
+            problems.append(f"unknown flavor extra spec {key} (known: {', '.join(sorted(KEYS))})")
+            continue
+        try:
+            validator.validate(key, str(extra_specs[key]))
+        except exception.ValidationError as e:
+            problems.append(f"flavor extra spec {key}: {e.format_message()}")
+    return problems
