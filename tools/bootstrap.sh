@@ -17,7 +17,7 @@ fi
 
 APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev
           pkg-config gcc make iproute2 iputils-ping procps python3-venv python3-dev
-          rabbitmq-server tini)
+          rabbitmq-server tini openvswitch-switch)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
