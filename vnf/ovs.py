@@ -79,9 +79,11 @@ def external_ids(ids: dict, mac: str) -> dict:
 
 def add_port(bridge: str, port: str, ids: dict, db: str | None = None) -> None:
     """Make ``port`` (an existing network device) a port of OVS bridge ``bridge`` with Interface
-    external ids ``ids``, replacing any port of that name (as libvirt does)."""
-    args = ["--", "--if-exists", "del-port", port, "--", "add-port", bridge, port,
-            "--", "set", "Interface", port]
+    external ids ``ids``. A port of that name may exist already: Nova hands ``ovs`` VIFs to
+    os-vif with ``create_port`` (``delegate_create``), so os-vif made the port (same ids) before
+    the tap existed; it is kept (no delete and re-add that the agent would see as a new port)
+    and its ids are set again."""
+    args = ["--", "--may-exist", "add-port", bridge, port, "--", "set", "Interface", port]
     args += [f"external-ids:{_quote(k)}={_quote(v)}" for k, v in sorted(ids.items())]
     vsctl(*args, db=db)
 

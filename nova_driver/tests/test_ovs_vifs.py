@@ -70,9 +70,12 @@ class OvsVIFTestCase(test_driver.DriverTestBase):
         self.flags(ovsdb_connection=SERVER.connection, group="vnf")
         ovsmod.configure(SERVER.connection)
 
+    delegate_create = True      # what Nova's Neutron API sets: os-vif creates the OVS port
+
     def _vif(self, hybrid=False, network="net-a"):
         port = str(uuid.uuid4())
         return network_model.VIF(
+            delegate_create=self.delegate_create,
             id=port, address="fa:16:3e:%02x:%02x:%02x" % tuple(uuid.uuid4().bytes[:3]),
             type=network_model.VIF_TYPE_OVS, active=True, vnic_type="normal",
             devname=("fvo" + port)[:network_model.NIC_NAME_LEN],
@@ -188,9 +191,11 @@ class OvsVIFTestCase(test_driver.DriverTestBase):
 
 class WarmOvsVIFTestCase(OvsVIFTestCase):
     """The same with a warm pool: the shell's taps are renamed to the devnames, then become OVS
-    ports (plain) or join qbr (hybrid)."""
+    ports (plain) or join qbr (hybrid). Without ``delegate_create`` here, so the launch core
+    makes the OVS port itself (as libvirt does for <virtualport type='openvswitch'>)."""
 
     pool_size = 1
+    delegate_create = False
 
     def _spawn_two(self, hybrid, extra_specs=None):
         key = self.driver.manager.pool_key("qemu", 32, 1, 2, None)

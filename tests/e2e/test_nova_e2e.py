@@ -11,6 +11,10 @@ against nova-compute's state), ``console log show`` has the VNF's boot lines, Pl
 slot inventory and usage, a flavor needing more slots than are free gets NoValidHost, a
 nova-compute restart re-attaches to the running VNF, ``server stop/start/reboot [--hard]`` act on
 the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage.
+With the real Neutron (ML2/OVS, its OVS agent, on Open vSwitch with the userspace datapath):
+``network create`` ×2, ``subnet create`` ×2, ``server create --nic net-id=… --nic net-id=…`` →
+ACTIVE, traffic between two Neutron ports of those networks passes through the VNF (its counters
+move), and ``server delete`` leaves no OVS port (:func:`tests.e2e.nova_services.scenario_ovs`).
 About 2-3 minutes (about 60 s of it is starting the cloud).
 """
 
@@ -45,7 +49,7 @@ def stack():
     # a work dir, ports, vhost and run dir of this run's own: another run, or the services a
     # killed run left, are neither stopped by this one nor in its way (logs stay in the work dir)
     work = tempfile.mkdtemp(prefix="fvn-nova-e2e-pytest-")
-    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports())
+    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports(ns.SERVICES + ("openflow",)))
     try:
         s.start()
         yield s
@@ -152,3 +156,12 @@ def test_stop_start_reboot(stack):
     assert third["id"] != second["id"] and ns._fluidvim(stack, "stats", srv["id"])["configured"]
     cli("server", "delete", "--wait", "fw-power", json_out=False)
     assert vnf() is None
+
+
+def test_neutron_ovs_networks(stack):
+    """Two Neutron networks, a server on both, traffic through the VNF, delete (real Neutron)."""
+    if not stack.neutron:
+        pytest.skip(f"no real Neutron here: {ns.real_neutron_missing()}")
+    times = _with_logs(stack, ns.scenario_ovs, stack, KERNEL)
+    print("ovs scenario:", times)
+    assert times["server create --nic net-id x2 --wait"] > 0
