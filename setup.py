@@ -61,7 +61,9 @@ setup(
         "nova-test": ["testtools==2.9.1", "oslotest==6.1.1", "requests-mock==1.12.1",
                       "ddt==1.7.2", "wsgi_intercept==1.13.1", "osprofiler==4.4.0"],
         # the end-to-end Nova script: real services and the unmodified `openstack` CLI
-        "e2e": ["python-openstackclient==10.5.0", "glance==33.0.0", "keystone==30.0.0"],
+        # (neutron: ML2/OVS server and OVS agent for the e2e cloud's networks)
+        "e2e": ["python-openstackclient==10.5.0", "glance==33.0.0", "keystone==30.0.0",
+                "neutron==29.0.0"],
         "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "libvirt-python==9.0.0",
                  "python-nomad==2.1.0"],
     },
