@@ -23,7 +23,10 @@ flavor extra spec                image property                       meaning
 
 The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. Memory and vCPUs are
 the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC and
-their port's devname as tap name; a server without VIFs (``--nic none``) gets unplugged NICs.
+their port's devname as tap name; VIFs of type ``ovs`` (ML2/OVS, OVN) go through os-vif as in the
+libvirt driver (hybrid: the tap joins ``qbr``; plain: the launch core adds the tap to the
+integration bridge with the port's external ids; see :mod:`fluidvim.nova_driver.vifs`); a
+server without VIFs (``--nic none``) gets unplugged NICs.
 With ``[vnf] pool_size`` > 0 a server is a warm launch when a shell of its shape is ready: flavor
 memory = ``[vnf] memory_mb``, 1 vCPU, NIC count (its VIFs, or ``fluidvim:nics``) =
 ``[vnf] pool_nics``, and the image's kernel the same bytes as ``[vnf] kernel``; Neutron ports'
