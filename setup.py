@@ -70,7 +70,9 @@ EXTRAS = {
     "nova-test": ["openstack-placement>=16.0.0", "testtools>=2.9", "oslotest>=6.1",
                   "requests-mock>=1.12", "ddt>=1.7", "wsgi_intercept>=1.13", "osprofiler>=4.4"],
     # the end-to-end Nova script: real services and the unmodified `openstack` CLI
-    "e2e": ["python-openstackclient>=10.5.0", "glance>=33.0.0", "keystone>=30.0.0"],
+    # (neutron: ML2/OVS server and OVS agent for the e2e cloud's networks)
+    "e2e": ["python-openstackclient>=10.5.0", "glance>=33.0.0", "keystone>=30.0.0",
+            "neutron>=29.0.0"],
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
     "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "oslo.db>=15.0",
              "psycopg2-binary>=2.9"] + DEMO + LIBVIRT,

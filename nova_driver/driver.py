@@ -30,7 +30,10 @@ rejects aborts the build with the server's fault naming its source, line and col
 ``fluidvim:*`` extra specs or bad values fail the build too (the rules nova-api applies at
 microversion 2.86+: :mod:`~fluidvim.nova_driver.extra_specs`). Memory and vCPUs are
 the flavor's. VIFs of type ``bridge`` are plugged into their network's bridge with their MAC and
-their port's devname as tap name; a server without VIFs (``--nic none``) gets unplugged NICs.
+their port's devname as tap name; VIFs of type ``ovs`` (ML2/OVS, OVN) go through os-vif as in the
+libvirt driver (hybrid: the tap joins ``qbr``; plain: the launch core adds the tap to the
+integration bridge with the port's external ids; see :mod:`fluidvim.nova_driver.vifs`); a
+server without VIFs (``--nic none``) gets unplugged NICs.
 With ``[vnf] pool_size`` > 0 a server is a warm launch when a shell of its shape is ready: flavor
 memory = ``[vnf] memory_mb``, 1 vCPU, NIC count (its VIFs, or ``fluidvim:nics``) =
 ``[vnf] pool_nics``, and the image's kernel the same bytes as ``[vnf] kernel``; Neutron ports'
@@ -66,7 +69,7 @@ from fluidvim.nova_driver import (
     vifs as vifmod,
 )
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.vnf import backends, conf as vnfconf, spec as specmod
+from fluidvim.vnf import backends, conf as vnfconf, ovs as ovsmod, spec as specmod
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 
@@ -146,6 +149,10 @@ class UnikernelDriver(driver.ComputeDriver):
     def manager(self) -> VNFManager:
         with self._manager_lock:
             if self._manager is None:
+                vifmod.initialize()
+                if not CONF.vnf.ovsdb_connection:
+                    # the OVS database os-vif uses is the one OVS NICs' taps are added to
+                    ovsmod.configure(CONF.os_vif_ovs.ovsdb_connection)
                 self._manager = VNFManager(CONF)
                 self._manager.death_listeners.append(self._vnf_died)
             return self._manager
@@ -312,6 +319,7 @@ class UnikernelDriver(driver.ComputeDriver):
         phases["image"] = _ms(t0)
         t = time.perf_counter()
         args = self._launch_args(instance, props, network_info, allocations)
+        vnics = args.pop("vifs")
         phases["spec"] = _ms(t)
         t = time.perf_counter()
         stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
@@ -319,6 +327,11 @@ class UnikernelDriver(driver.ComputeDriver):
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
         phases["stale"] = _ms(t)
+        os_vifs = any(n.osvif is not None for n in vnics)
+        if os_vifs:
+            t = time.perf_counter()
+            vifmod.plug(instance, vnics)               # os-vif: qbr/veths, integration bridge
+            phases["os_vif"] = _ms(t)
         try:
             iname = instance.name
         except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
@@ -326,7 +339,12 @@ class UnikernelDriver(driver.ComputeDriver):
             iname = None
         # the name is written in the launch's own commit: no VNF, no name
         args["on_record"] = self.names.writer(instance.uuid, iname) if iname else None
-        res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
+        try:
+            res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
+        except BaseException:
+            if os_vifs:             # like the libvirt driver's _cleanup_failed_start
+                vifmod.unplug(instance, network_info)
+            raise
         if res.kind == "cold" and res.boot_us is not None:
             # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
             # kernel booting (the rest is QEMU starting and the ready event reaching us)
@@ -454,9 +472,12 @@ class UnikernelDriver(driver.ComputeDriver):
             config, source = CONF.fluidvim.default_click_config, "[fluidvim] default_click_config"
             if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
                 config = fconf.ONE_NIC_CLICK_CONFIG
+        ovs = [n.ovs for n in vnics] + [None] * (len(bridges) - len(vnics))
         warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
-        return dict(config=config, config_source=source, bridges=bridges, macs=macs if any(macs) else None,
-                    taps=taps if any(taps) else None, slots=slots,
+        return dict(config=config, config_source=source, bridges=bridges,
+                    macs=macs if any(macs) else None,
+                    taps=taps if any(taps) else None, ovs=ovs if any(ovs) else None,
+                    vifs=vnics, slots=slots,
                     memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
                     backend=specs.get("fluidvim:backend") or None,
                     warm=None if warm else False)
@@ -607,12 +628,15 @@ class UnikernelDriver(driver.ComputeDriver):
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
         n = self._destroy_vnfs(instance.uuid, forget=True)
+        self.unplug_vifs(instance, network_info)
         LOG.info("fluidvim: destroyed %d VNF(s) of %s", n, instance.uuid, instance=instance)
 
     def cleanup(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, migrate_data=None, destroy_vifs=True,
                 destroy_secrets=True):
         self._destroy_vnfs(instance.uuid, forget=True)
+        if destroy_vifs:
+            self.unplug_vifs(instance, network_info)
 
     def reboot(self, context, instance, network_info, reboot_type,
                block_device_info=None, bad_volumes_callback=None, accel_info=None,
@@ -643,10 +667,14 @@ class UnikernelDriver(driver.ComputeDriver):
         self._start(context, instance, instance.image_ref, network_info)
 
     def plug_vifs(self, instance, network_info):
-        """Taps are made and plugged by the launch core when the VNF starts."""
+        """os-vif's part of ``ovs`` VIFs (hybrid bridges, the integration bridge); taps are
+        made by the hypervisor and plugged by the launch core when the VNF starts."""
+        vifmod.plug(instance, vifmod.nics_for(instance.uuid, network_info))
 
     def unplug_vifs(self, instance, network_info):
-        """Taps go with their VNF."""
+        """Taps go with their VNF (and the launch core removes their OVS ports); os-vif
+        removes what it made for ``ovs`` VIFs."""
+        vifmod.unplug(instance, network_info)
 
     # -- resources --
     def get_available_nodes(self, refresh=False):

@@ -129,14 +129,20 @@ class Backend:
 
     @staticmethod
     def plug(spec: specmod.VNFSpec) -> None:
-        """Attach each NIC's tap to its bridge (NICs without a bridge stay unplugged)."""
+        """Attach each NIC's tap to its Linux or OVS bridge (NICs without a bridge stay
+        unplugged): :func:`fluidvim.vnf.netdev.attach`."""
         for nic in spec.nics:
-            if nic.bridge is not None:
-                netdev.plug(nic.tap, nic.bridge)
+            netdev.attach(nic)
 
     def cleanup(self, spec: specmod.VNFSpec) -> None:
-        """Remove leftover taps (normally gone with their process) and the run directory."""
+        """Remove leftover taps (normally gone with their process), the OVS ports of OVS NICs
+        (a tap's Port row outlives the tap) and the run directory."""
         for nic in spec.nics:
+            if nic.ovs is not None:
+                try:
+                    netdev.detach(nic)
+                except Exception:  # noqa: BLE001
+                    LOG.exception("could not remove OVS port %s", nic.tap)
             try:
                 netdev.delete_link(nic.tap)
             except Exception:  # noqa: BLE001

@@ -55,6 +55,12 @@ vnf_opts = [
                      "memory). Measured: idle VNF private memory 19 -> 8 MiB. Needs KSM running "
                      "on the host (echo 1 > /sys/kernel/mm/ksm/run; tools/bootstrap.sh does it); "
                      "without it only the huge-page half applies."),
+    cfg.StrOpt("ovsdb_connection", default=None,
+               help="Open vSwitch database of the OVS bridges VNF NICs are attached to (NICs with "
+                    "OVS external ids: Neutron ports bound by ML2/OVS or OVN), as ovs-vsctl "
+                    "--db takes it: unix:PATH or tcp:IP:PORT. Default: ovs-vsctl's own "
+                    "(unix:/var/run/openvswitch/db.sock); the Nova driver uses [os_vif_ovs] "
+                    "ovsdb_connection when this is unset."),
     cfg.IntOpt("launch_history", default=64, min=1,
                help="Recent launches used to estimate the queuing delay (time to a new slot)."),
 ]

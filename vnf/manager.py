@@ -25,7 +25,7 @@ import uuid as uuidlib
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from . import backends, conf as vnfconf, netdev, spec as specmod
+from . import backends, conf as vnfconf, netdev, ovs as ovsmod, spec as specmod
 from .control import ControlChannel, ControlError
 from .state import StateStore, VNFRecord
 
@@ -69,6 +69,8 @@ class VNFManager:
         self.kernel = os.path.abspath(c.kernel or vnfconf.default_kernel())
         self.run_dir = c.run_dir
         os.makedirs(self.run_dir, mode=0o755, exist_ok=True)
+        if c.ovsdb_connection:
+            ovsmod.configure(c.ovsdb_connection)     # OVS NICs' database (process-wide)
         url = c.state_connection
         if not url:
             os.makedirs(c.state_dir, mode=0o750, exist_ok=True)
@@ -123,7 +125,7 @@ class VNFManager:
         return (f"{backend}/{self._kernel_id(kernel)}/m{memory_mb}/c{vcpus}/n{nics}")
 
     def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
-                  kernel=None, taps=None):
+                  kernel=None, taps=None, ovs=None):
         vid = str(uuidlib.uuid4())
         kernel = self._kernel_path(kernel)
         if not os.path.exists(kernel):
@@ -132,12 +134,13 @@ class VNFManager:
         bridges = list(bridges or [None] * nics)
         macs = list(macs or [None] * nics)
         taps = list(taps or [None] * nics)
+        ovs = list(ovs or [None] * nics)
         if len(macs) != nics or len(taps) != nics:
             raise specmod.SpecError("nics", f"{nics} NICs but {len(macs)} MACs and {len(taps)} tap "
                                     "names: give one entry (or None) per NIC")
         nic_specs = tuple(specmod.NicSpec(tap=taps[i] or specmod.tap_for(vid, i),
                                           mac=macs[i] or specmod.mac_for(vid, i),
-                                          bridge=bridges[i]) for i in range(nics))
+                                          bridge=bridges[i], ovs=ovs[i]) for i in range(nics))
         return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=kernel,
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
@@ -197,7 +200,7 @@ class VNFManager:
         return ready
 
     def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None, taps=None,
-               slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
+               ovs=None, slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
                backend: str | None = None, warm: bool | None = None,
                kernel: str | None = None, on_record=None) -> LaunchResult:
         """Start a VNF running ``config`` with one NIC per entry of ``bridges`` (None = unplugged).
@@ -213,6 +216,11 @@ class VNFManager:
         told its MACs in ``configure`` (the VNF then uses them as its own addresses; see
         :class:`~fluidvim.vnf.spec.NicSpec` for what the recorded spec holds).
 
+        ``ovs`` makes NIC i's bridge an Open vSwitch bridge: one dict of Interface external ids
+        (``iface-id``, ``vm-uuid``, ...; ``attached-mac`` is added) or None per NIC. The tap is
+        added to the OVS bridge once it exists (after boot, or after a warm shell's rename) and
+        its port is removed with the VNF.
+
         A launch ends in one commit: the VNF's record, its launch history row and, when given,
         ``on_record(conn)`` — the caller's own rows about this VNF, written on that SQLAlchemy
         connection in the same transaction (the Nova driver's instance name). If the hook
@@ -227,18 +235,25 @@ class VNFManager:
         memory_mb = memory_mb or self.conf.vnf.memory_mb
         slots = slots or self.conf.vnf.session_slots
         bridges = list(bridges)
+        ovs = list(ovs) if ovs else [None] * len(bridges)
+        if len(ovs) != len(bridges):
+            raise specmod.SpecError("ovs", f"{len(ovs)} entries for {len(bridges)} NICs (one per "
+                                    "bridge): give one (or None) per NIC")
         for i, br in enumerate(bridges):
-            if br is not None and not netdev.exists(br):
-                raise specmod.SpecError(f"nics[{i}].bridge", f"bridge {br!r} does not exist: "
-                                        f"create it first (ip link add {br} type bridge)")
+            if ovs[i] is not None and br is None:
+                raise specmod.SpecError(f"nics[{i}].ovs", "OVS external ids for a NIC without a "
+                                        "bridge: name its OVS bridge")
+            problem = netdev.bridge_problem(br, ovs[i] is not None) if br is not None else None
+            if problem:
+                raise specmod.SpecError(f"nics[{i}].bridge", problem)
         macs, taps = self._check_nic_args(len(bridges), macs, taps)
         if warm is not False:
             res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel,
-                                    on_record, macs, taps)
+                                    on_record, macs, taps, ovs)
             if res is not None:
                 return res
         return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                                 kernel, taps, on_record)
+                                 kernel, taps, on_record, ovs)
 
     @staticmethod
     def _check_nic_args(nics: int, macs, taps) -> tuple[list, list]:
@@ -269,10 +284,10 @@ class VNFManager:
         return macs, taps
 
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                     kernel=None, taps=None, on_record=None):
+                     kernel=None, taps=None, on_record=None, ovs=None):
         t0 = time.perf_counter()
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
-                              kernel, taps)
+                              kernel, taps, ovs)
         spec = spec.with_changes(click_config=config)
         phases = {"spec": _ms(t0)}
         try:
@@ -293,7 +308,7 @@ class VNFManager:
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
     def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None,
-                     on_record=None, macs=None, taps=None):
+                     on_record=None, macs=None, taps=None, ovs=None):
         t0 = time.perf_counter()
         key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
         rec = self.store.claim_pool_shell(key, name or "claimed")
@@ -303,6 +318,7 @@ class VNFManager:
         name = name or f"vnf-{spec.uuid[:8]}"
         macs = macs or [None] * len(bridges)
         taps = taps or [None] * len(bridges)
+        ovs = ovs or [None] * len(bridges)
         phases = {"claim": _ms(t0)}
         t = time.perf_counter()
         renamed = []                # NIC indexes whose tap carries the requested name now
@@ -319,12 +335,12 @@ class VNFManager:
                 self._record_failure(spec.uuid, be.name, "warm", t0, phases)
                 raise specmod.SpecError(field, str(e)) from None
             nics = tuple(specmod.NicSpec(tap=taps[i] or n.tap, mac=macs[i] or n.mac,
-                                         bridge=bridges[i]) for i, n in enumerate(shell.nics))
+                                         bridge=bridges[i], ovs=ovs[i])
+                         for i, n in enumerate(shell.nics))
             spec = shell.with_changes(name=name, nics=nics, session_slots=slots,
                                       click_config=config)
             for nic in nics:
-                if nic.bridge is not None:
-                    netdev.plug(nic.tap, nic.bridge)
+                netdev.attach(nic)
             phases["net"] = _ms(t)
             t = time.perf_counter()
             with be.connect(spec) as ch:
@@ -332,7 +348,7 @@ class VNFManager:
             phases["configure"] = _ms(t)
             t = time.perf_counter()
             spec_json = json.dumps(spec.to_dict())
-            if renamed or any(macs):
+            if renamed or any(macs) or any(ovs):
                 be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
                 spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
@@ -347,7 +363,7 @@ class VNFManager:
                 # neither the graph nor the MACs): back to the pool under its own tap names
                 try:
                     for nic in spec.nics:
-                        netdev.plug(nic.tap, None)
+                        netdev.detach(nic)
                     self._unclaim(shell, key, renamed, taps)
                 except Exception:  # noqa: BLE001 - cannot restore it: remove it instead
                     LOG.exception("could not return shell %s to the pool", shell.uuid)
@@ -359,7 +375,9 @@ class VNFManager:
         except BaseException:
             # e.g. a bridge vanished, or the record could not be written: the shell's state
             # is unknown, so it goes entirely (under the tap names it has now)
-            self._destroy_spec(be, self._renamed(shell, renamed, taps), rec.pid)
+            # (``spec`` once built also names the OVS ports to remove)
+            self._destroy_spec(be, spec if spec is not shell
+                               else self._renamed(shell, renamed, taps), rec.pid)
             self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             self._pool_wakeup.set()
             raise

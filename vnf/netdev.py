@@ -1,6 +1,11 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Tap devices and Linux bridges for VNF NICs: netlink (pyroute2), and ioctls on the warm-launch path."""
+"""Tap devices and Linux bridges for VNF NICs: netlink (pyroute2), and ioctls on the warm-launch path.
+
+:func:`attach` / :func:`detach` are the one place where a NIC meets its network: a Linux bridge
+(:func:`plug`), an Open vSwitch bridge with the port's external ids (:mod:`fluidvim.vnf.ovs`),
+or nothing.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import threading
 from oslo_log import log as logging
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
+
+from . import ovs
 
 LOG = logging.getLogger(__name__)
 TAP_PREFIX = "fv"
@@ -139,6 +146,54 @@ def plug(tap: str, bridge: str | None) -> None:
     flags = _flags(tap)
     if not flags & IFF_UP:
         _set_flags(tap, flags | IFF_UP)
+
+
+def attach(nic) -> None:
+    """Attach NIC ``nic`` (a :class:`~fluidvim.vnf.spec.NicSpec` whose tap exists) where its spec
+    says: with ``nic.ovs``, bring the tap up and make it a port of OVS bridge ``nic.bridge`` with
+    those external ids (plus ``attached-mac``); else plug it into Linux bridge ``nic.bridge``;
+    a NIC without a bridge stays unplugged."""
+    if nic.bridge is None:
+        return
+    if nic.ovs is None:
+        plug(nic.tap, nic.bridge)
+        return
+    try:
+        flags = _flags(nic.tap)
+    except OSError:
+        raise NetdevError(f"tap {nic.tap} does not exist") from None
+    if not flags & IFF_UP:
+        _set_flags(nic.tap, flags | IFF_UP)
+    try:
+        ovs.add_port(nic.bridge, nic.tap, ovs.external_ids(nic.ovs, nic.mac))
+    except ovs.OvsError as e:
+        raise NetdevError(f"cannot add {nic.tap} to OVS bridge {nic.bridge}: {e}") from None
+
+
+def detach(nic) -> None:
+    """Undo :func:`attach`: the tap leaves its Linux bridge, or its OVS port is removed."""
+    if nic.ovs is not None and nic.bridge is not None:
+        try:
+            ovs.del_port(nic.bridge, nic.tap)
+        except ovs.OvsError as e:
+            raise NetdevError(f"cannot remove OVS port {nic.tap}: {e}") from None
+    elif exists(nic.tap):
+        plug(nic.tap, None)
+
+
+def bridge_problem(bridge: str, is_ovs: bool) -> str | None:
+    """Why NICs cannot be attached to ``bridge`` (a Linux or, ``is_ovs``, an OVS bridge), or None."""
+    if is_ovs:
+        try:
+            if ovs.bridge_exists(bridge):
+                return None
+        except ovs.OvsError as e:
+            return f"cannot ask Open vSwitch about bridge {bridge!r}: {e}"
+        return (f"OVS bridge {bridge!r} does not exist: create it first (ovs-vsctl add-br "
+                f"{bridge}; the Neutron agent or os-vif creates br-int)")
+    if not exists(bridge):
+        return f"bridge {bridge!r} does not exist: create it first (ip link add {bridge} type bridge)"
+    return None
 
 
 def _flags(name: str) -> int:

@@ -71,7 +71,7 @@ def ifname_problem(name) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class NicSpec:
-    """One virtio-net NIC: a tap device, optionally plugged into a Linux bridge.
+    """One virtio-net NIC: a tap device, optionally plugged into a Linux bridge or an OVS bridge.
 
     ``tap`` is the tap's current name and ``mac`` the NIC's own address as the VNF uses it (ARP,
     ``stats``). A VNF started from a warm shell with a given MAC and tap name (a Neutron port)
@@ -79,11 +79,18 @@ class NicSpec:
     while the shell's QEMU device keeps the MAC it was booted with. Nothing reads that device
     MAC back (teardown, recovery and ``list`` go by tap name, pid and control socket), and
     argv/XML made from the recorded spec boot a VNF whose device already has the right MAC.
+
+    ``ovs`` (a dict of Interface external ids, e.g. ``iface-id`` and ``vm-uuid`` of a Neutron
+    port) makes ``bridge`` an Open vSwitch bridge: the tap is added to it as a port with those
+    ids plus ``attached-mac`` = ``mac`` (:mod:`fluidvim.vnf.ovs`). None = a Linux bridge (or no
+    bridge). It is left out of :meth:`VNFSpec.to_dict` when None, so specs without OVS NICs
+    (the test vectors, the Go driver's) are unchanged.
     """
 
     tap: str
     mac: str
     bridge: str | None = None
+    ovs: dict | None = dataclasses.field(default=None, hash=False)
 
     def validate(self, i: int) -> None:
         problem = ifname_problem(self.tap)
@@ -94,6 +101,14 @@ class NicSpec:
             raise SpecError(f"nics[{i}].mac", problem)
         if self.bridge is not None and not _IFNAME_RE.fullmatch(self.bridge):
             raise SpecError(f"nics[{i}].bridge", f"{self.bridge!r} is not a valid bridge name")
+        if self.ovs is not None:
+            if self.bridge is None:
+                raise SpecError(f"nics[{i}].ovs", "OVS external ids without a bridge: name the "
+                                "OVS bridge (e.g. br-int) in bridge")
+            if not isinstance(self.ovs, dict) or not all(
+                    isinstance(k, str) and k and isinstance(v, str) for k, v in self.ovs.items()):
+                raise SpecError(f"nics[{i}].ovs", f"{self.ovs!r} is not a mapping of external id "
+                                "names to string values")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +179,7 @@ class VNFSpec:
     # -- serialisation (state store, libvirt metadata, test vectors) --
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["nics"] = [dataclasses.asdict(n) for n in self.nics]
+        d["nics"] = [_nic_dict(n) for n in self.nics]
         return d
 
     @classmethod
@@ -180,6 +195,13 @@ class VNFSpec:
 
     def with_changes(self, **kw) -> "VNFSpec":
         return dataclasses.replace(self, **kw)
+
+
+def _nic_dict(nic: NicSpec) -> dict:
+    d = dataclasses.asdict(nic)
+    if d["ovs"] is None:
+        del d["ovs"]
+    return d
 
 
 def mac_for(vnf_uuid: str, index: int) -> str:

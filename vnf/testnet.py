@@ -25,7 +25,7 @@ import os
 import secrets
 import subprocess
 
-from . import netdev
+from . import netdev, ovs
 
 IFNAMSIZ = 15                 # longest Linux interface name
 MAX_PREFIX = 6                # the caller's part of a TestNet prefix
@@ -69,11 +69,15 @@ def unique_name(prefix: str, tag_len: int = TAG_LEN, room: int = 0) -> str:
 class TestNet:
     __test__ = False   # not a pytest class
 
-    def __init__(self, prefix: str = "fvt", subnet: int = 99, bridges: tuple | None = None):
+    def __init__(self, prefix: str = "fvt", subnet: int = 99, bridges: tuple | None = None,
+                 ovs_tags: tuple | None = None):
         """``prefix``: what the names start with (at most 6 characters); a random tag follows
         it, see :func:`unique_name`. ``bridges``: hang the two namespaces on these existing
         bridges (e.g. the edge networks of a deployed network service) instead of creating
-        ``<p>b0/b1``; they are not ours, so :meth:`down` leaves them."""
+        ``<p>b0/b1``; they are not ours, so :meth:`down` leaves them. ``ovs_tags`` (VLAN tag
+        of side a, of side b; None = untagged): the ``bridges`` are Open vSwitch bridges (may
+        be the same one, e.g. an integration bridge with a local VLAN per network, as the
+        Neutron OVS agent makes) and the namespaces' veths become OVS ports with those tags."""
         if not 1 <= len(prefix) <= MAX_PREFIX:
             raise ValueError(f"prefix must be 1 to {MAX_PREFIX} characters (interface names "
                              f"<= {IFNAMSIZ}), got {prefix!r}")
@@ -82,6 +86,9 @@ class TestNet:
         self.host_a, self.host_b = f"{p}ah", f"{p}bh"          # veth ends on the bridges
         self.peer_a, self.peer_b = f"{p}ap", f"{p}bp"          # veth ends in the namespaces
         self.own_bridges = bridges is None
+        self.ovs_tags = ovs_tags
+        if ovs_tags is not None and bridges is None:
+            raise ValueError("ovs_tags needs the OVS bridges to hang the namespaces on")
         self.br0, self.br1 = bridges if bridges else (f"{p}b0", f"{p}b1")
         self.ip_a, self.ip_b = f"10.{subnet}.0.1", f"10.{subnet}.0.2"
         self.mask = 24
@@ -109,7 +116,13 @@ class TestNet:
                 self._add("netns", ns, "netns", "add", ns)
                 self._add("link", host, "link", "add", host, "type", "veth", "peer", "name", peer)
                 _ip("link", "set", peer, "netns", ns)
-                _ip("link", "set", host, "master", br, "up")
+                if self.ovs_tags is None:
+                    _ip("link", "set", host, "master", br, "up")
+                else:
+                    tag = self.ovs_tags[0 if ns == self.ns_a else 1]
+                    ovs.vsctl("add-port", br, host, *([f"tag={tag}"] if tag is not None else []))
+                    self._made.append(("ovsport", host))
+                    _ip("link", "set", host, "up")
                 _ip("-n", ns, "addr", "add", f"{ip}/{self.mask}", "dev", peer)
                 _ip("-n", ns, "link", "set", peer, "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
@@ -133,6 +146,8 @@ class TestNet:
             kind, name = self._made.pop()
             if kind == "netns":
                 _ip("netns", "del", name, check=False)
+            elif kind == "ovsport":
+                ovs.vsctl("--if-exists", "del-port", name, check=False)
             else:
                 netdev.delete_link(name)
 

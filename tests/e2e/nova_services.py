@@ -17,9 +17,17 @@ Authentication is real Keystone (keystone-manage bootstrap on SQLite, Fernet tok
 needs a service catalog to find compute, image and placement, and the services validate tokens with
 keystonemiddleware. Every service uses the bootstrap admin as its service user (one test cloud).
 
-Neutron is not one of the services (it is not installed and ``--nic none`` servers have no ports),
-but nova-compute and nova-api still ask Neutron about an instance's ports (on delete, on network
-info refresh). ``neutron-standin`` answers those read-only queries the way Neutron does for a
+Neutron is real when it is installed (``pip install -e .[e2e]``) and Open vSwitch is
+(openvswitch-switch): the neutron API (``neutron.wsgi.api``, served like the others),
+``neutron-rpc-server`` and ``neutron-openvswitch-agent`` (ML2/OVS, networks of type ``local``, the
+``openvswitch`` firewall) for the compute host, on an Open vSwitch of the cloud's own
+(:class:`fluidvim.vnf.ovs.OvsServer` under ``<workdir>/ovs``, userspace ``netdev`` datapath: no
+kernel module here) with an integration bridge named per run; its database is SQLite, created
+from Neutron's models (``neutron-db-manage upgrade`` needs MySQL or PostgreSQL: its migrations
+alter tables in ways SQLite cannot) and stamped at the migration head. nova-compute plugs the
+servers' ``ovs`` ports through os-vif into that bridge and Neutron notifies Nova of
+``network-vif-plugged``. Without Neutron, ``neutron-standin`` answers the read-only queries
+nova makes for ``--nic none`` servers (on delete, on network info refresh) as Neutron does for a
 server without ports (empty lists, 404 for anything it does not model, 401 without a token).
 
 SQLite: the databases are switched to WAL, and the Nova services (several processes sharing
@@ -36,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -62,12 +71,23 @@ WSGI_APPS = {"keystone": "keystone.wsgi.api:application",
              "glance": "glance.wsgi.api:application",
              "nova-api": "nova.wsgi.osapi_compute:application",
              "neutron": "tests.e2e.nova_services:neutron_standin"}
+NEUTRON_APP = "neutron.wsgi.api:application"
 PREFIX = "fvn"
 RABBIT = "guest:guest@127.0.0.1:5672"
 ADMIN_PASSWORD = "fvn-admin-secret"
 REGION = "RegionOne"
 COMPUTE_HOST = "fvn-e2e-compute"
 DEFAULT_WORKDIR = "/tmp/fvn-nova-e2e"
+
+
+def real_neutron_missing() -> str | None:
+    """Why this machine cannot run the real Neutron of the cloud, or None."""
+    if importlib.util.find_spec("neutron") is None:
+        return "neutron is not installed (pip install -e .[e2e])"
+    for tool in ("ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (apt-get install openvswitch-switch)"
+    return None
 
 
 class ServiceError(RuntimeError):
@@ -157,9 +177,11 @@ class Stack:
 
     def __init__(self, workdir: str | os.PathLike, kernel: str | None = None,
                  slot_capacity: int = 4, accel: str = "auto", verbose: bool = False,
-                 pool_size: int = 0, ports: dict | None = None):
+                 pool_size: int = 0, ports: dict | None = None, neutron: bool | None = None):
         """``ports``: service -> port (default :data:`PORTS`, 18700-18704; see
-        :func:`free_ports`)."""
+        :func:`free_ports`; ``openflow`` is the OVS agent's OpenFlow listener, default 18710).
+        ``neutron``: run the real Neutron (default: when :func:`real_neutron_missing` says
+        nothing is missing), else the stand-in."""
         self.work = Path(workdir).resolve()
         self.logs = self.work / "logs"
         self.etc = self.work / "etc"
@@ -173,6 +195,13 @@ class Stack:
         self.verbose = verbose
         self.pool_size = pool_size
         self.procs: dict[str, subprocess.Popen] = {}
+        self.neutron = real_neutron_missing() is None if neutron is None else neutron
+        self.of_port = self.ports.setdefault("openflow", BASE_PORT + 10)
+        self.int_br = f"{PREFIX}br{tag[:6]}"                 # the integration bridge
+        self.ovs = None
+        if self.neutron:
+            from fluidvim.vnf import ovs as ovsmod
+            self.ovs = ovsmod.OvsServer(str(self.work / "ovs"))
 
     def url(self, svc: str) -> str:
         return f"http://{HOST}:{self.ports[svc]}"
@@ -210,7 +239,8 @@ class Stack:
             (self.work / d).mkdir(parents=True, exist_ok=True)
         # what `stop --workdir` needs to find this cloud's host objects again
         (self.work / "stack.json").write_text(json.dumps(
-            {"run_dir": self.run_dir, "vhost": self.vhost, "ports": self.ports}))
+            {"run_dir": self.run_dir, "vhost": self.vhost, "ports": self.ports,
+             "ovs": self.ovs.run_dir if self.ovs else None}))
         keystone = self.url("keystone")
         (self.etc / "keystone" / "keystone.conf").write_text(textwrap.dedent(f"""\
             [DEFAULT]
@@ -296,6 +326,67 @@ class Stack:
             session_slot_capacity = {self.slot_capacity}
             image_cache_dir = {self.work}/nova/fluidvim-images
             """).replace("[fluidvim]", f"{kernel}\n[fluidvim]"))
+        if self.neutron:
+            self._neutron_configs(keystone)
+
+    @property
+    def neutron_conf(self) -> Path:
+        return self.etc / "neutron" / "neutron.conf"
+
+    @property
+    def ovs_agent_conf(self) -> Path:
+        return self.etc / "neutron" / "openvswitch_agent.ini"
+
+    def _neutron_configs(self, keystone: str) -> None:
+        (self.etc / "neutron").mkdir(parents=True, exist_ok=True)
+        (self.work / "neutron").mkdir(exist_ok=True)
+        self.neutron_conf.write_text(textwrap.dedent(f"""\
+            [DEFAULT]
+            debug = {self.verbose}
+            core_plugin = ml2
+            service_plugins =
+            auth_strategy = keystone
+            api_paste_config = {VENV}/etc/neutron/api-paste.ini
+            transport_url = rabbit://{RABBIT}/{self.vhost}
+            state_path = {self.work}/neutron
+            notify_nova_on_port_status_changes = true
+            notify_nova_on_port_data_changes = true
+            rpc_workers = 1
+            rpc_state_report_workers = 0
+            [database]
+            connection = {self.db('neutron')}
+            [oslo_concurrency]
+            lock_path = {self.work}/locks
+            [ml2]
+            type_drivers = local,flat,vlan
+            project_network_types = local
+            mechanism_drivers = openvswitch
+            extension_drivers = port_security
+            [securitygroup]
+            firewall_driver = openvswitch
+            [agent]
+            root_helper = /usr/bin/env
+            [ovs]
+            datapath_type = netdev
+            integration_bridge = {self.int_br}
+            ovsdb_connection = {self.ovs.connection}
+            of_listen_port = {self.of_port}
+            bridge_mappings =
+            """) + _authtoken(keystone) + "\n" + _auth_section("nova", keystone) + "\n")
+        # the agent is the compute host's: its host name is nova-compute's
+        self.ovs_agent_conf.write_text(textwrap.dedent(f"""\
+            [DEFAULT]
+            host = {COMPUTE_HOST}
+            """))
+        # os-vif's privileged helpers (MTU, qbr/veths): nova-compute runs as root here, so the
+        # venv's privsep-helper directly instead of the default `sudo privsep-helper`
+        with open(self.compute_conf, "a") as f:
+            f.write(textwrap.dedent(f"""\
+                [os_vif_ovs]
+                ovsdb_connection = {self.ovs.connection}
+                [vif_plug_ovs_privileged]
+                helper_command = {BIN}/privsep-helper --config-file {self.compute_conf}
+                """))
 
     # processes
     @staticmethod
@@ -322,7 +413,7 @@ class Stack:
     def _start(self, svc: str, cmd: list[str], env=None) -> None:
         logf = open(self.log(svc), "ab")
         self.procs[svc] = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                           env=self._env(env, service=svc.startswith("nova-")),
+                                           env=self._env(env, service=svc.startswith(("nova-", "neutron"))),
                                            cwd=self.work,
                                            start_new_session=True)
         logf.close()
@@ -421,6 +512,15 @@ class Stack:
         self._run("nova-manage db sync", nm + ["db", "sync"])
         # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
         shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+        if self.neutron:
+            self._say("neutron: schema from the models, stamp heads; Open vSwitch")
+            self._run("neutron schema", [sys.executable, "-c", (
+                "import sqlalchemy, sys; from neutron.db.migration.models import head; "
+                "head.get_metadata().create_all(sqlalchemy.create_engine(sys.argv[1]))"),
+                self.db("neutron")])
+            self._run("neutron-db-manage stamp", [str(BIN / "neutron-db-manage"), "--config-file",
+                                                  str(self.neutron_conf), "stamp", "heads"])
+            self.ovs.start()
         self._wal()
 
         self._say("starting the services")
@@ -429,7 +529,22 @@ class Stack:
         self._catalog()
         self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
         self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
-        self._serve("neutron", {})
+        if self.neutron:
+            nenv = {"OS_NEUTRON_CONFIG_DIR": str(self.etc / "neutron"),
+                    "OS_NEUTRON_CONFIG_FILES": "neutron.conf"}
+            self._start("neutron", [sys.executable, "-m", "tests.e2e.nova_services", "serve",
+                                    NEUTRON_APP, "--port", str(self.ports["neutron"])], env=nenv)
+            self._start("neutron-rpc", [str(BIN / "neutron-rpc-server"), "--config-file",
+                                        str(self.neutron_conf)])
+            # privsep-helper from the venv (the agent's privileged daemons); OVS_RUNDIR: the
+            # cloud's ovs-vswitchd for ovs-ofctl/ovs-appctl
+            self._start("neutron-ovs-agent", [
+                str(BIN / "neutron-openvswitch-agent"), "--config-file", str(self.neutron_conf),
+                "--config-file", str(self.ovs_agent_conf)],
+                env={"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                     "OVS_RUNDIR": self.ovs.run_dir})
+        else:
+            self._serve("neutron", {})
         nova_env = {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")}
         self._serve("nova-api", nova_env)
         for svc in ("nova-conductor", "nova-scheduler"):
@@ -441,6 +556,8 @@ class Stack:
         self.wait_log("nova-conductor", "Starting conductor node")
         self.wait_log("nova-scheduler", "Starting scheduler node")
         self.wait_log("nova-compute", "Starting compute node")
+        if self.neutron:
+            self.wait_log("neutron-ovs-agent", "Agent initialized successfully", timeout=120)
         self._say("waiting for the compute node to report to Placement, then discover_hosts")
         self.wait_log("nova-compute", "Compute node record created", timeout=120)
         deadline = time.monotonic() + 60
@@ -502,6 +619,15 @@ class Stack:
                    ("placement", "placement", self.url("placement")),
                    ("glance", "image", self.url("glance")),
                    ("neutron", "network", self.url("neutron"))]
+        # the admin is every service's service user: nova sends its token to Neutron as a
+        # service token (X-Service-Token), which keystonemiddleware accepts only with the
+        # ``service`` role (service_token_roles)
+        roles = s.get("/roles?name=service", **kw).json()["roles"]
+        role = roles[0] if roles else s.post("/roles", json={"role": {"name": "service"}},
+                                             **kw).json()["role"]
+        admin = s.get("/users?name=admin", **kw).json()["users"][0]["id"]
+        project = s.get("/projects?name=admin", **kw).json()["projects"][0]["id"]
+        s.put(f"/projects/{project}/users/{admin}/roles/{role['id']}", **kw)
         for name, stype, url in entries:
             svc = s.post("/services", json={"service": {"name": name, "type": stype}},
                          **kw).json()["service"]
@@ -579,6 +705,9 @@ def stop_workdir(workdir: Path, procs: dict | None = None, quiet: bool = False) 
         own = json.loads((Path(workdir) / "stack.json").read_text())
     except (OSError, ValueError):
         own = {}
+    if own.get("ovs"):
+        from fluidvim.vnf import ovs as ovsmod
+        ovsmod.OvsServer(own["ovs"]).stop()        # deletes its bridges first
     run_dir = own.get("run_dir")
     if run_dir and os.path.isdir(run_dir) and not os.listdir(run_dir):
         os.rmdir(run_dir)                  # the launch core's run dir, empty once its VNFs went
@@ -734,6 +863,169 @@ def scenario(stack: Stack, kernel: str, keep_server: bool = False) -> dict:
     return times
 
 
+OVS_SUBNET = "10.96.0.0/24"
+# one allocation pool per network, so that the two networks' (same) subnet never hands out
+# the same address twice: the two probe hosts sit in one IP subnet, bridged only by the VNF
+OVS_POOLS = {"a": ("10.96.0.10", "10.96.0.99"), "b": ("10.96.0.100", "10.96.0.199")}
+
+
+def _ensure_firewall_image(os_, kernel: str) -> None:
+    """Image vnf-firewall and flavor vnf.small (made by :func:`scenario`, or here)."""
+    if "vnf-firewall" not in {i["Name"] for i in os_("image", "list")}:
+        os_("image", "create", "--file", kernel, "--disk-format", "aki", "--container-format",
+            "aki", "--property", f"fluidvim_click_config={FW_CONFIG}", "vnf-firewall")
+    if "vnf.small" not in {f["Name"] for f in os_("flavor", "list")}:
+        os_("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
+            "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
+
+
+def _wait_port_active(os_, port_id: str, timeout: float = 90.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        port = os_("port", "show", port_id)
+        if port["status"] == "ACTIVE":
+            return port
+        _check(time.monotonic() < deadline, f"port {port_id} not ACTIVE after {timeout:.0f}s: "
+               f"{port['status']} (binding {port.get('binding_vif_type')})")
+        time.sleep(1)
+
+
+class ProbeHost:
+    """A host on a Neutron network: a network namespace whose veth has a Neutron port's MAC and
+    IP, the veth's other end an OVS port of the integration bridge with that port's ``iface-id``
+    (what os-vif/libvirt do for a VM), so the OVS agent binds it to the network's local VLAN."""
+
+    def __init__(self, stack: Stack, port: dict):
+        from fluidvim.vnf import testnet
+
+        self.stack, self.port = stack, port
+        p = testnet.unique_name(f"{PREFIX}p", room=1)
+        self.ns, self.host, self.peer = p, f"{p}h", f"{p}p"
+        self.ip = port["fixed_ips"][0]["ip_address"]
+
+    def up(self) -> "ProbeHost":
+        from fluidvim.vnf import ovs as ovsmod
+
+        ip = ["ip"]
+        for cmd in (["netns", "add", self.ns],
+                    ["link", "add", self.host, "type", "veth", "peer", "name", self.peer],
+                    ["link", "set", self.peer, "netns", self.ns],
+                    ["-n", self.ns, "link", "set", self.peer, "address",
+                     self.port["mac_address"]],
+                    ["-n", self.ns, "addr", "add", f"{self.ip}/24", "dev", self.peer],
+                    ["-n", self.ns, "link", "set", self.peer, "up"],
+                    ["link", "set", self.host, "up"]):
+            self.stack._run("ip " + " ".join(cmd), ip + cmd)
+        ovsmod.add_port(self.stack.int_br, self.host,
+                        ovsmod.external_ids({"iface-id": self.port["id"]},
+                                            self.port["mac_address"]),
+                        db=self.stack.ovs.connection)
+        return self
+
+    def down(self) -> None:
+        from fluidvim.vnf import ovs as ovsmod
+
+        ovsmod.del_port(None, self.host, db=self.stack.ovs.connection)
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host], capture_output=True)
+
+    def ping(self, ip: str, count: int = 5) -> int:
+        p = subprocess.run(["ip", "netns", "exec", self.ns, "ping", "-n", "-c", str(count),
+                            "-i", "0.2", "-W", "2", ip], capture_output=True, text=True,
+                           timeout=count * 3 + 10)
+        for line in p.stdout.splitlines():
+            if "received" in line:
+                return int(line.split(",")[1].split()[0])
+        return 0
+
+
+def scenario_ovs(stack: Stack, kernel: str) -> dict:
+    """Neutron (ML2/OVS) networking with the unmodified CLI: two networks and subnets, a server
+    with a port on each (``--nic net-id=…`` twice) → ACTIVE; a host on each network (a Neutron
+    port bound by the OVS agent) pings the other: the only path is through the VNF, whose
+    counters move; ``server delete`` leaves no port of the VNF on the integration bridge."""
+    from fluidvim.vnf import netdev, ovs as ovsmod
+
+    _check(stack.neutron, "scenario_ovs needs the real Neutron")
+    os_ = OpenStackCLI(stack)
+    db = stack.ovs.connection
+    times = {}
+
+    def timed(name, *args, **kw):
+        t = time.monotonic()
+        out = os_(*args, **kw)
+        times[name] = round(time.monotonic() - t, 2)
+        return out
+
+    _ensure_firewall_image(os_, kernel)
+    agents = os_("network", "agent", "list", "--host", COMPUTE_HOST)
+    _check([a["Agent Type"] for a in agents if a["Alive"]] == ["Open vSwitch agent"],
+           f"no live OVS agent on {COMPUTE_HOST}: {agents}")
+    nets, probes, hosts = {}, {}, []
+    try:
+        for side in "ab":
+            # port security off: the VNF forwards the other host's frames (a bump in the wire)
+            nets[side] = timed(f"network create {side}", "network", "create",
+                               "--disable-port-security", f"net-{side}")
+            start, end = OVS_POOLS[side]
+            timed(f"subnet create {side}", "subnet", "create", "--network", f"net-{side}",
+                  "--subnet-range", OVS_SUBNET, "--no-dhcp", "--gateway", "none",
+                  "--allocation-pool", f"start={start},end={end}", f"sub-{side}")
+            probes[side] = os_("port", "create", "--network", f"net-{side}", "--host",
+                               COMPUTE_HOST, "--device-owner", "fluidvim:probe",
+                               f"probe-{side}")
+            hosts.append(ProbeHost(stack, probes[side]).up())
+        for side in "ab":
+            _wait_port_active(os_, probes[side]["id"])
+        a, b = hosts
+        _check(a.ping(b.ip, 2) == 0, "the two networks are connected without a VNF")
+
+        srv = timed("server create --nic net-id x2 --wait", "server", "create", "--image",
+                    "vnf-firewall", "--flavor", "vnf.small", "--nic",
+                    f"net-id={nets['a']['id']}", "--nic", f"net-id={nets['b']['id']}",
+                    "--wait", "fw-ovs", timeout=420)
+        _check(srv["status"] == "ACTIVE", f"fw-ovs is {srv['status']}: {srv.get('fault')}")
+        uuid = srv["id"]
+        ports = os_("port", "list", "--server", uuid, "--long")
+        _check(len(ports) == 2 and all(p["Status"] == "ACTIVE" for p in ports),
+               f"the server's ports: {ports}")
+        (vnf,) = [v for v in _fluidvim(stack, "list") if v["name"] == uuid]
+        taps = [n["tap"] for n in vnf["nics"]]
+        on_br = ovsmod.list_ports(stack.int_br, db=db)
+        _check(set(taps) <= set(on_br), f"taps {taps} not on {stack.int_br}: {on_br}")
+        by_port = {}
+        for tap in taps:
+            iface = ovsmod.interface(tap, db=db)
+            by_port[iface["external_ids"]["iface-id"]] = iface["external_ids"]
+        _check(set(by_port) == {p["ID"] for p in ports}, f"iface-ids {by_port} vs {ports}")
+        _check(all(ids["vm-uuid"] == uuid for ids in by_port.values()), f"vm-uuid: {by_port}")
+
+        before = _fluidvim(stack, "stats", uuid)
+        received = a.ping(b.ip, 5)
+        after = _fluidvim(stack, "stats", uuid)
+        _check(received == 5, f"{received}/5 pings from net-a to net-b through the VNF")
+        moved = [{k: after["nics"][i][k] - before["nics"][i][k] for k in ("rx", "tx")}
+                 for i in (0, 1)]
+        _check(all(m["rx"] >= 5 and m["tx"] >= 5 for m in moved), f"VNF NIC counters: {moved}")
+        times["vnf_nic_counter_delta"] = moved
+
+        timed("server delete --wait (ovs)", "server", "delete", "--wait", "fw-ovs",
+              json_out=False)
+        left = sorted(set(ovsmod.list_ports(stack.int_br, db=db)) - {h.host for h in hosts})
+        _check(left == [], f"OVS ports left on {stack.int_br} after delete: {left}")
+        _check(not [t for t in taps if netdev.exists(t)], f"taps left: {taps}")
+        _check(a.ping(b.ip, 2) == 0, "net-a and net-b still connected after the delete")
+    finally:
+        for h in hosts:
+            h.down()
+        for side in "ab":
+            if side in probes:
+                os_("port", "delete", probes[side]["id"], json_out=False)
+            if side in nets:
+                os_("network", "delete", nets[side]["id"], json_out=False)
+    return times
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m tests.e2e.nova_services",
@@ -784,6 +1076,8 @@ def main(argv=None) -> int:
         stack.start()
         if args.cmd == "run":
             times = scenario(stack, kernel, keep_server=args.keep)
+            if stack.neutron:
+                times.update(scenario_ovs(stack, kernel))
             print(json.dumps({"cli_seconds": times}, indent=1))
             stack._say("scenario passed")
     except BaseException:

@@ -13,6 +13,10 @@ nova-compute restart re-attaches to the running VNF, ``server stop/start/reboot 
 the VNF, and ``server delete`` leaves no QEMU, no tap, no VNF record and no Placement usage;
 ``server create --user-data`` runs the user_data's Click configuration (a bad one: ERROR, the
 fault naming line and column) and nova-api refuses an unknown ``fluidvim:`` flavor extra spec.
+With the real Neutron (ML2/OVS, its OVS agent, on Open vSwitch with the userspace datapath):
+``network create`` ×2, ``subnet create`` ×2, ``server create --nic net-id=… --nic net-id=…`` →
+ACTIVE, traffic between two Neutron ports of those networks passes through the VNF (its counters
+move), and ``server delete`` leaves no OVS port (:func:`tests.e2e.nova_services.scenario_ovs`).
 About 2-3 minutes (about 60 s of it is starting the cloud).
 """
 
@@ -48,7 +52,7 @@ def stack():
     # a work dir, ports, vhost and run dir of this run's own: another run, or the services a
     # killed run left, are neither stopped by this one nor in its way (logs stay in the work dir)
     work = tempfile.mkdtemp(prefix="fvn-nova-e2e-pytest-")
-    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports())
+    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports(ns.SERVICES + ("openflow",)))
     try:
         s.start()
         yield s
@@ -199,3 +203,12 @@ def test_user_data_config_and_extra_spec_validation(stack, tmp_path):
 
     cli("server", "delete", "--wait", "fw-day0", "fw-day0-bad", json_out=False)
     assert not ns._fluidvim(stack, "list", "--all"), "VNFs left after delete"
+
+
+def test_neutron_ovs_networks(stack):
+    """Two Neutron networks, a server on both, traffic through the VNF, delete (real Neutron)."""
+    if not stack.neutron:
+        pytest.skip(f"no real Neutron here: {ns.real_neutron_missing()}")
+    times = _with_logs(stack, ns.scenario_ovs, stack, KERNEL)
+    print("ovs scenario:", times)
+    assert times["server create --nic net-id x2 --wait"] > 0

@@ -159,3 +159,39 @@ def test_launch_nic_args_are_checked_per_entry():
         with pytest.raises(S.SpecError) as e:
             check(2, macs, taps)
         assert e.value.field == field, (macs, taps, e.value)
+
+
+def test_ovs_nic_round_trips_and_is_left_out_when_unset():
+    u = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
+    ids = {"iface-id": "0b7e6c1a-2f3d-4e5a-8b9c-d0e1f2a3b4c5", "vm-uuid": u}
+    spec = S.VNFSpec(uuid=u, name="fw", kernel="/k", control_socket="/c", console_log="/l",
+                     nics=(S.NicSpec(tap="tap0b7e6c1a-2f", mac="fa:16:3e:00:00:01",
+                                     bridge="br-int", ovs=ids),
+                           S.NicSpec(tap="fvx1", mac="fa:16:3e:00:00:02", bridge="brx"))).validate()
+    d = spec.to_dict()
+    assert d["nics"][0]["ovs"] == ids
+    assert "ovs" not in d["nics"][1]          # specs without OVS NICs are as before (vectors, Go)
+    back = S.VNFSpec.from_dict(json.loads(json.dumps(d)))
+    assert back == spec and back.nics[0].ovs == ids and back.nics[1].ovs is None
+    # the argv does not depend on where a NIC is attached
+    plain = spec.with_changes(nics=(S.NicSpec(tap="tap0b7e6c1a-2f", mac="fa:16:3e:00:00:01",
+                                              bridge="br-int"), spec.nics[1]))
+    assert S.qemu_argv(spec) == S.qemu_argv(plain)
+
+
+@pytest.mark.parametrize("nic, problem", [
+    (S.NicSpec(tap="t0", mac="fa:16:3e:00:00:01", ovs={"iface-id": "p"}), "without a bridge"),
+    (S.NicSpec(tap="t0", mac="fa:16:3e:00:00:01", bridge="br-int", ovs={"iface-id": 5}),
+     "not a mapping"),
+])
+def test_bad_ovs_nics_are_refused(nic, problem):
+    with pytest.raises(S.SpecError) as e:
+        nic.validate(0)
+    assert e.value.field == "nics[0].ovs" and problem in str(e.value)
+
+
+def test_ovs_external_ids_add_mac_and_status():
+    from fluidvim.vnf import ovs
+    assert ovs.external_ids({"iface-id": "p1", "vm-uuid": "u"}, "fa:16:3e:00:00:01") == {
+        "iface-id": "p1", "vm-uuid": "u", "attached-mac": "fa:16:3e:00:00:01",
+        "iface-status": "active"}
