@@ -19,7 +19,7 @@
 static uint64_t now_ns = 1000000000ull;
 static long tx_count;
 
-int plat_tx(int nic, const uint8_t *data, uint16_t len)
+int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
 {
 	volatile uint8_t sink = 0;
 	for (uint16_t i = 0; i < len; i++)      /* touch every byte: ASan checks the range */

@@ -2,11 +2,17 @@
  * channel), over one transport layer (virtio-mmio v1 and legacy virtio-pci I/O BAR0) and one
  * split-ring implementation (legacy layout, 4096 alignment).
  *
- * virtio-net: queues 0 = RX, 1 = TX. One descriptor per buffer, 2048 bytes each: the 10-byte
- * virtio_net_hdr then the frame (no MRG_RXBUF, no offloads; only VIRTIO_NET_F_MAC is negotiated).
- * RX buffers are re-posted right after click_rx() returns (the engine copies what it keeps). TX
- * copies into a free buffer and publishes it at once; the notify ("kick") is batched until the
- * end of the main-loop round (or 32 frames).
+ * virtio-net: queues 0 = RX, 1 = TX. Negotiated: MAC, and the offloads a bump in the wire passes
+ * through (CSUM, GUEST_CSUM, GUEST/HOST_TSO4/6, GUEST/HOST_ECN with MRG_RXBUF): partial checksums
+ * and TCP superframes of up to 64 KiB travel from one tap to the other unsegmented, their
+ * virtio_net_hdr handed to the engine (click_rx_vh) and back to plat_tx (see click.h).
+ * RX: one descriptor per buffer; with MRG_RXBUF 4096-byte buffers and a 12-byte header (a frame
+ * spanning several buffers is gathered into one contiguous copy), else 2048 bytes and 10. RX
+ * buffers are re-posted right after click_rx() returns (the engine copies what it keeps).
+ * TX: header + frame are copied into a per-NIC byte ring (the arena, like the console's) and
+ * published as one descriptor; the notify ("kick") is batched until the end of the main-loop round
+ * (or TX_KICK_BATCH frames). A frame whose offloads the egress NIC did not negotiate gets its
+ * checksum completed in software (partial checksum) or is dropped (GSO).
  * Interrupts: TX never interrupts; RX interrupts are suppressed while the main loop is busy and
  * re-enabled just before `hlt`. Lines are level-triggered; a ring-0 hook run by the interrupt
  * stub acks the ISR of every virtio device on the line before the EOI.
@@ -31,10 +37,12 @@
 #include "serial.h"
 #include "time.h"
 
-#define BUF_SIZE 2048
+#define BUF_SIZE 2048          /* RX buffer without MRG_RXBUF */
+#define MRG_BUF_SIZE 4096      /* RX buffer with MRG_RXBUF */
 #define MAX_BUFS 256
-#define NET_HDR 10
-#define TX_KICK_BATCH 32
+#define TX_ARENA (1u << 20)    /* per NIC; power of two */
+#define TX_KICK_BATCH 64
+#define MAX_FRAME 65535u
 
 #ifndef CON_TX_ARENA           /* (-D overrides exercise chunking and wrap-around in tests) */
 #define CON_RX_BUFS 8
@@ -54,7 +62,20 @@
 #define VIRTIO_STATUS_DRIVER 2
 #define VIRTIO_STATUS_DRIVER_OK 4
 #define VIRTIO_STATUS_FAILED 128
+#define VIRTIO_NET_F_CSUM (1u << 0)
+#define VIRTIO_NET_F_GUEST_CSUM (1u << 1)
 #define VIRTIO_NET_F_MAC (1u << 5)
+#define VIRTIO_NET_F_GUEST_TSO4 (1u << 7)
+#define VIRTIO_NET_F_GUEST_TSO6 (1u << 8)
+#define VIRTIO_NET_F_GUEST_ECN (1u << 9)
+#define VIRTIO_NET_F_HOST_TSO4 (1u << 11)
+#define VIRTIO_NET_F_HOST_TSO6 (1u << 12)
+#define VIRTIO_NET_F_HOST_ECN (1u << 13)
+#define VIRTIO_NET_F_MRG_RXBUF (1u << 15)
+#define NET_GUEST_GSO (VIRTIO_NET_F_GUEST_TSO4 | VIRTIO_NET_F_GUEST_TSO6 | VIRTIO_NET_F_GUEST_ECN)
+#define NET_FEATURES (VIRTIO_NET_F_MAC | VIRTIO_NET_F_CSUM | VIRTIO_NET_F_GUEST_CSUM | NET_GUEST_GSO | \
+		      VIRTIO_NET_F_HOST_TSO4 | VIRTIO_NET_F_HOST_TSO6 | VIRTIO_NET_F_HOST_ECN | \
+		      VIRTIO_NET_F_MRG_RXBUF)
 
 #define VRING_DESC_F_WRITE 2
 #define VRING_AVAIL_F_NO_INTERRUPT 1
@@ -127,6 +148,13 @@ struct vdev {
 struct nic {
 	struct vdev d;
 	uint8_t mac[6];
+	uint8_t hdr;                     /* virtio_net_hdr bytes: 12 with MRG_RXBUF, else 10 */
+	uint8_t *gather;                 /* RX: a frame spanning several buffers (MRG_RXBUF) */
+	uint8_t *arena;                  /* TX byte ring, as the console's */
+	uint32_t wpos, rpos;
+	uint16_t tx_head, tx_inflight;
+	uint32_t tx_end[MAX_BUFS];
+	uint8_t tx_done[MAX_BUFS];
 };
 
 struct con {
@@ -208,14 +236,22 @@ static uint64_t vdev_probe_k(uint64_t dp, uint64_t want, uint64_t cfg_len)
 	if (d->tr == NET_MMIO) {
 		mmio_write32(d->mmio + MMIO_HOST_FEATURES_SEL, 0);
 		host = mmio_read32(d->mmio + MMIO_HOST_FEATURES);
-		mmio_write32(d->mmio + MMIO_GUEST_FEATURES_SEL, 0);
-		mmio_write32(d->mmio + MMIO_GUEST_FEATURES, host & (uint32_t)want);
-		mmio_write32(d->mmio + MMIO_GUEST_PAGE_SIZE, 4096);
-	} else {
+	} else
 		host = inl(d->io + PCI_HOST_FEATURES);
-		outl(d->io + PCI_GUEST_FEATURES, host & (uint32_t)want);
-	}
-	d->features = host & (uint32_t)want;
+	uint32_t f = host & (uint32_t)want;
+	if (!(f & VIRTIO_NET_F_MRG_RXBUF))
+		f &= ~(uint32_t)NET_GUEST_GSO;   /* 64 KiB frames need mergeable buffers (or huge ones) */
+	if (!(f & VIRTIO_NET_F_GUEST_CSUM))
+		f &= ~(uint32_t)NET_GUEST_GSO;
+	if (!(f & VIRTIO_NET_F_CSUM))
+		f &= ~(uint32_t)(VIRTIO_NET_F_HOST_TSO4 | VIRTIO_NET_F_HOST_TSO6 | VIRTIO_NET_F_HOST_ECN);
+	if (d->tr == NET_MMIO) {
+		mmio_write32(d->mmio + MMIO_GUEST_FEATURES_SEL, 0);
+		mmio_write32(d->mmio + MMIO_GUEST_FEATURES, f);
+		mmio_write32(d->mmio + MMIO_GUEST_PAGE_SIZE, 4096);
+	} else
+		outl(d->io + PCI_GUEST_FEATURES, f);
+	d->features = f;
 	for (unsigned i = 0; i < cfg_len && i < sizeof d->cfg; i++)
 		d->cfg[i] = d->tr == NET_MMIO ? mmio_read8(d->mmio + MMIO_CONFIG + i)
 					      : inb((uint16_t)(d->io + PCI_CONFIG + i));
@@ -327,12 +363,21 @@ static int nic_init(struct nic *n, int idx, char *err, size_t ecap)
 {
 	char what[24];
 	ksnprintf(what, sizeof what, "virtio-net %d", idx);
-	KCALL(vdev_probe_k, &n->d, VIRTIO_NET_F_MAC, 6);
+	KCALL(vdev_probe_k, &n->d, NET_FEATURES, 6);
 	for (int i = 0; i < 6; i++)
 		n->mac[i] = (n->d.features & VIRTIO_NET_F_MAC) ? n->d.cfg[i]
 			    : (uint8_t)(i == 0 ? 0x52 : i == 1 ? 0x54 : i == 5 ? idx + 1 : 0);
-	if (vq_alloc(&n->d, 0, true, MAX_BUFS, BUF_SIZE, what, err, ecap) ||
-	    vq_alloc(&n->d, 1, false, MAX_BUFS, BUF_SIZE, what, err, ecap)) {
+	bool mrg = n->d.features & VIRTIO_NET_F_MRG_RXBUF;
+	n->hdr = mrg ? 12 : 10;
+	n->arena = mem_alloc(TX_ARENA, 4096);
+	n->gather = mrg ? mem_alloc(MAX_FRAME + 1, 64) : NULL;
+	if (!n->arena || (mrg && !n->gather)) {
+		ksnprintf(err, ecap, "%s: out of memory", what);
+		KCALL(vdev_fail_k, &n->d, 0, 0);
+		return -1;
+	}
+	if (vq_alloc(&n->d, 0, true, MAX_BUFS, mrg ? MRG_BUF_SIZE : BUF_SIZE, what, err, ecap) ||
+	    vq_alloc(&n->d, 1, false, MAX_BUFS, 0, what, err, ecap)) {
 		KCALL(vdev_fail_k, &n->d, 0, 0);
 		return -1;
 	}
@@ -571,43 +616,146 @@ static void vq_kick(struct vdev *d, struct vq *q)
 	q->pending = 0;
 }
 
-static void tx_reclaim(struct vq *q)
+static void tx_reclaim(struct nic *n)
 {
+	struct vq *q = &n->d.q[1];
 	uint16_t used = q->used->idx;
 	barrier();
 	while (q->last_used != used) {
 		uint16_t id = (uint16_t)q->used->ring[q->last_used & (q->size - 1)].id;
-		if (id < q->nbufs && q->nfree < q->nbufs)
-			q->free_ids[q->nfree++] = id;
+		if (id < q->nbufs)
+			n->tx_done[id] = 1;
 		q->last_used++;
 	}
+	/* release arena space in submission order (QEMU completes in order anyway) */
+	while (n->tx_inflight && n->tx_done[n->tx_head]) {
+		n->tx_done[n->tx_head] = 0;
+		n->rpos = n->tx_end[n->tx_head];
+		n->tx_head = (uint16_t)((n->tx_head + 1) % q->nbufs);
+		n->tx_inflight--;
+	}
+	if (!n->tx_inflight)
+		n->wpos = n->rpos = 0;
 }
 
-int plat_tx(int nic, const uint8_t *data, uint16_t len)
+/* a descriptor and `len` contiguous arena bytes (64-byte aligned), or -1 */
+static int tx_alloc(struct nic *n, uint32_t len, uint8_t **buf)
 {
-	if (nic < 0 || nic >= nnics || len > BUF_SIZE - NET_HDR)
+	struct vq *q = &n->d.q[1];
+	len = (len + 63u) & ~63u;
+	for (int tries = 0; tries < 2; tries++) {
+		uint32_t o = n->wpos & (TX_ARENA - 1);
+		uint32_t pad = o + len > TX_ARENA ? TX_ARENA - o : 0;
+		if (n->tx_inflight < q->nbufs && (n->wpos - n->rpos) + pad + len <= TX_ARENA) {
+			n->wpos += pad;
+			*buf = n->arena + (n->wpos & (TX_ARENA - 1));
+			n->wpos += len;
+			int id = (n->tx_head + n->tx_inflight) % q->nbufs;
+			n->tx_end[id] = n->wpos;
+			n->tx_inflight++;
+			return id;
+		}
+		tx_reclaim(n);
+	}
+	return -1;
+}
+
+static inline void put16le(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline uint16_t get16le(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* complete a partial checksum (the device cannot): ones' complement sum from csum_start, which
+ * the sender seeded with the pseudo-header sum at csum_start + csum_offset */
+static void sw_csum(uint8_t *f, uint32_t len, const struct click_vh *vh)
+{
+	uint32_t st = vh->csum_start, at = st + vh->csum_offset;   /* checked by plat_tx */
+	uint64_t sum = 0;
+	uint32_t i = st;
+	for (; i + 1 < len; i += 2)
+		sum += (uint32_t)(f[i] << 8 | f[i + 1]);
+	if (i < len)
+		sum += (uint32_t)f[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	uint16_t c = (uint16_t)~sum;
+	f[at] = (uint8_t)(c >> 8);
+	f[at + 1] = (uint8_t)c;
+}
+
+int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
+{
+	if (nic < 0 || nic >= nnics)
 		return -1;
 	struct nic *n = &nics[nic];
 	struct vq *q = &n->d.q[1];
-	if (q->nfree < 16)
-		tx_reclaim(q);
-	if (q->nfree == 0) {
+	uint32_t feat = n->d.features;
+	bool sw = false;
+	if (vh) {
+		uint8_t t = (uint8_t)(vh->gso_type & ~CLICK_GSO_ECN);
+		if (t != CLICK_GSO_NONE) {
+			uint32_t need = t == CLICK_GSO_TCPV4 ? VIRTIO_NET_F_HOST_TSO4
+				      : t == CLICK_GSO_TCPV6 ? VIRTIO_NET_F_HOST_TSO6 : 0;
+			if (vh->gso_type & CLICK_GSO_ECN)
+				need |= VIRTIO_NET_F_HOST_ECN;
+			if (!need || (feat & need) != need)
+				return -1;  /* the egress device cannot segment it (no software GSO) */
+		}
+		sw = (vh->flags & CLICK_VH_NEEDS_CSUM) && !(feat & VIRTIO_NET_F_CSUM);
+		if (sw && (vh->csum_start >= len || (uint32_t)vh->csum_start + vh->csum_offset + 2u > len))
+			return -1;
+	}
+	if (q->last_used != q->used->idx && n->tx_inflight > q->nbufs / 2)
+		tx_reclaim(n);
+	uint8_t *buf;
+	int id = tx_alloc(n, (uint32_t)n->hdr + len, &buf);
+	if (id < 0) {
 		if (q->pending)
 			vq_kick(&n->d, q);
 		return -1;
 	}
-	uint16_t id = q->free_ids[--q->nfree];
-	uint8_t *buf = q->bufs + (size_t)id * BUF_SIZE;
-	memset(buf, 0, NET_HDR);
-	memcpy(buf + NET_HDR, data, len);
-	q->desc[id].len = (uint32_t)len + NET_HDR;
-	q->avail->ring[q->avail_idx & (q->size - 1)] = id;
+	memset(buf, 0, n->hdr);
+	memcpy(buf + n->hdr, data, len);
+	if (vh && !sw) {
+		buf[0] = vh->flags & CLICK_VH_NEEDS_CSUM;
+		buf[1] = vh->gso_type;
+		put16le(buf + 2, vh->hdr_len);
+		put16le(buf + 4, vh->gso_size);
+		put16le(buf + 6, vh->csum_start);
+		put16le(buf + 8, vh->csum_offset);
+	} else if (sw)
+		sw_csum(buf + n->hdr, len, vh);
+	q->desc[id].addr = (uint64_t)(uintptr_t)buf;
+	q->desc[id].len = (uint32_t)len + n->hdr;
+	q->desc[id].flags = 0;
+	q->desc[id].next = 0;
+	q->avail->ring[q->avail_idx & (q->size - 1)] = (uint16_t)id;
 	q->avail_idx++;
 	barrier();
 	q->avail->idx = q->avail_idx;
 	if (++q->pending >= TX_KICK_BATCH)
 		vq_kick(&n->d, q);
 	return 0;
+}
+
+static void rx_repost(struct vq *q, uint16_t id)
+{
+	q->avail->ring[q->avail_idx & (q->size - 1)] = id;
+	q->avail_idx++;
+}
+
+static void rx_deliver(int i, const uint8_t *hdr, const uint8_t *frame, uint32_t len)
+{
+	struct click_vh vh;
+	vh.flags = hdr[0];
+	vh.gso_type = hdr[1];
+	if (!(vh.flags | vh.gso_type)) {
+		click_rx(i, frame, (uint16_t)len);
+		return;
+	}
+	vh.hdr_len = get16le(hdr + 2);
+	vh.gso_size = get16le(hdr + 4);
+	vh.csum_start = get16le(hdr + 6);
+	vh.csum_offset = get16le(hdr + 8);
+	click_rx_vh(i, frame, (uint16_t)len, &vh);
 }
 
 static bool rx_poll(int i)
@@ -619,17 +767,52 @@ static bool rx_poll(int i)
 		return false;
 	barrier();
 	int budget = 64;
+	uint32_t hl = n->hdr, bs = q->buf_size;
 	while (q->last_used != used && budget--) {
 		volatile struct vring_used_elem *e = &q->used->ring[q->last_used & (q->size - 1)];
 		uint16_t id = (uint16_t)e->id;
 		uint32_t len = e->len;
-		if (id < q->nbufs) {
-			if (len > NET_HDR && len <= BUF_SIZE)
-				click_rx(i, q->bufs + (size_t)id * BUF_SIZE + NET_HDR, (uint16_t)(len - NET_HDR));
-			q->avail->ring[q->avail_idx & (q->size - 1)] = id;
-			q->avail_idx++;
+		if (id >= q->nbufs) {
+			q->last_used++;
+			continue;
 		}
-		q->last_used++;
+		uint8_t *b = q->bufs + (size_t)id * bs;
+		uint16_t nb = hl == 12 ? get16le(b + 10) : 1;
+		if (nb <= 1) {
+			if (len > hl && len <= bs)
+				rx_deliver(i, b, b + hl, len - hl);
+			rx_repost(q, id);
+			q->last_used++;
+			continue;
+		}
+		/* a frame in nb buffers (MRG_RXBUF): the device publishes them together */
+		if ((uint16_t)(used - q->last_used) < nb)
+			break;
+		uint8_t h[12];
+		memcpy(h, b, sizeof h);
+		uint32_t tot = 0;
+		bool ok = true;
+		for (uint16_t k = 0; k < nb; k++) {
+			e = &q->used->ring[q->last_used & (q->size - 1)];
+			id = (uint16_t)e->id;
+			len = e->len;
+			q->last_used++;
+			if (id >= q->nbufs) {
+				ok = false;
+				continue;
+			}
+			b = q->bufs + (size_t)id * bs;
+			uint32_t skip = k == 0 ? hl : 0;
+			if (len > bs || len < skip || tot + (len - skip) > MAX_FRAME)
+				ok = false;
+			else if (ok) {
+				memcpy(n->gather + tot, b + skip, len - skip);
+				tot += len - skip;
+			}
+			rx_repost(q, id);
+		}
+		if (ok && tot)
+			rx_deliver(i, h, n->gather, tot);
 	}
 	barrier();
 	q->avail->idx = q->avail_idx;
@@ -642,8 +825,8 @@ bool net_poll(void)
 	bool work = false;
 	for (int i = 0; i < nnics; i++) {
 		work |= rx_poll(i);
-		if (nics[i].d.q[1].nfree < nics[i].d.q[1].nbufs)
-			tx_reclaim(&nics[i].d.q[1]);
+		if (nics[i].tx_inflight)
+			tx_reclaim(&nics[i]);
 	}
 	return work;
 }
