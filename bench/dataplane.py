@@ -253,14 +253,15 @@ def plot(path: str, data: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = ["bridge", "hub"] + [f"vnf {c}" for c in data["chains"]]
-    rows = [data["bridge"], data["hub"]] + list(data["chains"].values())
+    names = ["bridge"] + (["hub"] if data["hub"] else []) + [f"vnf {c}" for c in data["chains"]]
+    rows = [data["bridge"]] + ([data["hub"]] if data["hub"] else []) + list(data["chains"].values())
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     for ax, key, label, scale in ((axes[0], "tcp_mbps", "TCP, Gb/s", 1e-3),
                                   (axes[1], "pps_64", "64 B, kpps at < 0.1 % loss", 1e-3),
                                   (axes[2], "blast_64", "64 B blast, delivered kpps", 1e-3)):
         vals = [(r[key]["delivered_pps"] if key == "blast_64" else r[key]) * scale for r in rows]
-        colors = ["#888888", "#bbbbbb"] + ["#3b7dd8"] * (len(rows) - 2)
+        n_ref = 2 if data["hub"] else 1
+        colors = ["#888888", "#bbbbbb"][:n_ref] + ["#3b7dd8"] * (len(rows) - n_ref)
         ax.barh(names, vals, color=colors)
         ax.invert_yaxis()
         ax.set_title(label)

@@ -416,6 +416,9 @@ def test_tcp_transfer_with_offloads_passes_intact_and_counts_segments(mgr, net, 
                        stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout.readline().strip() == "listening"
+        # (frames that arrived before `configure`, e.g. IPv6 ND of ns a, are drops: start after them)
+        st0 = mgr.stats(res.vnf_id)
+        nics0 = st0["nics"]
         segs0 = _tcp_out_segs(net, "a")
         tap_rx0 = _tap_stat(spec.nics[0].tap, "tx_packets")     # host -> VNF nic0, in skbs
         client = net.run("a", "python3", "-c",
@@ -433,14 +436,16 @@ def test_tcp_transfer_with_offloads_passes_intact_and_counts_segments(mgr, net, 
     segs = _tcp_out_segs(net, "a") - segs0
     tap_frames = _tap_stat(spec.nics[0].tap, "tx_packets") - tap_rx0
     st = mgr.stats(res.vnf_id)
-    nic0, nic1 = st["nics"]
+    nic0, nic1 = ({k: n[k] - n0[k] if k != "mac" else n[k] for k in n} for n, n0 in zip(st["nics"], nics0))
     # superframes crossed: far fewer frames on the tap than TCP segments sent
     assert tap_frames * 4 < segs, (tap_frames, segs)
     # the VNF counts wire packets: every TCP segment a sent (nothing else from a but ARP)
-    assert segs - segs // 100 <= nic0["rx"] <= segs + 10, (segs, nic0)   # (1 %: tap queue drops)
+    # (1 %: tap queue drops; + ARP and IPv6 ND/MLD frames of ns a)
+    assert segs - segs // 100 <= nic0["rx"] <= segs + 40, (segs, nic0)
     assert nic0["drop"] == 0 and nic1["tx"] == nic0["rx"]
     assert nic0["rx_bytes"] > TRANSFER
     if config == OFFLOAD_FW:
         assert segs - segs // 100 <= element(st, "tcp")["count"] <= segs + 2, (segs, st["elements"])
         assert element(st, "blocked")["count"] == 0
-        assert element(st, "tcp")["count"] + element(st, "other")["count"] == nic0["rx"]
+        assert (element(st, "tcp")["count"] + element(st, "other")["count"]
+                - element(st0, "tcp")["count"] - element(st0, "other")["count"]) == nic0["rx"]

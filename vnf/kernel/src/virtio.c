@@ -159,6 +159,7 @@ struct nic {
 	uint16_t tx_head, tx_inflight;
 	uint32_t tx_end[MAX_BUFS];
 	uint8_t tx_done[MAX_BUFS];
+	uint64_t tx_first;               /* TSC when the oldest unkicked frame was published */
 };
 
 struct con {
@@ -189,7 +190,10 @@ static struct con con __attribute__((section(".data")));
 #ifndef NET_BUSY_POLL_US
 #define NET_BUSY_POLL_US 1000   /* keep polling the NICs this long after the last frame */
 #endif
-static uint64_t last_rx_tsc, busy_poll_tsc;
+#ifndef TX_KICK_DELAY_US
+#define TX_KICK_DELAY_US 50     /* see net_flush_tx */
+#endif
+static uint64_t last_rx_tsc, busy_poll_tsc, tx_kick_delay_tsc;
 
 /* ---- transport: every register access runs in ring 0, one kcall per logical operation
  *      (under PVM a ring-3 MMIO access costs ~70 us, a kcall ~50 us plus ~5 us per access) ---- */
@@ -492,6 +496,7 @@ int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t 
 	errbuf[0] = 0;
 	nnics = 0;
 	busy_poll_tsc = ns_to_tsc(NET_BUSY_POLL_US * 1000ull);
+	tx_kick_delay_tsc = ns_to_tsc(TX_KICK_DELAY_US * 1000ull);
 	con.present = false;
 	uint64_t bases[32];
 	int gsis[32], nb = 0;
@@ -741,7 +746,9 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *v
 	q->avail_idx++;
 	barrier();
 	q->avail->idx = q->avail_idx;
-	if (++q->pending >= TX_KICK_BATCH)
+	if (q->pending++ == 0)
+		n->tx_first = rdtsc();
+	if (q->pending >= TX_KICK_BATCH)
 		vq_kick(&n->d, q);
 	return 0;
 }
@@ -869,7 +876,21 @@ bool net_poll(void)
 	return work;
 }
 
+/* A kick is a kcall plus a VM exit (~tens of us of vCPU time under PVM); QEMU re-enables TX
+ * notifications whenever it has drained the ring, so at moderate rates every main-loop round
+ * would kick for one or two frames. Unkicked frames wait up to TX_KICK_DELAY_US for company
+ * (the main loop keeps polling meanwhile; idling flushes them). */
 void net_flush_tx(void)
+{
+	uint64_t now = rdtsc();
+	for (int i = 0; i < nnics; i++) {
+		struct vq *q = &nics[i].d.q[1];
+		if (q->pending && now - nics[i].tx_first >= tx_kick_delay_tsc)
+			vq_kick(&nics[i].d, q);
+	}
+}
+
+static void net_flush_tx_now(void)
 {
 	for (int i = 0; i < nnics; i++)
 		if (nics[i].d.q[1].pending)
@@ -878,6 +899,7 @@ void net_flush_tx(void)
 
 bool virtio_prepare_idle(void)
 {
+	net_flush_tx_now();
 	/* the interrupt hook acked the devices; polled devices need no ack (their lines stay masked
 	 * off at the IO-APIC, and the device keeps working with ISR set). Take every note first,
 	 * then look at the rings: a line may be shared by a NIC and the console. */
