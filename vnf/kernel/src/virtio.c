@@ -878,14 +878,17 @@ bool net_poll(void)
 
 /* A kick is a kcall plus a VM exit (~tens of us of vCPU time under PVM); QEMU re-enables TX
  * notifications whenever it has drained the ring, so at moderate rates every main-loop round
- * would kick for one or two frames. Unkicked frames wait up to TX_KICK_DELAY_US for company
- * (the main loop keeps polling meanwhile; idling flushes them). */
+ * would kick for one or two frames. While more frames wait in an RX ring, unkicked frames wait
+ * up to TX_KICK_DELAY_US for company; when none does, they go at once (idling flushes them too). */
 void net_flush_tx(void)
 {
+	bool rx_more = false;   /* no frame waiting: nothing to batch with, kick now (latency) */
+	for (int i = 0; i < nnics; i++)
+		rx_more |= nics[i].d.q[0].used->idx != nics[i].d.q[0].last_used;
 	uint64_t now = rdtsc();
 	for (int i = 0; i < nnics; i++) {
 		struct vq *q = &nics[i].d.q[1];
-		if (q->pending && now - nics[i].tx_first >= tx_kick_delay_tsc)
+		if (q->pending && (!rx_more || now - nics[i].tx_first >= tx_kick_delay_tsc))
 			vq_kick(&nics[i].d, q);
 	}
 }
