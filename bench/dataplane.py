@@ -120,12 +120,14 @@ class Path:
                 break
         if best is not None and len(trials) == 1:
             # the blast's own CPU use can starve the path: try higher rates while loss stays low
+            # (the generator may not reach them: keep the passing trial that delivered most)
             for f in (1.2, 1.4, 1.6):
                 t = self.send(ceiling * f, size)
                 trials.append(t)
                 if t["loss"] >= LOSS_OK:
                     break
-                best = t
+                if t["delivered_pps"] > best["delivered_pps"]:
+                    best = t
         return {"blast": blast, "trials": trials,
                 "pps": best["delivered_pps"] if best else 0,
                 "loss": best["loss"] if best else trials[-1]["loss"]}
