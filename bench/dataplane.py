@@ -16,8 +16,8 @@ also does the flow table's session accounting) it measures:
   blast (as fast as the generator goes) gives the path's ceiling; then lower offered rates until
   the loss is < 0.1 %: that rate is the path's ``pps_64`` / ``pps_imix``;
 - one-way latency (p50/p99, kernel receive timestamp minus the sender's timestamp; one clock) of
-  64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge and through the
-  VNF: the difference is what the VNF adds;
+  64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge, the VNF and the
+  hub: VNF minus bridge is what the VNF adds, the hub what any tap path adds;
 - the hub ceiling: two taps joined by a QEMU hub (``-netdev hubport``, no guest): what a
   tap-based path without vhost-net can do on this host at best (no offloads through a hub).
 
@@ -33,6 +33,7 @@ iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C vnf/kerne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -195,7 +196,9 @@ def run_bridge(args, pktgen) -> tuple[dict, dict]:
         netdev.delete_link(br)
 
 
-def run_hub(args, pktgen) -> dict:
+@contextlib.contextmanager
+def hub_path(pktgen):
+    """ns a and ns b joined by a guest-less QEMU hub between two taps."""
     with TestNet("dph", 95) as net:
         taps = ("dphq0", "dphq1")
         q = subprocess.Popen(["qemu-system-x86_64", "-M", "none", "-nodefaults", "-display", "none",
@@ -203,7 +206,7 @@ def run_hub(args, pktgen) -> dict:
                               "-netdev", f"tap,id=t1,ifname={taps[1]},script=no,downscript=no",
                               "-netdev", "hubport,id=p0,hubid=0,netdev=t0",
                               "-netdev", "hubport,id=p1,hubid=0,netdev=t1"],
-                             stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(50):
                 if all(netdev.exists(t) for t in taps):
@@ -212,11 +215,16 @@ def run_hub(args, pktgen) -> dict:
             netdev.plug(taps[0], net.br0)
             netdev.plug(taps[1], net.br1)
             net.ping(1)
-            print("hub ...", flush=True)
-            return Path("hub", net, pktgen).measure(args.tcp_seconds, imix=False)
+            yield Path("hub", net, pktgen)
         finally:
             q.terminate()
             q.wait()
+
+
+def run_hub(args, pktgen) -> dict:
+    with hub_path(pktgen) as p:
+        print("hub ...", flush=True)
+        return p.measure(args.tcp_seconds, imix=False)
 
 
 def run_vnf(mgr, chain: str, args, pktgen) -> dict:
@@ -319,7 +327,11 @@ def main(argv=None) -> int:
     finally:
         mgr.close()
     lat_br = bridge_latency(pktgen, lat_pps)
-    latency = {"offered_pps": lat_pps, "bridge": lat_br, "vnf": lat_vnf,
+    lat_hub = None
+    if not args.no_hub:
+        with hub_path(pktgen) as p:
+            lat_hub = p.latency(lat_pps)
+    latency = {"offered_pps": lat_pps, "bridge": lat_br, "vnf": lat_vnf, "hub": lat_hub,
                "added_p50_us": round(lat_vnf["lat_p50_us"] - lat_br["lat_p50_us"], 1),
                "added_p99_us": round(lat_vnf["lat_p99_us"] - lat_br["lat_p99_us"], 1)}
     vnf = results.get("forward") or next(iter(results.values()))
@@ -351,7 +363,8 @@ def main(argv=None) -> int:
     print(f"latency at {lat_pps} pps (64 B): bridge p50/p99 {lat_br['lat_p50_us']}/"
           f"{lat_br['lat_p99_us']} us, "
           f"VNF {lat_vnf['lat_p50_us']}/{lat_vnf['lat_p99_us']} us -> added "
-          f"{latency['added_p50_us']}/{latency['added_p99_us']} us")
+          f"{latency['added_p50_us']}/{latency['added_p99_us']} us"
+          + (f"; hub (no guest) {lat_hub['lat_p50_us']}/{lat_hub['lat_p99_us']} us" if lat_hub else ""))
     with open(os.path.join(args.out, "dataplane.json"), "w") as f:
         json.dump(data, f, indent=2)
     try:
