@@ -40,7 +40,8 @@
 #define BUF_SIZE 2048          /* RX buffer without MRG_RXBUF */
 #define MRG_BUF_SIZE 4096      /* RX buffer with MRG_RXBUF */
 #define MAX_BUFS 256
-#define TX_ARENA (2u << 20)    /* per NIC; power of two */
+#define TX_ARENA (2u << 20)    /* per NIC; power of two (smaller when RAM is short) */
+#define TX_ARENA_MIN (128u << 10)
 #define RX_BUDGET_BYTES (256u << 10) /* ... and bytes: a poll stops after the frame that crosses it */
 /* RX waits unless every NIC has TX room for a whole poll (header + 64-byte alignment per frame) */
 #define TX_ROOM (RX_BUDGET_BYTES + MAX_FRAME + RX_BUDGET * 128u)
@@ -155,6 +156,7 @@ struct nic {
 	uint8_t hdr;                     /* virtio_net_hdr bytes: 12 with MRG_RXBUF, else 10 */
 	uint8_t *gather;                 /* RX: a frame spanning several buffers (MRG_RXBUF) */
 	uint8_t *arena;                  /* TX byte ring, as the console's */
+	uint32_t asz, room;              /* arena size (power of two); free space RX waits for */
 	uint32_t wpos, rpos;
 	uint16_t tx_head, tx_inflight;
 	uint32_t tx_end[MAX_BUFS];
@@ -337,6 +339,10 @@ static int vq_alloc(struct vdev *d, uint16_t qidx, bool rx, uint16_t maxbufs, ui
 	bool pooled = rb <= POOL_RING_BYTES && ring_pool_used < (int)ARRAY_SIZE(ring_pool);
 	uint8_t *ring = pooled ? ring_pool[ring_pool_used++] : mem_alloc(rb, 4096);
 	uint8_t *bufs = buf_size ? mem_alloc((size_t)nbufs * buf_size, 4096) : NULL;
+	if (buf_size > BUF_SIZE && !bufs && d != &con.d) { /* NIC short of RAM: 2 KiB mergeable buffers do */
+		buf_size = BUF_SIZE;
+		bufs = mem_alloc((size_t)nbufs * buf_size, 4096);
+	}
 	if (!ring || (buf_size && !bufs)) {
 		ksnprintf(err, ecap, "%s: out of memory for queue %u", what, qidx);
 		return -1;
@@ -382,18 +388,32 @@ static int nic_init(struct nic *n, int idx, char *err, size_t ecap)
 			    : (uint8_t)(i == 0 ? 0x52 : i == 1 ? 0x54 : i == 5 ? idx + 1 : 0);
 	bool mrg = n->d.features & VIRTIO_NET_F_MRG_RXBUF;
 	n->hdr = mrg ? 12 : 10;
-	n->arena = mem_alloc(TX_ARENA, 4096);
+	/* RAM left (mem_alloc(0, 1) = where the next allocation starts): 4 KiB mergeable RX buffers
+	 * (fewer per superframe) only when there is plenty, as in the default 32 MiB */
+	uintptr_t here = (uintptr_t)mem_alloc(0, 1);
+	bool roomy = here && mem_ram_top() > here && mem_ram_top() - here >= (8u << 20);
+	if (vq_alloc(&n->d, 0, true, MAX_BUFS, mrg && roomy ? MRG_BUF_SIZE : BUF_SIZE, what, err, ecap) ||
+	    vq_alloc(&n->d, 1, false, MAX_BUFS, 0, what, err, ecap)) {
+		KCALL(vdev_fail_k, &n->d, 0, 0);
+		return -1;
+	}
 	n->gather = mrg ? mem_alloc(MAX_FRAME + 1, 64) : NULL;
+	/* the arena takes at most a quarter of the RAM left (later NICs and the console need some) */
+	struct vq *rq = &n->d.q[0];
+	uint64_t used_to = n->gather ? (uint64_t)(uintptr_t)n->gather + MAX_FRAME + 1
+			 : (uint64_t)(uintptr_t)rq->bufs + (uint64_t)rq->nbufs * rq->buf_size;
+	uint64_t left = mem_ram_top() > used_to ? mem_ram_top() - used_to : 0;
+	n->asz = TX_ARENA;
+	while (n->asz > TX_ARENA_MIN && n->asz > left / 4)
+		n->asz /= 2;
+	n->arena = mem_alloc(n->asz, 4096);
 	if (!n->arena || (mrg && !n->gather)) {
 		ksnprintf(err, ecap, "%s: out of memory", what);
 		KCALL(vdev_fail_k, &n->d, 0, 0);
 		return -1;
 	}
-	if (vq_alloc(&n->d, 0, true, MAX_BUFS, mrg ? MRG_BUF_SIZE : BUF_SIZE, what, err, ecap) ||
-	    vq_alloc(&n->d, 1, false, MAX_BUFS, 0, what, err, ecap)) {
-		KCALL(vdev_fail_k, &n->d, 0, 0);
-		return -1;
-	}
+	/* a small arena (little RAM) still takes a whole superframe per poll, not a whole poll */
+	n->room = n->asz >= 2 * TX_ROOM ? TX_ROOM : MAX_FRAME + 64u + RX_BUDGET * 128u;
 	KCALL(vdev_start_k, &n->d, 0, 0);
 	return 0;
 }
@@ -560,7 +580,18 @@ static const char *vdev_desc(const struct vdev *d, char *buf, size_t cap)
 	return buf;
 }
 
-const char *net_desc(int i, char *buf, size_t cap) { return vdev_desc(&nics[i].d, buf, cap); }
+const char *net_desc(int i, char *buf, size_t cap)
+{
+	const struct nic *n = &nics[i];
+	uint32_t f = n->d.features;
+	vdev_desc(&n->d, buf, cap);
+	size_t l = strlen(buf);
+	/* (main.c prints it into 96 bytes) */
+	ksnprintf(buf + l, cap - l, ", rxbuf %u, arena %uK%s%s%s%s", n->d.q[0].buf_size, n->asz >> 10,
+		  (f & VIRTIO_NET_F_CSUM) ? " csum" : "", (f & VIRTIO_NET_F_HOST_TSO4) ? " tso" : "",
+		  (f & VIRTIO_NET_F_GUEST_TSO4) ? " gtso" : "", (f & VIRTIO_NET_F_MRG_RXBUF) ? " mrg" : "");
+	return buf;
+}
 bool con_present(void) { return con.present; }
 const char *con_desc(char *buf, size_t cap) { return vdev_desc(&con.d, buf, cap); }
 
@@ -659,11 +690,11 @@ static int tx_alloc(struct nic *n, uint32_t len, uint8_t **buf)
 	struct vq *q = &n->d.q[1];
 	len = (len + 63u) & ~63u;
 	for (int tries = 0; tries < 2; tries++) {
-		uint32_t o = n->wpos & (TX_ARENA - 1);
-		uint32_t pad = o + len > TX_ARENA ? TX_ARENA - o : 0;
-		if (n->tx_inflight < q->nbufs && (n->wpos - n->rpos) + pad + len <= TX_ARENA) {
+		uint32_t o = n->wpos & (n->asz - 1);
+		uint32_t pad = o + len > n->asz ? n->asz - o : 0;
+		if (n->tx_inflight < q->nbufs && (n->wpos - n->rpos) + pad + len <= n->asz) {
 			n->wpos += pad;
-			*buf = n->arena + (n->wpos & (TX_ARENA - 1));
+			*buf = n->arena + (n->wpos & (n->asz - 1));
 			n->wpos += len;
 			int id = (n->tx_head + n->tx_inflight) % q->nbufs;
 			n->tx_end[id] = n->wpos;
@@ -849,7 +880,7 @@ static bool tx_room(void)
 		struct vq *q = &n->d.q[1];
 		if (n->tx_inflight)
 			tx_reclaim(n);
-		if (n->tx_inflight + RX_BUDGET > q->nbufs || TX_ARENA - (n->wpos - n->rpos) < TX_ROOM) {
+		if (n->tx_inflight + RX_BUDGET > q->nbufs || n->asz - (n->wpos - n->rpos) < n->room) {
 			if (q->pending)
 				vq_kick(&n->d, q);
 			return false;
