@@ -19,11 +19,13 @@
 static uint64_t now_ns = 1000000000ull;
 static long tx_count;
 
-int plat_tx(int nic, const uint8_t *data, uint16_t len)
+int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
 {
 	volatile uint8_t sink = 0;
 	for (uint16_t i = 0; i < len; i++)      /* touch every byte: ASan checks the range */
 		sink ^= data[i];
+	if (vh)
+		sink ^= vh->flags;
 	(void)sink;
 	tx_count++;
 	return (nic == 1 && (tx_count % 7) == 0) ? -1 : 0;      /* sometimes the ring is full */
@@ -77,7 +79,15 @@ static void rx_copy(int nic, const uint8_t *d, uint16_t len)
 	uint8_t *p = malloc(len ? len : 1);
 	if (len)
 		memcpy(p, d, len);
-	click_rx(nic, p, len);
+	/* every other frame with offload metadata derived from its bytes (GSO segment counting
+	 * reads the TCP header at csum_start: must stay in bounds whatever the values) */
+	static unsigned n;
+	if (len >= 4 && (n++ & 1)) {
+		struct click_vh vh = { (uint8_t)(d[0] & 3), (uint8_t)(d[1] & 0x87), d[2], (uint16_t)(d[3] | 1),
+				       (uint16_t)(len > 40 ? 34 : d[2]), 16 };
+		click_rx_vh(nic, p, len, &vh);
+	} else
+		click_rx(nic, p, len);
 	free(p);
 }
 

@@ -8,10 +8,27 @@
 #define CLICK_MAX_NICS 4
 #define CLICK_MAX_SLOTS 65536
 
+/* Offload metadata of a frame: the fields of its virtio-net header (host byte order). A NIC with
+ * checksum/TSO offloads hands the engine frames whose L4 checksum is still partial (NEEDS_CSUM:
+ * the device completes it) and TCP "superframes" of up to 64 KiB that the device segments into
+ * gso_size-byte segments on the wire (GSO). The engine passes this through unchanged from the
+ * receiving NIC to the transmitting one; the headers it matches on are the real ones (a superframe
+ * carries the first segment's headers, with the total length). Counters count wire packets: a
+ * superframe counts as its number of segments (click_segs), its bytes as the segments' bytes. */
+struct click_vh { uint8_t flags, gso_type; uint16_t hdr_len, gso_size, csum_start, csum_offset; };
+#define CLICK_VH_NEEDS_CSUM 1
+#define CLICK_VH_DATA_VALID 2
+#define CLICK_GSO_NONE 0
+#define CLICK_GSO_TCPV4 1
+#define CLICK_GSO_UDP 3
+#define CLICK_GSO_TCPV6 4
+#define CLICK_GSO_ECN 0x80
+
 /* ---- platform hooks (implemented by the kernel, or by the host test harness) ---- */
-/* Transmit a frame on NIC `nic`; copies the data before returning. Returns 0 on success, -1 if the
- * NIC does not exist or its TX ring is full (the engine counts it as a drop). */
-int plat_tx(int nic, const uint8_t *data, uint16_t len);
+/* Transmit a frame on NIC `nic`; copies the data before returning. vh: its offload metadata, or
+ * NULL (a plain frame, complete checksums). Returns 0 on success, -1 if the NIC does not exist, its
+ * TX ring is full, or it cannot take the frame's offloads (the engine counts it as a drop). */
+int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh);
 /* Monotonic nanoseconds. */
 uint64_t plat_now_ns(void);
 
@@ -36,6 +53,11 @@ uint32_t click_element_count(void);
 /* ---- data path ---- */
 /* One frame received on `nic`; the engine copies what it needs before returning. */
 void click_rx(int nic, const uint8_t *data, uint16_t len);
+/* The same with offload metadata (NULL = none, as click_rx). */
+void click_rx_vh(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh);
+/* Wire packets a frame stands for: 1, or a GSO superframe's number of segments; *wire_bytes
+ * (may be NULL) gets their total length (each segment repeats the headers). */
+uint32_t click_segs(const uint8_t *data, uint16_t len, const struct click_vh *vh, uint64_t *wire_bytes);
 /* Scheduler round: drain Queues, expire idle flows (cheaply, amortised). Returns true if any work
  * was done (the kernel keeps polling while there is work, and may idle otherwise). */
 bool click_run_tasks(void);

@@ -25,13 +25,25 @@ struct nicstat { uint64_t rx, tx, drop, rx_bytes, tx_bytes; };
 static struct nicstat nicst[CLICK_MAX_NICS];
 static uint64_t lat_hist[CLICK_LAT_BUCKETS], lat_count;
 
-/* Packet pool for packets held in Queues: a free list threaded through ->next. */
-struct pbuf { int32_t next; uint16_t len; uint8_t nic; uint64_t t0; };
+/* Packet pool for packets held in Queues: a free list threaded through ->next. A frame longer than
+ * CLICK_BUF_SIZE (a GSO superframe) takes a chain of buffers linked through ->cont, and is gathered
+ * into gather_buf when it leaves the Queue. */
+struct pbuf {
+	int32_t next, cont;
+	uint16_t len;
+	uint8_t nic;
+	bool has_vh;
+	uint32_t segs;
+	uint64_t t0, wbytes;
+	struct click_vh vh;
+};
 static struct pbuf pmeta[CLICK_POOL_BUFS];
 static uint8_t pdata[CLICK_POOL_BUFS][CLICK_BUF_SIZE] __attribute__((aligned(64)));
 static int32_t pfree = -1;
+static uint32_t pnfree;
 
-/* Writable copy of a received frame for EtherMirror (rx data is const). */
+/* Writable copy of a received frame for EtherMirror (rx data is const), and where a chained
+ * (longer than one pool buffer) frame is gathered when it leaves a Queue. */
 static uint8_t mirror_buf[65536] __attribute__((aligned(64)));
 static const uint8_t empty_frame[1];
 
@@ -43,6 +55,10 @@ struct pkt {
 	int32_t buf;            /* pool buffer or -1 */
 	uint64_t t0, now;
 	bool pi_ok;
+	bool has_vh;            /* vh holds offload metadata (partial checksum, GSO) */
+	uint32_t segs;          /* wire packets (click_segs) */
+	uint64_t wbytes;        /* their bytes */
+	struct click_vh vh;
 	struct pinfo pi;
 };
 
@@ -52,24 +68,69 @@ enum fate { FATE_TX, FATE_DISCARD, FATE_DROP, FATE_QUEUED };
 
 static void pool_init(void)
 {
-	for (int i = 0; i < CLICK_POOL_BUFS; i++)
+	for (int i = 0; i < CLICK_POOL_BUFS; i++) {
 		pmeta[i].next = (i + 1 < CLICK_POOL_BUFS) ? i + 1 : -1;
+		pmeta[i].cont = -1;
+	}
 	pfree = 0;
+	pnfree = CLICK_POOL_BUFS;
 }
 
+/* free buffer b and the rest of its chain */
 static void pool_put(int32_t b)
 {
-	pmeta[b].next = pfree;
-	pfree = b;
+	while (b >= 0) {
+		int32_t c = pmeta[b].cont;
+		pmeta[b].cont = -1;
+		pmeta[b].next = pfree;
+		pfree = b;
+		pnfree++;
+		b = c;
+	}
 }
 
-static void lat_record(uint64_t dt)
+static int32_t pool_get(void)
+{
+	int32_t b = pfree;
+	pfree = pmeta[b].next;
+	pnfree--;
+	pmeta[b].cont = -1;
+	return b;
+}
+
+static void lat_record(uint64_t dt, uint32_t n)
 {
 	unsigned b = dt ? 63u - (unsigned)__builtin_clzll(dt) : 0;
 	if (b >= CLICK_LAT_BUCKETS)
 		b = CLICK_LAT_BUCKETS - 1;
-	lat_hist[b]++;
-	lat_count++;
+	lat_hist[b] += n;
+	lat_count += n;
+}
+
+uint32_t click_segs(const uint8_t *d, uint16_t len, const struct click_vh *vh, uint64_t *wire_bytes)
+{
+	uint32_t segs = 1;
+	uint64_t wb = len;
+	uint8_t t = vh ? (uint8_t)(vh->gso_type & ~CLICK_GSO_ECN) : CLICK_GSO_NONE;
+	if (t != CLICK_GSO_NONE && vh->gso_size) {
+		/* headers repeated in every segment: up to the end of the TCP header (UDP: the L4 start,
+		 * UFO repeats only the IP header). L4 starts at csum_start (GSO implies a partial
+		 * checksum), else trust hdr_len. */
+		uint32_t l4 = (vh->flags & CLICK_VH_NEEDS_CSUM) ? vh->csum_start : vh->hdr_len;
+		uint32_t hl = l4;
+		if ((t == CLICK_GSO_TCPV4 || t == CLICK_GSO_TCPV6) && (vh->flags & CLICK_VH_NEEDS_CSUM) &&
+		    l4 + 20u <= len)
+			hl = l4 + 4u * (d[l4 + 12] >> 4);
+		if (hl < len) {
+			segs = (len - hl + vh->gso_size - 1u) / vh->gso_size;
+			if (segs == 0)
+				segs = 1;
+			wb = len + (uint64_t)(segs - 1) * hl;
+		}
+	}
+	if (wire_bytes)
+		*wire_bytes = wb;
+	return segs;
 }
 
 static void finish(struct pkt *p, enum fate f)
@@ -77,9 +138,9 @@ static void finish(struct pkt *p, enum fate f)
 	if (f == FATE_QUEUED)
 		return;
 	if (f != FATE_TX)
-		nicst[p->nic].drop++;
+		nicst[p->nic].drop += p->segs;
 	if (f != FATE_DROP)
-		lat_record(plat_now_ns() - p->t0);
+		lat_record(plat_now_ns() - p->t0, p->segs);
 	if (p->buf >= 0) {
 		pool_put(p->buf);
 		p->buf = -1;
@@ -98,22 +159,35 @@ static const struct pinfo *pinfo(struct pkt *p)
 static enum fate enqueue(struct elem *e, struct pkt *p)
 {
 	if (e->u.q.len >= e->u.q.cap) {
-		e->u.q.drops++;
+		e->u.q.drops += p->segs;
 		return FATE_DROP;
 	}
 	if (p->buf < 0) {
-		if (p->len > CLICK_BUF_SIZE || pfree < 0) {
-			e->u.q.drops++;
+		uint32_t need = p->len ? (p->len + CLICK_BUF_SIZE - 1u) / CLICK_BUF_SIZE : 1u;
+		if (need > pnfree) {
+			e->u.q.drops += p->segs;
 			return FATE_DROP;
 		}
-		p->buf = pfree;
-		pfree = pmeta[p->buf].next;
-		memcpy(pdata[p->buf], p->data, p->len);
+		int32_t prev = -1;
+		for (uint32_t off = 0, k = 0; k < need; k++, off += CLICK_BUF_SIZE) {
+			int32_t c = pool_get();
+			uint32_t n = p->len - off < CLICK_BUF_SIZE ? p->len - off : CLICK_BUF_SIZE;
+			memcpy(pdata[c], p->data + off, n);
+			if (prev < 0)
+				p->buf = c;
+			else
+				pmeta[prev].cont = c;
+			prev = c;
+		}
 	}
 	struct pbuf *b = &pmeta[p->buf];
 	b->len = p->len;
 	b->nic = p->nic;
 	b->t0 = p->t0;
+	b->has_vh = p->has_vh;
+	b->vh = p->vh;
+	b->segs = p->segs;
+	b->wbytes = p->wbytes;
 	b->next = -1;
 	if (e->u.q.tail >= 0)
 		pmeta[e->u.q.tail].next = p->buf;
@@ -194,7 +268,7 @@ static bool arp_respond(const struct graph *g, const struct elem *e, struct pkt 
 	return true;
 }
 
-static bool rate_take(struct elem *e, uint64_t now)
+static bool rate_take(struct elem *e, uint64_t now, uint32_t n)
 {
 	uint64_t cap = e->u.rl.burst * NS_PER_TOKEN;
 	if (now > e->u.rl.last_ns) {
@@ -208,8 +282,8 @@ static bool rate_take(struct elem *e, uint64_t now)
 				e->u.rl.tokens = cap;
 		}
 	}
-	if (e->u.rl.tokens >= NS_PER_TOKEN) {
-		e->u.rl.tokens -= NS_PER_TOKEN;
+	if (e->u.rl.tokens >= n * NS_PER_TOKEN) {        /* a superframe needs one per segment */
+		e->u.rl.tokens -= n * NS_PER_TOKEN;
 		return true;
 	}
 	return false;
@@ -230,15 +304,15 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 			int out = e->u.dev.nic;
 			if (!flow_account(pinfo(p), (uint32_t)(p->now / 1000000u)))
 				return FATE_DROP;
-			if (plat_tx(out, p->data, p->len) != 0)
+			if (plat_tx(out, p->data, p->len, p->has_vh ? &p->vh : NULL) != 0)
 				return FATE_DROP;
-			nicst[out].tx++;
-			nicst[out].tx_bytes += p->len;
+			nicst[out].tx += p->segs;
+			nicst[out].tx_bytes += p->wbytes;
 			return FATE_TX;
 		}
 		case EC_COUNTER:
-			e->u.counter.count++;
-			e->u.counter.bytes += p->len;
+			e->u.counter.count += p->segs;
+			e->u.counter.bytes += p->wbytes;
 			break;
 		case EC_CLASSIFIER: {
 			const struct pinfo *pi = pinfo(p);
@@ -248,10 +322,10 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 				if (match_eval(&r[i].m, pi))
 					break;
 			if (i == n) {
-				e->u.cls.nomatch++;
+				e->u.cls.nomatch += p->segs;
 				return FATE_DROP;
 			}
-			e->u.cls.hits[i]++;
+			e->u.cls.hits[i] += p->segs;
 			port = i;
 			break;
 		}
@@ -263,13 +337,13 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 				if (match_eval(&r[i].m, pi))
 					break;
 			if (i == n) {
-				e->u.ipf.nomatch++;
+				e->u.ipf.nomatch += p->segs;
 				return FATE_DROP;
 			}
 			if (r[i].allow) {
-				e->u.ipf.allowed++;
+				e->u.ipf.allowed += p->segs;
 			} else {
-				e->u.ipf.denied++;
+				e->u.ipf.denied += p->segs;
 				port = 1;
 			}
 			break;
@@ -277,25 +351,26 @@ static enum fate push(struct graph *g, int ei, struct pkt *p)
 		case EC_QUEUE:
 			return enqueue(e, p);
 		case EC_RATELIMITER:
-			if (rate_take(e, p->now)) {
-				e->u.rl.passed++;
+			if (rate_take(e, p->now, p->segs)) {
+				e->u.rl.passed += p->segs;
 			} else {
-				e->u.rl.limited++;
+				e->u.rl.limited += p->segs;
 				port = 1;
 			}
 			break;
 		case EC_ETHERMIRROR:
-			e->u.mirror.count++;
+			e->u.mirror.count += p->segs;
 			ether_mirror(p);
 			break;
 		case EC_DISCARD:
-			e->u.discard.count++;
+			e->u.discard.count += p->segs;
 			return FATE_DISCARD;
 		case EC_ARPRESPONDER:
 			if (arp_respond(g, e, p)) {
 				e->u.arp.replies++;
+				p->has_vh = false;      /* our own frame: complete, no offloads */
 			} else {
-				e->u.arp.other++;
+				e->u.arp.other += p->segs;
 				port = 1;
 			}
 			break;
@@ -348,7 +423,7 @@ static void release_queues(struct graph *g)
 		int32_t b = e->u.q.head;
 		while (b >= 0) {
 			int32_t next = pmeta[b].next;
-			nicst[pmeta[b].nic].drop++;
+			nicst[pmeta[b].nic].drop += pmeta[b].segs;
 			pool_put(b);
 			b = next;
 		}
@@ -396,7 +471,9 @@ bool click_configured(void) { return active >= 0; }
 
 uint32_t click_element_count(void) { return active >= 0 ? (uint32_t)graphs[active].nelem : 0; }
 
-void click_rx(int nic, const uint8_t *data, uint16_t len)
+void click_rx(int nic, const uint8_t *data, uint16_t len) { click_rx_vh(nic, data, len, NULL); }
+
+void click_rx_vh(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
 {
 	if (nic < 0 || nic >= g_nics)
 		return;
@@ -405,14 +482,22 @@ void click_rx(int nic, const uint8_t *data, uint16_t len)
 		len = 0;
 	}
 	uint64_t t0 = plat_now_ns();
-	nicst[nic].rx++;
-	nicst[nic].rx_bytes += len;
+	struct pkt p;
+	p.has_vh = vh && (vh->flags || vh->gso_type);
+	if (p.has_vh) {
+		p.vh = *vh;
+		p.segs = click_segs(data, len, vh, &p.wbytes);
+	} else {
+		p.segs = 1;
+		p.wbytes = len;
+	}
+	nicst[nic].rx += p.segs;
+	nicst[nic].rx_bytes += p.wbytes;
 	if (active < 0 || graphs[active].from[nic] < 0) {
-		nicst[nic].drop++;
+		nicst[nic].drop += p.segs;
 		return;
 	}
 	struct graph *g = &graphs[active];
-	struct pkt p;
 	p.data = data;
 	p.wdata = NULL;
 	p.len = len;
@@ -452,6 +537,20 @@ bool click_run_tasks(void)
 				p.t0 = pmeta[b].t0;
 				p.now = now;
 				p.pi_ok = false;
+				p.has_vh = pmeta[b].has_vh;
+				p.vh = pmeta[b].vh;
+				p.segs = pmeta[b].segs;
+				p.wbytes = pmeta[b].wbytes;
+				if (pmeta[b].cont >= 0) {       /* chained: gather, free the chain */
+					uint32_t off = 0;
+					for (int32_t c = b; c >= 0; c = pmeta[c].cont, off += CLICK_BUF_SIZE) {
+						uint32_t k = p.len - off < CLICK_BUF_SIZE ? p.len - off : CLICK_BUF_SIZE;
+						memcpy(mirror_buf + off, pdata[c], k);
+					}
+					pool_put(b);
+					p.buf = -1;
+					p.data = p.wdata = mirror_buf;
+				}
 				finish(&p, push(g, e->out[0], &p));
 			}
 		}

@@ -18,7 +18,7 @@ void h_reset(void)
 	memset(h_tx_fail, 0, sizeof(h_tx_fail));
 }
 
-int plat_tx(int nic, const uint8_t *data, uint16_t len)
+int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
 {
 	if (nic < 0 || nic >= 8 || h_tx_fail[nic])
 		return -1;
@@ -27,6 +27,9 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len)
 		struct h_frame *f = &h_frames[h_nframes++];
 		f->nic = nic;
 		f->len = len;
+		f->has_vh = vh != NULL;
+		if (vh)
+			f->vh = *vh;
 		memcpy(f->data, data, len < sizeof(f->data) ? len : sizeof(f->data));
 	}
 	return 0;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include "click.h"
 
 extern int t_failed_checks;   /* checks failed in the current test */
 
@@ -31,7 +33,7 @@ void run_test(const char *name, test_fn fn);
 
 /* ---- fake platform (harness.c) ---- */
 #define H_MAX_FRAMES 256
-struct h_frame { int nic; uint16_t len; uint8_t data[2048]; };
+struct h_frame { int nic; uint16_t len; bool has_vh; struct click_vh vh; uint8_t data[4096]; };
 extern struct h_frame h_frames[H_MAX_FRAMES];
 extern int h_nframes;             /* frames recorded (up to H_MAX_FRAMES) */
 extern long h_tx_total[8];        /* frames transmitted per NIC (all, including unrecorded) */

@@ -656,20 +656,28 @@ static void queue_bound_and_drain(void)
 		click_rx(0, fr, n);
 	CHECK_EQ(elem_stat("q", "length"), 1024);
 	CHECK_EQ(elem_stat("q", "drops"), 76);
-	/* frames longer than a pool buffer cannot be queued */
+	/* frames longer than a pool buffer (GSO superframes) are queued in a chain of buffers */
 	static uint8_t big[3000];
 	memcpy(big, fr, n);
+	for (size_t i = (size_t)n; i < sizeof big; i++)
+		big[i] = (uint8_t)(i * 7);
 	CFG_OK("FromDevice(0) -> q :: Queue(10) -> ToDevice(1);");
 	int before = (int)nic_stat(0, "drop");
 	CHECK_EQ(before, 2 + 76 + 1024);        /* reconfigure released the 1024 queued frames as drops */
 	click_rx(0, big, sizeof(big));
-	CHECK_EQ(elem_stat("q", "drops"), 1);
+	CHECK_EQ(elem_stat("q", "drops"), 0);
+	CHECK_EQ(elem_stat("q", "length"), 1);
+	int f0 = h_nframes;
+	CHECK(click_run_tasks());
+	CHECK_EQ(h_tx_total[1], 5);
+	CHECK_EQ(h_frames[f0].len, sizeof big);
+	CHECK(memcmp(h_frames[f0].data, big, sizeof big) == 0);
 	/* the pool was returned: 10 more fit */
 	for (int i = 0; i < 10; i++)
 		click_rx(0, fr, n);
 	CHECK_EQ(elem_stat("q", "length"), 10);
 	CHECK(click_run_tasks());
-	CHECK_EQ(h_tx_total[1], 4 + 10);
+	CHECK_EQ(h_tx_total[1], 5 + 10);
 	/* draining is bounded per round (256 per queue) */
 	CFG_OK("FromDevice(0) -> q :: Queue(600) -> ToDevice(1);");
 	for (int i = 0; i < 600; i++)
@@ -679,7 +687,59 @@ static void queue_bound_and_drain(void)
 	CHECK(click_run_tasks());
 	CHECK(click_run_tasks());
 	CHECK_EQ(elem_stat("q", "length"), 0);
-	CHECK_EQ(h_tx_total[1], 14 + 600);
+	CHECK_EQ(h_tx_total[1], 15 + 600);
+}
+
+/* Offloaded frames (partial checksum, TCP GSO superframes) pass through unchanged, with their
+ * metadata; filters see the real headers; counters count wire packets (segments). */
+static void offload_passthrough(void)
+{
+	static uint8_t sf[8192];
+	click_init(2, 1024, 30000);
+	CFG_OK("fw :: IPFilter(allow tcp dst port 80, deny all);\n"
+	       "FromDevice(0) -> fw -> c :: Counter -> q :: Queue(8) -> ToDevice(1);\n"
+	       "fw[1] -> d :: Counter -> Discard;");
+	uint16_t n = mk_tcp(sf, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 40000, 80, TH_ACK, 4000);
+	struct click_vh vh = { CLICK_VH_NEEDS_CSUM, CLICK_GSO_TCPV4, 54, 1448, 34, 16 };
+	uint64_t wb;
+	CHECK_EQ(click_segs(sf, n, &vh, &wb), 3);               /* 1448 + 1448 + 1104 */
+	CHECK_EQ(wb, (uint64_t)n + 2 * 54);
+	int f0 = h_nframes;
+	click_rx_vh(0, sf, n, &vh);
+	CHECK_EQ(elem_stat("q", "length"), 1);                  /* queued as a chain of buffers */
+	CHECK(click_run_tasks());
+	CHECK_EQ(h_tx_total[1], 1);
+	CHECK_EQ(h_frames[f0].len, n);
+	CHECK(memcmp(h_frames[f0].data, sf, n) == 0);
+	CHECK(h_frames[f0].has_vh);
+	CHECK(memcmp(&h_frames[f0].vh, &vh, sizeof vh) == 0);
+	CHECK_EQ(elem_stat("fw", "allowed"), 3);
+	CHECK_EQ(elem_stat("c", "count"), 3);
+	CHECK_EQ(elem_stat("c", "bytes"), (int64_t)n + 2 * 54);
+	CHECK_EQ(nic_stat(0, "rx"), 3);
+	CHECK_EQ(nic_stat(1, "tx"), 3);
+	CHECK_EQ(nic_stat(1, "tx_bytes"), (int64_t)n + 2 * 54);
+	/* the same superframe to port 22: denied as 3 packets */
+	n = mk_tcp(sf, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 40000, 22, TH_ACK, 4000);
+	click_rx_vh(0, sf, n, &vh);
+	CHECK_EQ(elem_stat("fw", "denied"), 3);
+	CHECK_EQ(elem_stat("d", "count"), 3);
+	CHECK_EQ(nic_stat(0, "drop"), 3);
+	/* a partial checksum without GSO: one packet, metadata kept; DATA_VALID-only too */
+	n = mk_tcp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 40000, 80, TH_ACK, 100);
+	struct click_vh cs = { CLICK_VH_NEEDS_CSUM, CLICK_GSO_NONE, 0, 0, 34, 16 };
+	f0 = h_nframes;
+	click_rx_vh(0, fr, n, &cs);
+	CHECK(click_run_tasks());
+	CHECK(h_frames[f0].has_vh && memcmp(&h_frames[f0].vh, &cs, sizeof cs) == 0);
+	CHECK_EQ(elem_stat("c", "count"), 4);
+	/* no metadata (all zero) = a plain frame */
+	struct click_vh none = { 0, 0, 0, 0, 0, 0 };
+	f0 = h_nframes;
+	click_rx_vh(0, fr, n, &none);
+	CHECK(click_run_tasks());
+	CHECK(!h_frames[f0].has_vh);
+	CHECK_EQ(elem_stat("c", "count"), 5);
 }
 
 static void queue_cycle_bounded(void)
@@ -1180,6 +1240,7 @@ void run_click_tests(void)
 	RUN(match_details);
 	RUN(queue_bound_and_drain);
 	RUN(queue_cycle_bounded);
+	RUN(offload_passthrough);
 	RUN(ratelimiter_tokens);
 	RUN(ethermirror_swaps);
 	RUN(arpresponder_answers_with_own_mac);

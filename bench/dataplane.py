@@ -1,0 +1,379 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/dataplane: a plain Linux bridge vs the VNF as a bump in the wire, in one run.
+
+    ns a (10.x.0.1) -- veth -- bridge -- veth -- ns b (10.x.0.2)                      (bridge)
+    ns a -- veth -- bridge -- tap -- [VNF nic0  nic1] -- tap -- bridge -- veth -- ns b    (vnf)
+    ns a -- veth -- bridge -- tap -- [QEMU hub, no guest] -- tap -- bridge -- veth -- ns b (hub)
+
+For the bridge and for the VNF running each element chain users build (forward, Counter,
+IPFilter, Classifier, Queue, and all of them with the flow table in one firewall; every ToDevice
+also does the flow table's session accounting) it measures:
+
+- TCP: one iperf3 stream a -> b, ``--tcp-seconds`` long (Mb/s received);
+- 64-byte UDP frames and IMIX (7:4:1 of 64/594/1518 bytes) from ``bench/pktgen.c`` (a PACKET_MMAP
+  TX-ring generator, built here with gcc) in ns a, counted as they arrive at ns b's veth. First a
+  blast (as fast as the generator goes) gives the path's ceiling; then lower offered rates until
+  the loss is < 0.1 %: that rate is the path's ``pps_64`` / ``pps_imix``;
+- one-way latency (p50/p99, kernel receive timestamp minus the sender's timestamp; one clock) of
+  64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge, the VNF and the
+  hub: VNF minus bridge is what the VNF adds, the hub what any tap path adds;
+- the hub ceiling: two taps joined by a QEMU hub (``-netdev hubport``, no guest): what a
+  tap-based path without vhost-net can do on this host at best (no offloads through a hub).
+
+Prints a table with ratios against the bridge, writes ``dataplane.json`` (top-level ``bridge`` and
+``vnf`` = the forwarding chain, each with ``tcp_mbps``, ``pps_64``, ``loss_64``; then ``hub``,
+``chains``, ``latency``, ``ratios``) and ``dataplane.png``. Not a test: no thresholds. Needs root,
+iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C vnf/kernel``).
+
+    sudo .venv/bin/python -m bench.dataplane                       # ~4 min
+    sudo .venv/bin/python -m bench.dataplane --chains forward --kernel /tmp/old.elf --out /tmp/before
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+from fluidvim.vnf import netdev
+from fluidvim.vnf.manager import VNFManager, make_conf
+from fluidvim.vnf.testnet import TestNet
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHAINS = {
+    "forward": "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);",
+    "counter": "FromDevice(0) -> c0 :: Counter -> ToDevice(1);\n"
+               "FromDevice(1) -> c1 :: Counter -> ToDevice(0);",
+    "ipfilter": "fw :: IPFilter(allow arp, allow icmp, allow tcp dst port 5201, allow udp dst port 9, "
+                "deny all);\nFromDevice(0) -> fw -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);",
+    "classifier": "c :: Classifier(ip proto tcp, ip proto udp, arp, -);\nout :: ToDevice(1);\n"
+                  "FromDevice(0) -> c;\nc[0] -> out; c[1] -> out; c[2] -> out; c[3] -> Discard;\n"
+                  "FromDevice(1) -> ToDevice(0);",
+    "queue": "FromDevice(0) -> Queue(1000) -> ToDevice(1);\nFromDevice(1) -> Queue(1000) -> ToDevice(0);",
+    "firewall": "c :: Classifier(ip, arp, -);\n"
+                "fw :: IPFilter(allow icmp, allow tcp dst port 5201, allow udp dst port 9, deny all);\n"
+                "out :: Queue(1000) -> ToDevice(1);\n"
+                "FromDevice(0) -> c;\nc[0] -> fw -> passed :: Counter -> out;\nc[1] -> out;\n"
+                "c[2] -> Discard;\nfw[1] -> blocked :: Counter -> Discard;\n"
+                "FromDevice(1) -> back :: Counter -> ToDevice(0);",
+}
+
+LOSS_OK = 0.001                     # < 0.1 %
+TRIAL_S = 2.0
+
+
+def build_pktgen(out_dir: str) -> str:
+    exe = os.path.join(out_dir, "pktgen")
+    src = os.path.join(HERE, "pktgen.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", exe, src], check=True)
+    return exe
+
+
+class Path:
+    """A TestNet (ns a, ns b) with something between them; measures through it."""
+
+    verbose = False
+
+    def __init__(self, name: str, net: TestNet, pktgen: str):
+        self.name, self.net, self.pktgen = name, net, pktgen
+        self.mac_b = json.loads(net.run("b", "ip", "-j", "link", "show", f"{net.prefix}bp",
+                                        check=True).stdout)[0]["address"]
+
+    def rx_packets(self) -> int:
+        r = self.net.run("b", "cat", f"/sys/class/net/{self.net.prefix}bp/statistics/rx_packets")
+        return int(r.stdout)
+
+    def send(self, pps: float, size: str = "60", secs: float = TRIAL_S) -> dict:
+        """Offer `pps` (0 = blast) frames of `size` for `secs`; what arrived at ns b's veth."""
+        n = self.net
+        c0 = self.rx_packets()
+        r = n.run("a", self.pktgen, "send", f"{n.prefix}ap", self.mac_b, n.ip_a, n.ip_b, "9", size,
+                  str(int(pps)), str(secs), timeout=secs + 30)
+        time.sleep(0.3)                 # frames still in flight
+        got = self.rx_packets() - c0
+        j = json.loads(r.stdout)
+        sent = max(1, j["sent"])
+        out = {"offered_pps": round(j["pps"]), "sent": j["sent"], "delivered": got,
+               "delivered_pps": round(got / j["seconds"]), "loss": max(0.0, 1 - got / sent)}
+        if self.verbose:
+            print(f"  {self.name} {size}: offered {out['offered_pps']} pps, delivered "
+                  f"{out['delivered_pps']} pps, loss {100 * out['loss']:.3f} %", flush=True)
+        return out
+
+    def rate_search(self, size: str) -> dict:
+        """Blast, then lower rates until loss < 0.1 %: the highest such rate is the answer."""
+        blast = self.send(0, size)
+        ceiling = max(1000, blast["delivered_pps"])
+        trials = []
+        best = None
+        for f in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25, 0.1):
+            t = self.send(ceiling * f, size)
+            trials.append(t)
+            if t["loss"] < LOSS_OK:
+                best = t
+                break
+        if best is not None and len(trials) == 1:
+            # the blast's own CPU use can starve the path: try higher rates while loss stays low
+            # (the generator may not reach them: keep the passing trial that delivered most)
+            for f in (1.2, 1.4, 1.6):
+                t = self.send(ceiling * f, size)
+                trials.append(t)
+                if t["loss"] >= LOSS_OK:
+                    break
+                if t["delivered_pps"] > best["delivered_pps"]:
+                    best = t
+        return {"blast": blast, "trials": trials,
+                "pps": best["delivered_pps"] if best else 0,
+                "loss": best["loss"] if best else trials[-1]["loss"]}
+
+    def tcp(self, secs: float) -> float:
+        n = self.net
+        srv = n.popen("b", "iperf3", "-s", "-1", "-B", n.ip_b, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        try:
+            r = n.run("a", "iperf3", "-c", n.ip_b, "-t", str(secs), "-J", timeout=secs + 30)
+            srv.wait(10)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait()
+        end = json.loads(r.stdout).get("end", {})
+        mbps = round(end.get("sum_received", {}).get("bits_per_second", 0) / 1e6, 1)
+        if self.verbose:
+            print(f"  {self.name} TCP: {mbps} Mb/s", flush=True)
+        return mbps
+
+    def latency(self, pps: float, secs: float = 3.0) -> dict:
+        n = self.net
+        rx = n.popen("b", self.pktgen, "recv", n.ip_b, "9", str(secs + 1.5), stdout=subprocess.PIPE,
+                     text=True)
+        rx.stdout.readline()            # "ready"
+        tx = self.send(pps, "60", secs)
+        out = json.loads(rx.stdout.readline() or "{}")
+        rx.wait(10)
+        out.update(offered_pps=tx["offered_pps"], loss=tx["loss"])
+        return out
+
+    def measure(self, tcp_s: float, imix: bool = True) -> dict:
+        res = {"tcp_mbps": self.tcp(tcp_s)}
+        s64 = self.rate_search("60")
+        res.update(pps_64=s64["pps"], loss_64=round(s64["loss"], 5),
+                   blast_64=s64["blast"], trials_64=s64["trials"])
+        if imix:
+            si = self.rate_search("imix")
+            res.update(pps_imix=si["pps"], loss_imix=round(si["loss"], 5), blast_imix=si["blast"])
+        return res
+
+
+def bridge_net(prefix: str, subnet: int) -> tuple[TestNet, str]:
+    br = f"{prefix}br"
+    netdev.ensure_bridge(br)
+    subprocess.run(["ip", "link", "set", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"],
+                   check=True)
+    subprocess.run(["ip", "link", "set", br, "up"], check=True)
+    return TestNet(prefix, subnet, bridges=(br, br)), br
+
+
+def run_bridge(args, pktgen) -> tuple[dict, dict]:
+    net, br = bridge_net("dpx", 97)
+    try:
+        net.up()
+        net.ping(1)
+        p = Path("bridge", net, pktgen)
+        print("bridge ...", flush=True)
+        res = p.measure(args.tcp_seconds)
+        return res, {"path": p}
+    finally:
+        net.down()
+        netdev.delete_link(br)
+
+
+@contextlib.contextmanager
+def hub_path(pktgen):
+    """ns a and ns b joined by a guest-less QEMU hub between two taps."""
+    with TestNet("dph", 95) as net:
+        taps = ("dphq0", "dphq1")
+        q = subprocess.Popen(["qemu-system-x86_64", "-M", "none", "-nodefaults", "-display", "none",
+                              "-netdev", f"tap,id=t0,ifname={taps[0]},script=no,downscript=no",
+                              "-netdev", f"tap,id=t1,ifname={taps[1]},script=no,downscript=no",
+                              "-netdev", "hubport,id=p0,hubid=0,netdev=t0",
+                              "-netdev", "hubport,id=p1,hubid=0,netdev=t1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(50):
+                if all(netdev.exists(t) for t in taps):
+                    break
+                time.sleep(0.1)
+            netdev.plug(taps[0], net.br0)
+            netdev.plug(taps[1], net.br1)
+            net.ping(1)
+            yield Path("hub", net, pktgen)
+        finally:
+            q.terminate()
+            q.wait()
+
+
+def run_hub(args, pktgen) -> dict:
+    with hub_path(pktgen) as p:
+        print("hub ...", flush=True)
+        return p.measure(args.tcp_seconds, imix=False)
+
+
+def run_vnf(mgr, chain: str, args, pktgen) -> dict:
+    with TestNet("dpv", 96) as net:
+        res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=args.kernel, warm=False)
+        try:
+            net.ping(1)
+            p = Path(chain, net, pktgen)
+            print(f"vnf {chain} ...", flush=True)
+            out = p.measure(args.tcp_seconds, imix=chain in ("forward", "firewall"))
+            st = mgr.stats(res.vnf_id)
+            out["stats"] = {"nics": st["nics"], "elements": st["elements"], "slots": st["slots"]}
+            return out
+        finally:
+            mgr.destroy(res.vnf_id)
+
+
+def bridge_latency(pktgen, pps: float) -> dict:
+    net, br = bridge_net("dpx", 97)
+    try:
+        net.up()
+        net.ping(1)
+        return Path("bridge", net, pktgen).latency(pps)
+    finally:
+        net.down()
+        netdev.delete_link(br)
+
+
+def ratio(a, b):
+    return round(a / b, 3) if b else None
+
+
+def plot(path: str, data: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["bridge"] + (["hub"] if data["hub"] else []) + [f"vnf {c}" for c in data["chains"]]
+    rows = [data["bridge"]] + ([data["hub"]] if data["hub"] else []) + list(data["chains"].values())
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for ax, key, label, scale in ((axes[0], "tcp_mbps", "TCP, Gb/s", 1e-3),
+                                  (axes[1], "pps_64", "64 B, kpps at < 0.1 % loss", 1e-3),
+                                  (axes[2], "blast_64", "64 B blast, delivered kpps", 1e-3)):
+        vals = [(r[key]["delivered_pps"] if key == "blast_64" else r[key]) * scale for r in rows]
+        n_ref = 2 if data["hub"] else 1
+        colors = ["#888888", "#bbbbbb"][:n_ref] + ["#3b7dd8"] * (len(rows) - n_ref)
+        ax.barh(names, vals, color=colors)
+        ax.invert_yaxis()
+        ax.set_title(label)
+        for i, v in enumerate(vals):
+            ax.text(v, i, f" {v:.2f}" if scale == 1e-3 and key == "tcp_mbps" else f" {v:.0f}",
+                    va="center", fontsize=8)
+    fig.suptitle("bench/dataplane: bridge vs QEMU hub vs VNF (no vhost-net, PVM nested KVM, 2 shared cores)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chains", default=",".join(CHAINS), help="comma-separated subset of "
+                    + ",".join(CHAINS))
+    ap.add_argument("--tcp-seconds", type=float, default=5.0)
+    ap.add_argument("--kernel", default=None, help="VNF kernel image (default: the built one)")
+    ap.add_argument("--no-hub", action="store_true", help="skip the QEMU hub ceiling")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every trial")
+    ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench-dataplane")
+    ap.add_argument("--run-dir", default="/run/fluidvim-bench-dataplane")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("needs root (namespaces, bridges, taps)", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    Path.verbose = args.verbose
+    pktgen = build_pktgen(args.out if args.out.startswith("/tmp") else "/tmp")
+    chains = [c for c in args.chains.split(",") if c]
+    t0 = time.time()
+    with open("/proc/loadavg") as f:
+        load0 = f.read().split()[:3]
+
+    bridge, _ = run_bridge(args, pktgen)
+    hub = {} if args.no_hub else run_hub(args, pktgen)
+    mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
+    results = {}
+    try:
+        for c in chains:
+            results[c] = run_vnf(mgr, c, args, pktgen)
+        # latency at 50 % of the forwarding VNF's no-loss 64-byte rate, VNF and bridge
+        fwd = results.get("forward") or next(iter(results.values()))
+        lat_pps = max(1000, fwd["pps_64"] // 2)
+        with TestNet("dpv", 96) as net:
+            res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=args.kernel, warm=False)
+            try:
+                net.ping(1)
+                lat_vnf = Path("forward", net, pktgen).latency(lat_pps)
+            finally:
+                mgr.destroy(res.vnf_id)
+    finally:
+        mgr.close()
+    lat_br = bridge_latency(pktgen, lat_pps)
+    lat_hub = None
+    if not args.no_hub:
+        with hub_path(pktgen) as p:
+            lat_hub = p.latency(lat_pps)
+    latency = {"offered_pps": lat_pps, "bridge": lat_br, "vnf": lat_vnf, "hub": lat_hub,
+               "added_p50_us": round(lat_vnf["lat_p50_us"] - lat_br["lat_p50_us"], 1),
+               "added_p99_us": round(lat_vnf["lat_p99_us"] - lat_br["lat_p99_us"], 1)}
+    vnf = results.get("forward") or next(iter(results.values()))
+    ratios = {c: {"tcp": ratio(r["tcp_mbps"], bridge["tcp_mbps"]),
+                  "pps_64": ratio(r["pps_64"], bridge["pps_64"]),
+                  "pps_64_vs_hub": ratio(r["pps_64"], hub.get("pps_64", 0)),
+                  "blast_64_vs_hub": ratio(r["blast_64"]["delivered_pps"],
+                                           hub.get("blast_64", {}).get("delivered_pps", 0)),
+                  "pps_imix": ratio(r.get("pps_imix", 0), bridge.get("pps_imix", 0))
+                  if "pps_imix" in r else None}
+              for c, r in results.items()}
+    with open("/proc/loadavg") as f:
+        load1 = f.read().split()[:3]
+    data = {"bridge": bridge, "vnf": vnf, "hub": hub, "chains": results, "latency": latency,
+            "ratios": ratios, "kernel": args.kernel or "default",
+            "machine": {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1,
+                        "note": "shared 2-core machine; no vhost-net; KVM via kvm_pvm (nested)"},
+            "took_s": round(time.time() - t0, 1)}
+
+    print(f"\n{'path':<18}{'TCP Mb/s':>10}{'x br':>7}{'64B pps':>10}{'x br':>7}{'loss %':>8}"
+          f"{'64B blast':>11}{'IMIX pps':>10}")
+    rows = [("bridge", bridge)] + ([("hub", hub)] if hub else []) + [(f"vnf {c}", r)
+                                                                    for c, r in results.items()]
+    for name, r in rows:
+        print(f"{name:<18}{r['tcp_mbps']:>10.0f}{ratio(r['tcp_mbps'], bridge['tcp_mbps']):>7.2f}"
+              f"{r['pps_64']:>10}{ratio(r['pps_64'], bridge['pps_64']):>7.2f}"
+              f"{100 * r['loss_64']:>8.3f}{r['blast_64']['delivered_pps']:>11}"
+              f"{r.get('pps_imix', '-'):>10}")
+    print(f"latency at {lat_pps} pps (64 B): bridge p50/p99 {lat_br['lat_p50_us']}/"
+          f"{lat_br['lat_p99_us']} us, "
+          f"VNF {lat_vnf['lat_p50_us']}/{lat_vnf['lat_p99_us']} us -> added "
+          f"{latency['added_p50_us']}/{latency['added_p99_us']} us"
+          + (f"; hub (no guest) {lat_hub['lat_p50_us']}/{lat_hub['lat_p99_us']} us" if lat_hub else ""))
+    with open(os.path.join(args.out, "dataplane.json"), "w") as f:
+        json.dump(data, f, indent=2)
+    try:
+        plot(os.path.join(args.out, "dataplane.png"), data)
+    except ImportError:
+        print("matplotlib missing: no PNG", file=sys.stderr)
+    print(f"wrote {args.out}/dataplane.json and .png ({data['took_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
