@@ -66,7 +66,7 @@ setup(
                  "python-nomad==2.1.0"],
     },
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:main",
+        "console_scripts": ["fluidvim = fluidvim.cli:console_main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
