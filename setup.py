@@ -101,7 +101,7 @@ setup(
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:main",
+        "console_scripts": ["fluidvim = fluidvim.cli:console_main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
                             "fluidvim-manage = fluidvim.manage:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",

@@ -57,8 +57,7 @@ SYNC_HINT = {
 }
 
 
-class SchemaError(RuntimeError):
-    """The database is not at the schema revision this release needs."""
+from fluidvim.errors import SchemaError  # noqa: E402 - defined in a leaf module (see there)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +88,9 @@ class Schema:
 
 
 SCHEMAS = {
-    "vnf": Schema("vnf", "fluidvim.vnf", "fluidvim_vnf_version",
-                  ("fluidvim.vnf.state", "fluidvim.nova_driver.models"),
-                  "fluidvim.vnf.state:Base"),
+    "vnf": Schema("vnf", "fluidvim.vnf", "fluidvim_vnf_version",   # = vnf.migrations.VERSION_TABLE
+                  ("fluidvim.vnf.models", "fluidvim.nova_driver.models"),
+                  "fluidvim.vnf.models:Base"),
     "orchestrator": Schema("orchestrator", "fluidvim.orchestrator", "fluidvim_orchestrator_version",
                            ("fluidvim.orchestrator.db", "fluidvim.orchestrator.osm.models"),
                            "fluidvim.orchestrator.db:Base"),

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Nova driver's tables: they live in the launch core's database (same engine, same
 transaction as a spawn's launch record), so they are part of the launch core's schema
-(``fluidvim.vnf.state.Base``) and its migrations (``fluidvim-manage db sync --store vnf``)."""
+(``fluidvim.vnf.models.Base``) and its migrations (``fluidvim-manage db sync --store vnf``)."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from fluidvim.vnf.state import Base
+from fluidvim.vnf.models import Base
 
 
 class InstanceName(Base):

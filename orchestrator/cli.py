@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``fluidvim`` commands that talk to the orchestrator over RPC (fluidvim-orchestrator must run).
 
-Hooked into :mod:`fluidvim.cli` by :func:`add_commands`. The orchestrator is found through
-``[orchestrator] transport_url`` and ``topic`` of ``--config-file`` (or --transport-url/--topic).
+Hooked into :mod:`fluidvim.cli` by its ``COMMANDS`` table (the ``*_parser`` functions below).
+The orchestrator is found through ``[orchestrator] transport_url`` and ``topic`` of
+``--config-file`` (or --transport-url/--topic).
 """
 
 from __future__ import annotations
@@ -293,13 +294,16 @@ def common(p):
     return p
 
 
-def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
-    """Add the orchestrator commands to the ``fluidvim`` parser's subparsers."""
-    svc = sub.add_parser("service", help="services the orchestrator places and resolves",
-                         formatter_class=fmt, epilog=EXAMPLES)
+# One function per top-level command, filling in the parser fluidvim.cli made for it (when that
+# command is given: see fluidvim.cli.COMMANDS, which holds their one-line help).
+FMT = argparse.RawDescriptionHelpFormatter
+
+
+def service_parser(svc):
+    svc.formatter_class, svc.epilog = FMT, EXAMPLES
     ssub = svc.add_subparsers(dest="service_command", required=True)
     r = common(ssub.add_parser("register", help="register or update a service",
-                               formatter_class=fmt, epilog=EXAMPLES))
+                               formatter_class=FMT, epilog=EXAMPLES))
     r.add_argument("name")
     r.add_argument("--config", help="the VNF's Click-like configuration text")
     r.add_argument("--config-file-click", metavar="FILE", help="read the configuration from FILE")
@@ -323,16 +327,19 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     rm.add_argument("name")
     rm.set_defaults(func=cmd_service_rm)
 
-    p = common(sub.add_parser("place", help="placement steps 0-3 for a service",
-                              formatter_class=fmt, epilog=EXAMPLES))
+
+def place_parser(p):
+    p.formatter_class, p.epilog = FMT, EXAMPLES
+    common(p)
     p.add_argument("service")
     p.add_argument("--location", help="only zones/hosts at this location")
     p.add_argument("--deploy", action="store_true", help="launch an instance where decided")
     p.set_defaults(func=cmd_place)
 
-    pl = sub.add_parser("placement", help="placement decisions", formatter_class=fmt,
-                        epilog="examples:\n  fluidvim placement list\n"
-                               "  fluidvim placement explain 3f2a9c1e\n")
+
+def placement_parser(pl):
+    pl.formatter_class = FMT
+    pl.epilog = "examples:\n  fluidvim placement list\n  fluidvim placement explain 3f2a9c1e\n"
     plsub = pl.add_subparsers(dest="placement_command", required=True)
     ex = common(plsub.add_parser("explain", help="why a zone/host was chosen"))
     ex.add_argument("decision", help="decision id (or a unique prefix of 6+ characters)")
@@ -341,27 +348,33 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     ls.add_argument("--limit", type=int, default=20)
     ls.set_defaults(func=cmd_placement_list)
 
-    rs = common(sub.add_parser("resolve", help="a slot for one new session of a service",
-                               formatter_class=fmt, epilog=EXAMPLES))
+
+def resolve_parser(rs):
+    rs.formatter_class, rs.epilog = FMT, EXAMPLES
+    common(rs)
     rs.add_argument("service")
     rs.add_argument("--location", help="the client's location (nearer zones first)")
     rs.set_defaults(func=cmd_resolve)
 
-    z = sub.add_parser("zone", help="zones, hosts, environment types, queuing delay",
-                       formatter_class=fmt, epilog="examples:\n  fluidvim zone list\n")
+
+def zone_parser(z):
+    z.formatter_class, z.epilog = FMT, "examples:\n  fluidvim zone list\n"
     zsub = z.add_subparsers(dest="zone_command", required=True)
     common(zsub.add_parser("list", help="list zones")).set_defaults(func=cmd_zone_list)
 
-    sl = common(sub.add_parser("slots", help="free session slots the orchestrator knows of",
-                               formatter_class=fmt,
-                               epilog="examples:\n  fluidvim slots\n  fluidvim slots fw --level host\n"))
+
+def slots_parser(sl):
+    sl.formatter_class = FMT
+    sl.epilog = "examples:\n  fluidvim slots\n  fluidvim slots fw --level host\n"
+    common(sl)
     sl.add_argument("service", nargs="?")
     sl.add_argument("--level", default="zone", choices=["instance", "host", "zone", "region"])
     sl.set_defaults(func=cmd_slots)
 
-    ins = sub.add_parser("instance", help="instances the orchestrator started",
-                         formatter_class=fmt, epilog="examples:\n  fluidvim instance list\n"
-                                                     "  fluidvim instance rm fw.1a2b3c4d\n")
+
+def instance_parser(ins):
+    ins.formatter_class = FMT
+    ins.epilog = "examples:\n  fluidvim instance list\n  fluidvim instance rm fw.1a2b3c4d\n"
     isub = ins.add_subparsers(dest="instance_command", required=True)
     il = common(isub.add_parser("list", help="list instances"))
     il.add_argument("--service")
@@ -370,13 +383,13 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     ir.add_argument("instance", nargs="+")
     ir.set_defaults(func=cmd_instance_rm)
 
-    net = sub.add_parser("network", help="networks (virtual links) of the zones",
-                         formatter_class=fmt,
-                         epilog="examples:\n  fluidvim network create --zone local lan\n"
-                                "  fluidvim network list\n"
-                                "  fluidvim network rm --zone local lan\n"
-                                "(the local zone makes a Linux bridge per network; its id is "
-                                "what a NIC names)\n")
+
+def network_parser(net):
+    net.formatter_class = FMT
+    net.epilog = ("examples:\n  fluidvim network create --zone local lan\n"
+                  "  fluidvim network list\n"
+                  "  fluidvim network rm --zone local lan\n"
+                  "(the local zone makes a Linux bridge per network; its id is what a NIC names)\n")
     nsub = net.add_subparsers(dest="network_command", required=True)
     nl = common(nsub.add_parser("list", help="list networks"))
     nl.add_argument("--zone", help="only this zone")
@@ -389,6 +402,3 @@ def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
     nr.add_argument("--zone", required=True)
     nr.add_argument("network", nargs="+", help="name or id")
     nr.set_defaults(func=cmd_network_rm)
-
-    from fluidvim.orchestrator.mano import cli as ns_cli
-    ns_cli.add_commands(sub, fmt)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -19,8 +20,6 @@ import socket
 import subprocess
 import threading
 import time
-
-from oslo_log import log as logging
 
 from . import netdev, spec as specmod
 from .control import ControlChannel

@@ -9,11 +9,10 @@ checked against ``vnf/vectors/protocol.json``; :class:`ControlChannel` adds the 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
-
-from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import statistics
 import threading
@@ -23,7 +24,6 @@ import time
 import uuid as uuidlib
 
 from oslo_config import cfg
-from oslo_log import log as logging
 
 from . import backends, conf as vnfconf, netdev, ovs as ovsmod, spec as specmod
 from .control import ControlChannel, ControlError
@@ -36,10 +36,12 @@ WARM_PHASES = ("claim", "net", "configure", "record")
 
 
 def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
-    """A private ConfigOpts with the [vnf] options registered (tests, the CLI, benchmarks)."""
+    """A private ConfigOpts with the [vnf] options registered (tests, the CLI, benchmarks).
+
+    Logging is its user's business: the launch core logs through the standard library's
+    loggers, which oslo.log (nova-compute, the orchestrator) formats like any library's."""
     conf = cfg.ConfigOpts()
     vnfconf.register_opts(conf)
-    logging.register_options(conf)
     conf(args or [], project="fluidvim", default_config_files=[])
     for key, value in overrides.items():
         conf.set_override(key, value, group="vnf")
@@ -105,7 +107,7 @@ class VNFManager:
             closing, self._backends = list(self._backends.values()), {}
         for be in closing:
             be.close()
-        self.store.engine.dispose()
+        self.store.close()
 
     def _kernel_id(self, path: str) -> str:
         st = os.stat(path)
@@ -562,6 +564,17 @@ class VNFManager:
                 self.store.update(rec.id, status="crashed", pid=None,
                                   reason="not running when the launch core restarted")
                 summary["crashed"] += 1
+        summary["adopted"] = self._adopt_orphans(known)
+        LOG.info("recovery: %s", summary)
+        return summary
+
+    def _adopt_orphans(self, known: set) -> int:
+        """Record the running VNFs of this run directory that the store does not know."""
+        # a backend tells its own VNFs by their run directories: with none here that the store
+        # does not know, there is nothing to look for (no /proc scan, no libvirt connection)
+        if not set(os.listdir(self.run_dir)) - known:
+            return 0
+        adopted = 0
         for name in self._backends_in_use():
             be = self.backend(name)
             for vnf_id, pid in be.discover():
@@ -574,9 +587,8 @@ class VNFManager:
                                          status="running", spec_json=json.dumps(spec.to_dict()),
                                          pid=pid))
                 be.watch(spec, pid)
-                summary["adopted"] += 1
-        LOG.info("recovery: %s", summary)
-        return summary
+                adopted += 1
+        return adopted
 
     def _backends_in_use(self):
         names = {self.conf.vnf.backend} | {r.backend for r in self.store.list()}

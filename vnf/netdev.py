@@ -1,23 +1,24 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Tap devices and Linux bridges for VNF NICs: netlink (pyroute2), and ioctls on the warm-launch path.
+"""Tap devices and Linux bridges for VNF NICs: netlink (pyroute2), and ioctls on the launch paths.
 
 :func:`attach` / :func:`detach` are the one place where a NIC meets its network: a Linux bridge
 (:func:`plug`), an Open vSwitch bridge with the port's external ids (:mod:`fluidvim.vnf.ovs`),
 or nothing.
+
+Launches and the ``fluidvim vnf`` commands normally need only the ioctls (:func:`exists`,
+:func:`plug`, :func:`rename`): pyroute2 (~150 ms to import) is imported by the first netlink request.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import logging
 import os
 import socket
 import struct
 import threading
-
-from oslo_log import log as logging
-from pyroute2 import IPRoute
-from pyroute2.netlink.exceptions import NetlinkError
 
 from . import ovs
 
@@ -31,12 +32,28 @@ class NetdevError(RuntimeError):
     pass
 
 
-def _ipr() -> IPRoute:
-    # one netlink socket per thread: IPRoute objects are not thread-safe
+def _ipr():
+    """This thread's netlink socket (pyroute2 IPRoute objects are not thread-safe)."""
     ipr = getattr(_local, "ipr", None)
     if ipr is None:
+        from pyroute2 import IPRoute
+
         ipr = _local.ipr = IPRoute()
     return ipr
+
+
+def _link(what: str, *args, tolerate: int | None = None, **kwargs) -> bool:
+    """One netlink link request; False when it fails with errno ``tolerate`` (someone else got
+    there first), NetdevError ``what: ...`` for any other failure."""
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    try:
+        _ipr().link(*args, **kwargs)
+    except NetlinkError as e:
+        if e.code == tolerate:
+            return False
+        raise NetdevError(f"{what}: {e}") from e
+    return True
 
 
 def _index(name: str) -> int | None:
@@ -54,13 +71,10 @@ def ensure_bridge(name: str) -> int:
     """Create bridge ``name`` if missing and bring it up; return its ifindex."""
     idx = _index(name)
     if idx is None:
-        try:
-            _ipr().link("add", ifname=name, kind="bridge")
-        except NetlinkError as e:
-            if e.code != 17:   # EEXIST: created concurrently
-                raise NetdevError(f"cannot create bridge {name}: {e}") from e
+        _link(f"cannot create bridge {name}", "add", ifname=name, kind="bridge",
+              tolerate=errno.EEXIST)              # created concurrently: fine
         idx = _index(name)
-    _ipr().link("set", index=idx, state="up")
+    _link(f"cannot bring bridge {name} up", "set", index=idx, state="up")
     return idx
 
 
@@ -69,13 +83,7 @@ def delete_link(name: str) -> bool:
     idx = _index(name)
     if idx is None:
         return False
-    try:
-        _ipr().link("del", index=idx)
-    except NetlinkError as e:
-        if e.code != 19:   # ENODEV: gone meanwhile
-            raise
-        return False
-    return True
+    return _link(f"cannot delete {name}", "del", index=idx, tolerate=errno.ENODEV)  # gone meanwhile
 
 
 def set_alias(name: str, alias: str) -> None:
@@ -83,7 +91,7 @@ def set_alias(name: str, alias: str) -> None:
     idx = _index(name)
     if idx is None:
         raise NetdevError(f"link {name} does not exist")
-    _ipr().link("set", index=idx, ifalias=alias)
+    _link(f"cannot set the alias of {name}", "set", index=idx, ifalias=alias)
 
 
 def aliased(prefix: str) -> dict[str, str]:

@@ -19,14 +19,13 @@ userspace (``netdev``) datapath where the kernel has no openvswitch module
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-
-from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

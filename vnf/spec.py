@@ -18,7 +18,6 @@ import hashlib
 import json
 import re
 import uuid as uuidlib
-from xml.sax.saxutils import escape, quoteattr
 
 MACHINES = ("microvm", "pc")
 ACCELS = ("kvm", "tcg")
@@ -278,6 +277,9 @@ def libvirt_xml(spec: VNFSpec, *, emulator: str = "/usr/bin/qemu-system-x86_64",
     virtio-serial controller (the default 31 ports cost 8-20 ms of boot). QEMU runs as root
     without relabelling, so one cached kernel can be shared by many domains at once.
     """
+    # only the libvirt backend needs XML: saxutils pulls in urllib.request (~30 ms of imports)
+    from xml.sax.saxutils import escape, quoteattr
+
     spec.validate()
     if spec.machine != "pc":
         raise SpecError("machine", "libvirt 9 cannot drive microvm (no PCI bus); use machine=pc")

@@ -159,9 +159,10 @@ def cmd_ns_rm(args, api):
         _out(args, ns.delete(name), lambda r: print(f"deleted network service {r['deleted']}"))
 
 
-def add_commands(sub, fmt=argparse.RawDescriptionHelpFormatter) -> None:
-    ns = sub.add_parser("ns", help="network services from NFV descriptors (SOL006 / OSM IM)",
-                        formatter_class=fmt, epilog=EXAMPLES)
+def ns_parser(ns) -> None:
+    """Fill in the parser of ``fluidvim ns`` (made by fluidvim.cli when that command is given)."""
+    fmt = ns.formatter_class = argparse.RawDescriptionHelpFormatter
+    ns.epilog = EXAMPLES
     nsub = ns.add_subparsers(dest="ns_command", required=True)
 
     def descriptor_args(p):

@@ -12,7 +12,6 @@ import sqlalchemy as sa
 
 from fluidvim.vnf import conf as vnfconf, netdev, spec, testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
-from fluidvim.vnf.state import LaunchRecord
 
 
 def pytest_collection_modifyitems(config, items):
@@ -57,8 +56,8 @@ def make_manager(tmp_path):
 
 def vnf_ids(store) -> set:
     """Every VNF a launch core's store knows of: launched (ok or not) or still recorded."""
-    with store.Session() as s:
-        ids = set(s.scalars(sa.select(LaunchRecord.vnf_id)))
+    with store.engine.connect() as conn:
+        ids = set(conn.execute(sa.text("SELECT vnf_id FROM launches")).scalars())
     return ids | {r.id for r in store.list()}
 
 

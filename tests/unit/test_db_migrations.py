@@ -28,7 +28,8 @@ from fluidvim import manage, migration
 from fluidvim.evaluator.cache import ProbeCache
 from fluidvim.orchestrator.db import Store
 from fluidvim.vnf import migrations as this_release_migrations
-from fluidvim.vnf.state import Base, StateStore
+from fluidvim.vnf.models import Base
+from fluidvim.vnf.state import StateStore
 
 BASELINE = os.path.join(os.path.dirname(__file__), "data", "db_baseline")
 SCHEMA_NAMES = sorted(migration.SCHEMAS)
@@ -316,7 +317,7 @@ NEXT_MODELS = '''
 import sqlalchemy as sa
 
 import fluidvim.nova_driver.models  # noqa: F401
-from fluidvim.vnf.state import Base as _Base
+from fluidvim.vnf.models import Base as _Base
 
 
 class Base:
@@ -347,7 +348,13 @@ def next_release(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "next"))
     old = migration.SCHEMAS["vnf"]
     nxt = migration.Schema("vnf", pkg, old.version_table, (f"{pkg}.models",), f"{pkg}.models:Base")
-    return lambda: monkeypatch.setitem(migration.SCHEMAS, "vnf", nxt)
+
+    def install():
+        monkeypatch.setitem(migration.SCHEMAS, "vnf", nxt)
+        # the store's own fast check reads its package's constant (no alembic import)
+        monkeypatch.setattr(this_release_migrations, "HEAD", "0002")
+
+    return install
 
 
 def test_a_store_at_an_older_revision_refuses_until_db_sync(db_url, next_release, capsys):

@@ -7,3 +7,4 @@ A new revision: `alembic -c tools/alembic.ini -n vnf revision --autogenerate -m 
 """
 
 HEAD = "0001"      # this release's head revision (tests check it against versions/)
+VERSION_TABLE = "fluidvim_vnf_version"   # alembic's version table of this schema
