@@ -46,6 +46,8 @@ import zlib
 
 import sqlalchemy as sa
 
+from fluidvim.vnf import migrations as _vnf_migrations
+
 LOG = logging.getLogger(__name__)
 
 # what a refused store tells the operator to run (nova-manage db sync's counterpart)
@@ -88,7 +90,7 @@ class Schema:
 
 
 SCHEMAS = {
-    "vnf": Schema("vnf", "fluidvim.vnf", "fluidvim_vnf_version",   # = vnf.migrations.VERSION_TABLE
+    "vnf": Schema("vnf", "fluidvim.vnf", _vnf_migrations.VERSION_TABLE,   # the store reads it too
                   ("fluidvim.vnf.models", "fluidvim.nova_driver.models"),
                   "fluidvim.vnf.models:Base"),
     "orchestrator": Schema("orchestrator", "fluidvim.orchestrator", "fluidvim_orchestrator_version",
