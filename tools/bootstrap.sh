@@ -18,6 +18,7 @@ fi
 APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev
           pkg-config gcc make iproute2 iputils-ping procps python3-venv python3-dev
           rabbitmq-server tini openvswitch-switch
+          ovn-central ovn-host   # OVN NIC test (tests/ovnserver.py); nothing is started by apt
           libyang2-tools   # yanglint: SOL006 cross-check
           postgresql)      # server binaries only: tests start a throwaway cluster (tests/pgserver.py)
 missing=()

@@ -63,7 +63,7 @@ def vsctl(*args: str, db: str | None = None, check: bool = True) -> subprocess.C
     return res
 
 
-def _quote(value: str) -> str:
+def quote(value: str) -> str:
     # ovs-vsctl parses values as OVSDB atoms: quote so ':' '=' ',' survive
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -83,7 +83,7 @@ def add_port(bridge: str, port: str, ids: dict, db: str | None = None) -> None:
     the tap existed; it is kept (no delete and re-add that the agent would see as a new port)
     and its ids are set again."""
     args = ["--", "--may-exist", "add-port", bridge, port, "--", "set", "Interface", port]
-    args += [f"external-ids:{_quote(k)}={_quote(v)}" for k, v in sorted(ids.items())]
+    args += [f"external-ids:{quote(k)}={quote(v)}" for k, v in sorted(ids.items())]
     vsctl(*args, db=db)
 
 
@@ -198,7 +198,7 @@ class OvsServer:
               f"--unixctl={self._path('ovs-vswitchd.ctl')}",
               f"--log-file={self._path('ovs-vswitchd.log')}", "--detach"], env=env)
         # without --no-wait ovs-vsctl returns once ovs-vswitchd has applied the change: ready
-        vsctl("set", "Open_vSwitch", ".", "external_ids:fluidvim-run-dir=" + _quote(self.run_dir),
+        vsctl("set", "Open_vSwitch", ".", "external_ids:fluidvim-run-dir=" + quote(self.run_dir),
               db=self.connection)
         return self
 
