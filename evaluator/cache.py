@@ -16,11 +16,12 @@ table): created at head in a database without it, refused at an older revision -
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+
+from fluidvim.sql import make_engine
 
 from .model import ProbeResult
 
@@ -55,12 +56,7 @@ class ProbeRow(Base):
 def _engine(engine_or_url) -> sa.Engine:
     if isinstance(engine_or_url, sa.Engine):
         return engine_or_url
-    url = engine_or_url or DEFAULT_URL
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        d = os.path.dirname(url[len("sqlite:///"):])
-        if d:
-            os.makedirs(d, exist_ok=True)
-    return sa.create_engine(url)
+    return make_engine(engine_or_url or DEFAULT_URL)
 
 
 class ProbeCache:

@@ -81,7 +81,7 @@ def _targets(args, conf):
 
 def cmd_db_sync(args, conf) -> int:
     from fluidvim import migration
-    from fluidvim.orchestrator.db import make_engine
+    from fluidvim.sql import make_engine
 
     rc = 0
     for store, url in _targets(args, conf):

@@ -17,7 +17,6 @@ an older one - ``fluidvim-manage db sync --store orchestrator`` upgrades it (:mo
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid as uuidlib
 
@@ -25,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from fluidvim.evaluator.model import EnvironmentType
+from fluidvim.sql import make_engine
 
 from .exception import NotFound
 
@@ -177,27 +177,6 @@ class NetworkServiceRow(Base):
 
 
 NS_LIVE = ("deploying", "running", "failed", "deleting")
-
-
-def make_engine(url: str) -> sa.Engine:
-    """An engine for ``url``; SQLite gets WAL, a busy timeout and cross-thread use (as the launch
-    core's state store does)."""
-    kw = {}
-    if url.startswith("sqlite"):
-        kw["connect_args"] = {"timeout": 30, "check_same_thread": False}
-        path = url.split("sqlite:///", 1)[-1]
-        if path and path != ":memory:" and not url.startswith("sqlite:///:memory:"):
-            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o750, exist_ok=True)
-    engine = sa.create_engine(url, future=True, **kw)
-    if url.startswith("sqlite"):
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _rec):
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-    return engine
 
 
 class Store:

@@ -195,24 +195,6 @@ class _SQLiteFile:
             raw.close()
 
 
-def _make_engine(url: str):
-    """A SQLAlchemy engine on ``url`` (SQLite: WAL, as the store's own connections)."""
-    import sqlalchemy as sa
-
-    kw = {}
-    if url.startswith("sqlite"):
-        kw["connect_args"] = {"timeout": 30, "check_same_thread": False}
-    engine = sa.create_engine(url, future=True, **kw)
-    if url.startswith("sqlite"):
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _rec):
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-    return engine
-
-
 class StateStore:
     def __init__(self, url: str):
         self.url = url
@@ -250,7 +232,9 @@ class StateStore:
         """The database as a SQLAlchemy engine, made (and SQLAlchemy imported) on first use."""
         with self._engine_lock:
             if self._engine is None:
-                self._engine = _make_engine(self.url)
+                from fluidvim.sql import make_engine  # SQLAlchemy: off the CLI's fast path
+
+                self._engine = make_engine(self.url)
             return self._engine
 
     def _dialect(self) -> str:
