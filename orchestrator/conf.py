@@ -39,6 +39,19 @@ orch_opts = [
     cfg.FloatOpt("reservation_ttl", default=5.0, min=0.0,
                  help="Seconds a slot handed out by the resolver counts as used before the "
                       "instance's own slot update reflects it."),
+    cfg.BoolOpt("active_active", default=False,
+                help="Several orchestrator processes share this database and message bus (on "
+                     "PostgreSQL, or SQLite on one host): slot reports and handed-out slots "
+                     "live in the database, resolve decisions are serialised across processes, "
+                     "and a survivor takes over what a dead orchestrator left in flight. Set it "
+                     "on every one of them."),
+    cfg.FloatOpt("worker_heartbeat_interval", default=2.0, min=0.1,
+                 help="active_active: seconds between an orchestrator's heartbeats (and its "
+                      "checks for dead peers)."),
+    cfg.FloatOpt("worker_dead_after", default=10.0, min=0.5,
+                 help="active_active: an orchestrator whose last heartbeat is older than this "
+                      "(s) is dead; a peer fails its launches in flight and removes the "
+                      "instances they made. Keep it several heartbeat intervals."),
     cfg.FloatOpt("default_launch_time", default=1.0, min=0.0,
                  help="Assumed on-demand launch time (s) of a zone without any measured launch."),
     cfg.IntOpt("launch_parallelism", default=2, min=1,

@@ -16,7 +16,11 @@ an older one - ``fluidvim-manage db sync --store orchestrator`` upgrades it (:mo
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
+import threading
 import time
 import uuid as uuidlib
 
@@ -151,6 +155,33 @@ class LaunchRow(Base):
     instance_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     kind: orm.Mapped[str | None] = orm.mapped_column(sa.String(8))        # cold | warm | None
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # the orchestrator process (WorkerRow.id) that runs it; None = one that predates workers
+    owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(64), index=True)
+    token: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))     # LaunchRequest.token
+
+
+class WorkerRow(Base):
+    """An orchestrator process on this database. Several may share it (``active_active``):
+    each beats its heartbeat; one whose heartbeat stops is dead and a survivor takes over what
+    it left in flight (fluidvim.orchestrator.ha)."""
+
+    __tablename__ = "workers"
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    pid: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    started_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    heartbeat_at: orm.Mapped[float] = orm.mapped_column(sa.Float, index=True)
+
+
+class SlotReservationRow(Base):
+    """Slots the resolver handed out, one row per slot (see SlotRegistry): in the database when
+    orchestrators share it, so a slot one of them handed out counts for all of them."""
+
+    __tablename__ = "slot_reservations"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True, autoincrement=True)
+    instance: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    service: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    at: orm.Mapped[float] = orm.mapped_column(sa.Float)
 
 
 class NetworkServiceRow(Base):
@@ -183,6 +214,8 @@ class Store:
     def __init__(self, url: str):
         from fluidvim import migration
 
+        self.owner: str | None = None        # this process' WorkerRow.id, set by ha.Membership
+        self._file_locks: dict[str, threading.Lock] = {}
         self.engine = make_engine(url)
         try:
             migration.check(self.engine, "orchestrator")
@@ -304,10 +337,99 @@ class Store:
 
     # -- slot reports --
     def save_slot_report(self, rep) -> None:
+        """Store ``rep`` unless a newer report of the same (instance, service) is there (updates
+        may arrive out of order, and at several orchestrators)."""
         with self.Session.begin() as s:
+            old = s.get(SlotReportRow, (rep.instance, rep.service))
+            if old is not None and old.at > rep.at:
+                return
             s.merge(SlotReportRow(instance=rep.instance, service=rep.service, zone=rep.zone,
                                   host=rep.host, region=rep.region, slots=rep.slots,
                                   exact=rep.exact, delay_s=rep.delay_s, at=rep.at))
+
+    def slot_report(self, instance: str, service: str) -> SlotReportRow | None:
+        with self.Session() as s:
+            return s.get(SlotReportRow, (instance, service))
+
+    # -- slot reservations (shared registry) --
+    def add_reservations(self, instance: str, service: str, count: int, at: float) -> None:
+        with self.Session.begin() as s:
+            s.add_all([SlotReservationRow(instance=instance, service=service, at=at)
+                       for _ in range(count)])
+
+    def reservations(self) -> dict[tuple[str, str], list[float]]:
+        out: dict[tuple[str, str], list[float]] = {}
+        with self.Session() as s:
+            for r in s.scalars(sa.select(SlotReservationRow)):
+                out.setdefault((r.instance, r.service), []).append(r.at)
+        return out
+
+    def drop_reservations(self, instance: str, service: str, upto: float) -> None:
+        """Reservations of (instance, service) made at or before ``upto`` end."""
+        with self.Session.begin() as s:
+            s.execute(sa.delete(SlotReservationRow).where(
+                SlotReservationRow.instance == instance, SlotReservationRow.service == service,
+                SlotReservationRow.at <= upto))
+
+    @contextlib.contextmanager
+    def lock(self, name: str):
+        """Mutual exclusion on ``name`` among every process on this database, for a decision
+        that reads shared state and then writes it (the resolver's grant of a slot).
+        PostgreSQL: a transaction-scoped advisory lock; SQLite (one host): an exclusive
+        ``flock`` on a file next to the database; a thread lock first either way."""
+        tlock = self._file_locks.setdefault(name, threading.Lock())
+        with tlock:
+            dialect = self.engine.dialect.name
+            if dialect == "postgresql":
+                key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big",
+                                     signed=True)
+                with self.engine.connect() as conn, conn.begin():
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+                    yield
+            elif dialect == "sqlite":
+                path = self.engine.url.database
+                if not path or path == ":memory:":      # one process: the thread lock is all
+                    yield
+                    return
+                with open(f"{path}.{name}.lock", "a") as f:
+                    fcntl.flock(f, fcntl.LOCK_EX)
+                    try:
+                        yield
+                    finally:
+                        fcntl.flock(f, fcntl.LOCK_UN)
+            else:
+                raise NotImplementedError(
+                    f"[orchestrator] active_active needs PostgreSQL or SQLite, not {dialect}")
+
+    # -- workers (orchestrator processes sharing this database) --
+    def register_worker(self, worker_id: str, host: str, pid: int) -> None:
+        now = time.time()
+        with self.Session.begin() as s:
+            s.merge(WorkerRow(id=worker_id, host=host, pid=pid, started_at=now,
+                              heartbeat_at=now))
+
+    def heartbeat(self, worker_id: str) -> bool:
+        """False: the row is gone - another worker declared this one dead and took over."""
+        with self.Session.begin() as s:
+            r = s.execute(sa.update(WorkerRow).where(WorkerRow.id == worker_id)
+                          .values(heartbeat_at=time.time()))
+            return r.rowcount == 1
+
+    def workers(self) -> list[WorkerRow]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(WorkerRow).order_by(WorkerRow.started_at)))
+
+    def claim_dead_worker(self, worker_id: str, cutoff: float) -> bool:
+        """Take over a worker whose last heartbeat is older than ``cutoff``: True for exactly
+        one caller (the delete is conditional and atomic)."""
+        with self.Session.begin() as s:
+            r = s.execute(sa.delete(WorkerRow).where(WorkerRow.id == worker_id,
+                                                     WorkerRow.heartbeat_at < cutoff))
+            return r.rowcount == 1
+
+    def remove_worker(self, worker_id: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.delete(WorkerRow).where(WorkerRow.id == worker_id))
 
     def slot_reports(self) -> list[SlotReportRow]:
         with self.Session() as s:
@@ -316,6 +438,7 @@ class Store:
     def delete_slot_reports(self, instance: str) -> None:
         with self.Session.begin() as s:
             s.execute(sa.delete(SlotReportRow).where(SlotReportRow.instance == instance))
+            s.execute(sa.delete(SlotReservationRow).where(SlotReservationRow.instance == instance))
 
     # -- decisions --
     def save_decision(self, service: str, status: str, zone: str | None, host: str | None,
@@ -354,10 +477,10 @@ class Store:
 
     # -- launch records (queuing delay) --
     def launch_started(self, zone: str, service: str, predicted_s: float | None,
-                       started_at: float | None = None) -> int:
+                       started_at: float | None = None, token: str | None = None) -> int:
         with self.Session.begin() as s:
             row = LaunchRow(zone=zone, service=service, started_at=started_at or time.time(),
-                            predicted_s=predicted_s)
+                            predicted_s=predicted_s, owner=self.owner, token=token)
             s.add(row)
             s.flush()
             return row.id
@@ -372,9 +495,11 @@ class Store:
             row.ms = (now - row.started_at) * 1000.0
 
     def launches(self, zone: str | None = None, service: str | None = None, limit: int = 20,
-                 in_flight: bool = False) -> list[LaunchRow]:
+                 in_flight: bool = False, owner: str | None = None) -> list[LaunchRow]:
         with self.Session() as s:
             q = sa.select(LaunchRow).order_by(LaunchRow.started_at.desc())
+            if owner:
+                q = q.where(LaunchRow.owner == owner)
             if zone:
                 q = q.where(LaunchRow.zone == zone)
             if service:
@@ -404,11 +529,27 @@ class Store:
                                   .where(LaunchRow.finished_at.is_(None))
                                   .group_by(LaunchRow.zone)).all())
 
-    def abandon_in_flight(self) -> int:
-        """After a restart: launches that never finished are failed (nobody waits for them)."""
+    def abandon_in_flight(self, owners=None, error: str = "orchestrator restarted") -> int:
+        """Launches that never finished are failed (nobody waits for them): all of them after a
+        restart of the only orchestrator; with ``owners`` (worker ids; None in the list = rows
+        without an owner) only theirs."""
+        q = sa.update(LaunchRow).where(LaunchRow.finished_at.is_(None))
+        if owners is not None:
+            ids = [o for o in owners if o is not None]
+            cond = LaunchRow.owner.in_(ids)
+            if None in owners:
+                cond = sa.or_(cond, LaunchRow.owner.is_(None))
+            q = q.where(cond)
         with self.Session.begin() as s:
-            r = s.execute(sa.update(LaunchRow).where(LaunchRow.finished_at.is_(None)).values(
-                finished_at=time.time(), ok=False, error="orchestrator restarted"))
+            r = s.execute(q.values(finished_at=time.time(), ok=False, error=error))
+            return r.rowcount
+
+    def abandon_launch(self, launch_id: int, error: str) -> int:
+        """Fail one launch record if it is still in flight (1), else leave it (0)."""
+        with self.Session.begin() as s:
+            r = s.execute(sa.update(LaunchRow).where(LaunchRow.id == launch_id,
+                                                     LaunchRow.finished_at.is_(None))
+                          .values(finished_at=time.time(), ok=False, error=error))
             return r.rowcount
 
     # -- network services (NFV descriptors) --

@@ -45,9 +45,10 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
     """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
     ``started_at`` (time.time()) = when the client asked, if earlier than now; ``bridges`` = the
     networks of the instance's NICs (an NS deploy puts them on its virtual links)."""
-    lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at)
+    req = launch_request(service_row, host, bridges)
+    lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at, req.token)
     try:
-        inst = zone.launch(launch_request(service_row, host, bridges))
+        inst = zone.launch(req)
     except ZoneError as e:
         store.launch_finished(lid, False, error=str(e))
         raise

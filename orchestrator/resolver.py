@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
 
 from oslo_log import log as logging
@@ -49,7 +48,6 @@ class Resolver:
         self.registry = registry
         self.zones = zones
         self.queuing = queuing
-        self._lock = threading.Lock()          # one resolve decides at a time (no double grant)
 
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
@@ -71,7 +69,7 @@ class Resolver:
         row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field
         t0 = time.monotonic()
         asked_at = time.time()
-        with self._lock:
+        with self.registry.decision():     # one resolve decides at a time (no double grant)
             hit = self._free_slot(service, client_location)
             if hit is not None:
                 _, rep, free = hit

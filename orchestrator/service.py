@@ -29,11 +29,12 @@ from . import conf as orchconf
 from .db import Store
 from .deploy import PROFILE_FIELDS
 from .exception import ALL as EXPECTED, InvalidRequest, NotFound, invalid
+from .ha import Membership
 from .notify import SlotAgent, SlotListener, SlotPublisher
 from .placement import PlacementEngine, explain
 from .queuing import QueuingEstimator
 from .resolver import Resolver
-from .slots import SlotRegistry, SlotReport, validate_aliases
+from .slots import SharedSlotRegistry, SlotRegistry, SlotReport, validate_aliases
 from .zones.base import NETWORK_NAME_RE, ZoneAdapter, ZoneError
 
 LOG = logging.getLogger(__name__)
@@ -127,14 +128,26 @@ class Orchestrator:
         self.conf = conf
         o = conf.orchestrator
         self.store = Store(o.connection)
-        self.registry = SlotRegistry(ttl=o.slot_report_ttl, reservation_ttl=o.reservation_ttl)
-        for svc in self.store.services():
-            self.registry.set_aliases(svc.name, svc.aliases)
-        for r in self.store.slot_reports():
-            self.registry.apply(SlotReport(zone=r.zone, host=r.host, instance=r.instance,
-                                           service=r.service, slots=r.slots, delay_s=r.delay_s,
-                                           region=r.region, at=r.at, exact=r.exact))
-        abandoned = self.store.abandon_in_flight()
+        self.members = None
+        if o.active_active:             # several orchestrators on this database (ha.py)
+            self.registry = SharedSlotRegistry(self.store, ttl=o.slot_report_ttl,
+                                               reservation_ttl=o.reservation_ttl)
+            self.members = Membership(self.store, o.worker_heartbeat_interval,
+                                      o.worker_dead_after, recover=self.recover_worker)
+            self.members.register().start()       # beats at once; recovers once ready
+            # only launches of no worker (from before active_active); the others' are theirs
+            abandoned = self.store.abandon_in_flight(owners=[None])
+        else:
+            self.registry = SlotRegistry(ttl=o.slot_report_ttl,
+                                         reservation_ttl=o.reservation_ttl)
+            for svc in self.store.services():
+                self.registry.set_aliases(svc.name, svc.aliases)
+            for r in self.store.slot_reports():
+                self.registry.apply(SlotReport(zone=r.zone, host=r.host, instance=r.instance,
+                                               service=r.service, slots=r.slots,
+                                               delay_s=r.delay_s, region=r.region, at=r.at,
+                                               exact=r.exact))
+            abandoned = self.store.abandon_in_flight()
         if abandoned:
             LOG.warning("%d launch(es) in flight when the orchestrator stopped: marked failed",
                         abandoned)
@@ -186,6 +199,44 @@ class Orchestrator:
         self._rpc = self._listener = self._agent = None
         self.slot_pollers: list[SlotAgent] = []     # one per Nomad zone (its slot_interval)
         self._transports = []
+        if self.members is not None:                # zones known: peers can be recovered
+            self.members.ready()
+
+    def recover_worker(self, worker_id: str) -> dict:
+        """Take over what a dead orchestrator (``worker_id``) left in flight. Each of its
+        unfinished launches is closed as failed (its time is no launch-time sample); the
+        instance it made in the zone but never recorded (found by the launch's token in the
+        instance name) is finished for it - recorded, if it runs - or rolled back - terminated
+        and its slots forgotten, if it does not. Called by ha.Membership."""
+        adopted, removed, failed = [], [], 0
+        for row in self.store.launches(in_flight=True, owner=worker_id, limit=10_000):
+            zone = self.zones.get(row.zone)
+            note = f"orchestrator {worker_id} died during the launch"
+            if zone is not None and row.token:
+                known = {i.id for i in self.store.instances(zone=row.zone)}
+                try:
+                    for inst in zone.instances():
+                        if row.token not in inst.name or inst.id in known:
+                            continue
+                        if inst.status == "running":
+                            self.store.add_instance(
+                                id=inst.id, zone=zone.name, host=inst.host,
+                                service=row.service, name=inst.name, status="running",
+                                slots_total=inst.slots_total, launch_ms=inst.launch_ms)
+                            adopted.append(inst.id)
+                            note += f"; its instance {inst.id} runs and was adopted"
+                        else:
+                            zone.terminate(inst.id)
+                            self.registry.forget(inst.id)
+                            removed.append(inst.id)
+                            note += f"; its instance {inst.id} ({inst.status}) was removed"
+                except Exception as e:  # noqa: BLE001 - zone down: the launch is failed anyway
+                    LOG.warning("zone %s: cannot look for what launch %d of dead worker %s "
+                                "made: %s", row.zone, row.id, worker_id, e)
+            failed += self.store.abandon_launch(row.id, note)
+        LOG.warning("took over dead orchestrator %s: %d launch(es) in flight closed; "
+                    "instances adopted %s, removed %s", worker_id, failed, adopted, removed)
+        return {"failed": failed, "adopted": adopted, "removed": removed}
 
     # -- the API (RPC endpoint methods call these) --
     def register_service(self, name, click_config, **fields) -> dict:
@@ -360,6 +411,9 @@ class Orchestrator:
             fn()
             took[name] = round(time.monotonic() - t, 2)
 
+        if self.members is not None:
+            step("membership", self.members.stop)
+            self.members = None
         if self._agent:
             step("slot agent", self._agent.stop)
         for p in self.slot_pollers:
@@ -496,7 +550,9 @@ def main(argv=None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    orch.start()
+    # active-active: each process its own RPC server name (its worker id), so a call can be
+    # directed at one of them; calls to the topic go to any
+    orch.start(server=orch.members.id if orch.members is not None else None)
     try:
         stop.wait()
     finally:

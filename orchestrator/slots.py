@@ -20,6 +20,7 @@ including aliases: a service may declare that its instances also serve another n
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
@@ -200,6 +201,12 @@ class SlotRegistry:
         self._reports: dict[tuple[str, str], SlotReport] = {}
         self._reserved: dict[tuple[str, str], list[float]] = {}
         self.aliases: dict[str, dict[str, float]] = {}
+        self._decision = threading.Lock()
+
+    def decision(self):
+        """Held around a decision that reads free slots and then reserves one (the resolver):
+        nobody else decides meanwhile, so a slot is never handed out twice."""
+        return self._decision
 
     def set_aliases(self, service: str, aliases: dict) -> None:
         with self._lock:
@@ -214,11 +221,13 @@ class SlotRegistry:
             self._reports[key] = rep
         return rep
 
+    def _report(self, key) -> SlotReport | None:
+        with self._lock:
+            return self._reports.get(key)
+
     def apply_message(self, payload: dict) -> SlotReport:
         """A notification payload (see :class:`fluidvim.orchestrator.notify.SlotPublisher`)."""
-        key = (payload["instance"], payload["service"])
-        with self._lock:
-            old = self._reports.get(key)
+        old = self._report((payload["instance"], payload["service"]))
         last = old.exact if old else None
         slots = decode_slots(payload, last)
         rep = SlotReport(zone=payload["zone"], host=payload["host"],
@@ -240,13 +249,20 @@ class SlotRegistry:
         with self._lock:
             self._reserved.setdefault((instance, service), []).extend([self.clock()] * count)
 
-    def _free_locked(self, key, rep, now) -> int:
+    def _live(self, key, rep, now, reserved) -> list[float]:
         # a reservation ends after reservation_ttl, but only once a report newer than it came in
         # (an instance that never reports - a zone without slot updates - keeps it counted)
-        live = [t for t in self._reserved.get(key, [])
-                if now - t < self.reservation_ttl or rep.at <= t]
+        return [t for t in reserved.get(key, []) if now - t < self.reservation_ttl or rep.at <= t]
+
+    def _ended(self, key, live: list[float], ended: list[float]) -> None:
         self._reserved[key] = live
-        return max(0, rep.slots - len(live))
+
+    def _state(self):
+        """(reports, reservations) by (instance, service), to read under ``_lock``."""
+        return self._reports, self._reserved
+
+    def _aliases(self) -> dict[str, dict[str, float]]:
+        return self.aliases
 
     def entries(self, service: str, now: float | None = None) -> list[tuple[SlotReport, int]]:
         """(report, free slots for ``service``) per instance that serves it, aliases applied."""
@@ -254,20 +270,24 @@ class SlotRegistry:
         out = []
         with self._lock:
             bases = {service: 1.0}
-            for base, als in self.aliases.items():
+            for base, als in self._aliases().items():
                 if service in als:
                     bases[base] = als[service]
-            for key, rep in self._reports.items():
+            reports, reserved = self._state()
+            for key, rep in reports.items():
                 if rep.service not in bases or now - rep.at > self.ttl:
                     continue
                 ratio = bases[rep.service]
-                free = self._free_locked(key, rep, now)
+                live = self._live(key, rep, now, reserved)
+                if len(live) != len(reserved.get(key, [])):
+                    self._ended(key, live, [t for t in reserved[key] if t not in live])
+                free = max(0, rep.slots - len(live))
                 out.append((rep, int(math.floor(free / ratio + 1e-9))))
         return out
 
     def reports(self) -> list[SlotReport]:
         with self._lock:
-            return list(self._reports.values())
+            return list(self._state()[0].values())
 
     def aggregate(self, service: str, level: str = "zone") -> dict:
         """Free slots for ``service`` summed per instance | host | zone | region."""
@@ -279,3 +299,60 @@ class SlotRegistry:
                  "region": rep.region}[level]
             out[k] = out.get(k, 0) + free
         return out
+
+
+def _report_of(row) -> SlotReport:
+    return SlotReport(zone=row.zone, host=row.host, instance=row.instance, service=row.service,
+                      slots=row.slots, delay_s=row.delay_s, region=row.region, at=row.at,
+                      exact=row.exact)
+
+
+class SharedSlotRegistry(SlotRegistry):
+    """The registry of orchestrators that share one database (``[orchestrator] active_active``):
+    reports, reservations and aliases live in the store, so a slot one orchestrator handed out
+    counts at every other; :meth:`decision` holds a lock across processes (Store.lock). Same
+    rules as :class:`SlotRegistry`; every read goes to the database."""
+
+    def __init__(self, store, ttl: float = 120.0, reservation_ttl: float = 5.0, clock=time.time):
+        super().__init__(ttl=ttl, reservation_ttl=reservation_ttl, clock=clock)
+        self.store = store
+
+    @contextlib.contextmanager
+    def decision(self):
+        with self._decision, self.store.lock("resolve"):
+            yield
+
+    @property
+    def aliases(self) -> dict[str, dict[str, float]]:
+        return {svc.name: svc.aliases for svc in self.store.services() if svc.aliases}
+
+    @aliases.setter
+    def aliases(self, value) -> None:      # SlotRegistry.__init__ sets {}; the store holds them
+        pass
+
+    def set_aliases(self, service: str, aliases: dict) -> None:
+        validate_aliases(aliases)           # stored with the service (Store.put_service)
+
+    def apply(self, rep: SlotReport) -> SlotReport:
+        self.store.save_slot_report(rep)    # newer wins, whoever received it
+        row = self.store.slot_report(rep.instance, rep.service)
+        return _report_of(row) if row is not None else rep
+
+    def _report(self, key) -> SlotReport | None:
+        row = self.store.slot_report(*key)
+        return _report_of(row) if row is not None else None
+
+    def forget(self, instance: str) -> None:
+        self.store.delete_slot_reports(instance)
+
+    def reserve(self, instance: str, service: str, count: int = 1) -> None:
+        self.store.add_reservations(instance, service, count, self.clock())
+
+    def _state(self):
+        reports = {(r.instance, r.service): _report_of(r) for r in self.store.slot_reports()}
+        return reports, self.store.reservations()
+
+    def _ended(self, key, live: list[float], ended: list[float]) -> None:
+        # ended ones are older than every live one (older than the ttl and than a report), and
+        # than any another orchestrator adds meanwhile: delete up to the newest ended
+        self.store.drop_reservations(*key, upto=max(ended))

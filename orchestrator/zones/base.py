@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import re
+import uuid
 
 from fluidvim.evaluator.model import EnvironmentType
 
@@ -59,6 +60,9 @@ class LaunchRequest:
     macs: tuple = ()                       # NIC i's MAC (None entries/() = the zone assigns)
     host: str | None = None                # pin to a host when the zone allows it
     warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
+    # unique per launch, part of the instance's name in the zone: an orchestrator that takes over
+    # a dead one's launch finds by it an instance the launch made but never recorded (ha.py)
+    token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:8])
 
 
 @dataclasses.dataclass

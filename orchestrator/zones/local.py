@@ -37,8 +37,8 @@ def cpu_model() -> str:
     return "unknown"
 
 
-def instance_name(service: str) -> str:
-    return f"{service}.{uuidlib.uuid4().hex[:8]}"
+def instance_name(service: str, token: str | None = None) -> str:
+    return f"{service}.{token or uuidlib.uuid4().hex[:8]}"
 
 
 def service_of(vnf_name: str) -> str:
@@ -126,7 +126,7 @@ class LocalZone(ZoneAdapter):
                             f"not {req.host!r}")
         bridges = list(req.bridges or self.bridges or (None, None))
         try:
-            res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service),
+            res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service, req.token),
                                   bridges=bridges, macs=list(req.macs) or None,
                                   slots=req.slots, memory_mb=req.memory_mb,
                                   vcpus=req.vcpus, warm=req.warm, kernel=req.kernel)

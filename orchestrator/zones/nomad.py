@@ -33,7 +33,6 @@ import json
 import re
 import threading
 import time
-import uuid as uuidlib
 
 import nomad as pynomad
 import requests
@@ -280,7 +279,7 @@ class NomadZone(ZoneAdapter):
         if any(req.macs):
             raise ZoneError(f"macs: zone {self.name} (nomad): the unikernel task driver assigns "
                             "NIC MACs; fixed MACs are supported in the local zone")
-        job_id = f"{JOB_PREFIX}{req.service}-{uuidlib.uuid4().hex[:8]}"
+        job_id = f"{JOB_PREFIX}{req.service}-{req.token}"
         job = self.job_spec(req, job_id)
         t0 = time.monotonic()
         try:

@@ -29,7 +29,6 @@ import datetime
 import re
 import threading
 import time
-import uuid as uuidlib
 
 from openstack import exceptions as osexc
 
@@ -278,7 +277,7 @@ class NovaZone(ZoneAdapter):
             raise ZoneError(f"memory_mb: flavor {flavor.name!r} has {flavor.ram} MB, the request asks "
                             f"{req.memory_mb}; the flavor decides in Nova")
         networks = self._networks(req.bridges)
-        name = f"{NAME_PREFIX}{req.service}-{uuidlib.uuid4().hex[:8]}"
+        name = f"{NAME_PREFIX}{req.service}-{req.token}"
         attrs = {"name": name, "flavor_id": flavor.id, "image_id": image.id, "networks": networks,
                  "metadata": {META_SERVICE: req.service, "fluidvim_slots": str(eff["slots"] or 0)}}
         az = self.availability_zone

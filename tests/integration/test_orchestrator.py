@@ -316,3 +316,49 @@ def test_slot_notifications_compressed_rate_limited_and_gone():
     finally:
         listener.stop()
         transport.cleanup()
+
+
+def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(env, tmp_path):
+    """What a dead orchestrator left in flight (launch records it owned): an instance that runs
+    is adopted, one that does not is removed, a launch that made nothing is just closed. Real
+    VNFs in the local zone; the dead worker is a row whose heartbeat stopped (the kill -9 of a
+    real process is tests/e2e/test_orchestrator_ha.py)."""
+    import os
+    import signal
+
+    import sqlalchemy as sa
+
+    from fluidvim.orchestrator.db import LaunchRow, Store, WorkerRow
+    from fluidvim.orchestrator.zones.base import LaunchRequest
+
+    orch = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=1.0)
+    env.api().register_service("fw", FORWARD, slots=8)
+    dead = Store(orch.conf.orchestrator.connection)
+    dead.owner = "dead-worker"
+    dead.register_worker("dead-worker", "elsewhere", 1)
+    zone = orch.local_zone
+    runs = dead.launch_started("local", "fw", 0.1, token="tokrunok")
+    ran = zone.launch(LaunchRequest(service="fw", click_config=FORWARD, slots=8, token="tokrunok"))
+    crashed = dead.launch_started("local", "fw", 0.1, token="tokcrash")
+    broken = zone.launch(LaunchRequest(service="fw", click_config=FORWARD, token="tokcrash"))
+    os.kill(orch.manager.get(broken.id).pid, signal.SIGKILL)
+    wait_for(lambda: orch.manager.get(broken.id).status != "running", what="the VNF seen dead")
+    nothing = dead.launch_started("local", "fw", 0.1, token="toknoinst")
+    with dead.Session.begin() as s:                # its heartbeat stopped a while ago
+        s.execute(sa.update(WorkerRow).where(WorkerRow.id == "dead-worker")
+                  .values(heartbeat_at=0.0))
+    wait_for(lambda: "dead-worker" in orch.members.recovered, what="the take-over")
+    # none of them counts as a launch-time sample (those are the successful ones)
+    assert dead.launches(in_flight=False, limit=100) == []
+    with dead.Session() as s:
+        closed = {r.id: r for r in s.scalars(sa.select(LaunchRow))}
+    assert all(closed[i].finished_at and closed[i].ok is False for i in (runs, crashed, nothing))
+    assert f"instance {ran.id} runs and was adopted" in closed[runs].error
+    assert f"instance {broken.id} (error) was removed" in closed[crashed].error
+    assert closed[nothing].error == "orchestrator dead-worker died during the launch"
+    recorded = {i.id: i for i in orch.store.instances()}
+    assert ran.id in recorded and recorded[ran.id].slots_total == 8
+    assert broken.id not in recorded
+    assert [r.id for r in orch.manager.list()] == [ran.id]
+    assert "dead-worker" not in {w.id for w in orch.store.workers()}
+    dead.close()
