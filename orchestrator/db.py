@@ -202,6 +202,8 @@ class NetworkServiceRow(Base):
     steps_json: orm.Mapped[str] = _json("[]")         # [{step, ms}] of the deploy
     created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
     updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+    # the orchestrator process (WorkerRow.id) that acted on it last; None = before workers
+    owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
 
     def get(self, field: str):
         return json.loads(getattr(self, f"{field}_json"))
@@ -556,7 +558,7 @@ class Store:
     def add_ns(self, **fields) -> NetworkServiceRow:
         now = time.time()
         row = NetworkServiceRow(id=str(uuidlib.uuid4()), created_at=now, updated_at=now,
-                                **_ns_json(fields))
+                                owner=self.owner, **_ns_json(fields))
         with self.Session.begin() as s:
             s.add(row)
         return row
@@ -564,7 +566,7 @@ class Store:
     def update_ns(self, ns_id: str, **fields) -> None:
         with self.Session.begin() as s:
             s.execute(sa.update(NetworkServiceRow).where(NetworkServiceRow.id == ns_id)
-                      .values(updated_at=time.time(), **_ns_json(fields)))
+                      .values(updated_at=time.time(), owner=self.owner, **_ns_json(fields)))
 
     def network_services(self, deleted: bool = False) -> list[NetworkServiceRow]:
         with self.Session() as s:
@@ -589,11 +591,18 @@ class Store:
                            field="ns")
         return row
 
-    def abandon_ns(self) -> int:
-        """After a restart: a deploy or delete that was under way failed (`ns rm` cleans up)."""
+    def abandon_ns(self, owners=None) -> int:
+        """After a restart: a deploy or delete that was under way failed (`ns rm` cleans up);
+        with ``owners`` (worker ids, None = rows without one) only theirs."""
+        q = sa.update(NetworkServiceRow).where(
+            NetworkServiceRow.status.in_(("deploying", "deleting")))
+        if owners is not None:
+            cond = NetworkServiceRow.owner.in_([o for o in owners if o is not None])
+            if None in owners:
+                cond = sa.or_(cond, NetworkServiceRow.owner.is_(None))
+            q = q.where(cond)
         with self.Session.begin() as s:
-            r = s.execute(sa.update(NetworkServiceRow).where(
-                NetworkServiceRow.status.in_(("deploying", "deleting"))).values(
+            r = s.execute(q.values(
                 status="failed", error="the orchestrator stopped during the operation; "
                 "`fluidvim ns rm` removes what it created", updated_at=time.time()))
             return r.rowcount

@@ -40,7 +40,8 @@ class NSManager:
         self.orch = orch
         self.store = orch.store
         self._lock = threading.Lock()
-        n = self.store.abandon_ns()
+        # active-active: only rows of no worker; a dead peer's are failed by its taker
+        n = self.store.abandon_ns(owners=[None] if orch.members is not None else None)
         if n:
             LOG.warning("%d network service operation(s) were under way when the orchestrator "
                         "stopped: marked failed (`fluidvim ns rm` cleans up)", n)

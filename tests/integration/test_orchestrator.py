@@ -344,10 +344,18 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     os.kill(orch.manager.get(broken.id).pid, signal.SIGKILL)
     wait_for(lambda: orch.manager.get(broken.id).status != "running", what="the VNF seen dead")
     nothing = dead.launch_started("local", "fw", 0.1, token="toknoinst")
+    dead_ns = dead.add_ns(name="ns-of-the-dead", nsd_id="nsd", zone="local", status="deploying")
+    live = Store(orch.conf.orchestrator.connection)
+    live.owner = orch.members.id                   # an NS deploy under way at a live worker
+    live_ns = live.add_ns(name="ns-alive", nsd_id="nsd", zone="local", status="deploying")
+    peer = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=1.0)
+    assert live.network_service("ns-alive").status == "deploying"   # a peer's start leaves it
     with dead.Session.begin() as s:                # its heartbeat stopped a while ago
         s.execute(sa.update(WorkerRow).where(WorkerRow.id == "dead-worker")
                   .values(heartbeat_at=0.0))
-    wait_for(lambda: "dead-worker" in orch.members.recovered, what="the take-over")
+    wait_for(lambda: "dead-worker" in orch.members.recovered + peer.members.recovered,
+             what="the take-over (by exactly one of the two)")
+    assert (orch.members.recovered + peer.members.recovered).count("dead-worker") == 1
     # none of them counts as a launch-time sample (those are the successful ones)
     assert dead.launches(in_flight=False, limit=100) == []
     with dead.Session() as s:
@@ -361,4 +369,7 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     assert broken.id not in recorded
     assert [r.id for r in orch.manager.list()] == [ran.id]
     assert "dead-worker" not in {w.id for w in orch.store.workers()}
+    assert live.network_service(dead_ns.name).status == "failed"
+    assert live.network_service(live_ns.name).status == "deploying"
     dead.close()
+    live.close()

@@ -1,7 +1,8 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
 """Orchestrators sharing one database (active-active): the workers table (heartbeats), slot
-reservations in the database, and the owner and token of each launch record.
+reservations in the database, the owner and token of each launch record and the owner of each
+network service record.
 
 Revision ID: 0002
 Revises: 0001
@@ -40,9 +41,13 @@ def upgrade() -> None:
         batch.add_column(sa.Column("owner", sa.String(length=64), nullable=True))
         batch.add_column(sa.Column("token", sa.String(length=16), nullable=True))
         batch.create_index("ix_launch_records_owner", ["owner"])
+    with op.batch_alter_table("network_services") as batch:
+        batch.add_column(sa.Column("owner", sa.String(length=64), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("network_services") as batch:
+        batch.drop_column("owner")
     with op.batch_alter_table("launch_records") as batch:
         batch.drop_index("ix_launch_records_owner")
         batch.drop_column("token")
