@@ -81,37 +81,44 @@ def _resolve(name: str, known: dict) -> str | None:
     return None
 
 
+def _imports_of(mod: str, path: str, known: dict) -> list:
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    is_pkg = path.endswith("__init__.py")
+    out = []
+
+    def visit(node, local, guarded):
+        for child in ast.iter_child_nodes(node):
+            lc = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            gd = guarded or isinstance(child, ast.Try) or (
+                isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
+            if isinstance(child, ast.Import):
+                for a in child.names:
+                    dst = _resolve(a.name, known)
+                    if dst:
+                        out.append(Import(mod, dst, child.lineno, local, guarded))
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = mod.split(".")
+                    parts = parts if is_pkg else parts[:-1]
+                    parts = parts[:len(parts) - (child.level - 1)]
+                    base = ".".join(parts + ([base] if base else []))
+                for a in child.names:
+                    dst = _resolve(f"{base}.{a.name}", known) or _resolve(base, known)
+                    if dst:
+                        out.append(Import(mod, dst, child.lineno, local, guarded))
+            visit(child, lc, gd)
+
+    visit(tree, False, False)
+    return out
+
+
 def imports(known: dict) -> list:
+    """Every import of a project module by a project module (self-imports left out)."""
     out = []
     for mod, path in known.items():
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
-        is_pkg = path.endswith("__init__.py")
-
-        def visit(node, local, guarded):
-            for child in ast.iter_child_nodes(node):
-                lc = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                gd = guarded or isinstance(child, ast.Try) or (
-                    isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
-                if isinstance(child, ast.Import):
-                    for a in child.names:
-                        dst = _resolve(a.name, known)
-                        if dst:
-                            out.append(Import(mod, dst, child.lineno, local, guarded))
-                elif isinstance(child, ast.ImportFrom):
-                    base = child.module or ""
-                    if child.level:
-                        parts = mod.split(".")
-                        parts = parts if is_pkg else parts[:-1]
-                        parts = parts[:len(parts) - (child.level - 1)]
-                        base = ".".join(parts + ([base] if base else []))
-                    for a in child.names:
-                        dst = _resolve(f"{base}.{a.name}", known) or _resolve(base, known)
-                        if dst:
-                            out.append(Import(mod, dst, child.lineno, local, guarded))
-                visit(child, lc, gd)
-
-        visit(tree, False, False)
+        out += _imports_of(mod, path, known)
     return [i for i in out if i.src != i.dst]
 
 
