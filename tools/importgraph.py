@@ -71,6 +71,7 @@ class Import:
     line: int
     local: bool       # inside a function
     guarded: bool     # under try/except or `if TYPE_CHECKING`
+    typing: bool = False   # under `if TYPE_CHECKING` (annotations only: not an edge of the graph)
 
 
 def _resolve(name: str, known: dict) -> str | None:
@@ -87,16 +88,16 @@ def _imports_of(mod: str, path: str, known: dict) -> list:
     is_pkg = path.endswith("__init__.py")
     out = []
 
-    def visit(node, local, guarded):
+    def visit(node, local, guarded, typing):
         for child in ast.iter_child_nodes(node):
             lc = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            gd = guarded or isinstance(child, ast.Try) or (
-                isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
+            tc = typing or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
+            gd = guarded or tc or isinstance(child, ast.Try)
             if isinstance(child, ast.Import):
                 for a in child.names:
                     dst = _resolve(a.name, known)
                     if dst:
-                        out.append(Import(mod, dst, child.lineno, local, guarded))
+                        out.append(Import(mod, dst, child.lineno, local, guarded, typing))
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
@@ -107,10 +108,10 @@ def _imports_of(mod: str, path: str, known: dict) -> list:
                 for a in child.names:
                     dst = _resolve(f"{base}.{a.name}", known) or _resolve(base, known)
                     if dst:
-                        out.append(Import(mod, dst, child.lineno, local, guarded))
-            visit(child, lc, gd)
+                        out.append(Import(mod, dst, child.lineno, local, guarded, typing))
+            visit(child, lc, gd, tc)
 
-    visit(tree, False, False)
+    visit(tree, False, False, False)
     return out
 
 
@@ -119,7 +120,7 @@ def imports(known: dict) -> list:
     out = []
     for mod, path in known.items():
         out += _imports_of(mod, path, known)
-    return [i for i in out if i.src != i.dst]
+    return [i for i in out if i.src != i.dst and not i.typing]
 
 
 def package_of(mod: str) -> str:
