@@ -190,12 +190,13 @@ def check_tests(imps) -> int:
 
 
 def link_tree(dest: str) -> None:
-    """The installed layout as symlinks to the source files (fluidvim/, fluidvim/vnf/, ...), for
-    tools that find modules by walking a package's directory (grimp, so lint-imports)."""
+    """The installed layout of the production modules as symlinks to the source files
+    (fluidvim/, fluidvim/vnf/, ...; no tests), for tools that find modules by walking a package's
+    directory (grimp, so lint-imports)."""
     known = modules()
     for mod, path in known.items():
-        if mod.split(".")[0] != "fluidvim":
-            continue
+        if mod.split(".")[0] != "fluidvim" or is_test_code(mod):   # the contracts are about
+            continue                                                # production code
         parts = mod.split(".")
         if path.endswith("__init__.py"):
             target = os.path.join(dest, *parts, "__init__.py")
