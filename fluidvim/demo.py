@@ -164,7 +164,7 @@ def run(args) -> int:
 
 
 def plot(report, cold, warm, path):
-    import matplotlib
+    import matplotlib  # lazy: ~300 ms, only when plotting (ARCHITECTURE.md: lazy imports)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -305,7 +305,7 @@ def ns_part(orch, report) -> bool:
 
 
 def plot_orchestrator(resolves, path):
-    import matplotlib
+    import matplotlib  # lazy, as in plot()
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

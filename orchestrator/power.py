@@ -333,7 +333,7 @@ class RedfishSource(MeasuredSource):
             raise PowerError("set [power] redfish_url (e.g. https://bmc.example/redfish/v1)")
         if auth not in self.AUTH:
             raise PowerError(f"redfish auth must be one of {', '.join(self.AUTH)}, not {auth!r}")
-        import sushy
+        import sushy  # lazy: only the Redfish source needs sushy
         from sushy import auth as sauth
         base, prefix = url.rstrip("/"), "/redfish/v1/"
         if base.endswith("/redfish/v1"):
