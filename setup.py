@@ -15,6 +15,7 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.orchestrator.osm": "orchestrator/osm",
+    "fluidvim.orchestrator.power": "orchestrator/power",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
