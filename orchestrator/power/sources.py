@@ -22,7 +22,7 @@ LOG = logging.getLogger(__name__)
 
 
 class MeasuredSource(PowerSource):
-    """A source that measures (u, W) pairs and models ``watts(u)`` from them (see module doc)."""
+    """A source that measures (u, W) pairs and models ``watts(u)`` from them (see the package doc)."""
 
     def __init__(self, prior: PowerSource | None = None, max_samples: int = 256):
         self.prior = prior
