@@ -44,6 +44,7 @@ test-integration:
 
 lint:
 	$(VENV)/ruff check .
+	tools/lint-imports.sh   # the import contracts of ARCHITECTURE.md (.importlinter)
 
 bench-launch: bootstrap
 	$(VENV)/python -m bench.launch

@@ -15,6 +15,7 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.zones": "orchestrator/zones",
     "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.orchestrator.osm": "orchestrator/osm",
+    "fluidvim.orchestrator.power": "orchestrator/power",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -74,7 +75,8 @@ EXTRAS = {
     "e2e": ["python-openstackclient>=10.5.0", "glance>=33.0.0", "keystone>=30.0.0",
             "neutron>=29.0.0"],
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "oslo.db>=15.0",
+    # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh)
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "oslo.db>=15.0",
              "psycopg2-binary>=2.9"] + DEMO + LIBVIRT,
 }
 

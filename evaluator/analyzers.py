@@ -29,30 +29,12 @@ import json
 import math
 import threading
 
-from .formula import FormulaError, SafeFormula
+# FORMULA_VARIABLES is defined next to SafeFormula (its default variable set); the name stays here
+from .formula import FORMULA_VARIABLES, FormulaError, SafeFormula  # noqa: F401 - re-exported
 from .model import Candidate, ProbeResult, Score, ServiceProfile
 from .slots import SlotsError, estimate_capacity
 
 INFEASIBLE_SCORE = -1e9
-
-#: the variables an operator formula may use (FormulaAnalyzer), all numbers
-FORMULA_VARIABLES = {
-    "slots": "estimated session slots at the service's deadline/quantile (load probe; 0 if none)",
-    "capacity_pps": "packets/s at which the service's tail latency meets its deadline",
-    "has_load_probe": "1 if a load probe result exists, else 0",
-    "boot_ms": "cold request->ready time, p50 (boot probe; inf if none)",
-    "warm_boot_ms": "warm request->ready time, p50 (inf if the zone has no warm launches)",
-    "price_per_hour": "price of one instance per hour in this zone/host",
-    "price_per_slot": "price_per_hour / slots (inf if no slots)",
-    "power_w": "marginal power of one more instance, watts (0 if unknown)",
-    "power_per_slot_w": "power_w / slots (inf if no slots)",
-    "queuing_delay_s": "expected time to a new slot on demand (inf if the zone cannot launch)",
-    "free_slots": "free slots the zone/host reports now",
-    "deadline_ms": "the service's per-packet latency deadline",
-    "quantile": "the service's QoS quantile, e.g. 0.99",
-    "session_pps": "packets/s one session of the service sends",
-    "min_instances": "the service's minimum number of instances",
-}
 
 
 @dataclasses.dataclass

@@ -116,6 +116,27 @@ _ALLOWED_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compar
                   *_BINOPS, *_UNARY, *_CMP)
 
 
+#: the variables an operator formula may use (analyzers.FormulaAnalyzer; SafeFormula's default), all
+#: numbers
+FORMULA_VARIABLES = {
+    "slots": "estimated session slots at the service's deadline/quantile (load probe; 0 if none)",
+    "capacity_pps": "packets/s at which the service's tail latency meets its deadline",
+    "has_load_probe": "1 if a load probe result exists, else 0",
+    "boot_ms": "cold request->ready time, p50 (boot probe; inf if none)",
+    "warm_boot_ms": "warm request->ready time, p50 (inf if the zone has no warm launches)",
+    "price_per_hour": "price of one instance per hour in this zone/host",
+    "price_per_slot": "price_per_hour / slots (inf if no slots)",
+    "power_w": "marginal power of one more instance, watts (0 if unknown)",
+    "power_per_slot_w": "power_w / slots (inf if no slots)",
+    "queuing_delay_s": "expected time to a new slot on demand (inf if the zone cannot launch)",
+    "free_slots": "free slots the zone/host reports now",
+    "deadline_ms": "the service's per-packet latency deadline",
+    "quantile": "the service's QoS quantile, e.g. 0.99",
+    "session_pps": "packets/s one session of the service sends",
+    "min_instances": "the service's minimum number of instances",
+}
+
+
 class SafeFormula:
     """A validated formula over ``variables``; ``evaluate(**values)`` returns a float.
 
@@ -128,7 +149,6 @@ class SafeFormula:
         if not isinstance(expr, str):
             raise FormulaError(f"a formula must be a string, got {type(expr).__name__}")
         if variables is None:
-            from .analyzers import FORMULA_VARIABLES  # the analyzer's documented set
             variables = FORMULA_VARIABLES
         self.expr = expr.strip()
         self.variables = frozenset(variables)

@@ -43,8 +43,8 @@ import time
 
 from oslo_log import log as logging
 
-from fluidvim.orchestrator.zones.base import LaunchRequest
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
+from fluidvim.zonetypes import LaunchRequest
 
 from .model import EnvironmentType, ProbeResult, ServiceProfile
 

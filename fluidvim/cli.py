@@ -16,8 +16,9 @@ import argparse
 import gc
 import importlib
 import json
-import logging
 import sys
+
+from fluidvim.clicommon import setup_logging as _setup_logging
 
 EXAMPLES_VNF_RUN = """examples:
   # a transparent firewall between bridges br0 and br1: web and ARP pass, the rest is dropped
@@ -55,28 +56,6 @@ def _manager(args):
     mgr = VNFManager(conf)
     mgr.recover()
     return mgr
-
-
-def _setup_logging(conf, verbose):
-    """Log to stderr: warnings, everything with -v.
-
-    A configuration carrying oslo.log's options (the orchestrator's: its commands load
-    oslo.messaging, hence oslo.log, anyway) is set up by oslo.log. The launch core's (``vnf``,
-    ``pool``, ``status``, ``demo``) uses the standard library: oslo.log would be ~40 ms of a
-    ``fluidvim vnf list`` that should take 150 ms, and the launch core's loggers are standard ones.
-    """
-    if "debug" not in conf:
-        logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                            format="%(asctime)s.%(msecs)03d %(process)d %(levelname)s %(name)s "
-                                   "%(message)s", datefmt="%Y-%m-%d %H:%M:%S")
-        return
-    from oslo_log import log as oslo_logging
-
-    conf.set_override("debug", verbose)
-    if not verbose:
-        conf.set_override("default_log_levels",
-                          ["fluidvim=WARNING", "qemu=WARNING", "pyroute2=WARNING"])
-    oslo_logging.setup(conf, "fluidvim")
 
 
 def cmd_vnf_run(args):

@@ -15,6 +15,7 @@ import uuid
 
 from tqdm import tqdm
 
+from fluidvim.clicommon import setup_logging
 from fluidvim.vnf import testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
@@ -61,9 +62,7 @@ def run(args) -> int:
     run_dir = f"/run/fluidvim-demo-{uuid.uuid4().hex[:8]}"
     conf = make_conf(state_dir=os.path.join(out, "state"), run_dir=run_dir,
                      backend=getattr(args, "backend", None) or "qemu")
-    from fluidvim.cli import _setup_logging
-
-    _setup_logging(conf, args.verbose)
+    setup_logging(conf, args.verbose)
     mgr = VNFManager(conf)
     mgr.recover()
     for rec in mgr.list(include_pool=True):          # leftovers of an interrupted demo
@@ -165,7 +164,7 @@ def run(args) -> int:
 
 
 def plot(report, cold, warm, path):
-    import matplotlib
+    import matplotlib  # lazy: ~300 ms, only when plotting (ARCHITECTURE.md: lazy imports)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -306,7 +305,7 @@ def ns_part(orch, report) -> bool:
 
 
 def plot_orchestrator(resolves, path):
-    import matplotlib
+    import matplotlib  # lazy, as in plot()
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -7,7 +7,7 @@ the instance UUID. The Glance image *is* the VNF kernel (a PVH ELF, disk_format 
 ``raw``): it is downloaded once into a cache keyed by image id and checksum and booted directly —
 no disk, no resize, no config drive, no key injection. A boot whose kernel is cached and whose
 image properties Nova's boot-time snapshot holds whole needs no Glance round trip at all
-(:meth:`UnikernelDriver._cached_boot`). What the VNF runs comes from the flavor's
+(:mod:`~fluidvim.nova_driver.imagecache`). What the VNF runs comes from the flavor's
 extra specs and the image's properties:
 
 ===============================  ===================================  =========================
@@ -42,7 +42,6 @@ MACs and devnames do not prevent it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -51,12 +50,11 @@ import time
 import nova.conf
 import nova.virt.node
 import os_resource_classes as orc
-from nova import exception, utils as nova_utils
+from nova import exception
 from nova.compute import power_state
 from nova.image import glance
 from nova.objects import fields as obj_fields
 from nova.virt import driver, event as virtevent, hardware
-from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
@@ -68,6 +66,7 @@ from fluidvim.nova_driver import (
     userdata,
     vifs as vifmod,
 )
+from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, ovs as ovsmod, spec as specmod
 from fluidvim.vnf.control import ControlError
@@ -87,23 +86,12 @@ BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
 MAX_VNF_VCPUS = 8            # fluidvim.vnf.spec.VNFSpec.validate
 MAX_VNF_MEMORY_MB = 4096
-SYSMETA_MAX = 255                         # Nova's system_metadata value length
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
-ELF_MAGIC = b"\x7fELF"
 VERSION = fluidvim.__version__
 
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000.0, 2)
-
-
-def _unchanged(path: str, entry: dict) -> bool:
-    """The cache file still has the size and mtime its index entry recorded."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return st.st_size == entry["size"] and st.st_mtime_ns == entry["mtime_ns"]
 
 
 def _phases_json(phases: dict, limit: int = SYSMETA_MAX) -> str:
@@ -143,6 +131,7 @@ class UnikernelDriver(driver.ComputeDriver):
         self._names = None
         self._manager_lock = threading.Lock()
         self._slot_notes = None           # [fluidvim] slot_notifications: the publisher thread
+        self.image_cache = KernelCache(IMAGE_API)    # Glance images = VNF kernels, cached here
 
     # -- the launch core --
     @property
@@ -315,7 +304,7 @@ class UnikernelDriver(driver.ComputeDriver):
                 instance_uuid=instance.uuid,
                 reason="fluidvim needs a Glance image (the VNF kernel); boot from volume is "
                        "not supported")
-        kernel, props, cached = self._fetch_image(context, image_id, instance, image_meta)
+        kernel, props, cached = self.image_cache.fetch(context, image_id, instance, image_meta)
         phases["image"] = _ms(t0)
         t = time.perf_counter()
         args = self._launch_args(instance, props, network_info, allocations)
@@ -504,127 +493,6 @@ class UnikernelDriver(driver.ComputeDriver):
             return props["fluidvim_click_config"], "image property fluidvim_click_config"
         return None, None
 
-    def _image_cache_dir(self) -> str:
-        d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")
-        os.makedirs(d, mode=0o750, exist_ok=True)
-        return d
-
-    def _fetch_image(self, context, image_id, instance=None, image_meta=None):
-        """The cached kernel of a Glance image: (path, properties, was_cached).
-
-        A boot whose kernel is already cached does not ask Glance (like the libvirt driver's
-        image cache): see :meth:`_cached_boot`. Otherwise the image's metadata comes from
-        Glance, and the kernel is downloaded and verified (checksum, ELF) unless a cache file
-        that still matches its index entry (or, failing that, its Glance checksum) exists.
-        """
-        if instance is not None and image_meta is not None:
-            hit = self._cached_boot(instance, image_meta)
-            if hit is not None:
-                return hit[0], hit[1], True
-        meta = IMAGE_API.get(context, image_id)
-        algo, digest = meta.get("os_hash_algo"), meta.get("os_hash_value")
-        if not digest and meta.get("checksum"):
-            algo, digest = "md5", meta["checksum"]
-        path = os.path.join(self._image_cache_dir(), f"{image_id}-{(digest or 'any')[:32]}")
-        props = dict(meta.get("properties") or {})
-        with lockutils.lock(f"fluidvim-image-{image_id}"):
-            if os.path.exists(path):
-                entry = self._cache_entry(image_id)
-                if entry is not None and entry["path"] == path and _unchanged(path, entry):
-                    return path, props, True
-                with open(path, "rb") as f:            # no (matching) index entry: verify once
-                    data = f.read()
-                try:
-                    self._verify_kernel(image_id, data, algo, digest)
-                except exception.ImageUnacceptable as e:
-                    LOG.warning("fluidvim: cached kernel %s no longer matches image %s (%s); "
-                                "downloading it again", path, image_id, e)
-                    os.unlink(path)
-                else:
-                    self._index_kernel(image_id, path, meta)
-                    return path, props, True
-            part = f"{path}.part-{os.getpid()}"
-            try:
-                IMAGE_API.download(context, image_id, dest_path=part)
-                with open(part, "rb") as f:
-                    data = f.read()
-                self._verify_kernel(image_id, data, algo, digest)
-                os.replace(part, path)
-            finally:
-                if os.path.exists(part):
-                    os.unlink(part)
-            self._index_kernel(image_id, path, meta)
-        LOG.info("fluidvim: cached image %s (%d bytes) at %s", image_id, len(data), path)
-        return path, props, False
-
-    @staticmethod
-    def _verify_kernel(image_id, data: bytes, algo, digest) -> None:
-        if digest and algo and algo in hashlib.algorithms_available:
-            got = hashlib.new(algo, data).hexdigest()
-            if got != digest:
-                raise exception.ImageUnacceptable(
-                    image_id=image_id, reason=f"{algo} {got} != {digest}")
-        if data[:4] != ELF_MAGIC:
-            raise exception.ImageUnacceptable(
-                image_id=image_id, reason="not an ELF kernel: fluidvim boots the image "
-                "as the VNF kernel (upload fluidvim-vnf.elf with disk_format aki or "
-                "raw)")
-
-    # The kernel cache's index: <cache>/<image id>.json names the verified file of that image
-    # with Glance's md5 ``checksum`` and the file's size and mtime when it was verified. Glance
-    # image data never changes once uploaded (a new upload is a new image id), so id + checksum
-    # + size identify the kernel; size + mtime catch a cache file changed on disk since.
-    def _index_path(self, image_id: str) -> str:
-        return os.path.join(self._image_cache_dir(), f"{image_id}.json")
-
-    def _cache_entry(self, image_id: str) -> dict | None:
-        try:
-            with open(self._index_path(image_id)) as f:
-                entry = json.load(f)
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or not {"path", "checksum", "size",
-                                               "mtime_ns"} <= set(entry):
-            return None
-        return entry
-
-    def _index_kernel(self, image_id: str, path: str, meta: dict) -> None:
-        st = os.stat(path)      # (without a Glance checksum the entry only spares re-hashing)
-        entry = {"path": path, "checksum": meta.get("checksum"), "size": st.st_size,
-                 "mtime_ns": st.st_mtime_ns, "os_hash_algo": meta.get("os_hash_algo"),
-                 "os_hash_value": meta.get("os_hash_value")}
-        index = self._index_path(image_id)
-        tmp = f"{index}.part-{os.getpid()}-{threading.get_ident()}"
-        with open(tmp, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, index)
-
-    def _cached_boot(self, instance, image_meta):
-        """(kernel, properties) of a boot served from the cache without asking Glance, or None.
-
-        Taken only when everything needed is known without Glance: ``image_meta`` (the image as
-        the API accepted the boot) has the id, md5 ``checksum`` and size of the cache index
-        entry; the cache file still has the indexed size and mtime; and the instance's system
-        metadata holds Nova's snapshot of the image properties (``image_*``, written by the API
-        for every image boot) with no ``fluidvim_*`` value that Nova may have cut at 255
-        characters. Otherwise the caller asks Glance, as before.
-        """
-        if not all(image_meta.obj_attr_is_set(f) for f in ("id", "checksum", "size")):
-            return None
-        sysmeta = instance.system_metadata or {}
-        prefix = nova_utils.SM_IMAGE_PROP_PREFIX
-        if f"{prefix}disk_format" not in sysmeta:
-            return None                    # no boot-time snapshot of the image
-        props = {k[len(prefix):]: v for k, v in sysmeta.items()
-                 if k.startswith(f"{prefix}fluidvim_")}
-        if any(len(str(v)) >= SYSMETA_MAX for v in props.values()):
-            return None                    # possibly truncated by Nova: Glance has the whole
-        entry = self._cache_entry(image_meta.id)
-        if (entry is None or not entry["checksum"] or entry["checksum"] != image_meta.checksum
-                or entry["size"] != image_meta.size or not _unchanged(entry["path"], entry)):
-            return None
-        return entry["path"], props
-
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
         n = self._destroy_vnfs(instance.uuid, forget=True)
@@ -687,7 +555,7 @@ class UnikernelDriver(driver.ComputeDriver):
         return max(1, mem // CONF.vnf.memory_mb) * CONF.vnf.session_slots
 
     def _host_resources(self) -> dict:
-        st = os.statvfs(self._image_cache_dir())
+        st = os.statvfs(self.image_cache.directory())
         running = [r for r in self.manager.list() if r.status == "running"]
         specs = [r.spec for r in running]
         return {

@@ -27,7 +27,7 @@ from oslo_utils import uuidutils
 
 from fluidvim.nova_driver.models import SlotService
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.orchestrator.notify import SlotAgent, SlotPublisher
+from fluidvim.slotnotify import SlotAgent, SlotPublisher
 
 LOG = logging.getLogger(__name__)
 META_SERVICE = "fluidvim_service"          # fluidvim.orchestrator.zones.nova.META_SERVICE

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
+
+from .clicommon import (  # the helpers moved to the leaf .clicommon (mano/cli.py uses them)
+    command as _command,
+    common,
+    kv as _kv,
+    out as _out,
+)
 
 EXAMPLES = """examples:
   fluidvim-orchestrator --config-file /etc/fluidvim/fluidvim-orchestrator.conf &
@@ -25,94 +31,6 @@ EXAMPLES = """examples:
   fluidvim resolve fw                   # an instance with a free slot, else a fast-track launch
   fluidvim slots fw --level host
 """
-
-
-class _LazyAPI:
-    """The RPC client, made on first use: a command checks its own arguments before it
-    reaches the broker, so a typo is reported as a typo even when RabbitMQ is down."""
-
-    def __init__(self, args):
-        self._args, self._api = args, None
-
-    def __getattr__(self, name):
-        if self._api is None:
-            self._api = _make_api(self._args)
-        return getattr(self._api, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._api is not None:
-            self._api.close()
-
-
-def _api(args):
-    return _LazyAPI(args)
-
-
-def _make_api(args):
-    from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
-    from fluidvim.orchestrator.rpcapi import OrchestratorAPI
-
-    overrides = {}
-    if getattr(args, "transport_url", None):
-        overrides["transport_url"] = args.transport_url
-    if getattr(args, "topic", None):
-        overrides["topic"] = args.topic
-    if getattr(args, "rpc_timeout", None):
-        overrides["rpc_timeout"] = args.rpc_timeout
-    conf = make_conf(["--config-file", args.config_file] if args.config_file else [], **overrides)
-    disable_rabbit_heartbeat(conf)           # one call and exit: no heartbeat thread to wait for
-    from fluidvim.cli import _setup_logging
-    _setup_logging(conf, args.verbose)
-    return OrchestratorAPI(conf)
-
-
-def _command(fn):
-    """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2."""
-    @functools.wraps(fn)
-    def run(args):
-        import warnings
-
-        # oslo.messaging pulls in oslo.service, which warns about eventlet at import: not the
-        # user's concern on every command
-        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
-        import oslo_messaging as messaging
-
-        from fluidvim.orchestrator.exception import OrchestratorError
-
-        try:
-            with _api(args) as api:
-                return fn(args, api) or 0
-        except OrchestratorError as e:
-            print(f"fluidvim: error: {e.message}", file=sys.stderr)
-            return 2
-        except messaging.RemoteError as e:         # a bug on the server side, not the request
-            print(f"fluidvim: error: the orchestrator failed: {e.exc_type}: {e.value} "
-                  "(its log has the traceback)", file=sys.stderr)
-            return 3
-    return run
-
-
-def _out(args, data, text=None):
-    if args.json or text is None:
-        print(json.dumps(data, indent=2, default=str))
-    else:
-        text(data)
-
-
-def _kv(items, what, number=False):
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise SystemExit(f"fluidvim: error: {what} {item!r}: expected KEY=VALUE")
-        k, v = item.split("=", 1)
-        if number:
-            out[k] = v
-        else:
-            out.setdefault(k, []).extend(v.split(","))
-    return out
 
 
 @_command
@@ -283,15 +201,6 @@ def cmd_network_create(args, api):
 def cmd_network_rm(args, api):
     for net in args.network:
         _out(args, api.delete_network(args.zone, net), lambda r: print(f"deleted {r['deleted']}"))
-
-
-def common(p):
-    """The options of every command that talks to the orchestrator."""
-    p.add_argument("--transport-url", help="override [orchestrator] transport_url")
-    p.add_argument("--topic", help="override [orchestrator] topic")
-    p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    return p
 
 
 # One function per top-level command, filling in the parser fluidvim.cli made for it (when that

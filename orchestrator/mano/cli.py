@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fluidvim.orchestrator.cli import _command, _out, common
+from fluidvim.orchestrator.clicommon import command as _command, common, out as _out
 
 EXAMPLES = """examples:
   fluidvim ns validate etc/mano/fw_chain_ns/fw_chain_nsd.yaml --vnfd etc/mano   # offline

@@ -21,7 +21,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
-from ..service import rpc_method, validate_service
+from ..rpc import rpc_method, validate_service
 from ..zones.base import ZoneAdapter, ZoneError
 from . import descriptors
 

@@ -37,8 +37,8 @@ from fluidvim.vnf import spec as vnfspec
 from fluidvim.vnf.control import ControlError
 
 from ..exception import NotFound, Refused, invalid
+from ..rpc import number_field, rpc_method
 from ..rpcapi import OrchestratorAPI
-from ..service import number_field, rpc_method
 from ..zones.base import NETWORK_NAME_RE, LaunchRequest, ZoneError
 from . import conf as osmconf
 from .models import VimFlavor, VimImage, VimVM  # noqa: F401 - tables of the orchestrator's schema

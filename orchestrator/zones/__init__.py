@@ -33,7 +33,7 @@ def build_zones(specs, region: str = "default") -> list:
                 from .nomad import NomadZone
                 zones.append(NomadZone(name, region=region, **opts))
             else:
-                import openstack
+                import openstack  # lazy: openstacksdk is a slow import, only Nova zones need it
 
                 from .nova import NovaZone
                 cloud = opts.pop("cloud", None)

@@ -74,7 +74,7 @@ class NovaZone(ZoneAdapter):
     @classmethod
     def from_cloud(cls, name: str, cloud: str | None = None, **kwargs) -> NovaZone:
         """A zone on a ``clouds.yaml`` entry (or the ``OS_*`` environment when ``cloud`` is None)."""
-        import openstack
+        import openstack  # lazy: openstacksdk is a slow import (a NovaZone given a connection skips it)
         try:
             conn = openstack.connect(cloud=cloud)
         except osexc.SDKException as e:

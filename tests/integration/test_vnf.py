@@ -382,6 +382,7 @@ def test_death_after_repeated_recovery_is_reported_once(make_manager):
     assert not second.backend("qemu")._watched
 
 
+@pytest.mark.libvirt
 def test_guest_reset_boots_a_clean_shell(make_manager, net):
     """.bss is not loaded by QEMU (vnf/kernel/linker.ld: untouched tables cost no host memory), so
     a guest reset (libvirt on_reboot=restart, `virsh reset`) must not find the previous boot's

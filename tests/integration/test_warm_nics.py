@@ -262,6 +262,7 @@ def test_recover_after_a_restart_finds_the_renamed_taps(fw_managers, fwnet):
     assert subprocess.run(["ip", "link", "show", taps[0]], capture_output=True).returncode != 0
 
 
+@pytest.mark.libvirt
 def test_libvirt_shell_takes_the_names_and_is_adopted_with_them(fw_managers, fwnet):
     """The libvirt backend (libvirt created the taps), and the orphan path of recover(): a VNF
     the store lost is adopted from its run directory's spec, with the requested names."""

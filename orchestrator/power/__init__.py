@@ -1,0 +1,86 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Host power models, per-VNF power attribution and power-aware placement helpers.
+
+A power model answers ``watts(u)``: the electrical power of a host at CPU utilisation ``u`` (0..1).
+Every source has the same interface (:class:`PowerSource`): ``watts(u)``, ``measured_watts()``
+(``None`` when the source only models) and ``source`` (its name). The sources, best first:
+
+``rapl``       Intel RAPL through the powercap sysfs (``<root>/intel-rapl:N/energy_uj``), sampled
+               over an interval together with ``/proc/stat``, so every measurement is a (u, W) pair.
+``redfish``    the BMC's power reading through sushy (``Power`` → ``PowerControl[].PowerConsumedWatts``
+               of the system's chassis, else the newer ``EnvironmentMetrics`` → ``PowerWatts.Reading``).
+``specpower``  an 11-point SPECpower_ssj2008 curve (0, 10, …, 100 % load), linearly interpolated:
+               a row of ``data/specpower_curves.csv`` by ``system_id`` or the host's own 11 points.
+``linear``     ``P_idle + (P_max - P_idle) * u``.
+
+A measured source turns its (u, W) observations into ``watts(u)``: with observations at two or more
+distinct utilisations it fits a line; with one, it scales its *prior* (the best model source after
+it in the chain) through that point; with none it is its prior. :func:`build_chain` tries the
+configured sources in order (``[power] sources``) and reports which one won and why each other did
+not (:class:`ChainResult`).
+
+Per-VNF attribution (the Kepler / DEEP-mon ratio idea): a VNF is a QEMU process, so its power over
+an interval is ``host watts * (VNF CPU time / host busy CPU time)`` from ``/proc/<pid>/stat`` and
+``/proc/stat`` (:class:`ProcReader`, :func:`attribute_watts`, :func:`sample_vnf_power`).
+
+Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :func:`pabfd_choose`
+(power-aware best-fit decreasing: the host with the least power increase that fits),
+:func:`first_fit` / :func:`worst_fit` for comparison and :func:`consolidation_plan` (which hosts can
+be emptied onto the others and sleep). ``bench/power.py`` compares them on a fleet drawn from the CSV.
+
+The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
+Redfish, /proc and attribution), :mod:`.chain` (the ``[power]`` options, the fallback chain,
+:class:`HostMarginalPower`), :mod:`.fleet` (placement helpers, consolidation) and :mod:`.cli`
+(``python -m fluidvim.orchestrator.power``). Every name is importable from this package.
+"""
+
+from .chain import (  # noqa: F401
+    ChainResult,
+    HostMarginalPower,
+    build_chain,
+    list_opts,
+    model_for_host,
+    power_group,
+    power_opts,
+    register_opts,
+)
+from .cli import (  # noqa: F401
+    EXAMPLES,
+    main,
+)
+from .fleet import (  # noqa: F401
+    ConsolidationPlan,
+    FleetHost,
+    Migration,
+    consolidation_plan,
+    first_fit,
+    fleet_watts,
+    host_marginal,
+    marginal_watts,
+    pabfd_choose,
+    worst_fit,
+)
+from .models import (  # noqa: F401
+    CURVE_COLUMNS,
+    LOAD_POINTS,
+    SOURCES,
+    LinearModel,
+    PowerError,
+    PowerSource,
+    SpecpowerCurve,
+    SpecpowerLibrary,
+    default_csv_path,
+    library,
+)
+from .sources import (  # noqa: F401
+    HostTicks,
+    MeasuredSource,
+    ProcReader,
+    RaplSource,
+    RedfishSource,
+    VnfPower,
+    attribute_watts,
+    host_utilisation,
+    sample_vnf_power,
+)

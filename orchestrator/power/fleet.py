@@ -1,0 +1,170 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Power-aware placement on a fleet: marginal watts, PABFD / first fit / worst fit, consolidation.
+
+Part of :mod:`fluidvim.orchestrator.power` (whose docstring has the whole picture); every
+name is importable from there too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .models import PowerError, PowerSource, _check_u
+
+
+def marginal_watts(model: PowerSource, u_now: float, u_added: float) -> float:
+    """Extra watts when a host at ``u_now`` takes ``u_added`` more; ``inf`` if it does not fit."""
+    u_now = _check_u(u_now, "u_now")
+    if u_added < 0 or math.isnan(u_added):
+        raise PowerError(f"u_added must be >= 0, not {u_added!r}")
+    if u_now + u_added > 1.0 + 1e-9:
+        return math.inf
+    return model.watts(min(1.0, u_now + u_added)) - model.watts(u_now)
+
+
+@dataclasses.dataclass
+class FleetHost:
+    """A host as the placement helpers see it: a model, capacity and the load on it."""
+
+    name: str
+    model: PowerSource
+    capacity: float = 1.0                   # CPU units (e.g. hardware threads); loads are in them
+    u_max: float = 1.0                      # utilisation cap (PABFD's upper threshold)
+    load: dict = dataclasses.field(default_factory=dict)   # vnf -> CPU units
+    asleep: bool = False                    # an empty host that sleeps draws 0 W
+
+    @property
+    def used(self) -> float:
+        return sum(self.load.values())
+
+    @property
+    def u(self) -> float:
+        return self.used / self.capacity
+
+    def fits(self, demand: float) -> bool:
+        return self.used + demand <= self.u_max * self.capacity + 1e-9
+
+    def watts(self) -> float:
+        if self.asleep and not self.load:
+            return 0.0
+        return self.model.watts(min(1.0, self.u))
+
+    def add(self, vnf: str, demand: float) -> None:
+        if vnf in self.load:
+            raise PowerError(f"{vnf} is already on {self.name}")
+        self.load[vnf] = demand
+        self.asleep = False
+
+    def remove(self, vnf: str) -> float:
+        return self.load.pop(vnf)
+
+
+def host_marginal(h: FleetHost, demand: float, count_wake: bool = True) -> float:
+    """Extra watts of ``demand`` CPU units on ``h``; a sleeping host also costs its idle power."""
+    if not h.fits(demand):
+        return math.inf
+    m = marginal_watts(h.model, min(1.0, h.u), demand / h.capacity)
+    if count_wake and h.asleep and not h.load:
+        m += h.model.watts(0.0)
+    return m
+
+
+def pabfd_choose(hosts, demand: float, exclude=()) -> FleetHost | None:
+    """PABFD: the host with the least power increase that fits ``demand`` (ties: fuller host)."""
+    best, key = None, None
+    for h in hosts:
+        if h.name in exclude:
+            continue
+        m = host_marginal(h, demand)
+        if math.isinf(m):
+            continue
+        k = (m, -h.u, h.name)
+        if key is None or k < key:
+            best, key = h, k
+    return best
+
+
+def first_fit(hosts, demand: float, exclude=()) -> FleetHost | None:
+    """The first host (in the given order) that fits, awake hosts before sleeping ones."""
+    ordered = [h for h in hosts if not h.asleep or h.load] + [h for h in hosts if h.asleep and not h.load]
+    for h in ordered:
+        if h.name not in exclude and h.fits(demand):
+            return h
+    return None
+
+
+def worst_fit(hosts, demand: float, exclude=()) -> FleetHost | None:
+    """The host with the most free capacity (spreads load; the classic anti-consolidation)."""
+    cands = [h for h in hosts if h.name not in exclude and h.fits(demand)]
+    if not cands:
+        return None
+    return max(cands, key=lambda h: (h.u_max * h.capacity - h.used, h.name))
+
+
+@dataclasses.dataclass
+class Migration:
+    vnf: str
+    demand: float
+    src: str
+    dst: str
+
+
+@dataclasses.dataclass
+class ConsolidationPlan:
+    sleep: list                        # host names that can be emptied and sleep
+    migrations: list                   # Migration, in order
+    watts_before: float
+    watts_after: float
+
+    @property
+    def saved_watts(self) -> float:
+        return self.watts_before - self.watts_after
+
+
+def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False) -> ConsolidationPlan:
+    """Which lightly loaded hosts (u <= ``u_low``) can move all their VNFs elsewhere (PABFD, never
+    onto a host being emptied or a sleeping one) and sleep, least loaded first. A host is only
+    emptied when it saves power. With ``apply`` the fleet is changed, else it is left as it was.
+    """
+    before = sum(h.watts() for h in hosts)
+    state = {h.name: (dict(h.load), h.asleep) for h in hosts}
+    by_name = {h.name: h for h in hosts}
+    sleeping = {h.name for h in hosts if h.asleep and not h.load}
+    emptied: list = []
+    migrations: list = []
+    for src in sorted((h for h in hosts if h.load and h.u <= u_low), key=lambda h: (h.u, h.name)):
+        if not src.load or src.u > u_low:           # it took VNFs from an emptied host meanwhile
+            continue
+        snapshot = {h.name: dict(h.load) for h in hosts}
+        w0 = sum(h.watts() for h in hosts)
+        moves = []
+        ok = True
+        for vnf, d in sorted(src.load.items(), key=lambda kv: -kv[1]):
+            dst = pabfd_choose(hosts, d, exclude={src.name, *emptied, *sleeping})
+            if dst is None:
+                ok = False
+                break
+            dst.add(vnf, d)
+            moves.append(Migration(vnf, d, src.name, dst.name))
+        if ok:
+            src.load.clear()
+            src.asleep = True
+            if sum(h.watts() for h in hosts) < w0:
+                emptied.append(src.name)
+                migrations.extend(moves)
+                continue
+        for h in hosts:                               # undo this host's attempt
+            h.load = snapshot[h.name]
+        src.asleep = False
+    after = sum(h.watts() for h in hosts)
+    plan = ConsolidationPlan(sleep=emptied, migrations=migrations, watts_before=before, watts_after=after)
+    if not apply:
+        for name, (load, asleep) in state.items():
+            by_name[name].load, by_name[name].asleep = load, asleep
+    return plan
+
+
+def fleet_watts(hosts) -> float:
+    return sum(h.watts() for h in hosts)
