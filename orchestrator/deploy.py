@@ -41,8 +41,10 @@ def launch_request(service_row, host: str | None = None, bridges=()) -> LaunchRe
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,
            decision_id: str | None = None, predicted_s: float | None = None,
-           started_at: float | None = None, bridges=()) -> InstanceInfo:
+           started_at: float | None = None, bridges=(), reserve: int = 0) -> InstanceInfo:
     """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
+    ``reserve``: slots of the new instance handed out already (the session that asked for the
+    launch) - reserved as its slots become known, in one decision, so nobody else gets them.
     ``started_at`` (time.time()) = when the client asked, if earlier than now; ``bridges`` = the
     networks of the instance's NICs (an NS deploy puts them on its virtual links)."""
     req = launch_request(service_row, host, bridges)
@@ -61,7 +63,10 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
     rep = SlotReport(zone=zone.name, host=inst.host or "", instance=inst.id,
                      service=service_row.name, slots=inst.slots_total, delay_s=predicted_s,
                      region=zone.region, at=time.time(), exact=inst.slots_total)
-    registry.apply(rep)
+    with registry.decision():
+        registry.apply(rep)
+        if reserve:
+            registry.reserve(inst.id, service_row.name, reserve)
     store.save_slot_report(rep)
     # finished = the slot exists for the orchestrator (what a waiting client sees), so the
     # recorded time includes this bookkeeping, as the queuing delay should

@@ -97,16 +97,15 @@ class Resolver:
                               + ("; ".join(why) or "no zones"))
             options.sort()
         errors = []
+        need = math.ceil(alias_ratio)
         for _near, predicted, zname, _qd in options:
-            try:
+            try:      # the session's slots are reserved as the instance's slots become known
                 inst = deploy(self.store, self.registry, self.zones[zname], row,
-                              predicted_s=predicted, started_at=asked_at)
+                              predicted_s=predicted, started_at=asked_at, reserve=need)
             except ZoneError as e:
                 errors.append(str(e))
                 LOG.warning("fast-track launch in %s failed: %s", zname, e)
                 continue
-            need = math.ceil(alias_ratio)
-            self.registry.reserve(inst.id, row.name, need)
             return Resolution(service, "launched", zname, inst.host, inst.id,
                               max(0, int((inst.slots_total - need) / alias_ratio)),
                               predicted_delay_s=predicted,
