@@ -69,7 +69,7 @@ from fluidvim.nova_driver import (
     vifs as vifmod,
 )
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.vnf import backends, conf as vnfconf, ovs as ovsmod, spec as specmod
+from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 
@@ -85,8 +85,8 @@ SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
 ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
 BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
-MAX_VNF_VCPUS = 8            # fluidvim.vnf.spec.VNFSpec.validate
-MAX_VNF_MEMORY_MB = 4096
+MAX_VNF_VCPUS = limits.VCPUS_MAX            # placement max_unit = what one VNF may ask for
+MAX_VNF_MEMORY_MB = limits.MEMORY_MB_MAX
 SYSMETA_MAX = 255                         # Nova's system_metadata value length
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
 ELF_MAGIC = b"\x7fELF"
@@ -757,7 +757,7 @@ class UnikernelDriver(driver.ComputeDriver):
                 "reserved": CONF.reserved_host_memory_mb,
             },
             SLOT_RC: {
-                "total": capacity, "min_unit": 1, "max_unit": min(capacity, specmod.MAX_SLOTS),
+                "total": capacity, "min_unit": 1, "max_unit": min(capacity, limits.SLOTS_MAX),
                 "step_size": 1, "allocation_ratio": 1.0, "reserved": 0,
             },
         }

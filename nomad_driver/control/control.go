@@ -19,10 +19,12 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
 const (
-	MaxLine      = 8192
+	MaxLine      = spec.MaxControlLine // vnf/limits.py MAX_CONTROL_LINE
 	ProtoVersion = 1
 )
 

@@ -84,35 +84,14 @@ func (p *PoolConfig) validate(i int) error {
 	if !filepath.IsAbs(p.Kernel) {
 		return fieldErr(f("kernel"), "%q must be an absolute path", p.Kernel)
 	}
-	if p.Size < 0 || p.Size > 64 {
-		return fieldErr(f("size"), "%d is out of range 0..64", p.Size)
+	if p.Size < 0 || p.Size > spec.MaxPoolSize {
+		return fieldErr(f("size"), "%d is out of range 0..%d", p.Size, spec.MaxPoolSize)
 	}
-	if p.MemoryMB == 0 {
-		p.MemoryMB = 32
-	}
-	if p.MemoryMB < 8 || p.MemoryMB > 4096 {
-		return fieldErr(f("memory_mb"), "%d is out of range 8..4096", p.MemoryMB)
-	}
-	if p.Vcpus == 0 {
-		p.Vcpus = 1
-	}
-	if p.Vcpus < 1 || p.Vcpus > 8 {
-		return fieldErr(f("vcpus"), "%d is out of range 1..8", p.Vcpus)
+	if err := checkShape(f, &p.MemoryMB, &p.Vcpus, &p.SessionSlots, &p.FlowTimeoutMS); err != nil {
+		return err
 	}
 	if p.Nics < 0 || p.Nics > spec.MaxNics {
 		return fieldErr(f("nics"), "%d is out of range 0..%d", p.Nics, spec.MaxNics)
-	}
-	if p.SessionSlots == 0 {
-		p.SessionSlots = 1024
-	}
-	if p.SessionSlots < 1 || p.SessionSlots > spec.MaxSlots {
-		return fieldErr(f("session_slots"), "%d is out of range 1..%d", p.SessionSlots, spec.MaxSlots)
-	}
-	if p.FlowTimeoutMS == 0 {
-		p.FlowTimeoutMS = 30000
-	}
-	if p.FlowTimeoutMS < 1 || p.FlowTimeoutMS > 86_400_000 {
-		return fieldErr(f("flow_timeout_ms"), "%d is out of range 1..86400000", p.FlowTimeoutMS)
 	}
 	return nil
 }
