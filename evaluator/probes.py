@@ -43,6 +43,7 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim.measure import quantile
 from fluidvim.orchestrator.zones.base import LaunchRequest
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
@@ -54,16 +55,12 @@ FORWARD_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n
 PROBE_SERVICE = "fluidvim-probe"
 
 
-def _p(values, q):
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))], 3)
-
-
 def _summary(values) -> dict:
-    return {"n": len(values), "p50": _p(values, 0.5), "min": _p(values, 0.0),
-            "max": _p(values, 1.0), "mean": round(statistics.fmean(values), 3) if values else None,
+    def p(q):
+        return round(quantile(values, q, method="nearest"), 3) if values else None
+
+    return {"n": len(values), "p50": p(0.5), "min": p(0.0),
+            "max": p(1.0), "mean": round(statistics.fmean(values), 3) if values else None,
             "samples": [round(v, 3) for v in values]}
 
 

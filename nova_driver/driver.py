@@ -61,6 +61,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
 import fluidvim
+from fluidvim.measure import elapsed_ms
 from fluidvim.nova_driver import (
     conf as fconf,
     extra_specs as fextra,
@@ -92,9 +93,6 @@ SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says
 ELF_MAGIC = b"\x7fELF"
 VERSION = fluidvim.__version__
 
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 2)
 
 
 def _unchanged(path: str, entry: dict) -> bool:
@@ -316,22 +314,22 @@ class UnikernelDriver(driver.ComputeDriver):
                 reason="fluidvim needs a Glance image (the VNF kernel); boot from volume is "
                        "not supported")
         kernel, props, cached = self._fetch_image(context, image_id, instance, image_meta)
-        phases["image"] = _ms(t0)
+        phases["image"] = elapsed_ms(t0, 2)
         t = time.perf_counter()
         args = self._launch_args(instance, props, network_info, allocations)
         vnics = args.pop("vifs")
-        phases["spec"] = _ms(t)
+        phases["spec"] = elapsed_ms(t, 2)
         t = time.perf_counter()
         stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
         if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
-        phases["stale"] = _ms(t)
+        phases["stale"] = elapsed_ms(t, 2)
         os_vifs = any(n.osvif is not None for n in vnics)
         if os_vifs:
             t = time.perf_counter()
             vifmod.plug(instance, vnics)               # os-vif: qbr/veths, integration bridge
-            phases["os_vif"] = _ms(t)
+            phases["os_vif"] = elapsed_ms(t, 2)
         try:
             iname = instance.name
         except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
@@ -349,7 +347,7 @@ class UnikernelDriver(driver.ComputeDriver):
             # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
             # kernel booting (the rest is QEMU starting and the ready event reaching us)
             phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
-        total = _ms(t0)
+        total = elapsed_ms(t0, 2)
         phases["total"] = total
         sysmeta = instance.system_metadata
         sysmeta["fluidvim_vnf_id"] = res.vnf_id
@@ -373,7 +371,7 @@ class UnikernelDriver(driver.ComputeDriver):
             with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
                                                       error_callback=self._neutron_failed):
                 res = self._launch(instance, kernel, args)
-                phases["launch"] = _ms(t)
+                phases["launch"] = elapsed_ms(t, 2)
                 t = time.perf_counter()
         except exception.InstanceEventTimeout:
             if CONF.vif_plugging_is_fatal:
@@ -388,7 +386,7 @@ class UnikernelDriver(driver.ComputeDriver):
             self._destroy_vnfs(instance.uuid)          # Neutron reported the port failed
             raise
         if events:
-            phases["vif_wait"] = _ms(t)
+            phases["vif_wait"] = elapsed_ms(t, 2)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
         return res
