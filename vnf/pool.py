@@ -32,6 +32,7 @@ TRANSITIONS = {
     (READY, "surplus"): REMOVED,            # the pool's target shrank (or the pool stopped)
     (CLAIMED, "configured"): RUNNING,       # `configure` accepted: it is an ordinary VNF now
     (CLAIMED, "config_rejected"): READY,    # `configure` answered code `config`: give back
+    (CLAIMED, "tap_taken"): READY,          # a requested tap name is taken: give back
     (CLAIMED, "failed"): REMOVED,           # anything else after the claim: destroyed
 }
 EVENTS = sorted({e for _, e in TRANSITIONS})

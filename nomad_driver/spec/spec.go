@@ -195,22 +195,28 @@ func uuidHex(s string) string {
 	return strings.ToLower(strings.ReplaceAll(strings.Trim(h, "{}"), "-", ""))
 }
 
+// MACProblem is spec.mac_problem: why mac cannot be a NIC's address, or "" (one rule for specs
+// and task configs).
+func MACProblem(mac string) string {
+	if !macRE.MatchString(mac) {
+		return pyRepr(mac) + " is not a MAC address like 52:54:00:12:34:56 (lower-case hex)"
+	}
+	if b, _ := strconv.ParseUint(mac[:2], 16, 8); b&1 == 1 {
+		return mac + " is a multicast address; use a unicast one (even first octet)"
+	}
+	if mac == "00:00:00:00:00:00" {
+		return mac + " is the all-zero address; use a unicast one"
+	}
+	return ""
+}
+
 func (n NIC) validate(i int) error {
 	if !ifnameRE.MatchString(n.Tap) {
 		return errf(fmt.Sprintf("nics[%d].tap", i), "%s is not a valid interface name "+
 			"(1-15 characters of A-Z a-z 0-9 _ . -)", pyRepr(n.Tap))
 	}
-	if !macRE.MatchString(n.MAC) {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is not a MAC address like "+
-			"52:54:00:12:34:56 (lower-case hex)", pyRepr(n.MAC))
-	}
-	if b, _ := strconv.ParseUint(n.MAC[:2], 16, 8); b&1 == 1 {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is a multicast address; use a unicast "+
-			"one (even first octet)", n.MAC)
-	}
-	if n.MAC == "00:00:00:00:00:00" {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is the all-zero address; use a unicast one",
-			n.MAC)
+	if why := MACProblem(n.MAC); why != "" {
+		return errf(fmt.Sprintf("nics[%d].mac", i), "%s", why)
 	}
 	if n.Bridge != nil && !ifnameRE.MatchString(*n.Bridge) {
 		return errf(fmt.Sprintf("nics[%d].bridge", i), "%s is not a valid bridge name",

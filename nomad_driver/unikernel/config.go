@@ -56,8 +56,11 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"session_slots":   hclspec.NewAttr("session_slots", "number", false),
 	"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
 	"nics":            hclspec.NewAttr("nics", "list(string)", false),
-	"warm":            hclspec.NewAttr("warm", "bool", false),
-	"name":            hclspec.NewAttr("name", "string", false),
+	// macs: one per NIC ("" = generated), e.g. addresses the network expects; a warm shell is
+	// told them in `configure` (vnf/PROTOCOL.md §6.4)
+	"macs": hclspec.NewAttr("macs", "list(string)", false),
+	"warm": hclspec.NewAttr("warm", "bool", false),
+	"name": hclspec.NewAttr("name", "string", false),
 })
 
 // Config is the plugin configuration.
@@ -85,6 +88,8 @@ type TaskConfig struct {
 	SessionSlots  int      `codec:"session_slots"`
 	FlowTimeoutMS int      `codec:"flow_timeout_ms"`
 	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
+	// MACs: none, or one per NIC ("" = generated, spec.MACFor)
+	MACs []string `codec:"macs"`
 	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
 	// false = always cold
 	Warm *bool  `codec:"warm"`
@@ -161,6 +166,17 @@ func (tc *TaskConfig) validate(defaultKernel string) error {
 	for i, b := range tc.NICs {
 		if b != "" && !bridgeRE.MatchString(b) {
 			return fieldErr(fmt.Sprintf("nics[%d]", i), "%q is not a valid bridge name", b)
+		}
+	}
+	if len(tc.MACs) != 0 && len(tc.MACs) != len(tc.NICs) {
+		return fieldErr("macs", "%d entries for %d NICs: give one (or \"\") per NIC", len(tc.MACs),
+			len(tc.NICs))
+	}
+	for i, m := range tc.MACs {
+		if m != "" {
+			if why := spec.MACProblem(m); why != "" {
+				return fieldErr(fmt.Sprintf("macs[%d]", i), "%s", why)
+			}
 		}
 	}
 	if tc.ClickConfig != "" && tc.ClickFile != "" {
