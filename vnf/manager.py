@@ -32,6 +32,10 @@ from .state import StateStore, VNFRecord
 LOG = logging.getLogger(__name__)
 
 COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
+# the state store's status of a shell in each state of vnf/PROTOCOL.md §6.3 (a claimed shell is
+# "running" from the claim on: the claim is one UPDATE; a removed one has no row)
+_STATUS = {poolmod.BOOTING: "booting", poolmod.READY: "pool", poolmod.CLAIMED: "running",
+           poolmod.RUNNING: "running"}
 WARM_PHASES = ("claim", "net", "configure", "record")
 
 
@@ -326,7 +330,7 @@ class VNFManager:
             except netdev.NetdevError as e:
                 # e.g. the name was taken since launch() checked: nothing else happened yet
                 field = f"taps[{i}]"
-                self._unclaim(shell, key, renamed, taps)
+                self._unclaim(shell, key, renamed, taps, "tap_taken")
                 self._record_failure(spec.uuid, be.name, "warm", t0, phases)
                 raise specmod.SpecError(field, str(e)) from None
             # §6.4: requested taps and MACs replace the shell's; configure carries the MACs
@@ -360,7 +364,7 @@ class VNFManager:
                 try:
                     for nic in spec.nics:
                         netdev.detach(nic)
-                    self._unclaim(shell, key, renamed, taps)
+                    self._unclaim(shell, key, renamed, taps, "config_rejected")
                 except Exception:  # noqa: BLE001 - cannot restore it: remove it instead
                     LOG.exception("could not return shell %s to the pool", shell.uuid)
                     self._destroy_spec(be, spec, rec.pid)
@@ -390,12 +394,14 @@ class VNFManager:
             dataclasses.replace(n, tap=taps[i]) if i in renamed else n
             for i, n in enumerate(shell.nics)))
 
-    def _unclaim(self, shell, key, renamed, taps) -> None:
-        """Give a claimed, unconfigured shell back to the pool with its own tap names."""
+    def _unclaim(self, shell, key, renamed, taps, event: str) -> None:
+        """Give a claimed, unconfigured shell back to the pool with its own tap names (§6.3:
+        ``event`` is why; the shell keeps its place as the oldest of its key)."""
         for i in reversed(renamed):
             netdev.rename(taps[i], shell.nics[i].tap)
         renamed.clear()
-        self.store.update(shell.uuid, status="pool", pool_key=key, name=shell.name)
+        status = _STATUS[poolmod.transition(poolmod.CLAIMED, event)]
+        self.store.update(shell.uuid, status=status, pool_key=key, name=shell.name)
         self._pool_wakeup.set()
 
     # -- warm pool --
