@@ -45,6 +45,7 @@ from oslo_log import log as logging
 
 from fluidvim.measure import quantile
 from fluidvim.orchestrator.zones.base import LaunchRequest
+from fluidvim.vnf import limits
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
 from .model import EnvironmentType, ProbeResult, ServiceProfile
@@ -347,7 +348,7 @@ class LoadProbe(Probe):
     def __init__(self, sessions=DEFAULT_SESSIONS, session_pps: float = 100.0, step_s: float = 2.0,
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,
                  stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
-                 click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
+                 click_config: str = FORWARD_CONFIG, probe_slots: int = limits.SLOTS_MAX,
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
