@@ -5,9 +5,11 @@
 must say the same."""
 
 import importlib.metadata
+import json
 import os
 import re
 import subprocess
+import sys
 
 import fluidvim
 
@@ -45,6 +47,16 @@ def test_nomad_plugin_and_vnf_kernel_say_the_same():
     for name in os.listdir(src):
         with open(os.path.join(src, name), encoding="utf-8") as f:
             assert not re.search(r'#define\s+VERSION\s+"', f.read()), name
+
+
+def test_protocol_vectors_ready_example_says_the_package_version():
+    """vnf/vectors/protocol.json's `ready` line is written with fluidvim.__version__."""
+    tool = os.path.join(ROOT, "tools", "gen_protocol_vectors.py")
+    assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
+        "vnf/vectors/protocol.json is stale: run tools/gen_protocol_vectors.py"
+    with open(os.path.join(ROOT, "vnf", "vectors", "protocol.json")) as f:
+        ready = json.loads(json.load(f)["guest_lines"][0]["line"])
+    assert ready["ev"] == "ready" and ready["version"] == fluidvim.__version__
 
 
 def test_built_kernel_says_the_package_version():
