@@ -22,7 +22,7 @@ MEMORY_MB_MIN = 8
 MEMORY_MB_DEFAULT = 32
 # The guest only ever touches the first GiB (boot.S identity-maps 0-1 GiB of RAM and uses a few
 # MiB of it), so more memory buys nothing; 4 GiB is the most a flavor may ask for (a 4096 MiB VNF
-# boots and forwards; cold launch ~80 ms vs ~60 ms at 32 MiB, one sample each on this host) - a
+# boots and is configured; cold launch ~80 ms vs ~60 ms at 32 MiB, one sample each here) - a
 # cap on what one VNF can reserve from placement.
 MEMORY_MB_MAX = 4096
 
