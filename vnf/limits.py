@@ -15,7 +15,7 @@ or fails its tests.
 from __future__ import annotations
 
 # -- memory (MiB) --
-# The image (code, data and a ~4.3 MiB .bss, most of it the flow table) plus the NICs' virtio
+# The image (code, data and a ~4.3 MiB .bss: packet buffers, the flow table) plus the NICs' virtio
 # rings and buffers need about 8 MiB.
 MEMORY_MB_MIN = 8
 # 32 MiB leaves room for 4 KiB mergeable RX buffers on every NIC (virtio.c asks for 8 MiB free).
