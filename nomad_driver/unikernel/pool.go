@@ -503,8 +503,9 @@ func (p *warmPool) loop() {
 }
 
 // removeStale destroys the ready shells booted from a kernel file that has changed since
-// (§6.1, event kernel_changed): they are never claimed, and the refill replaces them.
-func (p *warmPool) removeStale() {
+// (§6.1, event kernel_changed): they are never claimed, and the refill replaces them. async:
+// kill them in the background (on a task's claim path).
+func (p *warmPool) removeStale(async bool) {
 	p.mu.Lock()
 	var stale []*shell
 	for sh, list := range p.ready {
@@ -524,13 +525,17 @@ func (p *warmPool) removeStale() {
 	}
 	p.mu.Unlock()
 	for _, s := range stale {
-		p.destroy(s, "kernel_changed", "the kernel file changed")
+		if async {
+			go p.destroy(s, "kernel_changed", "the kernel file changed")
+		} else {
+			p.destroy(s, "kernel_changed", "the kernel file changed")
+		}
 	}
 }
 
 // nextToBoot picks a shape below its target (not in back-off) and counts the boot as started.
 func (p *warmPool) nextToBoot() (PoolConfig, bool) {
-	p.removeStale()
+	p.removeStale(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	keys := make([]poolShape, 0, len(p.targets))
@@ -664,7 +669,7 @@ func (p *warmPool) remove(s *shell) bool {
 // take claims the oldest ready shell of pool key (§6.2) that fits (nil if none): shells of
 // every warm_pool block whose shape has that key (two blocks may name copies of one kernel).
 func (p *warmPool) take(key string, fits func(*shell) bool) *shell {
-	p.removeStale()
+	p.removeStale(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	shapes := make([]poolShape, 0, len(p.ready))

@@ -486,3 +486,50 @@ func TestWarmPoolClaimSendsMACs(t *testing.T) {
 	}
 	stopDestroy(t, h, good.ID)
 }
+
+// TestWarmPoolReplacedKernelRetiresShells: a shell whose kernel file was rebuilt since it booted
+// is never claimed and is removed (vnf/PROTOCOL.md §6.1, event kernel_changed); the refill boots
+// one of the new kernel.
+func TestWarmPoolReplacedKernelRetiresShells(t *testing.T) {
+	src := requireVNF(t)
+	runDir := poolRunDir(t)
+	k := filepath.Join(t.TempDir(), "vnf.elf")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pc := PoolConfig{Kernel: k, Size: 1, Nics: 1}
+	h, d := newHarnessIn(t, runDir, []PoolConfig{pc})
+	_ = pc.validate(0)
+	sh := pc.shape()
+	old := waitShell(t, d, sh, "")
+	// rebuilt: other content (trailing bytes the ELF loader ignores), so another identity
+	if err := os.WriteFile(k, append(b, []byte("\x00rebuilt")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := newTask(t, h, "fw", &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Discard;"})
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st taskState
+	_ = handle.GetDriverState(&st)
+	if st.Spec.UUID == old.h.spec.UUID {
+		t.Fatal("a shell of the replaced kernel was claimed")
+	}
+	fresh := waitShell(t, d, sh, old.h.spec.UUID)
+	if fresh.kernelID != kernelID(k) || fresh.kernelID == old.kernelID {
+		t.Errorf("the refilled shell has kernel id %s (file %s, old %s)", fresh.kernelID, kernelID(k), old.kernelID)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(old.h.pid, old.h.spec.UUID) || fileExists(old.h.runDir) {
+		if time.Now().After(deadline) {
+			t.Fatal("the old shell's QEMU or run dir is still there")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopDestroy(t, h, task.ID)
+}
