@@ -36,17 +36,13 @@ import subprocess
 import sys
 import time
 
+from bench.launch import pct
 from fluidvim.vnf import netdev
 
 FORWARD = "FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);"
 BRIDGES = ("fvbcli0", "fvbcli1")
 TARGETS_MS = {"vnf list": 150.0, "vnf run": 250.0}
 
-
-def pct(values, q):
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
-    return values[k]
 
 
 def timed(argv) -> tuple[float, float, str]:

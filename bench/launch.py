@@ -32,6 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from tqdm import tqdm
 
+from fluidvim.measure import quantile
 from fluidvim.vnf import netdev, spec as specmod
 from fluidvim.vnf.control import ControlChannel
 from fluidvim.vnf.manager import VNFManager, make_conf
@@ -41,9 +42,8 @@ PATHS = ("stock", "libvirt", "qemu", "warm", "warm-ports")
 
 
 def pct(values, q):
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
-    return values[k]
+    """The ``q``-th percentile (0-100) of ``values``: nearest rank, always one of the samples."""
+    return quantile(values, q / 100.0, method="nearest")
 
 
 def rss_kib(pid: int) -> int:

@@ -63,6 +63,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 import tests.e2e.test_nomad as e2e
+from bench.launch import pct
 from fluidvim.vnf import conf as vnfconf, netdev
 from fluidvim.vnf.control import ControlChannel, ControlError
 
@@ -83,11 +84,6 @@ def api(path: str, body=None, method=None, timeout=10):
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.load(r)
 
-
-def pct(values, q):
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
-    return values[k]
 
 
 def agent_config(tmp: Path, plugin_dir: Path, run_dir: str, image_dir: Path) -> str:

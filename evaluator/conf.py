@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from fluidvim.vnf import limits
+
 from .probes import DEFAULT_SESSIONS
 
 
@@ -28,7 +30,7 @@ evaluator_opts = [
                       "probed again on every placement."),
     cfg.IntOpt("boot_probe_launches", default=3, min=1, max=50,
                help="Launches per boot probe (cold; as many warm where the zone has a pool)."),
-    cfg.ListOpt("load_probe_sessions", item_type=cfg.types.Integer(min=1, max=65536),
+    cfg.ListOpt("load_probe_sessions", item_type=cfg.types.Integer(min=1, max=limits.SLOTS_MAX),
                 default=[str(s) for s in DEFAULT_SESSIONS],
                 help="Session counts of the load probe's ladder, measured in ascending order "
                      "until loss exceeds load_probe_stop_loss."),

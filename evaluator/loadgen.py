@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import select
@@ -35,20 +34,11 @@ import struct
 import sys
 import time
 
+from fluidvim.measure import median, quantile
+
 HDR = struct.Struct("!QIq")          # seq, session, send time (ns, CLOCK_REALTIME)
 QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-
-
-def quantile(sorted_values, q: float) -> float:
-    """Linear-interpolated quantile of an ascending list (the 'type 7' estimator)."""
-    n = len(sorted_values)
-    if n == 0:
-        return math.nan
-    pos = (n - 1) * q
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def echo(bind_ip: str, port: int) -> None:
@@ -227,7 +217,7 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
         if got:
             win_lat.append({str(q): quantile(got, q) for q in QUANTILES})
     pooled = {str(q): quantile(rtts, q) for q in QUANTILES} if rtts else {}
-    robust = ({k: _median([w[k] for w in win_lat]) for k in pooled}
+    robust = ({k: median([w[k] for w in win_lat]) for k in pooled}
               if nwin > 1 and len(win_lat) == nwin else pooled)
     loss_pooled = (1.0 - len(rtts) / offered) if offered else 1.0
     return {
@@ -235,18 +225,12 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
         "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
         "sent": offered, "received": len(rtts), "send_errors": send_errors,
         "windows": nwin,
-        "loss": _median(win_loss) if nwin > 1 and win_loss else loss_pooled,
+        "loss": median(win_loss) if nwin > 1 and win_loss else loss_pooled,
         "loss_pooled": loss_pooled, "loss_worst_window": max(win_loss) if win_loss else None,
         "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
         "latency_ms": robust, "latency_pooled_ms": pooled,
         "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
     }
-
-
-def _median(values):
-    v = sorted(values)
-    n = len(v)
-    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else None
 
 
 def main(argv=None) -> int:

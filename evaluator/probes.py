@@ -43,6 +43,8 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim.measure import quantile
+from fluidvim.vnf import limits
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 from fluidvim.zonetypes import LaunchRequest
 
@@ -54,16 +56,12 @@ FORWARD_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n
 PROBE_SERVICE = "fluidvim-probe"
 
 
-def _p(values, q):
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))], 3)
-
-
 def _summary(values) -> dict:
-    return {"n": len(values), "p50": _p(values, 0.5), "min": _p(values, 0.0),
-            "max": _p(values, 1.0), "mean": round(statistics.fmean(values), 3) if values else None,
+    def p(q):
+        return round(quantile(values, q, method="nearest"), 3) if values else None
+
+    return {"n": len(values), "p50": p(0.5), "min": p(0.0),
+            "max": p(1.0), "mean": round(statistics.fmean(values), 3) if values else None,
             "samples": [round(v, 3) for v in values]}
 
 
@@ -350,7 +348,7 @@ class LoadProbe(Probe):
     def __init__(self, sessions=DEFAULT_SESSIONS, session_pps: float = 100.0, step_s: float = 2.0,
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,
                  stop_loss: float = 0.3, prefix: str = "fvlp", subnet: int = 96,
-                 click_config: str = FORWARD_CONFIG, probe_slots: int = 65536,
+                 click_config: str = FORWARD_CONFIG, probe_slots: int = limits.SLOTS_MAX,
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,

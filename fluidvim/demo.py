@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import time
 import uuid
 
 from tqdm import tqdm
 
 from fluidvim.clicommon import setup_logging
+from fluidvim.measure import median, quantile
 from fluidvim.vnf import testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
@@ -28,21 +28,13 @@ FromDevice(1) -> back :: Counter -> ToDevice(0);
 """
 
 
-def _pct(values, q):
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = min(len(values) - 1, max(0, round(q / 100.0 * (len(values) - 1))))
-    return values[k]
-
-
 def _phase_table(results, phases):
     rows = []
     for ph in phases:
         vals = [r.phases_ms.get(ph, 0.0) for r in results]
-        rows.append((ph, statistics.median(vals), _pct(vals, 90)))
+        rows.append((ph, median(vals), quantile(vals, 0.9, method="nearest")))
     tot = [r.total_ms for r in results]
-    rows.append(("TOTAL", statistics.median(tot), _pct(tot, 90)))
+    rows.append(("TOTAL", median(tot), quantile(tot, 0.9, method="nearest")))
     return rows
 
 
@@ -99,9 +91,9 @@ def run(args) -> int:
         _print_table(f"warm launch ({n}x, request -> VNF forwarding)",
                      _phase_table(warm, WARM_PHASES))
         boot_us = [r.boot_us for r in cold if r.boot_us]
-        cold_p50 = statistics.median(r.total_ms for r in cold)
-        warm_p50 = statistics.median(r.total_ms for r in warm)
-        print(f"  guest-measured boot (VM creation in QEMU -> ready): p50 {statistics.median(boot_us):.0f}"
+        cold_p50 = median(r.total_ms for r in cold)
+        warm_p50 = median(r.total_ms for r in warm)
+        print(f"  guest-measured boot (VM creation in QEMU -> ready): p50 {median(boot_us):.0f}"
               f" us; warm is {cold_p50 / warm_p50:.0f}x faster than cold")
 
         # 3. real traffic through a firewall VNF between two namespaces
@@ -179,7 +171,7 @@ def plot(report, cold, warm, path):
                                                   ("warm", warm, WARM_PHASES))):
         bottom = 0.0
         for ph in phases:
-            v = statistics.median(r.phases_ms.get(ph, 0.0) for r in results)
+            v = median(r.phases_ms.get(ph, 0.0) for r in results)
             ax.bar(x, v, bottom=bottom, color=colors[ph], label=ph if x == 0 or ph == "claim"
                    else None, width=0.6)
             bottom += v

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from fluidvim.vnf import limits
+
 DEFAULT_CLICK_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
 # what a one-NIC server (one Neutron port) runs when nothing is configured: a reflector
 ONE_NIC_CLICK_CONFIG = "FromDevice(0) -> EtherMirror -> ToDevice(0);\n"
@@ -31,7 +33,7 @@ driver_opts = [
                     "(property fluidvim_click_config) give none, in that order. The default "
                     "is a bump in the wire between NIC 0 and NIC 1 (a server "
                     "with a single NIC then reflects frames with EtherMirror instead)."),
-    cfg.IntOpt("default_nics", default=2, min=1, max=4,
+    cfg.IntOpt("default_nics", default=2, min=1, max=limits.MAX_NICS,
                help="NICs of a VNF whose server has no VIF (``--nic none``) and whose flavor "
                     "(fluidvim:nics) or image (fluidvim_nics) does not say; they stay unplugged."),
     cfg.BoolOpt("warm", default=True,

@@ -59,6 +59,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
 import fluidvim
+from fluidvim.measure import elapsed_ms
 from fluidvim.nova_driver import (
     conf as fconf,
     extra_specs as fextra,
@@ -68,7 +69,7 @@ from fluidvim.nova_driver import (
 )
 from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.vnf import backends, conf as vnfconf, ovs as ovsmod, spec as specmod
+from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 
@@ -84,14 +85,11 @@ SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
 ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
 BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
-MAX_VNF_VCPUS = 8            # fluidvim.vnf.spec.VNFSpec.validate
-MAX_VNF_MEMORY_MB = 4096
+MAX_VNF_VCPUS = limits.VCPUS_MAX            # placement max_unit = what one VNF may ask for
+MAX_VNF_MEMORY_MB = limits.MEMORY_MB_MAX
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
 VERSION = fluidvim.__version__
 
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 2)
 
 
 def _phases_json(phases: dict, limit: int = SYSMETA_MAX) -> str:
@@ -305,22 +303,22 @@ class UnikernelDriver(driver.ComputeDriver):
                 reason="fluidvim needs a Glance image (the VNF kernel); boot from volume is "
                        "not supported")
         kernel, props, cached = self.image_cache.fetch(context, image_id, instance, image_meta)
-        phases["image"] = _ms(t0)
+        phases["image"] = elapsed_ms(t0, 2)
         t = time.perf_counter()
         args = self._launch_args(instance, props, network_info, allocations)
         vnics = args.pop("vifs")
-        phases["spec"] = _ms(t)
+        phases["spec"] = elapsed_ms(t, 2)
         t = time.perf_counter()
         stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
         if stale:
             LOG.info("fluidvim: removed %d stale VNF(s) of %s", stale, instance.uuid,
                      instance=instance)
-        phases["stale"] = _ms(t)
+        phases["stale"] = elapsed_ms(t, 2)
         os_vifs = any(n.osvif is not None for n in vnics)
         if os_vifs:
             t = time.perf_counter()
             vifmod.plug(instance, vnics)               # os-vif: qbr/veths, integration bridge
-            phases["os_vif"] = _ms(t)
+            phases["os_vif"] = elapsed_ms(t, 2)
         try:
             iname = instance.name
         except Exception:  # noqa: BLE001 - e.g. no id yet: list_instances falls back to the uuid
@@ -338,7 +336,7 @@ class UnikernelDriver(driver.ComputeDriver):
             # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
             # kernel booting (the rest is QEMU starting and the ready event reaching us)
             phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
-        total = _ms(t0)
+        total = elapsed_ms(t0, 2)
         phases["total"] = total
         sysmeta = instance.system_metadata
         sysmeta["fluidvim_vnf_id"] = res.vnf_id
@@ -362,7 +360,7 @@ class UnikernelDriver(driver.ComputeDriver):
             with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
                                                       error_callback=self._neutron_failed):
                 res = self._launch(instance, kernel, args)
-                phases["launch"] = _ms(t)
+                phases["launch"] = elapsed_ms(t, 2)
                 t = time.perf_counter()
         except exception.InstanceEventTimeout:
             if CONF.vif_plugging_is_fatal:
@@ -377,7 +375,7 @@ class UnikernelDriver(driver.ComputeDriver):
             self._destroy_vnfs(instance.uuid)          # Neutron reported the port failed
             raise
         if events:
-            phases["vif_wait"] = _ms(t)
+            phases["vif_wait"] = elapsed_ms(t, 2)
         for k, v in res.phases_ms.items():          # the launch core's own phases
             phases[f"launch_{k}"] = round(v, 2)
         return res
@@ -625,7 +623,7 @@ class UnikernelDriver(driver.ComputeDriver):
                 "reserved": CONF.reserved_host_memory_mb,
             },
             SLOT_RC: {
-                "total": capacity, "min_unit": 1, "max_unit": min(capacity, specmod.MAX_SLOTS),
+                "total": capacity, "min_unit": 1, "max_unit": min(capacity, limits.SLOTS_MAX),
                 "step_size": 1, "allocation_ratio": 1.0, "reserved": 0,
             },
         }

@@ -16,7 +16,7 @@ from __future__ import annotations
 from nova import exception
 from nova.api.validation.extra_specs import base
 
-from fluidvim.vnf import spec as specmod
+from fluidvim.vnf import limits
 
 NAMESPACE = "fluidvim"
 
@@ -43,7 +43,7 @@ EXTRA_SPEC_VALIDATORS = [
             "accounts). Overrides the image property fluidvim_session_slots and [vnf] "
             "session_slots. Only supported by the fluidvim virt driver."
         ),
-        value={"type": int, "min": 1, "max": specmod.MAX_SLOTS},
+        value={"type": int, "min": limits.SLOTS_MIN, "max": limits.SLOTS_MAX},
     ),
     base.ExtraSpecValidator(
         name="fluidvim:nics",
@@ -53,7 +53,7 @@ EXTRA_SPEC_VALIDATORS = [
             "fluidvim_nics and [fluidvim] default_nics. Only supported by the fluidvim virt "
             "driver."
         ),
-        value={"type": int, "min": 1, "max": specmod.MAX_NICS},
+        value={"type": int, "min": 1, "max": limits.MAX_NICS},
     ),
     base.ExtraSpecValidator(
         name="fluidvim:warm",

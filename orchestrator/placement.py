@@ -31,6 +31,7 @@ from typing import Callable
 from oslo_log import log as logging
 
 from fluidvim.evaluator.model import Candidate, ProbeResult, ServiceProfile
+from fluidvim.measure import elapsed_ms
 
 from .deploy import deploy, profile_of
 from .exception import Refused
@@ -58,9 +59,6 @@ class Placement:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 3)
 
 
 def _lookup(key: str, host: HostInfo, zone: ZoneAdapter, zone_labels: dict):
@@ -256,19 +254,19 @@ class PlacementEngine:
 
         t = time.perf_counter()
         cands, filtered, zones_used = self.candidates(svc, extras, location)
-        steps.append(("filter", _ms(t), {
+        steps.append(("filter", elapsed_ms(t), {
             "kept": [c.key for c in cands], "filtered": filtered,
             "location": location, "requirements": svc.requirements}))
 
         t = time.perf_counter()
         results, probe_rec = self.probe(svc, zones_used, cands)
-        steps.append(("probe", _ms(t), probe_rec))
+        steps.append(("probe", elapsed_ms(t), probe_rec))
 
         t = time.perf_counter()
         scores, analyzer, note = (self.analyze(svc, extras, cands, results) if cands
                                   else ([], "-", "no candidates"))
         ranked = sorted(scores, key=lambda s: (not getattr(s, "feasible", True), -s.score))
-        steps.append(("analyze", _ms(t), {
+        steps.append(("analyze", elapsed_ms(t), {
             "analyzer": analyzer, "note": note, "count": len(ranked),
             "scores": [{"candidate": s.candidate.key, "score": s.score,
                         "feasible": getattr(s, "feasible", True),
@@ -277,7 +275,7 @@ class PlacementEngine:
 
         t = time.perf_counter()
         win, rule, band = self.decide(ranked)
-        steps.append(("decide", _ms(t), {
+        steps.append(("decide", elapsed_ms(t), {
             "rule": rule, "band": [{"candidate": s.candidate.key, "score": s.score,
                                     "power_w_marginal": s.candidate.power_w_marginal,
                                     "cpu_util": s.candidate.labels.get("cpu_util")}
@@ -285,7 +283,7 @@ class PlacementEngine:
         zone = win.candidate.zone if win else None
         host = win.candidate.host if win else None
         status = "decided" if win else "refused"
-        total = _ms(t_all)
+        total = elapsed_ms(t_all)
         did = self.store.save_decision(service, status, zone, host, rule,
                                        request or {"service": service, "location": location},
                                        steps, total)

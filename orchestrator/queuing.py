@@ -16,7 +16,8 @@ everywhere in the orchestrator) when the zone cannot launch the service on deman
 from __future__ import annotations
 
 import dataclasses
-import statistics
+
+from fluidvim.measure import median as median_of
 
 from .zones.base import ZoneAdapter
 
@@ -76,7 +77,7 @@ class QueuingEstimator:
         samples, source = self.samples_ms(zone, service, snap, kind)
         in_flight = snap["in_flight"].get(zone.name, 0)
         if samples:
-            median = statistics.median(samples) / 1000.0
+            median = median_of(samples) / 1000.0
             basis = f"measured ({kind + ' launches, ' if kind else ''}{source})"
         else:
             median, basis = self.default_launch_s, "default"

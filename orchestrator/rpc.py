@@ -17,6 +17,8 @@ import re
 
 import oslo_messaging as messaging
 
+from fluidvim.vnf import limits
+
 from .exception import ALL as EXPECTED, InvalidRequest, invalid
 from .slots import validate_aliases
 
@@ -71,9 +73,11 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
                                        allow_none=True),
         "requirements": dict(requirements or {}),
         "min_instances": number_field("min_instances", min_instances, 0, 10000, integer=True),
-        "slots": number_field("slots", slots, 1, 65536, integer=True, allow_none=True),
-        "memory_mb": number_field("memory_mb", memory_mb, 8, 4096, integer=True, allow_none=True),
-        "vcpus": number_field("vcpus", vcpus, 1, 4, integer=True),
+        "slots": number_field("slots", slots, limits.SLOTS_MIN, limits.SLOTS_MAX, integer=True,
+                              allow_none=True),
+        "memory_mb": number_field("memory_mb", memory_mb, limits.MEMORY_MB_MIN,
+                                  limits.MEMORY_MB_MAX, integer=True, allow_none=True),
+        "vcpus": number_field("vcpus", vcpus, limits.VCPUS_MIN, limits.VCPUS_MAX, integer=True),
         "kernel": kernel,
         "max_price_per_hour": number_field("max_price_per_hour", max_price_per_hour, 0.0, None,
                                       allow_none=True),

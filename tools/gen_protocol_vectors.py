@@ -13,6 +13,9 @@
 
 import json
 import os
+import sys
+
+import fluidvim
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vnf", "vectors",
                    "protocol.json")
@@ -41,7 +44,8 @@ for r in requests:
     r["line"] = line(msg)
 
 guest_lines = [
-    {"line": '{"ev":"ready","proto":1,"name":"vnf","version":"0.1.0","boot_us":812,'
+    {"line": '{"ev":"ready","proto":1,"name":"vnf","version":"' + fluidvim.__version__ + '",'
+             '"boot_us":812,'
              '"clock":"kvmclock","ctl":"virtio","nics":2,"macs":["52:54:00:12:34:01","52:54:00:12:34:02"],'
              '"slots":1024}', "kind": "event", "event": "ready"},
     {"line": '{"ev":"error","message":"virtio-net 1: queue 0 size 0"}', "kind": "event",
@@ -109,8 +113,12 @@ exchanges = [
      "nic_macs": ["fa:16:3e:12:34:56", None]},
 ]
 
+text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,
+                   "invalid_guest_lines": invalid_guest_lines, "exchanges": exchanges},
+                  indent=2) + "\n"
+if "--check" in sys.argv:          # tests/unit/test_version.py: the file is current
+    with open(OUT) as f:
+        sys.exit(0 if f.read() == text else 1)
 with open(OUT, "w") as f:
-    json.dump({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,
-               "invalid_guest_lines": invalid_guest_lines, "exchanges": exchanges}, f, indent=2)
-    f.write("\n")
+    f.write(text)
 print("wrote", OUT)

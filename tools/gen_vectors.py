@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Regenerate vnf/vectors/spec.json from fluidvim.vnf.spec (review the diff before committing!).
+"""Regenerate vnf/vectors/spec.json and limits.json (review the diff before committing!).
 
-The vectors pin the spec -> QEMU argv / libvirt XML mapping for every implementation (Python, Go).
+spec.json pins the spec -> QEMU argv / libvirt XML mapping for every implementation (Python, Go);
 `pytest tests/unit/test_spec.py` fails when the mapping and the vectors disagree.
+
+limits.json is fluidvim.vnf.limits (every VNF limit and default, defined once) and the release
+version (fluidvim/__init__.py): the Go driver's tests load it and fail when one of its own
+constants differs; `pytest tests/unit/test_limits.py` fails when the file is stale.
 """
 
 import json
 import os
 import sys
 
-from fluidvim.vnf import spec as S
+import fluidvim
+from fluidvim.vnf import limits, spec as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "vnf", "vectors", "spec.json")
+LIMITS_OUT = os.path.join(HERE, "..", "vnf", "vectors", "limits.json")
 
 U1 = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
 U2 = "0b7e6c1a-2f3d-4e5a-8b9c-d0e1f2a3b4c5"
@@ -79,13 +85,29 @@ def main():
         d = dict(good)
         d.update(change)
         vectors["invalid"].append({"name": name, "spec": d, "field": field})
-    text = json.dumps(vectors, indent=2) + "\n"
+    outputs = {OUT: vectors, LIMITS_OUT: limits_vectors()}
+    texts = {path: json.dumps(doc, indent=2) + "\n" for path, doc in outputs.items()}
     if "--check" in sys.argv:
-        with open(OUT) as f:
-            sys.exit(0 if f.read() == text else 1)
-    with open(OUT, "w") as f:
-        f.write(text)
-    print(f"wrote {OUT}")
+        stale = []
+        for path, text in texts.items():
+            try:
+                with open(path) as f:
+                    current = f.read() == text
+            except FileNotFoundError:
+                current = False
+            if not current:
+                stale.append(os.path.basename(path))
+        if stale:
+            print("stale: " + ", ".join(stale), file=sys.stderr)
+        sys.exit(1 if stale else 0)
+    for path, text in texts.items():
+        with open(path, "w") as f:
+            f.write(text)
+        print(f"wrote {path}")
+
+
+def limits_vectors() -> dict:
+    return {"version": fluidvim.__version__, "limits": limits.as_dict()}
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import os
 
 from oslo_config import cfg
 
+from . import limits
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Where `make -C vnf/kernel` puts the image in a source checkout (editable install).
 SOURCE_KERNEL = os.path.join(_HERE, "kernel", "build", "fluidvim-vnf.elf")
@@ -37,13 +39,15 @@ vnf_opts = [
                     "`fluidvim-manage db sync --store vnf` before starting."),
     cfg.StrOpt("run_dir", default="/run/fluidvim",
                help="Directory for per-VNF control sockets, QMP sockets and console logs."),
-    cfg.IntOpt("memory_mb", default=32, min=8, max=4096, help="Default VNF memory (MiB)."),
-    cfg.IntOpt("session_slots", default=1024, min=1, max=65536,
+    cfg.IntOpt("memory_mb", default=limits.MEMORY_MB_DEFAULT, min=limits.MEMORY_MB_MIN,
+               max=limits.MEMORY_MB_MAX, help="Default VNF memory (MiB)."),
+    cfg.IntOpt("session_slots", default=limits.SLOTS_DEFAULT, min=limits.SLOTS_MIN,
+               max=limits.SLOTS_MAX,
                help="Default session slots (flow-table capacity) of a VNF."),
-    cfg.IntOpt("pool_size", default=0, min=0, max=64,
+    cfg.IntOpt("pool_size", default=0, min=0, max=limits.POOL_SIZE_MAX,
                help="Warm-pool shells kept booted per pool key (kernel, memory, vCPUs, NIC "
                     "count). 0 disables the pool; launches are then always cold."),
-    cfg.IntOpt("pool_nics", default=2, min=0, max=4,
+    cfg.IntOpt("pool_nics", default=2, min=0, max=limits.MAX_NICS,
                help="Number of NICs of the shells the pool keeps when it fills itself."),
     cfg.FloatOpt("boot_timeout", default=30.0, min=0.5,
                  help="Seconds to wait for a VNF's ready message before the launch fails."),
@@ -61,7 +65,7 @@ vnf_opts = [
                     "--db takes it: unix:PATH or tcp:IP:PORT. Default: ovs-vsctl's own "
                     "(unix:/var/run/openvswitch/db.sock); the Nova driver uses [os_vif_ovs] "
                     "ovsdb_connection when this is unset."),
-    cfg.IntOpt("launch_history", default=64, min=1,
+    cfg.IntOpt("launch_history", default=limits.LAUNCH_HISTORY_DEFAULT, min=1,
                help="Recent launches used to estimate the queuing delay (time to a new slot)."),
 ]
 

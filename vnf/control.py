@@ -14,9 +14,11 @@ import socket
 import threading
 import time
 
+from . import limits
+
 LOG = logging.getLogger(__name__)
 
-MAX_LINE = 8192
+MAX_LINE = limits.MAX_CONTROL_LINE
 PROTO_VERSION = 1
 OPS = ("ping", "configure", "stats")
 

@@ -14,24 +14,28 @@ This is the "embedded local zone" the orchestrator and the demo use, and what th
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import os
-import statistics
 import threading
 import time
 import uuid as uuidlib
 
 from oslo_config import cfg
 
-from . import backends, conf as vnfconf, netdev, ovs as ovsmod, spec as specmod
+from fluidvim.measure import elapsed_ms
+
+from . import backends, conf as vnfconf, limits, netdev, ovs as ovsmod, pool as poolmod, spec as specmod
 from .control import ControlChannel, ControlError
 from .state import StateStore, VNFRecord
 
 LOG = logging.getLogger(__name__)
 
 COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
+# the state store's status of a shell in each state of vnf/PROTOCOL.md §6.3 (a claimed shell is
+# "running" from the claim on: the claim is one UPDATE; a removed one has no row)
+_STATUS = {poolmod.BOOTING: "booting", poolmod.READY: "pool", poolmod.CLAIMED: "running",
+           poolmod.RUNNING: "running"}
 WARM_PHASES = ("claim", "net", "configure", "record")
 
 
@@ -86,8 +90,7 @@ class VNFManager:
         self._pool_cv = threading.Condition()
         self._pool_stop = threading.Event()
         self._pool_thread = None
-        self._pool_targets: dict[str, tuple[dict, int]] = {}
-        self._kernel_ids: dict[tuple, str] = {}
+        self._pool_targets: dict[tuple, int] = {}     # shape (sorted kwargs of fill_pool) -> size
         self.death_listeners = []            # callables(vnf_id, reason)
 
     # -- plumbing --
@@ -109,22 +112,16 @@ class VNFManager:
             be.close()
         self.store.close()
 
-    def _kernel_id(self, path: str) -> str:
-        st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size)
-        if key not in self._kernel_ids:
-            with open(path, "rb") as f:
-                self._kernel_ids[key] = hashlib.sha256(f.read()).hexdigest()[:12]
-        return self._kernel_ids[key]
-
     def _kernel_path(self, kernel: str | None) -> str:
         """The kernel of one launch: ``kernel`` when given (e.g. a Glance image), else [vnf]."""
         return os.path.abspath(kernel) if kernel else self.kernel
 
     def pool_key(self, backend: str, memory_mb: int, vcpus: int, nics: int,
                  kernel: str | None = None) -> str:
-        kernel = self._kernel_path(kernel)
-        return (f"{backend}/{self._kernel_id(kernel)}/m{memory_mb}/c{vcpus}/n{nics}")
+        """The pool key (``vnf/PROTOCOL.md`` §6.2) of a launch of this shape: shells booted by
+        this core have the spec's default flow timeout, as every launch it makes."""
+        return poolmod.pool_key(backend, poolmod.kernel_id(self._kernel_path(kernel)), memory_mb,
+                                vcpus, nics, limits.FLOW_TIMEOUT_MS_DEFAULT)
 
     def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
                   kernel=None, taps=None, ovs=None):
@@ -163,7 +160,7 @@ class VNFManager:
         try:
             be.prepare(spec)
             ch, pid = be.spawn(spec)
-            phases["spawn"] = _ms(t)
+            phases["spawn"] = elapsed_ms(t)
             if pid:
                 self.store.update(spec.uuid, pid=pid)
             t = time.perf_counter()
@@ -174,24 +171,24 @@ class VNFManager:
                     raise backends.LaunchError(
                         f"VNF {spec.name} did not become ready: {e}; {be.exit_message(spec)}"
                         f"; console: {be.console_output(spec, 600)[-600:]!r}") from None
-                phases["boot"] = _ms(t)
+                phases["boot"] = elapsed_ms(t)
                 t = time.perf_counter()
                 be.plug(spec)
-                phases["net"] = _ms(t)
+                phases["net"] = elapsed_ms(t)
                 if config is not None:
                     t = time.perf_counter()
                     ch.configure(config, slots=spec.session_slots)
-                    phases["configure"] = _ms(t)
+                    phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             fields = {"status": status, "config": config, "boot_us": ready.get("boot_us")}
             if launch is None:
                 self.store.update(spec.uuid, **fields)
             else:
                 self.store.finish_launch(spec.uuid, fields, backend=be.name, kind="cold",
-                                         total_ms=_ms(launch[0]), phases=phases,
+                                         total_ms=elapsed_ms(launch[0]), phases=phases,
                                          on_record=launch[1])
             be.watch(spec, pid)
-            phases["record"] = _ms(t)
+            phases["record"] = elapsed_ms(t)
         except BaseException:
             try:
                 be.kill(spec, pid)
@@ -291,21 +288,21 @@ class VNFManager:
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
                               kernel, taps, ovs)
         spec = spec.with_changes(click_config=config)
-        phases = {"spec": _ms(t0)}
+        phases = {"spec": elapsed_ms(t0)}
         try:
             ready = self._boot(be, spec, "running", config=config, phases=phases,
                                launch=(t0, on_record))
         except Exception:
             self._record_failure(spec.uuid, be.name, "cold", t0, phases)
             raise
-        total = _ms(t0)
+        total = elapsed_ms(t0)
         LOG.info("cold launch of %s (%s) in %.1f ms: %s", spec.name, be.name, total, phases)
         return LaunchResult(spec.uuid, spec.name, be.name, "cold", phases, total,
                             ready.get("boot_us"), self.accel)
 
     def _record_failure(self, vnf_id, backend, kind, t0, phases) -> None:
         try:
-            self.store.record_launch(vnf_id, backend, kind, False, _ms(t0), phases)
+            self.store.record_launch(vnf_id, backend, kind, False, elapsed_ms(t0), phases)
         except Exception:  # noqa: BLE001 - keep the launch's own error
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
@@ -321,7 +318,7 @@ class VNFManager:
         macs = macs or [None] * len(bridges)
         taps = taps or [None] * len(bridges)
         ovs = ovs or [None] * len(bridges)
-        phases = {"claim": _ms(t0)}
+        phases = {"claim": elapsed_ms(t0)}
         t = time.perf_counter()
         renamed = []                # NIC indexes whose tap carries the requested name now
         try:
@@ -333,30 +330,31 @@ class VNFManager:
             except netdev.NetdevError as e:
                 # e.g. the name was taken since launch() checked: nothing else happened yet
                 field = f"taps[{i}]"
-                self._unclaim(shell, key, renamed, taps)
+                self._unclaim(shell, key, renamed, taps, "tap_taken")
                 self._record_failure(spec.uuid, be.name, "warm", t0, phases)
                 raise specmod.SpecError(field, str(e)) from None
-            nics = tuple(specmod.NicSpec(tap=taps[i] or n.tap, mac=macs[i] or n.mac,
-                                         bridge=bridges[i], ovs=ovs[i])
-                         for i, n in enumerate(shell.nics))
+            # §6.4: requested taps and MACs replace the shell's; configure carries the MACs
+            configure_macs, claimed = poolmod.claim_nics(shell.nics, macs, taps)
+            nics = tuple(specmod.NicSpec(tap=c["tap"], mac=c["mac"], bridge=bridges[i], ovs=ovs[i])
+                         for i, c in enumerate(claimed))
             spec = shell.with_changes(name=name, nics=nics, session_slots=slots,
                                       click_config=config)
             for nic in nics:
                 netdev.attach(nic)
-            phases["net"] = _ms(t)
+            phases["net"] = elapsed_ms(t)
             t = time.perf_counter()
             with be.connect(spec) as ch:
-                ch.configure(config, slots=slots, macs=macs if any(macs) else None)
-            phases["configure"] = _ms(t)
+                ch.configure(config, slots=slots, macs=configure_macs)
+            phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             spec_json = json.dumps(spec.to_dict())
             if renamed or any(macs) or any(ovs):
                 be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
                 spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
-                backend=be.name, kind="warm", total_ms=_ms(t0), phases=phases,
+                backend=be.name, kind="warm", total_ms=elapsed_ms(t0), phases=phases,
                 on_record=on_record)
-            phases["record"] = _ms(t)
+            phases["record"] = elapsed_ms(t)
         except specmod.SpecError:
             raise
         except ControlError as e:
@@ -366,7 +364,7 @@ class VNFManager:
                 try:
                     for nic in spec.nics:
                         netdev.detach(nic)
-                    self._unclaim(shell, key, renamed, taps)
+                    self._unclaim(shell, key, renamed, taps, "config_rejected")
                 except Exception:  # noqa: BLE001 - cannot restore it: remove it instead
                     LOG.exception("could not return shell %s to the pool", shell.uuid)
                     self._destroy_spec(be, spec, rec.pid)
@@ -383,7 +381,7 @@ class VNFManager:
             self._record_failure(spec.uuid, be.name, "warm", t0, phases)
             self._pool_wakeup.set()
             raise
-        total = _ms(t0)
+        total = elapsed_ms(t0)
         self._pool_wakeup.set()     # refill after serving the request, not during it
         LOG.info("warm launch of %s (%s) in %.2f ms: %s", name, be.name, total, phases)
         return LaunchResult(spec.uuid, name, be.name, "warm", phases, total, rec.boot_us,
@@ -396,12 +394,14 @@ class VNFManager:
             dataclasses.replace(n, tap=taps[i]) if i in renamed else n
             for i, n in enumerate(shell.nics)))
 
-    def _unclaim(self, shell, key, renamed, taps) -> None:
-        """Give a claimed, unconfigured shell back to the pool with its own tap names."""
+    def _unclaim(self, shell, key, renamed, taps, event: str) -> None:
+        """Give a claimed, unconfigured shell back to the pool with its own tap names (§6.3:
+        ``event`` is why; the shell keeps its place as the oldest of its key)."""
         for i in reversed(renamed):
             netdev.rename(taps[i], shell.nics[i].tap)
         renamed.clear()
-        self.store.update(shell.uuid, status="pool", pool_key=key, name=shell.name)
+        status = _STATUS[poolmod.transition(poolmod.CLAIMED, event)]
+        self.store.update(shell.uuid, status=status, pool_key=key, name=shell.name)
         self._pool_wakeup.set()
 
     # -- warm pool --
@@ -434,8 +434,9 @@ class VNFManager:
         nics = self.conf.vnf.pool_nics if nics is None else nics
         memory_mb = memory_mb or self.conf.vnf.memory_mb
         key = self.pool_key(be.name, memory_mb, vcpus, nics, kernel)
-        self._pool_targets[key] = (dict(nics=nics, memory_mb=memory_mb, vcpus=vcpus,
-                                        backend=be.name, kernel=kernel), size)
+        shape = (("backend", be.name), ("kernel", kernel), ("memory_mb", memory_mb),
+                 ("nics", nics), ("vcpus", vcpus))
+        self._pool_targets[shape] = size
         if self._pool_thread is None:
             self._pool_stop.clear()
             self._pool_thread = threading.Thread(target=self._pool_loop, daemon=True,
@@ -452,16 +453,38 @@ class VNFManager:
             self._pool_thread = None
 
     def _pool_loop(self):
+        failed = False
         while not self._pool_stop.is_set():
-            self._pool_wakeup.wait()
+            # a failed refill is retried after REFILL_BACKOFF_S, or at the next claim or death
+            self._pool_wakeup.wait(poolmod.REFILL_BACKOFF_S if failed else None)
             self._pool_wakeup.clear()
-            for key, (shape, size) in list(self._pool_targets.items()):
+            failed = False
+            for shape, size in list(self._pool_targets.items()):
+                shape = dict(shape)
+                try:
+                    # the key of the kernel file as it is now (§6.1): a rebuilt kernel is a new
+                    # key, and the shells booted from the old file are removed, never claimed
+                    key = self.pool_key(shape["backend"], shape["memory_mb"], shape["vcpus"],
+                                        shape["nics"], shape["kernel"])
+                    self._remove_stale_shells(key)
+                except Exception:  # noqa: BLE001 - e.g. the kernel file is gone for now
+                    LOG.exception("warm pool refill for %s failed", shape)
+                    failed = True
+                    continue
                 while not self._pool_stop.is_set() and self.store.count_pool(key) < size:
                     try:
                         self.fill_pool(self.store.count_pool(key) + 1, **shape)
                     except Exception:  # noqa: BLE001 - keep refilling other keys
                         LOG.exception("warm pool refill for %s failed", key)
+                        failed = True
                         break
+
+    def _remove_stale_shells(self, key: str) -> None:
+        """Destroy the ready shells of ``key``'s shape booted from another kernel file."""
+        for rec in self.store.list(statuses=("pool",), backend=key.split("/", 1)[0]):
+            if rec.pool_key and poolmod.same_shape_other_kernel(key, rec.pool_key):
+                LOG.info("removing warm shell %s: the kernel file changed since it booted", rec.id)
+                self._destroy_spec(self.backend(rec.backend), rec.spec, rec.pid)
 
     def wait_pool(self, key: str, count: int, timeout: float = 60.0) -> bool:
         """Block until ``count`` shells of ``key`` are booted (the refill thread's progress)."""
@@ -553,8 +576,10 @@ class VNFManager:
             be = self.backend(rec.backend)
             spec = rec.spec
             alive = be.alive(spec, rec.pid)
-            if rec.status == "booting" or (rec.status == "pool" and not alive):
-                self._destroy_spec(be, spec, rec.pid)       # half-created or dead shell
+            if rec.status == "booting" or (rec.status == "pool" and (
+                    not alive or not poolmod.key_is_current(rec.pool_key))):
+                # half-created or dead shell, or one of an older pool-key form (never claimed)
+                self._destroy_spec(be, spec, rec.pid)
                 summary["removed"] += 1
             elif rec.status in ("running", "pool") and alive:
                 be.watch(spec, rec.pid)
@@ -616,11 +641,10 @@ class VNFManager:
         be = self.backend(backend)
         n = self.conf.vnf.launch_history
         shells = sum(self.store.count_pool(k, ("pool",)) for k in self._pool_keys(be.name))
-        kind = "warm" if shells else "cold"
+        kind = "warm" if shells else "cold"         # §6.5: only this kind's history is read
         recent = [r.total_ms for r in self.store.recent_launches(n, be.name, kind)]
-        seconds = statistics.median(recent) / 1000.0 if recent else None
-        return {"seconds": seconds, "basis": kind, "samples": len(recent),
-                "warm_shells": shells, "backend": be.name}
+        qd = poolmod.queuing_delay(shells, {kind: recent}, n)
+        return dict(qd, warm_shells=shells, backend=be.name)
 
     def _pool_keys(self, backend_name: str):
         return {r.pool_key for r in self.store.list(statuses=("pool",), backend=backend_name)
@@ -641,6 +665,3 @@ class VNFManager:
             used += s["used"]
         return {"total": total, "used": used, "free": total - used, "vnfs": per_vnf}
 
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 3)

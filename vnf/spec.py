@@ -19,17 +19,18 @@ import json
 import re
 import uuid as uuidlib
 
+from . import limits
+from .limits import MAX_CLICK_CONFIG_BYTES, MAX_NICS  # noqa: F401 - re-exported (spec.MAX_NICS)
+
 MACHINES = ("microvm", "pc")
 ACCELS = ("kvm", "tcg")
-MAX_NICS = 4
-MAX_SLOTS = 65536
-MAX_CLICK_CONFIG_BYTES = 7000
+MAX_SLOTS = limits.SLOTS_MAX
 QBOOT_ROM = "/usr/share/qemu/qboot.rom"
 # libvirt <metadata> namespace holding the spec, used to find VNFs again after a restart.
 XMLNS = "https://fluidvim.org/xmlns/vnf/1"
 DOMAIN_PREFIX = "fluidvim-"
 
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (limits.MAX_NAME - 1))
 _MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 _IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
@@ -46,7 +47,7 @@ def click_config_problem(config) -> str | None:
     """Why a Click configuration cannot be sent in ``configure`` (None: it can)."""
     if config is not None and len(config.encode()) > MAX_CLICK_CONFIG_BYTES:
         return (f"{len(config.encode())} bytes, longer than {MAX_CLICK_CONFIG_BYTES} bytes (the "
-                "control channel carries at most 8192 bytes per message)")
+                f"control channel carries at most {limits.MAX_CONTROL_LINE} bytes per message)")
     return None
 
 
@@ -119,11 +120,11 @@ class VNFSpec:
     kernel: str
     control_socket: str
     console_log: str
-    memory_mb: int = 32
-    vcpus: int = 1
+    memory_mb: int = limits.MEMORY_MB_DEFAULT
+    vcpus: int = limits.VCPUS_DEFAULT
     nics: tuple[NicSpec, ...] = ()
-    session_slots: int = 1024
-    flow_timeout_ms: int = 30000
+    session_slots: int = limits.SLOTS_DEFAULT
+    flow_timeout_ms: int = limits.FLOW_TIMEOUT_MS_DEFAULT
     click_config: str | None = None
     machine: str = "microvm"
     accel: str = "kvm"
@@ -137,17 +138,20 @@ class VNFSpec:
         except (ValueError, TypeError):
             raise SpecError("uuid", f"{self.uuid!r} is not a UUID") from None
         if not _NAME_RE.fullmatch(self.name or ""):
-            raise SpecError("name", f"{self.name!r}: use 1-63 characters of A-Z a-z 0-9 _ . - "
+            raise SpecError("name", f"{self.name!r}: use 1-{limits.MAX_NAME} characters of A-Z a-z 0-9 _ . - "
                             "starting with a letter or digit")
         for field in ("kernel", "control_socket", "console_log"):
             value = getattr(self, field)
             if not value or not value.startswith("/"):
                 raise SpecError(field, f"{value!r} must be an absolute path")
-        if not 8 <= self.memory_mb <= 4096:
-            raise SpecError("memory_mb", f"{self.memory_mb} is out of range 8..4096 "
-                            "(the VNF needs about 8 MiB; 32 is the default)")
-        if not 1 <= self.vcpus <= 8:
-            raise SpecError("vcpus", f"{self.vcpus} is out of range 1..8")
+        lo, hi = limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX
+        if not lo <= self.memory_mb <= hi:
+            raise SpecError("memory_mb", f"{self.memory_mb} is out of range {lo}..{hi} "
+                            f"(the VNF needs about {lo} MiB; {limits.MEMORY_MB_DEFAULT} is the "
+                            "default)")
+        if not limits.VCPUS_MIN <= self.vcpus <= limits.VCPUS_MAX:
+            raise SpecError("vcpus", f"{self.vcpus} is out of range "
+                            f"{limits.VCPUS_MIN}..{limits.VCPUS_MAX}")
         if len(self.nics) > MAX_NICS:
             raise SpecError("nics", f"{len(self.nics)} NICs requested; a VNF has at most "
                             f"{MAX_NICS}")
@@ -156,18 +160,19 @@ class VNFSpec:
         taps = [n.tap for n in self.nics]
         if len(set(taps)) != len(taps):
             raise SpecError("nics", "two NICs use the same tap device")
-        if not 1 <= self.session_slots <= MAX_SLOTS:
+        if not limits.SLOTS_MIN <= self.session_slots <= limits.SLOTS_MAX:
             raise SpecError("session_slots", f"{self.session_slots} is out of range "
-                            f"1..{MAX_SLOTS}")
-        if not 1 <= self.flow_timeout_ms <= 86_400_000:
+                            f"{limits.SLOTS_MIN}..{limits.SLOTS_MAX}")
+        if not limits.FLOW_TIMEOUT_MS_MIN <= self.flow_timeout_ms <= limits.FLOW_TIMEOUT_MS_MAX:
             raise SpecError("flow_timeout_ms", f"{self.flow_timeout_ms} is out of range "
-                            "1..86400000")
+                            f"{limits.FLOW_TIMEOUT_MS_MIN}..{limits.FLOW_TIMEOUT_MS_MAX}")
         if self.machine not in MACHINES:
             raise SpecError("machine", f"{self.machine!r} is not one of {', '.join(MACHINES)}")
         if self.accel not in ACCELS:
             raise SpecError("accel", f"{self.accel!r} is not one of {', '.join(ACCELS)}")
-        if self.tsc_khz is not None and not 1000 <= self.tsc_khz <= 100_000_000:
-            raise SpecError("tsc_khz", f"{self.tsc_khz} is out of range 1000..100000000")
+        if self.tsc_khz is not None and not limits.TSC_KHZ_MIN <= self.tsc_khz <= limits.TSC_KHZ_MAX:
+            raise SpecError("tsc_khz", f"{self.tsc_khz} is out of range "
+                            f"{limits.TSC_KHZ_MIN}..{limits.TSC_KHZ_MAX}")
         if any(c in self.cmdline_extra for c in "\n\r\0"):
             raise SpecError("cmdline_extra", "must be a single line")
         why = click_config_problem(self.click_config)

@@ -19,10 +19,12 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
 const (
-	MaxLine      = 8192
+	MaxLine      = spec.MaxControlLine // vnf/limits.py MAX_CONTROL_LINE
 	ProtoVersion = 1
 )
 
@@ -492,9 +494,18 @@ func (c *Client) Ping(timeout time.Duration) (map[string]any, error) {
 
 // Configure sends a click config; slots <= 0 keeps the current session slots.
 func (c *Client) Configure(config string, slots int, timeout time.Duration) (map[string]any, error) {
+	return c.ConfigureMACs(config, slots, nil, timeout)
+}
+
+// ConfigureMACs is Configure with `macs`: one entry per NIC, nil = keep that NIC's MAC; a nil
+// slice sends no `macs` (vnf/PROTOCOL.md §4, a warm claim's §6.4).
+func (c *Client) ConfigureMACs(config string, slots int, macs []*string, timeout time.Duration) (map[string]any, error) {
 	f := map[string]any{"config": config}
 	if slots > 0 {
 		f["slots"] = slots
+	}
+	if macs != nil {
+		f["macs"] = macs
 	}
 	return c.Request("configure", f, timeout)
 }

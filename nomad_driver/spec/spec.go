@@ -17,12 +17,46 @@ import (
 	"strings"
 )
 
+// The VNF limits and defaults. Their one definition is vnf/limits.py (with the reasons for each
+// value); a Go module cannot import it, so these are copies that TestLimitsVectors checks
+// against vnf/vectors/limits.json (written from vnf/limits.py by tools/gen_vectors.py).
 const (
-	MaxNics  = 4
-	MaxSlots = 65536
-	// MaxClickConfig is the largest click config in bytes (a control line is at most 8192 bytes).
+	MinMemoryMB          = 8
+	DefaultMemoryMB      = 32
+	MaxMemoryMB          = 4096
+	MinVcpus             = 1
+	DefaultVcpus         = 1
+	MaxVcpus             = 8 // the guest runs on the boot vCPU only; more cost a QEMU thread each
+	MaxNics              = 4
+	MinSlots             = 1
+	DefaultSlots         = 1024
+	MaxSlots             = 65536
+	MinFlowTimeoutMS     = 1
+	DefaultFlowTimeoutMS = 30000
+	MaxFlowTimeoutMS     = 86_400_000
+	// MaxClickConfig is the largest click config in bytes (a control line is at most
+	// MaxControlLine bytes).
 	MaxClickConfig = 7000
+	MaxControlLine = 8192
+	MaxName        = 63
+	MinTSCkHz      = 1000
+	MaxTSCkHz      = 100_000_000
+	// MaxPoolSize is the most shells one warm_pool block keeps; LaunchHistory the number of
+	// launches of one kind the queuing delay is the median of (vnf/PROTOCOL.md §6).
+	MaxPoolSize   = 64
+	LaunchHistory = 64
 )
+
+// Limits are the constants above by their vnf/limits.py names (for the vectors test).
+var Limits = map[string]int{
+	"MEMORY_MB_MIN": MinMemoryMB, "MEMORY_MB_DEFAULT": DefaultMemoryMB, "MEMORY_MB_MAX": MaxMemoryMB,
+	"VCPUS_MIN": MinVcpus, "VCPUS_DEFAULT": DefaultVcpus, "VCPUS_MAX": MaxVcpus,
+	"MAX_NICS": MaxNics, "SLOTS_MIN": MinSlots, "SLOTS_DEFAULT": DefaultSlots, "SLOTS_MAX": MaxSlots,
+	"FLOW_TIMEOUT_MS_MIN": MinFlowTimeoutMS, "FLOW_TIMEOUT_MS_DEFAULT": DefaultFlowTimeoutMS,
+	"FLOW_TIMEOUT_MS_MAX": MaxFlowTimeoutMS, "MAX_CONTROL_LINE": MaxControlLine,
+	"MAX_CLICK_CONFIG_BYTES": MaxClickConfig, "MAX_NAME": MaxName, "TSC_KHZ_MIN": MinTSCkHz,
+	"TSC_KHZ_MAX": MaxTSCkHz, "POOL_SIZE_MAX": MaxPoolSize, "LAUNCH_HISTORY_DEFAULT": LaunchHistory,
+}
 
 var (
 	Machines = []string{"microvm", "pc"}
@@ -30,7 +64,7 @@ var (
 
 	// Go's `$` (no multiline flag) matches only at the end of the text; Python's re `$` also
 	// matches before a final "\n". We deliberately do not copy that quirk (see README).
-	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	nameRE   = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$`, MaxName-1))
 	macRE    = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
 	ifnameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
 )
@@ -76,8 +110,8 @@ type VNF struct {
 
 // New returns a spec with spec.py's defaults.
 func New() VNF {
-	return VNF{MemoryMB: 32, Vcpus: 1, Nics: []NIC{}, SessionSlots: 1024, FlowTimeoutMS: 30000,
-		Machine: "microvm", Accel: "kvm"}
+	return VNF{MemoryMB: DefaultMemoryMB, Vcpus: DefaultVcpus, Nics: []NIC{}, SessionSlots: DefaultSlots,
+		FlowTimeoutMS: DefaultFlowTimeoutMS, Machine: "microvm", Accel: "kvm"}
 }
 
 // FromJSON decodes a spec like VNFSpec.from_dict: missing fields take defaults, an unknown
@@ -161,22 +195,28 @@ func uuidHex(s string) string {
 	return strings.ToLower(strings.ReplaceAll(strings.Trim(h, "{}"), "-", ""))
 }
 
+// MACProblem is spec.mac_problem: why mac cannot be a NIC's address, or "" (one rule for specs
+// and task configs).
+func MACProblem(mac string) string {
+	if !macRE.MatchString(mac) {
+		return pyRepr(mac) + " is not a MAC address like 52:54:00:12:34:56 (lower-case hex)"
+	}
+	if b, _ := strconv.ParseUint(mac[:2], 16, 8); b&1 == 1 {
+		return mac + " is a multicast address; use a unicast one (even first octet)"
+	}
+	if mac == "00:00:00:00:00:00" {
+		return mac + " is the all-zero address; use a unicast one"
+	}
+	return ""
+}
+
 func (n NIC) validate(i int) error {
 	if !ifnameRE.MatchString(n.Tap) {
 		return errf(fmt.Sprintf("nics[%d].tap", i), "%s is not a valid interface name "+
 			"(1-15 characters of A-Z a-z 0-9 _ . -)", pyRepr(n.Tap))
 	}
-	if !macRE.MatchString(n.MAC) {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is not a MAC address like "+
-			"52:54:00:12:34:56 (lower-case hex)", pyRepr(n.MAC))
-	}
-	if b, _ := strconv.ParseUint(n.MAC[:2], 16, 8); b&1 == 1 {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is a multicast address; use a unicast "+
-			"one (even first octet)", n.MAC)
-	}
-	if n.MAC == "00:00:00:00:00:00" {
-		return errf(fmt.Sprintf("nics[%d].mac", i), "%s is the all-zero address; use a unicast one",
-			n.MAC)
+	if why := MACProblem(n.MAC); why != "" {
+		return errf(fmt.Sprintf("nics[%d].mac", i), "%s", why)
 	}
 	if n.Bridge != nil && !ifnameRE.MatchString(*n.Bridge) {
 		return errf(fmt.Sprintf("nics[%d].bridge", i), "%s is not a valid bridge name",
@@ -191,8 +231,8 @@ func (v *VNF) Validate() error {
 		return errf("uuid", "%s is not a UUID", pyRepr(v.UUID))
 	}
 	if !nameRE.MatchString(v.Name) {
-		return errf("name", "%s: use 1-63 characters of A-Z a-z 0-9 _ . - starting with a "+
-			"letter or digit", pyRepr(v.Name))
+		return errf("name", "%s: use 1-%d characters of A-Z a-z 0-9 _ . - starting with a "+
+			"letter or digit", pyRepr(v.Name), MaxName)
 	}
 	for _, f := range []struct{ name, value string }{{"kernel", v.Kernel},
 		{"control_socket", v.ControlSocket}, {"console_log", v.ConsoleLog}} {
@@ -200,12 +240,12 @@ func (v *VNF) Validate() error {
 			return errf(f.name, "%s must be an absolute path", pyRepr(f.value))
 		}
 	}
-	if v.MemoryMB < 8 || v.MemoryMB > 4096 {
-		return errf("memory_mb", "%d is out of range 8..4096 (the VNF needs about 8 MiB; 32 is "+
-			"the default)", v.MemoryMB)
+	if v.MemoryMB < MinMemoryMB || v.MemoryMB > MaxMemoryMB {
+		return errf("memory_mb", "%d is out of range %d..%d (the VNF needs about %d MiB; %d is "+
+			"the default)", v.MemoryMB, MinMemoryMB, MaxMemoryMB, MinMemoryMB, DefaultMemoryMB)
 	}
-	if v.Vcpus < 1 || v.Vcpus > 8 {
-		return errf("vcpus", "%d is out of range 1..8", v.Vcpus)
+	if v.Vcpus < MinVcpus || v.Vcpus > MaxVcpus {
+		return errf("vcpus", "%d is out of range %d..%d", v.Vcpus, MinVcpus, MaxVcpus)
 	}
 	if len(v.Nics) > MaxNics {
 		return errf("nics", "%d NICs requested; a VNF has at most %d", len(v.Nics), MaxNics)
@@ -222,11 +262,12 @@ func (v *VNF) Validate() error {
 		}
 		seen[n.Tap] = true
 	}
-	if v.SessionSlots < 1 || v.SessionSlots > MaxSlots {
-		return errf("session_slots", "%d is out of range 1..%d", v.SessionSlots, MaxSlots)
+	if v.SessionSlots < MinSlots || v.SessionSlots > MaxSlots {
+		return errf("session_slots", "%d is out of range %d..%d", v.SessionSlots, MinSlots, MaxSlots)
 	}
-	if v.FlowTimeoutMS < 1 || v.FlowTimeoutMS > 86_400_000 {
-		return errf("flow_timeout_ms", "%d is out of range 1..86400000", v.FlowTimeoutMS)
+	if v.FlowTimeoutMS < MinFlowTimeoutMS || v.FlowTimeoutMS > MaxFlowTimeoutMS {
+		return errf("flow_timeout_ms", "%d is out of range %d..%d", v.FlowTimeoutMS, MinFlowTimeoutMS,
+			MaxFlowTimeoutMS)
 	}
 	if !contains(Machines, v.Machine) {
 		return errf("machine", "%s is not one of %s", pyRepr(v.Machine), strings.Join(Machines, ", "))
@@ -234,15 +275,15 @@ func (v *VNF) Validate() error {
 	if !contains(Accels, v.Accel) {
 		return errf("accel", "%s is not one of %s", pyRepr(v.Accel), strings.Join(Accels, ", "))
 	}
-	if v.TSCkHz != nil && (*v.TSCkHz < 1000 || *v.TSCkHz > 100_000_000) {
-		return errf("tsc_khz", "%d is out of range 1000..100000000", *v.TSCkHz)
+	if v.TSCkHz != nil && (*v.TSCkHz < MinTSCkHz || *v.TSCkHz > MaxTSCkHz) {
+		return errf("tsc_khz", "%d is out of range %d..%d", *v.TSCkHz, MinTSCkHz, MaxTSCkHz)
 	}
 	if strings.ContainsAny(v.CmdlineExtra, "\n\r\x00") {
 		return errf("cmdline_extra", "must be a single line")
 	}
 	if v.ClickConfig != nil && len(*v.ClickConfig) > MaxClickConfig {
-		return errf("click_config", "longer than 7000 bytes (the control channel carries at "+
-			"most 8192 bytes per message)")
+		return errf("click_config", "longer than %d bytes (the control channel carries at "+
+			"most %d bytes per message)", MaxClickConfig, MaxControlLine)
 	}
 	return nil
 }

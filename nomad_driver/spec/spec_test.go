@@ -154,3 +154,39 @@ func TestNameWithTrailingNewlineRejected(t *testing.T) {
 		t.Fatalf("want name error, got %v", err)
 	}
 }
+
+// TestLimitsVectors: every limit of vnf/limits.py (vnf/vectors/limits.json) has its Go constant
+// with the same value, and no Go constant is left without a Python definition.
+func TestLimitsVectors(t *testing.T) {
+	data, err := os.ReadFile("../../vnf/vectors/limits.json")
+	if err != nil {
+		t.Fatalf("read limits: %v", err)
+	}
+	var doc struct {
+		Limits map[string]int `json:"limits"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Limits) == 0 {
+		t.Fatal("no limits in vnf/vectors/limits.json")
+	}
+	for name, want := range doc.Limits {
+		got, ok := Limits[name]
+		if !ok {
+			t.Errorf("%s = %d in vnf/limits.py has no Go constant (add it to spec.Limits)", name, want)
+		} else if got != want {
+			t.Errorf("%s: Go has %d, vnf/limits.py %d", name, got, want)
+		}
+	}
+	for name := range Limits {
+		if _, ok := doc.Limits[name]; !ok {
+			t.Errorf("spec.Limits[%q] is not in vnf/limits.py", name)
+		}
+	}
+	d := New()
+	if d.MemoryMB != Limits["MEMORY_MB_DEFAULT"] || d.Vcpus != Limits["VCPUS_DEFAULT"] ||
+		d.SessionSlots != Limits["SLOTS_DEFAULT"] || d.FlowTimeoutMS != Limits["FLOW_TIMEOUT_MS_DEFAULT"] {
+		t.Errorf("New() defaults %+v differ from the limits", d)
+	}
+}

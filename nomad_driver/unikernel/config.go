@@ -56,8 +56,11 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"session_slots":   hclspec.NewAttr("session_slots", "number", false),
 	"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
 	"nics":            hclspec.NewAttr("nics", "list(string)", false),
-	"warm":            hclspec.NewAttr("warm", "bool", false),
-	"name":            hclspec.NewAttr("name", "string", false),
+	// macs: one per NIC ("" = generated), e.g. addresses the network expects; a warm shell is
+	// told them in `configure` (vnf/PROTOCOL.md §6.4)
+	"macs": hclspec.NewAttr("macs", "list(string)", false),
+	"warm": hclspec.NewAttr("warm", "bool", false),
+	"name": hclspec.NewAttr("name", "string", false),
 })
 
 // Config is the plugin configuration.
@@ -85,6 +88,8 @@ type TaskConfig struct {
 	SessionSlots  int      `codec:"session_slots"`
 	FlowTimeoutMS int      `codec:"flow_timeout_ms"`
 	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
+	// MACs: none, or one per NIC ("" = generated, spec.MACFor)
+	MACs []string `codec:"macs"`
 	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
 	// false = always cold
 	Warm *bool  `codec:"warm"`
@@ -151,29 +156,9 @@ func (tc *TaskConfig) validate(defaultKernel string) error {
 		return fieldErr("kernel", "%s does not exist or is not a file: build it with "+
 			"`make -C vnf/kernel` or set kernel", tc.Kernel)
 	}
-	if tc.MemoryMB == 0 {
-		tc.MemoryMB = 32
-	}
-	if tc.MemoryMB < 8 || tc.MemoryMB > 4096 {
-		return fieldErr("memory_mb", "%d is out of range 8..4096", tc.MemoryMB)
-	}
-	if tc.Vcpus == 0 {
-		tc.Vcpus = 1
-	}
-	if tc.Vcpus < 1 || tc.Vcpus > 8 {
-		return fieldErr("vcpus", "%d is out of range 1..8", tc.Vcpus)
-	}
-	if tc.SessionSlots == 0 {
-		tc.SessionSlots = 1024
-	}
-	if tc.SessionSlots < 1 || tc.SessionSlots > spec.MaxSlots {
-		return fieldErr("session_slots", "%d is out of range 1..%d", tc.SessionSlots, spec.MaxSlots)
-	}
-	if tc.FlowTimeoutMS == 0 {
-		tc.FlowTimeoutMS = 30000
-	}
-	if tc.FlowTimeoutMS < 1 || tc.FlowTimeoutMS > 86_400_000 {
-		return fieldErr("flow_timeout_ms", "%d is out of range 1..86400000", tc.FlowTimeoutMS)
+	if err := checkShape(func(name string) string { return name }, &tc.MemoryMB, &tc.Vcpus,
+		&tc.SessionSlots, &tc.FlowTimeoutMS); err != nil {
+		return err
 	}
 	if len(tc.NICs) > spec.MaxNics {
 		return fieldErr("nics", "%d NICs requested; a VNF has at most %d", len(tc.NICs), spec.MaxNics)
@@ -181,6 +166,17 @@ func (tc *TaskConfig) validate(defaultKernel string) error {
 	for i, b := range tc.NICs {
 		if b != "" && !bridgeRE.MatchString(b) {
 			return fieldErr(fmt.Sprintf("nics[%d]", i), "%q is not a valid bridge name", b)
+		}
+	}
+	if len(tc.MACs) != 0 && len(tc.MACs) != len(tc.NICs) {
+		return fieldErr("macs", "%d entries for %d NICs: give one (or \"\") per NIC", len(tc.MACs),
+			len(tc.NICs))
+	}
+	for i, m := range tc.MACs {
+		if m != "" {
+			if why := spec.MACProblem(m); why != "" {
+				return fieldErr(fmt.Sprintf("macs[%d]", i), "%s", why)
+			}
 		}
 	}
 	if tc.ClickConfig != "" && tc.ClickFile != "" {
@@ -196,7 +192,31 @@ func (tc *TaskConfig) validate(defaultKernel string) error {
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+var nameRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$`, spec.MaxName-1))
+
+// checkShape fills the defaults of, and checks, the fields a task and a warm_pool block share
+// (limits: spec's constants, i.e. vnf/limits.py); field(name) is the config key to report.
+func checkShape(field func(string) string, memoryMB, vcpus, slots, flowTimeoutMS *int) error {
+	for _, f := range []struct {
+		name        string
+		v           *int
+		def, lo, hi int
+	}{
+		{"memory_mb", memoryMB, spec.DefaultMemoryMB, spec.MinMemoryMB, spec.MaxMemoryMB},
+		{"vcpus", vcpus, spec.DefaultVcpus, spec.MinVcpus, spec.MaxVcpus},
+		{"session_slots", slots, spec.DefaultSlots, spec.MinSlots, spec.MaxSlots},
+		{"flow_timeout_ms", flowTimeoutMS, spec.DefaultFlowTimeoutMS, spec.MinFlowTimeoutMS,
+			spec.MaxFlowTimeoutMS},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+		if *f.v < f.lo || *f.v > f.hi {
+			return fieldErr(field(f.name), "%d is out of range %d..%d", *f.v, f.lo, f.hi)
+		}
+	}
+	return nil
+}
 
 // clickText returns the config to send: inline, or read from click_file (relative to the task
 // directory).

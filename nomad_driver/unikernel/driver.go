@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -289,7 +288,7 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	a[pre+"kernel"] = pstructs.NewStringAttribute(cfg.Kernel)
 	_, kerr := os.Stat(cfg.Kernel)
 	a[pre+"kernel_present"] = pstructs.NewBoolAttribute(kerr == nil)
-	ready, booting, size, _ := d.pool.counts()
+	ready, booting, size := d.pool.counts()
 	a[pre+"warm_pool.size"] = pstructs.NewIntAttribute(int64(size), "")
 	a[pre+"warm_pool.ready"] = pstructs.NewIntAttribute(int64(ready), "")
 	a[pre+"warm_pool.booting"] = pstructs.NewIntAttribute(int64(booting), "")
@@ -326,51 +325,70 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	if warmOK {
 		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
 	}
-	// what the next launch of the default kernel costs: a warm claim while a shell is ready
-	if ms, basis, ok := d.queuingDelay(cfg.Kernel); ok {
+	// what the next launch costs: a warm claim while a shell is ready (§6.5)
+	if ms, basis, ok := d.queuingDelay(); ok {
 		a[pre+"queuing_delay_ms"] = pstructs.NewFloatAttribute(ms, "ms")
 		a[pre+"queuing_delay_basis"] = pstructs.NewStringAttribute(basis)
 	}
 	return fp
 }
 
+// launchHistoryFile keeps the recent successful launch times in the run directory, so the
+// queuing delay survives a plugin restart as the Python core's launches table does (§6.5).
+const launchHistoryFile = "launches.json"
+
+// history returns the launch times by kind, newest first, loading them from the run directory
+// the first time (d.launchMu held).
+func (d *Driver) history() map[string][]float64 {
+	if d.launchTimes == nil {
+		d.launchTimes = map[string][]float64{}
+		d.mu.RLock()
+		runDir := d.config.RunDir
+		d.mu.RUnlock()
+		if b, err := os.ReadFile(filepath.Join(runDir, launchHistoryFile)); err == nil {
+			_ = json.Unmarshal(b, &d.launchTimes)
+		}
+	}
+	return d.launchTimes
+}
+
+// recordLaunch adds a successful launch's total time (ms; StartTask to configured).
 func (d *Driver) recordLaunch(kind string, ms float64) {
 	d.launchMu.Lock()
 	defer d.launchMu.Unlock()
-	if d.launchTimes == nil {
-		d.launchTimes = map[string][]float64{}
+	h := d.history()
+	l := append([]float64{ms}, h[kind]...)
+	if len(l) > spec.LaunchHistory {
+		l = l[:spec.LaunchHistory]
 	}
-	l := append(d.launchTimes[kind], ms)
-	if len(l) > 16 {
-		l = l[len(l)-16:]
+	h[kind] = l
+	d.mu.RLock()
+	runDir := d.config.RunDir
+	d.mu.RUnlock()
+	if b, err := json.Marshal(h); err == nil {
+		tmp := filepath.Join(runDir, "."+launchHistoryFile+".tmp")
+		if os.WriteFile(tmp, b, 0o640) == nil {
+			_ = os.Rename(tmp, filepath.Join(runDir, launchHistoryFile))
+		}
 	}
-	d.launchTimes[kind] = l
 }
 
+// medianLaunch is the median of the recent launches of one kind.
 func (d *Driver) medianLaunch(kind string) (float64, bool) {
 	d.launchMu.Lock()
 	defer d.launchMu.Unlock()
-	if len(d.launchTimes[kind]) == 0 {
-		return 0, false
-	}
-	s := append([]float64(nil), d.launchTimes[kind]...)
-	sort.Float64s(s)
-	return s[len(s)/2], true
+	return median(d.history()[kind])
 }
 
-// queuingDelay is what the next launch of kernel costs (manager.queuing_delay): the median
-// recent warm launch when a shell for that kernel is ready, else the median cold one. Unlike the
-// Python core, which reports nothing while a shell is ready but no warm launch was measured yet,
-// it then falls back to the cold median (an upper bound); basis says which.
-func (d *Driver) queuingDelay(kernel string) (float64, string, bool) {
-	_, _, _, perKernel := d.pool.counts()
-	if perKernel[filepath.Clean(kernel)] > 0 {
-		if ms, ok := d.medianLaunch("warm"); ok {
-			return ms, "warm", true
-		}
-	}
-	ms, ok := d.medianLaunch("cold")
-	return ms, "cold", ok
+// queuingDelay is what the next launch costs (vnf/PROTOCOL.md §6.5, manager.queuing_delay):
+// the median recent warm launch while any shell is ready, else the median cold one; none (ok
+// false) while there is no launch of that kind yet.
+func (d *Driver) queuingDelay() (float64, string, bool) {
+	ready, _, _ := d.pool.counts()
+	d.launchMu.Lock()
+	defer d.launchMu.Unlock()
+	ms, basis, _, ok := queuingDelay(ready, d.history(), spec.LaunchHistory)
+	return ms, basis, ok
 }
 
 // newSpec is the part of a VNF spec shared by cold launches and pool shells.
@@ -480,6 +498,9 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
 	for i, br := range tc.NICs {
 		n := spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)}
+		if len(tc.MACs) > i && tc.MACs[i] != "" {
+			n.MAC = tc.MACs[i] // a cold launch boots with the asked-for MACs (§6.4)
+		}
 		if br != "" {
 			b := br
 			n.Bridge = &b
@@ -923,7 +944,7 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		if click == "" {
 			return nil
 		}
-		res, err := h.configure(click, 0)
+		res, err := h.configure(click, 0, nil)
 		if err != nil {
 			return fmt.Errorf("reconfigure: %w", err)
 		}
@@ -989,12 +1010,13 @@ func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {
 	return ctl.Stats(timeout)
 }
 
-func (h *taskHandle) configure(click string, slots int) (map[string]any, error) {
+// configure sends a click config; macs (nil: none) gives NICs their addresses (§6.4).
+func (h *taskHandle) configure(click string, slots int, macs []*string) (map[string]any, error) {
 	h.mu.Lock()
 	ctl := h.ctl
 	h.mu.Unlock()
 	if ctl == nil {
 		return nil, errors.New("no control channel")
 	}
-	return ctl.Configure(click, slots, requestTimeout)
+	return ctl.ConfigureMACs(click, slots, macs, requestTimeout)
 }

@@ -178,6 +178,8 @@ func TestTaskConfigValidation(t *testing.T) {
 		"click_file":      {ClickConfig: "x", ClickFile: "y"},
 		"click_config":    {ClickConfig: strings.Repeat("x", 7001)},
 		"name":            {Name: "-x"},
+		"macs":            {NICs: []string{"", ""}, MACs: []string{"fa:16:3e:00:00:01"}},
+		"macs[1]":         {NICs: []string{"", ""}, MACs: []string{"", "01:00:5e:00:00:01"}},
 	}
 	for field, tc := range cases {
 		err := tc.validate(k)

@@ -4,9 +4,12 @@
 package unikernel
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,47 +87,166 @@ func (p *PoolConfig) validate(i int) error {
 	if !filepath.IsAbs(p.Kernel) {
 		return fieldErr(f("kernel"), "%q must be an absolute path", p.Kernel)
 	}
-	if p.Size < 0 || p.Size > 64 {
-		return fieldErr(f("size"), "%d is out of range 0..64", p.Size)
+	if p.Size < 0 || p.Size > spec.MaxPoolSize {
+		return fieldErr(f("size"), "%d is out of range 0..%d", p.Size, spec.MaxPoolSize)
 	}
-	if p.MemoryMB == 0 {
-		p.MemoryMB = 32
-	}
-	if p.MemoryMB < 8 || p.MemoryMB > 4096 {
-		return fieldErr(f("memory_mb"), "%d is out of range 8..4096", p.MemoryMB)
-	}
-	if p.Vcpus == 0 {
-		p.Vcpus = 1
-	}
-	if p.Vcpus < 1 || p.Vcpus > 8 {
-		return fieldErr(f("vcpus"), "%d is out of range 1..8", p.Vcpus)
+	if err := checkShape(f, &p.MemoryMB, &p.Vcpus, &p.SessionSlots, &p.FlowTimeoutMS); err != nil {
+		return err
 	}
 	if p.Nics < 0 || p.Nics > spec.MaxNics {
 		return fieldErr(f("nics"), "%d is out of range 0..%d", p.Nics, spec.MaxNics)
 	}
-	if p.SessionSlots == 0 {
-		p.SessionSlots = 1024
-	}
-	if p.SessionSlots < 1 || p.SessionSlots > spec.MaxSlots {
-		return fieldErr(f("session_slots"), "%d is out of range 1..%d", p.SessionSlots, spec.MaxSlots)
-	}
-	if p.FlowTimeoutMS == 0 {
-		p.FlowTimeoutMS = 30000
-	}
-	if p.FlowTimeoutMS < 1 || p.FlowTimeoutMS > 86_400_000 {
-		return fieldErr(f("flow_timeout_ms"), "%d is out of range 1..86400000", p.FlowTimeoutMS)
-	}
 	return nil
 }
 
-// kernelID identifies the kernel file's content cheaply: a shell is only used for a task while
-// the file at that path is the one it booted.
+// ---- the warm-pool contract (vnf/PROTOCOL.md §6; vnf/pool.py; vectors vnf/vectors/pool.json) ----
+
+const (
+	kernelIDLen     = 12              // hex digits of the kernel file's sha256
+	refillBackoff   = 5 * time.Second // a failed refill boot is retried no sooner
+	poolBackendName = "qemu"          // the pool key's backend: this driver runs microvm only
+)
+
+type kernelStat struct {
+	path        string
+	size, mtime int64
+}
+
+// kernelIDs caches kernel identities by (path, size, mtime): a claim costs a stat, a rebuilt or
+// replaced file is hashed again.
+var kernelIDs sync.Map
+
+// kernelID is the kernel identity (§6.1): the first 12 hex digits of the sha256 of the file's
+// content; "" when the file cannot be read. A shell serves only tasks of the content it booted.
 func kernelID(path string) string {
 	st, err := os.Stat(path)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%d:%d", st.Size(), st.ModTime().UnixNano())
+	abs, _ := filepath.Abs(path)
+	k := kernelStat{abs, st.Size(), st.ModTime().UnixNano()}
+	if v, ok := kernelIDs.Load(k); ok {
+		return v.(string)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	id := hex.EncodeToString(h.Sum(nil))[:kernelIDLen]
+	kernelIDs.Store(k, id)
+	return id
+}
+
+// poolKey is §6.2's key: what a launch must match to take a shell (fixed at boot, not changed by
+// `configure`; session slots are not in it).
+func poolKey(backend, kernelID string, memoryMB, vcpus, nics, flowTimeoutMS int) string {
+	return fmt.Sprintf("%s/%s/m%d/c%d/n%d/t%d", backend, kernelID, memoryMB, vcpus, nics, flowTimeoutMS)
+}
+
+// sameShapeOtherKernel: other is key's shape booted from another kernel (a stale shell).
+func sameShapeOtherKernel(key, other string) bool {
+	a, b := strings.Split(key, "/"), strings.Split(other, "/")
+	if len(a) != 6 || len(b) != 6 || a[0] != b[0] || a[1] == b[1] {
+		return false
+	}
+	return strings.Join(a[2:], "/") == strings.Join(b[2:], "/")
+}
+
+// Shell states and the events that move them (§6.3).
+const (
+	stBooting = "booting"
+	stReady   = "ready"
+	stClaimed = "claimed"
+	stRunning = "running"
+	stRemoved = "removed"
+)
+
+var poolTransitions = map[[2]string]string{
+	{stBooting, "booted"}:          stReady,
+	{stBooting, "failed"}:          stRemoved,
+	{stReady, "claim"}:             stClaimed,
+	{stReady, "died"}:              stRemoved,
+	{stReady, "kernel_changed"}:    stRemoved,
+	{stReady, "surplus"}:           stRemoved,
+	{stClaimed, "configured"}:      stRunning,
+	{stClaimed, "config_rejected"}: stReady,
+	{stClaimed, "tap_taken"}:       stReady,
+	{stClaimed, "failed"}:          stRemoved,
+}
+
+// transition is the state after event, or an error when a shell in state cannot take it.
+func transition(state, event string) (string, error) {
+	if to, ok := poolTransitions[[2]string{state, event}]; ok {
+		return to, nil
+	}
+	return "", fmt.Errorf("a shell that is %s cannot take event %q", state, event)
+}
+
+// claimNICs is §6.4: the `macs` of the claim's configure (nil: leave the field out) and the NICs
+// the VNF has afterwards, for a shell's NICs claimed with per-NIC macs/taps ("" = the shell's).
+func claimNICs(shell []spec.NIC, macs, taps []string) ([]*string, []spec.NIC, error) {
+	n := len(shell)
+	if macs == nil {
+		macs = make([]string, n)
+	}
+	if taps == nil {
+		taps = make([]string, n)
+	}
+	if len(macs) != n || len(taps) != n {
+		return nil, nil, fmt.Errorf("%d NICs but %d MACs and %d tap names", n, len(macs), len(taps))
+	}
+	var cm []*string
+	out := make([]spec.NIC, n)
+	for i, nic := range shell {
+		out[i] = nic
+		if taps[i] != "" {
+			out[i].Tap = taps[i]
+		}
+		if macs[i] != "" {
+			out[i].MAC = macs[i]
+			if cm == nil {
+				cm = make([]*string, n)
+			}
+			m := macs[i]
+			cm[i] = &m
+		}
+	}
+	return cm, out, nil
+}
+
+// median is fluidvim.measure.median: the mean of the two middle values for an even count.
+func median(v []float64) (float64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2], true
+	}
+	return (s[n/2-1] + s[n/2]) / 2, true
+}
+
+// queuingDelay is §6.5: history[kind] holds successful launch times (ms), newest first; the next
+// launch is warm when a shell is ready, else cold, and costs the median of the last window
+// launches of that kind (ok false: none yet).
+func queuingDelay(readyShells int, history map[string][]float64, window int) (ms float64, basis string, samples int, ok bool) {
+	basis = "cold"
+	if readyShells > 0 {
+		basis = "warm"
+	}
+	s := history[basis]
+	if len(s) > window {
+		s = s[:window]
+	}
+	ms, ok = median(s)
+	return ms, basis, len(s), ok
 }
 
 // shell is a booted, unconfigured VNF waiting in the pool.
@@ -133,6 +255,23 @@ type shell struct {
 	shape    poolShape
 	kernelID string
 	slots    int
+	key      string // its pool key (§6.2)
+	state    string // §6.3, guarded by warmPool.mu
+}
+
+func newShell(h *taskHandle, sh poolShape, kid string, slots int) *shell {
+	return &shell{h: h, shape: sh, kernelID: kid, slots: slots, state: stReady,
+		key: poolKey(poolBackendName, kid, sh.MemoryMB, sh.Vcpus, sh.Nics, sh.FlowTimeoutMS)}
+}
+
+// move applies event to s (p.mu held); an impossible transition is a bug, logged, not fatal.
+func (p *warmPool) move(s *shell, event string) {
+	to, err := transition(s.state, event)
+	if err != nil {
+		p.logger.Error("warm pool state machine", "vnf", s.h.spec.UUID, "error", err)
+		return
+	}
+	s.state = to
 }
 
 // poolRecord is <run_dir>/<uuid>/pool.json, for adoption after a plugin restart.
@@ -198,7 +337,7 @@ func (p *warmPool) configure(pools []PoolConfig) {
 	}
 	p.mu.Unlock()
 	for _, s := range surplus {
-		p.destroy(s, "pool size reduced")
+		p.destroy(s, "surplus", "pool size reduced")
 	}
 	p.kick()
 }
@@ -271,7 +410,7 @@ func (p *warmPool) adopt(runDir string) {
 			continue
 		}
 		go h.run()
-		s := &shell{h: h, shape: rec.Shape, kernelID: rec.KernelID, slots: rec.Slots}
+		s := newShell(h, rec.Shape, rec.KernelID, rec.Slots)
 		p.mu.Lock()
 		p.ready[rec.Shape] = append(p.ready[rec.Shape], s)
 		p.cond.Broadcast()
@@ -363,8 +502,40 @@ func (p *warmPool) loop() {
 	}
 }
 
+// removeStale destroys the ready shells booted from a kernel file that has changed since
+// (§6.1, event kernel_changed): they are never claimed, and the refill replaces them. async:
+// kill them in the background (on a task's claim path).
+func (p *warmPool) removeStale(async bool) {
+	p.mu.Lock()
+	var stale []*shell
+	for sh, list := range p.ready {
+		current := kernelID(sh.Kernel)
+		keep := list[:0:0]
+		for _, s := range list {
+			if s.kernelID != current {
+				stale = append(stale, s)
+			} else {
+				keep = append(keep, s)
+			}
+		}
+		p.ready[sh] = keep
+	}
+	if len(stale) > 0 {
+		p.cond.Broadcast()
+	}
+	p.mu.Unlock()
+	for _, s := range stale {
+		if async {
+			go p.destroy(s, "kernel_changed", "the kernel file changed")
+		} else {
+			p.destroy(s, "kernel_changed", "the kernel file changed")
+		}
+	}
+}
+
 // nextToBoot picks a shape below its target (not in back-off) and counts the boot as started.
 func (p *warmPool) nextToBoot() (PoolConfig, bool) {
+	p.removeStale(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	keys := make([]poolShape, 0, len(p.targets))
@@ -391,8 +562,9 @@ func (p *warmPool) bootOne(pc PoolConfig) {
 	p.booting[sh]--
 	if err != nil {
 		p.lastErr[sh] = err.Error()
-		p.backoff[sh] = time.Now().Add(5 * time.Second)
-		p.logger.Error("warm pool refill failed; retrying in 5s", "shape", sh.String(), "error", err)
+		p.backoff[sh] = time.Now().Add(refillBackoff)
+		p.logger.Error("warm pool refill failed; retrying later", "shape", sh.String(), "error", err,
+			"backoff", refillBackoff)
 		return
 	}
 	delete(p.lastErr, sh)
@@ -444,11 +616,11 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 	}
 	_ = os.Remove(filepath.Join(h.runDir, bootingMarker))
 	go h.run()
-	s2 := &shell{h: h, shape: sh, kernelID: kid, slots: pc.SessionSlots}
+	s2 := newShell(h, sh, kid, pc.SessionSlots)
 	p.mu.Lock()
 	if _, still := p.targets[sh]; !still || p.isStopped() {
 		p.mu.Unlock()
-		p.destroy(s2, "pool no longer configured")
+		p.destroy(s2, "surplus", "pool no longer configured")
 		return nil
 	}
 	p.ready[sh] = append(p.ready[sh], s2)
@@ -486,6 +658,7 @@ func (p *warmPool) remove(s *shell) bool {
 	for i, x := range list {
 		if x == s {
 			p.ready[s.shape] = append(list[:i:i], list[i+1:]...)
+			p.move(s, "died")
 			p.cond.Broadcast()
 			return true
 		}
@@ -493,56 +666,69 @@ func (p *warmPool) remove(s *shell) bool {
 	return false
 }
 
-// take claims a ready shell for a task of this shape (nil if none).
-func (p *warmPool) take(sh poolShape) *shell {
+// take claims the oldest ready shell of pool key (§6.2) that fits (nil if none): shells of
+// every warm_pool block whose shape has that key (two blocks may name copies of one kernel).
+func (p *warmPool) take(key string, fits func(*shell) bool) *shell {
+	p.removeStale(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for {
-		list := p.ready[sh]
-		if len(list) == 0 {
-			return nil
-		}
-		s := list[0]
-		p.ready[sh] = list[1:]
-		p.cond.Broadcast()
-		if kernelID(sh.Kernel) != s.kernelID {
-			go p.destroy(s, "the kernel file changed")
-			continue
-		}
-		select {
-		case <-s.h.doneCh:
-			continue // died: its watcher cleans up
-		default:
-		}
-		// claimed: not adoptable as a shell after a plugin restart, reaped if the claim does not
-		// finish (the plugin dies before StartTask returns)
-		_ = os.Rename(filepath.Join(s.h.runDir, poolMarker), filepath.Join(s.h.runDir, claimingMarker))
-		return s
+	shapes := make([]poolShape, 0, len(p.ready))
+	for sh := range p.ready {
+		shapes = append(shapes, sh)
 	}
+	sort.Slice(shapes, func(i, j int) bool { return shapes[i].String() < shapes[j].String() })
+	for _, sh := range shapes {
+		for i := 0; i < len(p.ready[sh]); i++ {
+			list := p.ready[sh]
+			s := list[i]
+			if s.key != key || !fits(s) {
+				continue
+			}
+			select {
+			case <-s.h.doneCh:
+				continue // died: its watcher removes it
+			default:
+			}
+			p.ready[sh] = append(list[:i:i], list[i+1:]...)
+			p.move(s, "claim")
+			p.cond.Broadcast()
+			// claimed: not adoptable as a shell after a plugin restart, reaped if the claim
+			// does not finish (the plugin dies before StartTask returns)
+			_ = os.Rename(filepath.Join(s.h.runDir, poolMarker), filepath.Join(s.h.runDir, claimingMarker))
+			return s
+		}
+	}
+	return nil
 }
 
-// giveBack returns an intact, unconfigured shell (after a rejected configuration).
-func (p *warmPool) giveBack(s *shell) {
+// giveBack returns an intact, unconfigured shell (event: config_rejected) to the front of its
+// list: it keeps its place as the oldest.
+func (p *warmPool) giveBack(s *shell, event string) {
 	rec := poolRecord{Spec: s.h.spec, Pid: s.h.pid, Shape: s.shape, KernelID: s.kernelID, Slots: s.slots,
 		Ready: s.h.ready}
 	b, _ := json.Marshal(rec)
 	_ = os.WriteFile(filepath.Join(s.h.runDir, poolMarker), b, 0o640)
 	_ = os.Remove(filepath.Join(s.h.runDir, claimingMarker))
 	p.mu.Lock()
+	p.move(s, event)
 	_, wanted := p.targets[s.shape]
 	if wanted && !p.isStopped() {
-		p.ready[s.shape] = append(p.ready[s.shape], s)
+		p.ready[s.shape] = append([]*shell{s}, p.ready[s.shape]...)
 		p.cond.Broadcast()
 		p.mu.Unlock()
 		go p.watch(s)
 		return
 	}
 	p.mu.Unlock()
-	p.destroy(s, "pool no longer configured")
+	p.destroy(s, "surplus", "pool no longer configured")
 }
 
-// destroy kills a shell's QEMU and removes its taps and run directory.
-func (p *warmPool) destroy(s *shell, why string) {
+// destroy kills a shell's QEMU and removes its taps and run directory; event is what removes it
+// (§6.3).
+func (p *warmPool) destroy(s *shell, event, why string) {
+	p.mu.Lock()
+	p.move(s, event)
+	p.mu.Unlock()
 	p.logger.Debug("destroying shell", "vnf", s.h.spec.UUID, "reason", why)
 	s.h.mu.Lock()
 	s.h.stopping = true
@@ -551,19 +737,17 @@ func (p *warmPool) destroy(s *shell, why string) {
 	p.d.cleanup(s.h)
 }
 
-// counts returns (ready, booting, target) summed over all shapes, and ready per kernel path.
-func (p *warmPool) counts() (int, int, int, map[string]int) {
+// counts returns (ready, booting, target) summed over all shapes.
+func (p *warmPool) counts() (int, int, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, b, t := 0, 0, 0
-	per := map[string]int{}
 	for k, pc := range p.targets {
 		t += pc.Size
 		r += len(p.ready[k])
 		b += p.booting[k]
-		per[k.Kernel] += len(p.ready[k])
 	}
-	return r, b, t, per
+	return r, b, t
 }
 
 // lastError is the latest refill failure of any shape ("" when every refill worked).
@@ -621,7 +805,7 @@ func (p *warmPool) shutdown() {
 	}
 	p.mu.Unlock()
 	for _, s := range all {
-		p.destroy(s, "plugin shutdown")
+		p.destroy(s, "surplus", "plugin shutdown")
 	}
 }
 
@@ -631,15 +815,21 @@ func (p *warmPool) shutdown() {
 // failure after the claim destroys it. Nothing is left attached or running on error.
 func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string, t0 time.Time) (
 	*drivers.TaskHandle, bool, error) {
-	sh := poolShape{Kernel: filepath.Clean(tc.Kernel), MemoryMB: tc.MemoryMB, Vcpus: tc.Vcpus,
-		Nics: len(tc.NICs), FlowTimeoutMS: tc.FlowTimeoutMS}
-	s := d.pool.take(sh)
-	if s == nil {
+	kid := kernelID(tc.Kernel)
+	if kid == "" {
 		return nil, false, nil
 	}
-	if click == "" && tc.SessionSlots != s.slots {
-		// nothing to configure, so the slots given at boot stay: only a cold boot has them
-		d.pool.giveBack(s)
+	key := poolKey(poolBackendName, kid, tc.MemoryMB, tc.Vcpus, len(tc.NICs), tc.FlowTimeoutMS)
+	anyMAC := false
+	for _, m := range tc.MACs {
+		anyMAC = anyMAC || m != ""
+	}
+	s := d.pool.take(key, func(s *shell) bool {
+		// nothing to configure: the slots given at boot stay and no MAC can be given, so only
+		// a shell booted with the task's slots fits, and only without MACs (§6.2)
+		return click != "" || (tc.SessionSlots == s.slots && !anyMAC)
+	})
+	if s == nil {
 		return nil, false, nil
 	}
 	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
@@ -647,9 +837,14 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	h := s.h
 	vid := h.spec.UUID
 	fail := func(err error) (*drivers.TaskHandle, bool, error) {
-		d.pool.destroy(s, "claim failed: "+err.Error())
+		d.pool.destroy(s, "failed", "claim failed: "+err.Error())
 		d.pool.kick()
 		return nil, true, err
+	}
+	// §6.4: the task's MACs replace the shell's (this driver renames no taps)
+	configureMACs, nics, err := claimNICs(h.spec.Nics, tc.MACs, nil)
+	if err != nil {
+		return fail(fieldErr("macs", "%v", err))
 	}
 	t := time.Now()
 	for i, br := range tc.NICs {
@@ -663,7 +858,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	phases["net"] = ms(t)
 	if click != "" {
 		t = time.Now()
-		if _, err := h.configure(click, tc.SessionSlots); err != nil {
+		if _, err := h.configure(click, tc.SessionSlots, configureMACs); err != nil {
 			field := "click_config"
 			if tc.ClickFile != "" {
 				field = "click_file"
@@ -677,7 +872,8 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 							"its tap could not be detached: %v)", ce, err))
 					}
 				}
-				d.pool.giveBack(s)
+				d.pool.giveBack(s, "config_rejected")
+				d.pool.kick()
 				return nil, true, fieldErr(field, "the VNF rejected the configuration: %v", ce)
 			}
 			return fail(fmt.Errorf("configure on a warm shell failed: %w", err))
@@ -692,6 +888,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	h.spec.Name = vnfName(tc, cfg, vid)
 	h.spec.SessionSlots = tc.SessionSlots
 	for i, br := range tc.NICs {
+		h.spec.Nics[i].MAC = nics[i].MAC
 		h.spec.Nics[i].Bridge = nil
 		if br != "" {
 			b := br
@@ -722,6 +919,9 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	if err := handle.SetDriverState(st); err != nil {
 		return fail(fmt.Errorf("failed to set driver state: %v", err))
 	}
+	d.pool.mu.Lock()
+	d.pool.move(s, "configured")
+	d.pool.mu.Unlock()
 	d.tasks.Set(cfg.ID, h)
 	_ = os.Remove(filepath.Join(h.runDir, claimingMarker)) // now a task: RecoverTask's
 	d.startLogs(h, 0, 0)

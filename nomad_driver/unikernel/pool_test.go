@@ -413,3 +413,123 @@ func TestWarmPoolBrokenClaimDestroysShell(t *testing.T) {
 		t.Errorf("%d QEMU after the refill, want 1 (%s)", n, s2.h.spec.UUID)
 	}
 }
+
+// TestWarmPoolClaimSendsMACs: a task's macs reach a claimed shell in `configure` (vnf/PROTOCOL.md
+// §6.4), as the Python launch core sends a Neutron port's; a rejected configure changes none,
+// and a task with nothing to configure cannot take a shell it would have to give MACs.
+func TestWarmPoolClaimSendsMACs(t *testing.T) {
+	k := requireVNF(t)
+	runDir := poolRunDir(t)
+	pc := PoolConfig{Kernel: k, Size: 1, Nics: 2}
+	h, d := newHarnessIn(t, runDir, []PoolConfig{pc})
+	_ = pc.validate(0)
+	sh := pc.shape()
+	s := waitShell(t, d, sh, "")
+	shellMACs := []string{s.h.spec.Nics[0].MAC, s.h.spec.Nics[1].MAC}
+	const mac = "fa:16:3e:12:34:56"
+
+	bad := newTask(t, h, "bad", &TaskConfig{Kernel: k, NICs: []string{"", ""}, MACs: []string{mac, ""},
+		ClickConfig: "FromDevice(0) -> Countr -> Discard;"})
+	if _, _, err := h.StartTask(bad); err == nil || !strings.Contains(err.Error(), "Countr") {
+		t.Fatalf("want a config error, got %v", err)
+	}
+	back := readyShells(d, sh)
+	if len(back) != 1 || back[0] != s || s.state != stReady {
+		t.Fatalf("the shell was not given back: %v (state %s)", back, s.state)
+	}
+	st, err := s.h.stats(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range st["nics"].([]any) {
+		if got := n.(map[string]any)["mac"]; got != shellMACs[i] {
+			t.Errorf("after a rejected configure NIC %d has MAC %v, want the shell's %s", i, got, shellMACs[i])
+		}
+	}
+
+	// no click config: the shell cannot be told a MAC, so the task boots cold
+	noclick := newTask(t, h, "noclick", &TaskConfig{Kernel: k, NICs: []string{"", ""}, MACs: []string{mac, ""}})
+	nh, _, err := h.StartTask(noclick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nst taskState
+	_ = nh.GetDriverState(&nst)
+	if nst.Spec.UUID == s.h.spec.UUID || nst.Spec.Nics[0].MAC != mac || len(readyShells(d, sh)) != 1 {
+		t.Errorf("a task without click config took the shell or lost its MAC: %+v", nst.Spec.Nics)
+	}
+	stopDestroy(t, h, noclick.ID)
+
+	good := newTask(t, h, "good", &TaskConfig{Kernel: k, NICs: []string{"", ""}, MACs: []string{mac, ""},
+		ClickConfig: forward2})
+	handle, _, err := h.StartTask(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gst taskState
+	_ = handle.GetDriverState(&gst)
+	if gst.Spec.UUID != s.h.spec.UUID || s.state != stRunning {
+		t.Fatalf("the task did not claim the shell (%s, state %s)", gst.Spec.UUID, s.state)
+	}
+	if gst.Spec.Nics[0].MAC != mac || gst.Spec.Nics[1].MAC != shellMACs[1] {
+		t.Errorf("recorded NICs %+v, want MACs %s, %s", gst.Spec.Nics, mac, shellMACs[1])
+	}
+	stats, err := d.VNFStats(good.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{mac, shellMACs[1]}
+	for i, n := range stats["nics"].([]any) {
+		if got := n.(map[string]any)["mac"]; got != want[i] {
+			t.Errorf("NIC %d reports MAC %v, want %s", i, got, want[i])
+		}
+	}
+	stopDestroy(t, h, good.ID)
+}
+
+// TestWarmPoolReplacedKernelRetiresShells: a shell whose kernel file was rebuilt since it booted
+// is never claimed and is removed (vnf/PROTOCOL.md §6.1, event kernel_changed); the refill boots
+// one of the new kernel.
+func TestWarmPoolReplacedKernelRetiresShells(t *testing.T) {
+	src := requireVNF(t)
+	runDir := poolRunDir(t)
+	k := filepath.Join(t.TempDir(), "vnf.elf")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pc := PoolConfig{Kernel: k, Size: 1, Nics: 1}
+	h, d := newHarnessIn(t, runDir, []PoolConfig{pc})
+	_ = pc.validate(0)
+	sh := pc.shape()
+	old := waitShell(t, d, sh, "")
+	// rebuilt: other content (trailing bytes the ELF loader ignores), so another identity
+	if err := os.WriteFile(k, append(b, []byte("\x00rebuilt")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := newTask(t, h, "fw", &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Discard;"})
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st taskState
+	_ = handle.GetDriverState(&st)
+	if st.Spec.UUID == old.h.spec.UUID {
+		t.Fatal("a shell of the replaced kernel was claimed")
+	}
+	fresh := waitShell(t, d, sh, old.h.spec.UUID)
+	if fresh.kernelID != kernelID(k) || fresh.kernelID == old.kernelID {
+		t.Errorf("the refilled shell has kernel id %s (file %s, old %s)", fresh.kernelID, kernelID(k), old.kernelID)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(old.h.pid, old.h.spec.UUID) || fileExists(old.h.runDir) {
+		if time.Now().After(deadline) {
+			t.Fatal("the old shell's QEMU or run dir is still there")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopDestroy(t, h, task.ID)
+}

@@ -49,19 +49,21 @@ import re
 import jsonschema
 import yaml
 
+from fluidvim.vnf import limits
+
 from . import sol006
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
 NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")    # = zones.base.NETWORK_NAME_RE
-MAX_NICS = 4                                                    # = fluidvim.vnf.spec.MAX_NICS
-MAX_VCPUS = 4
-MEMORY_MIB = (8, 4096)
+MAX_NICS = limits.MAX_NICS
+MAX_VCPUS = limits.VCPUS_MAX
+MEMORY_MIB = (limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX)
 CLOUD_INIT_DIRS = ("cloud_init", "")
 
 # configurable-properties key -> (service field, type, lo, hi)
 PROPERTIES = {
-    "fluidvim-session-slots": ("slots", int, 1, 65536),
+    "fluidvim-session-slots": ("slots", int, limits.SLOTS_MIN, limits.SLOTS_MAX),
     "fluidvim-deadline-ms": ("deadline_ms", float, 0.001, 60000.0),
     "fluidvim-qos-quantile": ("qos_quantile", float, 0.5, 1.0),
     "fluidvim-session-pps": ("session_pps", float, 0.001, 1e9),

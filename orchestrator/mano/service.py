@@ -20,6 +20,8 @@ import time
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from fluidvim.measure import elapsed_ms
+
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
 from ..rpc import rpc_method, validate_service
 from ..zones.base import ZoneAdapter, ZoneError
@@ -30,9 +32,6 @@ LOG = logging.getLogger(__name__)
 NAMESPACE = "ns"
 NS_API_VERSION = "1.0"
 
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 1)
 
 
 class NSManager:
@@ -123,7 +122,7 @@ class NSManager:
         nets, services, instances, steps = {}, [], [], []
 
         def step(text, t0):
-            steps.append({"step": text, "ms": _ms(t0)})
+            steps.append({"step": text, "ms": elapsed_ms(t0, 1)})
             LOG.info("ns %s: %s (%.1f ms)", plan.name, text, steps[-1]["ms"])
             self.store.update_ns(row.id, networks=nets, services=services, instances=instances,
                                  steps=steps)
@@ -131,7 +130,7 @@ class NSManager:
         what = "validate"
         try:
             steps.append({"step": f"validated {len(plan.units)} VNF(s), {len(plan.networks)} "
-                                  f"virtual link(s) for zone {z.name}", "ms": _ms(t_all)})
+                                  f"virtual link(s) for zone {z.name}", "ms": elapsed_ms(t_all, 1)})
             for key, net in plan.networks.items():
                 what = f"network {key}"
                 t = time.perf_counter()
@@ -177,7 +176,7 @@ class NSManager:
             if not isinstance(e, (OrchestratorError, ZoneError)):
                 LOG.exception("ns %s: unexpected error", plan.name)
             raise Refused(f"ns {plan.name}: {err}")
-        steps.append({"step": f"deployed in {_ms(t_all):.0f} ms", "ms": _ms(t_all)})
+        steps.append({"step": f"deployed in {elapsed_ms(t_all, 1):.0f} ms", "ms": elapsed_ms(t_all, 1)})
         self.store.update_ns(row.id, status="running", steps=steps)
         return self.show(row.id)
 

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 from sqlalchemy import orm
 
-from fluidvim.vnf import spec as vnfspec
+from fluidvim.vnf import limits, spec as vnfspec
 from fluidvim.vnf.control import ControlError
 
 from ..exception import NotFound, Refused, invalid
@@ -190,10 +190,12 @@ class VimService:
         if not isinstance(name, str) or not name or len(name) > 255:
             raise invalid("name", f"{name!r} is not a valid flavor name", "1-255 characters")
         row = VimFlavor(id=str(uuidlib.uuid4()), name=name,
-                        ram=number_field("ram", ram, 8, 4096, integer=True),
-                        vcpus=number_field("vcpus", vcpus, 1, 8, integer=True),
+                        ram=number_field("ram", ram, limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX,
+                                         integer=True),
+                        vcpus=number_field("vcpus", vcpus, limits.VCPUS_MIN, limits.VCPUS_MAX,
+                                           integer=True),
                         disk=number_field("disk", disk or 0, 0, None, integer=True),
-                        slots=number_field("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
+                        slots=number_field("slots", slots, limits.SLOTS_MIN, limits.SLOTS_MAX, integer=True,
                                       allow_none=True),
                         created_at=time.time())
         with self.Session.begin() as s:
@@ -232,13 +234,13 @@ class VimService:
         z = self.orch.zones[zone]
         im = self.image(zone, image_id)
         fl = self._flavor(flavor_id)
-        slots = number_field("slots", slots, 1, vnfspec.MAX_SLOTS, integer=True,
+        slots = number_field("slots", slots, limits.SLOTS_MIN, limits.SLOTS_MAX, integer=True,
                         allow_none=True) or fl.slots
         if not isinstance(click_config, str) or not click_config.strip():
             raise invalid("click_config", "the VNF's Click configuration is empty",
                           "give it as the VDU's day-0 user-data (cloud-init)")
-        if not isinstance(nics, list) or len(nics) > vnfspec.MAX_NICS:
-            raise invalid("nics", f"a VNF has a list of at most {vnfspec.MAX_NICS} NICs")
+        if not isinstance(nics, list) or len(nics) > limits.MAX_NICS:
+            raise invalid("nics", f"a VNF has a list of at most {limits.MAX_NICS} NICs")
         macs = list(macs) if macs else []
         if macs and len(macs) != len(nics):
             raise invalid("macs", f"{len(macs)} MACs for {len(nics)} NICs", "one (or null) per NIC")

@@ -28,7 +28,7 @@ import urllib.parse
 
 import yaml
 
-from fluidvim.vnf import spec as vnfspec
+from fluidvim.vnf import limits, spec as vnfspec
 
 from . import vimconn_base as vc
 
@@ -403,9 +403,10 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             m = SLOTS_DIRECTIVE.search(line)
             if m:
                 v = m.group(1)
-                if not v.isdigit() or not 1 <= int(v) <= 65536:
+                if not v.isdigit() or not limits.SLOTS_MIN <= int(v) <= limits.SLOTS_MAX:
                     raise vc.VimConnException(f"cloud_config user-data line {n}: session-slots "
-                                              f"{v!r} is not an integer in 1..65536")
+                                              f"{v!r} is not an integer in "
+                                              f"{limits.SLOTS_MIN}..{limits.SLOTS_MAX}")
                 return int(v)
         return None
 

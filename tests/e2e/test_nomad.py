@@ -213,8 +213,17 @@ def qemu_pids(*dirs: str) -> list[int]:
 
 
 def vnf_ids(run_dir: str) -> set[str]:
+    """The VNFs (tasks and shells) with a directory under run_dir (named by their UUID; the
+    driver's launch history, launches.json, is not one)."""
     d = Path(run_dir)
-    return {p.name for p in d.iterdir()} if d.is_dir() else set()
+    return {p.name for p in d.iterdir() if _is_uuid(p.name)} if d.is_dir() else set()
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
 
 
 def node_attrs(node_id: str) -> dict:

@@ -6,21 +6,13 @@ import struct
 
 import pytest
 
+from fluidvim import measure
 from fluidvim.evaluator import loadgen
 
 
-def test_quantile_interpolates():
-    v = [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert loadgen.quantile(v, 0.5) == 3.0
-    assert loadgen.quantile(v, 0.9) == pytest.approx(4.6)
-    assert loadgen.quantile(v, 0.0) == 1.0 and loadgen.quantile(v, 1.0) == 5.0
-    assert loadgen.quantile([7.0], 0.99) == 7.0
-
-
-def test_median():
-    assert loadgen._median([3, 1, 2]) == 2
-    assert loadgen._median([4, 1, 2, 3]) == 2.5
-    assert loadgen._median([]) is None
+def test_quantiles_are_the_shared_helper():
+    # a step's latency quantiles: fluidvim.measure.quantile, linear (tests/unit/test_measure.py)
+    assert loadgen.quantile is measure.quantile and loadgen.median is measure.median
 
 
 def test_icmp_checksum_verifies_to_zero():

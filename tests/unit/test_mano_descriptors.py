@@ -235,8 +235,8 @@ VNFD_CASES = [
     (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-memory"].update({"size": 8}),
      "vnfd.virtual-compute-desc[0].virtual-memory.size", "8 GB = 8192 MiB is out of range"),
     (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-cpu"].update(
-        {"num-virtual-cpu": 8}), "vnfd.virtual-compute-desc[0].virtual-cpu.num-virtual-cpu",
-     "at most 4"),
+        {"num-virtual-cpu": 9}), "vnfd.virtual-compute-desc[0].virtual-cpu.num-virtual-cpu",
+     "at most 8"),
     (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-cpu"].update(
         {"num-virtual-cpu": "two"}), "vnfd.virtual-compute-desc[0].virtual-cpu.num-virtual-cpu",
      "'two' is not of type integer"),

@@ -115,7 +115,8 @@ def test_etsi_examples_convert_and_validate(name, tmp_path):
             for p in c.problems:
                 assert any(why in p.message for why in (
                     "is a URL", "no day-0 configuration", "fluidvim connects an ext-cpd",
-                    "a VNF has at most 4", "MiB is out of range")), str(p)
+                    f"a VNF has at most {d.MAX_NICS} NICs", f"a VNF has at most {d.MAX_VCPUS}",
+                    "MiB is out of range")), str(p)
 
 
 def test_etsi_examples_violations_are_caught():

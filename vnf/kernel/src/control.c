@@ -9,10 +9,10 @@
 #include "nicmac.h"
 #include "serial.h"
 #include "time.h"
+#include "version.h"
 #include "virtio.h"
 
 #define MAX_LINE 8192
-#define VERSION "0.1.0"
 #define MAX_FIELDS 32
 #define BYTE_WAIT_US 2000   /* keep polling this long for the rest of a started line */
 #define STALE_US 1000000    /* a partial line older than this is dropped when new input arrives */

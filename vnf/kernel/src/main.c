@@ -19,9 +19,9 @@
 #include "pvh.h"
 #include "serial.h"
 #include "time.h"
+#include "version.h"
 #include "virtio.h"
 
-#define VERSION "0.1.0"
 #define IDLE_SPIN_US 80
 #define TICK_US 1000        /* idle wake-up when some device has no interrupt (polled) */
 #define TICK_IRQ_US 10000   /* periodic-timer fallback (no TSC-deadline) when every device interrupts */

@@ -1,0 +1,78 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The limits and defaults of a VNF, defined once (a leaf module: it imports nothing of fluidvim).
+
+Every check of a VNF's memory, vCPUs, NICs, session slots, flow timeout or Click configuration
+size - the launch spec, the ``[vnf]`` options, the Nova driver's placement inventory, the
+orchestrator's service registration, MANO descriptors, the OSM VIM - reads these names. The Go
+Nomad driver has its own constants (a Go module cannot import Python); its tests load
+``vnf/vectors/limits.json`` (written from this module by ``tools/gen_vectors.py``) and fail when
+one of them differs, and ``tests/unit/test_limits.py`` checks the C kernel's ``#define`` s the
+same way. Change a value here, run ``tools/gen_vectors.py``, and every implementation follows
+or fails its tests.
+"""
+
+from __future__ import annotations
+
+# -- memory (MiB) --
+# The image (code, data and a ~4.3 MiB .bss: packet buffers, the flow table) plus the NICs' virtio
+# rings and buffers need about 8 MiB.
+MEMORY_MB_MIN = 8
+# 32 MiB leaves room for 4 KiB mergeable RX buffers on every NIC (virtio.c asks for 8 MiB free).
+MEMORY_MB_DEFAULT = 32
+# The guest only ever touches the first GiB (boot.S identity-maps 0-1 GiB of RAM and uses a few
+# MiB of it), so more memory buys nothing; 4 GiB is the most a flavor may ask for (a 4096 MiB VNF
+# boots and is configured; cold launch ~80 ms vs ~60 ms at 32 MiB, one sample each here) - a
+# cap on what one VNF can reserve from placement.
+MEMORY_MB_MAX = 4096
+
+# -- vCPUs --
+VCPUS_MIN = 1
+VCPUS_DEFAULT = 1
+# The kernel runs on the boot vCPU only (one core polls all NICs; it starts no other CPU), so
+# further vCPUs stay halted and cost QEMU a thread and boot time each (cold launch on this host,
+# one sample each: 1 vCPU ~60 ms, 2 ~66 ms, 8 ~165 ms). QEMU 7.2 allows 288 (microvm) and 255
+# (pc); 8 is accepted so that flavors and descriptors with a few vCPUs still launch, and caps
+# what one VNF can reserve from placement for nothing. (The orchestrator and MANO descriptors
+# said 4 before this module; every launcher already took 8.)
+VCPUS_MAX = 8
+
+# -- NICs --
+# The kernel's virtio-net table (vnf/kernel/src/virtio.h NET_MAX_NICS) and its static rings.
+MAX_NICS = 4
+
+# -- session slots (flow-table capacity) --
+SLOTS_MIN = 1
+SLOTS_DEFAULT = 1024
+# The kernel's flow table (vnf/kernel/include/click.h CLICK_MAX_SLOTS; FLOW_BUCKETS buckets).
+SLOTS_MAX = 65536
+
+# -- flow (session) idle timeout, ms --
+FLOW_TIMEOUT_MS_MIN = 1
+FLOW_TIMEOUT_MS_DEFAULT = 30_000
+FLOW_TIMEOUT_MS_MAX = 86_400_000        # one day: a longer idle flow is a leaked slot
+
+# -- control channel --
+# A control line is at most 8192 bytes (vnf/kernel/src/control.c MAX_LINE; PROTOCOL.md §2).
+MAX_CONTROL_LINE = 8192
+# The Click configuration travels in one `configure` line: 7000 bytes leaves room for the JSON
+# framing, the escapes a config's quotes and newlines take, and a `macs` list.
+MAX_CLICK_CONFIG_BYTES = 7000
+
+# -- names --
+MAX_NAME = 63                           # a VNF name (kernel's vnf_name[64]; libvirt <title>)
+
+# -- TCG clock fallback (kHz) --
+TSC_KHZ_MIN = 1_000
+TSC_KHZ_MAX = 100_000_000
+
+# -- warm pool (vnf/PROTOCOL.md §6) --
+# Shells kept per pool key: an idle shell costs 8-19 MiB and ~4 % of a core (bench/density.py).
+POOL_SIZE_MAX = 64
+# Successful launches of one kind the queuing delay is the median of.
+LAUNCH_HISTORY_DEFAULT = 64
+
+
+def as_dict() -> dict:
+    """Every limit above by name (``vnf/vectors/limits.json``)."""
+    return {k: v for k, v in globals().items() if k.isupper() and isinstance(v, int)}
