@@ -11,7 +11,11 @@ server whose flavor asks for more session slots than host1 has left lands on hos
 filters on the slot inventory), the zone then shows the two hosts with different free slots;
 with both hosts able to take a server, fluidvim's FreeSlotsWeigher decides: spread (positive
 multiplier) picks the host with more unallocated slot capacity, stack (negative) the other;
-after the test no VNF, QEMU, tap or run dir of either host is left.
+after the test no VNF, QEMU, tap or run dir of either host is left. With both computes publishing
+slot updates on a REAL RabbitMQ (``NovaMultiHostSlotsTest``): the orchestrator's registry holds
+each host's instance with that host's queuing delay, placement's filter sees both hosts with their
+own free slots, the resolver spreads eight sessions over the two hosts' instances and launches a
+third instance through Nova (fast track) for the ninth.
 
 Not a pytest module (Nova's fixtures break under pytest collection); run with testtools::
 
@@ -54,7 +58,8 @@ def _qemu_pids(run_dir: str) -> list[int]:
     return out
 
 
-class NovaMultiHostTest(nft._FluidvimNovaTest):
+class _MultiHost(nft._FluidvimNovaTest):
+    """host1 and host2 (no tests of its own)."""
     slot_capacity = 8              # [fluidvim] session_slot_capacity (both hosts)
     pool_size = 1                  # [vnf] pool_size: one warm shell per host
 
@@ -113,6 +118,18 @@ class NovaMultiHostTest(nft._FluidvimNovaTest):
     def _figures(self) -> dict:
         return {h.name: (h.slots_total, h.slots_free) for h in self.zone.hosts()}
 
+    def _launch(self, server_id: str, host: str) -> tuple:
+        """(launch kind, VNF id) of a server from its system metadata; the VNF is host's."""
+        sysmeta = nft._sysmeta(server_id)
+        vnf = sysmeta["fluidvim_vnf_id"]
+        self.vnf_ids.add(vnf)
+        self.assertIsNotNone(self.drivers[host].manager.get(server_id))
+        other = self.drivers[HOSTS[1 - HOSTS.index(host)]].manager
+        self.assertEqual([], [r for r in other.list() if r.id == vnf])
+        return sysmeta["fluidvim_launch_kind"], vnf
+
+
+class NovaMultiHostTest(_MultiHost):
     def test_two_computes_slots_steer_servers(self):
         timings = {}
         # -- two hosts, each its own provider, state, run dir and warm shell
@@ -165,12 +182,110 @@ class NovaMultiHostTest(nft._FluidvimNovaTest):
             self.assertEqual([], self.drivers[h].list_instances())
         print(f"\nnova multi-host (functional fixtures): {timings}")
 
-    def _launch(self, server_id: str, host: str) -> tuple:
-        """(launch kind, VNF id) of a server from its system metadata; the VNF is host's."""
-        sysmeta = nft._sysmeta(server_id)
-        vnf = sysmeta["fluidvim_vnf_id"]
-        self.vnf_ids.add(vnf)
-        self.assertIsNotNone(self.drivers[host].manager.get(server_id))
-        other = self.drivers[HOSTS[1 - HOSTS.index(host)]].manager
-        self.assertEqual([], [r for r in other.list() if r.id == vnf])
-        return sysmeta["fluidvim_launch_kind"], vnf
+
+class NovaMultiHostSlotsTest(_MultiHost):
+    """Both computes publish slot updates (``[fluidvim] slot_notifications``) on a REAL RabbitMQ
+    to an orchestrator's SlotListener and registry: the resolver hands sessions out across the
+    two hosts' instances by free slots, then launches one more through the zone (fast track)
+    when none is free; placement's filter sees each host with its own free slots."""
+
+    def setUp(self):
+        from fluidvim.nova_driver.tests.test_slot_notifications import RABBIT
+        from fluidvim.orchestrator.exception import OrchestratorError
+        from fluidvim.orchestrator.rpcapi import check_broker
+        try:
+            check_broker(CONF, RABBIT)
+        except OrchestratorError as e:
+            if os.environ.get("CI"):
+                raise
+            self.skipTest(f"{e} (tools/bootstrap.sh starts it)")
+        self.rabbit = RABBIT
+        self.topic = f"fvmh_slots_{uuid.uuid4().hex[:10]}"
+        super().setUp()
+
+    def _start_compute(self, host, *args, **kwargs):
+        # set before each nova-compute starts: init_host starts its publisher with them
+        self.flags(transport_url=self.rabbit, group="oslo_messaging_notifications")
+        self.flags(slot_notifications=True, slot_topic=self.topic, slot_zone="nova-mh",
+                   slot_region="fvmh-region", slot_interval=0.2, slot_update_min_interval=0.0,
+                   group="fluidvim")
+        return super()._start_compute(host, *args, **kwargs)
+
+    def test_resolver_and_placement_across_computes(self):
+        import oslo_messaging as messaging
+
+        from fluidvim.nova_driver.tests.test_slot_notifications import wait_for
+        from fluidvim.orchestrator import conf as orchconf
+        from fluidvim.orchestrator.deploy import profile_of
+        from fluidvim.orchestrator.notify import SlotListener
+        from fluidvim.orchestrator.service import Orchestrator
+
+        conf = orchconf.make_conf(connection=f"sqlite:///{self.tmp}/orch.sqlite", local_zone=False,
+                                  reservation_ttl=600.0)
+        orch = Orchestrator(conf, zones=[self.zone])
+        self.addCleanup(orch.close)
+        transport = messaging.get_notification_transport(CONF, url=self.rabbit)
+        self.addCleanup(transport.cleanup)
+        listener = SlotListener(transport, self.topic, orch.registry)
+        listener.start()
+        self.addCleanup(listener.stop)
+        self.assertIsNotNone(self.driver._slot_notes)
+        self.assertIsNotNone(self.driver2._slot_notes)
+        orch.register_service("four", nft.CONFIG, slots=4, memory_mb=CONF.vnf.memory_mb)
+
+        # one instance per host, each reported by its own compute with its own queuing delay
+        insts = {h: self.zone.launch(LaunchRequest(service="four", click_config="", host=h))
+                 for h in HOSTS}
+        for h, inst in insts.items():
+            self.assertEqual(h, inst.host)
+            self._launch(inst.id, h)
+
+        def reports():
+            reps = {r.instance: r for r in orch.registry.reports()}
+            # a delay once the host's pool refilled behind the warm launch (next launch warm,
+            # with a warm launch in its history); None before
+            return reps if all(i.id in reps and reps[i.id].delay_s is not None
+                               for i in insts.values()) else None
+        reps = wait_for("both computes' slot updates with their queuing delay", reports)
+        for h, inst in insts.items():
+            r = reps[inst.id]
+            self.assertEqual(("nova-mh", h, "four", 4), (r.zone, r.host, r.service, r.slots))
+            qd = self.drivers[h].manager.queuing_delay()
+            self.assertEqual("warm", qd["basis"])            # that host's own launch core
+            self.assertGreaterEqual(r.delay_s, qd["seconds"])
+        self.assertEqual({"nova-mh/host1": 4, "nova-mh/host2": 4},
+                         orch.registry.aggregate("four", "host"))
+
+        # placement step 0: both hosts are candidates, each with its own free slots
+        row = orch.store.service("four")
+        cands, _, _ = orch.placement.candidates(profile_of(row), row.profile, None)
+        self.assertEqual({"host1": 4, "host2": 4}, {c.host: c.free_slots for c in cands})
+
+        # eight sessions: the resolver alternates between the hosts' instances (most free first)
+        got = [orch.resolve("four") for _ in range(8)]
+        self.assertEqual(["slot"] * 8, [g["kind"] for g in got])
+        self.assertEqual({"host1": 4, "host2": 4},
+                         {h: sum(g["host"] == h for g in got) for h in HOSTS})
+        self.assertEqual({insts[g["host"]].id for g in got}, {g["instance"] for g in got})
+        self.assertEqual({"nova-mh/host1": 0, "nova-mh/host2": 0},
+                         {k: v for k, v in orch.registry.aggregate("four", "host").items()})
+
+        # the ninth: no free slot anywhere -> one more instance through Nova (fast track); its
+        # slots come from whichever host placement still has 4 CUSTOM_VNF_SESSION_SLOT on
+        t0 = time.monotonic()
+        ninth = orch.resolve("four")
+        took = time.monotonic() - t0
+        self.assertEqual("launched", ninth["kind"])
+        self.assertIn(ninth["host"], HOSTS)
+        self._launch(ninth["instance"], ninth["host"])
+        self.assertEqual(3, ninth["free_slots"])
+        figures = {h.name: (h.slots_total, h.slots_free) for h in self.zone.hosts()}
+        self.assertEqual(sorted([(8, 0), (8, 4)]), sorted(figures.values()), figures)
+        print(f"\nnova multi-host resolver: fast-track launch on {ninth['host']} in {took:.2f} s")
+
+        self.assertEqual([ninth["instance"]], [i["id"] for i in orch.list_instances("four")])
+        orch.terminate(ninth["instance"])
+        for inst in insts.values():
+            self.zone.terminate(inst.id)
+        self.assertEqual([], self.zone.instances())
+        wait_for("the registry empty", lambda: orch.registry.reports() == [], 10)
