@@ -159,6 +159,9 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 assert figures == {a.name: (SLOTS_A, 0), b.name: (SLOTS_B, SLOTS_B),
                                    c.name: (0, 0)}, figures
                 assert len(set(figures.values())) == 3
+                (listed,) = orch.list_zones()                  # the orchestrator's own view
+                assert {h["name"]: (h["slots_total"], h["slots_free"])
+                        for h in listed["hosts"]} == figures, listed
                 for n in (a.name, b.name):                 # the driver timed a launch there
                     assert hosts[n].labels["queuing_delay_ms"] > 0, hosts[n].labels
                 print(f"\nzone hosts: {figures}; queuing delay ms: "
