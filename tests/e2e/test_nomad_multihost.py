@@ -75,7 +75,7 @@ def _orchestrator(tmp_path, zone):
     return Orchestrator(conf, zones=[zone])
 
 
-def _warm_events(cluster, job_id: str) -> list[dict]:
+def _launch_events(cluster, job_id: str) -> list[dict]:
     (alloc,) = cluster.api(f"/v1/job/{job_id}/allocations")
     events = cluster.api(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["vnf"]["Events"]
     return [e for e in events if e["Type"] == "Driver" and e["Details"].get("launch")]
@@ -104,7 +104,7 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
     orch = _orchestrator(tmp_path, zone)
     svc = f"fvmh-fw-{uuid.uuid4().hex[:6]}"
     job = f"fvmh-slots-{uuid.uuid4().hex[:6]}"
-    insts, seen_vnfs = [], set()
+    ids, seen_vnfs = [], set()
     holder = server = None
     try:
         orch.start(server=f"fvmh-{uuid.uuid4().hex[:8]}")
@@ -116,17 +116,17 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 ia = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_A,
                                                bridges=tuple(net.bridges), host=a.name))
                 timings["launch on host a, warm (s)"] = round(time.monotonic() - t0, 2)
-                insts.append(ia)
+                ids.append(ia.id)
                 t0 = time.monotonic()
                 ib = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
                                                bridges=("", ""), host=b.name))
                 timings["launch on host b, warm (s)"] = round(time.monotonic() - t0, 2)
-                insts.append(ib)
+                ids.append(ib.id)
                 assert (ia.host, ib.host) == (a.name, b.name)
                 seen_vnfs |= tn.vnf_ids(a.run_dir) | tn.vnf_ids(b.run_dir)
                 # each VNF is its own host's warm shell (per-client pools)
                 for inst, cl in ((ia, a), (ib, b)):
-                    (ev,) = _warm_events(cluster, inst.id)
+                    (ev,) = _launch_events(cluster, inst.id)
                     assert ev["Details"]["launch"] == "warm", ev
                     assert {ev["Details"]["vnf_uuid"]} == shells[cl.name], (ev, shells)
                 assert tn.vnf_ids(c.run_dir) == shells[c.name]        # c untouched
@@ -200,14 +200,24 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 assert sorted(steps["filter"]["kept"]) == sorted(f"nomad-mh/{n}" for n in names)
                 assert len(steps["probe"]["env_types"]) == 1, steps["probe"]
                 assert len(steps["analyze"]["scores"]) == 3
+                # deploying the decision runs the VNF on the decided client (under its run dir)
+                t0 = time.monotonic()
+                d = orch.placement.place(svc, deploy_it=True, bridges=("", "")).to_dict()
+                timings["placement round + deploy (s)"] = round(time.monotonic() - t0, 2)
+                assert d["status"] == "deployed", d
+                ids.append(d["instance"]["id"])
+                assert d["instance"]["host"] == d["host"] and d["host"] in names, d
+                (ev,) = _launch_events(cluster, d["instance"]["id"])
+                assert ev["Details"]["vnf_uuid"] in tn.vnf_ids(cluster.client(d["host"]).run_dir)
+                seen_vnfs.add(ev["Details"]["vnf_uuid"])
             finally:
                 for proc in (holder, server):
                     if proc is not None and proc.poll() is None:
                         proc.kill()
                         proc.wait(5)
                 cluster.cli("job", "stop", "-purge", "-detach", job, check=False)
-                for inst in insts:
-                    zone.terminate(inst.id)
+                for i in ids:
+                    zone.terminate(i)
             tn.wait_for("only the warm shells left", lambda: all(
                 len(p) == 1 for p in cluster.qemu_pids().values()), 30, 0.2)
             gone = seen_vnfs - set().union(*(tn.vnf_ids(cl.run_dir) for cl in cluster.clients))
