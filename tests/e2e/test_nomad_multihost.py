@@ -15,7 +15,8 @@ Same prerequisites and skips as tests/e2e/test_nomad.py. What it checks, across 
   the one host that still has free slots;
 * the orchestrator (slot poller -> RabbitMQ -> registry) hands sessions to the instance with
   free slots across hosts (the resolver), placement's filter keeps every host with its own free
-  slots, and one stage-1 probe serves the three hosts (one environment type);
+  slots, one stage-1 probe serves the three hosts (one environment type), and deploying the
+  decision runs the VNF on the decided client;
 * teardown: no agent, QEMU, tap, run dir or cgroup of the cluster is left.
 """
 
