@@ -49,11 +49,21 @@ class Client:
     ports: tuple                # http, rpc, serf
     cgroup_parent: str
     config: Path
+    netns: str | None = None    # the client's own network namespace (None: this one)
+    ip: str = "127.0.0.1"       # what it binds and advertises
     proc: subprocess.Popen | None = None
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.ports[0]}"
+        return f"http://{self.ip}:{self.ports[0]}"
+
+    def links(self) -> set[str]:
+        """Names of the network interfaces in the client's namespace."""
+        if self.netns is None:
+            return set(os.listdir("/sys/class/net"))
+        r = subprocess.run(["ip", "netns", "exec", self.netns, "ls", "/sys/class/net"],
+                           capture_output=True, text=True, check=True, timeout=10)
+        return set(r.stdout.split())
 
 
 def _plugin_block(tmp: Path, plugin_dir: Path, run_dir: str, warm_pool: str | None) -> str:
@@ -65,16 +75,38 @@ def _plugin_block(tmp: Path, plugin_dir: Path, run_dir: str, warm_pool: str | No
     return m.group(0)
 
 
+def _free_subnet() -> str:
+    """A 10.250.x /24 prefix no interface of this namespace has an address in."""
+    import random
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True,
+                          check=True).stdout
+    for _ in range(100):
+        net = f"10.250.{random.randrange(1, 255)}"
+        if f" {net}." not in used:
+            return net
+    raise RuntimeError("no free 10.250.x.0/24")
+
+
 class NomadCluster:
     """One Nomad server and ``clients`` client agents with the unikernel plugin (see module doc).
 
     ``warm_pool``: (size, nics) of every client's warm pool, or None for no pool; ``meta``: a
-    callable client index -> node meta dict (e.g. a power curve per node)."""
+    callable client index -> node meta dict (e.g. a power curve per node); ``netns``: per client
+    (or for all), run it in a network namespace of its own, on a veth to a bridge the server
+    listens on (its own IP address; its VNFs' taps live there, so NICs it plugs name bridges in
+    that namespace - unplugged NICs need none)."""
 
     def __init__(self, tmp: Path, clients: int = 3, warm_pool: tuple | None = (1, 1),
-                 meta=None, datacenter: str = "dc1"):
+                 meta=None, datacenter: str = "dc1", netns: bool | tuple = False):
         self.tmp = Path(tmp)
-        self.tag = testnet.unique_name("fvmc")
+        self.tag = testnet.unique_name("fvmc", room=3)       # <tag>br, <tag>n<i>, <tag>v<i>
+        netns = tuple(netns) if isinstance(netns, (tuple, list)) else (bool(netns),) * clients
+        assert len(netns) == clients and clients <= 10, netns
+        self.bridge = self.subnet = None
+        if any(netns):
+            self.bridge, self.subnet = f"{self.tag}br", _free_subnet()
+        self.server_ip = f"{self.subnet}.1" if self.subnet else "127.0.0.1"
+        self._made: list[tuple[str, str]] = []                 # ("netns" | "link", name)
         self.datacenter = datacenter
         self.warm_pool = warm_pool
         self.meta = meta or (lambda i: {})
@@ -93,7 +125,9 @@ class NomadCluster:
             name = f"{self.tag}-c{i}"
             self.clients.append(Client(
                 name=name, run_dir=f"/run/fluidvim-{name}", data_dir=self.tmp / name / "data",
-                ports=ports, cgroup_parent=f"/fluidvim-{name}", config=self.tmp / name / "client.hcl"))
+                ports=ports, cgroup_parent=f"/fluidvim-{name}", config=self.tmp / name / "client.hcl",
+                netns=f"{self.tag}n{i}" if netns[i] else None,
+                ip=f"{self.subnet}.{10 + i}" if netns[i] else "127.0.0.1"))
         self._logs: list = []
 
     # -- addresses, logs ---------------------------------------------------------------------
@@ -101,7 +135,7 @@ class NomadCluster:
     @property
     def address(self) -> str:
         """The server's HTTP API (what a NomadZone and the CLI talk to)."""
-        return f"http://127.0.0.1:{self.server_ports[0]}"
+        return f"http://{self.server_ip}:{self.server_ports[0]}"
 
     def log_tail(self, name: str = "server", n: int = 3000) -> str:
         p = self.tmp / f"{name}.log"
@@ -122,16 +156,17 @@ class NomadCluster:
 
     # -- configs -----------------------------------------------------------------------------
 
-    def _common(self, data_dir: Path, ports: tuple, name: str) -> str:
+    def _common(self, data_dir: Path, ports: tuple, name: str, ip: str) -> str:
         http, rpc, serf = ports
         return (f'name = "{name}"\ndatacenter = "{self.datacenter}"\ndata_dir = "{data_dir}"\n'
-                'bind_addr = "127.0.0.1"\n'
+                f'bind_addr = "{ip}"\n'
                 f'ports {{\n  http = {http}\n  rpc  = {rpc}\n  serf = {serf}\n}}\n'
-                'advertise {\n  http = "127.0.0.1"\n  rpc = "127.0.0.1"\n  serf = "127.0.0.1"\n}\n'
+                f'advertise {{\n  http = "{ip}"\n  rpc = "{ip}"\n  serf = "{ip}"\n}}\n'
                 'log_level = "DEBUG"\ndisable_update_check = true\n')
 
     def server_config(self) -> str:
-        return (self._common(self.tmp / "server" / "data", self.server_ports, f"{self.tag}-server")
+        return (self._common(self.tmp / "server" / "data", self.server_ports, f"{self.tag}-server",
+                             self.server_ip)
                 + 'server {\n  enabled = true\n  bootstrap_expect = 1\n}\n'
                 + 'client {\n  enabled = false\n}\n')
 
@@ -139,11 +174,12 @@ class NomadCluster:
         c = self.clients[i]
         pool = tn.warm_pool_block(*self.warm_pool) if self.warm_pool else None
         meta = "".join(f'    {k} = "{v}"\n' for k, v in sorted(self.meta(i).items()))
-        return (self._common(c.data_dir, c.ports, c.name)
+        return (self._common(c.data_dir, c.ports, c.name, c.ip)
                 + f'plugin_dir = "{self.plugin_dir}"\n'
                 + 'server {\n  enabled = false\n}\n'
                 + 'client {\n  enabled = true\n'
-                + f'  servers = ["127.0.0.1:{self.server_ports[1]}"]\n'
+                + f'  servers = ["{self.server_ip}:{self.server_ports[1]}"]\n'
+                + (f'  network_interface = "{c.netns}p"\n' if c.netns else '')
                 + f'  cgroup_parent = "{c.cgroup_parent}"\n'
                 + f'  alloc_dir = "{c.data_dir / "alloc"}"\n'
                 + f'  state_dir = "{c.data_dir / "client"}"\n'
@@ -156,16 +192,45 @@ class NomadCluster:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def _spawn(self, cfg: Path, log_name: str, *extra: str) -> subprocess.Popen:
+    def _spawn(self, cfg: Path, log_name: str, *extra: str, netns: str | None = None
+               ) -> subprocess.Popen:
         log = open(self.tmp / f"{log_name}.log", "a")
         self._logs.append(log)
-        return subprocess.Popen([tn.NOMAD, "agent", "-config", str(cfg), *extra],
+        pre = ["ip", "netns", "exec", netns] if netns else []     # ip execs the agent: same pid
+        return subprocess.Popen([*pre, tn.NOMAD, "agent", "-config", str(cfg), *extra],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _ip(self, *args: str) -> None:
+        r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 0, f"ip {' '.join(args)}: {r.stderr.strip()}"
+
+    def _network(self) -> None:
+        """The bridge the server listens on and, per netns client, its namespace and veth."""
+        if not self.bridge:
+            return
+        self._ip("link", "add", self.bridge, "type", "bridge")
+        self._made.append(("link", self.bridge))
+        self._ip("addr", "add", f"{self.server_ip}/24", "dev", self.bridge)
+        self._ip("link", "set", self.bridge, "up")
+        for i, c in enumerate(self.clients):
+            if not c.netns:
+                continue
+            host_end, peer = f"{self.tag}v{i}", f"{c.netns}p"
+            self._ip("netns", "add", c.netns)
+            self._made.append(("netns", c.netns))
+            self._ip("link", "add", host_end, "type", "veth", "peer", "name", peer)
+            self._made.append(("link", host_end))
+            self._ip("link", "set", host_end, "master", self.bridge, "up")
+            self._ip("link", "set", peer, "netns", c.netns)
+            for cmd in (("addr", "add", f"{c.ip}/24", "dev", peer), ("link", "set", peer, "up"),
+                        ("link", "set", "lo", "up")):
+                self._ip("-n", c.netns, *cmd)
 
     def start(self) -> NomadCluster:
         self.plugin_dir.mkdir(parents=True, exist_ok=True)
         subprocess.run(["go", "build", "-o", str(self.plugin_dir / "fluidvim-unikernel"), "."],
                        cwd=tn.REPO / "nomad_driver", check=True, timeout=600)
+        self._network()
         (self.tmp / "server" / "data").mkdir(parents=True, exist_ok=True)
         cfg = self.tmp / "server" / "server.hcl"
         cfg.write_text(self.server_config())
@@ -175,7 +240,8 @@ class NomadCluster:
         for i, c in enumerate(self.clients):
             c.data_dir.mkdir(parents=True, exist_ok=True)
             c.config.write_text(self.client_config(i))
-            c.proc = self._spawn(c.config, c.name, "-plugin-dir", str(self.plugin_dir))
+            c.proc = self._spawn(c.config, c.name, "-plugin-dir", str(self.plugin_dir),
+                                 netns=c.netns)
         return self
 
     def _keyring_ready(self) -> bool:
@@ -252,6 +318,9 @@ class NomadCluster:
         deadline = time.monotonic() + 10
         while any(tn.qemu_pids(c.run_dir) for c in self.clients) and time.monotonic() < deadline:
             time.sleep(0.05)
+        for kind, name in reversed(self._made):    # a namespace takes its taps and veth end
+            subprocess.run(["ip", "netns", "del", name] if kind == "netns"
+                           else ["ip", "link", "del", name], capture_output=True, timeout=10)
         for c in self.clients:
             shutil.rmtree(c.run_dir, ignore_errors=True)
             for sub in CGROUP_ROOT.iterdir():     # cgroup v1 hierarchies (cpuset) or v2 root
@@ -280,6 +349,8 @@ class NomadCluster:
                     if (sub / c.cgroup_parent.lstrip("/")).exists()]
         if self.server_proc is not None and self.server_proc.poll() is None:
             out.append("the server agent")
+        out += [f"{kind} {name}" for kind, name in self._made
+                if os.path.exists(f"/run/netns/{name}" if kind == "netns" else f"/sys/class/net/{name}")]
         return out
 
     def __enter__(self) -> NomadCluster:

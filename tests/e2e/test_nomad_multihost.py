@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Several hosts per Nomad zone: a REAL Nomad cluster of one server and three client agents on
 this machine (tests/e2e/nomad_cluster.py: own data dirs, ports, plugin processes, run dirs,
-warm pools and cgroups per client), each client a host of the orchestrator's ``nomad`` zone.
+warm pools and cgroups per client; two of the clients in network namespaces of their own, on a
+bridge to the server), each client a host of the orchestrator's ``nomad`` zone.
 
 Same prerequisites and skips as tests/e2e/test_nomad.py. What it checks, across the hosts:
 
@@ -45,8 +46,11 @@ SLOTS_A, SLOTS_B = 16, 8
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    # client 0 in this network namespace (its VNF's NICs go on the TestNet bridges here), 1 and 2
+    # each in its own (own address, taps and QEMUs there)
     c = NomadCluster(tmp_path_factory.mktemp("fvmc"), clients=3, warm_pool=(1, 2),
-                     meta=lambda i: {"fluidvim_power_system_id": POWER[i]})
+                     meta=lambda i: {"fluidvim_power_system_id": POWER[i]},
+                     netns=(False, True, True))
     t0 = time.monotonic()
     with c:
         c.wait_ready()
@@ -101,6 +105,17 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
     assert all(len(p) == 1 for p in cluster.qemu_pids().values())
     for n in names:
         assert cluster.node_attrs(n)[tn.PRE + "warm_pool.ready"] == "1"
+    # b and c in network namespaces of their own: own address, their shells' QEMU and taps there
+    assert {n: v["Address"] for n, v in cluster.nodes().items()} == {cl.name: cl.ip for cl in
+                                                                     cluster.clients}
+    assert len({cl.ip for cl in cluster.clients}) == 3
+    net_ns = {cl.name: {os.readlink(f"/proc/{p}/ns/net") for p in tn.qemu_pids(cl.run_dir)}
+              for cl in cluster.clients}
+    assert net_ns[a.name] == {os.readlink("/proc/self/ns/net")}
+    assert len(set().union(*net_ns.values())) == 3, net_ns
+    for cl in (b, c):
+        (shell,) = shells[cl.name]
+        assert spec.tap_for(shell, 0) in cl.links() and not netdev.exists(spec.tap_for(shell, 0))
 
     orch = _orchestrator(tmp_path, zone)
     svc = f"fvmh-fw-{uuid.uuid4().hex[:6]}"
@@ -223,8 +238,9 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 len(p) == 1 for p in cluster.qemu_pids().values()), 30, 0.2)
             gone = seen_vnfs - set().union(*(tn.vnf_ids(cl.run_dir) for cl in cluster.clients))
             assert shells[a.name] | shells[b.name] <= gone
-            taps = [spec.tap_for(v, i) for v in gone for i in range(spec.MAX_NICS)]
-            tn.wait_for("the VNFs' taps gone", lambda: not [t for t in taps if netdev.exists(t)], 10)
+            taps = {spec.tap_for(v, i) for v in gone for i in range(spec.MAX_NICS)}
+            tn.wait_for("the VNFs' taps gone (in every client's namespace)", lambda: not any(
+                taps & cl.links() for cl in cluster.clients), 10)
     finally:
         orch.close()
     assert zone.instances() == []
