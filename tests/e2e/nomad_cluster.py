@@ -5,11 +5,13 @@ agents, each client with the fluidvim ``unikernel`` plugin.
 
 Every agent has its own data dir and loopback ports (free ports in 20000-29999 chosen per run);
 every client has its own node name, plugin process (Nomad starts one per client), ``run_dir``
-under /run, warm pool (the plugin's ``warm_pool`` block) and cpuset ``cgroup_parent``. Names carry
+under /run, warm pool (the plugin's ``warm_pool`` block) and cpuset ``cgroup_parent``, and
+optionally its own network namespace (``netns``: a veth to a bridge the server listens on, its
+own IP address; its VNFs' taps and QEMUs live in that namespace). Names carry
 a random tag (:func:`fluidvim.vnf.testnet.unique_name`), so two runs (or a leftover of a killed
 one) do not meet. :meth:`NomadCluster.close` stops the clients and the server, kills any QEMU
 left under the clients' run dirs (pool shells outlive a client by design) and removes the run
-dirs and cgroups.
+dirs, cgroups, namespaces, veths and the bridge.
 
 Usage (a pytest fixture does this)::
 
