@@ -3,7 +3,7 @@
 """A real multi-node Nomad cluster on this one machine, for tests: one server agent and N client
 agents, each client with the fluidvim ``unikernel`` plugin.
 
-Every agent has its own data dir and loopback ports (free ports in 20000-29999 chosen per run);
+Every agent has its own data dir and ports (free ports in 20000-29999 chosen per run);
 every client has its own node name, plugin process (Nomad starts one per client), ``run_dir``
 under /run, warm pool (the plugin's ``warm_pool`` block) and cpuset ``cgroup_parent``, and
 optionally its own network namespace (``netns``: a veth to a bridge the server listens on, its
