@@ -18,7 +18,7 @@ NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.
 	fluidvim.nova_driver.tests.test_extra_specs \
 	fluidvim.nova_driver.tests.test_ovs_vifs
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
-NOVA_TESTS += tests.e2e.nova_zone_functional
+NOVA_TESTS += tests.e2e.nova_zone_functional tests.e2e.nova_multihost_functional
 
 test:   # stages timed by tools/test.sh (bootstrap, C, lint, Go, Nova, Nomad agent build, pytest)
 	NOVA_TESTS="$(NOVA_TESTS)" tools/test.sh

@@ -130,6 +130,11 @@ class UnikernelDriver(driver.ComputeDriver):
         self._manager_lock = threading.Lock()
         self._slot_notes = None           # [fluidvim] slot_notifications: the publisher thread
         self.image_cache = KernelCache(IMAGE_API)    # Glance images = VNF kernels, cached here
+        # the node this driver serves (init_host's host, the node uuid): several nova-compute
+        # services in one process (Nova's functional fixtures) share CONF.host and Nova's cached
+        # local node uuid
+        self._host = None
+        self._node_uuid = None
 
     # -- the launch core --
     @property
@@ -154,6 +159,7 @@ class UnikernelDriver(driver.ComputeDriver):
             return self._names
 
     def init_host(self, host):
+        self._host = host
         summary = self.manager.recover()
         LOG.info("fluidvim: launch core on %s (%s, %s): %s", host, self.manager.accel,
                  self.manager.accel_reason, summary)
@@ -544,7 +550,17 @@ class UnikernelDriver(driver.ComputeDriver):
 
     # -- resources --
     def get_available_nodes(self, refresh=False):
-        return [CONF.host]
+        return [self._host or CONF.host]
+
+    def _local_node_uuid(self) -> str:
+        # Nova reads the node's uuid once per process (compute_id file); kept per driver from its
+        # first use (ComputeManager.init_host, right after ours) for several services in one process
+        if self._node_uuid is None:
+            self._node_uuid = nova.virt.node.get_local_node_uuid()
+        return self._node_uuid
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        return {self._local_node_uuid(): self.get_available_nodes()[0]}
 
     def _slot_capacity(self) -> int:
         if CONF.fluidvim.session_slot_capacity:
@@ -602,7 +618,7 @@ class UnikernelDriver(driver.ComputeDriver):
             "supported_instances": [(obj_fields.Architecture.X86_64, hv_type,
                                      obj_fields.VMMode.HVM)],
             "numa_topology": None,
-            "uuid": nova.virt.node.get_local_node_uuid(),
+            "uuid": self._local_node_uuid(),
             "stats": self.host_stats(),
         }
 

@@ -50,21 +50,27 @@ class _FixtureAuth(ksa_plugin.BaseAuthPlugin):
         return self.headers["X-Auth-Project-Id"]
 
 
+def sdk_connection(test) -> openstack.connection.Connection:
+    """An openstacksdk connection to a Nova functional test's API and placement fixtures (the
+    real proxies put back for the test's duration)."""
+    test.useFixture(fixtures.MonkeyPatch(
+        "openstack.service_description.ServiceDescription._make_proxy", _REAL_MAKE_PROXY))
+    test.useFixture(fixtures.MonkeyPatch("openstack.proxy.Proxy.get_endpoint", _REAL_GET_ENDPOINT))
+    endpoints = {"compute": test.api_fixture.base_url,
+                 "placement": test.placement.fixture.endpoint}
+    sess = ksa_session.Session(auth=_FixtureAuth(endpoints, test.api_fixture.project_id))
+    # a plugin without a catalog: keystoneauth discovers versions only at an endpoint override
+    return openstack.connection.Connection(
+        session=sess, compute_endpoint_override=endpoints["compute"],
+        placement_endpoint_override=endpoints["placement"])
+
+
 class NovaZoneTest(nft._FluidvimNovaTest):
     slot_capacity = 1024
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            "openstack.service_description.ServiceDescription._make_proxy", _REAL_MAKE_PROXY))
-        self.useFixture(fixtures.MonkeyPatch("openstack.proxy.Proxy.get_endpoint", _REAL_GET_ENDPOINT))
-        endpoints = {"compute": self.api_fixture.base_url,
-                     "placement": self.placement.fixture.endpoint}
-        sess = ksa_session.Session(auth=_FixtureAuth(endpoints, self.api_fixture.project_id))
-        # a plugin without a catalog: keystoneauth discovers versions only at an endpoint override
-        self.conn = openstack.connection.Connection(
-            session=sess, compute_endpoint_override=endpoints["compute"],
-            placement_endpoint_override=endpoints["placement"])
+        self.conn = sdk_connection(self)
         self.flavor_id = self._create_flavor(name="vnf.counter", memory_mb=32, vcpu=1, disk=1,
                                              extra_spec={"resources:CUSTOM_VNF_SESSION_SLOT": "256",
                                                          "fluidvim:click_config": nft.CONFIG})

@@ -1,0 +1,247 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Several hosts per Nomad zone: a REAL Nomad cluster of one server and three client agents on
+this machine (tests/e2e/nomad_cluster.py: own data dirs, ports, plugin processes, run dirs,
+warm pools and cgroups per client; two of the clients in network namespaces of their own, on a
+bridge to the server), each client a host of the orchestrator's ``nomad`` zone.
+
+Same prerequisites and skips as tests/e2e/test_nomad.py. What it checks, across the hosts:
+
+* the zone lists the three client nodes as hosts, each with its own warm pool (a shell under its
+  own run dir) and power curve;
+* VNFs launched through the adapter pinned to two of the hosts (one takes that host's warm
+  shell); live TCP flows fill every slot of the first; the zone then reports three hosts with
+  three different slot figures, and a queuing delay for each host that launched;
+* a job constrained on ``driver.unikernel.session_slots.free`` (the plugin's fingerprint) lands on
+  the one host that still has free slots;
+* the orchestrator (slot poller -> RabbitMQ -> registry) hands sessions to the instance with
+  free slots across hosts (the resolver), placement's filter keeps every host with its own free
+  slots, one stage-1 probe serves the three hosts (one environment type), and deploying the
+  decision runs the VNF on the decided client;
+* teardown: no agent, QEMU, tap, run dir or cgroup of the cluster is left.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from fluidvim.orchestrator.zones.base import LaunchRequest
+from fluidvim.orchestrator.zones.nomad import NomadZone
+from fluidvim.vnf import netdev, spec, testnet
+from tests.e2e import test_nomad as tn
+from tests.e2e.nomad_cluster import NomadCluster
+
+pytestmark = tn.pytestmark
+
+POWER = ("spec0120", "spec0121", "spec0122")           # a different power curve per node
+FW = ("fw :: IPFilter(allow icmp, allow tcp dst port 80, allow arp, deny all);\n"
+      "FromDevice(0) -> fw -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n")
+SLOTS_A, SLOTS_B = 16, 8
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    # client 0 in this network namespace (its VNF's NICs go on the TestNet bridges here), 1 and 2
+    # each in its own (own address, taps and QEMUs there)
+    c = NomadCluster(tmp_path_factory.mktemp("fvmc"), clients=3, warm_pool=(1, 2),
+                     meta=lambda i: {"fluidvim_power_system_id": POWER[i]},
+                     netns=(False, True, True))
+    t0 = time.monotonic()
+    with c:
+        c.wait_ready()
+        print(f"\nnomad cluster (1 server, 3 clients, warm pools full): "
+              f"{time.monotonic() - t0:.1f} s")
+        yield c
+    assert c.leftovers() == []
+
+
+def _orchestrator(tmp_path, zone):
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.exception import OrchestratorError
+    from fluidvim.orchestrator.rpcapi import check_broker
+    from fluidvim.orchestrator.service import Orchestrator
+
+    tag = uuid.uuid4().hex[:8]
+    conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/orch.sqlite", topic=f"fvmh-{tag}",
+                              notification_topic=f"fvmh_slots_{tag}", local_zone=False,
+                              slot_update_min_interval=0.0)
+    orchconf.disable_rabbit_heartbeat(conf)
+    try:
+        check_broker(conf, conf.orchestrator.transport_url)
+    except OrchestratorError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"{e} (tools/bootstrap.sh starts it)")
+    return Orchestrator(conf, zones=[zone])
+
+
+def _launch_events(cluster, job_id: str) -> list[dict]:
+    (alloc,) = cluster.api(f"/v1/job/{job_id}/allocations")
+    events = cluster.api(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["vnf"]["Events"]
+    return [e for e in events if e["Type"] == "Driver" and e["Details"].get("launch")]
+
+
+def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
+    names = [c.name for c in cluster.clients]
+    a, b, c = cluster.clients
+    zone = NomadZone("nomad-mh", address=cluster.address, datacenter="dc1", slot_interval=0.25,
+                     launch_timeout=90)
+    timings = {}
+
+    # -- every client node is a host of the zone, with its own pool, run dir and power curve
+    hosts = {h.name: h for h in zone.hosts()}
+    assert sorted(hosts) == sorted(names)
+    assert len({h.labels["node_id"] for h in hosts.values()}) == 3
+    assert {n: hosts[n].power_system_id for n in names} == dict(zip(names, POWER))
+    assert all((h.slots_total, h.slots_free) == (0, 0) for h in hosts.values())
+    assert len({h.env.uid for h in hosts.values()}) == 1          # one environment type
+    shells = {cl.name: tn.vnf_ids(cl.run_dir) for cl in cluster.clients}
+    assert all(len(s) == 1 for s in shells.values()), shells      # one warm shell per client
+    assert all(len(p) == 1 for p in cluster.qemu_pids().values())
+    for n in names:
+        assert cluster.node_attrs(n)[tn.PRE + "warm_pool.ready"] == "1"
+    # b and c in network namespaces of their own: own address, their shells' QEMU and taps there
+    assert {n: v["Address"] for n, v in cluster.nodes().items()} == {cl.name: cl.ip for cl in
+                                                                     cluster.clients}
+    assert len({cl.ip for cl in cluster.clients}) == 3
+    net_ns = {cl.name: {os.readlink(f"/proc/{p}/ns/net") for p in tn.qemu_pids(cl.run_dir)}
+              for cl in cluster.clients}
+    assert net_ns[a.name] == {os.readlink("/proc/self/ns/net")}
+    assert len(set().union(*net_ns.values())) == 3, net_ns
+    for cl in (b, c):
+        (shell,) = shells[cl.name]
+        assert spec.tap_for(shell, 0) in cl.links() and not netdev.exists(spec.tap_for(shell, 0))
+
+    orch = _orchestrator(tmp_path, zone)
+    svc = f"fvmh-fw-{uuid.uuid4().hex[:6]}"
+    job = f"fvmh-slots-{uuid.uuid4().hex[:6]}"
+    ids, seen_vnfs = [], set()
+    holder = server = None
+    try:
+        orch.start(server=f"fvmh-{uuid.uuid4().hex[:8]}")
+        orch.register_service(svc, FW)
+        with testnet.TestNet("fvmh", 92) as net:
+            try:
+                # -- two VNFs through the adapter, pinned to two hosts
+                t0 = time.monotonic()
+                ia = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_A,
+                                               bridges=tuple(net.bridges), host=a.name))
+                timings["launch on host a, warm (s)"] = round(time.monotonic() - t0, 2)
+                ids.append(ia.id)
+                t0 = time.monotonic()
+                ib = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
+                                               bridges=("", ""), host=b.name))
+                timings["launch on host b, warm (s)"] = round(time.monotonic() - t0, 2)
+                ids.append(ib.id)
+                assert (ia.host, ib.host) == (a.name, b.name)
+                seen_vnfs |= tn.vnf_ids(a.run_dir) | tn.vnf_ids(b.run_dir)
+                # each VNF is its own host's warm shell (per-client pools)
+                for inst, cl in ((ia, a), (ib, b)):
+                    (ev,) = _launch_events(cluster, inst.id)
+                    assert ev["Details"]["launch"] == "warm", ev
+                    assert {ev["Details"]["vnf_uuid"]} == shells[cl.name], (ev, shells)
+                assert tn.vnf_ids(c.run_dir) == shells[c.name]        # c untouched
+
+                tn.wait_for("slots of a and b fingerprinted", lambda: {
+                    n: (h.slots_total, h.slots_free) for n, h in
+                    ((h.name, h) for h in zone.hosts())} == {
+                    a.name: (SLOTS_A, SLOTS_A), b.name: (SLOTS_B, SLOTS_B), c.name: (0, 0)}, 30, 0.25)
+
+                # the registry sees both instances, per host; the resolver takes the most free
+                tn.wait_for("both instances in the registry", lambda: orch.registry.aggregate(
+                    svc, "host") == {f"nomad-mh/{a.name}": SLOTS_A,
+                                     f"nomad-mh/{b.name}": SLOTS_B}, 30, 0.1)
+                r = orch.resolve(svc)
+                assert (r["kind"], r["host"], r["instance"]) == ("slot", a.name, ia.id), r
+
+                # -- live flows take every slot of a
+                server = net.serve_tcp(80)
+                holder = net.popen("a", "python3", "-c", tn.HOLD_FLOWS, net.ip_b, str(SLOTS_A),
+                                   stdout=subprocess.PIPE, text=True)
+                assert holder.stdout.readline().strip() == str(SLOTS_A)
+                t0 = time.monotonic()
+                tn.wait_for("a's slots all taken", lambda: cluster.node_attrs(a.name)[
+                    tn.PRE + "session_slots.free"] == "0", 30, 0.25)
+                timings["flows -> a's fingerprint 0 free (s)"] = round(time.monotonic() - t0, 2)
+
+                # -- the zone: three hosts, three different slot figures, delay per host
+                hosts = {h.name: h for h in zone.hosts()}
+                figures = {n: (hosts[n].slots_total, hosts[n].slots_free) for n in names}
+                assert figures == {a.name: (SLOTS_A, 0), b.name: (SLOTS_B, SLOTS_B),
+                                   c.name: (0, 0)}, figures
+                assert len(set(figures.values())) == 3
+                (listed,) = orch.list_zones()                  # the orchestrator's own view
+                assert {h["name"]: (h["slots_total"], h["slots_free"])
+                        for h in listed["hosts"]} == figures, listed
+                for n in (a.name, b.name):                 # the driver timed a launch there
+                    assert hosts[n].labels["queuing_delay_ms"] > 0, hosts[n].labels
+                print(f"\nzone hosts: {figures}; queuing delay ms: "
+                      f"{ {n: hosts[n].labels.get('queuing_delay_ms') for n in names} }")
+
+                # -- a job constrained on free slots lands on the one host that has them
+                jobfile = tmp_path / "slots.nomad.hcl"
+                jobfile.write_text(tn.slots_job(job))
+                t0 = time.monotonic()
+                cluster.cli("job", "run", "-detach", str(jobfile))
+                alloc = tn.wait_for(f"{job} running", lambda: next(
+                    (x for x in cluster.api(f"/v1/job/{job}/allocations")
+                     if x["ClientStatus"] == "running"), None), 60, 0.1)
+                timings["constrained job -> running (s)"] = round(time.monotonic() - t0, 2)
+                assert alloc["NodeName"] == b.name, alloc["NodeName"]
+                seen_vnfs |= tn.vnf_ids(b.run_dir)
+
+                # -- the resolver follows: a is full, the session goes to b's instance
+                tn.wait_for("a's instance full in the registry", lambda: orch.registry.aggregate(
+                    svc, "host").get(f"nomad-mh/{a.name}") == 0, 30, 0.1)
+                r = orch.resolve(svc)
+                assert (r["kind"], r["host"], r["instance"]) == ("slot", b.name, ib.id), r
+
+                # -- placement: every host a candidate with its own free slots; one probe
+                from fluidvim.orchestrator.deploy import profile_of
+                row = orch.store.service(svc)
+                cands, filtered, _ = orch.placement.candidates(profile_of(row), row.profile, None)
+                free = {cd.host: cd.free_slots for cd in cands}
+                assert set(free) == set(names), (free, filtered)
+                assert free[a.name] == 0 and free[c.name] == 0 and 0 < free[b.name] <= SLOTS_B
+                t0 = time.monotonic()
+                p = orch.place(svc)
+                timings["placement round incl. stage-1 probe (s)"] = round(time.monotonic() - t0, 2)
+                assert p["status"] == "decided" and p["host"] in names, p
+                steps = {s["name"]: s["record"] for s in orch.explain(p["decision_id"])["steps"]}
+                assert sorted(steps["filter"]["kept"]) == sorted(f"nomad-mh/{n}" for n in names)
+                assert len(steps["probe"]["env_types"]) == 1, steps["probe"]
+                assert len(steps["analyze"]["scores"]) == 3
+                # deploying the decision runs the VNF on the decided client (under its run dir)
+                t0 = time.monotonic()
+                d = orch.placement.place(svc, deploy_it=True, bridges=("", "")).to_dict()
+                timings["placement round + deploy (s)"] = round(time.monotonic() - t0, 2)
+                assert d["status"] == "deployed", d
+                ids.append(d["instance"]["id"])
+                assert d["instance"]["host"] == d["host"] and d["host"] in names, d
+                (ev,) = _launch_events(cluster, d["instance"]["id"])
+                assert ev["Details"]["vnf_uuid"] in tn.vnf_ids(cluster.client(d["host"]).run_dir)
+                seen_vnfs.add(ev["Details"]["vnf_uuid"])
+            finally:
+                for proc in (holder, server):
+                    if proc is not None and proc.poll() is None:
+                        proc.kill()
+                        proc.wait(5)
+                cluster.cli("job", "stop", "-purge", "-detach", job, check=False)
+                for i in ids:
+                    zone.terminate(i)
+            tn.wait_for("only the warm shells left", lambda: all(
+                len(p) == 1 for p in cluster.qemu_pids().values()), 30, 0.2)
+            gone = seen_vnfs - set().union(*(tn.vnf_ids(cl.run_dir) for cl in cluster.clients))
+            assert shells[a.name] | shells[b.name] <= gone
+            taps = {spec.tap_for(v, i) for v in gone for i in range(spec.MAX_NICS)}
+            tn.wait_for("the VNFs' taps gone (in every client's namespace)", lambda: not any(
+                taps & cl.links() for cl in cluster.clients), 10)
+    finally:
+        orch.close()
+    assert zone.instances() == []
+    print("nomad multi-host timings:", timings)
