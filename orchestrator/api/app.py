@@ -44,11 +44,12 @@ def error_response(code: int, message: str, field: str = "") -> webob.Response:
     return webob.Response(status=code, json_body=body, charset="utf-8")
 
 
-def load_app(conf, name: str = "fluidvim-api"):
-    """The whole pipeline of ``[api] api_paste_config`` for this ConfigOpts."""
+def load_app(conf, name: str = "fluidvim-api", clients=None):
+    """The whole pipeline of ``[api] api_paste_config`` for this ConfigOpts; ``clients``: see
+    :class:`API` (default: made from ``[orchestrator]`` on the first request)."""
     from paste import deploy
 
-    auth.set_loading_conf(conf)
+    auth.set_loading_conf(conf, clients)
     if conf.api.auth_strategy == "noauth":
         LOG.warning("fluidvim-api: auth_strategy = noauth: NO AUTHENTICATION - every request is "
                     "an admin of project %r. Only for a one-machine demo; set [api] "
@@ -61,7 +62,7 @@ def public_factory(global_conf, **local_conf):
 
 
 def v1_factory(global_conf, **local_conf):
-    return API(auth.loading_conf())
+    return API(auth.loading_conf(), auth.loading_clients())
 
 
 class PublicApp:
@@ -101,7 +102,7 @@ class API:
 
     def __init__(self, conf, orchestrator=None):
         """``orchestrator``: (OrchestratorAPI, NSAPI, VimAPI, OwnersAPI) to use instead of
-        clients made from ``[orchestrator]`` on first use."""
+        clients made from ``[orchestrator]`` on first use (which share one transport)."""
         self.conf = conf
         self.enforcer = policies.make_enforcer(conf)
         self._clients = orchestrator
@@ -159,8 +160,8 @@ class API:
             return error_response(400, e.message, e.field)
         except Refused as e:
             return error_response(409, e.message)
-        except oslo_policy.PolicyNotAuthorized as e:
-            return error_response(403, f"policy does not allow {e.rule}")
+        except oslo_policy.PolicyNotAuthorized as e:      # "<rule> is disallowed by policy"
+            return error_response(403, f"policy does not allow {str(e).split()[0]}")
         except OrchestratorError as e:       # broker unreachable, no reply
             LOG.warning("orchestrator unavailable: %s", e.message)
             return error_response(503, e.message)
@@ -224,7 +225,8 @@ class API:
 
     # -- policy and projects --
     def authorize(self, ctx, policy, project_id):
-        self.enforcer.authorize(f"fluidvim:{policy}", {"project_id": project_id or ""}, ctx)
+        self.enforcer.authorize(f"fluidvim:{policy}", {"project_id": project_id or ""}, ctx,
+                                do_raise=True)
 
     def is_admin(self, ctx) -> bool:
         return self.enforcer.enforce("fluidvim:all_projects", {"project_id": ctx.project_id or ""},

@@ -12,11 +12,16 @@ from oslo_log import log as logging
 LOG = logging.getLogger(__name__)
 CONTEXT_KEY = "fluidvim.context"
 _CONF = None            # the ConfigOpts the app is being loaded with (see app.load_app)
+_CLIENTS = None         # and the orchestrator's clients, when the caller brings them
 
 
-def set_loading_conf(conf) -> None:
-    global _CONF
-    _CONF = conf
+def set_loading_conf(conf, clients=None) -> None:
+    global _CONF, _CLIENTS
+    _CONF, _CLIENTS = conf, clients
+
+
+def loading_clients():
+    return _CLIENTS
 
 
 def loading_conf():
@@ -96,6 +101,10 @@ class ContextMiddleware:
 
     @webob.dec.wsgify
     def __call__(self, req):
+        if req.headers.get("X-Identity-Status") != "Confirmed":
+            from .app import error_response
+            return error_response(401, "not authenticated: give a valid Keystone token in "
+                                  "X-Auth-Token")
         ctx = oslo_context.RequestContext.from_environ(req.environ)
         req.environ[CONTEXT_KEY] = ctx
         return req.get_response(self.app)
