@@ -313,8 +313,8 @@ class Orchestrator:
     # -- running as a service --
     def endpoints(self) -> list:
         """The RPC endpoints this service serves (each with its own target namespace/version)."""
-        from .mano.service import NSEndpoint  # network services from NSDs: namespace "ns" 1.0
         from .api.owners import OwnersEndpoint  # fluidvim-api's project record: "owners" 1.0
+        from .mano.service import NSEndpoint  # network services from NSDs: namespace "ns" 1.0
         from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.0
         return [OrchestratorEndpoint(self), NSEndpoint(self), VimEndpoint(self),
                 OwnersEndpoint(self)]
