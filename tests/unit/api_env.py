@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import tempfile
+import types
 import uuid
 
 import webob
@@ -23,6 +26,26 @@ from fluidvim.orchestrator.zones.synthetic import make_fleet, seed_cache
 from .test_mano_service import MemoryZone
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+
+
+class ApiZone(MemoryZone):
+    """The in-memory local zone with what the VIM API reads of a launch core (``mgr``): its
+    kernel file and a launched VNF's NICs."""
+
+    def __init__(self, name, hosts, kernel):
+        super().__init__(name, hosts)
+        zone = self
+
+        class Mgr:
+            def get(self, vid):
+                req = zone.vnfs[vid]
+                nics = [types.SimpleNamespace(tap=f"{vid}-{i}", mac=(req.macs or [None] * 4)[i]
+                                              if i < len(req.macs or ()) else None, bridge=br)
+                        for i, br in enumerate(req.bridges)]
+                return types.SimpleNamespace(name=f"{req.service}.{vid}", status="running",
+                                             reason=None, spec=types.SimpleNamespace(nics=nics))
+        self.mgr = Mgr()
+        self.mgr.kernel = kernel
 
 
 def headers(project, *roles, user="u"):
@@ -61,13 +84,20 @@ class Env:
 
 @contextlib.contextmanager
 def api_env(db_url, topic=None):
-    zones, types, _ = make_fleet(1, 1, n_env_types=1)
-    zone = MemoryZone("mem", zones[0].hosts())
+    zones, env_types, _ = make_fleet(1, 1, n_env_types=1)
+    tmp = tempfile.mkdtemp(prefix="fva-")
+    kernel = os.path.join(tmp, "vnf.elf")
+    with open(kernel, "wb") as f:
+        f.write(b"\x7fELF fake kernel for API tests")
+    zone = ApiZone("mem", zones[0].hosts(), kernel)
     topic = topic or f"fva-{uuid.uuid4().hex[:8]}"
     conf = orchconf.make_conf(connection=db_url, local_zone=False, transport_url="fake:/",
                               topic=topic, rpc_timeout=10.0)
+    from fluidvim.orchestrator.osm import conf as osmconf
+    osmconf.register_opts(conf)
+    conf.set_override("images_dir", os.path.join(tmp, "images"), group="osm_vim")
     orch = Orchestrator(conf, zones=[zone], power=lambda z, h: 1.0)
-    seed_cache(orch.placement.stage1.cache, [zone], types)
+    seed_cache(orch.placement.stage1.cache, [zone], env_types)
     orch.start(server=topic, agent=False)
     t = orch._transports[0]
     o = OrchestratorAPI(conf, transport=t)
@@ -79,3 +109,5 @@ def api_env(db_url, topic=None):
         yield env
     finally:
         orch.close()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
