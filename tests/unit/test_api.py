@@ -262,3 +262,42 @@ def test_keystone_pipeline_without_token_is_401(env):
     res = webob.Request.blank("/v1/services").get_response(app)
     assert res.status_int == 401
     assert res.headers["WWW-Authenticate"] == 'Keystone uri="http://127.0.0.1:1/identity"'
+
+
+def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
+    """`fluidvim --api-url` against fluidvim-api served over HTTP (the console script's server)."""
+    import threading
+
+    from fluidvim import cli
+    from fluidvim.orchestrator.api import server
+
+    env.conf.set_override("bind_port", 0, group="api")
+    srv = server.make_server(env.conf, env.app("noauth"))
+    url = "http://127.0.0.1:%d" % srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    for k in ("OS_USERNAME", "OS_TOKEN", "OS_AUTH_URL", "FLUIDVIM_API_URL"):
+        monkeypatch.delenv(k, raising=False)
+    try:
+        assert cli.main(["service", "register", "fw", "--config", FORWARD, "--slots", "4",
+                         "--api-url", url]) == 0
+        capsys.readouterr()
+        monkeypatch.setenv("FLUIDVIM_API_URL", url)
+        assert cli.main(["service", "list", "--json"]) == 0
+        assert [s["name"] for s in json.loads(capsys.readouterr().out)] == ["fw"]
+        assert cli.main(["place", "fw", "--deploy", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "deployed"
+        # the orchestrator's validation error, one clean line, exit 2
+        assert cli.main(["slots", "nope"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("fluidvim: error: service: no service named 'nope'; register it"), err
+        assert cli.main(["network", "create", "--zone", "nowhere", "lan"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("fluidvim: error: zone: no zone 'nowhere'"), err
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    # no API there: one clear line
+    assert cli.main(["zone", "list", "--api-url", url]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"fluidvim: error: cannot reach fluidvim-api at {url}"), err
