@@ -277,3 +277,39 @@ def test_osm_ro_sequence_through_the_api(api):
     finally:
         for v in made:
             v.close()
+
+
+def test_ns_lifecycle_through_the_api_with_keystone(api):
+    """`fluidvim ns` through the API: the sample chain (two VNFs under QEMU, three links) deployed
+    by a member, invisible to another project, not removable by a reader, removed by its owner."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    nsd = os.path.join(repo, "etc", "mano", "fw_chain_ns", "fw_chain_nsd.yaml")
+    fv = os.path.join(os.path.dirname(sys.executable), "fluidvim")
+
+    def cli(user, *argv, rc=0):
+        name, project = api.keystone.users[user]
+        env = dict(os.environ, FLUIDVIM_API_URL=api.url, OS_USERNAME=name,
+                   OS_PASSWORD=PASSWORD, OS_PROJECT_NAME=project)
+        env.pop("OS_AUTH_URL", None)
+        r = subprocess.run([fv, *argv], env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == rc, (argv, r.returncode, r.stdout, r.stderr[-2000:])
+        return r
+
+    name = f"fa{uuid.uuid4().hex[:6]}"
+    try:
+        out = cli("alice", "ns", "deploy", nsd, "--vnfd", os.path.join(repo, "etc", "mano"),
+                  "--name", name, "--zone", "local").stdout
+        assert f"network service {name} running" in out and f"network left: {name}-left" in out
+        shown = json.loads(cli("rita", "ns", "show", name, "--json").stdout)
+        assert shown["status"] == "running" and len(shown["instances"]) == 2
+        assert [s["step"] for s in shown["steps"]][-1].startswith("deployed in")
+        assert "no network service" in cli("bob", "ns", "show", name, rc=2).stderr
+        assert json.loads(cli("bob", "ns", "list", "--json").stdout) == []
+        assert "forbidden: policy does not allow fluidvim:ns:delete" in \
+            cli("rita", "ns", "rm", name, rc=2).stderr
+        assert f"deleted network service {name}" in cli("alice", "ns", "rm", name).stdout
+    finally:
+        for r in api.orch.ns.list():
+            if r["name"] == name:
+                api.orch.ns.delete(name)
+    assert api.orch.manager.list() == []
