@@ -16,6 +16,7 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.mano": "orchestrator/mano",
     "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.orchestrator.power": "orchestrator/power",
+    "fluidvim.orchestrator.api": "orchestrator/api",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
 }
@@ -41,7 +42,10 @@ CORE = [
     "alembic>=1.13",                # schema migrations (fluidvim-manage db sync)
 ]
 # the OSM RO VIM-connector plugin: RPC to the orchestrator, YAML descriptors
-OSM = ["oslo.messaging>=14.0", "PyYAML>=6.0"]
+OSM = ["oslo.messaging>=14.0", "PyYAML>=6.0", "keystoneauth1>=5.0"]
+# fluidvim-api: the orchestrator's REST API (WSGI, Keystone auth, policy) and the keystoneauth1
+# client the CLI and the OSM RO plugin use to call it
+API_CLIENT = ["keystoneauth1>=5.0"]
 ORCHESTRATOR = OSM + [
     "jsonschema>=4.0",              # MANO descriptors
     # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
@@ -52,6 +56,10 @@ ORCHESTRATOR = OSM + [
     "python-nomad>=2.1.0",          # Nomad zones (with requests, used directly)
     "requests>=2.28",
     "sushy>=5.0",                   # Redfish power readings
+]
+API = ORCHESTRATOR + API_CLIENT + [
+    "WebOb>=1.8", "Routes>=2.5", "PasteDeploy>=3.0", "keystonemiddleware>=10.0",
+    "oslo.context>=5.0", "oslo.policy>=4.0", "oslo.middleware>=5.0",
 ]
 # `fluidvim demo` (orchestrator, plots, progress bars) and bench/
 DEMO = ORCHESTRATOR + ["matplotlib>=3.7", "tqdm>=4.66"]
@@ -66,6 +74,7 @@ EXTRAS = {
     "nova": ["nova>=34.0.0"],
     "osm": OSM,
     "orchestrator": ORCHESTRATOR,
+    "api": API,
     "demo": DEMO,
     # what Nova's own test fixtures need (nova_driver/tests)
     "nova-test": ["openstack-placement>=16.0.0", "testtools>=2.9", "oslotest>=6.1",
@@ -77,7 +86,7 @@ EXTRAS = {
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
     # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh)
     "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "oslo.db>=15.0",
-             "psycopg2-binary>=2.9"] + DEMO + LIBVIRT,
+             "psycopg2-binary>=2.9", "schemathesis>=3.39"] + DEMO + API + LIBVIRT,
 }
 
 setup(
@@ -97,6 +106,7 @@ setup(
                                                  "yang/etsi/*.yang", "yang/etsi/LICENSE",
                                                  "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
                   "fluidvim.orchestrator.osm": ["README.md"],
+                  "fluidvim.orchestrator.api": ["api-paste.ini", "openapi.json"],
                   # alembic migrations ship with their packages (fluidvim-manage db sync)
                   **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
                      for p in ("vnf", "orchestrator", "evaluator")}},
@@ -105,13 +115,18 @@ setup(
     entry_points={
         "console_scripts": ["fluidvim = fluidvim.cli:console_main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
-                            "fluidvim-manage = fluidvim.manage:main"],
+                            "fluidvim-manage = fluidvim.manage:main",
+                            "fluidvim-api = fluidvim.orchestrator.api.server:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
                              "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts",
-                             "fluidvim.nova_driver = fluidvim.nova_driver.conf:list_opts"],
+                             "fluidvim.nova_driver = fluidvim.nova_driver.conf:list_opts",
+                             "fluidvim.api = fluidvim.orchestrator.api.conf:list_opts"],
+        # fluidvim-api's policy defaults (oslopolicy-sample-generator --namespace fluidvim)
+        "oslo.policy.policies": ["fluidvim = fluidvim.orchestrator.api.policies:list_rules"],
+        "oslo.policy.enforcer": ["fluidvim = fluidvim.orchestrator.api.policies:get_enforcer"],
         # nova-api validates flavor extra specs of the fluidvim: namespace (microversion 2.86+)
         "nova.api.extra_spec_validators": ["fluidvim = fluidvim.nova_driver.extra_specs"],
         # OSM RO finds VIM type X as entry point "rovim_X" of this group

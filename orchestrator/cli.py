@@ -1,10 +1,12 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""``fluidvim`` commands that talk to the orchestrator over RPC (fluidvim-orchestrator must run).
+"""``fluidvim`` commands that talk to the orchestrator: through ``fluidvim-api`` when
+``--api-url`` / ``FLUIDVIM_API_URL`` is given (keystoneauth1; Keystone credentials from
+``--os-*`` / ``OS_*``), else over RPC (the embedded demo: fluidvim-orchestrator must run, found
+through ``[orchestrator] transport_url`` and ``topic`` of ``--config-file``, or
+--transport-url/--topic).
 
 Hooked into :mod:`fluidvim.cli` by its ``COMMANDS`` table (the ``*_parser`` functions below).
-The orchestrator is found through ``[orchestrator] transport_url`` and ``topic`` of
-``--config-file`` (or --transport-url/--topic).
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ from fluidvim.clicommon import setup_logging
 
 
 class LazyAPI:
-    """The RPC client, made on first use: a command checks its own arguments before it
-    reaches the broker, so a typo is reported as a typo even when RabbitMQ is down."""
+    """The orchestrator client (RPC or fluidvim-api), made on first use: a command checks its
+    own arguments before it reaches the broker or the API, so a typo is reported as a typo even
+    when they are down."""
 
     def __init__(self, args):
         self._args, self._api = args, None
@@ -42,7 +43,39 @@ def lazy_api(args):
     return LazyAPI(args)
 
 
+def make_http_api(args, url):
+    """fluidvim-api through keystoneauth1: Keystone credentials from --os-* / OS_* when a user
+    or token is given (the auth URL, when not given, is the one the API names), else none (an
+    API with auth_strategy = noauth)."""
+    import os
+
+    from fluidvim.orchestrator.apiclient import APIClient
+
+    def opt(name, env):
+        return getattr(args, name, None) or os.environ.get(env)
+
+    return APIClient(url, auth_url=opt("os_auth_url", "OS_AUTH_URL"),
+                     username=opt("os_username", "OS_USERNAME"),
+                     password=opt("os_password", "OS_PASSWORD"),
+                     project_name=opt("os_project_name", "OS_PROJECT_NAME"),
+                     project_id=opt("os_project_id", "OS_PROJECT_ID"),
+                     user_domain_name=opt("os_user_domain_name", "OS_USER_DOMAIN_NAME")
+                     or "Default",
+                     project_domain_name=opt("os_project_domain_name", "OS_PROJECT_DOMAIN_NAME")
+                     or "Default",
+                     token=opt("os_token", "OS_TOKEN"),
+                     timeout=getattr(args, "rpc_timeout", None) or 600.0)
+
+
 def make_api(args):
+    """fluidvim-api's client when ``--api-url`` / FLUIDVIM_API_URL is given, else the RPC one."""
+    import os
+
+    url = getattr(args, "api_url", None) or os.environ.get("FLUIDVIM_API_URL")
+    if url:                                  # the REST API, not the message bus
+        from fluidvim.orchestrator.conf import make_conf
+        setup_logging(make_conf([]), args.verbose)
+        return make_http_api(args, url)
     from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 
@@ -107,6 +140,18 @@ def kv(items, what, number=False):
 
 def common(p):
     """The options of every command that talks to the orchestrator."""
+    a = p.add_argument_group("fluidvim-api (instead of the message bus)")
+    a.add_argument("--api-url", metavar="URL",
+                   help="fluidvim-api's URL (env FLUIDVIM_API_URL); with it the command goes "
+                        "through the REST API, authenticated by Keystone with the --os-* "
+                        "options (env OS_*) when a user or token is given")
+    for name, env in (("auth-url", "OS_AUTH_URL"), ("username", "OS_USERNAME"),
+                      ("password", "OS_PASSWORD"), ("project-name", "OS_PROJECT_NAME"),
+                      ("project-id", "OS_PROJECT_ID"),
+                      ("user-domain-name", "OS_USER_DOMAIN_NAME"),
+                      ("project-domain-name", "OS_PROJECT_DOMAIN_NAME"),
+                      ("token", "OS_TOKEN")):
+        a.add_argument(f"--os-{name}", metavar="VALUE", help=f"Keystone {name} (env {env})")
     p.add_argument("--transport-url", help="override [orchestrator] transport_url")
     p.add_argument("--topic", help="override [orchestrator] topic")
     p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")

@@ -309,7 +309,9 @@ class Orchestrator:
     # -- running as a service --
     def endpoints(self) -> list:
         """The RPC endpoints this service serves (each with its own target namespace/version)."""
-        return [OrchestratorEndpoint(self), NSEndpoint(self), VimEndpoint(self)]
+        from .owners import OwnersEndpoint  # fluidvim-api's project record: "owners" 1.0
+        return [OrchestratorEndpoint(self), NSEndpoint(self), VimEndpoint(self),
+                OwnersEndpoint(self)]
 
     def start(self, server: str | None = None, *, agent: bool = True) -> None:
         o = self.conf.orchestrator

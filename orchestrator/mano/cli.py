@@ -25,6 +25,15 @@ ETSI's SOL006 YANG modules first. The descriptor convention is in etc/mano/READM
 """
 
 
+def _ns(api):
+    """The NS client: fluidvim-api's (``--api-url``) or the RPC one."""
+    ns_api = getattr(api, "ns_api", None)
+    if ns_api is not None:
+        return ns_api()
+    from .rpcapi import NSAPI
+    return NSAPI(api=api)
+
+
 def _plan(args):
     """(plan, nsd, vnfds) from the files, or None after printing every problem."""
     from fluidvim.orchestrator.mano import descriptors
@@ -91,8 +100,6 @@ def cmd_ns_convert(args):
 
 @_command
 def cmd_ns_deploy(args, api):
-    from .rpcapi import NSAPI
-
     res = _plan(args)
     if res is None:
         return 2
@@ -101,7 +108,7 @@ def cmd_ns_deploy(args, api):
         print(f"validated {args.nsd}: {len(plan.units)} VNF(s), {len(plan.networks)} virtual "
               f"link(s)" + "".join(f"\n  warning: {w}" for w in plan.warnings))
         print(f"deploying {plan.name} through the orchestrator ...", flush=True)
-    r = NSAPI(api=api).deploy(nsd, vnfds, name=args.name, zone=args.zone)
+    r = _ns(api).deploy(nsd, vnfds, name=args.name, zone=args.zone)
 
     def text(r):
         for s in r["steps"]:
@@ -114,15 +121,13 @@ def cmd_ns_deploy(args, api):
 
 @_command
 def cmd_ns_list(args, api):
-    from .rpcapi import NSAPI
-
     def text(rows):
         print(f"{'NAME':<20} {'STATUS':<10} {'ZONE':<10} {'NSD':<20} INSTANCES NETWORKS")
         for r in rows:
             print(f"{r['name']:<20} {r['status']:<10} {r['zone']:<10} {r['nsd']:<20} "
                   f"{r['instances']:>9} {r['networks']:>8}"
                   + (f"  ({r['error']})" if r["error"] else ""))
-    _out(args, NSAPI(api=api).list(deleted=args.all), text)
+    _out(args, _ns(api).list(deleted=args.all), text)
 
 
 def print_ns(r, out=None):
@@ -145,16 +150,12 @@ def print_ns(r, out=None):
 
 @_command
 def cmd_ns_show(args, api):
-    from .rpcapi import NSAPI
-
-    _out(args, NSAPI(api=api).show(args.name), print_ns)
+    _out(args, _ns(api).show(args.name), print_ns)
 
 
 @_command
 def cmd_ns_rm(args, api):
-    from .rpcapi import NSAPI
-
-    ns = NSAPI(api=api)
+    ns = _ns(api)
     for name in args.name:
         _out(args, ns.delete(name), lambda r: print(f"deleted network service {r['deleted']}"))
 

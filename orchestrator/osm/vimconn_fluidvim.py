@@ -8,8 +8,12 @@ user=..., passwd=..., config=..., persistent_info=...)`` from a VIM account crea
     osm vim-create --name fv --account_type fluidvim --auth_url rabbit://HOST:5672/ \\
         --user guest --password guest --tenant fluidvim --config '{zone: local}'
 
-* ``url``: the orchestrator's oslo.messaging transport URL (``rabbit://[user:pass@]host:port/``);
-  ``user``/``passwd`` fill in the credentials when the URL has none;
+* ``url``: fluidvim-api's URL (``http://api.example:9740``): ``user``/``passwd`` and the
+  tenant (project) authenticate with Keystone through a keystoneauth1 session (``config``:
+  ``auth_url``, default the Keystone the API names; ``user_domain_name``,
+  ``project_domain_name``, ``insecure``); or the orchestrator's oslo.messaging transport URL
+  (``rabbit://[user:pass@]host:port/``, the embedded demo), where ``user``/``passwd`` fill in
+  the broker credentials when the URL has none;
 * ``config``: ``topic`` (the orchestrator's RPC topic, default ``fluidvim-orchestrator``), ``zone``
   (the fluidvim zone this account maps to; default the orchestrator's local zone) and
   ``rpc_timeout`` (seconds, default 60).
@@ -59,7 +63,11 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         self.logger = logging.getLogger("ro.vim.fluidvim")
         if log_level:
             self.logger.setLevel(getattr(logging, log_level))
-        self.transport_url = self._transport_url(url, user, passwd)
+        self.api_url = url if isinstance(url, str) and url.startswith(("http://", "https://")) \
+            else None
+        self.transport_url = None if self.api_url else self._transport_url(url, user, passwd)
+        self.user, self.passwd = user, passwd
+        self.tenant_name, self.tenant_id = tenant_name, tenant_id
         self.topic = self._config_str(config, "topic", DEFAULT_TOPIC)
         self.zone = self._config_str(config, "zone", None)
         try:
@@ -99,6 +107,8 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
 
     # -- transport and error mapping --
     def _api(self):
+        if self._apis is None and self.api_url:
+            self._apis = (self._http_api(),) * 2
         if self._apis is None:
             from oslo_config import cfg
 
@@ -119,6 +129,20 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             self._apis = (orch, vim)
         return self._apis
 
+    def _http_api(self):
+        """fluidvim-api through a keystoneauth1 session: the VIM account's user, password and
+        project (tenant); Keystone is config ``auth_url`` or the one the API names."""
+        from fluidvim.orchestrator.apiclient import APIClient
+
+        cfg = self.config
+        return self._guard(lambda: APIClient(
+            self.api_url, auth_url=cfg.get("auth_url"), username=self.user,
+            password=self.passwd, project_name=self.tenant_name,
+            project_id=None if self.tenant_name else self.tenant_id,
+            user_domain_name=cfg.get("user_domain_name", "Default"),
+            project_domain_name=cfg.get("project_domain_name", "Default"),
+            timeout=self.rpc_timeout, verify=not cfg.get("insecure", False)))
+
     def close(self) -> None:
         """Release the transport (RO drops connectors without calling this; it is for tests)."""
         if self._apis is not None:
@@ -137,7 +161,10 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             raise vc.VimConnException(e.message) from None
         except oe.Refused as e:
             raise vc.VimConnException(e.message, http_code=409) from None
-        except oe.OrchestratorError as e:            # broker unreachable, no reply
+        except oe.OrchestratorError as e:            # broker/API unreachable, no reply
+            if getattr(e, "status", None) in (401, 403):          # fluidvim-api's Keystone
+                raise vc.VimConnAuthException(f"fluidvim VIM {self.name}: {e.message}") \
+                    from None
             raise vc.VimConnConnectionException(f"fluidvim VIM {self.name}: {e.message}") \
                 from None
         except Exception as e:

@@ -478,21 +478,7 @@ class Stack:
         self._check_ports()
         self.write_configs()
         self._rabbit_vhost()
-        kconf = str(self.etc / "keystone" / "keystone.conf")
-        km = [str(BIN / "keystone-manage"), "--config-file", kconf]
-        self._say("keystone: db_sync, fernet keys, bootstrap")
-        self._run("keystone-manage db_sync", km + ["db_sync"])
-        self._run("keystone-manage fernet_setup", km + ["fernet_setup", "--keystone-user",
-                                                        "root", "--keystone-group", "root"])
-        self._run("keystone-manage credential_setup",
-                  km + ["credential_setup", "--keystone-user", "root", "--keystone-group",
-                        "root"])
-        self._run("keystone-manage bootstrap", km + [
-            "bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
-            "--bootstrap-admin-url", f"{self.url('keystone')}/v3",
-            "--bootstrap-internal-url", f"{self.url('keystone')}/v3",
-            "--bootstrap-public-url", f"{self.url('keystone')}/v3",
-            "--bootstrap-region-id", REGION])
+        kconf = self._keystone_setup()
 
         self._say("placement, glance: db sync")
         pconf = str(self.etc / "placement" / "placement.conf")
@@ -571,6 +557,37 @@ class Stack:
             time.sleep(1)
         self._say(f"cloud up in {time.monotonic() - t0:.1f} s (logs: {self.logs})")
 
+    def _keystone_setup(self) -> str:
+        """db_sync, Fernet and credential keys, bootstrap (admin, the identity endpoint)."""
+        kconf = str(self.etc / "keystone" / "keystone.conf")
+        km = [str(BIN / "keystone-manage"), "--config-file", kconf]
+        self._say("keystone: db_sync, fernet keys, bootstrap")
+        self._run("keystone-manage db_sync", km + ["db_sync"])
+        self._run("keystone-manage fernet_setup", km + ["fernet_setup", "--keystone-user",
+                                                        "root", "--keystone-group", "root"])
+        self._run("keystone-manage credential_setup",
+                  km + ["credential_setup", "--keystone-user", "root", "--keystone-group",
+                        "root"])
+        self._run("keystone-manage bootstrap", km + [
+            "bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
+            "--bootstrap-admin-url", f"{self.url('keystone')}/v3",
+            "--bootstrap-internal-url", f"{self.url('keystone')}/v3",
+            "--bootstrap-public-url", f"{self.url('keystone')}/v3",
+            "--bootstrap-region-id", REGION])
+        return kconf
+
+    def start_keystone(self) -> None:
+        """Keystone alone (the bootstrap admin, Fernet tokens, SQLite), for the tests of a
+        service that needs identity only (fluidvim-api). ``stop()`` stops it."""
+        if self.work.exists():
+            stop_workdir(self.work, quiet=True)
+            shutil.rmtree(self.work)
+        self._check_ports(("keystone",))
+        self.write_configs()
+        kconf = self._keystone_setup()
+        self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
+        self.wait_http("keystone", "/v3")
+
     def _wal(self) -> None:
         """Write-ahead logging for every SQLite database: several processes write the same
         databases (nova-api, -conductor, -scheduler share nova_api and cell1); with the default
@@ -583,8 +600,10 @@ class Stack:
             if mode != "wal":
                 raise ServiceError(f"{db}: could not switch to WAL (journal_mode {mode})")
 
-    def _check_ports(self) -> None:
+    def _check_ports(self, services=None) -> None:
         for svc, port in self.ports.items():
+            if services is not None and svc not in services:
+                continue
             with socket.socket() as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:

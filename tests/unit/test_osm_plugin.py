@@ -44,8 +44,11 @@ def test_constructor_checks_url_and_config_without_traffic():
     assert make(url="rabbit://a:b@h:5672/", user="x", passwd="y").transport_url == \
         "rabbit://a:b@h:5672/"
     assert vim["tenant_name"] == "fluidvim" and vim["url"] == "rabbit://10.0.0.1:5672/"
+    # an http(s) URL is fluidvim-api (keystoneauth1; no broker), anything else must be a broker
+    api = make(url="http://api.example:9740", user="ro", passwd="pw")
+    assert api.api_url == "http://api.example:9740" and api.transport_url is None
     with pytest.raises(vc.VimConnException, match="url"):
-        make(url="http://keystone:5000/v3")
+        make(url="ftp://api.example/")
     with pytest.raises(vc.VimConnException, match="url"):
         make(url="localhost")
     with pytest.raises(vc.VimConnException, match="config.topic"):

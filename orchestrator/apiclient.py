@@ -1,0 +1,252 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A client of ``fluidvim-api`` over a keystoneauth1 session - what the ``fluidvim`` CLI (with
+``--api-url`` / ``FLUIDVIM_API_URL``) and the OSM RO plugin (a VIM account whose url is the API)
+use instead of the message bus.
+
+:class:`APIClient` has the methods of :class:`~fluidvim.orchestrator.rpcapi.OrchestratorAPI`, of the
+NS client (:meth:`APIClient.ns_api`) and the VIM client (:meth:`APIClient.vim`), and raises the same
+exception classes (``InvalidRequest`` for 400 with its field, ``NotFound`` for 404, ``Refused`` for
+409; :class:`APIError` - an ``OrchestratorError`` - for anything else, with the HTTP status), so
+callers do not care which path they use.
+
+Authentication: Keystone (``username``/``password``/``project_name`` and domains, or a
+``token``) when credentials are given. Without ``auth_url`` the client asks the API, whose
+keystonemiddleware names its Keystone in the ``WWW-Authenticate`` header of a 401 (what an OSM
+VIM account needs: one url, a user, a password and a project). Without credentials: no
+authentication (an API with ``auth_strategy = noauth``).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+from .exception import InvalidRequest, NotFound, OrchestratorError, Refused
+
+WWW_AUTH_RE = re.compile(r'Keystone uri="([^"]+)"')
+
+
+class APIError(OrchestratorError):
+    """fluidvim-api answered with an error that is not the request's fault (401, 403, 5xx), or
+    could not be reached; ``status`` is the HTTP status (None: no answer)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def _q(s) -> str:
+    return urllib.parse.quote(str(s), safe="")
+
+
+class APIClient:
+    def __init__(self, url: str, *, auth_url: str | None = None, username: str | None = None,
+                 password: str | None = None, project_name: str | None = None,
+                 project_id: str | None = None, user_domain_name: str = "Default",
+                 project_domain_name: str = "Default", token: str | None = None,
+                 timeout: float = 120.0, verify=True, session=None):
+        from keystoneauth1 import session as ks_session
+
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise APIError(f"url: {url!r} is not the http(s) URL of fluidvim-api")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.retry = None
+        self._noauth_project = None
+        auth = None
+        if session is None:
+            if username or token:
+                auth = self._auth(auth_url, username, password, project_name, project_id,
+                                  user_domain_name, project_domain_name, token, verify)
+            else:
+                self._noauth_project = project_id or project_name
+            session = ks_session.Session(auth=auth, verify=verify, timeout=timeout)
+        self.session = session
+
+    def _auth(self, auth_url, username, password, project_name, project_id, user_domain_name,
+              project_domain_name, token, verify):
+        from keystoneauth1 import identity
+
+        auth_url = auth_url or self.discover_auth_url(verify)
+        scope = {"project_id": project_id} if project_id else {
+            "project_name": project_name, "project_domain_name": project_domain_name}
+        if token:
+            return identity.Token(auth_url=auth_url, token=token, **scope)
+        return identity.Password(auth_url=auth_url, username=username, password=password,
+                                 user_domain_name=user_domain_name, **scope)
+
+    def discover_auth_url(self, verify=True) -> str:
+        """The Keystone that fluidvim-api's auth_token names in its 401 answer."""
+        from keystoneauth1 import exceptions as ks_exc, session as ks_session
+
+        try:
+            r = ks_session.Session(verify=verify, timeout=self.timeout).get(
+                self.url + "/v1/zones", authenticated=False, raise_exc=False)
+        except ks_exc.ClientException as e:
+            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+        m = WWW_AUTH_RE.search(r.headers.get("WWW-Authenticate", ""))
+        if r.status_code != 401 or not m:
+            raise APIError(f"fluidvim-api at {self.url} did not name its Keystone (status "
+                           f"{r.status_code}); give the auth URL (--os-auth-url / config "
+                           "auth_url)", r.status_code)
+        return m.group(1)
+
+    def close(self) -> None:
+        self.session.session.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- transport and errors --
+    def request(self, method: str, path: str, body=None, query=None, timeout=None):
+        from keystoneauth1 import exceptions as ks_exc
+
+        q = {k: ("true" if v is True else "false" if v is False else v)
+             for k, v in (query or {}).items() if v is not None}
+        kw = {"raise_exc": False, "timeout": timeout or self.timeout,
+              "authenticated": self.session.auth is not None}
+        if q:
+            kw["params"] = q
+        if body is not None:
+            kw["json"] = body
+        if self._noauth_project:
+            kw["headers"] = {"X-Project-Id": self._noauth_project}
+        try:
+            r = self.session.request(self.url + path, method, **kw)
+        except ks_exc.Unauthorized as e:
+            raise APIError(f"Keystone refused the credentials: {e}", 401) from None
+        except ks_exc.ClientException as e:
+            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+        try:
+            data = r.json()
+        except ValueError:
+            data = None
+        if r.status_code < 400:
+            return data
+        err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
+        msg = err.get("message") or f"HTTP {r.status_code}: {r.text[:200]}"
+        field = err.get("field", "")
+        if r.status_code == 400:
+            raise InvalidRequest(msg, field=field)
+        if r.status_code == 404:
+            raise NotFound(msg, field=field)
+        if r.status_code == 409:
+            raise Refused(msg)
+        if r.status_code == 401:
+            msg = f"not authenticated by fluidvim-api ({msg})"
+        elif r.status_code == 403:
+            msg = f"forbidden: {msg}"
+        raise APIError(f"fluidvim-api: {msg}", r.status_code)
+
+    # -- what OrchestratorAPI has --
+    def ping(self, timeout=None):
+        return {"zones": sorted(z["name"] for z in self.request("GET", "/v1/zones",
+                                                                 timeout=timeout))}
+
+    def register_service(self, name, click_config, **fields):
+        return self.request("POST", "/v1/services", {"name": name, "click_config": click_config,
+                                                     **fields})
+
+    def list_services(self):
+        return self.request("GET", "/v1/services")
+
+    def remove_service(self, name):
+        return self.request("DELETE", f"/v1/services/{_q(name)}")
+
+    def place(self, service, location=None, deploy=False):
+        return self.request("POST", "/v1/placements", {"service": service, "location": location,
+                                                       "deploy": bool(deploy)})
+
+    def explain(self, decision_id):
+        return self.request("GET", f"/v1/placements/{_q(decision_id)}")
+
+    def list_decisions(self, limit=20):
+        return self.request("GET", "/v1/placements", query={"limit": limit})
+
+    def resolve(self, service, client_location=None):
+        return self.request("POST", "/v1/resolve", {"service": service,
+                                                    "client_location": client_location})
+
+    def list_zones(self):
+        return self.request("GET", "/v1/zones")
+
+    def slots(self, service=None, level="zone"):
+        return self.request("GET", "/v1/slots", query={"service": service, "level": level})
+
+    def list_instances(self, service=None):
+        return self.request("GET", "/v1/instances", query={"service": service})
+
+    def terminate(self, instance):
+        return self.request("DELETE", f"/v1/instances/{_q(instance)}")
+
+    def list_networks(self, zone=None):
+        return self.request("GET", "/v1/networks", query={"zone": zone})
+
+    def create_network(self, zone, name):
+        return self.request("POST", "/v1/networks", {"zone": zone, "name": name})
+
+    def delete_network(self, zone, network):
+        return self.request("DELETE", f"/v1/networks/{_q(zone)}/{_q(network)}")
+
+    # -- network services --
+    def ns_api(self):
+        return _NS(self)
+
+    # -- the VIM API (OSM RO) --
+    def vim(self, method: str, timeout=None, **kw):
+        zone = kw.pop("zone", None)
+        zq = {"zone": zone}
+        routes = {
+            "describe": lambda: ("GET", "/v1/vim", None, zq),
+            "list_images": lambda: ("GET", "/v1/vim/images", None, zq),
+            "register_image": lambda: ("POST", "/v1/vim/images", {**kw, "zone": zone}, None),
+            "delete_image": lambda: ("DELETE", f"/v1/vim/images/{_q(kw['image_id'])}", None, zq),
+            "list_flavors": lambda: ("GET", "/v1/vim/flavors", None, None),
+            "get_flavor": lambda: ("GET", f"/v1/vim/flavors/{_q(kw['flavor_id'])}", None, None),
+            "create_flavor": lambda: ("POST", "/v1/vim/flavors", kw, None),
+            "delete_flavor": lambda: ("DELETE", f"/v1/vim/flavors/{_q(kw['flavor_id'])}", None,
+                                      None),
+            "launch": lambda: ("POST", "/v1/vim/vms", {**kw, "zone": zone}, None),
+            "vm_status": lambda: ("POST", "/v1/vim/vms/status", kw, None),
+            "get_vm": lambda: ("GET", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
+            "delete_vm": lambda: ("DELETE", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
+        }
+        if method not in routes:
+            raise APIError(f"VIM method {method!r} is not in fluidvim-api")
+        m, path, body, query = routes[method]()
+        return self.request(m, path, body, query, timeout=timeout)
+
+
+class _NS:
+    """The NS client's methods (:class:`~fluidvim.orchestrator.mano.rpcapi.NSAPI`) over HTTP."""
+
+    def __init__(self, api: APIClient):
+        self.api = api
+
+    @staticmethod
+    def _docs(nsd, vnfds):
+        from ..mano.rpcapi import NSAPI
+        return NSAPI._docs(nsd, vnfds)
+
+    def deploy(self, nsd, vnfds, name=None, zone=None, timeout=600.0):
+        nsd, vnfds = self._docs(nsd, vnfds)
+        return self.api.request("POST", "/v1/ns", {"nsd": nsd, "vnfds": vnfds, "name": name,
+                                                   "zone": zone}, timeout=timeout)
+
+    def validate(self, nsd, vnfds, name=None):
+        nsd, vnfds = self._docs(nsd, vnfds)
+        return self.api.request("POST", "/v1/ns/validate", {"nsd": nsd, "vnfds": vnfds,
+                                                            "name": name})
+
+    def list(self, deleted=False):
+        return self.api.request("GET", "/v1/ns", query={"deleted": bool(deleted)})
+
+    def show(self, name):
+        return self.api.request("GET", f"/v1/ns/{_q(name)}")
+
+    def delete(self, name, timeout=600.0):
+        return self.api.request("DELETE", f"/v1/ns/{_q(name)}", timeout=timeout)

@@ -1,0 +1,303 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""fluidvim-api in-process: routing and the OpenAPI description, error mapping (400 naming the
+field, 404, 405, 409, 503), the policy defaults with project scoping (reader / member / admin,
+another project's resources are 404) and the noauth pipeline. The orchestrator is real (in-process
+over oslo.messaging's in-memory driver, an in-memory zone); the identity headers are what
+keystonemiddleware sets for a valid token (tests/integration/test_api_keystone.py has the real
+Keystone)."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fluidvim.orchestrator.api import openapi, policies
+
+from .api_env import FORWARD, api_env, headers
+from .test_mano_descriptors import pkg  # noqa: F401 - the descriptor package fixture
+from .test_mano_service import bundle
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+A_READER = headers("proj-a", "reader")
+A_MEMBER = headers("proj-a", "member", "reader")
+B_MEMBER = headers("proj-b", "member", "reader")
+ADMIN = headers("proj-admin", "admin", "member", "reader")
+
+
+@pytest.fixture
+def env(tmp_path):
+    with api_env(f"sqlite:///{tmp_path}/orch.sqlite") as e:
+        yield e
+
+
+# -- the description --
+def test_checked_in_openapi_is_current():
+    with open(os.path.join(ROOT, "orchestrator", "api", "openapi.json")) as f:
+        assert f.read() == openapi.dumps(), \
+            "regenerate: python -m fluidvim.orchestrator.api.openapi > orchestrator/api/openapi.json"
+
+
+def test_every_operation_has_a_handler_and_a_policy():
+    from fluidvim.orchestrator.api.app import API
+
+    rules = {r.name for r in policies.list_rules()}
+    ops = [o[2] for o in openapi.OPERATIONS]
+    assert len(ops) == len(set(ops))
+    for _method, _path, op_id, policy, *_ in openapi.OPERATIONS:
+        assert hasattr(API, f"op_{op_id}"), op_id
+        assert f"fluidvim:{policy}" in rules, op_id
+    documented = {(o["method"], o["path"]) for r in policies.api_rules for o in r.operations}
+    assert {(m.upper(), p) for m, p, *_ in openapi.OPERATIONS} <= documented
+
+
+def test_policy_sample_is_current(tmp_path):
+    gen = os.path.join(os.path.dirname(sys.executable), "oslopolicy-sample-generator")
+    out = tmp_path / "policy.yaml"
+    subprocess.run([gen, "--namespace", "fluidvim", "--output-file", str(out)], check=True,
+                   capture_output=True)
+    with open(os.path.join(ROOT, "etc", "fluidvim-api", "policy.yaml.sample")) as f:
+        assert f.read() == out.read_text(), ("regenerate: oslopolicy-sample-generator "
+                                             "--config-file etc/oslo-policy-generator/fluidvim-api.conf")
+
+
+def test_public_root_and_openapi_without_auth(env):
+    app = env.app("keystone")           # auth_token is never reached for these
+    st, body = env.call("GET", "/", app=app)
+    assert st == 200 and body["versions"][0]["id"] == "v1"
+    st, body = env.call("GET", "/openapi.json", app=app)
+    assert st == 200 and body == json.loads(openapi.dumps())
+
+
+# -- routing and errors --
+def test_unknown_path_and_wrong_method(env):
+    st, body = env.call("GET", "/nothing", hdrs=ADMIN)
+    assert st == 404 and "see /openapi.json" in body["error"]["message"]
+    st, body = env.call("PUT", "/services/fw", hdrs=ADMIN)
+    assert st == 405 and body["error"]["message"] == "method PUT is not allowed on /v1/services/fw"
+
+
+def test_bad_bodies_are_400_naming_the_field(env):
+    st, body = env.call("POST", "/services", raw=b"{not json", hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "body"
+    st, body = env.call("POST", "/services", {"name": "fw"}, hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "click_config"
+    st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
+                                              "slotz": 3}, hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "slotz"
+    st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
+                                              "slots": "many"}, hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "slots"
+    # the orchestrator's own validation, mapped to 400 with its field
+    st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
+                                              "deadline_ms": -1}, hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "deadline_ms"
+    assert body["error"]["message"].startswith("deadline_ms: -1 is out of range")
+    st, body = env.call("POST", "/services", {"name": "bad name!", "click_config": FORWARD},
+                        hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "name"
+    st, body = env.call("GET", "/placements?limit=x", hdrs=ADMIN)
+    assert st == 400 and body["error"] == {"code": 400, "title": "Bad Request",
+                                           "message": "limit: 'x' is not an integer",
+                                           "field": "limit"}
+    st, body = env.call("GET", "/slots?level=rack", hdrs=ADMIN)
+    assert st == 400 and body["error"]["field"] == "level"
+
+
+def test_not_found_and_refused(env):
+    st, body = env.call("GET", "/placements/abcdef12", hdrs=ADMIN)
+    assert st == 404
+    st, body = env.call("POST", "/networks", {"zone": "nowhere", "name": "lan"}, hdrs=ADMIN)
+    assert st == 404 and body["error"]["field"] == "zone"
+    assert env.call("POST", "/services", {"name": "strict", "click_config": FORWARD,
+                                          "max_queuing_delay_s": 0.0}, hdrs=ADMIN)[0] == 200
+    st, body = env.call("POST", "/resolve", {"service": "strict"}, hdrs=ADMIN)
+    assert st == 409 and "strict" in body["error"]["message"]
+
+
+def test_orchestrator_that_does_not_answer_is_503(env):
+    from fluidvim.orchestrator.api.app import API
+    from fluidvim.orchestrator.api.auth import ContextMiddleware
+    from fluidvim.orchestrator.mano.rpcapi import NSAPI
+    from fluidvim.orchestrator.osm.vim import VimAPI
+    from fluidvim.orchestrator.owners import OwnersAPI
+    from fluidvim.orchestrator.rpcapi import OrchestratorAPI
+
+    t = env.orch._transports[0]
+    o = OrchestratorAPI(env.orch.conf, transport=t, topic="fva-nobody", timeout=1.0)
+    env.v1 = ContextMiddleware(API(env.conf, (o, NSAPI(api=o), VimAPI(env.orch.conf,
+                                                                      transport=t), OwnersAPI(o))))
+    st, body = env.call("GET", "/zones", hdrs=ADMIN)
+    assert st == 503 and "no reply from the orchestrator" in body["error"]["message"]
+
+
+# -- policy and projects --
+def test_no_identity_is_401(env):
+    # auth_token with delay_auth_decision marks a bad token Invalid; the context refuses it
+    st, body = env.call("GET", "/services", hdrs={"X-Identity-Status": "Invalid"})
+    assert st == 401 and "X-Auth-Token" in body["error"]["message"]
+    assert env.call("GET", "/services", hdrs={})[0] == 401
+    # a token without a role in any project
+    st, body = env.call("GET", "/services", hdrs=headers("proj-a"))
+    assert st == 403 and body["error"]["message"] == "policy does not allow fluidvim:service:list"
+
+
+def test_projects_roles_and_admin(env):
+    svc = {"name": "fw-a", "click_config": FORWARD, "slots": 4}
+    # a reader cannot change anything, a member of the project can
+    st, body = env.call("POST", "/services", svc, hdrs=A_READER)
+    assert st == 403 and "fluidvim:service:create" in body["error"]["message"]
+    assert env.call("POST", "/services", svc, hdrs=A_MEMBER)[0] == 200
+    assert [s["name"] for s in env.call("GET", "/services", hdrs=A_READER)[1]] == ["fw-a"]
+    assert env.call("GET", "/services/fw-a", hdrs=A_READER)[0] == 200
+    # another project sees nothing of it: lists are empty, direct access is 404
+    assert env.call("GET", "/services", hdrs=B_MEMBER) == (200, [])
+    for method, path, body in [("GET", "/services/fw-a", None), ("DELETE", "/services/fw-a", None),
+                               ("POST", "/placements", {"service": "fw-a"}),
+                               ("POST", "/resolve", {"service": "fw-a"}),
+                               ("GET", "/slots?service=fw-a", None)]:
+        st, res = env.call(method, path, body, hdrs=B_MEMBER)
+        assert st == 404, (method, path, res)
+    # nor can it take the name
+    st, body = env.call("POST", "/services", {**svc, "slots": 1}, hdrs=B_MEMBER)
+    assert st == 409 and body["error"]["field"] == "name"
+    # placement and its instance belong to the service's project
+    st, placed = env.call("POST", "/placements", {"service": "fw-a", "deploy": True},
+                          hdrs=A_MEMBER)
+    assert st == 201 and placed["status"] == "deployed"
+    assert env.call("POST", "/placements", {"service": "fw-a"}, hdrs=A_READER)[0] == 403
+    dec = placed["decision_id"]
+    assert env.call("GET", f"/placements/{dec[:8]}", hdrs=A_READER)[0] == 200
+    assert env.call("GET", f"/placements/{dec[:8]}", hdrs=B_MEMBER)[0] == 404
+    assert [d["id"] for d in env.call("GET", "/placements", hdrs=A_READER)[1]] == [dec]
+    assert env.call("GET", "/placements", hdrs=B_MEMBER) == (200, [])
+    inst = placed["instance"]["id"]
+    assert [i["id"] for i in env.call("GET", "/instances", hdrs=A_READER)[1]] == [inst]
+    assert env.call("GET", "/instances", hdrs=B_MEMBER) == (200, [])
+    assert env.call("DELETE", f"/instances/{inst}", hdrs=B_MEMBER)[0] == 404
+    assert env.call("DELETE", f"/instances/{inst}", hdrs=A_READER)[0] == 403
+    # zones are infrastructure: any reader sees them
+    assert [z["name"] for z in env.call("GET", "/zones", hdrs=B_MEMBER)[1]] == ["mem"]
+    # networks
+    st, net = env.call("POST", "/networks", {"zone": "mem", "name": "lan-a"}, hdrs=A_MEMBER)
+    assert st == 201
+    assert env.call("GET", "/networks", hdrs=B_MEMBER) == (200, [])
+    assert env.call("POST", "/networks", {"zone": "mem", "name": "lan-a"},
+                    hdrs=B_MEMBER)[0] == 409
+    assert env.call("DELETE", f"/networks/mem/{net['id']}", hdrs=B_MEMBER)[0] == 404
+    # the admin sees and may do everything, in every project
+    assert [s["name"] for s in env.call("GET", "/services", hdrs=ADMIN)[1]] == ["fw-a"]
+    assert env.call("DELETE", f"/instances/{inst}", hdrs=ADMIN) == (200, {"terminated": inst})
+    assert env.call("DELETE", f"/networks/mem/{net['id']}", hdrs=A_MEMBER)[0] == 200
+    assert env.call("DELETE", "/services/fw-a", hdrs=A_MEMBER)[0] == 200
+    assert env.call("GET", "/services", hdrs=ADMIN) == (200, [])
+
+
+def test_resources_made_over_rpc_are_admin_only(env):
+    env.orch.register_service("legacy", FORWARD)          # the demo's way: no project
+    assert env.call("GET", "/services", hdrs=A_MEMBER) == (200, [])
+    assert env.call("GET", "/services/legacy", hdrs=A_MEMBER)[0] == 404
+    assert env.call("POST", "/services", {"name": "legacy", "click_config": FORWARD},
+                    hdrs=A_MEMBER)[0] == 409
+    assert env.call("GET", "/services/legacy", hdrs=ADMIN)[0] == 200
+
+
+def test_network_service_lifecycle(env, pkg):  # noqa: F811
+    nsd, vnfds = bundle(pkg, *pkg.docs())
+    st, plan = env.call("POST", "/ns/validate", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
+                        hdrs=A_READER)
+    assert st == 403
+    st, plan = env.call("POST", "/ns/validate", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
+                        hdrs=A_MEMBER)
+    assert st == 200 and plan["name"] == "c1" and len(plan["units"]) == 2
+    st, ns = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "c1"}, hdrs=A_MEMBER)
+    assert st == 201 and ns["status"] == "running", ns
+    assert ns["steps"][0]["step"].startswith("validated 2 VNF(s), 3 virtual link(s)")
+    assert [x["name"] for x in env.call("GET", "/ns", hdrs=A_READER)[1]] == ["c1"]
+    assert env.call("GET", "/ns", hdrs=B_MEMBER) == (200, [])
+    assert env.call("GET", "/ns/c1", hdrs=B_MEMBER)[0] == 404
+    assert env.call("DELETE", "/ns/c1", hdrs=B_MEMBER)[0] == 404
+    assert env.call("DELETE", "/ns/c1", hdrs=A_READER)[0] == 403
+    # its services and networks are the project's too
+    assert sorted(s["name"] for s in env.call("GET", "/services", hdrs=A_READER)[1]) == \
+        ["c1-fw", "c1-fwd"]
+    assert len(env.call("GET", "/networks", hdrs=A_READER)[1]) == 3
+    st, shown = env.call("GET", f"/ns/{ns['id'][:8]}", hdrs=A_READER)
+    assert st == 200 and shown["name"] == "c1" and len(shown["instances"]) == 2
+    # the same name again: the orchestrator's validation, 400 naming the field
+    st, body = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
+                        hdrs=A_MEMBER)
+    assert st == 400 and body["error"]["field"] == "name"
+    st, body = env.call("POST", "/ns", {"nsd": nsd, "vnfds": "x"}, hdrs=A_MEMBER)
+    assert st == 400 and body["error"]["field"] == "vnfds"
+    assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER) == (200, {"deleted": "c1",
+                                                                 "id": ns["id"]})
+    assert env.call("GET", "/ns?deleted=true", hdrs=A_READER)[1][0]["status"] == "deleted"
+    assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER)[0] == 404
+
+
+def test_noauth_pipeline_is_admin_and_logs_a_warning(env, caplog):
+    with caplog.at_level(logging.WARNING, logger="fluidvim.orchestrator.api.app"):
+        app = env.app("noauth")
+    assert any("NO AUTHENTICATION" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
+    st, body = env.call("POST", "/v1/services", {"name": "fw", "click_config": FORWARD},
+                        app=app)
+    assert st == 200
+    # noauth acts in [api] noauth_project; X-Project-Id picks another, still as an admin
+    st, body = env.call("GET", "/v1/services", app=app, hdrs={"X-Project-Id": "elsewhere"})
+    assert st == 200 and [s["name"] for s in body] == ["fw"]
+    owner = env.clients[3].get("service", ["fw"])
+    assert owner == {"fw": "demo"}
+
+
+def test_keystone_pipeline_without_token_is_401(env):
+    env.conf.set_override("www_authenticate_uri", "http://127.0.0.1:1/identity",
+                          group="keystone_authtoken")
+    app = env.app("keystone")
+    import webob
+    res = webob.Request.blank("/v1/services").get_response(app)
+    assert res.status_int == 401
+    assert res.headers["WWW-Authenticate"] == 'Keystone uri="http://127.0.0.1:1/identity"'
+
+
+def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
+    """`fluidvim --api-url` against fluidvim-api served over HTTP (the console script's server)."""
+    import threading
+
+    from fluidvim import cli
+    from fluidvim.orchestrator.api import server
+
+    env.conf.set_override("bind_port", 0, group="api")
+    srv = server.make_server(env.conf, env.app("noauth"))
+    url = "http://127.0.0.1:%d" % srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    for k in ("OS_USERNAME", "OS_TOKEN", "OS_AUTH_URL", "FLUIDVIM_API_URL"):
+        monkeypatch.delenv(k, raising=False)
+    try:
+        assert cli.main(["service", "register", "fw", "--config", FORWARD, "--slots", "4",
+                         "--api-url", url]) == 0
+        capsys.readouterr()
+        monkeypatch.setenv("FLUIDVIM_API_URL", url)
+        assert cli.main(["service", "list", "--json"]) == 0
+        assert [s["name"] for s in json.loads(capsys.readouterr().out)] == ["fw"]
+        assert cli.main(["place", "fw", "--deploy", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "deployed"
+        # the orchestrator's validation error, one clean line, exit 2
+        assert cli.main(["slots", "nope"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("fluidvim: error: service: no service named 'nope'; register it"), err
+        assert cli.main(["network", "create", "--zone", "nowhere", "lan"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("fluidvim: error: zone: no zone 'nowhere'"), err
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    # no API there: one clear line
+    assert cli.main(["zone", "list", "--api-url", url]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"fluidvim: error: cannot reach fluidvim-api at {url}"), err
