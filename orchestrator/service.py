@@ -60,7 +60,8 @@ def number_field(field, value, lo=None, hi=None, integer=False, allow_none=False
 def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
                      session_pps=100.0, max_queuing_delay_s=None, requirements=None,
                      aliases=None, min_instances=0, slots=None, memory_mb=None, vcpus=1,
-                     kernel=None, max_price_per_hour=None, formula=None) -> tuple[dict, dict]:
+                     kernel=None, max_price_per_hour=None, formula=None,
+                     max_latency_ms=None) -> tuple[dict, dict]:
     """(profile, aliases) of a service registration; InvalidRequest names the field at fault."""
     if not isinstance(name, str) or not SERVICE_NAME_RE.fullmatch(name):
         raise invalid("name", f"{name!r} is not a valid service name",
@@ -98,6 +99,8 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
                                       allow_none=True),
         "formula": formula,
     }
+    if max_latency_ms is not None:      # one-way, user's ingress site -> zone (hierarchy)
+        profile["max_latency_ms"] = number_field("max_latency_ms", max_latency_ms, 0.0, 60000.0)
     return profile, als
 
 
@@ -181,6 +184,10 @@ class Orchestrator:
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self.hierarchy = None                       # [hierarchy] enabled: parent over zones
+        if "hierarchy" in conf and conf.hierarchy.enabled:
+            from .hierarchy import HierarchicalPlacer
+            self.hierarchy = HierarchicalPlacer.from_conf(conf, self.placement, self.zone_labels)
         from .mano.service import NSManager
         self.ns = NSManager(self)                   # network services from NFV descriptors
         self._rpc = self._listener = self._agent = None
@@ -190,7 +197,8 @@ class Orchestrator:
     # -- the API (RPC endpoint methods call these) --
     def register_service(self, name, click_config, **fields) -> dict:
         unknown = set(fields) - (PROFILE_FIELDS | {"aliases", "slots", "memory_mb", "vcpus",
-                                                   "kernel", "max_price_per_hour", "formula"})
+                                                   "kernel", "max_price_per_hour", "formula",
+                                                   "max_latency_ms"})
         if unknown:
             raise invalid(sorted(unknown)[0], "unknown field of a service",
                           "see `fluidvim service register --help`")
@@ -215,9 +223,10 @@ class Orchestrator:
         return {"removed": name}
 
     def place(self, service, location=None, deploy=False) -> dict:
-        return self.placement.place(service, location=location, deploy_it=bool(deploy),
-                                    request={"service": service, "location": location,
-                                             "deploy": bool(deploy)}).to_dict()
+        placer = self.hierarchy or self.placement    # hierarchical: location = ingress site
+        return placer.place(service, location=location, deploy_it=bool(deploy),
+                            request={"service": service, "location": location,
+                                     "deploy": bool(deploy)}).to_dict()
 
     def explain(self, decision_id) -> dict:
         return explain(self.store, decision_id)
@@ -474,8 +483,9 @@ def main(argv=None) -> int:
     from fluidvim.evaluator import conf as evalconf
     from fluidvim.vnf import conf as vnfconf
 
-    from . import power
+    from . import hierarchy, power
     power.register_opts(conf)
+    hierarchy.register_opts(conf)
     evalconf.register_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
