@@ -19,7 +19,8 @@ the service, queuing delay, the least marginal power of its hosts. A zone is *el
 Eligible zones are ranked by a weighted cost (each term scaled to about 0..1 across the eligible
 zones or by the service's own bound): latency / bound, wait / tolerance, marginal power above the
 cheapest zone's (a fraction of the dearest's), and scarcity of free slots; the ``fanout``
-cheapest go down. When no zone is eligible, :class:`NoZone` (a :class:`.exception.Refused`) says zone by zone why.
+cheapest go down. When no zone is eligible, :class:`NoZone` (a :class:`.exception.Refused`)
+says zone by zone why.
 
 **Child level**: the flat engine runs steps 0-3 over the hosts of the chosen zones only (probe,
 analyze, power-aware decide, deploy); if it finds nothing feasible there, the next ``fanout``
