@@ -117,7 +117,7 @@ def bench_one(topo_key, n_zones, reps, bound, tol, seed, workdir, fanout):
     qual = {p: [] for p in POLICIES}
     refused = {p: 0 for p in POLICIES}
     placers["hier, cached"].summaries("fw")          # the zones' last announcement
-    for i in range(reps):
+    for _ in range(reps):
         ingress = rnd.choice(all_sites)
         order = list(POLICIES)
         rnd.shuffle(order)                            # no fixed order against caches / GC

@@ -28,7 +28,11 @@ zones are tried (at most ``max_rounds`` rounds). The parent's record is the deci
 (``fluidvim placement explain`` shows it).
 
 Summaries are cached for ``summary_ttl`` seconds (per service): as in FUSION, the parent acts on
-the zones' last announcements rather than asking every host on each decision.
+the zones' last announcements rather than asking every host on each decision. With
+``compressed_summaries`` the parent sees what FUSION's compressed updates carry
+(:func:`compress`): free slots as the lower bound of their 4-bit log2 bucket and the queuing delay
+as the upper bound of its Q = 0.1·2^q s code - both conservative, so a zone the parent finds
+eligible is eligible by the exact numbers too.
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ hier_opts = [
     cfg.FloatOpt("summary_ttl", default=2.0, min=0.0,
                  help="Seconds a zone summary (free slots, queuing delay, power) is reused "
                       "before the parent rebuilds it (0 = every decision)."),
+    cfg.BoolOpt("compressed_summaries", default=True,
+                help="The parent sees zone summaries as FUSION's compressed updates carry them "
+                     "(free slots: lower bound of the log2 bucket; queuing delay: upper bound "
+                     "of its 0.1*2^q s code); false = exact numbers."),
     cfg.FloatOpt("weight_latency", default=1.0, min=0.0,
                  help="Parent cost weight of latency / the service's bound."),
     cfg.FloatOpt("weight_wait", default=1.0, min=0.0,
@@ -188,6 +196,16 @@ class NoZone(Refused):
 
 def _r(v, nd: int = 4):
     return None if v is None else round(float(v), nd)
+
+
+def compress(s: ZoneSummary) -> ZoneSummary:
+    """``s`` as a compressed update conveys it: free slots rounded down to their log2 bucket's
+    lower bound, the queuing delay rounded up to its code's 0.1*2^q s (None stays None)."""
+    from .slots import decode_delay, decode_log2, encode_delay, encode_log2
+    return dataclasses.replace(
+        s, free_slots=decode_log2(encode_log2(max(0, int(s.free_slots)))),
+        queuing_delay_s=None if s.queuing_delay_s is None
+        else decode_delay(encode_delay(s.queuing_delay_s)))
 
 
 def zone_problem(s: ZoneSummary, latency_ms: float | None, bound_ms: float | None,
@@ -320,7 +338,8 @@ def zone_sites(conf_sites: dict, zone_labels: dict, zones, topology: Topology) -
 
 class HierarchicalPlacer:
     def __init__(self, engine, topology: Topology, sites: dict[str, str], *, fanout: int = 2,
-                 max_rounds: int = 3, weights: Weights | None = None, summary_ttl: float = 2.0):
+                 max_rounds: int = 3, weights: Weights | None = None, summary_ttl: float = 2.0,
+                 compressed: bool = True):
         self.engine = engine
         self.topology = topology
         self.sites = dict(sites)
@@ -328,6 +347,7 @@ class HierarchicalPlacer:
         self.max_rounds = max_rounds
         self.weights = weights or Weights()
         self.summary_ttl = summary_ttl
+        self.compressed = compressed
         self._cache: dict[str, tuple[float, list[ZoneSummary]]] = {}
         self._lock = threading.Lock()
 
@@ -344,7 +364,7 @@ class HierarchicalPlacer:
         return cls(engine, topo, sites, fanout=h.fanout, max_rounds=h.max_rounds,
                    weights=Weights(h.weight_latency, h.weight_wait, h.weight_power,
                                    h.weight_slots),
-                   summary_ttl=h.summary_ttl)
+                   summary_ttl=h.summary_ttl, compressed=h.compressed_summaries)
 
     def summaries(self, service: str) -> list[ZoneSummary]:
         now = time.monotonic()
@@ -354,6 +374,8 @@ class HierarchicalPlacer:
                 return hit[1]
         e = self.engine
         out = summarize(e.zones, service, e.registry, e.queuing, e.power, self.sites)
+        if self.compressed:
+            out = [compress(s) for s in out]
         with self._lock:
             self._cache[service] = (now, out)
         return out

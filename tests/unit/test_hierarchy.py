@@ -5,6 +5,7 @@
 Abilene (the evaluator's real runners over a seeded probe cache, as in test_orchestrator_placement).
 """
 
+import dataclasses
 import math
 
 import pytest
@@ -16,6 +17,7 @@ from fluidvim.orchestrator.hierarchy import (
     Weights,
     ZoneSummary,
     choose_zones,
+    compress,
     register_opts,
     zone_latencies,
     zone_problem,
@@ -156,6 +158,24 @@ def test_without_ingress_latency_is_not_asked_and_record_is_json():
     json.dumps(d.to_record())
     assert zone_problem(S("a", free=1), None, None, None, None) == (None, 0.0)
     assert zone_problem(S("a", free=0, delay=0.2), None, None, None, None) == (None, 0.2)
+
+
+def test_compressed_summaries_are_conservative():
+    assert compress(S("a", free=0, delay=None)).free_slots == 0
+    assert compress(S("a", free=0, delay=None)).queuing_delay_s is None
+    c = compress(S("a", free=37, delay=0.13))
+    assert (c.free_slots, c.queuing_delay_s) == (32, 0.2)        # bucket 32-63; q=1: 0.2 s
+    for free in (1, 2, 3, 5, 100, 4096, 70000):
+        for delay in (0.0, 0.05, 0.1, 0.11, 0.7, 3.0, 100.0):
+            c = compress(S("a", free=free, delay=delay))
+            assert c.free_slots <= free                              # never more than there is
+            assert c.free_slots > free / 2 or c.free_slots == 1 << 14  # (the top bucket is open)
+            assert c.queuing_delay_s >= delay                        # never sooner than it is
+            # so eligibility on the compressed summary implies eligibility on the exact one
+            for tol in (0.1, 0.2, 1.0):
+                ok_c = zone_problem(dataclasses.replace(c, free_slots=0), 1.0, 5.0, tol, "X")
+                ok = zone_problem(S("a", free=0, delay=delay), 1.0, 5.0, tol, "X")
+                assert ok_c[0] is not None or ok[0] is None
 
 
 def test_zone_latencies_from_the_graph():
