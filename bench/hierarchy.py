@@ -116,6 +116,7 @@ def bench_one(topo_key, n_zones, reps, bound, tol, seed, workdir, fanout):
     times = {p: [] for p in POLICIES}
     qual = {p: [] for p in POLICIES}
     refused = {p: 0 for p in POLICIES}
+    steps = {p: [] for p in POLICIES}
     placers["hier, cached"].summaries("fw")          # the zones' last announcement
     for _ in range(reps):
         ingress = rnd.choice(all_sites)
@@ -133,6 +134,8 @@ def bench_one(topo_key, n_zones, reps, bound, tol, seed, workdir, fanout):
             except Refused:
                 p = None
             times[pol].append((time.perf_counter() - t) * 1000.0)
+            if p is not None and p.status != "refused":
+                steps[pol].append(p.step_ms)
             if p is None or p.status == "refused":
                 refused[pol] += 1
                 qual[pol].append(None)
@@ -147,6 +150,8 @@ def bench_one(topo_key, n_zones, reps, bound, tol, seed, workdir, fanout):
         return {
             "decision_ms": {"p50": pct(times[pol], 50), "p90": pct(times[pol], 90),
                             "mean": statistics.fmean(times[pol]), "n": len(times[pol])},
+            "steps_p50_ms": {k: statistics.median(x.get(k, 0.0) for x in steps[pol])
+                             for k in sorted({k for x in steps[pol] for k in x})},
             "placed": len(qs), "refused": refused[pol],
             "latency_ms": {"mean": statistics.fmean(lats) if lats else None,
                            "p90": pct(lats, 90) if lats else None},
