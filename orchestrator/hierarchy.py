@@ -47,6 +47,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from .exception import Refused, invalid
+from .placement import Placement
 from .topology import Topology, TopologyError
 
 LOG = logging.getLogger(__name__)
@@ -420,7 +421,6 @@ class HierarchicalPlacer:
                    "rejected_count": len(e.rejected), "topology": self.topology.name}
             did = self.engine.store.save_decision(service, "refused", None, None, str(e),
                                                   request, [("parent", ms, rec)], ms)
-            from .placement import Placement
             out = Placement(did, service, "refused", None, None, str(e), total_ms=ms,
                             step_ms={"parent": ms})
             if deploy_it:          # a Refused crosses RPC as it is (an expected exception)

@@ -249,6 +249,27 @@ def test_orchestrator_places_in_the_nearest_zone_with_slots(hier):
     assert p["zone"] == "z001"
 
 
+def test_next_zones_are_tried_when_the_chosen_have_no_feasible_host(hier):
+    orch, _ = hier
+    # the nearest zone passes the parent but none of its hosts passes step 0
+    orch.register_service("fw", FW, max_latency_ms=8.0, requirements={"zones": ["z001", "z002"]})
+    for z in SITES:
+        report(orch, z, 10)
+    p = orch.place("fw", location="NYCMng")
+    assert p["status"] == "decided" and p["zone"] == "z001"
+    parent = orch.explain(p["decision_id"])["steps"][0]["record"]
+    assert parent["round"] == 2 and parent["tried"] == [["z000"], ["z001"]]
+    first = orch.list_decisions(2)[1]                 # round 1: refused, with its own record
+    assert first["status"] == "refused" and first["zone"] is None
+    ex = orch.explain(first["id"])
+    assert ex["steps"][0]["record"]["chosen"] == ["z000"]
+    assert all("requirement zones" in f["reason"] for f in ex["steps"][1]["record"]["filtered"])
+    # with deploy, the last round's refusal is raised (synthetic zones cannot launch anyway)
+    orch.register_service("fw", FW, max_latency_ms=8.0, requirements={"zones": ["z005"]})
+    with pytest.raises(Refused, match="cannot be placed"):
+        orch.place("fw", location="NYCMng", deploy=True)
+
+
 def test_orchestrator_refuses_with_reasons_and_bad_locations(hier):
     orch, _ = hier
     orch.register_service("fw", FW, max_latency_ms=0.5, max_queuing_delay_s=0.01)
