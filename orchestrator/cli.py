@@ -196,6 +196,16 @@ def print_explanation(d, out=sys.stdout):
                   + "; ".join(map(str, s["reasons"]))[:160])
         elif step["name"] == "decide":
             w(f"  rule: {r['rule']}")
+        elif step["name"] == "parent":            # hierarchical placement ([hierarchy])
+            w(f"  topology {r.get('topology')}, ingress {r.get('ingress')}, bound "
+              f"{r.get('max_latency_ms')} ms, tolerable delay {r.get('max_queuing_delay_s')} s: "
+              f"{r.get('eligible', 0)} zone(s) eligible"
+              + (f", round {r['round']} chose {', '.join(r['chosen'])}" if r.get("chosen") else ""))
+            for c in r.get("ranked", [])[:10]:
+                w(f"  {c['cost']:8.4f}  {c['zone']} at {c['site']}: {c['latency_ms']} ms, "
+                  f"wait {c['wait_s']} s, {c['free_slots']} free, {c['power_w']} W")
+            for x in r.get("rejected", [])[:20]:
+                w(f"  rejected {x['zone']}: {x['reason']}")
 
 
 @_command

@@ -70,7 +70,7 @@ hier_opts = [
     cfg.DictOpt("zone_sites", default={},
                 help="Site of each zone on the topology, ZONE:SITE,... (a zone's `site` label "
                      "is used when it is not listed here)."),
-    cfg.FloatOpt("km_per_ms", default=204.19, min=1.0,
+    cfg.FloatOpt("km_per_ms", default=204.2, min=1.0,
                  help="Propagation speed on the topology's links, km per ms (light in fibre)."),
     cfg.IntOpt("fanout", default=2, min=1,
                help="Zones the parent hands to the flat placement per round."),

@@ -10,7 +10,7 @@ or from a NetworkX node-link JSON file of the same shape (nodes with ``name`` an
 (longitude, latitude), edges with ``dist`` in km).
 
 One-way latency between two sites = the propagation delay along the shortest path by delay:
-each link's length over the speed of light in fibre (``c / 1.468`` = 204.19 km/ms), or its great
+each link's length over the speed of light in fibre (``c / 1.468`` = 204.2 km/ms), or its great
 circle length when the dataset gives none. Queuing and switching inside the network are not in
 it (they are what the zones' own queuing delay and the VNF add).
 """
@@ -23,7 +23,7 @@ import json
 import math
 import os
 
-KM_PER_MS = 299_792.458 / 1.468 / 1000.0      # light in silica fibre (group index 1.468), km/ms
+KM_PER_MS = 204.2          # light in silica fibre: c / 1.468 (group index) = 204.2 km per ms
 
 
 class TopologyError(Exception):

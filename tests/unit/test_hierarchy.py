@@ -239,6 +239,16 @@ def test_orchestrator_places_in_the_nearest_zone_with_slots(hier):
     assert all("exceeds the service's bound 8 ms" in r for r in far.values())
     # only the chosen zone's hosts were candidates of the flat steps
     assert {k.split("/")[0] for k in ex["steps"][1]["record"]["kept"]} == {"z000"}
+    # `fluidvim placement explain` prints the parent's ranking and reasons
+    import io
+
+    from fluidvim.orchestrator.cli import print_explanation
+    buf = io.StringIO()
+    print_explanation(ex, buf)
+    text = buf.getvalue()
+    assert "step parent" in text and "ingress NYCMng, bound 8.0 ms" in text
+    assert "round 1 chose z000" in text and "z000 at NYCMng: 0.0 ms" in text
+    assert "rejected z004: latency 22.07 ms from NYCMng to LOSAng exceeds" in text, text
     # the user in Los Angeles gets the west coast
     p = orch.place("fw", location="LOSAng")
     assert p["zone"] in ("z004", "z005")
