@@ -27,11 +27,11 @@ same orchestrator (one store, registry, probe cache, stage-2 runner):
 
 Stage 2's inputs change before every decision (a price moves), so no path reuses an old
 ranking. Quality of the chosen host: one-way latency from the ingress (graph shortest path at
-204 km/ms), latency-bound violations, wait for a slot (0 with a free slot, else the zone's queuing
+204.2 km/ms), latency-bound violations, wait for a slot (0 with a free slot, else the zone's queuing
 delay; a violation when above the tolerance or infinite), marginal power, free slots there.
 Not a test: no thresholds.
 
-    .venv/bin/python -m bench.hierarchy                 # ~3 min; bench/results/hierarchy.{json,png}
+    .venv/bin/python -m bench.hierarchy --reps 30       # ~30 s; bench/results/hierarchy.{json,png}
     .venv/bin/python -m bench.hierarchy --reps 5 --zones 10,25 --no-named
 """
 
