@@ -56,6 +56,8 @@ ORCHESTRATOR = OSM + [
     "python-nomad>=2.1.0",          # Nomad zones (with requests, used directly)
     "requests>=2.28",
     "sushy>=5.0",                   # Redfish power readings
+    # hierarchical placement: SNDlib / Topology Zoo graphs shipped inside the wheel (offline)
+    "topohub>=1.5,<2",
 ]
 API = ORCHESTRATOR + API_CLIENT + [
     "WebOb>=1.8", "Routes>=2.5", "PasteDeploy>=3.0", "keystonemiddleware>=10.0",
@@ -120,6 +122,7 @@ setup(
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
+                             "fluidvim.hierarchy = fluidvim.orchestrator.hierarchy:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
                              "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts",
                              "fluidvim.nova_driver = fluidvim.nova_driver.conf:list_opts",

@@ -49,7 +49,8 @@ def cmd_service_register(args, api):
               "requirements": _kv(args.require, "--require"),
               "aliases": _kv(args.alias, "--alias", number=True),
               "slots": args.slots, "memory_mb": args.memory, "min_instances": args.min_instances,
-              "max_price_per_hour": args.max_price, "formula": args.formula}
+              "max_price_per_hour": args.max_price, "formula": args.formula,
+              "max_latency_ms": args.max_latency_ms}
     res = api.register_service(args.name, config, **{k: v for k, v in fields.items()
                                                       if v is not None})
     _out(args, res, lambda r: print(f"service {r['name']} registered: slots/instance "
@@ -115,6 +116,16 @@ def print_explanation(d, out=sys.stdout):
                   + "; ".join(map(str, s["reasons"]))[:160])
         elif step["name"] == "decide":
             w(f"  rule: {r['rule']}")
+        elif step["name"] == "parent":            # hierarchical placement ([hierarchy])
+            w(f"  topology {r.get('topology')}, ingress {r.get('ingress')}, bound "
+              f"{r.get('max_latency_ms')} ms, tolerable delay {r.get('max_queuing_delay_s')} s: "
+              f"{r.get('eligible', 0)} zone(s) eligible"
+              + (f", round {r['round']} chose {', '.join(r['chosen'])}" if r.get("chosen") else ""))
+            for c in r.get("ranked", [])[:10]:
+                w(f"  {c['cost']:8.4f}  {c['zone']} at {c['site']}: {c['latency_ms']} ms, "
+                  f"wait {c['wait_s']} s, {c['free_slots']} free, {c['power_w']} W")
+            for x in r.get("rejected", [])[:20]:
+                w(f"  rejected {x['zone']}: {x['reason']}")
 
 
 @_command
@@ -232,6 +243,9 @@ def service_parser(svc):
     r.add_argument("--min-instances", type=int)
     r.add_argument("--max-price", type=float, help="maximum price per instance-hour")
     r.add_argument("--formula", help="operator analyzer formula (safe expression)")
+    r.add_argument("--max-latency-ms", type=float, metavar="MS",
+                   help="one-way latency bound from the user's ingress site to the zone "
+                        "(hierarchical placement, [hierarchy] enabled)")
     r.set_defaults(func=cmd_service_register)
     common(ssub.add_parser("list", help="list services")).set_defaults(func=cmd_service_list)
     rm = common(ssub.add_parser("rm", help="remove a service"))
@@ -243,7 +257,8 @@ def place_parser(p):
     p.formatter_class, p.epilog = FMT, EXAMPLES
     common(p)
     p.add_argument("service")
-    p.add_argument("--location", help="only zones/hosts at this location")
+    p.add_argument("--location", help="only zones/hosts at this location; with [hierarchy] "
+                                      "enabled: the user's ingress site on the topology")
     p.add_argument("--deploy", action="store_true", help="launch an instance where decided")
     p.set_defaults(func=cmd_place)
 

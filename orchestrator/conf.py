@@ -134,23 +134,27 @@ def list_opts():
 
 
 def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
-    """A private ConfigOpts with [orchestrator], [power], [evaluator], [vnf] and logging options
-    (tests, CLI, bench)."""
+    """A private ConfigOpts with [orchestrator], [power], [hierarchy], [evaluator], [vnf] and
+    logging options (tests, CLI, bench); ``hierarchy_X=v`` overrides [hierarchy] X."""
     from oslo_log import log as logging
 
     from fluidvim.evaluator import conf as evalconf
-    from fluidvim.orchestrator import power
+    from fluidvim.orchestrator import hierarchy, power
     from fluidvim.vnf import conf as vnfconf
 
     conf = cfg.ConfigOpts()
     register_opts(conf)
     power.register_opts(conf)
+    hierarchy.register_opts(conf)
     evalconf.register_opts(conf)
     register_messaging_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
     conf(args or [], project="fluidvim", default_config_files=[])
     for key, value in overrides.items():
+        if key.startswith("hierarchy_"):
+            conf.set_override(key[len("hierarchy_"):], value, group="hierarchy")
+            continue
         group = "vnf" if key.startswith("vnf_") else "orchestrator"
         conf.set_override(key[4:] if group == "vnf" else key, value, group=group)
     return conf

@@ -243,14 +243,16 @@ class PlacementEngine:
         return win, rule, band
 
     def place(self, service: str, *, location: str | None = None, deploy_it: bool = False,
-              request: dict | None = None, bridges=()) -> Placement:
+              request: dict | None = None, bridges=(), pre_steps=()) -> Placement:
         """Steps 0-3; with ``deploy_it`` launch where decided, NICs on ``bridges`` (network ids
-        of the zone the service is pinned to; () = the zone's default NICs)."""
+        of the zone the service is pinned to; () = the zone's default NICs). ``pre_steps``:
+        (name, ms, record) of steps a caller took before (the hierarchy's parent level), recorded
+        first and counted in the total."""
         t_all = time.perf_counter()
         row = self.store.service(service)
         svc = profile_of(row)
         extras = row.profile
-        steps = []
+        steps = list(pre_steps)
 
         t = time.perf_counter()
         cands, filtered, zones_used = self.candidates(svc, extras, location)
@@ -283,7 +285,7 @@ class PlacementEngine:
         zone = win.candidate.zone if win else None
         host = win.candidate.host if win else None
         status = "decided" if win else "refused"
-        total = elapsed_ms(t_all)
+        total = round(elapsed_ms(t_all) + sum(ms for _, ms, _ in pre_steps), 3)
         did = self.store.save_decision(service, status, zone, host, rule,
                                        request or {"service": service, "location": location},
                                        steps, total)

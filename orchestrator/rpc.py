@@ -43,7 +43,8 @@ def number_field(field, value, lo=None, hi=None, integer=False, allow_none=False
 def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
                      session_pps=100.0, max_queuing_delay_s=None, requirements=None,
                      aliases=None, min_instances=0, slots=None, memory_mb=None, vcpus=1,
-                     kernel=None, max_price_per_hour=None, formula=None) -> tuple[dict, dict]:
+                     kernel=None, max_price_per_hour=None, formula=None,
+                     max_latency_ms=None) -> tuple[dict, dict]:
     """(profile, aliases) of a service registration; InvalidRequest names the field at fault."""
     if not isinstance(name, str) or not SERVICE_NAME_RE.fullmatch(name):
         raise invalid("name", f"{name!r} is not a valid service name",
@@ -83,6 +84,8 @@ def validate_service(name, click_config, *, deadline_ms=10.0, qos_quantile=0.99,
                                       allow_none=True),
         "formula": formula,
     }
+    if max_latency_ms is not None:      # one-way, user's ingress site -> zone (hierarchy)
+        profile["max_latency_ms"] = number_field("max_latency_ms", max_latency_ms, 0.0, 60000.0)
     return profile, als
 
 

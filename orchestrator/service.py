@@ -138,6 +138,10 @@ class Orchestrator:
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self.hierarchy = None                       # [hierarchy] enabled: parent over zones
+        if "hierarchy" in conf and conf.hierarchy.enabled:
+            from .hierarchy import HierarchicalPlacer
+            self.hierarchy = HierarchicalPlacer.from_conf(conf, self.placement, self.zone_labels)
         self.ns = NSManager(self)                   # network services from NFV descriptors
         self._rpc = self._listener = self._agent = None
         self.slot_pollers: list[SlotAgent] = []     # one per Nomad zone (its slot_interval)
@@ -186,7 +190,8 @@ class Orchestrator:
     # -- the API (RPC endpoint methods call these) --
     def register_service(self, name, click_config, **fields) -> dict:
         unknown = set(fields) - (PROFILE_FIELDS | {"aliases", "slots", "memory_mb", "vcpus",
-                                                   "kernel", "max_price_per_hour", "formula"})
+                                                   "kernel", "max_price_per_hour", "formula",
+                                                   "max_latency_ms"})
         if unknown:
             raise invalid(sorted(unknown)[0], "unknown field of a service",
                           "see `fluidvim service register --help`")
@@ -211,9 +216,10 @@ class Orchestrator:
         return {"removed": name}
 
     def place(self, service, location=None, deploy=False) -> dict:
-        return self.placement.place(service, location=location, deploy_it=bool(deploy),
-                                    request={"service": service, "location": location,
-                                             "deploy": bool(deploy)}).to_dict()
+        placer = self.hierarchy or self.placement    # hierarchical: location = ingress site
+        return placer.place(service, location=location, deploy_it=bool(deploy),
+                            request={"service": service, "location": location,
+                                     "deploy": bool(deploy)}).to_dict()
 
     def explain(self, decision_id) -> dict:
         return explain(self.store, decision_id)
@@ -458,8 +464,9 @@ def main(argv=None) -> int:
     from fluidvim.evaluator import conf as evalconf
     from fluidvim.vnf import conf as vnfconf
 
-    from . import power
+    from . import hierarchy, power
     power.register_opts(conf)
+    hierarchy.register_opts(conf)
     evalconf.register_opts(conf)
     vnfconf.register_opts(conf)
     logging.register_options(conf)
