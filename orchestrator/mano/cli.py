@@ -16,7 +16,10 @@ EXAMPLES = """examples:
       --vnfd etc/mano/firewall_vnf/firewall_vnfd.yaml \\
       --vnfd etc/mano/forwarder_vnf/forwarder_vnfd.yaml --name chain1 --zone local
   fluidvim ns list
-  fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps
+  fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps,
+                                     # scaling aspects and levels, operations
+  fluidvim ns scale refl1 sessions --out   # one step of a VNFD scaling aspect (--in: back)
+  fluidvim ns heal chain1 INSTANCE   # replace an instance, NICs on the same virtual links
   fluidvim ns rm chain1              # instances, networks and services go
   fluidvim ns convert nfv-nsd.xml > nfv-nsd.yaml   # SOL006 XML -> the YAML fluidvim reads
 --vnfd takes VNFD files or directories (every YAML/JSON with a top-level 'vnfd:' or
@@ -141,6 +144,22 @@ def print_ns(r, out=None):
           f"service {i['service']}; {nics}; placement {i['decision_id'][:8]}")
     for s in r["services"]:
         w(f"  service {s}")
+    for a in r.get("scaling", []):
+        top = a["max_scale_level"]
+        w(f"  aspect {a['aspect']}: level {a['level']}" + (f" of {top}" if top is not None else "")
+          + (f", automatic from slots (cool-down {a['cooldown_s']:g} s, scale in after "
+             f"{a['idle_s']:g} s idle)" if a["auto"] else ", on request only"))
+    for o in r.get("operations", []):
+        d = o["detail"]
+        took = f"{(o['ended_at'] - o['started_at']) * 1000:.0f} ms" if o["ended_at"] else "..."
+        what = ""
+        if o["type"] == "scale":
+            what = (f" {d.get('direction')} {d.get('aspect')} {d.get('from_level')}->"
+                    f"{d.get('to_level', '?')} ({d.get('trigger')})")
+        elif o["type"] == "heal":
+            what = f" {d.get('instance')} -> {d.get('replaced_by', '?')} ({d.get('trigger')})"
+        w(f"  operation {o['id'][:8]} {o['type']}{what}: {o['state']} [{took}]"
+          + (f": {o['error']}" if o["error"] else ""))
 
 
 @_command
@@ -157,6 +176,26 @@ def cmd_ns_rm(args, api):
     ns = NSAPI(api=api)
     for name in args.name:
         _out(args, ns.delete(name), lambda r: print(f"deleted network service {r['deleted']}"))
+
+
+@_command
+def cmd_ns_scale(args, api):
+    from .rpcapi import NSAPI
+
+    r = NSAPI(api=api).scale(args.name, args.aspect, "out" if args.out else "in")
+    _out(args, r, lambda r: print(
+        f"network service {r['ns']}: scaled {r['direction']} {r['aspect']} to level "
+        f"{r['level']} ({', '.join(r.get('added') or r.get('removed') or [])}) in "
+        f"{r['ms']:.0f} ms"))
+
+
+@_command
+def cmd_ns_heal(args, api):
+    from .rpcapi import NSAPI
+
+    r = NSAPI(api=api).heal(args.name, args.instance)
+    _out(args, r, lambda r: print(f"network service {r['ns']}: {r['healed']} replaced by "
+                                  f"{r['replaced_by']} in {r['ms']:.0f} ms"))
 
 
 def ns_parser(ns) -> None:
@@ -195,6 +234,19 @@ def ns_parser(ns) -> None:
     sh = common(nsub.add_parser("show", help="a network service and its parts"))
     sh.add_argument("name", help="name or id")
     sh.set_defaults(func=cmd_ns_show)
+    sc = common(nsub.add_parser("scale", help="scale a network service out or in by one step "
+                                "of a VNFD scaling aspect", formatter_class=fmt, epilog=EXAMPLES))
+    sc.add_argument("name", help="name or id")
+    sc.add_argument("aspect", help="scaling aspect id (PROFILE/ASPECT when several VNF "
+                    "profiles have it)")
+    way = sc.add_mutually_exclusive_group(required=True)
+    way.add_argument("--out", action="store_true", help="add the aspect's next delta")
+    way.add_argument("--in", dest="in_", action="store_true", help="remove the last delta")
+    sc.set_defaults(func=cmd_ns_scale)
+    he = common(nsub.add_parser("heal", help="replace an instance of a network service"))
+    he.add_argument("name", help="name or id")
+    he.add_argument("instance", help="instance id or name (see `fluidvim ns show`)")
+    he.set_defaults(func=cmd_ns_heal)
     rm = common(nsub.add_parser("rm", help="delete network services"))
     rm.add_argument("name", nargs="+", help="name or id")
     rm.set_defaults(func=cmd_ns_rm)
