@@ -73,8 +73,9 @@ SCALE_PROPERTIES = {
     "fluidvim-scale-cooldown-s": ("cooldown_s", float, 0.0, 86400.0),
     "fluidvim-scale-in-idle-s": ("idle_s", float, 0.0, 86400.0),
     "fluidvim-autoscale": ("auto", bool, 0, 1),
+    "fluidvim-scale-out-free-slots": ("headroom", int, 0, 65536),
 }
-SCALE_DEFAULTS = {"cooldown_s": 10.0, "idle_s": 30.0, "auto": True}
+SCALE_DEFAULTS = {"cooldown_s": 10.0, "idle_s": 30.0, "auto": True, "headroom": 0}
 SCALING_TYPES = {"automatic": True, "manual": False}
 CHECKSUMS = {"sha-224": "sha224", "sha-256": "sha256", "sha-384": "sha384", "sha-512": "sha512",
              "sha224": "sha224", "sha256": "sha256", "sha384": "sha384", "sha512": "sha512",
@@ -1114,6 +1115,7 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
                             "max_scale_level": a["max_scale_level"],
                             "initial_level": a["initial_level"], "cooldown_s": a["cooldown_s"],
                             "idle_s": a["idle_s"], "auto": a["auto"],
+                            "headroom": a["headroom"],
                             "steps": [{"delta": st["delta"],
                                        "services": {svc_of[v]: n for v, n in st["vdus"].items()
                                                     if n}} for st in a["steps"]]})

@@ -9,11 +9,14 @@ slot registry has them: reports from the VNFs, minus sessions the resolver hande
 
 * **out** when the free slots would run out before a new instance can exist: with ``rate`` the
   demand (sessions/s: growth of the used slots over the last ``window_s``) and ``lead_s`` the time
-  a scale-out takes to give slots (the zone's queuing delay for the service = the time a new VNF
-  takes to come up, minus the delay a session may tolerate (``fluidvim-max-queuing-delay-s``),
-  plus one scaler tick), it scales out when ``free <= rate * lead_s`` (so also when free = 0). A
-  scale-out may follow a scale-out at once (its slots are already counted); after a scale-in it
-  waits for the cool-down.
+  a scale-out takes to give slots, it scales out when ``free <= max(headroom, rate * lead_s)``
+  (so also when free = 0). ``lead_s`` is one scaler tick plus, when the zone's queuing delay for
+  the service (the time a new VNF takes to come up) exceeds the delay a session may tolerate
+  (``fluidvim-max-queuing-delay-s``), that queuing delay: a session that finds no slot is then
+  refused, so the new slots must exist before the last one is taken; within the tolerance it
+  waits for an on-demand scale-out (the resolver asks the NS). ``headroom`` is the aspect's
+  ``fluidvim-scale-out-free-slots`` (default 0). A scale-out may follow a scale-out at once (its
+  slots are already counted); after a scale-in it waits for the cool-down.
 * **in** when slots stay idle: over the whole last ``idle_s`` seconds (and since the last
   operation), the free slots minus those the scale-in step removes stayed above twice the
   scale-out threshold and above zero (hysteresis: the step back cannot trigger a scale-out), the
@@ -81,21 +84,21 @@ def demand_rate(history: list[Sample], now: float, window_s: float) -> float:
 
 def decide(history: list[Sample], *, now: float, lead_s: float, cooldown_s: float, idle_s: float,
            last_op: tuple[str, float] | None, can_out: bool, can_in: bool, step_in_slots: int,
-           in_idle: bool = True, window_s: float = 5.0) -> Decision:
+           in_idle: bool = True, window_s: float = 5.0, headroom: int = 0) -> Decision:
     """What to do for one aspect now. ``history``: its samples, oldest first (the last one is now);
     ``last_op``: (\"out\" | \"in\" | other, time.time()) of the NS's last scale/heal operation;
     ``step_in_slots``: slots the scale-in step would remove; ``in_idle``: the instances it would
-    remove have no slot in use."""
+    remove have no slot in use; ``headroom``: free slots to keep at least (scale out at or below)."""
     if not history:
         return Decision(None, "no slot reading yet")
     cur = history[-1]
     rate = demand_rate(history, now, window_s)
-    threshold = rate * max(0.0, lead_s)
+    threshold = max(float(headroom), rate * max(0.0, lead_s))
     since = now - last_op[1] if last_op else float("inf")
     cooled = since >= cooldown_s
     if cur.free <= threshold:
         why = (f"{cur.free} free slot(s) <= {threshold:.2f} (demand {rate:.2f}/s x lead "
-               f"{lead_s:.2f} s)")
+               f"{lead_s:.2f} s" + (f", headroom {headroom}" if headroom else "") + ")")
         if not can_out:
             return Decision(None, f"{why}, but the aspect is at its maximum", rate, threshold)
         if last_op and last_op[0] == "in" and not cooled:
@@ -181,7 +184,8 @@ class Scaler:
         d = decide(list(h), now=now, lead_s=lead, cooldown_s=a["cooldown_s"], idle_s=a["idle_s"],
                    last_op=st["last_op"], can_out=st["can_out"] is None,
                    can_in=st["can_in"] is None, step_in_slots=st["step_in_slots"],
-                   in_idle=st["in_idle"], window_s=self.window_s)
+                   in_idle=st["in_idle"], window_s=self.window_s,
+                   headroom=a.get("headroom", 0))
         self.decisions[key] = d
         if d.action is None:
             return None

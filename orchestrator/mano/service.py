@@ -32,7 +32,7 @@ from oslo_log import log as logging
 from ..deploy import deploy as deploy_instance
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
 from ..service import rpc_method, validate_service
-from ..zones.base import ZoneAdapter, ZoneError
+from ..zones.base import InstanceInfo, ZoneAdapter, ZoneError
 from . import descriptors
 
 LOG = logging.getLogger(__name__)
@@ -40,6 +40,12 @@ LOG = logging.getLogger(__name__)
 NAMESPACE = "ns"
 NS_API_VERSION = "1.1"       # 1.1: scale, heal, operations in show
 DIRECTIONS = ("out", "in")
+
+
+def _refuse(message: str):
+    def refused(*_a):
+        raise Refused(message)
+    return refused
 
 
 def _ms(t0: float) -> float:
@@ -54,6 +60,7 @@ class NSManager:
         self._op_locks = collections.defaultdict(threading.Lock)   # NS id -> its operations
         self._last_scale: dict = {}                 # NS id -> (direction, time) of its last scale
         self.scaler = None                          # .scaling.Scaler, when started
+        orch.resolver.owner = self.owner            # an NS service's on-demand launch = scale out
         n = self.store.abandon_ns()
         if n:
             LOG.warning("%d network service operation(s) were under way when the orchestrator "
@@ -158,7 +165,10 @@ class NSManager:
             for u, fields in units:
                 what = f"service {u.service}"
                 t = time.perf_counter()
-                self.orch.register_service(u.service, u.click_config, **fields)
+                # the tolerable queuing delay is a session's: an instantiation waits for its
+                # launches whatever it is (placement would refuse an empty zone slower than it)
+                self.orch.register_service(u.service, u.click_config,
+                                           **{**fields, "max_queuing_delay_s": None})
                 services.append(u.service)
                 step(f"service {u.service} registered (VNF profile {u.profile}, VDU {u.vdu})", t)
             for u, _ in units:
@@ -195,6 +205,9 @@ class NSManager:
             if not isinstance(e, (OrchestratorError, ZoneError)):
                 LOG.exception("ns %s: unexpected error", plan.name)
             raise Refused(f"ns {plan.name}: {err}")
+        for u, fields in units:
+            if fields.get("max_queuing_delay_s") is not None:
+                self.orch.register_service(u.service, u.click_config, **fields)
         steps.append({"step": f"deployed in {_ms(t_all):.0f} ms", "ms": _ms(t_all)})
         self.store.update_ns(row.id, status="running", steps=steps)
         self.store.op_finished(op, "completed")
@@ -354,10 +367,13 @@ class NSManager:
                 lead = float("inf")
                 continue
             try:
-                tol = self.store.service(svc).max_queuing_delay_s or 0.0
+                tol = self.store.service(svc).max_queuing_delay_s
             except NotFound:
-                tol = 0.0
-            lead = max(lead, qd.seconds - tol)
+                tol = None
+            # a session that finds no slot waits for an on-demand launch (the resolver asks the
+            # NS to scale out) when the launch is within its tolerable delay; else it is refused,
+            # and the scaler must be a whole launch (the queuing delay) ahead
+            lead = max(lead, qd.seconds if tol is not None and qd.seconds > tol else 0.0)
         _, _, no_out = self._plan_step(row, a, "out", False)
         _, remove, no_in = self._plan_step(row, a, "in", False)
         return {"free": free, "total": total, "lead_s": lead if lead != float("inf") else 0.0,
@@ -379,7 +395,7 @@ class NSManager:
         key = self.aspect_key(a)
         return {"aspect": key, "level": row.get("scale").get(key, a["initial_level"]),
                 "max_scale_level": a["max_scale_level"], "auto": a["auto"],
-                "cooldown_s": a["cooldown_s"], "idle_s": a["idle_s"],
+                "cooldown_s": a["cooldown_s"], "idle_s": a["idle_s"], "headroom": a.get("headroom", 0),
                 "steps": [s["services"] for s in a["steps"]]}
 
     def _running(self, name: str):
@@ -426,6 +442,7 @@ class NSManager:
                     raise Refused(f"ns {row.name}: scale out of {key} {state.replace('_', ' ')}"
                                   f": {err}")
                 detail = {"added": [i["name"] for i in added]}
+                made = added
             else:
                 left = self._teardown(None, {}, [], remove)
                 gone = [i for i in remove if not any(i["name"] in x for x in left)]
@@ -436,6 +453,7 @@ class NSManager:
                     self.store.op_finished(op, "failed", err, removed=[i["name"] for i in gone])
                     raise Refused(f"ns {row.name}: scale in of {key} failed: {err}")
                 detail = {"removed": [i["name"] for i in gone]}
+                made = []
             new = level + (1 if direction == "out" else -1)
             self.store.update_ns(row.id, scale={**row.get("scale"), key: new})
             self.store.op_finished(op, "completed", to_level=new, ms=_ms(t0), **detail)
@@ -443,7 +461,7 @@ class NSManager:
             LOG.info("ns %s: scaled %s %s to level %d (%s)", row.name, direction, key, new,
                      detail)
         return {"ns": row.name, "aspect": key, "direction": direction, "level": new,
-                "operation": op, **detail, "ms": _ms(t0)}
+                "operation": op, **detail, "instances": made, "ms": _ms(t0)}
 
     def _launch(self, row, delta: dict, instances: list, what: str):
         """Launch ``delta`` (service -> n) into the NS's zone on its virtual links, appending to
@@ -471,6 +489,32 @@ class NSManager:
                 added.append(rec)
                 self.store.update_ns(row.id, instances=instances)
         return added, None
+
+    def owner(self, service: str):
+        """For the resolver: a launcher of one more instance of ``service`` if a running NS owns
+        it (a scale-out of the aspect that scales it; Refused when there is none or at the
+        limits), else None."""
+        for row in self.store.network_services():
+            if service not in row.get("services"):
+                continue
+            if row.status != "running":
+                return _refuse(f"resolve {service}: no free slot, and its network service "
+                               f"{row.name} is {row.status}")
+            aspects = [a for a in row.get("plan").get("aspects", [])
+                       if any(service in st["services"] for st in a["steps"])]
+            if not aspects:
+                return _refuse(f"resolve {service}: no free slot, and its network service "
+                               f"{row.name} has no scaling aspect for it")
+
+            def launch(predicted_s, started_at, row=row, a=aspects[0]):
+                r = self.scale(row.id, self.aspect_key(a), "out", trigger="resolve")
+                ids = [i["id"] for i in r["instances"] if i["service"] == service]
+                inst = next(i for i in self.store.instances(service) if i.id in ids)
+                return row.zone, InstanceInfo(id=inst.id, name=inst.name, service=service,
+                                              host=inst.host, status="running",
+                                              slots_total=inst.slots_total)
+            return launch
+        return None
 
     def heal(self, name: str, instance: str, trigger: str = "request") -> dict:
         """Replace one instance of the NS (dead or not) by a new one of the same VNF profile and
