@@ -688,9 +688,10 @@ def _flavour(c, src, df: dict, p: str, vdus: dict, props: dict) -> Flavour:
     elif level is None and levels:
         level = next(iter(levels))              # a single level is the default (SOL006)
     scale_levels = {}
-    if level is not None:
-        lp = f"{p}.instantiation-level[{levels[level]}]"
-        il = df["instantiation-level"][levels[level]]
+    initial = {}
+    for lid, li in levels.items():              # every level within min/max (SOL006), the
+        lp = f"{p}.instantiation-level[{li}]"   # default one sets what a deploy starts
+        il = df["instantiation-level"][li]
         for m, vl in enumerate(il.get("vdu-level") or []):
             q = f"{lp}.vdu-level[{m}]"
             vid = vl.get("vdu-id")
@@ -708,11 +709,13 @@ def _flavour(c, src, df: dict, p: str, vdus: dict, props: dict) -> Flavour:
             elif prof["max"] is not None and n > prof["max"]:
                 c.add(src, f"{q}.number-of-instances", f"{n} is above max-number-of-instances "
                       f"{prof['max']} of {prof['path']}", "lower it, or raise the maximum")
-            else:
-                prof["initial"] = n
+            elif lid == level:
+                initial[vid] = n
         for m, si in enumerate(il.get("scaling-info") or []):
-            scale_levels[si.get("scaling-aspect-id")] = (f"{lp}.scaling-info[{m}]",
-                                                        si.get("scale-level", 0))
+            scale_levels.setdefault(si.get("scaling-aspect-id"), []).append(
+                (f"{lp}.scaling-info[{m}]", si.get("scale-level", 0), lid == level))
+    for vid, n in initial.items():
+        out[vid]["initial"] = n
     for prof in out.values():                   # SOL006's default maximum is 1: never below
         if prof["max"] is None:                 # what is started
             prof["max"] = max(prof["min"], prof["initial"])
@@ -783,12 +786,11 @@ def _flavour(c, src, df: dict, p: str, vdus: dict, props: dict) -> Flavour:
                         cfg[field] = v
             break
         initial = 0
-        if aid in scale_levels:
-            sp, lvl = scale_levels.pop(aid)
+        for sp, lvl, is_default in scale_levels.pop(aid, []):
             lvl = _count(c, src, f"{sp}.scale-level", lvl, 0, 1 << 31)
             if lvl is not None and top is not None and lvl > top:
                 c.add(src, f"{sp}.scale-level", f"{lvl} is above max-scale-level {top} of {q}")
-            elif lvl is not None:
+            elif lvl is not None and is_default:
                 initial = lvl
         aspects[aid] = {"max_scale_level": top, "initial_level": initial, "path": q,
                         "steps": [{"delta": sid, "vdus": dict(deltas[sid])} for sid in steps],
@@ -799,8 +801,9 @@ def _flavour(c, src, df: dict, p: str, vdus: dict, props: dict) -> Flavour:
                 c.warnings.append(f"{src}: {q}: VDU {vid} is at its max-number-of-instances "
                                   f"({prof['max']}) from the start: this aspect cannot scale it "
                                   f"out (set {prof['path']}.max-number-of-instances)")
-    for aid, (sp, _) in scale_levels.items():
-        c.add(src, f"{sp}.scaling-aspect-id", _one_of(aid, list(aids), "scaling-aspect"))
+    for aid, infos in scale_levels.items():
+        for sp, _lvl, _d in infos:
+            c.add(src, f"{sp}.scaling-aspect-id", _one_of(aid, list(aids), "scaling-aspect"))
     for prof in out.values():
         prof.pop("path")
     return Flavour(df["id"], out, level, aspects)
