@@ -141,7 +141,9 @@ def print_ns(r, out=None):
         nics = ", ".join(f"nic{k} {x['cpd']}->{x['network'] or '-'}" for k, x in
                          enumerate(i["nics"]))
         w(f"  instance {i['name']} ({i['id']}) {i['status']}: VNF profile {i['profile']}, "
-          f"service {i['service']}; {nics}; placement {i['decision_id'][:8]}")
+          f"service {i['service']}; {nics}; "
+          + (f"placement {i['decision_id'][:8]}" if i.get("decision_id") else
+             "launched by a scale or heal operation"))
     for s in r["services"]:
         w(f"  service {s}")
     for a in r.get("scaling", []):
