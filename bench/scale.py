@@ -145,9 +145,13 @@ class Bench:
                 while self.free(svc) == 0 and time.time() < deadline:
                     time.sleep(0.002)
                 t_new = time.time()
-                after = self.orch.ns.show(name)
+                while time.time() < deadline:                # the operation's record, once done
+                    after = self.orch.ns.show(name)
+                    op = next((o for o in after["operations"] if o["type"] == "scale"), None)
+                    if op is not None and op["state"] != "processing":
+                        break
+                    time.sleep(0.01)
                 new = [i for i in after["instances"] if i["id"] not in before]
-                op = next(o for o in after["operations"] if o["type"] == "scale")
                 out.append({"reaction_ms": round((t_new - t_exhausted) * 1000, 1),
                             "detect_ms": round((op["started_at"] - t_exhausted) * 1000, 1),
                             "operation_ms": round((op["ended_at"] - op["started_at"]) * 1000, 1),
@@ -180,6 +184,10 @@ class Bench:
                         break
                     time.sleep(0.005)
                 op = done[-1]
+                if op["state"] != "completed":
+                    out.append({"state": op["state"], "error": op["error"]})
+                    print(f"  heal {out[-1]}", flush=True)
+                    continue
                 new = shown["instances"][0]
                 br = shown["networks"][0]["id"]
                 out.append({"state": op["state"],

@@ -914,8 +914,13 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
                 c.add(src, f"{p}.int-cpd[{k}].int-virtual-link-desc",
                       _one_of(link, ivl, "int-virtual-link-desc"), "name one of them, or add it")
         cpds_of[vdu["id"]] = {cp["id"] for _, cp in cpds}
-        props = _service_props({**defaults, **_properties(
-            c, src, vdu.get("configurable-properties"), f"{p}.configurable-properties")})
+        own = _properties(c, src, vdu.get("configurable-properties"),
+                          f"{p}.configurable-properties")
+        if set(own) - set(_service_props(own)):
+            c.warnings.append(f"{src}: {p}.configurable-properties: the fluidvim-scale-* and "
+                              "fluidvim-autoscale keys are read from the VNFD's "
+                              "configurable-properties only (its aspects are the df's)")
+        props = _service_props({**defaults, **own})
         out_vdus.append((vdu, kernel, is_file, memory, vcpus, config, [cp for _, cp in cpds],
                          props))
     ext = {}

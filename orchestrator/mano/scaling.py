@@ -159,8 +159,12 @@ class Scaler:
                 done += self.nsm.heal_dead(row, live)
             except Exception:  # noqa: BLE001 - the next tick tries again
                 LOG.exception("ns %s: heal check failed", row.name)
+            try:
+                row = self.nsm.store.network_service(row.id)    # as healing left it
+            except Exception:  # noqa: BLE001 - deleted meanwhile
+                continue
             for a in row.get("plan").get("aspects", []):
-                if not a.get("auto"):
+                if not a.get("auto") or row.status != "running":
                     continue
                 key = (row.id, self.nsm.aspect_key(a))
                 try:
