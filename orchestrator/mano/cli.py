@@ -49,13 +49,21 @@ def print_plan(plan, out=None):
     for u in plan["units"]:
         props = ", ".join(f"{k} {v:g}" for k, v in sorted(u["properties"].items()))
         w(f"  VNF profile {u['profile']} (VNFD {u['vnfd']}, VDU {u['vdu']}) -> service "
-          f"{u['service']} x{u['instances']}")
+          f"{u['service']} x{u['instances']}"
+          + (f" (scales {u['min_instances']}..{u['max_instances']})"
+             if u.get("max_instances", 1) != u.get("min_instances", 1) else ""))
         w(f"    kernel {u['kernel']}{'' if u['kernel_is_file'] else ' (image name)'}, "
           f"memory {u['memory_mb'] or 'default'} MiB, {u['vcpus']} vCPU"
           + (f", {props}" if props else ""))
         w(f"    day-0 Click configuration: {len(u['click_config'].splitlines())} line(s)")
         for i, n in enumerate(u["nics"]):
             w(f"    nic{i}: {n['cpd']:<16} on {n['network'] or '(unplugged)'}")
+    for a in plan.get("aspects", []):
+        steps = "; ".join(", ".join(f"+{n} {svc}" for svc, n in st["services"].items())
+                          for st in a["steps"])
+        w(f"  scaling aspect {a['profile']}/{a['name']}: steps {steps}, max level "
+          f"{a['max_scale_level'] if a['max_scale_level'] is not None else '-'}, "
+          + ("automatic from slots" if a["auto"] else "on request"))
     for warning in plan["warnings"]:
         w(f"  warning: {warning}")
 

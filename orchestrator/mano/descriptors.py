@@ -16,7 +16,12 @@ The mapping (etc/mano/README.md has the user's version):
 
 * VNF profile (NSD ``df[0].vnf-profile[]``) x VDU -> one fluidvim service ``<ns>-<profile>``
   (``<ns>-<profile>-<vdu>`` when the VNFD has several VDUs), started
-  ``vnf-profile.min-number-of-instances`` x ``vdu-profile.min-number-of-instances`` times;
+  ``vnf-profile.min-number-of-instances`` x the VDU's count in the VNFD df's default
+  ``instantiation-level`` (else ``vdu-profile.min-number-of-instances``) times; ``min/max-number-
+  of-instances`` (NSD vnf-profile x VNFD vdu-profile) bound scaling and healing;
+* the VNFD df's ``scaling-aspect``s (``aspect-delta-details``, ``step-deltas``,
+  ``max-scale-level``; OSM IM ``scaling-policy`` or ``fluidvim-scale-*`` properties for the
+  slot-driven scaler) -> ``Plan.aspects`` (see :class:`Flavour`, :mod:`.scaling`);
 * ``sw-image-desc`` -> the kernel: ``image`` (else ``name``) is a file (absolute, or relative to the
   descriptor's directory) for the local and Nomad zones, or a Glance image name for Nova; an optional
   ``checksum`` is verified against the file;

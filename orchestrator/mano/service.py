@@ -585,8 +585,12 @@ class NSManager:
                  "created_at": r.created_at} for r in self.store.network_services(deleted)]
 
     def show(self, name: str) -> dict:
-        """The record, with what the zone and the orchestrator say about its parts now."""
+        """The record, with what the zone and the orchestrator say about its parts now. The
+        operations are read first: an operation shown finished has its changes in the record
+        shown (an operation updates the record before it finishes)."""
         row = self.store.network_service(name)
+        operations = [o.to_dict() for o in self.store.ns_operations(row.id)]
+        row = self.store.network_service(row.id)
         z = self.orch.zones.get(row.zone)
         live_nets = {}
         if z is not None:
@@ -610,7 +614,7 @@ class NSManager:
                               for i in row.get("instances")],
                 "steps": row.get("steps"), "warnings": plan.get("warnings", []),
                 "scaling": [self._aspect_dict(row, a) for a in plan.get("aspects", [])],
-                "operations": [o.to_dict() for o in self.store.ns_operations(row.id)]}
+                "operations": operations}
 
 
 class NSEndpoint:
