@@ -395,3 +395,16 @@ def test_scaler_scales_out_ahead_and_in_when_idle(orch_factory, pkg):  # noqa: F
            if o["type"] == "scale"]
     assert ops == ["out", "in"] and len(orch.store.instances("sc4-fw")) == 1
     orch.ns.delete("sc4")
+
+
+def test_an_operation_under_way_when_the_orchestrator_stopped_is_failed(orch_factory,  # noqa: F811
+                                                                        pkg):  # noqa: F811
+    orch = orch_factory()
+    r = deploy_scaled(orch, pkg)
+    op = orch.store.op_started(r["id"], "scale", aspect="fw/fw-pool", direction="out")
+    orch.close()
+    orch2 = orch_factory()
+    (rec,) = [o for o in orch2.ns.show("sc1")["operations"] if o["id"] == op]
+    assert rec["state"] == "failed" and "stopped during the operation" in rec["error"]
+    assert rec["ended_at"] is not None
+    orch2.ns.delete("sc1")
