@@ -372,8 +372,14 @@ class NSManager:
                 tol = None
             # a session that finds no slot waits for an on-demand launch (the resolver asks the
             # NS to scale out) when the launch is within its tolerable delay; else it is refused,
-            # and the scaler must be a whole launch (the queuing delay) ahead
-            lead = max(lead, qd.seconds if tol is not None and qd.seconds > tol else 0.0)
+            # and the scaler must be a whole launch ahead: the queuing delay (a median), or the
+            # 90th percentile of the same launch times when that is longer (a slow launch is
+            # what refuses sessions)
+            if tol is not None and qd.seconds > tol:
+                samples, _ = self.orch.queuing.samples_ms(z, svc, kind=z.next_launch_kind(svc))
+                p90 = sorted(samples)[int(0.9 * (len(samples) - 1))] / 1000.0 if samples else 0.0
+                lead = max(lead, qd.seconds, p90 * (1 + qd.in_flight // max(
+                    1, self.orch.queuing.parallelism)))
         _, _, no_out = self._plan_step(row, a, "out", False)
         _, remove, no_in = self._plan_step(row, a, "in", False)
         return {"free": free, "total": total, "lead_s": lead if lead != float("inf") else 0.0,
