@@ -12,9 +12,10 @@ slot registry has them: reports from the VNFs, minus sessions the resolver hande
   a scale-out takes to give slots, it scales out when ``free <= max(headroom, rate * lead_s)``
   (so also when free = 0). ``lead_s`` is one scaler tick plus, when the zone's queuing delay for
   the service (the time a new VNF takes to come up) exceeds the delay a session may tolerate
-  (``fluidvim-max-queuing-delay-s``), that queuing delay (or the 90th percentile of the same
-  launch times, when longer): a session that finds no slot is then refused, so the new slots must exist before the last one is taken; within the tolerance it
-  waits for an on-demand scale-out (the resolver asks the NS). ``headroom`` is the aspect's
+  (``fluidvim-max-queuing-delay-s``), that queuing delay (or, when longer, the 90th percentile
+  of the same launch times or the NS's recent scale-out durations): a session that finds no
+  slot is then refused, so the new slots must exist before the last one is taken; within the
+  tolerance it waits for an on-demand scale-out (the resolver asks the NS). ``headroom`` is the aspect's
   ``fluidvim-scale-out-free-slots`` (default 0). A scale-out may follow a scale-out at once (its
   slots are already counted); after a scale-in it waits for the cool-down.
 * **in** when slots stay idle: over the whole last ``idle_s`` seconds (and since the last

@@ -59,6 +59,7 @@ class NSManager:
         self._lock = threading.Lock()
         self._op_locks = collections.defaultdict(threading.Lock)   # NS id -> its operations
         self._last_scale: dict = {}                 # NS id -> (direction, time) of its last scale
+        self._out_s: dict = {}                      # NS id -> recent scale-out durations (s)
         self.scaler = None                          # .scaling.Scaler, when started
         orch.resolver.owner = self.owner            # an NS service's on-demand launch = scale out
         n = self.store.abandon_ns()
@@ -264,6 +265,7 @@ class NSManager:
         self.store.update_ns(row.id, status="deleted")
         self.store.op_finished(op, "completed")
         self._last_scale.pop(row.id, None)
+        self._out_s.pop(row.id, None)
         LOG.info("ns %s deleted", row.name)
         return {"deleted": row.name, "id": row.id}
 
@@ -373,13 +375,13 @@ class NSManager:
             # a session that finds no slot waits for an on-demand launch (the resolver asks the
             # NS to scale out) when the launch is within its tolerable delay; else it is refused,
             # and the scaler must be a whole launch ahead: the queuing delay (a median), or the
-            # 90th percentile of the same launch times when that is longer (a slow launch is
-            # what refuses sessions)
+            # 90th percentile of the same launch times, or the NS's recent scale-outs (launch +
+            # records) when longer (a slow launch is what refuses sessions)
             if tol is not None and qd.seconds > tol:
                 samples, _ = self.orch.queuing.samples_ms(z, svc, kind=z.next_launch_kind(svc))
                 p90 = sorted(samples)[int(0.9 * (len(samples) - 1))] / 1000.0 if samples else 0.0
                 lead = max(lead, qd.seconds, p90 * (1 + qd.in_flight // max(
-                    1, self.orch.queuing.parallelism)))
+                    1, self.orch.queuing.parallelism)), max(self._out_s.get(row.id) or [0.0]))
         _, _, no_out = self._plan_step(row, a, "out", False)
         _, remove, no_in = self._plan_step(row, a, "in", False)
         return {"free": free, "total": total, "lead_s": lead if lead != float("inf") else 0.0,
@@ -464,6 +466,9 @@ class NSManager:
             self.store.update_ns(row.id, scale={**row.get("scale"), key: new})
             self.store.op_finished(op, "completed", to_level=new, ms=_ms(t0), **detail)
             self._last_scale[row.id] = (direction, time.time())
+            if direction == "out":
+                self._out_s.setdefault(row.id, collections.deque(maxlen=10)).append(
+                    _ms(t0) / 1000.0)
             LOG.info("ns %s: scaled %s %s to level %d (%s)", row.name, direction, key, new,
                      detail)
         return {"ns": row.name, "aspect": key, "direction": direction, "level": new,
