@@ -89,6 +89,11 @@ orch_opts = [
     cfg.ListOpt("local_bridges", default=[],
                 help="Bridges the NICs of VNFs launched in the local zone are plugged into "
                      "(one NIC per entry; empty = two unplugged NICs)."),
+    cfg.FloatOpt("ns_scaler_interval", default=0.5, min=0.0,
+                 help="Seconds between two rounds of the network-service scaler and healer: it "
+                      "scales NS scaling aspects out and in from session slots and replaces "
+                      "instances their zone no longer runs (0 = off: `fluidvim ns scale` and "
+                      "`ns heal` only)."),
 ]
 
 

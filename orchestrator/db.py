@@ -200,6 +200,8 @@ class NetworkServiceRow(Base):
     services_json: orm.Mapped[str] = _json("[]")      # service names registered
     instances_json: orm.Mapped[str] = _json("[]")     # [{id, name, service, profile, decision_id}]
     steps_json: orm.Mapped[str] = _json("[]")         # [{step, ms}] of the deploy
+    scale_json: orm.Mapped[str] = orm.mapped_column(   # scaling aspect -> its scale level now
+        sa.Text, default="{}", server_default="{}")     # (added by revision 0002: rows before it)
     created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
     updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
     # the orchestrator process (WorkerRow.id) that acted on it last; None = before workers
@@ -207,6 +209,29 @@ class NetworkServiceRow(Base):
 
     def get(self, field: str):
         return json.loads(getattr(self, f"{field}_json"))
+
+
+class NSOperation(Base):
+    """An NS lifecycle operation occurrence (SOL005's LcmOpOcc, reduced): instantiate, scale,
+    heal, terminate; processing -> completed | failed | rolled_back."""
+
+    __tablename__ = "ns_operations"
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    ns_id: orm.Mapped[str] = orm.mapped_column(sa.String(36), index=True)
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # instantiate|scale|heal|terminate
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))     # processing|completed|failed|rolled_back
+    detail_json: orm.Mapped[str] = _json()            # aspect, direction, trigger, instances, ...
+    started_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    ended_at: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+    @property
+    def detail(self) -> dict:
+        return json.loads(self.detail_json or "{}")
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "type": self.type, "state": self.state, "detail": self.detail,
+                "started_at": self.started_at, "ended_at": self.ended_at, "error": self.error}
 
 
 NS_LIVE = ("deploying", "running", "failed", "deleting")
@@ -591,24 +616,51 @@ class Store:
                            field="ns")
         return row
 
+    # -- NS operation occurrences --
+    def op_started(self, ns_id: str, type_: str, **detail) -> str:
+        oid = str(uuidlib.uuid4())
+        with self.Session.begin() as s:
+            s.add(NSOperation(id=oid, ns_id=ns_id, type=type_, state="processing",
+                              detail_json=json.dumps(detail), started_at=time.time()))
+        return oid
+
+    def op_finished(self, op_id: str, state: str, error: str | None = None, **detail) -> None:
+        with self.Session.begin() as s:
+            row = s.get(NSOperation, op_id)
+            row.state, row.error, row.ended_at = state, error, time.time()
+            if detail:
+                row.detail_json = json.dumps({**row.detail, **detail})
+
+    def ns_operations(self, ns_id: str | None = None, limit: int = 200) -> list[NSOperation]:
+        with self.Session() as s:
+            q = sa.select(NSOperation).order_by(NSOperation.started_at.desc())
+            if ns_id is not None:
+                q = q.where(NSOperation.ns_id == ns_id)
+            return list(reversed(list(s.scalars(q.limit(limit)))))
+
     def abandon_ns(self, owners=None) -> int:
-        """After a restart: a deploy or delete that was under way failed (`ns rm` cleans up);
-        with ``owners`` (worker ids, None = rows without one) only theirs."""
+        """After a restart: operations that were under way failed, and a deploy or delete under
+        way leaves the record failed (`ns rm` cleans up); with ``owners`` (worker ids, None =
+        rows without one) only those of network services they acted on last."""
         q = sa.update(NetworkServiceRow).where(
             NetworkServiceRow.status.in_(("deploying", "deleting")))
+        ops = sa.update(NSOperation).where(NSOperation.state == "processing")
         if owners is not None:
             cond = NetworkServiceRow.owner.in_([o for o in owners if o is not None])
             if None in owners:
                 cond = sa.or_(cond, NetworkServiceRow.owner.is_(None))
             q = q.where(cond)
+            ops = ops.where(NSOperation.ns_id.in_(sa.select(NetworkServiceRow.id).where(cond)))
         with self.Session.begin() as s:
+            s.execute(ops.values(state="failed", ended_at=time.time(),
+                                 error="the orchestrator stopped during the operation"))
             r = s.execute(q.values(
                 status="failed", error="the orchestrator stopped during the operation; "
                 "`fluidvim ns rm` removes what it created", updated_at=time.time()))
             return r.rowcount
 
 
-_NS_JSON = ("plan", "descriptors", "networks", "services", "instances", "steps")
+_NS_JSON = ("plan", "descriptors", "networks", "services", "instances", "steps", "scale")
 
 
 def _ns_json(fields: dict) -> dict:

@@ -8,6 +8,11 @@
    instance on demand (fast track: no placement round, no probes) and the call returns when the
    slot exists.
 3. Else a :class:`Refused` that names, zone by zone, why none qualified.
+
+A service that belongs to something that launches its instances itself (a network service: its
+instances' NICs are on the NS's virtual links, their number within the descriptor's limits) has an
+``owner`` (``owner(service)`` returns a callable, else None): step 2 asks it for the instance
+(``owner_fn(predicted_s, started_at)`` -> (zone, InstanceInfo); an NS scales out) instead of launching one.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class Resolver:
         self.registry = registry
         self.zones = zones
         self.queuing = queuing
+        self.owner = None                      # service -> launcher of its instances, or None
 
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
@@ -98,10 +104,15 @@ class Resolver:
             options.sort()
         errors = []
         need = math.ceil(alias_ratio)
+        own = self.owner(row.name) if self.owner is not None else None
         for _near, predicted, zname, _qd in options:
-            try:      # the session's slots are reserved as the instance's slots become known
-                inst = deploy(self.store, self.registry, self.zones[zname], row,
-                              predicted_s=predicted, started_at=asked_at, reserve=need)
+            try:
+                if own is not None:                 # e.g. the NS scales out (Refused passes)
+                    zname, inst = own(predicted, asked_at)
+                    self.registry.reserve(inst.id, row.name, need)
+                else:   # the session's slots are reserved as the instance's slots become known
+                    inst = deploy(self.store, self.registry, self.zones[zname], row,
+                                  predicted_s=predicted, started_at=asked_at, reserve=need)
             except ZoneError as e:
                 errors.append(str(e))
                 LOG.warning("fast-track launch in %s failed: %s", zname, e)

@@ -345,6 +345,8 @@ class Orchestrator:
                                     heartbeat=o.slot_heartbeat_interval)
                 self.slot_pollers.append(SlotAgent(z, pub, self.queuing, z.slot_interval))
                 self.slot_pollers[-1].start()
+        if agent and o.ns_scaler_interval > 0:          # NS scale out/in from slots, heal
+            self.ns.start_scaler(o.ns_scaler_interval)
         LOG.info("orchestrator serving topic %s (RPC %s), slot updates on %s, zones: %s",
                  o.topic, RPC_API_VERSION, o.notification_topic, ", ".join(self.zones))
 
@@ -365,6 +367,8 @@ class Orchestrator:
         if self.members is not None:
             step("membership", self.members.stop)
             self.members = None
+        if self.ns.scaler is not None:
+            step("ns scaler", self.ns.stop_scaler)
         if self._agent:
             step("slot agent", self._agent.stop)
         for p in self.slot_pollers:

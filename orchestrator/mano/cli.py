@@ -16,7 +16,10 @@ EXAMPLES = """examples:
       --vnfd etc/mano/firewall_vnf/firewall_vnfd.yaml \\
       --vnfd etc/mano/forwarder_vnf/forwarder_vnfd.yaml --name chain1 --zone local
   fluidvim ns list
-  fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps
+  fluidvim ns show chain1            # instances, networks (bridges) and their NICs, steps,
+                                     # scaling aspects and levels, operations
+  fluidvim ns scale refl1 sessions --out   # one step of a VNFD scaling aspect (--in: back)
+  fluidvim ns heal chain1 INSTANCE   # replace an instance, NICs on the same virtual links
   fluidvim ns rm chain1              # instances, networks and services go
   fluidvim ns convert nfv-nsd.xml > nfv-nsd.yaml   # SOL006 XML -> the YAML fluidvim reads
 --vnfd takes VNFD files or directories (every YAML/JSON with a top-level 'vnfd:' or
@@ -55,13 +58,21 @@ def print_plan(plan, out=None):
     for u in plan["units"]:
         props = ", ".join(f"{k} {v:g}" for k, v in sorted(u["properties"].items()))
         w(f"  VNF profile {u['profile']} (VNFD {u['vnfd']}, VDU {u['vdu']}) -> service "
-          f"{u['service']} x{u['instances']}")
+          f"{u['service']} x{u['instances']}"
+          + (f" (scales {u['min_instances']}..{u['max_instances']})"
+             if u.get("max_instances", 1) != u.get("min_instances", 1) else ""))
         w(f"    kernel {u['kernel']}{'' if u['kernel_is_file'] else ' (image name)'}, "
           f"memory {u['memory_mb'] or 'default'} MiB, {u['vcpus']} vCPU"
           + (f", {props}" if props else ""))
         w(f"    day-0 Click configuration: {len(u['click_config'].splitlines())} line(s)")
         for i, n in enumerate(u["nics"]):
             w(f"    nic{i}: {n['cpd']:<16} on {n['network'] or '(unplugged)'}")
+    for a in plan.get("aspects", []):
+        steps = "; ".join(", ".join(f"+{n} {svc}" for svc, n in st["services"].items())
+                          for st in a["steps"])
+        w(f"  scaling aspect {a['profile']}/{a['name']}: steps {steps}, max level "
+          f"{a['max_scale_level'] if a['max_scale_level'] is not None else '-'}, "
+          + ("automatic from slots" if a["auto"] else "on request"))
     for warning in plan["warnings"]:
         w(f"  warning: {warning}")
 
@@ -143,9 +154,27 @@ def print_ns(r, out=None):
         nics = ", ".join(f"nic{k} {x['cpd']}->{x['network'] or '-'}" for k, x in
                          enumerate(i["nics"]))
         w(f"  instance {i['name']} ({i['id']}) {i['status']}: VNF profile {i['profile']}, "
-          f"service {i['service']}; {nics}; placement {i['decision_id'][:8]}")
+          f"service {i['service']}; {nics}; "
+          + (f"placement {i['decision_id'][:8]}" if i.get("decision_id") else
+             "launched by a scale or heal operation"))
     for s in r["services"]:
         w(f"  service {s}")
+    for a in r.get("scaling", []):
+        top = a["max_scale_level"]
+        w(f"  aspect {a['aspect']}: level {a['level']}" + (f" of {top}" if top is not None else "")
+          + (f", automatic from slots (cool-down {a['cooldown_s']:g} s, scale in after "
+             f"{a['idle_s']:g} s idle)" if a["auto"] else ", on request only"))
+    for o in r.get("operations", []):
+        d = o["detail"]
+        took = f"{(o['ended_at'] - o['started_at']) * 1000:.0f} ms" if o["ended_at"] else "..."
+        what = ""
+        if o["type"] == "scale":
+            what = (f" {d.get('direction')} {d.get('aspect')} {d.get('from_level')}->"
+                    f"{d.get('to_level', '?')} ({d.get('trigger')})")
+        elif o["type"] == "heal":
+            what = f" {d.get('instance')} -> {d.get('replaced_by', '?')} ({d.get('trigger')})"
+        w(f"  operation {o['id'][:8]} {o['type']}{what}: {o['state']} [{took}]"
+          + (f": {o['error']}" if o["error"] else ""))
 
 
 @_command
@@ -158,6 +187,26 @@ def cmd_ns_rm(args, api):
     ns = _ns(api)
     for name in args.name:
         _out(args, ns.delete(name), lambda r: print(f"deleted network service {r['deleted']}"))
+
+
+@_command
+def cmd_ns_scale(args, api):
+    from .rpcapi import NSAPI
+
+    r = NSAPI(api=api).scale(args.name, args.aspect, "out" if args.out else "in")
+    _out(args, r, lambda r: print(
+        f"network service {r['ns']}: scaled {r['direction']} {r['aspect']} to level "
+        f"{r['level']} ({', '.join(r.get('added') or r.get('removed') or [])}) in "
+        f"{r['ms']:.0f} ms"))
+
+
+@_command
+def cmd_ns_heal(args, api):
+    from .rpcapi import NSAPI
+
+    r = NSAPI(api=api).heal(args.name, args.instance)
+    _out(args, r, lambda r: print(f"network service {r['ns']}: {r['healed']} replaced by "
+                                  f"{r['replaced_by']} in {r['ms']:.0f} ms"))
 
 
 def ns_parser(ns) -> None:
@@ -196,6 +245,19 @@ def ns_parser(ns) -> None:
     sh = common(nsub.add_parser("show", help="a network service and its parts"))
     sh.add_argument("name", help="name or id")
     sh.set_defaults(func=cmd_ns_show)
+    sc = common(nsub.add_parser("scale", help="scale a network service out or in by one step "
+                                "of a VNFD scaling aspect", formatter_class=fmt, epilog=EXAMPLES))
+    sc.add_argument("name", help="name or id")
+    sc.add_argument("aspect", help="scaling aspect id (PROFILE/ASPECT when several VNF "
+                    "profiles have it)")
+    way = sc.add_mutually_exclusive_group(required=True)
+    way.add_argument("--out", action="store_true", help="add the aspect's next delta")
+    way.add_argument("--in", dest="in_", action="store_true", help="remove the last delta")
+    sc.set_defaults(func=cmd_ns_scale)
+    he = common(nsub.add_parser("heal", help="replace an instance of a network service"))
+    he.add_argument("name", help="name or id")
+    he.add_argument("instance", help="instance id or name (see `fluidvim ns show`)")
+    he.set_defaults(func=cmd_ns_heal)
     rm = common(nsub.add_parser("rm", help="delete network services"))
     rm.add_argument("name", nargs="+", help="name or id")
     rm.set_defaults(func=cmd_ns_rm)

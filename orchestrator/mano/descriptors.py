@@ -16,7 +16,12 @@ The mapping (etc/mano/README.md has the user's version):
 
 * VNF profile (NSD ``df[0].vnf-profile[]``) x VDU -> one fluidvim service ``<ns>-<profile>``
   (``<ns>-<profile>-<vdu>`` when the VNFD has several VDUs), started
-  ``vnf-profile.min-number-of-instances`` x ``vdu-profile.min-number-of-instances`` times;
+  ``vnf-profile.min-number-of-instances`` x the VDU's count in the VNFD df's default
+  ``instantiation-level`` (else ``vdu-profile.min-number-of-instances``) times; ``min/max-number-
+  of-instances`` (NSD vnf-profile x VNFD vdu-profile) bound scaling and healing;
+* the VNFD df's ``scaling-aspect``s (``aspect-delta-details``, ``step-deltas``,
+  ``max-scale-level``; OSM IM ``scaling-policy`` or ``fluidvim-scale-*`` properties for the
+  slot-driven scaler) -> ``Plan.aspects`` (see :class:`Flavour`, :mod:`.scaling`);
 * ``sw-image-desc`` -> the kernel: ``image`` (else ``name``) is a file (absolute, or relative to the
   descriptor's directory) for the local and Nomad zones, or a Glance image name for Nova; an optional
   ``checksum`` is verified against the file;
@@ -69,6 +74,16 @@ PROPERTIES = {
     "fluidvim-session-pps": ("session_pps", float, 0.001, 1e9),
     "fluidvim-max-queuing-delay-s": ("max_queuing_delay_s", float, 0.0, 86400.0),
 }
+# configurable-properties keys of the slot-driven scaler (etc/mano/README.md, "Scaling"); not
+# service fields: they go to the scaling aspects of the VNFD (an OSM IM scaling-policy wins)
+SCALE_PROPERTIES = {
+    "fluidvim-scale-cooldown-s": ("cooldown_s", float, 0.0, 86400.0),
+    "fluidvim-scale-in-idle-s": ("idle_s", float, 0.0, 86400.0),
+    "fluidvim-autoscale": ("auto", bool, 0, 1),
+    "fluidvim-scale-out-free-slots": ("headroom", int, 0, 65536),
+}
+SCALE_DEFAULTS = {"cooldown_s": 10.0, "idle_s": 30.0, "auto": True, "headroom": 0}
+SCALING_TYPES = {"automatic": True, "manual": False}
 CHECKSUMS = {"sha-224": "sha224", "sha-256": "sha256", "sha-384": "sha384", "sha-512": "sha512",
              "sha224": "sha224", "sha256": "sha256", "sha384": "sha384", "sha512": "sha512",
              "md5": "md5"}
@@ -90,7 +105,22 @@ VNFD_USED = {"vnfd": {
     "int-virtual-link-desc": {"id": True, "description": True},
     "ext-cpd": {"id": True, "int-cpd": {"vdu-id": True, "cpd": True}, "description": True},
     "df": {"id": True, "description": True,
-           "vdu-profile": {"id": True, "min-number-of-instances": True}},
+           "vdu-profile": {"id": True, "min-number-of-instances": True,
+                           "max-number-of-instances": True},
+           "instantiation-level": {"id": True, "description": True,
+                                   "vdu-level": {"vdu-id": True, "number-of-instances": True},
+                                   "scaling-info": {"scaling-aspect-id": True,
+                                                    "scale-level": True}},
+           "default-instantiation-level": True,
+           "scaling-aspect": {"id": True, "name": True, "description": True,
+                              "max-scale-level": True,
+                              "aspect-delta-details": {
+                                  "deltas": {"id": True,
+                                             "vdu-delta": {"id": True,
+                                                           "number-of-instances": True}},
+                                  "step-deltas": True},
+                              "scaling-policy": {"name": True, "scaling-type": True,
+                                                 "cooldown-time": True, "threshold-time": True}}},
     "configurable-properties": {"additional-configurable-property": _KV},
 }}
 NSD_USED = {"nsd": {"nsd": {
@@ -99,7 +129,7 @@ NSD_USED = {"nsd": {"nsd": {
     "virtual-link-desc": {"id": True, "description": True},
     "df": {"id": True, "description": True,
            "vnf-profile": {"id": True, "vnfd-id": True, "flavour-id": True,
-                           "min-number-of-instances": True,
+                           "min-number-of-instances": True, "max-number-of-instances": True,
                            "virtual-link-connectivity": {
                                "virtual-link-profile-id": True,
                                "constituent-cpd-id": {"constituent-base-element-id": True,
@@ -107,7 +137,7 @@ NSD_USED = {"nsd": {"nsd": {
            "virtual-link-profile": {"id": True, "virtual-link-desc-id": True}},
 }}}
 # SOL006 names that look like ours but are different fields: never "did you mean" them
-_SOL006_NEIGHBOURS = {"virtual-storage-desc", "max-number-of-instances", "software-version",
+_SOL006_NEIGHBOURS = {"virtual-storage-desc", "software-version",
                       "os-container-desc", "virtual-link-desc", "vip-cpd", "virtual-cpd",
                       "int-virtual-link-desc", "vnfd-id", "nsd-id", "pnfd-id", "sapd"}
 
@@ -346,6 +376,8 @@ class Unit:
     click_config: str
     nics: list
     properties: dict            # service fields from configurable-properties
+    min_instances: int = 1      # never fewer (scale in, heal), never more than max_instances
+    max_instances: int = 1
 
     def service_fields(self) -> dict:
         """Keyword arguments of Orchestrator.register_service (besides name and click_config)."""
@@ -362,12 +394,13 @@ class Plan:
     networks: dict              # logical network -> zone network name
     units: list
     warnings: list
+    aspects: list = dataclasses.field(default_factory=list)   # scaling aspects (see Flavour)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "nsd": self.nsd, "df": self.df, "vnfds": list(self.vnfds),
                 "networks": dict(self.networks),
                 "units": [dataclasses.asdict(u) for u in self.units],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "aspects": [dict(a) for a in self.aspects]}
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -489,8 +522,18 @@ def _properties(c, source, items, path) -> dict:
         if not isinstance(kv, dict):
             continue
         key, p = kv.get("key"), f"{path}[{i}]"
-        if key in PROPERTIES:
-            field, typ, lo, hi = PROPERTIES[key]
+        if key in SCALE_PROPERTIES and SCALE_PROPERTIES[key][1] is bool:
+            if "value" not in kv:
+                c.add(source, f"{p}.value", f"{key} needs a value")
+                continue
+            b = _boolean(kv["value"])
+            if b is None:
+                c.add(source, f"{p}.value", f"{kv['value']!r} is not a boolean",
+                      "write true or false")
+            else:
+                out[SCALE_PROPERTIES[key][0]] = b
+        elif key in PROPERTIES or key in SCALE_PROPERTIES:
+            field, typ, lo, hi = PROPERTIES.get(key) or SCALE_PROPERTIES[key]
             if "value" not in kv:
                 c.add(source, f"{p}.value", f"{key} needs a value")
                 continue
@@ -498,11 +541,28 @@ def _properties(c, source, items, path) -> dict:
             if v is not None:
                 out[field] = v
         elif isinstance(key, str) and key.startswith("fluidvim-"):
-            close = difflib.get_close_matches(key, list(PROPERTIES), n=1, cutoff=0.6)
+            known = [*PROPERTIES, *SCALE_PROPERTIES]
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             c.add(source, f"{p}.key", f"unknown fluidvim property {key!r}",
                   f"did you mean {close[0]!r}?" if close else
-                  f"use one of {', '.join(PROPERTIES)}")
+                  f"use one of {', '.join(known)}")
     return out
+
+
+def _boolean(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    return None
+
+
+def _service_props(props: dict) -> dict:
+    """The service fields among parsed configurable properties (the scaler's are not)."""
+    fields = {f for f, *_ in PROPERTIES.values()}
+    return {k: v for k, v in props.items() if k in fields}
 
 
 def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
@@ -585,10 +645,182 @@ def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
 
 
 @dataclasses.dataclass
+class Flavour:
+    """A VNFD deployment flavour as fluidvim uses it."""
+
+    id: str
+    vdus: dict                   # vdu id -> {"min", "max", "initial"} instances
+    level: str | None            # the instantiation level applied (None: the vdu-profile minima)
+    aspects: dict                # aspect id -> {"max_scale_level", "initial_level", "steps":
+    #                              [{"delta", "vdus": {vdu: n}}], "cooldown_s", "idle_s", "auto"}
+
+
+def _count(c, src, path, value, lo=0, hi=65535):
+    """A uint16-ish instance count (None when it is not one; the problem is recorded)."""
+    return _number(c, src, path, value, int, lo, hi)
+
+
+def _flavour(c, src, df: dict, p: str, vdus: dict, props: dict) -> Flavour:
+    """Check one VNFD ``df``: vdu-profile min/max, instantiation levels (the default one sets the
+    instances a deploy starts), scaling aspects (aspect-delta-details, step-deltas; OSM IM
+    scaling-policy or fluidvim-scale-* properties for the slot-driven scaler)."""
+    out = {}
+    for k, vp in enumerate(df.get("vdu-profile") or []):
+        q = f"{p}.vdu-profile[{k}]"
+        if vp["id"] not in vdus:
+            c.add(src, f"{q}.id", _one_of(vp["id"], vdus, "vdu"))
+            continue
+        lo = _count(c, src, f"{q}.min-number-of-instances", vp.get("min-number-of-instances", 1))
+        hi = vp.get("max-number-of-instances")
+        if hi is not None:
+            hi = _count(c, src, f"{q}.max-number-of-instances", hi)
+            if hi is not None and lo is not None and hi < lo:
+                c.add(src, f"{q}.max-number-of-instances", f"{hi} is below "
+                      f"min-number-of-instances {lo}", "make max-number-of-instances >= "
+                      "min-number-of-instances")
+                hi = None
+        lo = 1 if lo is None else lo
+        out[vp["id"]] = {"min": lo, "max": hi, "initial": lo, "path": q}
+    levels = c.ids(src, df.get("instantiation-level"), f"{p}.instantiation-level",
+                   "instantiation-level")
+    level = df.get("default-instantiation-level")
+    if level is not None and level not in levels:
+        c.add(src, f"{p}.default-instantiation-level",
+              _one_of(level, levels, "instantiation-level"), "name one of the df's levels")
+        level = None
+    elif level is None and len(levels) > 1:
+        c.add(src, f"{p}.default-instantiation-level", f"{len(levels)} instantiation levels "
+              f"({', '.join(levels)}) and no default-instantiation-level",
+              "name the level a deploy starts at (SOL006 requires it with several levels)")
+    elif level is None and levels:
+        level = next(iter(levels))              # a single level is the default (SOL006)
+    scale_levels = {}
+    initial = {}
+    for lid, li in levels.items():              # every level within min/max (SOL006), the
+        lp = f"{p}.instantiation-level[{li}]"   # default one sets what a deploy starts
+        il = df["instantiation-level"][li]
+        for m, vl in enumerate(il.get("vdu-level") or []):
+            q = f"{lp}.vdu-level[{m}]"
+            vid = vl.get("vdu-id")
+            if vid not in out:
+                c.add(src, f"{q}.vdu-id", _one_of(vid, list(out), f"df {df['id']} vdu-profile"),
+                      "a level may only count VDUs of the flavour's vdu-profile")
+                continue
+            n = _count(c, src, f"{q}.number-of-instances", vl.get("number-of-instances", 1))
+            if n is None:
+                continue
+            prof = out[vid]
+            if n < prof["min"]:
+                c.add(src, f"{q}.number-of-instances", f"{n} is below min-number-of-instances "
+                      f"{prof['min']} of {prof['path']}", "raise it, or lower the minimum")
+            elif prof["max"] is not None and n > prof["max"]:
+                c.add(src, f"{q}.number-of-instances", f"{n} is above max-number-of-instances "
+                      f"{prof['max']} of {prof['path']}", "lower it, or raise the maximum")
+            elif lid == level:
+                initial[vid] = n
+        for m, si in enumerate(il.get("scaling-info") or []):
+            scale_levels.setdefault(si.get("scaling-aspect-id"), []).append(
+                (f"{lp}.scaling-info[{m}]", si.get("scale-level", 0), lid == level))
+    for vid, n in initial.items():
+        out[vid]["initial"] = n
+    for prof in out.values():                   # SOL006's default maximum is 1: never below
+        if prof["max"] is None:                 # what is started
+            prof["max"] = max(prof["min"], prof["initial"])
+    aspects = {}
+    aids = c.ids(src, df.get("scaling-aspect"), f"{p}.scaling-aspect", "scaling-aspect")
+    for aid, i in aids.items():
+        a = df["scaling-aspect"][i]
+        q = f"{p}.scaling-aspect[{i}]"
+        top = a.get("max-scale-level")
+        if top is not None:
+            top = _count(c, src, f"{q}.max-scale-level", top, 1, 1 << 31)
+        details = a.get("aspect-delta-details")
+        if not isinstance(details, dict) or not details.get("deltas"):
+            c.add(src, f"{q}.aspect-delta-details.deltas", "the aspect has no scaling delta",
+                  "add aspect-delta-details: {deltas: [{id, vdu-delta: [{id: VDU, "
+                  "number-of-instances: N}]}]}")
+            continue
+        dids = c.ids(src, details["deltas"], f"{q}.aspect-delta-details.deltas", "delta")
+        deltas = {}
+        for did, k in dids.items():
+            dq = f"{q}.aspect-delta-details.deltas[{k}]"
+            counts = {}
+            for m, vd in enumerate(details["deltas"][k].get("vdu-delta") or []):
+                if vd.get("id") not in out:
+                    c.add(src, f"{dq}.vdu-delta[{m}].id", _one_of(
+                        vd.get("id"), list(out), f"df {df['id']} vdu-profile"),
+                        "a delta may only scale VDUs of the flavour's vdu-profile")
+                    continue
+                n = _count(c, src, f"{dq}.vdu-delta[{m}].number-of-instances",
+                           vd.get("number-of-instances", 1))
+                if n is not None:
+                    counts[vd["id"]] = n
+            if not any(counts.values()):
+                c.add(src, f"{dq}.vdu-delta", "the delta adds no instance",
+                      "give at least one vdu-delta with number-of-instances >= 1")
+            deltas[did] = counts
+        steps = details.get("step-deltas")
+        if steps is None:
+            if len(deltas) > 1:
+                c.add(src, f"{q}.aspect-delta-details.step-deltas", f"{len(deltas)} deltas "
+                      "and no step-deltas", "list the delta of each scaling step")
+                continue
+            steps = list(deltas)
+        steps = steps if isinstance(steps, list) else [steps]
+        bad = False
+        for m, sid in enumerate(steps):
+            if sid not in deltas:
+                c.add(src, f"{q}.aspect-delta-details.step-deltas" + (
+                    f"[{m}]" if isinstance(details.get("step-deltas"), list) else ""),
+                    _one_of(sid, list(deltas), "delta"))
+                bad = True
+        if bad or not steps:
+            continue
+        cfg = {**SCALE_DEFAULTS, **{k: v for k, v in props.items() if k in SCALE_DEFAULTS}}
+        for m, pol in enumerate(a.get("scaling-policy") or []):   # OSM IM: the first policy
+            pq = f"{q}.scaling-policy[{m}]"
+            st = pol.get("scaling-type")
+            if st is not None:
+                if st not in SCALING_TYPES:
+                    c.add(src, f"{pq}.scaling-type", f"{st!r} is not one of "
+                          f"{', '.join(SCALING_TYPES)}")
+                else:
+                    cfg["auto"] = SCALING_TYPES[st]
+            for key, field in (("cooldown-time", "cooldown_s"), ("threshold-time", "idle_s")):
+                if key in pol:
+                    v = _number(c, src, f"{pq}.{key}", pol[key], float, 0.0, 86400.0)
+                    if v is not None:
+                        cfg[field] = v
+            break
+        initial = 0
+        for sp, lvl, is_default in scale_levels.pop(aid, []):
+            lvl = _count(c, src, f"{sp}.scale-level", lvl, 0, 1 << 31)
+            if lvl is not None and top is not None and lvl > top:
+                c.add(src, f"{sp}.scale-level", f"{lvl} is above max-scale-level {top} of {q}")
+            elif lvl is not None and is_default:
+                initial = lvl
+        aspects[aid] = {"max_scale_level": top, "initial_level": initial, "path": q,
+                        "steps": [{"delta": sid, "vdus": dict(deltas[sid])} for sid in steps],
+                        **cfg}
+        for vid in {v for s in steps for v, n in deltas[s].items() if n}:
+            prof = out[vid]
+            if prof["max"] <= prof["initial"]:
+                c.warnings.append(f"{src}: {q}: VDU {vid} is at its max-number-of-instances "
+                                  f"({prof['max']}) from the start: this aspect cannot scale it "
+                                  f"out (set {prof['path']}.max-number-of-instances)")
+    for aid, infos in scale_levels.items():
+        for sp, _lvl, _d in infos:
+            c.add(src, f"{sp}.scaling-aspect-id", _one_of(aid, list(aids), "scaling-aspect"))
+    for prof in out.values():
+        prof.pop("path")
+    return Flavour(df["id"], out, level, aspects)
+
+
+@dataclasses.dataclass
 class _Vnfd:
     id: str
     doc: Document
-    dfs: dict                    # df id -> {vdu id: instances}
+    dfs: dict                    # df id -> Flavour
     vdus: list                   # [(vdu dict, kernel, is_file, memory, vcpus, config, cpds, props)]
     ext: dict                    # ext-cpd id -> (vdu id, int-cpd id)
     ivls: set
@@ -689,8 +921,13 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
                 c.add(src, f"{p}.int-cpd[{k}].int-virtual-link-desc",
                       _one_of(link, ivl, "int-virtual-link-desc"), "name one of them, or add it")
         cpds_of[vdu["id"]] = {cp["id"] for _, cp in cpds}
-        props = {**defaults, **_properties(c, src, vdu.get("configurable-properties"),
-                                           f"{p}.configurable-properties")}
+        own = _properties(c, src, vdu.get("configurable-properties"),
+                          f"{p}.configurable-properties")
+        if set(own) - set(_service_props(own)):
+            c.warnings.append(f"{src}: {p}.configurable-properties: the fluidvim-scale-* and "
+                              "fluidvim-autoscale keys are read from the VNFD's "
+                              "configurable-properties only (its aspects are the df's)")
+        props = _service_props({**defaults, **own})
         out_vdus.append((vdu, kernel, is_file, memory, vcpus, config, [cp for _, cp in cpds],
                          props))
     ext = {}
@@ -720,12 +957,7 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
         c.add(src, "vnfd.mgmt-cp", _one_of(v["mgmt-cp"], ext_ids, "ext-cpd"))
     dfs = {}
     for j, df in enumerate(v.get("df") or []):
-        counts = {}
-        for k, vp in enumerate(df.get("vdu-profile") or []):
-            if vp["id"] not in vdus:
-                c.add(src, f"vnfd.df[{j}].vdu-profile[{k}].id", _one_of(vp["id"], vdus, "vdu"))
-            counts[vp["id"]] = vp.get("min-number-of-instances", 1)
-        dfs[df["id"]] = counts
+        dfs[df["id"]] = _flavour(c, src, df, f"vnfd.df[{j}]", vdus, defaults)
     return _Vnfd(v["id"], d, dfs, out_vdus, ext, set(ivl))
 
 
@@ -800,6 +1032,7 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
     profiles = c.ids(src, df["vnf-profile"], f"{base}.df[0].vnf-profile", "vnf-profile")
     networks = {vl: f"{name}-{vl}" for vl in vls}
     units = []
+    aspects = []
     used_vls = set()
     for pid, i in profiles.items():
         vp = df["vnf-profile"][i]
@@ -819,9 +1052,16 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
             if fid not in m.dfs:
                 c.add(src, f"{p}.flavour-id", _one_of(fid, m.dfs, f"VNFD {m.id} df"))
                 continue
-            per_vdu = m.dfs[fid]
+            flavour = m.dfs[fid]
         else:
-            per_vdu = {}
+            flavour = Flavour("", {}, None, {})
+        ns_min = vp.get("min-number-of-instances", 1)
+        ns_max = vp.get("max-number-of-instances", ns_min)
+        if ns_max < ns_min:
+            c.add(src, f"{p}.max-number-of-instances", f"{ns_max} is below "
+                  f"min-number-of-instances {ns_min}", "make max-number-of-instances >= "
+                  "min-number-of-instances")
+            ns_max = ns_min
         # ext-cpd -> logical network, from this profile's virtual-link-connectivity
         ext_net = {}
         for k, conn in enumerate(vp.get("virtual-link-connectivity") or []):
@@ -872,7 +1112,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
                     nics.append(Nic(cp["id"], key))
                 else:
                     nics.append(Nic(cp["id"], by_cpd.get((vdu["id"], cp["id"]))))
-            count = vp.get("min-number-of-instances", 1) * per_vdu.get(vdu["id"], 1)
+            vc = flavour.vdus.get(vdu["id"], {"min": 1, "max": 1, "initial": 1})
+            count = ns_min * vc["initial"]
             if count > 1 and sum(1 for n in nics if n.network) > 1:
                 c.warnings.append(f"{src}: {p}: {count} instances of {vdu['id']} between the same "
                                   "virtual links form a bridging loop unless their Click "
@@ -880,7 +1121,19 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
             units.append(Unit(profile=pid, vnfd=m.id, vdu=vdu["id"], service=svc,
                               instances=count, kernel=kernel, kernel_is_file=is_file,
                               memory_mb=memory, vcpus=vcpus, click_config=config or "",
-                              nics=nics, properties=props))
+                              nics=nics, properties=props, min_instances=ns_min * vc["min"],
+                              max_instances=ns_max * vc["max"]))
+        svc_of = {vdu["id"]: f"{name}-{pid}" + (f"-{vdu['id']}" if multi else "")
+                  for vdu, *_ in m.vdus}
+        for aid, a in flavour.aspects.items():
+            aspects.append({"name": aid, "profile": pid, "vnfd": m.id, "flavour": flavour.id,
+                            "max_scale_level": a["max_scale_level"],
+                            "initial_level": a["initial_level"], "cooldown_s": a["cooldown_s"],
+                            "idle_s": a["idle_s"], "auto": a["auto"],
+                            "headroom": a["headroom"],
+                            "steps": [{"delta": st["delta"],
+                                       "services": {svc_of[v]: n for v, n in st["vdus"].items()
+                                                    if n}} for st in a["steps"]]})
     for vl, i in vls.items():
         if vl not in used_vls:
             c.warnings.append(f"{src}: {base}.virtual-link-desc[{i}] {vl!r} connects no VNF")
@@ -895,8 +1148,9 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
               "rename a vnf-profile")
     if c.problems or c.yang:
         raise DescriptorError(c.merged())
-    return Plan(name=name, nsd=ns["id"], df=df["id"], vnfds=list(known), networks=networks,
-                units=units, warnings=c.warnings)
+    return Plan(name=name, nsd=ns["id"], df=df["id"], vnfds=[v for v in ns["vnfd-id"] if v in known],
+                networks=networks,
+                units=units, warnings=c.warnings, aspects=aspects)
 
 
 def plan_files(nsd_path: str, vnfd_paths, name: str | None = None):

@@ -1,7 +1,7 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Client of the orchestrator's ``ns`` RPC namespace (API 1.0: deploy, validate, list, show,
-delete), sharing the transport, topic and error handling of :class:`OrchestratorAPI`."""
+"""Client of the orchestrator's ``ns`` RPC namespace (API 1.1: deploy, validate, list, show,
+delete; scale, heal), sharing the transport, topic and error handling of :class:`OrchestratorAPI`."""
 
 from __future__ import annotations
 
@@ -65,3 +65,13 @@ class NSAPI:
 
     def delete(self, name: str, timeout: float | None = DEPLOY_TIMEOUT):
         return self._call("delete", timeout=timeout, name=name)
+
+    def scale(self, name: str, aspect: str, direction: str,
+              timeout: float | None = DEPLOY_TIMEOUT):
+        """One step of ``aspect`` (``PROFILE/ASPECT`` or the aspect id), direction out | in."""
+        return self._call("scale", version="1.1", timeout=timeout, name=name, aspect=aspect,
+                          direction=direction)
+
+    def heal(self, name: str, instance: str, timeout: float | None = DEPLOY_TIMEOUT):
+        """Replace ``instance`` (id or name) of the NS by a new one on the same virtual links."""
+        return self._call("heal", version="1.1", timeout=timeout, name=name, instance=instance)

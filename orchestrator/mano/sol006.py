@@ -142,6 +142,7 @@ OSM_EXTENSIONS = {
     "vnfd.df[].lcm-operations-configuration.operate-vnf-op-config.day1-2",
     "nsd.nsd[].virtual-link-desc[].mgmt-network", "nsd.nsd[].virtual-link-desc[].vim-network-name",
     "nsd.nsd[].ns-configuration",
+    "vnfd.df[].scaling-aspect[].scaling-policy",
 }
 # fluidvim's own extension of a SOL006 type, in OSM IM documents: memory in GB with more than the
 # one decimal SOL006 allows (0.03125 GB = 32 MiB; a unikernel VNF needs far less than 0.1 GB)

@@ -415,3 +415,39 @@ def test_manage_help_lists_stores_and_examples(capsys):
     with pytest.raises(SystemExit):
         manage.main(["db", "sync", "--connection", "sqlite://"])      # which store?
     assert "--connection needs --store" in capsys.readouterr().err
+
+
+def test_orchestrator_0001_to_head_keeps_network_services_and_adds_operations(db_url, capsys):
+    """Up to revision 0004 (NS lifecycle): an NS deployed at 0001 is still there, with no scale levels
+    yet ({}), and its operations can be recorded; the store refuses the 0001 database until
+    ``db sync``."""
+    eng = engine_for(db_url)
+    migration.sync(eng, "orchestrator", "0001")
+    migration.sync(eng, "evaluator")
+    now = time.time()
+    insert(eng, "network_services", dict(
+        id="n0000000-0000-0000-0000-000000000001", name="chain1", nsd_id="fw-chain",
+        zone="local", status="running", error=None, plan_json=json.dumps({"units": []}),
+        descriptors_json="{}", networks_json="{}", services_json='["chain1-fw"]',
+        instances_json="[]", steps_json="[]", created_at=now, updated_at=now))
+    eng.dispose()
+    with pytest.raises(migration.SchemaError) as e:
+        Store(db_url)
+    assert "is at revision 0001, this release needs 0004" in str(e.value)
+    assert manage.main(["db", "sync", "--store", "orchestrator", "--connection", db_url]) == 0
+    assert "upgraded from 0001 at revision 0004" in capsys.readouterr().out
+    store = Store(db_url)
+    try:
+        assert schema_diff(store.engine, "orchestrator") == []
+        row = store.network_service("chain1")
+        assert (row.status, row.get("services"), row.get("scale")) == ("running", ["chain1-fw"],
+                                                                        {})
+        op = store.op_started(row.id, "scale", aspect="fw/pool", direction="out")
+        store.op_finished(op, "completed", to_level=1)
+        (rec,) = store.ns_operations(row.id)
+        assert (rec.type, rec.state, rec.detail) == ("scale", "completed", {
+            "aspect": "fw/pool", "direction": "out", "to_level": 1})
+        store.update_ns(row.id, scale={"fw/pool": 1})
+        assert store.network_service(row.id).get("scale") == {"fw/pool": 1}
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+../../../click/reflector.click
