@@ -106,6 +106,13 @@ class Membership:
         self.recovered.extend(taken)
         return taken
 
+    def is_leader(self) -> bool:
+        """Whether this worker is the oldest live one: the one that runs what must run once
+        (the NS scaler and healer). Leadership passes on when the leader dies or leaves."""
+        cutoff = time.time() - self.dead_after
+        live = [w for w in self.store.workers() if w.heartbeat_at >= cutoff or w.id == self.id]
+        return bool(live) and min(live, key=lambda w: (w.started_at, w.id)).id == self.id
+
     def stop(self) -> None:
         """Leave cleanly (the row goes: peers do not wait ``dead_after`` to know)."""
         self._stop.set()

@@ -209,10 +209,16 @@ class Scaler:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="fluidvim-ns-scaler")
         self._thread.start()
 
+    def _leader(self) -> bool:
+        # active-active: one scaler for all the orchestrators, the oldest live worker's
+        members = getattr(self.nsm.orch, "members", None)
+        return members is None or members.is_leader()
+
     def _loop(self):
         while not self._stop.wait(self.interval):
             try:
-                self.tick()
+                if self._leader():
+                    self.tick()
             except Exception:  # noqa: BLE001 - keep scaling
                 LOG.exception("ns scaler tick failed")
 

@@ -133,6 +133,12 @@ def test_a_dead_worker_is_taken_over_once(url):
     # a worker that was declared dead but is alive registers again on its next beat
     assert dead.tick() == []
     assert dead.id in {w.id for w in stores[0].workers()}
+    # the oldest live worker leads (runs the NS scaler); it passes on when it leaves
+    leader = min((m for m in (dead, a, b)), key=lambda m: next(
+        w.started_at for w in stores[0].workers() if w.id == m.id))
+    assert [m.is_leader() for m in (dead, a, b)].count(True) == 1 and leader.is_leader()
+    leader.stop()
+    assert [m.is_leader() for m in (dead, a, b) if m is not leader].count(True) == 1
     for m in (dead, a, b):
         m.stop()
     assert stores[0].workers() == []
