@@ -224,6 +224,7 @@ class NSOperation(Base):
     started_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
     ended_at: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    owner: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))   # WorkerRow.id running it
 
     @property
     def detail(self) -> dict:
@@ -621,7 +622,8 @@ class Store:
         oid = str(uuidlib.uuid4())
         with self.Session.begin() as s:
             s.add(NSOperation(id=oid, ns_id=ns_id, type=type_, state="processing",
-                              detail_json=json.dumps(detail), started_at=time.time()))
+                              detail_json=json.dumps(detail), started_at=time.time(),
+                              owner=self.owner))
         return oid
 
     def op_finished(self, op_id: str, state: str, error: str | None = None, **detail) -> None:
@@ -638,19 +640,32 @@ class Store:
                 q = q.where(NSOperation.ns_id == ns_id)
             return list(reversed(list(s.scalars(q.limit(limit)))))
 
+    @staticmethod
+    def _owned(column, owners):
+        cond = column.in_([o for o in owners if o is not None])
+        return sa.or_(cond, column.is_(None)) if None in owners else cond
+
+    def in_flight_ns(self, owners) -> list[str]:
+        """Ids of the network services with an operation under way by one of ``owners``
+        (worker ids; None = rows without one): a processing operation, or a deploy/delete."""
+        with self.Session() as s:
+            ops = s.scalars(sa.select(NSOperation.ns_id).where(
+                NSOperation.state == "processing", self._owned(NSOperation.owner, owners)))
+            rows = s.scalars(sa.select(NetworkServiceRow.id).where(
+                NetworkServiceRow.status.in_(("deploying", "deleting")),
+                self._owned(NetworkServiceRow.owner, owners)))
+            return sorted(set(ops) | set(rows))
+
     def abandon_ns(self, owners=None) -> int:
         """After a restart: operations that were under way failed, and a deploy or delete under
         way leaves the record failed (`ns rm` cleans up); with ``owners`` (worker ids, None =
-        rows without one) only those of network services they acted on last."""
+        rows without one) only theirs (operations they run, records they acted on last)."""
         q = sa.update(NetworkServiceRow).where(
             NetworkServiceRow.status.in_(("deploying", "deleting")))
         ops = sa.update(NSOperation).where(NSOperation.state == "processing")
         if owners is not None:
-            cond = NetworkServiceRow.owner.in_([o for o in owners if o is not None])
-            if None in owners:
-                cond = sa.or_(cond, NetworkServiceRow.owner.is_(None))
-            q = q.where(cond)
-            ops = ops.where(NSOperation.ns_id.in_(sa.select(NetworkServiceRow.id).where(cond)))
+            q = q.where(self._owned(NetworkServiceRow.owner, owners))
+            ops = ops.where(self._owned(NSOperation.owner, owners))
         with self.Session.begin() as s:
             s.execute(ops.values(state="failed", ended_at=time.time(),
                                  error="the orchestrator stopped during the operation"))

@@ -181,11 +181,13 @@ class Orchestrator:
                     LOG.warning("zone %s: cannot look for what launch %d of dead worker %s "
                                 "made: %s", row.zone, row.id, worker_id, e)
             failed += self.store.abandon_launch(row.id, note)
-        ns = self.store.abandon_ns(owners=[worker_id])
+        ns_ids = self.store.in_flight_ns([worker_id])
+        self.store.abandon_ns(owners=[worker_id])
+        ns = self.ns.take_over(ns_ids)
         LOG.warning("took over dead orchestrator %s: %d launch(es) in flight closed; "
-                    "instances adopted %s, removed %s; %d network service operation(s) failed "
-                    "(`fluidvim ns rm` cleans up)", worker_id, failed, adopted, removed, ns)
-        return {"failed": failed, "adopted": adopted, "removed": removed, "ns_failed": ns}
+                    "instances adopted %s, removed %s; network services: %s", worker_id, failed,
+                    adopted, removed, ns)
+        return {"failed": failed, "adopted": adopted, "removed": removed, "ns": ns}
 
     # -- the API (RPC endpoint methods call these) --
     def register_service(self, name, click_config, **fields) -> dict:

@@ -269,6 +269,32 @@ class NSManager:
         LOG.info("ns %s deleted", row.name)
         return {"deleted": row.name, "id": row.id}
 
+    def take_over(self, ns_ids) -> dict:
+        """After a dead orchestrator's NS operations were failed (ha, Orchestrator.recover_worker):
+        an interrupted deploy or delete is rolled back (the NS is deleted: what its record says
+        was made goes); an interrupted scale or heal of a running NS loses what it launched but
+        never recorded (instances of the NS's services outside its record are terminated)."""
+        out = {"rolled_back": [], "removed": [], "errors": []}
+        for ns_id in ns_ids:
+            try:
+                row = self.store.network_service(ns_id)
+                if row.status == "failed":
+                    self.delete(row.name)
+                    out["rolled_back"].append(row.name)
+                elif row.status == "running":
+                    with self._op_locks[row.id]:
+                        row = self.store.network_service(ns_id)
+                        recorded = {i["id"] for i in row.get("instances")}
+                        for svc in row.get("services"):
+                            for inst in self.store.instances(service=svc):
+                                if inst.id not in recorded:
+                                    self.orch.terminate(inst.id)
+                                    out["removed"].append(inst.id)
+            except Exception as e:  # noqa: BLE001 - reported; `ns rm` / the next tick remain
+                LOG.warning("ns %s: take-over failed: %s", ns_id, e)
+                out["errors"].append(f"{ns_id}: {e}")
+        return out
+
     # -- scale and heal --
     def start_scaler(self, interval: float) -> None:
         from .scaling import Scaler

@@ -345,6 +345,13 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     wait_for(lambda: orch.manager.get(broken.id).status != "running", what="the VNF seen dead")
     nothing = dead.launch_started("local", "fw", 0.1, token="toknoinst")
     dead_ns = dead.add_ns(name="ns-of-the-dead", nsd_id="nsd", zone="local", status="deploying")
+    # a running NS whose scale-out the dead one had launched but not recorded yet
+    scaling = dead.add_ns(name="ns-scaling", nsd_id="nsd", zone="local", status="running",
+                          services=["nsx-fw"], instances=[])
+    extra = zone.launch(LaunchRequest(service="nsx-fw", click_config=FORWARD, slots=8))
+    dead.add_instance(id=extra.id, zone="local", host=extra.host, service="nsx-fw",
+                      name=extra.name, status="running", slots_total=8)
+    scale_op = dead.op_started(scaling.id, "scale", aspect="fw/pool", direction="out")
     live = Store(orch.conf.orchestrator.connection)
     live.owner = orch.members.id                   # an NS deploy under way at a live worker
     live_ns = live.add_ns(name="ns-alive", nsd_id="nsd", zone="local", status="deploying")
@@ -367,9 +374,15 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     recorded = {i.id: i for i in orch.store.instances()}
     assert ran.id in recorded and recorded[ran.id].slots_total == 8
     assert broken.id not in recorded
-    assert [r.id for r in orch.manager.list()] == [ran.id]
+    assert [r.id for r in orch.manager.list()] == [ran.id]     # the scale-out's extra is gone
     assert "dead-worker" not in {w.id for w in orch.store.workers()}
-    assert live.network_service(dead_ns.name).status == "failed"
+    # the interrupted deploy was rolled back (deleted), the interrupted scale-out lost what it
+    # launched, a live worker's deploy was left alone
+    assert live.network_service(dead_ns.id).status == "deleted"
+    assert live.network_service(scaling.name).status == "running"
+    (op,) = live.ns_operations(scaling.id)
+    assert (op.id, op.state) == (scale_op, "failed")
+    assert extra.id not in {i.id for i in live.instances()}
     assert live.network_service(live_ns.name).status == "deploying"
     dead.close()
     live.close()

@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("started_at", sa.Float(), nullable=False),
         sa.Column("ended_at", sa.Float(), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("owner", sa.String(length=64), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_ns_operations_ns_id", "ns_operations", ["ns_id"])
