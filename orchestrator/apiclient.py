@@ -229,8 +229,11 @@ class _NS:
 
     @staticmethod
     def _docs(nsd, vnfds):
-        from ..mano.rpcapi import NSAPI
-        return NSAPI._docs(nsd, vnfds)
+        # descriptors.Document (or its to_dict()), as NSAPI takes them; duck-typed: the client
+        # sits below the NFV front-ends (ARCHITECTURE.md)
+        def as_dict(d):
+            return d.to_dict() if hasattr(d, "to_dict") else d
+        return as_dict(nsd), [as_dict(d) for d in vnfds]
 
     def deploy(self, nsd, vnfds, name=None, zone=None, timeout=600.0):
         nsd, vnfds = self._docs(nsd, vnfds)
