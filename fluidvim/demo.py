@@ -199,6 +199,24 @@ def plot(report, cold, warm, path):
     plt.close(fig)
 
 
+def _upgrade_own_database(url: str) -> None:
+    """The demo's database (out/demo/state) is its own: a run of a newer release upgrades it in
+    place, as `fluidvim-manage db sync` would, instead of refusing it as a service does."""
+    from fluidvim import migration
+    from fluidvim.sql import make_engine
+
+    if not os.path.exists(url[len("sqlite:///"):]):
+        return                                     # a first run: the store creates it at head
+    engine = make_engine(url)
+    try:
+        for name in ("orchestrator", "evaluator"):
+            before, after = migration.sync(engine, name)
+            if before.revision != after:
+                print(f"  {name} database of an earlier run: upgraded {before.revision} -> {after}")
+    finally:
+        engine.dispose()
+
+
 def orchestrator_part(mgr, out, report) -> bool:
     """The orchestrator over the same embedded local zone (in-process, no RabbitMQ needed):
     register a service, place it (real boot and load probes), resolve sessions until the slots
@@ -211,6 +229,7 @@ def orchestrator_part(mgr, out, report) -> bool:
 
     print("\norchestrator (embedded local zone): register, place, resolve until slots run out")
     url = "sqlite:///" + os.path.join(out, "state", "orchestrator.sqlite")
+    _upgrade_own_database(url)
     oconf = orchconf.make_conf(connection=url, reservation_ttl=600.0)
     store = Store(url)
     runner = stage1.Stage1Runner(pcache.ProbeCache(store.engine), [
