@@ -253,3 +253,11 @@ class _NS:
 
     def delete(self, name, timeout=600.0):
         return self.api.request("DELETE", f"/v1/ns/{_q(name)}", timeout=timeout)
+
+    def scale(self, name, aspect, direction, timeout=600.0):
+        return self.api.request("POST", f"/v1/ns/{_q(name)}/scale", timeout=timeout,
+                                body={"aspect": aspect, "direction": direction})
+
+    def heal(self, name, instance, timeout=600.0):
+        return self.api.request("POST", f"/v1/ns/{_q(name)}/heal", timeout=timeout,
+                                body={"instance": instance})

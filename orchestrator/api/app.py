@@ -446,6 +446,15 @@ class API:
         self._ns(ctx, policy, name)
         return self.nsapi.delete(name, timeout=self.conf.api.deploy_timeout)
 
+    def op_scaleNS(self, ctx, policy, body, name=""):
+        self._ns(ctx, policy, name)
+        return self.nsapi.scale(name, body["aspect"], body["direction"],
+                                timeout=self.conf.api.deploy_timeout)
+
+    def op_healNS(self, ctx, policy, body, name=""):
+        self._ns(ctx, policy, name)
+        return self.nsapi.heal(name, body["instance"], timeout=self.conf.api.deploy_timeout)
+
     # -- the VIM API (OSM RO) --
     def vim(self, method, **kw):
         return self.vimapi.vim(method, **kw)

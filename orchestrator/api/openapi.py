@@ -118,6 +118,18 @@ OPERATIONS = [
     ("delete", "/v1/ns/{name}", "deleteNS", "ns:delete",
      "Terminate a network service: its instances, services and networks go", [p("name")],
      None, 200),
+    ("post", "/v1/ns/{name}/scale", "scaleNS", "ns:update",
+     "One step of a scaling aspect, out or in (within the descriptor's min/max; the result "
+     "has the operation occurrence)", [p("name")],
+     {"type": "object", "required": ["aspect", "direction"], "additionalProperties": False,
+      "properties": {"aspect": {"type": "string", "minLength": 1, "maxLength": 255,
+                                "description": "PROFILE/ASPECT or the aspect id"},
+                     "direction": {"type": "string", "enum": ["out", "in"]}}}, 200),
+    ("post", "/v1/ns/{name}/heal", "healNS", "ns:update",
+     "Replace an instance (id or name) of the network service by a new one on the same "
+     "virtual links", [p("name")],
+     {"type": "object", "required": ["instance"], "additionalProperties": False,
+      "properties": {"instance": {"type": "string", "minLength": 1, "maxLength": 255}}}, 200),
     ("get", "/v1/vim", "describeVim", "vim:get", "VIM API: the zone a VIM account maps to",
      [ZONE_Q], None, 200),
     ("get", "/v1/vim/images", "listImages", "vim:get", "VIM API: images (VNF kernels) of a zone",

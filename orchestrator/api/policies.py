@@ -82,6 +82,8 @@ api_rules = [
                                                   ("POST", "/v1/ns/validate")]),
     _rule("ns:delete", WRITE, "Terminate and delete a network service.",
           [("DELETE", "/v1/ns/{name}")]),
+    _rule("ns:update", WRITE, "Scale a network service by an aspect, or heal one of its "
+          "instances.", [("POST", "/v1/ns/{name}/scale"), ("POST", "/v1/ns/{name}/heal")]),
     _rule("vim:get", READ, "VIM API (OSM RO): describe a zone, list images and flavors, show "
           "VMs and their status.",
           [("GET", "/v1/vim"), ("GET", "/v1/vim/images"),

@@ -239,6 +239,37 @@ def test_network_service_lifecycle(env, pkg):  # noqa: F811
     assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER)[0] == 404
 
 
+def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
+    from .test_mano_scaling import scaled
+
+    nsd, fw, fwd = scaled(pkg)
+    fw["vnfd"]["df"][0]["scaling-aspect"][0]["scaling-policy"] = [
+        {"name": "p", "scaling-type": "manual"}]
+    nsd, vnfds = bundle(pkg, nsd, fw, fwd)
+    st, ns = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "s1"}, hdrs=A_MEMBER)
+    assert st == 201 and ns["status"] == "running", ns
+    out = {"aspect": "fw/fw-pool", "direction": "out"}
+    assert env.call("POST", "/ns/s1/scale", out, hdrs=A_READER)[0] == 403
+    assert env.call("POST", "/ns/s1/scale", out, hdrs=B_MEMBER)[0] == 404
+    st, body = env.call("POST", "/ns/s1/scale", {"aspect": "fw/fw-pool", "direction": "up"},
+                        hdrs=A_MEMBER)
+    assert st == 400 and body["error"]["field"] == "direction"
+    st, r = env.call("POST", "/ns/s1/scale", out, hdrs=A_MEMBER)
+    assert st == 200 and r["level"] == 1 and len(r["added"]) == 1, r
+    st, shown = env.call("GET", "/ns/s1", hdrs=A_READER)
+    assert [o["type"] for o in shown["operations"]] == ["instantiate", "scale"]
+    fws = [i for i in shown["instances"] if i["service"] == "s1-fw"]
+    assert len(fws) == 2
+    st, healed = env.call("POST", "/ns/s1/heal", {"instance": fws[0]["name"]}, hdrs=A_MEMBER)
+    assert st == 200 and healed["healed"] == fws[0]["name"], healed
+    st, body = env.call("POST", "/ns/s1/heal", {"instance": "no-such"}, hdrs=A_MEMBER)
+    assert st in (400, 404) and body["error"]["field"] == "instance", body
+    st, r = env.call("POST", "/ns/s1/scale", {"aspect": "fw/fw-pool", "direction": "in"},
+                     hdrs=A_MEMBER)
+    assert st == 200 and r["level"] == 0, r
+    assert env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)[0] == 200
+
+
 def test_noauth_pipeline_is_admin_and_logs_a_warning(env, caplog):
     with caplog.at_level(logging.WARNING, logger="fluidvim.orchestrator.api.app"):
         app = env.app("noauth")
