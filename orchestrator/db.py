@@ -255,11 +255,40 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def _upsert(self, s, model, values: dict, *, update: bool = True, newer_than=None) -> None:
+        """INSERT ``values`` into ``model``'s table or, when its primary key exists, update the
+        row (``update``; only if ``newer_than`` - a column - is older than the new value) or
+        leave it. Atomic where several orchestrators write the same row at once (active-active:
+        every process receives the same slot notification, and all upsert their zones at start);
+        a read-then-insert (``Session.merge``) would lose that race with a unique violation."""
+        dialect = self.engine.dialect.name
+        if dialect not in ("postgresql", "sqlite"):     # one process per database (no HA)
+            s.merge(model(**values))
+            return
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        keys = [c.name for c in model.__table__.primary_key.columns]
+        stmt = insert(model).values(**values)
+        if not update:
+            stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+        else:
+            where = None
+            if newer_than is not None:
+                col = model.__table__.c[newer_than]
+                where = col <= stmt.excluded[newer_than]
+            stmt = stmt.on_conflict_do_update(
+                index_elements=keys, where=where,
+                set_={k: stmt.excluded[k] for k in values if k not in keys})
+        s.execute(stmt)
+
     # -- zones, environment types, hosts --
     def upsert_zone(self, name: str, kind: str, region: str, labels: dict | None = None) -> None:
         with self.Session.begin() as s:
-            s.merge(Zone(name=name, kind=kind, region=region,
-                         labels_json=json.dumps(labels or {}), updated_at=time.time()))
+            self._upsert(s, Zone, dict(name=name, kind=kind, region=region,
+                                       labels_json=json.dumps(labels or {}),
+                                       updated_at=time.time()))
 
     def zones(self) -> list[Zone]:
         with self.Session() as s:
@@ -267,8 +296,8 @@ class Store:
 
     def upsert_env(self, env: EnvironmentType) -> str:
         with self.Session.begin() as s:
-            if s.get(EnvType, env.uid) is None:
-                s.add(EnvType(uid=env.uid, env_json=json.dumps(env.to_dict())))
+            self._upsert(s, EnvType, dict(uid=env.uid, env_json=json.dumps(env.to_dict())),
+                         update=False)
         return env.uid
 
     def envs(self) -> list[EnvType]:
@@ -279,21 +308,15 @@ class Store:
         """Replace the zone's hosts by ``hosts`` (HostInfo list); records their env types."""
         now = time.time()
         with self.Session.begin() as s:
-            known = {h.name: h for h in s.scalars(sa.select(Host).where(Host.zone == zone))}
-            envs = {e.uid for e in s.scalars(sa.select(EnvType))}
+            known = {h.name for h in s.scalars(sa.select(Host).where(Host.zone == zone))}
             for h in hosts:
-                if h.env.uid not in envs:
-                    s.add(EnvType(uid=h.env.uid, env_json=json.dumps(h.env.to_dict())))
-                    envs.add(h.env.uid)
-                row = known.pop(h.name, None)
-                if row is None:
-                    s.add(Host(zone=zone, name=h.name, env_uid=h.env.uid,
-                               labels_json=json.dumps(h.labels), updated_at=now))
-                else:
-                    row.env_uid, row.labels_json, row.updated_at = (
-                        h.env.uid, json.dumps(h.labels), now)
-            for row in known.values():
-                s.delete(row)
+                self._upsert(s, EnvType, dict(uid=h.env.uid, env_json=json.dumps(h.env.to_dict())),
+                             update=False)
+                self._upsert(s, Host, dict(zone=zone, name=h.name, env_uid=h.env.uid,
+                                           labels_json=json.dumps(h.labels), updated_at=now))
+                known.discard(h.name)
+            if known:
+                s.execute(sa.delete(Host).where(Host.zone == zone, Host.name.in_(known)))
 
     def hosts(self, zone: str | None = None) -> list[Host]:
         with self.Session() as s:
@@ -367,13 +390,16 @@ class Store:
     def save_slot_report(self, rep) -> None:
         """Store ``rep`` unless a newer report of the same (instance, service) is there (updates
         may arrive out of order, and at several orchestrators)."""
+        values = dict(instance=rep.instance, service=rep.service, zone=rep.zone, host=rep.host,
+                      region=rep.region, slots=rep.slots, exact=rep.exact,
+                      delay_s=rep.delay_s, at=rep.at)
         with self.Session.begin() as s:
-            old = s.get(SlotReportRow, (rep.instance, rep.service))
-            if old is not None and old.at > rep.at:
+            if self.engine.dialect.name in ("postgresql", "sqlite"):
+                self._upsert(s, SlotReportRow, values, newer_than="at")
                 return
-            s.merge(SlotReportRow(instance=rep.instance, service=rep.service, zone=rep.zone,
-                                  host=rep.host, region=rep.region, slots=rep.slots,
-                                  exact=rep.exact, delay_s=rep.delay_s, at=rep.at))
+            old = s.get(SlotReportRow, (rep.instance, rep.service))
+            if old is None or old.at <= rep.at:
+                s.merge(SlotReportRow(**values))
 
     def slot_report(self, instance: str, service: str) -> SlotReportRow | None:
         with self.Session() as s:

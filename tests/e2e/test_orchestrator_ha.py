@@ -81,8 +81,10 @@ def ha(agent, tmp_path):  # noqa: F811 - the imported fixture
     try:
         tn.wait_for("two orchestrator workers", lambda: len(store.workers()) == 2 or
                     _check_alive(procs, tmp_path), 60, 0.2)
-        tn.wait_for("both orchestrators serving RPC", lambda: all(
-            _ping(api, wid) for wid in _workers_by_pid(store).values()), 60, 0.5)
+        # both alive and serving (a process that died at start would leave one row, then none)
+        tn.wait_for("both orchestrators serving RPC", lambda: not _check_alive(procs, tmp_path)
+                    and {p.pid for p in procs} <= set(_workers_by_pid(store))
+                    and all(_ping(api, wid) for wid in _workers_by_pid(store).values()), 60, 0.5)
         yield env
     finally:
         api.close()

@@ -69,6 +69,51 @@ def test_a_slot_is_never_handed_out_twice_across_processes(url):
     store.close()
 
 
+def _notify(url, rank, keys, go, out):
+    """A separate process, as an orchestrator at start and then on every slot notification:
+    upsert the zone and its hosts, then store each report (every process gets the same ones)."""
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.zonetypes import HostInfo
+    store = Store(url)
+    reg = SharedSlotRegistry(store)
+    go.wait(30)
+    try:
+        env = EnvironmentType(launcher="nomad", accel="kvm", machine="microvm", cpu_model="x")
+        store.upsert_zone("z1", "nomad", "r1")
+        store.sync_hosts("z1", [HostInfo(name=f"h{i}", env=env) for i in range(3)])
+        for k in range(keys):
+            reg.apply(SlotReport(zone="z1", host="h1", instance=f"i{k}", service="fw",
+                                 slots=rank, delay_s=0.1, at=1000.0 + k + rank / 10,
+                                 exact=rank))
+        out.put(None)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        out.put(repr(e))
+    store.close()
+
+
+def test_the_same_rows_written_at_once_by_every_process(url):
+    """Each process receives every slot notification and upserts the same zone at start: no
+    unique violation, and the newest report of each instance wins whoever wrote last."""
+    Store(url).close()
+    ctx = multiprocessing.get_context("spawn")
+    out, go = ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_notify, args=(url, rank, 40, go, out)) for rank in (1, 2, 3)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)                       # every process imported and connected
+    go.set()
+    errors = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    assert errors == [None] * 3, errors
+    store = Store(url)
+    rows = {r.instance: r for r in store.slot_reports()}
+    assert len(rows) == 40
+    assert {r.slots for r in rows.values()} == {3}        # the newest (rank 3) of each
+    assert [h.name for h in store.hosts("z1")] == ["h0", "h1", "h2"]
+    store.close()
+
+
 def test_what_one_orchestrator_reserves_the_other_sees(url):
     a, b = Store(url), Store(url)
     ra, rb = SharedSlotRegistry(a, reservation_ttl=300), SharedSlotRegistry(b, reservation_ttl=300)
