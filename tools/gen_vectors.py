@@ -72,7 +72,7 @@ BAD = [
 def main():
     vectors = {"version": 1, "qemu_binary": "qemu-system-x86_64",
                "emulator": "/usr/bin/qemu-system-x86_64", "control_fd": 3, "qmp_fd": 4,
-               "cases": [], "invalid": []}
+               "cases": [], "invalid": [], "qemu_binary_rule": qemu_binary_rule()}
     for name, sp in CASES:
         case = {"name": name, "spec": sp.to_dict(), "cmdline": S.kernel_cmdline(sp)}
         if sp.machine == "microvm":
@@ -104,6 +104,21 @@ def main():
         with open(path, "w") as f:
             f.write(text)
         print(f"wrote {path}")
+
+
+def qemu_binary_rule() -> list[dict]:
+    """Which QEMU runs a spec ([vnf] qemu_binary / the plugin's qemu_binary), for every input."""
+    out = []
+    for machine in S.MACHINES:
+        for accel in S.ACCELS:
+            for requested in (S.QEMU_AUTO, "/opt/qemu/bin/qemu-system-x86_64"):
+                for installed in (True, False):
+                    sp = base(U1, machine, accel=accel)
+                    out.append({"machine": machine, "accel": accel, "requested": requested,
+                                "microvm_installed": installed,
+                                "binary": S.qemu_binary(sp, requested,
+                                                        available=lambda _n, i=installed: i)})
+    return out
 
 
 def limits_vectors() -> dict:

@@ -187,9 +187,9 @@ class QemuBackend(Backend):
     name = "qemu"
     machine = "microvm"
 
-    def __init__(self, run_dir: str, qemu_binary: str = "qemu-system-x86_64"):
+    def __init__(self, run_dir: str, qemu_binary: str = specmod.QEMU_AUTO):
         super().__init__(run_dir)
-        self.qemu_binary = shutil.which(qemu_binary) or qemu_binary
+        self.qemu_binary = qemu_binary          # as configured: a name, a path or "auto"
         self._procs: dict[str, subprocess.Popen] = {}
         self._sel = selectors.DefaultSelector()
         self._sel_lock = threading.Lock()
@@ -216,7 +216,8 @@ class QemuBackend(Backend):
         qmp = self._listen(spec.qmp_socket)
         stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
         try:
-            argv = specmod.qemu_argv(spec, qemu=self.qemu_binary, control_fd=ctl.fileno(),
+            qemu = specmod.qemu_binary(spec, self.qemu_binary)
+            argv = specmod.qemu_argv(spec, qemu=shutil.which(qemu) or qemu, control_fd=ctl.fileno(),
                                      qmp_fd=qmp.fileno())
             with open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
@@ -547,7 +548,7 @@ def make_backend(name: str, run_dir: str, conf=None) -> Backend:
         for problem in share_vnf_memory(conf is None or conf.vnf.share_memory):
             LOG.warning("VNF memory sharing: %s", problem)
         return QemuBackend(run_dir, qemu_binary=conf.vnf.qemu_binary if conf else
-                           "qemu-system-x86_64")
+                           specmod.QEMU_AUTO)
     if name == "libvirt":
         return LibvirtBackend(run_dir, uri=conf.vnf.libvirt_uri if conf else "qemu:///system")
     raise ValueError(f"unknown backend {name!r} (known: qemu, libvirt)")

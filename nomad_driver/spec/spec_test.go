@@ -26,6 +26,13 @@ type vectors struct {
 		Spec  json.RawMessage `json:"spec"`
 		Field string          `json:"field"`
 	} `json:"invalid"`
+	QemuBinaryRule []struct {
+		Machine   string `json:"machine"`
+		Accel     string `json:"accel"`
+		Requested string `json:"requested"`
+		Installed bool   `json:"microvm_installed"`
+		Binary    string `json:"binary"`
+	} `json:"qemu_binary_rule"`
 }
 
 func load(t *testing.T) vectors {
@@ -38,6 +45,26 @@ func load(t *testing.T) vectors {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestQemuBinaryRule: the plugin picks the same QEMU as the Python launch core.
+func TestQemuBinaryRule(t *testing.T) {
+	v := load(t)
+	if len(v.QemuBinaryRule) == 0 {
+		t.Fatal("no qemu_binary_rule in the vectors")
+	}
+	for _, r := range v.QemuBinaryRule {
+		s := VNF{Machine: r.Machine, Accel: r.Accel}
+		got := s.QemuBinary(r.Requested, func(name string) bool {
+			if name != QemuMicrovm {
+				t.Errorf("asked about %q", name)
+			}
+			return r.Installed
+		})
+		if got != r.Binary {
+			t.Errorf("%+v: got %q, want %q", r, got, r.Binary)
+		}
+	}
 }
 
 func TestArgvVectors(t *testing.T) {

@@ -195,3 +195,20 @@ def test_ovs_external_ids_add_mac_and_status():
     assert ovs.external_ids({"iface-id": "p1", "vm-uuid": "u"}, "fa:16:3e:00:00:01") == {
         "iface-id": "p1", "vm-uuid": "u", "attached-mac": "fa:16:3e:00:00:01",
         "iface-status": "active"}
+
+
+@pytest.mark.parametrize("rule", V["qemu_binary_rule"],
+                         ids=lambda r: f"{r['machine']}-{r['accel']}-{r['requested'][-10:]}-"
+                                       f"{'mvm' if r['microvm_installed'] else 'nomvm'}")
+def test_qemu_binary_rule(rule):
+    """[vnf] qemu_binary = auto: the microvm build for a microvm spec on KVM when installed."""
+    sp = S.VNFSpec.from_dict(next(c["spec"] for c in V["cases"]
+                                  if c["spec"]["machine"] == rule["machine"]))
+    sp = S.VNFSpec.from_dict({**sp.to_dict(), "accel": rule["accel"]})
+    seen = []
+
+    def available(name):
+        seen.append(name)
+        return rule["microvm_installed"]
+    assert S.qemu_binary(sp, rule["requested"], available=available) == rule["binary"]
+    assert set(seen) <= {S.QEMU_MICROVM}
