@@ -344,6 +344,7 @@ func (v *VNF) QemuBinary(requested string, installed func(string) bool) string {
 	}
 	return QemuFull
 }
+
 // (qmpFD < 0: no QMP monitor).
 func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 	if err := v.Validate(); err != nil {
