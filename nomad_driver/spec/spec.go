@@ -320,8 +320,6 @@ func cpuArgs(accel string) []string {
 	return []string{"-accel", "tcg", "-cpu", "max"}
 }
 
-// QemuArgv is spec.qemu_argv: the QEMU argv for the direct backend (microvm, virtio-mmio).
-// The control channel and QMP monitor are listening sockets inherited as controlFD and qmpFD
 // QEMU binaries of the direct path. QemuAuto picks Debian's minimal microvm build
 // (machine microvm, KVM only; 10 shared libraries instead of 51: less CPU per cold launch,
 // about half the RSS per VM) when it can run the VNF and is installed, else the full build.
@@ -345,6 +343,8 @@ func (v *VNF) QemuBinary(requested string, installed func(string) bool) string {
 	return QemuFull
 }
 
+// QemuArgv is spec.qemu_argv: the QEMU argv for the direct backend (microvm, virtio-mmio).
+// The control channel and QMP monitor are listening sockets inherited as controlFD and qmpFD
 // (qmpFD < 0: no QMP monitor).
 func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 	if err := v.Validate(); err != nil {
