@@ -99,11 +99,12 @@ def ping_ms(net: testnet.TestNet) -> float | None:
     return None
 
 
-def run_one(n: int, args, share: bool, fwd_net) -> dict:
+def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto") -> dict:
     tag = os.urandom(3).hex()
     state = tempfile.mkdtemp(prefix="fluidvim-density-")
     mgr = VNFManager(make_conf(state_dir=state, run_dir=f"/run/fluidvim-density-{tag}",
-                               backend="qemu", share_memory=share, memory_mb=args.memory_mb))
+                               backend="qemu", share_memory=share, memory_mb=args.memory_mb,
+                               qemu_binary=binary))
     ids: list[str] = []
     try:
         fwd = mgr.launch(FORWARD, name=f"fwd-{tag}", bridges=fwd_net.bridges, warm=False)
@@ -115,7 +116,8 @@ def run_one(n: int, args, share: bool, fwd_net) -> dict:
 
         t0 = time.monotonic()
         with cf.ThreadPoolExecutor(args.concurrency) as ex:
-            for vid in tqdm(ex.map(one, range(n)), total=n, desc=f"launch {n} (share={share})",
+            for vid in tqdm(ex.map(one, range(n)), total=n,
+                            desc=f"launch {n} (share={share}, qemu={binary})",
                             leave=False):
                 ids.append(vid)
         launch_s = time.monotonic() - t0
@@ -144,7 +146,8 @@ def run_one(n: int, args, share: bool, fwd_net) -> dict:
         sample = random.sample(ids, min(20, len(ids)))
         answered = sum(1 for v in sample if mgr.stats(v).get("uptime_us", 0) > 0)
         return {
-            "n": n, "share_memory": share,
+            "n": n, "share_memory": share, "qemu_binary": binary,
+            "qemu_binary_used": os.path.basename(os.readlink(f"/proc/{pids[-1]}/exe")),
             "cold_launches_per_s": round(n / launch_s, 1),
             "idle_cpu_pct_per_vnf": round(sum(per_cpu) / len(per_cpu), 4),
             "idle_cpu_pct_per_vnf_p99": round(pct(per_cpu, 99), 3),
@@ -173,10 +176,12 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    on = [r for r in rows if r["share_memory"]]
+    on = [r for r in rows if r["share_memory"] and r["qemu_binary"] == "auto"]
     off = [r for r in rows if not r["share_memory"]]
+    full = [r for r in rows if r["qemu_binary"] != "auto"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for data, label in ((on, "share_memory on"), (off, "off (THP, no KSM)")):
+    for data, label in ((on, "share_memory on"), (off, "off (THP, no KSM)"),
+                        (full, "full qemu-system-x86_64")):
         if data:
             a1.plot([r["n"] for r in data], [r["pss_mib_per_vnf"] for r in data], "o-", label=label)
             a2.plot([r["n"] for r in data], [r["idle_cpu_pct_per_vnf"] for r in data], "o-",
@@ -196,6 +201,9 @@ def main(argv=None):
     ap.add_argument("--counts", default="10,100,1000", help="idle VNF counts (default %(default)s)")
     ap.add_argument("--compare", type=int, default=50,
                     help="N measured again with share_memory off (0: skip; default %(default)s)")
+    ap.add_argument("--compare-binary", type=int, default=100,
+                    help="N measured again with the full qemu-system-x86_64 instead of [vnf] "
+                         "qemu_binary=auto (the microvm build); 0: skip (default %(default)s)")
     ap.add_argument("--concurrency", type=int, default=4, help="launching threads (default 4)")
     ap.add_argument("--idle-s", type=float, default=30.0, help="CPU measuring window (default 30)")
     ap.add_argument("--settle-s", type=float, default=20.0,
@@ -217,26 +225,43 @@ def main(argv=None):
         if args.compare:
             rows.append(run_one(args.compare, args, False, net))
             print(json.dumps(rows[-1]))
-    best = max((r for r in rows if r["share_memory"]), key=lambda r: r["n"])
-    same = next((r for r in rows if r["share_memory"] and r["n"] == args.compare), None)
+        if args.compare_binary:
+            rows.append(run_one(args.compare_binary, args, True, net, binary="qemu-system-x86_64"))
+            print(json.dumps(rows[-1]))
+    mine = [r for r in rows if r["qemu_binary"] == "auto"]
+    best = max((r for r in mine if r["share_memory"]), key=lambda r: r["n"])
+    same = next((r for r in mine if r["share_memory"] and r["n"] == args.compare), None)
     off = next((r for r in rows if not r["share_memory"]), None)
+    full = next((r for r in rows if r["qemu_binary"] != "auto"), None)
+    auto_n = next((r for r in mine if r["share_memory"] and full and r["n"] == full["n"]), None)
     summary = {k: best[k] for k in ("idle_cpu_pct_per_vnf", "pss_mib_per_vnf", "rss_mib_per_vnf",
                                     "cold_launches_per_s", "ksmd_cpu_pct",
                                     "first_packet_after_idle_ms")}
     summary["idle_vnfs"] = best["n"]
     if same and off:
         summary["pss_ratio_share_off_vs_on"] = round(off["pss_mib_per_vnf"] / same["pss_mib_per_vnf"], 2)
+    if full and auto_n:
+        summary["full_qemu_vs_auto"] = {
+            "n": full["n"], "qemu_binary_used": auto_n["qemu_binary_used"],
+            "pss_ratio": round(full["pss_mib_per_vnf"] / auto_n["pss_mib_per_vnf"], 2),
+            "launch_rate_ratio": round(auto_n["cold_launches_per_s"] /
+                                       full["cold_launches_per_s"], 2)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "density.json"), "w") as f:
         json.dump({**summary, "runs": rows, "host_cpus": os.cpu_count()}, f, indent=2)
     plot(rows, os.path.join(args.out, "density.png"))
     print("\nsummary:", json.dumps(summary, indent=2))
     for r in rows:
-        print(f"  N={r['n']:5d} share={str(r['share_memory']):5s} cpu/VNF {r['idle_cpu_pct_per_vnf']:.4f} % "
+        print(f"  N={r['n']:5d} {r['qemu_binary_used']:27s} share={str(r['share_memory']):5s} "
+              f"cpu/VNF {r['idle_cpu_pct_per_vnf']:.4f} % "
               f"PSS {r['pss_mib_per_vnf']:.1f} MiB RSS {r['rss_mib_per_vnf']:.1f} MiB "
               f"launch {r['cold_launches_per_s']}/s first pkt {r['first_packet_after_idle_ms']} ms")
     if same and off:
         print(f"  PSS share_memory off/on at N={args.compare}: {summary['pss_ratio_share_off_vs_on']}x")
+    if "full_qemu_vs_auto" in summary:
+        c = summary["full_qemu_vs_auto"]
+        print(f"  N={c['n']}: full qemu-system-x86_64 PSS {c['pss_ratio']}x the {c['qemu_binary_used']}'s; "
+              f"{c['qemu_binary_used']} launches {c['launch_rate_ratio']}x as fast")
 
 
 if __name__ == "__main__":
