@@ -10,11 +10,13 @@ that it cannot launch on demand unless ``launch_ms`` history is given (queuing d
 
 from __future__ import annotations
 
+from fluidvim import zonetypes
+
 from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 
 class SyntheticZone(ZoneAdapter):
-    kind = "synthetic"
+    kind = zonetypes.SYNTHETIC
 
     def __init__(self, name: str, hosts: list[HostInfo], region: str = "default",
                  launch_ms: list[float] | None = None):
