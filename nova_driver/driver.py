@@ -75,8 +75,7 @@ from fluidvim.vnf.manager import VNFManager
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-if "vnf" not in CONF:
-    vnfconf.register_opts(CONF)
+vnfconf.register_opts(CONF)
 fconf.register_opts(CONF)
 
 IMAGE_API = glance.API()

@@ -55,8 +55,7 @@ def default_runners(conf, store):
     that bring their own formula."""
     from fluidvim.evaluator import analyzers, conf as evalconf
 
-    if "evaluator" not in conf:
-        evalconf.register_opts(conf)
+    evalconf.register_opts(conf)
     o = conf.orchestrator
     runner1 = evalconf.make_stage1(conf, store.engine, valid_for_s=o.probe_validity)
     weights = {"slots": o.weight_slots, "price": o.weight_price, "power": o.weight_power,
@@ -467,16 +466,7 @@ class OrchestratorEndpoint:
 
 def main(argv=None) -> int:
     conf = cfg.ConfigOpts()
-    orchconf.register_opts(conf)
-    orchconf.register_messaging_opts(conf)
-    from fluidvim.evaluator import conf as evalconf
-    from fluidvim.vnf import conf as vnfconf
-
-    from . import hierarchy, power
-    power.register_opts(conf)
-    hierarchy.register_opts(conf)
-    evalconf.register_opts(conf)
-    vnfconf.register_opts(conf)
+    orchconf.register_service_opts(conf)
     logging.register_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
          prog="fluidvim-orchestrator")

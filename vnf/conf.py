@@ -71,6 +71,10 @@ vnf_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [vnf] on ``conf`` (idempotent: a second call, or one on a ConfigOpts that has
+    the group already, e.g. nova-compute's global CONF, changes nothing)."""
+    if vnf_group.name in conf:
+        return
     # oslo.config keeps set_override() values in the OptGroup object, so every ConfigOpts gets its
     # own group: two launch cores in one process (tests, benchmarks) must not share overrides
     group = cfg.OptGroup(vnf_group.name, title=vnf_group.title, help=vnf_group.help)

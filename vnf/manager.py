@@ -77,8 +77,7 @@ class VNFManager:
     def __init__(self, conf: cfg.ConfigOpts | None = None):
         if conf is None:
             conf = cfg.CONF
-            if "vnf" not in conf:
-                vnfconf.register_opts(conf)
+            vnfconf.register_opts(conf)
         self.conf = conf
         c = conf.vnf
         self.kernel = os.path.abspath(c.kernel or vnfconf.default_kernel())
