@@ -50,7 +50,7 @@ from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 from fluidvim.zonetypes import LaunchRequest
 
-from .model import EnvironmentType, ProbeResult, ServiceProfile
+from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 
 LOG = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def _as_list(v):
 class StaticProbe(Probe):
     """Checks ``service.requirements`` against the environment type's manifest; launches nothing."""
 
-    kind = "static"
+    kind = STATIC
     cacheable = False
 
     def run(self, env, zone=None, service=None) -> ProbeResult:
@@ -190,7 +190,7 @@ class BootProbe(Probe):
     not traffic, so it needs no network of the zone.
     """
 
-    kind = "boot"
+    kind = BOOT
     per_zone = True
 
     def __init__(self, n: int = 3, click_config: str = FORWARD_CONFIG, memory_mb: int | None = None,
@@ -345,7 +345,7 @@ class LoadProbe(Probe):
     or a leftover of a killed run, do not collide.
     """
 
-    kind = "load"
+    kind = LOAD
 
     def __init__(self, sessions=DEFAULT_SESSIONS, session_pps: float = 100.0, step_s: float = 2.0,
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,

@@ -30,7 +30,7 @@ from typing import Callable
 
 from oslo_log import log as logging
 
-from fluidvim.evaluator.model import Candidate, ProbeResult, ServiceProfile
+from fluidvim.evaluator.model import STATIC, Candidate, ProbeResult, ServiceProfile
 from fluidvim.measure import elapsed_ms
 
 from . import states
@@ -180,7 +180,7 @@ class PlacementEngine:
                 kinds = actions[uid]
             else:       # a runner that does not say: results measured now were probed now
                 kinds = {r.kind: "probed" if r.measured_at >= t0 else "cached" for r in rs}
-            costly = {k: v for k, v in kinds.items() if k != "static"}
+            costly = {k: v for k, v in kinds.items() if k != STATIC}
             status = ("no results" if not rs else
                       "probed" if any(v.startswith("probed") for v in costly.values()) else
                       "cached" if costly else "static only")

@@ -6,6 +6,7 @@ change (a change would need a migration and a protocol version)."""
 import json
 
 from fluidvim import instance_states as istates, zonetypes
+from fluidvim.evaluator import model
 from fluidvim.orchestrator import states
 from fluidvim.orchestrator.zones import local, nomad, nova
 from fluidvim.vnf import state as vstate, states as vstates
@@ -22,6 +23,7 @@ def test_values_are_the_stored_strings():
     assert states.OP_TYPES == ("instantiate", "scale", "heal", "terminate")
     assert states.OP_STATES == ("processing", "completed", "failed", "rolled_back")
     assert states.DECISION_STATUSES == ("decided", "deployed", "refused", "failed")
+    assert model.PROBE_KINDS == ("static", "boot", "load")
     for value in (*vstates.STATUSES, *istates.STATUSES, *states.NS_STATUSES, *states.OP_STATES):
         assert type(value) is str and json.loads(json.dumps(value)) == value
 
