@@ -31,7 +31,7 @@ import threading
 
 # FORMULA_VARIABLES is defined next to SafeFormula (its default variable set); the name stays here
 from .formula import FORMULA_VARIABLES, FormulaError, SafeFormula  # noqa: F401 - re-exported
-from .model import Candidate, ProbeResult, Score, ServiceProfile
+from .model import BOOT, LOAD, STATIC, Candidate, ProbeResult, Score, ServiceProfile
 from .slots import SlotsError, estimate_capacity
 
 INFEASIBLE_SCORE = -1e9
@@ -59,11 +59,11 @@ def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
     """The numbers every analyzer uses (one place), with reasons."""
     uid = cand.env.uid
     reasons, feasible = [], True
-    static = _result(results, uid, "static")
+    static = _result(results, uid, STATIC)
     if static is not None and not static.ok:
         feasible = False
         reasons.append(f"static requirements not met: {static.error}")
-    load = _result(results, uid, "load")
+    load = _result(results, uid, LOAD)
     slots, pps = None, 0.0
     if load is not None and load.ok:
         try:
@@ -77,7 +77,7 @@ def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
         reasons.append(f"load probe failed: {load.error}")
     else:
         reasons.append("no load probe result for this environment type: slots unknown")
-    boot = _result(results, uid, "boot")
+    boot = _result(results, uid, BOOT)
     boot_ms = warm_ms = math.inf
     if boot is not None and boot.ok:
         boot_ms = boot.metrics.get("cold_ms", {}).get("p50") or math.inf
@@ -299,9 +299,9 @@ def fingerprint(analyzer: Analyzer, service: ServiceProfile, candidates: list[Ca
     """A hash of what the ranking depends on, minus the live numbers (free slots, delay)."""
     probes = sorted((uid, r.kind, r.zone, r.ok, round(r.measured_at, 3))
                     for uid, rs in (results or {}).items() for r in rs
-                    if r.kind != "static")
+                    if r.kind != STATIC)
     static = sorted((uid, r.ok) for uid, rs in (results or {}).items() for r in rs
-                    if r.kind == "static")
+                    if r.kind == STATIC)
     d = {
         "analyzer": analyzer.identity(),
         "service": [service.name, service.deadline_ms, service.qos_quantile, service.session_pps,

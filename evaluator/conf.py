@@ -68,6 +68,9 @@ evaluator_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [evaluator] on ``conf`` (idempotent)."""
+    if evaluator_group.name in conf:
+        return
     # a group object per ConfigOpts: an OptGroup keeps its options' overrides
     conf.register_group(_group())
     conf.register_opts(evaluator_opts, group="evaluator")

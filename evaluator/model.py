@@ -73,12 +73,27 @@ class ServiceProfile:
     min_instances: int = 0
 
 
+# -- stage-1 probe kinds (ProbeResult.kind, Probe.kind; the probe cache's kind column) --
+# Stored and shown as they are: the values never change.
+
+STATIC = "static"
+"""The environment type's static facts checked against a service's requirements (no VNF)."""
+
+BOOT = "boot"
+"""Probe VNFs launched cold (and warm where the zone has a warm pool): instantiation times."""
+
+LOAD = "load"
+"""A probe VNF driven with a ladder of sessions: latency and loss per load, hence slots."""
+
+PROBE_KINDS = (STATIC, BOOT, LOAD)
+
+
 @dataclasses.dataclass
 class ProbeResult:
     """One stage-1 measurement of one environment type (shared by every service)."""
 
     env_uid: str
-    kind: str                               # "static" | "boot" | "load"
+    kind: str                               # one of PROBE_KINDS
     ok: bool
     metrics: dict                           # kind-specific, JSON-serialisable
     measured_at: float = dataclasses.field(default_factory=time.time)

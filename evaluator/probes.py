@@ -22,7 +22,8 @@
   histogram (its ``stats``) is recorded next to the round trip where the zone exposes
   ``stats(instance_id)``, but not used for slots: it stops at the VNF's rings, so it hides
   queueing in front of the guest. Only possible where this machine can put traffic on the
-  zone's hosts: zones with ``kind == "local"``; elsewhere ``ok=False`` with the reason.
+  zone's hosts: zones whose VNFs run on this host (``in_process``: the local zone); elsewhere
+  ``ok=False`` with the reason.
 
 Every probe returns a :class:`~fluidvim.evaluator.model.ProbeResult` and never raises for a
 failure of the environment (``ok=False``, ``error`` says what); it raises ``ValueError`` for bad
@@ -43,12 +44,13 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim import instance_states as istates
 from fluidvim.measure import quantile
-from fluidvim.vnf import limits
+from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 from fluidvim.zonetypes import LaunchRequest
 
-from .model import EnvironmentType, ProbeResult, ServiceProfile
+from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 
 LOG = logging.getLogger(__name__)
 
@@ -126,7 +128,7 @@ def _as_list(v):
 class StaticProbe(Probe):
     """Checks ``service.requirements`` against the environment type's manifest; launches nothing."""
 
-    kind = "static"
+    kind = STATIC
     cacheable = False
 
     def run(self, env, zone=None, service=None) -> ProbeResult:
@@ -181,14 +183,14 @@ class StaticProbe(Probe):
 class BootProbe(Probe):
     """Launch ``n`` probe VNFs cold (and ``n`` warm where the zone serves warm launches).
 
-    A launch is warm when the zone's InstanceInfo carries ``kind == "warm"`` (an optional
+    A launch is warm when the zone's InstanceInfo carries ``kind == WARM`` (an optional
     attribute zone adapters may set; without it the zone is treated as having no warm pool).
     The probe VNF has ``nics`` NICs (default 2, the shape of the launch core's warm shells) on
     ``bridges`` - by default ``None`` each, i.e. unplugged: a boot probe measures instantiation,
     not traffic, so it needs no network of the zone.
     """
 
-    kind = "boot"
+    kind = BOOT
     per_zone = True
 
     def __init__(self, n: int = 3, click_config: str = FORWARD_CONFIG, memory_mb: int | None = None,
@@ -229,7 +231,7 @@ class BootProbe(Probe):
             if self.try_warm:
                 for _ in range(self.n):
                     wall, inst = self._one(zone, env, host, True, made)
-                    if getattr(inst, "kind", None) != "warm":
+                    if getattr(inst, "kind", None) != vstates.WARM:
                         break          # the zone served it cold: no warm pool (or it is empty)
                     warm_w.append(wall)
                     if inst.launch_ms is not None:
@@ -250,7 +252,7 @@ class BootProbe(Probe):
         if not made:
             return []
         try:
-            alive = {i.id for i in zone.instances() if i.status not in ("deleted",)}
+            alive = {i.id for i in zone.instances() if i.status != istates.DELETED}
         except Exception as e:  # noqa: BLE001
             LOG.warning("zone %s: cannot list instances to check for leaks: %s", zone.name, e)
             return []
@@ -275,7 +277,7 @@ _NET_LOCKS: dict[str, threading.Lock] = {}
 
 def can_inject(zone) -> tuple[bool, str]:
     """Whether this machine can put traffic on ``zone``'s hosts (and why not)."""
-    if getattr(zone, "kind", None) != "local":
+    if not getattr(zone, "in_process", False):
         return False, (f"zone {getattr(zone, 'name', '?')!r} is a {getattr(zone, 'kind', '?')!r} "
                        "zone: this machine cannot inject traffic into its hosts (load probes run "
                        "only in the local zone); its slots come from a load probe of the same "
@@ -343,7 +345,7 @@ class LoadProbe(Probe):
     or a leftover of a killed run, do not collide.
     """
 
-    kind = "load"
+    kind = LOAD
 
     def __init__(self, sessions=DEFAULT_SESSIONS, session_pps: float = 100.0, step_s: float = 2.0,
                  warmup_s: float = 0.3, drain_s: float = 0.5, payload: int = 64,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .model import ProbeResult
+from .model import LOAD, ProbeResult
 
 
 class SlotsError(ValueError):
@@ -106,7 +106,7 @@ def _smooth(values: list[float], window: int) -> list[float]:
 def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
                       session_pps: float | None = None, max_loss: float = 0.01,
                       interp: str = "log", smooth: int = 3) -> CapacityEstimate:
-    if result.kind != "load":
+    if result.kind != LOAD:
         raise SlotsError(f"slots come from a load probe, got a {result.kind!r} probe result")
     if not result.ok:
         raise SlotsError(f"the load probe of {result.env_uid} failed: {result.error}")

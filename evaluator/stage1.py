@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from oslo_log import log as logging
 
 from .cache import ProbeCache
-from .model import EnvironmentType, ProbeResult, ServiceProfile
+from .model import STATIC, EnvironmentType, ProbeResult, ServiceProfile
 from .overhead import probe_plan
 from .probes import BootProbe, LoadProbe, Probe, StaticProbe
 
@@ -88,7 +88,7 @@ class Stage1Result(dict):
     @property
     def deployments(self) -> int:
         """Probe VNF deployments this round (planned pairs where at least one probe ran)."""
-        return len({(a.uid, a.zone) for a in self.probed if a.kind != "static"})
+        return len({(a.uid, a.zone) for a in self.probed if a.kind != STATIC})
 
     def result(self, uid: str, kind: str) -> ProbeResult | None:
         for r in self.get(uid, []):
@@ -104,7 +104,7 @@ class Stage1Result(dict):
             lines.append(f"zone {z}: cannot list environments: {e}")
         for uid, why in sorted(self.rejected.items()):
             lines.append(f"{uid}: static requirements not met: {why}")
-        lines += [a.text() for a in self.actions if a.kind != "static"]
+        lines += [a.text() for a in self.actions if a.kind != STATIC]
         return lines
 
 

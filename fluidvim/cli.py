@@ -19,6 +19,7 @@ import json
 import sys
 
 from fluidvim.clicommon import setup_logging as _setup_logging
+from fluidvim.vnf import states as vstates
 
 EXAMPLES_VNF_RUN = """examples:
   # a transparent firewall between bridges br0 and br1: web and ARP pass, the rest is dropped
@@ -158,7 +159,7 @@ def cmd_pool(args):
             mgr.fill_pool(args.count, nics=args.nics, progress=bar.update)
     elif args.action == "drain":
         print(f"removed {mgr.drain_pool()} shells")
-    shells = mgr.store.list(statuses=("pool",))
+    shells = mgr.store.list(statuses=(vstates.POOL,))
     keys = {}
     for r in shells:
         keys[r.pool_key] = keys.get(r.pool_key, 0) + 1
@@ -175,7 +176,7 @@ def cmd_status(args):
     slots = mgr.slots()
     info = {"backend": be.name, "machine": be.machine, "accel": mgr.accel,
             "accel_reason": mgr.accel_reason, "kernel": mgr.kernel,
-            "running": len(mgr.store.list(statuses=("running",))),
+            "running": len(mgr.store.list(statuses=(vstates.RUNNING,))),
             "session_slots": {k: slots[k] for k in ("total", "used", "free")},
             "queuing_delay": qd}
     print(json.dumps(info, indent=2))
@@ -295,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fluidvim", formatter_class=FMT, epilog=EXAMPLES_TOP,
                                 description="Unikernel VNFs that launch in milliseconds.")
     p.add_argument("--config-file", help="oslo.config file (see etc/fluidvim.conf.sample)")
-    p.add_argument("--backend", choices=["qemu", "libvirt"], help="override [vnf] backend")
+    p.add_argument("--backend", choices=list(vstates.BACKENDS), help="override [vnf] backend")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], help="override [vnf] accel")
     p.add_argument("--state-dir", help="override [vnf] state_dir")
     p.add_argument("--run-dir", help="override [vnf] run_dir")

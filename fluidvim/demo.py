@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from fluidvim.clicommon import setup_logging
 from fluidvim.measure import median, quantile
-from fluidvim.vnf import testnet
+from fluidvim.vnf import states as vstates, testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
@@ -53,7 +53,7 @@ def run(args) -> int:
     # a run dir of its own: another demo's VNFs (another --out) are not this one's orphans
     run_dir = f"/run/fluidvim-demo-{uuid.uuid4().hex[:8]}"
     conf = make_conf(state_dir=os.path.join(out, "state"), run_dir=run_dir,
-                     backend=getattr(args, "backend", None) or "qemu")
+                     backend=getattr(args, "backend", None) or vstates.QEMU)
     setup_logging(conf, args.verbose)
     mgr = VNFManager(conf)
     mgr.recover()
@@ -82,7 +82,7 @@ def run(args) -> int:
                 raise RuntimeError("warm pool did not refill within 60 s")
             refill.append((time.perf_counter() - t) * 1000)
             res = mgr.launch(FORWARD, bridges=[None, None], warm=True)
-            if res.kind != "warm":
+            if res.kind != vstates.WARM:
                 raise RuntimeError("expected a warm launch")
             warm.append(res)
             mgr.destroy(res.vnf_id)
@@ -226,6 +226,7 @@ def orchestrator_part(mgr, out, report) -> bool:
     from fluidvim.orchestrator.cli import print_explanation
     from fluidvim.orchestrator.db import Store
     from fluidvim.orchestrator.service import Orchestrator
+    from fluidvim.orchestrator.states import DECISION_DEPLOYED
 
     print("\norchestrator (embedded local zone): register, place, resolve until slots run out")
     url = "sqlite:///" + os.path.join(out, "state", "orchestrator.sqlite")
@@ -262,7 +263,7 @@ def orchestrator_part(mgr, out, report) -> bool:
                                   "resolves": resolves}
         plot_orchestrator(resolves, os.path.join(out, "orchestrator.png"))
         print(f"  wrote {os.path.join(out, 'orchestrator.png')}")
-        ok = (placed["status"] == "deployed" and resolves[0]["kind"] == "slot"
+        ok = (placed["status"] == DECISION_DEPLOYED and resolves[0]["kind"] == "slot"
               and any(r["kind"] == "launched" for r in resolves))
         return ns_part(orch, report) and ok
     finally:
@@ -277,6 +278,7 @@ def ns_part(orch, report) -> bool:
     chained by three virtual links in the local zone, traffic from a namespace on the ``left``
     link to one on ``right``, then ``ns rm``."""
     from fluidvim.orchestrator.mano import descriptors
+    from fluidvim.orchestrator.states import NS_RUNNING
 
     mano = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "etc", "mano")
     nsd_path = os.path.join(mano, "fw_chain_ns", "fw_chain_nsd.yaml")
@@ -312,7 +314,7 @@ def ns_part(orch, report) -> bool:
         print(f"  ns rm {gone['deleted']}: VNFs, bridges and services removed")
     report["network_service"] = {"deploy": r, "ping_replies": replies, "tcp80": web,
                                  "tcp22": ssh}
-    return r["status"] == "running" and replies >= 2 and web and not ssh
+    return r["status"] == NS_RUNNING and replies >= 2 and web and not ssh
 
 
 def plot_orchestrator(resolves, path):

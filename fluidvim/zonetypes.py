@@ -24,6 +24,35 @@ if typing.TYPE_CHECKING:            # annotations only: a leaf imports no layer 
 
 NETWORK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
+# -- zone kinds (ZoneAdapter.kind; the orchestrator's zones.kind column, `fluidvim zone list`) --
+# Code asks a zone what it can do (the capability attributes of ZoneAdapter), not which kind it
+# is: the kind names the adapter for people and for [orchestrator] zones.
+
+LOCAL = "local"
+"""The orchestrator's embedded zone: VNFs run on its own host through its own launch core."""
+
+NOVA = "nova"
+"""An OpenStack Nova availability zone/aggregate (openstacksdk; the fluidvim compute driver)."""
+
+NOMAD = "nomad"
+"""A Nomad datacenter/node pool (python-nomad; the fluidvim unikernel task driver)."""
+
+SYNTHETIC = "synthetic"
+"""A simulated fleet (tests, benchmarks): no VIM behind it."""
+
+KINDS = (LOCAL, NOVA, NOMAD, SYNTHETIC)
+
+CONFIGURED_KINDS = (NOVA, NOMAD)
+"""The kinds ``[orchestrator] zones`` takes (``KIND:NAME``); the local zone has options of its own."""
+
+# -- what LaunchRequest.kernel names in a zone (ZoneAdapter.kernel_source) --
+
+KERNEL_FILE = "file"
+"""A path to a PVH ELF kernel on the zone's hosts."""
+
+KERNEL_IMAGE = "image"
+"""The name or id of an image in the VIM's image service (Glance)."""
+
 
 class ZoneError(Exception):
     """A zone could not do what was asked; the message says what and how to fix it."""
@@ -46,11 +75,11 @@ class InstanceInfo:
     name: str
     service: str
     host: str | None
-    status: str                            # "building" | "running" | "error" | "deleted"
+    status: str                            # one of fluidvim.instance_states.STATUSES
     slots_total: int = 0
     slots_used: int = 0
     launch_ms: float | None = None         # request -> ready, as measured by the zone
-    kind: str | None = None                # "cold" | "warm" when the zone knows (warm pool)
+    kind: str | None = None                # fluidvim.vnf.states COLD | WARM when the zone knows
 
 
 @dataclasses.dataclass
@@ -82,7 +111,19 @@ class NetworkInfo:
 class ZoneAdapter(abc.ABC):
     """One zone. Implementations must be safe to call from several threads."""
 
-    kind: str = "abstract"                 # "local" | "nova" | "nomad"
+    kind: str = "abstract"                 # one of KINDS
+
+    # -- capabilities: what callers ask instead of branching on the kind --
+    kernel_source: str | None = None
+    """What ``LaunchRequest.kernel`` names here: KERNEL_FILE, KERNEL_IMAGE, or None (either)."""
+
+    in_process = False
+    """The zone runs its VNFs through this process's own launch core (``mgr``), on this host:
+    its kernels are files here, and its VNFs' records (NICs, why one stopped) can be read."""
+
+    slot_interval = 0.0
+    """Seconds between the orchestrator's polls of this zone's VNF stats, published as slot
+    notifications on the zone's behalf; 0 = none (its hosts publish their own, or it has none)."""
 
     def __init__(self, name: str, region: str = "default"):
         self.name = name
@@ -113,7 +154,7 @@ class ZoneAdapter(abc.ABC):
         return True
 
     def next_launch_kind(self, service: str) -> str | None:
-        """"warm" or "cold": what the next on-demand launch would be (None = the zone cannot
+        """fluidvim.vnf.states WARM or COLD: what the next on-demand launch would be (None = the zone cannot
         tell). The queuing delay is estimated from past launches of that kind."""
         return None
 

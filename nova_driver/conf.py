@@ -77,6 +77,10 @@ weigher_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [fluidvim] on ``conf`` (nova's global CONF; idempotent: the driver and the
+    weigher both call it)."""
+    if fluidvim_group.name in conf:
+        return
     conf.register_group(fluidvim_group)
     conf.register_opts(driver_opts + slot_opts + weigher_opts, group=fluidvim_group)
 

@@ -69,22 +69,26 @@ from fluidvim.nova_driver import (
 )
 from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod
+from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod, states as vstates
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-if "vnf" not in CONF:
-    vnfconf.register_opts(CONF)
+vnfconf.register_opts(CONF)
 fconf.register_opts(CONF)
 
 IMAGE_API = glance.API()
 
 SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
 ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
-BACKEND_TRAITS = {"qemu": "CUSTOM_FLUIDVIM_BACKEND_QEMU",
-                  "libvirt": "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
+BACKEND_TRAITS = {vstates.QEMU: "CUSTOM_FLUIDVIM_BACKEND_QEMU",
+                  vstates.LIBVIRT: "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
+# a VNF status -> the server's Nova power state (get_info); a RUNNING VNF whose process is gone
+# reads CRASHED, a status not here (booting, stopped) NOSTATE
+POWER_STATE = {vstates.RUNNING: power_state.RUNNING, vstates.CRASHED: power_state.CRASHED}
+# the launch-core records that are a server's VNF (not a warm shell)
+_SERVER_STATUSES = (vstates.BOOTING, vstates.RUNNING, vstates.CRASHED, vstates.STOPPED)
 MAX_VNF_VCPUS = limits.VCPUS_MAX            # placement max_unit = what one VNF may ask for
 MAX_VNF_MEMORY_MB = limits.MEMORY_MB_MAX
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
@@ -182,7 +186,7 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def _records(self, instance_uuid: str):
         """Launch-core records of a server, oldest first (normally exactly one)."""
-        return self.manager.store.list(statuses=("booting", "running", "crashed", "stopped"),
+        return self.manager.store.list(statuses=_SERVER_STATUSES,
                                        name=instance_uuid)
 
     def _record(self, instance):
@@ -206,7 +210,7 @@ class UnikernelDriver(driver.ComputeDriver):
     def _vnf_died(self, vnf_id, reason):
         """The launch core saw a VNF die on its own: tell the compute manager at once."""
         rec = self.manager.store.get(vnf_id)
-        if rec is None or rec.status == "pool":
+        if rec is None or rec.status == vstates.POOL:
             return
         LOG.warning("fluidvim: VNF %s of instance %s died: %s", vnf_id, rec.name, reason)
         try:
@@ -230,13 +234,10 @@ class UnikernelDriver(driver.ComputeDriver):
             if (instance.system_metadata or {}).get(SYSMETA_POWER) == "off":
                 return hardware.InstanceInfo(state=power_state.SHUTDOWN)
             raise exception.InstanceNotFound(instance_id=instance.uuid)
-        if rec.status == "running":
-            alive = self.manager.backend(rec.backend).alive(rec.spec, rec.pid)
-            state = power_state.RUNNING if alive else power_state.CRASHED
-        elif rec.status == "crashed":
+        state = POWER_STATE.get(rec.status, power_state.NOSTATE)
+        if state == power_state.RUNNING and not self.manager.backend(rec.backend).alive(rec.spec,
+                                                                                         rec.pid):
             state = power_state.CRASHED
-        else:
-            state = power_state.NOSTATE
         return hardware.InstanceInfo(state=state, internal_id=rec.id)
 
     def get_console_output(self, context, instance):
@@ -250,7 +251,7 @@ class UnikernelDriver(driver.ComputeDriver):
         tap rx/tx packets, bytes and drops. (The newer ``get_instance_diagnostics`` object only
         admits the libvirt/xenapi/vmwareapi/ironic/hyperv drivers, so it is not offered.)"""
         rec = self._record(instance)
-        if rec is None or rec.status != "running":
+        if rec is None or rec.status != vstates.RUNNING:
             raise exception.InstanceNotRunning(instance_id=instance.uuid)
         try:
             st = self.manager.stats(rec.id)
@@ -338,7 +339,7 @@ class UnikernelDriver(driver.ComputeDriver):
             if os_vifs:             # like the libvirt driver's _cleanup_failed_start
                 vifmod.unplug(instance, network_info)
             raise
-        if res.kind == "cold" and res.boot_us is not None:
+        if res.kind == vstates.COLD and res.boot_us is not None:
             # the guest's own clock, vCPU reset → ready: the part of launch_boot that is the
             # kernel booting (the rest is QEMU starting and the ready event reaching us)
             phases["guest_boot"] = round(res.boot_us / 1000.0, 2)
@@ -514,7 +515,7 @@ class UnikernelDriver(driver.ComputeDriver):
                block_device_info=None, bad_volumes_callback=None, accel_info=None,
                share_info=None):
         rec = self._record(instance)
-        if reboot_type == "SOFT" and rec is not None and rec.status == "running":
+        if reboot_type == "SOFT" and rec is not None and rec.status == vstates.RUNNING:
             # a soft reboot restarts the VNF's element graph (counters and flow table reset)
             try:
                 self.manager.configure(rec.id, rec.config, slots=rec.spec.session_slots)
@@ -570,7 +571,7 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def _host_resources(self) -> dict:
         st = os.statvfs(self.image_cache.directory())
-        running = [r for r in self.manager.list() if r.status == "running"]
+        running = [r for r in self.manager.list() if r.status == vstates.RUNNING]
         specs = [r.spec for r in running]
         return {
             "vcpus": os.cpu_count() or 1,

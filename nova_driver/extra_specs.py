@@ -16,7 +16,7 @@ from __future__ import annotations
 from nova import exception
 from nova.api.validation.extra_specs import base
 
-from fluidvim.vnf import limits
+from fluidvim.vnf import limits, states as vstates
 
 NAMESPACE = "fluidvim"
 
@@ -70,7 +70,7 @@ EXTRA_SPEC_VALIDATORS = [
             "directly) or libvirt (a transient libvirt domain). Default: [vnf] backend. Only "
             "supported by the fluidvim virt driver."
         ),
-        value={"type": str, "enum": ["qemu", "libvirt"]},
+        value={"type": str, "enum": list(vstates.BACKENDS)},
     ),
 ]
 

@@ -28,6 +28,7 @@ from oslo_utils import uuidutils
 from fluidvim.nova_driver.models import SlotService
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.slotnotify import SlotAgent, SlotPublisher
+from fluidvim.vnf import states as vstates
 
 LOG = logging.getLogger(__name__)
 META_SERVICE = "fluidvim_service"          # fluidvim.orchestrator.zones.nova.META_SERVICE
@@ -89,7 +90,8 @@ class ComputeSlots:
     def instance_slots(self) -> dict[str, dict]:
         mgr = self._manager()
         services = self.records.all()
-        running = {r.name for r in mgr.list() if r.status == "running" and uuidutils.is_uuid_like(r.name)}
+        running = {r.name for r in mgr.list()
+                   if r.status == vstates.RUNNING and uuidutils.is_uuid_like(r.name)}
         if not running:
             return {}
         per_name = mgr.slots()["vnfs"]            # asks each VNF (control channel stats)

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from oslo_config import cfg
 
 orch_group = cfg.OptGroup("orchestrator", title="fluidvim orchestrator",
@@ -98,10 +100,34 @@ orch_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [orchestrator] on ``conf`` (idempotent)."""
+    if orch_group.name in conf:
+        return
     # a fresh group per ConfigOpts: set_override() values live in the OptGroup (see vnf/conf.py)
     group = cfg.OptGroup(orch_group.name, title=orch_group.title, help=orch_group.help)
     conf.register_group(group)
     conf.register_opts(orch_opts, group=group)
+
+
+def service_opt_modules() -> tuple:
+    """The modules whose option groups the orchestrator service has, each owning
+    ``register_opts(conf)`` (idempotent) and ``list_opts()``: the one list of them.
+    fluidvim-orchestrator and :func:`make_conf` (tests, CLIs, demo, benchmarks) register these
+    (:func:`register_service_opts`); etc/oslo-config-generator/fluidvim-orchestrator.conf names
+    their namespaces (and ``fluidvim.osm``: the VIM API registers [osm_vim] when it starts)."""
+    from fluidvim.evaluator import conf as evalconf
+    from fluidvim.orchestrator import hierarchy, power
+    from fluidvim.vnf import conf as vnfconf
+
+    return (sys.modules[__name__], power, hierarchy, evalconf, vnfconf)
+
+
+def register_service_opts(conf: cfg.ConfigOpts) -> None:
+    """Every option group of the orchestrator service (:func:`service_opt_modules`) and the
+    oslo.messaging options a private ConfigOpts needs; not oslo.log's (its caller's choice)."""
+    for mod in service_opt_modules():
+        mod.register_opts(conf)
+    register_messaging_opts(conf)
 
 
 def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
@@ -143,17 +169,8 @@ def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
     logging options (tests, CLI, bench); ``hierarchy_X=v`` overrides [hierarchy] X."""
     from oslo_log import log as logging
 
-    from fluidvim.evaluator import conf as evalconf
-    from fluidvim.orchestrator import hierarchy, power
-    from fluidvim.vnf import conf as vnfconf
-
     conf = cfg.ConfigOpts()
-    register_opts(conf)
-    power.register_opts(conf)
-    hierarchy.register_opts(conf)
-    evalconf.register_opts(conf)
-    register_messaging_opts(conf)
-    vnfconf.register_opts(conf)
+    register_service_opts(conf)
     logging.register_options(conf)
     conf(args or [], project="fluidvim", default_config_files=[])
     for key, value in overrides.items():

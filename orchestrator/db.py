@@ -27,9 +27,11 @@ import uuid as uuidlib
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from fluidvim import instance_states as istates
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.sql import make_engine
 
+from . import states
 from .exception import NotFound
 
 
@@ -93,7 +95,7 @@ class Instance(Base):
     host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     service: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
     name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
-    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # istates.STATUSES
     slots_total: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
     decision_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     launch_ms: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
@@ -117,7 +119,7 @@ class Decision(Base):
     __tablename__ = "decisions"
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
     service: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
-    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # decided | refused | deployed
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # states.DECISION_STATUSES
     zone: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     host: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     rule: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
@@ -192,7 +194,7 @@ class NetworkServiceRow(Base):
     name: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
     nsd_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     zone: orm.Mapped[str] = orm.mapped_column(sa.String(64))
-    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))  # deploying|running|failed|deleting|deleted
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))  # states.NS_STATUSES
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     plan_json: orm.Mapped[str] = _json()              # the mapping (descriptors.Plan.to_dict())
     descriptors_json: orm.Mapped[str] = _json()       # the NSD and VNFDs as deployed
@@ -218,8 +220,8 @@ class NSOperation(Base):
     __tablename__ = "ns_operations"
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
     ns_id: orm.Mapped[str] = orm.mapped_column(sa.String(36), index=True)
-    type: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # instantiate|scale|heal|terminate
-    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))     # processing|completed|failed|rolled_back
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(16))      # states.OP_TYPES
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))     # states.OP_STATES
     detail_json: orm.Mapped[str] = _json()            # aspect, direction, trigger, instances, ...
     started_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
     ended_at: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
@@ -235,7 +237,7 @@ class NSOperation(Base):
                 "started_at": self.started_at, "ended_at": self.ended_at, "error": self.error}
 
 
-NS_LIVE = ("deploying", "running", "failed", "deleting")
+NS_LIVE = states.NS_LIVE    # where it was defined first
 
 
 class Store:
@@ -371,7 +373,7 @@ class Store:
         return row
 
     def instances(self, service: str | None = None, zone: str | None = None,
-                  statuses=("running", "building")) -> list[Instance]:
+                  statuses=istates.LIVE) -> list[Instance]:
         with self.Session() as s:
             q = sa.select(Instance).order_by(Instance.created_at)
             if service:
@@ -647,7 +649,7 @@ class Store:
     def op_started(self, ns_id: str, type_: str, **detail) -> str:
         oid = str(uuidlib.uuid4())
         with self.Session.begin() as s:
-            s.add(NSOperation(id=oid, ns_id=ns_id, type=type_, state="processing",
+            s.add(NSOperation(id=oid, ns_id=ns_id, type=type_, state=states.OP_PROCESSING,
                               detail_json=json.dumps(detail), started_at=time.time(),
                               owner=self.owner))
         return oid
@@ -676,9 +678,9 @@ class Store:
         (worker ids; None = rows without one): a processing operation, or a deploy/delete."""
         with self.Session() as s:
             ops = s.scalars(sa.select(NSOperation.ns_id).where(
-                NSOperation.state == "processing", self._owned(NSOperation.owner, owners)))
+                NSOperation.state == states.OP_PROCESSING, self._owned(NSOperation.owner, owners)))
             rows = s.scalars(sa.select(NetworkServiceRow.id).where(
-                NetworkServiceRow.status.in_(("deploying", "deleting")),
+                NetworkServiceRow.status.in_(states.NS_IN_PROGRESS),
                 self._owned(NetworkServiceRow.owner, owners)))
             return sorted(set(ops) | set(rows))
 
@@ -687,16 +689,16 @@ class Store:
         way leaves the record failed (`ns rm` cleans up); with ``owners`` (worker ids, None =
         rows without one) only theirs (operations they run, records they acted on last)."""
         q = sa.update(NetworkServiceRow).where(
-            NetworkServiceRow.status.in_(("deploying", "deleting")))
-        ops = sa.update(NSOperation).where(NSOperation.state == "processing")
+            NetworkServiceRow.status.in_(states.NS_IN_PROGRESS))
+        ops = sa.update(NSOperation).where(NSOperation.state == states.OP_PROCESSING)
         if owners is not None:
             q = q.where(self._owned(NetworkServiceRow.owner, owners))
             ops = ops.where(self._owned(NSOperation.owner, owners))
         with self.Session.begin() as s:
-            s.execute(ops.values(state="failed", ended_at=time.time(),
+            s.execute(ops.values(state=states.OP_FAILED, ended_at=time.time(),
                                  error="the orchestrator stopped during the operation"))
             r = s.execute(q.values(
-                status="failed", error="the orchestrator stopped during the operation; "
+                status=states.NS_FAILED, error="the orchestrator stopped during the operation; "
                 "`fluidvim ns rm` removes what it created", updated_at=time.time()))
             return r.rowcount
 

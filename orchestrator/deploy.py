@@ -15,6 +15,7 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim import instance_states as istates
 from fluidvim.evaluator.model import ServiceProfile
 
 from .slots import SlotReport
@@ -58,7 +59,7 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
         store.launch_finished(lid, False, error=f"{type(e).__name__}: {e}")
         raise ZoneError(f"zone {zone.name}: launch of {service_row.name} failed: {e}") from e
     store.add_instance(id=inst.id, zone=zone.name, host=inst.host, service=service_row.name,
-                       name=inst.name, status="running", slots_total=inst.slots_total,
+                       name=inst.name, status=istates.RUNNING, slots_total=inst.slots_total,
                        decision_id=decision_id, launch_ms=inst.launch_ms)
     rep = SlotReport(zone=zone.name, host=inst.host or "", instance=inst.id,
                      service=service_row.name, slots=inst.slots_total, delay_s=predicted_s,

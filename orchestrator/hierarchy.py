@@ -46,6 +46,7 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from . import states
 from .exception import Refused, invalid
 from .placement import Placement
 from .topology import Topology, TopologyError
@@ -419,9 +420,9 @@ class HierarchicalPlacer:
             ms = round((time.perf_counter() - t0) * 1000.0, 3)
             rec = {"ingress": location, "eligible": 0, "rejected": e.rejected[:20],
                    "rejected_count": len(e.rejected), "topology": self.topology.name}
-            did = self.engine.store.save_decision(service, "refused", None, None, str(e),
+            did = self.engine.store.save_decision(service, states.DECISION_REFUSED, None, None, str(e),
                                                   request, [("parent", ms, rec)], ms)
-            out = Placement(did, service, "refused", None, None, str(e), total_ms=ms,
+            out = Placement(did, service, states.DECISION_REFUSED, None, None, str(e), total_ms=ms,
                             step_ms={"parent": ms})
             if deploy_it:          # a Refused crosses RPC as it is (an expected exception)
                 raise Refused(f"placement {did}: {e}; see `fluidvim placement explain "
@@ -445,7 +446,7 @@ class HierarchicalPlacer:
                 if i + 1 >= min(self.max_rounds, len(decision.rounds(self.max_rounds))):
                     raise
                 continue
-            if result.status != "refused":
+            if result.status != states.DECISION_REFUSED:
                 break
         if deploy_it:                     # the zones' slots changed: announce anew
             self.invalidate(service)

@@ -30,9 +30,10 @@ from typing import Callable
 
 from oslo_log import log as logging
 
-from fluidvim.evaluator.model import Candidate, ProbeResult, ServiceProfile
+from fluidvim.evaluator.model import STATIC, Candidate, ProbeResult, ServiceProfile
 from fluidvim.measure import elapsed_ms
 
+from . import states
 from .deploy import deploy, profile_of
 from .exception import Refused
 from .zones.base import HostInfo, ZoneAdapter, ZoneError
@@ -47,7 +48,7 @@ ENV_FIELDS = ("launcher", "accel", "machine", "cpu_model", "vcpus", "memory_mb",
 class Placement:
     decision_id: str
     service: str
-    status: str                   # "decided" | "deployed" | "refused"
+    status: str                   # states.DECISION_DECIDED | _DEPLOYED | _REFUSED
     zone: str | None
     host: str | None
     rule: str
@@ -179,7 +180,7 @@ class PlacementEngine:
                 kinds = actions[uid]
             else:       # a runner that does not say: results measured now were probed now
                 kinds = {r.kind: "probed" if r.measured_at >= t0 else "cached" for r in rs}
-            costly = {k: v for k, v in kinds.items() if k != "static"}
+            costly = {k: v for k, v in kinds.items() if k != STATIC}
             status = ("no results" if not rs else
                       "probed" if any(v.startswith("probed") for v in costly.values()) else
                       "cached" if costly else "static only")
@@ -284,7 +285,7 @@ class PlacementEngine:
                                    for s in band[:20]]}))
         zone = win.candidate.zone if win else None
         host = win.candidate.host if win else None
-        status = "decided" if win else "refused"
+        status = states.DECISION_DECIDED if win else states.DECISION_REFUSED
         total = round(elapsed_ms(t_all) + sum(ms for _, ms, _ in pre_steps), 3)
         did = self.store.save_decision(service, status, zone, host, rule,
                                        request or {"service": service, "location": location},
@@ -304,10 +305,10 @@ class PlacementEngine:
                               decision_id=did, predicted_s=win.candidate.queuing_delay_s,
                               bridges=bridges)
             except ZoneError as e:
-                self.store.set_decision(did, status="failed")
+                self.store.set_decision(did, status=states.DECISION_FAILED)
                 raise Refused(f"placement {did}: deploying {service} failed: {e}") from e
-            self.store.set_decision(did, status="deployed")
-            out.status = "deployed"
+            self.store.set_decision(did, status=states.DECISION_DEPLOYED)
+            out.status = states.DECISION_DEPLOYED
             out.instance = dataclasses.asdict(inst)
         return out
 

@@ -21,6 +21,8 @@ import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from fluidvim import instance_states as istates
+
 from . import conf as orchconf
 from .db import Store
 from .deploy import PROFILE_FIELDS
@@ -53,8 +55,7 @@ def default_runners(conf, store):
     that bring their own formula."""
     from fluidvim.evaluator import analyzers, conf as evalconf
 
-    if "evaluator" not in conf:
-        evalconf.register_opts(conf)
+    evalconf.register_opts(conf)
     o = conf.orchestrator
     runner1 = evalconf.make_stage1(conf, store.engine, valid_for_s=o.probe_validity)
     weights = {"slots": o.weight_slots, "price": o.weight_price, "power": o.weight_power,
@@ -102,7 +103,7 @@ class Orchestrator:
             from .zones import build_zones
             zones = build_zones(o.zones, o.region)
         zones = list(zones)
-        if o.local_zone and not any(z.kind == "local" for z in zones):
+        if o.local_zone and not any(z.in_process for z in zones):
             from fluidvim.vnf.manager import VNFManager
 
             from .zones.local import LocalZone
@@ -114,7 +115,7 @@ class Orchestrator:
             self.local_zone.start_pool(o.local_pool_size)
             zones.append(self.local_zone)
         else:
-            self.local_zone = next((z for z in zones if z.kind == "local"), None)
+            self.local_zone = next((z for z in zones if z.in_process), None)
         self.zones = {z.name: z for z in zones}
         self.zone_labels = dict(zone_labels or {})
         for z in zones:
@@ -144,7 +145,7 @@ class Orchestrator:
             self.hierarchy = HierarchicalPlacer.from_conf(conf, self.placement, self.zone_labels)
         self.ns = NSManager(self)                   # network services from NFV descriptors
         self._rpc = self._listener = self._agent = None
-        self.slot_pollers: list[SlotAgent] = []     # one per Nomad zone (its slot_interval)
+        self.slot_pollers: list[SlotAgent] = []     # one per zone with a slot_interval (Nomad)
         self._transports = []
         if self.members is not None:                # zones known: peers can be recovered
             self.members.ready()
@@ -165,10 +166,10 @@ class Orchestrator:
                     for inst in zone.instances():
                         if row.token not in inst.name or inst.id in known:
                             continue
-                        if inst.status == "running":
+                        if inst.status == istates.RUNNING:
                             self.store.add_instance(
                                 id=inst.id, zone=zone.name, host=inst.host,
-                                service=row.service, name=inst.name, status="running",
+                                service=row.service, name=inst.name, status=istates.RUNNING,
                                 slots_total=inst.slots_total, launch_ms=inst.launch_ms)
                             adopted.append(inst.id)
                             note += f"; its instance {inst.id} runs and was adopted"
@@ -276,7 +277,7 @@ class Orchestrator:
         zone = self.zones.get(row.zone)
         if zone is not None:
             zone.terminate(row.id)
-        self.store.set_instance_status(row.id, "deleted")
+        self.store.set_instance_status(row.id, istates.DELETED)
         self.store.delete_slot_reports(row.id)
         self.registry.forget(row.id)
         return {"terminated": row.id}
@@ -341,7 +342,7 @@ class Orchestrator:
             self._agent = SlotAgent(self.local_zone, pub, self.queuing, o.agent_interval)
             self._agent.start()
         for z in self.zones.values() if agent else ():
-            if z.kind == "nomad" and z.slot_interval > 0:    # VNF stats -> the same notifications
+            if z.slot_interval > 0:    # polled VNF stats (Nomad) -> the same notifications
                 pub = SlotPublisher(notif_t, f"fluidvim.nomad.{z.name}", o.notification_topic,
                                     min_interval=o.slot_update_min_interval,
                                     heartbeat=o.slot_heartbeat_interval)
@@ -465,16 +466,7 @@ class OrchestratorEndpoint:
 
 def main(argv=None) -> int:
     conf = cfg.ConfigOpts()
-    orchconf.register_opts(conf)
-    orchconf.register_messaging_opts(conf)
-    from fluidvim.evaluator import conf as evalconf
-    from fluidvim.vnf import conf as vnfconf
-
-    from . import hierarchy, power
-    power.register_opts(conf)
-    hierarchy.register_opts(conf)
-    evalconf.register_opts(conf)
-    vnfconf.register_opts(conf)
+    orchconf.register_service_opts(conf)
     logging.register_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
          prog="fluidvim-orchestrator")

@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 
-from . import netdev, spec as specmod
+from . import netdev, spec as specmod, states
 from .control import ControlChannel
 
 LOG = logging.getLogger(__name__)
@@ -70,8 +70,9 @@ class LaunchError(RuntimeError):
 
 
 class Backend:
-    name = ""
+    name = ""                  # one of states.BACKENDS
     machine = ""
+    has_qmp = False            # a QMP socket in the VNF's run directory (paths()["qmp_socket"])
 
     def __init__(self, run_dir: str):
         self.run_dir = run_dir
@@ -84,7 +85,7 @@ class Backend:
         d = self.vnf_dir(vnf_uuid)
         return {"control_socket": os.path.join(d, "ctl.sock"),
                 "console_log": os.path.join(d, "console.log"),
-                "qmp_socket": os.path.join(d, "qmp.sock") if self.name == "qemu" else None}
+                "qmp_socket": os.path.join(d, "qmp.sock") if self.has_qmp else None}
 
     def on_death(self, callback) -> None:
         """``callback(vnf_uuid, reason)`` runs (in a backend thread) when a VNF dies on its own."""
@@ -170,9 +171,15 @@ class Backend:
     def kill(self, spec: specmod.VNFSpec, pid: int | None) -> None:
         raise NotImplementedError
 
-    def discover(self) -> list[tuple[specmod.VNFSpec, int | None]]:
-        """Running VNFs this backend can see (used when the state store lost them)."""
+    def discover(self) -> list[tuple[str, int | None]]:
+        """(VNF uuid, pid or None) of the running VNFs of this run directory that this backend
+        can see (used when the state store lost them)."""
         return []
+
+    def metadata_spec(self, vnf_uuid: str) -> specmod.VNFSpec | None:
+        """The spec a running VNF was created with, as the backend keeps it (None: it keeps
+        none; the run directory's spec.json is the other source)."""
+        return None
 
     def watch(self, spec: specmod.VNFSpec, pid: int | None) -> None:
         """Start watching a running VNF for death."""
@@ -184,8 +191,9 @@ class Backend:
 class QemuBackend(Backend):
     """One QEMU process per VNF on ``microvm``; control channel and QMP as inherited sockets."""
 
-    name = "qemu"
+    name = states.QEMU
     machine = "microvm"
+    has_qmp = True
 
     def __init__(self, run_dir: str, qemu_binary: str = specmod.QEMU_AUTO):
         super().__init__(run_dir)
@@ -401,7 +409,7 @@ class QemuBackend(Backend):
 class LibvirtBackend(Backend):
     """A transient libvirt domain per VNF (pc + qboot), with the spec in its <metadata>."""
 
-    name = "libvirt"
+    name = states.LIBVIRT
     machine = "pc"
     _event_loop_started = False
     _event_lock = threading.Lock()
@@ -506,7 +514,7 @@ class LibvirtBackend(Backend):
                 found.append((dom.UUIDString(), None))
         return found
 
-    def metadata_spec(self, vnf_uuid: str):
+    def metadata_spec(self, vnf_uuid: str) -> specmod.VNFSpec | None:
         dom = self._lookup(vnf_uuid)
         if dom is None:
             return None
@@ -544,14 +552,14 @@ def share_vnf_memory(enable: bool = True) -> list[str]:
 
 
 def make_backend(name: str, run_dir: str, conf=None) -> Backend:
-    if name == "qemu":
+    if name == states.QEMU:
         for problem in share_vnf_memory(conf is None or conf.vnf.share_memory):
             LOG.warning("VNF memory sharing: %s", problem)
         return QemuBackend(run_dir, qemu_binary=conf.vnf.qemu_binary if conf else
                            specmod.QEMU_AUTO)
-    if name == "libvirt":
+    if name == states.LIBVIRT:
         return LibvirtBackend(run_dir, uri=conf.vnf.libvirt_uri if conf else "qemu:///system")
-    raise ValueError(f"unknown backend {name!r} (known: qemu, libvirt)")
+    raise ValueError(f"unknown backend {name!r} (known: {', '.join(states.BACKENDS)})")
 
 
 __all__ = ["Backend", "QemuBackend", "LibvirtBackend", "LaunchError", "detect_accel",

@@ -8,7 +8,7 @@ import os
 
 from oslo_config import cfg
 
-from . import limits
+from . import limits, states
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Where `make -C vnf/kernel` puts the image in a source checkout (editable install).
@@ -19,7 +19,7 @@ vnf_group = cfg.OptGroup("vnf", title="Unikernel VNF launch core",
                          help="How fluidvim starts unikernel VNFs on this host.")
 
 vnf_opts = [
-    cfg.StrOpt("backend", default="qemu", choices=["qemu", "libvirt"],
+    cfg.StrOpt("backend", default=states.QEMU, choices=list(states.BACKENDS),
                help="qemu: a QEMU process per VNF (microvm, fastest). libvirt: a transient "
                     "libvirt domain (pc + qboot), visible to virsh and other libvirt tools."),
     cfg.StrOpt("accel", default="auto", choices=["auto", "kvm", "tcg"],
@@ -74,6 +74,10 @@ vnf_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [vnf] on ``conf`` (idempotent: a second call, or one on a ConfigOpts that has
+    the group already, e.g. nova-compute's global CONF, changes nothing)."""
+    if vnf_group.name in conf:
+        return
     # oslo.config keeps set_override() values in the OptGroup object, so every ConfigOpts gets its
     # own group: two launch cores in one process (tests, benchmarks) must not share overrides
     group = cfg.OptGroup(vnf_group.name, title=vnf_group.title, help=vnf_group.help)

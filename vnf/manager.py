@@ -25,7 +25,16 @@ from oslo_config import cfg
 
 from fluidvim.measure import elapsed_ms
 
-from . import backends, conf as vnfconf, limits, netdev, ovs as ovsmod, pool as poolmod, spec as specmod
+from . import (
+    backends,
+    conf as vnfconf,
+    limits,
+    netdev,
+    ovs as ovsmod,
+    pool as poolmod,
+    spec as specmod,
+    states,
+)
 from .control import ControlChannel, ControlError
 from .state import StateStore, VNFRecord
 
@@ -33,9 +42,9 @@ LOG = logging.getLogger(__name__)
 
 COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
 # the state store's status of a shell in each state of vnf/PROTOCOL.md §6.3 (a claimed shell is
-# "running" from the claim on: the claim is one UPDATE; a removed one has no row)
-_STATUS = {poolmod.BOOTING: "booting", poolmod.READY: "pool", poolmod.CLAIMED: "running",
-           poolmod.RUNNING: "running"}
+# RUNNING from the claim on: the claim is one UPDATE; a removed one has no row)
+_STATUS = {poolmod.BOOTING: states.BOOTING, poolmod.READY: states.POOL,
+           poolmod.CLAIMED: states.RUNNING, poolmod.RUNNING: states.RUNNING}
 WARM_PHASES = ("claim", "net", "configure", "record")
 
 
@@ -57,7 +66,7 @@ class LaunchResult:
     vnf_id: str
     name: str
     backend: str
-    kind: str                 # "cold" or "warm"
+    kind: str                 # states.COLD or states.WARM
     phases_ms: dict
     total_ms: float
     boot_us: int | None       # guest-measured boot time (vCPU reset → ready)
@@ -68,8 +77,7 @@ class VNFManager:
     def __init__(self, conf: cfg.ConfigOpts | None = None):
         if conf is None:
             conf = cfg.CONF
-            if "vnf" not in conf:
-                vnfconf.register_opts(conf)
+            vnfconf.register_opts(conf)
         self.conf = conf
         c = conf.vnf
         self.kernel = os.path.abspath(c.kernel or vnfconf.default_kernel())
@@ -153,7 +161,7 @@ class VNFManager:
         one commit with the launch history row (:meth:`StateStore.finish_launch`)."""
         phases = phases if phases is not None else {}
         self.store.add(VNFRecord(id=spec.uuid, name=spec.name, backend=be.name,
-                                 status="booting", spec_json=json.dumps(spec.to_dict()),
+                                 status=states.BOOTING, spec_json=json.dumps(spec.to_dict()),
                                  pool_key=pool_key))
         pid = None
         t = time.perf_counter()
@@ -184,7 +192,7 @@ class VNFManager:
             if launch is None:
                 self.store.update(spec.uuid, **fields)
             else:
-                self.store.finish_launch(spec.uuid, fields, backend=be.name, kind="cold",
+                self.store.finish_launch(spec.uuid, fields, backend=be.name, kind=states.COLD,
                                          total_ms=elapsed_ms(launch[0]), phases=phases,
                                          on_record=launch[1])
             be.watch(spec, pid)
@@ -290,14 +298,14 @@ class VNFManager:
         spec = spec.with_changes(click_config=config)
         phases = {"spec": elapsed_ms(t0)}
         try:
-            ready = self._boot(be, spec, "running", config=config, phases=phases,
+            ready = self._boot(be, spec, states.RUNNING, config=config, phases=phases,
                                launch=(t0, on_record))
         except Exception:
-            self._record_failure(spec.uuid, be.name, "cold", t0, phases)
+            self._record_failure(spec.uuid, be.name, states.COLD, t0, phases)
             raise
         total = elapsed_ms(t0)
         LOG.info("cold launch of %s (%s) in %.1f ms: %s", spec.name, be.name, total, phases)
-        return LaunchResult(spec.uuid, spec.name, be.name, "cold", phases, total,
+        return LaunchResult(spec.uuid, spec.name, be.name, states.COLD, phases, total,
                             ready.get("boot_us"), self.accel)
 
     def _record_failure(self, vnf_id, backend, kind, t0, phases) -> None:
@@ -331,7 +339,7 @@ class VNFManager:
                 # e.g. the name was taken since launch() checked: nothing else happened yet
                 field = f"taps[{i}]"
                 self._unclaim(shell, key, renamed, taps, "tap_taken")
-                self._record_failure(spec.uuid, be.name, "warm", t0, phases)
+                self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
                 raise specmod.SpecError(field, str(e)) from None
             # §6.4: requested taps and MACs replace the shell's; configure carries the MACs
             configure_macs, claimed = poolmod.claim_nics(shell.nics, macs, taps)
@@ -352,7 +360,7 @@ class VNFManager:
                 be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
                 spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
-                backend=be.name, kind="warm", total_ms=elapsed_ms(t0), phases=phases,
+                backend=be.name, kind=states.WARM, total_ms=elapsed_ms(t0), phases=phases,
                 on_record=on_record)
             phases["record"] = elapsed_ms(t)
         except specmod.SpecError:
@@ -370,7 +378,7 @@ class VNFManager:
                     self._destroy_spec(be, spec, rec.pid)
             else:
                 self._destroy_spec(be, spec, rec.pid)
-            self._record_failure(spec.uuid, be.name, "warm", t0, phases)
+            self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
             raise
         except BaseException:
             # e.g. a bridge vanished, or the record could not be written: the shell's state
@@ -378,13 +386,13 @@ class VNFManager:
             # (``spec`` once built also names the OVS ports to remove)
             self._destroy_spec(be, spec if spec is not shell
                                else self._renamed(shell, renamed, taps), rec.pid)
-            self._record_failure(spec.uuid, be.name, "warm", t0, phases)
+            self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
             self._pool_wakeup.set()
             raise
         total = elapsed_ms(t0)
         self._pool_wakeup.set()     # refill after serving the request, not during it
         LOG.info("warm launch of %s (%s) in %.2f ms: %s", name, be.name, total, phases)
-        return LaunchResult(spec.uuid, name, be.name, "warm", phases, total, rec.boot_us,
+        return LaunchResult(spec.uuid, name, be.name, states.WARM, phases, total, rec.boot_us,
                             self.accel)
 
     @staticmethod
@@ -417,7 +425,7 @@ class VNFManager:
         while self.store.count_pool(key) < count:
             spec = self._new_spec(be, "pool-" + uuidlib.uuid4().hex[:8], nics, memory_mb, vcpus,
                                   self.conf.vnf.session_slots, kernel=kernel)
-            self._boot(be, spec, "pool", pool_key=key)
+            self._boot(be, spec, states.POOL, pool_key=key)
             booted += 1
             with self._pool_cv:
                 self._pool_cv.notify_all()
@@ -481,7 +489,7 @@ class VNFManager:
 
     def _remove_stale_shells(self, key: str) -> None:
         """Destroy the ready shells of ``key``'s shape booted from another kernel file."""
-        for rec in self.store.list(statuses=("pool",), backend=key.split("/", 1)[0]):
+        for rec in self.store.list(statuses=(states.POOL,), backend=key.split("/", 1)[0]):
             if rec.pool_key and poolmod.same_shape_other_kernel(key, rec.pool_key):
                 LOG.info("removing warm shell %s: the kernel file changed since it booted", rec.id)
                 self._destroy_spec(self.backend(rec.backend), rec.spec, rec.pid)
@@ -490,7 +498,7 @@ class VNFManager:
         """Block until ``count`` shells of ``key`` are booted (the refill thread's progress)."""
         deadline = time.monotonic() + timeout
         with self._pool_cv:
-            while self.store.count_pool(key, ("pool",)) < count:
+            while self.store.count_pool(key, (states.POOL,)) < count:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -499,7 +507,7 @@ class VNFManager:
 
     def drain_pool(self, backend: str | None = None) -> int:
         n = 0
-        for rec in self.store.list(statuses=("pool",), backend=backend):
+        for rec in self.store.list(statuses=(states.POOL,), backend=backend):
             self.destroy(rec.id)
             n += 1
         return n
@@ -511,11 +519,11 @@ class VNFManager:
             return
         be = self.backend(rec.backend)
         be.cleanup(rec.spec)
-        if rec.status == "pool":
+        if rec.status == states.POOL:
             self.store.delete(vnf_id)
             self._pool_wakeup.set()
         else:
-            self.store.update(vnf_id, status="crashed", reason=reason, pid=None)
+            self.store.update(vnf_id, status=states.CRASHED, reason=reason, pid=None)
         for cb in list(self.death_listeners):
             cb(vnf_id, reason)
 
@@ -564,7 +572,7 @@ class VNFManager:
         return result
 
     def list(self, include_pool: bool = False) -> list[VNFRecord]:
-        statuses = ("running", "crashed", "pool") if include_pool else ("running", "crashed")
+        statuses = (*states.LISTED, states.POOL) if include_pool else states.LISTED
         return self.store.list(statuses=statuses)
 
     def recover(self) -> dict:
@@ -576,17 +584,17 @@ class VNFManager:
             be = self.backend(rec.backend)
             spec = rec.spec
             alive = be.alive(spec, rec.pid)
-            if rec.status == "booting" or (rec.status == "pool" and (
+            if rec.status == states.BOOTING or (rec.status == states.POOL and (
                     not alive or not poolmod.key_is_current(rec.pool_key))):
                 # half-created or dead shell, or one of an older pool-key form (never claimed)
                 self._destroy_spec(be, spec, rec.pid)
                 summary["removed"] += 1
-            elif rec.status in ("running", "pool") and alive:
+            elif rec.status in (states.RUNNING, states.POOL) and alive:
                 be.watch(spec, rec.pid)
                 summary["reattached"] += 1
-            elif rec.status == "running":
+            elif rec.status == states.RUNNING:
                 be.cleanup(spec)
-                self.store.update(rec.id, status="crashed", pid=None,
+                self.store.update(rec.id, status=states.CRASHED, pid=None,
                                   reason="not running when the launch core restarted")
                 summary["crashed"] += 1
         summary["adopted"] = self._adopt_orphans(known)
@@ -609,7 +617,7 @@ class VNFManager:
                 if spec is None:
                     continue
                 self.store.add(VNFRecord(id=vnf_id, name=spec.name, backend=be.name,
-                                         status="running", spec_json=json.dumps(spec.to_dict()),
+                                         status=states.RUNNING, spec_json=json.dumps(spec.to_dict()),
                                          pid=pid))
                 be.watch(spec, pid)
                 adopted += 1
@@ -621,15 +629,14 @@ class VNFManager:
 
     def _orphan_spec(self, be, vnf_id):
         """The spec of a running VNF the store does not know: the run directory's spec.json
-        (kept current by warm claims), else a libvirt domain's metadata (its spec at creation)."""
+        (kept current by warm claims), else what the backend kept (a libvirt domain's metadata:
+        its spec at creation)."""
         try:
             with open(os.path.join(be.vnf_dir(vnf_id), "spec.json")) as f:
                 return specmod.VNFSpec.from_dict(json.load(f))
         except (OSError, ValueError):
             pass
-        if isinstance(be, backends.LibvirtBackend):
-            return be.metadata_spec(vnf_id)
-        return None
+        return be.metadata_spec(vnf_id)
 
     # -- what the host can offer: session slots and queuing delay --
     def queuing_delay(self, backend: str | None = None) -> dict:
@@ -640,21 +647,21 @@ class VNFManager:
         """
         be = self.backend(backend)
         n = self.conf.vnf.launch_history
-        shells = sum(self.store.count_pool(k, ("pool",)) for k in self._pool_keys(be.name))
-        kind = "warm" if shells else "cold"         # §6.5: only this kind's history is read
+        shells = sum(self.store.count_pool(k, (states.POOL,)) for k in self._pool_keys(be.name))
+        kind = states.WARM if shells else states.COLD         # §6.5: only this kind's history is read
         recent = [r.total_ms for r in self.store.recent_launches(n, be.name, kind)]
         qd = poolmod.queuing_delay(shells, {kind: recent}, n)
         return dict(qd, warm_shells=shells, backend=be.name)
 
     def _pool_keys(self, backend_name: str):
-        return {r.pool_key for r in self.store.list(statuses=("pool",), backend=backend_name)
+        return {r.pool_key for r in self.store.list(statuses=(states.POOL,), backend=backend_name)
                 if r.pool_key}
 
     def slots(self) -> dict:
         """Session slots of all running VNFs on this host (asks each VNF)."""
         total = used = 0
         per_vnf = {}
-        for rec in self.store.list(statuses=("running",)):
+        for rec in self.store.list(statuses=(states.RUNNING,)):
             try:
                 s = self.stats(rec.id)["slots"]
             except (ControlError, OSError) as e:

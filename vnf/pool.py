@@ -16,7 +16,7 @@ import threading
 
 from fluidvim.measure import median
 
-from . import limits
+from . import limits, states
 
 KERNEL_ID_LEN = 12          # hex digits of the sha256 kept: enough to tell builds apart
 REFILL_BACKOFF_S = 5.0      # a failed refill boot is retried no sooner (no tight boot loop)
@@ -120,7 +120,7 @@ def queuing_delay(ready_shells: int, history_ms, window: int = limits.LAUNCH_HIS
     """``history_ms`` = {"warm": [...], "cold": [...]}: total times (ms) of successful launches,
     newest first. The next launch is warm when a shell is ready, else cold; its expected time is
     the median of the last ``window`` launches of that kind (None: none yet)."""
-    kind = "warm" if ready_shells > 0 else "cold"
+    kind = states.WARM if ready_shells > 0 else states.COLD
     samples = list(history_ms.get(kind, ()))[:window]
     m = median(samples)
     return {"seconds": None if m is None else m / 1000.0, "basis": kind,

@@ -29,7 +29,8 @@ import sqlite3
 import threading
 import time
 
-STATUSES = ("booting", "pool", "running", "crashed", "stopped")
+from . import states
+from .states import STATUSES  # noqa: F401 - the statuses were defined here before vnf/states.py
 
 
 @dataclasses.dataclass
@@ -84,13 +85,13 @@ _SELECT_VNFS = f"SELECT {_VNF_COLUMNS} FROM vnfs"
 _INSERT_VNF = (f"INSERT INTO vnfs ({_VNF_COLUMNS}) "
                f"VALUES ({', '.join(':' + f for f in _VNF_FIELDS)})")
 # the oldest booted shell of a pool key, taken in one statement (safe across processes)
-_CLAIM = (f"UPDATE vnfs SET status = 'running', name = :name, pool_key = NULL, updated_at = :now "
-          "WHERE id = (SELECT id FROM vnfs WHERE pool_key = :key AND status = 'pool' "
-          "ORDER BY created_at LIMIT 1) AND status = 'pool' "
+_CLAIM = (f"UPDATE vnfs SET status = '{states.RUNNING}', name = :name, pool_key = NULL, "
+          f"updated_at = :now WHERE id = (SELECT id FROM vnfs WHERE pool_key = :key "
+          f"AND status = '{states.POOL}' ORDER BY created_at LIMIT 1) AND status = '{states.POOL}' "
           f"RETURNING {_VNF_COLUMNS}")
 _INSERT_LAUNCH = ("INSERT INTO launches (vnf_id, backend, kind, ok, total_ms, phases_json, at) "
                   "VALUES (:vnf_id, :backend, :kind, :ok, :total_ms, :phases_json, :at)")
-_IDS_NAMED = "SELECT id FROM vnfs WHERE name = :name AND status != 'pool' ORDER BY created_at"
+_IDS_NAMED = f"SELECT id FROM vnfs WHERE name = :name AND status != '{states.POOL}' ORDER BY created_at"
 
 
 def _update_statement(fields) -> str:
@@ -281,7 +282,7 @@ class StateStore:
         whose id starts with it (6 characters or more)."""
         rec = self.get(id_or_name)
         if rec is None:
-            rows = self._vnfs("name = :name AND status != 'pool'", {"name": id_or_name},
+            rows = self._vnfs(f"name = :name AND status != '{states.POOL}'", {"name": id_or_name},
                               order="created_at DESC", limit=1)
             rec = rows[0] if rows else None
         if rec is None and len(id_or_name) >= 6:
@@ -324,11 +325,11 @@ class StateStore:
                 rows = conn.rows(_CLAIM, {"key": pool_key, "name": name, "now": time.time()})
             if rows:
                 return VNFRecord(*rows[0])
-            if not self.count_pool(pool_key, ("pool",)):
+            if not self.count_pool(pool_key, (states.POOL,)):
                 return None
         return None
 
-    def count_pool(self, pool_key: str, statuses=("pool", "booting")) -> int:
+    def count_pool(self, pool_key: str, statuses=(states.POOL, states.BOOTING)) -> int:
         params = {"key": pool_key}
         sql = f"SELECT count(*) FROM vnfs WHERE pool_key = :key AND {_in('status', statuses, params, 's')}"
         with self._connection() as conn:

@@ -8,53 +8,83 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
+// The plugin config's defaults, one constant each. They apply in one place, the hclspec below
+// (Nomad decodes the plugin block with it); a Config made in Go (tests, the driver before
+// SetConfig) gets the same values from defaultConfig / fillDefaults, which read these constants.
 const (
-	defaultQemu   = "qemu-system-x86_64"
-	defaultKernel = "/usr/share/fluidvim/fluidvim-vnf.elf"
-	defaultRunDir = "/run/fluidvim-nomad"
+	defaultQemu              = "qemu-system-x86_64"
+	defaultAccel             = "auto"
+	defaultKernel            = "/usr/share/fluidvim/fluidvim-vnf.elf"
+	defaultRunDir            = "/run/fluidvim-nomad"
+	defaultBootTimeout       = "30s"
+	defaultShareMemory       = true
+	defaultFingerprintPeriod = "30s" // how often attributes are re-reported
+	defaultPoolSize          = 1     // shells per warm_pool block
 )
+
+// attr is an optional attribute; withDefault gives it a default (a Go value, written as an HCL
+// literal here so that the hclspec and Go read the same constant).
+func attr(name, typ string) *hclspec.Spec { return hclspec.NewAttr(name, typ, false) }
+
+func withDefault(name, typ string, v any) *hclspec.Spec {
+	var lit string
+	switch x := v.(type) {
+	case string:
+		lit = strconv.Quote(x)
+	case int:
+		lit = strconv.Itoa(x)
+	case bool:
+		lit = strconv.FormatBool(x)
+	default:
+		panic(fmt.Sprintf("hclspec default of %s: unsupported type %T", name, v))
+	}
+	return hclspec.NewDefault(attr(name, typ), hclspec.NewLiteral(lit))
+}
 
 // configSpec is the plugin block of the Nomad client config:
 //
 //	plugin "fluidvim-unikernel" { config { qemu = "..." accel = "auto" kernel = "..." run_dir = "..." } }
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
-	"qemu":    hclspec.NewDefault(hclspec.NewAttr("qemu", "string", false), hclspec.NewLiteral(`"`+defaultQemu+`"`)),
-	"accel":   hclspec.NewDefault(hclspec.NewAttr("accel", "string", false), hclspec.NewLiteral(`"auto"`)),
-	"kernel":  hclspec.NewDefault(hclspec.NewAttr("kernel", "string", false), hclspec.NewLiteral(`"`+defaultKernel+`"`)),
-	"run_dir": hclspec.NewDefault(hclspec.NewAttr("run_dir", "string", false), hclspec.NewLiteral(`"`+defaultRunDir+`"`)),
+	"qemu":    withDefault("qemu", "string", defaultQemu),
+	"accel":   withDefault("accel", "string", defaultAccel),
+	"kernel":  withDefault("kernel", "string", defaultKernel),
+	"run_dir": withDefault("run_dir", "string", defaultRunDir),
 	// warm_pool { kernel = "/path/vnf.elf" size = 2 nics = 2 }: shells booted ahead, per shape
 	"warm_pool": hclspec.NewBlockList("warm_pool", hclspec.NewObject(map[string]*hclspec.Spec{
-		"kernel":          hclspec.NewAttr("kernel", "string", true),
-		"size":            hclspec.NewDefault(hclspec.NewAttr("size", "number", false), hclspec.NewLiteral("1")),
-		"memory_mb":       hclspec.NewAttr("memory_mb", "number", false),
-		"vcpus":           hclspec.NewAttr("vcpus", "number", false),
-		"nics":            hclspec.NewAttr("nics", "number", false),
-		"session_slots":   hclspec.NewAttr("session_slots", "number", false),
-		"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
+		"kernel": hclspec.NewAttr("kernel", "string", true),
+		"size":   withDefault("size", "number", defaultPoolSize),
+		// the shape: as a task's (0 or unset = spec's default, see checkShape)
+		"memory_mb":       withDefault("memory_mb", "number", spec.DefaultMemoryMB),
+		"vcpus":           withDefault("vcpus", "number", spec.DefaultVcpus),
+		"nics":            attr("nics", "number"),
+		"session_slots":   withDefault("session_slots", "number", spec.DefaultSlots),
+		"flow_timeout_ms": withDefault("flow_timeout_ms", "number", spec.DefaultFlowTimeoutMS),
 	})),
-	"boot_timeout": hclspec.NewDefault(hclspec.NewAttr("boot_timeout", "string", false), hclspec.NewLiteral(`"30s"`)),
+	"boot_timeout": withDefault("boot_timeout", "string", defaultBootTimeout),
 	// share_memory: QEMUs started KSM-mergeable and without transparent huge pages (as the
 	// Python launch core's [vnf] share_memory; see memory.go)
-	"share_memory": hclspec.NewDefault(hclspec.NewAttr("share_memory", "bool", false), hclspec.NewLiteral("true")),
+	"share_memory": withDefault("share_memory", "bool", defaultShareMemory),
 	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
-	"fingerprint_period": hclspec.NewDefault(hclspec.NewAttr("fingerprint_period", "string", false), hclspec.NewLiteral(`"30s"`)),
+	"fingerprint_period": withDefault("fingerprint_period", "string", defaultFingerprintPeriod),
 })
 
-// taskConfigSpec is the task's `config` block (job file).
+// taskConfigSpec is the task's `config` block (job file). The shape's defaults are spec's (the
+// shared limits, vnf/limits.py); a TaskConfig made in Go with zeros gets the same (checkShape).
 var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
-	"kernel":          hclspec.NewAttr("kernel", "string", false),
-	"memory_mb":       hclspec.NewAttr("memory_mb", "number", false),
-	"vcpus":           hclspec.NewAttr("vcpus", "number", false),
-	"click_config":    hclspec.NewAttr("click_config", "string", false),
-	"click_file":      hclspec.NewAttr("click_file", "string", false),
-	"session_slots":   hclspec.NewAttr("session_slots", "number", false),
-	"flow_timeout_ms": hclspec.NewAttr("flow_timeout_ms", "number", false),
+	"kernel":          attr("kernel", "string"),
+	"memory_mb":       withDefault("memory_mb", "number", spec.DefaultMemoryMB),
+	"vcpus":           withDefault("vcpus", "number", spec.DefaultVcpus),
+	"click_config":    attr("click_config", "string"),
+	"click_file":      attr("click_file", "string"),
+	"session_slots":   withDefault("session_slots", "number", spec.DefaultSlots),
+	"flow_timeout_ms": withDefault("flow_timeout_ms", "number", spec.DefaultFlowTimeoutMS),
 	"nics":            hclspec.NewAttr("nics", "list(string)", false),
 	// macs: one per NIC ("" = generated), e.g. addresses the network expects; a warm shell is
 	// told them in `configure` (vnf/PROTOCOL.md §6.4)
@@ -72,10 +102,39 @@ type Config struct {
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
 	WarmPool    []PoolConfig `codec:"warm_pool"`
 	BootTimeout string       `codec:"boot_timeout"`
-	// ShareMemory: nil (not decoded from HCL, e.g. in tests) means the hclspec default, true
+	// ShareMemory: nil (not decoded from HCL, e.g. in tests) means the hclspec default
 	ShareMemory *bool `codec:"share_memory"`
 	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
 	FingerprintPeriod string `codec:"fingerprint_period"`
+}
+
+// defaultConfig is the plugin config of an empty plugin block: the hclspec's defaults.
+func defaultConfig() *Config {
+	c := &Config{}
+	c.fillDefaults()
+	c.Kernel = defaultKernel
+	return c
+}
+
+// fillDefaults gives the fields a Config made in Go left unset the hclspec's defaults (a
+// decoded config has them already). Kernel stays as it is: "" means no plugin-wide kernel
+// (each task names its own).
+func (c *Config) fillDefaults() {
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{
+		{&c.Qemu, defaultQemu}, {&c.Accel, defaultAccel}, {&c.RunDir, defaultRunDir},
+		{&c.BootTimeout, defaultBootTimeout}, {&c.FingerprintPeriod, defaultFingerprintPeriod},
+	} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
+	if c.ShareMemory == nil {
+		share := defaultShareMemory
+		c.ShareMemory = &share
+	}
 }
 
 // TaskConfig is a task's driver configuration.

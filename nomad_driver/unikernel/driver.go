@@ -43,8 +43,7 @@ const (
 	PluginName    = "unikernel"
 	PluginVersion = "0.1.0"
 
-	defaultFingerprintPeriod = 30 * time.Second
-	requestTimeout           = 10 * time.Second
+	requestTimeout = 10 * time.Second
 )
 
 var pluginInfo = &base.PluginInfoResponse{
@@ -98,8 +97,7 @@ func NewPlugin(logger hclog.Logger) drivers.DriverPlugin {
 		tasks:   newTaskStore(),
 	}
 	d.pool = newWarmPool(d)
-	_ = d.applyConfig(&Config{Qemu: defaultQemu, Accel: "auto", Kernel: defaultKernel,
-		RunDir: defaultRunDir, BootTimeout: "30s"})
+	_ = d.applyConfig(defaultConfig())
 	return d
 }
 
@@ -132,27 +130,13 @@ func (d *Driver) SetConfig(c *base.Config) error {
 }
 
 func (d *Driver) applyConfig(cfg *Config) error {
-	if cfg.Qemu == "" {
-		cfg.Qemu = defaultQemu
-	}
-	if cfg.Accel == "" {
-		cfg.Accel = "auto"
-	}
-	if cfg.RunDir == "" {
-		cfg.RunDir = defaultRunDir
-	}
-	if cfg.BootTimeout == "" {
-		cfg.BootTimeout = "30s"
-	}
+	cfg.fillDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
 	}
 	bt, err := time.ParseDuration(cfg.BootTimeout)
 	if err != nil || bt <= 0 {
 		return fieldErr("boot_timeout", "%q is not a positive duration like 30s", cfg.BootTimeout)
-	}
-	if cfg.FingerprintPeriod == "" {
-		cfg.FingerprintPeriod = defaultFingerprintPeriod.String()
 	}
 	fpp, err := time.ParseDuration(cfg.FingerprintPeriod)
 	if err != nil || fpp < time.Second {
@@ -167,7 +151,7 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	if accel == "tcg" {
 		tsc = hostTSCkHz()
 	}
-	if err := shareVNFMemory(cfg.ShareMemory == nil || *cfg.ShareMemory); err != nil {
+	if err := shareVNFMemory(*cfg.ShareMemory); err != nil {
 		d.logger.Warn("VNF memory sharing", "error", err)
 	}
 	d.mu.Lock()

@@ -24,6 +24,9 @@ import webob.exc
 from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
 
+from fluidvim import instance_states as istates
+
+from .. import states
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
 from . import auth, openapi, policies
 
@@ -418,7 +421,7 @@ class API:
                                     zone=body.get("zone"), timeout=self.conf.api.deploy_timeout)
         except Refused as e:        # failed and rolled back: its record says what happened
             for r in self.nsapi.list(deleted=False):
-                if r["name"] == plan.get("name") and r["status"] == "failed":
+                if r["name"] == plan.get("name") and r["status"] == states.NS_FAILED:
                     self.claim(ctx, "ns", r["id"])
             raise HTTPError(409, e.message) from None
         self._claim_ns(ctx, res)
@@ -513,7 +516,7 @@ class API:
         ids = body["vm_ids"]
         keep = self.visible(ctx, "vm", ids)
         st = self.vim("vm_status", vm_ids=[i for i in ids if i in keep])
-        return {i: st.get(i, {"status": "deleted", "error": "no such VM in the VIM"})
+        return {i: st.get(i, {"status": istates.DELETED, "error": "no such VM in the VIM"})
                 for i in ids}
 
     def op_showVM(self, ctx, policy, body=None, vm_id=""):

@@ -40,6 +40,8 @@ import time
 
 from oslo_log import log as logging
 
+from .. import states
+
 LOG = logging.getLogger(__name__)
 
 HYSTERESIS = 2.0            # scale in only when free - step > HYSTERESIS x the scale-out threshold
@@ -154,7 +156,7 @@ class Scaler:
         done = []
         live = {}
         for row in self.nsm.store.network_services():
-            if row.status != "running":
+            if row.status != states.NS_RUNNING:
                 continue
             try:
                 done += self.nsm.heal_dead(row, live)
@@ -165,7 +167,7 @@ class Scaler:
             except Exception:  # noqa: BLE001 - deleted meanwhile
                 continue
             for a in row.get("plan").get("aspects", []):
-                if not a.get("auto") or row.status != "running":
+                if not a.get("auto") or row.status != states.NS_RUNNING:
                     continue
                 key = (row.id, self.nsm.aspect_key(a))
                 try:

@@ -29,8 +29,10 @@ import time
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from fluidvim import instance_states as istates, zonetypes
 from fluidvim.measure import elapsed_ms
 
+from .. import states
 from ..deploy import deploy as deploy_instance
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
 from ..rpc import rpc_method, validate_service
@@ -106,11 +108,11 @@ class NSManager:
         existing = {s.name for s in self.store.services()}
         out = []
         for u in plan.units:
-            if z.kind in ("local", "nomad") and not u.kernel_is_file:
+            if z.kernel_source == zonetypes.KERNEL_FILE and not u.kernel_is_file:
                 raise invalid("kernel", f"VNF profile {u.profile}: {u.kernel!r} is an image name, "
                               f"but zone {z.name} ({z.kind}) boots a kernel file",
                               "set sw-image-desc.image to the kernel's path")
-            if z.kind == "nova" and u.kernel_is_file:
+            if z.kernel_source == zonetypes.KERNEL_IMAGE and u.kernel_is_file:
                 raise invalid("kernel", f"VNF profile {u.profile}: zone {z.name} (nova) boots "
                               f"Glance images, not the file {u.kernel}",
                               "set sw-image-desc.image to the Glance image name")
@@ -139,11 +141,11 @@ class NSManager:
         with self._lock:                    # one live NS per name
             self._name_free(plan.name)
             row = self.store.add_ns(name=plan.name, nsd_id=plan.nsd, zone=z.name,
-                                    status="deploying", plan=plan.to_dict(),
+                                    status=states.NS_DEPLOYING, plan=plan.to_dict(),
                                     descriptors={"nsd": nsd, "vnfds": vnfds},
                                     scale={self.aspect_key(a): a["initial_level"]
                                            for a in plan.aspects})
-            op = self.store.op_started(row.id, "instantiate", zone=z.name,
+            op = self.store.op_started(row.id, states.OP_INSTANTIATE, zone=z.name,
                                        instances=sum(u.instances for u in plan.units))
         nets, services, instances, steps = {}, [], [], []
 
@@ -191,7 +193,7 @@ class NSManager:
         except Exception as e:  # noqa: BLE001 - whatever failed, nothing may stay behind
             msg = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             leftovers = self._teardown(z, nets, services, instances)
-            status = "failed"
+            status = states.NS_FAILED
             err = f"{what} failed: {msg}"
             if leftovers:
                 err += "; rollback incomplete: " + "; ".join(leftovers)
@@ -201,7 +203,7 @@ class NSManager:
                         if len(steps) > 1 else "")
             self.store.update_ns(row.id, status=status, error=err, networks=nets,
                                  services=services, instances=instances, steps=steps)
-            self.store.op_finished(op, "failed" if leftovers else "rolled_back", err)
+            self.store.op_finished(op, states.OP_FAILED if leftovers else states.OP_ROLLED_BACK, err)
             LOG.warning("ns %s: deploy failed: %s", plan.name, err)
             if not isinstance(e, (OrchestratorError, ZoneError)):
                 LOG.exception("ns %s: unexpected error", plan.name)
@@ -210,8 +212,8 @@ class NSManager:
             if fields.get("max_queuing_delay_s") is not None:
                 self.orch.register_service(u.service, u.click_config, **fields)
         steps.append({"step": f"deployed in {elapsed_ms(t_all, 1):.0f} ms", "ms": elapsed_ms(t_all, 1)})
-        self.store.update_ns(row.id, status="running", steps=steps)
-        self.store.op_finished(op, "completed")
+        self.store.update_ns(row.id, status=states.NS_RUNNING, steps=steps)
+        self.store.op_finished(op, states.OP_COMPLETED)
         return self.show(row.id)
 
     def _teardown(self, z: ZoneAdapter | None, nets: dict, services: list,
@@ -246,24 +248,24 @@ class NSManager:
     def delete(self, name: str) -> dict:
         with self._lock:
             row = self.store.network_service(name)
-            if row.status == "deleted":
+            if row.status == states.NS_DELETED:
                 raise NotFound(f"ns: {name!r} is already deleted", field="ns")
-            if row.status in ("deploying", "deleting"):
+            if row.status in states.NS_IN_PROGRESS:
                 raise Refused(f"ns {row.name}: {row.status} right now; try again when it is done")
-            self.store.update_ns(row.id, status="deleting")
-        op = self.store.op_started(row.id, "terminate")
+            self.store.update_ns(row.id, status=states.NS_DELETING)
+        op = self.store.op_started(row.id, states.OP_TERMINATE)
         with self._op_locks[row.id]:            # after a scale or heal under way
             row = self.store.network_service(row.id)
             left = self._teardown(self.orch.zones.get(row.zone), row.get("networks"),
                                   row.get("services"), row.get("instances"))
         if left:
-            self.store.update_ns(row.id, status="failed", error="delete incomplete: "
+            self.store.update_ns(row.id, status=states.NS_FAILED, error="delete incomplete: "
                                  + "; ".join(left))
-            self.store.op_finished(op, "failed", "delete incomplete: " + "; ".join(left))
+            self.store.op_finished(op, states.OP_FAILED, "delete incomplete: " + "; ".join(left))
             raise Refused(f"ns {row.name}: delete incomplete: {'; '.join(left)}; fix and run "
                           f"`fluidvim ns rm {row.name}` again")
-        self.store.update_ns(row.id, status="deleted")
-        self.store.op_finished(op, "completed")
+        self.store.update_ns(row.id, status=states.NS_DELETED)
+        self.store.op_finished(op, states.OP_COMPLETED)
         self._last_scale.pop(row.id, None)
         self._out_s.pop(row.id, None)
         LOG.info("ns %s deleted", row.name)
@@ -278,10 +280,10 @@ class NSManager:
         for ns_id in ns_ids:
             try:
                 row = self.store.network_service(ns_id)
-                if row.status == "failed":
+                if row.status == states.NS_FAILED:
                     self.delete(row.name)
                     out["rolled_back"].append(row.name)
-                elif row.status == "running":
+                elif row.status == states.NS_RUNNING:
                     with self._op_locks[row.id]:
                         row = self.store.network_service(ns_id)
                         recorded = {i["id"] for i in row.get("instances")}
@@ -419,8 +421,8 @@ class NSManager:
 
     def _last_op(self, ns_id):
         if ns_id not in self._last_scale:
-            ops = [o for o in self.store.ns_operations(ns_id) if o.type == "scale"
-                   and o.state == "completed"]
+            ops = [o for o in self.store.ns_operations(ns_id) if o.type == states.OP_SCALE
+                   and o.state == states.OP_COMPLETED]
             self._last_scale[ns_id] = ((ops[-1].detail.get("direction"), ops[-1].ended_at)
                                        if ops else None)
         return self._last_scale[ns_id]
@@ -434,7 +436,7 @@ class NSManager:
 
     def _running(self, name: str):
         row = self.store.network_service(name)
-        if row.status != "running":
+        if row.status != states.NS_RUNNING:
             raise Refused(f"ns {row.name}: {row.status}; only a running network service can be "
                           "scaled or healed")
         return row
@@ -460,7 +462,7 @@ class NSManager:
                       "from_level": level}
             if reason:
                 detail["reason"] = reason
-            op = self.store.op_started(row.id, "scale", **detail)
+            op = self.store.op_started(row.id, states.OP_SCALE, **detail)
             instances = list(row.get("instances"))
             if direction == "out":
                 added, err = self._launch(row, delta, instances, f"scale out {key}")
@@ -469,7 +471,7 @@ class NSManager:
                     for i in added:
                         instances.remove(i)
                     self.store.update_ns(row.id, instances=instances)
-                    state = "failed" if leftovers else "rolled_back"
+                    state = states.OP_FAILED if leftovers else states.OP_ROLLED_BACK
                     if leftovers:
                         err += "; rollback incomplete: " + "; ".join(leftovers)
                     self.store.op_finished(op, state, err)
@@ -484,13 +486,13 @@ class NSManager:
                 self.store.update_ns(row.id, instances=instances)
                 if left:
                     err = "; ".join(left)
-                    self.store.op_finished(op, "failed", err, removed=[i["name"] for i in gone])
+                    self.store.op_finished(op, states.OP_FAILED, err, removed=[i["name"] for i in gone])
                     raise Refused(f"ns {row.name}: scale in of {key} failed: {err}")
                 detail = {"removed": [i["name"] for i in gone]}
                 made = []
             new = level + (1 if direction == "out" else -1)
             self.store.update_ns(row.id, scale={**row.get("scale"), key: new})
-            self.store.op_finished(op, "completed", to_level=new, ms=elapsed_ms(t0, 1), **detail)
+            self.store.op_finished(op, states.OP_COMPLETED, to_level=new, ms=elapsed_ms(t0, 1), **detail)
             self._last_scale[row.id] = (direction, time.time())
             if direction == "out":
                 self._out_s.setdefault(row.id, collections.deque(maxlen=10)).append(
@@ -534,7 +536,7 @@ class NSManager:
         for row in self.store.network_services():
             if service not in row.get("services"):
                 continue
-            if row.status != "running":
+            if row.status != states.NS_RUNNING:
                 return _refuse(f"resolve {service}: no free slot, and its network service "
                                f"{row.name} is {row.status}")
             aspects = [a for a in row.get("plan").get("aspects", [])
@@ -548,7 +550,7 @@ class NSManager:
                 ids = [i["id"] for i in r["instances"] if i["service"] == service]
                 inst = next(i for i in self.store.instances(service) if i.id in ids)
                 return row.zone, InstanceInfo(id=inst.id, name=inst.name, service=service,
-                                              host=inst.host, status="running",
+                                              host=inst.host, status=istates.RUNNING,
                                               slots_total=inst.slots_total)
             return launch
         return None
@@ -567,23 +569,23 @@ class NSManager:
                                field="instance")
             old = instances[pos]
             t0 = time.perf_counter()
-            op = self.store.op_started(row.id, "heal", instance=old["name"], trigger=trigger)
+            op = self.store.op_started(row.id, states.OP_HEAL, instance=old["name"], trigger=trigger)
             left = self._teardown(None, {}, [], [old])
             if left:
-                self.store.op_finished(op, "failed", "; ".join(left))
+                self.store.op_finished(op, states.OP_FAILED, "; ".join(left))
                 raise Refused(f"ns {row.name}: heal of {old['name']} failed: {'; '.join(left)}")
             instances.pop(pos)
             self.store.update_ns(row.id, instances=instances)
             added, err = self._launch(row, {old["service"]: 1}, instances, f"heal {old['name']}")
             if err:
-                self.store.op_finished(op, "failed", err)
+                self.store.op_finished(op, states.OP_FAILED, err)
                 raise Refused(f"ns {row.name}: heal of {old['name']} failed: {err} (the NS has "
                               f"one instance fewer; `fluidvim ns heal` or `scale` again)")
             new = added[0]
             instances.remove(new)                       # back where the old one was
             instances.insert(pos, new)
             self.store.update_ns(row.id, instances=instances)
-            self.store.op_finished(op, "completed", replaced_by=new["name"], ms=elapsed_ms(t0, 1))
+            self.store.op_finished(op, states.OP_COMPLETED, replaced_by=new["name"], ms=elapsed_ms(t0, 1))
             LOG.info("ns %s: healed %s -> %s (%.0f ms)", row.name, old["name"], new["name"],
                      elapsed_ms(t0, 1))
         return {"ns": row.name, "healed": old["name"], "replaced_by": new["name"],
@@ -605,12 +607,12 @@ class NSManager:
             return []
         done = []
         for i in row.get("instances"):
-            if status.get(i["id"]) in ("running", "building"):
+            if status.get(i["id"]) in istates.LIVE:
                 continue
             LOG.warning("ns %s: instance %s is %s: healing", row.name, i["name"],
                         status.get(i["id"], "gone"))
             try:
-                done.append((row.name, "heal", self.heal(row.id, i["id"], trigger="dead")))
+                done.append((row.name, states.OP_HEAL, self.heal(row.id, i["id"], trigger="dead")))
             except (Refused, NotFound) as e:
                 LOG.warning("ns %s: %s", row.name, e)
         return done

@@ -33,6 +33,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 from sqlalchemy import orm
 
+from fluidvim import instance_states as istates
 from fluidvim.vnf import limits, spec as vnfspec
 from fluidvim.vnf.control import ControlError
 
@@ -118,7 +119,7 @@ class VimService:
         zone = self.zone_name(zone)
         z = self.orch.zones[zone]
         out = []
-        if z.kind == "local":
+        if z.in_process:
             o = self.orch.conf.osm_vim
             if o.default_image_name and os.path.exists(z.mgr.kernel):
                 out.append(self._file_image(zone, o.default_image_name, z.mgr.kernel, "default"))
@@ -155,7 +156,7 @@ class VimService:
         if not isinstance(location, str) or not location:
             raise invalid("location", "missing", "give the path of the VNF kernel (PVH ELF)")
         checksum = None
-        if z.kind == "local":
+        if z.in_process:
             location = os.path.abspath(location)
             if not os.path.isfile(location):
                 raise invalid("location", f"{location} is not a file on the orchestrator's host",
@@ -272,7 +273,7 @@ class VimService:
         try:
             ifaces = self._interfaces(z, inst.id, nics)
             self.store.add_instance(id=inst.id, zone=zone, host=inst.host, service=svc,
-                                    name=inst.name, status="running",
+                                    name=inst.name, status=istates.RUNNING,
                                     slots_total=inst.slots_total, decision_id=None,
                                     launch_ms=inst.launch_ms)
             with self.Session.begin() as s:
@@ -282,7 +283,7 @@ class VimService:
                             created_at=time.time()))
         except Exception as e:
             z.terminate(inst.id)
-            self.store.set_instance_status(inst.id, "deleted")
+            self.store.set_instance_status(inst.id, istates.DELETED)
             self.store.launch_finished(lid, False, error=f"{type(e).__name__}: {e}")
             raise
         self.store.launch_finished(lid, True, instance_id=inst.id, kind=inst.kind)
@@ -292,7 +293,7 @@ class VimService:
 
     @staticmethod
     def _interfaces(z, instance_id: str, nics) -> list[dict]:
-        if z.kind == "local":
+        if z.in_process:
             spec = z.mgr.get(instance_id).spec
             return [{"vim_interface_id": n.tap, "mac_address": n.mac, "vim_net_id": n.bridge}
                     for n in spec.nics[:len(nics)]]
@@ -304,7 +305,7 @@ class VimService:
             return {r.id: r for r in s.scalars(sa.select(VimVM).where(VimVM.id.in_(vm_ids)))}
 
     def vm_status(self, vm_ids) -> dict:
-        """{vm id: {"status": running|building|error|deleted, "error", "host", ...}}."""
+        """{vm id: {"status": an instance status (istates.STATUSES), "error", "host", ...}}."""
         if not isinstance(vm_ids, list):
             raise invalid("vm_ids", "must be a list of VM ids")
         rows = self._rows(vm_ids)
@@ -317,10 +318,10 @@ class VimService:
             row = rows.get(vid)
             inst = live.get(row.zone, {}).get(vid) if row else None
             if inst is None:
-                out[vid] = {"status": "deleted", "error": "no such VM in the VIM"}
+                out[vid] = {"status": istates.DELETED, "error": "no such VM in the VIM"}
                 continue
             err = None
-            if inst.status == "error":
+            if inst.status == istates.ERROR:
                 err = self._reason(row.zone, vid) or f"VNF {inst.name} is not running"
             out[vid] = {"status": inst.status, "error": err, "host": inst.host, "zone": row.zone,
                         "name": row.name, "vnf_name": inst.name,
@@ -329,7 +330,7 @@ class VimService:
 
     def _reason(self, zone: str, vid: str) -> str | None:
         z = self.orch.zones.get(zone)
-        if z is None or z.kind != "local":
+        if z is None or not z.in_process:
             return None
         try:
             rec = z.mgr.get(vid)

@@ -32,6 +32,7 @@ import urllib.parse
 
 import yaml
 
+from fluidvim import instance_states as istates
 from fluidvim.vnf import limits, spec as vnfspec
 
 from . import vimconn_base as vc
@@ -39,7 +40,9 @@ from . import vimconn_base as vc
 SUPPORTED_NET_TYPES = ("bridge",)
 SUPPORTED_IFACE_TYPES = ("virtual", "VIRTIO", "paravirt")
 FLAVOR_EXTENDED_KEYS = ("session-slots",)
-STATUS = {"running": "ACTIVE", "building": "BUILD", "error": "ERROR", "deleted": "DELETED"}
+# an instance status -> OSM's VM status (one not here: OTHER)
+STATUS = {istates.RUNNING: "ACTIVE", istates.BUILDING: "BUILD", istates.ERROR: "ERROR",
+          istates.DELETED: "DELETED"}
 DEFAULT_TOPIC = "fluidvim-orchestrator"
 # a Click comment line in the day-0 config: "// fluidvim: session-slots = 64"
 SLOTS_DIRECTIVE = re.compile(r"//\s*fluidvim:\s*session-slots\s*=\s*(.*?)\s*$")
@@ -453,7 +456,7 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             return {vid: {"status": "VIM_ERROR", "error_msg": str(e)} for vid in vm_list}
         out = {}
         for vid in vm_list:
-            s = st.get(vid) or {"status": "deleted"}
+            s = st.get(vid) or {"status": istates.DELETED}
             d = {"status": STATUS.get(s["status"], "OTHER"),
                  "vim_info": _yaml({k: v for k, v in s.items() if k != "interfaces"})}
             if s.get("error"):

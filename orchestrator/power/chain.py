@@ -63,6 +63,9 @@ power_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [power] on ``conf`` (idempotent)."""
+    if power_group.name in conf:
+        return
     # a fresh OptGroup per ConfigOpts: oslo.config keeps overrides in the group object
     conf.register_group(cfg.OptGroup(power_group.name, title=power_group.title, help=power_group.help))
     conf.register_opts(power_opts, group=power_group.name)
@@ -90,8 +93,7 @@ class ChainResult:
 def _opts(conf):
     if conf is None:
         conf = cfg.ConfigOpts()
-    if "power" not in conf:
-        register_opts(conf)
+    register_opts(conf)
     return conf.power
 
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from fluidvim import zonetypes
+
 
 def parse_zone_spec(spec: str) -> tuple[str, str, dict]:
     """``KIND:NAME[:KEY=VALUE,...]`` -> (kind, name, options); ValueError names the mistake."""
@@ -17,7 +19,7 @@ def parse_zone_spec(spec: str) -> tuple[str, str, dict]:
             raise ValueError(f"[orchestrator] zones {spec!r}: {item!r} is not KEY=VALUE")
         k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
-    if kind not in ("nova", "nomad"):
+    if kind not in zonetypes.CONFIGURED_KINDS:
         raise ValueError(f"[orchestrator] zones {spec!r}: kind must be nova or nomad "
                          "(the local zone is [orchestrator] local_zone)")
     return kind, name, opts
@@ -29,7 +31,7 @@ def build_zones(specs, region: str = "default") -> list:
     for spec in specs:
         kind, name, opts = parse_zone_spec(spec)
         try:
-            if kind == "nomad":
+            if kind == zonetypes.NOMAD:
                 from .nomad import NomadZone
                 zones.append(NomadZone(name, region=region, **opts))
             else:

@@ -16,8 +16,9 @@ import socket
 import threading
 import uuid as uuidlib
 
+from fluidvim import instance_states as istates, zonetypes
 from fluidvim.evaluator.model import EnvironmentType
-from fluidvim.vnf import netdev
+from fluidvim.vnf import netdev, states as vstates
 from fluidvim.vnf.backends import LaunchError
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
@@ -46,8 +47,15 @@ def service_of(vnf_name: str) -> str:
     return vnf_name.rsplit(".", 1)[0] if "." in vnf_name else ""
 
 
+# a VNF status (of those VNFManager.list() gives) -> the instance status the orchestrator sees;
+# a crashed VNF is an instance in error
+INSTANCE_STATUS = {vstates.RUNNING: istates.RUNNING, vstates.CRASHED: istates.ERROR}
+
+
 class LocalZone(ZoneAdapter):
-    kind = "local"
+    kind = zonetypes.LOCAL
+    kernel_source = zonetypes.KERNEL_FILE
+    in_process = True
 
     def __init__(self, name: str, manager: VNFManager, region: str = "default",
                  bridges: tuple = (), host_name: str | None = None, labels: dict | None = None):
@@ -92,7 +100,7 @@ class LocalZone(ZoneAdapter):
     def instances(self) -> list[InstanceInfo]:
         out = []
         for rec in self.mgr.list():
-            st = "running" if rec.status == "running" else "error"
+            st = INSTANCE_STATUS.get(rec.status, istates.ERROR)
             out.append(InstanceInfo(id=rec.id, name=rec.name, service=service_of(rec.name),
                                     host=self.host_name, status=st,
                                     slots_total=rec.spec.session_slots))
@@ -104,7 +112,7 @@ class LocalZone(ZoneAdapter):
         per_name = self.mgr.slots()["vnfs"]
         for rec in self.mgr.list():
             s = per_name.get(rec.name)
-            if s is not None and rec.status == "running":
+            if s is not None and rec.status == vstates.RUNNING:
                 out[rec.id] = {"name": rec.name, "service": service_of(rec.name), **s}
         return out
 
@@ -134,7 +142,7 @@ class LocalZone(ZoneAdapter):
             raise ZoneError(f"zone {self.name}: launch of {req.service} failed: {e}") from e
         rec = self.mgr.get(res.vnf_id)
         return InstanceInfo(id=res.vnf_id, name=res.name, service=req.service,
-                            host=self.host_name, status="running",
+                            host=self.host_name, status=istates.RUNNING,
                             slots_total=rec.spec.session_slots, launch_ms=res.total_ms,
                             kind=res.kind)
 

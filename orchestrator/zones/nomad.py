@@ -38,6 +38,7 @@ import nomad as pynomad
 import requests
 from nomad.api import exceptions as nexc
 
+from fluidvim import instance_states as istates, zonetypes
 from fluidvim.evaluator.model import EnvironmentType
 
 from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
@@ -52,20 +53,24 @@ STATS_FILE = "vnf-stats.json"                          # nomad_driver/unikernel:
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
+# a Nomad allocation's ClientStatus -> the instance status (one not here: ERROR)
+ALLOC_STATUS = {"running": istates.RUNNING, "pending": istates.BUILDING, "failed": istates.ERROR,
+                "lost": istates.ERROR, "complete": istates.DELETED, "unknown": istates.ERROR}
+
+
 def _job_status(allocs: list) -> tuple[str, dict | None]:
     """(instance status, newest allocation) of a job's allocations."""
     if not allocs:
-        return "building", None
+        return istates.BUILDING, None
     a = max(allocs, key=lambda x: x.get("CreateIndex", 0))
-    cs = a.get("ClientStatus")
-    return {"running": "running", "pending": "building", "failed": "error", "lost": "error",
-            "complete": "deleted", "unknown": "error"}.get(cs, "error"), a
+    return ALLOC_STATUS.get(a.get("ClientStatus"), istates.ERROR), a
 
 
 class NomadZone(ZoneAdapter):
     """One Nomad datacenter (and node pool) as a fluidvim zone."""
 
-    kind = "nomad"
+    kind = zonetypes.NOMAD
+    kernel_source = zonetypes.KERNEL_FILE
 
     def __init__(self, name: str, address: str = "http://127.0.0.1:4646", datacenter: str = "dc1",
                  node_pool: str | None = None, region: str = "default", token: str | None = None,
@@ -305,7 +310,7 @@ class NomadZone(ZoneAdapter):
         with self._lock:
             self._launches.appendleft((req.service, ms))
         return InstanceInfo(id=job_id, name=job_id, service=req.service, host=alloc.get("NodeName"),
-                            status="running", slots_total=int(job["TaskGroups"][0]["Tasks"][0]
+                            status=istates.RUNNING, slots_total=int(job["TaskGroups"][0]["Tasks"][0]
                                                               ["Config"].get("session_slots") or 0),
                             launch_ms=ms)
 

@@ -32,14 +32,16 @@ import time
 
 from openstack import exceptions as osexc
 
+from fluidvim import instance_states as istates, zonetypes
 from fluidvim.evaluator.model import EnvironmentType
+from fluidvim.vnf import states as vstates
 
 from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"          # nova_driver.driver.SLOT_RC
 ACCEL_TRAITS = {"CUSTOM_UNIKERNEL_KVM": "kvm", "CUSTOM_UNIKERNEL_TCG": "tcg"}
-MACHINE_TRAITS = {"CUSTOM_FLUIDVIM_BACKEND_QEMU": ("qemu", "microvm"),
-                  "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT": ("libvirt", "pc")}
+MACHINE_TRAITS = {"CUSTOM_FLUIDVIM_BACKEND_QEMU": (vstates.QEMU, "microvm"),
+                  "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT": (vstates.LIBVIRT, "pc")}
 NAME_PREFIX = "fluidvim-"
 META_SERVICE = "fluidvim_service"
 META_POWER = "fluidvim_power_system_id"
@@ -49,7 +51,8 @@ _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 class NovaZone(ZoneAdapter):
     """An availability zone / aggregate of fluidvim computes as a fluidvim zone."""
 
-    kind = "nova"
+    kind = zonetypes.NOVA
+    kernel_source = zonetypes.KERNEL_IMAGE
 
     def __init__(self, name: str, conn, region: str = "default",
                  availability_zone: str | None = None, aggregate: str | None = None,
@@ -302,7 +305,7 @@ class NovaZone(ZoneAdapter):
         with self._lock:
             self._launches.appendleft((req.service, ms))
         return InstanceInfo(id=server.id, name=name, service=req.service, host=server.compute_host,
-                            status="running", slots_total=int(eff["slots"] or 0), launch_ms=ms)
+                            status=istates.RUNNING, slots_total=int(eff["slots"] or 0), launch_ms=ms)
 
     def _networks(self, bridges):
         names = [b for b in (bridges or ()) if b]
@@ -376,9 +379,13 @@ class _ImageRef:
         self.properties: dict = {}
 
 
+# a Nova server status -> the instance status (one not here: ERROR)
+SERVER_STATUS = {"ACTIVE": istates.RUNNING, "BUILD": istates.BUILDING, "ERROR": istates.ERROR,
+                 "DELETED": istates.DELETED, "SOFT_DELETED": istates.DELETED}
+
+
 def _status(s: str | None) -> str:
-    return {"ACTIVE": "running", "BUILD": "building", "ERROR": "error",
-            "DELETED": "deleted", "SOFT_DELETED": "deleted"}.get(s or "", "error")
+    return SERVER_STATUS.get(s or "", istates.ERROR)
 
 
 def _norm(text: str) -> str:

@@ -10,11 +10,13 @@ that it cannot launch on demand unless ``launch_ms`` history is given (queuing d
 
 from __future__ import annotations
 
+from fluidvim import zonetypes
+
 from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 
 class SyntheticZone(ZoneAdapter):
-    kind = "synthetic"
+    kind = zonetypes.SYNTHETIC
 
     def __init__(self, name: str, hosts: list[HostInfo], region: str = "default",
                  launch_ms: list[float] | None = None):
@@ -95,7 +97,7 @@ def synthetic_probe_results(env_uid: str, zone: str, capacity_pps: float, boot_m
                             session_pps: float = 100.0, valid_for_s: float = 86400.0):
     """A load result (latency grows as the load nears ``capacity_pps``) and a boot result with
     the shapes the evaluator's probes produce, for seeding a probe cache."""
-    from fluidvim.evaluator.model import ProbeResult
+    from fluidvim.evaluator.model import BOOT, LOAD, ProbeResult
 
     steps = []
     for frac in (0.05, 0.25, 0.5, 0.75, 0.9, 1.0, 1.2):
@@ -105,11 +107,11 @@ def synthetic_probe_results(env_uid: str, zone: str, capacity_pps: float, boot_m
                       "loss": 0.0 if frac <= 1.0 else 0.2,
                       "latency_ms": {"0.5": base, "0.9": base * 2, "0.99": base * 4,
                                      "0.999": base * 8}})
-    load = ProbeResult(env_uid=env_uid, kind="load", ok=True, zone=zone, valid_for_s=valid_for_s,
+    load = ProbeResult(env_uid=env_uid, kind=LOAD, ok=True, zone=zone, valid_for_s=valid_for_s,
                        metrics={"steps": steps, "session_pps": session_pps,
                                 "max_sessions": 65536})
     summ = {"p50": boot_ms, "p90": boot_ms * 1.1, "min": boot_ms * 0.9, "n": 3}
-    boot = ProbeResult(env_uid=env_uid, kind="boot", ok=True, zone=zone, valid_for_s=valid_for_s,
+    boot = ProbeResult(env_uid=env_uid, kind=BOOT, ok=True, zone=zone, valid_for_s=valid_for_s,
                        metrics={"cold_ms": summ, "cold_zone_ms": summ, "warm": False,
                                 "warm_ms": {}, "warm_zone_ms": {}, "launched": 3,
                                 "leaked": []})

@@ -27,6 +27,8 @@ class MemoryZone(SyntheticZone):
     """Networks and VNFs in memory, with the local zone's rules."""
 
     kind = "local"
+    kernel_source = "file"          # zonetypes.KERNEL_FILE
+    in_process = True               # the orchestrator's default zone, as the local one
     _ids = itertools.count(1)
 
     def __init__(self, name, hosts, **kw):
