@@ -1,6 +1,7 @@
-/* fluidvim VNF — the packet engine runtime: graph swap, push processing, packet pool, stats. The
- * elements' own behaviour (configure, push, stats) is in elements/<name>.c, one file each, reached
- * through the table click_elements (elements/elements.c).
+/* fluidvim VNF — the packet engine runtime: graph swap, push processing, Queue draining, latency,
+ * stats. The elements' own behaviour (configure, initialize, push, stats) is in elements/<name>.c,
+ * one file each, reached through the table click_elements (elements/elements.c); the packet pool,
+ * writable copies and the NIC counters are packet.c's.
  * See vnf/PROTOCOL.md §4–5 and include/click.h. Single-threaded: click_rx, click_run_tasks,
  * click_configure and click_stats_json must not run concurrently (the kernel polls).
  *
@@ -73,10 +74,11 @@ static void finish(struct pkt *p, enum fate f)
 }
 
 /* Push packet p into element `ei` and follow it until its fate is decided: each element's push
- * (click_elements) says by which output it leaves, or how its trip ends. */
-static enum fate push(struct graph *g, int ei, struct pkt *p)
+ * (click_elements) says by which output it leaves, or how its trip ends. hops: the elements
+ * already passed. */
+static enum fate push(struct graph *g, int ei, struct pkt *p, int hops)
 {
-	for (int hops = 0; hops < CLICK_MAX_HOPS; hops++) {
+	for (; hops < CLICK_MAX_HOPS; hops++) {
 		if (ei < 0)
 			return FATE_DROP;       /* unconnected output */
 		struct elem *e = &g->e[ei];
@@ -190,7 +192,9 @@ void click_rx_vh(int nic, const uint8_t *data, uint16_t len, const struct click_
 	p.buf = -1;
 	p.t0 = p.now = t0;
 	p.pi_ok = false;
-	finish(&p, push(g, g->from[nic], &p));
+	/* FromDevice's push only passes the packet on (output 0): start after it */
+	const struct elem *from = &g->e[g->from[nic]];
+	finish(&p, push(g, from->out[0], &p, 1));
 }
 
 #define DRAIN_BUDGET 256        /* packets per Queue per round */
@@ -212,7 +216,7 @@ bool click_run_tasks(void)
 				struct pkt p;
 				click_pkt_unhold(&e->u.q.head, &e->u.q.tail, &p, now);
 				e->u.q.len--;
-				finish(&p, push(g, e->out[0], &p));
+				finish(&p, push(g, e->out[0], &p, 0));
 			}
 		}
 	}

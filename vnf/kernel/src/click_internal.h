@@ -191,8 +191,6 @@ void click_pkt_unhold(int32_t *head, int32_t *tail, struct pkt *p, uint64_t now)
 void click_pkt_drop_held(int32_t *head, int32_t *tail);
 /* Make the packet's bytes writable (received frames are const: copied once); returns them. */
 uint8_t *click_pkt_writable(struct pkt *p);
-/* ToDevice: session accounting, transmit on nic, NIC counters; FATE_TX or FATE_DROP. */
-enum fate click_pkt_tx(int nic, struct pkt *p);
 /* Queue: keep the packet in pool buffers at the tail of the list head/tail (the Queue then owns
  * it); false when the pool has too few free buffers. */
 bool click_pkt_hold(struct pkt *p, int32_t *head, int32_t *tail);
@@ -226,5 +224,19 @@ bool flow_next_expiry(uint32_t now_ms, uint32_t *at_ms);
 uint32_t flow_total(void);
 uint32_t flow_used(void);
 uint64_t flow_rejected(void);
+
+/* ---- transmission (packet.c's NIC counters, the flow table) ---- */
+/* ToDevice: session accounting, transmit on nic, NIC counters; FATE_TX or FATE_DROP. Inline:
+ * every forwarded packet ends here. */
+static inline enum fate click_pkt_tx(int out, struct pkt *p)
+{
+	if (!flow_account(pkt_info(p), (uint32_t)(p->now / 1000000u)))
+		return FATE_DROP;
+	if (plat_tx(out, p->data, p->len, p->has_vh ? &p->vh : NULL) != 0)
+		return FATE_DROP;
+	click_nicst[out].tx += p->segs;
+	click_nicst[out].tx_bytes += p->wbytes;
+	return FATE_TX;
+}
 
 #endif

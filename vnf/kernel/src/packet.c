@@ -1,5 +1,6 @@
 /* fluidvim VNF — packets: the pool that holds packets while they wait in Queues, the writable copy
- * of a received frame, transmission with the NIC counters, the NICs' own addresses. The services
+ * of a received frame, the NIC counters (transmission: click_pkt_tx, inline in click_internal.h),
+ * the NICs' own addresses. The services
  * the runtime (click.c) and the elements (elements/) use on a packet; it calls neither of them.
  */
 #include "click_internal.h"
@@ -83,17 +84,6 @@ uint8_t *click_pkt_writable(struct pkt *p)
 		p->data = mirror_buf;
 	}
 	return p->wdata;
-}
-
-enum fate click_pkt_tx(int out, struct pkt *p)
-{
-	if (!flow_account(pkt_info(p), (uint32_t)(p->now / 1000000u)))
-		return FATE_DROP;
-	if (plat_tx(out, p->data, p->len, p->has_vh ? &p->vh : NULL) != 0)
-		return FATE_DROP;
-	click_nicst[out].tx += p->segs;
-	click_nicst[out].tx_bytes += p->wbytes;
-	return FATE_TX;
 }
 
 bool click_pkt_hold(struct pkt *p, int32_t *head, int32_t *tail)
