@@ -5,6 +5,11 @@
 // a QEMU microvm, launched like the Python core (vnf/backends.py QemuBackend, vnf/manager.py):
 // spec → argv → QEMU with the control and QMP sockets as inherited fds → connect → the VNF's
 // own `ready` → plug taps into bridges → `configure`.
+//
+// This file is the Nomad driver contract (fingerprint, StartTask, WaitTask, StopTask,
+// DestroyTask, InspectTask, TaskStats, RecoverTask, ...); the QEMU mechanics are package qemu,
+// the warm pool pool.go, a running task handle.go, its logs logs.go, the launch history behind
+// the queuing delay launches.go.
 package unikernel
 
 import (
@@ -13,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/control"
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
@@ -143,15 +148,15 @@ func (d *Driver) applyConfig(cfg *Config) error {
 		return fieldErr("fingerprint_period", "%q is not a duration of at least 1s, like 30s", cfg.FingerprintPeriod)
 	}
 	qemuPath, _ := exec.LookPath(cfg.Qemu)
-	accel, why, err := detectAccel(cfg.Accel)
+	accel, why, err := qemu.DetectAccel(cfg.Accel)
 	if err != nil {
 		return fieldErr("accel", "%v", err)
 	}
 	var tsc *int
 	if accel == "tcg" {
-		tsc = hostTSCkHz()
+		tsc = qemu.HostTSCkHz()
 	}
-	if err := shareVNFMemory(*cfg.ShareMemory); err != nil {
+	if err := qemu.ShareVNFMemory(*cfg.ShareMemory); err != nil {
 		d.logger.Warn("VNF memory sharing", "error", err)
 	}
 	d.mu.Lock()
@@ -159,54 +164,6 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	d.config, d.qemuPath, d.accel, d.accelWhy, d.tscKHz, d.bootTimeout = cfg, qemuPath, accel, why, tsc, bt
 	d.fpPeriod = fpp
 	return nil
-}
-
-// detectAccel is backends.detect_accel: KVM when /dev/kvm opens and answers, else TCG.
-func detectAccel(requested string) (string, string, error) {
-	if requested == "tcg" {
-		return "tcg", "requested", nil
-	}
-	var why string
-	fd, err := unix.Open("/dev/kvm", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err == nil {
-		api, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), 0xAE00, 0) // KVM_GET_API_VERSION
-		unix.Close(fd)
-		if errno == 0 && api == 12 {
-			return "kvm", "/dev/kvm works", nil
-		}
-		why = fmt.Sprintf("/dev/kvm API version %d (need 12)", api)
-	} else {
-		why = "/dev/kvm unusable: " + err.Error()
-	}
-	if requested == "kvm" {
-		return "", "", fmt.Errorf("accel=kvm requested but %s; use auto or tcg", why)
-	}
-	return "tcg", why, nil
-}
-
-// hostTSCkHz is backends.host_tsc_khz: the host TSC rate for TCG guests (constant TSC only).
-func hostTSCkHz() *int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return nil
-	}
-	first := strings.SplitN(string(b), "\n\n", 2)[0]
-	fields := map[string]string{}
-	for _, l := range strings.Split(first, "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	hasConst := false
-	for _, f := range strings.Fields(fields["flags"]) {
-		hasConst = hasConst || f == "constant_tsc"
-	}
-	var mhz float64
-	if _, err := fmt.Sscanf(fields["cpu MHz"], "%g", &mhz); err != nil || !hasConst {
-		return nil
-	}
-	v := int(mhz * 1000)
-	return &v
 }
 
 // Fingerprint reports health and attributes now and every fingerprint_period (30 s).
@@ -317,75 +274,6 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	return fp
 }
 
-// launchHistoryFile keeps the recent successful launch times in the run directory, so the
-// queuing delay survives a plugin restart as the Python core's launches table does (§6.5).
-const launchHistoryFile = "launches.json"
-
-// history returns the launch times by kind, newest first, loading them from the run directory
-// the first time (d.launchMu held).
-func (d *Driver) history() map[string][]float64 {
-	if d.launchTimes == nil {
-		d.launchTimes = map[string][]float64{}
-		d.mu.RLock()
-		runDir := d.config.RunDir
-		d.mu.RUnlock()
-		if b, err := os.ReadFile(filepath.Join(runDir, launchHistoryFile)); err == nil {
-			_ = json.Unmarshal(b, &d.launchTimes)
-		}
-	}
-	return d.launchTimes
-}
-
-// recordLaunch adds a successful launch's total time (ms; StartTask to configured).
-func (d *Driver) recordLaunch(kind string, ms float64) {
-	d.launchMu.Lock()
-	defer d.launchMu.Unlock()
-	h := d.history()
-	l := append([]float64{ms}, h[kind]...)
-	if len(l) > spec.LaunchHistory {
-		l = l[:spec.LaunchHistory]
-	}
-	h[kind] = l
-	d.mu.RLock()
-	runDir := d.config.RunDir
-	d.mu.RUnlock()
-	if b, err := json.Marshal(h); err == nil {
-		tmp := filepath.Join(runDir, "."+launchHistoryFile+".tmp")
-		if os.WriteFile(tmp, b, 0o640) == nil {
-			_ = os.Rename(tmp, filepath.Join(runDir, launchHistoryFile))
-		}
-	}
-}
-
-// medianLaunch is the median of the recent launches of one kind.
-func (d *Driver) medianLaunch(kind string) (float64, bool) {
-	d.launchMu.Lock()
-	defer d.launchMu.Unlock()
-	return median(d.history()[kind])
-}
-
-// queuingDelay is what the next launch costs (vnf/PROTOCOL.md §6.5, manager.queuing_delay):
-// the median recent warm launch while any shell is ready, else the median cold one; none (ok
-// false) while there is no launch of that kind yet.
-func (d *Driver) queuingDelay() (float64, string, bool) {
-	ready, _, _ := d.pool.counts()
-	d.launchMu.Lock()
-	defer d.launchMu.Unlock()
-	ms, basis, _, ok := queuingDelay(ready, d.history(), spec.LaunchHistory)
-	return ms, basis, ok
-}
-
-// newSpec is the part of a VNF spec shared by cold launches and pool shells.
-func newSpec(vid, name, runRoot, accel string, tsc *int) spec.VNF {
-	runDir := filepath.Join(runRoot, vid)
-	qmp := filepath.Join(runDir, "qmp.sock")
-	s := spec.New()
-	s.UUID, s.Name = vid, name
-	s.ControlSocket, s.ConsoleLog, s.QMPSocket = filepath.Join(runDir, "ctl.sock"), filepath.Join(runDir, "console.log"), &qmp
-	s.Accel, s.TSCkHz = accel, tsc
-	return s
-}
-
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -419,54 +307,33 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	return handle, nil, err
 }
 
-// reportToFIFOs opens both log FIFOs (if their reader is there), writes msg to stderr and
-// closes them, so Nomad's log collector is not left waiting for a writer.
-func reportToFIFOs(cfg *drivers.TaskConfig, msg string) {
-	for _, p := range []string{cfg.StdoutPath, cfg.StderrPath} {
-		if p == "" {
-			continue
-		}
-		f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			continue
-		}
-		if p == cfg.StderrPath {
-			_, _ = f.WriteString(msg + "\n")
-		}
-		f.Close()
-	}
+// settings is the part of the plugin config a launch uses, read once per launch.
+type settings struct {
+	config      *Config
+	qemuPath    string
+	accel       string
+	tscKHz      *int
+	bootTimeout time.Duration
 }
 
+func (d *Driver) settings() settings {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return settings{d.config, d.qemuPath, d.accel, d.tscKHz, d.bootTimeout}
+}
+
+// startTask chains the launch: validate the task → claim a warm shell, or build a spec → launch
+// it cold → hand the running VNF to Nomad. logsOpen: the task's log FIFOs have been opened (a
+// failure is reported there).
 func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, error) {
 	t0 := time.Now()
-	if _, ok := d.tasks.Get(cfg.ID); ok {
-		return nil, false, fmt.Errorf("task with ID %q already started", cfg.ID)
-	}
-	var tc TaskConfig
-	if err := cfg.DecodeDriverConfig(&tc); err != nil {
-		return nil, false, fmt.Errorf("failed to decode driver config: %v", err)
-	}
-	d.mu.RLock()
-	pcfg, qemuPath, accel, tsc, bootTimeout := d.config, d.qemuPath, d.accel, d.tscKHz, d.bootTimeout
-	d.mu.RUnlock()
-	if err := tc.validate(pcfg.Kernel); err != nil {
-		return nil, false, err
-	}
-	click, err := tc.clickText(filepath.Join(cfg.AllocDir, cfg.Name))
+	set := d.settings()
+	tc, click, err := d.validateTask(cfg, set)
 	if err != nil {
 		return nil, false, err
 	}
-	if qemuPath == "" {
-		return nil, false, fmt.Errorf("QEMU binary %q not found", pcfg.Qemu)
-	}
-	for i, br := range tc.NICs {
-		if br != "" && !linkExists(br) {
-			return nil, false, fieldErr(fmt.Sprintf("nics[%d]", i), "bridge %q does not exist: create "+
-				"it first (ip link add %s type bridge) or pick an existing one", br, br)
-		}
-	}
 	if tc.Warm == nil || *tc.Warm {
-		handle, claimed, err := d.startWarm(cfg, &tc, click, t0)
+		handle, claimed, err := d.startWarm(cfg, tc, click, t0)
 		if claimed {
 			return handle, false, err
 		}
@@ -474,10 +341,47 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 			d.emit(cfg, "warm launch requested but no shell of this shape is ready: cold launch", nil)
 		}
 	}
+	s, err := buildSpec(cfg, tc, click, set)
+	if err != nil {
+		return nil, false, err
+	}
+	return d.startCold(cfg, tc, s, t0, set)
+}
 
+// validateTask decodes and checks the task's driver config against the plugin's and returns it
+// with the click configuration text ("" when none).
+func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfig, string, error) {
+	if _, ok := d.tasks.Get(cfg.ID); ok {
+		return nil, "", fmt.Errorf("task with ID %q already started", cfg.ID)
+	}
+	var tc TaskConfig
+	if err := cfg.DecodeDriverConfig(&tc); err != nil {
+		return nil, "", fmt.Errorf("failed to decode driver config: %v", err)
+	}
+	if err := tc.validate(set.config.Kernel); err != nil {
+		return nil, "", err
+	}
+	click, err := tc.clickText(filepath.Join(cfg.AllocDir, cfg.Name))
+	if err != nil {
+		return nil, "", err
+	}
+	if set.qemuPath == "" {
+		return nil, "", fmt.Errorf("QEMU binary %q not found", set.config.Qemu)
+	}
+	for i, br := range tc.NICs {
+		if br != "" && !qemu.LinkExists(br) {
+			return nil, "", fieldErr(fmt.Sprintf("nics[%d]", i), "bridge %q does not exist: create "+
+				"it first (ip link add %s type bridge) or pick an existing one", br, br)
+		}
+	}
+	return &tc, click, nil
+}
+
+// buildSpec is a cold launch's VNF spec: a new UUID, the task's shape, NICs with their taps,
+// MACs and bridges, the click configuration.
+func buildSpec(cfg *drivers.TaskConfig, tc *TaskConfig, click string, set settings) (spec.VNF, error) {
 	vid := newUUID()
-	runDir := filepath.Join(pcfg.RunDir, vid)
-	s := newSpec(vid, vnfName(&tc, cfg, vid), pcfg.RunDir, accel, tsc)
+	s := qemu.NewSpec(vid, vnfName(tc, cfg, vid), set.config.RunDir, set.accel, set.tscKHz)
 	s.Kernel = tc.Kernel
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
 	for i, br := range tc.NICs {
@@ -495,14 +399,23 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 		s.ClickConfig = &click
 	}
 	if err := s.Validate(); err != nil {
-		return nil, false, fmt.Errorf("invalid config: %w", err)
+		return s, fmt.Errorf("invalid config: %w", err)
 	}
+	return s, nil
+}
 
-	h := &taskHandle{logger: d.logger.With("task_id", cfg.ID, "vnf", vid), taskConfig: cfg,
-		spec: s, runDir: runDir, click: click, clickFromFile: tc.ClickFile != "", state: drivers.TaskStateUnknown,
-		doneCh: make(chan struct{})}
+// startCold launches the spec's VNF and, once it forwards, hands it to Nomad.
+func (d *Driver) startCold(cfg *drivers.TaskConfig, tc *TaskConfig, s spec.VNF, t0 time.Time, set settings) (
+	*drivers.TaskHandle, bool, error) {
+	click := ""
+	if s.ClickConfig != nil {
+		click = *s.ClickConfig
+	}
+	h := &taskHandle{logger: d.logger.With("task_id", cfg.ID, "vnf", s.UUID), taskConfig: cfg,
+		spec: s, runDir: filepath.Join(set.config.RunDir, s.UUID), click: click,
+		clickFromFile: tc.ClickFile != "", state: drivers.TaskStateUnknown, doneCh: make(chan struct{})}
 	d.startLogs(h, 0, 0) // open both FIFOs now: a failed start reports on stderr
-	phases, err := d.launch(h, qemuPath, bootTimeout)
+	phases, err := d.launch(h, set.qemuPath, set.bootTimeout)
 	if err != nil {
 		h.mu.Lock()
 		h.failMsg = "fluidvim unikernel driver: " + err.Error()
@@ -512,22 +425,11 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	}
 	total := float64(time.Since(t0).Microseconds()) / 1000
 	d.recordLaunch("cold", total)
-
-	h.state = drivers.TaskStateRunning
-	h.startedAt = time.Now().Round(time.Millisecond)
-	handle := drivers.NewTaskHandle(taskHandleVersion)
-	handle.Config = cfg
-	if err := handle.SetDriverState(&taskState{TaskConfig: cfg, Spec: s, Pid: h.pid,
-		StartedAt: h.startedAt, ClickConfig: click, Ready: h.ready}); err != nil {
-		_ = h.cmd.Process.Kill()
-		_ = h.cmd.Wait()
-		d.cleanup(h)
-		close(h.doneCh)
-		return nil, true, fmt.Errorf("failed to set driver state: %v", err)
+	handle, err := d.handOver(h)
+	if err != nil {
+		return nil, true, err
 	}
-	d.tasks.Set(cfg.ID, h)
-	go h.run()
-	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total), "vnf_uuid": vid}
+	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total), "vnf_uuid": s.UUID}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.1f", v)
 	}
@@ -538,162 +440,89 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	return handle, true, nil
 }
 
-// launch starts QEMU and brings the VNF to forwarding; on failure it removes everything.
+// handOver marks a freshly launched VNF running, stores its state in Nomad's task handle and
+// starts watching its QEMU; on failure the VNF is removed.
+func (d *Driver) handOver(h *taskHandle) (*drivers.TaskHandle, error) {
+	cfg := h.taskConfig
+	h.state = drivers.TaskStateRunning
+	h.startedAt = time.Now().Round(time.Millisecond)
+	handle := drivers.NewTaskHandle(taskHandleVersion)
+	handle.Config = cfg
+	if err := handle.SetDriverState(&taskState{TaskConfig: cfg, Spec: h.spec, Pid: h.pid,
+		StartedAt: h.startedAt, ClickConfig: h.click, Ready: h.ready}); err != nil {
+		qemu.Kill(h.cmd)
+		d.cleanup(h)
+		close(h.doneCh)
+		return nil, fmt.Errorf("failed to set driver state: %v", err)
+	}
+	d.tasks.Set(cfg.ID, h)
+	go h.run()
+	return handle, nil
+}
+
+// launch boots the VNF's QEMU and brings the VNF to forwarding (taps plugged, configured); on
+// failure it removes everything.
 func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duration) (map[string]float64, error) {
-	s := &h.spec
 	phases := map[string]float64{}
-	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
-	t := time.Now()
-	if err := os.MkdirAll(h.runDir, 0o750); err != nil {
-		return nil, err
-	}
-	if b, err := json.Marshal(s); err == nil {
-		_ = os.WriteFile(filepath.Join(h.runDir, "spec.json"), b, 0o640)
-	}
-	fail := func(err error) (map[string]float64, error) {
-		if h.cmd != nil && h.cmd.Process != nil {
-			_ = h.cmd.Process.Kill()
-			_ = h.cmd.Wait()
-		}
-		if h.ctl != nil {
-			h.ctl.Close()
-		}
+	vm, err := qemu.Boot(qemuPath, &h.spec, h.runDir, bootTimeout, phases)
+	if err != nil {
 		d.cleanup(h)
 		return nil, err
 	}
-	ctlF, err := listenFile(s.ControlSocket)
-	if err != nil {
-		return fail(err)
+	h.cmd, h.pid, h.ctl, h.ready = vm.Cmd, vm.Pid, vm.Ctl, vm.Ready
+	if err := plugTaps(&h.spec, phases); err != nil {
+		return nil, d.abort(h, err)
 	}
-	defer ctlF.Close()
-	qmpF, err := listenFile(*s.QMPSocket)
-	if err != nil {
-		return fail(err)
-	}
-	defer qmpF.Close()
-	errF, err := os.Create(filepath.Join(h.runDir, "qemu.stderr"))
-	if err != nil {
-		return fail(err)
-	}
-	defer errF.Close()
-	// ExtraFiles[i] becomes fd 3+i in QEMU: control = 3, QMP = 4 (as in vnf/vectors/spec.json)
-	argv, err := s.QemuArgv(qemuPath, 3, 4)
-	if err != nil {
-		return fail(fmt.Errorf("invalid config: %w", err))
-	}
-	phases["spec"] = ms(t)
-	t = time.Now()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.ExtraFiles = []*os.File{ctlF, qmpF}
-	cmd.Stdout, cmd.Stderr = errF, errF
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // survives a plugin restart
-	if err := cmd.Start(); err != nil {
-		return fail(fmt.Errorf("cannot start QEMU: %w", err))
-	}
-	h.cmd, h.pid = cmd, cmd.Process.Pid
-	ctlF.Close()
-	qmpF.Close()
-	ctl, err := control.Dial(s.ControlSocket)
-	if err != nil {
-		return fail(fmt.Errorf("cannot connect to the control socket: %w", err))
-	}
-	h.ctl = ctl
-	phases["spawn"] = ms(t)
-	t = time.Now()
-	ready, err := ctl.WaitReady(bootTimeout)
-	if err != nil {
-		if h.cmd.Process != nil {
-			_ = h.cmd.Process.Kill()
-			_ = h.cmd.Wait()
-		}
-		return fail(fmt.Errorf("VNF %s did not become ready: %v; QEMU: %s; console: %s",
-			s.Name, err, h.stderrTail(), tail(s.ConsoleLog, 500)))
-	}
-	h.ready = ready
-	phases["boot"] = ms(t)
-	t = time.Now()
-	for i, n := range s.Nics {
-		if n.Bridge == nil {
-			continue
-		}
-		if err := plugTap(n.Tap, *n.Bridge); err != nil {
-			return fail(fieldErr(fmt.Sprintf("nics[%d]", i), "%v", err))
-		}
-	}
-	phases["net"] = ms(t)
-	if s.ClickConfig != nil {
-		t = time.Now()
-		if _, err := ctl.Configure(*s.ClickConfig, s.SessionSlots, requestTimeout); err != nil {
-			field := "click_config"
-			if h.clickFromFile {
-				field = "click_file"
-			}
-			return fail(fieldErr(field, "the VNF rejected the configuration: %v", err))
-		}
-		phases["configure"] = ms(t)
+	if err := h.configureNew(phases); err != nil {
+		return nil, d.abort(h, err)
 	}
 	return phases, nil
 }
 
-// listenFile binds and listens on a unix socket and returns it as a file to hand to QEMU.
-func listenFile(path string) (*os.File, error) {
-	_ = os.Remove(path)
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	l.SetUnlinkOnClose(false)
-	f, err := l.File()
-	l.Close()
-	return f, err
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// startLogs follows the console log into the task's stdout FIFO and QEMU's stderr into its
-// stderr FIFO (both FIFOs must be opened, or Nomad waits for them at task exit).
-func (d *Driver) startLogs(h *taskHandle, conOff, errOff int64) {
-	cfg := h.taskConfig
-	for _, p := range []struct {
-		fifo, file string
-		off        int64
-	}{{cfg.StdoutPath, h.spec.ConsoleLog, conOff}, {cfg.StderrPath, filepath.Join(h.runDir, "qemu.stderr"), errOff}} {
-		if p.fifo == "" {
+// plugTaps attaches the taps of the NICs that have a bridge.
+func plugTaps(s *spec.VNF, phases map[string]float64) error {
+	t := time.Now()
+	for i, n := range s.Nics {
+		if n.Bridge == nil {
 			continue
 		}
-		go func(fifoPath, file string, off int64) {
-			var w *os.File
-			for w == nil {
-				f, err := os.OpenFile(fifoPath, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-				if err == nil {
-					w = f
-					break
-				}
-				if !errors.Is(err, syscall.ENXIO) { // ENXIO: no reader yet
-					h.logger.Warn("cannot open log FIFO", "path", fifoPath, "error", err)
-					return
-				}
-				select {
-				case <-h.doneCh:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			defer w.Close()
-			var final func() string
-			if fifoPath == cfg.StderrPath {
-				final = func() string { h.mu.Lock(); defer h.mu.Unlock(); return h.failMsg }
-			}
-			follow(file, off, w, h.doneCh, final)
-		}(p.fifo, p.file, p.off)
+		if err := qemu.PlugTap(n.Tap, *n.Bridge); err != nil {
+			return fieldErr(fmt.Sprintf("nics[%d]", i), "%v", err)
+		}
 	}
+	phases["net"] = msSince(t)
+	return nil
 }
+
+// configureNew sends the spec's click configuration to a VNF that has just booted (none: nothing).
+func (h *taskHandle) configureNew(phases map[string]float64) error {
+	s := &h.spec
+	if s.ClickConfig == nil {
+		return nil
+	}
+	t := time.Now()
+	if _, err := h.ctl.Configure(*s.ClickConfig, s.SessionSlots, requestTimeout); err != nil {
+		field := "click_config"
+		if h.clickFromFile {
+			field = "click_file"
+		}
+		return fieldErr(field, "the VNF rejected the configuration: %v", err)
+	}
+	phases["configure"] = msSince(t)
+	return nil
+}
+
+// abort kills a launch's QEMU, closes its control connection and removes what is left.
+func (d *Driver) abort(h *taskHandle, err error) error {
+	qemu.Kill(h.cmd)
+	if h.ctl != nil {
+		h.ctl.Close()
+	}
+	d.cleanup(h)
+	return err
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 
 func (d *Driver) emit(cfg *drivers.TaskConfig, msg string, ann map[string]string) {
 	_ = d.eventer.EmitEvent(&drivers.TaskEvent{TaskID: cfg.ID, TaskName: cfg.Name,
@@ -702,12 +531,9 @@ func (d *Driver) emit(cfg *drivers.TaskConfig, msg string, ann map[string]string
 
 // cleanup removes leftover taps (normally gone with QEMU) and the run directory.
 func (d *Driver) cleanup(h *taskHandle) {
-	for _, n := range h.spec.Nics {
-		if err := deleteLink(n.Tap); err != nil {
-			h.logger.Warn("could not delete tap", "tap", n.Tap, "error", err)
-		}
-	}
-	_ = os.RemoveAll(h.runDir)
+	qemu.RemoveLeftovers(&h.spec, h.runDir, func(tap string, err error) {
+		h.logger.Warn("could not delete tap", "tap", tap, "error", err)
+	})
 }
 
 // RecoverTask re-attaches to a running QEMU by pid and control socket.
@@ -722,7 +548,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if err := handle.GetDriverState(&st); err != nil {
 		return fmt.Errorf("failed to decode task state from handle: %v", err)
 	}
-	if !alive(st.Pid, st.Spec.UUID) {
+	if !qemu.Alive(st.Pid, st.Spec.UUID) {
 		return fmt.Errorf("QEMU of VNF %s (pid %d) is gone", st.Spec.UUID, st.Pid)
 	}
 	ctl, err := control.Dial(st.Spec.ControlSocket)
@@ -743,7 +569,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		startedAt: st.StartedAt, doneCh: make(chan struct{})}
 	d.tasks.Set(cfg.ID, h)
 	go h.run()
-	d.startLogs(h, fileSize(st.Spec.ConsoleLog), fileSize(filepath.Join(h.runDir, "qemu.stderr")))
+	d.startLogs(h, fileSize(st.Spec.ConsoleLog), fileSize(qemu.StderrPath(h.runDir)))
 	return nil
 }
 
@@ -802,7 +628,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	}
 	h.stop(sig, timeout)
 	for _, n := range h.spec.Nics {
-		_ = deleteLink(n.Tap)
+		_ = qemu.DeleteLink(n.Tap)
 	}
 	return nil
 }
@@ -873,34 +699,6 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Dur
 	return ch, nil
 }
 
-func (h *taskHandle) usage(compute cpustats.Compute) *cstructs.TaskResourceUsage {
-	user, sys, rss, err := procStats(h.pid)
-	if err != nil {
-		return nil
-	}
-	now := time.Now()
-	h.cpuMu.Lock()
-	pct := 0.0
-	if !h.prevCPUTime.IsZero() {
-		if dt := now.Sub(h.prevCPUTime).Seconds(); dt > 0 {
-			pct = (user + sys - h.prevCPU) / dt * 100
-		}
-	}
-	h.prevCPU, h.prevCPUTime = user+sys, now
-	h.cpuMu.Unlock()
-	ticks := 0.0
-	if compute.NumCores > 0 {
-		ticks = pct / 100 * float64(compute.TotalCompute) / float64(compute.NumCores)
-	}
-	ru := &cstructs.ResourceUsage{
-		MemoryStats: &cstructs.MemoryStats{RSS: rss, Measured: []string{"RSS"}},
-		CpuStats: &cstructs.CpuStats{UserMode: user, SystemMode: sys, Percent: pct,
-			TotalTicks: ticks, Measured: []string{"User Mode", "System Mode", "Percent", "Total Ticks"}},
-	}
-	return &cstructs.TaskResourceUsage{ResourceUsage: ru, Timestamp: now.UnixNano(),
-		Pids: map[string]*cstructs.ResourceUsage{fmt.Sprint(h.pid): ru}}
-}
-
 func (d *Driver) TaskEvents(ctx context.Context) (<-chan *drivers.TaskEvent, error) {
 	return d.eventer.TaskEvents(ctx)
 }
@@ -957,50 +755,4 @@ func (d *Driver) VNFStats(taskID string) (map[string]any, error) {
 		return nil, drivers.ErrTaskNotFound
 	}
 	return h.stats(5 * time.Second)
-}
-
-// vnfStatsFile is where TaskStats writes the VNF's counters, in the task directory.
-const vnfStatsFile = "vnf-stats.json"
-
-// writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters.
-func (h *taskHandle) writeVNFStats() {
-	cfg := h.taskConfig
-	if cfg == nil || cfg.AllocDir == "" {
-		return
-	}
-	st, err := h.stats(2 * time.Second)
-	if err != nil {
-		return
-	}
-	b, err := json.Marshal(map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(), "stats": st})
-	if err != nil {
-		return
-	}
-	dir := cfg.TaskDir().Dir
-	tmp := filepath.Join(dir, "."+vnfStatsFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return
-	}
-	_ = os.Rename(tmp, filepath.Join(dir, vnfStatsFile))
-}
-
-func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {
-	h.mu.Lock()
-	ctl := h.ctl
-	h.mu.Unlock()
-	if ctl == nil {
-		return nil, errors.New("no control channel")
-	}
-	return ctl.Stats(timeout)
-}
-
-// configure sends a click config; macs (nil: none) gives NICs their addresses (§6.4).
-func (h *taskHandle) configure(click string, slots int, macs []*string) (map[string]any, error) {
-	h.mu.Lock()
-	ctl := h.ctl
-	h.mu.Unlock()
-	if ctl == nil {
-		return nil, errors.New("no control channel")
-	}
-	return ctl.ConfigureMACs(click, slots, macs, requestTimeout)
 }

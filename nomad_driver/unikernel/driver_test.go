@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 )
 
 const forward2 = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
@@ -258,11 +260,11 @@ func TestStartStatsStopDestroy(t *testing.T) {
 	if err := h.DestroyTask(task.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if alive(state.Pid, state.Spec.UUID) {
+	if qemu.Alive(state.Pid, state.Spec.UUID) {
 		t.Errorf("QEMU pid %d still running after DestroyTask", state.Pid)
 	}
 	for _, tap := range taps {
-		if linkExists(tap) {
+		if qemu.LinkExists(tap) {
 			t.Errorf("tap %s left behind", tap)
 		}
 	}

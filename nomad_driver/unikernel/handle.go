@@ -4,22 +4,24 @@
 package unikernel
 
 import (
-	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cpustats"
+	cstructs "github.com/hashicorp/nomad/client/structs"
 	"github.com/hashicorp/nomad/plugins/drivers"
-	"golang.org/x/sys/unix"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/control"
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
@@ -123,63 +125,20 @@ func exitResultOf(ps *os.ProcessState, err error) *drivers.ExitResult {
 	return &drivers.ExitResult{ExitCode: ws.ExitStatus()}
 }
 
-// waitForeign waits for a process that is not our child (a recovered task) with a pidfd.
+// waitForeign waits for a process that is not our child (a recovered task) to exit.
 func waitForeign(pid int) *drivers.ExitResult {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
+	if !qemu.WaitForeign(pid) {
 		return &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("QEMU (pid %d) is gone", pid)}
-	}
-	defer unix.Close(fd)
-	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-			break
-		}
-		if fds[0].Revents != 0 {
-			break
-		}
 	}
 	return &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("QEMU (pid %d, re-attached after "+
 		"a plugin restart) exited; its exit status is not available", pid)}
 }
 
-// alive reports whether pid is still this VNF's QEMU (a recycled pid is not: the -uuid on its
-// command line must match).
-func alive(pid int, vnfUUID string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(b), "\x00")
-	for i, a := range args {
-		if a == "-uuid" && i+1 < len(args) {
-			return args[i+1] == vnfUUID
-		}
-	}
-	return false
-}
-
-func (h *taskHandle) stderrTail() string {
-	b, _ := os.ReadFile(h.runDir + "/qemu.stderr")
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "(no message)"
-	}
-	return s
-}
+func (h *taskHandle) stderrTail() string { return qemu.StderrTail(h.runDir) }
 
 // signal sends sig to QEMU.
 func (h *taskHandle) signal(sig syscall.Signal) error {
-	if h.cmd != nil {
-		return h.cmd.Process.Signal(sig)
-	}
-	if !alive(h.pid, h.spec.UUID) {
-		return nil
-	}
-	return unix.Kill(h.pid, sig)
+	return qemu.Signal(h.cmd, h.pid, h.spec.UUID, sig)
 }
 
 // stop asks QEMU to quit with sig, then kills it after timeout.
@@ -206,65 +165,76 @@ func (h *taskHandle) stop(sig syscall.Signal, timeout time.Duration) {
 	}
 }
 
-// procStats reads CPU times (seconds) and RSS (bytes) of the QEMU process from /proc.
-func procStats(pid int) (user, system float64, rss uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+func (h *taskHandle) usage(compute cpustats.Compute) *cstructs.TaskResourceUsage {
+	user, sys, rss, err := qemu.ProcStats(h.pid)
 	if err != nil {
-		return 0, 0, 0, err
+		return nil
 	}
-	// fields after the ")" that closes comm: state is field 3, utime 14, stime 15, rss 24
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	now := time.Now()
+	h.cpuMu.Lock()
+	pct := 0.0
+	if !h.prevCPUTime.IsZero() {
+		if dt := now.Sub(h.prevCPUTime).Seconds(); dt > 0 {
+			pct = (user + sys - h.prevCPU) / dt * 100
+		}
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 22 {
-		return 0, 0, 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	h.prevCPU, h.prevCPUTime = user+sys, now
+	h.cpuMu.Unlock()
+	ticks := 0.0
+	if compute.NumCores > 0 {
+		ticks = pct / 100 * float64(compute.TotalCompute) / float64(compute.NumCores)
 	}
-	const hz = 100.0 // USER_HZ
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	pages, _ := strconv.ParseUint(f[21], 10, 64)
-	return ut / hz, st / hz, pages * uint64(os.Getpagesize()), nil
+	ru := &cstructs.ResourceUsage{
+		MemoryStats: &cstructs.MemoryStats{RSS: rss, Measured: []string{"RSS"}},
+		CpuStats: &cstructs.CpuStats{UserMode: user, SystemMode: sys, Percent: pct,
+			TotalTicks: ticks, Measured: []string{"User Mode", "System Mode", "Percent", "Total Ticks"}},
+	}
+	return &cstructs.TaskResourceUsage{ResourceUsage: ru, Timestamp: now.UnixNano(),
+		Pids: map[string]*cstructs.ResourceUsage{fmt.Sprint(h.pid): ru}}
 }
 
-// follow copies a growing file (the console log, QEMU's stderr) into a Nomad log FIFO until
-// done is closed, then drains it.
-func follow(path string, off int64, w io.Writer, done <-chan struct{}, final func() string) {
-	buf := make([]byte, 32*1024)
-	copyNew := func() {
-		f, err := os.Open(path)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		for {
-			n, err := f.ReadAt(buf, off)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return
-				}
-				off += int64(n)
-			}
-			if err != nil || n == 0 {
-				return
-			}
-		}
+// vnfStatsFile is where TaskStats writes the VNF's counters, in the task directory.
+const vnfStatsFile = "vnf-stats.json"
+
+// writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters.
+func (h *taskHandle) writeVNFStats() {
+	cfg := h.taskConfig
+	if cfg == nil || cfg.AllocDir == "" {
+		return
 	}
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			copyNew()
-			if final != nil {
-				if msg := final(); msg != "" {
-					_, _ = io.WriteString(w, msg+"\n")
-				}
-			}
-			return
-		case <-t.C:
-			copyNew()
-		}
+	st, err := h.stats(2 * time.Second)
+	if err != nil {
+		return
 	}
+	b, err := json.Marshal(map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(), "stats": st})
+	if err != nil {
+		return
+	}
+	dir := cfg.TaskDir().Dir
+	tmp := filepath.Join(dir, "."+vnfStatsFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return
+	}
+	_ = os.Rename(tmp, filepath.Join(dir, vnfStatsFile))
+}
+
+func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {
+	h.mu.Lock()
+	ctl := h.ctl
+	h.mu.Unlock()
+	if ctl == nil {
+		return nil, errors.New("no control channel")
+	}
+	return ctl.Stats(timeout)
+}
+
+// configure sends a click config; macs (nil: none) gives NICs their addresses (§6.4).
+func (h *taskHandle) configure(click string, slots int, macs []*string) (map[string]any, error) {
+	h.mu.Lock()
+	ctl := h.ctl
+	h.mu.Unlock()
+	if ctl == nil {
+		return nil, errors.New("no control channel")
+	}
+	return ctl.ConfigureMACs(click, slots, macs, requestTimeout)
 }

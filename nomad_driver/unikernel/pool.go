@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/control"
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
@@ -381,7 +381,7 @@ func (p *warmPool) adopt(runDir string) {
 		have := len(p.ready[rec.Shape])
 		p.mu.Unlock()
 		switch {
-		case !alive(rec.Pid, rec.Spec.UUID):
+		case !qemu.Alive(rec.Pid, rec.Spec.UUID):
 			reason = "its QEMU is gone"
 		case !wanted || have >= pc.Size:
 			reason = "no warm_pool block wants it any more"
@@ -402,9 +402,8 @@ func (p *warmPool) adopt(runDir string) {
 		if reason != "" {
 			p.logger.Info("killing a shell left by a previous plugin process", "vnf", rec.Spec.UUID,
 				"reason", reason)
-			if alive(rec.Pid, rec.Spec.UUID) {
-				_ = syscall.Kill(rec.Pid, syscall.SIGKILL)
-				waitGone(rec.Pid, rec.Spec.UUID, 10*time.Second)
+			if qemu.Alive(rec.Pid, rec.Spec.UUID) {
+				qemu.KillForeign(rec.Pid, rec.Spec.UUID, 10*time.Second)
 			}
 			p.d.cleanup(h)
 			continue
@@ -430,31 +429,18 @@ func (p *warmPool) reapHalfBooted(dir string) {
 	}
 	vid := filepath.Base(dir)
 	var s spec.VNF
-	if b, err := os.ReadFile(filepath.Join(dir, "spec.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, qemu.SpecFile)); err == nil {
 		_ = json.Unmarshal(b, &s)
 	}
 	if s.UUID != vid {
 		s = spec.VNF{UUID: vid} // booted no further than the directory: no taps yet
 	}
 	h := &taskHandle{logger: p.logger.With("vnf", vid), spec: s, runDir: dir}
-	if pid := findQEMU(vid); pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		waitGone(pid, s.UUID, 10*time.Second)
+	if pid := qemu.Find(vid); pid > 0 {
+		qemu.KillForeign(pid, s.UUID, 10*time.Second)
 	}
 	p.logger.Info("removed a shell a previous plugin process left half-booted", "vnf", s.UUID)
 	p.d.cleanup(h)
-}
-
-// findQEMU is the pid of the QEMU running VNF vnfUUID (its -uuid argument), or 0.
-func findQEMU(vnfUUID string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err == nil && alive(pid, vnfUUID) {
-			return pid
-		}
-	}
-	return 0
 }
 
 func fileExists(p string) bool {
@@ -465,15 +451,6 @@ func fileExists(p string) bool {
 func truthyResult(res map[string]any, key string) bool {
 	v, _ := res[key].(bool)
 	return v
-}
-
-// waitGone waits until pid no longer runs this VNF (after SIGKILL of a process that is not our
-// child).
-func waitGone(pid int, vnfUUID string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for alive(pid, vnfUUID) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func (p *warmPool) loop() {
@@ -572,10 +549,9 @@ func (p *warmPool) bootOne(pc PoolConfig) {
 
 func (p *warmPool) bootShell(pc PoolConfig) error {
 	d := p.d
-	d.mu.RLock()
-	cfg, qemuPath, accel, tsc, bootTimeout := d.config, d.qemuPath, d.accel, d.tscKHz, d.bootTimeout
-	d.mu.RUnlock()
-	if qemuPath == "" {
+	set := d.settings()
+	cfg := set.config
+	if set.qemuPath == "" {
 		return fmt.Errorf("QEMU binary %q not found", cfg.Qemu)
 	}
 	sh := pc.shape()
@@ -584,7 +560,7 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 		return fieldErr("warm_pool.kernel", "%s does not exist: build it with `make -C vnf/kernel`", sh.Kernel)
 	}
 	vid := newUUID()
-	s := newSpec(vid, "pool-"+vid[:8], cfg.RunDir, accel, tsc)
+	s := qemu.NewSpec(vid, "pool-"+vid[:8], cfg.RunDir, set.accel, set.tscKHz)
 	s.Kernel, s.MemoryMB, s.Vcpus = sh.Kernel, sh.MemoryMB, sh.Vcpus
 	s.SessionSlots, s.FlowTimeoutMS = pc.SessionSlots, sh.FlowTimeoutMS
 	for i := 0; i < sh.Nics; i++ {
@@ -603,14 +579,13 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 		_ = os.RemoveAll(h.runDir)
 		return err
 	}
-	if _, err := d.launch(h, qemuPath, bootTimeout); err != nil {
+	if _, err := d.launch(h, set.qemuPath, set.bootTimeout); err != nil {
 		return err
 	}
 	rec := poolRecord{Spec: s, Pid: h.pid, Shape: sh, KernelID: kid, Slots: pc.SessionSlots, Ready: h.ready}
 	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(filepath.Join(h.runDir, poolMarker), b, 0o640); err != nil {
-		_ = h.cmd.Process.Kill()
-		_ = h.cmd.Wait()
+		qemu.Kill(h.cmd)
 		d.cleanup(h)
 		return err
 	}
@@ -851,7 +826,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		if br == "" {
 			continue
 		}
-		if err := plugTap(h.spec.Nics[i].Tap, br); err != nil {
+		if err := qemu.PlugTap(h.spec.Nics[i].Tap, br); err != nil {
 			return fail(fieldErr(fmt.Sprintf("nics[%d]", i), "%v", err))
 		}
 	}
@@ -867,7 +842,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 			if errors.As(err, &ce) && ce.Code == "config" {
 				// the shell is intact and still unconfigured: detach its taps, give it back
 				for _, n := range h.spec.Nics {
-					if err := unplugTap(n.Tap); err != nil {
+					if err := qemu.UnplugTap(n.Tap); err != nil {
 						return fail(fieldErr(field, "the VNF rejected the configuration: %v (and "+
 							"its tap could not be detached: %v)", ce, err))
 					}
@@ -911,9 +886,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	if exited {
 		return fail(fmt.Errorf("the warm shell's QEMU exited during the claim: %s", h.stderrTail()))
 	}
-	if b, err := json.Marshal(h.spec); err == nil {
-		_ = os.WriteFile(filepath.Join(h.runDir, "spec.json"), b, 0o640)
-	}
+	qemu.WriteSpec(h.runDir, &h.spec)
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
 	if err := handle.SetDriverState(st); err != nil {

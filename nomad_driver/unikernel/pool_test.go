@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/plugins/base"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 )
 
 func poolRunDir(t *testing.T) string {
@@ -89,7 +91,7 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	first := waitShell(t, d, sh, "")
 	shellTaps := []string{first.h.spec.Nics[0].Tap, first.h.spec.Nics[1].Tap}
 	for _, tap := range shellTaps {
-		if !linkExists(tap) || master(tap) != "" {
+		if !qemu.LinkExists(tap) || master(tap) != "" {
 			t.Fatalf("a pooled shell's tap %s should exist and be unattached (master %q)", tap, master(tap))
 		}
 	}
@@ -184,7 +186,7 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	stopDestroy(t, h, cold.ID)
 	stopDestroy(t, h, task.ID)
 	for _, tap := range shellTaps {
-		if linkExists(tap) {
+		if qemu.LinkExists(tap) {
 			t.Errorf("tap %s left after the warm task was destroyed", tap)
 		}
 	}
@@ -192,7 +194,7 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	if left := qemuUnder(runDir); len(left) != 0 {
 		t.Errorf("QEMU left after Shutdown: %v", left)
 	}
-	if linkExists(second.h.spec.Nics[0].Tap) {
+	if qemu.LinkExists(second.h.spec.Nics[0].Tap) {
 		t.Errorf("the pooled shell's tap is left after Shutdown")
 	}
 }
@@ -289,10 +291,10 @@ func TestWarmPoolDeathAdoptionNoLeak(t *testing.T) {
 	}
 	s2 := waitShell(t, d, sh, s.h.spec.UUID)
 	deadline := time.Now().Add(5 * time.Second)
-	for (linkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir)) && time.Now().Before(deadline) {
+	for (qemu.LinkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir)) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if linkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir) {
+	if qemu.LinkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir) {
 		t.Errorf("dead shell %s left its tap or run dir", s.h.spec.UUID)
 	}
 
@@ -315,7 +317,7 @@ func TestWarmPoolDeathAdoptionNoLeak(t *testing.T) {
 	abandon(d2)
 	_, d3 := newHarnessIn(t, runDir, []PoolConfig{pc})
 	s3 := waitShell(t, d3, sh, s2.h.spec.UUID)
-	if linkExists(s2.h.spec.Nics[0].Tap) || fileExists(s2.h.runDir) || alive(s2.h.pid, s2.h.spec.UUID) {
+	if qemu.LinkExists(s2.h.spec.Nics[0].Tap) || fileExists(s2.h.runDir) || qemu.Alive(s2.h.pid, s2.h.spec.UUID) {
 		t.Errorf("half-claimed shell %s not removed", s2.h.spec.UUID)
 	}
 
@@ -325,7 +327,7 @@ func TestWarmPoolDeathAdoptionNoLeak(t *testing.T) {
 	if left := qemuUnder(runDir); len(left) != 0 {
 		t.Errorf("QEMU left after a restart without warm_pool: %v", left)
 	}
-	if linkExists(s3.h.spec.Nics[0].Tap) || fileExists(s3.h.runDir) {
+	if qemu.LinkExists(s3.h.spec.Nics[0].Tap) || fileExists(s3.h.runDir) {
 		t.Errorf("orphan shell's tap or run dir left")
 	}
 }
@@ -405,7 +407,7 @@ func TestWarmPoolBrokenClaimDestroysShell(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "warm shell") {
 		t.Fatalf("want a warm-claim error, got %v", err)
 	}
-	if alive(s.h.pid, s.h.spec.UUID) || linkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir) {
+	if qemu.Alive(s.h.pid, s.h.spec.UUID) || qemu.LinkExists(s.h.spec.Nics[0].Tap) || fileExists(s.h.runDir) {
 		t.Errorf("broken shell %s not destroyed (QEMU, tap or run dir left)", s.h.spec.UUID)
 	}
 	s2 := waitShell(t, d, sh, s.h.spec.UUID)
@@ -525,7 +527,7 @@ func TestWarmPoolReplacedKernelRetiresShells(t *testing.T) {
 		t.Errorf("the refilled shell has kernel id %s (file %s, old %s)", fresh.kernelID, kernelID(k), old.kernelID)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(old.h.pid, old.h.spec.UUID) || fileExists(old.h.runDir) {
+	for qemu.Alive(old.h.pid, old.h.spec.UUID) || fileExists(old.h.runDir) {
 		if time.Now().After(deadline) {
 			t.Fatal("the old shell's QEMU or run dir is still there")
 		}

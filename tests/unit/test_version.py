@@ -44,9 +44,10 @@ def test_nomad_plugin_and_vnf_kernel_say_the_same():
     assert _grep("vnf/kernel/src/version.h", r"^#define VERSION (FLUIDVIM_VERSION)$") == \
         ["FLUIDVIM_VERSION"]
     src = os.path.join(ROOT, "vnf", "kernel", "src")
-    for name in os.listdir(src):
-        with open(os.path.join(src, name), encoding="utf-8") as f:
-            assert not re.search(r'#define\s+VERSION\s+"', f.read()), name
+    for d, _, names in os.walk(src):             # src/elements/ too
+        for name in names:
+            with open(os.path.join(d, name), encoding="utf-8") as f:
+                assert not re.search(r'#define\s+VERSION\s+"', f.read()), name
 
 
 def test_protocol_vectors_ready_example_says_the_package_version():

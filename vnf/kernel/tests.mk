@@ -9,15 +9,17 @@ VT_SAVED_GOAL := $(.DEFAULT_GOAL)
 VT_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 VT_OUT := $(VT_DIR)/build/host
 VT_SRCS := $(VT_DIR)/src/json.c $(VT_DIR)/src/click.c $(VT_DIR)/src/click_parse.c \
-           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c
-VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h)
+           $(VT_DIR)/src/click_args.c $(VT_DIR)/src/cfgtext.c $(VT_DIR)/src/packet.c \
+           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c \
+           $(sort $(wildcard $(VT_DIR)/src/elements/*.c))
+VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h $(VT_DIR)/src/elements/*.h)
 VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c \
             $(VT_DIR)/tests/test_nicmac.c
 
 TEST_CC ?= gcc
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-VT_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -DFLUIDVIM_HOST -I$(VT_DIR)/include -I$(VT_DIR)/src \
+VT_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DFLUIDVIM_HOST -I$(VT_DIR)/include -I$(VT_DIR)/src \
              -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 VT_FUZZFLAGS := -g -O1 -DFLUIDVIM_HOST -I$(VT_DIR)/include -I$(VT_DIR)/src \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined

@@ -1,5 +1,10 @@
-/* fluidvim VNF — internal structures of the packet engine (click*.c, match.c, flowtable.c).
- * Not part of the kernel interface: the kernel only uses include/click.h. */
+/* fluidvim VNF — internal structures of the packet engine (click*.c, cfgtext.c, match.c,
+ * flowtable.c, elements/). Not part of the kernel interface: the kernel only uses include/click.h.
+ *
+ * Files and who calls whom (no cycles): click.c (runtime, data path, stats) and click_parse.c
+ * (the language) use the element table (elements/elements.c); each element (elements/<name>.c)
+ * uses click_args.c and match.c for its arguments and packet.c for its push; click.c uses
+ * packet.c too; click_args.c, click_parse.c and match.c use cfgtext.c, a leaf. */
 #ifndef FLUIDVIM_CLICK_INTERNAL_H
 #define FLUIDVIM_CLICK_INTERNAL_H
 #include "kstd.h"
@@ -54,16 +59,21 @@ struct mterm {
 struct match { uint8_t nterms; struct mterm t[MATCH_MAX_TERMS]; };
 bool match_eval(const struct match *m, const struct pinfo *p);
 
-/* ---- configuration errors ---- */
+/* ---- configuration text (cfgtext.c) ---- */
 struct cperr { bool set; size_t off; char msg[160]; };
 /* printf-like, supports %s %d %u %c and %t (int len, const char *p: a source token, sanitised
  * and shortened). Only the first error is kept. */
 void cperr_set(struct cperr *e, size_t off, const char *fmt, ...);
+/* The same format into buf (always terminated when cap > 0). */
+void cfg_fmt(char *buf, size_t cap, const char *fmt, ...);
+/* 1-based line and column (UTF-8 code points) of byte offset off in s[0, n). */
+void cfg_linecol(const char *s, size_t n, size_t off, int *line, int *col);
 /* Next word of an argument: skips blanks and comments; a word is a run of characters other than
  * blanks, ',', '(' and ')'. Returns false at `end`. */
 bool cfg_word(const char *s, size_t end, size_t *pos, size_t *ws, size_t *wl);
 bool cfg_word_is(const char *s, size_t ws, size_t wl, const char *lit);
 bool cfg_parse_u32(const char *s, size_t wl, uint32_t max, uint32_t *out);
+/* ---- match expressions (match.c) ---- */
 /* Compile a match expression from s[pos, end); ctx names the argument in messages. */
 bool match_compile(const char *s, size_t pos, size_t end, struct match *m, const char *ctx,
 		   struct cperr *e);
@@ -73,7 +83,6 @@ bool match_parse_net(const char *s, size_t n, uint32_t *addr, uint32_t *mask);
 /* ---- graph ---- */
 enum eclass { EC_FROMDEVICE, EC_TODEVICE, EC_COUNTER, EC_CLASSIFIER, EC_IPFILTER, EC_QUEUE,
 	      EC_RATELIMITER, EC_ETHERMIRROR, EC_DISCARD, EC_ARPRESPONDER, EC_NCLASSES };
-extern const char *const click_class_names[EC_NCLASSES];
 
 struct rule { struct match m; bool allow; };
 
@@ -108,6 +117,100 @@ struct graph {
 /* click_parse.c: build *g from text; returns false and fills *err on error. */
 bool click_parse(struct graph *g, const char *text, size_t len, int nics, struct click_err *err);
 
+/* ---- an element's arguments (click_parse.c fills, click_args.c reads) ---- */
+struct arg { size_t start, end; };      /* one argument: s[start, end) */
+
+/* The parse of one config: the text, the graph being built, the first error, and the arguments
+ * of the element being declared. */
+struct cparse {
+	const char *s;
+	size_t n, pos;
+	struct graph *g;
+	int nics;
+	struct cperr err;
+	struct arg args[CLICK_MAX_ARGS];
+};
+
+/* click_args.c: argument checks shared by elements' configure; false with p->err set. */
+/* The argument must be exactly one word (what names it in messages). */
+bool click_arg_word(struct cparse *p, const struct arg *a, const char *what, size_t *ws, size_t *wl);
+/* One number in [min, max]; range_msg is the message when it is not. */
+bool click_arg_num(struct cparse *p, const struct arg *a, const char *what, uint32_t min,
+		   uint32_t max, const char *range_msg, uint32_t *out);
+/* The single argument of FromDevice/ToDevice (class cn at cls_off): an existing NIC's index. */
+bool click_arg_nic(struct cparse *p, const char *cn, size_t cls_off, int nargs, int *nic);
+/* An element without arguments (class cn). */
+bool click_arg_none(struct cparse *p, const char *cn, int nargs);
+/* Room for nargs more Classifier patterns, IPFilter rules or ARPResponder addresses. */
+bool click_rules_room(struct cparse *p, size_t cls_off, int nargs);
+
+/* ---- the data path's packet (click.c) ---- */
+struct pkt {
+	const uint8_t *data;
+	uint8_t *wdata;         /* == data when writable (pool buffer or packet.c's copy) */
+	uint16_t len;
+	uint8_t nic;            /* ingress NIC */
+	int32_t buf;            /* pool buffer or -1 */
+	uint64_t t0, now;
+	bool pi_ok;
+	bool has_vh;            /* vh holds offload metadata (partial checksum, GSO) */
+	uint32_t segs;          /* wire packets (click_segs) */
+	uint64_t wbytes;        /* their bytes */
+	struct click_vh vh;
+	struct pinfo pi;
+};
+
+/* How a packet's trip ends: transmitted, discarded (Discard), dropped, or held in a Queue. */
+enum fate { FATE_TX, FATE_DISCARD, FATE_DROP, FATE_QUEUED };
+
+/* An element's push returns the output port the packet leaves by (>= 0; a port without a
+ * connection drops it) or PUSH_FATE(f) when its trip ends here. */
+#define PUSH_FATE(f) (-1 - (int)(f))
+
+/* The packet's parsed headers (parsed once, on first use). */
+static inline const struct pinfo *pkt_info(struct pkt *p)
+{
+	if (!p->pi_ok) {
+		pinfo_parse(&p->pi, p->data, p->len);
+		p->pi_ok = true;
+	}
+	return &p->pi;
+}
+
+/* packet.c: the packet services of the runtime and the elements' push. */
+struct nicstat { uint64_t rx, tx, drop, rx_bytes, tx_bytes; };
+extern struct nicstat click_nicst[CLICK_MAX_NICS];     /* per NIC, reset by click_init */
+/* Reset the NIC counters and addresses, empty the pool (click_init). */
+void click_pkt_init(void);
+/* Give back the pool buffers of a packet that is in the pool (p->buf >= 0). */
+void click_pkt_free(struct pkt *p);
+/* Take the first packet held in the list head/tail into *p (a chained frame is gathered into a
+ * contiguous buffer); the list must not be empty. */
+void click_pkt_unhold(int32_t *head, int32_t *tail, struct pkt *p, uint64_t now);
+/* Free every packet held in the list head/tail, counted as drops of their ingress NICs. */
+void click_pkt_drop_held(int32_t *head, int32_t *tail);
+/* Make the packet's bytes writable (received frames are const: copied once); returns them. */
+uint8_t *click_pkt_writable(struct pkt *p);
+/* Queue: keep the packet in pool buffers at the tail of the list head/tail (the Queue then owns
+ * it); false when the pool has too few free buffers. */
+bool click_pkt_hold(struct pkt *p, int32_t *head, int32_t *tail);
+
+/* ---- element classes (elements/elements.c: the table; elements/<name>.c: one each) ---- */
+struct element_class {
+	const char *name;
+	/* Check the arguments (p->args[0, nargs)) of element e (graph index idx; its class name is
+	 * at cls_off), fill e->u and e->nout; false with p->err set. */
+	bool (*configure)(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs);
+	/* Called when the configured graph starts running (NULL: nothing to do). */
+	void (*initialize)(struct elem *e, uint64_t now_ns);
+	/* Process one packet (see PUSH_FATE). */
+	int (*push)(struct graph *g, struct elem *e, struct pkt *p);
+	/* Write the element's counters into its stats object (NULL: the element is not listed; the
+	 * NIC counters cover FromDevice and ToDevice). */
+	void (*stats)(struct jw *w, const struct elem *e);
+};
+extern const struct element_class click_elements[EC_NCLASSES];
+
 /* ---- flow table (flowtable.c) ---- */
 void flow_init(uint32_t slots, uint32_t timeout_ms, uint64_t seed);
 void flow_set_slots(uint32_t slots);    /* flushes the table */
@@ -121,5 +224,19 @@ bool flow_next_expiry(uint32_t now_ms, uint32_t *at_ms);
 uint32_t flow_total(void);
 uint32_t flow_used(void);
 uint64_t flow_rejected(void);
+
+/* ---- transmission (packet.c's NIC counters, the flow table) ---- */
+/* ToDevice: session accounting, transmit on nic, NIC counters; FATE_TX or FATE_DROP. Inline:
+ * every forwarded packet ends here. */
+static inline enum fate click_pkt_tx(int out, struct pkt *p)
+{
+	if (!flow_account(pkt_info(p), (uint32_t)(p->now / 1000000u)))
+		return FATE_DROP;
+	if (plat_tx(out, p->data, p->len, p->has_vh ? &p->vh : NULL) != 0)
+		return FATE_DROP;
+	click_nicst[out].tx += p->segs;
+	click_nicst[out].tx_bytes += p->wbytes;
+	return FATE_TX;
+}
 
 #endif

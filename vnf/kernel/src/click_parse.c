@@ -14,191 +14,16 @@
  * Every error stops the parse and reports the byte offset of the offending token, converted to a
  * 1-based line and column (columns count UTF-8 code points). Nothing here touches the running
  * graph: the caller parses into the spare graph slot. Recursion: none (the cycle check is iterative).
+ * An element's arguments are captured here and checked by its class's configure (elements/<name>.c,
+ * through the table click_elements).
  */
 #include "click_internal.h"
 
-const char *const click_class_names[EC_NCLASSES] = {
-	"FromDevice", "ToDevice", "Counter", "Classifier", "IPFilter", "Queue", "RateLimiter",
-	"EtherMirror", "Discard", "ARPResponder",
-};
-#define KNOWN_CLASSES "FromDevice, ToDevice, Counter, Classifier, IPFilter, Queue, RateLimiter, " \
-		      "EtherMirror, Discard, ARPResponder"
-
-/* ------------------------------------------------------------------ formatting */
-
-struct fbuf { char *b; size_t cap, len; };
-
-static void fput(struct fbuf *f, char c)
-{
-	if (f->len + 1 < f->cap)
-		f->b[f->len++] = c;
-}
-
-static void fputs_(struct fbuf *f, const char *s)
-{
-	while (*s)
-		fput(f, *s++);
-}
-
-static void fputu(struct fbuf *f, uint64_t v)
-{
-	char t[24];
-	int i = 0;
-	do {
-		t[i++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (i)
-		fput(f, t[--i]);
-}
-
-static void vfmt(struct fbuf *f, const char *fmt, __builtin_va_list ap)
-{
-	for (; *fmt; fmt++) {
-		if (*fmt != '%') {
-			fput(f, *fmt);
-			continue;
-		}
-		switch (*++fmt) {
-		case 's': fputs_(f, __builtin_va_arg(ap, const char *)); break;
-		case 'c': fput(f, (char)__builtin_va_arg(ap, int)); break;
-		case 'u': fputu(f, __builtin_va_arg(ap, unsigned)); break;
-		case 'd': {
-			int v = __builtin_va_arg(ap, int);
-			if (v < 0) {
-				fput(f, '-');
-				fputu(f, (uint64_t)(-(int64_t)v));
-			} else {
-				fputu(f, (uint64_t)v);
-			}
-			break;
-		}
-		case 't': {             /* source token: printable ASCII, at most 24 characters */
-			int n = __builtin_va_arg(ap, int);
-			const char *p = __builtin_va_arg(ap, const char *);
-			for (int i = 0; i < n; i++) {
-				if (i == 24) {
-					fputs_(f, "...");
-					break;
-				}
-				unsigned char c = (unsigned char)p[i];
-				fput(f, (c >= 0x20 && c < 0x7f) ? (char)c : '?');
-			}
-			break;
-		}
-		case '%': fput(f, '%'); break;
-		case '\0': return;
-		default: fput(f, '%'); fput(f, *fmt); break;
-		}
-	}
-}
-
-static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-	struct fbuf f = { buf, cap, 0 };
-	__builtin_va_list ap;
-	__builtin_va_start(ap, fmt);
-	vfmt(&f, fmt, ap);
-	__builtin_va_end(ap);
-	if (cap)
-		buf[f.len] = '\0';
-}
-
-void cperr_set(struct cperr *e, size_t off, const char *fmt, ...)
-{
-	if (e->set)
-		return;
-	struct fbuf f = { e->msg, sizeof(e->msg), 0 };
-	__builtin_va_list ap;
-	__builtin_va_start(ap, fmt);
-	vfmt(&f, fmt, ap);
-	__builtin_va_end(ap);
-	e->msg[f.len] = '\0';
-	e->set = true;
-	e->off = off;
-}
-
-/* ------------------------------------------------------------------ words and numbers */
-
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* Skip blanks and comments in s[*pos, end). An unterminated block comment skips to end. */
-static void skip_blank_comments(const char *s, size_t end, size_t *pos)
-{
-	size_t p = *pos;
-	while (p < end) {
-		if (is_blank(s[p])) {
-			p++;
-		} else if (s[p] == '/' && p + 1 < end && s[p + 1] == '/') {
-			while (p < end && s[p] != '\n')
-				p++;
-		} else if (s[p] == '/' && p + 1 < end && s[p + 1] == '*') {
-			p += 2;
-			while (p < end && !(s[p] == '*' && p + 1 < end && s[p + 1] == '/'))
-				p++;
-			p = (p < end) ? p + 2 : end;
-		} else {
-			break;
-		}
-	}
-	*pos = p;
-}
-
-bool cfg_word(const char *s, size_t end, size_t *pos, size_t *ws, size_t *wl)
-{
-	skip_blank_comments(s, end, pos);
-	size_t p = *pos;
-	if (p >= end)
-		return false;
-	size_t st = p;
-	while (p < end && !is_blank(s[p]) && s[p] != ',' && s[p] != '(' && s[p] != ')' &&
-	       !(s[p] == '/' && p + 1 < end && (s[p + 1] == '/' || s[p + 1] == '*')))
-		p++;
-	if (p == st)
-		p++;            /* a lone '(' , ')' or ',' is a word of its own */
-	*ws = st;
-	*wl = p - st;
-	*pos = p;
-	return true;
-}
-
-bool cfg_word_is(const char *s, size_t ws, size_t wl, const char *lit)
-{
-	size_t n = strlen(lit);
-	return n == wl && memcmp(s + ws, lit, n) == 0;
-}
-
-bool cfg_parse_u32(const char *s, size_t wl, uint32_t max, uint32_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-	if (wl == 0)
-		return false;
-	if (wl > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		for (i = 2; i < wl; i++) {
-			char c = s[i];
-			int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 :
-				(c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-			if (d < 0)
-				return false;
-			v = v * 16 + (uint64_t)d;
-			if (v > max)
-				return false;
-		}
-	} else {
-		for (i = 0; i < wl; i++) {
-			if (!is_digit(s[i]))
-				return false;
-			v = v * 10 + (uint64_t)(s[i] - '0');
-			if (v > max)
-				return false;
-		}
-	}
-	*out = (uint32_t)v;
-	return true;
-}
+#define KNOWN_CLASSES "FromDevice, ToDevice, Counter, Classifier, IPFilter, Queue, RateLimiter, " \
+		      "EtherMirror, Discard, ARPResponder"
 
 /* ------------------------------------------------------------------ lexer */
 
@@ -206,18 +31,7 @@ enum tk { TK_EOF, TK_NL, TK_SEMI, TK_IDENT, TK_NUM, TK_DCOLON, TK_ARROW, TK_LBRA
 	  TK_LPAREN, TK_RPAREN, TK_ERR };
 struct tok { enum tk k; size_t off, len; };
 
-struct arg { size_t start, end; };
-
-struct ps {
-	const char *s;
-	size_t n, pos;
-	struct graph *g;
-	int nics;
-	struct cperr err;
-	struct arg args[CLICK_MAX_ARGS];
-};
-
-static void lex(struct ps *p, struct tok *t)
+static void lex(struct cparse *p, struct tok *t)
 {
 	const char *s = p->s;
 	for (;;) {
@@ -317,7 +131,7 @@ static void lex(struct ps *p, struct tok *t)
 	}
 }
 
-static void lex_skip_nl(struct ps *p, struct tok *t)
+static void lex_skip_nl(struct cparse *p, struct tok *t)
 {
 	do
 		lex(p, t);
@@ -325,30 +139,13 @@ static void lex_skip_nl(struct ps *p, struct tok *t)
 }
 
 /* Human description of a token for "expected X, got Y" messages. */
-static void tok_desc(struct ps *p, const struct tok *t, char *buf, size_t cap)
+static void tok_desc(struct cparse *p, const struct tok *t, char *buf, size_t cap)
 {
 	switch (t->k) {
-	case TK_EOF: sfmt(buf, cap, "end of config"); break;
-	case TK_NL: sfmt(buf, cap, "end of line"); break;
-	default: sfmt(buf, cap, "'%t'", (int)t->len, p->s + t->off); break;
+	case TK_EOF: cfg_fmt(buf, cap, "end of config"); break;
+	case TK_NL: cfg_fmt(buf, cap, "end of line"); break;
+	default: cfg_fmt(buf, cap, "'%t'", (int)t->len, p->s + t->off); break;
 	}
-}
-
-static void linecol(const char *s, size_t n, size_t off, int *line, int *col)
-{
-	int l = 1, c = 1;
-	if (off > n)
-		off = n;
-	for (size_t i = 0; i < off; i++) {
-		if (s[i] == '\n') {
-			l++;
-			c = 1;
-		} else if (((unsigned char)s[i] & 0xc0) != 0x80) {
-			c++;
-		}
-	}
-	*line = l;
-	*col = c;
 }
 
 /* ------------------------------------------------------------------ elements */
@@ -356,12 +153,12 @@ static void linecol(const char *s, size_t n, size_t off, int *line, int *col)
 static int class_lookup(const char *s, size_t len)
 {
 	for (int i = 0; i < EC_NCLASSES; i++)
-		if (cfg_word_is(s, 0, len, click_class_names[i]))
+		if (cfg_word_is(s, 0, len, click_elements[i].name))
 			return i;
 	return -1;
 }
 
-static int find_named(struct ps *p, const char *s, size_t len)
+static int find_named(struct cparse *p, const char *s, size_t len)
 {
 	for (int i = 0; i < p->g->nelem; i++) {
 		const struct elem *e = &p->g->e[i];
@@ -372,7 +169,7 @@ static int find_named(struct ps *p, const char *s, size_t len)
 }
 
 /* Capture the arguments after '(' (p->pos is just past it). Returns the count or -1. */
-static int capture_args(struct ps *p, size_t lparen_off, const char *cls)
+static int capture_args(struct cparse *p, size_t lparen_off, const char *cls)
 {
 	const char *s = p->s;
 	size_t pos = p->pos, astart = pos;
@@ -435,84 +232,10 @@ static int capture_args(struct ps *p, size_t lparen_off, const char *cls)
 	return -1;
 }
 
-/* The argument must be exactly one word. */
-static bool one_word(struct ps *p, const struct arg *a, const char *what, size_t *ws, size_t *wl)
-{
-	size_t q = a->start, ws2, wl2;
-	if (!cfg_word(p->s, a->end, &q, ws, wl)) {
-		cperr_set(&p->err, a->start, "%s is empty", what);
-		return false;
-	}
-	if (cfg_word(p->s, a->end, &q, &ws2, &wl2)) {
-		cperr_set(&p->err, ws2, "%s: unexpected '%t' after '%t'", what, (int)wl2, p->s + ws2,
-			  (int)*wl, p->s + *ws);
-		return false;
-	}
-	return true;
-}
-
-static bool parse_nic(struct ps *p, int cls, size_t cls_off, int nargs, int *nic)
-{
-	const char *cn = click_class_names[cls];
-	size_t ws, wl;
-	uint32_t v;
-	if (nargs == 0) {
-		cperr_set(&p->err, cls_off, "%s needs a NIC index, e.g. %s(0)", cn, cn);
-		return false;
-	}
-	if (nargs > 1) {
-		cperr_set(&p->err, p->args[1].start, "%s takes one argument (a NIC index), got %d", cn, nargs);
-		return false;
-	}
-	if (!one_word(p, &p->args[0], cn, &ws, &wl))
-		return false;
-	if (!cfg_parse_u32(p->s + ws, wl, 1000000, &v)) {
-		cperr_set(&p->err, ws, "%s: NIC index must be a number, got '%t'", cn, (int)wl, p->s + ws);
-		return false;
-	}
-	if ((int)v >= p->nics) {
-		if (p->nics <= 0)
-			cperr_set(&p->err, ws, "%s(%u): NIC %u does not exist (this VNF has no NICs)", cn, v, v);
-		else if (p->nics == 1)
-			cperr_set(&p->err, ws, "%s(%u): NIC %u does not exist (this VNF has 1 NIC: 0)", cn, v, v);
-		else
-			cperr_set(&p->err, ws, "%s(%u): NIC %u does not exist (this VNF has %d NICs: 0..%d)",
-				  cn, v, v, p->nics, p->nics - 1);
-		return false;
-	}
-	*nic = (int)v;
-	return true;
-}
-
-static bool parse_num_arg(struct ps *p, const struct arg *a, const char *what, uint32_t min,
-			  uint32_t max, const char *range_msg, uint32_t *out)
-{
-	size_t ws, wl;
-	uint32_t v;
-	if (!one_word(p, a, what, &ws, &wl))
-		return false;
-	if (!cfg_parse_u32(p->s + ws, wl, 0xffffffffu, &v) || v < min || v > max) {
-		cperr_set(&p->err, ws, "%s, got '%t'", range_msg, (int)wl, p->s + ws);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-/* Classifier patterns, IPFilter rules and ARPResponder addresses share the graph's rules[]. */
-static bool rules_room(struct ps *p, size_t cls_off, int nargs)
-{
-	if (p->g->nrules + nargs <= CLICK_MAX_RULES)
-		return true;
-	cperr_set(&p->err, cls_off, "too many patterns and rules in this config (max %d in all)",
-		  CLICK_MAX_RULES);
-	return false;
-}
-
-static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *name, int nargs)
+static int new_element(struct cparse *p, int cls, size_t cls_off, const struct tok *name, int nargs)
 {
 	struct graph *g = p->g;
-	const char *cn = click_class_names[cls];
+	const char *cn = click_elements[cls].name;
 	if (g->nelem >= CLICK_MAX_ELEMENTS) {
 		cperr_set(&p->err, name ? name->off : cls_off, "too many elements (max %d)", CLICK_MAX_ELEMENTS);
 		return -1;
@@ -529,170 +252,16 @@ static int new_element(struct ps *p, int cls, size_t cls_off, const struct tok *
 		e->name[name->len] = '\0';
 		e->named = true;
 	} else {
-		sfmt(e->name, sizeof(e->name), "%s@%d", cn, idx + 1);
+		cfg_fmt(e->name, sizeof(e->name), "%s@%d", cn, idx + 1);
 	}
-	switch (cls) {
-	case EC_FROMDEVICE:
-	case EC_TODEVICE: {
-		int nic;
-		if (!parse_nic(p, cls, cls_off, nargs, &nic))
-			return -1;
-		if (cls == EC_FROMDEVICE) {
-			if (g->from[nic] >= 0) {
-				int l, c;
-				linecol(p->s, p->n, g->e[g->from[nic]].decl_off, &l, &c);
-				cperr_set(&p->err, cls_off, "FromDevice(%d) declared twice (each NIC may have one "
-					  "FromDevice; the first is at line %d col %d)", nic, l, c);
-				return -1;
-			}
-			g->from[nic] = (int8_t)idx;
-			e->nout = 1;
-		}
-		e->u.dev.nic = nic;
-		break;
-	}
-	case EC_COUNTER:
-	case EC_ETHERMIRROR:
-	case EC_DISCARD:
-		if (nargs) {
-			cperr_set(&p->err, p->args[0].start, "%s takes no arguments (write '%s' or '%s()')", cn, cn, cn);
-			return -1;
-		}
-		e->nout = (cls == EC_DISCARD) ? 0 : 1;
-		break;
-	case EC_CLASSIFIER:
-	case EC_IPFILTER: {
-		bool ipf = (cls == EC_IPFILTER);
-		int maxr = ipf ? CLICK_MAX_IPF_RULES : CLICK_MAX_OUT;
-		if (nargs == 0) {
-			cperr_set(&p->err, cls_off, ipf ? "IPFilter needs rules, e.g. IPFilter(allow tcp dst port 80, deny all)"
-				  : "Classifier needs patterns, e.g. Classifier(ip, arp, -)");
-			return -1;
-		}
-		if (nargs > maxr) {
-			cperr_set(&p->err, p->args[maxr].start, "%s has %d %s; at most %d are supported", cn, nargs,
-				  ipf ? "rules" : "patterns", maxr);
-			return -1;
-		}
-		if (!rules_room(p, cls_off, nargs))
-			return -1;
-		for (int i = 0; i < nargs; i++) {
-			struct rule *r = &g->rules[g->nrules + i];
-			char ctx[40];
-			size_t pos = p->args[i].start, end = p->args[i].end;
-			memset(r, 0, sizeof(*r));
-			r->allow = true;
-			if (ipf) {
-				size_t ws, wl;
-				sfmt(ctx, sizeof(ctx), "IPFilter rule %d", i + 1);
-				cfg_word(p->s, end, &pos, &ws, &wl);    /* non-empty: checked by capture_args */
-				if (cfg_word_is(p->s, ws, wl, "allow")) {
-					r->allow = true;
-				} else if (cfg_word_is(p->s, ws, wl, "deny")) {
-					r->allow = false;
-				} else {
-					cperr_set(&p->err, ws, "%s: expected 'allow' or 'deny', got '%t'", ctx,
-						  (int)wl, p->s + ws);
-					return -1;
-				}
-				size_t q = pos, ws2, wl2;
-				if (!cfg_word(p->s, end, &q, &ws2, &wl2)) {
-					cperr_set(&p->err, ws, "%s: '%t' needs a match expression (e.g. '%t all')",
-						  ctx, (int)wl, p->s + ws, (int)wl, p->s + ws);
-					return -1;
-				}
-			} else {
-				sfmt(ctx, sizeof(ctx), "Classifier pattern %d", i + 1);
-			}
-			if (!match_compile(p->s, pos, end, &r->m, ctx, &p->err))
-				return -1;
-		}
-		if (ipf) {
-			e->u.ipf.first = (uint16_t)g->nrules;
-			e->u.ipf.n = (uint16_t)nargs;
-			e->nout = 2;
-		} else {
-			e->u.cls.first = (uint16_t)g->nrules;
-			e->u.cls.n = (uint16_t)nargs;
-			e->nout = (uint8_t)nargs;
-		}
-		g->nrules += nargs;
-		break;
-	}
-	case EC_ARPRESPONDER: {
-		if (nargs == 0) {
-			cperr_set(&p->err, cls_off, "ARPResponder needs the IPv4 addresses it answers for, "
-				  "e.g. ARPResponder(10.0.0.1) or ARPResponder(10.0.0.1, 10.1.0.0/24)");
-			return -1;
-		}
-		if (nargs > CLICK_MAX_ARP_ADDRS) {
-			cperr_set(&p->err, p->args[CLICK_MAX_ARP_ADDRS].start, "ARPResponder has %d addresses; "
-				  "at most %d are supported", nargs, CLICK_MAX_ARP_ADDRS);
-			return -1;
-		}
-		if (!rules_room(p, cls_off, nargs))
-			return -1;
-		for (int i = 0; i < nargs; i++) {
-			struct rule *r = &g->rules[g->nrules + i];
-			size_t ws, wl;
-			memset(r, 0, sizeof(*r));
-			if (!one_word(p, &p->args[i], "ARPResponder address", &ws, &wl))
-				return -1;
-			if (!match_parse_net(p->s + ws, wl, &r->m.t[0].addr, &r->m.t[0].mask)) {
-				cperr_set(&p->err, ws, "ARPResponder: bad address '%t' (expected A.B.C.D or "
-					  "A.B.C.D/L, L = 0..32)", (int)wl, p->s + ws);
-				return -1;
-			}
-			r->m.nterms = 1;
-			r->m.t[0].kind = MT_HOST;
-			r->m.t[0].dir = MD_DST;
-			r->allow = true;
-		}
-		e->u.arp.first = (uint16_t)g->nrules;
-		e->u.arp.n = (uint16_t)nargs;
-		g->nrules += nargs;
-		e->nout = 2;
-		break;
-	}
-	case EC_QUEUE: {
-		uint32_t cap = CLICK_QUEUE_DEFAULT;
-		if (nargs > 1) {
-			cperr_set(&p->err, p->args[1].start, "Queue takes one argument (its capacity), got %d", nargs);
-			return -1;
-		}
-		if (nargs == 1 && !parse_num_arg(p, &p->args[0], "Queue capacity", 1, CLICK_QUEUE_MAX,
-						 "Queue capacity must be 1..4096", &cap))
-			return -1;
-		e->u.q.cap = cap;
-		e->nout = 1;
-		break;
-	}
-	case EC_RATELIMITER: {
-		uint32_t rate, burst;
-		if (nargs == 0 || nargs > 2) {
-			cperr_set(&p->err, nargs ? p->args[2].start : cls_off,
-				  "RateLimiter takes (rate [, burst]) in packets/s and packets, e.g. RateLimiter(1000)");
-			return -1;
-		}
-		if (!parse_num_arg(p, &p->args[0], "RateLimiter rate", 1, 1000000000,
-				   "RateLimiter rate must be > 0 and <= 1000000000 packets/s", &rate))
-			return -1;
-		burst = rate / 10 ? rate / 10 : 1;
-		if (nargs == 2 && !parse_num_arg(p, &p->args[1], "RateLimiter burst", 1, 1000000,
-						 "RateLimiter burst must be 1..1000000 packets", &burst))
-			return -1;
-		e->u.rl.rate = rate;
-		e->u.rl.burst = burst;
-		e->nout = 2;
-		break;
-	}
-	}
+	if (!click_elements[cls].configure(p, e, idx, cls_off, nargs))
+		return -1;
 	g->nelem++;
 	return idx;
 }
 
 /* Was `name` declared with '::' anywhere after the current position? Returns its offset or -1. */
-static long later_declaration(struct ps *p, const struct tok *name)
+static long later_declaration(struct cparse *p, const struct tok *name)
 {
 	size_t save = p->pos;
 	bool was_set = p->err.set;
@@ -715,7 +284,7 @@ static long later_declaration(struct ps *p, const struct tok *name)
 }
 
 /* Parse an element starting at IDENT *t; leaves the following token in *next. */
-static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
+static int parse_element(struct cparse *p, const struct tok *tp, struct tok *next)
 {
 	struct tok n, tcopy = *tp;      /* `next` may alias `tp` */
 	const struct tok *t = &tcopy;
@@ -736,7 +305,7 @@ static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 		int prev = find_named(p, s + t->off, t->len);
 		if (prev >= 0) {
 			int l, c2;
-			linecol(s, p->n, p->g->e[prev].decl_off, &l, &c2);
+			cfg_linecol(s, p->n, p->g->e[prev].decl_off, &l, &c2);
 			cperr_set(&p->err, t->off, "element '%t' declared twice (first at line %d col %d); "
 				  "use another name", (int)t->len, s + t->off, l, c2);
 			return -1;
@@ -757,7 +326,7 @@ static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 		lex(p, &a);
 		int nargs = 0;
 		if (a.k == TK_LPAREN) {
-			nargs = capture_args(p, a.off, click_class_names[cls]);
+			nargs = capture_args(p, a.off, click_elements[cls].name);
 			if (nargs < 0)
 				return -1;
 			lex(p, &a);
@@ -776,7 +345,7 @@ static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 					  (int)t->len, s + t->off);
 			return -1;
 		}
-		int nargs = capture_args(p, n.off, click_class_names[cls]);
+		int nargs = capture_args(p, n.off, click_elements[cls].name);
 		if (nargs < 0)
 			return -1;
 		lex(p, next);
@@ -792,7 +361,7 @@ static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 	long later = later_declaration(p, t);
 	if (later >= 0) {
 		int l, c;
-		linecol(s, p->n, (size_t)later, &l, &c);
+		cfg_linecol(s, p->n, (size_t)later, &l, &c);
 		cperr_set(&p->err, t->off, "element '%t' used before declaration (declared at line %d col %d; "
 			  "move the declaration up)", (int)t->len, s + t->off, l, c);
 	} else if (s[t->off] >= 'A' && s[t->off] <= 'Z') {
@@ -806,7 +375,7 @@ static int parse_element(struct ps *p, const struct tok *tp, struct tok *next)
 }
 
 /* '[' N ']' with the '[' already consumed. */
-static bool parse_port(struct ps *p, size_t lb_off, uint32_t *port)
+static bool parse_port(struct cparse *p, size_t lb_off, uint32_t *port)
 {
 	struct tok n, r;
 	lex(p, &n);
@@ -825,12 +394,12 @@ static bool parse_port(struct ps *p, size_t lb_off, uint32_t *port)
 	return true;
 }
 
-static bool connect_ports(struct ps *p, int from, uint32_t port, size_t port_off, size_t arrow_off,
+static bool connect_ports(struct cparse *p, int from, uint32_t port, size_t port_off, size_t arrow_off,
 		    int to, size_t to_off, uint32_t inport, size_t inport_off)
 {
 	struct graph *g = p->g;
 	struct elem *a = &g->e[from], *b = &g->e[to];
-	const char *acn = click_class_names[a->cls], *bcn = click_class_names[b->cls];
+	const char *acn = click_elements[a->cls].name, *bcn = click_elements[b->cls].name;
 	if (a->nout == 0) {
 		cperr_set(&p->err, arrow_off, "%s has no outputs ('%s' must end its chain)", acn, a->name);
 		return false;
@@ -853,7 +422,7 @@ static bool connect_ports(struct ps *p, int from, uint32_t port, size_t port_off
 	}
 	if (a->out[port] >= 0) {
 		int l, c;
-		linecol(p->s, p->n, a->out_off[port], &l, &c);
+		cfg_linecol(p->s, p->n, a->out_off[port], &l, &c);
 		cperr_set(&p->err, arrow_off, "%s output %u connected twice (first at line %d col %d); "
 			  "an output feeds one input: use a Classifier to split", a->name, port, l, c);
 		return false;
@@ -868,7 +437,7 @@ static bool connect_ports(struct ps *p, int from, uint32_t port, size_t port_off
 	return true;
 }
 
-static bool parse_chain(struct ps *p, struct tok t, struct tok *end)
+static bool parse_chain(struct cparse *p, struct tok t, struct tok *end)
 {
 	int prev = -1;
 	uint32_t prev_port = 0;
@@ -935,7 +504,7 @@ static bool parse_chain(struct ps *p, struct tok t, struct tok *end)
 }
 
 /* Iterative DFS: reject a cycle that does not pass through a Queue (a push path that never ends). */
-static bool check_cycles(struct ps *p)
+static bool check_cycles(struct cparse *p)
 {
 	struct graph *g = p->g;
 	uint8_t color[CLICK_MAX_ELEMENTS];      /* 0 white, 1 on stack, 2 done */
@@ -983,7 +552,7 @@ static bool check_cycles(struct ps *p)
 
 bool click_parse(struct graph *g, const char *text, size_t len, int nics, struct click_err *err)
 {
-	static struct ps p;     /* ~1 KiB of argument ranges: keep it off the stack */
+	static struct cparse p;     /* ~1 KiB of argument ranges: keep it off the stack */
 	memset(&p, 0, sizeof(p));
 	memset(g, 0, sizeof(*g));
 	for (int i = 0; i < CLICK_MAX_NICS; i++)
@@ -1023,7 +592,7 @@ bool click_parse(struct graph *g, const char *text, size_t len, int nics, struct
 		check_cycles(&p);
 	if (p.err.set) {
 		if (err) {
-			linecol(p.s, p.n, p.err.off, &err->line, &err->col);
+			cfg_linecol(p.s, p.n, p.err.off, &err->line, &err->col);
 			memcpy(err->message, p.err.msg, sizeof(err->message));
 		}
 		return false;

@@ -1,7 +1,7 @@
 // Copyright 2026 The fluidvim Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package unikernel
+package qemu
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shareVNFMemory makes the QEMUs this plugin starts from now on cheap to keep idle, exactly as
+// ShareVNFMemory makes the QEMUs this plugin starts from now on cheap to keep idle, exactly as
 // the Python launch core does (vnf/backends.py share_vnf_memory): no transparent huge pages (one
 // guest write would pin 2 MiB of host memory) and all their anonymous memory KSM-mergeable.
 // Both are prctl flags of this process that QEMU inherits across fork and exec (the merge flag
 // needs Linux >= 6.4 and CAP_SYS_RESOURCE). enable=false clears them.
-func shareVNFMemory(enable bool) error {
+func ShareVNFMemory(enable bool) error {
 	var v uintptr
 	if enable {
 		v = 1

@@ -1,7 +1,7 @@
 // Copyright 2026 The fluidvim Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package unikernel
+package qemu
 
 import (
 	"os"
@@ -29,20 +29,20 @@ func TestShareVNFMemorySetsAndClearsTheProcessFlags(t *testing.T) {
 	if procField(t, "status", "THP_enabled") == "" {
 		t.Skip("kernel without THP_enabled in /proc/self/status")
 	}
-	t.Cleanup(func() { _ = shareVNFMemory(false) })
-	if err := shareVNFMemory(true); err != nil {
+	t.Cleanup(func() { _ = ShareVNFMemory(false) })
+	if err := ShareVNFMemory(true); err != nil {
 		t.Skipf("prctl refused (old kernel or no CAP_SYS_RESOURCE): %v", err)
 	}
 	if got := procField(t, "status", "THP_enabled"); got != "0" {
-		t.Fatalf("THP_enabled = %q after shareVNFMemory(true), want 0", got)
+		t.Fatalf("THP_enabled = %q after ShareVNFMemory(true), want 0", got)
 	}
 	if got := procField(t, "ksm_stat", "ksm_merge_any"); got != "" && got != "yes" {
 		t.Fatalf("ksm_merge_any = %q, want yes", got)
 	}
-	if err := shareVNFMemory(false); err != nil {
+	if err := ShareVNFMemory(false); err != nil {
 		t.Fatal(err)
 	}
 	if got := procField(t, "status", "THP_enabled"); got != "1" {
-		t.Fatalf("THP_enabled = %q after shareVNFMemory(false), want 1", got)
+		t.Fatalf("THP_enabled = %q after ShareVNFMemory(false), want 1", got)
 	}
 }

@@ -1,7 +1,7 @@
 // Copyright 2026 The fluidvim Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package unikernel
+package qemu
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// plugTap attaches a tap (created by QEMU from -netdev tap,ifname=) to an existing bridge and
+// PlugTap attaches a tap (created by QEMU from -netdev tap,ifname=) to an existing bridge and
 // brings it up, with the bridge ioctls (as vnf/netdev.py's plug).
-func plugTap(tap, bridge string) error {
+func PlugTap(tap, bridge string) error {
 	ti, err := net.InterfaceByName(tap)
 	if err != nil {
 		return fmt.Errorf("tap %s does not exist: %w", tap, err)
@@ -53,8 +53,8 @@ func plugTap(tap, bridge string) error {
 	return nil
 }
 
-// unplugTap detaches a tap from its bridge, if it has one (vnf/netdev.py plug(tap, None)).
-func unplugTap(tap string) error {
+// UnplugTap detaches a tap from its bridge, if it has one (vnf/netdev.py plug(tap, None)).
+func UnplugTap(tap string) error {
 	ti, err := net.InterfaceByName(tap)
 	if err != nil {
 		return fmt.Errorf("tap %s does not exist: %w", tap, err)
@@ -79,18 +79,19 @@ func unplugTap(tap string) error {
 	return nil
 }
 
-func linkExists(name string) bool {
+// LinkExists reports whether a network interface of this name exists.
+func LinkExists(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil
 }
 
-// deleteLink removes a leftover link (taps normally vanish with their QEMU).
-func deleteLink(name string) error {
-	if !linkExists(name) {
+// DeleteLink removes a leftover link (taps normally vanish with their QEMU).
+func DeleteLink(name string) error {
+	if !LinkExists(name) {
 		return nil
 	}
 	out, err := exec.Command("ip", "link", "delete", name).CombinedOutput()
-	if err != nil && linkExists(name) {
+	if err != nil && LinkExists(name) {
 		return fmt.Errorf("ip link delete %s: %v: %s", name, err, out)
 	}
 	return nil
