@@ -12,7 +12,7 @@ client {
 
 plugin "fluidvim-unikernel" {
   config {
-    qemu           = "qemu-system-x86_64"   # name on PATH or absolute path
+    qemu           = "auto"   # name on PATH or absolute path; auto = the microvm build on KVM when installed
     accel          = "auto"                 # auto | kvm | tcg
     kernel         = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default for tasks without `kernel`
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/

@@ -19,7 +19,7 @@ import (
 // (Nomad decodes the plugin block with it); a Config made in Go (tests, the driver before
 // SetConfig) gets the same values from defaultConfig / fillDefaults, which read these constants.
 const (
-	defaultQemu              = "qemu-system-x86_64"
+	defaultQemu              = spec.QemuAuto // the microvm build on KVM when installed (spec.QemuBinary)
 	defaultAccel             = "auto"
 	defaultKernel            = "/usr/share/fluidvim/fluidvim-vnf.elf"
 	defaultRunDir            = "/run/fluidvim-nomad"

@@ -147,11 +147,13 @@ func (d *Driver) applyConfig(cfg *Config) error {
 	if err != nil || fpp < time.Second {
 		return fieldErr("fingerprint_period", "%q is not a duration of at least 1s, like 30s", cfg.FingerprintPeriod)
 	}
-	qemuPath, _ := exec.LookPath(cfg.Qemu)
 	accel, why, err := qemu.DetectAccel(cfg.Accel)
 	if err != nil {
 		return fieldErr("accel", "%v", err)
 	}
+	// every VNF of this plugin is a microvm on this accelerator: one binary for all of them
+	installed := func(name string) bool { _, err := exec.LookPath(name); return err == nil }
+	qemuPath, _ := exec.LookPath((&spec.VNF{Machine: "microvm", Accel: accel}).QemuBinary(cfg.Qemu, installed))
 	var tsc *int
 	if accel == "tcg" {
 		tsc = qemu.HostTSCkHz()

@@ -21,6 +21,7 @@ import (
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
 const forward2 = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
@@ -43,7 +44,7 @@ func requireVNF(t *testing.T) string {
 	if _, err := os.Stat(k); err != nil {
 		t.Skipf("VNF kernel not built (%s): run make -C vnf/kernel", k)
 	}
-	if _, err := exec.LookPath(defaultQemu); err != nil {
+	if _, err := exec.LookPath(spec.QemuFull); err != nil {
 		t.Skip("qemu-system-x86_64 not installed")
 	}
 	return k
