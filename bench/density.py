@@ -104,7 +104,7 @@ def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto") -> dict:
     state = tempfile.mkdtemp(prefix="fluidvim-density-")
     mgr = VNFManager(make_conf(state_dir=state, run_dir=f"/run/fluidvim-density-{tag}",
                                backend="qemu", share_memory=share, memory_mb=args.memory_mb,
-                               qemu_binary=binary))
+                               qemu_binary=binary, boot_log=args.boot_log))
     ids: list[str] = []
     try:
         fwd = mgr.launch(FORWARD, name=f"fwd-{tag}", bridges=fwd_net.bridges, warm=False)
@@ -204,6 +204,9 @@ def main(argv=None):
     ap.add_argument("--compare-binary", type=int, default=100,
                     help="N measured again with the full qemu-system-x86_64 instead of [vnf] "
                          "qemu_binary=auto (the microvm build); 0: skip (default %(default)s)")
+    ap.add_argument("--boot-log", choices=("brief", "full"), default="brief",
+                    help="[vnf] boot_log of every VNF (default %(default)s; full = the whole boot "
+                         "summary on COM1, a VM exit per byte)")
     ap.add_argument("--concurrency", type=int, default=4, help="launching threads (default 4)")
     ap.add_argument("--idle-s", type=float, default=30.0, help="CPU measuring window (default 30)")
     ap.add_argument("--settle-s", type=float, default=20.0,
@@ -248,7 +251,8 @@ def main(argv=None):
                                        full["cold_launches_per_s"], 2)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "density.json"), "w") as f:
-        json.dump({**summary, "runs": rows, "host_cpus": os.cpu_count()}, f, indent=2)
+        json.dump({**summary, "runs": rows, "host_cpus": os.cpu_count(),
+                   "boot_log": args.boot_log}, f, indent=2)
     plot(rows, os.path.join(args.out, "density.png"))
     print("\nsummary:", json.dumps(summary, indent=2))
     for r in rows:

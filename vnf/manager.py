@@ -151,7 +151,10 @@ class VNFManager:
         return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=kernel,
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
-                               tsc_khz=self._tsc_khz, **be.paths(vid)).validate()
+                               tsc_khz=self._tsc_khz,
+                               cmdline_extra=("boot_log=full" if self.conf.vnf.boot_log == "full"
+                                              else ""),
+                               **be.paths(vid)).validate()
 
     # -- cold boot (also used to fill the pool) --
     def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None):

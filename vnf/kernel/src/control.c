@@ -223,7 +223,8 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 		for (int i = 0; i < mr.n; i++)
 			if (mr.set[i]) {
 				click_set_mac(i, mr.mac[i]);
-				kprintf_later("configure: nic %d mac %02x:%02x:%02x:%02x:%02x:%02x\n", i, mr.mac[i][0],
+				if (boot_log_full)
+					kprintf_later("configure: nic %d mac %02x:%02x:%02x:%02x:%02x:%02x\n", i, mr.mac[i][0],
 					      mr.mac[i][1], mr.mac[i][2], mr.mac[i][3], mr.mac[i][4], mr.mac[i][5]);
 			}
 		reply_begin(&w, id);

@@ -83,6 +83,8 @@ static void parse_mmio_hint(const char *v, size_t n)
 
 struct boot_args { uint64_t slots, flow_timeout_ms, tsc_khz; };
 
+bool boot_log_full __attribute__((section(".data"))); /* boot_log=full (serial.h); .data: see boot.S */
+
 static void parse_cmdline(struct boot_args *a)
 {
 	const char *s = cmdline;
@@ -124,6 +126,14 @@ static void parse_cmdline(struct boot_args *a)
 				memcpy(vnf_name, v, l);
 				vnf_name[l] = 0;
 			}
+		} else if (KEY("boot_log")) {
+			if (vl == 4 && !memcmp(v, "full", 4))
+				boot_log_full = true;
+			else if (vl == 5 && !memcmp(v, "brief", 5))
+				boot_log_full = false;
+			else
+				kprintf("cmdline: bad boot_log= (brief | full), using %s\n",
+					boot_log_full ? "full" : "brief");
 		} else if (KEY("virtio_mmio.device"))
 			parse_mmio_hint(v, vl);
 #undef KEY
@@ -251,33 +261,10 @@ static void user_main(void)
 	info.boot_us = tsc_to_ns(ready_tsc - info.tsc_base) / 1000;
 	ctl_send_ready((const uint8_t(*)[6])macs, nics, click_slots_total(), clock_source());
 
-	/* the boot log goes out while idle: each UART byte is a VM exit (~10 ms for this
-	 * block), which must not delay the first configure */
-	kprintf_later("fluidvim-vnf %s: %d NICs, clock %s, ready in %lu us\n", VERSION, nics, clock_source(), info.boot_us);
-	kprintf_later("  boot profile (us since clock zero): entry %lu", tsc_to_ns(boot_entry_tsc - info.tsc_base) / 1000);
-	for (int i = 0; i < nmarks; i++)
-		kprintf_later(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
-	kprintf_later(", ready %lu\n", info.boot_us);
-	/* tsc-deadline: tickless (one-shot wake-ups at the engine's deadlines; a tick only when
-	 * some device is polled); periodic: the tick fallback */
-	char tdesc[48];
-	if (tmode[0] == 't' && all_irq)
-		ksnprintf(tdesc, sizeof tdesc, "%s, tickless", tmode);
-	else
-		ksnprintf(tdesc, sizeof tdesc, "%s, tick %u us", tmode, tick_us);
-	kprintf_later("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s, ram top 0x%lx\n",
-		vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tdesc,
-		mem_ram_top());
-	if (ctl_virtio) {
-		char d[96];
-		kprintf_later("  control channel: virtio-console port 0, %s\n", con_desc(d, sizeof d));
-	} else if (serial_present(COM2))
-		kprintf_later("  control channel: COM2 (no virtio-console), irq %s\n", com2_irq ? "on" : "off (polled)");
-	for (int i = 0; i < nics; i++) {
-		char d[96];
-		kprintf_later("  nic %d: %02x:%02x:%02x:%02x:%02x:%02x %s\n", i, macs[i][0], macs[i][1], macs[i][2],
-			macs[i][3], macs[i][4], macs[i][5], net_desc(i, d, sizeof d));
-	}
+	/* the boot log goes out while idle: each UART byte is a VM exit (~10 ms for the full
+	 * block), which must not delay the first configure; one line unless boot_log=full */
+	kprintf_later("fluidvim-vnf %s %s: %d NICs, clock %s, ready in %lu us\n", VERSION, vnf_name, nics,
+		clock_source(), info.boot_us);
 	for (char *e = errs; *e;) {
 		char *nl = e;
 		while (*nl && *nl != '\n')
@@ -291,7 +278,33 @@ static void user_main(void)
 	}
 	if (!ctl_virtio && !serial_present(COM2))
 		kprintf_later("  error: no virtio-console and no UART at 0x2f8 (COM2): no control channel\n");
-	kprintf_later("  cmdline: %s\n", cmdline);
+	if (boot_log_full) { /* the details: ~10x the bytes of the line above (serial.h) */
+		kprintf_later("  boot profile (us since clock zero): entry %lu", tsc_to_ns(boot_entry_tsc - info.tsc_base) / 1000);
+		for (int i = 0; i < nmarks; i++)
+			kprintf_later(", %s %lu", marks[i].what, tsc_to_ns(marks[i].tsc - info.tsc_base) / 1000);
+		kprintf_later(", ready %lu\n", info.boot_us);
+		/* tsc-deadline: tickless (one-shot wake-ups at the engine's deadlines; a tick only when
+		 * some device is polled); periodic: the tick fallback */
+		char tdesc[48];
+		if (tmode[0] == 't' && all_irq)
+			ksnprintf(tdesc, sizeof tdesc, "%s, tickless", tmode);
+		else
+			ksnprintf(tdesc, sizeof tdesc, "%s, tick %u us", tmode, tick_us);
+		kprintf_later("  name %s, slots %u, flow_timeout_ms %lu, tsc %lu kHz, timer %s, ram top 0x%lx\n",
+			vnf_name, click_slots_total(), a.flow_timeout_ms, clock_tsc_hz() / 1000, tdesc,
+			mem_ram_top());
+		if (ctl_virtio) {
+			char d[96];
+			kprintf_later("  control channel: virtio-console port 0, %s\n", con_desc(d, sizeof d));
+		} else if (serial_present(COM2))
+			kprintf_later("  control channel: COM2 (no virtio-console), irq %s\n", com2_irq ? "on" : "off (polled)");
+		for (int i = 0; i < nics; i++) {
+			char d[96];
+			kprintf_later("  nic %d: %02x:%02x:%02x:%02x:%02x:%02x %s\n", i, macs[i][0], macs[i][1], macs[i][2],
+				macs[i][3], macs[i][4], macs[i][5], net_desc(i, d, sizeof d));
+		}
+		kprintf_later("  cmdline: %s\n", cmdline);
+	}
 
 	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull);
 	uint64_t ctl_period = ns_to_tsc(com2_irq ? CTL_SAFETY_US * 1000ull : TICK_US * 1000ull);

@@ -25,6 +25,11 @@ void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kprintf_later(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool kprintf_pending(void);
 void kprintf_flush(size_t max);
+/* Kernel cmdline boot_log=full: the whole boot summary (boot profile, timer, control channel,
+ * NICs, cmdline) and per-NIC MAC lines on configure go to the console log. Default (brief): one
+ * line per boot and per configure, and every error: each COM1 byte is a VM exit, and under PVM
+ * the full summary cost ~12 ms of host CPU per launch (bench/RESULTS.md, bench/density). */
+extern bool boot_log_full;
 int ksnprintf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int kvsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
 
