@@ -265,7 +265,11 @@ class Store:
         a read-then-insert (``Session.merge``) would lose that race with a unique violation."""
         dialect = self.engine.dialect.name
         if dialect not in ("postgresql", "sqlite"):     # one process per database (no HA)
-            s.merge(model(**values))
+            keys = tuple(values[c.name] for c in model.__table__.primary_key.columns)
+            old = s.get(model, keys)
+            if old is None or (update and (newer_than is None or
+                                           getattr(old, newer_than) <= values[newer_than])):
+                s.merge(model(**values))
             return
         if dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert
@@ -396,12 +400,7 @@ class Store:
                       region=rep.region, slots=rep.slots, exact=rep.exact,
                       delay_s=rep.delay_s, at=rep.at)
         with self.Session.begin() as s:
-            if self.engine.dialect.name in ("postgresql", "sqlite"):
-                self._upsert(s, SlotReportRow, values, newer_than="at")
-                return
-            old = s.get(SlotReportRow, (rep.instance, rep.service))
-            if old is None or old.at <= rep.at:
-                s.merge(SlotReportRow(**values))
+            self._upsert(s, SlotReportRow, values, newer_than="at")
 
     def slot_report(self, instance: str, service: str) -> SlotReportRow | None:
         with self.Session() as s:

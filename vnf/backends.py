@@ -198,6 +198,7 @@ class QemuBackend(Backend):
     def __init__(self, run_dir: str, qemu_binary: str = specmod.QEMU_AUTO):
         super().__init__(run_dir)
         self.qemu_binary = qemu_binary          # as configured: a name, a path or "auto"
+        self._qemu_paths: dict[tuple[str, str], str] = {}   # (machine, accel) -> resolved path
         self._procs: dict[str, subprocess.Popen] = {}
         self._sel = selectors.DefaultSelector()
         self._sel_lock = threading.Lock()
@@ -207,6 +208,15 @@ class QemuBackend(Backend):
         self._expected: set[str] = set()         # deaths we caused (kill)
         self._watcher = None
         self._closing = False
+
+    def _qemu_path(self, spec) -> str:
+        """The QEMU that runs ``spec`` (spec.qemu_binary), looked up on PATH once per shape."""
+        key = (spec.machine, spec.accel)
+        path = self._qemu_paths.get(key)
+        if path is None:
+            qemu = specmod.qemu_binary(spec, self.qemu_binary)
+            path = self._qemu_paths[key] = shutil.which(qemu) or qemu
+        return path
 
     @staticmethod
     def _listen(path: str) -> socket.socket:
@@ -224,8 +234,7 @@ class QemuBackend(Backend):
         qmp = self._listen(spec.qmp_socket)
         stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
         try:
-            qemu = specmod.qemu_binary(spec, self.qemu_binary)
-            argv = specmod.qemu_argv(spec, qemu=shutil.which(qemu) or qemu, control_fd=ctl.fileno(),
+            argv = specmod.qemu_argv(spec, qemu=self._qemu_path(spec), control_fd=ctl.fileno(),
                                      qmp_fd=qmp.fileno())
             with open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import shutil
 import uuid as uuidlib
 
 from . import limits
@@ -253,9 +254,7 @@ def qemu_binary(spec: VNFSpec, requested: str = QEMU_AUTO, *, available=None) ->
     """
     if requested != QEMU_AUTO:
         return requested
-    if available is None:
-        import shutil
-        available = shutil.which
+    available = available or shutil.which
     if spec.machine == "microvm" and spec.accel == "kvm" and available(QEMU_MICROVM):
         return QEMU_MICROVM
     return QEMU_FULL
