@@ -86,6 +86,16 @@ enum eclass { EC_FROMDEVICE, EC_TODEVICE, EC_COUNTER, EC_CLASSIFIER, EC_IPFILTER
 
 struct rule { struct match m; bool allow; };
 
+/* Index of the first of rules[0..n) whose pattern matches pi, or n: Classifier's output port,
+ * IPFilter's verdict rule. */
+static inline int rules_first_match(const struct rule *rules, int n, const struct pinfo *pi)
+{
+	int i = 0;
+	while (i < n && !match_eval(&rules[i].m, pi))
+		i++;
+	return i;
+}
+
 struct elem {
 	uint8_t cls;
 	uint8_t nout;                       /* number of output ports */

@@ -36,12 +36,8 @@ bool classifier_configure(struct cparse *p, struct elem *e, int idx, size_t cls_
 
 int classifier_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	const struct pinfo *pi = pkt_info(p);
 	const struct rule *r = &g->rules[e->u.cls.first];
-	int i, n = e->u.cls.n;
-	for (i = 0; i < n; i++)
-		if (match_eval(&r[i].m, pi))
-			break;
+	int n = e->u.cls.n, i = rules_first_match(r, n, pkt_info(p));
 	if (i == n) {
 		e->u.cls.nomatch += p->segs;
 		return PUSH_FATE(FATE_DROP);

@@ -59,12 +59,8 @@ bool ipfilter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_of
 
 int ipfilter_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	const struct pinfo *pi = pkt_info(p);
 	const struct rule *r = &g->rules[e->u.ipf.first];
-	int i, n = e->u.ipf.n;
-	for (i = 0; i < n; i++)
-		if (match_eval(&r[i].m, pi))
-			break;
+	int n = e->u.ipf.n, i = rules_first_match(r, n, pkt_info(p));
 	if (i == n) {
 		e->u.ipf.nomatch += p->segs;
 		return PUSH_FATE(FATE_DROP);
