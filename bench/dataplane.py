@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -298,6 +299,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("needs root (namespaces, bridges, taps)", file=sys.stderr)
+        return 2
+    missing = [t for t in ("iperf3", "gcc") if not shutil.which(t)]
+    if missing:
+        print(f"missing {', '.join(missing)}: apt-get install -y {' '.join(missing)}", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     Path.verbose = args.verbose

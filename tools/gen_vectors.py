@@ -47,6 +47,8 @@ CASES = [
     ("pc-tcg-1nic", base(U2, "pc", accel="tcg", nics=1, name="mirror", session_slots=65536,
                          tsc_khz=2599998)),
     ("microvm-tcg-tsc", base(U2, "microvm", accel="tcg", nics=1, tsc_khz=2599998)),
+    ("microvm-kvm-pvh-firmware", base(U1, "microvm", nics=1,
+                                      firmware="/usr/share/fluidvim/fluidvim-pvh.bin")),
 ]
 
 BAD = [
@@ -58,6 +60,8 @@ BAD = [
     ("bad-accel", {"accel": "hvf"}, "accel"),
     ("bad-kernel", {"kernel": "vnf.elf"}, "kernel"),
     ("bad-tsc", {"tsc_khz": 5}, "tsc_khz"),
+    ("bad-firmware", {"firmware": "pvh.bin"}, "firmware"),
+    ("pc-firmware", {"machine": "pc", "qmp_socket": None, "firmware": "/x/pvh.bin"}, "firmware"),
     ("bad-mac", {"nics": [{"tap": "fvx0", "mac": "01:00:5e:00:00:01", "bridge": None}]},
      "nics[0].mac"),
     ("zero-mac", {"nics": [{"tap": "fvx0", "mac": "00:00:00:00:00:00", "bridge": None}]},
@@ -72,7 +76,8 @@ BAD = [
 def main():
     vectors = {"version": 1, "qemu_binary": "qemu-system-x86_64",
                "emulator": "/usr/bin/qemu-system-x86_64", "control_fd": 3, "qmp_fd": 4,
-               "cases": [], "invalid": [], "qemu_binary_rule": qemu_binary_rule()}
+               "cases": [], "invalid": [], "qemu_binary_rule": qemu_binary_rule(),
+               "firmware_rule": firmware_rule()}
     for name, sp in CASES:
         case = {"name": name, "spec": sp.to_dict(), "cmdline": S.kernel_cmdline(sp)}
         if sp.machine == "microvm":
@@ -118,6 +123,19 @@ def qemu_binary_rule() -> list[dict]:
                                 "microvm_installed": installed,
                                 "binary": S.qemu_binary(sp, requested,
                                                         available=lambda _n, i=installed: i)})
+    return out
+
+
+def firmware_rule() -> list[dict]:
+    """Which firmware boots a spec ([vnf] firmware / the plugin's firmware), for every input."""
+    out = []
+    kernel = "/usr/share/fluidvim/fluidvim-vnf.elf"
+    for machine in S.MACHINES:
+        for requested in (S.FIRMWARE_AUTO, S.FIRMWARE_QEMU, "/opt/fw/custom.bin"):
+            for present in (True, False):
+                fw = S.firmware_for(machine, kernel, requested, exists=lambda _p, i=present: i)
+                out.append({"machine": machine, "kernel": kernel, "requested": requested,
+                            "pvh_firmware_present": present, "firmware": fw})
     return out
 
 

@@ -152,6 +152,8 @@ class VNFManager:
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
                                tsc_khz=self._tsc_khz,
+                               firmware=specmod.firmware_for(be.machine, kernel,
+                                                             self.conf.vnf.firmware),
                                cmdline_extra=("boot_log=full" if self.conf.vnf.boot_log == "full"
                                               else ""),
                                **be.paths(vid)).validate()

@@ -7,7 +7,8 @@ Nomad driver implements the same mapping and both are pinned by ``vnf/vectors/sp
 
 Two machines are supported (see ``vnf/PROTOCOL.md`` §1):
 
-* ``microvm`` — QEMU direct backend: virtio-mmio NICs, no firmware, fastest boot;
+* ``microvm`` — QEMU direct backend: virtio-mmio NICs, the fluidvim-pvh firmware (or qboot), fastest
+  boot;
 * ``pc`` + qboot — libvirt backend (libvirt 9 cannot drive microvm): virtio-pci NICs.
 """
 
@@ -33,6 +34,13 @@ QBOOT_ROM = "/usr/share/qemu/qboot.rom"
 QEMU_AUTO = "auto"
 QEMU_FULL = "qemu-system-x86_64"
 QEMU_MICROVM = "qemu-system-x86_64-microvm"
+# The direct backend's firmware: "auto" takes fluidvim-pvh.bin from the kernel image's directory
+# (vnf/kernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where qboot runs ~6 ms of ring-0
+# code that KVM-PVM emulates instruction by instruction) when the machine is microvm and the file
+# is there; "qemu" (or no file) keeps QEMU's default, qboot; anything else is a path.
+FIRMWARE_AUTO = "auto"
+FIRMWARE_QEMU = "qemu"
+PVH_FIRMWARE = "fluidvim-pvh.bin"
 # libvirt <metadata> namespace holding the spec, used to find VNFs again after a restart.
 XMLNS = "https://fluidvim.org/xmlns/vnf/1"
 DOMAIN_PREFIX = "fluidvim-"
@@ -138,6 +146,7 @@ class VNFSpec:
     qmp_socket: str | None = None
     cmdline_extra: str = ""
     tsc_khz: int | None = None     # for TCG guests, which cannot calibrate their clock
+    firmware: str | None = None    # microvm: the -bios image (None: QEMU's default, qboot)
 
     def validate(self) -> "VNFSpec":
         try:
@@ -177,6 +186,12 @@ class VNFSpec:
             raise SpecError("machine", f"{self.machine!r} is not one of {', '.join(MACHINES)}")
         if self.accel not in ACCELS:
             raise SpecError("accel", f"{self.accel!r} is not one of {', '.join(ACCELS)}")
+        if self.firmware is not None:
+            if not self.firmware.startswith("/"):
+                raise SpecError("firmware", f"{self.firmware!r} must be an absolute path")
+            if self.machine != "microvm":
+                raise SpecError("firmware", "only microvm takes a firmware image; pc boots "
+                                "through qboot (the libvirt backend's loader)")
         if self.tsc_khz is not None and not limits.TSC_KHZ_MIN <= self.tsc_khz <= limits.TSC_KHZ_MAX:
             raise SpecError("tsc_khz", f"{self.tsc_khz} is out of range "
                             f"{limits.TSC_KHZ_MIN}..{limits.TSC_KHZ_MAX}")
@@ -260,6 +275,26 @@ def qemu_binary(spec: VNFSpec, requested: str = QEMU_AUTO, *, available=None) ->
     return QEMU_FULL
 
 
+def firmware_for(machine: str, kernel: str, requested: str = FIRMWARE_AUTO, *,
+                 exists=None) -> str | None:
+    """The ``firmware`` of a spec for the configured ``[vnf] firmware`` (``requested``).
+
+    "auto": ``PVH_FIRMWARE`` next to ``kernel`` when ``machine`` is microvm and that file exists,
+    else None (QEMU's default); "qemu": None; anything else: that path. The Go plugin applies
+    the same rule (spec.FirmwareFor); both are pinned by vnf/vectors/spec.json "firmware_rule".
+    """
+    if requested == FIRMWARE_QEMU:
+        return None
+    if requested != FIRMWARE_AUTO:
+        return requested
+    if machine != "microvm":
+        return None
+    import os.path
+
+    path = os.path.join(os.path.dirname(kernel), PVH_FIRMWARE)
+    return path if (exists or os.path.exists)(path) else None
+
+
 def qemu_argv(spec: VNFSpec, *, qemu: str = QEMU_FULL, control_fd: int = 3,
               qmp_fd: int | None = 4) -> list[str]:
     """QEMU argv for the direct backend (microvm, virtio-mmio).
@@ -274,6 +309,7 @@ def qemu_argv(spec: VNFSpec, *, qemu: str = QEMU_FULL, control_fd: int = 3,
                         "backend for pc")
     argv = [qemu, "-name", f"guest={spec.name},debug-threads=off", "-uuid", spec.uuid,
             "-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off",
+            *(["-bios", spec.firmware] if spec.firmware else []),
             *_cpu_args(spec.accel),
             "-m", str(spec.memory_mb), "-smp", str(spec.vcpus),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
@@ -281,7 +317,7 @@ def qemu_argv(spec: VNFSpec, *, qemu: str = QEMU_FULL, control_fd: int = 3,
             "-chardev", f"file,id=con,path={spec.console_log}", "-serial", "chardev:con",
             # control channel: virtio-console port 0 (a UART costs a VM exit per byte)
             "-device", "virtio-serial-device,max_ports=1",
-            "-chardev", f"socket,id=ctl,fd={control_fd},server=on,wait=off",
+            "-chardev", f"socket,id=ctl,fd={control_fd},server=on,wait=on",
             "-device", "virtconsole,chardev=ctl,nr=0"]
     if qmp_fd is not None:
         argv += ["-chardev", f"socket,id=qmp,fd={qmp_fd},server=on,wait=off",

@@ -14,6 +14,7 @@ plugin "fluidvim-unikernel" {
   config {
     qemu           = "auto"   # name on PATH or absolute path; auto = the microvm build on KVM when installed
     accel          = "auto"                 # auto | kvm | tcg
+    firmware       = "auto"   # auto = fluidvim-pvh.bin beside the kernel if there; qemu = qboot; or a path
     kernel         = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default for tasks without `kernel`
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
     boot_timeout   = "30s"

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -106,6 +107,7 @@ type VNF struct {
 	QMPSocket     *string `json:"qmp_socket"`
 	CmdlineExtra  string  `json:"cmdline_extra"`
 	TSCkHz        *int    `json:"tsc_khz"`
+	Firmware      *string `json:"firmware"` // microvm: the -bios image (nil: QEMU's default, qboot)
 }
 
 // New returns a spec with spec.py's defaults.
@@ -156,7 +158,8 @@ func jsonFields() map[string]bool {
 	return map[string]bool{"uuid": true, "name": true, "kernel": true, "control_socket": true,
 		"console_log": true, "memory_mb": true, "vcpus": true, "nics": true,
 		"session_slots": true, "flow_timeout_ms": true, "click_config": true, "machine": true,
-		"accel": true, "qmp_socket": true, "cmdline_extra": true, "tsc_khz": true}
+		"accel": true, "qmp_socket": true, "cmdline_extra": true, "tsc_khz": true,
+		"firmware": true}
 }
 
 // pyRepr quotes a string roughly like Python's repr() (messages only; fields are what matter).
@@ -275,6 +278,15 @@ func (v *VNF) Validate() error {
 	if !contains(Accels, v.Accel) {
 		return errf("accel", "%s is not one of %s", pyRepr(v.Accel), strings.Join(Accels, ", "))
 	}
+	if v.Firmware != nil {
+		if !strings.HasPrefix(*v.Firmware, "/") {
+			return errf("firmware", "%s must be an absolute path", pyRepr(*v.Firmware))
+		}
+		if v.Machine != "microvm" {
+			return errf("firmware", "only microvm takes a firmware image; pc boots through qboot "+
+				"(the libvirt backend's loader)")
+		}
+	}
 	if v.TSCkHz != nil && (*v.TSCkHz < MinTSCkHz || *v.TSCkHz > MaxTSCkHz) {
 		return errf("tsc_khz", "%d is out of range %d..%d", *v.TSCkHz, MinTSCkHz, MaxTSCkHz)
 	}
@@ -343,6 +355,35 @@ func (v *VNF) QemuBinary(requested string, installed func(string) bool) string {
 	return QemuFull
 }
 
+// Firmware of the direct path (vnf/spec.py FIRMWARE_*): FirmwareAuto takes PVHFirmware from the
+// kernel image's directory (vnf/kernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where
+// qboot runs ~6 ms of ring-0 code that KVM-PVM emulates) when the VNF is a microvm and the file is
+// there; FirmwareQemu keeps QEMU's default (qboot); anything else is a path.
+const (
+	FirmwareAuto = "auto"
+	FirmwareQemu = "qemu"
+	PVHFirmware  = "fluidvim-pvh.bin"
+)
+
+// FirmwareFor is spec.firmware_for: the Firmware of a VNF of machine booting kernel, for the
+// configured firmware (requested); nil = QEMU's default. Pinned by vnf/vectors/spec.json
+// "firmware_rule".
+func FirmwareFor(machine, kernel, requested string, exists func(string) bool) *string {
+	switch {
+	case requested == FirmwareQemu:
+		return nil
+	case requested != FirmwareAuto:
+		return &requested
+	case machine != "microvm":
+		return nil
+	}
+	p := filepath.Join(filepath.Dir(kernel), PVHFirmware)
+	if !exists(p) {
+		return nil
+	}
+	return &p
+}
+
 // QemuArgv is spec.qemu_argv: the QEMU argv for the direct backend (microvm, virtio-mmio).
 // The control channel and QMP monitor are listening sockets inherited as controlFD and qmpFD
 // (qmpFD < 0: no QMP monitor).
@@ -356,6 +397,9 @@ func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 	}
 	argv := []string{qemu, "-name", "guest=" + v.Name + ",debug-threads=off", "-uuid", v.UUID,
 		"-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"}
+	if v.Firmware != nil {
+		argv = append(argv, "-bios", *v.Firmware)
+	}
 	argv = append(argv, cpuArgs(v.Accel)...)
 	argv = append(argv,
 		"-m", strconv.Itoa(v.MemoryMB), "-smp", strconv.Itoa(v.Vcpus),
@@ -364,7 +408,7 @@ func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 		"-chardev", "file,id=con,path="+v.ConsoleLog, "-serial", "chardev:con",
 		// control channel: virtio-console port 0 (a UART costs a VM exit per byte)
 		"-device", "virtio-serial-device,max_ports=1",
-		"-chardev", fmt.Sprintf("socket,id=ctl,fd=%d,server=on,wait=off", controlFD),
+		"-chardev", fmt.Sprintf("socket,id=ctl,fd=%d,server=on,wait=on", controlFD),
 		"-device", "virtconsole,chardev=ctl,nr=0")
 	if qmpFD >= 0 {
 		argv = append(argv, "-chardev", fmt.Sprintf("socket,id=qmp,fd=%d,server=on,wait=off", qmpFD),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -33,6 +34,13 @@ type vectors struct {
 		Installed bool   `json:"microvm_installed"`
 		Binary    string `json:"binary"`
 	} `json:"qemu_binary_rule"`
+	FirmwareRule []struct {
+		Machine   string  `json:"machine"`
+		Kernel    string  `json:"kernel"`
+		Requested string  `json:"requested"`
+		Present   bool    `json:"pvh_firmware_present"`
+		Firmware  *string `json:"firmware"`
+	} `json:"firmware_rule"`
 }
 
 func load(t *testing.T) vectors {
@@ -63,6 +71,25 @@ func TestQemuBinaryRule(t *testing.T) {
 		})
 		if got != r.Binary {
 			t.Errorf("%+v: got %q, want %q", r, got, r.Binary)
+		}
+	}
+}
+
+// TestFirmwareRule: the plugin boots a VNF with the same firmware as the Python launch core.
+func TestFirmwareRule(t *testing.T) {
+	v := load(t)
+	if len(v.FirmwareRule) == 0 {
+		t.Fatal("no firmware_rule in the vectors")
+	}
+	for _, r := range v.FirmwareRule {
+		got := FirmwareFor(r.Machine, r.Kernel, r.Requested, func(p string) bool {
+			if filepath.Base(p) != PVHFirmware || filepath.Dir(p) != filepath.Dir(r.Kernel) {
+				t.Errorf("asked about %q", p)
+			}
+			return r.Present
+		})
+		if (got == nil) != (r.Firmware == nil) || (got != nil && *got != *r.Firmware) {
+			t.Errorf("%+v: got %v, want %v", r, got, r.Firmware)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 const (
 	defaultQemu              = spec.QemuAuto // the microvm build on KVM when installed (spec.QemuBinary)
 	defaultAccel             = "auto"
+	defaultFirmware          = spec.FirmwareAuto // fluidvim-pvh.bin beside the kernel (spec.FirmwareFor)
 	defaultKernel            = "/usr/share/fluidvim/fluidvim-vnf.elf"
 	defaultRunDir            = "/run/fluidvim-nomad"
 	defaultBootTimeout       = "30s"
@@ -52,10 +53,12 @@ func withDefault(name, typ string, v any) *hclspec.Spec {
 //
 //	plugin "fluidvim-unikernel" { config { qemu = "..." accel = "auto" kernel = "..." run_dir = "..." } }
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
-	"qemu":    withDefault("qemu", "string", defaultQemu),
-	"accel":   withDefault("accel", "string", defaultAccel),
-	"kernel":  withDefault("kernel", "string", defaultKernel),
-	"run_dir": withDefault("run_dir", "string", defaultRunDir),
+	"qemu":  withDefault("qemu", "string", defaultQemu),
+	"accel": withDefault("accel", "string", defaultAccel),
+	// firmware = "auto" | "qemu" | "/path/fw.bin": the microvm's -bios (vnf/spec.py firmware_for)
+	"firmware": withDefault("firmware", "string", defaultFirmware),
+	"kernel":   withDefault("kernel", "string", defaultKernel),
+	"run_dir":  withDefault("run_dir", "string", defaultRunDir),
 	// warm_pool { kernel = "/path/vnf.elf" size = 2 nics = 2 }: shells booted ahead, per shape
 	"warm_pool": hclspec.NewBlockList("warm_pool", hclspec.NewObject(map[string]*hclspec.Spec{
 		"kernel": hclspec.NewAttr("kernel", "string", true),
@@ -95,10 +98,12 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 
 // Config is the plugin configuration.
 type Config struct {
-	Qemu   string `codec:"qemu"`
-	Accel  string `codec:"accel"`
-	Kernel string `codec:"kernel"`
-	RunDir string `codec:"run_dir"`
+	Qemu  string `codec:"qemu"`
+	Accel string `codec:"accel"`
+	// Firmware: "auto" (fluidvim-pvh.bin beside the kernel, if there), "qemu" (qboot) or a path
+	Firmware string `codec:"firmware"`
+	Kernel   string `codec:"kernel"`
+	RunDir   string `codec:"run_dir"`
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
 	WarmPool    []PoolConfig `codec:"warm_pool"`
 	BootTimeout string       `codec:"boot_timeout"`
@@ -124,7 +129,7 @@ func (c *Config) fillDefaults() {
 		v   *string
 		def string
 	}{
-		{&c.Qemu, defaultQemu}, {&c.Accel, defaultAccel}, {&c.RunDir, defaultRunDir},
+		{&c.Qemu, defaultQemu}, {&c.Accel, defaultAccel}, {&c.Firmware, defaultFirmware}, {&c.RunDir, defaultRunDir},
 		{&c.BootTimeout, defaultBootTimeout}, {&c.FingerprintPeriod, defaultFingerprintPeriod},
 	} {
 		if *f.v == "" {

@@ -385,6 +385,7 @@ func buildSpec(cfg *drivers.TaskConfig, tc *TaskConfig, click string, set settin
 	vid := newUUID()
 	s := qemu.NewSpec(vid, vnfName(tc, cfg, vid), set.config.RunDir, set.accel, set.tscKHz)
 	s.Kernel = tc.Kernel
+	s.Firmware = spec.FirmwareFor(s.Machine, s.Kernel, set.config.Firmware, fileExists)
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
 	for i, br := range tc.NICs {
 		n := spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)}
