@@ -41,6 +41,13 @@ VCPUS_MAX = 8
 # The kernel's virtio-net table (vnf/kernel/src/virtio.h NET_MAX_NICS) and its static rings.
 MAX_NICS = 4
 
+# The queue of frames a VNF's tap holds for QEMU to read (the tun device's tx_queue_len, which
+# sizes its ring; the kernel's default is 500). QEMU's main thread reads a tap only when it is
+# scheduled, so at a few tens of kpps a short descheduling overflows 500 frames: the 64-byte
+# rate at < 0.1 % loss through a forwarding VNF went 33-39 -> 51-64 kpps with 4096 (two rounds,
+# 500/2000/4096/10000, bench/RESULTS.md). 8 bytes of ring per frame: 32 KiB per tap.
+TAP_TXQUEUELEN = 4096
+
 # -- session slots (flow-table capacity) --
 SLOTS_MIN = 1
 SLOTS_DEFAULT = 1024

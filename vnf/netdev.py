@@ -20,7 +20,7 @@ import socket
 import struct
 import threading
 
-from . import ovs
+from . import limits, ovs
 
 LOG = logging.getLogger(__name__)
 TAP_PREFIX = "fv"
@@ -115,6 +115,7 @@ def ports_of(bridge: str) -> list[str]:
 SIOCBRADDIF, SIOCBRDELIF = 0x89A2, 0x89A3
 SIOCGIFFLAGS, SIOCSIFFLAGS = 0x8913, 0x8914
 SIOCSIFNAME = 0x8923
+SIOCSIFTXQLEN = 0x8943
 IFF_UP = 0x1
 
 
@@ -151,9 +152,19 @@ def plug(tap: str, bridge: str | None) -> None:
         fcntl.ioctl(sock, SIOCBRADDIF, _ifreq(bridge, struct.pack("i", idx)))
     except OSError as e:
         raise NetdevError(f"cannot add {tap} to bridge {bridge}: {e.strerror}") from None
+    set_txqueuelen(tap)
     flags = _flags(tap)
     if not flags & IFF_UP:
         _set_flags(tap, flags | IFF_UP)
+
+
+def set_txqueuelen(tap: str, qlen: int = limits.TAP_TXQUEUELEN) -> None:
+    """Let ``tap`` hold ``qlen`` frames for QEMU (``limits.TAP_TXQUEUELEN``: fewer drops while
+    QEMU's main thread waits for a CPU)."""
+    try:
+        fcntl.ioctl(_ioctl_sock(), SIOCSIFTXQLEN, _ifreq(tap, struct.pack("i", qlen)))
+    except OSError as e:
+        raise NetdevError(f"cannot set txqueuelen of {tap}: {e.strerror}") from None
 
 
 def attach(nic) -> None:
@@ -172,6 +183,7 @@ def attach(nic) -> None:
         raise NetdevError(f"tap {nic.tap} does not exist") from None
     if not flags & IFF_UP:
         _set_flags(nic.tap, flags | IFF_UP)
+    set_txqueuelen(nic.tap)
     try:
         ovs.add_port(nic.bridge, nic.tap, ovs.external_ids(nic.ovs, nic.mac))
     except ovs.OvsError as e:

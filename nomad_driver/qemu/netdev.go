@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
 // PlugTap attaches a tap (created by QEMU from -netdev tap,ifname=) to an existing bridge and
@@ -40,6 +42,11 @@ func PlugTap(tap, bridge string) error {
 	tr, err := unix.NewIfreq(tap)
 	if err != nil {
 		return err
+	}
+	// as many queued frames as vnf/netdev.py set_txqueuelen: fewer drops while QEMU waits for a CPU
+	tr.SetUint32(spec.TapTxQueueLen)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFTXQLEN, tr); err != nil {
+		return fmt.Errorf("cannot set txqueuelen of %s: %w", tap, err)
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, tr); err != nil {
 		return err

@@ -46,6 +46,8 @@ const (
 	// launches of one kind the queuing delay is the median of (vnf/PROTOCOL.md §6).
 	MaxPoolSize   = 64
 	LaunchHistory = 64
+	// TapTxQueueLen is the frames a VNF's tap holds for QEMU (vnf/limits.py TAP_TXQUEUELEN).
+	TapTxQueueLen = 4096
 )
 
 // Limits are the constants above by their vnf/limits.py names (for the vectors test).
@@ -57,6 +59,7 @@ var Limits = map[string]int{
 	"FLOW_TIMEOUT_MS_MAX": MaxFlowTimeoutMS, "MAX_CONTROL_LINE": MaxControlLine,
 	"MAX_CLICK_CONFIG_BYTES": MaxClickConfig, "MAX_NAME": MaxName, "TSC_KHZ_MIN": MinTSCkHz,
 	"TSC_KHZ_MAX": MaxTSCkHz, "POOL_SIZE_MAX": MaxPoolSize, "LAUNCH_HISTORY_DEFAULT": LaunchHistory,
+	"TAP_TXQUEUELEN": TapTxQueueLen,
 }
 
 var (
