@@ -190,18 +190,12 @@ static int nnics;
 static struct con con __attribute__((section(".data")));
 
 #ifndef NET_BUSY_POLL_US
-#define NET_BUSY_POLL_US 1000   /* keep polling the NICs this long after the last frame (bulk) */
+#define NET_BUSY_POLL_US 1000   /* keep polling the NICs this long after the last frame */
 #endif
-#ifndef NET_BULK_MBPS
-#define NET_BULK_MBPS 400       /* bulk: received at this rate or more (see net_poll) */
-#endif
-#define NET_RATE_WINDOW_US 100  /* the receive rate is measured over windows this long */
 #ifndef TX_KICK_DELAY_US
 #define TX_KICK_DELAY_US 50     /* see net_flush_tx */
 #endif
 static uint64_t last_rx_tsc, busy_poll_tsc, tx_kick_delay_tsc;
-static uint64_t rate_window_tsc, tsc_per_us, win_start_tsc, win_bytes;
-static bool bulk;
 
 /* ---- transport: every register access runs in ring 0, one kcall per logical operation
  *      (under PVM a ring-3 MMIO access costs ~70 us, a kcall ~50 us plus ~5 us per access) ---- */
@@ -522,8 +516,6 @@ int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t 
 	errbuf[0] = 0;
 	nnics = 0;
 	busy_poll_tsc = ns_to_tsc(NET_BUSY_POLL_US * 1000ull);
-	rate_window_tsc = ns_to_tsc(NET_RATE_WINDOW_US * 1000ull);
-	tsc_per_us = ns_to_tsc(1000);
 	tx_kick_delay_tsc = ns_to_tsc(TX_KICK_DELAY_US * 1000ull);
 	con.present = false;
 	uint64_t bases[32];
@@ -872,7 +864,6 @@ static bool rx_poll(int i)
 			rx_deliver(i, h, n->gather, tot);
 		bytes += tot;
 	}
-	win_bytes += bytes;
 	barrier();
 	q->avail->idx = q->avail_idx;
 	vq_kick(&n->d, q);
@@ -905,24 +896,13 @@ bool net_poll(void)
 	bool work = false;
 	for (int i = 0; i < nnics; i++)
 		work |= rx_poll(i);
-	/* Bulk traffic (>= NET_BULK_MBPS received, e.g. a TCP transfer's superframes): busy-poll
-	 * for NET_BUSY_POLL_US after the last frame. Waking a halted vCPU with an RX interrupt costs
-	 * ~0.5-1 ms under PVM (several VM exits), far more than the next frame of a flow takes to
-	 * arrive; sleeping between the frames of a TCP flow cut its throughput to ~0.4x. Below that
-	 * rate (small-packet sessions: ~3 MB/s at 30 kpps of ICMP) the main loop's own short spin
-	 * applies: a vCPU spinning for 1 ms after every frame takes a core from QEMU's main thread,
-	 * which moves every frame, and cost ~20 % of the session slots at a 10 ms p99 deadline
-	 * (A/B of 3 load-probe runs each, bench/RESULTS.md). */
+	/* Busy-poll for a while after the last frame: waking a halted vCPU with an RX interrupt
+	 * costs ~0.5-1 ms under PVM (several VM exits), far more than the next frame of a flow
+	 * takes to arrive; sleeping between the frames of a TCP flow halved its throughput. */
 	uint64_t now = rdtsc();
-	if (work) {
+	if (work)
 		last_rx_tsc = now;
-		uint64_t el = now - win_start_tsc;
-		if (el >= rate_window_tsc) {       /* Mb/s = bytes * 8 / us */
-			bulk = win_bytes * 8 * tsc_per_us >= (uint64_t)NET_BULK_MBPS * el;
-			win_start_tsc = now;
-			win_bytes = 0;
-		}
-	} else if (bulk && now - last_rx_tsc < busy_poll_tsc)
+	else if (now - last_rx_tsc < busy_poll_tsc)
 		work = true;
 	return work;
 }
