@@ -22,6 +22,8 @@ from nova import exception, utils as nova_utils
 from oslo_concurrency import lockutils
 from oslo_log import log as logging
 
+from fluidvim.vnf import conf as vnfconf, spec as specmod
+
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
@@ -38,6 +40,9 @@ def _unchanged(path: str, entry: dict) -> bool:
     return st.st_size == entry["size"] and st.st_mtime_ns == entry["mtime_ns"]
 
 
+_FIRMWARE_PLACED: set = set()     # cache directories given the firmware by this process
+
+
 class KernelCache:
     """Glance images as VNF kernels on this compute host. ``image_api`` is Nova's
     ``nova.image.glance.API`` (the driver's ``IMAGE_API``)."""
@@ -48,7 +53,35 @@ class KernelCache:
     def directory(self) -> str:
         d = CONF.fluidvim.image_cache_dir or os.path.join(CONF.vnf.state_dir, "images")
         os.makedirs(d, mode=0o750, exist_ok=True)
+        if d not in _FIRMWARE_PLACED:
+            self._place_firmware(d)
+            _FIRMWARE_PLACED.add(d)
         return d
+
+    @staticmethod
+    def _place_firmware(d: str) -> None:
+        """Put the microvm boot firmware beside the cached kernels (``[vnf] firmware = auto``
+        takes it from the kernel's directory, vnf/spec.py firmware_for): a copy of the one beside
+        the default kernel ([vnf] kernel), when that exists and the cache has none or another."""
+        src = os.path.join(os.path.dirname(os.path.abspath(CONF.vnf.kernel or
+                                                           vnfconf.default_kernel())),
+                           specmod.PVH_FIRMWARE)
+        dst = os.path.join(d, specmod.PVH_FIRMWARE)
+        try:
+            with open(src, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        try:
+            with open(dst, "rb") as f:
+                if f.read() == data:
+                    return
+        except OSError:
+            pass
+        part = f"{dst}.part-{os.getpid()}"
+        with open(part, "wb") as f:
+            f.write(data)
+        os.replace(part, dst)
 
     def fetch(self, context, image_id, instance=None, image_meta=None):
         """The cached kernel of a Glance image: (path, properties, was_cached).

@@ -204,7 +204,9 @@ class VNFSpec:
 
     # -- serialisation (state store, libvirt metadata, test vectors) --
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
+        # fields are str/int/None and the NICs (dataclasses.asdict's deep copies cost ~0.1 ms
+        # per call, several calls per launch)
+        d = {f.name: getattr(self, f.name) for f in _SPEC_FIELDS}
         d["nics"] = [_nic_dict(n) for n in self.nics]
         return d
 
@@ -224,10 +226,13 @@ class VNFSpec:
 
 
 def _nic_dict(nic: NicSpec) -> dict:
-    d = dataclasses.asdict(nic)
-    if d["ovs"] is None:
-        del d["ovs"]
+    d = {"tap": nic.tap, "mac": nic.mac, "bridge": nic.bridge}
+    if nic.ovs is not None:
+        d["ovs"] = dict(nic.ovs)
     return d
+
+
+_SPEC_FIELDS = dataclasses.fields(VNFSpec)
 
 
 def mac_for(vnf_uuid: str, index: int) -> str:

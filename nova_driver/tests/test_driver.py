@@ -28,7 +28,7 @@ from nova.tests.unit import fake_instance
 from nova.virt import event as virtevent, fake as fake_virt
 
 from fluidvim.nova_driver import driver as fdriver, names as fnames
-from fluidvim.vnf import conf as vnfconf, netdev
+from fluidvim.vnf import conf as vnfconf, netdev, spec as specmod
 from fluidvim.vnf.state import StateStore
 
 KERNEL = vnfconf.default_kernel()
@@ -569,6 +569,19 @@ class ImageCacheTestCase(DriverTestBase):
         self.assertEqual(48, self._stats(second)["slots"]["total"])
         self.assertEqual(self.driver.manager.get(first.uuid).spec.kernel, rec.spec.kernel)
         self.assertEqual(sorted([first.name, second.name]), sorted(self.driver.list_instances()))
+
+    def test_glance_kernels_boot_with_the_pvh_firmware(self):
+        # [vnf] firmware = auto looks beside the kernel: the cache holds a copy of the firmware
+        # built beside the default kernel, so Glance kernels boot without qboot too
+        inst = self._nova_boot()
+        spec = self.driver.manager.get(inst.uuid).spec
+        built = os.path.join(os.path.dirname(KERNEL), specmod.PVH_FIRMWARE)
+        if not os.path.exists(built):
+            self.skipTest(f"no {built}: make -C vnf/kernel")
+        self.assertEqual(os.path.join(self.tmp, "images", specmod.PVH_FIRMWARE), spec.firmware)
+        with open(built, "rb") as a, open(spec.firmware, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual(power_state.RUNNING, self.driver.get_info(inst).state)
 
     def test_glance_is_asked_when_the_snapshot_may_be_cut(self):
         self._nova_boot()

@@ -160,9 +160,7 @@ static unsigned ioapic_count_pins(uintptr_t base);
 /* ring 0 */
 static uint64_t lapic_init_k(uint64_t a, uint64_t b, uint64_t c)
 {
-	/* 8259 PICs (pc only; harmless without them): mask everything, we use the IO-APIC */
-	outb(0x21, 0xff);
-	outb(0xa1, 0xff);
+	/* the 8259 PICs were masked by kmain, before IF was first set (each port write is a VM exit) */
 	lapic_write(LAPIC_SVR, 0x100 | SPURIOUS_VEC); /* enable */
 	lapic_write(LAPIC_TPR, 0);
 	lapic_write(LAPIC_LVT_LINT0, 1u << 16); /* masked (no ExtINT from the PIC) */
