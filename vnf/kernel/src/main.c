@@ -169,13 +169,17 @@ static uint32_t start_info;
 #define BOOT_MARKER 0x666c7569645f766eull /* "fluid_vn" */
 static uint64_t boot_marker; /* in .bss, which is not loaded (linker.ld): set = this RAM booted before */
 
-/* ring 0: one `rep stosb` (a single instruction even for PVM's emulator) */
+/* ring 0: `rep stosq`, then `rep stosb` for the tail. PVM's emulator runs a rep string
+ * instruction iteration by iteration (~1 us each here): the 4.4 MiB as bytes took ~4.5 s per
+ * guest reset, as quadwords it takes an eighth of that. */
 static void clear_c_bss(void)
 {
 	extern char __bss_c_start[], __bss_end[];
 	void *d = __bss_c_start;
 	size_t n = (size_t)(__bss_end - __bss_c_start);
-	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
+	size_t q = n / 8, r = n % 8;
+	__asm__ volatile("rep stosq" : "+D"(d), "+c"(q) : "a"(0ull) : "memory");
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(r) : "a"(0) : "memory");
 }
 
 /* ring 0: the least possible (every instruction here is emulated under PVM), then ring 3 */
