@@ -81,6 +81,7 @@ class VNFManager:
         self.conf = conf
         c = conf.vnf
         self.kernel = os.path.abspath(c.kernel or vnfconf.default_kernel())
+        self._firmwares: dict = {}          # (machine, kernel) -> firmware (_firmware)
         self.run_dir = c.run_dir
         os.makedirs(self.run_dir, mode=0o755, exist_ok=True)
         if c.ovsdb_connection:
@@ -131,6 +132,13 @@ class VNFManager:
         return poolmod.pool_key(backend, poolmod.kernel_id(self._kernel_path(kernel)), memory_mb,
                                 vcpus, nics, limits.FLOW_TIMEOUT_MS_DEFAULT)
 
+    def _firmware(self, machine: str, kernel: str) -> str | None:
+        """spec.firmware_for, looked up once per (machine, kernel) rather than a stat per launch."""
+        key = (machine, kernel)
+        if key not in self._firmwares:
+            self._firmwares[key] = specmod.firmware_for(machine, kernel, self.conf.vnf.firmware)
+        return self._firmwares[key]
+
     def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
                   kernel=None, taps=None, ovs=None):
         vid = str(uuidlib.uuid4())
@@ -152,8 +160,7 @@ class VNFManager:
                                memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
                                session_slots=slots, machine=be.machine, accel=self.accel,
                                tsc_khz=self._tsc_khz,
-                               firmware=specmod.firmware_for(be.machine, kernel,
-                                                             self.conf.vnf.firmware),
+                               firmware=self._firmware(be.machine, kernel),
                                cmdline_extra=("boot_log=full" if self.conf.vnf.boot_log == "full"
                                               else ""),
                                **be.paths(vid)).validate()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os.path
 import re
 import shutil
 import uuid as uuidlib
@@ -294,8 +295,6 @@ def firmware_for(machine: str, kernel: str, requested: str = FIRMWARE_AUTO, *,
         return requested
     if machine != "microvm":
         return None
-    import os.path
-
     path = os.path.join(os.path.dirname(kernel), PVH_FIRMWARE)
     return path if (exists or os.path.exists)(path) else None
 
