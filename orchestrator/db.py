@@ -618,8 +618,11 @@ class Store:
 
     def update_ns(self, ns_id: str, **fields) -> None:
         with self.Session.begin() as s:
-            s.execute(sa.update(NetworkServiceRow).where(NetworkServiceRow.id == ns_id)
-                      .values(updated_at=time.time(), owner=self.owner, **_ns_json(fields)))
+            self._update_ns(s, ns_id, fields)
+
+    def _update_ns(self, s, ns_id: str, fields: dict) -> None:
+        s.execute(sa.update(NetworkServiceRow).where(NetworkServiceRow.id == ns_id)
+                  .values(updated_at=time.time(), owner=self.owner, **_ns_json(fields)))
 
     def network_services(self, deleted: bool = False) -> list[NetworkServiceRow]:
         with self.Session() as s:
@@ -653,12 +656,17 @@ class Store:
                               owner=self.owner))
         return oid
 
-    def op_finished(self, op_id: str, state: str, error: str | None = None, **detail) -> None:
+    def op_finished(self, op_id: str, state: str, error: str | None = None, *,
+                    ns: dict | None = None, **detail) -> None:
+        """End an operation; ``ns``: fields of its network service written in the same
+        transaction, so no reader sees the new level/instances with the operation unfinished."""
         with self.Session.begin() as s:
             row = s.get(NSOperation, op_id)
             row.state, row.error, row.ended_at = state, error, time.time()
             if detail:
                 row.detail_json = json.dumps({**row.detail, **detail})
+            if ns:
+                self._update_ns(s, row.ns_id, ns)
 
     def ns_operations(self, ns_id: str | None = None, limit: int = 200) -> list[NSOperation]:
         with self.Session() as s:

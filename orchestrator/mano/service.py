@@ -212,8 +212,8 @@ class NSManager:
             if fields.get("max_queuing_delay_s") is not None:
                 self.orch.register_service(u.service, u.click_config, **fields)
         steps.append({"step": f"deployed in {elapsed_ms(t_all, 1):.0f} ms", "ms": elapsed_ms(t_all, 1)})
-        self.store.update_ns(row.id, status=states.NS_RUNNING, steps=steps)
-        self.store.op_finished(op, states.OP_COMPLETED)
+        self.store.op_finished(op, states.OP_COMPLETED,
+                               ns={"status": states.NS_RUNNING, "steps": steps})
         return self.show(row.id)
 
     def _teardown(self, z: ZoneAdapter | None, nets: dict, services: list,
@@ -259,13 +259,12 @@ class NSManager:
             left = self._teardown(self.orch.zones.get(row.zone), row.get("networks"),
                                   row.get("services"), row.get("instances"))
         if left:
-            self.store.update_ns(row.id, status=states.NS_FAILED, error="delete incomplete: "
-                                 + "; ".join(left))
-            self.store.op_finished(op, states.OP_FAILED, "delete incomplete: " + "; ".join(left))
+            err = "delete incomplete: " + "; ".join(left)
+            self.store.op_finished(op, states.OP_FAILED, err,
+                                   ns={"status": states.NS_FAILED, "error": err})
             raise Refused(f"ns {row.name}: delete incomplete: {'; '.join(left)}; fix and run "
                           f"`fluidvim ns rm {row.name}` again")
-        self.store.update_ns(row.id, status=states.NS_DELETED)
-        self.store.op_finished(op, states.OP_COMPLETED)
+        self.store.op_finished(op, states.OP_COMPLETED, ns={"status": states.NS_DELETED})
         self._last_scale.pop(row.id, None)
         self._out_s.pop(row.id, None)
         LOG.info("ns %s deleted", row.name)
@@ -491,8 +490,8 @@ class NSManager:
                 detail = {"removed": [i["name"] for i in gone]}
                 made = []
             new = level + (1 if direction == "out" else -1)
-            self.store.update_ns(row.id, scale={**row.get("scale"), key: new})
-            self.store.op_finished(op, states.OP_COMPLETED, to_level=new, ms=elapsed_ms(t0, 1), **detail)
+            self.store.op_finished(op, states.OP_COMPLETED, ns={"scale": {**row.get("scale"), key: new}},
+                                   to_level=new, ms=elapsed_ms(t0, 1), **detail)
             self._last_scale[row.id] = (direction, time.time())
             if direction == "out":
                 self._out_s.setdefault(row.id, collections.deque(maxlen=10)).append(
@@ -584,8 +583,8 @@ class NSManager:
             new = added[0]
             instances.remove(new)                       # back where the old one was
             instances.insert(pos, new)
-            self.store.update_ns(row.id, instances=instances)
-            self.store.op_finished(op, states.OP_COMPLETED, replaced_by=new["name"], ms=elapsed_ms(t0, 1))
+            self.store.op_finished(op, states.OP_COMPLETED, ns={"instances": instances},
+                                   replaced_by=new["name"], ms=elapsed_ms(t0, 1))
             LOG.info("ns %s: healed %s -> %s (%.0f ms)", row.name, old["name"], new["name"],
                      elapsed_ms(t0, 1))
         return {"ns": row.name, "healed": old["name"], "replaced_by": new["name"],

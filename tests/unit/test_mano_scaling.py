@@ -408,3 +408,31 @@ def test_an_operation_under_way_when_the_orchestrator_stopped_is_failed(orch_fac
     assert rec["state"] == "failed" and "stopped during the operation" in rec["error"]
     assert rec["ended_at"] is not None
     orch2.ns.delete("sc1")
+
+
+def test_a_reader_never_sees_a_new_level_before_its_operation_ends(orch_factory, pkg):  # noqa: F811
+    # the scaler's level and its operation's end are one transaction: after every write a
+    # reader finds the level equal to the last completed scale's to_level
+    orch = orch_factory()
+    r = deploy_scaled(orch, pkg)
+    seen = []
+
+    def check():
+        row = orch.store.network_service(r["id"])
+        done = [o for o in orch.store.ns_operations(r["id"]) if o.type == "scale"]
+        level = row.get("scale").get("fw/fw-pool", 0)
+        finished = [o.detail["to_level"] for o in done if o.state == "completed"]
+        seen.append((level, [o.state for o in done]))
+        assert level == (finished[-1] if finished else 0), seen
+
+    for name in ("update_ns", "op_started", "op_finished"):
+        real = getattr(orch.store, name)
+
+        def spied(*a, _real=real, **k):
+            out = _real(*a, **k)
+            check()
+            return out
+        setattr(orch.store, name, spied)
+    orch.ns.scale("sc1", "fw-pool", "out")
+    orch.ns.scale("sc1", "fw-pool", "in")
+    assert (1, ["completed"]) in seen and seen[-1] == (0, ["completed", "completed"])
