@@ -49,6 +49,8 @@ CASES = [
     ("microvm-tcg-tsc", base(U2, "microvm", accel="tcg", nics=1, tsc_khz=2599998)),
     ("microvm-kvm-pvh-firmware", base(U1, "microvm", nics=1,
                                       firmware="/usr/share/fluidvim/fluidvim-pvh.bin")),
+    ("microvm-kvm-vhost-user", base(U2, "microvm", nics=2, memory_mb=48,
+                                    net_backend=S.NET_VHOST_USER)),
 ]
 
 BAD = [
@@ -62,6 +64,9 @@ BAD = [
     ("bad-tsc", {"tsc_khz": 5}, "tsc_khz"),
     ("bad-firmware", {"firmware": "pvh.bin"}, "firmware"),
     ("pc-firmware", {"machine": "pc", "qmp_socket": None, "firmware": "/x/pvh.bin"}, "firmware"),
+    ("bad-net-backend", {"net_backend": "vhost-net"}, "net_backend"),
+    ("pc-vhost-user", {"machine": "pc", "qmp_socket": None, "net_backend": "vhost-user"},
+     "net_backend"),
     ("bad-mac", {"nics": [{"tap": "fvx0", "mac": "01:00:5e:00:00:01", "bridge": None}]},
      "nics[0].mac"),
     ("zero-mac", {"nics": [{"tap": "fvx0", "mac": "00:00:00:00:00:00", "bridge": None}]},

@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 
-from . import netdev, spec as specmod, states
+from . import conf as vnfconf, netdev, spec as specmod, states
 from .control import ControlChannel
 
 LOG = logging.getLogger(__name__)
@@ -195,9 +195,12 @@ class QemuBackend(Backend):
     machine = "microvm"
     has_qmp = True
 
-    def __init__(self, run_dir: str, qemu_binary: str = specmod.QEMU_AUTO):
+    def __init__(self, run_dir: str, qemu_binary: str = specmod.QEMU_AUTO,
+                 vhost_net_binary: str | None = None):
         super().__init__(run_dir)
         self.qemu_binary = qemu_binary          # as configured: a name, a path or "auto"
+        self.vhost_net_binary = vhost_net_binary
+        self._vhost: dict[str, subprocess.Popen] = {}   # uuid -> its fluidvim-vhost-net
         self._qemu_paths: dict[tuple[str, str], str] = {}   # (machine, accel) -> resolved path
         self._procs: dict[str, subprocess.Popen] = {}
         self._sel = selectors.DefaultSelector()
@@ -234,6 +237,8 @@ class QemuBackend(Backend):
         qmp = self._listen(spec.qmp_socket)
         stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
         try:
+            if spec.net_backend == specmod.NET_VHOST_USER:
+                self._start_vhost(spec)
             argv = specmod.qemu_argv(spec, qemu=self._qemu_path(spec), control_fd=ctl.fileno(),
                                      qmp_fd=qmp.fileno())
             with open(stderr_path, "wb") as err:
@@ -241,6 +246,9 @@ class QemuBackend(Backend):
                                         stdout=subprocess.DEVNULL, stderr=err,
                                         pass_fds=(ctl.fileno(), qmp.fileno()),
                                         start_new_session=True)
+        except BaseException:
+            self._stop_vhost(spec.uuid, kill=True)
+            raise
         finally:
             ctl.close()
             qmp.close()
@@ -252,6 +260,46 @@ class QemuBackend(Backend):
             raise LaunchError(f"QEMU exited at start ({e.strerror}): "
                               f"{self._stderr(spec)}") from None
         return ch, proc.pid
+
+    def _start_vhost(self, spec) -> None:
+        """Start fluidvim-vhost-net for ``spec``'s NICs on sockets the launcher already listens
+        on (so QEMU, started next, can connect at once); it creates the taps and exits when
+        QEMU hangs up."""
+        exe = self.vhost_net_binary
+        if not exe or not os.access(exe, os.X_OK):
+            raise LaunchError(f"net_backend vhost-user: no fluidvim-vhost-net at {exe!r}; build "
+                              "it (make -C vnf/vhost) or set [vnf] vhost_net_binary, or use "
+                              "[vnf] net_backend = tap")
+        socks = [self._listen(specmod.vhost_socket(spec, i)) for i in range(len(spec.nics))]
+        try:
+            with open(os.path.join(self.vnf_dir(spec.uuid), "vhost.stderr"), "wb") as err:
+                self._vhost[spec.uuid] = subprocess.Popen(
+                    [exe] + [f"{s.fileno()}:{nic.tap}" for s, nic in zip(socks, spec.nics)],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                    pass_fds=[s.fileno() for s in socks], start_new_session=True)
+        except OSError as e:
+            raise LaunchError(f"cannot start {exe}: {e.strerror}") from None
+        finally:
+            for s in socks:
+                s.close()
+
+    def _stop_vhost(self, vnf_uuid: str, kill: bool = False) -> None:
+        """Reap the VNF's fluidvim-vhost-net: it exits when QEMU's sockets close (``kill``: QEMU
+        never started); killed if it has not within 5 s."""
+        proc = self._vhost.pop(vnf_uuid, None)
+        if proc is None:
+            return
+        if kill:
+            proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def cleanup(self, spec):
+        self._stop_vhost(spec.uuid)
+        super().cleanup(spec)
 
     def _stderr(self, spec) -> str:
         try:
@@ -565,7 +613,10 @@ def make_backend(name: str, run_dir: str, conf=None) -> Backend:
         for problem in share_vnf_memory(conf is None or conf.vnf.share_memory):
             LOG.warning("VNF memory sharing: %s", problem)
         return QemuBackend(run_dir, qemu_binary=conf.vnf.qemu_binary if conf else
-                           specmod.QEMU_AUTO)
+                           specmod.QEMU_AUTO,
+                           vhost_net_binary=os.path.abspath(conf.vnf.vhost_net_binary or
+                                                            vnfconf.default_vhost_net())
+                           if conf else vnfconf.default_vhost_net())
     if name == states.LIBVIRT:
         return LibvirtBackend(run_dir, uri=conf.vnf.libvirt_uri if conf else "qemu:///system")
     raise ValueError(f"unknown backend {name!r} (known: {', '.join(states.BACKENDS)})")

@@ -14,6 +14,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # Where `make -C vnf/kernel` puts the image in a source checkout (editable install).
 SOURCE_KERNEL = os.path.join(_HERE, "kernel", "build", "fluidvim-vnf.elf")
 INSTALLED_KERNEL = "/usr/share/fluidvim/fluidvim-vnf.elf"
+SOURCE_VHOST_NET = os.path.join(_HERE, "vhost", "build", "fluidvim-vhost-net")
+INSTALLED_VHOST_NET = "/usr/libexec/fluidvim/fluidvim-vhost-net"
 
 vnf_group = cfg.OptGroup("vnf", title="Unikernel VNF launch core",
                          help="How fluidvim starts unikernel VNFs on this host.")
@@ -39,6 +41,17 @@ vnf_opts = [
                     "(built with the kernel: four fw_cfg reads and a jump; ~6 ms less host CPU "
                     "per launch under nested KVM than qboot), else QEMU's default (qboot); "
                     "'qemu' = always QEMU's default; or a path."),
+    cfg.StrOpt("net_backend", default="tap", choices=["tap", "vhost-user"],
+               help="qemu backend: how VNF NICs reach their taps. 'tap' = QEMU's tap netdev "
+                    "(every frame is a system call in QEMU's one main thread). 'vhost-user' = "
+                    "fluidvim-vhost-net, a backend process with one thread per NIC that owns the "
+                    "taps and reads and writes guest memory directly: more small-packet "
+                    "throughput when there is no vhost-net, but guest RAM becomes a shared memfd "
+                    "that KSM cannot merge (more memory per idle VNF; bench/RESULTS.md)."),
+    cfg.StrOpt("vhost_net_binary", default=None,
+               help="Path of fluidvim-vhost-net (net_backend = vhost-user). Default: the one built "
+                    "in the source tree (vnf/vhost/build/fluidvim-vhost-net), else "
+                    + INSTALLED_VHOST_NET + "."),
     cfg.StrOpt("boot_log", default="brief", choices=["brief", "full"],
                help="What a VNF writes to its console log (COM1): 'brief' = one line per boot "
                     "and per configure, and every error; 'full' adds the boot profile, timer, "
@@ -102,7 +115,15 @@ def list_opts():
 
 
 def default_kernel() -> str:
-    for path in (SOURCE_KERNEL, INSTALLED_KERNEL):
+    return _first_present(SOURCE_KERNEL, INSTALLED_KERNEL)
+
+
+def default_vhost_net() -> str:
+    return _first_present(SOURCE_VHOST_NET, INSTALLED_VHOST_NET)
+
+
+def _first_present(source: str, installed: str) -> str:
+    for path in (source, installed):
         if os.path.exists(path):
             return path
-    return SOURCE_KERNEL
+    return source

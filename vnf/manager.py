@@ -132,6 +132,13 @@ class VNFManager:
         return poolmod.pool_key(backend, poolmod.kernel_id(self._kernel_path(kernel)), memory_mb,
                                 vcpus, nics, limits.FLOW_TIMEOUT_MS_DEFAULT)
 
+    def _net_backend(self, be) -> str:
+        nb = self.conf.vnf.net_backend
+        if nb != specmod.NET_TAP and be.machine != "microvm":
+            raise specmod.SpecError("net_backend", f"[vnf] net_backend = {nb} needs the qemu "
+                                    f"backend (microvm); the {be.name} backend uses tap")
+        return nb
+
     def _firmware(self, machine: str, kernel: str) -> str | None:
         """spec.firmware_for, looked up once per (machine, kernel) rather than a stat per launch."""
         key = (machine, kernel)
@@ -161,6 +168,7 @@ class VNFManager:
                                session_slots=slots, machine=be.machine, accel=self.accel,
                                tsc_khz=self._tsc_khz,
                                firmware=self._firmware(be.machine, kernel),
+                               net_backend=self._net_backend(be),
                                cmdline_extra=("boot_log=full" if self.conf.vnf.boot_log == "full"
                                               else ""),
                                **be.paths(vid)).validate()

@@ -42,6 +42,13 @@ QEMU_MICROVM = "qemu-system-x86_64-microvm"
 FIRMWARE_AUTO = "auto"
 FIRMWARE_QEMU = "qemu"
 PVH_FIRMWARE = "fluidvim-pvh.bin"
+# How a microvm VNF's NICs reach their taps: "tap" = QEMU's tap netdev (every frame is a system
+# call in QEMU's one main thread); "vhost-user" = fluidvim-vhost-net (vnf/vhost), a backend
+# process with one thread per NIC that owns the taps and reads/writes guest memory directly
+# (guest RAM is then a shared memfd). The backend's socket of NIC i is an inherited fd.
+NET_TAP = "tap"
+NET_VHOST_USER = "vhost-user"
+NET_BACKENDS = (NET_TAP, NET_VHOST_USER)
 # libvirt <metadata> namespace holding the spec, used to find VNFs again after a restart.
 XMLNS = "https://fluidvim.org/xmlns/vnf/1"
 DOMAIN_PREFIX = "fluidvim-"
@@ -148,6 +155,7 @@ class VNFSpec:
     cmdline_extra: str = ""
     tsc_khz: int | None = None     # for TCG guests, which cannot calibrate their clock
     firmware: str | None = None    # microvm: the -bios image (None: QEMU's default, qboot)
+    net_backend: str = NET_TAP     # microvm: NET_TAP or NET_VHOST_USER (left out of to_dict if tap)
 
     def validate(self) -> "VNFSpec":
         try:
@@ -193,6 +201,12 @@ class VNFSpec:
             if self.machine != "microvm":
                 raise SpecError("firmware", "only microvm takes a firmware image; pc boots "
                                 "through qboot (the libvirt backend's loader)")
+        if self.net_backend not in NET_BACKENDS:
+            raise SpecError("net_backend", f"{self.net_backend!r} is not one of "
+                            f"{', '.join(NET_BACKENDS)}")
+        if self.net_backend != NET_TAP and self.machine != "microvm":
+            raise SpecError("net_backend", f"{self.net_backend} NICs run on the qemu backend "
+                            "(microvm) only; the libvirt backend (pc) uses tap")
         if self.tsc_khz is not None and not limits.TSC_KHZ_MIN <= self.tsc_khz <= limits.TSC_KHZ_MAX:
             raise SpecError("tsc_khz", f"{self.tsc_khz} is out of range "
                             f"{limits.TSC_KHZ_MIN}..{limits.TSC_KHZ_MAX}")
@@ -209,6 +223,8 @@ class VNFSpec:
         # per call, several calls per launch)
         d = {f.name: getattr(self, f.name) for f in _SPEC_FIELDS}
         d["nics"] = [_nic_dict(n) for n in self.nics]
+        if self.net_backend == NET_TAP:
+            del d["net_backend"]        # specs of tap VNFs read as before (vectors, Go driver)
         return d
 
     @classmethod
@@ -299,23 +315,36 @@ def firmware_for(machine: str, kernel: str, requested: str = FIRMWARE_AUTO, *,
     return path if (exists or os.path.exists)(path) else None
 
 
+def vhost_socket(spec: VNFSpec, index: int) -> str:
+    """NIC ``index``'s vhost-user socket (net_backend vhost-user): beside the control socket.
+    The launcher listens on it and hands it to fluidvim-vhost-net before QEMU connects (QEMU 7.2
+    passes memory fds only over a socket it opened by path)."""
+    return os.path.join(os.path.dirname(spec.control_socket), f"vhost{index}.sock")
+
+
 def qemu_argv(spec: VNFSpec, *, qemu: str = QEMU_FULL, control_fd: int = 3,
               qmp_fd: int | None = 4) -> list[str]:
     """QEMU argv for the direct backend (microvm, virtio-mmio).
 
     The control channel and QMP monitor are listening sockets that the launcher binds, listens on and
     hands to QEMU as inherited file descriptors: the launcher can connect at once, with no waiting for
-    QEMU to create a socket file, and a restarted launcher reconnects to the same path.
+    QEMU to create a socket file, and a restarted launcher reconnects to the same path. With
+    ``net_backend`` vhost-user, NIC i connects to :func:`vhost_socket` (fluidvim-vhost-net is
+    listening there) and guest RAM is a shared memfd the backend maps.
     """
     spec.validate()
     if spec.machine != "microvm":
         raise SpecError("machine", "the QEMU direct backend runs microvm; use the libvirt "
                         "backend for pc")
+    vhost = spec.net_backend == NET_VHOST_USER
+    machine = "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"
     argv = [qemu, "-name", f"guest={spec.name},debug-threads=off", "-uuid", spec.uuid,
-            "-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off",
+            "-M", machine + (",memory-backend=mem" if vhost else ""),
             *(["-bios", spec.firmware] if spec.firmware else []),
             *_cpu_args(spec.accel),
             "-m", str(spec.memory_mb), "-smp", str(spec.vcpus),
+            *(["-object", f"memory-backend-memfd,id=mem,size={spec.memory_mb}M,share=on"]
+              if vhost else []),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-kernel", spec.kernel, "-append", kernel_cmdline(spec),
             "-chardev", f"file,id=con,path={spec.console_log}", "-serial", "chardev:con",
@@ -327,8 +356,12 @@ def qemu_argv(spec: VNFSpec, *, qemu: str = QEMU_FULL, control_fd: int = 3,
         argv += ["-chardev", f"socket,id=qmp,fd={qmp_fd},server=on,wait=off",
                  "-mon", "chardev=qmp,mode=control"]
     for i, nic in enumerate(spec.nics):
-        argv += ["-netdev", f"tap,id=net{i},ifname={nic.tap},script=no,downscript=no",
-                 "-device", f"virtio-net-device,netdev=net{i},mac={nic.mac}"]
+        if vhost:
+            argv += ["-chardev", f"socket,id=vu{i},path={vhost_socket(spec, i)}",
+                     "-netdev", f"vhost-user,id=net{i},chardev=vu{i}"]
+        else:
+            argv += ["-netdev", f"tap,id=net{i},ifname={nic.tap},script=no,downscript=no"]
+        argv += ["-device", f"virtio-net-device,netdev=net{i},mac={nic.mac}"]
     return argv
 
 

@@ -71,6 +71,11 @@ type VM struct {
 func Boot(qemuPath string, s *spec.VNF, runDir string, bootTimeout time.Duration, phases map[string]float64) (*VM, error) {
 	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 	t := time.Now()
+	if s.NetBackend == spec.NetVhostUser {
+		// argv is shared with the Python launch core (vectors), starting fluidvim-vhost-net is not
+		return nil, fmt.Errorf("invalid config: net_backend: vhost-user NICs are started by the "+
+			"Python launch core only; the plugin's VNFs use %s", spec.NetTap)
+	}
 	if err := os.MkdirAll(runDir, 0o750); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,9 @@ var Limits = map[string]int{
 var (
 	Machines = []string{"microvm", "pc"}
 	Accels   = []string{"kvm", "tcg"}
+	// NetBackends: how a microvm VNF's NICs reach their taps (vnf/spec.py NET_*): QEMU's tap
+	// netdev, or fluidvim-vhost-net listening on VhostSocket.
+	NetBackends = []string{NetTap, NetVhostUser}
 
 	// Go's `$` (no multiline flag) matches only at the end of the text; Python's re `$` also
 	// matches before a final "\n". We deliberately do not copy that quirk (see README).
@@ -110,13 +113,20 @@ type VNF struct {
 	QMPSocket     *string `json:"qmp_socket"`
 	CmdlineExtra  string  `json:"cmdline_extra"`
 	TSCkHz        *int    `json:"tsc_khz"`
-	Firmware      *string `json:"firmware"` // microvm: the -bios image (nil: QEMU's default, qboot)
+	Firmware      *string `json:"firmware"`    // microvm: the -bios image (nil: QEMU's default, qboot)
+	NetBackend    string  `json:"net_backend"` // NetTap (left out of specs) or NetVhostUser
 }
+
+// Network backends of a microvm VNF's NICs.
+const (
+	NetTap       = "tap"
+	NetVhostUser = "vhost-user"
+)
 
 // New returns a spec with spec.py's defaults.
 func New() VNF {
 	return VNF{MemoryMB: DefaultMemoryMB, Vcpus: DefaultVcpus, Nics: []NIC{}, SessionSlots: DefaultSlots,
-		FlowTimeoutMS: DefaultFlowTimeoutMS, Machine: "microvm", Accel: "kvm"}
+		FlowTimeoutMS: DefaultFlowTimeoutMS, Machine: "microvm", Accel: "kvm", NetBackend: NetTap}
 }
 
 // FromJSON decodes a spec like VNFSpec.from_dict: missing fields take defaults, an unknown
@@ -162,7 +172,7 @@ func jsonFields() map[string]bool {
 		"console_log": true, "memory_mb": true, "vcpus": true, "nics": true,
 		"session_slots": true, "flow_timeout_ms": true, "click_config": true, "machine": true,
 		"accel": true, "qmp_socket": true, "cmdline_extra": true, "tsc_khz": true,
-		"firmware": true}
+		"firmware": true, "net_backend": true}
 }
 
 // pyRepr quotes a string roughly like Python's repr() (messages only; fields are what matter).
@@ -290,6 +300,14 @@ func (v *VNF) Validate() error {
 				"(the libvirt backend's loader)")
 		}
 	}
+	if !contains(NetBackends, v.NetBackend) {
+		return errf("net_backend", "%s is not one of %s", pyRepr(v.NetBackend),
+			strings.Join(NetBackends, ", "))
+	}
+	if v.NetBackend != NetTap && v.Machine != "microvm" {
+		return errf("net_backend", "%s NICs run on the qemu backend (microvm) only; the "+
+			"libvirt backend (pc) uses tap", v.NetBackend)
+	}
 	if v.TSCkHz != nil && (*v.TSCkHz < MinTSCkHz || *v.TSCkHz > MaxTSCkHz) {
 		return errf("tsc_khz", "%d is out of range %d..%d", *v.TSCkHz, MinTSCkHz, MaxTSCkHz)
 	}
@@ -398,14 +416,23 @@ func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 		return nil, errf("machine", "the QEMU direct backend runs microvm; use the libvirt "+
 			"backend for pc")
 	}
+	vhost := v.NetBackend == NetVhostUser
+	machine := "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"
+	if vhost {
+		machine += ",memory-backend=mem"
+	}
 	argv := []string{qemu, "-name", "guest=" + v.Name + ",debug-threads=off", "-uuid", v.UUID,
-		"-M", "microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on,acpi=off"}
+		"-M", machine}
 	if v.Firmware != nil {
 		argv = append(argv, "-bios", *v.Firmware)
 	}
 	argv = append(argv, cpuArgs(v.Accel)...)
+	argv = append(argv, "-m", strconv.Itoa(v.MemoryMB), "-smp", strconv.Itoa(v.Vcpus))
+	if vhost {
+		argv = append(argv, "-object",
+			fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", v.MemoryMB))
+	}
 	argv = append(argv,
-		"-m", strconv.Itoa(v.MemoryMB), "-smp", strconv.Itoa(v.Vcpus),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-kernel", v.Kernel, "-append", v.KernelCmdline(),
 		"-chardev", "file,id=con,path="+v.ConsoleLog, "-serial", "chardev:con",
@@ -418,9 +445,19 @@ func (v *VNF) QemuArgv(qemu string, controlFD, qmpFD int) ([]string, error) {
 			"-mon", "chardev=qmp,mode=control")
 	}
 	for i, n := range v.Nics {
-		argv = append(argv,
-			"-netdev", fmt.Sprintf("tap,id=net%d,ifname=%s,script=no,downscript=no", i, n.Tap),
-			"-device", fmt.Sprintf("virtio-net-device,netdev=net%d,mac=%s", i, n.MAC))
+		if vhost {
+			argv = append(argv, "-chardev", fmt.Sprintf("socket,id=vu%d,path=%s", i, v.VhostSocket(i)),
+				"-netdev", fmt.Sprintf("vhost-user,id=net%d,chardev=vu%d", i, i))
+		} else {
+			argv = append(argv,
+				"-netdev", fmt.Sprintf("tap,id=net%d,ifname=%s,script=no,downscript=no", i, n.Tap))
+		}
+		argv = append(argv, "-device", fmt.Sprintf("virtio-net-device,netdev=net%d,mac=%s", i, n.MAC))
 	}
 	return argv, nil
+}
+
+// VhostSocket is spec.vhost_socket: NIC index's vhost-user socket, beside the control socket.
+func (v *VNF) VhostSocket(index int) string {
+	return filepath.Join(filepath.Dir(v.ControlSocket), fmt.Sprintf("vhost%d.sock", index))
 }
