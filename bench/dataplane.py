@@ -19,14 +19,18 @@ also does the flow table's session accounting) it measures:
   64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge, the VNF and the
   hub: VNF minus bridge is what the VNF adds, the hub what any tap path adds;
 - the hub ceiling: two taps joined by a QEMU hub (``-netdev hubport``, no guest): what a
-  tap-based path without vhost-net can do on this host at best (no offloads through a hub).
+  tap-based path without vhost-net can do on this host at best (no offloads through a hub);
+- the same for ``--vhost-chains`` with ``[vnf] net_backend = vhost-user`` (fluidvim-vhost-net,
+  ``vnf/vhost``: one thread per NIC instead of QEMU's main thread), named ``<chain>/vhost-user``,
+  and its latency at the same offered rate.
 
 Prints a table with ratios against the bridge, writes ``dataplane.json`` (top-level ``bridge`` and
-``vnf`` = the forwarding chain, each with ``tcp_mbps``, ``pps_64``, ``loss_64``; then ``hub``,
-``chains``, ``latency``, ``ratios``) and ``dataplane.png``. Not a test: no thresholds. Needs root,
+``vnf`` = the forwarding chain on QEMU's taps, each with ``tcp_mbps``, ``pps_64``, ``loss_64``;
+``vnf_vhost_user`` the same on fluidvim-vhost-net; then ``hub``, ``chains``, ``latency``,
+``ratios``) and ``dataplane.png``. Not a test: no thresholds. Needs root,
 iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C vnf/kernel``).
 
-    sudo .venv/bin/python -m bench.dataplane                       # ~4 min
+    sudo .venv/bin/python -m bench.dataplane                       # ~6 min
     sudo .venv/bin/python -m bench.dataplane --chains forward --kernel /tmp/old.elf --out /tmp/before
 """
 
@@ -228,17 +232,27 @@ def run_hub(args, pktgen) -> dict:
         return p.measure(args.tcp_seconds, imix=False)
 
 
-def run_vnf(mgr, chain: str, args, pktgen) -> dict:
+def run_vnf(mgr, chain: str, args, pktgen, label: str | None = None) -> dict:
     with TestNet("dpv", 96) as net:
         res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=args.kernel, warm=False)
         try:
             net.ping(1)
-            p = Path(chain, net, pktgen)
-            print(f"vnf {chain} ...", flush=True)
+            p = Path(label or chain, net, pktgen)
+            print(f"vnf {label or chain} ...", flush=True)
             out = p.measure(args.tcp_seconds, imix=chain in ("forward", "firewall"))
             st = mgr.stats(res.vnf_id)
             out["stats"] = {"nics": st["nics"], "elements": st["elements"], "slots": st["slots"]}
             return out
+        finally:
+            mgr.destroy(res.vnf_id)
+
+
+def forward_latency(mgr, args, pktgen, pps: float) -> dict:
+    with TestNet("dpv", 96) as net:
+        res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=args.kernel, warm=False)
+        try:
+            net.ping(1)
+            return Path("forward", net, pktgen).latency(pps)
         finally:
             mgr.destroy(res.vnf_id)
 
@@ -272,14 +286,16 @@ def plot(path: str, data: dict) -> None:
                                   (axes[2], "blast_64", "64 B blast, delivered kpps", 1e-3)):
         vals = [(r[key]["delivered_pps"] if key == "blast_64" else r[key]) * scale for r in rows]
         n_ref = 2 if data["hub"] else 1
-        colors = ["#888888", "#bbbbbb"][:n_ref] + ["#3b7dd8"] * (len(rows) - n_ref)
+        colors = ["#888888", "#bbbbbb"][:n_ref] + [
+            "#2ca02c" if c.endswith("/vhost-user") else "#3b7dd8" for c in data["chains"]]
         ax.barh(names, vals, color=colors)
         ax.invert_yaxis()
         ax.set_title(label)
         for i, v in enumerate(vals):
             ax.text(v, i, f" {v:.2f}" if scale == 1e-3 and key == "tcp_mbps" else f" {v:.0f}",
                     va="center", fontsize=8)
-    fig.suptitle("bench/dataplane: bridge vs QEMU hub vs VNF (no vhost-net, PVM nested KVM, 2 shared cores)")
+    fig.suptitle("bench/dataplane: bridge vs QEMU hub vs VNF on QEMU taps (blue) and on "
+                 "fluidvim-vhost-net (green); no vhost-net, PVM nested KVM, 2 shared cores")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -292,6 +308,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tcp-seconds", type=float, default=5.0)
     ap.add_argument("--kernel", default=None, help="VNF kernel image (default: the built one)")
     ap.add_argument("--no-hub", action="store_true", help="skip the QEMU hub ceiling")
+    ap.add_argument("--vhost-chains", default="forward,firewall",
+                    help="chains also measured with net_backend vhost-user ('' = none)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("-v", "--verbose", action="store_true", help="print every trial")
     ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench-dataplane")
@@ -315,22 +333,24 @@ def main(argv=None) -> int:
     bridge, _ = run_bridge(args, pktgen)
     hub = {} if args.no_hub else run_hub(args, pktgen)
     mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
+    vhost_chains = [c for c in args.vhost_chains.split(",") if c]
+    mgr_vu = (VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir + "-vu",
+                                   net_backend="vhost-user")) if vhost_chains else None)
     results = {}
     try:
         for c in chains:
             results[c] = run_vnf(mgr, c, args, pktgen)
+        for c in vhost_chains:
+            results[f"{c}/vhost-user"] = run_vnf(mgr_vu, c, args, pktgen, f"{c}/vhost-user")
         # latency at 50 % of the forwarding VNF's no-loss 64-byte rate, VNF and bridge
         fwd = results.get("forward") or next(iter(results.values()))
         lat_pps = max(1000, fwd["pps_64"] // 2)
-        with TestNet("dpv", 96) as net:
-            res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=args.kernel, warm=False)
-            try:
-                net.ping(1)
-                lat_vnf = Path("forward", net, pktgen).latency(lat_pps)
-            finally:
-                mgr.destroy(res.vnf_id)
+        lat_vnf = forward_latency(mgr, args, pktgen, lat_pps)
+        lat_vu = forward_latency(mgr_vu, args, pktgen, lat_pps) if mgr_vu else None
     finally:
         mgr.close()
+        if mgr_vu:
+            mgr_vu.close()
     lat_br = bridge_latency(pktgen, lat_pps)
     lat_hub = None
     if not args.no_hub:
@@ -339,7 +359,12 @@ def main(argv=None) -> int:
     latency = {"offered_pps": lat_pps, "bridge": lat_br, "vnf": lat_vnf, "hub": lat_hub,
                "added_p50_us": round(lat_vnf["lat_p50_us"] - lat_br["lat_p50_us"], 1),
                "added_p99_us": round(lat_vnf["lat_p99_us"] - lat_br["lat_p99_us"], 1)}
+    if lat_vu:
+        latency.update(vnf_vhost_user=lat_vu,
+                       added_p50_us_vhost_user=round(lat_vu["lat_p50_us"] - lat_br["lat_p50_us"], 1),
+                       added_p99_us_vhost_user=round(lat_vu["lat_p99_us"] - lat_br["lat_p99_us"], 1))
     vnf = results.get("forward") or next(iter(results.values()))
+    vnf_vu = results.get("forward/vhost-user")
     ratios = {c: {"tcp": ratio(r["tcp_mbps"], bridge["tcp_mbps"]),
                   "pps_64": ratio(r["pps_64"], bridge["pps_64"]),
                   "pps_64_vs_hub": ratio(r["pps_64"], hub.get("pps_64", 0)),
@@ -350,7 +375,8 @@ def main(argv=None) -> int:
               for c, r in results.items()}
     with open("/proc/loadavg") as f:
         load1 = f.read().split()[:3]
-    data = {"bridge": bridge, "vnf": vnf, "hub": hub, "chains": results, "latency": latency,
+    data = {"bridge": bridge, "vnf": vnf, "vnf_vhost_user": vnf_vu, "hub": hub, "chains": results,
+            "latency": latency,
             "ratios": ratios, "kernel": args.kernel or "default",
             "machine": {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1,
                         "note": "shared 2-core machine; no vhost-net; KVM via kvm_pvm (nested)"},
@@ -369,7 +395,8 @@ def main(argv=None) -> int:
           f"{lat_br['lat_p99_us']} us, "
           f"VNF {lat_vnf['lat_p50_us']}/{lat_vnf['lat_p99_us']} us -> added "
           f"{latency['added_p50_us']}/{latency['added_p99_us']} us"
-          + (f"; hub (no guest) {lat_hub['lat_p50_us']}/{lat_hub['lat_p99_us']} us" if lat_hub else ""))
+          + (f"; hub (no guest) {lat_hub['lat_p50_us']}/{lat_hub['lat_p99_us']} us" if lat_hub else "")
+          + (f"; VNF on vhost-user {lat_vu['lat_p50_us']}/{lat_vu['lat_p99_us']} us" if lat_vu else ""))
     with open(os.path.join(args.out, "dataplane.json"), "w") as f:
         json.dump(data, f, indent=2)
     try:

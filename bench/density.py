@@ -99,12 +99,14 @@ def ping_ms(net: testnet.TestNet) -> float | None:
     return None
 
 
-def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto") -> dict:
+def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto",
+            net_backend: str = "tap") -> dict:
     tag = os.urandom(3).hex()
     state = tempfile.mkdtemp(prefix="fluidvim-density-")
     mgr = VNFManager(make_conf(state_dir=state, run_dir=f"/run/fluidvim-density-{tag}",
                                backend="qemu", share_memory=share, memory_mb=args.memory_mb,
-                               qemu_binary=binary, boot_log=args.boot_log))
+                               qemu_binary=binary, boot_log=args.boot_log,
+                               net_backend=net_backend))
     ids: list[str] = []
     try:
         fwd = mgr.launch(FORWARD, name=f"fwd-{tag}", bridges=fwd_net.bridges, warm=False)
@@ -121,7 +123,10 @@ def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto") -> dict:
                             leave=False):
                 ids.append(vid)
         launch_s = time.monotonic() - t0
-        pids = [mgr.get(v).pid for v in ids]
+        be = mgr.backend()
+        # every process of a VNF: QEMU, and its fluidvim-vhost-net with net_backend vhost-user
+        groups = [[mgr.get(v).pid] + be.helper_pids(v) for v in ids]
+        pids = [g[0] for g in groups]
 
         scan = ksm_get("pages_to_scan")
         if share and scan is not None:
@@ -132,21 +137,21 @@ def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto") -> dict:
 
         kpid = ksmd_pid()
         k0 = cpu_ticks(kpid) if kpid else 0
-        c0 = [cpu_ticks(p) for p in pids]
+        c0 = [sum(cpu_ticks(p) for p in g) for g in groups]
         w0 = time.monotonic()
         time.sleep(args.idle_s)
         window = time.monotonic() - w0
-        c1 = [cpu_ticks(p) for p in pids]
+        c1 = [sum(cpu_ticks(p) for p in g) for g in groups]
         k1 = cpu_ticks(kpid) if kpid else 0
         first_ms = ping_ms(fwd_net)          # first packet after the idle window
         next_ms = ping_ms(fwd_net)
 
         per_cpu = [(b - a) / HZ / window * 100 for a, b in zip(c0, c1)]
-        mems = [mem_kib(p) for p in pids]
+        mems = [tuple(map(sum, zip(*(mem_kib(p) for p in g)))) for g in groups]
         sample = random.sample(ids, min(20, len(ids)))
         answered = sum(1 for v in sample if mgr.stats(v).get("uptime_us", 0) > 0)
         return {
-            "n": n, "share_memory": share, "qemu_binary": binary,
+            "n": n, "share_memory": share, "qemu_binary": binary, "net_backend": net_backend,
             "qemu_binary_used": os.path.basename(os.readlink(f"/proc/{pids[-1]}/exe")),
             "cold_launches_per_s": round(n / launch_s, 1),
             "idle_cpu_pct_per_vnf": round(sum(per_cpu) / len(per_cpu), 4),
@@ -176,12 +181,15 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    on = [r for r in rows if r["share_memory"] and r["qemu_binary"] == "auto"]
-    off = [r for r in rows if not r["share_memory"]]
-    full = [r for r in rows if r["qemu_binary"] != "auto"]
+    tap = [r for r in rows if r.get("net_backend", "tap") == "tap"]
+    on = [r for r in tap if r["share_memory"] and r["qemu_binary"] == "auto"]
+    off = [r for r in tap if not r["share_memory"]]
+    full = [r for r in tap if r["qemu_binary"] != "auto"]
+    vu = [r for r in rows if r.get("net_backend") == "vhost-user"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for data, label in ((on, "share_memory on"), (off, "off (THP, no KSM)"),
-                        (full, "full qemu-system-x86_64")):
+                        (full, "full qemu-system-x86_64"),
+                        (vu, "net_backend vhost-user")):
         if data:
             a1.plot([r["n"] for r in data], [r["pss_mib_per_vnf"] for r in data], "o-", label=label)
             a2.plot([r["n"] for r in data], [r["idle_cpu_pct_per_vnf"] for r in data], "o-",
@@ -204,6 +212,10 @@ def main(argv=None):
     ap.add_argument("--compare-binary", type=int, default=100,
                     help="N measured again with the full qemu-system-x86_64 instead of [vnf] "
                          "qemu_binary=auto (the microvm build); 0: skip (default %(default)s)")
+    ap.add_argument("--compare-vhost-user", type=int, default=50,
+                    help="N measured again with [vnf] net_backend = vhost-user (QEMU plus its "
+                         "fluidvim-vhost-net per VNF; guest RAM a shared memfd); 0: skip "
+                         "(default %(default)s)")
     ap.add_argument("--boot-log", choices=("brief", "full"), default="brief",
                     help="[vnf] boot_log of every VNF (default %(default)s; full = the whole boot "
                          "summary on COM1, a VM exit per byte)")
@@ -231,11 +243,16 @@ def main(argv=None):
         if args.compare_binary:
             rows.append(run_one(args.compare_binary, args, True, net, binary="qemu-system-x86_64"))
             print(json.dumps(rows[-1]))
-    mine = [r for r in rows if r["qemu_binary"] == "auto"]
+        if args.compare_vhost_user:
+            rows.append(run_one(args.compare_vhost_user, args, True, net, net_backend="vhost-user"))
+            print(json.dumps(rows[-1]))
+    vu = next((r for r in rows if r["net_backend"] == "vhost-user"), None)
+    rows_tap = [r for r in rows if r["net_backend"] == "tap"]
+    mine = [r for r in rows_tap if r["qemu_binary"] == "auto"]
     best = max((r for r in mine if r["share_memory"]), key=lambda r: r["n"])
     same = next((r for r in mine if r["share_memory"] and r["n"] == args.compare), None)
-    off = next((r for r in rows if not r["share_memory"]), None)
-    full = next((r for r in rows if r["qemu_binary"] != "auto"), None)
+    off = next((r for r in rows_tap if not r["share_memory"]), None)
+    full = next((r for r in rows_tap if r["qemu_binary"] != "auto"), None)
     auto_n = next((r for r in mine if r["share_memory"] and full and r["n"] == full["n"]), None)
     summary = {k: best[k] for k in ("idle_cpu_pct_per_vnf", "pss_mib_per_vnf", "rss_mib_per_vnf",
                                     "cold_launches_per_s", "ksmd_cpu_pct",
@@ -249,6 +266,12 @@ def main(argv=None):
             "pss_ratio": round(full["pss_mib_per_vnf"] / auto_n["pss_mib_per_vnf"], 2),
             "launch_rate_ratio": round(auto_n["cold_launches_per_s"] /
                                        full["cold_launches_per_s"], 2)}
+    tap_n = next((r for r in mine if r["share_memory"] and vu and r["n"] == vu["n"]), None)
+    if vu and tap_n:
+        summary["vhost_user_vs_tap"] = {
+            "n": vu["n"], "pss_ratio": round(vu["pss_mib_per_vnf"] / tap_n["pss_mib_per_vnf"], 2),
+            "idle_cpu_pct_per_vnf": vu["idle_cpu_pct_per_vnf"],
+            "launch_rate_ratio": round(vu["cold_launches_per_s"] / tap_n["cold_launches_per_s"], 2)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "density.json"), "w") as f:
         json.dump({**summary, "runs": rows, "host_cpus": os.cpu_count(),
@@ -256,7 +279,8 @@ def main(argv=None):
     plot(rows, os.path.join(args.out, "density.png"))
     print("\nsummary:", json.dumps(summary, indent=2))
     for r in rows:
-        print(f"  N={r['n']:5d} {r['qemu_binary_used']:27s} share={str(r['share_memory']):5s} "
+        print(f"  N={r['n']:5d} {r['qemu_binary_used']:27s} {r['net_backend']:10s} "
+              f"share={str(r['share_memory']):5s} "
               f"cpu/VNF {r['idle_cpu_pct_per_vnf']:.4f} % "
               f"PSS {r['pss_mib_per_vnf']:.1f} MiB RSS {r['rss_mib_per_vnf']:.1f} MiB "
               f"launch {r['cold_launches_per_s']}/s first pkt {r['first_packet_after_idle_ms']} ms")
@@ -266,6 +290,13 @@ def main(argv=None):
         c = summary["full_qemu_vs_auto"]
         print(f"  N={c['n']}: full qemu-system-x86_64 PSS {c['pss_ratio']}x the {c['qemu_binary_used']}'s; "
               f"{c['qemu_binary_used']} launches {c['launch_rate_ratio']}x as fast")
+
+
+    if "vhost_user_vs_tap" in summary:
+        c = summary["vhost_user_vs_tap"]
+        print(f"  N={c['n']}: net_backend vhost-user PSS {c['pss_ratio']}x tap's (QEMU + its "
+              f"fluidvim-vhost-net), launches {c['launch_rate_ratio']}x as fast, idle CPU "
+              f"{c['idle_cpu_pct_per_vnf']} % per VNF")
 
 
 if __name__ == "__main__":

@@ -283,6 +283,11 @@ class QemuBackend(Backend):
             for s in socks:
                 s.close()
 
+    def helper_pids(self, vnf_uuid: str) -> list[int]:
+        """Processes besides QEMU that a VNF started here runs on (its fluidvim-vhost-net)."""
+        proc = self._vhost.get(vnf_uuid)
+        return [proc.pid] if proc is not None and proc.poll() is None else []
+
     def _stop_vhost(self, vnf_uuid: str, kill: bool = False) -> None:
         """Reap the VNF's fluidvim-vhost-net: it exits when QEMU's sockets close (``kill``: QEMU
         never started); killed if it has not within 5 s."""
