@@ -237,7 +237,7 @@ class QemuBackend(Backend):
         qmp = self._listen(spec.qmp_socket)
         stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
         try:
-            if spec.net_backend == specmod.NET_VHOST_USER:
+            if spec.net_backend == specmod.NET_VHOST_USER and spec.nics:
                 self._start_vhost(spec)
             argv = specmod.qemu_argv(spec, qemu=self._qemu_path(spec), control_fd=ctl.fileno(),
                                      qmp_fd=qmp.fileno())
