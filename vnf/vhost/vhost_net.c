@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_NICS 8
@@ -114,6 +115,15 @@ struct nic {
 
 static struct nic nics[MAX_NICS];
 static int nnics;
+static long tx_spin_ns;          /* --tx-spin-us: after draining TX, poll this long before
+                                  * asking the guest to kick again (a kick is a VM exit) */
+
+static inline long now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
+}
 
 static void die(const char *fmt, ...)
 {
@@ -235,6 +245,12 @@ static int tx_run(struct nic *n)
 	int done = 0;
 	for (;;) {
 		uint16_t end = avail_idx(q);
+		if (q->last_avail == end && done && tx_spin_ns) {
+			used_publish(q, used);
+			long until = now_ns() + tx_spin_ns;
+			while ((end = avail_idx(q)) == q->last_avail && now_ns() < until)
+				__builtin_ia32_pause();
+		}
 		if (q->last_avail == end) {
 			set_notify(q, true);
 			if (q->last_avail == avail_idx(q))
@@ -718,9 +734,13 @@ int main(int argc, char **argv)
 			listen_mode = true;
 			continue;
 		}
+		if (!strcmp(argv[i], "--tx-spin-us") && i + 1 < argc) {
+			tx_spin_ns = strtol(argv[++i], NULL, 10) * 1000L;
+			continue;
+		}
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: fluidvim-vhost-net FD:TAP [FD:TAP ...]\n"
-			       "       fluidvim-vhost-net -l PATH:TAP [PATH:TAP ...]\n");
+			printf("usage: fluidvim-vhost-net [--tx-spin-us N] FD:TAP [FD:TAP ...]\n"
+			       "       fluidvim-vhost-net [--tx-spin-us N] -l PATH:TAP [PATH:TAP ...]\n");
 			return 0;
 		}
 		char *colon = strrchr(argv[i], ':');
