@@ -382,12 +382,12 @@ def main(argv=None) -> int:
                         "note": "shared 2-core machine; no vhost-net; KVM via kvm_pvm (nested)"},
             "took_s": round(time.time() - t0, 1)}
 
-    print(f"\n{'path':<18}{'TCP Mb/s':>10}{'x br':>7}{'64B pps':>10}{'x br':>7}{'loss %':>8}"
+    print(f"\n{'path':<24}{'TCP Mb/s':>10}{'x br':>7}{'64B pps':>10}{'x br':>7}{'loss %':>8}"
           f"{'64B blast':>11}{'IMIX pps':>10}")
     rows = [("bridge", bridge)] + ([("hub", hub)] if hub else []) + [(f"vnf {c}", r)
                                                                     for c, r in results.items()]
     for name, r in rows:
-        print(f"{name:<18}{r['tcp_mbps']:>10.0f}{ratio(r['tcp_mbps'], bridge['tcp_mbps']):>7.2f}"
+        print(f"{name:<24}{r['tcp_mbps']:>10.0f}{ratio(r['tcp_mbps'], bridge['tcp_mbps']):>7.2f}"
               f"{r['pps_64']:>10}{ratio(r['pps_64'], bridge['pps_64']):>7.2f}"
               f"{100 * r['loss_64']:>8.3f}{r['blast_64']['delivered_pps']:>11}"
               f"{r.get('pps_imix', '-'):>10}")

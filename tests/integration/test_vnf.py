@@ -550,3 +550,13 @@ def test_vhost_user_nics_forward_intact_wake_from_idle_and_leave_nothing(make_ma
     assert helper.poll() is not None         # exited with QEMU's sockets, and was reaped
     assert leaked_taps({res.vnf_id}) == []
     assert not os.path.exists(be.vnf_dir(res.vnf_id))
+
+
+def test_vhost_user_without_its_backend_binary_fails_clearly_and_leaves_nothing(make_manager):
+    mgr = make_manager(net_backend="vhost-user", vhost_net_binary="/nonexistent/fluidvim-vhost-net")
+    with pytest.raises(Exception) as e:
+        mgr.launch(FORWARD, bridges=[None, None], warm=False)
+    assert "vhost_net_binary" in str(e.value) and "make -C vnf/vhost" in str(e.value)
+    ids = vnf_ids(mgr.store)
+    assert leaked_taps(ids) == [] and mgr.list() == []
+    assert not [d for d in os.listdir(mgr.run_dir) if d in ids]
