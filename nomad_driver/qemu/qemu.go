@@ -29,8 +29,9 @@ const (
 	ControlSocketFile = "ctl.sock"
 	QMPSocketFile     = "qmp.sock"
 	ConsoleLogFile    = "console.log"
-	StderrFile        = "qemu.stderr" // QEMU's stdout and stderr
-	SpecFile          = "spec.json"   // the spec QEMU was started from
+	StderrFile        = "qemu.stderr"  // QEMU's stdout and stderr
+	VhostStderrFile   = "vhost.stderr" // fluidvim-vhost-net's (net_backend vhost-user)
+	SpecFile          = "spec.json"    // the spec QEMU was started from
 )
 
 // NewSpec is the part of a VNF spec shared by cold launches and pool shells: identity, the
@@ -68,21 +69,23 @@ type VM struct {
 // session, so it survives a plugin restart), control connection, `ready` within bootTimeout.
 // phases gets the milliseconds of "spec", "spawn" and "boot". On error no QEMU runs and no
 // connection is open; the caller removes the taps and the run directory.
-func Boot(qemuPath string, s *spec.VNF, runDir string, bootTimeout time.Duration, phases map[string]float64) (*VM, error) {
+// With s.NetBackend vhost-user, fluidvim-vhost-net (vhostNet) is started first on the NICs'
+// listening sockets; it exits when QEMU hangs up.
+func Boot(qemuPath, vhostNet string, s *spec.VNF, runDir string, bootTimeout time.Duration,
+	phases map[string]float64) (*VM, error) {
 	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 	t := time.Now()
-	if s.NetBackend == spec.NetVhostUser {
-		// argv is shared with the Python launch core (vectors), starting fluidvim-vhost-net is not
-		return nil, fmt.Errorf("invalid config: net_backend: vhost-user NICs are started by the "+
-			"Python launch core only; the plugin's VNFs use %s", spec.NetTap)
-	}
 	if err := os.MkdirAll(runDir, 0o750); err != nil {
 		return nil, err
 	}
 	WriteSpec(runDir, s)
 	vm := &VM{}
+	var vhost *exec.Cmd
 	fail := func(err error) (*VM, error) {
 		Kill(vm.Cmd)
+		if vhost != nil && vm.Cmd == nil {
+			_ = vhost.Process.Kill() // QEMU never connected: it would wait for it forever
+		}
 		if vm.Ctl != nil {
 			vm.Ctl.Close()
 		}
@@ -103,6 +106,11 @@ func Boot(qemuPath string, s *spec.VNF, runDir string, bootTimeout time.Duration
 		return fail(err)
 	}
 	defer errF.Close()
+	if s.NetBackend == spec.NetVhostUser && len(s.Nics) > 0 {
+		if vhost, err = startVhost(vhostNet, s, runDir); err != nil {
+			return fail(err)
+		}
+	}
 	// ExtraFiles[i] becomes fd 3+i in QEMU: control = 3, QMP = 4 (as in vnf/vectors/spec.json)
 	argv, err := s.QemuArgv(qemuPath, 3, 4)
 	if err != nil {
@@ -136,6 +144,41 @@ func Boot(qemuPath string, s *spec.VNF, runDir string, bootTimeout time.Duration
 	vm.Ready = ready
 	phases["boot"] = ms(t)
 	return vm, nil
+}
+
+// startVhost starts fluidvim-vhost-net on listening sockets for s's NICs (spec.VhostSocket, the
+// Python launcher's vnf/backends.py _start_vhost): it creates the taps and serves QEMU, which
+// connects next; a goroutine reaps it when it exits with QEMU.
+func startVhost(bin string, s *spec.VNF, runDir string) (*exec.Cmd, error) {
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	args := make([]string, 0, len(s.Nics))
+	for i, n := range s.Nics {
+		f, err := listenFile(s.VhostSocket(i))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		args = append(args, fmt.Sprintf("%d:%s", 3+i, n.Tap)) // ExtraFiles[i] is fd 3+i
+	}
+	errF, err := os.Create(filepath.Join(runDir, VhostStderrFile))
+	if err != nil {
+		return nil, err
+	}
+	defer errF.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.ExtraFiles = files
+	cmd.Stdout, cmd.Stderr = errF, errF
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // lives as long as its QEMU
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("invalid config: vhost_net_binary: cannot start %s: %w", bin, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd, nil
 }
 
 // listenFile binds and listens on a unix socket and returns it as a file to hand to QEMU.

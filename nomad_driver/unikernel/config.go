@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 
@@ -28,6 +29,8 @@ const (
 	defaultShareMemory       = true
 	defaultFingerprintPeriod = "30s" // how often attributes are re-reported
 	defaultPoolSize          = 1     // shells per warm_pool block
+	defaultNetBackend        = spec.NetTap
+	defaultVhostNet          = "/usr/libexec/fluidvim/fluidvim-vhost-net" // vnf/conf.py INSTALLED_VHOST_NET
 )
 
 // attr is an optional attribute; withDefault gives it a default (a Go value, written as an HCL
@@ -59,6 +62,10 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"firmware": withDefault("firmware", "string", defaultFirmware),
 	"kernel":   withDefault("kernel", "string", defaultKernel),
 	"run_dir":  withDefault("run_dir", "string", defaultRunDir),
+	// net_backend = "tap" | "vhost-user": VNF NICs on QEMU's taps, or on fluidvim-vhost-net
+	// (vnf/vhost: a backend process per VNF, one thread per NIC; as [vnf] net_backend)
+	"net_backend":      withDefault("net_backend", "string", defaultNetBackend),
+	"vhost_net_binary": withDefault("vhost_net_binary", "string", defaultVhostNet),
 	// warm_pool { kernel = "/path/vnf.elf" size = 2 nics = 2 }: shells booted ahead, per shape
 	"warm_pool": hclspec.NewBlockList("warm_pool", hclspec.NewObject(map[string]*hclspec.Spec{
 		"kernel": hclspec.NewAttr("kernel", "string", true),
@@ -104,6 +111,9 @@ type Config struct {
 	Firmware string `codec:"firmware"`
 	Kernel   string `codec:"kernel"`
 	RunDir   string `codec:"run_dir"`
+	// NetBackend: spec.NetTap or spec.NetVhostUser; VhostNetBinary: fluidvim-vhost-net's path
+	NetBackend     string `codec:"net_backend"`
+	VhostNetBinary string `codec:"vhost_net_binary"`
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
 	WarmPool    []PoolConfig `codec:"warm_pool"`
 	BootTimeout string       `codec:"boot_timeout"`
@@ -131,6 +141,7 @@ func (c *Config) fillDefaults() {
 	}{
 		{&c.Qemu, defaultQemu}, {&c.Accel, defaultAccel}, {&c.Firmware, defaultFirmware}, {&c.RunDir, defaultRunDir},
 		{&c.BootTimeout, defaultBootTimeout}, {&c.FingerprintPeriod, defaultFingerprintPeriod},
+		{&c.NetBackend, defaultNetBackend}, {&c.VhostNetBinary, defaultVhostNet},
 	} {
 		if *f.v == "" {
 			*f.v = f.def
@@ -184,6 +195,17 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.RunDir) {
 		return fieldErr("run_dir", "%q must be an absolute path", c.RunDir)
+	}
+	switch c.NetBackend {
+	case spec.NetTap:
+	case spec.NetVhostUser:
+		if fi, err := os.Stat(c.VhostNetBinary); err != nil || fi.Mode()&0o111 == 0 {
+			return fieldErr("vhost_net_binary", "%q is not an executable: build it with `make -C "+
+				"vnf/vhost` and install it there, or set net_backend = %q", c.VhostNetBinary, spec.NetTap)
+		}
+	default:
+		return fieldErr("net_backend", "%q is not one of %s", c.NetBackend,
+			strings.Join(spec.NetBackends, ", "))
 	}
 	// control sockets live at <run_dir>/<uuid>/ctl.sock: sun_path holds 107 bytes
 	if len(c.RunDir)+1+36+len("/ctl.sock") > 107 {

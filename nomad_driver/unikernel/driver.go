@@ -386,6 +386,7 @@ func buildSpec(cfg *drivers.TaskConfig, tc *TaskConfig, click string, set settin
 	s := qemu.NewSpec(vid, vnfName(tc, cfg, vid), set.config.RunDir, set.accel, set.tscKHz)
 	s.Kernel = tc.Kernel
 	s.Firmware = spec.FirmwareFor(s.Machine, s.Kernel, set.config.Firmware, fileExists)
+	s.NetBackend = set.config.NetBackend
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
 	for i, br := range tc.NICs {
 		n := spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)}
@@ -467,7 +468,8 @@ func (d *Driver) handOver(h *taskHandle) (*drivers.TaskHandle, error) {
 // failure it removes everything.
 func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duration) (map[string]float64, error) {
 	phases := map[string]float64{}
-	vm, err := qemu.Boot(qemuPath, &h.spec, h.runDir, bootTimeout, phases)
+	vm, err := qemu.Boot(qemuPath, d.settings().config.VhostNetBinary, &h.spec, h.runDir,
+		bootTimeout, phases)
 	if err != nil {
 		d.cleanup(h)
 		return nil, err

@@ -63,6 +63,11 @@ func newHarness(t *testing.T) (*dtestutil.DriverHarness, *Driver, string) {
 
 // newHarnessIn starts a plugin on runDir with pools as its warm_pool blocks.
 func newHarnessIn(t *testing.T, runDir string, pools []PoolConfig) (*dtestutil.DriverHarness, *Driver) {
+	return newHarnessWith(t, runDir, pools, nil)
+}
+
+// newHarnessWith is newHarnessIn with the plugin config changed by mod first.
+func newHarnessWith(t *testing.T, runDir string, pools []PoolConfig, mod func(*Config)) (*dtestutil.DriverHarness, *Driver) {
 	t.Helper()
 	d := NewPlugin(hclog.NewNullLogger()).(*Driver)
 	t.Cleanup(d.Shutdown)
@@ -70,6 +75,9 @@ func newHarnessIn(t *testing.T, runDir string, pools []PoolConfig) (*dtestutil.D
 	var data []byte
 	cfg := &Config{Qemu: defaultQemu, Accel: "auto", Kernel: kernelPath(t), RunDir: runDir, BootTimeout: "30s",
 		WarmPool: pools}
+	if mod != nil {
+		mod(cfg)
+	}
 	if err := base.MsgPackEncode(&data, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -356,4 +364,69 @@ func TestRecoverTask(t *testing.T) {
 	}
 	h2.DestroyTask(task.ID, true)
 	h.DestroyTask(task.ID, true)
+}
+
+// TestVhostUserNICs: with net_backend = "vhost-user" the plugin starts fluidvim-vhost-net before
+// QEMU (argv from the shared vectors), the taps it creates are plugged, and a destroy leaves
+// neither the backend nor a tap.
+func TestVhostUserNICs(t *testing.T) {
+	k := requireVNF(t)
+	bin, _ := filepath.Abs("../../vnf/vhost/build/fluidvim-vhost-net")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("fluidvim-vhost-net not built (%s): run make -C vnf/vhost", bin)
+	}
+	runDir := t.TempDir()
+	h, _ := newHarnessWith(t, runDir, nil, func(c *Config) {
+		c.NetBackend, c.VhostNetBinary = spec.NetVhostUser, bin
+	})
+	bridge(t, "fvtvb0")
+	bridge(t, "fvtvb1")
+	task := newTask(t, h, "vu", &TaskConfig{Kernel: k, NICs: []string{"fvtvb0", "fvtvb1"},
+		ClickConfig: forward2})
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state taskState
+	if err := handle.GetDriverState(&state); err != nil {
+		t.Fatal(err)
+	}
+	if state.Spec.NetBackend != spec.NetVhostUser {
+		t.Fatalf("spec net_backend %q", state.Spec.NetBackend)
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", state.Pid))
+	if !strings.Contains(string(cmdline), "vhost-user,id=net0,chardev=vu0") {
+		t.Errorf("QEMU argv without vhost-user: %q", cmdline)
+	}
+	// the backend's argv is FD:TAP per NIC
+	out, _ := exec.Command("pgrep", "-f", "fluidvim-vhost-net .*:"+state.Spec.Nics[0].Tap).Output()
+	backend := strings.TrimSpace(string(out))
+	if backend == "" || strings.Contains(backend, "\n") {
+		t.Fatal("no fluidvim-vhost-net process for the VNF")
+	}
+	taps := []string{state.Spec.Nics[0].Tap, state.Spec.Nics[1].Tap}
+	for i, tap := range taps {
+		if m := master(tap); m != fmt.Sprintf("fvtvb%d", i) {
+			t.Errorf("tap %s master %q", tap, m)
+		}
+	}
+	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, h, task.ID, 10*time.Second)
+	if err := h.DestroyTask(task.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, err := os.Stat("/proc/" + backend); err == nil && time.Now().Before(deadline); _, err = os.Stat("/proc/" + backend) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat("/proc/" + backend); err == nil {
+		t.Errorf("fluidvim-vhost-net %s still running after DestroyTask", backend)
+	}
+	for _, tap := range taps {
+		if qemu.LinkExists(tap) {
+			t.Errorf("tap %s left behind", tap)
+		}
+	}
 }

@@ -563,6 +563,7 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 	s := qemu.NewSpec(vid, "pool-"+vid[:8], cfg.RunDir, set.accel, set.tscKHz)
 	s.Kernel, s.MemoryMB, s.Vcpus = sh.Kernel, sh.MemoryMB, sh.Vcpus
 	s.Firmware = spec.FirmwareFor(s.Machine, s.Kernel, cfg.Firmware, fileExists)
+	s.NetBackend = cfg.NetBackend
 	s.SessionSlots, s.FlowTimeoutMS = pc.SessionSlots, sh.FlowTimeoutMS
 	for i := 0; i < sh.Nics; i++ {
 		s.Nics = append(s.Nics, spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)})

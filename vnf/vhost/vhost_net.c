@@ -743,10 +743,13 @@ int main(int argc, char **argv)
 			       "       fluidvim-vhost-net [--tx-spin-us N] -l PATH:TAP [PATH:TAP ...]\n");
 			return 0;
 		}
-		char *colon = strrchr(argv[i], ':');
+		const char *colon = strrchr(argv[i], ':');
 		if (!colon || nnics == MAX_NICS)
 			die("bad argument %s (FD:TAP or -l PATH:TAP; at most %d)", argv[i], MAX_NICS);
-		*colon = 0;
+		/* argv stays as given (ps and pgrep show FD:TAP) */
+		char *where = strndup(argv[i], (size_t)(colon - argv[i]));
+		if (!where)
+			die("out of memory");
 		struct nic *n = &nics[nnics++];
 		memset(n, 0, sizeof *n);
 		n->q[0].kick = n->q[1].kick = n->q[0].call = n->q[1].call = -1;
@@ -756,14 +759,14 @@ int main(int argc, char **argv)
 		if (!n->frame || n->stop < 0)
 			die("out of memory");
 		if (listen_mode) {
-			n->sock = listen_on(argv[i]);
+			n->sock = listen_on(where);
 			listening[nnics - 1] = true;
 		}
 		else {
 			char *end;
-			long fd = strtol(argv[i], &end, 10);
+			long fd = strtol(where, &end, 10);
 			if (*end || fd < 0)
-				die("bad socket fd %s", argv[i]);
+				die("bad socket fd %s", where);
 			n->sock = (int)fd;
 			int acc = 0;
 			socklen_t sl = sizeof acc;
