@@ -184,6 +184,10 @@ class Backend:
     def watch(self, spec: specmod.VNFSpec, pid: int | None) -> None:
         """Start watching a running VNF for death."""
 
+    def set_vcpu_nice(self, spec: specmod.VNFSpec, pid: int | None, nice: int) -> None:
+        """Lower the VNF's vCPU threads to ``nice`` ([vnf] vcpu_nice); a no-op where the
+        backend does not own the process (libvirt: its domain's <cputune>)."""
+
     def close(self) -> None:
         pass
 
@@ -282,6 +286,21 @@ class QemuBackend(Backend):
         finally:
             for s in socks:
                 s.close()
+
+    def set_vcpu_nice(self, spec, pid: int | None, nice: int) -> None:
+        """Give every thread of the VNF's QEMU but its main thread (the vCPUs, and QEMU's RCU
+        and worker threads, which do little) ``nice``: the main thread moves the frames."""
+        if not pid or not nice:
+            return
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+        except FileNotFoundError:
+            return
+        for tid in tids:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except (ProcessLookupError, PermissionError) as e:
+                LOG.debug("VNF %s: nice %d on thread %d: %s", spec.name, nice, tid, e)
 
     def helper_pids(self, vnf_uuid: str) -> list[int]:
         """Processes besides QEMU that a VNF started here runs on (its fluidvim-vhost-net)."""

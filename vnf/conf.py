@@ -52,6 +52,12 @@ vnf_opts = [
                help="Path of fluidvim-vhost-net (net_backend = vhost-user). Default: the one built "
                     "in the source tree (vnf/vhost/build/fluidvim-vhost-net), else "
                     + INSTALLED_VHOST_NET + "."),
+    cfg.IntOpt("vcpu_nice", default=limits.VCPU_NICE_DEFAULT, min=0, max=limits.VCPU_NICE_MAX,
+               help="qemu backend: nice value of each VNF's vCPU threads, set once the VNF is "
+                    "ready (QEMU's main thread and fluidvim-vhost-net stay at 0). A guest "
+                    "busy-polls its rings while frames flow; below the threads that move the "
+                    "frames it uses only the CPU they leave (64 B no-loss rate ~60 -> 75 kpps "
+                    "here, bench/RESULTS.md). 0 = leave them as QEMU started them."),
     cfg.StrOpt("boot_log", default="brief", choices=["brief", "full"],
                help="What a VNF writes to its console log (COM1): 'brief' = one line per boot "
                     "and per configure, and every error; 'full' adds the boot profile, timer, "

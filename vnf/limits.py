@@ -48,6 +48,17 @@ MAX_NICS = 4
 # 500/2000/4096/10000, bench/RESULTS.md). 8 bytes of ring per frame: 32 KiB per tap.
 TAP_TXQUEUELEN = 4096
 
+# A VNF's vCPU threads run at this nice value (the launchers set it after `ready`; QEMU's main
+# thread, which moves every frame between the taps and the rings, and fluidvim-vhost-net stay at
+# 0). While frames flow the guest busy-polls its rings (a PVM wake-up from hlt costs ~0.3-1 ms),
+# so its vCPU always wants a whole core; at equal priority it took CPU from the threads that do
+# the I/O. Forwarding VNF, 70 kpps of 64 B, five 2 s trials each: nice 0 lost 11-27 %; nice 10
+# lost 0-1.5 % (0 in three), and 75 kpps passed without loss (bench/RESULTS.md, 2026-11-26).
+# An idle VNF is halted and costs nothing either way; a nice-10 thread still gets ~10 % of a
+# core against a nice-0 one that wants it all.
+VCPU_NICE_DEFAULT = 10
+VCPU_NICE_MAX = 19
+
 # -- session slots (flow-table capacity) --
 SLOTS_MIN = 1
 SLOTS_DEFAULT = 1024

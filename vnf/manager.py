@@ -201,6 +201,7 @@ class VNFManager:
                         f"; console: {be.console_output(spec, 600)[-600:]!r}") from None
                 phases["boot"] = elapsed_ms(t)
                 t = time.perf_counter()
+                be.set_vcpu_nice(spec, pid, self.conf.vnf.vcpu_nice)
                 be.plug(spec)
                 phases["net"] = elapsed_ms(t)
                 if config is not None:

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -144,6 +145,26 @@ func Boot(qemuPath, vhostNet string, s *spec.VNF, runDir string, bootTimeout tim
 	vm.Ready = ready
 	phases["boot"] = ms(t)
 	return vm, nil
+}
+
+// SetVcpuNice gives every thread of QEMU pid but its main thread (the vCPUs; QEMU's RCU and
+// worker threads do little) nice: the main thread moves the frames (vnf/backends.py
+// set_vcpu_nice, vnf/limits.py VCPU_NICE_DEFAULT). Best effort.
+func SetVcpuNice(pid, nice int) {
+	if pid <= 0 || nice == 0 {
+		return
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil || tid == pid {
+			continue
+		}
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice)
+	}
 }
 
 // startVhost starts fluidvim-vhost-net on listening sockets for s's NICs (spec.VhostSocket, the

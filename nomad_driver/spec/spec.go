@@ -48,6 +48,10 @@ const (
 	LaunchHistory = 64
 	// TapTxQueueLen is the frames a VNF's tap holds for QEMU (vnf/limits.py TAP_TXQUEUELEN).
 	TapTxQueueLen = 4096
+	// VcpuNiceDefault is the nice value of a VNF's vCPU threads (vnf/limits.py VCPU_NICE_DEFAULT:
+	// the busy-polling guest yields to the threads that move its frames); VcpuNiceMax its bound.
+	VcpuNiceDefault = 10
+	VcpuNiceMax     = 19
 )
 
 // Limits are the constants above by their vnf/limits.py names (for the vectors test).
@@ -59,7 +63,7 @@ var Limits = map[string]int{
 	"FLOW_TIMEOUT_MS_MAX": MaxFlowTimeoutMS, "MAX_CONTROL_LINE": MaxControlLine,
 	"MAX_CLICK_CONFIG_BYTES": MaxClickConfig, "MAX_NAME": MaxName, "TSC_KHZ_MIN": MinTSCkHz,
 	"TSC_KHZ_MAX": MaxTSCkHz, "POOL_SIZE_MAX": MaxPoolSize, "LAUNCH_HISTORY_DEFAULT": LaunchHistory,
-	"TAP_TXQUEUELEN": TapTxQueueLen,
+	"TAP_TXQUEUELEN": TapTxQueueLen, "VCPU_NICE_DEFAULT": VcpuNiceDefault, "VCPU_NICE_MAX": VcpuNiceMax,
 }
 
 var (

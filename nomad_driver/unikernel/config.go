@@ -66,6 +66,8 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	// (vnf/vhost: a backend process per VNF, one thread per NIC; as [vnf] net_backend)
 	"net_backend":      withDefault("net_backend", "string", defaultNetBackend),
 	"vhost_net_binary": withDefault("vhost_net_binary", "string", defaultVhostNet),
+	// vcpu_nice: nice value of each VNF's vCPU threads once it is ready (as [vnf] vcpu_nice)
+	"vcpu_nice": withDefault("vcpu_nice", "number", spec.VcpuNiceDefault),
 	// warm_pool { kernel = "/path/vnf.elf" size = 2 nics = 2 }: shells booted ahead, per shape
 	"warm_pool": hclspec.NewBlockList("warm_pool", hclspec.NewObject(map[string]*hclspec.Spec{
 		"kernel": hclspec.NewAttr("kernel", "string", true),
@@ -114,6 +116,8 @@ type Config struct {
 	// NetBackend: spec.NetTap or spec.NetVhostUser; VhostNetBinary: fluidvim-vhost-net's path
 	NetBackend     string `codec:"net_backend"`
 	VhostNetBinary string `codec:"vhost_net_binary"`
+	// VcpuNice: nil (not decoded from HCL, e.g. in tests) means the hclspec default
+	VcpuNice *int `codec:"vcpu_nice"`
 	// WarmPool lists the shapes to keep shells of (manager.start_pool per block)
 	WarmPool    []PoolConfig `codec:"warm_pool"`
 	BootTimeout string       `codec:"boot_timeout"`
@@ -150,6 +154,10 @@ func (c *Config) fillDefaults() {
 	if c.ShareMemory == nil {
 		share := defaultShareMemory
 		c.ShareMemory = &share
+	}
+	if c.VcpuNice == nil {
+		nice := spec.VcpuNiceDefault
+		c.VcpuNice = &nice
 	}
 }
 
@@ -195,6 +203,9 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.RunDir) {
 		return fieldErr("run_dir", "%q must be an absolute path", c.RunDir)
+	}
+	if c.VcpuNice != nil && (*c.VcpuNice < 0 || *c.VcpuNice > spec.VcpuNiceMax) {
+		return fieldErr("vcpu_nice", "%d is out of range 0..%d", *c.VcpuNice, spec.VcpuNiceMax)
 	}
 	switch c.NetBackend {
 	case spec.NetTap:

@@ -475,6 +475,9 @@ func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duratio
 		return nil, err
 	}
 	h.cmd, h.pid, h.ctl, h.ready = vm.Cmd, vm.Pid, vm.Ctl, vm.Ready
+	if nice := d.settings().config.VcpuNice; nice != nil {
+		qemu.SetVcpuNice(vm.Pid, *nice)
+	}
 	if err := plugTaps(&h.spec, phases); err != nil {
 		return nil, d.abort(h, err)
 	}

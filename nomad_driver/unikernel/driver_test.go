@@ -229,6 +229,19 @@ func TestStartStatsStopDestroy(t *testing.T) {
 	if err := handle.GetDriverState(&state); err != nil || state.Pid == 0 {
 		t.Fatalf("driver state %+v %v", state, err)
 	}
+	// the vCPU threads (every thread but QEMU's main one) run at vcpu_nice
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", state.Pid))
+	for _, e := range ents {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", state.Pid, e.Name()))
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		want := fmt.Sprint(spec.VcpuNiceDefault)
+		if e.Name() == fmt.Sprint(state.Pid) {
+			want = "0"
+		}
+		if len(f) < 17 || f[16] != want {
+			t.Errorf("thread %s of QEMU %d: nice %v, want %s", e.Name(), state.Pid, f[16:17], want)
+		}
+	}
 	taps := []string{state.Spec.Nics[0].Tap, state.Spec.Nics[1].Tap}
 	for i, tap := range taps {
 		if m := master(tap); m != fmt.Sprintf("fvtbr%d", i) {

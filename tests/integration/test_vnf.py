@@ -560,3 +560,23 @@ def test_vhost_user_without_its_backend_binary_fails_clearly_and_leaves_nothing(
     ids = vnf_ids(mgr.store)
     assert leaked_taps(ids) == [] and mgr.list() == []
     assert not [d for d in os.listdir(mgr.run_dir) if d in ids]
+
+
+def _thread_nices(pid) -> dict:
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            out[int(tid)] = int(f.read().rsplit(")", 1)[1].split()[16])   # field 19: nice
+    return out
+
+
+@pytest.mark.parametrize("nice", [10, 0])
+def test_vcpu_threads_run_below_the_thread_that_moves_frames(make_manager, nice):
+    """[vnf] vcpu_nice: the busy-polling vCPU yields to QEMU's main thread (the tap I/O)."""
+    mgr = make_manager(vcpu_nice=nice)
+    res = mgr.launch(FORWARD, bridges=[None, None], warm=False)
+    pid = mgr.get(res.vnf_id).pid
+    nices = _thread_nices(pid)
+    assert nices.pop(pid) == 0 and nices                    # the main thread; vCPU(s) and others
+    assert set(nices.values()) == {nice}, nices
+    assert mgr.stats(res.vnf_id)["configured"] is True
