@@ -185,6 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--nice", type=int, default=0,
                     help="niceness increment for this run and what it starts (QEMU, traffic); "
                          "e.g. -5 on a machine shared with other work (default 0)")
+    ap.add_argument("--vcpu-nice", type=int, default=None,
+                    help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
     ap.add_argument("--replot", metavar="JSON", help="only redraw the PNG of a saved run")
     a = ap.parse_args(argv)
@@ -200,7 +202,8 @@ def main(argv=None) -> int:
 
     run_dir = f"/run/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
     state = f"/tmp/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
-    mgr = VNFManager(make_conf(state_dir=state, run_dir=run_dir, backend="qemu"))
+    overrides = {} if a.vcpu_nice is None else {"vcpu_nice": a.vcpu_nice}
+    mgr = VNFManager(make_conf(state_dir=state, run_dir=run_dir, backend="qemu", **overrides))
     zone = make_zone(mgr)
     env = zone.env()
     t_all = time.perf_counter()
