@@ -101,6 +101,20 @@ func newTask(t *testing.T, h *dtestutil.DriverHarness, name string, tc *TaskConf
 	return task
 }
 
+// startTask starts task and returns its driver state (pid, spec).
+func startTask(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfig) taskState {
+	t.Helper()
+	handle, _, err := h.StartTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state taskState
+	if err := handle.GetDriverState(&state); err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
 func bridge(t *testing.T, name string) {
 	t.Helper()
 	exec.Command("ip", "link", "del", name).Run()
@@ -299,14 +313,7 @@ func TestKill9IsReportedAsExit(t *testing.T) {
 	k := requireVNF(t)
 	h, _, _ := newHarness(t)
 	task := newTask(t, h, "victim", &TaskConfig{Kernel: k})
-	handle, _, err := h.StartTask(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state taskState
-	if err := handle.GetDriverState(&state); err != nil {
-		t.Fatal(err)
-	}
+	state := startTask(t, h, task)
 	if err := syscall.Kill(state.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -396,14 +403,7 @@ func TestVhostUserNICs(t *testing.T) {
 	bridge(t, "fvtvb1")
 	task := newTask(t, h, "vu", &TaskConfig{Kernel: k, NICs: []string{"fvtvb0", "fvtvb1"},
 		ClickConfig: forward2})
-	handle, _, err := h.StartTask(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state taskState
-	if err := handle.GetDriverState(&state); err != nil {
-		t.Fatal(err)
-	}
+	state := startTask(t, h, task)
 	if state.Spec.NetBackend != spec.NetVhostUser {
 		t.Fatalf("spec net_backend %q", state.Spec.NetBackend)
 	}

@@ -237,6 +237,38 @@ static inline void used_publish(struct ring *q, uint16_t idx)
 	__atomic_store_n(&q->used->idx, idx, __ATOMIC_RELEASE);
 }
 
+/* After each of `count` frames: publish the used ring and interrupt (if the guest wants it)
+ * every BATCH frames; with last, once more at the end. */
+static inline void progress(struct ring *q, uint16_t used, int count, bool last)
+{
+	if (last || count % BATCH == 0) {
+		used_publish(q, used);
+		if (count)
+			notify_guest(q);
+	}
+}
+
+/* The chain at head as an iovec of at most max entries: device-writable buffers (RX) or
+ * device-readable ones (TX); a descriptor outside guest memory or of the other kind ends it. */
+static int chain_iov(struct nic *n, struct ring *q, uint16_t head, struct iovec *iov, int max,
+		     bool writable)
+{
+	int k = 0;
+	uint16_t d = head;
+	for (unsigned hops = 0; hops < q->num && k < max; hops++) {
+		struct vring_desc *ds = &q->desc[d % q->num];
+		void *p = gpa_to_host(n, ds->addr, ds->len);
+		if (!p || !(ds->flags & VRING_DESC_F_WRITE) == writable)
+			break;
+		iov[k].iov_base = p;
+		iov[k++].iov_len = ds->len;
+		if (!(ds->flags & VRING_DESC_F_NEXT))
+			break;
+		d = ds->next;
+	}
+	return k;
+}
+
 /* TX: every chain the guest posted goes to the tap as one writev */
 static int tx_run(struct nic *n)
 {
@@ -262,34 +294,18 @@ static int tx_run(struct nic *n)
 		while (q->last_avail != end) {
 			uint16_t head = q->avail->ring[q->last_avail % q->num];
 			struct iovec iov[MAX_IOV];
-			int niov = 0;
-			uint16_t d = head;
-			for (unsigned hops = 0; hops < q->num && niov < MAX_IOV; hops++) {
-				struct vring_desc *ds = &q->desc[d % q->num];
-				void *p = gpa_to_host(n, ds->addr, ds->len);
-				if (!p)
-					break;
-				iov[niov].iov_base = p;
-				iov[niov++].iov_len = ds->len;
-				if (!(ds->flags & VRING_DESC_F_NEXT))
-					break;
-				d = ds->next;
-			}
+			int niov = chain_iov(n, q, head, iov, MAX_IOV, false);
 			if (niov && writev(n->tap, iov, niov) < 0 && errno != EAGAIN && errno != EIO)
 				warnx_("%s: write: %s", n->tapname, strerror(errno));
 			q->used->ring[used % q->num].id = head;
 			q->used->ring[used % q->num].len = 0;
 			used++;
 			q->last_avail++;
-			if (++done % BATCH == 0) {
-				used_publish(q, used);
-				notify_guest(q);
-			}
+			progress(q, used, ++done, false);
 		}
 		used_publish(q, used);
 	}
-	if (done)
-		notify_guest(q);
+	progress(q, used, done, true);
 	return done;
 }
 
@@ -306,22 +322,16 @@ static bool rx_place(struct nic *n, const uint8_t *f, size_t len, uint16_t *used
 		if (last == avail)
 			return false;               /* nothing consumed: last_avail unchanged */
 		uint16_t head = q->avail->ring[last % q->num];
-		uint16_t d = head;
+		struct iovec iov[MAX_IOV];
+		int niov = chain_iov(n, q, head, iov, MAX_IOV, true);
 		size_t put = 0;
-		for (unsigned hops = 0; hops < q->num && off < len; hops++) {
-			struct vring_desc *ds = &q->desc[d % q->num];
-			uint8_t *p = gpa_to_host(n, ds->addr, ds->len);
-			if (!p || !(ds->flags & VRING_DESC_F_WRITE))
-				break;
-			size_t c = len - off < ds->len ? len - off : ds->len;
-			memcpy(p, f + off, c);
+		for (int k = 0; k < niov && off < len; k++) {
+			size_t c = len - off < iov[k].iov_len ? len - off : iov[k].iov_len;
+			memcpy(iov[k].iov_base, f + off, c);
 			if (!first)
-				first = p;
+				first = iov[k].iov_base;
 			off += c;
 			put += c;
-			if (!(ds->flags & VRING_DESC_F_NEXT))
-				break;
-			d = ds->next;
 		}
 		q->used->ring[u % q->num].id = head;
 		q->used->ring[u % q->num].len = (uint32_t)put;
@@ -345,7 +355,7 @@ static bool rx_place(struct nic *n, const uint8_t *f, size_t len, uint16_t *used
 struct rxv {
 	struct iovec iov[RX_IOV];
 	int niov;
-	uint16_t head[RX_IOV], nseg[RX_IOV];
+	uint16_t head[RX_IOV];
 	uint32_t cap[RX_IOV];
 	int nchains;
 	size_t total;
@@ -359,23 +369,13 @@ static void rx_gather(struct nic *n, struct rxv *v)
 	v->total = 0;
 	bool mrg = n->features & BIT(F_MRG_RXBUF);
 	while (last != avail && v->total < MAX_FRAME && v->niov < RX_IOV) {
-		uint16_t head = q->avail->ring[last % q->num], d = head;
+		uint16_t head = q->avail->ring[last % q->num];
+		int k = chain_iov(n, q, head, v->iov + v->niov, RX_IOV - v->niov, true);
 		uint32_t cap = 0;
-		int first = v->niov;
-		for (unsigned hops = 0; hops < q->num && v->niov < RX_IOV; hops++) {
-			struct vring_desc *ds = &q->desc[d % q->num];
-			void *p = gpa_to_host(n, ds->addr, ds->len);
-			if (!p || !(ds->flags & VRING_DESC_F_WRITE))
-				break;
-			v->iov[v->niov].iov_base = p;
-			v->iov[v->niov++].iov_len = ds->len;
-			cap += ds->len;
-			if (!(ds->flags & VRING_DESC_F_NEXT))
-				break;
-			d = ds->next;
-		}
+		for (int j = 0; j < k; j++)
+			cap += (uint32_t)v->iov[v->niov + j].iov_len;
+		v->niov += k;
 		v->head[v->nchains] = head;
-		v->nseg[v->nchains] = (uint16_t)(v->niov - first);
 		v->cap[v->nchains++] = cap;
 		v->total += cap;
 		last++;
@@ -440,14 +440,9 @@ static bool rx_run(struct nic *n)
 		}
 		n->frame_len = 0;
 placed:
-		if (++placed % BATCH == 0) {
-			used_publish(q, used);
-			notify_guest(q);
-		}
+		progress(q, used, ++placed, false);
 	}
-	used_publish(q, used);
-	if (placed)
-		notify_guest(q);
+	progress(q, used, placed, true);
 	return starved;
 }
 
