@@ -125,25 +125,28 @@ static inline long now_ns(void)
 	return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-static void die(const char *fmt, ...)
+static void vwarn(const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
 	fprintf(stderr, "fluidvim-vhost-net: ");
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
 }
 
 static void warnx_(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "fluidvim-vhost-net: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
+	vwarn(fmt, ap);
 	va_end(ap);
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	exit(1);
 }
 
 /* ---- guest memory ---- */
