@@ -14,7 +14,8 @@ also does the flow table's session accounting) it measures:
 - 64-byte UDP frames and IMIX (7:4:1 of 64/594/1518 bytes) from ``bench/pktgen.c`` (a PACKET_MMAP
   TX-ring generator, built here with gcc) in ns a, counted as they arrive at ns b's veth. First a
   blast (as fast as the generator goes) gives the path's ceiling; then lower offered rates until
-  the loss is < 0.1 %: that rate is the path's ``pps_64`` / ``pps_imix``;
+  the loss is < 0.1 % (or higher ones while it stays so), then two bisection steps between the
+  best passing rate and the first failing one: that rate is the path's ``pps_64`` / ``pps_imix``;
 - one-way latency (p50/p99, kernel receive timestamp minus the sender's timestamp; one clock) of
   64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge, the VNF and the
   hub: VNF minus bridge is what the VNF adds, the hub what any tap path adds;
@@ -71,6 +72,7 @@ CHAINS = {
 
 LOSS_OK = 0.001                     # < 0.1 %
 TRIAL_S = 2.0
+BISECT = 2                          # trials between the best pass and the first loss above it
 
 
 def build_pktgen(out_dir: str) -> str:
@@ -113,7 +115,8 @@ class Path:
         return out
 
     def rate_search(self, size: str) -> dict:
-        """Blast, then lower rates until loss < 0.1 %: the highest such rate is the answer."""
+        """Blast, then lower (or higher) rates until loss < 0.1 %, then bisect towards the first
+        loss: the highest rate delivered with < 0.1 % loss is the answer."""
         blast = self.send(0, size)
         ceiling = max(1000, blast["delivered_pps"])
         trials = []
@@ -124,6 +127,7 @@ class Path:
             if t["loss"] < LOSS_OK:
                 best = t
                 break
+        failed = trials[-2]["offered_pps"] if best is not None and len(trials) > 1 else None
         if best is not None and len(trials) == 1:
             # the blast's own CPU use can starve the path: try higher rates while loss stays low
             # (the generator may not reach them: keep the passing trial that delivered most)
@@ -131,9 +135,24 @@ class Path:
                 t = self.send(ceiling * f, size)
                 trials.append(t)
                 if t["loss"] >= LOSS_OK:
+                    failed = t["offered_pps"]
                     break
                 if t["delivered_pps"] > best["delivered_pps"]:
                     best = t
+        # the steps above are 15-20 % apart: halve the gap between the best pass and the first
+        # failure above it BISECT times
+        lo = best["offered_pps"] if best is not None else None
+        for _ in range(BISECT if lo is not None and failed else 0):
+            if failed - lo < 0.02 * failed:
+                break
+            t = self.send((lo + failed) / 2, size)
+            trials.append(t)
+            if t["loss"] < LOSS_OK:
+                lo = t["offered_pps"]
+                if t["delivered_pps"] > best["delivered_pps"]:
+                    best = t
+            else:
+                failed = t["offered_pps"]
         return {"blast": blast, "trials": trials,
                 "pps": best["delivered_pps"] if best else 0,
                 "loss": best["loss"] if best else trials[-1]["loss"]}
