@@ -47,7 +47,7 @@ def _manager(args):
     from fluidvim.vnf.manager import VNFManager, make_conf
 
     overrides = {}
-    for opt in ("backend", "state_dir", "run_dir", "kernel", "accel"):
+    for opt in ("backend", "state_dir", "run_dir", "kernel", "accel", "net_backend"):
         value = getattr(args, opt, None)
         if value:
             overrides[opt] = value
@@ -301,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="override [vnf] state_dir")
     p.add_argument("--run-dir", help="override [vnf] run_dir")
     p.add_argument("--kernel", help="override [vnf] kernel (VNF image path)")
+    p.add_argument("--net-backend", choices=["tap", "vhost-user"],
+                   help="override [vnf] net_backend (vhost-user: NICs on fluidvim-vhost-net)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, action=_LazyCommands)
     for name, (help_, load) in COMMANDS.items():

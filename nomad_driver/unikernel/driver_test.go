@@ -404,6 +404,7 @@ func TestVhostUserNICs(t *testing.T) {
 	task := newTask(t, h, "vu", &TaskConfig{Kernel: k, NICs: []string{"fvtvb0", "fvtvb1"},
 		ClickConfig: forward2})
 	state := startTask(t, h, task)
+	t.Cleanup(func() { _ = h.DestroyTask(task.ID, true) }) // also when the test fails midway
 	if state.Spec.NetBackend != spec.NetVhostUser {
 		t.Fatalf("spec net_backend %q", state.Spec.NetBackend)
 	}
