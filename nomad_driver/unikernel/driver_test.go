@@ -101,8 +101,8 @@ func newTask(t *testing.T, h *dtestutil.DriverHarness, name string, tc *TaskConf
 	return task
 }
 
-// startTask starts task and returns its driver state (pid, spec).
-func startTask(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfig) taskState {
+// startTask starts task and returns its handle and driver state (pid, spec).
+func startTask(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfig) (*drivers.TaskHandle, taskState) {
 	t.Helper()
 	handle, _, err := h.StartTask(task)
 	if err != nil {
@@ -112,7 +112,7 @@ func startTask(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfi
 	if err := handle.GetDriverState(&state); err != nil {
 		t.Fatal(err)
 	}
-	return state
+	return handle, state
 }
 
 func bridge(t *testing.T, name string) {
@@ -313,7 +313,7 @@ func TestKill9IsReportedAsExit(t *testing.T) {
 	k := requireVNF(t)
 	h, _, _ := newHarness(t)
 	task := newTask(t, h, "victim", &TaskConfig{Kernel: k})
-	state := startTask(t, h, task)
+	_, state := startTask(t, h, task)
 	if err := syscall.Kill(state.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -357,14 +357,7 @@ func TestRecoverTask(t *testing.T) {
 	k := requireVNF(t)
 	h, d, _ := newHarness(t)
 	task := newTask(t, h, "survivor", &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Discard;"})
-	handle, _, err := h.StartTask(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state taskState
-	if err := handle.GetDriverState(&state); err != nil {
-		t.Fatal(err)
-	}
+	handle, state := startTask(t, h, task)
 	// simulate a plugin restart: the old plugin's control connection goes away
 	old, _ := d.tasks.Get(task.ID)
 	old.ctl.Close()
@@ -403,7 +396,7 @@ func TestVhostUserNICs(t *testing.T) {
 	bridge(t, "fvtvb1")
 	task := newTask(t, h, "vu", &TaskConfig{Kernel: k, NICs: []string{"fvtvb0", "fvtvb1"},
 		ClickConfig: forward2})
-	state := startTask(t, h, task)
+	_, state := startTask(t, h, task)
 	t.Cleanup(func() { _ = h.DestroyTask(task.ID, true) }) // also when the test fails midway
 	if state.Spec.NetBackend != spec.NetVhostUser {
 		t.Fatalf("spec net_backend %q", state.Spec.NetBackend)
