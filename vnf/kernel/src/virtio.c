@@ -53,9 +53,10 @@
 #define TX_KICK_BATCH 64
 #define MAX_FRAME 65535u
 #define RX_BUDGET 64           /* frames per NIC per poll */
-/* Smaller frames are copied to the TX arena: the copy costs less than keeping their RX buffer from
- * the device until the TX completes (measured: 64-byte and IMIX rates fell 7-16 % when every frame
- * was sent in place; TCP superframes gained 18 %). */
+/* Received frames from this size on leave from their RX buffers (single-stream TCP +9 %, bench/
+ * RESULTS.md); smaller ones are copied to the TX arena: the copy costs less than keeping their RX
+ * buffer from the device until the TX completes (64-byte and IMIX rates fell 7-16 % when every
+ * frame was sent in place). */
 #define ZC_MIN_BYTES 2048u
 
 #ifndef CON_TX_ARENA           /* (-D overrides exercise chunking and wrap-around in tests) */
@@ -799,12 +800,14 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *v
 		put16le(h + 6, vh->csum_start);
 		put16le(h + 8, vh->csum_offset);
 	}
-	/* the received frame itself, unchanged, with room for our header before it: send it from its
-	 * RX buffers (a second TX of the same frame only when it carries the same header) */
+	/* the received frame itself, unchanged, with room for our header before it (the bytes before
+	 * it are the ingress header, already parsed): send it from its RX buffers (a second TX of the
+	 * same frame only when it carries the same header) */
 	struct nic *rn = rx_cur.nic >= 0 ? &nics[rx_cur.nic] : NULL;
 	uint8_t *zc = (uint8_t *)(uintptr_t)(data - n->hdr);
-	bool zero_copy = rn && !sw && len >= ZC_MIN_BYTES && data >= rx_cur.lo && data + len <= rx_cur.hi &&
-			 zc >= rx_cur.start && rn->rx_refs[rx_cur.first] < 255 &&
+	bool zero_copy = rn && !sw && len >= ZC_MIN_BYTES && data == rx_cur.lo &&
+			 len <= rx_cur.hi - rx_cur.lo && zc >= rx_cur.start &&
+			 rn->rx_refs[rx_cur.first] < 255 &&
 			 (!rn->rx_refs[rx_cur.first] || !memcmp(zc, h, n->hdr));
 	uint8_t *buf;
 	int id = tx_alloc(n, zero_copy ? 0 : (uint32_t)n->hdr + len, &buf);
