@@ -19,8 +19,9 @@
  * whose offloads the egress NIC did not negotiate gets its checksum completed in software
  * (partial checksum) or is dropped (GSO).
  * Interrupts: TX never interrupts; RX interrupts are suppressed while the main loop is busy and
- * re-enabled just before `hlt`. Lines are level-triggered; a ring-0 hook run by the interrupt
- * stub acks the ISR of every virtio device on the line before the EOI.
+ * re-enabled just before `hlt`. A virtio-mmio line of one device is edge-triggered and acked from
+ * ring 3 (see virtio_setup_irqs); shared lines (PCI INTx) are level-triggered, and a ring-0 hook
+ * run by the interrupt stub acks the ISR of every virtio device on the line before the EOI.
  *
  * virtio-console: no feature is negotiated (no MULTIPORT, SIZE, EMERG_WRITE), so only port 0
  * exists: queue 0 = receiveq (host -> guest), queue 1 = transmitq. CON_RX_BUFS buffers of
@@ -182,6 +183,7 @@ struct nic {
 	uint8_t rx_free[MAX_BUFS];       /* consumed and not being sent from: may go back to the device */
 	uint16_t rx_next;                /* the next buffer to post (posted in id order) */
 	uint16_t rx_held;                /* frames being sent from their RX buffers */
+	bool edge;                       /* edge-triggered line, acked before idling (virtio_setup_irqs) */
 };
 
 /* the received frame being pushed through the engine, which plat_tx may send without a copy */
@@ -648,32 +650,44 @@ static void vdev_setup_irq(struct vdev *d)
 	tr_ack_irq(d);
 }
 
-/* The console on virtio-mmio has a line of its own: route it edge-triggered, without a hook, and
- * ack the device from ring 3 after the reply went out (con_rx). The ring-0 ack before the EOI
- * that a level-triggered line needs, plus the EOI round trip to QEMU's userspace IO-APIC
- * (microvm), cost ~0.3 ms per request under PVM. PCI INTx lines may be shared: level + hook. */
-static bool con_line_shared(void)
+/* A virtio-mmio device with a line of its own (the console, and the NICs) is routed
+ * edge-triggered, without a hook, and acked from ring 3: the console after the reply went out
+ * (con_rx), a NIC when it re-enables its RX interrupts before idling (virtio_prepare_idle). The
+ * ring-0 ack before the EOI that a level-triggered line needs (an MMIO exit that waits for QEMU's
+ * big lock, which its main thread holds while it moves frames), plus the EOI round trip to QEMU's
+ * userspace IO-APIC (microvm), cost ~0.3 ms per wake-up under PVM. PCI INTx lines may be shared:
+ * level + hook. */
+static bool line_shared(const struct vdev *d)
 {
+	int users = 0;
 	for (int i = 0; i < nnics; i++)
-		if (nics[i].d.gsi == con.d.gsi)
-			return true;
-	return false;
+		users += nics[i].d.gsi == d->gsi;
+	users += con.present && con.d.gsi == d->gsi;
+	return users > 1;
+}
+
+/* route d's line edge-triggered if it can be (see above); false: level + hook (vdev_setup_irq) */
+static bool vdev_setup_edge(struct vdev *d)
+{
+	if (d->tr != NET_MMIO || d->gsi < 0 || d->gsi >= MAX_GSI || line_shared(d))
+		return false;
+	if (ioapic_route((unsigned)d->gsi, false) >= 0)
+		d->vector = VEC_GSI(d->gsi);
+	tr_ack_irq(d);
+	return d->vector >= 0;
 }
 
 void virtio_setup_irqs(void)
 {
-	for (int i = 0; i < nnics; i++)
-		vdev_setup_irq(&nics[i].d);
+	for (int i = 0; i < nnics; i++) {
+		nics[i].edge = vdev_setup_edge(&nics[i].d);
+		if (!nics[i].edge)
+			vdev_setup_irq(&nics[i].d);
+	}
 	if (!con.present)
 		return;
-	con.edge = false;
-	if (con.d.tr == NET_MMIO && con.d.gsi >= 0 && con.d.gsi < MAX_GSI && !con_line_shared()) {
-		if (ioapic_route((unsigned)con.d.gsi, false) >= 0) {
-			con.d.vector = VEC_GSI(con.d.gsi);
-			con.edge = true;
-		}
-		tr_ack_irq(&con.d);
-	} else
+	con.edge = vdev_setup_edge(&con.d);
+	if (!con.edge)
 		vdev_setup_irq(&con.d);
 }
 
@@ -1068,8 +1082,11 @@ bool virtio_prepare_idle(void)
 	 * off at the IO-APIC, and the device keeps working with ISR set). Take every note first,
 	 * then look at the rings: a line may be shared by a NIC and the console. */
 	for (int i = 0; i < nnics; i++) {
-		irq_take(nics[i].d.vector);
 		nics[i].d.q[0].avail->flags = 0;
+		/* an edge line that fired stays up until the device is acked: lower it now, so that
+		 * the next frame raises it again (one that came before the ack is in the ring) */
+		if (irq_take(nics[i].d.vector) && nics[i].edge)
+			tr_ack_irq(&nics[i].d);
 	}
 	if (con.present && !con.edge)
 		irq_take(con.d.vector); /* an edge note stays for con_rx, which acks the device */
