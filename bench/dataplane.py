@@ -33,6 +33,14 @@ iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C vnf/kerne
 
     sudo .venv/bin/python -m bench.dataplane                       # ~6 min
     sudo .venv/bin/python -m bench.dataplane --chains forward --kernel /tmp/old.elf --out /tmp/before
+
+A change of the VNF is better judged with ``--ab OLD.elf``: the forwarding VNF with the built kernel
+(or ``--kernel``) and with OLD.elf, alternated for ``--ab-rounds`` rounds (TCP, a 64-byte blast and
+the latency at ``--ab-pps`` per trial), medians and new/old ratios, ``ab.json``; no bridge. The
+bridge's own TCP figure moves by ±30 % between runs on a shared 2-core host, so a ratio against it
+from one run says less than the VNF's own numbers taken in the same minutes.
+
+    sudo .venv/bin/python -m bench.dataplane --ab /tmp/old.elf --ab-rounds 4   # ~4 min
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -287,6 +296,45 @@ def bridge_latency(pktgen, pps: float) -> dict:
         netdev.delete_link(br)
 
 
+def run_ab(args, pktgen) -> int:
+    """The forwarding VNF with args.kernel ("new") and args.ab ("old"), alternated per round."""
+    kernels = {"new": args.kernel, "old": args.ab}
+    trials = {k: [] for k in kernels}
+    mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
+    try:
+        for rnd in range(args.ab_rounds):
+            for name, kernel in kernels.items():
+                with TestNet("dpv", 96) as net:
+                    res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=kernel, warm=False)
+                    try:
+                        net.ping(1)
+                        p = Path(f"{name} {rnd + 1}", net, pktgen)
+                        lat = p.latency(args.ab_pps)
+                        t = {"tcp_mbps": p.tcp(args.tcp_seconds),
+                             "blast_64_pps": p.send(0)["delivered_pps"],
+                             "lat_p50_us": lat["lat_p50_us"], "lat_p99_us": lat["lat_p99_us"]}
+                    finally:
+                        mgr.destroy(res.vnf_id)
+                trials[name].append(t)
+                print(f"round {rnd + 1} {name}: " + ", ".join(f"{k} {v}" for k, v in t.items()),
+                      flush=True)
+    finally:
+        mgr.close()
+    keys = list(trials["new"][0])
+    med = {n: {k: round(statistics.median(t[k] for t in trials[n]), 1) for k in keys} for n in trials}
+    data = {"kernels": {n: k or "default" for n, k in kernels.items()}, "rounds": args.ab_rounds,
+            "lat_offered_pps": args.ab_pps, "trials": trials, "median": med,
+            "new_over_old": {k: ratio(med["new"][k], med["old"][k]) for k in keys}}
+    print(f"\n{'median of ' + str(args.ab_rounds):<16}" + "".join(f"{k:>14}" for k in keys))
+    for n in ("old", "new"):
+        print(f"{n:<16}" + "".join(f"{med[n][k]:>14.1f}" for k in keys))
+    print(f"{'new / old':<16}" + "".join(f"{data['new_over_old'][k]:>14.3f}" for k in keys))
+    with open(os.path.join(args.out, "ab.json"), "w") as f:
+        json.dump(data, f, indent=2)
+    print(f"wrote {args.out}/ab.json")
+    return 0
+
+
 def ratio(a, b):
     return round(a / b, 3) if b else None
 
@@ -331,6 +379,11 @@ def main(argv=None) -> int:
                     help="chains also measured with net_backend vhost-user ('' = none)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("-v", "--verbose", action="store_true", help="print every trial")
+    ap.add_argument("--ab", metavar="OLD_KERNEL", help="only an interleaved A/B of the forwarding "
+                    "VNF: the kernel under test against OLD_KERNEL (see above)")
+    ap.add_argument("--ab-rounds", type=int, default=4)
+    ap.add_argument("--ab-pps", type=float, default=30000, help="offered rate of the A/B's latency "
+                    "trials (64 B)")
     ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench-dataplane")
     ap.add_argument("--run-dir", default="/run/fluidvim-bench-dataplane")
     args = ap.parse_args(argv)
@@ -344,6 +397,8 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     Path.verbose = args.verbose
     pktgen = build_pktgen(args.out if args.out.startswith("/tmp") else "/tmp")
+    if args.ab:
+        return run_ab(args, pktgen)
     chains = [c for c in args.chains.split(",") if c]
     t0 = time.time()
     with open("/proc/loadavg") as f:
