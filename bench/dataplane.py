@@ -260,29 +260,30 @@ def run_hub(args, pktgen) -> dict:
         return p.measure(args.tcp_seconds, imix=False)
 
 
-def run_vnf(mgr, chain: str, args, pktgen, label: str | None = None) -> dict:
+@contextlib.contextmanager
+def vnf_path(mgr, chain: str, kernel, label: str, pktgen: str):
+    """ns a and ns b with a VNF running `chain` (on `kernel`) between them; destroyed after."""
     with TestNet("dpv", 96) as net:
-        res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=args.kernel, warm=False)
+        res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=kernel, warm=False)
         try:
             net.ping(1)
-            p = Path(label or chain, net, pktgen)
-            print(f"vnf {label or chain} ...", flush=True)
-            out = p.measure(args.tcp_seconds, imix=chain in ("forward", "firewall"))
-            st = mgr.stats(res.vnf_id)
-            out["stats"] = {"nics": st["nics"], "elements": st["elements"], "slots": st["slots"]}
-            return out
+            yield Path(label, net, pktgen), res.vnf_id
         finally:
             mgr.destroy(res.vnf_id)
+
+
+def run_vnf(mgr, chain: str, args, pktgen, label: str | None = None) -> dict:
+    with vnf_path(mgr, chain, args.kernel, label or chain, pktgen) as (p, vnf_id):
+        print(f"vnf {label or chain} ...", flush=True)
+        out = p.measure(args.tcp_seconds, imix=chain in ("forward", "firewall"))
+        st = mgr.stats(vnf_id)
+        out["stats"] = {"nics": st["nics"], "elements": st["elements"], "slots": st["slots"]}
+        return out
 
 
 def forward_latency(mgr, args, pktgen, pps: float) -> dict:
-    with TestNet("dpv", 96) as net:
-        res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=args.kernel, warm=False)
-        try:
-            net.ping(1)
-            return Path("forward", net, pktgen).latency(pps)
-        finally:
-            mgr.destroy(res.vnf_id)
+    with vnf_path(mgr, "forward", args.kernel, "forward", pktgen) as (p, _):
+        return p.latency(pps)
 
 
 def bridge_latency(pktgen, pps: float) -> dict:
@@ -304,17 +305,11 @@ def run_ab(args, pktgen) -> int:
     try:
         for rnd in range(args.ab_rounds):
             for name, kernel in kernels.items():
-                with TestNet("dpv", 96) as net:
-                    res = mgr.launch(CHAINS["forward"], bridges=net.bridges, kernel=kernel, warm=False)
-                    try:
-                        net.ping(1)
-                        p = Path(f"{name} {rnd + 1}", net, pktgen)
-                        lat = p.latency(args.ab_pps)
-                        t = {"tcp_mbps": p.tcp(args.tcp_seconds),
-                             "blast_64_pps": p.send(0)["delivered_pps"],
-                             "lat_p50_us": lat["lat_p50_us"], "lat_p99_us": lat["lat_p99_us"]}
-                    finally:
-                        mgr.destroy(res.vnf_id)
+                with vnf_path(mgr, "forward", kernel, f"{name} {rnd + 1}", pktgen) as (p, _):
+                    lat = p.latency(args.ab_pps)
+                    t = {"tcp_mbps": p.tcp(args.tcp_seconds),
+                         "blast_64_pps": p.send(0)["delivered_pps"],
+                         "lat_p50_us": lat["lat_p50_us"], "lat_p99_us": lat["lat_p99_us"]}
                 trials[name].append(t)
                 print(f"round {rnd + 1} {name}: " + ", ".join(f"{k} {v}" for k, v in t.items()),
                       flush=True)
