@@ -976,21 +976,22 @@ static bool rx_poll(int i)
 		if (ok && seq && tot)
 			rx_deliver(i, h, q->bufs + (size_t)first * bs + hl, tot, first, nb);
 		else {
-			/* wrapped past the last buffer (or not as posted): gather into one copy */
+			/* wrapped past the last buffer (or not as posted): gather into one copy; the
+			 * buffers may go back at once */
 			uint32_t off = 0;
-			for (uint16_t k = 0; ok && k < nb; k++) {
+			for (uint16_t k = 0; k < nb; k++) {
 				e = &q->used->ring[(uint16_t)(at + k) & (q->size - 1)];
+				if (e->id >= q->nbufs)
+					continue;
 				uint32_t skip = k == 0 ? hl : 0;
-				memcpy(n->gather + off, q->bufs + (size_t)e->id * bs + skip, e->len - skip);
-				off += e->len - skip;
+				if (ok) {
+					memcpy(n->gather + off, q->bufs + (size_t)e->id * bs + skip, e->len - skip);
+					off += e->len - skip;
+				}
+				rx_free(n, (uint16_t)e->id, 1);
 			}
 			if (ok && tot)
 				rx_deliver(i, h, n->gather, tot, first, 0);
-			for (uint16_t k = 0; k < nb; k++) {
-				id = (uint16_t)q->used->ring[(uint16_t)(at + k) & (q->size - 1)].id;
-				if (id < q->nbufs)
-					rx_free(n, id, 1);
-			}
 		}
 		bytes += tot;
 	}
