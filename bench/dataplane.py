@@ -19,6 +19,10 @@ also does the flow table's session accounting) it measures:
 - one-way latency (p50/p99, kernel receive timestamp minus the sender's timestamp; one clock) of
   64-byte frames at 50 % of the forwarding VNF's no-loss rate, through the bridge, the VNF and the
   hub: VNF minus bridge is what the VNF adds, the hub what any tap path adds;
+- the VNF's busy share (``vnf_busy_tcp``, ``vnf_busy_64``: of its main loop, from its `stats`
+  "cpu", PROTOCOL.md) during the TCP run and at the 64-byte no-loss rate. Its vCPU thread shows
+  ~100 % on the host whenever frames flow (it busy-polls); well below 100 % here means the host's
+  side (taps, QEMU or the backend, the two trips through the host's stack) set the limit;
 - the hub ceiling: two taps joined by a QEMU hub (``-netdev hubport``, no guest): what a
   tap-based path without vhost-net can do on this host at best (no offloads through a hub);
 - the same for ``--vhost-chains`` with ``[vnf] net_backend = vhost-user`` (fluidvim-vhost-net,
@@ -92,13 +96,23 @@ def build_pktgen(out_dir: str) -> str:
     return exe
 
 
+def busy_share(c0: dict | None, c1: dict | None) -> float | None:
+    """The share of its main loop a VNF spent busy between two `stats` "cpu" (PROTOCOL.md): its
+    vCPU thread shows ~100 % on the host while it polls, this is what its processing used."""
+    if not c0 or not c1:
+        return None
+    loop = sum(c1[k] - c0[k] for k in ("busy_us", "poll_us", "halt_us"))
+    return round((c1["busy_us"] - c0["busy_us"]) / loop, 3) if loop > 0 else None
+
+
 class Path:
-    """A TestNet (ns a, ns b) with something between them; measures through it."""
+    """A TestNet (ns a, ns b) with something between them; measures through it. ``vnf_stats``:
+    the VNF's `stats` (a callable), for its busy share during each measurement."""
 
     verbose = False
 
-    def __init__(self, name: str, net: TestNet, pktgen: str):
-        self.name, self.net, self.pktgen = name, net, pktgen
+    def __init__(self, name: str, net: TestNet, pktgen: str, vnf_stats=None):
+        self.name, self.net, self.pktgen, self.vnf_stats = name, net, pktgen, vnf_stats
         self.mac_b = json.loads(net.run("b", "ip", "-j", "link", "show", f"{net.prefix}bp",
                                         check=True).stdout)[0]["address"]
 
@@ -106,9 +120,13 @@ class Path:
         r = self.net.run("b", "cat", f"/sys/class/net/{self.net.prefix}bp/statistics/rx_packets")
         return int(r.stdout)
 
+    def cpu(self) -> dict | None:
+        return self.vnf_stats().get("cpu") if self.vnf_stats else None   # older kernels: none
+
     def send(self, pps: float, size: str = "60", secs: float = TRIAL_S) -> dict:
         """Offer `pps` (0 = blast) frames of `size` for `secs`; what arrived at ns b's veth."""
         n = self.net
+        cpu0 = self.cpu()
         c0 = self.rx_packets()
         r = n.run("a", self.pktgen, "send", f"{n.prefix}ap", self.mac_b, n.ip_a, n.ip_b, "9", size,
                   str(int(pps)), str(secs), timeout=secs + 30)
@@ -117,10 +135,12 @@ class Path:
         j = json.loads(r.stdout)
         sent = max(1, j["sent"])
         out = {"offered_pps": round(j["pps"]), "sent": j["sent"], "delivered": got,
-               "delivered_pps": round(got / j["seconds"]), "loss": max(0.0, 1 - got / sent)}
+               "delivered_pps": round(got / j["seconds"]), "loss": max(0.0, 1 - got / sent),
+               "vnf_busy": busy_share(cpu0, self.cpu())}
         if self.verbose:
+            busy = f", VNF busy {100 * out['vnf_busy']:.0f} %" if out["vnf_busy"] is not None else ""
             print(f"  {self.name} {size}: offered {out['offered_pps']} pps, delivered "
-                  f"{out['delivered_pps']} pps, loss {100 * out['loss']:.3f} %", flush=True)
+                  f"{out['delivered_pps']} pps, loss {100 * out['loss']:.3f} %{busy}", flush=True)
         return out
 
     def rate_search(self, size: str) -> dict:
@@ -164,7 +184,8 @@ class Path:
                 failed = t["offered_pps"]
         return {"blast": blast, "trials": trials,
                 "pps": best["delivered_pps"] if best else 0,
-                "loss": best["loss"] if best else trials[-1]["loss"]}
+                "loss": best["loss"] if best else trials[-1]["loss"],
+                "vnf_busy": best["vnf_busy"] if best else None}
 
     def tcp(self, secs: float) -> float:
         n = self.net
@@ -196,10 +217,16 @@ class Path:
         return out
 
     def measure(self, tcp_s: float, imix: bool = True) -> dict:
+        cpu0 = self.cpu()
         res = {"tcp_mbps": self.tcp(tcp_s)}
+        busy_tcp = busy_share(cpu0, self.cpu())
         s64 = self.rate_search("60")
         res.update(pps_64=s64["pps"], loss_64=round(s64["loss"], 5),
                    blast_64=s64["blast"], trials_64=s64["trials"])
+        if self.vnf_stats:
+            # how much of its own loop the VNF needed at those rates: well below 1 means the
+            # limit was on the host's side (taps, QEMU, the stack), not in the VNF's processing
+            res.update(vnf_busy_tcp=busy_tcp, vnf_busy_64=s64["vnf_busy"])
         if imix:
             si = self.rate_search("imix")
             res.update(pps_imix=si["pps"], loss_imix=round(si["loss"], 5), blast_imix=si["blast"])
@@ -267,7 +294,7 @@ def vnf_path(mgr, chain: str, kernel, label: str, pktgen: str):
         res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=kernel, warm=False)
         try:
             net.ping(1)
-            yield Path(label, net, pktgen), res.vnf_id
+            yield Path(label, net, pktgen, lambda: mgr.stats(res.vnf_id)), res.vnf_id
         finally:
             mgr.destroy(res.vnf_id)
 
@@ -307,8 +334,9 @@ def run_ab(args, pktgen) -> int:
             for name, kernel in kernels.items():
                 with vnf_path(mgr, "forward", kernel, f"{name} {rnd + 1}", pktgen) as (p, _):
                     lat = p.latency(args.ab_pps)
+                    blast = p.send(0)
                     t = {"tcp_mbps": p.tcp(args.tcp_seconds),
-                         "blast_64_pps": p.send(0)["delivered_pps"],
+                         "blast_64_pps": blast["delivered_pps"], "busy_blast": blast["vnf_busy"],
                          "lat_p50_us": lat["lat_p50_us"], "lat_p99_us": lat["lat_p99_us"]}
                 trials[name].append(t)
                 print(f"round {rnd + 1} {name}: " + ", ".join(f"{k} {v}" for k, v in t.items()),
@@ -316,18 +344,31 @@ def run_ab(args, pktgen) -> int:
     finally:
         mgr.close()
     keys = list(trials["new"][0])
-    med = {n: {k: round(statistics.median(t[k] for t in trials[n]), 1) for k in keys} for n in trials}
+    def median(vals):
+        vals = [v for v in vals if v is not None]
+        return round(statistics.median(vals), 3) if vals else None
+    med = {n: {k: median(t[k] for t in trials[n]) for k in keys} for n in trials}
     data = {"kernels": {n: k or "default" for n, k in kernels.items()}, "rounds": args.ab_rounds,
             "lat_offered_pps": args.ab_pps, "trials": trials, "median": med,
-            "new_over_old": {k: ratio(med["new"][k], med["old"][k]) for k in keys}}
+            "new_over_old": {k: ratio(med["new"][k], med["old"][k])
+                             if None not in (med["new"][k], med["old"][k]) else None for k in keys}}
     print(f"\n{'median of ' + str(args.ab_rounds):<16}" + "".join(f"{k:>14}" for k in keys))
+    def cell(v, fmt):
+        return f"{'-':>14}" if v is None else f"{v:>14{fmt}}"
     for n in ("old", "new"):
-        print(f"{n:<16}" + "".join(f"{med[n][k]:>14.1f}" for k in keys))
-    print(f"{'new / old':<16}" + "".join(f"{data['new_over_old'][k]:>14.3f}" for k in keys))
+        print(f"{n:<16}" + "".join(cell(med[n][k], ".1f") for k in keys))
+    print(f"{'new / old':<16}" + "".join(cell(data['new_over_old'][k], ".3f") for k in keys))
     with open(os.path.join(args.out, "ab.json"), "w") as f:
         json.dump(data, f, indent=2)
     print(f"wrote {args.out}/ab.json")
     return 0
+
+
+def busy_cols(r: dict) -> str:
+    if r.get("vnf_busy_tcp") is None and r.get("vnf_busy_64") is None:
+        return "-"
+    return "/".join("-" if r.get(k) is None else f"{100 * r[k]:.0f} %" for k in ("vnf_busy_tcp",
+                                                                                  "vnf_busy_64"))
 
 
 def ratio(a, b):
@@ -452,14 +493,14 @@ def main(argv=None) -> int:
             "took_s": round(time.time() - t0, 1)}
 
     print(f"\n{'path':<24}{'TCP Mb/s':>10}{'x br':>7}{'64B pps':>10}{'x br':>7}{'loss %':>8}"
-          f"{'64B blast':>11}{'IMIX pps':>10}")
+          f"{'64B blast':>11}{'IMIX pps':>10}{'VNF busy TCP/64B':>18}")
     rows = [("bridge", bridge)] + ([("hub", hub)] if hub else []) + [(f"vnf {c}", r)
                                                                     for c, r in results.items()]
     for name, r in rows:
         print(f"{name:<24}{r['tcp_mbps']:>10.0f}{ratio(r['tcp_mbps'], bridge['tcp_mbps']):>7.2f}"
               f"{r['pps_64']:>10}{ratio(r['pps_64'], bridge['pps_64']):>7.2f}"
               f"{100 * r['loss_64']:>8.3f}{r['blast_64']['delivered_pps']:>11}"
-              f"{r.get('pps_imix', '-'):>10}")
+              f"{r.get('pps_imix', '-'):>10}{busy_cols(r):>18}")
     print(f"latency at {lat_pps} pps (64 B): bridge p50/p99 {lat_br['lat_p50_us']}/"
           f"{lat_br['lat_p99_us']} us, "
           f"VNF {lat_vnf['lat_p50_us']}/{lat_vnf['lat_p99_us']} us -> added "

@@ -89,7 +89,7 @@ exchanges = [
     {"send": line({"id": 13, "op": "configure", "config": FWD, "slots": 64}), "ok": True,
      "id": 13, "result_keys": ["forwarding", "elements", "config_us"]},
     {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
-     "result_keys": ["uptime_us", "configured", "slots", "nics", "elements", "latency_ns"]},
+     "result_keys": ["uptime_us", "configured", "cpu", "slots", "nics", "elements", "latency_ns"]},
     # macs (the exchanges run against a VNF with 2 NICs): rejected ones change nothing
     {"send": line({"id": 15, "op": "configure", "config": FWD, "macs": ["fa:16:3e:12:34:56"]}),
      "ok": False, "id": 15, "code": "config", "field": "macs", "message_contains": "1 entry for 2 NICs"},

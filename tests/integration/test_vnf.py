@@ -415,7 +415,8 @@ def test_guest_reset_boots_a_clean_shell(make_manager, net):
 @pytest.mark.parametrize("backend", ["qemu"])
 def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     """Tickless: a VNF without sessions arms no timer and sleeps in `hlt` until something arrives.
-    It must still wake for a control request and for a packet, each after a quiet period."""
+    It must still wake for a control request and for a packet, each after a quiet period; its
+    `stats` "cpu" accounts for both (halted while quiet, busy and kicking for the ping)."""
     res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
     time.sleep(1.5)                          # long past the 80 us spin: halted, no timer armed
     st = mgr.stats(res.vnf_id)               # wakes on the console's interrupt
@@ -425,6 +426,10 @@ def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     st2 = mgr.stats(res.vnf_id)
     assert st2["nics"][0]["rx"] >= 1 and st2["nics"][1]["tx"] >= 1
     assert st2["uptime_us"] - st["uptime_us"] >= 1_000_000   # its clock ran while it slept
+    cpu, cpu2 = st["cpu"], st2["cpu"]
+    assert cpu2["halts"] > cpu["halts"] and cpu2["halt_us"] > cpu["halt_us"]
+    assert cpu2["busy_us"] > cpu["busy_us"] and cpu2["kicks"] > cpu["kicks"]
+    assert cpu2["busy_us"] + cpu2["poll_us"] + cpu2["halt_us"] <= st2["uptime_us"]
 
 
 def test_a_ready_lost_to_a_late_connection_is_recovered(make_manager, monkeypatch):

@@ -146,6 +146,14 @@ static void op_stats(int64_t id)
 	reply_begin(&w, id);
 	jw_ku64(&w, "uptime_us", uptime_us());
 	jw_kbool(&w, "configured", click_configured());
+	jw_key(&w, "cpu");
+	jw_obj_begin(&w);
+	jw_ku64(&w, "busy_us", tsc_to_ns(cpu_use.busy) / 1000);
+	jw_ku64(&w, "poll_us", tsc_to_ns(cpu_use.poll) / 1000);
+	jw_ku64(&w, "halt_us", tsc_to_ns(cpu_use.halt) / 1000);
+	jw_ku64(&w, "halts", cpu_use.halts);
+	jw_ku64(&w, "kicks", net_kicks());
+	jw_obj_end(&w);
 	click_stats_json(&w);
 	reply_end(&w);
 }

@@ -23,4 +23,12 @@ void ctl_send_error_event(const char *message);
 bool ctl_poll(void);
 uint64_t uptime_us(void);
 
+/* Where the vCPU's time went since the main loop started (TSC ticks; stats "cpu"): rounds that
+ * received frames, ran element tasks or handled a request (busy), rounds that found nothing to do
+ * (busy polling after traffic, waiting for a TX ring to drain), and time halted. main.c counts. */
+struct cpu_use {
+	uint64_t busy, poll, halt, halts;
+};
+extern struct cpu_use cpu_use;
+
 #endif

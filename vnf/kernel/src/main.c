@@ -156,11 +156,17 @@ static struct vnf_info info;
 static char errs[1024];
 static bool com2_irq, ctl_virtio;
 
+struct cpu_use cpu_use;
+
 static void idle(uint64_t deadline)
 {
 	bool busy = virtio_prepare_idle(); /* includes console input */
-	if (!busy && (ctl_virtio || !irq_peek(VEC_GSI(COM2_GSI))))
+	if (!busy && (ctl_virtio || !irq_peek(VEC_GSI(COM2_GSI)))) {
+		uint64_t t = rdtsc();
 		cpu_idle(deadline); /* returns at once if a device interrupt was noted meanwhile */
+		cpu_use.halt += rdtsc() - t;
+		cpu_use.halts++;
+	}
 	virtio_end_idle();
 }
 
@@ -312,27 +318,31 @@ static void user_main(void)
 
 	uint64_t spin = ns_to_tsc(IDLE_SPIN_US * 1000ull);
 	uint64_t ctl_period = ns_to_tsc(com2_irq ? CTL_SAFETY_US * 1000ull : TICK_US * 1000ull);
-	uint64_t last_work = rdtsc(), last_ctl = last_work;
+	uint64_t last_work = rdtsc(), last_ctl = last_work, round = last_work;
 	for (;;) {
 		bool work = net_poll();
-		work |= click_run_tasks();
+		bool busy = click_run_tasks();
 		net_flush_tx();
 		uint64_t now = rdtsc();
 		if (ctl_virtio) {
 			/* the console's receive ring is memory: look every round (its interrupt only
 			 * wakes us from hlt) */
 			if (con_rx_pending() && ctl_poll()) {
-				work = true;
+				busy = true;
 				now = rdtsc();
 			}
 		} else if (irq_take(VEC_GSI(COM2_GSI)) || now - last_ctl >= ctl_period) {
 			/* COM2: on its interrupt, else every tick (UART access is a VM exit, and a kcall) */
 			last_ctl = now;
 			if (ctl_poll()) {
-				work = true;
+				busy = true;
 				now = rdtsc();
 			}
 		}
+		busy |= net_moved();
+		*(busy ? &cpu_use.busy : &cpu_use.poll) += now - round;
+		round = now;
+		work |= busy;
 		if (work) {
 			last_work = now;
 			continue;
@@ -359,7 +369,10 @@ static void user_main(void)
 			if (!deadline || t < deadline)
 				deadline = t;
 		}
+		uint64_t halt0 = cpu_use.halt;
 		idle(deadline);
-		last_work = rdtsc() - spin; /* after a wake, poll once then sleep again if idle */
+		round = rdtsc();
+		cpu_use.poll += round - now - (cpu_use.halt - halt0);
+		last_work = round - spin; /* after a wake, poll once then sleep again if idle */
 	}
 }

@@ -226,6 +226,8 @@ static struct con con __attribute__((section(".data")));
 #define TX_KICK_DELAY_US 50     /* see net_flush_tx */
 #endif
 static uint64_t last_rx_tsc, busy_poll_tsc, tx_kick_delay_tsc;
+static uint64_t kicks;            /* NIC notifications sent (stats "cpu") */
+static bool moved;                /* frames received since net_moved() last looked */
 
 /* ---- transport: every register access runs in ring 0, one kcall per logical operation
  *      (under PVM a ring-3 MMIO access costs ~70 us, a kcall ~50 us plus ~5 us per access) ---- */
@@ -703,9 +705,20 @@ bool virtio_all_have_irq(void)
 static void vq_kick(struct vdev *d, struct vq *q)
 {
 	mb(); /* publish avail->idx before reading the device's NO_NOTIFY flag */
-	if (!(q->used->flags & VRING_USED_F_NO_NOTIFY))
+	if (!(q->used->flags & VRING_USED_F_NO_NOTIFY)) {
 		tr_notify(d, 1u << q->qidx);
+		kicks++;
+	}
 	q->pending = 0;
+}
+
+uint64_t net_kicks(void) { return kicks; }
+
+bool net_moved(void)
+{
+	bool m = moved;
+	moved = false;
+	return m;
 }
 
 static void rx_release(struct nic *rn, uint16_t first);
@@ -1034,6 +1047,7 @@ bool net_poll(void)
 	 * costs ~0.5-1 ms under PVM (several VM exits), far more than the next frame of a flow
 	 * takes to arrive; sleeping between the frames of a TCP flow halved its throughput. */
 	uint64_t now = rdtsc();
+	moved |= work;
 	if (work)
 		last_rx_tsc = now;
 	else if (now - last_rx_tsc < busy_poll_tsc)

@@ -24,8 +24,12 @@ const char *net_desc(int nic, char *buf, size_t cap);  /* "mmio@0xfeb00e00 irq 1
 void virtio_setup_irqs(void);
 bool virtio_all_have_irq(void);
 
-/* Data path (IF=0). Returns true if any frame was received. */
+/* Data path (IF=0). Returns true while the NICs want polling: a frame was received, a TX ring is
+ * still draining, or the busy-poll window after the last frame is open. net_moved() tells
+ * whether frames were received since it was last asked. */
 bool net_poll(void);
+bool net_moved(void);
+uint64_t net_kicks(void);         /* notifications sent to the NICs (each one a VM exit) */
 void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
