@@ -307,16 +307,19 @@ class QemuBackend(Backend):
         proc = self._vhost.get(vnf_uuid)
         return [proc.pid] if proc is not None and proc.poll() is None else []
 
+    VHOST_EXIT_GRACE_S = 1.0
+
     def _stop_vhost(self, vnf_uuid: str, kill: bool = False) -> None:
-        """Reap the VNF's fluidvim-vhost-net: it exits when QEMU's sockets close (``kill``: QEMU
-        never started); killed if it has not within 5 s."""
+        """Reap the VNF's fluidvim-vhost-net: it exits within milliseconds of QEMU's sockets
+        closing (``kill``: QEMU never started). One still there after VHOST_EXIT_GRACE_S is
+        waiting for a QEMU that never connected (it died at start): killed, it holds nothing."""
         proc = self._vhost.pop(vnf_uuid, None)
         if proc is None:
             return
         if kill:
             proc.kill()
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=self.VHOST_EXIT_GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)

@@ -889,7 +889,7 @@ static void rx_refill(struct nic *n)
 }
 
 /* nb consumed buffers from first on may go back to the device */
-static void rx_free(struct nic *n, uint16_t first, uint16_t nb)
+static void rx_done(struct nic *n, uint16_t first, uint16_t nb)
 {
 	for (uint16_t k = 0; k < nb; k++)
 		n->rx_free[(first + k) % n->d.q[0].nbufs] = 1;
@@ -900,7 +900,7 @@ static void rx_release(struct nic *rn, uint16_t first)
 {
 	if (rn->rx_refs[first] && --rn->rx_refs[first] == 0) {
 		rn->rx_held--;
-		rx_free(rn, first, rn->rx_nb[first]);
+		rx_done(rn, first, rn->rx_nb[first]);
 		rx_refill(rn);
 	}
 }
@@ -929,7 +929,7 @@ static void rx_deliver(int i, const uint8_t *hdr, const uint8_t *frame, uint32_t
 	click_rx_vh(i, frame, (uint16_t)len, (vh.flags | vh.gso_type) ? &vh : NULL);
 	rx_cur.nic = -1;
 	if (nb && !n->rx_refs[first])
-		rx_free(n, first, nb);
+		rx_done(n, first, nb);
 }
 
 static bool rx_poll(int i)
@@ -957,7 +957,7 @@ static bool rx_poll(int i)
 			if (len > hl && len <= bs)
 				rx_deliver(i, b, b + hl, len - hl, id, 1);
 			else
-				rx_free(n, id, 1);
+				rx_done(n, id, 1);
 			bytes += len;
 			continue;
 		}
@@ -1001,7 +1001,7 @@ static bool rx_poll(int i)
 					memcpy(n->gather + off, q->bufs + (size_t)e->id * bs + skip, e->len - skip);
 					off += e->len - skip;
 				}
-				rx_free(n, (uint16_t)e->id, 1);
+				rx_done(n, (uint16_t)e->id, 1);
 			}
 			if (ok && tot)
 				rx_deliver(i, h, n->gather, tot, first, 0);
