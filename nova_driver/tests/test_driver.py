@@ -451,6 +451,10 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertEqual(32 * 1024, diag["memory"])
         for nic in rec.spec.nics:
             self.assertEqual(0, diag[f"{nic.tap}_tx"])
+        # where the vCPU's time went, as the VNF counts it: all of it booked, none beyond uptime
+        loop_us = diag["vcpu_busy_us"] + diag["vcpu_poll_us"] + diag["vcpu_halt_us"]
+        self.assertGreater(loop_us, 0)
+        self.assertLessEqual(loop_us, diag["uptime"] * 1_000_000 + 1_000_000)
         self.driver.destroy(self.ctx, inst, None)
         self.assertRaises(exception.InstanceNotRunning, self.driver.get_diagnostics, inst)
         self.assertIn("load average", self.driver.get_host_uptime())
