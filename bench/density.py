@@ -39,6 +39,8 @@ import time
 from tqdm import tqdm
 
 from bench.launch import pct
+from fluidvim.orchestrator.power.models import PowerError
+from fluidvim.orchestrator.power.sources import ProcReader
 from fluidvim.vnf import testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
@@ -48,13 +50,14 @@ KSM = "/sys/kernel/mm/ksm"
 HZ = os.sysconf("SC_CLK_TCK")
 
 
+_PROC = ProcReader()
+
+
 def cpu_ticks(pid: int) -> int:
-    """utime + stime of every thread of a process (clock ticks)."""
+    """utime + stime of every thread of a process (clock ticks); 0 once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (FileNotFoundError, ProcessLookupError):
+        return _PROC.process_ticks(pid)
+    except PowerError:
         return 0
 
 
