@@ -37,6 +37,7 @@ import time
 
 from tqdm import tqdm
 
+from fluidvim.orchestrator.power.sources import ProcReader
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 IDLE = "FromDevice(0) -> Discard;"
@@ -44,12 +45,6 @@ IDLE = "FromDevice(0) -> Discard;"
 VARIANTS = {"defaults": ("auto", "brief", "auto"), "qboot": ("auto", "brief", "qemu"),
             "log-full": ("auto", "full", "auto"), "full+full": ("qemu-system-x86_64", "full", "qemu")}
 TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_ticks() -> dict:
-    fields = open("/proc/stat").readline().split()[1:9]
-    return dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"),
-                    map(int, fields)))
 
 
 def fs_type(path: str) -> str:
@@ -72,13 +67,13 @@ def burst(variant: str, n: int, concurrency: int, run_root: str = "/run") -> dic
                                firmware=firmware))
     ids = []
     try:
-        c0, t0 = cpu_ticks(), time.monotonic()
+        c0, t0 = ProcReader().host_fields(), time.monotonic()
         with cf.ThreadPoolExecutor(concurrency) as ex:
             for r in ex.map(lambda i: mgr.launch(IDLE, name=f"lc{i}-{tag}", bridges=[None],
                                                  warm=False), range(n)):
                 ids.append(r.vnf_id)
         wall = time.monotonic() - t0
-        c1 = cpu_ticks()
+        c1 = ProcReader().host_fields()
     finally:
         for v in ids:
             mgr.destroy(v)

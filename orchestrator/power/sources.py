@@ -266,6 +266,9 @@ def _read(path: str) -> str:
 # /proc: host and process CPU time, attribution
 # ---------------------------------------------------------------------------------------------
 
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
 @dataclasses.dataclass(frozen=True)
 class HostTicks:
     busy: int
@@ -278,7 +281,9 @@ class ProcReader:
     def __init__(self, root: str = "/proc"):
         self.root = root
 
-    def host_ticks(self) -> HostTicks:
+    def host_fields(self) -> dict[str, int]:
+        """The aggregate ``cpu`` line of ``stat`` by field name (clock ticks): user, nice, system,
+        idle, iowait, irq, softirq, steal (guest time is already in user/nice)."""
         path = os.path.join(self.root, "stat")
         try:
             with open(path) as f:
@@ -290,11 +295,12 @@ class ProcReader:
                     raise PowerError(f"{path}: no aggregate 'cpu' line")
         except OSError as e:
             raise PowerError(f"cannot read {path}: {e}") from None
-        # user nice system idle iowait irq softirq steal [guest guest_nice: already in user/nice]
-        v = (v + [0] * 8)[:8]
-        idle = v[3] + v[4]
-        total = sum(v)
-        return HostTicks(busy=total - idle, total=total)
+        return dict(zip(STAT_FIELDS, (v + [0] * len(STAT_FIELDS))[:len(STAT_FIELDS)]))
+
+    def host_ticks(self) -> HostTicks:
+        f = self.host_fields()
+        total = sum(f.values())
+        return HostTicks(busy=total - f["idle"] - f["iowait"], total=total)
 
     def process_ticks(self, pid: int) -> int:
         """utime + stime of a process (clock ticks), children not included."""
