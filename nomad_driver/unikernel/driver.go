@@ -9,7 +9,7 @@
 // This file is the Nomad driver contract (fingerprint, StartTask, WaitTask, StopTask,
 // DestroyTask, InspectTask, TaskStats, RecoverTask, ...); the QEMU mechanics are package qemu,
 // the warm pool pool.go, a running task handle.go, its logs logs.go, the launch history behind
-// the queuing delay launches.go.
+// the queuing delay launches.go, `nomad alloc exec` exec.go.
 package unikernel
 
 import (
@@ -60,7 +60,7 @@ var pluginInfo = &base.PluginInfoResponse{
 
 var capabilities = &drivers.Capabilities{
 	SendSignals:       true,
-	Exec:              false,
+	Exec:              true,
 	FSIsolation:       drivers.FSIsolationNone,
 	NetIsolationModes: []drivers.NetIsolationMode{drivers.NetIsolationModeHost},
 	MountConfigs:      drivers.MountConfigSupportNone,
@@ -742,11 +742,6 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		return nil
 	}
 	return h.signal(sig)
-}
-
-func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*drivers.ExecTaskResult, error) {
-	return nil, errors.New("ExecTask is not supported by the unikernel driver: a VNF has no " +
-		"shell or processes; use its control channel (stats, configure)")
 }
 
 // Shutdown stops background work and kills the pooled shells (tests). Nomad kills the plugin

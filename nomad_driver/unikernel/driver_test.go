@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -437,3 +438,77 @@ func TestVhostUserNICs(t *testing.T) {
 		}
 	}
 }
+
+// `nomad alloc exec` into a running VNF: commands are control-channel requests.
+func TestExecCommandsAndConsole(t *testing.T) {
+	k := requireVNF(t)
+	h, d, _ := newHarness(t)
+	task := newTask(t, h, "execfw", &TaskConfig{Kernel: k, NICs: []string{""},
+		ClickConfig: "FromDevice(0) -> Counter -> Discard;", SessionSlots: 32})
+	startTask(t, h, task)
+	defer h.DestroyTask(task.ID, true)
+	run := func(tty bool, stdin string, cmd ...string) (int, string, string) {
+		var out, errOut strings.Builder
+		r, err := d.ExecTaskStreaming(context.Background(), task.ID, &drivers.ExecOptions{
+			Command: cmd, Tty: tty, Stdin: io.NopCloser(strings.NewReader(stdin)),
+			Stdout: nopCloser{&out}, Stderr: nopCloser{&errOut}, ResizeCh: make(chan drivers.TerminalSize)})
+		if err != nil {
+			t.Fatalf("%q: %v", cmd, err)
+		}
+		return r.ExitCode, out.String(), errOut.String()
+	}
+
+	code, out, stderr := run(false, "", "ping")
+	if code != 0 || !strings.HasPrefix(out, "pong from execfw") || !strings.Contains(out, "configured true") {
+		t.Errorf("ping: %d %q %q", code, out, stderr)
+	}
+	code, out, _ = run(false, "", "slots")
+	if code != 0 || !strings.HasPrefix(out, "32 free of 32 session slots") {
+		t.Errorf("slots: %d %q", code, out)
+	}
+	code, out, _ = run(false, "", "/bin/sh", "-c", "stats elements") // how tools wrap commands
+	var elems []map[string]any
+	if err := json.Unmarshal([]byte(out), &elems); code != 0 || err != nil || len(elems) != 2 ||
+		elems[0]["class"] != "Counter" {
+		t.Errorf("stats elements: %d %q %v", code, out, err)
+	}
+	code, _, stderr = run(false, "", "stats", "nosuchkey")
+	if code != execFailed || !strings.Contains(stderr, `no key "nosuchkey"`) || !strings.Contains(stderr, "slots") {
+		t.Errorf("stats nosuchkey: %d %q", code, stderr)
+	}
+	code, _, stderr = run(false, "", "ls", "-l")
+	if code != execUnknown || !strings.Contains(stderr, "ls: unknown command") {
+		t.Errorf("ls: %d %q", code, stderr)
+	}
+
+	// the console on a terminal: prompt, echo, backspace, an arrow key ignored, CR LF, exit
+	code, out, _ = run(true, "pii\x7fng\r\x1b[Aslots\rexit\r", "console")
+	for _, want := range []string{"execfw> pii\b \bng\r\n", "pong from execfw", "32 free of 32",
+		"execfw> exit\r\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("console output lacks %q: %q", want, out)
+		}
+	}
+	if code != 0 || strings.Contains(strings.ReplaceAll(out, "\r\n", ""), "\n") {
+		t.Errorf("console: exit %d, or a bare LF on a raw terminal: %q", code, out)
+	}
+	// without a terminal: lines from stdin, no prompt, the last command's exit code
+	code, out, _ = run(false, "help\nbogus\n", "sh")
+	if code != execUnknown || !strings.Contains(out, "session slots: free") || strings.Contains(out, "> ") {
+		t.Errorf("console without a tty: %d %q", code, out)
+	}
+
+	// the one-shot RPC through the plugin's gRPC boundary (Nomad script checks use it)
+	res, err := h.ExecTask(task.ID, []string{"slots"}, 5*time.Second)
+	if err != nil || res.ExitResult.ExitCode != 0 || !strings.Contains(string(res.Stdout), "free of 32") {
+		t.Errorf("ExecTask slots: %+v %v", res, err)
+	}
+	if _, err := h.ExecTask(task.ID, []string{"console"}, 5*time.Second); err == nil ||
+		!strings.Contains(err.Error(), "needs a terminal") {
+		t.Errorf("ExecTask console: %v", err)
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

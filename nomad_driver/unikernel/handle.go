@@ -219,13 +219,18 @@ func (h *taskHandle) writeVNFStats() {
 }
 
 func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {
+	return h.request("stats", timeout)
+}
+
+// request sends one request without fields (ping, stats) on the VNF's control channel.
+func (h *taskHandle) request(op string, timeout time.Duration) (map[string]any, error) {
 	h.mu.Lock()
 	ctl := h.ctl
 	h.mu.Unlock()
 	if ctl == nil {
 		return nil, errors.New("no control channel")
 	}
-	return ctl.Stats(timeout)
+	return ctl.Request(op, nil, timeout)
 }
 
 // configure sends a click config; macs (nil: none) gives NICs their addresses (§6.4).

@@ -184,6 +184,41 @@ def nomad_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return r
 
 
+def console_on_a_terminal(alloc_id: str, task: str, keys: bytes, timeout: float = 30) -> str:
+    """`nomad alloc exec -task TASK ALLOC console` on a pseudo-terminal (the CLI makes it raw,
+    as for a person), typing keys; everything the terminal showed."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([NOMAD, "alloc", "exec", "-task", task, alloc_id, "console"],
+                         stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                         env={**os.environ, "NOMAD_ADDR": ADDR})
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while b"> " not in out and time.monotonic() < deadline:
+            out += _read_some(master)
+        os.write(master, keys)
+        while p.poll() is None and time.monotonic() < deadline:
+            out += _read_some(master)
+        out += _read_some(master)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait(5)
+        os.close(master)
+    return out.decode(errors="replace")
+
+
+def _read_some(fd: int) -> bytes:
+    import select
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            return os.read(fd, 4096)
+        except OSError:         # the terminal closed (EIO)
+            return b""
+    return b""
+
+
 def running_alloc(job: str):
     """The job's allocation once its client status is running (fails fast on failed)."""
     allocs = api(f"/v1/job/{job}/allocations")
@@ -349,6 +384,24 @@ def test_nomad_agent_runs_vnfs(agent):
             finally:
                 server.terminate()
                 server.wait(5)
+
+            # `nomad alloc exec` into the VNF: control-channel commands, the remote exit code
+            def alloc_exec(*cmd):
+                return subprocess.run([NOMAD, "alloc", "exec", "-i=false", "-t=false", "-task",
+                                       "fw", alloc["ID"], *cmd], capture_output=True, text=True,
+                                      timeout=30, env={**os.environ, "NOMAD_ADDR": ADDR})
+            r = alloc_exec("stats", "nics")
+            nics = json.loads(r.stdout)
+            assert r.returncode == 0 and len(nics) == 2 and nics[0]["rx"] > 0, (r.stdout, r.stderr)
+            r = alloc_exec("slots")
+            assert r.returncode == 0 and " free of 1024 session slots" in r.stdout, r
+            r = alloc_exec("sh")            # the console: commands from stdin without a terminal
+            assert r.returncode == 0 and r.stdout == "", r  # (no input: nothing to do)
+            r = alloc_exec("ls", "/")
+            assert r.returncode == 127 and "ls: unknown command" in r.stderr, r
+            out = console_on_a_terminal(alloc["ID"], "fw", b"slots\rexit\r")
+            assert "fw> slots\r\n" in out and " free of 1024 session slots (" in out, out
+            assert out.endswith("fw> exit\r\n"), out
 
             # -- 2: free session slots are fingerprinted; a job constrained on them is placed
             free = wait_for("session_slots.free >= 1",
