@@ -15,7 +15,6 @@ package unikernel
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -245,17 +244,7 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 		}
 		running++
 		total += h.spec.SessionSlots
-		f := h.spec.SessionSlots
-		if st, err := h.stats(2 * time.Second); err == nil {
-			if s, ok := st["slots"].(map[string]any); ok {
-				if n, ok := s["free"].(json.Number); ok {
-					if v, err := n.Int64(); err == nil {
-						f = int(v)
-					}
-				}
-			}
-		}
-		free += f
+		free += h.freeSlots()
 	}
 	a[pre+"vnfs"] = pstructs.NewIntAttribute(int64(running), "")
 	a[pre+"session_slots.total"] = pstructs.NewIntAttribute(int64(total), "")

@@ -45,6 +45,8 @@ type taskHandle struct {
 	exitResult  *drivers.ExitResult
 	stopping    bool
 	failMsg     string // why StartTask failed, for the task's stderr
+	lastFree    int    // free session slots at the last answered stats (freeKnown)
+	freeKnown   bool
 
 	doneCh chan struct{} // closed when QEMU has exited
 
@@ -220,6 +222,29 @@ func (h *taskHandle) writeVNFStats() {
 
 func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {
 	return h.request("stats", timeout)
+}
+
+// freeSlots is the VNF's free session slots from its `stats`; when it does not answer in time
+// (a busy host), the last count it gave (a slow reply must not turn a full VNF into an empty
+// one in the fingerprint), or all its slots if it never answered.
+func (h *taskHandle) freeSlots() int {
+	if st, err := h.stats(2 * time.Second); err == nil {
+		if s, ok := st["slots"].(map[string]any); ok {
+			if n, ok := s["free"].(json.Number); ok {
+				if v, err := n.Int64(); err == nil {
+					h.mu.Lock()
+					h.lastFree, h.freeKnown = int(v), true
+					h.mu.Unlock()
+				}
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.freeKnown {
+		return h.lastFree
+	}
+	return h.spec.SessionSlots
 }
 
 // request sends one request without fields (ping, stats) on the VNF's control channel.

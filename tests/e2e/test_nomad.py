@@ -564,7 +564,9 @@ def test_warm_pool_job_and_client_restart(agents):
             nomad_cli("job", "run", "-detach", str(jobfile))
             alloc = wait_for(f"{job} running", lambda: running_alloc(job), 60)
             timings["job run -> alloc running, warm (s)"] = round(time.monotonic() - t0, 2)
-            ev = [e for e in driver_events(alloc["ID"], "fw") if e["Details"].get("launch")]
+            # the driver's events travel apart from the task state: wait for the launch's
+            ev = wait_for("the driver's launch event", lambda: [
+                e for e in driver_events(alloc["ID"], "fw") if e["Details"].get("launch")], 10, 0.2)
             assert len(ev) == 1 and ev[0]["Details"]["launch"] == "warm", ev
             assert {ev[0]["Details"]["vnf_uuid"]} == shell, (ev, shell)
             timings["driver warm launch (ms)"] = float(ev[0]["Details"]["launch_ms"])

@@ -81,9 +81,13 @@ def _orchestrator(tmp_path, zone):
 
 
 def _launch_events(cluster, job_id: str) -> list[dict]:
-    (alloc,) = cluster.api(f"/v1/job/{job_id}/allocations")
-    events = cluster.api(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["vnf"]["Events"]
-    return [e for e in events if e["Type"] == "Driver" and e["Details"].get("launch")]
+    """The driver's launch events of a job's allocation (waited for: the driver's events reach
+    the server apart from, and may follow, the task's running state)."""
+    def events():
+        (alloc,) = cluster.api(f"/v1/job/{job_id}/allocations")
+        evs = cluster.api(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["vnf"]["Events"]
+        return [e for e in evs if e["Type"] == "Driver" and e["Details"].get("launch")]
+    return tn.wait_for(f"the launch event of {job_id}", events, 15, 0.2)
 
 
 def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
@@ -147,10 +151,16 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                     assert {ev["Details"]["vnf_uuid"]} == shells[cl.name], (ev, shells)
                 assert tn.vnf_ids(c.run_dir) == shells[c.name]        # c untouched
 
-                tn.wait_for("slots of a and b fingerprinted", lambda: {
-                    n: (h.slots_total, h.slots_free) for n, h in
-                    ((h.name, h) for h in zone.hosts())} == {
-                    a.name: (SLOTS_A, SLOTS_A), b.name: (SLOTS_B, SLOTS_B), c.name: (0, 0)}, 30, 0.25)
+                # one snapshot with the slots and the refilled pools' queuing delay (the driver
+                # reports none while a host's refill shell boots; a client sends its node's
+                # attributes to the server 5-10 s after they change)
+                def fingerprinted():
+                    hs = {h.name: h for h in zone.hosts()}
+                    return ({n: (h.slots_total, h.slots_free) for n, h in hs.items()} == {
+                        a.name: (SLOTS_A, SLOTS_A), b.name: (SLOTS_B, SLOTS_B), c.name: (0, 0)}
+                        and all("queuing_delay_ms" in hs[n].labels for n in (a.name, b.name)))
+                tn.wait_for("slots and queuing delay of a and b fingerprinted", fingerprinted, 30,
+                            0.25)
 
                 # the registry sees both instances, per host; the resolver takes the most free
                 tn.wait_for("both instances in the registry", lambda: orch.registry.aggregate(

@@ -219,8 +219,10 @@ def _poll_through_the_orchestrator(orch, zone, polled):
         assert rep.delay_s is not None and rep.delay_s > 0
         assert orch.registry.aggregate("fvs-fw", "zone") == {"nomad-dc1": 128}
         assert orch.registry.aggregate("fvs-fw", "host") == {f"nomad-dc1/{node}": 128}
-        # stored like every other slot report (a restarted orchestrator starts from it)
-        assert [r.instance for r in orch.store.slot_reports()] == [inst.id]
+        # stored like every other slot report (a restarted orchestrator starts from it; the
+        # listener updates the registry first, then the store)
+        tn.wait_for("the slot report stored", lambda: [
+            r.instance for r in orch.store.slot_reports()] == [inst.id], 10, 0.05)
 
         # granularity: per allocation from the task's vnf-stats.json once the driver wrote it
         # (and the node's fingerprinted queuing_delay_ms, there once the driver timed a launch)
@@ -249,6 +251,6 @@ def _poll_through_the_orchestrator(orch, zone, polled):
     finally:
         if inst is not None:
             polled.terminate(inst.id)
-    tn.wait_for("the instance gone from the registry", lambda: report() is None, 20, 0.1)
-    assert orch.store.slot_reports() == []
+    tn.wait_for("the instance gone from the registry and the store",
+                lambda: report() is None and orch.store.slot_reports() == [], 20, 0.1)
     assert polled.instance_slots() == {}

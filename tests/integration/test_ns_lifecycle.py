@@ -92,7 +92,7 @@ def test_slots_filling_scale_out_before_refusal_then_in_leaving_nothing(env):
     def tweak(vs):
         v = vs[0]["doc"]["vnfd"]
         props = v["configurable-properties"]["additional-configurable-property"]
-        props += [{"key": "fluidvim-scale-out-free-slots", "value": 6},   # 1.5 s at 4/s
+        props += [{"key": "fluidvim-scale-out-free-slots", "value": 10},  # 2.5 s at 4/s
                   {"key": "fluidvim-scale-in-idle-s", "value": 2}]
         v["df"][0]["scaling-aspect"][0]["scaling-policy"][0]["cooldown-time"] = 1
     r = ns_api.deploy(*docs(REFL_NSD, [REFL_VNFD], tweak), name=name)

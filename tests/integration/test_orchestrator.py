@@ -219,6 +219,7 @@ topic = fvo-cli-{tag}
 notification_topic = fvo_cli_slots_{tag}
 agent_interval = 0.2
 default_launch_time = 0.5
+reservation_ttl = 600
 [vnf]
 state_dir = {tmp_path}/state
 run_dir = {run_dir}
@@ -331,7 +332,7 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     from fluidvim.orchestrator.db import LaunchRow, Store, WorkerRow
     from fluidvim.orchestrator.zones.base import LaunchRequest
 
-    orch = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=1.0)
+    orch = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=5.0)
     env.api().register_service("fw", FORWARD, slots=8)
     dead = Store(orch.conf.orchestrator.connection)
     dead.owner = "dead-worker"
@@ -355,7 +356,7 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
     live = Store(orch.conf.orchestrator.connection)
     live.owner = orch.members.id                   # an NS deploy under way at a live worker
     live_ns = live.add_ns(name="ns-alive", nsd_id="nsd", zone="local", status="deploying")
-    peer = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=1.0)
+    peer = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=5.0)
     assert live.network_service("ns-alive").status == "deploying"   # a peer's start leaves it
     with dead.Session.begin() as s:                # its heartbeat stopped a while ago
         s.execute(sa.update(WorkerRow).where(WorkerRow.id == "dead-worker")
