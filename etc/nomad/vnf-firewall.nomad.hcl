@@ -25,6 +25,8 @@ job "vnf-firewall" {
         # warm        = false   # never take a pre-booted shell from the warm pool
       }
 
+      # its counters: nomad alloc exec -task fw <alloc> stats   (also: ping, slots, console)
+
       # what Nomad reserves; the guest size is memory_mb above
       resources {
         cpu    = 200

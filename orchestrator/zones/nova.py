@@ -344,8 +344,9 @@ class NovaZone(ZoneAdapter):
             self.conn.compute.delete_server(server_id, ignore_missing=True)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
-                s = self.conn.compute.find_server(server_id, ignore_missing=True)
-                if s is None or s.status == "DELETED":
+                # gone (404), not just "DELETED": Nova shows that status before it frees the
+                # server's Placement allocations (the host's slots) and destroys the record
+                if self.conn.compute.find_server(server_id, ignore_missing=True) is None:
                     return
                 time.sleep(self.poll_interval)
         except osexc.SDKException as e:

@@ -92,7 +92,8 @@ def test_slots_filling_scale_out_before_refusal_then_in_leaving_nothing(env):
     def tweak(vs):
         v = vs[0]["doc"]["vnfd"]
         props = v["configurable-properties"]["additional-configurable-property"]
-        props += [{"key": "fluidvim-scale-out-free-slots", "value": 10},  # 2.5 s at 4/s
+        props += [{"key": "fluidvim-scale-out-free-slots", "value": 7},   # 1.75 s at 4/s
+                  # (at most 7: a scale-in back to one instance of 16 slots must keep > 2 x 7)
                   {"key": "fluidvim-scale-in-idle-s", "value": 2}]
         v["df"][0]["scaling-aspect"][0]["scaling-policy"][0]["cooldown-time"] = 1
     r = ns_api.deploy(*docs(REFL_NSD, [REFL_VNFD], tweak), name=name)
