@@ -34,6 +34,7 @@ EXAMPLES_TOP = """examples:
   fluidvim vnf run --nic br0 --nic br1 --config 'FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);'
   fluidvim vnf list
   fluidvim vnf stats fw
+  fluidvim vnf pause fw               # stop its vCPUs (nothing crosses); fluidvim vnf unpause fw
   fluidvim vnf rm fw
   fluidvim pool fill 2                # keep two booted shells for warm launches
   fluidvim status                     # accelerator, session slots, queuing delay
@@ -125,6 +126,13 @@ def cmd_vnf_rm(args):
     for t in targets:
         mgr.destroy(t)
         print(f"removed {t}")
+
+
+def cmd_vnf_pause(args):
+    mgr = _manager(args)
+    op = mgr.pause if args.vnf_command == "pause" else mgr.unpause
+    rec = op(args.vnf)
+    print(f"{rec.name} ({rec.id}) {rec.status}")
 
 
 def cmd_vnf_console(args):
@@ -229,6 +237,12 @@ def vnf_parser(vnf):
     rm.add_argument("vnf", nargs="*", help="names or ids")
     rm.add_argument("--all", action="store_true", help="every VNF (not pool shells)")
     rm.set_defaults(func=cmd_vnf_rm)
+    for verb, what in (("pause", "stop a VNF's vCPUs: it keeps memory, flows and taps, "
+                                 "forwards nothing, answers nothing"),
+                       ("unpause", "let a paused VNF run again")):
+        pa = vsub.add_parser(verb, help=what)
+        pa.add_argument("vnf", help="name or id")
+        pa.set_defaults(func=cmd_vnf_pause)
     co = vsub.add_parser("console", help="print a VNF's console log")
     co.add_argument("vnf")
     co.set_defaults(func=cmd_vnf_console)

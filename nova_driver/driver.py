@@ -84,11 +84,15 @@ SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
 ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
 BACKEND_TRAITS = {vstates.QEMU: "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   vstates.LIBVIRT: "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
-# a VNF status -> the server's Nova power state (get_info); a RUNNING VNF whose process is gone
-# reads CRASHED, a status not here (booting, stopped) NOSTATE
-POWER_STATE = {vstates.RUNNING: power_state.RUNNING, vstates.CRASHED: power_state.CRASHED}
+# a VNF status -> the server's Nova power state (get_info); a RUNNING or PAUSED VNF whose process
+# is gone reads CRASHED, a status not here (booting, stopped) NOSTATE
+POWER_STATE = {vstates.RUNNING: power_state.RUNNING, vstates.PAUSED: power_state.PAUSED,
+               vstates.CRASHED: power_state.CRASHED}
 # the launch-core records that are a server's VNF (not a warm shell)
-_SERVER_STATUSES = (vstates.BOOTING, vstates.RUNNING, vstates.CRASHED, vstates.STOPPED)
+_SERVER_STATUSES = (vstates.BOOTING, vstates.RUNNING, vstates.PAUSED, vstates.CRASHED,
+                    vstates.STOPPED)
+# the VNFs that hold their memory and vCPUs
+_RESIDENT = (vstates.RUNNING, vstates.PAUSED)
 MAX_VNF_VCPUS = limits.VCPUS_MAX            # placement max_unit = what one VNF may ask for
 MAX_VNF_MEMORY_MB = limits.MEMORY_MB_MAX
 SYSMETA_POWER = "fluidvim_power"          # "off" after power_off: get_info says SHUTDOWN
@@ -235,8 +239,8 @@ class UnikernelDriver(driver.ComputeDriver):
                 return hardware.InstanceInfo(state=power_state.SHUTDOWN)
             raise exception.InstanceNotFound(instance_id=instance.uuid)
         state = POWER_STATE.get(rec.status, power_state.NOSTATE)
-        if state == power_state.RUNNING and not self.manager.backend(rec.backend).alive(rec.spec,
-                                                                                         rec.pid):
+        if rec.status in _RESIDENT and not self.manager.backend(rec.backend).alive(rec.spec,
+                                                                                    rec.pid):
             state = power_state.CRASHED
         return hardware.InstanceInfo(state=state, internal_id=rec.id)
 
@@ -532,6 +536,23 @@ class UnikernelDriver(driver.ComputeDriver):
                             instance.uuid, e, instance=instance)
         self._start(context, instance, instance.image_ref, network_info)
 
+    def pause(self, instance):
+        """Stop the VNF's vCPUs (QMP ``stop`` / libvirt suspend): it keeps its memory, flows,
+        taps and counters, forwards nothing and offers no session slot until unpaused."""
+        self._power_op(instance, self.manager.pause)
+
+    def unpause(self, instance):
+        self._power_op(instance, self.manager.unpause)
+
+    def _power_op(self, instance, op) -> None:
+        rec = self._record(instance)
+        if rec is None:
+            raise exception.InstanceNotFound(instance_id=instance.uuid)
+        try:
+            op(rec.id)
+        except (ControlError, backends.LaunchError) as e:
+            raise exception.NovaException(f"fluidvim: {e}") from None
+
     def power_off(self, instance, timeout=0, retry_interval=0):
         self._destroy_vnfs(instance.uuid)
         instance.system_metadata[SYSMETA_POWER] = "off"
@@ -576,8 +597,7 @@ class UnikernelDriver(driver.ComputeDriver):
 
     def _host_resources(self) -> dict:
         st = os.statvfs(self.image_cache.directory())
-        running = [r for r in self.manager.list() if r.status == vstates.RUNNING]
-        specs = [r.spec for r in running]
+        specs = [r.spec for r in self.manager.list() if r.status in _RESIDENT]
         return {
             "vcpus": os.cpu_count() or 1,
             "memory_mb": _host_memory_mb(),
@@ -675,14 +695,13 @@ def _unsupported(op: str, why: str = "unikernel VNFs have no disk or guest agent
     return method
 
 
-for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "pause", "unpause",
-            "suspend", "resume", "soft_delete", "restore", "trigger_crash_dump",
-            "migrate_disk_and_power_off", "finish_migration", "finish_revert_migration",
-            "confirm_migration", "live_migration", "check_can_live_migrate_destination",
-            "check_can_live_migrate_source", "pre_live_migration", "attach_volume",
-            "detach_volume", "swap_volume", "extend_volume", "get_vnc_console",
-            "get_spice_console", "get_serial_console", "get_mks_console", "quiesce", "unquiesce",
-            "get_volume_connector"):
+for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "suspend", "resume",
+            "soft_delete", "restore", "trigger_crash_dump", "migrate_disk_and_power_off",
+            "finish_migration", "finish_revert_migration", "confirm_migration", "live_migration",
+            "check_can_live_migrate_destination", "check_can_live_migrate_source",
+            "pre_live_migration", "attach_volume", "detach_volume", "swap_volume",
+            "extend_volume", "get_vnc_console", "get_spice_console", "get_serial_console",
+            "get_mks_console", "quiesce", "unquiesce", "get_volume_connector"):
     setattr(UnikernelDriver, _op, _unsupported(_op))
 for _op in ("attach_interface", "detach_interface"):
     setattr(UnikernelDriver, _op, _unsupported(

@@ -171,6 +171,14 @@ class Backend:
     def kill(self, spec: specmod.VNFSpec, pid: int | None) -> None:
         raise NotImplementedError
 
+    def pause(self, spec: specmod.VNFSpec, pid: int | None) -> None:
+        """Stop the VNF's vCPUs (memory, taps and QEMU stay)."""
+        raise NotImplementedError
+
+    def unpause(self, spec: specmod.VNFSpec, pid: int | None) -> None:
+        """Let a paused VNF's vCPUs run again."""
+        raise NotImplementedError
+
     def discover(self) -> list[tuple[str, int | None]]:
         """(VNF uuid, pid or None) of the running VNFs of this run directory that this backend
         can see (used when the state store lost them)."""
@@ -379,6 +387,18 @@ class QemuBackend(Backend):
                 os.close(pidfd)
         self._unwatch(spec.uuid)
 
+    def pause(self, spec, pid):
+        self._qmp_or_fail(spec, "stop", "pause")
+
+    def unpause(self, spec, pid):
+        self._qmp_or_fail(spec, "cont", "unpause")
+
+    def _qmp_or_fail(self, spec, command: str, what: str):
+        try:
+            self.qmp(spec, command)
+        except Exception as e:  # noqa: BLE001 - QMP's errors have no common base below Exception
+            raise LaunchError(f"cannot {what} VNF {spec.name}: QMP {command!r}: {e}") from None
+
     def qmp(self, spec, command: str, **args):
         """Run one QMP command on the VNF's monitor (e.g. ``query-status``)."""
         from qemu.qmp.legacy import QEMUMonitorProtocol
@@ -568,6 +588,21 @@ class LibvirtBackend(Backend):
             self.kill(spec, None)
             raise
         return ch, None
+
+    def pause(self, spec, pid):
+        self._domain_call(spec, "suspend", "pause")
+
+    def unpause(self, spec, pid):
+        self._domain_call(spec, "resume", "unpause")
+
+    def _domain_call(self, spec, method: str, what: str):
+        dom = self._lookup(spec.uuid)
+        if dom is None:
+            raise LaunchError(f"cannot {what} VNF {spec.name}: its libvirt domain is gone")
+        try:
+            getattr(dom, method)()
+        except self.libvirt.libvirtError as e:
+            raise LaunchError(f"cannot {what} VNF {spec.name}: libvirt: {e}") from None
 
     def exit_message(self, spec) -> str:
         return "libvirt domain stopped; see /var/log/libvirt/qemu/" + specmod.domain_name(spec) \

@@ -577,8 +577,41 @@ class VNFManager:
                 pass
         return n
 
-    def channel(self, id_or_name: str) -> ControlChannel:
+    def pause(self, id_or_name: str) -> VNFRecord:
+        """Stop a running VNF's vCPUs, keeping everything else (:data:`states.PAUSED`); a paused
+        one stays paused."""
         rec = self.get(id_or_name)
+        if rec.status == states.PAUSED:
+            return rec
+        if rec.status != states.RUNNING:
+            raise ControlError("not_running", f"VNF {rec.name} is {rec.status}: only a running "
+                               "VNF can be paused")
+        self.backend(rec.backend).pause(rec.spec, rec.pid)
+        self.store.update(rec.id, status=states.PAUSED)
+        return self.get(rec.id)
+
+    def unpause(self, id_or_name: str) -> VNFRecord:
+        """Let a paused VNF run again (:data:`states.RUNNING`); a running one is left as it is."""
+        rec = self.get(id_or_name)
+        if rec.status == states.RUNNING:
+            return rec
+        if rec.status != states.PAUSED:
+            raise ControlError("not_paused", f"VNF {rec.name} is {rec.status}, not paused")
+        self.backend(rec.backend).unpause(rec.spec, rec.pid)
+        self.store.update(rec.id, status=states.RUNNING)
+        return self.get(rec.id)
+
+    def _answering(self, id_or_name: str) -> VNFRecord:
+        """The record of a VNF that can answer requests: a paused one cannot (its request would
+        only time out)."""
+        rec = self.get(id_or_name)
+        if rec.status == states.PAUSED:
+            raise ControlError("paused", f"VNF {rec.name} is paused: it answers again once "
+                               "unpaused")
+        return rec
+
+    def channel(self, id_or_name: str) -> ControlChannel:
+        rec = self._answering(id_or_name)
         return self.backend(rec.backend).connect(rec.spec)
 
     def stats(self, id_or_name: str) -> dict:
@@ -586,7 +619,7 @@ class VNFManager:
             return ch.stats()
 
     def configure(self, id_or_name: str, config: str, slots: int | None = None) -> dict:
-        rec = self.get(id_or_name)
+        rec = self._answering(id_or_name)
         with self.backend(rec.backend).connect(rec.spec) as ch:
             result = ch.configure(config, slots=slots)
         self.store.update(rec.id, config=config)
@@ -610,10 +643,10 @@ class VNFManager:
                 # half-created or dead shell, or one of an older pool-key form (never claimed)
                 self._destroy_spec(be, spec, rec.pid)
                 summary["removed"] += 1
-            elif rec.status in (states.RUNNING, states.POOL) and alive:
-                be.watch(spec, rec.pid)
+            elif rec.status in (states.RUNNING, states.PAUSED, states.POOL) and alive:
+                be.watch(spec, rec.pid)             # a paused VNF stays paused
                 summary["reattached"] += 1
-            elif rec.status == states.RUNNING:
+            elif rec.status in (states.RUNNING, states.PAUSED):
                 be.cleanup(spec)
                 self.store.update(rec.id, status=states.CRASHED, pid=None,
                                   reason="not running when the launch core restarted")

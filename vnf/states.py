@@ -25,6 +25,11 @@ It has no user-given name and is not listed as a VNF."""
 RUNNING = "running"
 """Launched (cold, or a claimed shell) and, as far as the launch core knows, alive."""
 
+PAUSED = "paused"
+"""Its vCPUs are stopped on purpose (``VNFManager.pause``: QMP ``stop`` / libvirt suspend): memory,
+flow table, taps and counters are kept, it forwards nothing and answers no request until
+``unpause``; its session slots are not offered meanwhile."""
+
 CRASHED = "crashed"
 """Was running and died on its own (its process/domain exited, or it was gone when the launch
 core restarted); ``reason`` says why. Kept until destroyed so its owner sees the failure."""
@@ -33,9 +38,9 @@ STOPPED = "stopped"
 """Stopped on purpose but kept (not written by the launch core today; its readers treat it as
 a VNF that exists but does not run)."""
 
-STATUSES = (BOOTING, POOL, RUNNING, CRASHED, STOPPED)
+STATUSES = (BOOTING, POOL, RUNNING, PAUSED, CRASHED, STOPPED)
 
-LISTED = (RUNNING, CRASHED)
+LISTED = (RUNNING, PAUSED, CRASHED)
 """What ``VNFManager.list()`` shows: the VNFs someone launched (shells and half-created
 records are the launch core's own business)."""
 

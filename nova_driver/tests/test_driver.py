@@ -464,7 +464,8 @@ class UnikernelDriverTestCase(DriverTestBase):
         exc = self.assertRaises(NotImplementedError, self.driver.snapshot, self.ctx, inst,
                                 "img", lambda *a, **k: None)
         self.assertIn("fluidvim: snapshot is not supported", str(exc))
-        self.assertRaises(NotImplementedError, self.driver.pause, inst)
+        self.assertRaises(NotImplementedError, self.driver.suspend, self.ctx, inst)
+        self.assertRaises(exception.InstanceNotFound, self.driver.pause, inst)  # none spawned
         self.assertRaises(NotImplementedError, self.driver.attach_volume, self.ctx, {}, inst,
                           "/dev/vdb")
 

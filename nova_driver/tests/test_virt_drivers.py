@@ -23,8 +23,8 @@ Deviations from the suite's defaults, each for a reason the suite itself allows:
 
 Operations fluidvim does not support raise NotImplementedError with the reason, which the suite's
 ``catch_notimplementederror`` convention records as "does not implement" (logged, not failed).
-Of the suite's 64 tests, 26 run and assert as written upstream, 2 are skipped (above) and 36
-record NotImplementedError (this module adds 2 tests of its own):
+Of the suite's 64 tests, 29 run and assert as written upstream, 2 are skipped (above) and 33
+record NotImplementedError (this module adds 3 tests of its own):
 
 * no disk, no image state (the Glance image is the kernel, booted read-only):
   test_snapshot_running, test_snapshot_not_running, test_migrate_disk_and_power_off,
@@ -33,10 +33,9 @@ record NotImplementedError (this module adds 2 tests of its own):
   test_get_volume_connector, test_get_volume_connector_storage_ip;
 * no guest agent or rescue image: test_set_admin_password, test_rescue,
   test_unrescue_unrescued_instance, test_unrescue_rescued_instance;
-* no pause/suspend/NMI in the launch core's API (fluidvim.vnf has launch/configure/stats/destroy):
-  test_pause, test_unpause_unpaused_instance, test_unpause_paused_instance, test_suspend,
-  test_resume_unsuspended_instance, test_resume_suspended_instance, test_soft_delete,
-  test_restore_running, test_restore_soft_deleted, test_trigger_crash_dump;
+* no suspend-to-disk, soft delete or NMI in the launch core's API (it pauses and unpauses):
+  test_suspend, test_resume_unsuspended_instance, test_resume_suspended_instance,
+  test_soft_delete, test_restore_running, test_restore_soft_deleted, test_trigger_crash_dump;
 * no graphics and no interactive serial console (the console log is ``get_console_output``):
   test_get_vnc_console, test_get_spice_console, test_get_mks_console, test_get_serial_console;
 * no live migration: test_live_migration_abort;
@@ -55,12 +54,15 @@ import tempfile
 import uuid
 
 from nova import exception, test
+from nova.compute import power_state
 from nova.network import model as network_model
 from nova.tests.unit import utils as test_utils
 from nova.tests.unit.virt import test_virt_drivers
 
 from fluidvim.nova_driver import driver as fdriver  # noqa: F401 - registers [vnf], [fluidvim]
 from fluidvim.vnf import conf as vnfconf, netdev
+from fluidvim.vnf.control import ControlError
+from fluidvim.vnf.manager import VNFManager
 
 KERNEL = vnfconf.default_kernel()
 
@@ -139,10 +141,44 @@ class UnikernelDriverConformanceTestCase(test_virt_drivers._VirtDriverTestCase, 
         self.assertIn(instance["name"], self.connection.list_instances())
         self.assertIn("fluidvim-vnf", self.connection.get_console_output(self.ctxt, instance))
 
+    def test_pause_stops_the_vnf_and_unpause_resumes_it(self):
+        instance, network_info = self._get_running_instance()
+        mgr = self.connection.manager
+        rec = mgr.get(instance["uuid"])
+        up = mgr.stats(rec.id)["uptime_us"]
+        self.connection.pause(instance)
+        self.connection.pause(instance)                     # paused stays paused
+        self.assertEqual(power_state.PAUSED, self.connection.get_info(instance).state)
+        self.assertEqual("paused", mgr.get(rec.id).status)
+        e = self.assertRaises(ControlError, mgr.stats, rec.id)
+        self.assertIn("paused", str(e))
+        self.assertRaises(exception.InstanceNotRunning, self.connection.get_diagnostics, instance)
+        be = mgr.backend(rec.backend)
+        self.assertTrue(be.alive(rec.spec, rec.pid))        # QEMU and its taps stay
+        self.assertEqual(self.bridge, netdev.master_of(rec.spec.nics[0].tap))
+        # the guest itself is stopped, as its hypervisor says
+        if rec.backend == "qemu":
+            self.assertEqual("paused", be.qmp(rec.spec, "query-status")["status"])
+        else:
+            self.assertEqual(be.libvirt.VIR_DOMAIN_PAUSED, be._lookup(rec.spec.uuid).state()[0])
+        # the launch core restarts: the VNF is found paused, not crashed
+        mgr2 = VNFManager(mgr.conf)
+        try:
+            self.assertGreaterEqual(mgr2.recover()["reattached"], 1)
+            self.assertEqual("paused", mgr2.get(rec.id).status)
+        finally:
+            mgr2.close()
+        self.connection.unpause(instance)
+        self.connection.unpause(instance)                   # running stays running
+        self.assertEqual(power_state.RUNNING, self.connection.get_info(instance).state)
+        st = mgr.stats(rec.id)                              # the same VNF: uptime went on
+        self.assertGreaterEqual(st["uptime_us"], up)
+        self.assertEqual(rec.spec.session_slots, st["slots"]["total"])
+
     def test_unsupported_ops_are_explicit(self):
         instance, network_info = self._get_running_instance()
         for op, args in [("snapshot", (self.ctxt, instance, "img", None)),
-                         ("pause", (instance,)), ("suspend", (self.ctxt, instance)),
+                         ("trigger_crash_dump", (instance,)), ("suspend", (self.ctxt, instance)),
                          ("rescue", (self.ctxt, instance, network_info, None, "", None, None)),
                          ("attach_volume", (self.ctxt, {}, instance, "/dev/vdb")),
                          ("get_vnc_console", (self.ctxt, instance)),

@@ -132,7 +132,8 @@ def _wait_status(cli, name, status, timeout=120):
 
 
 def test_stop_start_reboot(stack):
-    """`server stop/start/reboot [--hard]` through the real services, checked on the VNF."""
+    """`server stop/start/pause/unpause/reboot [--hard]` through the real services, checked on
+    the VNF."""
     cli = ns.OpenStackCLI(stack)
     srv = _firewall_server(cli, "fw-power")
 
@@ -150,6 +151,13 @@ def test_stop_start_reboot(stack):
     _wait_status(cli, "fw-power", "ACTIVE")
     second = vnf()
     assert second is not None and second["id"] != first["id"]
+    cli("server", "pause", "fw-power", json_out=False)                 # the vCPUs stop
+    _wait_status(cli, "fw-power", "PAUSED")
+    assert vnf()["status"] == "paused" and ns._alive(second["pid"])
+    cli("server", "unpause", "fw-power", json_out=False)
+    _wait_status(cli, "fw-power", "ACTIVE")
+    assert vnf()["status"] == "running" and vnf()["id"] == second["id"]
+    assert ns._fluidvim(stack, "stats", srv["id"])["configured"]
     cli("server", "reboot", "--wait", "fw-power", json_out=False)       # soft: reconfigure
     _wait_status(cli, "fw-power", "ACTIVE")
     assert vnf()["id"] == second["id"], "a soft reboot relaunched the VNF"

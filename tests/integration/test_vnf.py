@@ -193,6 +193,29 @@ def test_kill_9_of_qemu_is_detected(mgr):
     assert not any(netdev.exists(n.tap) for n in rec.spec.nics)
 
 
+def test_pause_stops_forwarding_and_unpause_resumes_the_same_vnf(mgr, net):
+    res = mgr.launch(FORWARD, name="napper", bridges=net.bridges, slots=16)
+    assert net.ping(2) == 2
+    before = mgr.stats(res.vnf_id)
+    assert mgr.pause("napper").status == "paused"
+    assert net.ping(2, timeout_s=1) == 0               # nothing crosses a paused VNF
+    with pytest.raises(ControlError, match="napper is paused"):
+        mgr.stats("napper")
+    assert [r.status for r in mgr.list()] == ["paused"]
+    assert mgr.slots()["total"] == 0                    # no slot is offered meanwhile
+    with pytest.raises(ControlError, match="napper is paused"):
+        mgr.configure("napper", FORWARD)
+    assert mgr.pause("napper").status == "paused"      # paused stays paused
+    assert mgr.unpause("napper").status == "running"
+    assert net.ping(3) == 3
+    after = mgr.stats(res.vnf_id)                       # the same guest: counters went on
+    assert after["uptime_us"] > before["uptime_us"]
+    assert after["nics"][0]["rx"] > before["nics"][0]["rx"]
+    rec = mgr.get("napper")
+    mgr.destroy("napper")
+    assert not any(netdev.exists(n.tap) for n in rec.spec.nics)
+
+
 def _running(pid):
     """Alive and not a zombie (the killed QEMU may be our child, unreaped)."""
     try:

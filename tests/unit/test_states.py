@@ -13,7 +13,7 @@ from fluidvim.vnf import state as vstate, states as vstates
 
 
 def test_values_are_the_stored_strings():
-    assert vstates.STATUSES == ("booting", "pool", "running", "crashed", "stopped")
+    assert vstates.STATUSES == ("booting", "pool", "running", "paused", "crashed", "stopped")
     assert vstate.STATUSES is vstates.STATUSES
     assert vstates.LAUNCH_KINDS == ("cold", "warm")
     assert vstates.BACKENDS == ("qemu", "libvirt")
