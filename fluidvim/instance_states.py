@@ -19,13 +19,17 @@ BUILDING = "building"
 RUNNING = "running"
 """Ready: it serves its service (and may announce session slots)."""
 
+PAUSED = "paused"
+"""Stopped on purpose and kept (Nova PAUSED, a paused VNF of the launch core): it serves nothing
+and offers no slot, yet is not healed (replaced) as a dead one would be."""
+
 ERROR = "error"
 """Failed or lost: the VIM reports an error, or a status this mapping does not know."""
 
 DELETED = "deleted"
 """Gone: terminated by the orchestrator, or no longer known to its VIM."""
 
-STATUSES = (BUILDING, RUNNING, ERROR, DELETED)
+STATUSES = (BUILDING, RUNNING, PAUSED, ERROR, DELETED)
 
 LIVE = (RUNNING, BUILDING)
 """Instances that count as the service's (the store's default listing)."""

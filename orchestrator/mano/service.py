@@ -606,7 +606,7 @@ class NSManager:
             return []
         done = []
         for i in row.get("instances"):
-            if status.get(i["id"]) in istates.LIVE:
+            if status.get(i["id"]) in (*istates.LIVE, istates.PAUSED):   # paused on purpose
                 continue
             LOG.warning("ns %s: instance %s is %s: healing", row.name, i["name"],
                         status.get(i["id"], "gone"))

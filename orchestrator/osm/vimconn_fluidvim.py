@@ -41,7 +41,8 @@ SUPPORTED_NET_TYPES = ("bridge",)
 SUPPORTED_IFACE_TYPES = ("virtual", "VIRTIO", "paravirt")
 FLAVOR_EXTENDED_KEYS = ("session-slots",)
 # an instance status -> OSM's VM status (one not here: OTHER)
-STATUS = {istates.RUNNING: "ACTIVE", istates.BUILDING: "BUILD", istates.ERROR: "ERROR",
+STATUS = {istates.RUNNING: "ACTIVE", istates.BUILDING: "BUILD", istates.PAUSED: "PAUSED",
+          istates.ERROR: "ERROR",
           istates.DELETED: "DELETED"}
 DEFAULT_TOPIC = "fluidvim-orchestrator"
 # a Click comment line in the day-0 config: "// fluidvim: session-slots = 64"

@@ -49,7 +49,8 @@ def service_of(vnf_name: str) -> str:
 
 # a VNF status (of those VNFManager.list() gives) -> the instance status the orchestrator sees;
 # a crashed VNF is an instance in error
-INSTANCE_STATUS = {vstates.RUNNING: istates.RUNNING, vstates.CRASHED: istates.ERROR}
+INSTANCE_STATUS = {vstates.RUNNING: istates.RUNNING, vstates.PAUSED: istates.PAUSED,
+                   vstates.CRASHED: istates.ERROR}
 
 
 class LocalZone(ZoneAdapter):

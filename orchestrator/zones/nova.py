@@ -381,7 +381,8 @@ class _ImageRef:
 
 
 # a Nova server status -> the instance status (one not here: ERROR)
-SERVER_STATUS = {"ACTIVE": istates.RUNNING, "BUILD": istates.BUILDING, "ERROR": istates.ERROR,
+SERVER_STATUS = {"ACTIVE": istates.RUNNING, "BUILD": istates.BUILDING, "PAUSED": istates.PAUSED,
+                 "ERROR": istates.ERROR,
                  "DELETED": istates.DELETED, "SOFT_DELETED": istates.DELETED}
 
 

@@ -309,6 +309,24 @@ def test_failed_scale_out_is_rolled_back(orch_factory, pkg):  # noqa: F811
     orch.ns.delete("sc1")
 
 
+def test_a_paused_instance_is_not_healed_a_failed_one_is(orch_factory, pkg):  # noqa: F811
+    orch = orch_factory()
+    zone = orch_factory.zone
+    r = deploy_scaled(orch, pkg)
+    fw = next(i for i in r["instances"] if i["service"] == "sc1-fw")
+    sc = Scaler(orch.ns, interval=0.1)
+    zone.statuses[fw["id"]] = "paused"               # stopped on purpose (server pause)
+    assert sc.tick() == []
+    shown = orch.ns.show("sc1")
+    assert fw["id"] in [i["id"] for i in shown["instances"]]
+    assert "heal" not in [o["type"] for o in shown["operations"]]
+    zone.statuses[fw["id"]] = "error"                # failed: replaced
+    assert [(n, what) for n, what, _ in sc.tick()] == [("sc1", "heal")]
+    assert fw["id"] not in zone.vnfs
+    zone.statuses.clear()
+    orch.ns.delete("sc1")
+
+
 def test_heal_replaces_a_dead_instance_on_the_same_networks(orch_factory, pkg):  # noqa: F811
     orch = orch_factory()
     zone = orch_factory.zone

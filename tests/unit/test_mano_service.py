@@ -35,6 +35,7 @@ class MemoryZone(SyntheticZone):
         super().__init__(name, hosts, launch_ms=[50.0], **kw)
         self.nets: dict[str, NetworkInfo] = {}
         self.vnfs: dict[str, LaunchRequest] = {}
+        self.statuses: dict[str, str] = {}      # instance id -> status other than "running"
         self.launches = []
 
     def networks(self):
@@ -77,7 +78,8 @@ class MemoryZone(SyntheticZone):
         return req
 
     def instances(self):
-        return [InstanceInfo(id=k, name=k, service=v.service, host="h", status="running")
+        return [InstanceInfo(id=k, name=k, service=v.service, host="h",
+                             status=self.statuses.get(k, "running"))
                 for k, v in self.vnfs.items()]
 
 

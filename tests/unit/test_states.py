@@ -17,7 +17,7 @@ def test_values_are_the_stored_strings():
     assert vstate.STATUSES is vstates.STATUSES
     assert vstates.LAUNCH_KINDS == ("cold", "warm")
     assert vstates.BACKENDS == ("qemu", "libvirt")
-    assert istates.STATUSES == ("building", "running", "error", "deleted")
+    assert istates.STATUSES == ("building", "running", "paused", "error", "deleted")
     assert zonetypes.KINDS == ("local", "nova", "nomad", "synthetic")
     assert states.NS_STATUSES == ("deploying", "running", "failed", "deleting", "deleted")
     assert states.OP_TYPES == ("instantiate", "scale", "heal", "terminate")
@@ -29,7 +29,7 @@ def test_values_are_the_stored_strings():
 
 
 def test_one_mapping_each():
-    assert local.INSTANCE_STATUS == {"running": "running", "crashed": "error"}
+    assert local.INSTANCE_STATUS == {"running": "running", "paused": "paused", "crashed": "error"}
     assert set(nova.SERVER_STATUS.values()) <= set(istates.STATUSES)
     assert set(nomad.ALLOC_STATUS.values()) <= set(istates.STATUSES)
     assert nova._status("SHELVED") == istates.ERROR and nova._status(None) == istates.ERROR
