@@ -5,7 +5,8 @@
 # Run CI as a new machine would, on a used one: stops libvirtd, virtlogd, RabbitMQ, Nomad and
 # PostgreSQL (everything on this host that uses them is interrupted), deletes libvirt's QEMU
 # capabilities cache, puts /dev/kvm back to root:root 0600, turns KSM off, clones main into an
-# empty directory and runs `.ci/run` there with empty pip, Go and Nomad caches.
+# empty directory and runs `.ci/run` there with empty pip, Go and Nomad caches; removes the clone
+# and the caches afterwards (the log stays).
 #
 #   sudo tools/fresh-machine-ci.sh [REPO]      # REPO defaults to this checkout; log in /tmp/fresh-ci-HHMM.log
 set -u
@@ -25,5 +26,7 @@ env GOMODCACHE="$D-cache/gomod" GOCACHE="$D-cache/gocache" NOMAD_CACHE_DIR="$D-c
     PIP_NO_CACHE_DIR=1 CI=true bash .ci/run > "$D.log" 2>&1
 rc=$?
 echo "rc=$rc" >> "$D.log"
+# the clone and its caches take ~5 GB (venv, Go build cache, the Nomad build): runs add up
+cd / && chmod -R u+w "$D" "$D-cache" 2>/dev/null; rm -rf "$D" "$D-cache"
 echo "fresh-machine CI: exit $rc, log $D.log"
 exit $rc
