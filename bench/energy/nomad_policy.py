@@ -1,0 +1,225 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``nomad-binpack`` / ``nomad-spread``: Nomad's own scheduler, in process, on mock nodes sized
+like the fleet.
+
+What runs is Nomad's code at the version the task driver links (nomad_driver/go.mod,
+github.com/hashicorp/nomad v1.11.3): ``nomad_driver/cmd/schedsim``, a small Go program, keeps a
+Nomad state store with one node per Host (``mock.Node``: cpu shares = cores x mhz from a one-socket
+topology, memory_mb, nothing reserved, the plugin's ``unikernel`` driver healthy, one datacenter)
+and the cluster's ``SchedulerConfiguration`` with ``binpack`` or ``spread`` (what ``nomad
+operator scheduler set-config -scheduler-algorithm`` sets). Each VNF service is one service job
+with one task group (``resources { cpu = Shape.cpu_mhz  memory = Shape.memory_mb }``); a
+``place`` registers the job with its count raised (``nomad job run`` the first time, ``nomad
+job scale`` after) and processes one evaluation with Nomad's ``NewServiceScheduler``; the plan
+is applied to the state store by the PlanBuilder the scheduler's test harness is made of, and
+the new allocations are reported running. So every Nomad rule applies as in a cluster:
+feasibility (driver, resources, eligibility), the algorithm's fit score, the job
+anti-affinity penalty for instances of one service on one node, and the candidate limit
+(``max(2, ceil(log2 nodes))`` nodes scored per placement, after a shuffle seeded by the
+evaluation ID; IDs come from ``seed``, so a run is reproducible).
+
+Operational choices the simulator's contract makes:
+
+* **Refused is refused.** What does not fit is returned with ``host=None`` and the job's count
+  goes back to what runs (Nomad would keep a blocked evaluation and place it later).
+* **Scale-in is Nomad's choice**: the count is lowered and the scheduler stops the allocations
+  it picks (the highest name indexes).
+* **stop** marks the allocations stopped (desired status stop, then client status complete),
+  lowers the count to what runs, and garbage-collects them, as ``nomad system gc`` would.
+* **Ineligible** is ``nomad node eligibility -disable``: no new placement, nothing moved.
+
+``decision_ms`` holds, per placed-or-refused instance, Nomad's time for the evaluation that
+decided it (``Scheduler.Process``: reconcile, feasibility, ranking, plan apply) divided among
+the instances of that request; the simulator times the whole call (incl. the pipe) itself.
+
+Run alone for the decision time per place request::
+
+    .venv/bin/python -m bench.energy.nomad_policy --hosts 20 100 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .policy import Host, Placement, Shape
+
+REPO = Path(__file__).resolve().parents[2]
+MODULE = REPO / "nomad_driver"
+PACKAGE = "./cmd/schedsim"
+ALGORITHMS = ("binpack", "spread")
+
+
+class SchedsimError(RuntimeError):
+    """schedsim refused a request (its message names the op and the field) or died."""
+
+
+def cache_dir() -> Path:
+    """Where the built binary is kept: $FLUIDVIM_SCHEDSIM_DIR, else ~/.cache/fluidvim/schedsim."""
+    env = os.environ.get("FLUIDVIM_SCHEDSIM_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "fluidvim" / "schedsim"
+
+
+def _sources() -> list[Path]:
+    src = MODULE / PACKAGE
+    return [MODULE / "go.mod", MODULE / "go.sum",
+            *(p for p in src.glob("*.go") if not p.name.endswith("_test.go"))]
+
+
+def build(out_dir: Path | None = None) -> Path:
+    """The schedsim binary, rebuilt when a source (its package, go.mod, go.sum) is newer."""
+    exe = (out_dir or cache_dir()) / "schedsim"
+    newest = max(p.stat().st_mtime for p in _sources())
+    if exe.exists() and exe.stat().st_mtime >= newest:
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_name(f".schedsim.{os.getpid()}")
+    try:
+        subprocess.run(["go", "build", "-o", str(tmp), PACKAGE], cwd=MODULE, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        raise SchedsimError("nomad policy: `go` is not on PATH; install Go (nomad_driver/go.mod "
+                            "names the version) to build nomad_driver/cmd/schedsim") from None
+    except subprocess.CalledProcessError as e:
+        raise SchedsimError(f"nomad policy: go build {PACKAGE} failed:\n{e.stderr[-4000:]}") from None
+    os.replace(tmp, exe)        # atomic: a concurrent build never leaves a half-written binary
+    return exe
+
+
+class NomadPolicy:
+    """bench/energy Policy: Nomad's service scheduler with ``binpack`` or ``spread``."""
+
+    def __init__(self, algorithm: str = "binpack", seed: int = 0, binary: Path | None = None):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm {algorithm!r}: use one of {ALGORITHMS} (Nomad's "
+                             "scheduler_algorithm)")
+        self.algorithm = algorithm
+        self.name = f"nomad-{algorithm}"
+        self.seed = seed
+        self._binary = binary
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+        self.decision_ms: list[float] = []     # one per place()d instance (see the module doc)
+
+    # ------------------------------------------------------------------ the pipe
+    def _spawn(self):
+        exe = self._binary or build()
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, text=True, bufsize=1)
+
+    def _ask(self, req: dict) -> dict:
+        if self._proc is None:
+            raise SchedsimError(f"nomad policy: {req['op']} before start(); start the run first")
+        try:
+            self._proc.stdin.write(json.dumps(req, separators=(",", ":")) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            raise SchedsimError(f"nomad policy: schedsim exited (rc={self._proc.poll()}) during "
+                                f"{req['op']}: {self._stderr_tail()}")
+        rep = json.loads(line)
+        if "error" in rep:
+            raise SchedsimError(f"nomad policy: {rep['error']}")
+        return rep
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-2000:].strip() or "(no stderr)"
+
+    # ------------------------------------------------------------------ Policy
+    def start(self, hosts: list[Host]) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._spawn()
+        self._ask({"op": "start", "algorithm": self.algorithm, "seed": self.seed,
+                   "hosts": [{"id": h.id, "cores": h.cores, "mhz": h.mhz,
+                              "memory_mb": h.memory_mb} for h in hosts]})
+        self.decision_ms = []
+
+    def place(self, shape: Shape, instances: list[str]) -> list[Placement]:
+        if not instances:
+            return []
+        rep = self._ask({"op": "place", "service": shape.service, "cpu_mhz": shape.cpu_mhz,
+                         "memory_mb": shape.memory_mb, "count": len(instances),
+                         "instances": list(instances)})
+        self.decision_ms.extend([rep["ms"] / len(instances)] * len(instances))
+        return [Placement(p["instance"], p["host"]) for p in rep["placements"]]
+
+    def scale_in(self, service: str, n: int) -> list[str]:
+        if n == 0:
+            return []
+        return self._ask({"op": "scale_in", "service": service, "n": n})["instances"]
+
+    def stop(self, instances: list[str]) -> None:
+        if instances:
+            self._ask({"op": "stop", "instances": list(instances)})
+
+    def set_eligible(self, host: str, eligible: bool) -> None:
+        self._ask({"op": "eligible", "host": host, "eligible": bool(eligible)})
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                proc.stdin.write('{"op":"close"}\n')
+                proc.stdin.flush()
+            proc.wait(timeout=10)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            for f in (proc.stdin, proc.stdout, self._stderr):
+                f.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Nomad scheduler decision time per place request "
+                                 "(fleets of equal hosts, one instance per request, services "
+                                 "in turn)")
+    ap.add_argument("--hosts", type=int, nargs="+", default=[20, 100, 1000])
+    ap.add_argument("--placements", type=int, default=2000)
+    ap.add_argument("--services", type=int, default=20)
+    ap.add_argument("--cores", type=int, default=64)
+    ap.add_argument("--mhz", type=int, default=2000)
+    ap.add_argument("--memory-mb", type=int, default=256 * 1024)
+    ap.add_argument("--algorithm", choices=ALGORITHMS, nargs="+", default=list(ALGORITHMS))
+    args = ap.parse_args(argv)
+    for algorithm in args.algorithm:
+        for n in args.hosts:
+            pol = NomadPolicy(algorithm)
+            pol.start([Host(f"h{i:04d}", "bench", args.cores, args.mhz, args.memory_mb)
+                       for i in range(n)])
+            wall, placed = [], 0
+            for k in range(args.placements):
+                shape = Shape(f"vnf{k % args.services}", 1, 1000, 512, 64)
+                t0 = time.perf_counter()
+                placed += pol.place(shape, [f"i{k}"])[0].host is not None
+                wall.append((time.perf_counter() - t0) * 1000.0)
+            ms, wall = sorted(pol.decision_ms), sorted(wall)
+            pol.close()
+            print(json.dumps({
+                "policy": pol.name, "hosts": n, "placements": args.placements, "placed": placed,
+                "services": args.services,
+                "decision_ms_p50": round(statistics.median(ms), 3),
+                "decision_ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 3),
+                "call_ms_p50": round(statistics.median(wall), 3)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/nomad/state"
+	"github.com/hashicorp/nomad/nomad/structs"
+	"github.com/hashicorp/nomad/scheduler"
+	sstructs "github.com/hashicorp/nomad/scheduler/structs"
+)
+
+// Sim is one Nomad "cluster" in process: Nomad's state store, Nomad's service scheduler and
+// the PlanBuilder the scheduler's test harness (scheduler/tests.Harness) is made of, which
+// applies each plan to the state store the way the leader's plan applier does. It maps the
+// simulator's instance ids to allocation IDs and its host ids to node IDs.
+type Sim struct {
+	state   *state.StateStore
+	planner *sstructs.PlanBuilder
+	logger  hclog.Logger
+	events  chan interface{}
+	ids     *idSource
+
+	nodeOf   map[string]string // host id -> node ID
+	hostOf   map[string]string // node ID -> host id
+	jobs     map[string]*structs.Job
+	shapes   map[string]serviceShape
+	allocOf  map[string]string // instance id -> alloc ID
+	instance map[string]string // alloc ID -> instance id
+}
+
+// schedulerConfig is Nomad's default (nomad/config.go DefaultSchedulerConfig) with the
+// algorithm chosen, as `nomad operator scheduler set-config -scheduler-algorithm` sets it.
+func schedulerConfig(algorithm string) (*structs.SchedulerConfiguration, error) {
+	a := structs.SchedulerAlgorithm(algorithm)
+	if a != structs.SchedulerAlgorithmBinpack && a != structs.SchedulerAlgorithmSpread {
+		return nil, fmt.Errorf("algorithm: %q; use \"binpack\" or \"spread\"", algorithm)
+	}
+	return &structs.SchedulerConfiguration{
+		SchedulerAlgorithm: a,
+		PreemptionConfig:   structs.PreemptionConfig{SystemSchedulerEnabled: true},
+	}, nil
+}
+
+// newSim is a fresh cluster of these hosts, all ready and eligible, nothing placed.
+func newSim(algorithm string, hosts []hostSpec, seed int64, logger hclog.Logger) (*Sim, error) {
+	cfg, err := schedulerConfig(algorithm)
+	if err != nil {
+		return nil, err
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("hosts: empty; give at least one {id, cores, mhz, memory_mb}")
+	}
+	st, err := state.NewStateStore(&state.StateStoreConfig{
+		Logger: logger, Region: "global", JobTrackedVersions: structs.JobDefaultTrackedVersions})
+	if err != nil {
+		return nil, fmt.Errorf("state store: %w", err)
+	}
+	s := &Sim{
+		state: st, planner: sstructs.NewPlanWithStateAndIndex(st, 1, true), logger: logger,
+		events: make(chan interface{}), ids: newIDSource(seed),
+		nodeOf: map[string]string{}, hostOf: map[string]string{}, jobs: map[string]*structs.Job{},
+		shapes: map[string]serviceShape{}, allocOf: map[string]string{}, instance: map[string]string{},
+	}
+	go s.drainEvents()
+	if err := st.SchedulerSetConfig(s.planner.NextIndex(), cfg); err != nil {
+		return nil, fmt.Errorf("scheduler config: %w", err)
+	}
+	return s, s.addNodes(hosts)
+}
+
+// drainEvents logs what the scheduler reports on its events channel (port collisions).
+func (s *Sim) drainEvents() {
+	for e := range s.events {
+		s.logger.Warn("scheduler event", "event", fmt.Sprintf("%+v", e))
+	}
+}
+
+func (s *Sim) close() { close(s.events) }
+
+func (s *Sim) addNodes(hosts []hostSpec) error {
+	for i, h := range hosts {
+		if err := h.validate(i); err != nil {
+			return err
+		}
+		if _, dup := s.nodeOf[h.ID]; dup {
+			return fmt.Errorf("hosts[%d].id: %q appears twice; host ids must be unique", i, h.ID)
+		}
+		n := newNode(h, s.ids.next(), s.ids.next())
+		if err := s.state.UpsertNode(structs.MsgTypeTestSetup, s.planner.NextIndex(), n); err != nil {
+			return fmt.Errorf("hosts[%d]: upsert node: %w", i, err)
+		}
+		s.nodeOf[h.ID], s.hostOf[n.ID] = n.ID, h.ID
+	}
+	return nil
+}
+
+// setEligible is `nomad node eligibility -enable|-disable`.
+func (s *Sim) setEligible(host string, eligible bool) error {
+	id, ok := s.nodeOf[host]
+	if !ok {
+		return fmt.Errorf("host: %q is not in the fleet given to start", host)
+	}
+	e := structs.NodeSchedulingIneligible
+	if eligible {
+		e = structs.NodeSchedulingEligible
+	}
+	return s.state.UpdateNodeEligibility(structs.MsgTypeTestSetup, s.planner.NextIndex(), id, e,
+		time.Now().UnixNano(), nil)
+}
+
+// liveAllocs are the service's allocations Nomad has not stopped, oldest name index first.
+func (s *Sim) liveAllocs(service string) ([]*structs.Allocation, error) {
+	all, err := s.state.AllocsByJob(nil, structs.DefaultNamespace, service, true)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]*structs.Allocation, 0, len(all))
+	for _, a := range all {
+		if !a.TerminalStatus() {
+			live = append(live, a)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].Index() < live[j].Index() })
+	return live, nil
+}
+
+// register upserts the service's job with this count (a new job version, as `nomad job run`
+// and `nomad job scale` do).
+func (s *Sim) register(service string, shape serviceShape, count int) (*structs.Job, error) {
+	var job *structs.Job
+	if old, ok := s.jobs[service]; ok {
+		job = withCount(old, count)
+	} else {
+		job = newJob(service, shape, count)
+	}
+	if err := s.state.UpsertJob(structs.MsgTypeTestSetup, s.planner.NextIndex(), nil, job); err != nil {
+		return nil, fmt.Errorf("register job %q: %w", service, err)
+	}
+	s.jobs[service], s.shapes[service] = job, shape
+	return job, nil
+}
+
+// evaluate runs one evaluation of the job through Nomad's service scheduler, as a server's
+// scheduling worker does: the eval in the state store, a state snapshot, Process. The time
+// returned is Process's (reconcile, feasibility, ranking, plan submission and apply).
+func (s *Sim) evaluate(job *structs.Job, trigger string) (time.Duration, error) {
+	eval := &structs.Evaluation{
+		ID: s.ids.next(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: trigger, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+		Status: structs.EvalStatusPending, CreateTime: time.Now().UnixNano(),
+	}
+	if err := s.state.UpsertEvals(structs.MsgTypeTestSetup, s.planner.NextIndex(), []*structs.Evaluation{eval}); err != nil {
+		return 0, fmt.Errorf("upsert eval: %w", err)
+	}
+	snap, err := s.state.Snapshot()
+	if err != nil {
+		return 0, fmt.Errorf("state snapshot: %w", err)
+	}
+	sched := scheduler.NewServiceScheduler(s.logger, s.events, snap, s.planner)
+	start := time.Now()
+	err = sched.Process(eval)
+	took := time.Since(start)
+	if err != nil {
+		return took, fmt.Errorf("scheduler: %w", err)
+	}
+	return took, s.collect(eval.ID)
+}
+
+// collect drops the eval (and the blocked eval a failed placement creates: the simulator
+// refuses what does not fit now, it does not queue it) once Process has run, as Nomad's eval
+// GC eventually does, so that the store does not grow with the run.
+func (s *Sim) collect(evalID string) error {
+	s.planner.Plans, s.planner.Evals, s.planner.CreateEvals, s.planner.ReblockEvals = nil, nil, nil, nil
+	return s.state.DeleteEval(s.planner.NextIndex(), []string{evalID}, nil, false)
+}
+
+// markRunning is each client reporting its new allocations running.
+func (s *Sim) markRunning(allocs []*structs.Allocation) error {
+	return s.clientUpdate(allocs, structs.AllocClientStatusRunning)
+}
+
+func (s *Sim) clientUpdate(allocs []*structs.Allocation, status string) error {
+	if len(allocs) == 0 {
+		return nil
+	}
+	updates := make([]*structs.Allocation, len(allocs))
+	for i, a := range allocs {
+		updates[i] = &structs.Allocation{ID: a.ID, JobID: a.JobID, Namespace: a.Namespace,
+			NodeID: a.NodeID, TaskGroup: a.TaskGroup, ClientStatus: status, ModifyTime: time.Now().UnixNano()}
+	}
+	return s.state.UpdateAllocsFromClient(structs.MsgTypeTestSetup, s.planner.NextIndex(), updates)
+}
+
+// forget is the core GC of terminal allocations: they leave the store and the id maps.
+func (s *Sim) forget(allocs []*structs.Allocation) error {
+	ids := make([]string, len(allocs))
+	for i, a := range allocs {
+		ids[i] = a.ID
+		delete(s.allocOf, s.instance[a.ID])
+		delete(s.instance, a.ID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.state.DeleteEval(s.planner.NextIndex(), nil, ids, false)
+}

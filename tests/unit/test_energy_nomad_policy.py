@@ -1,0 +1,133 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/energy's nomad-binpack / nomad-spread policies: Nomad's own service scheduler in
+process (nomad_driver/cmd/schedsim through bench/energy/nomad_policy.py).
+
+The binary is built with the Go toolchain on first use (cached, see nomad_policy.build); after
+`go test ./...` in nomad_driver (tools/test.sh's go stage) that is a link of cached packages.
+"""
+
+import shutil
+
+import pytest
+
+from bench.energy import nomad_policy
+from bench.energy.policy import Host, Shape
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("go") is None, reason="Go is needed to build nomad_driver/cmd/schedsim"),
+    pytest.mark.timeout(900),   # a cold `go build` compiles Nomad's scheduler and state store: minutes
+]
+
+CORES, MHZ = 8, 2000            # 16,000 MHz of Nomad cpu shares per host
+
+
+def _hosts(n=4):
+    return [Host(f"h{i}", "test-model", CORES, MHZ, 16 * 1024) for i in range(n)]
+
+
+def _shape(service, cpu_mhz=2000):
+    return Shape(service=service, vcpus=1, cpu_mhz=cpu_mhz, memory_mb=512, slots=64)
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return nomad_policy.build()
+
+
+@pytest.fixture
+def policy(binary):
+    made = []
+
+    def make(algorithm="binpack", hosts=None):
+        p = nomad_policy.NomadPolicy(algorithm, binary=binary)
+        made.append(p)
+        p.start(hosts or _hosts())
+        return p
+    yield make
+    for p in made:
+        p.close()
+
+
+def _place_one(p, shape, inst):
+    (pl,) = p.place(shape, [inst])
+    assert pl.instance == inst
+    return pl.host
+
+
+def _hosts_used(p, n=12):
+    """n one-instance services of 2,000 MHz (one at a time, as scale-outs arrive) on 4 hosts
+    that hold 8 each: the set of hosts Nomad used."""
+    return {_place_one(p, _shape(f"s{k}"), f"i{k}") for k in range(n)}
+
+
+def test_binpack_uses_fewer_hosts_than_spread(policy):
+    packed = _hosts_used(policy("binpack"))
+    spread = _hosts_used(policy("spread"))
+    assert None not in packed | spread
+    assert spread == {"h0", "h1", "h2", "h3"}
+    assert len(packed) < len(spread)
+
+
+def test_names():
+    assert nomad_policy.NomadPolicy("binpack").name == "nomad-binpack"
+    assert nomad_policy.NomadPolicy("spread").name == "nomad-spread"
+    with pytest.raises(ValueError, match="algorithm 'firstfit'"):
+        nomad_policy.NomadPolicy("firstfit")
+
+
+@pytest.mark.parametrize("algorithm", nomad_policy.ALGORITHMS)
+def test_ineligible_hosts_take_nothing(policy, algorithm):
+    p = policy(algorithm)
+    p.set_eligible("h0", False)
+    p.set_eligible("h1", False)
+    placed = p.place(_shape("fw"), [f"a{i}" for i in range(20)])
+    assert [pl.instance for pl in placed] == [f"a{i}" for i in range(20)]
+    hosts = [pl.host for pl in placed]
+    assert set(hosts) - {None} <= {"h2", "h3"}
+    assert hosts.count(None) == 20 - 2 * (CORES * MHZ // 2000)      # h2 and h3 hold 8 each
+    p.set_eligible("h1", True)
+    assert _place_one(p, _shape("fw"), "b0") == "h1"
+
+
+def test_refused_when_nothing_fits(policy):
+    p = policy()
+    assert _place_one(p, _shape("huge", cpu_mhz=CORES * MHZ + 1), "x") is None
+    assert _place_one(p, _shape("fits", cpu_mhz=CORES * MHZ), "y") is not None
+
+
+def test_scale_in_and_stop(policy):
+    p = policy("spread")
+    ids = [f"a{i}" for i in range(6)]
+    where = {pl.instance: pl.host for pl in p.place(_shape("fw"), ids)}
+    assert None not in where.values()
+    gone = p.scale_in("fw", 2)
+    assert len(set(gone)) == 2 and set(gone) <= set(ids)
+    assert p.scale_in("fw", 0) == []
+    left = [i for i in ids if i not in gone]
+    p.stop(left[:1])
+    with pytest.raises(nomad_policy.SchedsimError, match="not a placed instance"):
+        p.stop(gone[:1])
+    with pytest.raises(nomad_policy.SchedsimError, match="scale_in: n: 4"):
+        p.scale_in("fw", 4)                                 # 3 left
+    assert len(p.scale_in("fw", 3)) == 3
+    assert len(p.decision_ms) == 6
+
+
+def test_errors_name_the_field(policy, binary):
+    p = nomad_policy.NomadPolicy("binpack", binary=binary)
+    with pytest.raises(nomad_policy.SchedsimError, match="place before start"):
+        p.place(_shape("fw"), ["a"])
+    p = policy()
+    with pytest.raises(nomad_policy.SchedsimError, match="place: cpu_mhz: 0"):
+        p.place(_shape("fw", cpu_mhz=0), ["a"])
+    with pytest.raises(nomad_policy.SchedsimError, match="eligible: host: \"h9\""):
+        p.set_eligible("h9", False)
+    with pytest.raises(nomad_policy.SchedsimError, match=r"start: hosts\[1\].id: \"h0\" appears twice"):
+        p.start([_hosts()[0], _hosts()[0]])
+
+
+def test_build_is_cached(binary):
+    mtime = binary.stat().st_mtime_ns
+    assert nomad_policy.build() == binary
+    assert binary.stat().st_mtime_ns == mtime
