@@ -111,7 +111,7 @@ def test_scale_in_and_stop(policy):
     with pytest.raises(nomad_policy.SchedsimError, match="scale_in: n: 4"):
         p.scale_in("fw", 4)                                 # 3 left
     assert len(p.scale_in("fw", 3)) == 3
-    assert len(p.decision_ms) == 6
+    assert len(p.decision_ms) == len(p.decision_cpu_ms) == 6
 
 
 def test_errors_name_the_field(policy, binary):

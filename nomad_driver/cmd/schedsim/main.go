@@ -13,8 +13,9 @@
 //	{"op":"start","algorithm":"binpack"|"spread","seed":0,"hosts":[{"id","cores","mhz","memory_mb"}]}
 //	    -> {"ok":true}        a new cluster; node cpu = cores*mhz shares, nothing reserved
 //	{"op":"place","service":"fw","cpu_mhz":500,"memory_mb":64,"count":2,"instances":["a","b"]}
-//	    -> {"placements":[{"instance":"a","host":"h1"},{"instance":"b","host":null}],"ms":1.2}
-//	{"op":"scale_in","service":"fw","n":1}      -> {"instances":["b"],"ms":0.8}
+//	    -> {"placements":[{"instance":"a","host":"h1"},{"instance":"b","host":null}],"ms":1.2,"cpu_ms":1.1}
+//	{"op":"scale_in","service":"fw","n":1}      -> {"instances":["b"],"ms":0.8,"cpu_ms":0.8}
+//	(ms, cpu_ms: the evaluation's Scheduler.Process, wall clock and this process's CPU time)
 //	{"op":"stop","instances":["a"]}             -> {"ok":true}
 //	{"op":"eligible","host":"h1","eligible":false} -> {"ok":true}
 //	{"op":"close"}                              -> {"ok":true}, then exit
@@ -81,7 +82,7 @@ func (sv *server) place(r request) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reply{"placements": out, "ms": ms(took)}, nil
+	return reply{"placements": out, "ms": ms(took.Wall), "cpu_ms": ms(took.CPU)}, nil
 }
 
 func (sv *server) scaleIn(r request) (reply, error) {
@@ -89,7 +90,7 @@ func (sv *server) scaleIn(r request) (reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reply{"instances": ids, "ms": ms(took)}, nil
+	return reply{"instances": ids, "ms": ms(took.Wall), "cpu_ms": ms(took.CPU)}, nil
 }
 
 func (sv *server) stop(r request) (reply, error) {

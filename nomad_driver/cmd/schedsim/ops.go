@@ -5,7 +5,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/nomad/nomad/structs"
 )
@@ -52,16 +51,16 @@ func (s *Sim) checkNewInstances(instances []string) error {
 }
 
 // place raises the service's count by len(instances) and lets Nomad place them.
-func (s *Sim) place(service string, shape serviceShape, instances []string) ([]placement, time.Duration, error) {
+func (s *Sim) place(service string, shape serviceShape, instances []string) ([]placement, timing, error) {
 	if err := s.checkShape(service, shape); err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	if err := s.checkNewInstances(instances); err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	live, err := s.liveAllocs(service)
 	if err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	trigger := structs.EvalTriggerScaling // `nomad job scale`
 	if _, ok := s.jobs[service]; !ok {
@@ -69,7 +68,7 @@ func (s *Sim) place(service string, shape serviceShape, instances []string) ([]p
 	}
 	job, err := s.register(service, shape, len(live)+len(instances))
 	if err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	took, err := s.evaluate(job, trigger)
 	if err != nil {
@@ -127,20 +126,20 @@ func (s *Sim) bind(instances []string, placed []*structs.Allocation) []placement
 }
 
 // scaleIn lowers the service's count by n; Nomad chooses which allocations stop.
-func (s *Sim) scaleIn(service string, n int) ([]string, time.Duration, error) {
+func (s *Sim) scaleIn(service string, n int) ([]string, timing, error) {
 	live, err := s.liveAllocs(service)
 	if err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	if _, ok := s.jobs[service]; !ok {
-		return nil, 0, fmt.Errorf("service: %q has never been placed", service)
+		return nil, timing{}, fmt.Errorf("service: %q has never been placed", service)
 	}
 	if n <= 0 || n > len(live) {
-		return nil, 0, fmt.Errorf("n: %d; must be 1..%d (the running instances of %q)", n, len(live), service)
+		return nil, timing{}, fmt.Errorf("n: %d; must be 1..%d (the running instances of %q)", n, len(live), service)
 	}
 	job, err := s.register(service, s.shapes[service], len(live)-n)
 	if err != nil {
-		return nil, 0, err
+		return nil, timing{}, err
 	}
 	took, err := s.evaluate(job, structs.EvalTriggerScaling)
 	if err != nil {
@@ -215,11 +214,13 @@ func (s *Sim) stop(instances []string) error {
 
 func (s *Sim) allocsOf(instances []string) ([]*structs.Allocation, error) {
 	out := make([]*structs.Allocation, 0, len(instances))
+	seen := map[string]bool{}
 	for i, id := range instances {
 		allocID, ok := s.allocOf[id]
-		if !ok {
-			return nil, fmt.Errorf("instances[%d]: %q is not a placed instance", i, id)
+		if !ok || seen[id] {
+			return nil, fmt.Errorf("instances[%d]: %q is not a placed instance (or named twice)", i, id)
 		}
+		seen[id] = true
 		a, err := s.state.AllocByID(nil, allocID)
 		if err != nil || a == nil {
 			return nil, fmt.Errorf("instances[%d]: allocation %s of %q: not in the state store (%v)", i, allocID, id, err)
