@@ -1,0 +1,300 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Cold migrate, resize, evacuate and a refused live migration through the unmodified
+``openstack`` CLI, on the real services of :mod:`tests.e2e.nova_services` (Keystone, Placement,
+Glance, nova-api/-conductor/-scheduler, Neutron when installed) with TWO nova-compute processes,
+``fvn-e2e-compute`` and ``fvn-e2e-compute2``, each with its own nova state path, launch-core
+state dir, run dir and image cache (on this one machine).
+
+One server (``--nic none``: the two computes share this machine's taps) goes through
+``server migrate`` + ``server migrate confirm``, ``server resize`` + ``server resize revert``, ``server
+resize`` + ``server resize confirm``, ``server migrate --live-migration`` (refused: ACTIVE on the same
+VNF, the reason in the instance action's event), then ``compute service set --down`` of its
+compute (stopped first) and ``server evacuate``; that compute is started again and Nova removes
+the evacuated VNF it still ran. After every step: the VNF runs on the host Nova names, with the
+flavor's slots (asked over its control channel), nothing of it on the other host (``fluidvim vnf
+list`` against that compute's state), Placement's usages on both providers. The wall-clock time of
+each CLI step and the VNF's own gap (source stopped -> target running, from nova-compute's log)
+are printed. About 3 minutes, a minute of it starting the cloud.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from fluidvim.vnf import conf as vnfconf
+from tests.e2e import nova_services as ns
+
+KERNEL = vnfconf.default_kernel()
+HOST1 = ns.COMPUTE_HOST
+HOST2 = ns.COMPUTE_HOST + "2"
+SVC = {HOST1: "nova-compute", HOST2: "nova-compute-2"}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (taps, QEMU)"),
+    pytest.mark.skipif(not os.path.exists(KERNEL),
+                       reason="the VNF kernel is not built: run `make -C unikernel`"),
+    pytest.mark.skipif(shutil.which("rabbitmqctl") is None,
+                       reason="RabbitMQ is not installed: run tools/bootstrap.sh"),
+]
+
+
+class TwoComputeStack(ns.Stack):
+    """The cloud of :class:`~tests.e2e.nova_services.Stack` plus a second nova-compute."""
+
+    @property
+    def compute2_conf(self):
+        return self.etc / "nova" / "nova-compute-2.conf"
+
+    def conf_of(self, host: str):
+        return self.compute_conf if host == HOST1 else self.compute2_conf
+
+    def write_configs(self) -> None:
+        super().write_configs()
+        text = self.compute_conf.read_text()
+        for old, new in ((f"host = {HOST1}\n", f"host = {HOST2}\n"),
+                         (f"state_path = {self.work}/nova\n", f"state_path = {self.work}/nova2\n"),
+                         (f"state_dir = {self.work}/vnf\n", f"state_dir = {self.work}/vnf2\n"),
+                         (f"run_dir = {self.run_dir}\n", f"run_dir = {self.run_dir}-2\n"),
+                         (f"{self.work}/nova/fluidvim-images", f"{self.work}/nova2/fluidvim-images"),
+                         (str(self.compute_conf), str(self.compute2_conf))):
+            if old not in text and old != str(self.compute_conf):
+                raise ns.ServiceError(f"nova-compute.conf has no {old.strip()!r} to change")
+            text = text.replace(old, new)
+        for d in ("nova2", "vnf2"):
+            (self.work / d).mkdir(exist_ok=True)
+        self.compute2_conf.write_text(text)
+
+    def start_compute(self, host: str) -> None:
+        self._start(SVC[host], [str(ns.BIN / "nova-compute"), "--config-file",
+                                str(self.conf_of(host))])
+
+    def start(self) -> None:
+        super().start()
+        t0 = time.monotonic()
+        self.start_compute(HOST2)
+        self.wait_log(SVC[HOST2], "Compute node record created", timeout=120)
+        nm = [str(ns.BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
+        deadline = time.monotonic() + 60
+        while HOST2 not in self._run("list_hosts", nm + ["cell_v2", "list_hosts"]):
+            self._run("discover_hosts", nm + ["cell_v2", "discover_hosts"])
+            if time.monotonic() > deadline:
+                self._fail(SVC[HOST2], "never became discoverable in cell1")
+            time.sleep(1)
+        self._say(f"second compute {HOST2} up in {time.monotonic() - t0:.1f} s")
+
+    def stop(self) -> None:
+        try:
+            super().stop()              # every process (both computes), compute 1's VNFs
+        finally:
+            _destroy_vnfs_of(self.compute2_conf)
+            run2 = f"{self.run_dir}-2"
+            if os.path.isdir(run2) and not os.listdir(run2):
+                os.rmdir(run2)
+
+
+def _destroy_vnfs_of(conf) -> None:
+    if not conf.exists():
+        return
+    from oslo_config import cfg
+
+    from fluidvim.vnf.manager import VNFManager
+    c = cfg.ConfigOpts()
+    vnfconf.register_opts(c)
+    c([], default_config_files=[str(conf)])
+    mgr = VNFManager(c)
+    try:
+        mgr.destroy_all()
+    finally:
+        mgr.close()
+
+
+@pytest.fixture(scope="module")
+def stack():
+    work = tempfile.mkdtemp(prefix="fvn-nova-moves-pytest-")
+    s = TwoComputeStack(work, kernel=KERNEL, ports=ns.free_ports(ns.SERVICES + ("openflow",)))
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+def _vnfs(stack, host, name=None, *extra):
+    cmd = [str(ns.BIN / "fluidvim"), "--config-file", str(stack.conf_of(host)), "vnf", "list",
+           *extra, "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"{' '.join(cmd)}: {p.stdout}{p.stderr}"
+    return [v for v in json.loads(p.stdout) if name is None or v["name"] == name]
+
+
+def _slots_total(stack, host, name) -> int:
+    cmd = [str(ns.BIN / "fluidvim"), "--config-file", str(stack.conf_of(host)), "vnf", "stats",
+           name, "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"{' '.join(cmd)}: {p.stdout}{p.stderr}"
+    return json.loads(p.stdout)["slots"]["total"]
+
+
+def _usage(stack, host) -> tuple:
+    s = stack.session()
+    ep = {"service_type": "placement"}
+    rps = s.get(f"/resource_providers?name={host}", endpoint_filter=ep).json()
+    rp = rps["resource_providers"][0]["uuid"]
+    u = s.get(f"/resource_providers/{rp}/usages", endpoint_filter=ep).json()["usages"]
+    return (u.get("VCPU", 0), u.get("MEMORY_MB", 0), u.get("CUSTOM_VNF_SESSION_SLOT", 0))
+
+
+def _gap_ms(stack, host, uuid) -> float | None:
+    """The VNF's gap of the last move of ``uuid`` to ``host``, from that compute's log."""
+    found = re.findall(rf"{uuid} started here \(.*?\); ([0-9.]+) ms since its VNF stopped",
+                       stack.log(SVC[host]).read_text(errors="replace"))
+    return float(found[-1]) if found else None
+
+
+def _wait(what, fn, timeout=120.0, interval=1.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        out = fn()
+        if out:
+            return out
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        time.sleep(interval)
+
+
+def test_migrate_resize_evacuate_live_refused(stack):
+    cli = ns.OpenStackCLI(stack)
+    times, gaps = {}, {}
+    small, big = (1, 32, 1), (2, 64, 2)                  # vCPUs, MB, session slots
+
+    def timed(name, *args, **kw):
+        t = time.monotonic()
+        out = cli(*args, **kw)
+        times[name] = round(time.monotonic() - t, 2)
+        return out
+
+    def state(status, host):
+        def ok():
+            shown = cli("server", "show", "mv")
+            assert shown["status"] != "ERROR", shown.get("fault")
+            return shown if (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == (status, host) \
+                else None
+        return _wait(f"server mv {status} on {host}", ok)
+
+    def only_on(host, flavor):
+        """The server's one VNF runs on ``host`` with the flavor; nothing of it elsewhere."""
+        other = HOST2 if host == HOST1 else HOST1
+        (vnf,) = _vnfs(stack, host, uuid)
+        assert vnf["status"] == "running" and ns._alive(vnf["pid"]), vnf
+        assert _slots_total(stack, host, uuid) == flavor[2]
+        assert _vnfs(stack, other, uuid, "--all") == []
+        return vnf
+
+    def usage(want1, want2):
+        got = (_usage(stack, HOST1), _usage(stack, HOST2))
+        zero = (0, 0, 0)
+        assert got == (want1 or zero, want2 or zero), f"Placement usages (host1, host2): {got}"
+
+    cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format", "aki",
+        "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
+    for name, (vcpus, ram, slots) in (("vnf.small", small), ("vnf.big", big)):
+        cli("flavor", "create", "--ram", str(ram), "--vcpus", str(vcpus), "--disk", "0",
+            "--property", f"resources:CUSTOM_VNF_SESSION_SLOT={slots}", name)
+    srv = timed("server create --wait", "server", "create", "--image", "vnf-firewall",
+                "--flavor", "vnf.small", "--nic", "none", "--availability-zone",
+                f"nova:{HOST1}", "--wait", "mv")
+    uuid = srv["id"]
+    state("ACTIVE", HOST1)
+    first = only_on(HOST1, small)
+    usage(small, None)
+
+    # -- cold migrate + confirm
+    timed("server migrate --wait", "server", "migrate", "--wait", "mv", json_out=False)
+    state("VERIFY_RESIZE", HOST2)
+    moved = only_on(HOST2, small)
+    assert not ns._alive(first["pid"])
+    gaps["migrate"] = _gap_ms(stack, HOST2, uuid)
+    usage(small, small)                                   # the migration holds the source's
+    timed("server migrate confirm", "server", "migrate", "confirm", "mv", json_out=False)
+    state("ACTIVE", HOST2)
+    assert only_on(HOST2, small)["id"] == moved["id"]
+    usage(None, small)
+
+    # -- resize (to host1, the other compute) + revert, then + confirm
+    timed("server resize --wait", "server", "resize", "--flavor", "vnf.big", "--wait", "mv",
+          json_out=False)
+    state("VERIFY_RESIZE", HOST1)
+    only_on(HOST1, big)
+    gaps["resize"] = _gap_ms(stack, HOST1, uuid)
+    usage(big, small)
+    timed("server resize revert", "server", "resize", "revert", "mv", json_out=False)
+    state("ACTIVE", HOST2)
+    only_on(HOST2, small)
+    gaps["revert"] = _gap_ms(stack, HOST2, uuid)
+    usage(None, small)
+    cli("server", "resize", "--flavor", "vnf.big", "--wait", "mv", json_out=False)
+    state("VERIFY_RESIZE", HOST1)
+    timed("server resize confirm", "server", "resize", "confirm", "mv", json_out=False)
+    shown = state("ACTIVE", HOST1)
+    assert "vnf.big" in json.dumps(shown["flavor"]), shown["flavor"]
+    resized = only_on(HOST1, big)
+    usage(big, None)
+
+    # -- live migration: refused, the server keeps running on its VNF
+    timed("server migrate --live-migration", "server", "migrate", "--live-migration", "mv",
+          json_out=False)
+    migs = _wait("the live migration's error", lambda: [
+        m for m in cli("server", "migration", "list", "--server", "mv")
+        if m["Type"] == "live-migration" and m["Status"] in ("error", "failed")])
+    assert migs, migs
+    state("ACTIVE", HOST1)
+    again = only_on(HOST1, big)
+    assert (again["id"], again["pid"]) == (resized["id"], resized["pid"])
+    events = [e for e in cli("server", "event", "list", "mv") if e["Action"] == "live-migration"]
+    detail = cli("server", "event", "show", "mv", events[0]["Request ID"])
+    assert "cold-migrate it instead" in json.dumps(detail), detail
+    usage(big, None)
+
+    # -- evacuate: host1's nova-compute stops and is forced down; its VNF still runs
+    proc = stack.procs[SVC[HOST1]]
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    stack.log(SVC[HOST1]).rename(stack.logs / "nova-compute.before-evacuate.log")
+    cli("--os-compute-api-version", "2.11", "compute", "service", "set", "--down", HOST1,
+        "nova-compute", json_out=False)
+    timed("server evacuate --wait", "server", "evacuate", "--wait", "mv", json_out=False)
+    state("ACTIVE", HOST2)
+    (evac,) = _vnfs(stack, HOST2, uuid)
+    assert _slots_total(stack, HOST2, uuid) == big[2]
+    assert ns._alive(resized["pid"]), "the down host's VNF stopped without its nova-compute"
+    usage(big, big)
+    # host1 comes back: Nova finds the evacuated server's VNF there and has the driver remove it
+    t = time.monotonic()
+    stack.start_compute(HOST1)
+    stack.wait_log(SVC[HOST1], "launch core on", timeout=120)
+    cli("--os-compute-api-version", "2.11", "compute", "service", "set", "--up", HOST1,
+        "nova-compute", json_out=False)
+    _wait("host1's evacuated VNF removed", lambda: not _vnfs(stack, HOST1, uuid, "--all"))
+    times["source back: evacuated VNF removed (s)"] = round(time.monotonic() - t, 2)
+    assert not ns._alive(resized["pid"])
+    assert only_on(HOST2, big)["id"] == evac["id"]
+    _wait("host1's allocation removed", lambda: _usage(stack, HOST1) == (0, 0, 0))
+    usage(None, big)
+
+    timed("server delete --wait", "server", "delete", "--wait", "mv", json_out=False)
+    assert _vnfs(stack, HOST1, None, "--all") == [] and _vnfs(stack, HOST2, None, "--all") == []
+    usage(None, None)
+    print("openstack CLI move steps (s):", times)
+    print("VNF gap source stopped -> target running (ms):", gaps)
+    assert all(g is not None for g in gaps.values()), gaps
