@@ -50,7 +50,7 @@ bench-launch: bootstrap
 	$(VENV)/python -m bench.launch
 
 fuzz:
-	$(MAKE) -C vnf/kernel fuzz-run
+	$(MAKE) -C unikernel fuzz-run
 
 clean:
-	$(MAKE) -C vnf/kernel clean
+	$(MAKE) -C unikernel clean

@@ -10,6 +10,8 @@ from setuptools import setup
 # is a sub-package of `fluidvim` so nothing claims a generic top-level name like `vnf`.
 PACKAGE_DIRS = {
     "fluidvim": "fluidvim",
+    "fluidvim.common": "fluidvim/common",     # the neutral leaves every layer may import
+    "fluidvim.cmd": "fluidvim/cmd",           # the entry points (console scripts)
     "fluidvim.vnf": "vnf",
     "fluidvim.orchestrator": "orchestrator",
     "fluidvim.orchestrator.zones": "orchestrator/zones",
@@ -102,8 +104,7 @@ setup(
     python_requires=">=3.10",
     packages=list(PACKAGE_DIRS) + list(SHIM_DIRS),
     package_dir={**PACKAGE_DIRS, **SHIM_DIRS},
-    package_data={"fluidvim.vnf": ["vectors/*.json", "PROTOCOL.md"],
-                  "fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
+    package_data={"fluidvim.orchestrator": ["data/*.csv", "data/README.md"],
                   "fluidvim.orchestrator.mano": ["schemas/*.json", "yang/README.md",
                                                  "yang/etsi/*.yang", "yang/etsi/LICENSE",
                                                  "yang/etsi/ABOUT.md", "yang/ietf/*.yang"],
@@ -115,9 +116,9 @@ setup(
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={
-        "console_scripts": ["fluidvim = fluidvim.cli:console_main",
+        "console_scripts": ["fluidvim = fluidvim.cmd.cli:console_main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
-                            "fluidvim-manage = fluidvim.manage:main",
+                            "fluidvim-manage = fluidvim.cmd.manage:main",
                             "fluidvim-api = fluidvim.orchestrator.api.server:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",

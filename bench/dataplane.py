@@ -26,14 +26,14 @@ also does the flow table's session accounting) it measures:
 - the hub ceiling: two taps joined by a QEMU hub (``-netdev hubport``, no guest): what a
   tap-based path without vhost-net can do on this host at best (no offloads through a hub);
 - the same for ``--vhost-chains`` with ``[vnf] net_backend = vhost-user`` (fluidvim-vhost-net,
-  ``vnf/vhost``: one thread per NIC instead of QEMU's main thread), named ``<chain>/vhost-user``,
+  ``vhost``: one thread per NIC instead of QEMU's main thread), named ``<chain>/vhost-user``,
   and its latency at the same offered rate.
 
 Prints a table with ratios against the bridge, writes ``dataplane.json`` (top-level ``bridge`` and
 ``vnf`` = the forwarding chain on QEMU's taps, each with ``tcp_mbps``, ``pps_64``, ``loss_64``;
 ``vnf_vhost_user`` the same on fluidvim-vhost-net; then ``hub``, ``chains``, ``latency``,
 ``ratios``) and ``dataplane.png``. Not a test: no thresholds. Needs root,
-iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C vnf/kernel``).
+iperf3 (``apt-get install -y iperf3``), gcc, and the kernel (``make -C unikernel``).
 
     sudo .venv/bin/python -m bench.dataplane                       # ~6 min
     sudo .venv/bin/python -m bench.dataplane --chains forward --kernel /tmp/old.elf --out /tmp/before

@@ -32,7 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from tqdm import tqdm
 
-from fluidvim.measure import quantile
+from fluidvim.common.measure import quantile
 from fluidvim.vnf import netdev, spec as specmod
 from fluidvim.vnf.control import ControlChannel
 from fluidvim.vnf.manager import VNFManager, make_conf

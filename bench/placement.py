@@ -16,7 +16,7 @@ slot per instance, so every resolve is a fast-track on-demand launch; the predic
 queuing estimator said before the launch, the observation is request -> slot. Cold launches
 first (no warm pool), then with a warm pool of 2 shells.
 
-Not a test: no thresholds. Part 2 needs root and the VNF kernel (``make -C vnf/kernel``).
+Not a test: no thresholds. Part 2 needs root and the VNF kernel (``make -C unikernel``).
 
     sudo .venv/bin/python -m bench.placement                # ~2 min; bench/results/placement.*
     .venv/bin/python -m bench.placement --no-vnfs           # part 1 only

@@ -19,7 +19,7 @@ expire during the run). In one run:
    with its NIC on the virtual link (detection by the launch core's pidfd, the scaler's next tick,
    the replacement launch), split into detection and replacement, ``--reps`` times.
 
-Not a test: no thresholds. Needs root (bridges, taps) and the VNF kernel (``make -C vnf/kernel``).
+Not a test: no thresholds. Needs root (bridges, taps) and the VNF kernel (``make -C unikernel``).
 
     sudo .venv/bin/python -m bench.scale            # ~2 min; bench/results/scale.{json,png}
 """

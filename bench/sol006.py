@@ -76,7 +76,7 @@ def main(argv=None) -> int:
         print(f"  SOL006 {name:<17} {n} descriptor(s), full validation: first {first:6.1f} ms, "
               f"then {median_ms(run):6.1f} ms")
 
-    kernel = os.path.join(REPO, "vnf", "kernel", "build", "fluidvim-vnf.elf")
+    kernel = os.path.join(REPO, "unikernel", "build", "fluidvim-vnf.elf")
     if os.path.exists(kernel):
         ms = median_ms(lambda: d.plan_files(os.path.join(SAMPLES, "fw_chain_ns",
                                                          "fw_chain_nsd.yaml"), [SAMPLES]))

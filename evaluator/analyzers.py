@@ -29,8 +29,7 @@ import json
 import math
 import threading
 
-# FORMULA_VARIABLES is defined next to SafeFormula (its default variable set); the name stays here
-from .formula import FORMULA_VARIABLES, FormulaError, SafeFormula  # noqa: F401 - re-exported
+from .formula import FORMULA_VARIABLES, FormulaError, SafeFormula
 from .model import BOOT, LOAD, STATIC, Candidate, ProbeResult, Score, ServiceProfile
 from .slots import SlotsError, estimate_capacity
 

@@ -10,7 +10,7 @@ the record and for FUSION's "at least one probe per zone".
 
 The table is the ``evaluator`` schema (alembic, ``fluidvim.evaluator.migrations``, own version
 table): created at head in a database without it, refused at an older revision -
-``fluidvim-manage db sync`` upgrades it (:mod:`fluidvim.migration`).
+``fluidvim-manage db sync`` upgrades it (:mod:`fluidvim.common.migration`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from fluidvim.sql import make_engine
+from fluidvim.common.sql import make_engine
 
 from .model import ProbeResult
 
@@ -63,7 +63,7 @@ class ProbeCache:
     """Probe results by (env uid, kind), newest first, with a validity period."""
 
     def __init__(self, engine_or_url: sa.Engine | str | None = None):
-        from fluidvim import migration
+        from fluidvim.common import migration
 
         self.engine = _engine(engine_or_url)
         migration.check(self.engine, "evaluator")

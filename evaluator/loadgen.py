@@ -34,7 +34,7 @@ import struct
 import sys
 import time
 
-from fluidvim.measure import median, quantile
+from fluidvim.common.measure import median, quantile
 
 HDR = struct.Struct("!QIq")          # seq, session, send time (ns, CLOCK_REALTIME)
 QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 0.999)

@@ -44,11 +44,11 @@ import time
 
 from oslo_log import log as logging
 
-from fluidvim import instance_states as istates
-from fluidvim.measure import quantile
+from fluidvim.common import instance_states as istates
+from fluidvim.common.measure import quantile
+from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
-from fluidvim.zonetypes import LaunchRequest
 
 from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 

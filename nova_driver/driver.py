@@ -59,7 +59,7 @@ from oslo_log import log as logging
 from oslo_utils import strutils, versionutils
 
 import fluidvim
-from fluidvim.measure import elapsed_ms
+from fluidvim.common.measure import elapsed_ms
 from fluidvim.nova_driver import (
     conf as fconf,
     extra_specs as fextra,

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
+from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
 from fluidvim.nova_driver.models import SlotService
 from fluidvim.nova_driver.names import InstanceNames
-from fluidvim.slotnotify import SlotAgent, SlotPublisher
 from fluidvim.vnf import states as vstates
 
 LOG = logging.getLogger(__name__)

@@ -6,7 +6,7 @@
 through ``[orchestrator] transport_url`` and ``topic`` of ``--config-file``, or
 --transport-url/--topic).
 
-Hooked into :mod:`fluidvim.cli` by its ``COMMANDS`` table (the ``*_parser`` functions below).
+Hooked into :mod:`fluidvim.cmd.cli` by its ``COMMANDS`` table (the ``*_parser`` functions below).
 """
 
 from __future__ import annotations
@@ -216,8 +216,8 @@ def cmd_network_rm(args, api):
         _out(args, api.delete_network(args.zone, net), lambda r: print(f"deleted {r['deleted']}"))
 
 
-# One function per top-level command, filling in the parser fluidvim.cli made for it (when that
-# command is given: see fluidvim.cli.COMMANDS, which holds their one-line help).
+# One function per top-level command, filling in the parser fluidvim.cmd.cli made for it (when that
+# command is given: see fluidvim.cmd.cli.COMMANDS, which holds their one-line help).
 FMT = argparse.RawDescriptionHelpFormatter
 
 

@@ -15,7 +15,7 @@ import functools
 import json
 import sys
 
-from fluidvim.clicommon import setup_logging
+from fluidvim.common.clicommon import setup_logging
 
 
 class LazyAPI:

@@ -11,7 +11,8 @@ results live in the same database, in the evaluator's ProbeCache table (one plac
 
 The schema (these tables and the VIM API's, ``osm/models.py``) is versioned (alembic,
 ``fluidvim.orchestrator.migrations``): a store creates it at head in an empty database and refuses
-an older one - ``fluidvim-manage db sync --store orchestrator`` upgrades it (:mod:`fluidvim.migration`).
+an older one - ``fluidvim-manage db sync --store orchestrator`` upgrades it
+(:mod:`fluidvim.common.migration`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import uuid as uuidlib
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
+from fluidvim.common.sql import make_engine
 from fluidvim.evaluator.model import EnvironmentType
-from fluidvim.sql import make_engine
 
 from . import states
 from .exception import NotFound
@@ -242,7 +243,7 @@ NS_LIVE = states.NS_LIVE    # where it was defined first
 
 class Store:
     def __init__(self, url: str):
-        from fluidvim import migration
+        from fluidvim.common import migration
 
         self.owner: str | None = None        # this process' WorkerRow.id, set by ha.Membership
         self._file_locks: dict[str, threading.Lock] = {}

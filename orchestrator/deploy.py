@@ -15,11 +15,11 @@ import time
 
 from oslo_log import log as logging
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
+from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import ServiceProfile
 
 from .slots import SlotReport
-from .zones.base import InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 LOG = logging.getLogger(__name__)
 

@@ -203,7 +203,7 @@ def _r(v, nd: int = 4):
 def compress(s: ZoneSummary) -> ZoneSummary:
     """``s`` as a compressed update conveys it: free slots rounded down to their log2 bucket's
     lower bound, the queuing delay rounded up to its code's 0.1*2^q s (None stays None)."""
-    from .slots import decode_delay, decode_log2, encode_delay, encode_log2
+    from fluidvim.common.slotcodec import decode_delay, decode_log2, encode_delay, encode_log2
     return dataclasses.replace(
         s, free_slots=decode_log2(encode_log2(max(0, int(s.free_slots)))),
         queuing_delay_s=None if s.queuing_delay_s is None

@@ -3,13 +3,14 @@
 """Slot updates as oslo.messaging notifications.
 
 The publishing side (:class:`SlotPublisher`, :class:`SlotAgent`, the event types) is in the neutral
-:mod:`fluidvim.slotnotify`, which nova-compute imports without the orchestrator; its names stay
-here. This module adds the orchestrator's listener.
+:mod:`fluidvim.common.slotnotify`, which nova-compute imports without the orchestrator (import them
+from there). This module adds the orchestrator's listener.
 
 * :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
   slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
-  :mod:`.slots`), drops unchanged ones, rate-limits the rest per (instance, service) and sends
-  them as ``fluidvim.slots.update`` notifications (``info`` priority) on the notification topic.
+  :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest per (instance,
+  service) and sends them as ``fluidvim.slots.update`` notifications (``info`` priority) on the
+  notification topic.
 * :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
   through a SlotPublisher: the embedded local zone (launch core), nova-compute
   (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
@@ -22,12 +23,7 @@ from __future__ import annotations
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from fluidvim.slotnotify import (  # noqa: F401 - re-exported (moved to the neutral leaf)
-    EVENT_GONE,
-    EVENT_UPDATE,
-    SlotAgent,
-    SlotPublisher,
-)
+from fluidvim.common.slotnotify import EVENT_GONE
 
 from .slots import SlotRegistry
 

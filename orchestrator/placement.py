@@ -30,13 +30,13 @@ from typing import Callable
 
 from oslo_log import log as logging
 
+from fluidvim.common.measure import elapsed_ms
+from fluidvim.common.zonetypes import HostInfo, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import STATIC, Candidate, ProbeResult, ServiceProfile
-from fluidvim.measure import elapsed_ms
 
 from . import states
 from .deploy import deploy, profile_of
 from .exception import Refused
-from .zones.base import HostInfo, ZoneAdapter, ZoneError
 
 LOG = logging.getLogger(__name__)
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from fluidvim.measure import median as median_of
-
-from .zones.base import ZoneAdapter
+from fluidvim.common.measure import median as median_of
+from fluidvim.common.zonetypes import ZoneAdapter
 
 
 @dataclasses.dataclass

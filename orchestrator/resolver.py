@@ -23,10 +23,11 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim.common.zonetypes import ZoneError
+
 from .deploy import deploy
 from .exception import Refused
 from .queuing import within
-from .zones.base import ZoneError
 
 LOG = logging.getLogger(__name__)
 

@@ -21,7 +21,9 @@ import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
+from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
+from fluidvim.common.zonetypes import NETWORK_NAME_RE, ZoneAdapter, ZoneError
 
 from . import conf as orchconf
 from .db import Store
@@ -29,19 +31,13 @@ from .deploy import PROFILE_FIELDS
 from .exception import NotFound, invalid
 from .ha import Membership
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
-from .notify import SlotAgent, SlotListener, SlotPublisher
+from .notify import SlotListener
 from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.0
 from .placement import PlacementEngine, explain
 from .queuing import QueuingEstimator
 from .resolver import Resolver
-from .rpc import (  # noqa: F401 - re-exported: the helpers moved to the leaf .rpc, names stay
-    SERVICE_NAME_RE,
-    number_field,
-    rpc_method,
-    validate_service,
-)
+from .rpc import number_field, rpc_method, validate_service
 from .slots import SharedSlotRegistry, SlotRegistry, SlotReport
-from .zones.base import NETWORK_NAME_RE, ZoneAdapter, ZoneError
 
 LOG = logging.getLogger(__name__)
 
@@ -471,7 +467,7 @@ def main(argv=None) -> int:
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
          prog="fluidvim-orchestrator")
     logging.setup(conf, "fluidvim-orchestrator")
-    from fluidvim.migration import SchemaError
+    from fluidvim.common.migration import SchemaError
     try:
         orch = Orchestrator(conf)
     except SchemaError as e:        # a database of an older release: fluidvim-manage db sync

@@ -3,7 +3,7 @@
 """Session slots: FUSION's compressed updates, their rate limit and bandwidth, and the registry.
 
 The encodings and the update message (``SlotEncoder``, ``RateLimiter``) are in the neutral
-:mod:`fluidvim.slotcodec` (the Nova driver's publisher uses them too); their names stay here.
+:mod:`fluidvim.common.slotcodec` (the Nova driver's publisher uses them too).
 
 The registry aggregates the latest update of every (instance, service) to host, zone and region,
 including aliases: a service may declare that its instances also serve another name at a ratio
@@ -18,23 +18,7 @@ import math
 import threading
 import time
 
-from fluidvim.slotcodec import (  # noqa: F401 - re-exported (moved to the neutral leaf)
-    DELAY_BASE_S,
-    DELAY_INF_CODE,
-    LOG2_BITS,
-    LOG2_MAX_CODE,
-    RateLimiter,
-    SlotEncoder,
-    decode_delay,
-    decode_log2,
-    decode_log10,
-    decode_slots,
-    encode_delay,
-    encode_log2,
-    encode_log10,
-    log2_range,
-    update_bandwidth,
-)
+from fluidvim.common.slotcodec import decode_delay, decode_slots
 
 from .exception import invalid
 

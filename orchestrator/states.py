@@ -7,7 +7,7 @@ One definition of each (as nova's ``virt/ironic/ironic_states.py``): the values 
 of the ``network_services.status``, ``ns_operations.type`` / ``.state`` and ``decisions.status``
 columns and of the RPC and REST answers built from them, so they never change (no migration, no
 protocol change). Code compares with these names, never with literals. Instance statuses (of
-VNFs in zones) are :mod:`fluidvim.instance_states`; a VNF's in the launch core
+VNFs in zones) are :mod:`fluidvim.common.instance_states`; a VNF's in the launch core
 :mod:`fluidvim.vnf.states`.
 """
 

@@ -60,9 +60,9 @@ if command -v go >/dev/null; then
 fi
 
 # the unikernel
-log "building the VNF unikernel (vnf/kernel) and its vhost-user NIC backend (vnf/vhost)"
-make -s -C vnf/kernel
-make -s -C vnf/vhost
+log "building the VNF unikernel (unikernel) and its vhost-user NIC backend (vhost)"
+make -s -C unikernel
+make -s -C vhost
 
 # /dev/kvm as udev leaves it on a normal host (group kvm, 0660). A new machine without udev has
 # root:root 0600: root's QEMU works, but libvirt runs QEMU as libvirt-qemu, finds KVM "gone" and

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Write vnf/vectors/pool.json: the warm-pool conformance vectors of vnf/PROTOCOL.md §6.
+"""Write contract/vectors/pool.json: the warm-pool conformance vectors of contract/PROTOCOL.md §6.
 
 Both launchers run them: the Python launch core (tests/unit/test_pool_contract.py, against
 fluidvim.vnf.pool, which vnf/manager.py builds on) and the Go Nomad driver
@@ -26,7 +26,7 @@ import sys
 
 from fluidvim.vnf import control, limits, pool
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vnf", "vectors", "pool.json")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract", "vectors", "pool.json")
 
 FWD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 SHELL = [{"tap": "fv0123456789n0", "mac": "52:54:00:0a:0b:01"},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Write vnf/vectors/protocol.json: the control-channel vectors of vnf/PROTOCOL.md.
+"""Write contract/vectors/protocol.json: the control-channel vectors of contract/PROTOCOL.md.
 
 * ``requests``: what a client must send, byte for byte, for a request (id, op, fields);
 * ``guest_lines``: lines a VNF sends and how a client must classify them;
@@ -17,7 +17,7 @@ import sys
 
 import fluidvim
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vnf", "vectors",
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract", "vectors",
                    "protocol.json")
 
 FWD = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Regenerate vnf/vectors/spec.json and limits.json (review the diff before committing!).
+"""Regenerate contract/vectors/spec.json and limits.json (review the diff before committing!).
 
 spec.json pins the spec -> QEMU argv / libvirt XML mapping for every implementation (Python, Go);
 `pytest tests/unit/test_spec.py` fails when the mapping and the vectors disagree.
@@ -19,8 +19,8 @@ import fluidvim
 from fluidvim.vnf import limits, spec as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "vnf", "vectors", "spec.json")
-LIMITS_OUT = os.path.join(HERE, "..", "vnf", "vectors", "limits.json")
+OUT = os.path.join(HERE, "..", "contract", "vectors", "spec.json")
+LIMITS_OUT = os.path.join(HERE, "..", "contract", "vectors", "limits.json")
 
 U1 = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
 U2 = "0b7e6c1a-2f3d-4e5a-8b9c-d0e1f2a3b4c5"

@@ -52,7 +52,7 @@ def modules() -> dict:
             if rel != os.path.normpath(d) and rel in mapped:
                 dirnames[:] = []          # another mapping owns this directory
                 continue
-            dirnames[:] = [n for n in dirnames if n not in ("__pycache__", "kernel")
+            dirnames[:] = [n for n in dirnames if n != "__pycache__"
                            and os.path.exists(os.path.join(dirpath, n, "__init__.py"))]
             sub = os.path.relpath(dirpath, base)
             prefix = pkg if sub == "." else pkg + "." + sub.replace(os.sep, ".")

@@ -11,7 +11,7 @@
 #   sudo .venv/bin/python -m tests.e2e.nova_services stop     # stop a --keep cloud
 #   sudo tools/nova-e2e.sh --help     # all options (--workdir, --kernel, --accel, -v)
 #
-# Needs root, the VNF kernel (make -C vnf/kernel) and RabbitMQ (tools/bootstrap.sh).
+# Needs root, the VNF kernel (make -C unikernel) and RabbitMQ (tools/bootstrap.sh).
 set -e
 cd "$(dirname "$0")/.."
 exec .venv/bin/python -m tests.e2e.nova_services run "$@"

@@ -50,7 +50,7 @@ wait_nomad() {
   echo "nomad agent: $(tail -1 "$nomad_log") (built or found in $((SECONDS - nomad_t0)) s, overlapped)"
 }
 
-stage c make -s -C vnf/kernel test
+stage c make -s -C unikernel test
 stage lint bash -c "$VENV/ruff check . && tools/lint-imports.sh"   # ruff, then ARCHITECTURE.md's import contracts
 stage go bash -c 'cd nomad_driver && go vet ./... && go test -count=1 ./...'
 # shellcheck disable=SC2086 - one test id per word

@@ -280,7 +280,7 @@ class QemuBackend(Backend):
         exe = self.vhost_net_binary
         if not exe or not os.access(exe, os.X_OK):
             raise LaunchError(f"net_backend vhost-user: no fluidvim-vhost-net at {exe!r}; build "
-                              "it (make -C vnf/vhost) or set [vnf] vhost_net_binary, or use "
+                              "it (make -C vhost) or set [vnf] vhost_net_binary, or use "
                               "[vnf] net_backend = tap")
         socks = [self._listen(specmod.vhost_socket(spec, i)) for i in range(len(spec.nics))]
         try:

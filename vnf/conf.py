@@ -10,11 +10,12 @@ from oslo_config import cfg
 
 from . import limits, states
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-# Where `make -C vnf/kernel` puts the image in a source checkout (editable install).
-SOURCE_KERNEL = os.path.join(_HERE, "kernel", "build", "fluidvim-vnf.elf")
+# The repository root of a source checkout (editable install: vnf/ is fluidvim.vnf).
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where `make -C unikernel` puts the image in a source checkout.
+SOURCE_KERNEL = os.path.join(_REPO, "unikernel", "build", "fluidvim-vnf.elf")
 INSTALLED_KERNEL = "/usr/share/fluidvim/fluidvim-vnf.elf"
-SOURCE_VHOST_NET = os.path.join(_HERE, "vhost", "build", "fluidvim-vhost-net")
+SOURCE_VHOST_NET = os.path.join(_REPO, "vhost", "build", "fluidvim-vhost-net")
 INSTALLED_VHOST_NET = "/usr/libexec/fluidvim/fluidvim-vhost-net"
 
 vnf_group = cfg.OptGroup("vnf", title="Unikernel VNF launch core",
@@ -28,7 +29,7 @@ vnf_opts = [
                help="Accelerator. auto uses KVM when /dev/kvm works, else TCG (software)."),
     cfg.StrOpt("kernel", default=None,
                help="Path of the VNF kernel image (PVH ELF). Default: the image built in the "
-                    "source tree (vnf/kernel/build/fluidvim-vnf.elf), else "
+                    "source tree (unikernel/build/fluidvim-vnf.elf), else "
                     + INSTALLED_KERNEL + "."),
     cfg.StrOpt("qemu_binary", default="auto",
                help="QEMU binary for the qemu backend: a name or path, or 'auto' = Debian's "
@@ -50,7 +51,7 @@ vnf_opts = [
                     "that KSM cannot merge (more memory per idle VNF; bench/RESULTS.md)."),
     cfg.StrOpt("vhost_net_binary", default=None,
                help="Path of fluidvim-vhost-net (net_backend = vhost-user). Default: the one built "
-                    "in the source tree (vnf/vhost/build/fluidvim-vhost-net), else "
+                    "in the source tree (vhost/build/fluidvim-vhost-net), else "
                     + INSTALLED_VHOST_NET + "."),
     cfg.IntOpt("vcpu_nice", default=limits.VCPU_NICE_DEFAULT, min=0, max=limits.VCPU_NICE_MAX,
                help="qemu backend: nice value of each VNF's vCPU threads, set once the VNF is "

@@ -1,9 +1,9 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Client for the VNF control channel: line-delimited JSON over a unix socket (vnf/PROTOCOL.md).
+"""Client for the VNF control channel: line-delimited JSON over a unix socket (contract/PROTOCOL.md).
 
 Message encoding and decoding are plain functions (``encode_request``, ``decode_line``) so they can be
-checked against ``vnf/vectors/protocol.json``; :class:`ControlChannel` adds the socket.
+checked against ``contract/vectors/protocol.json``; :class:`ControlChannel` adds the socket.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class ControlChannel:
         QEMU accepts the launcher's pending connection on the control socket in its main loop,
         asynchronously; a guest that sends ``ready`` before that (seen under CPU contention: the
         guest printed "ready in 29 ms" on COM1 and the launcher never received it) has its event
-        discarded (vnf/PROTOCOL.md §1). So after ``READY_PING_AFTER_S`` without ``ready``, ask with
+        discarded (contract/PROTOCOL.md §1). So after ``READY_PING_AFTER_S`` without ``ready``, ask with
         a ``ping``: the guest answers requests only after sending ``ready``, so a reply without a
         ``ready`` before it means the event was lost, and the reply's ``boot_us`` stands in."""
         if self.ready is not None:
@@ -235,7 +235,7 @@ class ControlChannel:
     def configure(self, config: str, slots: int | None = None, timeout: float = 10.0,
                   macs=None) -> dict:
         """``macs``: one MAC address string (or None = keep) per NIC, applied with the config;
-        the VNF then uses it as that NIC's own address (vnf/PROTOCOL.md §4)."""
+        the VNF then uses it as that NIC's own address (contract/PROTOCOL.md §4)."""
         return self.request("configure", timeout=timeout, config=config, slots=slots,
                             macs=list(macs) if macs is not None else None)
 

@@ -101,7 +101,7 @@ def check_libvirt(uri: str = "qemu:///system", kernel: str | None = None) -> tup
     accel, _ = backends.detect_accel("auto")
     kernel = kernel or vnfconf.default_kernel()
     if not os.path.exists(kernel):
-        return False, f"VNF kernel {kernel} not built: run `make -C vnf/kernel`"
+        return False, f"VNF kernel {kernel} not built: run `make -C unikernel`"
     run_dir = tempfile.mkdtemp(prefix="fluidvim-hostcheck-", dir="/run")
     be = backends.LibvirtBackend(run_dir, uri=uri)
     try:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     "libvirt's QEMU user, and no QEMU re-probe on domain start.",
         epilog="example: sudo .venv/bin/python -m fluidvim.vnf.hostcheck --uri qemu:///system")
     p.add_argument("--uri", default="qemu:///system", help="libvirt URI (default %(default)s)")
-    p.add_argument("--kernel", help="VNF kernel (default: the built vnf/kernel image)")
+    p.add_argument("--kernel", help="VNF kernel (default: the built unikernel image)")
     args = p.parse_args(argv)
     problem = kvm_problem()
     if problem:

@@ -6,7 +6,7 @@ Every check of a VNF's memory, vCPUs, NICs, session slots, flow timeout or Click
 size - the launch spec, the ``[vnf]`` options, the Nova driver's placement inventory, the
 orchestrator's service registration, MANO descriptors, the OSM VIM - reads these names. The Go
 Nomad driver has its own constants (a Go module cannot import Python); its tests load
-``vnf/vectors/limits.json`` (written from this module by ``tools/gen_vectors.py``) and fail when
+``contract/vectors/limits.json`` (written from this module by ``tools/gen_vectors.py``) and fail when
 one of them differs, and ``tests/unit/test_limits.py`` checks the C kernel's ``#define`` s the
 same way. Change a value here, run ``tools/gen_vectors.py``, and every implementation follows
 or fails its tests.
@@ -38,7 +38,7 @@ VCPUS_DEFAULT = 1
 VCPUS_MAX = 8
 
 # -- NICs --
-# The kernel's virtio-net table (vnf/kernel/src/virtio.h NET_MAX_NICS) and its static rings.
+# The kernel's virtio-net table (unikernel/src/virtio.h NET_MAX_NICS) and its static rings.
 MAX_NICS = 4
 
 # The queue of frames a VNF's tap holds for QEMU to read (the tun device's tx_queue_len, which
@@ -62,7 +62,7 @@ VCPU_NICE_MAX = 19
 # -- session slots (flow-table capacity) --
 SLOTS_MIN = 1
 SLOTS_DEFAULT = 1024
-# The kernel's flow table (vnf/kernel/include/click.h CLICK_MAX_SLOTS; FLOW_BUCKETS buckets).
+# The kernel's flow table (unikernel/include/click.h CLICK_MAX_SLOTS; FLOW_BUCKETS buckets).
 SLOTS_MAX = 65536
 
 # -- flow (session) idle timeout, ms --
@@ -71,7 +71,7 @@ FLOW_TIMEOUT_MS_DEFAULT = 30_000
 FLOW_TIMEOUT_MS_MAX = 86_400_000        # one day: a longer idle flow is a leaked slot
 
 # -- control channel --
-# A control line is at most 8192 bytes (vnf/kernel/src/control.c MAX_LINE; PROTOCOL.md §2).
+# A control line is at most 8192 bytes (unikernel/src/control.c MAX_LINE; PROTOCOL.md §2).
 MAX_CONTROL_LINE = 8192
 # The Click configuration travels in one `configure` line: 7000 bytes leaves room for the JSON
 # framing, the escapes a config's quotes and newlines take, and a `macs` list.
@@ -84,7 +84,7 @@ MAX_NAME = 63                           # a VNF name (kernel's vnf_name[64]; lib
 TSC_KHZ_MIN = 1_000
 TSC_KHZ_MAX = 100_000_000
 
-# -- warm pool (vnf/PROTOCOL.md §6) --
+# -- warm pool (contract/PROTOCOL.md §6) --
 # Shells kept per pool key: an idle shell costs 8-19 MiB and ~4 % of a core (bench/density.py).
 POOL_SIZE_MAX = 64
 # Successful launches of one kind the queuing delay is the median of.
@@ -92,5 +92,5 @@ LAUNCH_HISTORY_DEFAULT = 64
 
 
 def as_dict() -> dict:
-    """Every limit above by name (``vnf/vectors/limits.json``)."""
+    """Every limit above by name (``contract/vectors/limits.json``)."""
     return {k: v for k, v in globals().items() if k.isupper() and isinstance(v, int)}

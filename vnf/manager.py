@@ -23,7 +23,7 @@ import uuid as uuidlib
 
 from oslo_config import cfg
 
-from fluidvim.measure import elapsed_ms
+from fluidvim.common.measure import elapsed_ms
 
 from . import (
     backends,
@@ -36,12 +36,12 @@ from . import (
     states,
 )
 from .control import ControlChannel, ControlError
-from .state import StateStore, VNFRecord
+from .store import StateStore, VNFRecord
 
 LOG = logging.getLogger(__name__)
 
 COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
-# the state store's status of a shell in each state of vnf/PROTOCOL.md §6.3 (a claimed shell is
+# the state store's status of a shell in each state of contract/PROTOCOL.md §6.3 (a claimed shell is
 # RUNNING from the claim on: the claim is one UPDATE; a removed one has no row)
 _STATUS = {poolmod.BOOTING: states.BOOTING, poolmod.READY: states.POOL,
            poolmod.CLAIMED: states.RUNNING, poolmod.RUNNING: states.RUNNING}
@@ -127,7 +127,7 @@ class VNFManager:
 
     def pool_key(self, backend: str, memory_mb: int, vcpus: int, nics: int,
                  kernel: str | None = None) -> str:
-        """The pool key (``vnf/PROTOCOL.md`` §6.2) of a launch of this shape: shells booted by
+        """The pool key (``contract/PROTOCOL.md`` §6.2) of a launch of this shape: shells booted by
         this core have the spec's default flow timeout, as every launch it makes."""
         return poolmod.pool_key(backend, poolmod.kernel_id(self._kernel_path(kernel)), memory_mb,
                                 vcpus, nics, limits.FLOW_TIMEOUT_MS_DEFAULT)
@@ -152,7 +152,7 @@ class VNFManager:
         kernel = self._kernel_path(kernel)
         if not os.path.exists(kernel):
             raise specmod.SpecError("kernel", f"{kernel} does not exist: build it with "
-                                    "`make -C vnf/kernel` or set [vnf] kernel")
+                                    "`make -C unikernel` or set [vnf] kernel")
         bridges = list(bridges or [None] * nics)
         macs = list(macs or [None] * nics)
         taps = list(taps or [None] * nics)

@@ -4,7 +4,7 @@
 ``fluidvim-manage db sync --store vnf``) and the Nova driver's tables (``fluidvim.nova_driver.
 models``, same database) are defined against.
 
-The store itself (:mod:`fluidvim.vnf.state`) does not import this module: it runs plain SQL on
+The store itself (:mod:`fluidvim.vnf.store`) does not import this module: it runs plain SQL on
 ``sqlite3`` so that ``fluidvim vnf list`` does not pay SQLAlchemy's import (issue 11). A unit test
 checks that these models and the migrations give the same schema.
 """
@@ -20,7 +20,7 @@ class Base(orm.DeclarativeBase):
 
 
 class VNFRow(Base):
-    """A row of ``vnfs`` (the store's record type is :class:`fluidvim.vnf.state.VNFRecord`)."""
+    """A row of ``vnfs`` (the store's record type is :class:`fluidvim.vnf.store.VNFRecord`)."""
 
     __tablename__ = "vnfs"
 
@@ -39,7 +39,7 @@ class VNFRow(Base):
 
 
 class LaunchRow(Base):
-    """A row of ``launches`` (the store's record type is :class:`~fluidvim.vnf.state.LaunchRecord`)."""
+    """A row of ``launches`` (the store's record type is :class:`~fluidvim.vnf.store.LaunchRecord`)."""
 
     __tablename__ = "launches"
 

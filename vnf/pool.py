@@ -1,11 +1,11 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The warm-pool contract (``vnf/PROTOCOL.md`` §6) as plain functions: kernel identity, pool key,
+"""The warm-pool contract (``contract/PROTOCOL.md`` §6) as plain functions: kernel identity, pool key,
 shell transitions, what a claim sends and records, and the queuing delay.
 
 The launch core (:mod:`fluidvim.vnf.manager`) builds its pool on these; the Go Nomad driver
 implements the same functions (``nomad_driver/unikernel/pool.go``), and both test suites run the
-conformance vectors ``vnf/vectors/pool.json`` (``tools/gen_pool_vectors.py``) against them.
+conformance vectors ``contract/vectors/pool.json`` (``tools/gen_pool_vectors.py``) against them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import hashlib
 import os
 import threading
 
-from fluidvim.measure import median
+from fluidvim.common.measure import median
 
 from . import limits, states
 

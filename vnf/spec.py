@@ -3,9 +3,9 @@
 """The VNF launch spec and its one mapping to QEMU argv and libvirt domain XML.
 
 This module is the single place where a VNF launch spec becomes something a hypervisor runs. The Go
-Nomad driver implements the same mapping and both are pinned by ``vnf/vectors/spec.json``.
+Nomad driver implements the same mapping and both are pinned by ``contract/vectors/spec.json``.
 
-Two machines are supported (see ``vnf/PROTOCOL.md`` §1):
+Two machines are supported (see ``contract/PROTOCOL.md`` §1):
 
 * ``microvm`` — QEMU direct backend: virtio-mmio NICs, the fluidvim-pvh firmware (or qboot), fastest
   boot;
@@ -23,7 +23,7 @@ import shutil
 import uuid as uuidlib
 
 from . import limits
-from .limits import MAX_CLICK_CONFIG_BYTES, MAX_NICS  # noqa: F401 - re-exported (spec.MAX_NICS)
+from .limits import MAX_CLICK_CONFIG_BYTES, MAX_NICS
 
 MACHINES = ("microvm", "pc")
 ACCELS = ("kvm", "tcg")
@@ -36,14 +36,14 @@ QEMU_AUTO = "auto"
 QEMU_FULL = "qemu-system-x86_64"
 QEMU_MICROVM = "qemu-system-x86_64-microvm"
 # The direct backend's firmware: "auto" takes fluidvim-pvh.bin from the kernel image's directory
-# (vnf/kernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where qboot runs ~6 ms of ring-0
+# (unikernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where qboot runs ~6 ms of ring-0
 # code that KVM-PVM emulates instruction by instruction) when the machine is microvm and the file
 # is there; "qemu" (or no file) keeps QEMU's default, qboot; anything else is a path.
 FIRMWARE_AUTO = "auto"
 FIRMWARE_QEMU = "qemu"
 PVH_FIRMWARE = "fluidvim-pvh.bin"
 # How a microvm VNF's NICs reach their taps: "tap" = QEMU's tap netdev (every frame is a system
-# call in QEMU's one main thread); "vhost-user" = fluidvim-vhost-net (vnf/vhost), a backend
+# call in QEMU's one main thread); "vhost-user" = fluidvim-vhost-net (vhost), a backend
 # process with one thread per NIC that owns the taps and reads/writes guest memory directly
 # (guest RAM is then a shared memfd). The backend's socket of NIC i is an inherited fd.
 NET_TAP = "tap"
@@ -264,7 +264,7 @@ def tap_for(vnf_uuid: str, index: int) -> str:
 
 
 def kernel_cmdline(spec: VNFSpec) -> str:
-    """The guest command line (``vnf/PROTOCOL.md`` §1). The config is sent later, never here."""
+    """The guest command line (``contract/PROTOCOL.md`` §1). The config is sent later, never here."""
     parts = [f"slots={spec.session_slots}", f"flow_timeout_ms={spec.flow_timeout_ms}",
              f"name={spec.name}"]
     if spec.tsc_khz:
@@ -303,7 +303,7 @@ def firmware_for(machine: str, kernel: str, requested: str = FIRMWARE_AUTO, *,
 
     "auto": ``PVH_FIRMWARE`` next to ``kernel`` when ``machine`` is microvm and that file exists,
     else None (QEMU's default); "qemu": None; anything else: that path. The Go plugin applies
-    the same rule (spec.FirmwareFor); both are pinned by vnf/vectors/spec.json "firmware_rule".
+    the same rule (spec.FirmwareFor); both are pinned by contract/vectors/spec.json "firmware_rule".
     """
     if requested == FIRMWARE_QEMU:
         return None

@@ -9,7 +9,7 @@ so they never change (no migration). Callers compare with these names, never wit
 Mappings to other vocabularies live with the code that speaks them, one each: the Nova driver's
 VNF status -> Nova power state (``fluidvim.nova_driver.driver.POWER_STATE``), the local zone's
 VNF status -> orchestrator instance status (``fluidvim.orchestrator.zones.local``), the warm
-pool's shell state -> VNF status (``fluidvim.vnf.manager``, vnf/PROTOCOL.md §6.3).
+pool's shell state -> VNF status (``fluidvim.vnf.manager``, contract/PROTOCOL.md §6.3).
 """
 
 # -- VNF statuses (VNFRecord.status) --

@@ -17,8 +17,8 @@ plugin "fluidvim-unikernel" {
     firmware       = "auto"   # auto = fluidvim-pvh.bin beside the kernel if there; qemu = qboot; or a path
     kernel         = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default for tasks without `kernel`
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
-    net_backend    = "tap"    # tap = QEMU's taps; vhost-user = fluidvim-vhost-net (vnf/vhost) per VNF
-    vhost_net_binary = "/usr/libexec/fluidvim/fluidvim-vhost-net"   # make -C vnf/vhost
+    net_backend    = "tap"    # tap = QEMU's taps; vhost-user = fluidvim-vhost-net (vhost) per VNF
+    vhost_net_binary = "/usr/libexec/fluidvim/fluidvim-vhost-net"   # make -C vhost
     vcpu_nice      = 10       # vCPU threads below QEMU's I/O thread (the guest busy-polls); 0 = as started
     boot_timeout   = "30s"
     fingerprint_period = "30s"              # how often vnfs / session_slots.* are re-reported

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Alembic migrations of the evaluator schema (see fluidvim.migration; `fluidvim-manage db sync`).
+"""Alembic migrations of the evaluator schema (see fluidvim.common.migration; `fluidvim-manage db sync`).
 
 A new revision: `alembic -c tools/alembic.ini -n evaluator revision --autogenerate -m "..."`
 (from the source tree; read and edit what it wrote), then set HEAD to its id.

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package control is the Go twin of vnf/control.py: a client for the VNF control channel,
-// line-delimited JSON over a unix socket (vnf/PROTOCOL.md). EncodeRequest and DecodeLine are
-// plain functions pinned by vnf/vectors/protocol.json; Client adds the socket.
+// line-delimited JSON over a unix socket (contract/PROTOCOL.md). EncodeRequest and DecodeLine are
+// plain functions pinned by contract/vectors/protocol.json; Client adds the socket.
 package control
 
 import (
@@ -498,7 +498,7 @@ func (c *Client) Configure(config string, slots int, timeout time.Duration) (map
 }
 
 // ConfigureMACs is Configure with `macs`: one entry per NIC, nil = keep that NIC's MAC; a nil
-// slice sends no `macs` (vnf/PROTOCOL.md §4, a warm claim's §6.4).
+// slice sends no `macs` (contract/PROTOCOL.md §4, a warm claim's §6.4).
 func (c *Client) ConfigureMACs(config string, slots int, macs []*string, timeout time.Duration) (map[string]any, error) {
 	f := map[string]any{"config": config}
 	if slots > 0 {

@@ -38,7 +38,7 @@ type protoVectors struct {
 }
 
 func loadVectors(t *testing.T) protoVectors {
-	data, err := os.ReadFile("../../vnf/vectors/protocol.json")
+	data, err := os.ReadFile("../../contract/vectors/protocol.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 
 // Package qemu is the QEMU mechanics of the Nomad driver, as vnf/backends.py's QemuBackend is the
 // Python core's: a VNF's run directory, booting its QEMU microvm from the spec's argv
-// (spec.VNF.QemuArgv, checked against vnf/vectors/spec.json) with the control and QMP sockets
+// (spec.VNF.QemuArgv, checked against contract/vectors/spec.json) with the control and QMP sockets
 // as inherited fds, waiting for the VNF's `ready` on the control channel, taps and bridges,
 // finding and killing QEMU processes, the accelerator and the memory flags QEMU inherits.
 // It knows nothing of Nomad: package unikernel drives it from the task driver contract.
@@ -112,7 +112,7 @@ func Boot(qemuPath, vhostNet string, s *spec.VNF, runDir string, bootTimeout tim
 			return fail(err)
 		}
 	}
-	// ExtraFiles[i] becomes fd 3+i in QEMU: control = 3, QMP = 4 (as in vnf/vectors/spec.json)
+	// ExtraFiles[i] becomes fd 3+i in QEMU: control = 3, QMP = 4 (as in contract/vectors/spec.json)
 	argv, err := s.QemuArgv(qemuPath, 3, 4)
 	if err != nil {
 		return fail(fmt.Errorf("invalid config: %w", err))

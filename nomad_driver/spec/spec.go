@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package spec is the Go twin of vnf/spec.py: the VNF launch spec, its validation and its
-// mapping to a QEMU argv (microvm, direct backend). Both are pinned by vnf/vectors/spec.json.
+// mapping to a QEMU argv (microvm, direct backend). Both are pinned by contract/vectors/spec.json.
 package spec
 
 import (
@@ -20,7 +20,7 @@ import (
 
 // The VNF limits and defaults. Their one definition is vnf/limits.py (with the reasons for each
 // value); a Go module cannot import it, so these are copies that TestLimitsVectors checks
-// against vnf/vectors/limits.json (written from vnf/limits.py by tools/gen_vectors.py).
+// against contract/vectors/limits.json (written from vnf/limits.py by tools/gen_vectors.py).
 const (
 	MinMemoryMB          = 8
 	DefaultMemoryMB      = 32
@@ -43,7 +43,7 @@ const (
 	MinTSCkHz      = 1000
 	MaxTSCkHz      = 100_000_000
 	// MaxPoolSize is the most shells one warm_pool block keeps; LaunchHistory the number of
-	// launches of one kind the queuing delay is the median of (vnf/PROTOCOL.md §6).
+	// launches of one kind the queuing delay is the median of (contract/PROTOCOL.md §6).
 	MaxPoolSize   = 64
 	LaunchHistory = 64
 	// TapTxQueueLen is the frames a VNF's tap holds for QEMU (vnf/limits.py TAP_TXQUEUELEN).
@@ -336,7 +336,7 @@ func TapFor(vnfUUID string, index int) string {
 	return fmt.Sprintf("fv%sn%d", uuidHex(vnfUUID)[:10], index)
 }
 
-// KernelCmdline is spec.kernel_cmdline (vnf/PROTOCOL.md §1). The config is sent later.
+// KernelCmdline is spec.kernel_cmdline (contract/PROTOCOL.md §1). The config is sent later.
 func (v *VNF) KernelCmdline() string {
 	parts := []string{fmt.Sprintf("slots=%d", v.SessionSlots),
 		fmt.Sprintf("flow_timeout_ms=%d", v.FlowTimeoutMS), "name=" + v.Name}
@@ -369,7 +369,7 @@ const (
 // QemuBinary is the binary (name or path) that runs v for the configured qemu_binary
 // (requested): a name or path is used as given; "auto" is QemuMicrovm when v is a microvm on
 // KVM and installed(QemuMicrovm), else QemuFull. The Python launch core applies the same rule
-// (vnf/spec.py qemu_binary); both are pinned by vnf/vectors/spec.json "qemu_binary_rule".
+// (vnf/spec.py qemu_binary); both are pinned by contract/vectors/spec.json "qemu_binary_rule".
 func (v *VNF) QemuBinary(requested string, installed func(string) bool) string {
 	if requested != QemuAuto {
 		return requested
@@ -381,7 +381,7 @@ func (v *VNF) QemuBinary(requested string, installed func(string) bool) string {
 }
 
 // Firmware of the direct path (vnf/spec.py FIRMWARE_*): FirmwareAuto takes PVHFirmware from the
-// kernel image's directory (vnf/kernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where
+// kernel image's directory (unikernel/firmware/pvh.S: four fw_cfg DMA reads and a jump, where
 // qboot runs ~6 ms of ring-0 code that KVM-PVM emulates) when the VNF is a microvm and the file is
 // there; FirmwareQemu keeps QEMU's default (qboot); anything else is a path.
 const (
@@ -391,7 +391,7 @@ const (
 )
 
 // FirmwareFor is spec.firmware_for: the Firmware of a VNF of machine booting kernel, for the
-// configured firmware (requested); nil = QEMU's default. Pinned by vnf/vectors/spec.json
+// configured firmware (requested); nil = QEMU's default. Pinned by contract/vectors/spec.json
 // "firmware_rule".
 func FirmwareFor(machine, kernel, requested string, exists func(string) bool) *string {
 	switch {

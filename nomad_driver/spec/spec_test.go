@@ -44,7 +44,7 @@ type vectors struct {
 }
 
 func load(t *testing.T) vectors {
-	data, err := os.ReadFile("../../vnf/vectors/spec.json")
+	data, err := os.ReadFile("../../contract/vectors/spec.json")
 	if err != nil {
 		t.Fatalf("read vectors: %v", err)
 	}
@@ -209,10 +209,10 @@ func TestNameWithTrailingNewlineRejected(t *testing.T) {
 	}
 }
 
-// TestLimitsVectors: every limit of vnf/limits.py (vnf/vectors/limits.json) has its Go constant
+// TestLimitsVectors: every limit of vnf/limits.py (contract/vectors/limits.json) has its Go constant
 // with the same value, and no Go constant is left without a Python definition.
 func TestLimitsVectors(t *testing.T) {
-	data, err := os.ReadFile("../../vnf/vectors/limits.json")
+	data, err := os.ReadFile("../../contract/vectors/limits.json")
 	if err != nil {
 		t.Fatalf("read limits: %v", err)
 	}
@@ -223,7 +223,7 @@ func TestLimitsVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(doc.Limits) == 0 {
-		t.Fatal("no limits in vnf/vectors/limits.json")
+		t.Fatal("no limits in contract/vectors/limits.json")
 	}
 	for name, want := range doc.Limits {
 		got, ok := Limits[name]

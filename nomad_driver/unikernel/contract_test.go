@@ -18,7 +18,7 @@ import (
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
-// The warm-pool contract (vnf/PROTOCOL.md §6): vnf/vectors/pool.json, which the Python launch
+// The warm-pool contract (contract/PROTOCOL.md §6): contract/vectors/pool.json, which the Python launch
 // core's tests run too (tests/unit/test_pool_contract.py), against this driver's functions.
 
 type nicVec struct {
@@ -79,7 +79,7 @@ type poolVectors struct {
 
 func loadPoolVectors(t *testing.T) poolVectors {
 	t.Helper()
-	b, err := os.ReadFile("../../vnf/vectors/pool.json")
+	b, err := os.ReadFile("../../contract/vectors/pool.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestPoolContractQueuingDelay(t *testing.T) {
 }
 
 func TestPluginVersionIsThePackageVersion(t *testing.T) {
-	b, err := os.ReadFile("../../vnf/vectors/limits.json")
+	b, err := os.ReadFile("../../contract/vectors/limits.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 const forward2 = "FromDevice(0) -> Counter -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 
 func kernelPath(t *testing.T) string {
-	p, err := filepath.Abs("../../vnf/kernel/build/fluidvim-vnf.elf")
+	p, err := filepath.Abs("../../unikernel/build/fluidvim-vnf.elf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func requireVNF(t *testing.T) string {
 	}
 	k := kernelPath(t)
 	if _, err := os.Stat(k); err != nil {
-		t.Skipf("VNF kernel not built (%s): run make -C vnf/kernel", k)
+		t.Skipf("VNF kernel not built (%s): run make -C unikernel", k)
 	}
 	if _, err := exec.LookPath(spec.QemuFull); err != nil {
 		t.Skip("qemu-system-x86_64 not installed")
@@ -384,9 +384,9 @@ func TestRecoverTask(t *testing.T) {
 // neither the backend nor a tap.
 func TestVhostUserNICs(t *testing.T) {
 	k := requireVNF(t)
-	bin, _ := filepath.Abs("../../vnf/vhost/build/fluidvim-vhost-net")
+	bin, _ := filepath.Abs("../../vhost/build/fluidvim-vhost-net")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("fluidvim-vhost-net not built (%s): run make -C vnf/vhost", bin)
+		t.Skipf("fluidvim-vhost-net not built (%s): run make -C vhost", bin)
 	}
 	runDir := t.TempDir()
 	h, _ := newHarnessWith(t, runDir, nil, func(c *Config) {

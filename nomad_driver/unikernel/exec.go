@@ -4,7 +4,7 @@
 package unikernel
 
 // `nomad alloc exec` into a VNF. A unikernel has no shell and no processes: each command is a
-// request on the VNF's control channel (vnf/PROTOCOL.md §4), run by the plugin, which holds
+// request on the VNF's control channel (contract/PROTOCOL.md §4), run by the plugin, which holds
 // that channel. `console` (also `sh`, `bash`) reads commands line by line, with a prompt and
 // echo on a terminal. Exit codes follow Nomad script checks: 0 ok, 1 warning (no free slot),
 // 2 the VNF did not answer, 127 unknown command.
@@ -46,7 +46,7 @@ var consoleNames = map[string]bool{"console": true, "sh": true, "/bin/sh": true,
 func init() {
 	execCommands = []execCommand{
 		{"ping", "ping", "is the VNF answering: uptime, boot time, configured", execPing},
-		{"stats", "stats [KEY]", "the VNF's counters as JSON (vnf/PROTOCOL.md §4), or one key of them",
+		{"stats", "stats [KEY]", "the VNF's counters as JSON (contract/PROTOCOL.md §4), or one key of them",
 			execStats},
 		{"slots", "slots", "session slots: free, used, total; exit 1 when none is free", execSlots},
 		{"help", "help", "this list", execHelp},

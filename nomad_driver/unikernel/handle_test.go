@@ -16,7 +16,7 @@ import (
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
-// fakeGuest answers every request with result (a VNF's reply; vnf/PROTOCOL.md §4); closing the
+// fakeGuest answers every request with result (a VNF's reply; contract/PROTOCOL.md §4); closing the
 // returned connection makes it a VNF that stopped answering.
 func fakeGuest(t *testing.T, result string) (*taskHandle, net.Conn) {
 	t.Helper()

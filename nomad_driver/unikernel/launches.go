@@ -11,7 +11,7 @@ import (
 	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
-// The recent launch times behind the fingerprint's queuing delay (vnf/PROTOCOL.md §6.5).
+// The recent launch times behind the fingerprint's queuing delay (contract/PROTOCOL.md §6.5).
 
 // launchHistoryFile keeps the recent successful launch times in the run directory, so the
 // queuing delay survives a plugin restart as the Python core's launches table does (§6.5).
@@ -60,7 +60,7 @@ func (d *Driver) medianLaunch(kind string) (float64, bool) {
 	return median(d.history()[kind])
 }
 
-// queuingDelay is what the next launch costs (vnf/PROTOCOL.md §6.5, manager.queuing_delay):
+// queuingDelay is what the next launch costs (contract/PROTOCOL.md §6.5, manager.queuing_delay):
 // the median recent warm launch while any shell is ready, else the median cold one; none (ok
 // false) while there is no launch of that kind yet.
 func (d *Driver) queuingDelay() (float64, string, bool) {

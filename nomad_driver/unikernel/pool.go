@@ -99,7 +99,7 @@ func (p *PoolConfig) validate(i int) error {
 	return nil
 }
 
-// ---- the warm-pool contract (vnf/PROTOCOL.md §6; vnf/pool.py; vectors vnf/vectors/pool.json) ----
+// ---- the warm-pool contract (contract/PROTOCOL.md §6; vnf/pool.py; vectors contract/vectors/pool.json) ----
 
 const (
 	kernelIDLen     = 12              // hex digits of the kernel file's sha256
@@ -219,7 +219,7 @@ func claimNICs(shell []spec.NIC, macs, taps []string) ([]*string, []spec.NIC, er
 	return cm, out, nil
 }
 
-// median is fluidvim.measure.median: the mean of the two middle values for an even count.
+// median is fluidvim.common.measure.median: the mean of the two middle values for an even count.
 func median(v []float64) (float64, bool) {
 	if len(v) == 0 {
 		return 0, false
@@ -557,7 +557,7 @@ func (p *warmPool) bootShell(pc PoolConfig) error {
 	sh := pc.shape()
 	kid := kernelID(sh.Kernel)
 	if kid == "" {
-		return fieldErr("warm_pool.kernel", "%s does not exist: build it with `make -C vnf/kernel`", sh.Kernel)
+		return fieldErr("warm_pool.kernel", "%s does not exist: build it with `make -C unikernel`", sh.Kernel)
 	}
 	vid := newUUID()
 	s := qemu.NewSpec(vid, "pool-"+vid[:8], cfg.RunDir, set.accel, set.tscKHz)

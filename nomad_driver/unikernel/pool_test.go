@@ -416,7 +416,7 @@ func TestWarmPoolBrokenClaimDestroysShell(t *testing.T) {
 	}
 }
 
-// TestWarmPoolClaimSendsMACs: a task's macs reach a claimed shell in `configure` (vnf/PROTOCOL.md
+// TestWarmPoolClaimSendsMACs: a task's macs reach a claimed shell in `configure` (contract/PROTOCOL.md
 // §6.4), as the Python launch core sends a Neutron port's; a rejected configure changes none,
 // and a task with nothing to configure cannot take a shell it would have to give MACs.
 func TestWarmPoolClaimSendsMACs(t *testing.T) {
@@ -490,7 +490,7 @@ func TestWarmPoolClaimSendsMACs(t *testing.T) {
 }
 
 // TestWarmPoolReplacedKernelRetiresShells: a shell whose kernel file was rebuilt since it booted
-// is never claimed and is removed (vnf/PROTOCOL.md §6.1, event kernel_changed); the refill boots
+// is never claimed and is removed (contract/PROTOCOL.md §6.1, event kernel_changed); the refill boots
 // one of the new kernel.
 func TestWarmPoolReplacedKernelRetiresShells(t *testing.T) {
 	src := requireVNF(t)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Unit tests of UnikernelDriver in Nova's style, on the real launch core and real QEMU.
 
-Glance is faked (the "image" is vnf/kernel/build/fluidvim-vnf.elf); everything under it is real:
+Glance is faked (the "image" is unikernel/build/fluidvim-vnf.elf); everything under it is real:
 VNFs boot under KVM (TCG when /dev/kvm does not work), with real taps and bridges. Needs root.
 
     /tmp/nova-venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_driver
@@ -29,7 +29,7 @@ from nova.virt import event as virtevent, fake as fake_virt
 
 from fluidvim.nova_driver import driver as fdriver, names as fnames
 from fluidvim.vnf import conf as vnfconf, netdev, spec as specmod
-from fluidvim.vnf.state import StateStore
+from fluidvim.vnf.store import StateStore
 
 KERNEL = vnfconf.default_kernel()
 IMAGE_ID = "0a5a8c93-4f4e-4d4e-9a43-2a0c3f2b9e11"
@@ -90,7 +90,7 @@ class DriverTestBase(test.NoDBTestCase):
         if os.geteuid() != 0:
             self.skipTest("needs root (QEMU with taps, bridges)")
         if not os.path.exists(KERNEL):
-            self.skipTest(f"the VNF kernel is not built: make -C vnf/kernel ({KERNEL})")
+            self.skipTest(f"the VNF kernel is not built: make -C unikernel ({KERNEL})")
         self.tmp = tempfile.mkdtemp(prefix="fluidvim-nova-")
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.run_dir = f"/run/fluidvim-nova-test-{uuid.uuid4().hex[:8]}"
@@ -587,7 +587,7 @@ class ImageCacheTestCase(DriverTestBase):
         spec = self.driver.manager.get(inst.uuid).spec
         built = os.path.join(os.path.dirname(KERNEL), specmod.PVH_FIRMWARE)
         if not os.path.exists(built):
-            self.skipTest(f"no {built}: make -C vnf/kernel")
+            self.skipTest(f"no {built}: make -C unikernel")
         self.assertEqual(os.path.join(self.tmp, "images", specmod.PVH_FIRMWARE), spec.firmware)
         with open(built, "rb") as a, open(spec.firmware, "rb") as b:
             self.assertEqual(a.read(), b.read())

@@ -44,7 +44,7 @@ class _FluidvimNovaTest(integrated_helpers.ProviderUsageBaseTestCase):
         if os.geteuid() != 0:
             self.skipTest("needs root (QEMU with taps)")
         if not os.path.exists(KERNEL):
-            self.skipTest("the VNF kernel is not built: make -C vnf/kernel")
+            self.skipTest("the VNF kernel is not built: make -C unikernel")
         super().setUp()
         # Nova 34's WarningsFixture makes SQLAlchemy deprecations raised from nova errors; with
         # SQLAlchemy 2.1 nova's own noload() (burying a NoValidHost instance in cell0) trips it

@@ -74,7 +74,7 @@ class UnikernelDriverConformanceTestCase(test_virt_drivers._VirtDriverTestCase, 
         if os.geteuid() != 0:
             self.skipTest("needs root (QEMU with taps, bridges)")
         if not os.path.exists(KERNEL):
-            self.skipTest(f"the VNF kernel is not built: make -C vnf/kernel ({KERNEL})")
+            self.skipTest(f"the VNF kernel is not built: make -C unikernel ({KERNEL})")
         self.driver_module = "nova.virt.fluidvim.UnikernelDriver"
         self.tmp = tempfile.mkdtemp(prefix="fvn-nova-conformance-")
         self.run_dir = f"/run/fluidvim-fvn-conf-{uuid.uuid4().hex[:8]}"

@@ -24,11 +24,12 @@ import webob.exc
 from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
 
 from .. import states
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
 from . import auth, openapi, policies
+from .faults import error_response
 
 LOG = logging.getLogger(__name__)
 
@@ -37,14 +38,6 @@ class HTTPError(Exception):
     def __init__(self, code: int, message: str, field: str = ""):
         super().__init__(message)
         self.code, self.message, self.field = code, message, field
-
-
-def error_response(code: int, message: str, field: str = "") -> webob.Response:
-    title = webob.exc.status_map[code].title if code in webob.exc.status_map else "Error"
-    body = {"error": {"code": code, "title": title, "message": message}}
-    if field:
-        body["error"]["field"] = field
-    return webob.Response(status=code, json_body=body, charset="utf-8")
 
 
 def load_app(conf, name: str = "fluidvim-api", clients=None):

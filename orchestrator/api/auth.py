@@ -9,6 +9,8 @@ import webob.dec
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
+from .faults import error_response
+
 LOG = logging.getLogger(__name__)
 CONTEXT_KEY = "fluidvim.context"
 _CONF = None            # the ConfigOpts the app is being loaded with (see app.load_app)
@@ -102,7 +104,6 @@ class ContextMiddleware:
     @webob.dec.wsgify
     def __call__(self, req):
         if req.headers.get("X-Identity-Status") != "Confirmed":
-            from .app import error_response
             return error_response(401, "not authenticated: give a valid Keystone token in "
                                   "X-Auth-Token")
         ctx = oslo_context.RequestContext.from_environ(req.environ)

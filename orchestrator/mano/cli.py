@@ -210,7 +210,7 @@ def cmd_ns_heal(args, api):
 
 
 def ns_parser(ns) -> None:
-    """Fill in the parser of ``fluidvim ns`` (made by fluidvim.cli when that command is given)."""
+    """Fill in the parser of ``fluidvim ns`` (made by fluidvim.cmd.cli when that command is given)."""
     fmt = ns.formatter_class = argparse.RawDescriptionHelpFormatter
     ns.epilog = EXAMPLES
     nsub = ns.add_subparsers(dest="ns_command", required=True)

@@ -60,7 +60,7 @@ from . import sol006
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
-NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")    # = zones.base.NETWORK_NAME_RE
+NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")    # = common.zonetypes.NETWORK_NAME_RE
 MAX_NICS = limits.MAX_NICS
 MAX_VCPUS = limits.VCPUS_MAX
 MEMORY_MIB = (limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX)
@@ -582,7 +582,7 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
     if pathlike and not is_file:
         c.add(d.source, f"{path}.{'image' if sw.get('image') else 'name'}",
               f"kernel file {full} does not exist",
-              "build it (make -C vnf/kernel) or fix the path (relative paths are relative to the "
+              "build it (make -C unikernel) or fix the path (relative paths are relative to the "
               "descriptor's directory)")
         return full, True
     if not is_file:

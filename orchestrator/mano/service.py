@@ -29,14 +29,14 @@ import time
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from fluidvim import instance_states as istates, zonetypes
-from fluidvim.measure import elapsed_ms
+from fluidvim.common import instance_states as istates, zonetypes
+from fluidvim.common.measure import elapsed_ms
+from fluidvim.common.zonetypes import InstanceInfo, ZoneAdapter, ZoneError
 
 from .. import states
 from ..deploy import deploy as deploy_instance
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
 from ..rpc import rpc_method, validate_service
-from ..zones.base import InstanceInfo, ZoneAdapter, ZoneError
 from . import descriptors
 
 LOG = logging.getLogger(__name__)

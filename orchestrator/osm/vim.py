@@ -33,14 +33,14 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 from sqlalchemy import orm
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
+from fluidvim.common.zonetypes import NETWORK_NAME_RE, LaunchRequest, ZoneError
 from fluidvim.vnf import limits, spec as vnfspec
 from fluidvim.vnf.control import ControlError
 
 from ..exception import NotFound, Refused, invalid
 from ..rpc import number_field, rpc_method
 from ..rpcapi import OrchestratorAPI
-from ..zones.base import NETWORK_NAME_RE, LaunchRequest, ZoneError
 from . import conf as osmconf
 from .models import VimFlavor, VimImage, VimVM  # noqa: F401 - tables of the orchestrator's schema
 
@@ -164,7 +164,7 @@ class VimService:
             if not self._is_elf(location):
                 raise invalid("location", f"{location} is not an ELF file",
                               "a local-zone image is a PVH ELF kernel such as "
-                              "vnf/kernel/build/fluidvim-vnf.elf")
+                              "unikernel/build/fluidvim-vnf.elf")
             checksum = self._checksum(location)
         for im in self.list_images(zone):
             if im["location"] == location:

@@ -32,7 +32,7 @@ import urllib.parse
 
 import yaml
 
-from fluidvim import instance_states as istates
+from fluidvim.common import instance_states as istates
 from fluidvim.vnf import limits, spec as vnfspec
 
 from . import vimconn_base as vc
@@ -225,7 +225,7 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         import hashlib
         import re
 
-        from fluidvim.orchestrator.zones.base import NETWORK_NAME_RE
+        from fluidvim.common.zonetypes import NETWORK_NAME_RE
 
         s = str(net_name or "")
         if NETWORK_NAME_RE.fullmatch(s):

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from fluidvim import zonetypes
+from fluidvim.common import zonetypes
 
 
 def parse_zone_spec(spec: str) -> tuple[str, str, dict]:

@@ -16,15 +16,22 @@ import socket
 import threading
 import uuid as uuidlib
 
-from fluidvim import instance_states as istates, zonetypes
+from fluidvim.common import instance_states as istates, zonetypes
+from fluidvim.common.zonetypes import (
+    NETWORK_NAME_RE,
+    HostInfo,
+    InstanceInfo,
+    LaunchRequest,
+    NetworkInfo,
+    ZoneAdapter,
+    ZoneError,
+)
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.vnf import netdev, states as vstates
 from fluidvim.vnf.backends import LaunchError
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 from fluidvim.vnf.spec import SpecError
-
-from .base import NETWORK_NAME_RE, HostInfo, InstanceInfo, LaunchRequest, NetworkInfo, ZoneAdapter, ZoneError
 
 
 def cpu_model() -> str:
@@ -126,7 +133,7 @@ class LocalZone(ZoneAdapter):
 
     def cannot_launch_reason(self, service: str) -> str | None:
         if not os.path.exists(self.mgr.kernel):
-            return f"VNF kernel {self.mgr.kernel} is missing (make -C vnf/kernel)"
+            return f"VNF kernel {self.mgr.kernel} is missing (make -C unikernel)"
         return None
 
     def launch(self, req: LaunchRequest) -> InstanceInfo:

@@ -38,10 +38,9 @@ import nomad as pynomad
 import requests
 from nomad.api import exceptions as nexc
 
-from fluidvim import instance_states as istates, zonetypes
+from fluidvim.common import instance_states as istates, zonetypes
+from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import EnvironmentType
-
-from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 DRIVER = "unikernel"
 ATTR = "driver.unikernel."

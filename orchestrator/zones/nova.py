@@ -32,11 +32,10 @@ import time
 
 from openstack import exceptions as osexc
 
-from fluidvim import instance_states as istates, zonetypes
+from fluidvim.common import instance_states as istates, zonetypes
+from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.vnf import states as vstates
-
-from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"          # nova_driver.driver.SLOT_RC
 ACCEL_TRAITS = {"CUSTOM_UNIKERNEL_KVM": "kvm", "CUSTOM_UNIKERNEL_TCG": "tcg"}

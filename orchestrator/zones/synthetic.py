@@ -10,9 +10,8 @@ that it cannot launch on demand unless ``launch_ms`` history is given (queuing d
 
 from __future__ import annotations
 
-from fluidvim import zonetypes
-
-from .base import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+from fluidvim.common import zonetypes
+from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 
 
 class SyntheticZone(ZoneAdapter):

@@ -32,10 +32,10 @@ import uuid
 import nova.conf
 import nova.virt.node
 
+from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.nova_driver.tests import test_functional as nft
-from fluidvim.orchestrator.zones.base import LaunchRequest
 from fluidvim.orchestrator.zones.nova import NovaZone
-from fluidvim.vnf import netdev, spec as specmod
+from fluidvim.vnf import limits, netdev, spec as specmod
 from tests.e2e import nova_zone_functional as nzf
 
 CONF = nova.conf.CONF
@@ -103,7 +103,7 @@ class _MultiHost(nft._FluidvimNovaTest):
         for d in run_dirs:
             assert _qemu_pids(d) == [], f"QEMU left under {d}"
             assert not os.path.exists(d), f"{d} left"
-        taps = [specmod.tap_for(v, i) for v in vnf_ids for i in range(specmod.MAX_NICS)]
+        taps = [specmod.tap_for(v, i) for v in vnf_ids for i in range(limits.MAX_NICS)]
         assert [t for t in taps if netdev.exists(t)] == [], "taps left"
         assert len(run_dirs) == 2 and vnf_ids, (run_dirs, vnf_ids)      # the check checked
 

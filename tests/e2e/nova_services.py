@@ -1088,7 +1088,7 @@ def main(argv=None) -> int:
 
     kernel = args.kernel or vnfconf.default_kernel()
     if not os.path.exists(kernel):
-        raise ServiceError(f"no VNF kernel at {kernel}: run `make -C vnf/kernel` (or --kernel)")
+        raise ServiceError(f"no VNF kernel at {kernel}: run `make -C unikernel` (or --kernel)")
     if os.geteuid() != 0:
         raise ServiceError("needs root (nova-compute makes taps and runs QEMU/KVM)")
     stack = Stack(args.workdir, kernel=kernel, accel=args.accel, verbose=args.verbose)

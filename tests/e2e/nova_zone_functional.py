@@ -20,8 +20,8 @@ import openstack.proxy
 from keystoneauth1 import plugin as ksa_plugin, session as ksa_session
 from openstack import service_description
 
+from fluidvim.common.zonetypes import LaunchRequest, ZoneError
 from fluidvim.nova_driver.tests import test_functional as nft
-from fluidvim.orchestrator.zones.base import LaunchRequest, ZoneError
 from fluidvim.orchestrator.zones.nova import NovaZone
 
 # Nova's base test case stubs openstacksdk (OpenStackSDKFixture: placement proxies become bare

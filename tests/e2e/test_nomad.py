@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """End to end: a real Nomad agent (dev mode) with the fluidvim `unikernel` task driver plugin.
 
-Needs root, /dev/kvm or TCG, the VNF kernel (`make -C vnf/kernel`), Go (builds the plugin) and a
+Needs root, /dev/kvm or TCG, the VNF kernel (`make -C unikernel`), Go (builds the plugin) and a
 Nomad agent built by ``tools/build-nomad.sh`` (``$FLUIDVIM_NOMAD``, default
 ``/var/cache/fluidvim/nomad-v1.11.3/nomad``); skipped otherwise.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from fluidvim.vnf import conf as vnfconf, netdev, spec, testnet
+from fluidvim.vnf import conf as vnfconf, limits, netdev, spec, testnet
 
 REPO = Path(__file__).resolve().parents[2]
 NOMAD = os.environ.get("FLUIDVIM_NOMAD", "/var/cache/fluidvim/nomad-v1.11.3/nomad")
@@ -77,7 +77,7 @@ pytestmark = [
                               "(or set FLUIDVIM_NOMAD)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (taps, bridges, namespaces)"),
     pytest.mark.skipif(not os.path.exists(vnfconf.default_kernel()),
-                       reason="the VNF kernel is not built: run `make -C vnf/kernel`"),
+                       reason="the VNF kernel is not built: run `make -C unikernel`"),
     pytest.mark.skipif(shutil.which("go") is None, reason="Go is needed to build the plugin"),
 ]
 
@@ -447,7 +447,7 @@ def test_nomad_agent_runs_vnfs(agent):
         t4 = time.monotonic()
         wait_for("no QEMU left", lambda: not qemu_pids(run_dir), 30, 0.2)
         timings["job stop -purge -> no QEMU (s)"] = round(time.monotonic() - t4, 2)
-        taps = [spec.tap_for(v, i) for v in seen_vnfs for i in range(spec.MAX_NICS)]
+        taps = [spec.tap_for(v, i) for v in seen_vnfs for i in range(limits.MAX_NICS)]
         wait_for("the VNFs' taps gone", lambda: not [t for t in taps if netdev.exists(t)], 10)
         assert api("/v1/jobs") == []
 

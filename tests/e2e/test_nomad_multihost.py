@@ -30,9 +30,9 @@ import uuid
 
 import pytest
 
-from fluidvim.orchestrator.zones.base import LaunchRequest
+from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.orchestrator.zones.nomad import NomadZone
-from fluidvim.vnf import netdev, spec, testnet
+from fluidvim.vnf import limits, netdev, spec, testnet
 from tests.e2e import test_nomad as tn
 from tests.e2e.nomad_cluster import NomadCluster
 
@@ -248,7 +248,7 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 len(p) == 1 for p in cluster.qemu_pids().values()), 30, 0.2)
             gone = seen_vnfs - set().union(*(tn.vnf_ids(cl.run_dir) for cl in cluster.clients))
             assert shells[a.name] | shells[b.name] <= gone
-            taps = {spec.tap_for(v, i) for v in gone for i in range(spec.MAX_NICS)}
+            taps = {spec.tap_for(v, i) for v in gone for i in range(limits.MAX_NICS)}
             tn.wait_for("the VNFs' taps gone (in every client's namespace)", lambda: not any(
                 taps & cl.links() for cl in cluster.clients), 10)
     finally:

@@ -41,7 +41,7 @@ pytestmark = [
     pytest.mark.timeout(900),
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (taps, QEMU)"),
     pytest.mark.skipif(not os.path.exists(KERNEL),
-                       reason="the VNF kernel is not built: run `make -C vnf/kernel`"),
+                       reason="the VNF kernel is not built: run `make -C unikernel`"),
     pytest.mark.skipif(shutil.which("rabbitmqctl") is None,
                        reason="RabbitMQ is not installed: run tools/bootstrap.sh"),
 ]

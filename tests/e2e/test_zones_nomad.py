@@ -20,8 +20,8 @@ import uuid
 
 import pytest
 
+from fluidvim.common.zonetypes import LaunchRequest, ZoneError
 from fluidvim.orchestrator import power
-from fluidvim.orchestrator.zones.base import LaunchRequest, ZoneError
 from fluidvim.orchestrator.zones.nomad import NomadZone
 from tests.e2e import test_nomad as tn
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from fluidvim.vnf import conf as vnfconf, netdev, spec, testnet
+from fluidvim.vnf import conf as vnfconf, limits, netdev, spec, testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 
@@ -19,7 +19,7 @@ def host_missing() -> str | None:
     if os.geteuid() != 0:
         return "integration tests need root (taps, bridges, namespaces): run `sudo make test`"
     if not os.path.exists(vnfconf.default_kernel()):
-        return "the VNF kernel is not built: run `make -C vnf/kernel`"
+        return "the VNF kernel is not built: run `make -C unikernel`"
     return None
 
 
@@ -103,7 +103,7 @@ def vnf_ids(store) -> set:
 
 def leaked_taps(ids) -> list:
     """Taps of these VNFs that still exist (other fluidvim users on the host are ignored)."""
-    return [tap for vid in ids for i in range(spec.MAX_NICS)
+    return [tap for vid in ids for i in range(limits.MAX_NICS)
             if netdev.exists(tap := spec.tap_for(vid, i))]
 
 

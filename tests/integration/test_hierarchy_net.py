@@ -13,7 +13,7 @@ zone)::
 
 ``d`` is the one-way latency from New York to the zone's site on sndlib/abilene. This kernel has
 no ``sch_netem`` (``tc qdisc add ... netem``: "Specified qdisc kind is unknown"), so the delay is
-:mod:`fluidvim.vnf.delaylink`, a relay process with netem's guarantee: a frame is never early, so
+:mod:`tests.delaylink`, a relay process with netem's guarantee: a frame is never early, so
 a round trip takes at least 2·d. The assertions use only orderings that follow from it.
 """
 
@@ -27,8 +27,8 @@ from fluidvim.orchestrator.exception import Refused
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.local import LocalZone
 from fluidvim.vnf import netdev
-from fluidvim.vnf.delaylink import DelayLink
 from fluidvim.vnf.testnet import TestNet
+from tests.delaylink import DelayLink
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 INGRESS = "NYCMng"

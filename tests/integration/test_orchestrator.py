@@ -164,7 +164,7 @@ def test_local_zone_networks(env):
     """Virtual links of the local zone over RPC: a bridge per (zone, name), its name in the
     bridge's alias (so a restarted orchestrator lists it), VNF NICs on it, deletion refused while
     NICs are attached, nothing left after."""
-    from fluidvim.orchestrator.zones.base import LaunchRequest
+    from fluidvim.common.zonetypes import LaunchRequest
     from fluidvim.vnf import netdev
 
     orch = env.start()
@@ -286,7 +286,8 @@ def test_slot_notifications_compressed_rate_limited_and_gone():
     """SlotPublisher -> RabbitMQ -> SlotListener -> registry, with FUSION's compression rules."""
     import oslo_messaging as messaging
 
-    from fluidvim.orchestrator.notify import SlotListener, SlotPublisher
+    from fluidvim.common.slotnotify import SlotPublisher
+    from fluidvim.orchestrator.notify import SlotListener
     from fluidvim.orchestrator.slots import SlotRegistry
 
     tag = uuid.uuid4().hex[:8]
@@ -329,8 +330,8 @@ def test_active_active_survivor_finishes_or_rolls_back_a_dead_workers_launches(e
 
     import sqlalchemy as sa
 
+    from fluidvim.common.zonetypes import LaunchRequest
     from fluidvim.orchestrator.db import LaunchRow, Store, WorkerRow
-    from fluidvim.orchestrator.zones.base import LaunchRequest
 
     orch = env.start(active_active=True, worker_heartbeat_interval=0.2, worker_dead_after=5.0)
     env.api().register_service("fw", FORWARD, slots=8)

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The warm-pool contract's state rules (vnf/PROTOCOL.md §6.1, §6.3) in the launch core, with
+"""The warm-pool contract's state rules (contract/PROTOCOL.md §6.1, §6.3) in the launch core, with
 real shells: a replaced kernel file retires its shells (they are never claimed), a shell
 recorded under an older pool-key form is removed at recovery, a rejected configure gives the
 shell back as the oldest of its key. (The Go driver's: nomad_driver/unikernel/pool_test.go.)"""

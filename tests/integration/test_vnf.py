@@ -26,7 +26,7 @@ FromDevice(0) -> fw -> passed :: Counter -> ToDevice(1);
 fw[1] -> blocked :: Counter -> Discard;
 FromDevice(1) -> back :: Counter -> ToDevice(0);
 """
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "protocol.json")
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "vectors", "protocol.json")
 
 
 def element(stats, name):
@@ -34,7 +34,7 @@ def element(stats, name):
 
 
 def test_protocol_vectors_against_the_real_vnf(make_manager):
-    """Every exchange of vnf/vectors/protocol.json, sent byte for byte to a booted VNF."""
+    """Every exchange of contract/vectors/protocol.json, sent byte for byte to a booted VNF."""
     mgr = make_manager(backend="qemu")
     mgr.fill_pool(1, nics=2)
     shell = mgr.store.list(statuses=("pool",))[0]
@@ -407,7 +407,7 @@ def test_death_after_repeated_recovery_is_reported_once(make_manager):
 
 @pytest.mark.libvirt
 def test_guest_reset_boots_a_clean_shell(make_manager, net):
-    """.bss is not loaded by QEMU (vnf/kernel/linker.ld: untouched tables cost no host memory), so
+    """.bss is not loaded by QEMU (unikernel/linker.ld: untouched tables cost no host memory), so
     a guest reset (libvirt on_reboot=restart, `virsh reset`) must not find the previous boot's
     state: the kernel clears .bss when it sees its own boot marker there."""
     import libvirt
@@ -589,7 +589,7 @@ def test_vhost_user_without_its_backend_binary_fails_clearly_and_leaves_nothing(
     mgr = make_manager(net_backend="vhost-user", vhost_net_binary="/nonexistent/fluidvim-vhost-net")
     with pytest.raises(Exception) as e:
         mgr.launch(FORWARD, bridges=[None, None], warm=False)
-    assert "vhost_net_binary" in str(e.value) and "make -C vnf/vhost" in str(e.value)
+    assert "vhost_net_binary" in str(e.value) and "make -C vhost" in str(e.value)
     ids = vnf_ids(mgr.store)
     assert leaked_taps(ids) == [] and mgr.list() == []
     assert not [d for d in os.listdir(mgr.run_dir) if d in ids]

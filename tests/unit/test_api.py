@@ -299,7 +299,7 @@ def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
     """`fluidvim --api-url` against fluidvim-api served over HTTP (the console script's server)."""
     import threading
 
-    from fluidvim import cli
+    from fluidvim.cmd import cli
     from fluidvim.orchestrator.api import server
 
     env.conf.set_override("bind_port", 0, group="api")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 import pytest
 
-from fluidvim import cli
+from fluidvim.cmd import cli
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["vnf", "--help"], ["vnf", "run", "--help"],
@@ -53,7 +53,7 @@ def imported_by(argv, tmp_path) -> set:
     import sys
 
     out = tmp_path / "modules.json"
-    code = ("import json, sys\nfrom fluidvim import cli\n"
+    code = ("import json, sys\nfrom fluidvim.cmd import cli\n"
             f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
             f"json.dump(sorted(sys.modules), open({str(out)!r}, 'w'))\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Control-channel encoding/decoding against vnf/vectors/protocol.json, and the client over a
+"""Control-channel encoding/decoding against contract/vectors/protocol.json, and the client over a
 socketpair with a scripted peer."""
 
 import json
@@ -12,7 +12,7 @@ import pytest
 
 from fluidvim.vnf import control as C
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "protocol.json")
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "vectors", "protocol.json")
 with open(VECTORS) as f:
     V = json.load(f)
 

@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 
 from fluidvim.evaluator.analyzers import (
-    FORMULA_VARIABLES,
     INFEASIBLE_SCORE,
     CostBenefitAnalyzer,
     FormulaAnalyzer,
@@ -16,7 +15,7 @@ from fluidvim.evaluator.analyzers import (
     Stage2Runner,
     candidate_facts,
 )
-from fluidvim.evaluator.formula import FormulaError
+from fluidvim.evaluator.formula import FORMULA_VARIABLES, FormulaError
 from fluidvim.evaluator.model import Candidate, EnvironmentType, ProbeResult, ServiceProfile
 
 FAST = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="fast")

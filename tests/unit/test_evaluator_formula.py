@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from fluidvim.evaluator.analyzers import FORMULA_VARIABLES
-from fluidvim.evaluator.formula import MAX_LENGTH, FormulaError, SafeFormula
+from fluidvim.evaluator.formula import FORMULA_VARIABLES, MAX_LENGTH, FormulaError, SafeFormula
 
 V = {"slots", "price_per_hour", "queuing_delay_s", "power_w"}
 

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from fluidvim import measure
+from fluidvim.common import measure
 from fluidvim.evaluator import loadgen
 
 
 def test_quantiles_are_the_shared_helper():
-    # a step's latency quantiles: fluidvim.measure.quantile, linear (tests/unit/test_measure.py)
+    # a step's latency quantiles: fluidvim.common.measure.quantile, linear (tests/unit/test_measure.py)
     assert loadgen.quantile is measure.quantile and loadgen.median is measure.median
 
 

@@ -4,9 +4,9 @@
 
 import pytest
 
+from fluidvim.common.zonetypes import ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import EnvironmentType, ServiceProfile
 from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe, _hist_delta
-from fluidvim.orchestrator.zones.base import ZoneAdapter, ZoneError
 
 ENV = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm",
                       cpu_model="Intel(R) Xeon(R) Gold 6248", vcpus=1, memory_mb=32,

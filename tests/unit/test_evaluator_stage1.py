@@ -8,12 +8,12 @@ record where they ran instead of launching, so the test checks *what stage 1 dec
 
 import pytest
 
+from fluidvim.common.zonetypes import HostInfo, ZoneAdapter
 from fluidvim.evaluator.cache import ProbeCache
 from fluidvim.evaluator.model import EnvironmentType, ProbeResult, ServiceProfile
 from fluidvim.evaluator.overhead import probes_needed
 from fluidvim.evaluator.probes import Probe, StaticProbe
 from fluidvim.evaluator.stage1 import Stage1Runner
-from fluidvim.orchestrator.zones.base import HostInfo, ZoneAdapter
 
 
 def env(i, accel="kvm"):

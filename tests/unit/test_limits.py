@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """VNF limits are defined once (fluidvim.vnf.limits); everything else reads or is checked
 against them: the spec, the [vnf] options, the orchestrator, MANO, the OSM VIM, the Nova driver,
-the C kernel's #defines (here) and the Go driver (its tests load vnf/vectors/limits.json)."""
+the C kernel's #defines (here) and the Go driver (its tests load contract/vectors/limits.json)."""
 
 import json
 import os
@@ -13,13 +13,13 @@ import sys
 import pytest
 
 import fluidvim
-from fluidvim.orchestrator import service
+from fluidvim.orchestrator import rpc
 from fluidvim.orchestrator.exception import InvalidRequest
 from fluidvim.orchestrator.mano import descriptors
 from fluidvim.vnf import conf as vnfconf, control, limits, spec
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-KERNEL = os.path.join(ROOT, "vnf", "kernel")
+KERNEL = os.path.join(ROOT, "unikernel")
 
 
 def _define(path, name):
@@ -30,10 +30,10 @@ def _define(path, name):
 
 
 def test_limits_vectors_are_current():
-    with open(os.path.join(ROOT, "vnf", "vectors", "limits.json")) as f:
+    with open(os.path.join(ROOT, "contract", "vectors", "limits.json")) as f:
         doc = json.load(f)
     assert doc == {"version": fluidvim.__version__, "limits": limits.as_dict()}, \
-        "vnf/vectors/limits.json is stale: run tools/gen_vectors.py"
+        "contract/vectors/limits.json is stale: run tools/gen_vectors.py"
     tool = os.path.join(ROOT, "tools", "gen_vectors.py")
     assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0
 
@@ -57,7 +57,7 @@ def test_the_kernel_has_the_same_limits():
 
 
 def test_spec_defaults_and_bounds_are_the_limits():
-    assert spec.MAX_NICS == limits.MAX_NICS and spec.MAX_SLOTS == limits.SLOTS_MAX
+    assert spec.MAX_SLOTS == limits.SLOTS_MAX
     assert control.MAX_LINE == limits.MAX_CONTROL_LINE
     u = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
     s = spec.VNFSpec(uuid=u, name="x" * limits.MAX_NAME, kernel="/k", control_socket="/c",
@@ -102,10 +102,10 @@ def test_vnf_options_take_the_limits():
     ("slots", limits.SLOTS_MAX, limits.SLOTS_MAX + 1),
 ])
 def test_service_registration_takes_the_spec_limits(field, ok, bad):
-    profile, _ = service.validate_service("fw", "FromDevice(0) -> Discard;", **{field: ok})
+    profile, _ = rpc.validate_service("fw", "FromDevice(0) -> Discard;", **{field: ok})
     assert profile[field] == ok
     with pytest.raises(InvalidRequest) as e:
-        service.validate_service("fw", "FromDevice(0) -> Discard;", **{field: bad})
+        rpc.validate_service("fw", "FromDevice(0) -> Discard;", **{field: bad})
     assert field in str(e.value)
 
 

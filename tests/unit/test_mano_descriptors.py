@@ -90,8 +90,8 @@ def test_the_sample_chain_maps_to_two_services_and_three_links(pkg):
 
 
 def test_the_samples_in_etc_validate_as_shipped():
-    if not os.path.exists(os.path.join(REPO, "vnf", "kernel", "build", "fluidvim-vnf.elf")):
-        pytest.skip("the VNF kernel is not built (make -C vnf/kernel): the samples point at it")
+    if not os.path.exists(os.path.join(REPO, "unikernel", "build", "fluidvim-vnf.elf")):
+        pytest.skip("the VNF kernel is not built (make -C unikernel): the samples point at it")
     plan, nsd, vnfds = d.plan_files(os.path.join(SAMPLES, "fw_chain_ns", "fw_chain_nsd.yaml"),
                                     [SAMPLES])
     assert sorted(plan.vnfds) == ["fluidvim-firewall-vnf", "fluidvim-forwarder-vnf"]
@@ -99,7 +99,7 @@ def test_the_samples_in_etc_validate_as_shipped():
     assert "IPFilter" in plan.units[0].click_config        # cloud_init/firewall.click
     with open(os.path.join(REPO, "etc", "click", "firewall.click")) as f:
         assert plan.units[0].click_config == f.read()
-    assert plan.units[0].kernel == os.path.join(REPO, "vnf", "kernel", "build", "fluidvim-vnf.elf")
+    assert plan.units[0].kernel == os.path.join(REPO, "unikernel", "build", "fluidvim-vnf.elf")
     # what the client sends is enough for the orchestrator: it never reads the client's disk
     again = d.build_plan(d.Document.from_dict(nsd.to_dict()),
                          [d.Document.from_dict(v.to_dict()) for v in vnfds])
@@ -413,7 +413,7 @@ def test_ns_help_shows_examples(argv, capsys):
 def test_ns_validate_prints_the_mapping_or_every_error(pkg, capsys):
     import json
 
-    from fluidvim import cli
+    from fluidvim.cmd import cli
 
     nsd, fw, fwd = pkg.docs()
     paths = []

@@ -17,10 +17,10 @@ import time
 
 import pytest
 
+from fluidvim.common.zonetypes import ZoneError
 from fluidvim.orchestrator.exception import NotFound, Refused
 from fluidvim.orchestrator.mano.scaling import Sample, Scaler, decide, demand_rate
 from fluidvim.orchestrator.slots import SlotReport
-from fluidvim.orchestrator.zones.base import ZoneError
 
 from .test_mano_descriptors import only, pkg, problems  # noqa: F401 - fixtures and helpers
 from .test_mano_service import bundle, orch_factory  # noqa: F401

@@ -13,11 +13,11 @@ import itertools
 
 import pytest
 
+from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, NetworkInfo, ZoneError
 from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.exception import InvalidRequest, NotFound, Refused
 from fluidvim.orchestrator.mano import descriptors as d
 from fluidvim.orchestrator.service import Orchestrator
-from fluidvim.orchestrator.zones.base import InstanceInfo, LaunchRequest, NetworkInfo, ZoneError
 from fluidvim.orchestrator.zones.synthetic import SyntheticZone, make_fleet, seed_cache
 
 from .test_mano_descriptors import pkg  # noqa: F401 - the descriptor package fixture

@@ -381,7 +381,7 @@ def test_rfc7951_numbers_as_strings_are_read(pkg):
 
 
 def test_ns_convert_then_validate(tmp_path, capsys):
-    from fluidvim import cli
+    from fluidvim.cmd import cli
 
     out = tmp_path / "nfv-nsd.yaml"
     assert cli.main(["ns", "convert", os.path.join(EXAMPLES, "nfv-nsd.xml"), "-o", str(out)]) == 0

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""fluidvim.measure: the one elapsed-time, quantile and median helper."""
+"""fluidvim.common.measure: the one elapsed-time, quantile and median helper."""
 
 import random
 import statistics
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fluidvim import measure
+from fluidvim.common import measure
 
 
 def test_elapsed_ms_rounds_to_the_callers_digits():

@@ -5,7 +5,7 @@ one-line error when no orchestrator answers."""
 
 import pytest
 
-from fluidvim import cli
+from fluidvim.cmd import cli
 
 from .test_cli import test_help_shows_examples as help_shows_examples
 

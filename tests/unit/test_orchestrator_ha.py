@@ -72,8 +72,8 @@ def test_a_slot_is_never_handed_out_twice_across_processes(url):
 def _notify(url, rank, keys, go, out):
     """A separate process, as an orchestrator at start and then on every slot notification:
     upsert the zone and its hosts, then store each report (every process gets the same ones)."""
+    from fluidvim.common.zonetypes import HostInfo
     from fluidvim.evaluator.model import EnvironmentType
-    from fluidvim.zonetypes import HostInfo
     store = Store(url)
     reg = SharedSlotRegistry(store)
     go.wait(30)

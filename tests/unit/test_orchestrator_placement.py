@@ -12,13 +12,13 @@ import math
 
 import pytest
 
+from fluidvim.common.zonetypes import HostInfo
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.exception import InvalidRequest, NotFound, Refused
 from fluidvim.orchestrator.queuing import QueuingEstimator, within
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.slots import SlotReport
-from fluidvim.orchestrator.zones.base import HostInfo
 from fluidvim.orchestrator.zones.synthetic import SyntheticZone, make_fleet, seed_cache
 
 FW = "FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);"

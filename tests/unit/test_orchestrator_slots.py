@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from fluidvim.common import slotcodec
 from fluidvim.orchestrator import slots as S
 from fluidvim.orchestrator.exception import InvalidRequest
 
@@ -14,46 +15,46 @@ from fluidvim.orchestrator.exception import InvalidRequest
                                     (15, 4), (16, 5), (1023, 10), (1024, 11),
                                     (2 ** 14 - 1, 14), (2 ** 14, 15), (10 ** 9, 15)])
 def test_log2_buckets_at_the_boundaries(n, code):
-    assert S.encode_log2(n) == code
-    lo, hi = S.log2_range(code)
+    assert slotcodec.encode_log2(n) == code
+    lo, hi = slotcodec.log2_range(code)
     assert lo <= n <= hi
-    assert S.decode_log2(code) == lo          # decoding never promises more than there is
+    assert slotcodec.decode_log2(code) == lo          # decoding never promises more than there is
 
 
 def test_log2_roundtrip_every_code():
     for code in range(16):
-        assert S.encode_log2(S.decode_log2(code)) == code
+        assert slotcodec.encode_log2(slotcodec.decode_log2(code)) == code
     with pytest.raises(ValueError):
-        S.decode_log2(16)
+        slotcodec.decode_log2(16)
     with pytest.raises(ValueError):
-        S.encode_log2(-1)
+        slotcodec.encode_log2(-1)
 
 
 @pytest.mark.parametrize("n,code", [(0, 0), (1, 1), (9, 1), (10, 2), (99, 2), (100, 3),
                                     (10 ** 6, 3)])
 def test_log10_magnitudes(n, code):
-    assert S.encode_log10(n) == code
-    assert S.encode_log10(S.decode_log10(code)) == code
+    assert slotcodec.encode_log10(n) == code
+    assert slotcodec.encode_log10(slotcodec.decode_log10(code)) == code
 
 
 @pytest.mark.parametrize("seconds,q", [(0.0, 0), (0.05, 0), (0.1, 0), (0.1001, 1), (0.2, 1),
                                        (0.21, 2), (0.4, 2), (1.0, 4), (1.6, 4), (1.61, 5),
                                        (1638.4, 14), (5000.0, 14)])
 def test_delay_code_rounds_up_to_the_next_step(seconds, q):
-    assert S.encode_delay(seconds) == q
-    assert S.decode_delay(q) >= min(seconds, S.decode_delay(14))
+    assert slotcodec.encode_delay(seconds) == q
+    assert slotcodec.decode_delay(q) >= min(seconds, slotcodec.decode_delay(14))
 
 
 def test_delay_infinite_is_none_both_ways():
-    assert S.encode_delay(None) == 15 and S.encode_delay(math.inf) == 15
-    assert S.decode_delay(15) is None
+    assert slotcodec.encode_delay(None) == 15 and slotcodec.encode_delay(math.inf) == 15
+    assert slotcodec.decode_delay(15) is None
     for q in range(15):
-        assert S.decode_delay(q) == pytest.approx(0.1 * 2 ** q)
-        assert S.encode_delay(S.decode_delay(q)) == q
+        assert slotcodec.decode_delay(q) == pytest.approx(0.1 * 2 ** q)
+        assert slotcodec.encode_delay(slotcodec.decode_delay(q)) == q
 
 
 def test_exact_count_only_on_order_of_magnitude_change():
-    enc = S.SlotEncoder()
+    enc = slotcodec.SlotEncoder()
     first = enc.encode("i", 50, 0.3)
     assert first == {"s": 6, "m": 2, "q": 2, "exact": 50}
     assert "exact" not in enc.encode("i", 60, 0.3)           # same magnitude: bucket only
@@ -63,14 +64,14 @@ def test_exact_count_only_on_order_of_magnitude_change():
 
 
 def test_decode_slots_keeps_the_last_exact_count_within_its_bucket():
-    assert S.decode_slots({"s": 6, "exact": 50}) == 50
-    assert S.decode_slots({"s": 6}, last_exact=50) == 50      # 32-63 still holds 50
-    assert S.decode_slots({"s": 5}, last_exact=50) == 16      # moved: bucket lower bound
+    assert slotcodec.decode_slots({"s": 6, "exact": 50}) == 50
+    assert slotcodec.decode_slots({"s": 6}, last_exact=50) == 50      # 32-63 still holds 50
+    assert slotcodec.decode_slots({"s": 5}, last_exact=50) == 16      # moved: bucket lower bound
 
 
 def test_rate_limiter():
     now = [0.0]
-    rl = S.RateLimiter(1.0, clock=lambda: now[0])
+    rl = slotcodec.RateLimiter(1.0, clock=lambda: now[0])
     assert rl.allow("a")
     assert not rl.allow("a")
     assert rl.allow("b")
@@ -83,10 +84,10 @@ def test_rate_limiter():
 
 def test_bandwidth_model():
     # 100 services, one update per second, 50 zones, 8 bits (4-bit slots + 4-bit delay)
-    assert S.update_bandwidth(100, 1.0, 50, 8) == 40_000
-    assert S.update_bandwidth(0, 1.0, 50, 8) == 0
+    assert slotcodec.update_bandwidth(100, 1.0, 50, 8) == 40_000
+    assert slotcodec.update_bandwidth(0, 1.0, 50, 8) == 0
     with pytest.raises(ValueError, match="zones"):
-        S.update_bandwidth(1, 1, -1, 8)
+        slotcodec.update_bandwidth(1, 1, -1, 8)
 
 
 def rep(instance, service, slots, zone="z1", host="h1", region="r1", at=100.0, **kw):
@@ -138,7 +139,7 @@ def test_registry_ttl_order_reservations_and_forget():
 
 def test_apply_message_decodes_a_publisher_payload():
     reg = S.SlotRegistry(ttl=1e12)
-    enc = S.SlotEncoder()
+    enc = slotcodec.SlotEncoder()
     base = {"zone": "z", "host": "h", "instance": "i", "service": "s", "region": "r"}
     reg.apply_message({**base, "at": 1.0, **enc.encode("k", 40, 0.5)})
     assert reg.reports()[0].slots == 40 and reg.reports()[0].delay_s == pytest.approx(0.8)

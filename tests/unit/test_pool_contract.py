@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The warm-pool contract (vnf/PROTOCOL.md §6): the conformance vectors vnf/vectors/pool.json,
+"""The warm-pool contract (contract/PROTOCOL.md §6): the conformance vectors contract/vectors/pool.json,
 which the Go driver's tests run too (nomad_driver/unikernel/contract_test.go), against the
 launch core: fluidvim.vnf.pool and, for the queuing delay, VNFManager over a real state store."""
 
@@ -14,17 +14,17 @@ import pytest
 
 from fluidvim.vnf import control, pool, spec as specmod
 from fluidvim.vnf.manager import VNFManager, make_conf
-from fluidvim.vnf.state import VNFRecord
+from fluidvim.vnf.store import VNFRecord
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-with open(os.path.join(ROOT, "vnf", "vectors", "pool.json")) as _f:
+with open(os.path.join(ROOT, "contract", "vectors", "pool.json")) as _f:
     V = json.load(_f)
 
 
 def test_vectors_are_current():
     tool = os.path.join(ROOT, "tools", "gen_pool_vectors.py")
     assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
-        "vnf/vectors/pool.json is stale: run tools/gen_pool_vectors.py and review the diff"
+        "contract/vectors/pool.json is stale: run tools/gen_pool_vectors.py and review the diff"
 
 
 @pytest.mark.parametrize("case", V["kernel_identity"], ids=lambda c: repr(c["content"][:12]))

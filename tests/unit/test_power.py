@@ -19,9 +19,9 @@ import threading
 import pytest
 from oslo_config import cfg
 
+from fluidvim.common.zonetypes import HostInfo
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.orchestrator import power
-from fluidvim.orchestrator.zones.base import HostInfo
 
 # ---------------------------------------------------------------------------------------------
 # fakes

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The spec -> QEMU argv / libvirt XML mapping, pinned by vnf/vectors/spec.json."""
+"""The spec -> QEMU argv / libvirt XML mapping, pinned by contract/vectors/spec.json."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import pytest
 
 from fluidvim.vnf import spec as S
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vnf", "vectors", "spec.json")
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "vectors", "spec.json")
 
 
 def load():
@@ -111,7 +111,7 @@ def test_vectors_are_current():
 
     tool = os.path.join(os.path.dirname(VECTORS), "..", "..", "tools", "gen_vectors.py")
     assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
-        "vnf/vectors/spec.json is stale: run tools/gen_vectors.py and review the diff"
+        "contract/vectors/spec.json is stale: run tools/gen_vectors.py and review the diff"
 
 
 @pytest.mark.parametrize("field,value", [("name", "fw1\n"), ("name", "fw 1")])

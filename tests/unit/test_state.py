@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from fluidvim.vnf.state import StateStore, VNFRecord
+from fluidvim.vnf.store import StateStore, VNFRecord
 
 
 def store(tmp_path):
@@ -102,7 +102,7 @@ def test_a_file_store_does_not_need_sqlalchemy(tmp_path):
 
     StateStore(f"sqlite:///{tmp_path}/s.sqlite").close()
     code = ("import sys\n"
-            "from fluidvim.vnf.state import StateStore, VNFRecord\n"
+            "from fluidvim.vnf.store import StateStore, VNFRecord\n"
             f"st = StateStore('sqlite:///{tmp_path}/s.sqlite')\n"
             "st.add(VNFRecord(id='a', name='a', backend='qemu', status='pool', spec_json='{}',"
             " pool_key='k'))\n"

@@ -5,16 +5,15 @@ change (a change would need a migration and a protocol version)."""
 
 import json
 
-from fluidvim import instance_states as istates, zonetypes
+from fluidvim.common import instance_states as istates, zonetypes
 from fluidvim.evaluator import model
 from fluidvim.orchestrator import states
 from fluidvim.orchestrator.zones import local, nomad, nova
-from fluidvim.vnf import state as vstate, states as vstates
+from fluidvim.vnf import states as vstates
 
 
 def test_values_are_the_stored_strings():
     assert vstates.STATUSES == ("booting", "pool", "running", "paused", "crashed", "stopped")
-    assert vstate.STATUSES is vstates.STATUSES
     assert vstates.LAUNCH_KINDS == ("cold", "warm")
     assert vstates.BACKENDS == ("qemu", "libvirt")
     assert istates.STATUSES == ("building", "running", "paused", "error", "deleted")

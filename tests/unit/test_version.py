@@ -35,15 +35,15 @@ def test_setup_reads_the_package_version():
 
 
 def test_nomad_plugin_and_vnf_kernel_say_the_same():
-    # the plugin's constant (its own Go test checks it against vnf/vectors/limits.json too)
+    # the plugin's constant (its own Go test checks it against contract/vectors/limits.json too)
     assert _grep("nomad_driver/unikernel/driver.go", r'PluginVersion\s*=\s*"([^"]+)"') == \
         [fluidvim.__version__]
     # the kernel has no copy: its Makefile reads fluidvim/__init__.py into -DFLUIDVIM_VERSION
-    assert _grep("vnf/kernel/Makefile", r"^VERSION_PY := .*(fluidvim/__init__\.py)\)$") == \
+    assert _grep("unikernel/Makefile", r"^VERSION_PY := .*(fluidvim/__init__\.py)\)$") == \
         ["fluidvim/__init__.py"]
-    assert _grep("vnf/kernel/src/version.h", r"^#define VERSION (FLUIDVIM_VERSION)$") == \
+    assert _grep("unikernel/src/version.h", r"^#define VERSION (FLUIDVIM_VERSION)$") == \
         ["FLUIDVIM_VERSION"]
-    src = os.path.join(ROOT, "vnf", "kernel", "src")
+    src = os.path.join(ROOT, "unikernel", "src")
     for d, _, names in os.walk(src):             # src/elements/ too
         for name in names:
             with open(os.path.join(d, name), encoding="utf-8") as f:
@@ -51,20 +51,20 @@ def test_nomad_plugin_and_vnf_kernel_say_the_same():
 
 
 def test_protocol_vectors_ready_example_says_the_package_version():
-    """vnf/vectors/protocol.json's `ready` line is written with fluidvim.__version__."""
+    """contract/vectors/protocol.json's `ready` line is written with fluidvim.__version__."""
     tool = os.path.join(ROOT, "tools", "gen_protocol_vectors.py")
     assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, \
-        "vnf/vectors/protocol.json is stale: run tools/gen_protocol_vectors.py"
-    with open(os.path.join(ROOT, "vnf", "vectors", "protocol.json")) as f:
+        "contract/vectors/protocol.json is stale: run tools/gen_protocol_vectors.py"
+    with open(os.path.join(ROOT, "contract", "vectors", "protocol.json")) as f:
         ready = json.loads(json.load(f)["guest_lines"][0]["line"])
     assert ready["ev"] == "ready" and ready["version"] == fluidvim.__version__
 
 
 def test_built_kernel_says_the_package_version():
-    """What `make -C vnf/kernel` put into the image (`ready`'s version, the console line)."""
-    result = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "vnf", "kernel")],
+    """What `make -C unikernel` put into the image (`ready`'s version, the console line)."""
+    result = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "unikernel")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    with open(os.path.join(ROOT, "vnf", "kernel", "build", "fluidvim-vnf.elf"), "rb") as f:
+    with open(os.path.join(ROOT, "unikernel", "build", "fluidvim-vnf.elf"), "rb") as f:
         image = f.read()
     assert b"\0" + fluidvim.__version__.encode() + b"\0" in image

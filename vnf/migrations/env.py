@@ -1,7 +1,7 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Alembic environment of the vnf schema (shared body: fluidvim.migration.run_env)."""
+"""Alembic environment of the vnf schema (shared body: fluidvim.common.migration.run_env)."""
 
-from fluidvim.migration import run_env
+from fluidvim.common.migration import run_env
 
 run_env("vnf")

@@ -13,7 +13,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from fluidvim.migration import adopt_table
+from fluidvim.common.migration import adopt_table
 
 revision = "0001"
 down_revision = None

@@ -1,6 +1,6 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Baseline: the launch core's database as release 0.1.0 created it (vnf/state.py and the Nova driver's
+"""Baseline: the launch core's database as release 0.1.0 created it (vnf/store.py and the Nova driver's
 tables).
 
 Frozen copy of that schema: never edit it, add a revision. On a database of the release before
@@ -13,7 +13,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from fluidvim.migration import adopt_table
+from fluidvim.common.migration import adopt_table
 
 revision = "0001"
 down_revision = None

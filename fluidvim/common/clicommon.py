@@ -1,0 +1,32 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""What every ``fluidvim`` command module shares (:mod:`fluidvim.cmd.cli`, :mod:`fluidvim.cmd.demo`,
+the orchestrator's :mod:`fluidvim.orchestrator.clicommon`): a leaf with nothing but the standard
+library at import, so the command modules import it instead of each other (ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+import logging
+
+
+def setup_logging(conf, verbose):
+    """Log to stderr: warnings, everything with -v.
+
+    A configuration carrying oslo.log's options (the orchestrator's: its commands load
+    oslo.messaging, hence oslo.log, anyway) is set up by oslo.log. The launch core's (``vnf``,
+    ``pool``, ``status``, ``demo``) uses the standard library: oslo.log would be ~40 ms of a
+    ``fluidvim vnf list`` that should take 150 ms, and the launch core's loggers are standard ones.
+    """
+    if "debug" not in conf:
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                            format="%(asctime)s.%(msecs)03d %(process)d %(levelname)s %(name)s "
+                                   "%(message)s", datefmt="%Y-%m-%d %H:%M:%S")
+        return
+    from oslo_log import log as oslo_logging
+
+    conf.set_override("debug", verbose)
+    if not verbose:
+        conf.set_override("default_log_levels",
+                          ["fluidvim=WARNING", "qemu=WARNING", "pyroute2=WARNING"])
+    oslo_logging.setup(conf, "fluidvim")

@@ -1,0 +1,165 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Slot updates as oslo.messaging notifications: the publishing side.
+
+* :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
+  slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
+  :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest per (instance, service)
+  and sends them as ``fluidvim.slots.update`` notifications (``info`` priority) on the
+  notification topic.
+* :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
+  through a SlotPublisher: the embedded local zone (launch core), nova-compute
+  (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
+
+A neutral module (ARCHITECTURE.md): the contract between slot reporters and the orchestrator's
+listener (:mod:`fluidvim.orchestrator.notify`), so nova-compute loads no orchestrator code.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from fluidvim.common.slotcodec import RateLimiter, SlotEncoder, encode_delay, encode_log2
+from fluidvim.common.zonetypes import ZoneError
+
+LOG = logging.getLogger(__name__)
+
+EVENT_UPDATE = "fluidvim.slots.update"
+EVENT_GONE = "fluidvim.slots.gone"
+
+
+class SlotPublisher:
+    def __init__(self, transport, publisher_id: str, topic: str, *, min_interval: float = 1.0,
+                 heartbeat: float = 30.0, clock=time.monotonic):
+        self.notifier = messaging.Notifier(transport, publisher_id=publisher_id,
+                                           driver="messagingv2", topics=[topic])
+        self.encoder = SlotEncoder()
+        self.limiter = RateLimiter(min_interval, clock)
+        self.heartbeat = heartbeat
+        self.clock = clock
+        self._last: dict = {}              # key -> (encoded tuple, sent at)
+        self.sent = 0
+        self.suppressed = 0
+
+    def publish(self, *, zone: str, host: str, instance: str, service: str, slots: int,
+                delay_s: float | None, region: str = "default", force: bool = False) -> bool:
+        """Send one update unless it is unchanged (and no heartbeat is due) or rate limited.
+        Returns whether it was sent."""
+        key = (instance, service)
+        last = self._last.get(key)
+        new_magnitude = self.encoder.magnitude_changed(key, slots)
+        code = (encode_log2(slots), encode_delay(delay_s))
+        now = self.clock()
+        if (not force and not new_magnitude and last is not None and last[0] == code
+                and now - last[1] < self.heartbeat):
+            self.suppressed += 1                           # nothing new to say
+            return False
+        # a new order of magnitude (sent with its exact count) is never held back
+        if not self.limiter.allow(key, urgent=force or new_magnitude):
+            self.suppressed += 1
+            return False
+        msg = self.encoder.encode(key, slots, delay_s)
+        payload = {"zone": zone, "host": host, "instance": instance, "service": service,
+                   "region": region, "at": time.time(), **msg}
+        self.notifier.info({}, EVENT_UPDATE, payload)
+        self._last[key] = (code, now)
+        self.sent += 1
+        return True
+
+    def gone(self, *, zone: str, instance: str) -> None:
+        self.notifier.info({}, EVENT_GONE, {"zone": zone, "instance": instance,
+                                            "at": time.time()})
+        for key in [k for k in self._last if k[0] == instance]:
+            self._last.pop(key)
+
+
+class SlotAgent:
+    """Publishes the slots of every VNF of a zone-like source, every ``interval`` seconds.
+
+    ``zone`` needs ``name``, ``region``, ``host_name`` and ``instance_slots()`` ->
+    {instance id: {"service", "free", ...}}. An entry may also carry ``host`` / ``zone`` (where
+    that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
+    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given);
+    ``free = None`` means "unknown this tick": nothing is sent and the instance is not taken for
+    gone. Instances that disappear are announced ``gone``. :meth:`wake` and :meth:`forget` never
+    block their caller (e.g. a spawn or a delete in nova-compute while the broker is down): they
+    only make the agent's thread tick now."""
+
+    def __init__(self, zone, publisher: SlotPublisher, queuing=None, interval: float = 1.0):
+        self.zone = zone
+        self.publisher = publisher
+        self.queuing = queuing
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = None
+        self._known: dict[str, str] = {}          # instance -> zone it was announced in
+        self._gone: set[str] = set()              # forgotten, to announce at the next tick
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+
+    def _delay(self, svc: str, entry: dict, cache: dict):
+        if self.queuing is None:
+            return entry.get("delay_s")
+        if svc not in cache:
+            cache[svc] = self.queuing.delay(self.zone, svc).seconds
+        return cache[svc]
+
+    def tick(self, force: bool = False) -> int:
+        sent = 0
+        per_vnf = self.zone.instance_slots()
+        delays: dict = {}
+        default_host = getattr(self.zone, "host_name", None)
+        with self._lock:
+            forgotten, self._gone = self._gone, set()
+            for vid, s in per_vnf.items():
+                svc = s["service"]
+                if not svc or s.get("free") is None or vid in forgotten:
+                    continue          # not started for a service / no reading this tick
+                zone = s.get("zone") or self.zone.name
+                sent += self.publisher.publish(zone=zone, host=s.get("host") or default_host,
+                                               instance=vid, service=svc, slots=s["free"],
+                                               delay_s=self._delay(svc, s, delays),
+                                               region=self.zone.region, force=force)
+                self._known[vid] = zone
+            for vid in (set(self._known) - set(per_vnf)) | (forgotten & set(self._known)):
+                self.publisher.gone(zone=self._known.pop(vid), instance=vid)
+        return sent
+
+    def wake(self) -> None:
+        """Tick now rather than at the end of the interval (e.g. a VNF was just started)."""
+        self._wake.set()
+
+    def forget(self, instance: str) -> None:
+        """Announce ``instance`` gone at the next tick, which happens now (e.g. its server was
+        deleted), if it was announced."""
+        with self._lock:
+            self._gone.add(instance)
+        self._wake.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="fluidvim-slots")
+        self._thread.start()
+
+    def _loop(self):
+        while True:
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            try:
+                self.tick()
+            except ZoneError as e:          # e.g. the zone's API is down: say so, keep trying
+                LOG.warning("slot agent of zone %s: %s", self.zone.name, e)
+            except Exception:  # noqa: BLE001 - keep publishing
+                LOG.exception("slot agent tick failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None

@@ -1,0 +1,177 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The contract every zone adapter implements (local, nova, nomad), and its value types.
+
+A zone is one place the orchestrator can run VNFs (the embedded local zone, a Nova availability
+zone/aggregate, a Nomad datacenter/node pool). The orchestrator only talks to zones through this
+interface, so placement, probes and the resolver do not care which VIM is behind a zone.
+
+A neutral leaf (ARCHITECTURE.md): the orchestrator's zones implement it and the evaluator's probes
+launch through it, so neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import re
+import typing
+import uuid
+
+if typing.TYPE_CHECKING:            # annotations only: a leaf imports no layer above it
+    from fluidvim.evaluator.model import EnvironmentType
+
+NETWORK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+
+# -- zone kinds (ZoneAdapter.kind; the orchestrator's zones.kind column, `fluidvim zone list`) --
+# Code asks a zone what it can do (the capability attributes of ZoneAdapter), not which kind it
+# is: the kind names the adapter for people and for [orchestrator] zones.
+
+LOCAL = "local"
+"""The orchestrator's embedded zone: VNFs run on its own host through its own launch core."""
+
+NOVA = "nova"
+"""An OpenStack Nova availability zone/aggregate (openstacksdk; the fluidvim compute driver)."""
+
+NOMAD = "nomad"
+"""A Nomad datacenter/node pool (python-nomad; the fluidvim unikernel task driver)."""
+
+SYNTHETIC = "synthetic"
+"""A simulated fleet (tests, benchmarks): no VIM behind it."""
+
+KINDS = (LOCAL, NOVA, NOMAD, SYNTHETIC)
+
+CONFIGURED_KINDS = (NOVA, NOMAD)
+"""The kinds ``[orchestrator] zones`` takes (``KIND:NAME``); the local zone has options of its own."""
+
+# -- what LaunchRequest.kernel names in a zone (ZoneAdapter.kernel_source) --
+
+KERNEL_FILE = "file"
+"""A path to a PVH ELF kernel on the zone's hosts."""
+
+KERNEL_IMAGE = "image"
+"""The name or id of an image in the VIM's image service (Glance)."""
+
+
+class ZoneError(Exception):
+    """A zone could not do what was asked; the message says what and how to fix it."""
+
+
+@dataclasses.dataclass
+class HostInfo:
+    name: str
+    env: EnvironmentType
+    slots_total: int = 0
+    slots_free: int = 0
+    cpu_util: float = 0.0                  # 0..1, for power models
+    power_system_id: str | None = None     # a row of shared/data/specpower_curves.csv, if known
+    labels: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class InstanceInfo:
+    id: str                                # the zone's id (VNF id, Nova server id, Nomad alloc/job id)
+    name: str
+    service: str
+    host: str | None
+    status: str                            # one of fluidvim.common.instance_states.STATUSES
+    slots_total: int = 0
+    slots_used: int = 0
+    launch_ms: float | None = None         # request -> ready, as measured by the zone
+    kind: str | None = None                # fluidvim.vnf.states COLD | WARM when the zone knows
+
+
+@dataclasses.dataclass
+class LaunchRequest:
+    service: str
+    click_config: str
+    name: str | None = None
+    slots: int | None = None
+    memory_mb: int | None = None
+    vcpus: int = 1
+    kernel: str | None = None              # path (local/nomad) or image name/id (nova)
+    bridges: tuple = ()                    # NICs: bridge/network names in the zone
+    macs: tuple = ()                       # NIC i's MAC (None entries/() = the zone assigns)
+    host: str | None = None                # pin to a host when the zone allows it
+    warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
+    # unique per launch, part of the instance's name in the zone: an orchestrator that takes over
+    # a dead one's launch finds by it an instance the launch made but never recorded (ha.py)
+    token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+
+@dataclasses.dataclass
+class NetworkInfo:
+    id: str                                # what LaunchRequest.bridges takes for a NIC on it
+    name: str                              # the name it was created with
+    zone: str
+    ports: list = dataclasses.field(default_factory=list)    # NICs attached, when known
+
+
+class ZoneAdapter(abc.ABC):
+    """One zone. Implementations must be safe to call from several threads."""
+
+    kind: str = "abstract"                 # one of KINDS
+
+    # -- capabilities: what callers ask instead of branching on the kind --
+    kernel_source: str | None = None
+    """What ``LaunchRequest.kernel`` names here: KERNEL_FILE, KERNEL_IMAGE, or None (either)."""
+
+    in_process = False
+    """The zone runs its VNFs through this process's own launch core (``mgr``), on this host:
+    its kernels are files here, and its VNFs' records (NICs, why one stopped) can be read."""
+
+    slot_interval = 0.0
+    """Seconds between the orchestrator's polls of this zone's VNF stats, published as slot
+    notifications on the zone's behalf; 0 = none (its hosts publish their own, or it has none)."""
+
+    def __init__(self, name: str, region: str = "default"):
+        self.name = name
+        self.region = region
+
+    @abc.abstractmethod
+    def hosts(self) -> list[HostInfo]:
+        """Hosts of the zone with their environment type and slots."""
+
+    def environments(self) -> dict[str, EnvironmentType]:
+        """Unique environment types of the zone, by uid."""
+        return {h.env.uid: h.env for h in self.hosts()}
+
+    @abc.abstractmethod
+    def instances(self) -> list[InstanceInfo]:
+        """Instances the zone runs for fluidvim."""
+
+    @abc.abstractmethod
+    def launch(self, req: LaunchRequest) -> InstanceInfo:
+        """Start an instance and return when it is ready (raises ZoneError, leaves nothing behind)."""
+
+    @abc.abstractmethod
+    def terminate(self, instance_id: str) -> None:
+        """Stop and remove an instance (idempotent)."""
+
+    def can_launch_on_demand(self, service: str) -> bool:
+        """Whether this zone can start ``service`` on demand (else its queuing delay is infinite)."""
+        return True
+
+    def next_launch_kind(self, service: str) -> str | None:
+        """fluidvim.vnf.states WARM or COLD: what the next on-demand launch would be (None = the zone cannot
+        tell). The queuing delay is estimated from past launches of that kind."""
+        return None
+
+    # -- networks (NFV virtual links): zones that cannot create them say how to bring one --
+    def networks(self) -> list[NetworkInfo]:
+        """Networks this zone created for fluidvim."""
+        return []
+
+    def create_network(self, name: str) -> NetworkInfo:
+        """Create network ``name`` (idempotent: an existing one of that name is returned)."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) cannot create networks: create "
+                        f"{name!r} in the VIM and name it in the request instead")
+
+    def delete_network(self, network_id: str) -> None:
+        """Delete a network this zone created; refused while NICs are attached."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) does not manage networks: delete "
+                        f"{network_id!r} in the VIM")
+
+    @abc.abstractmethod
+    def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
+        """Recent request->ready times measured by the zone (newest first), for queuing delay."""

@@ -1,0 +1,321 @@
+/* fluidvim VNF — the packet engine runtime: graph swap, push processing, Queue draining, latency,
+ * stats. The elements' own behaviour (configure, initialize, push, stats) is in elements/<name>.c,
+ * one file each, reached through the table click_elements (elements/elements.c); the packet pool,
+ * writable copies and the NIC counters are packet.c's.
+ * See contract/PROTOCOL.md §4–5 and include/click.h. Single-threaded: click_rx, click_run_tasks,
+ * click_configure and click_stats_json must not run concurrently (the kernel polls).
+ *
+ * Push processing follows one packet along one path (no element duplicates packets), in a loop
+ * bounded by CLICK_MAX_HOPS; configure rejects cycles that do not pass through a Queue, so the
+ * bound is only a safety net. A packet ends in exactly one of: transmitted (ToDevice), discarded
+ * (Discard), dropped, or held in a Queue. Every dropped or discarded packet counts in the `drop` of
+ * the NIC it was received on, so for each NIC: rx = (its packets transmitted anywhere) + drop +
+ * (its packets still queued).
+ *
+ * Latency: plat_now_ns() at click_rx entry, stored with the packet while it waits in Queues, to the
+ * moment plat_tx returns (ToDevice) or the packet is discarded (Discard). Dropped packets are not in
+ * the histogram. Buckets are log2 of nanoseconds; the last bucket also holds everything above it.
+ */
+#include "click_internal.h"
+
+static int g_nics;
+static struct graph graphs[2];          /* double buffer: parse into the spare, swap on success */
+static int active = -1;                 /* index of the running graph, -1 = unconfigured shell */
+
+static uint64_t lat_hist[CLICK_LAT_BUCKETS], lat_count;
+
+static const uint8_t empty_frame[1];
+
+static void lat_record(uint64_t dt, uint32_t n)
+{
+	unsigned b = dt ? 63u - (unsigned)__builtin_clzll(dt) : 0;
+	if (b >= CLICK_LAT_BUCKETS)
+		b = CLICK_LAT_BUCKETS - 1;
+	lat_hist[b] += n;
+	lat_count += n;
+}
+
+uint32_t click_segs(const uint8_t *d, uint16_t len, const struct click_vh *vh, uint64_t *wire_bytes)
+{
+	uint32_t segs = 1;
+	uint64_t wb = len;
+	uint8_t t = vh ? (uint8_t)(vh->gso_type & ~CLICK_GSO_ECN) : CLICK_GSO_NONE;
+	if (t != CLICK_GSO_NONE && vh->gso_size) {
+		/* headers repeated in every segment: up to the end of the TCP header (UDP: the L4 start,
+		 * UFO repeats only the IP header). L4 starts at csum_start (GSO implies a partial
+		 * checksum), else trust hdr_len. */
+		uint32_t l4 = (vh->flags & CLICK_VH_NEEDS_CSUM) ? vh->csum_start : vh->hdr_len;
+		uint32_t hl = l4;
+		if ((t == CLICK_GSO_TCPV4 || t == CLICK_GSO_TCPV6) && (vh->flags & CLICK_VH_NEEDS_CSUM) &&
+		    l4 + 20u <= len)
+			hl = l4 + 4u * (d[l4 + 12] >> 4);
+		if (hl < len) {
+			segs = (len - hl + vh->gso_size - 1u) / vh->gso_size;
+			if (segs == 0)
+				segs = 1;
+			wb = len + (uint64_t)(segs - 1) * hl;
+		}
+	}
+	if (wire_bytes)
+		*wire_bytes = wb;
+	return segs;
+}
+
+static void finish(struct pkt *p, enum fate f)
+{
+	if (f == FATE_QUEUED)
+		return;
+	if (f != FATE_TX)
+		click_nicst[p->nic].drop += p->segs;
+	if (f != FATE_DROP)
+		lat_record(plat_now_ns() - p->t0, p->segs);
+	if (p->buf >= 0)
+		click_pkt_free(p);
+}
+
+/* Push packet p into element `ei` and follow it until its fate is decided: each element's push
+ * (click_elements) says by which output it leaves, or how its trip ends. hops: the elements
+ * already passed. */
+static enum fate push(struct graph *g, int ei, struct pkt *p, int hops)
+{
+	for (; hops < CLICK_MAX_HOPS; hops++) {
+		if (ei < 0)
+			return FATE_DROP;       /* unconnected output */
+		struct elem *e = &g->e[ei];
+		int port = click_elements[e->cls].push(g, e, p);
+		if (port < 0)
+			return (enum fate)(-1 - port);
+		ei = (port < e->nout) ? e->out[port] : -1;
+	}
+	return FATE_DROP;
+}
+
+/* ------------------------------------------------------------------ API */
+
+void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms)
+{
+	if (nics < 0)
+		nics = 0;
+	if (nics > CLICK_MAX_NICS)
+		nics = CLICK_MAX_NICS;
+	if (slots == 0)
+		slots = 1024;
+	if (slots > CLICK_MAX_SLOTS)
+		slots = CLICK_MAX_SLOTS;
+	g_nics = nics;
+	active = -1;
+	memset(graphs, 0, sizeof(graphs));
+	memset(lat_hist, 0, sizeof(lat_hist));
+	lat_count = 0;
+	click_pkt_init();
+	flow_init(slots, flow_timeout_ms, plat_now_ns() ^ 0x6a09e667f3bcc909ull);
+}
+
+/* Release the packets held in a graph's Queues (counted as drops on their ingress NICs). */
+static void release_queues(struct graph *g)
+{
+	for (int i = 0; i < g->nelem; i++) {
+		struct elem *e = &g->e[i];
+		if (e->cls != EC_QUEUE)
+			continue;
+		click_pkt_drop_held(&e->u.q.head, &e->u.q.tail);
+		e->u.q.len = 0;
+	}
+}
+
+int click_configure(const char *text, size_t len, uint32_t slots, struct click_err *err)
+{
+	struct click_err dummy;
+	if (!err)
+		err = &dummy;
+	if (slots > CLICK_MAX_SLOTS) {
+		err->line = 0;
+		err->col = 0;
+		memcpy(err->message, "slots must be 1..65536", sizeof("slots must be 1..65536"));
+		return -1;
+	}
+	int ni = (active == 0) ? 1 : 0;
+	struct graph *g = &graphs[ni];
+	if (!click_parse(g, text, len, g_nics, err)) {
+		memset(g, 0, sizeof(*g));
+		return -1;
+	}
+	uint64_t now = plat_now_ns();
+	for (int i = 0; i < g->nelem; i++) {
+		struct elem *e = &g->e[i];
+		if (click_elements[e->cls].initialize)
+			click_elements[e->cls].initialize(e, now);
+	}
+	if (active >= 0)
+		release_queues(&graphs[active]);
+	active = ni;
+	if (slots && slots != flow_total())
+		flow_set_slots(slots);
+	return 0;
+}
+
+bool click_configured(void) { return active >= 0; }
+
+uint32_t click_element_count(void) { return active >= 0 ? (uint32_t)graphs[active].nelem : 0; }
+
+void click_rx(int nic, const uint8_t *data, uint16_t len) { click_rx_vh(nic, data, len, NULL); }
+
+void click_rx_vh(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
+{
+	if (nic < 0 || nic >= g_nics)
+		return;
+	if (!data) {
+		data = empty_frame;
+		len = 0;
+	}
+	uint64_t t0 = plat_now_ns();
+	struct pkt p;
+	p.has_vh = vh && (vh->flags || vh->gso_type);
+	if (p.has_vh) {
+		p.vh = *vh;
+		p.segs = click_segs(data, len, vh, &p.wbytes);
+	} else {
+		p.segs = 1;
+		p.wbytes = len;
+	}
+	click_nicst[nic].rx += p.segs;
+	click_nicst[nic].rx_bytes += p.wbytes;
+	if (active < 0 || graphs[active].from[nic] < 0) {
+		click_nicst[nic].drop += p.segs;
+		return;
+	}
+	struct graph *g = &graphs[active];
+	p.data = data;
+	p.wdata = NULL;
+	p.len = len;
+	p.nic = (uint8_t)nic;
+	p.buf = -1;
+	p.t0 = p.now = t0;
+	p.pi_ok = false;
+	/* FromDevice's push only passes the packet on (output 0): start after it */
+	const struct elem *from = &g->e[g->from[nic]];
+	finish(&p, push(g, from->out[0], &p, 1));
+}
+
+#define DRAIN_BUDGET 256        /* packets per Queue per round */
+#define SWEEP_BUDGET 32         /* flow entries checked per round */
+
+bool click_run_tasks(void)
+{
+	bool work = false;
+	uint64_t now = plat_now_ns();
+	if (active >= 0) {
+		struct graph *g = &graphs[active];
+		for (int i = 0; i < g->nelem; i++) {
+			struct elem *e = &g->e[i];
+			if (e->cls != EC_QUEUE || e->u.q.len == 0)
+				continue;
+			uint32_t n = e->u.q.len < DRAIN_BUDGET ? e->u.q.len : DRAIN_BUDGET;
+			work = true;
+			while (n--) {
+				struct pkt p;
+				click_pkt_unhold(&e->u.q.head, &e->u.q.tail, &p, now);
+				e->u.q.len--;
+				finish(&p, push(g, e->out[0], &p, 0));
+			}
+		}
+	}
+	if (flow_sweep((uint32_t)(now / 1000000u), SWEEP_BUDGET))
+		work = true;
+	return work;
+}
+
+uint64_t click_next_timer_ns(uint64_t now)
+{
+	uint32_t now_ms = (uint32_t)(now / 1000000u), at_ms;
+	if (!flow_next_expiry(now_ms, &at_ms))
+		return 0;
+	return now + (uint64_t)(uint32_t)(at_ms - now_ms) * 1000000u;
+}
+
+uint32_t click_slots_total(void) { return flow_total(); }
+uint32_t click_slots_used(void) { return flow_used(); }
+
+static uint64_t lat_quantile(unsigned pct)
+{
+	if (!lat_count)
+		return 0;
+	uint64_t rank = (lat_count * pct + 99) / 100, cum = 0;
+	if (rank == 0)
+		rank = 1;
+	for (unsigned i = 0; i < CLICK_LAT_BUCKETS; i++) {
+		cum += lat_hist[i];
+		if (cum >= rank)
+			return i ? 1ull << i : 0;
+	}
+	return 1ull << (CLICK_LAT_BUCKETS - 1);
+}
+
+static void stats_element(struct jw *w, const struct elem *e)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "name", e->name);
+	jw_kstr(w, "class", click_elements[e->cls].name);
+	click_elements[e->cls].stats(w, e);
+	jw_obj_end(w);
+}
+
+void click_stats_json(struct jw *w)
+{
+	uint32_t total = flow_total(), used = flow_used();
+	jw_key(w, "slots");
+	jw_obj_begin(w);
+	jw_ku64(w, "total", total);
+	jw_ku64(w, "used", used);
+	jw_ku64(w, "free", total - used);
+	jw_ku64(w, "rejected", flow_rejected());
+	jw_obj_end(w);
+
+	jw_key(w, "nics");
+	jw_arr_begin(w);
+	for (int i = 0; i < g_nics; i++) {
+		char m[18];
+		static const char hx[] = "0123456789abcdef";
+		const uint8_t *mac = click_mac(i);
+		for (int k = 0; k < 6; k++) {
+			m[3 * k] = hx[mac[k] >> 4];
+			m[3 * k + 1] = hx[mac[k] & 15];
+			m[3 * k + 2] = k < 5 ? ':' : 0;
+		}
+		jw_obj_begin(w);
+		jw_kstr(w, "mac", m);
+		jw_ku64(w, "rx", click_nicst[i].rx);
+		jw_ku64(w, "tx", click_nicst[i].tx);
+		jw_ku64(w, "drop", click_nicst[i].drop);
+		jw_ku64(w, "rx_bytes", click_nicst[i].rx_bytes);
+		jw_ku64(w, "tx_bytes", click_nicst[i].tx_bytes);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+
+	/* elements with counters (FromDevice/ToDevice are covered by the NIC counters: no stats) */
+	jw_key(w, "elements");
+	jw_arr_begin(w);
+	if (active >= 0) {
+		const struct graph *g = &graphs[active];
+		for (int i = 0; i < g->nelem; i++)
+			if (click_elements[g->e[i].cls].stats)
+				stats_element(w, &g->e[i]);
+	}
+	jw_arr_end(w);
+
+	jw_key(w, "latency_ns");
+	jw_obj_begin(w);
+	jw_key(w, "buckets_log2");
+	jw_arr_begin(w);
+	int last = CLICK_LAT_BUCKETS - 1;
+	while (last >= 0 && lat_hist[last] == 0)
+		last--;
+	for (int i = 0; i <= last; i++)
+		jw_u64(w, lat_hist[i]);
+	jw_arr_end(w);
+	jw_ku64(w, "count", lat_count);
+	jw_ku64(w, "p50", lat_quantile(50));
+	jw_ku64(w, "p99", lat_quantile(99));
+	jw_obj_end(w);
+}

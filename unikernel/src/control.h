@@ -1,0 +1,34 @@
+/* fluidvim VNF — control channel (contract/PROTOCOL.md §2–4) on the virtio-console if there is one,
+ * else on COM2. */
+#ifndef FLUIDVIM_CONTROL_H
+#define FLUIDVIM_CONTROL_H
+#include "kstd.h"
+
+struct vnf_info {
+	const char *name;
+	uint64_t boot_us;
+	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
+	bool rx_irq;        /* COM2 interrupts work: wait for them instead of spinning mid-line */
+	bool virtio;        /* the channel is the virtio-console (else COM2) */
+	int nics;           /* virtio-net devices found (the length `configure`'s macs must have) */
+};
+
+void ctl_init(const struct vnf_info *info);
+void ctl_send_line(const char *s, size_t n);    /* appends '\n' */
+void ctl_send_ready(const uint8_t (*macs)[6], int nics, uint32_t slots, const char *clock);
+void ctl_send_error_event(const char *message);
+/* Consume what the channel has (virtio-console: every returned buffer; COM2: whatever the UART
+ * has, and while a line is incomplete keep reading, bounded). Returns true if a request was
+ * handled. */
+bool ctl_poll(void);
+uint64_t uptime_us(void);
+
+/* Where the vCPU's time went since the main loop started (TSC ticks; stats "cpu"): rounds that
+ * received frames, ran element tasks or handled a request (busy), rounds that found nothing to do
+ * (busy polling after traffic, waiting for a TX ring to drain), and time halted. main.c counts. */
+struct cpu_use {
+	uint64_t busy, poll, halt, halts;
+};
+extern struct cpu_use cpu_use;
+
+#endif
