@@ -1,0 +1,307 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/energy: one day of VNF sessions on a fleet of real servers, every placement policy in
+the same run - Nomad's scheduler (binpack, spread), Nova's filter scheduler, fluidvim's
+orchestrator (PlacementEngine) with and without consolidation - and a MILP lower bound.
+
+Every policy gets the same sessions (seeded), the same autoscaling rule, the same power rules
+(a host is powered off once empty for a hold time and woken when a placement is refused; boot
+takes time and energy) and the same SLO accounting (refused, late, moved sessions); see
+bench/energy/sim.py for the rules and bench/RESULTS.md for their sources.
+
+Writes bench/results/energy.json (a ``policies`` map: policy -> fleet -> hosts -> kwh,
+slo_misses, awake_hosts_mean, moves, decision_ms_p50, ...) and energy.png.
+
+Examples::
+
+    .venv/bin/python -m bench.energy                               # both fleets, 20/100/1,000 hosts
+    .venv/bin/python -m bench.energy --hosts 20 --policies fluidvim fluidvim-consolidate milp
+    .venv/bin/python -m bench.energy --fleets homogeneous --hosts 1000 --merge   # add to the file
+    .venv/bin/python -m bench.energy --hosts 20 --day-s 7200 --out /tmp/energy    # a compressed day
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import fleet as fleetmod, milp, policies, sim, workload
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="python -m bench.energy", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fleets", nargs="+", default=list(fleetmod.KINDS), choices=fleetmod.KINDS)
+    ap.add_argument("--hosts", nargs="+", type=int, default=[20, 100, 1000],
+                    help="fleet sizes (default: 20 100 1000)")
+    ap.add_argument("--policies", nargs="+", default=list(policies.NAMES),
+                    metavar="NAME", help=f"policies to run (default: all: "
+                                         f"{' '.join(policies.NAMES)})")
+    ap.add_argument("--seed", type=int, default=1, help="fleet draw, sessions, Nomad's shuffle")
+    ap.add_argument("--model", default=None,
+                    help="the homogeneous fleet's SPECpower system_id (default: "
+                         f"{fleetmod.HOMOGENEOUS_RULE})")
+    ap.add_argument("--peak-load", type=float, default=0.7,
+                    help="the peak's sessions fill this fraction of the fleet's threads")
+    ap.add_argument("--trough-peak", type=float, default=workload.TROUGH_PEAK,
+                    help=f"the day's trough / peak (default {workload.TROUGH_PEAK}: "
+                         f"{workload.TROUGH_PEAK_SOURCE})")
+    ap.add_argument("--day-s", type=float, default=workload.DAY_S,
+                    help="simulated length of the day's curve (default 86400; less compresses "
+                         "the day, boot and hold times stay real)")
+    ap.add_argument("--step-s", type=float, default=30.0, help="simulation step")
+    ap.add_argument("--hold-s", type=float, default=180.0, help="mean session duration")
+    ap.add_argument("--boot-s", type=float, default=260.0, help="server boot time")
+    ap.add_argument("--off-hold-s", type=float, default=120.0,
+                    help="an empty host is powered off after this long")
+    ap.add_argument("--milp-max-hosts", type=int, default=1000,
+                    help="solve the MILP bound up to this fleet size")
+    ap.add_argument("--milp-every", type=int, default=0,
+                    help="steps per MILP solve (0: 1 up to 100 hosts, 10 above)")
+    ap.add_argument("--evaluator", default=None, help="evaluator.json with slots and deadlines")
+    ap.add_argument("--out", default=str(RESULTS / "energy"), help="output prefix (.json, .png)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs of an existing OUT.json that this command does not redo")
+    ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    unknown = [p for p in args.policies if p not in policies.NAMES]
+    if unknown:
+        ap.error(f"--policies: unknown {unknown}; known: {' '.join(policies.NAMES)}")
+    if any(n < 1 for n in args.hosts):
+        ap.error("--hosts: every size must be >= 1")
+    if not 0 < args.peak_load <= 1:
+        ap.error("--peak-load must be in (0, 1]")
+    if args.step_s <= 0 or args.day_s < 10 * args.step_s:
+        ap.error("--step-s must be > 0 and --day-s at least 10 steps")
+    return args
+
+
+def downsample(series: dict, step_s: float, every_s: float) -> dict:
+    k = max(1, int(round(every_s / step_s)))
+    out = {"t": [], "w": [], "awake": [], "misses": []}
+    for i in range(0, len(series["w"]), k):
+        out["t"].append(series["t"][i])
+        out["w"].append(round(sum(series["w"][i:i + k]) / len(series["w"][i:i + k]), 1))
+        out["awake"].append(round(sum(series["awake"][i:i + k]) / len(series["awake"][i:i + k]),
+                                  2))
+        out["misses"].append(int(sum(series["misses"][i:i + k])) if "misses" in series else 0)
+    return out
+
+
+def series_every(cfg) -> float:
+    """The plotted series' resolution: 10 minutes of a real day (144 points per day)."""
+    return max(cfg.step_s, cfg.day_s / 144.0)
+
+
+def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
+    """The rules, each with its source (RESULTS.md prints these)."""
+    return [
+        {"rule": "awake host power", "value": "SPECpower curve at the host's CPU utilisation "
+         "(linear between the 11 points); >= idle (w_0) even when empty",
+         "source": "SPECpower_ssj2008 results (shared/data/specpower_curves.csv)"},
+        {"rule": "boot (off -> on)", "value": f"{cfg.boot_s:g} s at the server's peak power "
+         "(w_100); its instances serve nothing until it has booted",
+         "source": "Gandhi et al., AutoScale, ACM TOCS 30(4) 2012, sec. 1 and 2.1: setup "
+                   "time 260 s, power during setup the peak 200 W"},
+        {"rule": "power off", "value": f"after {cfg.off_hold_s:g} s empty (every policy); "
+         f"shutdown {cfg.shutdown_s:g} s at idle watts, then 0 W",
+         "source": "hold time: AutoScale's t_wait = 120 s (insensitive 60-260 s, Table II); "
+                   "shutdown time and 0 W off: assumptions (AutoScale counts 0 W at once)"},
+        {"rule": "wake on refusal", "value": "a refused placement is asked again with the "
+         "powered-off hosts eligible; the policy's pick is woken (every policy)",
+         "source": "what a cluster autoscaler does (scale up on unschedulable work)"},
+        {"rule": "VNF CPU", "value": "one hardware thread at full slots, sessions/slots of "
+         "one in between, ~0 idle", "source": "bench/results/density.json "
+                                              "idle_cpu_pct_per_vnf (0.0 at 1,000 idle VNFs)"},
+        {"rule": "launch / move cost", "value": f"{launch['launch_cpu_s'] * 1000:.1f} ms CPU "
+         f"on the target host per launch; a moved session waits a launch "
+         f"({launch['launch_s'] * 1000:.1f} ms, past every deadline): an SLO miss",
+         "source": f"{launch['launch_cpu_source']}; {launch['launch_source']}"},
+        {"rule": "slots and deadlines", "value": "; ".join(
+            f"{s.name}: {s.slots} sessions p{s.quantile * 100:g} <= {s.deadline_ms:g} ms"
+            for s in services), "source": "bench/results/evaluator.json "
+                                          "comparison.<level>.reference_slots, levels[]"},
+        {"rule": "late sessions", "value": "a host whose VNFs want more threads than it has "
+         "gives each threads/demand of one: sessions beyond that share of its slots are late",
+         "source": "the slots were measured with the VNF on its own vCPU (evaluator.json)"},
+        {"rule": "queuing delay", "value": "the scaler's lead = one step + a launch, or + a "
+         "boot when no awake host has room for the next instances",
+         "source": "orchestrator/mano/scaling.py decide() (lead_s); orchestrator/queuing.py"},
+        {"rule": "day", "value": f"trough/peak {cfg_tp(cfg)}; sessions last "
+         f"{cfg.hold_s:g} s on average (exponential)",
+         "source": workload.TROUGH_PEAK_SOURCE + " (workload.py)"},
+    ]
+
+
+def cfg_tp(cfg) -> str:
+    return f"{getattr(cfg, 'trough_peak', workload.TROUGH_PEAK):g}"
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    try:
+        services, measurement = workload.load_services(args.evaluator)
+    except ValueError as e:
+        print(f"bench/energy: {e}", file=sys.stderr)
+        return 2
+    skipped = {}
+    names = []
+    for p in args.policies:
+        why = policies.available(p)
+        if why:
+            skipped[p] = why
+            print(f"bench/energy: skipping {p}: {why}", file=sys.stderr)
+        else:
+            names.append(p)
+    launch = sim.measured_launch()
+    cfg = sim.SimConfig(step_s=args.step_s, day_s=args.day_s, hold_s=args.hold_s,
+                        boot_s=args.boot_s, off_hold_s=args.off_hold_s,
+                        warmup_s=min(3 * 3600.0, args.day_s / 4),
+                        launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
+                        seed=args.seed)
+    cfg.trough_peak = args.trough_peak
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    old = {}
+    if args.merge and out.with_suffix(".json").exists():
+        old = json.loads(out.with_suffix(".json").read_text())
+    runs = old.get("runs", {})
+    steps = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))
+    total = len(args.fleets) * len(args.hosts) * len(names) * steps
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="step", desc="bench/energy", file=sys.stderr)
+    for kind in args.fleets:
+        for n in args.hosts:
+            fl = fleetmod.make_fleet(kind, n, args.seed, model=args.model)
+            demand = workload.Demand(services, fl.threads, peak_load=args.peak_load,
+                                     seed=args.seed, trough_peak=args.trough_peak,
+                                     day_s=args.day_s, step_s=cfg.step_s,
+                                     start_s=-cfg.warmup_s, end_s=cfg.day_s)
+            run = runs.setdefault(kind, {}).setdefault(str(n), {})
+            run["fleet"] = fl.describe()
+            run["series_every_s"] = series_every(cfg)
+            run["day_s"] = args.day_s
+            pols = run.setdefault("policies", {})
+            for name in names:
+                if bar is not None:
+                    bar.set_description(f"{kind} {n} {name}")
+                tick = (lambda k: bar.update(k)) if bar is not None else None
+                pols[name] = run_one(name, fl, services, measurement, demand, cfg, args, tick)
+                write(out, args, cfg, launch, services, runs, skipped)
+    if bar is not None:
+        bar.close()
+    result = write(out, args, cfg, launch, services, runs, skipped)
+    print_table(result)
+    if not args.no_plot:
+        from .plot import plot
+        try:
+            plot(result, out.with_suffix(".png"))
+            print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+        except ValueError as e:
+            print(f"wrote {out.with_suffix('.json')}; no plot: {e}")
+    return 0
+
+
+def run_one(name, fl, services, measurement, demand, cfg, args, tick) -> dict:
+    if name == "milp":
+        return run_milp(fl, services, demand, cfg, args, tick)
+    pol = policies.make(name, measurement=measurement, services=services, cfg=cfg,
+                        seed=args.seed)
+    r = sim.Simulator(fl, services, demand, cfg, pol, progress=tick).run()
+    d = r.summary()
+    if hasattr(pol, "steps_ms") and pol.steps_ms:
+        import statistics
+        d["engine_steps_ms_p50"] = {k: round(statistics.median(v), 3)
+                                    for k, v in pol.steps_ms.items()}
+    d["series"] = downsample(r.series, cfg.step_s, series_every(cfg))
+    return d
+
+
+def run_milp(fl, services, demand, cfg, args, tick) -> dict:
+    if len(fl) > args.milp_max_hosts:
+        return {"skipped": f"{len(fl)} hosts > --milp-max-hosts {args.milp_max_hosts}"}
+    t0 = time.perf_counter()
+    ideal = sim.Simulator(fl, services, demand, cfg, None)
+    r = ideal.run()
+    every = args.milp_every or (1 if len(fl) <= 100 else 10)
+    steps = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))
+    if tick is not None:
+        tick(steps - len(ideal.ideal_trace))
+    b = milp.solve_trace(fl, ideal.ideal_trace, cfg.step_s, every=every, progress=tick)
+    import statistics
+    series = {"t": [x[0] for x in ideal.ideal_trace], "w": b["w"], "awake": b["awake"]}
+    return {"kwh": round(b["kwh"], 4), "slo_misses": 0,
+            "awake_hosts_mean": round(sum(b["awake"]) / len(b["awake"]), 2),
+            "moves": b["moves"], "decision_ms_p50": round(statistics.median(b["ms"]), 3),
+            "bound": "MILP per step on the lower convex envelope of the curves (a lower bound)",
+            "solves": b["solves"], "steps_per_solve": every, "model_groups": b["groups"],
+            "not_optimal": b["not_optimal"], "ideal_refused": r.refused,
+            "sessions": r.sessions, "mean_w": round(sum(b["w"]) / len(b["w"]), 1),
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "series": downsample(series, cfg.step_s, series_every(cfg))}
+
+
+def ratios(pols: dict) -> dict:
+    out = {}
+    base = pols.get(policies.BASELINE, {}).get("kwh")
+    bound = pols.get(policies.BOUND, {}).get("kwh")
+    for name, p in pols.items():
+        if "kwh" not in p:
+            continue
+        out[name] = {"vs_nomad_binpack": round(p["kwh"] / base, 4) if base else None,
+                     "vs_milp": round(p["kwh"] / bound, 4) if bound else None}
+    return out
+
+
+def write(out: Path, args, cfg, launch, services, runs, skipped) -> dict:
+    by_policy: dict = {}
+    for kind, sizes in runs.items():
+        for n, run in sizes.items():
+            run["ratios"] = ratios(run.get("policies", {}))
+            for name, p in run.get("policies", {}).items():
+                by_policy.setdefault(name, {}).setdefault(kind, {})[n] = {
+                    k: v for k, v in p.items() if k != "series"}
+    result = {
+        "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python -m bench.energy " + " ".join(sys.argv[1:]),
+        "args": vars(args), "config": {k: v for k, v in vars(cfg).items()},
+        "services": [vars(s) for s in services], "accounting": accounting(cfg, launch, services),
+        "skipped": skipped, "policies": by_policy, "runs": runs,
+    }
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def _fmt(x) -> str:
+    return f"{x:.3f}" if x is not None else "-"
+
+
+def print_table(result: dict) -> None:
+    print(f"{'fleet':<14} {'hosts':>5} {'policy':<21} {'kWh':>9} {'/binpack':>8} {'/milp':>6} "
+          f"{'misses':>9} {'awake':>7} {'moves':>6} {'ms p50':>7}")
+    for kind, sizes in result["runs"].items():
+        for n in sorted(sizes, key=int):
+            run = sizes[n]
+            for name, p in run["policies"].items():
+                if "kwh" not in p:
+                    print(f"{kind:<14} {n:>5} {name:<21} {p.get('skipped', '-')}")
+                    continue
+                r = run["ratios"].get(name, {})
+                ms = p.get("decision_ms_p50")
+                print(f"{kind:<14} {n:>5} {name:<21} {p['kwh']:9.2f} "
+                      f"{_fmt(r.get('vs_nomad_binpack')):>8} {_fmt(r.get('vs_milp')):>6} "
+                      f"{p['slo_misses']:9d} {p['awake_hosts_mean']:7.1f} {p['moves']:6d} "
+                      f"{(f'{ms:.2f}' if ms is not None else '-'):>7}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

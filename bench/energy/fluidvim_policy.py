@@ -1,0 +1,242 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""``fluidvim`` and ``fluidvim-consolidate``: the orchestrator's own placement path.
+
+Every placement is ``PlacementEngine.place`` of a real ``Orchestrator`` (its database, slot
+registry, queuing estimator, stage-1 runner over its probe cache, the configured stage-2 analyzer,
+``HostMarginalPower`` and the decide step) over one zone that presents the simulated fleet
+(:class:`FleetZone`, a ``SyntheticZone``: each host with its SPECpower ``power_system_id``, its
+hardware threads as ``cpus`` and its vCPU allocation as ``cpu_util``). The probe cache holds this
+project's own measurements: the load probe and boot probe of ``bench/results/evaluator.json``.
+
+The zone lists the hosts that can take the VNF (eligible, a free hardware thread); the decision
+is the engine's. Scale-in (which instance goes) and consolidation (which hosts to empty) are the
+orchestrator's power helpers (``fluidvim.orchestrator.power``).
+"""
+
+from __future__ import annotations
+
+import collections
+import tempfile
+
+from fluidvim.common import zonetypes
+from fluidvim.common.zonetypes import HostInfo
+from fluidvim.evaluator.model import BOOT, LOAD, EnvironmentType, ProbeResult
+from fluidvim.orchestrator import conf as orchconf, power
+from fluidvim.orchestrator.service import Orchestrator
+from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+from .policy import Host, Placement, Shape
+
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+ZONE = "fleet"
+VALID_S = 30 * 86400.0            # the probe results outlive any run
+
+
+def environment(measurement: dict) -> EnvironmentType:
+    env = dict(measurement["environment"])
+    env.pop("uid", None)
+    return EnvironmentType.from_dict(env)
+
+
+def probe_results(measurement: dict, env: EnvironmentType, zone: str) -> list[ProbeResult]:
+    """The evaluator's own load and boot probe results (bench/results/evaluator.json)."""
+    run = measurement["probe_runs"][0]
+    load = ProbeResult(env_uid=env.uid, kind=LOAD, ok=True, zone=zone, valid_for_s=VALID_S,
+                       metrics={"steps": run["steps"],
+                                "session_pps": measurement["session_pps"],
+                                "max_sessions": max(s["sessions"] for s in run["steps"])})
+    bp = measurement["boot_probe"]
+    boot = ProbeResult(env_uid=env.uid, kind=BOOT, ok=True, zone=zone, valid_for_s=VALID_S,
+                       metrics={k: bp[k] for k in ("cold_ms", "cold_zone_ms", "warm", "warm_ms",
+                                                   "warm_zone_ms", "launched", "leaked")})
+    return [load, boot]
+
+
+class FleetZone(SyntheticZone):
+    """The simulated fleet as one synthetic zone; the policy keeps its allocation current."""
+
+    kind = zonetypes.SYNTHETIC
+
+    def __init__(self, hosts: list[Host], env: EnvironmentType, launch_ms: float):
+        infos = [HostInfo(name=h.id, env=env, slots_total=0, slots_free=0, cpu_util=0.0,
+                          power_system_id=h.model, labels={"cpus": h.cores}) for h in hosts]
+        super().__init__(ZONE, infos, region="sim", launch_ms=[launch_ms])
+        self.env = env
+        self.info = {i.name: i for i in infos}
+        self.threads = {h.id: h.cores for h in hosts}
+        self.used = {h.id: 0 for h in hosts}
+        self.eligible = {h.id: True for h in hosts}
+        self._open = {h.id: None for h in hosts}           # hosts that can take one more VNF
+
+    def environments(self):
+        return {self.env.uid: self.env}
+
+    def hosts(self) -> list[HostInfo]:
+        return [self.info[h] for h in self._open]
+
+    def _refresh(self, host: str):
+        info = self.info[host]
+        info.cpu_util = min(1.0, self.used[host] / self.threads[host])
+        if self.eligible[host] and self.used[host] < self.threads[host]:
+            self._open[host] = None
+        else:
+            self._open.pop(host, None)
+
+    def add(self, host: str, k: int = 1):
+        self.used[host] += k
+        self._refresh(host)
+
+    def set_eligible(self, host: str, ok: bool):
+        self.eligible[host] = ok
+        self._refresh(host)
+
+    def set_power(self, host: str, on: bool):
+        self.info[host].labels["power_state"] = "on" if on else "off"
+
+
+class FluidvimPolicy:
+    """The orchestrator's placement (and, with ``consolidate``, its consolidation)."""
+
+    def __init__(self, measurement: dict, services, *, consolidate: bool = False,
+                 launch_ms: float = 61.6, u_low: float = 0.5, horizon_s: float = 3600.0,
+                 boot_s: float = 260.0, trend_s: float = 900.0, workdir: str | None = None):
+        self.name = "fluidvim-consolidate" if consolidate else "fluidvim"
+        self.measurement = measurement
+        self.services = {s.name: s for s in services}
+        self.do_consolidate = consolidate
+        self.launch_ms = launch_ms
+        self.u_low, self.horizon_s, self.boot_s, self.trend_s = u_low, horizon_s, boot_s, trend_s
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
+        self.workdir = workdir or self._tmp.name
+        self.orch = None
+        self.steps_ms: dict = collections.defaultdict(list)   # engine step -> [ms]
+        self.decision_ms: list = []                             # engine total per instance
+
+    # -- Policy --
+    def start(self, hosts: list[Host]) -> None:
+        self.hosts = {h.id: h for h in hosts}
+        lib = power.library()
+        self.curves = {h.id: lib.curve(h.model) for h in hosts}
+        env = environment(self.measurement)
+        self.zone = FleetZone(hosts, env, self.launch_ms)
+        conf = orchconf.make_conf(connection=f"sqlite:///{self.workdir}/orchestrator.sqlite",
+                                  local_zone=False)
+        self.orch = Orchestrator(conf, zones=[self.zone],
+                                 zone_labels={ZONE: {"price_per_hour": 0.0, "location": "dc"}},
+                                 power=power.HostMarginalPower(conf, vnf_vcpus=1.0))
+        for r in probe_results(self.measurement, env, ZONE):
+            self.orch.placement.stage1.cache.put(r)
+        for s in self.services.values():
+            self.orch.register_service(s.name, FORWARD, deadline_ms=s.deadline_ms,
+                                       qos_quantile=s.quantile, session_pps=s.session_pps,
+                                       slots=s.slots, vcpus=s.vcpus, memory_mb=s.memory_mb)
+        self.where: dict = {}                                 # instance -> (service, host)
+        self.by_service: dict = collections.defaultdict(dict)  # service -> {instance: host}
+        self.on_host: dict = collections.defaultdict(set)     # host -> instances
+        self.count_log: collections.deque = collections.deque()
+        self.now = 0.0
+
+    def place(self, shape: Shape, instances: list[str]) -> list[Placement]:
+        out = []
+        for inst in instances:
+            p = self.orch.placement.place(shape.service)
+            self.decision_ms.append(p.total_ms)
+            for k, ms in p.step_ms.items():
+                self.steps_ms[k].append(ms)
+            if p.host is None:
+                out.append(Placement(inst, None))
+                continue
+            self._add(inst, shape.service, p.host)
+            out.append(Placement(inst, p.host))
+        return out
+
+    def scale_in(self, service: str, n: int) -> list[str]:
+        mine = self.by_service.get(service, {})
+        if n > len(mine):
+            raise ValueError(f"scale_in({service!r}, {n}): only {len(mine)} instance(s)")
+        order = scale_in_order(
+            {h: len(self.on_host[h]) for h in set(mine.values())},
+            {h: self.curves[h] for h in set(mine.values())},
+            {h: self.hosts[h].cores for h in set(mine.values())})
+        out = []
+        for h in order:
+            for inst in sorted(i for i in self.on_host[h] if i in mine):
+                out.append(inst)
+                if len(out) == n:
+                    break
+            if len(out) == n:
+                break
+        for inst in out:
+            self._remove(inst)
+        return out
+
+    def stop(self, instances: list[str]) -> None:
+        for inst in instances:
+            if inst in self.where:
+                self._remove(inst)
+
+    def set_eligible(self, host: str, eligible: bool) -> None:
+        self.zone.set_eligible(host, eligible)
+
+    def set_power(self, host: str, on: bool) -> None:
+        self.zone.set_power(host, on)
+
+    def close(self) -> None:
+        if self.orch is not None:
+            self.orch.close()
+            self.orch = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # -- bookkeeping --
+    def _add(self, inst: str, service: str, host: str):
+        self.where[inst] = (service, host)
+        self.by_service[service][inst] = host
+        self.on_host[host].add(inst)
+        self.zone.add(host, 1)
+
+    def _remove(self, inst: str):
+        service, host = self.where.pop(inst)
+        del self.by_service[service][inst]
+        self.on_host[host].discard(inst)
+        self.zone.add(host, -1)
+
+
+class FluidvimConsolidatePolicy(FluidvimPolicy):
+    """``fluidvim-consolidate``: the same placement plus periodic consolidation."""
+
+    def __init__(self, measurement: dict, services, **kw):
+        super().__init__(measurement, services, consolidate=True, **kw)
+
+    def consolidate(self, now: float) -> list[str]:
+        """Hosts to empty now: the orchestrator's consolidation plan over the awake eligible
+        hosts, only while demand is not rising, only when the watts it saves over
+        ``horizon_s`` outweigh a later wake of those hosts."""
+        total = len(self.where)
+        self.count_log.append((now, total))
+        while self.count_log and self.count_log[0][0] < now - self.trend_s:
+            self.count_log.popleft()
+        if self.count_log[0][1] < total:                      # demand is rising: keep hosts
+            return []
+        fleet = []
+        for h, info in self.zone.info.items():
+            if not self.zone.eligible[h] or info.labels.get("power_state") == "off":
+                continue
+            fh = power.FleetHost(h, self.curves[h], capacity=float(self.hosts[h].cores),
+                                 load={i: 1.0 for i in self.on_host[h]})
+            fleet.append(fh)
+        plan = power.consolidation_plan(fleet, u_low=self.u_low, apply=False)
+        if not plan.sleep:
+            return []
+        wake_back = sum(self.boot_s * self.curves[h].max_w for h in plan.sleep)
+        if plan.saved_watts * self.horizon_s <= wake_back:
+            return []
+        return list(plan.sleep)
+
+
+def scale_in_order(counts: dict, curves: dict, threads: dict) -> list:
+    """Hosts to take instances from first on scale-in: the fewest instances (it empties and can
+    power off soonest), then the most idle watts per hardware thread (the least efficient)."""
+    return sorted(counts, key=lambda h: (counts[h], -curves[h].idle_w / threads[h], h))

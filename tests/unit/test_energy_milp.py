@@ -1,0 +1,117 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/energy's MILP lower bound (bench/energy/milp.py) on fleets small enough to solve by hand
+or by enumeration."""
+
+import itertools
+
+import pytest
+
+pytest.importorskip("highspy", reason="HiGHS: pip install -c constraints.txt -e .[test]")
+
+from bench.energy import milp  # noqa: E402
+from bench.energy.fleet import Fleet  # noqa: E402
+from bench.energy.policy import Host  # noqa: E402
+from fluidvim.orchestrator.power import SpecpowerCurve  # noqa: E402
+
+
+def linear(idle, peak):
+    return [idle + (peak - idle) * i / 10 for i in range(11)]
+
+
+def fleet(*specs):
+    """specs: (model, threads, 11 points) per host."""
+    hosts = tuple(Host(f"h{i}", model, threads, 2000, 4096)
+                  for i, (model, threads, _) in enumerate(specs))
+    curves = tuple(SpecpowerCurve(points, system_id=model) for model, _, points in specs)
+    return Fleet("heterogeneous", hosts, curves)
+
+
+# three hosts with straight-line curves: the optimum can be worked out by hand
+#   A: 2 threads, 100 W idle, +50 W per busy thread
+#   B: 4 threads,  50 W idle, +50 W per busy thread
+#   C: 4 threads,  80 W idle, +10 W per busy thread
+THREE = fleet(("A", 2, linear(100, 200)), ("B", 4, linear(50, 250)), ("C", 4, linear(80, 120)))
+
+
+@pytest.mark.parametrize("instances,busy,watts,awake", [
+    (0, 0.0, 0.0, 0),             # nothing to run: every host off
+    (4, 2.0, 100.0, 1),           # C alone: 80 + 2 x 10 (B alone: 50 + 2 x 50 = 150)
+    (4, 4.0, 120.0, 1),           # C alone: 80 + 4 x 10
+    (6, 6.0, 270.0, 2),           # C + B: 130 W idle + 4 x 10 + 2 x 50 (C + A: 180 + 40 + 100)
+    (6, 1.0, 140.0, 2),           # C + B, the busy thread on C: 130 + 10
+    (10, 10.0, 570.0, 3),         # all three: 230 + 4 x 10 + 6 x 50
+])
+def test_three_hosts_hand_computed(instances, busy, watts, awake):
+    r = milp.Bound(THREE).solve(instances, busy)
+    assert r["optimal"]
+    assert r["watts"] == pytest.approx(watts, abs=1e-6)
+    assert r["awake"] == awake
+
+
+def test_more_instances_than_threads_is_a_clear_error():
+    with pytest.raises(ValueError, match="do not fit the fleet's 10 threads; lower --peak-load"):
+        milp.Bound(THREE).solve(11, 5.0)
+
+
+def test_lower_envelope_of_concave_and_convex_curves():
+    concave = [100, 160, 190, 210, 225, 235, 243, 249, 253, 256, 258]
+    segs = milp.lower_envelope(concave, threads=10)
+    assert len(segs) == 1                                   # the chord from idle to peak
+    a, c = segs[0]
+    assert (a, c) == pytest.approx((15.8, 100.0))
+    convex = [100 + x * x for x in range(11)]
+    segs = milp.lower_envelope(convex, threads=10)
+    assert len(segs) == 10                                  # every point is on the hull
+    for i, (a, c) in enumerate(segs):                       # and each segment joins two points
+        assert a * i + c == pytest.approx(convex[i])
+        assert a * (i + 1) + c == pytest.approx(convex[i + 1])
+
+
+def _best_by_enumeration(fl, instances, busy):
+    """The least power over every integer split of instances and busy threads over the hosts,
+    each host on its true (interpolated) curve; an off host has neither."""
+    best = None
+    caps = [h.cores for h in fl.hosts]
+    for ns in itertools.product(*(range(c + 1) for c in caps)):
+        if sum(ns) != instances:
+            continue
+        for bs in itertools.product(*(range(n + 1) for n in ns)):
+            if sum(bs) != busy:
+                continue
+            w = sum(c.watts(b / h.cores) for h, c, n, b in zip(fl.hosts, fl.curves, ns, bs) if n)
+            best = w if best is None else min(best, w)
+    return best
+
+
+CURVED = fleet(("P", 3, [60, 90, 100, 108, 115, 121, 126, 131, 135, 139, 142]),
+               ("Q", 2, [30, 34, 39, 45, 52, 60, 69, 79, 90, 102, 115]),
+               ("R", 4, [90, 100, 104, 107, 110, 112, 114, 116, 118, 120, 122]))
+
+
+@pytest.mark.parametrize("instances,busy", [(1, 1), (3, 2), (5, 5), (6, 3), (9, 9), (7, 1)])
+def test_bound_is_below_every_placement_on_the_true_curves(instances, busy):
+    r = milp.Bound(CURVED).solve(instances, busy)
+    best = _best_by_enumeration(CURVED, instances, busy)
+    assert r["watts"] <= best + 1e-6
+    # and not loose on these curves: within the gap the convex envelope leaves
+    assert r["watts"] >= 0.8 * best
+
+
+def test_identical_hosts_are_one_group_and_solve_alike():
+    same = fleet(*[("S", 4, linear(40, 140))] * 6)
+    b = milp.Bound(same)
+    assert len(b.groups) == 1
+    r = b.solve(10, 7.0)                                    # 3 hosts: 3 x 40 + 7 x 25
+    assert r["awake"] == 3
+    assert r["watts"] == pytest.approx(120 + 7 * 25)
+
+
+def test_solve_trace_windows_take_the_minimum_demand():
+    trace = [(0.0, [4], [2.0]), (30.0, [6], [6.0]), (60.0, [4], [4.0])]
+    per_step = milp.solve_trace(THREE, trace, step_s=30.0, every=1)
+    assert per_step["w"] == pytest.approx([100.0, 270.0, 120.0])
+    windowed = milp.solve_trace(THREE, trace, step_s=30.0, every=3)
+    # one solve for min(N) = 4, min(B) = 2 over the window: a lower bound for each step
+    assert windowed["w"] == pytest.approx([100.0] * 3)
+    assert windowed["kwh"] <= per_step["kwh"]
