@@ -65,8 +65,9 @@ API = ORCHESTRATOR + API_CLIENT + [
     "WebOb>=1.8", "Routes>=2.5", "PasteDeploy>=3.0", "keystonemiddleware>=10.0",
     "oslo.context>=5.0", "oslo.policy>=4.0", "oslo.middleware>=5.0",
 ]
-# `fluidvim demo` (orchestrator, plots, progress bars) and bench/
-DEMO = ORCHESTRATOR + ["matplotlib>=3.7", "tqdm>=4.66"]
+# `fluidvim demo` (orchestrator, plots, progress bars) and bench/ (highspy: the MILP lower
+# bound of bench/energy, HiGHS)
+DEMO = ORCHESTRATOR + ["matplotlib>=3.7", "tqdm>=4.66", "highspy>=1.7"]
 # libvirt-python must match the host's libvirt (Debian bookworm: 9.0; constraints.txt pins it)
 LIBVIRT = ["libvirt-python>=9.0"]
 EXTRAS = {
@@ -80,6 +81,7 @@ EXTRAS = {
     "orchestrator": ORCHESTRATOR,
     "api": API,
     "demo": DEMO,
+    "bench": DEMO,
     # what Nova's own test fixtures need (nova_driver/tests)
     "nova-test": ["openstack-placement>=16.0.0", "testtools>=2.9", "oslotest>=6.1",
                   "requests-mock>=1.12", "ddt>=1.7", "wsgi_intercept>=1.13", "osprofiler>=4.4"],
