@@ -53,10 +53,9 @@ def _result(results, uid, kind) -> ProbeResult | None:
     return None
 
 
-def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
-                    max_loss: float = 0.01) -> CandidateFacts:
-    """The numbers every analyzer uses (one place), with reasons."""
-    uid = cand.env.uid
+def _env_facts(service: ServiceProfile, uid: str, results: dict, max_loss: float):
+    """What stage 1 says about an environment type for a service (the same for every candidate
+    of that type): (feasible, reasons, slots, pps, boot_ms, warm_ms)."""
     reasons, feasible = [], True
     static = _result(results, uid, STATIC)
     if static is not None and not static.ok:
@@ -87,6 +86,23 @@ def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
                        f" (probed in {boot.zone})")
     elif boot is not None:
         reasons.append(f"boot probe failed: {boot.error}")
+    return feasible, reasons, slots, pps, boot_ms, warm_ms
+
+
+def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
+                    max_loss: float = 0.01, memo: dict | None = None) -> CandidateFacts:
+    """The numbers every analyzer uses (one place), with reasons. ``memo``: a dict an analyzer
+    passes for one ranking, so the facts of an environment type (its slot estimate from the
+    load curve, boot times) are worked out once, not once per candidate of that type."""
+    uid = cand.env.uid
+    key = (uid, service.deadline_ms, service.qos_quantile, service.session_pps, max_loss)
+    env = memo.get(key) if memo is not None else None
+    if env is None:
+        env = _env_facts(service, uid, results, max_loss)
+        if memo is not None:
+            memo[key] = env
+    feasible, env_reasons, slots, pps, boot_ms, warm_ms = env
+    reasons = list(env_reasons)
     delay = math.inf if cand.queuing_delay_s is None else float(cand.queuing_delay_s)
     if service.max_queuing_delay_s is not None and cand.free_slots <= 0 and \
             delay > service.max_queuing_delay_s:
@@ -158,7 +174,8 @@ class CostBenefitAnalyzer(Analyzer):
         self.weights, self.max_loss = w, max_loss
 
     def analyze(self, service, candidates, results) -> list[Score]:
-        facts = [candidate_facts(service, c, results, self.max_loss) for c in candidates]
+        memo: dict = {}
+        facts = [candidate_facts(service, c, results, self.max_loss, memo) for c in candidates]
         v = [f.variables for f in facts]
         slots_n = _norm([x["slots"] for x in v])
         price_n = _norm([x["price_per_slot"] for x in v])
@@ -216,13 +233,14 @@ class QScoreAnalyzer(Analyzer):
         self.levels, self.energy_price_per_kwh, self.max_loss = list(levels), energy_price_per_kwh, max_loss
 
     def analyze(self, service, candidates, results) -> list[Score]:
-        out = []
+        out, memo = [], {}
+        svcs = [dataclasses.replace(service, deadline_ms=lv.deadline_ms, qos_quantile=lv.quantile)
+                for lv in self.levels]
         for c in candidates:
             qscores, reasons, feasible, best, slots0 = {}, [], True, None, None
             power_cost = float(c.power_w_marginal or 0.0) / 1000.0 * self.energy_price_per_kwh
-            for i, lv in enumerate(self.levels):
-                svc = dataclasses.replace(service, deadline_ms=lv.deadline_ms, qos_quantile=lv.quantile)
-                f = candidate_facts(svc, c, results, self.max_loss)
+            for i, (lv, svc) in enumerate(zip(self.levels, svcs)):
+                f = candidate_facts(svc, c, results, self.max_loss, memo)
                 if i == 0:
                     feasible = f.feasible
                     reasons += [r for r in f.reasons if not r.startswith("slots ")]
@@ -263,9 +281,9 @@ class FormulaAnalyzer(Analyzer):
         return json.dumps({"name": self.name, "formula": self.formula.expr, "max_loss": self.max_loss})
 
     def analyze(self, service, candidates, results) -> list[Score]:
-        out = []
+        out, memo = [], {}
         for c in candidates:
-            f = candidate_facts(service, c, results, self.max_loss)
+            f = candidate_facts(service, c, results, self.max_loss, memo)
             reasons, feasible, score = list(f.reasons), f.feasible, INFEASIBLE_SCORE
             if feasible:
                 try:

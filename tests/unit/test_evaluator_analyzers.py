@@ -153,3 +153,29 @@ def test_stage2_reruns_only_when_inputs_change():
         assert not r.reused and "changed" in r.reason
         runner.forget()
         runner.run(SVC, cands(), RESULTS)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: CostBenefitAnalyzer(),
+    lambda: FormulaAnalyzer("slots - price_per_hour"),
+    lambda: QScoreAnalyzer([QoSLevel("q0", 4.0, 0.99, 1.0), QoSLevel("q1", 8.0, 0.9, 0.5)]),
+])
+def test_an_environment_types_slots_are_estimated_once_per_ranking(make, monkeypatch):
+    """A fleet of many hosts of few environment types: the load curve of a type is worked out
+    once per ranking (and level), not once per host; the ranking is the same."""
+    from fluidvim.evaluator import analyzers
+    calls = []
+    real = analyzers.estimate_capacity
+
+    def counting(*a, **kw):
+        calls.append(a[0].env_uid)
+        return real(*a, **kw)
+
+    many = [dataclasses.replace(c, host=f"h{i}") for i in range(50) for c in cands()]
+    plain = make().analyze(SVC, many, RESULTS)
+    monkeypatch.setattr(analyzers, "estimate_capacity", counting)
+    again = make().analyze(SVC, many, RESULTS)
+    levels = len(getattr(make(), "levels", [None]))
+    assert sorted(calls) == sorted([FAST.uid, SLOW.uid] * levels)
+    assert [(s.candidate.key, s.score, s.reasons) for s in again] == \
+        [(s.candidate.key, s.score, s.reasons) for s in plain]
