@@ -9,6 +9,7 @@ name is importable from there too.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 
 from .models import PowerError, PowerSource, _check_u
@@ -117,16 +118,64 @@ class ConsolidationPlan:
     migrations: list                   # Migration, in order
     watts_before: float
     watts_after: float
+    cost_j: float = 0.0                # what the moves and the later wake-ups of ``sleep`` cost
 
     @property
     def saved_watts(self) -> float:
         return self.watts_before - self.watts_after
 
 
-def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False) -> ConsolidationPlan:
+class _Candidates:
+    """PABFD over a fleet for one demand size, incrementally: a heap of (marginal watts, -u,
+    name) that is brought up to date lazily when a host's load changed (``touch``), so a plan
+    that moves V VNFs among H hosts costs O((V + H) log H), not O(V x H)."""
+
+    def __init__(self, hosts, demand: float):
+        self.demand = demand
+        self.heap: list = []
+        self.version: dict = {}
+        for h in hosts:
+            self.version[h.name] = 0
+            self._push(h)
+
+    def _push(self, h):
+        m = host_marginal(h, self.demand)
+        if not math.isinf(m):
+            heapq.heappush(self.heap, (m, -h.u, h.name, self.version[h.name], h))
+
+    def touch(self, h):
+        self.version[h.name] = self.version.get(h.name, 0) + 1
+        self._push(h)
+
+    def best(self, exclude) -> FleetHost | None:
+        """The host ``pabfd_choose(hosts, demand, exclude)`` would pick (same order)."""
+        held = []
+        found = None
+        while self.heap:
+            entry = heapq.heappop(self.heap)
+            m, neg_u, name, version, h = entry
+            if version != self.version[name]:
+                continue                               # stale: a fresh entry was pushed
+            if name in exclude:
+                held.append(entry)
+                continue
+            found = h
+            heapq.heappush(self.heap, entry)
+            break
+        for entry in held:
+            heapq.heappush(self.heap, entry)
+        return found
+
+
+def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
+                       horizon_s: float | None = None, move_j: float = 0.0,
+                       wake_j=None) -> ConsolidationPlan:
     """Which lightly loaded hosts (u <= ``u_low``) can move all their VNFs elsewhere (PABFD, never
     onto a host being emptied or a sleeping one) and sleep, least loaded first. A host is only
-    emptied when it saves power. With ``apply`` the fleet is changed, else it is left as it was.
+    emptied when it saves power - and, with ``horizon_s``, only when the watts it saves over
+    that time outweigh what emptying it costs: ``move_j`` joules per VNF moved (e.g. the CPU of
+    the launch that replaces it) plus ``wake_j(host)`` joules to bring it back later (a boot).
+    With ``apply`` the fleet is changed, else it is left as it was.
     """
     before = sum(h.watts() for h in hosts)
     state = {h.name: (dict(h.load), h.asleep) for h in hosts}
@@ -134,36 +183,67 @@ def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False) -> Consol
     sleeping = {h.name for h in hosts if h.asleep and not h.load}
     emptied: list = []
     migrations: list = []
+    pabfd: dict = {}                                  # demand -> _Candidates
+    total_cost = 0.0
+
+    def candidates(d):
+        if d not in pabfd:
+            pabfd[d] = _Candidates([h for h in hosts if h.name not in sleeping], d)
+        return pabfd[d]
+
+    def touch(h):
+        for c in pabfd.values():
+            c.touch(h)
+
     for src in sorted((h for h in hosts if h.load and h.u <= u_low), key=lambda h: (h.u, h.name)):
         if not src.load or src.u > u_low:           # it took VNFs from an emptied host meanwhile
             continue
-        snapshot = {h.name: dict(h.load) for h in hosts}
-        w0 = sum(h.watts() for h in hosts)
+        touched = {src.name: src.watts()}
         moves = []
         ok = True
         for vnf, d in sorted(src.load.items(), key=lambda kv: -kv[1]):
-            dst = pabfd_choose(hosts, d, exclude={src.name, *emptied, *sleeping})
+            dst = candidates(d).best({src.name, *emptied})
             if dst is None:
                 ok = False
                 break
+            touched.setdefault(dst.name, dst.watts())
             dst.add(vnf, d)
+            touch(dst)
             moves.append(Migration(vnf, d, src.name, dst.name))
         if ok:
+            load = dict(src.load)
             src.load.clear()
             src.asleep = True
-            if sum(h.watts() for h in hosts) < w0:
+            saved = sum(touched.values()) - sum(by_name[n].watts() for n in touched)
+            cost = len(moves) * move_j + (wake_j(src) if wake_j is not None else 0.0)
+            worth = saved > 0 if horizon_s is None else saved * horizon_s > cost
+            if worth:
                 emptied.append(src.name)
                 migrations.extend(moves)
+                total_cost += cost
+                touch(src)
                 continue
-        for h in hosts:                               # undo this host's attempt
-            h.load = snapshot[h.name]
+            src.load.update(load)
+        for m in moves:                               # undo this host's attempt
+            dst = by_name[m.dst]
+            dst.load.pop(m.vnf)
+            touch(dst)
         src.asleep = False
     after = sum(h.watts() for h in hosts)
-    plan = ConsolidationPlan(sleep=emptied, migrations=migrations, watts_before=before, watts_after=after)
+    plan = ConsolidationPlan(sleep=emptied, migrations=migrations, watts_before=before,
+                             watts_after=after, cost_j=total_cost)
     if not apply:
         for name, (load, asleep) in state.items():
             by_name[name].load, by_name[name].asleep = load, asleep
     return plan
+
+
+def scale_in_order(hosts) -> list[str]:
+    """Hosts to take a service's instances from first when it scales in: the least loaded (it
+    empties, and can power off, soonest), then the most idle watts per unit of capacity (the
+    least efficient to keep awake). ``hosts``: FleetHosts with their VNFs as ``load``."""
+    return [h.name for h in sorted(hosts, key=lambda h: (h.used, -h.model.watts(0.0) / h.capacity,
+                                                         h.name))]
 
 
 def fleet_watts(hosts) -> float:

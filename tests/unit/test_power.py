@@ -593,6 +593,100 @@ def test_consolidation_plan():
     assert [h.asleep for h in hosts] == [True, True, False] and hosts[2].used == 11
 
 
+def _plan_by_brute_force(hosts, u_low):
+    """consolidation_plan as first written (whole-fleet PABFD per VNF, whole-fleet watts per
+    attempt): the reference the incremental plan must match, decision for decision."""
+    sleeping = {h.name for h in hosts if h.asleep and not h.load}
+    emptied, migrations = [], []
+    for src in sorted((h for h in hosts if h.load and h.u <= u_low), key=lambda h: (h.u, h.name)):
+        if not src.load or src.u > u_low:
+            continue
+        snapshot = {h.name: dict(h.load) for h in hosts}
+        w0 = power.fleet_watts(hosts)
+        moves, ok = [], True
+        for vnf, d in sorted(src.load.items(), key=lambda kv: -kv[1]):
+            dst = power.pabfd_choose(hosts, d, exclude={src.name, *emptied, *sleeping})
+            if dst is None:
+                ok = False
+                break
+            dst.add(vnf, d)
+            moves.append((vnf, src.name, dst.name))
+        if ok:
+            src.load.clear()
+            src.asleep = True
+            if power.fleet_watts(hosts) < w0:
+                emptied.append(src.name)
+                migrations.extend(moves)
+                continue
+        for h in hosts:
+            h.load = snapshot[h.name]
+        src.asleep = False
+    return emptied, migrations
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_consolidation_plan_matches_the_whole_fleet_search(seed):
+    import random
+    rng = random.Random(seed)
+    lib = power.SpecpowerLibrary()
+    ids = lib.ids()
+
+    def fleet_():
+        r = random.Random(seed)
+        hosts = []
+        for i in range(40):
+            sid = r.choice(ids)
+            cap = int(float(lib.rows[sid]["threads"]))
+            h = power.FleetHost(f"h{i:02d}", lib.curve(sid), capacity=cap, u_max=0.9,
+                                asleep=r.random() < 0.1)
+            if not h.asleep:
+                for k in range(r.randrange(0, max(1, cap // 2))):
+                    h.add(f"v{i}-{k}", r.choice((1.0, 1.0, 2.0, 0.5)))
+            hosts.append(h)
+        return hosts
+    u_low = rng.choice((0.3, 0.5, 0.7))
+    plan = power.consolidation_plan(fleet_(), u_low=u_low)
+    emptied, moves = _plan_by_brute_force(fleet_(), u_low)
+    assert plan.sleep == emptied
+    assert [(m.vnf, m.src, m.dst) for m in plan.migrations] == moves
+
+
+def test_consolidation_plan_net_of_what_moving_and_waking_cost():
+    lib = power.SpecpowerLibrary()
+    c = lib.curve("spec0120")
+
+    def hosts():
+        hs = [power.FleetHost(f"h{i}", c, capacity=16, u_max=0.8) for i in range(2)]
+        hs[0].add("a", 2)
+        hs[1].add("b", 6)
+        return hs
+    free = power.consolidation_plan(hosts(), u_low=0.5)
+    assert free.sleep == ["h0"] and free.cost_j == 0.0
+    saved = free.saved_watts                                   # ~ the idle watts of h0
+    # worth it when the saving over the horizon beats the move of "a" + a boot at peak power
+    boot = lambda h: 260.0 * h.model.watts(1.0)                # noqa: E731
+    long = power.consolidation_plan(hosts(), u_low=0.5, horizon_s=3600.0, move_j=5.0,
+                                    wake_j=boot)
+    assert long.sleep == ["h0"]
+    assert long.cost_j == pytest.approx(5.0 + 260.0 * c.watts(1.0))
+    short = power.consolidation_plan(hosts(), u_low=0.5, horizon_s=60.0, move_j=5.0,
+                                     wake_j=boot)
+    assert short.sleep == [] and short.migrations == []
+    assert saved * 60.0 < 260.0 * c.watts(1.0)
+
+
+def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
+    lib = power.SpecpowerLibrary()
+    a = power.FleetHost("a", lib.curve("spec0120"), capacity=16)    # 88.5 W idle, 16 threads
+    b = power.FleetHost("b", lib.curve("spec0122"), capacity=128)
+    d = power.FleetHost("d", lib.curve("spec0120"), capacity=16)
+    for h, n in ((a, 3), (b, 3), (d, 5)):
+        for k in range(n):
+            h.add(f"{h.name}{k}", 1.0)
+    assert lib.curve("spec0120").watts(0) / 16 > lib.curve("spec0122").watts(0) / 128
+    assert power.scale_in_order([d, b, a]) == ["a", "b", "d"]
+
+
 def test_list_opts_and_entry_point():
     from importlib.metadata import entry_points
     names = {o.name for _, opts in power.list_opts() for o in opts}
