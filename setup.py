@@ -92,7 +92,9 @@ EXTRAS = {
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
     # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh)
     "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "oslo.db>=15.0",
-             "psycopg2-binary>=2.9", "schemathesis>=3.39"] + DEMO + API + LIBVIRT,
+             "psycopg2-binary>=2.9", "schemathesis>=3.39",
+             # a real Redfish BMC per host for host power control (tests/bmcserver.py)
+             "sushy-tools>=2.0"] + DEMO + API + LIBVIRT,
 }
 
 setup(
@@ -125,6 +127,7 @@ setup(
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
+                             "fluidvim.hostpower = fluidvim.orchestrator.hostpower:list_opts",
                              "fluidvim.hierarchy = fluidvim.orchestrator.hierarchy:list_opts",
                              "fluidvim.evaluator = fluidvim.evaluator.conf:list_opts",
                              "fluidvim.osm = fluidvim.orchestrator.osm.conf:list_opts",

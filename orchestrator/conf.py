@@ -116,10 +116,10 @@ def service_opt_modules() -> tuple:
     (:func:`register_service_opts`); etc/oslo-config-generator/fluidvim-orchestrator.conf names
     their namespaces (and ``fluidvim.osm``: the VIM API registers [osm_vim] when it starts)."""
     from fluidvim.evaluator import conf as evalconf
-    from fluidvim.orchestrator import hierarchy, power
+    from fluidvim.orchestrator import hierarchy, hostpower, power
     from fluidvim.vnf import conf as vnfconf
 
-    return (sys.modules[__name__], power, hierarchy, evalconf, vnfconf)
+    return (sys.modules[__name__], power, hostpower, hierarchy, evalconf, vnfconf)
 
 
 def register_service_opts(conf: cfg.ConfigOpts) -> None:

@@ -5,7 +5,8 @@
 Everything a restarted orchestrator needs: zones, environment types (by their zone-free uid),
 hosts, services (aliases with slot ratios, tolerable queuing delay), instances, the latest slot
 report per instance and service, placement decisions with the record of every
-step, launch records (start/end of on-demand launches, for the queuing delay) and network services
+step, host power states (drained, off, waking hosts: ``hostpower``),
+launch records (start/end of on-demand launches, for the queuing delay) and network services
 deployed from NFV descriptors (what they created, for `fluidvim ns rm`). Probe
 results live in the same database, in the evaluator's ProbeCache table (one place for them).
 
@@ -238,6 +239,26 @@ class NSOperation(Base):
                 "started_at": self.started_at, "ended_at": self.ended_at, "error": self.error}
 
 
+class HostPowerRow(Base):
+    """A host's power state (fluidvim.orchestrator.hostpower): drained, powered off, waking...
+    A host without a row is on and in service."""
+
+    __tablename__ = "host_power"
+    zone: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))         # hostpower.STATES
+    in_service: orm.Mapped[bool] = orm.mapped_column(sa.Boolean)       # takes placement
+    power: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))  # the BMC's last word
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    detail_json: orm.Mapped[str] = _json()
+    since: orm.Mapped[float] = orm.mapped_column(sa.Float)             # in this state since
+    updated_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+    @property
+    def detail(self) -> dict:
+        return json.loads(self.detail_json or "{}")
+
+
 NS_LIVE = states.NS_LIVE    # where it was defined first
 
 
@@ -392,6 +413,29 @@ class Store:
     def set_instance_status(self, instance_id: str, status: str) -> None:
         with self.Session.begin() as s:
             s.execute(sa.update(Instance).where(Instance.id == instance_id).values(status=status))
+
+    def set_instance_host(self, instance_id: str, host: str) -> None:
+        """The zone moved the instance (a drained host's VNF runs elsewhere now)."""
+        with self.Session.begin() as s:
+            s.execute(sa.update(Instance).where(Instance.id == instance_id).values(host=host))
+
+    # -- host power states (fluidvim.orchestrator.hostpower) --
+    def host_power_rows(self) -> list[HostPowerRow]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(HostPowerRow).order_by(HostPowerRow.zone,
+                                                                   HostPowerRow.host)))
+
+    def host_power_row(self, zone: str, host: str) -> HostPowerRow | None:
+        with self.Session() as s:
+            return s.get(HostPowerRow, (zone, host))
+
+    def set_host_power(self, zone: str, host: str, state: str, *, in_service: bool,
+                       power: str | None, error: str | None, detail: dict, since: float) -> None:
+        with self.Session.begin() as s:
+            self._upsert(s, HostPowerRow, dict(zone=zone, host=host, state=state,
+                                               in_service=bool(in_service), power=power,
+                                               error=error, detail_json=json.dumps(detail),
+                                               since=since, updated_at=time.time()))
 
     # -- slot reports --
     def save_slot_report(self, rep) -> None:

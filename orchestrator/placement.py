@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Placement, steps 0-3, each recorded so ``fluidvim placement explain <id>`` shows the why.
 
-0. **filter** - every (zone, host) is a candidate; static requirements (environment fields, host
-   and zone labels), location and cost remove some, each with its reason.
+0. **filter** - every (zone, host) is a candidate; a host out of service (``hostpower``: powered
+   off, draining, waking, failed) and static requirements (environment fields, host and zone
+   labels), location and cost remove some, each with its reason.
 1. **probe** - the stage-1 runner makes sure every environment type of the remaining zones has a
    valid probe result; only new types (or expired results) are probed, the rest comes from the
    cache. The record says which were probed and which were cached.
@@ -103,7 +104,7 @@ def _location(host: HostInfo, zone: ZoneAdapter, zone_labels: dict) -> str:
 class PlacementEngine:
     def __init__(self, store, registry, zones: dict[str, ZoneAdapter], stage1, stage2, queuing,
                  *, power: MarginalPower | None = None, tolerance: float = 0.05,
-                 zone_labels: dict | None = None, formula_runner=None):
+                 zone_labels: dict | None = None, formula_runner=None, host_power=None):
         self.store = store
         self.registry = registry
         self.zones = zones
@@ -114,6 +115,7 @@ class PlacementEngine:
         self.tolerance = tolerance
         self.zone_labels = zone_labels or {}       # zone name -> labels (price, location, ...)
         self.formula_runner = formula_runner        # formula text -> stage-2 runner (per service)
+        self.host_power = host_power                # hostpower.HostPower: off hosts, wake-ups
         self._formula_runners: dict = {}
 
     # -- step 0 --
@@ -127,6 +129,7 @@ class PlacementEngine:
             locs = [locs]
         max_price = extras.get("max_price_per_hour")
         free = self.registry.aggregate(svc.name, "host")
+        away = self.host_power.unavailable() if self.host_power is not None else {}
         snap = self.queuing.snapshot()
         for zname, zone in sorted(self.zones.items()):
             zl = self.zone_labels.get(zname, {})
@@ -136,10 +139,13 @@ class PlacementEngine:
                 filtered.append({"candidate": zname, "reason": f"zone unavailable: {e}"})
                 continue
             qd = self.queuing.delay(zone, svc.name, snap)
+            for key in sorted(k for k in away if k.startswith(f"{zname}/")
+                              and k[len(zname) + 1:] not in {h.name for h in hosts}):
+                filtered.append({"candidate": key, "reason": away[key]})   # not even listed
             for h in hosts:
                 key = f"{zname}/{h.name}"
                 price = float(h.labels.get("price_per_hour", zl.get("price_per_hour", 0.0)))
-                why = requirement_problem(reqs, h, zone, zl)
+                why = away.get(key) or requirement_problem(reqs, h, zone, zl)
                 if why is None and locs and _location(h, zone, zl) not in locs:
                     why = f"location {_location(h, zone, zl)!r} not in {sorted(locs)}"
                 if why is None and max_price is not None and price > float(max_price):
@@ -259,7 +265,9 @@ class PlacementEngine:
         cands, filtered, zones_used = self.candidates(svc, extras, location)
         steps.append(("filter", elapsed_ms(t), {
             "kept": [c.key for c in cands], "filtered": filtered,
-            "location": location, "requirements": svc.requirements}))
+            "location": location, "requirements": svc.requirements,
+            # marginal watts of one more VNF per kept candidate (None: no power model)
+            "power_w_marginal": {c.key: c.power_w_marginal for c in cands}}))
 
         t = time.perf_counter()
         results, probe_rec = self.probe(svc, zones_used, cands)
@@ -294,6 +302,8 @@ class PlacementEngine:
                         win.score if win else None, total_ms=total,
                         step_ms={n: ms for n, ms, _ in steps})
         LOG.info("placement %s of %s: %s (%s ms)", did, service, rule, total)
+        if win is None and self.host_power is not None:
+            self.host_power.demand(service, rule)     # the slots ran out: maybe wake a host
         if win is None:
             if deploy_it:
                 raise Refused(f"placement {did}: {service} cannot be placed: {rule}; "

@@ -18,7 +18,8 @@ import oslo_messaging as messaging
 
 from .exception import OrchestratorError
 
-RPC_API_VERSION = "1.1"       # 1.1: list_networks, create_network, delete_network
+RPC_API_VERSION = "1.2"       # 1.1: list_networks, create_network, delete_network;
+#                               1.2: power_plan, power_hosts
 EXMODS = ["fluidvim.orchestrator.exception"]
 
 
@@ -132,3 +133,9 @@ class OrchestratorAPI:
 
     def delete_network(self, zone: str, network: str):
         return self._call("delete_network", version="1.1", zone=zone, network=network)
+
+    def power_plan(self):
+        return self._call("power_plan", version="1.2")
+
+    def power_hosts(self):
+        return self._call("power_hosts", version="1.2")

@@ -41,7 +41,8 @@ from .slots import SharedSlotRegistry, SlotRegistry, SlotReport
 
 LOG = logging.getLogger(__name__)
 
-RPC_API_VERSION = "1.1"       # 1.1: list_networks, create_network, delete_network
+RPC_API_VERSION = "1.2"       # 1.1: list_networks, create_network, delete_network;
+#                               1.2: power_plan, power_hosts
 
 
 def default_runners(conf, store):
@@ -135,6 +136,15 @@ class Orchestrator:
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self.host_power = None                      # [host_power] enabled: drain, off, wake
+        if "host_power" in conf and conf.host_power.enabled:
+            from .hostpower import HostPower
+            self.host_power = HostPower(
+                conf, self.store, self.zones, self.registry,
+                marginal=power if hasattr(power, "model") else None,
+                launcher=self._launch_on)
+            self.registry.unavailable = self.host_power.unavailable
+            self.placement.host_power = self.host_power
         self.hierarchy = None                       # [hierarchy] enabled: parent over zones
         if "hierarchy" in conf and conf.hierarchy.enabled:
             from .hierarchy import HierarchicalPlacer
@@ -145,6 +155,12 @@ class Orchestrator:
         self._transports = []
         if self.members is not None:                # zones known: peers can be recovered
             self.members.ready()
+
+    def _launch_on(self, zone: str, host: str, service: str):
+        """One instance of ``service`` on ``host`` (a host just woken for it)."""
+        from .deploy import deploy
+        return deploy(self.store, self.registry, self.zones[zone], self.store.service(service),
+                      host=host)
 
     def recover_worker(self, worker_id: str) -> dict:
         """Take over what a dead orchestrator (``worker_id``) left in flight. Each of its
@@ -278,6 +294,22 @@ class Orchestrator:
         self.registry.forget(row.id)
         return {"terminated": row.id}
 
+    # -- host power ([host_power]) --
+    def _host_power(self):
+        """The manager; without [host_power] enabled a plan-only one (no BMC acts)."""
+        if self.host_power is not None:
+            return self.host_power
+        from .hostpower import HostPower
+        return HostPower(self.conf, self.store, self.zones, self.registry,
+                         marginal=self.placement.power if hasattr(self.placement.power, "model")
+                         else None)
+
+    def power_plan(self) -> dict:
+        return self._host_power().plan()
+
+    def power_hosts(self) -> list[dict]:
+        return [v.to_dict() for v in self._host_power().views()]
+
     # -- networks (virtual links) of the zones --
     def _zone(self, zone):
         if zone not in self.zones:
@@ -346,6 +378,8 @@ class Orchestrator:
                 self.slot_pollers[-1].start()
         if agent and o.ns_scaler_interval > 0:          # NS scale out/in from slots, heal
             self.ns.start_scaler(o.ns_scaler_interval)
+        if agent and self.host_power is not None:       # resume, then the power loop
+            self.host_power.start()
         LOG.info("orchestrator serving topic %s (RPC %s), slot updates on %s, zones: %s",
                  o.topic, RPC_API_VERSION, o.notification_topic, ", ".join(self.zones))
 
@@ -368,6 +402,8 @@ class Orchestrator:
             self.members = None
         if self.ns.scaler is not None:
             step("ns scaler", self.ns.stop_scaler)
+        if self.host_power is not None:
+            step("host power", self.host_power.stop)
         if self._agent:
             step("slot agent", self._agent.stop)
         for p in self.slot_pollers:
@@ -458,6 +494,14 @@ class OrchestratorEndpoint:
     @rpc_method
     def delete_network(self, ctxt, zone, network):
         return self.orch.delete_network(zone, network)
+
+    @rpc_method
+    def power_plan(self, ctxt):
+        return self.orch.power_plan()
+
+    @rpc_method
+    def power_hosts(self, ctxt):
+        return self.orch.power_hosts()
 
 
 def main(argv=None) -> int:

@@ -79,6 +79,9 @@ class SlotRegistry:
         self._reserved: dict[tuple[str, str], list[float]] = {}
         self.aliases: dict[str, dict[str, float]] = {}
         self._decision = threading.Lock()
+        # () -> {"zone/host": reason} of hosts out of service (hostpower: draining, off, ...):
+        # their instances offer no slots
+        self.unavailable = None
 
     def decision(self):
         """Held around a decision that reads free slots and then reserves one (the resolver):
@@ -145,6 +148,7 @@ class SlotRegistry:
         """(report, free slots for ``service``) per instance that serves it, aliases applied."""
         now = self.clock() if now is None else now
         out = []
+        away = self.unavailable() if self.unavailable is not None else {}
         with self._lock:
             bases = {service: 1.0}
             for base, als in self._aliases().items():
@@ -153,6 +157,8 @@ class SlotRegistry:
             reports, reserved = self._state()
             for key, rep in reports.items():
                 if rep.service not in bases or now - rep.at > self.ttl:
+                    continue
+                if away and f"{rep.zone}/{rep.host}" in away:
                     continue
                 ratio = bases[rep.service]
                 live = self._live(key, rep, now, reserved)
@@ -165,6 +171,28 @@ class SlotRegistry:
     def reports(self) -> list[SlotReport]:
         with self._lock:
             return list(self._state()[0].values())
+
+    def last_reserved(self, instance: str) -> float | None:
+        """When the newest slot of ``instance`` was handed out (None: none is counted)."""
+        with self._lock:
+            times = [t for (inst, _), ts in self._state()[1].items() if inst == instance
+                     for t in ts]
+        return max(times) if times else None
+
+    def sessions_done(self, instance: str, total: int, since: float,
+                      used: int | None = None) -> bool:
+        """Whether ``instance`` (out of service since ``since``) has no live session: ``used``
+        (the VNF's own count, when its zone reads it) is 0, else its latest report, newer than
+        ``since``, shows all ``total`` slots free; and no slot handed out counts any more (a
+        client given one may still connect within ``reservation_ttl``)."""
+        last = self.last_reserved(instance)
+        if last is not None and self.clock() - last < self.reservation_ttl:
+            return False
+        if used is not None:
+            return used == 0
+        reps = [r for r in self.reports() if r.instance == instance]
+        return bool(reps) and total > 0 and all(r.at > since and r.slots >= total
+                                                 for r in reps)
 
     def aggregate(self, service: str, level: str = "zone") -> dict:
         """Free slots for ``service`` summed per instance | host | zone | region."""

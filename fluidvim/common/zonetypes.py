@@ -152,6 +152,27 @@ class ZoneAdapter(abc.ABC):
         """Whether this zone can start ``service`` on demand (else its queuing delay is infinite)."""
         return True
 
+    # -- host power (fluidvim.orchestrator.hostpower): zones whose scheduler can empty a host --
+    can_drain = False
+    """The zone can stop placing on a host and move its instances elsewhere (drain_host)."""
+
+    def set_host_eligible(self, host: str, eligible: bool) -> None:
+        """Let (or stop) the zone's own scheduler place instances on ``host``."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) cannot change a host's eligibility")
+
+    def drain_host(self, host: str, deadline_s: float) -> None:
+        """Move every instance off ``host`` (the zone starts them elsewhere); return when none
+        is left there; ZoneError if that does not happen within ``deadline_s``."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) cannot drain a host")
+
+    def host_ready(self, host: str) -> bool:
+        """Whether ``host`` is up in the zone (after a power-on), eligible or not."""
+        return any(h.name == host for h in self.hosts())
+
+    def instance_sessions(self, instance_id: str) -> int | None:
+        """Live sessions of an instance as its VNF counts them now (None: unknown here)."""
+        return None
+
     def next_launch_kind(self, service: str) -> str | None:
         """fluidvim.vnf.states WARM or COLD: what the next on-demand launch would be (None = the zone cannot
         tell). The queuing delay is estimated from past launches of that kind."""

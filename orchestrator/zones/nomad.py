@@ -12,6 +12,13 @@
               until its allocation runs; on failure (no eligible node, task failed, timeout) the
               job is purged and :class:`ZoneError` says why.
 * terminate = deregister with purge and wait until the allocation stopped.
+* drain     = host power (``hostpower``): :meth:`NomadZone.set_host_eligible` is the node's
+              scheduling eligibility, :meth:`NomadZone.drain_host` Nomad's node drain (its
+              scheduler moves the node's allocations to eligible nodes; done when none of the
+              node's fluidvim allocations runs and each moved job runs elsewhere),
+              :meth:`NomadZone.host_ready` the node ready with a healthy driver (eligible or
+              not); :meth:`NomadZone.instance_sessions` the VNF's live sessions from its
+              vnf-stats.json.
 * launch times come from Nomad's own timestamps: job ``SubmitTime`` → the task's ``Started``
               event (scheduling + driver), kept for jobs still known to Nomad and for the
               launches this adapter made.
@@ -197,17 +204,21 @@ class NomadZone(ZoneAdapter):
             self._services[job_id] = (job.get("Meta") or {}).get(META_SERVICE)
         return self._services[job_id]
 
-    def _vnf_free(self, alloc_id: str) -> int | None:
-        """The VNF's free slots from the task's vnf-stats.json (None: not there yet, or stale)."""
+    def _vnf_slots(self, alloc_id: str, key: str = "free") -> int | None:
+        """The VNF's ``free`` (or ``used``) slots from the task's vnf-stats.json (None: not there
+        yet, or stale)."""
         try:
             text = self.api.client.cat.read_file(alloc_id, path=f"{TASK}/{STATS_FILE}")
             doc = json.loads(text)
-            free = int(doc["stats"]["slots"]["free"])
+            n = int(doc["stats"]["slots"][key])
         except (nexc.BaseNomadException, requests.RequestException, ValueError, KeyError,
                 TypeError):
             return None
         age = _age_s(doc.get("time"))
-        return free if age is not None and age <= self.stats_max_age else None
+        return n if age is not None and age <= self.stats_max_age else None
+
+    def _vnf_free(self, alloc_id: str) -> int | None:
+        return self._vnf_slots(alloc_id, "free")
 
     def instance_slots(self) -> dict[str, dict]:
         """{job id: {"name", "service", "host", "alloc", "free", "basis", "delay_s", ...}} of
@@ -417,6 +428,76 @@ class NomadZone(ZoneAdapter):
             return bool(self._nodes())
         except ZoneError:
             return False
+
+    # -- host power: eligibility, node drain ---------------------------------------------------
+
+    can_drain = True
+
+    def _node(self, host: str) -> dict:
+        for n in self._call("listing nodes", self.api.nodes.get_nodes):
+            if n.get("Name") == host and n.get("Datacenter") == self.datacenter:
+                return n
+        raise ZoneError(f"zone {self.name}: no Nomad node named {host!r} in datacenter "
+                        f"{self.datacenter}")
+
+    def set_host_eligible(self, host: str, eligible: bool) -> None:
+        nid = self._node(host)["ID"]
+        self._call("setting the node's eligibility", self.api.node.eligible_node, nid,
+                   **({"eligible": True} if eligible else {"ineligible": True}))
+
+    def _running_on(self, node_id: str) -> list[dict]:
+        jobs = {j["ID"] for j in self._fluidvim_jobs()}
+        allocs = self._call("reading the node's allocations", self.api.node.get_allocations,
+                            node_id)
+        return [a for a in allocs if a.get("JobID") in jobs
+                and a.get("ClientStatus") in ("running", "pending")
+                and a.get("DesiredStatus") == "run"]
+
+    def drain_host(self, host: str, deadline_s: float) -> None:
+        """Nomad's node drain (the node ineligible; its scheduler places the fluidvim jobs'
+        allocations on other nodes), then wait until none runs on ``host`` and each moved job
+        runs elsewhere."""
+        node = self._node(host)
+        moving = {a["JobID"] for a in self._running_on(node["ID"])}
+        spec = {"Deadline": int(deadline_s * 1e9), "IgnoreSystemJobs": False}
+        self._call("draining the node", self.api.node.drain_node_with_spec, node["ID"], spec,
+                   mark_eligible=False)
+        deadline = time.monotonic() + deadline_s + 30.0
+        while True:
+            left = self._running_on(node["ID"])
+            elsewhere = set()
+            if not left:
+                for job in moving:
+                    allocs = self._call("reading allocations", self.api.job.get_allocations, job)
+                    if any(a.get("ClientStatus") == "running" and a.get("NodeID") != node["ID"]
+                           for a in allocs):
+                        elsewhere.add(job)
+                if elsewhere == moving:
+                    return
+            if time.monotonic() > deadline:
+                raise ZoneError(
+                    f"zone {self.name}: draining {host} did not finish in {deadline_s:g} s: "
+                    f"{len(left)} allocation(s) still there, "
+                    f"{sorted(moving - elsewhere)} not running elsewhere")
+            time.sleep(0.2)
+
+    def host_ready(self, host: str) -> bool:
+        try:
+            n = self._node(host)
+        except ZoneError:
+            return False
+        drv = (n.get("Drivers") or {}).get(DRIVER) or {}
+        return n.get("Status") == "ready" and bool(drv.get("Detected") and drv.get("Healthy"))
+
+    def instance_sessions(self, instance_id: str) -> int | None:
+        try:
+            allocs = self._call("reading allocations", self.api.job.get_allocations, instance_id)
+        except nexc.URLNotFoundNomadException:
+            return None
+        running = [a for a in allocs if a.get("ClientStatus") == "running"]
+        if len(running) != 1:
+            return None
+        return self._vnf_slots(running[0]["ID"], "used")
 
 
 def _num(v) -> float | None:
