@@ -189,6 +189,14 @@ class APIClient:
     def create_network(self, zone, name):
         return self.request("POST", "/v1/networks", {"zone": zone, "name": name})
 
+    def power_plan(self):
+        raise APIError("power plan: not in fluidvim-api's REST API yet; run it against the "
+                       "orchestrator's message bus (without --api-url)")
+
+    def power_hosts(self):
+        raise APIError("power hosts: not in fluidvim-api's REST API yet; run it against the "
+                       "orchestrator's message bus (without --api-url)")
+
     def delete_network(self, zone, network):
         return self.request("DELETE", f"/v1/networks/{_q(zone)}/{_q(network)}")
 

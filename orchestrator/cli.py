@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   fluidvim placement explain 3f2a9c1e   # why that zone/host: filtered, probed/cached, scores, rule
   fluidvim resolve fw                   # an instance with a free slot, else a fast-track launch
   fluidvim slots fw --level host
+  fluidvim power plan                   # hosts to power off and the saving
 """
 
 
@@ -90,8 +91,16 @@ def cmd_place(args, api):
     _out(args, api.place(args.service, location=args.location, deploy=args.deploy), text)
 
 
+def _watts(w) -> str:
+    return "marginal -" if w is None else f"marginal {w:.1f} W"
+
+
 def print_explanation(d, out=sys.stdout):
     w = functools.partial(print, file=out)
+    marginal = {}                       # candidate -> marginal watts (the filter step's record)
+    for step in d["steps"]:
+        if step["name"] == "filter":
+            marginal = step["record"].get("power_w_marginal") or {}
     w(f"placement {d['id']} of {d['service']}: {d['status']} -> "
       f"{d['zone'] or '-'}/{d['host'] or '-'} in {d['total_ms']:.1f} ms")
     for step in d["steps"]:
@@ -100,6 +109,9 @@ def print_explanation(d, out=sys.stdout):
         if step["name"] == "filter":
             w(f"  kept {len(r['kept'])}: {', '.join(r['kept'][:10])}"
               + (" ..." if len(r['kept']) > 10 else ""))
+            for key in r["kept"][:20]:
+                if key in marginal:
+                    w(f"  {key}: {_watts(marginal[key])} for one more VNF")
             for f in r["filtered"][:20]:
                 w(f"  filtered {f['candidate']}: {f['reason']}")
             if len(r["filtered"]) > 20:
@@ -113,9 +125,13 @@ def print_explanation(d, out=sys.stdout):
             w(f"  analyzer {r['analyzer']}: {r['count']} score(s)")
             for s in r["scores"][:10]:
                 w(f"  {s['score']:10.4f}  {s['candidate']}  slots~{s['slots_estimate']}  "
+                  f"{_watts(marginal.get(s['candidate']))}  "
                   + "; ".join(map(str, s["reasons"]))[:160])
         elif step["name"] == "decide":
             w(f"  rule: {r['rule']}")
+            for b in r.get("band", [])[:10]:
+                w(f"  in the band: {b['candidate']}  score {b['score']:.4g}  "
+                  f"{_watts(b.get('power_w_marginal'))}  cpu_util {b.get('cpu_util')}")
         elif step["name"] == "parent":            # hierarchical placement ([hierarchy])
             w(f"  topology {r.get('topology')}, ingress {r.get('ingress')}, bound "
               f"{r.get('max_latency_ms')} ms, tolerable delay {r.get('max_queuing_delay_s')} s: "
@@ -216,6 +232,52 @@ def cmd_network_rm(args, api):
         _out(args, api.delete_network(args.zone, net), lambda r: print(f"deleted {r['deleted']}"))
 
 
+POWER_EXAMPLES = """examples:
+  fluidvim power plan              # hosts in service, the ones to power off, the saving
+  fluidvim power plan --json       # the same as JSON (moves, watts before/after, kWh/day)
+  fluidvim power hosts             # every host with a BMC: on, draining, off, waking, failed
+(the plan is [host_power]'s: hosts at or below consolidate_u_low can be emptied; powering off
+needs a BMC in [host_power] bmcs; the orchestrator's power loop acts on it when enabled)
+"""
+
+
+@_command
+def cmd_power_plan(args, api):
+    def text(p):
+        print(f"{'HOST':<36} {'U':>6} {'WATTS':>8} {'VNFS':>5}  PLAN")
+        off = {c["host"]: c for c in p["power_off"]}
+        for name, h in sorted(p["hosts"].items()):
+            c = off.get(name)
+            plan = ("power off (empty)" if c and c["empty"] else
+                    "empty it, power off" if c else "keep on")
+            if c and not c["bmc"]:
+                plan += " - no BMC: stays on"
+            print(f"{name:<36} {h['u']:>6.2f} {h['watts']:>8.1f} {len(h['instances']):>5}  {plan}")
+        for name in p["off"]:
+            print(f"{name:<36} {'-':>6} {'0.0':>8} {'-':>5}  out of service (powered off, "
+                  "draining, waking or failed)")
+        for m in p["moves"]:
+            print(f"  move {m['vnf']}: {m['src']} -> {m['dst']} ({m['demand']:g} CPU)")
+        for k, why in sorted(p["skipped"].items()):
+            print(f"  not in the plan: {k}: {why}")
+        print(f"power off: {', '.join(c['host'] for c in p['power_off']) or 'nothing'}; "
+              f"{p['watts_before']:.1f} W -> {p['watts_after']:.1f} W: saves "
+              f"{p['saved_watts']:.1f} W = {p['saved_kwh_per_day']:.2f} kWh/day "
+              f"(u_low {p['u_low']})")
+    _out(args, api.power_plan(), text)
+
+
+@_command
+def cmd_power_hosts(args, api):
+    def text(rows):
+        print(f"{'HOST':<36} {'STATE':<16} {'SERVICE':<8} {'BMC SAYS':<9} ERROR")
+        for r in rows:
+            print(f"{r['zone'] + '/' + r['host']:<36} {r['state']:<16} "
+                  f"{'yes' if r['in_service'] else 'no':<8} {r['power'] or '-':<9} "
+                  f"{r['error'] or ''}")
+    _out(args, api.power_hosts(), text)
+
+
 # One function per top-level command, filling in the parser fluidvim.cmd.cli made for it (when that
 # command is given: see fluidvim.cmd.cli.COMMANDS, which holds their one-line help).
 FMT = argparse.RawDescriptionHelpFormatter
@@ -287,6 +349,17 @@ def zone_parser(z):
     z.formatter_class, z.epilog = FMT, "examples:\n  fluidvim zone list\n"
     zsub = z.add_subparsers(dest="zone_command", required=True)
     common(zsub.add_parser("list", help="list zones")).set_defaults(func=cmd_zone_list)
+
+
+def power_parser(pw):
+    pw.formatter_class, pw.epilog = FMT, POWER_EXAMPLES
+    psub = pw.add_subparsers(dest="power_command", required=True)
+    common(psub.add_parser("plan", help="the consolidation plan: hosts to power off, saving",
+                           formatter_class=FMT, epilog=POWER_EXAMPLES)
+           ).set_defaults(func=cmd_power_plan)
+    common(psub.add_parser("hosts", help="power states of the hosts with a BMC",
+                           formatter_class=FMT, epilog=POWER_EXAMPLES)
+           ).set_defaults(func=cmd_power_hosts)
 
 
 def slots_parser(sl):

@@ -285,6 +285,7 @@ COMMANDS = {
     "resolve": ("a slot for one new session of a service", f"{_ORCH}:resolve_parser"),
     "zone": ("zones, hosts, environment types, queuing delay", f"{_ORCH}:zone_parser"),
     "slots": ("free session slots the orchestrator knows of", f"{_ORCH}:slots_parser"),
+    "power": ("host power: consolidation plan, hosts off/on", f"{_ORCH}:power_parser"),
     "instance": ("instances the orchestrator started", f"{_ORCH}:instance_parser"),
     "network": ("networks (virtual links) of the zones", f"{_ORCH}:network_parser"),
     "ns": ("network services from NFV descriptors (SOL006 / OSM IM)",
