@@ -68,6 +68,8 @@ class FleetZone(SyntheticZone):
         self.used = {h.id: 0 for h in hosts}
         self.eligible = {h.id: True for h in hosts}
         self._open = {h.id: None for h in hosts}           # hosts that can take one more VNF
+        self._asleep_open: dict = {}                        # powered off, offered to wake
+        self.list_off = False                               # list powered-off hosts as hosts()
 
     def environments(self):
         return {self.env.uid: self.env}
@@ -75,13 +77,23 @@ class FleetZone(SyntheticZone):
     def hosts(self) -> list[HostInfo]:
         return [self.info[h] for h in self._open]
 
+    def asleep(self) -> list[str]:
+        """Powered-off hosts the simulator offers to wake (eligible, with room)."""
+        return [h for h in self._asleep_open]
+
     def _refresh(self, host: str):
         info = self.info[host]
         info.cpu_util = min(1.0, self.used[host] / self.threads[host])
-        if self.eligible[host] and self.used[host] < self.threads[host]:
+        room = self.eligible[host] and self.used[host] < self.threads[host]
+        off = info.labels.get("power_state") == "off"
+        if room and (not off or self.list_off):
             self._open[host] = None
         else:
             self._open.pop(host, None)
+        if room and off:
+            self._asleep_open[host] = None
+        else:
+            self._asleep_open.pop(host, None)
 
     def add(self, host: str, k: int = 1):
         self.used[host] += k
@@ -93,20 +105,31 @@ class FleetZone(SyntheticZone):
 
     def set_power(self, host: str, on: bool):
         self.info[host].labels["power_state"] = "on" if on else "off"
+        self._refresh(host)
 
 
 class FluidvimPolicy:
     """The orchestrator's placement (and, with ``consolidate``, its consolidation)."""
 
+    WAKE_RULES = ("order", "idle", "engine")
+
     def __init__(self, measurement: dict, services, *, consolidate: bool = False,
-                 launch_ms: float = 61.6, u_low: float = 0.5, horizon_s: float = 3600.0,
-                 boot_s: float = 260.0, trend_s: float = 900.0, workdir: str | None = None):
+                 launch_ms: float = 61.6, launch_cpu_s: float = 0.0296, u_low: float = 0.5,
+                 horizon_s: float = 3600.0, boot_s: float = 260.0, trend_s: float = 900.0,
+                 wake: str = "order", workdir: str | None = None):
+        """``wake``: which powered-off host a refused placement wakes - ``order``
+        (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
+        watts), ``engine`` (the off hosts are candidates of the placement itself)."""
+        if wake not in self.WAKE_RULES:
+            raise ValueError(f"wake={wake!r}: use one of {', '.join(self.WAKE_RULES)}")
+        self.wake = wake
         self.name = "fluidvim-consolidate" if consolidate else "fluidvim"
         self.measurement = measurement
         self.services = {s.name: s for s in services}
         self.do_consolidate = consolidate
         self.launch_ms = launch_ms
         self.u_low, self.horizon_s, self.boot_s, self.trend_s = u_low, horizon_s, boot_s, trend_s
+        self.launch_cpu_s = launch_cpu_s
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
         self.orch = None
@@ -118,8 +141,13 @@ class FluidvimPolicy:
         self.hosts = {h.id: h for h in hosts}
         lib = power.library()
         self.curves = {h.id: lib.curve(h.model) for h in hosts}
+        # a move costs the launch that replaces the VNF: its CPU time at the fleet's mean
+        # dynamic watts per hardware thread
+        per_thread = [(c.max_w - c.idle_w) / self.hosts[h].cores for h, c in self.curves.items()]
+        self.move_j = self.launch_cpu_s * sum(per_thread) / len(per_thread)
         env = environment(self.measurement)
         self.zone = FleetZone(hosts, env, self.launch_ms)
+        self.zone.list_off = self.wake == "engine"
         conf = orchconf.make_conf(connection=f"sqlite:///{self.workdir}/orchestrator.sqlite",
                                   local_zone=False)
         self.orch = Orchestrator(conf, zones=[self.zone],
@@ -144,23 +172,36 @@ class FluidvimPolicy:
             self.decision_ms.append(p.total_ms)
             for k, ms in p.step_ms.items():
                 self.steps_ms[k].append(ms)
-            if p.host is None:
+            host = p.host
+            if host is None:
+                host = self._wake_one()        # the hosts in service are full: wake one
+            if host is None:
                 out.append(Placement(inst, None))
                 continue
-            self._add(inst, shape.service, p.host)
-            out.append(Placement(inst, p.host))
+            self._add(inst, shape.service, host)
+            out.append(Placement(inst, host))
         return out
+
+    def _wake_one(self) -> str | None:
+        """The powered-off host to wake for a refused placement (the orchestrator wakes one
+        when the slots run out); from now on it is in service for the placements."""
+        off = self.zone.asleep()
+        if not off or self.wake == "engine":
+            return None
+        if self.wake == "idle":
+            h = min(off, key=lambda h: (self.curves[h].idle_w, h))
+        else:
+            h = power.wake_order([self._fleet_host(h) for h in off])[0]
+        self.zone.set_power(h, True)
+        return h
 
     def scale_in(self, service: str, n: int) -> list[str]:
         mine = self.by_service.get(service, {})
         if n > len(mine):
             raise ValueError(f"scale_in({service!r}, {n}): only {len(mine)} instance(s)")
-        order = scale_in_order(
-            {h: len(self.on_host[h]) for h in set(mine.values())},
-            {h: self.curves[h] for h in set(mine.values())},
-            {h: self.hosts[h].cores for h in set(mine.values())})
+        hosts = [self._fleet_host(h) for h in sorted(set(mine.values()))]
         out = []
-        for h in order:
+        for h in power.scale_in_order(hosts):
             for inst in sorted(i for i in self.on_host[h] if i in mine):
                 out.append(inst)
                 if len(out) == n:
@@ -191,6 +232,11 @@ class FluidvimPolicy:
             self._tmp = None
 
     # -- bookkeeping --
+    def _fleet_host(self, h: str) -> power.FleetHost:
+        """A host as the orchestrator's power helpers see it: one vCPU per VNF."""
+        return power.FleetHost(h, self.curves[h], capacity=float(self.hosts[h].cores),
+                               load={i: 1.0 for i in self.on_host[h]})
+
     def _add(self, inst: str, service: str, host: str):
         self.where[inst] = (service, host)
         self.by_service[service][inst] = host
@@ -213,30 +259,17 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
     def consolidate(self, now: float) -> list[str]:
         """Hosts to empty now: the orchestrator's consolidation plan over the awake eligible
         hosts, only while demand is not rising, only when the watts it saves over
-        ``horizon_s`` outweigh a later wake of those hosts."""
+        ``horizon_s`` outweigh the moves and a later wake of those hosts (a boot at peak
+        power)."""
         total = len(self.where)
         self.count_log.append((now, total))
         while self.count_log and self.count_log[0][0] < now - self.trend_s:
             self.count_log.popleft()
         if self.count_log[0][1] < total:                      # demand is rising: keep hosts
             return []
-        fleet = []
-        for h, info in self.zone.info.items():
-            if not self.zone.eligible[h] or info.labels.get("power_state") == "off":
-                continue
-            fh = power.FleetHost(h, self.curves[h], capacity=float(self.hosts[h].cores),
-                                 load={i: 1.0 for i in self.on_host[h]})
-            fleet.append(fh)
-        plan = power.consolidation_plan(fleet, u_low=self.u_low, apply=False)
-        if not plan.sleep:
-            return []
-        wake_back = sum(self.boot_s * self.curves[h].max_w for h in plan.sleep)
-        if plan.saved_watts * self.horizon_s <= wake_back:
-            return []
+        fleet = [self._fleet_host(h) for h, info in self.zone.info.items()
+                 if self.zone.eligible[h] and info.labels.get("power_state") != "off"]
+        plan = power.consolidation_plan(
+            fleet, u_low=self.u_low, horizon_s=self.horizon_s, move_j=self.move_j,
+            wake_j=lambda fh: self.boot_s * fh.model.watts(1.0))
         return list(plan.sleep)
-
-
-def scale_in_order(counts: dict, curves: dict, threads: dict) -> list:
-    """Hosts to take instances from first on scale-in: the fewest instances (it empties and can
-    power off soonest), then the most idle watts per hardware thread (the least efficient)."""
-    return sorted(counts, key=lambda h: (counts[h], -curves[h].idle_w / threads[h], h))

@@ -24,7 +24,8 @@ def make(name: str, *, measurement: dict, services, cfg, seed: int):
     if name in ("fluidvim", "fluidvim-consolidate"):
         from .fluidvim_policy import FluidvimConsolidatePolicy, FluidvimPolicy
         cls = FluidvimConsolidatePolicy if name == "fluidvim-consolidate" else FluidvimPolicy
-        return cls(measurement, services, launch_ms=cfg.launch_s * 1000.0, boot_s=cfg.boot_s)
+        return cls(measurement, services, launch_ms=cfg.launch_s * 1000.0,
+                   launch_cpu_s=cfg.launch_cpu_s, boot_s=cfg.boot_s)
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
 
 

@@ -27,9 +27,10 @@ an interval is ``host watts * (VNF CPU time / host busy CPU time)`` from ``/proc
 Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :func:`pabfd_choose`
 (power-aware best-fit decreasing: the host with the least power increase that fits),
 :func:`first_fit` / :func:`worst_fit` for comparison, :func:`consolidation_plan` (which hosts can
-be emptied onto the others and sleep, net of what moving and waking them again costs) and
-:func:`scale_in_order` (which hosts a service scales in from first). ``bench/energy`` runs them
-against Nomad's and Nova's schedulers on fleets drawn from the CSV.
+be emptied onto the others and sleep, net of what moving and waking them again costs),
+:func:`scale_in_order` (which hosts a service scales in from first) and :func:`wake_order` (which
+powered-off host to wake first). ``bench/energy`` runs them against Nomad's and Nova's
+schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
 Redfish, /proc and attribution), :mod:`.chain` (the ``[power]`` options, the fallback chain,
@@ -62,6 +63,7 @@ from .fleet import (  # noqa: F401
     marginal_watts,
     pabfd_choose,
     scale_in_order,
+    wake_order,
     worst_fit,
 )
 from .models import (  # noqa: F401

@@ -246,5 +246,17 @@ def scale_in_order(hosts) -> list[str]:
                                                          h.name))]
 
 
+def wake_order(hosts, u: float = 0.7) -> list[str]:
+    """Powered-off hosts to wake first: the fewest watts per unit of capacity once the host runs
+    at utilisation ``u`` (it is woken to be filled), then the least idle watts. Waking the host
+    with the least idle watts instead prefers small old servers that fill at once and are
+    inefficient per VNF (bench/energy measures both)."""
+    u = _check_u(u, "u")
+    if u <= 0:
+        raise PowerError("wake_order: u must be > 0 (the utilisation a woken host runs at)")
+    return [h.name for h in sorted(hosts, key=lambda h: (h.model.watts(u) / (u * h.capacity),
+                                                         h.model.watts(0.0), h.name))]
+
+
 def fleet_watts(hosts) -> float:
     return sum(h.watts() for h in hosts)

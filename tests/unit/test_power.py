@@ -687,6 +687,21 @@ def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
     assert power.scale_in_order([d, b, a]) == ["a", "b", "d"]
 
 
+def test_wake_order_prefers_watts_per_thread_at_load_over_idle_watts():
+    lib = power.SpecpowerLibrary()
+    small = power.FleetHost("small", lib.curve("spec0128"), capacity=8)     # 11.6 W idle
+    big = power.FleetHost("big", lib.curve("spec0127"), capacity=112)       # 49.9 W idle
+    old = power.FleetHost("old", lib.curve("spec0120"), capacity=16)        # 88.5 W idle
+    per_thread = {h.name: h.model.watts(0.7) / (0.7 * h.capacity) for h in (small, big, old)}
+    assert per_thread["big"] < per_thread["small"] < per_thread["old"]
+    assert power.wake_order([old, small, big]) == ["big", "small", "old"]
+    # at full load the order is by peak watts per thread
+    assert power.wake_order([old, small, big], u=1.0)[0] == min(
+        (small, big, old), key=lambda h: h.model.watts(1.0) / h.capacity).name
+    with pytest.raises(power.PowerError, match="u must be > 0"):
+        power.wake_order([big], u=0.0)
+
+
 def test_list_opts_and_entry_point():
     from importlib.metadata import entry_points
     names = {o.name for _, opts in power.list_opts() for o in opts}
