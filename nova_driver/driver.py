@@ -5,7 +5,7 @@
 A Nova server is one VNF of the launch core (:class:`fluidvim.vnf.manager.VNFManager`), named after
 the instance UUID. The Glance image *is* the VNF kernel (a PVH ELF, disk_format ``aki`` or
 ``raw``): it is downloaded once into a cache keyed by image id and checksum and booted directly —
-no disk, no resize, no config drive, no key injection. A boot whose kernel is cached and whose
+no disk, no config drive, no key injection. A boot whose kernel is cached and whose
 image properties Nova's boot-time snapshot holds whole needs no Glance round trip at all
 (:mod:`~fluidvim.nova_driver.imagecache`). What the VNF runs comes from the flavor's
 extra specs and the image's properties:
@@ -38,6 +38,11 @@ With ``[vnf] pool_size`` > 0 a server is a warm launch when a shell of its shape
 memory = ``[vnf] memory_mb``, 1 vCPU, NIC count (its VIFs, or ``fluidvim:nics``) =
 ``[vnf] pool_nics``, and the image's kernel the same bytes as ``[vnf] kernel``; Neutron ports'
 MACs and devnames do not prevent it.
+
+Cold migrate, resize (also to the same host) and evacuate start the VNF on the target from the
+server's spec and remove it on the source; live migration is refused with what to do instead; a VNF
+that a move cut short is removed when its nova-compute restarts
+(:mod:`~fluidvim.nova_driver.moves`).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from fluidvim.nova_driver import (
     vifs as vifmod,
 )
 from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
+from fluidvim.nova_driver.moves import LIVE_MIGRATION_REFUSED, MoveMixin
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod, states as vstates
 from fluidvim.vnf.control import ControlError
@@ -121,11 +127,13 @@ def _host_memory_mb() -> int:
     return 0
 
 
-class UnikernelDriver(driver.ComputeDriver):
+class UnikernelDriver(MoveMixin, driver.ComputeDriver):
     """Servers are unikernel VNFs started by fluidvim's launch core."""
 
     capabilities = dict(
         driver.ComputeDriver.capabilities,
+        # a VNF is recreated from its spec on another host (moves.py)
+        supports_evacuate=True,
         # the image is the kernel: an "aki" (kernel image) or a raw upload of the ELF
         supports_image_type_aki=True,
         supports_image_type_raw=True,
@@ -174,8 +182,9 @@ class UnikernelDriver(driver.ComputeDriver):
         if CONF.vnf.pool_size:
             key = self.manager.start_pool()
             LOG.info("fluidvim: warm pool %s of %d shells", key, CONF.vnf.pool_size)
+        # publishing starts in process_instances_at_startup, after Nova's evacuation cleanup
         self._slot_notes = fslots.SlotNotifications.start_if_enabled(
-            CONF, lambda: self.manager, self.names, host)
+            CONF, lambda: self.manager, self.names, host, start=False)
 
     def cleanup_host(self, host):
         if self._slot_notes is not None:
@@ -310,7 +319,7 @@ class UnikernelDriver(driver.ComputeDriver):
             self.power_off(instance)
 
     def _start(self, context, instance, image_id, network_info, allocations=None,
-               image_meta=None):
+               image_meta=None, wait_vifs=True):
         t0 = time.perf_counter()
         phases = {}
         if not image_id:
@@ -343,7 +352,8 @@ class UnikernelDriver(driver.ComputeDriver):
         # the name is written in the launch's own commit: no VNF, no name
         args["on_record"] = self.names.writer(instance.uuid, iname) if iname else None
         try:
-            res = self._launch_when_plugged(instance, kernel, args, network_info, phases)
+            res = self._launch_when_plugged(instance, kernel, args, network_info, phases,
+                                            wait_vifs)
         except BaseException:
             if os_vifs:             # like the libvirt driver's _cleanup_failed_start
                 vifmod.unplug(instance, network_info)
@@ -366,11 +376,13 @@ class UnikernelDriver(driver.ComputeDriver):
                  "cached" if cached else "downloaded", phases, instance=instance)
         return res
 
-    def _launch_when_plugged(self, instance, kernel, args, network_info, phases):
+    def _launch_when_plugged(self, instance, kernel, args, network_info, phases,
+                             wait_vifs=True):
         """Launch the VNF; like the libvirt driver, VIFs Neutron reports down must come up
-        (network-vif-plugged, sent once its agent sees the tap) before the server is ACTIVE."""
+        (network-vif-plugged, sent once its agent sees the tap) before the server is ACTIVE —
+        unless ``wait_vifs`` is false (a migration's target, as the libvirt driver's)."""
         timeout = CONF.vif_plugging_timeout
-        events = vifmod.plug_events(network_info) if timeout else []
+        events = vifmod.plug_events(network_info) if timeout and wait_vifs else []
         t = time.perf_counter()
         try:
             with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
@@ -554,8 +566,14 @@ class UnikernelDriver(driver.ComputeDriver):
             raise exception.NovaException(f"fluidvim: {e}") from None
 
     def power_off(self, instance, timeout=0, retry_interval=0):
-        self._destroy_vnfs(instance.uuid)
+        self._vnf_off(instance)
+
+    def _vnf_off(self, instance, forget: bool = False) -> int:
+        """Destroy the server's VNF(s) and remember it is off (get_info: SHUTDOWN); ``forget``:
+        also its instance name and slot records (it is leaving this host)."""
+        n = self._destroy_vnfs(instance.uuid, forget=forget)
         instance.system_metadata[SYSMETA_POWER] = "off"
+        return n
 
     def power_on(self, context, instance, network_info, block_device_info=None,
                  accel_info=None, share_info=None):
@@ -696,13 +714,13 @@ def _unsupported(op: str, why: str = "unikernel VNFs have no disk or guest agent
 
 
 for _op in ("snapshot", "set_admin_password", "rescue", "unrescue", "suspend", "resume",
-            "soft_delete", "restore", "trigger_crash_dump", "migrate_disk_and_power_off",
-            "finish_migration", "finish_revert_migration", "confirm_migration", "live_migration",
-            "check_can_live_migrate_destination", "check_can_live_migrate_source",
-            "pre_live_migration", "attach_volume", "detach_volume", "swap_volume",
-            "extend_volume", "get_vnc_console", "get_spice_console", "get_serial_console",
-            "get_mks_console", "quiesce", "unquiesce", "get_volume_connector"):
+            "soft_delete", "restore", "trigger_crash_dump", "attach_volume", "detach_volume",
+            "swap_volume", "extend_volume", "get_vnc_console", "get_spice_console",
+            "get_serial_console", "get_mks_console", "quiesce", "unquiesce",
+            "get_volume_connector"):
     setattr(UnikernelDriver, _op, _unsupported(_op))
+for _op in ("live_migration", "pre_live_migration"):      # never reached: the pre-check refuses
+    setattr(UnikernelDriver, _op, _unsupported(_op, LIVE_MIGRATION_REFUSED.split(": ", 1)[1]))
 for _op in ("attach_interface", "detach_interface"):
     setattr(UnikernelDriver, _op, _unsupported(
         _op, "a VNF's NICs are fixed at boot: the microvm machine's virtio-mmio devices have no "

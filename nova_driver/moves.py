@@ -52,9 +52,13 @@ its taps and Open vSwitch: servers with Neutron ports keep their ports' devnames
 a move between two computes of one machine works for VIFs whose tap does not still exist; the
 tests move servers with launch-core tap names (``--nic none``).
 
-Live migration is refused at its pre-check on the destination (``check_can_live_migrate_*``) with
-``MigrationPreCheckError``: the server stays ACTIVE on its VNF (a NotImplementedError there would
-put it in ERROR), the message says what to do instead (cold migrate).
+Live migration is refused at its pre-check on the destination (``check_can_live_migrate_*``)
+with ``NoValidHost`` naming what to do instead (cold migrate): no host can live-migrate a VNF, so
+the conductor stops at once (a ``MigrationPreCheckError`` would make it try every other host and
+report a bare "No valid host was found") and keeps the server ACTIVE on its VNF (a
+NotImplementedError there would put it in ERROR). The message reaches the user as the API's 400
+(``openstack server migrate --live-migration`` at microversions below 2.25, the CLI's default) or
+the instance action's event (``openstack --os-compute-api-version 2.84 server event show``).
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ LOG = logging.getLogger(__name__)
 SYSMETA_STOPPED_AT = "fluidvim_move_stopped_at"   # wall clock when the source's VNF stopped
 SYSMETA_MOVE_GAP = "fluidvim_move_gap_ms"         # source stopped -> target running (ms)
 
-LIVE_MIGRATION_REFUSED = (             # Nova keeps 255 characters of a fault, with its prefix
+LIVE_MIGRATION_REFUSED = (       # Nova keeps 255 characters of a fault, "No valid host..." too
     "fluidvim: no live migration of VNFs (a VNF's state is its configuration and flavor); "
     "cold-migrate: `openstack server migrate SERVER`, then `openstack server migrate confirm "
     "SERVER`: it restarts there in milliseconds")
@@ -144,11 +148,11 @@ class MoveMixin:
     def check_can_live_migrate_destination(self, context, instance, src_compute_info,
                                            dst_compute_info, block_migration=False,
                                            disk_over_commit=False):
-        raise exception.MigrationPreCheckError(reason=LIVE_MIGRATION_REFUSED)
+        raise exception.NoValidHost(reason=LIVE_MIGRATION_REFUSED)
 
     def check_can_live_migrate_source(self, context, instance, dest_check_data,
                                       block_device_info=None):
-        raise exception.MigrationPreCheckError(reason=LIVE_MIGRATION_REFUSED)
+        raise exception.NoValidHost(reason=LIVE_MIGRATION_REFUSED)
 
     # -- restart: no half-moved VNF --
     def process_instances_at_startup(self, context, instances):

@@ -122,16 +122,28 @@ class SlotNotifications:
         self.agent = SlotAgent(self.source, self.publisher, None, f.slot_interval)
 
     @classmethod
-    def start_if_enabled(cls, conf, manager_fn, names: InstanceNames,
-                         host: str) -> SlotNotifications | None:
+    def start_if_enabled(cls, conf, manager_fn, names: InstanceNames, host: str,
+                         start: bool = True) -> SlotNotifications | None:
+        """The publisher when ``[fluidvim] slot_notifications`` is on, publishing unless
+        ``start`` is false (then :meth:`start` does)."""
         if not conf.fluidvim.slot_notifications:
             return None
         self = cls(conf, manager_fn, names, host)
+        if start:
+            self.start()
+        return self
+
+    _started = False
+
+    def start(self) -> None:
+        """Start publishing (once)."""
+        if self._started:
+            return
+        self._started = True
         self.agent.start()
         LOG.info("fluidvim: publishing slot updates of %s (zone %s, region %s) on topic %s every "
-                 "%.1f s", host, self.source.name, self.source.region, conf.fluidvim.slot_topic,
-                 conf.fluidvim.slot_interval)
-        return self
+                 "%.1f s", self.source.host_name, self.source.name, self.source.region,
+                 self.conf.fluidvim.slot_topic, self.conf.fluidvim.slot_interval)
 
     def spawned(self, instance) -> None:
         """Record the service (and AZ) of a server the driver just started."""

@@ -16,21 +16,23 @@ Deviations from the suite's defaults, each for a reason the suite itself allows:
 * the test instance's Glance image is given the VNF kernel as its data (the image *is* the
   kernel; the suite's GlanceFixture images have no data).
 * ``test_live_migration`` is skipped as in the suite's own AbstractDriverTestCase: it is the one
-  test without ``catch_notimplementederror``, and fluidvim has no live migration (VNFs are
-  relaunched, not moved). ``test_live_migration_force_complete`` is skipped for the same reason:
-  it first writes into ``driver.active_migrations``, a private dict of the libvirt and fake
-  drivers that a driver without live migration does not have.
+  test without ``catch_notimplementederror``, and fluidvim has no live migration (a VNF moves by
+  cold migration: it is started on the target from its spec, :mod:`fluidvim.nova_driver.moves`).
+  ``test_live_migration_force_complete`` is skipped for the same reason: it first writes into
+  ``driver.active_migrations``, a private dict of the libvirt and fake drivers that a driver
+  without live migration does not have.
 
 Operations fluidvim does not support raise NotImplementedError with the reason, which the suite's
 ``catch_notimplementederror`` convention records as "does not implement" (logged, not failed).
-Of the suite's 64 tests, 29 run and assert as written upstream, 2 are skipped (above) and 33
-record NotImplementedError (this module adds 3 tests of its own):
+Of the suite's 64 tests, 30 run and assert as written upstream (``test_migrate_disk_and_power_off``
+among them: the VNF is powered off for a cold move), 2 are skipped (above) and 32 record
+NotImplementedError (this module adds 3 tests of its own):
 
 * no disk, no image state (the Glance image is the kernel, booted read-only):
-  test_snapshot_running, test_snapshot_not_running, test_migrate_disk_and_power_off,
-  test_get_instance_disk_info, test_get_device_name_for_instance, test_block_stats,
-  test_attach_detach_volume, test_attach_detach_different_power_states, test_swap_volume,
-  test_get_volume_connector, test_get_volume_connector_storage_ip;
+  test_snapshot_running, test_snapshot_not_running, test_get_instance_disk_info,
+  test_get_device_name_for_instance, test_block_stats, test_attach_detach_volume,
+  test_attach_detach_different_power_states, test_swap_volume, test_get_volume_connector,
+  test_get_volume_connector_storage_ip;
 * no guest agent or rescue image: test_set_admin_password, test_rescue,
   test_unrescue_unrescued_instance, test_unrescue_rescued_instance;
 * no suspend-to-disk, soft delete or NMI in the launch core's API (it pauses and unpauses):
@@ -124,7 +126,7 @@ class UnikernelDriverConformanceTestCase(test_virt_drivers._VirtDriverTestCase, 
         return instance_ref, network_info
 
     def test_live_migration(self):
-        self.skipTest("fluidvim has no live migration (a VNF is relaunched, not moved)")
+        self.skipTest("fluidvim has no live migration (a VNF moves by cold migration)")
 
     def test_live_migration_force_complete(self):
         # the suite seeds the libvirt/fake drivers' private `active_migrations` dict first
