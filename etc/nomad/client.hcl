@@ -16,6 +16,11 @@ plugin "fluidvim-unikernel" {
     accel          = "auto"                 # auto | kvm | tcg
     firmware       = "auto"   # auto = fluidvim-pvh.bin beside the kernel if there; qemu = qboot; or a path
     kernel         = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default for tasks without `kernel`
+    # Directories whose files jobs may name as `kernel` or `click_file`, besides their own task
+    # directory (local/, secrets/, the alloc's shared alloc/), symlinks resolved first; as Nomad's
+    # qemu driver's image_paths. The kernels above and in warm_pool are allowed anyway. Any job
+    # may boot any file listed here: list only directories of VNF images.
+    image_paths    = []
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
     net_backend    = "tap"    # tap = QEMU's taps; vhost-user = fluidvim-vhost-net (vhost) per VNF
     vhost_net_binary = "/usr/libexec/fluidvim/fluidvim-vhost-net"   # make -C vhost

@@ -11,7 +11,8 @@ job "vnf-firewall" {
       driver = "unikernel"
 
       config {
-        # kernel        = "/usr/share/fluidvim/fluidvim-vnf.elf"  # default: plugin config
+        # kernel        = "local/vnf.elf"  # default: the plugin config's; else a file in the
+        #                                    # task dir (artifact/template) or under image_paths
         memory_mb     = 32
         vcpus         = 1
         session_slots = 1024

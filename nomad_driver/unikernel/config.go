@@ -61,9 +61,12 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	// firmware = "auto" | "qemu" | "/path/fw.bin": the microvm's -bios (vnf/spec.py firmware_for)
 	"firmware": withDefault("firmware", "string", defaultFirmware),
 	"kernel":   withDefault("kernel", "string", defaultKernel),
-	"run_dir":  withDefault("run_dir", "string", defaultRunDir),
+	// image_paths: directories whose files jobs may name as kernel or click_file besides their
+	// own task directory (as Nomad's qemu driver); empty by default (paths.go)
+	"image_paths": hclspec.NewAttr("image_paths", "list(string)", false),
+	"run_dir":     withDefault("run_dir", "string", defaultRunDir),
 	// net_backend = "tap" | "vhost-user": VNF NICs on QEMU's taps, or on fluidvim-vhost-net
-	// (vnf/vhost: a backend process per VNF, one thread per NIC; as [vnf] net_backend)
+	// (vhost/: a backend process per VNF, one thread per NIC; as [vnf] net_backend)
 	"net_backend":      withDefault("net_backend", "string", defaultNetBackend),
 	"vhost_net_binary": withDefault("vhost_net_binary", "string", defaultVhostNet),
 	// vcpu_nice: nice value of each VNF's vCPU threads once it is ready (as [vnf] vcpu_nice)
@@ -99,7 +102,7 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"flow_timeout_ms": withDefault("flow_timeout_ms", "number", spec.DefaultFlowTimeoutMS),
 	"nics":            hclspec.NewAttr("nics", "list(string)", false),
 	// macs: one per NIC ("" = generated), e.g. addresses the network expects; a warm shell is
-	// told them in `configure` (vnf/PROTOCOL.md §6.4)
+	// told them in `configure` (contract/PROTOCOL.md §6.4)
 	"macs": hclspec.NewAttr("macs", "list(string)", false),
 	"warm": hclspec.NewAttr("warm", "bool", false),
 	"name": hclspec.NewAttr("name", "string", false),
@@ -112,7 +115,9 @@ type Config struct {
 	// Firmware: "auto" (fluidvim-pvh.bin beside the kernel, if there), "qemu" (qboot) or a path
 	Firmware string `codec:"firmware"`
 	Kernel   string `codec:"kernel"`
-	RunDir   string `codec:"run_dir"`
+	// ImagePaths: directories (absolute) whose files a task may name besides its own directory
+	ImagePaths []string `codec:"image_paths"`
+	RunDir     string   `codec:"run_dir"`
 	// NetBackend: spec.NetTap or spec.NetVhostUser; VhostNetBinary: fluidvim-vhost-net's path
 	NetBackend     string `codec:"net_backend"`
 	VhostNetBinary string `codec:"vhost_net_binary"`
@@ -177,6 +182,11 @@ type TaskConfig struct {
 	// false = always cold
 	Warm *bool  `codec:"warm"`
 	Name string `codec:"name"`
+
+	// set by validation: the kernel file (confined, paths.go); configEcho: the VNF's messages
+	// about the click configuration may be shown (it is the job's own: paths.go)
+	kernelFile confined
+	configEcho bool
 }
 
 // FieldError is an invalid task or plugin config; Field names the config key.
@@ -212,7 +222,7 @@ func (c *Config) validate() error {
 	case spec.NetVhostUser:
 		if fi, err := os.Stat(c.VhostNetBinary); err != nil || fi.Mode()&0o111 == 0 {
 			return fieldErr("vhost_net_binary", "%q is not an executable: build it with `make -C "+
-				"vnf/vhost` and install it there, or set net_backend = %q", c.VhostNetBinary, spec.NetTap)
+				"vhost` and install it there, or set net_backend = %q", c.VhostNetBinary, spec.NetTap)
 		}
 	default:
 		return fieldErr("net_backend", "%q is not one of %s", c.NetBackend,
@@ -225,6 +235,9 @@ func (c *Config) validate() error {
 	}
 	if c.Kernel != "" && !filepath.IsAbs(c.Kernel) {
 		return fieldErr("kernel", "%q must be an absolute path", c.Kernel)
+	}
+	if err := checkImagePaths(c.ImagePaths); err != nil {
+		return err
 	}
 	seen := map[poolShape]int{}
 	for i := range c.WarmPool {
@@ -241,18 +254,14 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// validate checks a task config and fills defaults; errors name the task config key.
-func (tc *TaskConfig) validate(defaultKernel string) error {
-	if tc.Kernel == "" {
-		tc.Kernel = defaultKernel
+// validate checks a task config and fills defaults; errors name the task config key. The
+// kernel must be a file paths allows (unset: the plugin's); tc.Kernel becomes that file.
+func (tc *TaskConfig) validate(paths *pathPolicy) error {
+	k, err := paths.kernel(tc.Kernel)
+	if err != nil {
+		return err
 	}
-	if !filepath.IsAbs(tc.Kernel) {
-		return fieldErr("kernel", "%q must be an absolute path", tc.Kernel)
-	}
-	if st, err := os.Stat(tc.Kernel); err != nil || !st.Mode().IsRegular() {
-		return fieldErr("kernel", "%s does not exist or is not a file: build it with "+
-			"`make -C vnf/kernel` or set kernel", tc.Kernel)
-	}
+	tc.Kernel, tc.kernelFile = k.Path, k
 	if err := checkShape(func(name string) string { return name }, &tc.MemoryMB, &tc.Vcpus,
 		&tc.SessionSlots, &tc.FlowTimeoutMS); err != nil {
 		return err
@@ -313,24 +322,4 @@ func checkShape(field func(string) string, memoryMB, vcpus, slots, flowTimeoutMS
 		}
 	}
 	return nil
-}
-
-// clickText returns the config to send: inline, or read from click_file (relative to the task
-// directory).
-func (tc *TaskConfig) clickText(taskDir string) (string, error) {
-	if tc.ClickFile == "" {
-		return tc.ClickConfig, nil
-	}
-	p := tc.ClickFile
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(taskDir, p)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", fieldErr("click_file", "%v", err)
-	}
-	if len(b) > spec.MaxClickConfig {
-		return "", fieldErr("click_file", "%s is %d bytes; at most %d", p, len(b), spec.MaxClickConfig)
-	}
-	return string(b), nil
 }

@@ -340,7 +340,8 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 }
 
 // validateTask decodes and checks the task's driver config against the plugin's and returns it
-// with the click configuration text ("" when none).
+// with the click configuration text ("" when none). The files it names are confined to the task
+// directory and image_paths (paths.go) before anything is created.
 func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfig, string, error) {
 	if _, ok := d.tasks.Get(cfg.ID); ok {
 		return nil, "", fmt.Errorf("task with ID %q already started", cfg.ID)
@@ -349,13 +350,15 @@ func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfi
 	if err := cfg.DecodeDriverConfig(&tc); err != nil {
 		return nil, "", fmt.Errorf("failed to decode driver config: %v", err)
 	}
-	if err := tc.validate(set.config.Kernel); err != nil {
+	paths := taskPaths(cfg, set.config)
+	if err := tc.validate(paths); err != nil {
 		return nil, "", err
 	}
-	click, err := tc.clickText(filepath.Join(cfg.AllocDir, cfg.Name))
+	click, echo, err := paths.clickText(&tc)
 	if err != nil {
 		return nil, "", err
 	}
+	tc.configEcho = echo
 	if set.qemuPath == "" {
 		return nil, "", fmt.Errorf("QEMU binary %q not found", set.config.Qemu)
 	}
@@ -374,7 +377,11 @@ func buildSpec(cfg *drivers.TaskConfig, tc *TaskConfig, click string, set settin
 	vid := newUUID()
 	s := qemu.NewSpec(vid, vnfName(tc, cfg, vid), set.config.RunDir, set.accel, set.tscKHz)
 	s.Kernel = tc.Kernel
-	s.Firmware = spec.FirmwareFor(s.Machine, s.Kernel, set.config.Firmware, fileExists)
+	fw, err := taskPaths(cfg, set.config).firmware(s.Machine, tc.kernelFile, set.config.Firmware)
+	if err != nil {
+		return s, err
+	}
+	s.Firmware = fw
 	s.NetBackend = set.config.NetBackend
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
 	for i, br := range tc.NICs {
@@ -406,7 +413,8 @@ func (d *Driver) startCold(cfg *drivers.TaskConfig, tc *TaskConfig, s spec.VNF, 
 	}
 	h := &taskHandle{logger: d.logger.With("task_id", cfg.ID, "vnf", s.UUID), taskConfig: cfg,
 		spec: s, runDir: filepath.Join(set.config.RunDir, s.UUID), click: click,
-		clickFromFile: tc.ClickFile != "", state: drivers.TaskStateUnknown, doneCh: make(chan struct{})}
+		clickFromFile: tc.ClickFile != "", configEcho: tc.configEcho, state: drivers.TaskStateUnknown,
+		doneCh: make(chan struct{})}
 	d.startLogs(h, 0, 0) // open both FIFOs now: a failed start reports on stderr
 	phases, err := d.launch(h, set.qemuPath, set.bootTimeout)
 	if err != nil {
@@ -503,7 +511,8 @@ func (h *taskHandle) configureNew(phases map[string]float64) error {
 		if h.clickFromFile {
 			field = "click_file"
 		}
-		return fieldErr(field, "the VNF rejected the configuration: %v", err)
+		h.rejected(err, h.configEcho)
+		return configRejected(field, err, h.configEcho)
 	}
 	phases["configure"] = msSince(t)
 	return nil
@@ -716,7 +725,7 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		if err := h.taskConfig.DecodeDriverConfig(&tc); err != nil {
 			return err
 		}
-		click, err := tc.clickText(filepath.Join(h.taskConfig.AllocDir, h.taskConfig.Name))
+		click, echo, err := taskPaths(h.taskConfig, d.settings().config).clickText(&tc)
 		if err != nil {
 			return err
 		}
@@ -725,7 +734,12 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 		}
 		res, err := h.configure(click, 0, nil)
 		if err != nil {
-			return fmt.Errorf("reconfigure: %w", err)
+			h.rejected(err, echo)
+			field := "click_config"
+			if tc.ClickFile != "" {
+				field = "click_file"
+			}
+			return fmt.Errorf("reconfigure: %w", configRejected(field, err, echo))
 		}
 		d.emit(h.taskConfig, "VNF reconfigured", map[string]string{"elements": fmt.Sprint(res["elements"])})
 		return nil

@@ -206,8 +206,9 @@ func TestTaskConfigValidation(t *testing.T) {
 		"macs":            {NICs: []string{"", ""}, MACs: []string{"fa:16:3e:00:00:01"}},
 		"macs[1]":         {NICs: []string{"", ""}, MACs: []string{"", "01:00:5e:00:00:01"}},
 	}
+	paths := taskPaths(&drivers.TaskConfig{AllocDir: t.TempDir(), Name: "t"}, &Config{Kernel: k})
 	for field, tc := range cases {
-		err := tc.validate(k)
+		err := tc.validate(paths)
 		if err == nil {
 			t.Errorf("%s: accepted", field)
 			continue

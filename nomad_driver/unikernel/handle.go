@@ -35,8 +35,17 @@ type taskHandle struct {
 	runDir        string
 	click         string
 	clickFromFile bool
+	// configEcho: the launch's configuration is the job's own, the VNF's messages about it may
+	// be shown (paths.go); set before the launch
+	configEcho bool
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// which configuration errors of the console this task's stdout shows (consoleLine): lines
+	// at or after consoleFrom (where its part of a warm shell's console starts) quoting a
+	// message the VNF gave this task about a configuration of its own (shown)
+	consoleFrom int64
+	shown       map[string]bool
+
 	ctl         *control.Client
 	ready       map[string]any
 	state       drivers.TaskState
@@ -267,4 +276,46 @@ func (h *taskHandle) configure(click string, slots int, macs []*string) (map[str
 		return nil, errors.New("no control channel")
 	}
 	return ctl.ConfigureMACs(click, slots, macs, requestTimeout)
+}
+
+// claimedAt starts a new task's part of a (warm shell's) console at offset from: nothing the
+// VNF said about earlier configurations is shown to it.
+func (h *taskHandle) claimedAt(from int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.consoleFrom, h.shown = from, nil
+}
+
+// rejected records err, the VNF's answer to a configuration this task sent, as a message its
+// console may show when the configuration was the job's own (echo).
+func (h *taskHandle) rejected(err error, echo bool) {
+	var ce *control.Error
+	if !echo || !errors.As(err, &ce) || ce.Message == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shown == nil {
+		h.shown = map[string]bool{}
+	}
+	h.shown[ce.Message] = true
+}
+
+// consoleLine is a line of the console log (starting at offset off) as the task's stdout shows
+// it: the VNF's message about a rejected configuration is withheld unless this task was given
+// that very message about a configuration of its own (rejected) and the line is in its part of
+// the console. A line the follower copies before the answer is recorded is withheld too (the
+// safe side); it is in the task's events either way.
+func (h *taskHandle) consoleLine(line []byte, off int64) []byte {
+	msg, ok := consoleConfigError(line)
+	if !ok {
+		return line
+	}
+	h.mu.Lock()
+	show := off >= h.consoleFrom && h.shown[msg]
+	h.mu.Unlock()
+	if show {
+		return line
+	}
+	return redactConsoleLine(line)
 }

@@ -4,6 +4,7 @@
 package unikernel
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -66,18 +67,54 @@ func (d *Driver) startLogs(h *taskHandle, conOff, errOff int64) {
 			}
 			defer w.Close()
 			var final func() string
+			var filter func([]byte, int64) []byte
 			if fifoPath == cfg.StderrPath {
 				final = func() string { h.mu.Lock(); defer h.mu.Unlock(); return h.failMsg }
+			} else {
+				filter = h.consoleLine // the console: configuration errors maybe withheld
 			}
-			follow(file, off, w, h.doneCh, final)
+			follow(file, off, w, h.doneCh, final, filter)
 		}(p.fifo, p.file, p.off)
 	}
 }
 
+// maxFilteredLine is the longest console line follow holds back for its filter (the VNF's
+// console lines are at most 511 bytes: unikernel/src/serial.c kprintf_later).
+const maxFilteredLine = 4096
+
 // follow copies a growing file (the console log, QEMU's stderr) into a Nomad log FIFO until
-// done is closed, then drains it.
-func follow(path string, off int64, w io.Writer, done <-chan struct{}, final func() string) {
+// done is closed, then drains it. filter (nil: none) sees, and may rewrite, each whole line
+// with its offset in the file; a line still being written is held back until it ends (or at
+// done).
+func follow(path string, off int64, w io.Writer, done <-chan struct{}, final func() string,
+	filter func(line []byte, off int64) []byte) {
 	buf := make([]byte, 32*1024)
+	var held []byte // the start of a line not yet ended (filter only)
+	heldOff := off
+	write := func(b []byte) bool {
+		_, err := w.Write(b)
+		return err == nil
+	}
+	pass := func(chunk []byte) bool {
+		if filter == nil {
+			return write(chunk)
+		}
+		held = append(held, chunk...)
+		for {
+			i := bytes.IndexByte(held, '\n')
+			if i < 0 && len(held) <= maxFilteredLine {
+				return true
+			}
+			if i < 0 {
+				i = len(held) - 1
+			}
+			if !write(filter(held[:i+1], heldOff)) {
+				return false
+			}
+			heldOff += int64(i + 1)
+			held = held[i+1:]
+		}
+	}
 	copyNew := func() {
 		f, err := os.Open(path)
 		if err != nil {
@@ -87,10 +124,13 @@ func follow(path string, off int64, w io.Writer, done <-chan struct{}, final fun
 		for {
 			n, err := f.ReadAt(buf, off)
 			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
+				ok := pass(buf[:n])
+				if ok || filter != nil { // a filter holds what it could not write
+					off += int64(n)
+				}
+				if !ok {
 					return
 				}
-				off += int64(n)
 			}
 			if err != nil || n == 0 {
 				return
@@ -103,6 +143,9 @@ func follow(path string, off int64, w io.Writer, done <-chan struct{}, final fun
 		select {
 		case <-done:
 			copyNew()
+			if len(held) != 0 {
+				write(filter(held, heldOff))
+			}
 			if final != nil {
 				if msg := final(); msg != "" {
 					_, _ = io.WriteString(w, msg+"\n")

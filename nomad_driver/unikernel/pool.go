@@ -833,6 +833,9 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		}
 	}
 	phases["net"] = ms(t)
+	// the console from here on is this task's; what it says about the configuration is shown
+	// only when the configuration is the job's own (paths.go)
+	h.claimedAt(fileSize(h.spec.ConsoleLog))
 	if click != "" {
 		t = time.Now()
 		if _, err := h.configure(click, tc.SessionSlots, configureMACs); err != nil {
@@ -840,20 +843,22 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 			if tc.ClickFile != "" {
 				field = "click_file"
 			}
+			h.rejected(err, tc.configEcho)
+			msg := vnfMessage(err, tc.configEcho)
 			var ce *control.Error
 			if errors.As(err, &ce) && ce.Code == "config" {
 				// the shell is intact and still unconfigured: detach its taps, give it back
 				for _, n := range h.spec.Nics {
 					if err := qemu.UnplugTap(n.Tap); err != nil {
 						return fail(fieldErr(field, "the VNF rejected the configuration: %v (and "+
-							"its tap could not be detached: %v)", ce, err))
+							"its tap could not be detached: %v)", msg, err))
 					}
 				}
 				d.pool.giveBack(s, "config_rejected")
 				d.pool.kick()
-				return nil, true, fieldErr(field, "the VNF rejected the configuration: %v", ce)
+				return nil, true, fieldErr(field, "the VNF rejected the configuration: %v", msg)
 			}
-			return fail(fmt.Errorf("configure on a warm shell failed: %w", err))
+			return fail(fmt.Errorf("configure on a warm shell failed: %w", msg))
 		}
 		phases["configure"] = ms(t)
 	}
