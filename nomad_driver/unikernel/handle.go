@@ -223,10 +223,30 @@ func (h *taskHandle) writeVNFStats() {
 	}
 	dir := cfg.TaskDir().Dir
 	tmp := filepath.Join(dir, "."+vnfStatsFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := writeNoFollow(tmp, append(b, '\n')); err != nil {
 		return
 	}
 	_ = os.Rename(tmp, filepath.Join(dir, vnfStatsFile))
+}
+
+// writeNoFollow creates path afresh and writes b to it. The task directory is the job's: a
+// symlink planted at path must not make the client (root) write through it to a host file, so
+// whatever is there is removed (os.Remove unlinks a symlink, not its target) and the file is
+// created exclusively without following links. The rename after it replaces a link at the
+// destination rather than following it.
+func writeNoFollow(path string, b []byte) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (h *taskHandle) stats(timeout time.Duration) (map[string]any, error) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -65,5 +66,32 @@ func TestFreeSlotsKeepTheLastAnswer(t *testing.T) {
 	never := &taskHandle{spec: spec.VNF{Name: "new", SessionSlots: 4}}
 	if f := never.freeSlots(); f != 4 {
 		t.Errorf("free %d of a VNF that never answered, want its 4 slots", f)
+	}
+}
+
+// TestWriteNoFollowReplacesPlantedSymlink: a job that plants a symlink where the stats file's
+// temporary copy goes must not make the client write through it to a host file.
+func TestWriteNoFollowReplacesPlantedSymlink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(victim, []byte("host content\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "."+vnfStatsFile+".tmp")
+	if err := os.Symlink(victim, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeNoFollow(tmp, []byte("{}\n")); err != nil {
+		t.Fatalf("writeNoFollow: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host content\n" {
+		t.Errorf("the host file was written through the planted link: %q", b)
+	}
+	fi, err := os.Lstat(tmp)
+	if err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.Mode().IsRegular() {
+		t.Errorf("%s is not a fresh regular file: %v %v", tmp, fi, err)
+	}
+	if b, _ := os.ReadFile(tmp); string(b) != "{}\n" {
+		t.Errorf("content %q", b)
 	}
 }
