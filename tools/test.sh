@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # `make test` (and so .ci/run): every stage of the test suite, each timed; the table at the end
-# (also on failure) is what README "Tests" records for a fresh machine.
+# (also on failure) is the run's record (docs/testing.md describes the stages).
 #
 #   tools/test.sh            NOVA_TESTS (space-separated testtools ids) comes from the Makefile
 #

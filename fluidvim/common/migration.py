@@ -188,7 +188,7 @@ def _refusal(engine, st: DBState) -> SchemaError:
     return SchemaError(
         f"the {st.schema} database {redact(engine)} is {st.describe()}; upgrade it before starting "
         f"this release: run `{SYNC_HINT[st.schema]}` with FILE = the config file of the service "
-        "that uses this database (see README, Upgrades)")
+        "that uses this database (see docs/operators.md, Upgrades)")
 
 
 def _create_at_head(engine: sa.Engine, schema: Schema) -> bool:

@@ -371,7 +371,7 @@ def test_a_store_at_an_older_revision_refuses_until_db_sync(db_url, next_release
     msg = str(e.value)
     assert "is at revision 0001, this release needs 0002" in msg
     assert "fluidvim-manage --config-file FILE db sync --store vnf" in msg
-    assert "README, Upgrades" in msg
+    assert "docs/operators.md, Upgrades" in msg
 
     assert manage.main(["db", "sync", "--store", "vnf", "--connection", db_url]) == 0
     assert "schema vnf upgraded from 0001 at revision 0002" in capsys.readouterr().out
