@@ -48,8 +48,9 @@ def load_app(conf, name: str = "fluidvim-api", clients=None):
     auth.set_loading_conf(conf, clients)
     if conf.api.auth_strategy == "noauth":
         LOG.warning("fluidvim-api: auth_strategy = noauth: NO AUTHENTICATION - every request is "
-                    "an admin of project %r. Only for a one-machine demo; set [api] "
-                    "auth_strategy = keystone anywhere else.", conf.api.noauth_project)
+                    "an admin of project %r. Only for a one-machine demo on loopback (bind_host "
+                    "%s); anywhere else leave [api] auth_strategy at keystone, the default.",
+                    conf.api.noauth_project, conf.api.bind_host)
     return deploy.loadapp("config:" + conf.api.api_paste_config, name=name)
 
 

@@ -60,9 +60,28 @@ def pipeline_factory(loader, global_conf, **local_conf):
     return app
 
 
+class KeystoneNotConfigured(RuntimeError):
+    """``auth_strategy = keystone`` (the default) without a Keystone in ``[keystone_authtoken]``:
+    auth_token could neither name Keystone in a 401 nor check a token."""
+
+
+def check_keystone_conf(conf) -> None:
+    """Refuse to build the keystone pipeline when ``[keystone_authtoken]`` names no Keystone
+    (otherwise every request without a token ends in a 500 from auth_token)."""
+    ka = conf.keystone_authtoken
+    if ka.www_authenticate_uri or ka.auth_type:
+        return
+    raise KeystoneNotConfigured(
+        "[api] auth_strategy is keystone (the default) but [keystone_authtoken] names no "
+        "Keystone: set www_authenticate_uri, auth_type = password, auth_url, username, "
+        "password, ... (etc/fluidvim-api/fluidvim-api.conf.sample), or set [api] "
+        "auth_strategy = noauth for a one-machine demo on loopback")
+
+
 def authtoken_factory(global_conf, **local_conf):
     from keystonemiddleware import auth_token
 
+    check_keystone_conf(loading_conf())
     conf = dict(global_conf, **local_conf, oslo_config_config=loading_conf())
 
     def filt(app):

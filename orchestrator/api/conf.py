@@ -19,12 +19,14 @@ api_group = cfg.OptGroup("api", title="fluidvim-api",
                          help="The orchestrator's REST API (fluidvim-api).")
 
 api_opts = [
-    cfg.StrOpt("auth_strategy", default="noauth", choices=[
-        ("noauth", "no authentication: every request is an admin of project "
-                   "[api] noauth_project (the one-machine demo; logged as a WARNING at start)"),
+    cfg.StrOpt("auth_strategy", default="keystone", choices=[
         ("keystone", "Keystone tokens checked by keystonemiddleware's auth_token "
-                     "([keystone_authtoken])")],
-               help="How requests are authenticated."),
+                     "([keystone_authtoken])"),
+        ("noauth", "no authentication: every request is an admin of project "
+                   "[api] noauth_project (only for a one-machine demo on loopback; set it "
+                   "explicitly; logged as a WARNING at start)")],
+               help="How requests are authenticated. /healthcheck, / (versions) and "
+                    "/openapi.json need no token with either."),
     cfg.StrOpt("noauth_project", default="demo",
                help="With auth_strategy = noauth: the project every request acts in (a request "
                     "may name another one in the X-Project-Id header)."),

@@ -197,7 +197,9 @@ def spec() -> dict:
                                 "session slots, zones, instances, networks, network services "
                                 "from NFV descriptors and the VIM API OSM RO uses. "
                                 "Authentication: a Keystone token in X-Auth-Token "
-                                "(auth_strategy keystone) or none (noauth)."},
+                                "(auth_strategy keystone, the default) or none (noauth, "
+                                "a one-machine demo on loopback). /healthcheck, / and "
+                                "/openapi.json need no token."},
         "servers": [{"url": "/"}],
         "components": {
             "securitySchemes": {"keystone": {"type": "apiKey", "in": "header",

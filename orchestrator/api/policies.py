@@ -8,10 +8,12 @@ Roles are Keystone's default ones (``admin`` implies ``member`` implies ``reader
 project-scoped tokens:
 
 * **reader** of a project: reads that project's services, placements, slots, instances,
-  networks, network services and VIM objects, and the zones;
+  networks, network services and VIM objects;
 * **member** of a project: also creates, changes and deletes them (register, place, resolve,
   deploy, terminate, ...);
-* **admin**: everything, in every project (lists show all projects' resources).
+* **admin**: everything, in every project (lists show all projects' resources), and the zones
+  with every host's slots, load and queuing delay (infrastructure: admin only, as Nova keeps
+  hypervisors).
 
 A resource of another project is reported as not found (404), as Nova does; a reader who tries to
 change something of their own project gets 403. The target of every check is
@@ -64,9 +66,9 @@ api_rules = [
     _rule("resolve", WRITE, "Resolve a session to an instance with a free slot (may launch one).",
           [("POST", "/v1/resolve")]),
     _rule("slots:get", READ, "Free session slots of services.", [("GET", "/v1/slots")]),
-    _rule("zone:list", "role:reader or rule:context_is_admin",
-          "List zones, their hosts and queuing delays (infrastructure: any reader of any "
-          "project).", [("GET", "/v1/zones")]),
+    _rule("zone:list", "rule:context_is_admin",
+          "List zones, every host's slots and load and the queuing delays (infrastructure: "
+          "admin only, as Nova keeps hypervisors).", [("GET", "/v1/zones")]),
     _rule("instance:list", READ, "List instances.", [("GET", "/v1/instances")]),
     _rule("instance:delete", WRITE, "Terminate an instance.",
           [("DELETE", "/v1/instances/{instance}")]),

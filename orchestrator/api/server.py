@@ -42,7 +42,12 @@ def make_server(conf, app=None):
 def main(argv=None) -> int:
     conf = apiconf.make_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, "fluidvim-api")
-    server = make_server(conf)
+    from .auth import KeystoneNotConfigured
+    try:
+        server = make_server(conf)
+    except KeystoneNotConfigured as e:
+        print(f"fluidvim-api: error: {e}", file=sys.stderr)
+        return 2
     host, port = server.server_address[:2]
     LOG.info("fluidvim-api on http://%s:%s (auth_strategy %s), orchestrator topic %s",
              host, port, conf.api.auth_strategy, conf.orchestrator.topic)

@@ -8,8 +8,9 @@ OSM RO plugin), with users in two projects:
 
 * alice: member of project A, rita: reader of project A, bob: member of project B, admin.
 
-Checked: no token -> 401 naming Keystone; reader reads but cannot change (403); another
-project's resources are 404 and invisible in lists; the admin sees and does everything; the OSM
+Checked: no token -> 401 naming Keystone (the healthcheck needs none); reader reads but cannot
+change (403); another project's resources are 404 and invisible in lists; zones are admin-only;
+the admin sees and does everything; the OSM
 plugin's RO call sequence through the API (VIM account = API url, user, password, project).
 """
 
@@ -156,9 +157,11 @@ def test_unauthenticated_is_401_naming_keystone(api):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=30)
     assert e.value.code == 401
-    # the description and the versions need no token
+    # the description, the versions and the healthcheck need no token
     with urllib.request.urlopen(api.url + "/openapi.json", timeout=10) as r:
         assert json.load(r)["info"]["title"] == "fluidvim-api"
+    with urllib.request.urlopen(api.url + "/healthcheck", timeout=10) as r:
+        assert r.status == 200 and r.read() == b"OK"
     # the client finds Keystone through the API's 401 and authenticates
     assert APIClient(api.url).discover_auth_url() == api.keystone.url("keystone")
     with pytest.raises(APIError) as e:
@@ -184,8 +187,10 @@ def test_projects_and_roles_with_keystone_tokens(api):
     assert status(lambda: bob.resolve("fw-a")) == 404
     assert status(lambda: bob.delete_network("local", net["id"])) == 404
     assert status(lambda: bob.slots("fw-a")) == 404
-    # zones are infrastructure: every reader sees them
-    assert [z["name"] for z in bob.list_zones()] == ["local"]
+    # zones (every host's slots and queuing delay) are infrastructure: admin only
+    assert status(lambda: bob.list_zones()) == 403
+    assert status(lambda: rita.list_zones()) == 403
+    assert [z["name"] for z in admin.list_zones()] == ["local"]
     # the admin sees every project's resources and may change them
     assert [s["name"] for s in admin.list_services()] == ["fw-a"]
     assert admin.delete_network("local", net["id"]) == {"deleted": net["id"]}

@@ -60,8 +60,10 @@ class Env:
         # what /v1 is behind auth_token: the context middleware and the API
         self.v1 = auth.ContextMiddleware(apiapp.API(conf, clients))
 
-    def app(self, strategy="noauth"):
-        """The whole paste pipeline (urlmap, request id, noauth or keystone, context, API)."""
+    def app(self, strategy):
+        """The whole paste pipeline (urlmap, request id, noauth or keystone, context, API).
+        ``strategy`` is always named: the default, keystone, needs [keystone_authtoken]; the
+        tests that use noauth (admin of any project via a header) say so."""
         self.conf.set_override("auth_strategy", strategy, group="api")
         return apiapp.load_app(self.conf, clients=self.clients)
 

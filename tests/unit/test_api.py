@@ -65,6 +65,8 @@ def test_policy_sample_is_current(tmp_path):
 
 
 def test_public_root_and_openapi_without_auth(env):
+    env.conf.set_override("www_authenticate_uri", "http://127.0.0.1:1/identity",
+                          group="keystone_authtoken")
     app = env.app("keystone")           # auth_token is never reached for these
     st, body = env.call("GET", "/", app=app)
     assert st == 200 and body["versions"][0]["id"] == "v1"
@@ -179,8 +181,8 @@ def test_projects_roles_and_admin(env):
     assert env.call("GET", "/instances", hdrs=B_MEMBER) == (200, [])
     assert env.call("DELETE", f"/instances/{inst}", hdrs=B_MEMBER)[0] == 404
     assert env.call("DELETE", f"/instances/{inst}", hdrs=A_READER)[0] == 403
-    # zones are infrastructure: any reader sees them
-    assert [z["name"] for z in env.call("GET", "/zones", hdrs=B_MEMBER)[1]] == ["mem"]
+    # zones (every host's slots and queuing delay) are infrastructure: admin only
+    assert env.call("GET", "/zones", hdrs=B_MEMBER)[0] == 403
     # networks
     st, net = env.call("POST", "/networks", {"zone": "mem", "name": "lan-a"}, hdrs=A_MEMBER)
     assert st == 201
@@ -268,6 +270,58 @@ def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
                      hdrs=A_MEMBER)
     assert st == 200 and r["level"] == 0, r
     assert env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)[0] == 200
+
+
+def test_default_config_is_keystone_and_a_request_without_token_is_401(env):
+    from fluidvim.orchestrator.api import app as apiapp, auth, conf as apiconf
+
+    conf = apiconf.make_conf(default_config_files=[])
+    assert conf.api.auth_strategy == "keystone"
+    # keystone without a Keystone named: refused at load, saying what to set (not a 500 later)
+    with pytest.raises(auth.KeystoneNotConfigured) as e:
+        apiapp.load_app(conf, clients=env.clients)
+    assert "[keystone_authtoken] names no Keystone: set www_authenticate_uri" in str(e.value)
+    assert "auth_strategy = noauth for a one-machine demo" in str(e.value)
+    conf.set_override("www_authenticate_uri", "http://127.0.0.1:1/identity",
+                      group="keystone_authtoken")
+    app = apiapp.load_app(conf, clients=env.clients)
+    # no token, but the headers noauth would set: auth_token drops them, nothing is created
+    spoof = {"X-Identity-Status": "Confirmed", "X-Roles": "admin,member,reader",
+             "X-Project-Id": "demo", "X-User-Id": "noauth"}
+    for method, path, body in [("GET", "/v1/zones", None), ("GET", "/v1/services", None),
+                               ("POST", "/v1/services", {"name": "fw",
+                                                         "click_config": FORWARD})]:
+        st, res = env.call(method, path, body, hdrs=spoof, app=app)
+        assert st == 401, (method, path, res)
+        assert set(res) == {"error"} and res["error"]["code"] == 401
+        assert res["error"]["title"] == "Unauthorized" and res["error"]["message"]
+    assert env.orch.list_services() == []
+
+
+def test_zones_and_hosts_are_admin_only(env):
+    for hdrs in (A_READER, A_MEMBER, B_MEMBER):
+        st, body = env.call("GET", "/zones", hdrs=hdrs)
+        assert st == 403 and body["error"] == {
+            "code": 403, "title": "Forbidden",
+            "message": "policy does not allow fluidvim:zone:list"}, body
+    st, zones = env.call("GET", "/zones", hdrs=ADMIN)
+    assert st == 200 and [z["name"] for z in zones] == ["mem"]
+    assert [h["name"] for h in zones[0]["hosts"]] == [h.name for h in env.zone.hosts()]
+    assert all("slots_free" in h for h in zones[0]["hosts"])
+
+
+def test_healthcheck_without_token(env):
+    env.conf.set_override("www_authenticate_uri", "http://127.0.0.1:1/identity",
+                          group="keystone_authtoken")
+    app = env.app("keystone")
+    import webob
+    res = webob.Request.blank("/healthcheck").get_response(app)
+    assert res.status_int == 200 and res.text == "OK"
+    res = webob.Request.blank("/healthcheck", headers={"Accept": "application/json"}) \
+        .get_response(app)
+    assert res.status_int == 200 and res.json_body["reasons"] == ["OK"]
+    # and /v1 behind it still wants one
+    assert webob.Request.blank("/v1/zones").get_response(app).status_int == 401
 
 
 def test_noauth_pipeline_is_admin_and_logs_a_warning(env, caplog):
