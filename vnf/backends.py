@@ -21,6 +21,8 @@ import subprocess
 import threading
 import time
 
+from fluidvim.common.errors import DependencyDown
+
 from . import conf as vnfconf, netdev, spec as specmod, states
 from .control import ControlChannel
 
@@ -510,6 +512,10 @@ class QemuBackend(Backend):
                 self._died(vnf_uuid, reason)
 
 
+LIBVIRTD_FIX = ("start it (`systemctl start libvirtd virtlogd`, or `libvirtd -d; virtlogd -d`; "
+                "on a test machine re-run tools/bootstrap.sh) or fix [vnf] libvirt_uri")
+
+
 class LibvirtBackend(Backend):
     """A transient libvirt domain per VNF (pc + qboot), with the spec in its <metadata>."""
 
@@ -524,12 +530,15 @@ class LibvirtBackend(Backend):
         import libvirt
 
         self.libvirt = libvirt
+        # every libvirt error is raised as libvirtError and handled where it happens; libvirt's
+        # default handler would also print it to stderr ("libvirt: XML-RPC error : ...")
+        libvirt.registerErrorHandler(lambda ctx, err: None, None)
         self._start_event_loop()
         try:
             self.conn = libvirt.open(uri)
         except libvirt.libvirtError as e:
-            raise RuntimeError(f"cannot connect to libvirt at {uri}: {e}. Is libvirtd running "
-                               "(libvirtd -d; virtlogd -d)?") from None
+            raise DependencyDown("libvirtd", f"connect to {uri} failed: {e}", LIBVIRTD_FIX) \
+                from None
         self.emulator = shutil.which(emulator) or emulator
         self._expected: set[str] = set()
         self._cb_id = self.conn.domainEventRegisterAny(

@@ -23,6 +23,7 @@ import uuid as uuidlib
 
 from oslo_config import cfg
 
+from fluidvim.common.errors import DependencyDown
 from fluidvim.common.measure import elapsed_ms
 
 from . import (
@@ -101,6 +102,9 @@ class VNFManager:
         self._pool_thread = None
         self._pool_targets: dict[tuple, int] = {}     # shape (sorted kwargs of fill_pool) -> size
         self.death_listeners = []            # callables(vnf_id, reason)
+        # backend -> why it cannot be reached (recover(skip_unavailable=True)): its VNFs are
+        # listed as the store has them, unchecked
+        self.unavailable: dict[str, DependencyDown] = {}
 
     # -- plumbing --
     def backend(self, name: str | None = None) -> backends.Backend:
@@ -629,13 +633,27 @@ class VNFManager:
         statuses = (*states.LISTED, states.POOL) if include_pool else states.LISTED
         return self.store.list(statuses=statuses)
 
-    def recover(self) -> dict:
-        """After a restart: re-attach to live VNFs, mark dead ones, adopt orphans, clean up."""
+    def recover(self, skip_unavailable: bool = False) -> dict:
+        """After a restart: re-attach to live VNFs, mark dead ones, adopt orphans, clean up.
+
+        ``skip_unavailable`` (the CLI's commands): a backend whose daemon is down
+        (:class:`~fluidvim.common.errors.DependencyDown`, e.g. libvirtd) leaves its VNFs as the
+        store has them - not checked, never marked crashed - and is recorded in
+        :attr:`unavailable`; without it (a service starting) the error propagates."""
         summary = {"reattached": 0, "crashed": 0, "removed": 0, "adopted": 0}
         known = set()
         for rec in self.store.list():
             known.add(rec.id)
-            be = self.backend(rec.backend)
+            if rec.backend in self.unavailable:
+                continue
+            try:
+                be = self.backend(rec.backend)
+            except DependencyDown as e:
+                if not skip_unavailable:
+                    raise
+                LOG.info("recovery: %s VNFs not checked: %s", rec.backend, e)
+                self.unavailable[rec.backend] = e
+                continue
             spec = rec.spec
             alive = be.alive(spec, rec.pid)
             if rec.status == states.BOOTING or (rec.status == states.POOL and (
@@ -651,11 +669,11 @@ class VNFManager:
                 self.store.update(rec.id, status=states.CRASHED, pid=None,
                                   reason="not running when the launch core restarted")
                 summary["crashed"] += 1
-        summary["adopted"] = self._adopt_orphans(known)
+        summary["adopted"] = self._adopt_orphans(known, skip_unavailable)
         LOG.info("recovery: %s", summary)
         return summary
 
-    def _adopt_orphans(self, known: set) -> int:
+    def _adopt_orphans(self, known: set, skip_unavailable: bool = False) -> int:
         """Record the running VNFs of this run directory that the store does not know."""
         # a backend tells its own VNFs by their run directories: with none here that the store
         # does not know, there is nothing to look for (no /proc scan, no libvirt connection)
@@ -663,7 +681,15 @@ class VNFManager:
             return 0
         adopted = 0
         for name in self._backends_in_use():
-            be = self.backend(name)
+            if name in self.unavailable:
+                continue
+            try:
+                be = self.backend(name)
+            except DependencyDown as e:
+                if not skip_unavailable:
+                    raise
+                self.unavailable[name] = e
+                continue
             for vnf_id, pid in be.discover():
                 if vnf_id in known:
                     continue

@@ -40,6 +40,10 @@ a VNF that exists but does not run)."""
 
 STATUSES = (BOOTING, POOL, RUNNING, PAUSED, CRASHED, STOPPED)
 
+UNKNOWN = "unknown"
+"""Shown, never stored: ``fluidvim vnf list`` cannot check the VNF because its backend's daemon
+is down (libvirtd); the store's last status is shown beside it."""
+
 LISTED = (RUNNING, PAUSED, CRASHED)
 """What ``VNFManager.list()`` shows: the VNFs someone launched (shells and half-created
 records are the launch core's own business)."""

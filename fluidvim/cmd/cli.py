@@ -56,7 +56,9 @@ def _manager(args):
     conf = make_conf(cli, **overrides)
     _setup_logging(conf, args.verbose)
     mgr = VNFManager(conf)
-    mgr.recover()
+    # a backend whose daemon is down (libvirtd) is skipped: its VNFs stay as stored, listed as
+    # unchecked; a command that needs it gets main()'s one line from DependencyDown
+    mgr.recover(skip_unavailable=True)
     return mgr
 
 
@@ -78,19 +80,33 @@ def cmd_vnf_run(args):
           f"{res.accel} in {res.total_ms:.1f} ms [{phases}]")
 
 
+def _listed(mgr, r) -> tuple[str, str | None]:
+    """(status, reason) of a listed VNF: as recovered, or - its backend's daemon being down -
+    ``unknown`` with the status the store last had."""
+    down = mgr.unavailable.get(r.backend)
+    if down is None:
+        return r.status, r.reason
+    return vstates.UNKNOWN, f"{down.what} down; last stored status {r.status}"
+
+
 def cmd_vnf_list(args):
     mgr = _manager(args)
     rows = mgr.list(include_pool=args.all)
+    for backend, down in sorted(mgr.unavailable.items()):
+        print(f"fluidvim: warning: {down}; {backend} VNFs are listed as last stored, not "
+              "checked", file=sys.stderr)
     if args.json:
         print(json.dumps([{"id": r.id, "name": r.name, "backend": r.backend,
-                           "status": r.status, "pid": r.pid, "reason": r.reason,
+                           "status": _listed(mgr, r)[0], "stored_status": r.status,
+                           "pid": r.pid, "reason": _listed(mgr, r)[1],
                            "nics": [n.__dict__ for n in r.spec.nics]} for r in rows], indent=2))
         return
     print(f"{'NAME':<20} {'ID':<36} {'BACKEND':<8} {'STATUS':<8} NICS")
     for r in rows:
         nics = ",".join(f"{n.tap}>{n.bridge or '-'}" for n in r.spec.nics) or "-"
-        extra = f"  ({r.reason})" if r.reason else ""
-        print(f"{r.name:<20} {r.id:<36} {r.backend:<8} {r.status:<8} {nics}{extra}")
+        status, reason = _listed(mgr, r)
+        extra = f"  ({reason})" if reason else ""
+        print(f"{r.name:<20} {r.id:<36} {r.backend:<8} {status:<8} {nics}{extra}")
 
 
 def cmd_vnf_stats(args):
@@ -333,14 +349,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    from fluidvim.common.errors import SchemaError
+    from fluidvim.common.errors import DependencyDown, SchemaError
     from fluidvim.vnf.backends import LaunchError
     from fluidvim.vnf.control import ControlError
     from fluidvim.vnf.spec import SpecError
 
     try:
         return args.func(args) or 0
-    except (SpecError, ControlError, LaunchError, KeyError, PermissionError, SchemaError) as e:
+    except (SpecError, ControlError, LaunchError, KeyError, PermissionError, SchemaError,
+            DependencyDown) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         print(f"fluidvim: error: {msg}", file=sys.stderr)
         return 2
