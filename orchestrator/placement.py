@@ -97,6 +97,15 @@ def requirement_problem(reqs: dict, host: HostInfo, zone: ZoneAdapter, zone_labe
     return None
 
 
+def _rebind(score, candidate):
+    """A copy of a stage-2 Score for this round's live candidate (a shallow copy: thousands per
+    placement on a large zone, so not through copy.copy or dataclasses.replace)."""
+    new = object.__new__(type(score))
+    new.__dict__.update(score.__dict__)
+    new.candidate = candidate
+    return new
+
+
 def _location(host: HostInfo, zone: ZoneAdapter, zone_labels: dict) -> str:
     return str(host.labels.get("location") or zone_labels.get("location") or zone.region)
 
@@ -139,15 +148,21 @@ class PlacementEngine:
                 filtered.append({"candidate": zname, "reason": f"zone unavailable: {e}"})
                 continue
             qd = self.queuing.delay(zone, svc.name, snap)
-            for key in sorted(k for k in away if k.startswith(f"{zname}/")
-                              and k[len(zname) + 1:] not in {h.name for h in hosts}):
-                filtered.append({"candidate": key, "reason": away[key]})   # not even listed
+            if away:
+                listed = {h.name for h in hosts}
+                for key in sorted(k for k in away if k.startswith(f"{zname}/")
+                                  and k[len(zname) + 1:] not in listed):
+                    filtered.append({"candidate": key, "reason": away[key]})   # not even listed
+            zone_price = zl.get("price_per_hour", 0.0)
             for h in hosts:
                 key = f"{zname}/{h.name}"
-                price = float(h.labels.get("price_per_hour", zl.get("price_per_hour", 0.0)))
-                why = away.get(key) or requirement_problem(reqs, h, zone, zl)
-                if why is None and locs and _location(h, zone, zl) not in locs:
-                    why = f"location {_location(h, zone, zl)!r} not in {sorted(locs)}"
+                price = float(h.labels.get("price_per_hour", zone_price))
+                why = away.get(key) if away else None
+                if why is None and reqs:
+                    why = requirement_problem(reqs, h, zone, zl)
+                loc = _location(h, zone, zl)
+                if why is None and locs and loc not in locs:
+                    why = f"location {loc!r} not in {sorted(locs)}"
                 if why is None and max_price is not None and price > float(max_price):
                     why = f"price {price}/h above the service's maximum {max_price}/h"
                 if why is None and qd.seconds is None and not free.get(key):
@@ -156,12 +171,13 @@ class PlacementEngine:
                     filtered.append({"candidate": key, "reason": why})
                     continue
                 power = self.power(zname, h) if self.power else None
+                labels = {**zl, **h.labels} if h.labels else dict(zl)
+                labels["cpu_util"] = h.cpu_util
+                labels["slots_total"] = h.slots_total
+                labels["location"] = loc
                 kept.append(Candidate(zone=zname, env=h.env, host=h.name, price_per_hour=price,
                                       power_w_marginal=power, free_slots=free.get(key, 0),
-                                      queuing_delay_s=qd.seconds,
-                                      labels={**zl, **h.labels, "cpu_util": h.cpu_util,
-                                              "slots_total": h.slots_total,
-                                              "location": _location(h, zone, zl)}))
+                                      queuing_delay_s=qd.seconds, labels=labels))
                 zones_used[zname] = zone
         return kept, filtered, zones_used
 
@@ -215,8 +231,11 @@ class PlacementEngine:
         fresh = []
         for sc in scores:
             c = live.get(sc.candidate.key)
-            if c is not None:
-                fresh.append(dataclasses.replace(sc, candidate=c))
+            if c is None:
+                continue
+            if sc.candidate is not c:               # a ranking of this round holds them already
+                sc = _rebind(sc, c)
+            fresh.append(sc)
         name = getattr(getattr(runner, "analyzer", runner), "name", type(runner).__name__)
         return fresh, name, note
 

@@ -193,6 +193,7 @@ class HostMarginalPower:
         self.vnf_vcpus = float(vnf_vcpus)
         self.default_cpus = default_cpus or os.cpu_count() or 1
         self._models: dict = {}
+        self._marginal: dict = {}               # (model, u, cpus) -> watts
 
     def model(self, host) -> PowerSource | None:
         key = (getattr(host, "power_system_id", None),
@@ -219,7 +220,16 @@ class HostMarginalPower:
         if model is None:
             return None
         u = min(1.0, max(0.0, float(getattr(host, "cpu_util", 0.0) or 0.0)))
-        m = marginal_watts(model, u, self.vnf_vcpus / self.cpus(host, model))
-        if math.isinf(m):                    # the host is (nearly) saturated: the rest of 0..1
-            m = model.watts(1.0) - model.watts(u)
+        cpus = self.cpus(host, model)
+        # a fleet has few models and utilisations repeat (empty, full, k of n CPUs): a placement
+        # over 1,000 hosts asks this for each, so the answers are kept (models never change)
+        key = (id(model), u, cpus)
+        m = self._marginal.get(key)
+        if m is None:
+            m = marginal_watts(model, u, self.vnf_vcpus / cpus)
+            if math.isinf(m):                # the host is (nearly) saturated: the rest of 0..1
+                m = model.watts(1.0) - model.watts(u)
+            if len(self._marginal) >= 65536:
+                self._marginal.clear()
+            self._marginal[key] = m
         return m
