@@ -843,5 +843,7 @@ class HostPower:
 
 
 def _keep(detail: dict) -> dict:
-    """What a record keeps from state to state (the host's curve and cpus, the reason)."""
-    return {k: detail[k] for k in ("power_system_id", "cpus", "reason") if k in detail}
+    """What a record keeps from state to state: the host's curve and cpus, the reason, and what
+    its last drain did (sessions that ended, those the bound cut, instances moved where)."""
+    return {k: detail[k] for k in ("power_system_id", "cpus", "reason", "sessions_ended",
+                                   "bound_passed", "moved") if k in detail}

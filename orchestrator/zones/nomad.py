@@ -14,8 +14,9 @@
 * terminate = deregister with purge and wait until the allocation stopped.
 * drain     = host power (``hostpower``): :meth:`NomadZone.set_host_eligible` is the node's
               scheduling eligibility, :meth:`NomadZone.drain_host` Nomad's node drain (its
-              scheduler moves the node's allocations to eligible nodes; done when none of the
-              node's fluidvim allocations runs and each moved job runs elsewhere),
+              scheduler moves the node's allocations to eligible nodes - a job pinned to the
+              node, launched with a host, is unpinned first; done when none of the node's
+              fluidvim allocations runs and each moved job runs elsewhere),
               :meth:`NomadZone.host_ready` the node ready with a healthy driver (eligible or
               not); :meth:`NomadZone.instance_sessions` the VNF's live sessions from its
               vnf-stats.json.
@@ -459,6 +460,13 @@ class NomadZone(ZoneAdapter):
         runs elsewhere."""
         node = self._node(host)
         moving = {a["JobID"] for a in self._running_on(node["ID"])}
+        for job_id in sorted(moving):          # a job pinned to this node could not move: unpin
+            job = self._call("reading a job", self.api.job.get_job, job_id)
+            cons = job.get("Constraints") or []
+            keep = [c for c in cons if c.get("LTarget") != "${node.unique.name}"]
+            if len(keep) != len(cons):
+                job["Constraints"] = keep or None
+                self._call("unpinning the job", self.api.job.register_job, job_id, {"Job": job})
         spec = {"Deadline": int(deadline_s * 1e9), "IgnoreSystemJobs": False}
         self._call("draining the node", self.api.node.drain_node_with_spec, node["ID"], spec,
                    mark_eligible=False)
@@ -475,10 +483,15 @@ class NomadZone(ZoneAdapter):
                 if elsewhere == moving:
                     return
             if time.monotonic() > deadline:
+                stuck = {}
+                for job in sorted(moving - elsewhere):
+                    allocs = self._call("reading allocations", self.api.job.get_allocations, job)
+                    stuck[job] = [(a.get("NodeName"), a.get("ClientStatus"),
+                                   a.get("DesiredStatus"), a.get("DesiredDescription"))
+                                  for a in allocs]
                 raise ZoneError(
                     f"zone {self.name}: draining {host} did not finish in {deadline_s:g} s: "
-                    f"{len(left)} allocation(s) still there, "
-                    f"{sorted(moving - elsewhere)} not running elsewhere")
+                    f"{len(left)} allocation(s) still there; not running elsewhere: {stuck}")
             time.sleep(0.2)
 
     def host_ready(self, host: str) -> bool:

@@ -296,6 +296,41 @@ class NomadCluster:
     def client(self, name: str) -> Client:
         return next(c for c in self.clients if c.name == name)
 
+    # -- a client's power, as its BMC switches it (tests/bmcserver.py PowerHook callbacks) ---
+
+    def power_off_client(self, name: str) -> None:
+        """The client's machine loses power: its agent, plugin and QEMUs end at once (SIGKILL to
+        the agent's process group and every QEMU under its run dir); its data dir stays."""
+        c = self.client(name)
+        if c.proc is not None and c.proc.poll() is None:
+            try:
+                os.killpg(c.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            c.proc.wait(10)
+        c.proc = None
+        for pid in tn.qemu_pids(c.run_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while tn.qemu_pids(c.run_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # the tmpfs of its allocations' secrets/private dirs go with the power
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split()[1] for line in f]
+        for m in sorted((m for m in mounts if m.startswith(str(c.data_dir) + "/")), reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True, timeout=10)
+
+    def power_on_client(self, name: str) -> None:
+        """The client's machine boots: its agent starts again with its config and data dir (the
+        same Nomad node)."""
+        c = self.client(name)
+        if c.proc is None or c.proc.poll() is not None:
+            c.proc = self._spawn(c.config, c.name, "-plugin-dir", str(self.plugin_dir),
+                                 netns=c.netns)
+
     def qemu_pids(self) -> dict[str, list[int]]:
         """{client name: QEMU pids under its run_dir}."""
         return {c.name: tn.qemu_pids(c.run_dir) for c in self.clients}

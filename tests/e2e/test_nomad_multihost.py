@@ -18,13 +18,22 @@ Same prerequisites and skips as tests/e2e/test_nomad.py. What it checks, across 
   free slots across hosts (the resolver), placement's filter keeps every host with its own free
   slots, one stage-1 probe serves the three hosts (one environment type), and deploying the
   decision runs the VNF on the decided client;
+* host power (same cluster; a sushy-tools Redfish emulator is each client's BMC, and its
+  notifications stop / start that client's agent): load low, the consolidation round powers off
+  the empty client, then empties one whose VNF carries live TCP sessions - sessions first: its
+  slots are no longer offered, the drain waits until the flows end cleanly, Nomad moves the VNF,
+  the BMC powers the client off; load high, a client is powered on, made eligible and runs a new
+  instance; ``fluidvim power plan`` over the message bus shows the plan; no resolve refused;
 * teardown: no agent, QEMU, tap, run dir or cgroup of the cluster is left.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
+import threading
 import time
 import uuid
 
@@ -60,7 +69,7 @@ def cluster(tmp_path_factory):
     assert c.leftovers() == []
 
 
-def _orchestrator(tmp_path, zone):
+def _orchestrator(tmp_path, zone, host_power=None, **over):
     from fluidvim.orchestrator import conf as orchconf
     from fluidvim.orchestrator.exception import OrchestratorError
     from fluidvim.orchestrator.rpcapi import check_broker
@@ -69,7 +78,9 @@ def _orchestrator(tmp_path, zone):
     tag = uuid.uuid4().hex[:8]
     conf = orchconf.make_conf(connection=f"sqlite:///{tmp_path}/orch.sqlite", topic=f"fvmh-{tag}",
                               notification_topic=f"fvmh_slots_{tag}", local_zone=False,
-                              slot_update_min_interval=0.0)
+                              slot_update_min_interval=0.0, **over)
+    for key, value in (host_power or {}).items():          # [host_power]
+        conf.set_override(key, value, group="host_power")
     orchconf.disable_rabbit_heartbeat(conf)
     try:
         check_broker(conf, conf.orchestrator.transport_url)
@@ -255,3 +266,222 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
         orch.close()
     assert zone.instances() == []
     print("nomad multi-host timings:", timings)
+
+
+# -- host power: drain, power off through Redfish, wake (tests/bmcserver.py) -----------------
+
+FLOW_SERVER = """
+import selectors, socket, sys
+sel = selectors.DefaultSelector()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 80)); s.listen(64); sel.register(s, selectors.EVENT_READ)
+print("listening", flush=True)
+while True:                       # hold every connection; close it when the client does
+    for k, _ in sel.select():
+        if k.fileobj is s:
+            c, _ = s.accept(); sel.register(c, selectors.EVENT_READ)
+        elif not k.fileobj.recv(4096):
+            sel.unregister(k.fileobj); k.fileobj.close()
+"""
+
+FLOW_CLIENT = """
+import socket, sys, threading, time
+conns = [socket.create_connection((sys.argv[1], 80), timeout=5) for _ in range(int(sys.argv[2]))]
+print(len(conns), flush=True)
+stop = threading.Event()
+def keep():                       # every flow active (shorter than flow_timeout_ms)
+    while not stop.wait(0.5):
+        for c in conns:
+            c.send(b".")
+threading.Thread(target=keep, daemon=True).start()
+sys.stdin.readline()              # the test says when the sessions end
+stop.set(); time.sleep(0.6)
+clean = 0
+for c in conns:                   # a clean end: our FIN, then the server's
+    c.shutdown(socket.SHUT_WR)
+    c.settimeout(5)
+    if c.recv(4096) == b"":
+        clean += 1
+    c.close()
+print(clean, flush=True)
+"""
+
+
+def test_drain_power_off_and_wake_through_redfish(cluster, tmp_path):
+    """Load falls: the consolidation round powers off the empty client, then empties the client
+    whose VNF carries live sessions - sessions first: its slots are no longer offered, the flows
+    end cleanly, only then Nomad moves the VNF (node drain) - and powers it off through its BMC
+    (sushy-emulator: the system reports Off; the test's hook stops that client's agent and QEMUs
+    as the power going off would). Load rises: the free slots fall below the threshold, no awake
+    client has room, a client is powered on (the hook starts its agent), made eligible and runs
+    a new instance. No resolve is refused throughout."""
+    from fluidvim.orchestrator import hostpower as hp
+    from tests.bmcserver import BMCEmulator, PowerHook
+
+    a, b, c = cluster.clients
+    names = {cl.name for cl in cluster.clients}
+    hook = PowerHook(on_off=cluster.power_off_client, on_on=cluster.power_on_client)
+    zone = NomadZone("nomad-mh", address=cluster.address, datacenter="dc1", slot_interval=0.25,
+                     launch_timeout=90)
+    svc = f"fvmh-pw-{uuid.uuid4().hex[:6]}"
+    timings, granted, ids = {}, [], []
+    holder = server = orch = None
+    with BMCEmulator({n: "On" for n in sorted(names)}, hook=hook) as bmc, \
+            testnet.TestNet("fvmp", 91) as net:
+        # every client namespace has the test network's bridges (a moved VNF plugs its NICs
+        # there); only client a's are wired to the traffic namespaces
+        for cl in (b, c):
+            for br in net.bridges:
+                subprocess.run(["ip", "-n", cl.netns, "link", "add", br, "type", "bridge"],
+                               check=True)
+                subprocess.run(["ip", "-n", cl.netns, "link", "set", br, "up"], check=True)
+        try:
+            orch = _orchestrator(tmp_path, zone, host_power={
+                "enabled": True, "interval": 0.0, "poll_interval": 0.25,
+                "bmcs": [f"nomad-mh:{n}={bmc.url(n)}" for n in sorted(names)],
+                "graceful_timeout": 30.0, "wake_timeout": 120.0, "session_bound": 90.0,
+                "drain_timeout": 60.0, "wake_free_slots": 3, "vnf_vcpus": 1.0,
+                "consolidate_u_low": 0.5, "min_hosts_on": 1},
+                reservation_ttl=600.0)
+            orch.start(server=f"fvmh-{uuid.uuid4().hex[:8]}")
+            power = orch.host_power
+            # a host woken for the service runs one more instance of it, with two NICs like
+            # V1 and V2 (the orchestrator's launcher uses the zone's default NICs: one)
+            from fluidvim.orchestrator.deploy import deploy
+            power.launcher = lambda z, h, s: deploy(orch.store, orch.registry, orch.zones[z],
+                                                    orch.store.service(s), host=h,
+                                                    bridges=("", ""))
+            orch.register_service(svc, FW, slots=SLOTS_B)
+            # V1 on a (with traffic), V2 on b; c runs none
+            v1 = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
+                                           bridges=tuple(net.bridges), host=a.name))
+            v2 = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
+                                           bridges=tuple(net.bridges), host=b.name))
+            ids += [v1.id, v2.id]
+            for inst in (v1, v2):
+                orch.store.add_instance(id=inst.id, zone="nomad-mh", host=inst.host,
+                                        service=svc, name=inst.name, status="running",
+                                        slots_total=SLOTS_B)
+            tn.wait_for("both instances' slots in the registry", lambda: orch.registry.aggregate(
+                svc, "host") == {f"nomad-mh/{a.name}": SLOTS_B, f"nomad-mh/{b.name}": SLOTS_B},
+                60, 0.1)
+            # live sessions through V1
+            server = net.popen("b", "python3", "-c", FLOW_SERVER, net.ip_b,
+                               stdout=subprocess.PIPE, text=True)
+            assert server.stdout.readline().strip() == "listening"
+            holder = net.popen("a", "python3", "-c", FLOW_CLIENT, net.ip_b, "2",
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "2"
+            # (from the VNF's vnf-stats.json, else the node's fingerprint: it runs V1 alone)
+            tn.wait_for("V1's two sessions in the registry", lambda: orch.registry.aggregate(
+                svc, "instance").get(v1.id, SLOTS_B) < SLOTS_B, 30, 0.1)
+
+            # the plan, through the real CLI over the message bus: c is empty, a and b at u 0.5
+            cli = [os.path.join(os.path.dirname(sys.executable), "fluidvim"), "power", "plan",
+                   "--transport-url", orch.conf.orchestrator.transport_url,
+                   "--topic", orch.conf.orchestrator.topic]
+            r = subprocess.run(cli + ["--json"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            plan = json.loads(r.stdout)
+            assert plan["power_off"][0] == {"host": f"nomad-mh/{c.name}", "empty": True,
+                                            "bmc": True, "idle_watts": plan["power_off"][0][
+                                                "idle_watts"]}, plan
+            assert plan["saved_watts"] >= plan["power_off"][0]["idle_watts"] > 0
+            assert plan["saved_kwh_per_day"] == round(plan["saved_watts"] * 24 / 1000, 3)
+            r = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 and "power off (empty)" in r.stdout and "kWh/day" in \
+                r.stdout, r.stdout + r.stderr
+            print(r.stdout)
+
+            # -- load is low: round 1 powers off the empty client c
+            t0 = time.monotonic()
+            did = power.round()
+            timings["round 1: power off empty c (s)"] = round(time.monotonic() - t0, 1)
+            assert did.get("power_off") == f"nomad-mh/{c.name}", did
+            assert bmc.power(c.name) == "Off"
+            assert power.state("nomad-mh", c.name) == hp.OFF
+            assert c.proc is None                          # the hook stopped its agent
+            assert tn.qemu_pids(c.run_dir) == []
+
+            # -- round 2 empties a (u 0.5, least loaded first): sessions first
+            rnd = {}
+            t0 = time.monotonic()
+            th = threading.Thread(target=lambda: rnd.update(power.round()))
+            th.start()
+            tn.wait_for("a draining", lambda: power.state("nomad-mh", a.name) == hp.DRAINING,
+                        30, 0.1)
+            # V1 offers no slot now: a session goes to V2 on b; V1 still runs on a
+            r = orch.resolve(svc)
+            granted.append(r)
+            assert (r["kind"], r["instance"], r["host"]) == ("slot", v2.id, b.name), r
+            (alloc,) = [x for x in cluster.api(f"/v1/job/{v1.id}/allocations")
+                        if x["ClientStatus"] == "running"]
+            assert alloc["NodeName"] == a.name
+            time.sleep(2.0)                    # the drain waits while the sessions live
+            assert power.state("nomad-mh", a.name) == hp.DRAINING
+            assert [x["NodeName"] for x in cluster.api(f"/v1/job/{v1.id}/allocations")
+                    if x["ClientStatus"] == "running"] == [a.name]
+            timings["sessions held while draining (s)"] = round(time.monotonic() - t0, 1)
+            holder.stdin.write("end\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "2"     # both ended cleanly
+            th.join(180)
+            timings["round 2: drain + power off a (s)"] = round(time.monotonic() - t0, 1)
+            assert rnd.get("power_off") == f"nomad-mh/{a.name}", rnd
+            v = power.view("nomad-mh", a.name)
+            assert (v.state, v.power) == (hp.OFF, "Off"), v
+            assert v.detail.get("sessions_ended") == [v1.id] and not v.detail.get("bound_passed")
+            assert bmc.power(a.name) == "Off" and a.proc is None
+            # Nomad moved V1 to b (the one eligible client left)
+            moved = tn.wait_for("V1 running on b", lambda: [
+                x for x in cluster.api(f"/v1/job/{v1.id}/allocations")
+                if x["ClientStatus"] == "running" and x["NodeName"] == b.name], 60, 0.2)
+            assert moved
+            assert {i.host for i in zone.instances() if i.id in ids} == {b.name}
+            assert orch.store.instances(svc)[0].host == b.name
+
+            # -- load rises: sessions until the free slots fall below 3
+            # (b runs both now: a report per VNF needs its vnf-stats.json, the node's
+            # fingerprint stands in for a node with one VNF only)
+            tn.wait_for("free slots only on b", lambda: set(orch.registry.aggregate(
+                svc, "host")) == {f"nomad-mh/{b.name}"}, 60, 0.1)
+            while sum(orch.registry.aggregate(svc, "host").values()) >= 3:
+                r = orch.resolve(svc)
+                granted.append(r)
+                assert r["kind"] == "slot" and r["host"] == b.name, r
+            t0 = time.monotonic()
+            did = power.round()
+            timings["round 3: wake + launch (s)"] = round(time.monotonic() - t0, 1)
+            assert did["shortage"] and did["wake"] in (f"nomad-mh/{a.name}",
+                                                       f"nomad-mh/{c.name}"), did
+            woken = did["wake"].split("/", 1)[1]
+            assert bmc.power(woken) == "On"
+            assert power.view("nomad-mh", woken).state == hp.ON
+            node = cluster.nodes()[woken]
+            assert node["SchedulingEligibility"] == "eligible", node
+            new = did["launched"]
+            ids.append(new)
+            assert [i.host for i in zone.instances() if i.id == new] == [woken]
+            # and the next sessions go there
+            tn.wait_for("the new instance's slots", lambda: orch.registry.aggregate(
+                svc, "host").get(f"nomad-mh/{woken}", 0) > 0, 60, 0.1)
+            r = orch.resolve(svc)
+            granted.append(r)
+            assert (r["kind"], r["host"]) == ("slot", woken), r
+            assert not hook.errors, hook.errors
+        finally:
+            for proc in (holder, server):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait(5)
+            for cl in cluster.clients:                 # every client back on for the next test
+                if cl.proc is None:
+                    cluster.power_on_client(cl.name)
+            for i in ids:
+                try:
+                    zone.terminate(i)
+                except Exception:  # noqa: BLE001 - the cluster's close() reports leftovers
+                    pass
+            if orch is not None:
+                orch.close()
+    print(f"\nhost power on Nomad: {len(granted)} sessions granted, none refused; {timings}")
