@@ -63,12 +63,14 @@ def parse(argv):
     ap.add_argument("--milp-max-hosts", type=int, default=1000,
                     help="solve the MILP bound up to this fleet size")
     ap.add_argument("--milp-every", type=int, default=0,
-                    help="steps per MILP solve (0: 1 up to 100 hosts, 10 above)")
+                    help="steps per MILP solve (0: 1 up to 20 hosts, 10 up to 100, 30 above)")
     ap.add_argument("--evaluator", default=None, help="evaluator.json with slots and deadlines")
     ap.add_argument("--out", default=str(RESULTS / "energy"), help="output prefix (.json, .png)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the runs of an existing OUT.json that this command does not redo")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--report", action="store_true",
+                    help="print OUT.json as Markdown tables (for bench/RESULTS.md) and exit")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     unknown = [p for p in args.policies if p not in policies.NAMES]
@@ -146,6 +148,15 @@ def cfg_tp(cfg) -> str:
 
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.report:
+        path = Path(args.out).with_suffix(".json")
+        try:
+            print(markdown(json.loads(path.read_text())))
+        except OSError as e:
+            print(f"bench/energy: no results to report: {e}; run the bench first",
+                  file=sys.stderr)
+            return 2
+        return 0
     try:
         services, measurement = workload.load_services(args.evaluator)
     except ValueError as e:
@@ -232,7 +243,7 @@ def run_milp(fl, services, demand, cfg, args, tick) -> dict:
     t0 = time.perf_counter()
     ideal = sim.Simulator(fl, services, demand, cfg, None)
     r = ideal.run()
-    every = args.milp_every or (1 if len(fl) <= 100 else 10)
+    every = args.milp_every or (1 if len(fl) <= 20 else 10 if len(fl) <= 100 else 30)
     steps = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))
     if tick is not None:
         tick(steps - len(ideal.ideal_trace))
@@ -242,7 +253,8 @@ def run_milp(fl, services, demand, cfg, args, tick) -> dict:
     return {"kwh": round(b["kwh"], 4), "slo_misses": 0,
             "awake_hosts_mean": round(sum(b["awake"]) / len(b["awake"]), 2),
             "moves": b["moves"], "decision_ms_p50": round(statistics.median(b["ms"]), 3),
-            "bound": "MILP per step on the lower convex envelope of the curves (a lower bound)",
+            "bound": "MILP per step, exact on the piecewise-linear SPECpower curves; free "
+                     "instant moves and power switches (a lower bound)",
             "solves": b["solves"], "steps_per_solve": every, "model_groups": b["groups"],
             "not_optimal": b["not_optimal"], "ideal_refused": r.refused,
             "sessions": r.sessions, "mean_w": round(sum(b["w"]) / len(b["w"]), 1),
@@ -279,6 +291,47 @@ def write(out: Path, args, cfg, launch, services, runs, skipped) -> dict:
     }
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def markdown(result: dict) -> str:
+    """The results as Markdown: one table per fleet kind, the accounting rules."""
+    out = []
+    order = [n for n in policies.NAMES]
+    for kind in ("heterogeneous", "homogeneous"):
+        sizes = result["runs"].get(kind)
+        if not sizes:
+            continue
+        out.append(f"**{kind}** fleet\n")
+        out.append("| hosts | policy | kWh/day | vs nomad-binpack | vs milp | SLO misses "
+                   "(refused/late/moved) | % of sessions | awake hosts (mean) | moves | "
+                   "decision p50 ms |")
+        out.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in sorted(sizes, key=int):
+            run = sizes[n]
+            pols = run.get("policies", {})
+            for name in order + [p for p in pols if p not in order]:
+                p = pols.get(name)
+                if p is None:
+                    continue
+                if "kwh" not in p:
+                    out.append(f"| {n} | {name} | - | - | - | {p.get('skipped', '-')} | | | | |")
+                    continue
+                r = run.get("ratios", {}).get(name, {})
+                m = p.get("misses") or {}
+                split = (f" ({m.get('refused', 0)}/{m.get('late', 0)}/{m.get('moved', 0)})"
+                         if m else "")
+                pct = (100.0 * p["slo_misses"] / p["sessions"]) if p.get("sessions") else None
+                ms = p.get("decision_ms_p50")
+                out.append(f"| {n} | {name} | {p['kwh']:.1f} | {_fmt(r.get('vs_nomad_binpack'))}"
+                           f" | {_fmt(r.get('vs_milp'))} | {p['slo_misses']}{split} | "
+                           f"{'-' if pct is None else f'{pct:.4f}'} | "
+                           f"{p['awake_hosts_mean']:.1f} | {p['moves']} | "
+                           f"{'-' if ms is None else f'{ms:.2f}'} |")
+        out.append("")
+    out.append("Accounting rules (every policy):\n")
+    for a in result.get("accounting", []):
+        out.append(f"- **{a['rule']}**: {a['value']}. Source: {a['source']}.")
+    return "\n".join(out)
 
 
 def _fmt(x) -> str:

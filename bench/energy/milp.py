@@ -4,26 +4,28 @@
 
 For each step the ideal run (``Simulator(policy=None)``: the same sessions and autoscaling rule,
 every instance placed at once) gives N, the instances the services run, and B, the hardware
-threads their sessions keep busy (sessions / slots). The MILP chooses how many hosts of each server
-model are awake and how many instances and how much of the busy load each model carries:
+threads their sessions keep busy (sessions / slots). A SPECpower curve is linear between its
+11 points, so a host whose load lies in segment k (between k and k+1 tenths of its threads)
+draws ``c_k + a_k * load``: an idle on-cost plus a linear dynamic term, exact on that segment.
+The MILP chooses, per server model m and segment k, how many hosts run in that segment
+(y_mk, integer) and the busy threads they carry together (L_mk), and the instances per model:
 
-    min  sum_m z_m
-    s.t. sum_m n_m = N,  sum_m b_m = B,  0 <= b_m <= n_m,  n_m <= T_m * y_m,
-         z_m >= a_k * b_m + c_k * y_m          for every segment k of model m's power curve
-         y_m in {0..count_m}, n_m integer >= 0
+    min  sum_mk (c_k * y_mk + a_k * L_mk)
+    s.t. lo_k * y_mk <= L_mk <= hi_k * y_mk          (each of those hosts within its segment)
+         sum_k y_mk <= count_m,   sum_mk L_mk = B,   sum_k L_mk <= n_m <= T_m * sum_k y_mk,
+         sum_m n_m = N,   y_mk, n_m integer >= 0
 
-(T_m: hardware threads of model m, one VNF per thread.) ``a_k * u + c_k`` are the segments of
-the lower convex envelope of the model's 11 SPECpower points (u in busy threads), so
-``y * f(b / y) = max_k(a_k b + c_k y)`` is exactly the power of y equal hosts sharing b, and
-the envelope lies on or below the curve: the optimum is a true lower bound on the power of any
-placement of N instances doing B threads of work on this fleet (an awake host still draws at least
-its idle watts: the envelope passes through w_0). Hosts of one model are interchangeable, so
-grouping them loses nothing. The bound ignores what any real policy pays: moves are free and
-instant, hosts switch on and off instantly and for free, no hold time, no headroom of awake hosts.
+(T_m: hardware threads of model m; one VNF per thread, a VNF keeps at most one busy). Hosts of
+one model in one segment are interchangeable (their power is linear in their shared load), so
+this is exactly the least power of any placement of N instances doing B threads of work on the
+true curves - an awake host draws at least its idle watts (segment 0 at no load). It ignores
+what any real policy pays: moves are free and instant, hosts switch on and off instantly and
+for free, no hold time, no headroom of awake hosts.
 
 With ``every`` > 1 steps are solved in windows for the componentwise minimum of (N, B) over the
 window, still a lower bound (the optimum grows with N and B). When a solve stops at its time limit
-the MILP's dual bound is used (a lower bound too) and the run says so.
+the MILP's dual bound is used (a lower bound too) and the run counts it (``not_optimal``); a
+solved step reports the dual bound too (within ``gap``, 0.5 %, of the optimum, never above it).
 """
 
 from __future__ import annotations
@@ -33,28 +35,6 @@ import os
 import time
 
 import numpy as np
-
-
-def lower_envelope(points, threads: float):
-    """Segments (slope W per busy thread, intercept W) of the lower convex hull of the 11 points
-    (0, 10, .., 100 % of ``threads``)."""
-    xs = [threads * i / 10.0 for i in range(11)]
-    pts = list(zip(xs, [float(p) for p in points]))
-    hull: list = []
-    for p in pts:
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            # keep the hull convex from below: drop hull[-1] if it lies above segment hull[-2]->p
-            if (y2 - y1) * (p[0] - x1) >= (p[1] - y1) * (x2 - x1):
-                hull.pop()
-            else:
-                break
-        hull.append(p)
-    segs = []
-    for (x1, y1), (x2, y2) in zip(hull, hull[1:]):
-        a = (y2 - y1) / (x2 - x1)
-        segs.append((a, y1 - a * x1))
-    return segs
 
 
 @contextlib.contextmanager
@@ -73,7 +53,7 @@ def _quiet():
 class Bound:
     """The per-step MILP for one fleet (built once; each solve changes two right-hand sides)."""
 
-    def __init__(self, fleet, time_limit_s: float = 30.0, gap: float = 1e-4):
+    def __init__(self, fleet, time_limit_s: float = 20.0, gap: float = 5e-3):
         import highspy
 
         groups: dict = {}
@@ -88,30 +68,44 @@ class Bound:
         h.setOptionValue("time_limit", float(time_limit_s))
         h.setOptionValue("mip_rel_gap", float(gap))
         inf = highspy.kHighsInf
-        self.cols = {}
+        integer = highspy.HighsVarType.kInteger
+        self.cols = {}                        # model -> (n, [(y, L) per segment])
         col = 0
+
+        def add(cost, lo, hi, is_int=False):
+            nonlocal col
+            h.addCol(float(cost), float(lo), float(hi), 0, [], [])
+            if is_int:
+                h.changeColIntegrality(col, integer)
+            col += 1
+            return col - 1
+
+        def row(lo, hi, idx, val):
+            h.addRow(lo, hi, len(idx), np.array(idx, np.int32), np.array(val, float))
+
         for m, g in groups.items():
-            segs = lower_envelope(g["points"], g["threads"])
-            y, n, b, z = col, col + 1, col + 2, col + 3
-            h.addCol(0.0, 0.0, float(g["count"]), 0, [], [])          # y_m
-            h.addCol(0.0, 0.0, inf, 0, [], [])                        # n_m
-            h.addCol(0.0, 0.0, inf, 0, [], [])                        # b_m
-            h.addCol(1.0, 0.0, inf, 0, [], [])                        # z_m (watts)
-            h.changeColIntegrality(y, highspy.HighsVarType.kInteger)
-            h.changeColIntegrality(n, highspy.HighsVarType.kInteger)
-            col += 4
-            self.cols[m] = (y, n, b, z)
-            h.addRow(-inf, 0.0, 2, np.array([b, n], np.int32), np.array([1.0, -1.0]))
-            h.addRow(-inf, 0.0, 2, np.array([n, y], np.int32),
-                     np.array([1.0, -float(g["threads"])]))
-            for a, c in segs:      # a*b + c*y - z <= 0
-                h.addRow(-inf, 0.0, 3, np.array([b, y, z], np.int32), np.array([a, c, -1.0]))
+            T, pts = float(g["threads"]), [float(p) for p in g["points"]]
+            n = add(0.0, 0.0, T * g["count"], True)
+            segs = []
+            for k in range(10):
+                lo, hi = T * k / 10.0, T * (k + 1) / 10.0
+                a = (pts[k + 1] - pts[k]) / (hi - lo)           # W per busy thread
+                c = pts[k] - a * lo                              # W of a host in segment k
+                y = add(c, 0.0, g["count"], True)
+                L = add(a, 0.0, inf)
+                row(0.0, inf, [L, y], [1.0, -lo])               # L >= lo * y
+                row(-inf, 0.0, [L, y], [1.0, -hi])              # L <= hi * y
+                segs.append((y, L))
+            ys, Ls = [y for y, _ in segs], [L for _, L in segs]
+            row(-inf, float(g["count"]), ys, [1.0] * len(ys))    # hosts of the model
+            row(-inf, 0.0, [n] + ys, [1.0] + [-T] * len(ys))     # n <= T * awake
+            row(-inf, 0.0, Ls + [n], [1.0] * len(Ls) + [-1.0])   # busy <= instances
+            self.cols[m] = (n, segs)
         self.row_n = h.getNumRow()
-        ys = [v[1] for v in self.cols.values()]
-        h.addRow(0.0, 0.0, len(ys), np.array(ys, np.int32), np.ones(len(ys)))
+        row(0.0, 0.0, [v[0] for v in self.cols.values()], [1.0] * len(self.cols))
         self.row_b = h.getNumRow()
-        bs = [v[2] for v in self.cols.values()]
-        h.addRow(0.0, 0.0, len(bs), np.array(bs, np.int32), np.ones(len(bs)))
+        row(0.0, 0.0, [L for v in self.cols.values() for _, L in v[1]],
+            [1.0] * (10 * len(self.cols)))
         self.capacity = sum(g["count"] * g["threads"] for g in groups.values())
 
     def solve(self, instances: int, busy: float) -> dict:
@@ -130,21 +124,24 @@ class Bound:
         status = h.modelStatusToString(h.getModelStatus())
         sol = h.getSolution().col_value
         optimal = status == "Optimal"
-        if optimal:
-            watts = float(info.objective_function_value)
-        else:
-            watts = float(info.mip_dual_bound)
-            if not np.isfinite(watts):
+        # the dual bound: at most the optimum (within mip_rel_gap of it when solved, whatever
+        # the search reached when the time limit stopped it)
+        watts = float(info.mip_dual_bound)
+        if not np.isfinite(watts):
+            if not optimal:
                 raise RuntimeError(f"HiGHS found no bound for N={instances}, B={busy:.1f}: "
                                    f"{status}")
-        awake = sum(round(sol[v[0]]) for v in self.cols.values()) if len(sol) else None
-        per_model = {m: (round(sol[v[0]]), round(sol[v[1]])) for m, v in self.cols.items()} \
-            if len(sol) else {}
+            watts = float(info.objective_function_value)
+        per_model = {}
+        if len(sol):
+            for m, (n, segs) in self.cols.items():
+                per_model[m] = (sum(round(sol[y]) for y, _ in segs), round(sol[n]))
+        awake = sum(v[0] for v in per_model.values()) if per_model else None
         return {"watts": watts, "awake": awake, "ms": ms, "status": status,
                 "optimal": optimal, "per_model": per_model}
 
 
-def solve_trace(fleet, trace, step_s: float, every: int = 1, time_limit_s: float = 30.0,
+def solve_trace(fleet, trace, step_s: float, every: int = 1, time_limit_s: float = 20.0,
                 progress=None) -> dict:
     """The bound over an ideal run's trace [(t, instances[s], busy[s])]."""
     bound = Bound(fleet, time_limit_s=time_limit_s)
