@@ -7,6 +7,17 @@ job "vnf-firewall" {
   group "fw" {
     count = 1
 
+    # only clients that have both bridges: the plugin fingerprints each Linux bridge as
+    # driver.unikernel.bridge.<name> = true (refreshed every fingerprint_period)
+    constraint {
+      attribute = "${attr.driver.unikernel.bridge.br0}"
+      value     = "true"
+    }
+    constraint {
+      attribute = "${attr.driver.unikernel.bridge.br1}"
+      value     = "true"
+    }
+
     task "fw" {
       driver = "unikernel"
 

@@ -92,6 +92,20 @@ func LinkExists(name string) bool {
 	return err == nil
 }
 
+// Bridges lists the host's Linux bridges (the links with a /sys/class/net/<name>/bridge
+// directory), the only kind PlugTap can attach a tap to.
+func Bridges() ([]string, error) {
+	dirs, err := filepath.Glob("/sys/class/net/*/bridge")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		names = append(names, filepath.Base(filepath.Dir(d)))
+	}
+	return names, nil
+}
+
 // DeleteLink removes a leftover link (taps normally vanish with their QEMU).
 func DeleteLink(name string) error {
 	if !LinkExists(name) {

@@ -87,6 +87,9 @@ type Driver struct {
 
 	launchMu    sync.Mutex
 	launchTimes map[string][]float64 // recent launch durations (ms) by kind: StartTask → configured
+
+	bridgeMu    sync.Mutex
+	bridgesSeen map[string]bool // every bridge ever fingerprinted, to report the vanished ones as ""
 }
 
 // NewPlugin returns a driver with the default configuration.
@@ -257,6 +260,7 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 	if warmOK {
 		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
 	}
+	d.bridgeAttributes(a, pre+"bridge.")
 	// what the next launch costs: a warm claim while a shell is ready (§6.5)
 	if ms, basis, ok := d.queuingDelay(); ok {
 		a[pre+"queuing_delay_ms"] = pstructs.NewFloatAttribute(ms, "ms")
@@ -337,6 +341,30 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 		return nil, false, err
 	}
 	return d.startCold(cfg, tc, s, t0, set)
+}
+
+// bridgeAttributes sets prefix+<name> = true for each Linux bridge on the host now, so a job
+// constrains on the bridges its nics name (etc/nomad/vnf-firewall.nomad.hcl). A bridge seen by
+// an earlier fingerprint and gone now is reported as "": the Nomad client only merges the
+// attributes a fingerprint names, and deletes a node attribute when its new value is empty.
+func (d *Driver) bridgeAttributes(a map[string]*pstructs.Attribute, prefix string) {
+	names, err := qemu.Bridges()
+	if err != nil {
+		d.logger.Warn("cannot list bridges for the fingerprint", "error", err)
+		return
+	}
+	d.bridgeMu.Lock()
+	defer d.bridgeMu.Unlock()
+	if d.bridgesSeen == nil {
+		d.bridgesSeen = map[string]bool{}
+	}
+	for name := range d.bridgesSeen {
+		a[prefix+name] = pstructs.NewStringAttribute("")
+	}
+	for _, name := range names {
+		d.bridgesSeen[name] = true
+		a[prefix+name] = pstructs.NewBoolAttribute(true)
+	}
 }
 
 // validateTask decodes and checks the task's driver config against the plugin's and returns it

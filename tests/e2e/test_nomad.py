@@ -144,8 +144,11 @@ def firewall_job(name: str, bridges: list[str]) -> str:
     text = (REPO / "etc/nomad/vnf-firewall.nomad.hcl").read_text()
     text = text.replace('job "vnf-firewall"', f'job "{name}"')
     text = text.replace('nics          = ["br0", "br1"]', f'nics = {json.dumps(bridges)}')
+    for sample, bridge in zip(("br0", "br1"), bridges):  # its constraints name the bridges too
+        text = text.replace(f"bridge.{sample}}}", f"bridge.{bridge}}}")
     text = text.replace("IPFilter(allow tcp dst port 80,", "IPFilter(allow icmp, allow tcp dst port 80,")
     assert name in text and bridges[0] in text and "allow icmp" in text
+    assert "bridge.br0" not in text and "bridge.br1" not in text, text
     return text
 
 
