@@ -9,7 +9,9 @@ Checked after every move: the VNF runs on the target (its QEMU alive, it answers
 the flavor's session slots, vCPUs and memory in its spec), nothing is left on the source (no
 launch-core record, no QEMU, no tap, no instance-name row), Placement's allocations are where Nova
 says (both hosts while VERIFY_RESIZE, one after confirm/revert) and each compute's own slot
-figures (``host_stats``) follow. Also: a resize to a flavor the VNF cannot run rolls back with the
+figures (``host_stats``) follow, and so do the slot updates both computes publish on a real
+RabbitMQ to the orchestrator's registry (gone from the source, the new flavor's slots from the
+target). Also: a resize to a flavor the VNF cannot run rolls back with the
 VNF untouched; live migration is refused with the message and the server stays ACTIVE on its VNF;
 a VNF left on a host by a move cut short (an evacuation whose target failed before Nova recorded
 it) is removed when that nova-compute restarts, so the next evacuation to it succeeds. Prints the
@@ -423,3 +425,63 @@ class RestartRuleTest(_TwoComputes):
         drv.manager.destroy(orphan.id)
         self._delete_server(server)
         self._delete_server(other)
+
+
+class SlotUpdatesFollowTest(_TwoComputes):
+    """Both computes publish slot updates on a REAL RabbitMQ (``[fluidvim] slot_notifications``)
+    to the orchestrator's SlotListener + SlotRegistry: a moved server is announced gone by its
+    source and then with its (new flavor's) slots by its target."""
+
+    def setUp(self):
+        from fluidvim.nova_driver.tests.test_slot_notifications import RABBIT
+        from fluidvim.orchestrator.exception import OrchestratorError
+        from fluidvim.orchestrator.rpcapi import check_broker
+        try:
+            check_broker(CONF, RABBIT)
+        except OrchestratorError as e:
+            if os.environ.get("CI"):
+                raise
+            self.skipTest(f"{e} (tools/bootstrap.sh starts it)")
+        self.rabbit = RABBIT
+        self.topic = f"fvmv_slots_{uuid.uuid4().hex[:10]}"
+        super().setUp()
+
+    def _start_compute(self, host, *args, **kwargs):
+        self.flags(transport_url=self.rabbit, group="oslo_messaging_notifications")
+        self.flags(slot_notifications=True, slot_topic=self.topic, slot_zone="mv",
+                   slot_interval=0.2, slot_update_min_interval=0.0, group="fluidvim")
+        return super()._start_compute(host, *args, **kwargs)
+
+    def test_migrate_and_resize_move_the_reported_slots(self):
+        import oslo_messaging as messaging
+
+        from fluidvim.nova_driver.tests.test_slot_notifications import wait_for
+        from fluidvim.orchestrator.notify import SlotListener
+        from fluidvim.orchestrator.slots import SlotRegistry
+
+        registry = SlotRegistry(ttl=600)
+        transport = messaging.get_notification_transport(CONF, url=self.rabbit)
+        self.addCleanup(transport.cleanup)
+        listener = SlotListener(transport, self.topic, registry)
+        listener.start()
+        self.addCleanup(listener.stop)
+
+        def at(host, slots):
+            def check():
+                reps = [r for r in registry.reports() if r.instance == server["id"]]
+                return reps if [(r.host, r.slots) for r in reps] == [(host, slots)] else None
+            return wait_for(f"the server's {slots} slots reported from {host}", check)
+
+        server, _ = self._boot("host1")
+        at("host1", 2)
+        server = self._migrate_server(server)
+        at("host2", 2)
+        self.assertEqual({"mv/host2": 2}, registry.aggregate("vnf.small", "host"))
+        server = self._confirm_resize(server)
+        server = self._resize_server(server, self.big["id"])       # to host1, 4 slots
+        at("host1", 4)
+        server = self._revert_resize(server)                       # back to host2, 2 slots
+        at("host2", 2)
+        self._delete_server(server)
+        wait_for("the server gone", lambda: not [r for r in registry.reports()
+                                                 if r.instance == server["id"]], 10)
