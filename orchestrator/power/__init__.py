@@ -28,8 +28,10 @@ Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :f
 (power-aware best-fit decreasing: the host with the least power increase that fits),
 :func:`first_fit` / :func:`worst_fit` for comparison, :func:`consolidation_plan` (which hosts can
 be emptied onto the others and sleep, net of what moving and waking them again costs),
-:func:`scale_in_order` (which hosts a service scales in from first) and :func:`wake_order` (which
-powered-off host to wake first). ``bench/energy`` runs them against Nomad's and Nova's
+:func:`scale_in_order` (which hosts a service scales in from first), :func:`wake_order` (which
+powered-off host to wake first), :func:`efficient_utilisation` (the load a host does its work
+at with the fewest watts per unit) and :func:`fill_limit` (how far to fill a host before waking
+another is better). ``bench/energy`` runs them against Nomad's and Nova's
 schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
@@ -57,12 +59,15 @@ from .fleet import (  # noqa: F401
     FleetHost,
     Migration,
     consolidation_plan,
+    efficient_utilisation,
+    fill_limit,
     first_fit,
     fleet_watts,
     host_marginal,
     marginal_watts,
     pabfd_choose,
     scale_in_order,
+    unit_watts,
     wake_order,
     worst_fit,
 )

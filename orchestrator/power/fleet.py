@@ -246,16 +246,54 @@ def scale_in_order(hosts) -> list[str]:
                                                          h.name))]
 
 
-def wake_order(hosts, u: float = 0.7) -> list[str]:
-    """Powered-off hosts to wake first: the fewest watts per unit of capacity once the host runs
-    at utilisation ``u`` (it is woken to be filled), then the least idle watts. Waking the host
-    with the least idle watts instead prefers small old servers that fill at once and are
-    inefficient per VNF (bench/energy measures both)."""
-    u = _check_u(u, "u")
-    if u <= 0:
-        raise PowerError("wake_order: u must be > 0 (the utilisation a woken host runs at)")
-    return [h.name for h in sorted(hosts, key=lambda h: (h.model.watts(u) / (u * h.capacity),
+def efficient_utilisation(model: PowerSource) -> float:
+    """The utilisation at which a host does its work with the fewest watts per unit of load
+    (``watts(u) / u``). Between a curve's points the power is linear, so ``watts(u) / u`` is
+    monotone there and the best is one of the points 0.1 .. 1.0. Old servers are most efficient
+    full; many newer ones climb steeply near full load (turbo) and do best at 60-80 %."""
+    pts = [i / 10.0 for i in range(1, 11)]
+    return min(pts, key=lambda u: (model.watts(u) / u, -u))
+
+
+def unit_watts(model: PowerSource, capacity: float, u: float | None = None) -> float:
+    """Watts per unit of capacity of a host running at ``u`` (default: its
+    :func:`efficient_utilisation`): what a unit of load costs on it once it is filled."""
+    at = efficient_utilisation(model) if u is None else u
+    return model.watts(at) / (at * capacity)
+
+
+def wake_order(hosts, u: float | None = None) -> list[str]:
+    """Powered-off hosts to wake first: the fewest watts per unit of capacity at the load a
+    woken host is filled to - its :func:`efficient_utilisation`, or ``u`` for all - then the
+    least idle watts. (Waking the host with the least idle watts instead prefers small old
+    servers that fill at once and are inefficient per VNF: bench/energy measures both.)"""
+    if u is not None:
+        u = _check_u(u, "u")
+        if u <= 0:
+            raise PowerError("wake_order: u must be > 0 (the utilisation a woken host runs at)")
+    return [h.name for h in sorted(hosts, key=lambda h: (unit_watts(h.model, h.capacity, u),
                                                          h.model.watts(0.0), h.name))]
+
+
+def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
+               demand: float = 1.0) -> float:
+    """How much load (in capacity units, a multiple of ``demand``) a host in service should take
+    before waking another host is better: up to its :func:`efficient_utilisation` in any case
+    (it is awake to be used), beyond that while one more ``demand`` adds no more watts per unit
+    than ``wake_unit_w`` - what a unit costs on the best host there is to wake
+    (:func:`unit_watts`; ``inf`` when none is left: fill it up)."""
+    if demand <= 0 or capacity <= 0:
+        raise PowerError(f"fill_limit: need demand > 0 and capacity > 0, got {demand}, "
+                         f"{capacity}")
+    units = int(capacity / demand + 1e-9)
+    k = min(units, int(efficient_utilisation(model) * capacity / demand + 1e-9))
+    while k < units:
+        extra = model.watts(min(1.0, (k + 1) * demand / capacity)) - \
+            model.watts(k * demand / capacity)
+        if extra / demand > wake_unit_w:
+            break
+        k += 1
+    return k * demand
 
 
 def fleet_watts(hosts) -> float:

@@ -687,19 +687,53 @@ def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
     assert power.scale_in_order([d, b, a]) == ["a", "b", "d"]
 
 
+def test_efficient_utilisation_is_where_a_host_spends_the_fewest_watts_per_unit():
+    lib = power.SpecpowerLibrary()
+    turbo = lib.curve("spec0127")          # 2019: 252 W at 70 %, 415 W at 100 %
+    flat = lib.curve("spec0120")           # 2010: 193 W at 100 %, its best watts per unit
+    assert power.efficient_utilisation(turbo) == 0.7
+    assert power.efficient_utilisation(flat) == 1.0
+    for c in (turbo, flat):
+        u = power.efficient_utilisation(c)
+        assert all(c.watts(u) / u <= c.watts(v / 100) / (v / 100) + 1e-9 for v in range(1, 101))
+
+
 def test_wake_order_prefers_watts_per_thread_at_load_over_idle_watts():
     lib = power.SpecpowerLibrary()
     small = power.FleetHost("small", lib.curve("spec0128"), capacity=8)     # 11.6 W idle
     big = power.FleetHost("big", lib.curve("spec0127"), capacity=112)       # 49.9 W idle
     old = power.FleetHost("old", lib.curve("spec0120"), capacity=16)        # 88.5 W idle
-    per_thread = {h.name: h.model.watts(0.7) / (0.7 * h.capacity) for h in (small, big, old)}
-    assert per_thread["big"] < per_thread["small"] < per_thread["old"]
+
+    def per_thread(h, u):
+        return h.model.watts(u) / (u * h.capacity)
+    at_best = {h.name: per_thread(h, power.efficient_utilisation(h.model))
+               for h in (small, big, old)}
+    assert at_best["big"] < at_best["small"] < at_best["old"]
     assert power.wake_order([old, small, big]) == ["big", "small", "old"]
-    # at full load the order is by peak watts per thread
+    # one load for all: at full load the order is by peak watts per thread
     assert power.wake_order([old, small, big], u=1.0)[0] == min(
-        (small, big, old), key=lambda h: h.model.watts(1.0) / h.capacity).name
+        (small, big, old), key=lambda h: per_thread(h, 1.0)).name
     with pytest.raises(power.PowerError, match="u must be > 0"):
         power.wake_order([big], u=0.0)
+
+
+def test_fill_limit_fills_a_host_while_it_is_cheaper_than_waking_the_best_other():
+    lib = power.SpecpowerLibrary()
+    turbo = lib.curve("spec0127")                          # 112 threads, best at 70 %
+    own = power.unit_watts(turbo, 112)                     # 252 W / 78.4 threads
+    assert own == pytest.approx(252.0 / (0.7 * 112))
+    # another host like it to wake: stop at 70 %, where a VNF starts to cost more than there
+    assert power.fill_limit(turbo, 112, own) == 78
+    assert (turbo.watts(79 / 112) - turbo.watts(78 / 112)) > own
+    # nothing left to wake: fill it up; only an old 12 W-per-thread server left: fill it up too
+    assert power.fill_limit(turbo, 112, math.inf) == 112
+    old = lib.curve("spec0120")
+    assert power.fill_limit(turbo, 112, power.unit_watts(old, 16)) == 112
+    # a host is filled to its efficient load whatever waking costs (it is awake to be used)
+    assert power.fill_limit(turbo, 112, 0.0) == 78
+    assert power.fill_limit(old, 16, 0.0) == 16            # the old one is best full
+    with pytest.raises(power.PowerError, match="demand > 0"):
+        power.fill_limit(turbo, 112, 1.0, demand=0)
 
 
 def test_list_opts_and_entry_point():
