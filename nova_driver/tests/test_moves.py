@@ -11,11 +11,11 @@ launch-core record, no QEMU, no tap, no instance-name row), Placement's allocati
 says (both hosts while VERIFY_RESIZE, one after confirm/revert) and each compute's own slot
 figures (``host_stats``) follow, and so do the slot updates both computes publish on a real
 RabbitMQ to the orchestrator's registry (gone from the source, the new flavor's slots from the
-target). Also: a resize to a flavor the VNF cannot run rolls back with the
-VNF untouched; live migration is refused with the message and the server stays ACTIVE on its VNF;
-a VNF left on a host by a move cut short (an evacuation whose target failed before Nova recorded
-it) is removed when that nova-compute restarts, so the next evacuation to it succeeds. Prints the
-measured times (API request -> state, and the VNF's own gap between source stop and target up).
+target). Also: a resize to a flavor the VNF cannot run rolls back with the VNF untouched; live
+migration is refused with the message and the server stays ACTIVE on its VNF; a VNF left on a
+host by a move cut short (an evacuation whose target failed before Nova recorded it) is removed
+when that nova-compute restarts, so the next evacuation to it succeeds. Prints the measured times
+(API request -> state, and the VNF's own gap between source stop and target up).
 
     .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_moves
 """
