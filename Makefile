@@ -2,7 +2,8 @@
 #   make demo    set up everything, then run the demo (launch VNFs, send traffic, plot)
 #   make test    set up everything, then run all tests (C unit, lint, Go plugin, Nova driver,
 #                Python unit + integration)
-.PHONY: bootstrap demo test soak test-unit test-integration test-nova test-nova-e2e test-nomad lint bench-launch fuzz clean
+#   make dist    the release artefacts in dist/ (wheel, sdist, Nomad plugin, SHA256SUMS)
+.PHONY: bootstrap demo dist test soak test-unit test-integration test-nova test-nova-e2e test-nomad lint bench-launch fuzz clean
 
 VENV := .venv/bin
 
@@ -52,5 +53,30 @@ bench-launch: bootstrap
 fuzz:
 	$(MAKE) -C unikernel fuzz-run
 
+# Release artefacts, from a clean checkout; needs python3 (venv), gcc, make, go; no bootstrap.
+#   fluidvim-<v>.tar.gz                     the sdist: Python packages + the C sources (MANIFEST.in)
+#   fluidvim-<v>-py3-none-linux_x86_64.whl  built from that sdist (PEP 517, isolated): setup.py's
+#       build_py runs make in unikernel/ and vhost/ and ships the kernel, its firmware and
+#       fluidvim-vhost-net as package data (fluidvim/vnf/images/; vnf/conf.py finds them)
+#   fluidvim-unikernel_<v>_linux_amd64      the Nomad task-driver plugin, static, version stamped
+#       (install it as <plugin_dir>/fluidvim-unikernel)
+#   SHA256SUMS                              sha256sum -c SHA256SUMS
+DIST_VENV := .venv-dist
+VERSION := $(shell sed -n 's/^__version__ = "\([^"]*\)"$$/\1/p' fluidvim/__init__.py)
+PLUGIN := fluidvim-unikernel_$(VERSION)_linux_amd64
+
+dist:
+	rm -rf dist
+	test -x $(DIST_VENV)/bin/python || python3 -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/pip install -q -c constraints.txt build
+	$(DIST_VENV)/bin/python -m build --outdir dist .
+	cd nomad_driver && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath \
+		-ldflags "-s -w -X github.com/fluidvim/fluidvim/nomad_driver/unikernel.PluginVersion=$(VERSION)" \
+		-o ../dist/$(PLUGIN) .
+	cd dist && sha256sum fluidvim-$(VERSION).tar.gz fluidvim-$(VERSION)-*.whl $(PLUGIN) > SHA256SUMS
+	@ls -l dist
+
 clean:
 	$(MAKE) -C unikernel clean
+	$(MAKE) -C vhost clean
+	rm -rf dist $(DIST_VENV)

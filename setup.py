@@ -2,9 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """fluidvim: a VIM extension for unikernel network functions (Nova, Nomad, NFV MANO)."""
 
+import os
 import re
+import shutil
+import subprocess
+import sysconfig
 
 from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_py import build_py
 
 # The source tree follows the project layout (vnf/, orchestrator/, ...); installed, each directory
 # is a sub-package of `fluidvim` so nothing claims a generic top-level name like `vnf`.
@@ -29,6 +35,49 @@ SHIM_DIRS = {"nova.virt.fluidvim": "nova_shim/nova/virt/fluidvim"}
 # The one version source: fluidvim/__init__.py (read, not imported: nothing is installed yet).
 with open("fluidvim/__init__.py", encoding="utf-8") as _f:
     VERSION = re.search(r'^__version__ = "([^"]+)"', _f.read(), re.M).group(1)
+
+# The VNF images a wheel carries as package data of fluidvim.vnf (vnf/conf.py: PACKAGED_DIR, the
+# default before a source-tree build and /usr/share): built from the C sources by make while the
+# wheel is built (from the tree or from the sdist, which carries the sources: MANIFEST.in), so
+# a wheel's install needs no gcc, make or checkout. (source dir, make output, installed name)
+IMAGES = [("unikernel", "build/fluidvim-vnf.elf"),      # the VNF kernel (PVH ELF)
+          ("unikernel", "build/fluidvim-pvh.bin"),      # its microvm firmware, found beside it
+          ("vhost", "build/fluidvim-vhost-net")]        # the net_backend = vhost-user backend
+IMAGES_DIR = "images"
+
+
+class BuildPyWithImages(build_py):
+    """build_py that also runs `make` in unikernel/ and vhost/ and copies the images into the
+    package. Skipped for editable installs: there the launch core finds the source-tree build."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        dest = os.path.join(self.build_lib, "fluidvim", "vnf", IMAGES_DIR)
+        os.makedirs(dest, exist_ok=True)
+        for src in sorted({d for d, _ in IMAGES}):
+            if shutil.which("make") is None:
+                raise SystemExit("building the fluidvim wheel needs make and gcc (the VNF kernel "
+                                 "is built from unikernel/): install them, or install the wheel")
+            subprocess.run(["make", "-C", os.path.join(here, src)], check=True)
+        for src, out in IMAGES:
+            self.copy_file(os.path.join(here, src, out),
+                           os.path.join(dest, os.path.basename(out)), preserve_mode=True)
+
+
+class PlatformWheel(bdist_wheel):
+    """The images are x86-64 machine code (kernel, firmware, an ELF host binary): the wheel is
+    py3-none-<platform>, not pure Python; no Python ABI is involved."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.root_is_pure = False
+
+    def get_tag(self):
+        return "py3", "none", sysconfig.get_platform().replace("-", "_").replace(".", "_")
+
 
 # Ranges here; the exact set CI and `make` install is constraints.txt
 # (pip install -c constraints.txt -e .[...]).
@@ -94,7 +143,9 @@ EXTRAS = {
     "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "oslo.db>=15.0",
              "psycopg2-binary>=2.9", "schemathesis>=3.39",
              # a real Redfish BMC per host for host power control (tests/bmcserver.py)
-             "sushy-tools>=2.0"] + DEMO + API + LIBVIRT,
+             "sushy-tools>=2.0",
+             # `make dist`: the sdist and the wheel (PEP 517 build frontend)
+             "build>=1.2"] + DEMO + API + LIBVIRT,
 }
 
 setup(
@@ -117,6 +168,7 @@ setup(
                   # alembic migrations ship with their packages (fluidvim-manage db sync)
                   **{f"fluidvim.{p}.migrations": ["script.py.mako", "versions/*.py"]
                      for p in ("vnf", "orchestrator", "evaluator")}},
+    cmdclass={"build_py": BuildPyWithImages, "bdist_wheel": PlatformWheel},
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={

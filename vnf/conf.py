@@ -5,11 +5,17 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 
 from oslo_config import cfg
 
 from . import limits, states
 
+# Where an installed wheel carries the images it was built with (package data of this package,
+# setup.py: BuildPyWithImages); absent in a source checkout (editable install).
+PACKAGED_DIR = str(resources.files(__package__).joinpath("images"))
+PACKAGED_KERNEL = os.path.join(PACKAGED_DIR, "fluidvim-vnf.elf")
+PACKAGED_VHOST_NET = os.path.join(PACKAGED_DIR, "fluidvim-vhost-net")
 # The repository root of a source checkout (editable install: vnf/ is fluidvim.vnf).
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where `make -C unikernel` puts the image in a source checkout.
@@ -28,9 +34,10 @@ vnf_opts = [
     cfg.StrOpt("accel", default="auto", choices=["auto", "kvm", "tcg"],
                help="Accelerator. auto uses KVM when /dev/kvm works, else TCG (software)."),
     cfg.StrOpt("kernel", default=None,
-               help="Path of the VNF kernel image (PVH ELF). Default: the image built in the "
-                    "source tree (unikernel/build/fluidvim-vnf.elf), else "
-                    + INSTALLED_KERNEL + "."),
+               help="Path of the VNF kernel image (PVH ELF). Default: the image installed with "
+                    "the fluidvim wheel (fluidvim/vnf/images/fluidvim-vnf.elf in site-packages), "
+                    "else the image built in the source tree (unikernel/build/fluidvim-vnf.elf), "
+                    "else " + INSTALLED_KERNEL + "."),
     cfg.StrOpt("qemu_binary", default="auto",
                help="QEMU binary for the qemu backend: a name or path, or 'auto' = Debian's "
                     "minimal microvm build (qemu-system-x86_64-microvm) when the VNF runs on "
@@ -50,7 +57,8 @@ vnf_opts = [
                     "throughput when there is no vhost-net, but guest RAM becomes a shared memfd "
                     "that KSM cannot merge (more memory per idle VNF; bench/RESULTS.md)."),
     cfg.StrOpt("vhost_net_binary", default=None,
-               help="Path of fluidvim-vhost-net (net_backend = vhost-user). Default: the one built "
+               help="Path of fluidvim-vhost-net (net_backend = vhost-user). Default: the one "
+                    "installed with the fluidvim wheel (fluidvim/vnf/images/), else the one built "
                     "in the source tree (vhost/build/fluidvim-vhost-net), else "
                     + INSTALLED_VHOST_NET + "."),
     cfg.IntOpt("vcpu_nice", default=limits.VCPU_NICE_DEFAULT, min=0, max=limits.VCPU_NICE_MAX,
@@ -122,15 +130,17 @@ def list_opts():
 
 
 def default_kernel() -> str:
-    return _first_present(SOURCE_KERNEL, INSTALLED_KERNEL)
+    return _first_present(PACKAGED_KERNEL, SOURCE_KERNEL, INSTALLED_KERNEL)
 
 
 def default_vhost_net() -> str:
-    return _first_present(SOURCE_VHOST_NET, INSTALLED_VHOST_NET)
+    return _first_present(PACKAGED_VHOST_NET, SOURCE_VHOST_NET, INSTALLED_VHOST_NET)
 
 
-def _first_present(source: str, installed: str) -> str:
-    for path in (source, installed):
+def _first_present(packaged: str, source: str, installed: str) -> str:
+    """The wheel's image, else the source-tree build, else the distro path; none there: the
+    source-tree path (the error then says to run make)."""
+    for path in (packaged, source, installed):
         if os.path.exists(path):
             return path
     return source

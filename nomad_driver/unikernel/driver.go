@@ -44,11 +44,15 @@ import (
 const (
 	// PluginName is the driver name used in job files (`driver = "unikernel"`); the client's
 	// plugin block is named after the binary instead: `plugin "fluidvim-unikernel"`.
-	PluginName    = "unikernel"
-	PluginVersion = "0.1.0"
+	PluginName = "unikernel"
 
 	requestTimeout = 10 * time.Second
 )
+
+// PluginVersion is fluidvim's version (fluidvim/__init__.py; a test keeps the two equal). A
+// variable so a release build stamps it: `make dist` links with
+// -ldflags "-X github.com/fluidvim/fluidvim/nomad_driver/unikernel.PluginVersion=<version>".
+var PluginVersion = "0.1.0"
 
 var pluginInfo = &base.PluginInfoResponse{
 	Type:              base.PluginTypeDriver,
