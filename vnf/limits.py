@@ -37,6 +37,16 @@ VCPUS_DEFAULT = 1
 # said 4 before this module; every launcher already took 8.)
 VCPUS_MAX = 8
 
+# -- resource enforcement (the VNF's QEMU in a cgroup: Nomad task resources, Nova flavor) --
+# A QEMU's memory limit (cgroup memory.max) is its guest memory plus this allowance for QEMU
+# itself: its binary, heap, the vCPU and I/O thread stacks, virtio rings' shadow state and the
+# tap buffers. An idle microvm QEMU for a 32 MiB guest holds ~20-30 MiB beyond the guest pages
+# here (RSS); 64 MiB leaves room for a burst of tap/vhost buffers without the OOM killer.
+QEMU_OVERHEAD_MB = 64
+# The cgroup CPU bandwidth period (cpu.max "quota period", cpu.cfs_period_us), microseconds:
+# the kernel's default; a reservation of N cores is a quota of N periods.
+CPU_PERIOD_US = 100_000
+
 # -- NICs --
 # The kernel's virtio-net table (unikernel/src/virtio.h NET_MAX_NICS) and its static rings.
 MAX_NICS = 4

@@ -70,10 +70,11 @@ type VM struct {
 // session, so it survives a plugin restart), control connection, `ready` within bootTimeout.
 // phases gets the milliseconds of "spec", "spawn" and "boot". On error no QEMU runs and no
 // connection is open; the caller removes the taps and the run directory.
+// cg (nil: none) is the cgroup QEMU is moved into as soon as it has started.
 // With s.NetBackend vhost-user, fluidvim-vhost-net (vhostNet) is started first on the NICs'
 // listening sockets; it exits when QEMU hangs up.
 func Boot(qemuPath, vhostNet string, s *spec.VNF, runDir string, bootTimeout time.Duration,
-	phases map[string]float64) (*VM, error) {
+	phases map[string]float64, cg *Cgroup) (*VM, error) {
 	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 	t := time.Now()
 	if err := os.MkdirAll(runDir, 0o750); err != nil {
@@ -127,6 +128,11 @@ func Boot(qemuPath, vhostNet string, s *spec.VNF, runDir string, bootTimeout tim
 		return fail(fmt.Errorf("cannot start QEMU: %w", err))
 	}
 	vm.Cmd, vm.Pid = cmd, cmd.Process.Pid
+	if cg != nil { // before the guest touches its memory: QEMU maps guest RAM lazily
+		if err := cg.Add(vm.Pid); err != nil {
+			return fail(err)
+		}
+	}
 	ctlF.Close()
 	qmpF.Close()
 	ctl, err := control.Dial(s.ControlSocket)
@@ -154,17 +160,27 @@ func SetVcpuNice(pid, nice int) {
 	if pid <= 0 || nice == 0 {
 		return
 	}
+	for _, tid := range vcpuThreads(pid) {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice)
+	}
+}
+
+// vcpuThreads lists the threads of QEMU pid but its main thread: the vCPUs (and QEMU's RCU and
+// worker threads, which do little).
+func vcpuThreads(pid int) []int {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return
+		return nil
 	}
+	var tids []int
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil || tid == pid {
 			continue
 		}
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice)
+		tids = append(tids, tid)
 	}
+	return tids
 }
 
 // startVhost starts fluidvim-vhost-net on listening sockets for s's NICs (spec.VhostSocket, the

@@ -52,6 +52,10 @@ const (
 	// the busy-polling guest yields to the threads that move its frames); VcpuNiceMax its bound.
 	VcpuNiceDefault = 10
 	VcpuNiceMax     = 19
+	// QemuOverheadMB is what a VNF's cgroup memory limit allows QEMU beyond the guest memory
+	// (vnf/limits.py QEMU_OVERHEAD_MB); CPUPeriodUs the cgroup CPU bandwidth period.
+	QemuOverheadMB = 64
+	CPUPeriodUs    = 100_000
 )
 
 // Limits are the constants above by their vnf/limits.py names (for the vectors test).
@@ -64,6 +68,7 @@ var Limits = map[string]int{
 	"MAX_CLICK_CONFIG_BYTES": MaxClickConfig, "MAX_NAME": MaxName, "TSC_KHZ_MIN": MinTSCkHz,
 	"TSC_KHZ_MAX": MaxTSCkHz, "POOL_SIZE_MAX": MaxPoolSize, "LAUNCH_HISTORY_DEFAULT": LaunchHistory,
 	"TAP_TXQUEUELEN": TapTxQueueLen, "VCPU_NICE_DEFAULT": VcpuNiceDefault, "VCPU_NICE_MAX": VcpuNiceMax,
+	"QEMU_OVERHEAD_MB": QemuOverheadMB, "CPU_PERIOD_US": CPUPeriodUs,
 }
 
 var (

@@ -93,9 +93,11 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 // taskConfigSpec is the task's `config` block (job file). The shape's defaults are spec's (the
 // shared limits, vnf/limits.py); a TaskConfig made in Go with zeros gets the same (checkShape).
 var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
-	"kernel":          attr("kernel", "string"),
-	"memory_mb":       withDefault("memory_mb", "number", spec.DefaultMemoryMB),
-	"vcpus":           withDefault("vcpus", "number", spec.DefaultVcpus),
+	"kernel": attr("kernel", "string"),
+	// memory_mb, vcpus: unset = from the task's resources (memory, cores), else spec's
+	// defaults; more than the reservation is refused (resources.go)
+	"memory_mb":       attr("memory_mb", "number"),
+	"vcpus":           attr("vcpus", "number"),
 	"click_config":    attr("click_config", "string"),
 	"click_file":      attr("click_file", "string"),
 	"session_slots":   withDefault("session_slots", "number", spec.DefaultSlots),

@@ -38,8 +38,20 @@ func TestHCLSpecDefaultsAreTheGoDefaults(t *testing.T) {
 			pool.WarmPool[0], want)
 	}
 
+	// memory_mb and vcpus decode unset (0): they come from the task's resources, else from
+	// checkShape's defaults (resources.go)
 	var tc TaskConfig
 	hclutils.NewConfigParser(taskConfigSpec).ParseHCL(t, "config {}", &tc)
+	if tc.MemoryMB != 0 || tc.Vcpus != 0 {
+		t.Fatalf("empty task config decodes memory_mb %d vcpus %d, want unset", tc.MemoryMB, tc.Vcpus)
+	}
+	if err := tc.fromReservation(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkShape(func(n string) string { return n }, &tc.MemoryMB, &tc.Vcpus, &tc.SessionSlots,
+		&tc.FlowTimeoutMS); err != nil {
+		t.Fatal(err)
+	}
 	if tc.MemoryMB != spec.DefaultMemoryMB || tc.Vcpus != spec.DefaultVcpus ||
 		tc.SessionSlots != spec.DefaultSlots || tc.FlowTimeoutMS != spec.DefaultFlowTimeoutMS {
 		t.Fatalf("empty task config decodes to %+v: not spec's defaults", tc)

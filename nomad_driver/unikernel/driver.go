@@ -382,6 +382,9 @@ func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfi
 	if err := cfg.DecodeDriverConfig(&tc); err != nil {
 		return nil, "", fmt.Errorf("failed to decode driver config: %v", err)
 	}
+	if err := tc.fromReservation(cfg.Resources); err != nil {
+		return nil, "", err
+	}
 	paths := taskPaths(cfg, set.config)
 	if err := tc.validate(paths); err != nil {
 		return nil, "", err
@@ -463,6 +466,9 @@ func (d *Driver) startCold(cfg *drivers.TaskConfig, tc *TaskConfig, s spec.VNF, 
 		return nil, true, err
 	}
 	ann := map[string]string{"launch": "cold", "launch_ms": fmt.Sprintf("%.1f", total), "vnf_uuid": s.UUID}
+	for k, v := range h.limits.annotations() {
+		ann[k] = v
+	}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.1f", v)
 	}
@@ -497,8 +503,14 @@ func (d *Driver) handOver(h *taskHandle) (*drivers.TaskHandle, error) {
 // failure it removes everything.
 func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duration) (map[string]float64, error) {
 	phases := map[string]float64{}
+	lim, err := d.newEnforcement(h.taskConfig, h.spec.UUID, h.spec.MemoryMB)
+	if err != nil {
+		d.cleanup(h)
+		return nil, err
+	}
+	h.limits = lim
 	vm, err := qemu.Boot(qemuPath, d.settings().config.VhostNetBinary, &h.spec, h.runDir,
-		bootTimeout, phases)
+		bootTimeout, phases, lim.cgroup)
 	if err != nil {
 		d.cleanup(h)
 		return nil, err
@@ -506,6 +518,9 @@ func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duratio
 	h.cmd, h.pid, h.ctl, h.ready = vm.Cmd, vm.Pid, vm.Ctl, vm.Ready
 	if nice := d.settings().config.VcpuNice; nice != nil {
 		qemu.SetVcpuNice(vm.Pid, *nice)
+	}
+	if err := lim.pin(vm.Pid); err != nil {
+		return nil, d.abort(h, err)
 	}
 	if err := plugTaps(&h.spec, phases); err != nil {
 		return nil, d.abort(h, err)
@@ -567,11 +582,15 @@ func (d *Driver) emit(cfg *drivers.TaskConfig, msg string, ann map[string]string
 		AllocID: cfg.AllocID, Timestamp: time.Now(), Message: msg, Annotations: ann})
 }
 
-// cleanup removes leftover taps (normally gone with QEMU) and the run directory.
+// cleanup removes leftover taps (normally gone with QEMU), the run directory and the VNF's
+// cgroup (resources.go).
 func (d *Driver) cleanup(h *taskHandle) {
 	qemu.RemoveLeftovers(&h.spec, h.runDir, func(tap string, err error) {
 		h.logger.Warn("could not delete tap", "tap", tap, "error", err)
 	})
+	if err := qemu.CgroupFor(h.spec.UUID).Remove(); err != nil {
+		h.logger.Warn("could not remove the VNF's cgroup", "error", err)
+	}
 }
 
 // RecoverTask re-attaches to a running QEMU by pid and control socket.

@@ -38,6 +38,8 @@ type taskHandle struct {
 	// configEcho: the launch's configuration is the job's own, the VNF's messages about it may
 	// be shown (paths.go); set before the launch
 	configEcho bool
+	// limits: the cgroup, limits and pinned cores of the VNF (resources.go); set at launch/claim
+	limits enforcement
 
 	mu sync.Mutex
 	// which configuration errors of the console this task's stdout shows (consoleLine): lines

@@ -862,6 +862,18 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		}
 		phases["configure"] = ms(t)
 	}
+	// the task's limits: the shell's QEMU moves into the task's cgroup, its vCPUs onto the cores
+	lim, err := d.newEnforcement(cfg, vid, h.spec.MemoryMB)
+	if err == nil && lim.cgroup != nil {
+		err = lim.cgroup.Add(h.pid)
+	}
+	if err == nil {
+		err = lim.pin(h.pid)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	h.limits = lim
 
 	t = time.Now()
 	h.mu.Lock()
@@ -910,6 +922,9 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	d.recordLaunch("warm", total)
 	d.pool.kick() // refill after serving the request
 	ann := map[string]string{"launch": "warm", "launch_ms": fmt.Sprintf("%.2f", total), "vnf_uuid": vid}
+	for k, v := range lim.annotations() {
+		ann[k] = v
+	}
 	for k, v := range phases {
 		ann[k+"_ms"] = fmt.Sprintf("%.2f", v)
 	}

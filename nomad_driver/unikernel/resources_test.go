@@ -1,0 +1,174 @@
+// Copyright 2026 The fluidvim Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package unikernel
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/client/lib/cpustats"
+	"github.com/hashicorp/nomad/nomad/structs"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	"golang.org/x/sys/unix"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
+)
+
+// reservation is what the Nomad client sends for `resources { memory = memMB  cores = N }`:
+// the cores reach a driver only as LinuxResources.CpusetCpus (the plugin protocol drops
+// ReservedCores).
+func reservation(memMB int64, cpuMHz int64, cpuset string) *drivers.Resources {
+	return &drivers.Resources{
+		NomadResources: &structs.AllocatedTaskResources{
+			Memory: structs.AllocatedMemoryResources{MemoryMB: memMB},
+			Cpu:    structs.AllocatedCpuResources{CpuShares: cpuMHz}},
+		LinuxResources: &drivers.LinuxResources{CpusetCpus: cpuset, CPUShares: cpuMHz,
+			MemoryLimitBytes: memMB << 20},
+	}
+}
+
+// TestResourcesFromReservation: unset memory_mb/vcpus come from the reservation; a larger guest
+// is refused naming both fields and the fix.
+func TestResourcesFromReservation(t *testing.T) {
+	tc := TaskConfig{}
+	if err := tc.fromReservation(reservation(48, 500, "0,1")); err != nil {
+		t.Fatal(err)
+	}
+	if tc.MemoryMB != 48 || tc.Vcpus != 2 {
+		t.Errorf("unset shape from a 48 MiB, 2-core reservation: memory_mb %d vcpus %d", tc.MemoryMB, tc.Vcpus)
+	}
+	tc = TaskConfig{MemoryMB: 128}
+	err := tc.fromReservation(reservation(64, 500, ""))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "memory_mb" || !strings.Contains(err.Error(), "resources.memory") ||
+		!strings.Contains(err.Error(), "128") || !strings.Contains(err.Error(), "64") {
+		t.Errorf("memory_mb 128 on a 64 MiB reservation: %v", err)
+	}
+	tc = TaskConfig{Vcpus: 3}
+	if err := tc.fromReservation(reservation(64, 500, "2-3")); err == nil ||
+		!strings.Contains(err.Error(), "vcpus") || !strings.Contains(err.Error(), "resources.cores") {
+		t.Errorf("3 vCPUs on cores 2-3: %v", err)
+	}
+	if got := reservedCores(reservation(64, 500, "1,3-4")); len(got) != 3 || got[0] != 1 || got[2] != 4 {
+		t.Errorf("cpuset 1,3-4 read as %v", got)
+	}
+	// CPU from MHz: the reserved share of the client's compute, over every core
+	c := cpustats.Compute{TotalCompute: 4000, NumCores: 2}
+	lim, ok := limitsFor(reservation(64, 500, ""), 32, c)
+	want := int64(500) * int64(c.NumCores) * spec.CPUPeriodUs / int64(c.TotalCompute)
+	if !ok || lim.CPUQuotaUs != want || lim.MemoryBytes != int64(32+spec.QemuOverheadMB)<<20 {
+		t.Errorf("limits of 500 MHz / 32 MiB guest: %+v ok=%v, want quota %d", lim, ok, want)
+	}
+}
+
+// TestResourcesEnforced launches a real VNF with a reservation (64 MiB, core 0): the guest has
+// the reserved memory, QEMU is in a cgroup whose memory and CPU limits are the reservation's
+// (memory + the QEMU allowance, one core's quota), its vCPU threads run on core 0 only, and the
+// group is gone after the task is destroyed. A config asking for more memory is refused.
+func TestResourcesEnforced(t *testing.T) {
+	k := requireVNF(t)
+	if mode, why := qemu.CgroupMode(); mode == 0 {
+		t.Skipf("limits cannot be enforced here: %s", why)
+	}
+	h, _, _ := newHarness(t)
+
+	big := newTask(t, h, "big", &TaskConfig{Kernel: k, MemoryMB: 128, NICs: []string{""}})
+	big.Resources = reservation(64, 500, "0")
+	if _, _, err := h.StartTask(big); err == nil || !strings.Contains(err.Error(), "memory_mb") ||
+		!strings.Contains(err.Error(), "resources.memory") {
+		t.Fatalf("memory_mb 128 on a 64 MiB reservation started: %v", err)
+	}
+
+	task := newTask(t, h, "sized", &TaskConfig{Kernel: k, NICs: []string{""}})
+	task.Resources = reservation(64, 500, "0")
+	_, state := startTask(t, h, task)
+	if state.Spec.MemoryMB != 64 {
+		t.Errorf("guest memory %d MiB, want the reservation's 64", state.Spec.MemoryMB)
+	}
+	cg := qemu.CgroupFor(state.Spec.UUID)
+	if cg == nil {
+		t.Fatalf("no cgroup for VNF %s", state.Spec.UUID)
+	}
+	read := func(dir, f string) string {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	wantMem := int64(64+spec.QemuOverheadMB) << 20
+	var memDir string
+	switch cg.Version {
+	case 2:
+		memDir = cg.Dirs[0]
+		if got := read(memDir, "memory.max"); got != strconv.FormatInt(wantMem, 10) {
+			t.Errorf("memory.max %s, want %d", got, wantMem)
+		}
+		if got := read(memDir, "cpu.max"); got != strconv.Itoa(spec.CPUPeriodUs)+" "+strconv.Itoa(spec.CPUPeriodUs) {
+			t.Errorf("cpu.max %q, want one core's quota", got)
+		}
+	case 1:
+		memDir = cg.Dirs[0]
+		if got := read(memDir, "memory.limit_in_bytes"); got != strconv.FormatInt(wantMem, 10) {
+			t.Errorf("memory.limit_in_bytes %s, want %d", got, wantMem)
+		}
+		if got := read(cg.Dirs[1], "cpu.cfs_quota_us"); got != strconv.Itoa(spec.CPUPeriodUs) {
+			t.Errorf("cpu.cfs_quota_us %s, want one core's quota %d", got, spec.CPUPeriodUs)
+		}
+		if got := read(cg.Dirs[1], "cpu.cfs_period_us"); got != strconv.Itoa(spec.CPUPeriodUs) {
+			t.Errorf("cpu.cfs_period_us %s", got)
+		}
+	}
+	for _, d := range cg.Dirs {
+		if !strings.Contains("\n"+read(d, "cgroup.procs")+"\n", "\n"+strconv.Itoa(state.Pid)+"\n") {
+			t.Errorf("QEMU pid %d not in %s/cgroup.procs", state.Pid, d)
+		}
+	}
+	// the guest's memory is charged to the group, within the limit
+	usageFile := map[int]string{2: "memory.current", 1: "memory.usage_in_bytes"}[cg.Version]
+	usage, _ := strconv.ParseInt(read(memDir, usageFile), 10, 64)
+	if usage <= 0 || usage > wantMem {
+		t.Errorf("%s = %d, want within (0, %d]", usageFile, usage, wantMem)
+	}
+	t.Logf("QEMU of a 64 MiB guest: %s = %d MiB of %d MiB allowed", usageFile, usage>>20, wantMem>>20)
+	// vCPU threads pinned to the reserved core
+	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(state.Pid) + "/task")
+	pinned := 0
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if tid == state.Pid {
+			continue
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue // the thread ended
+		}
+		if set.Count() != 1 || !set.IsSet(0) {
+			t.Errorf("thread %d of QEMU may run on %d CPUs, want core 0 only", tid, set.Count())
+		}
+		pinned++
+	}
+	if pinned == 0 {
+		t.Error("no vCPU thread found to check")
+	}
+
+	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, h, task.ID, 10*time.Second)
+	if err := h.DestroyTask(task.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range cg.Dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left after DestroyTask (%v)", d, err)
+		}
+	}
+}
