@@ -24,8 +24,8 @@ job "vnf-firewall" {
       config {
         # kernel        = "local/vnf.elf"  # default: the plugin config's; else a file in the
         #                                    # task dir (artifact/template) or under image_paths
-        memory_mb     = 32
-        vcpus         = 1
+        memory_mb     = 32     # at most resources.memory; unset = resources.memory
+        vcpus         = 1      # unset = the reserved cores, else 1
         session_slots = 1024
         nics          = ["br0", "br1"]   # one virtio-net NIC per entry; "" = unplugged
         click_config  = <<-EOT
@@ -39,7 +39,9 @@ job "vnf-firewall" {
 
       # its counters: nomad alloc exec -task fw <alloc> stats   (also: ping, slots, console)
 
-      # what Nomad reserves; the guest size is memory_mb above
+      # what Nomad reserves and the plugin enforces: QEMU runs in a cgroup limited to
+      # memory_mb + 64 MiB (QEMU's allowance) and this CPU share; `cores = 1` instead of
+      # `cpu` pins the vCPU to a reserved core
       resources {
         cpu    = 200
         memory = 64
