@@ -148,6 +148,11 @@ func NewCgroup(name string, lim Limits) (*Cgroup, error) {
 		}
 		err := writeFile(filepath.Join(mem, "memory.limit_in_bytes"), strconv.FormatInt(lim.MemoryBytes, 10))
 		if err == nil {
+			// a warm shell's pages would come with it; recent kernels refuse (EINVAL; v2 has no
+			// such move), and then only what it touches from now on is charged
+			_ = writeFile(filepath.Join(mem, "memory.move_charge_at_immigrate"), "3")
+		}
+		if err == nil {
 			err = writeFile(filepath.Join(cpu, "cpu.cfs_period_us"), strconv.FormatInt(lim.CPUPeriodUs, 10))
 		}
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,9 +93,30 @@ func TestResourcesEnforced(t *testing.T) {
 	if state.Spec.MemoryMB != 64 {
 		t.Errorf("guest memory %d MiB, want the reservation's 64", state.Spec.MemoryMB)
 	}
-	cg := qemu.CgroupFor(state.Spec.UUID)
+	cg := checkLimits(t, state.Pid, state.Spec.UUID, 64, 0, true)
+
+	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, h, task.ID, 10*time.Second)
+	if err := h.DestroyTask(task.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range cg.Dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left after DestroyTask (%v)", d, err)
+		}
+	}
+}
+
+// checkLimits checks the cgroup of VNF vid: memory limit memMB + the QEMU allowance, one
+// core's CPU quota, QEMU (pid) in it and charged within the limit, its vCPU threads on core
+// only. It returns the group.
+func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold bool) *qemu.Cgroup {
+	t.Helper()
+	cg := qemu.CgroupFor(vid)
 	if cg == nil {
-		t.Fatalf("no cgroup for VNF %s", state.Spec.UUID)
+		t.Fatalf("no cgroup for VNF %s", vid)
 	}
 	read := func(dir, f string) string {
 		b, err := os.ReadFile(filepath.Join(dir, f))
@@ -103,7 +125,7 @@ func TestResourcesEnforced(t *testing.T) {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	wantMem := int64(64+spec.QemuOverheadMB) << 20
+	wantMem := (memMB + spec.QemuOverheadMB) << 20
 	var memDir string
 	switch cg.Version {
 	case 2:
@@ -127,31 +149,33 @@ func TestResourcesEnforced(t *testing.T) {
 		}
 	}
 	for _, d := range cg.Dirs {
-		if !strings.Contains("\n"+read(d, "cgroup.procs")+"\n", "\n"+strconv.Itoa(state.Pid)+"\n") {
-			t.Errorf("QEMU pid %d not in %s/cgroup.procs", state.Pid, d)
+		if !strings.Contains("\n"+read(d, "cgroup.procs")+"\n", "\n"+strconv.Itoa(pid)+"\n") {
+			t.Errorf("QEMU pid %d not in %s/cgroup.procs", pid, d)
 		}
 	}
 	// the guest's memory is charged to the group, within the limit
 	usageFile := map[int]string{2: "memory.current", 1: "memory.usage_in_bytes"}[cg.Version]
 	usage, _ := strconv.ParseInt(read(memDir, usageFile), 10, 64)
-	if usage <= 0 || usage > wantMem {
+	// a warm shell's pages stay charged where they were touched (no charge moves): only a cold
+	// launch's QEMU must show its guest's memory in the group
+	if usage > wantMem || (usage <= 0 && cold) {
 		t.Errorf("%s = %d, want within (0, %d]", usageFile, usage, wantMem)
 	}
-	t.Logf("QEMU of a 64 MiB guest: %s = %d MiB of %d MiB allowed", usageFile, usage>>20, wantMem>>20)
+	t.Logf("QEMU of a %d MiB guest: %s = %d MiB of %d MiB allowed", memMB, usageFile, usage>>20, wantMem>>20)
 	// vCPU threads pinned to the reserved core
-	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(state.Pid) + "/task")
+	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	pinned := 0
 	for _, e := range ents {
 		tid, _ := strconv.Atoi(e.Name())
-		if tid == state.Pid {
+		if tid == pid {
 			continue
 		}
 		var set unix.CPUSet
 		if err := unix.SchedGetaffinity(tid, &set); err != nil {
 			continue // the thread ended
 		}
-		if set.Count() != 1 || !set.IsSet(0) {
-			t.Errorf("thread %d of QEMU may run on %d CPUs, want core 0 only", tid, set.Count())
+		if set.Count() != 1 || !set.IsSet(core) {
+			t.Errorf("thread %d of QEMU may run on %d CPUs, want core %d only", tid, set.Count(), core)
 		}
 		pinned++
 	}
@@ -159,16 +183,44 @@ func TestResourcesEnforced(t *testing.T) {
 		t.Error("no vCPU thread found to check")
 	}
 
-	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
+	return cg
+}
+
+// TestResourcesWarmClaim: a warm shell claimed by a task with a reservation moves into the
+// task's cgroup with the task's limits and onto its reserved core; the group goes with the task
+// and the refilled shell is in none.
+func TestResourcesWarmClaim(t *testing.T) {
+	k := requireVNF(t)
+	if mode, why := qemu.CgroupMode(); mode == 0 {
+		t.Skipf("limits cannot be enforced here: %s", why)
+	}
+	runDir := poolRunDir(t)
+	pc := PoolConfig{Kernel: k, Size: 1, Nics: 1}
+	h, d := newHarnessIn(t, runDir, []PoolConfig{pc})
+	if err := pc.validate(0); err != nil {
 		t.Fatal(err)
 	}
-	waitExit(t, h, task.ID, 10*time.Second)
-	if err := h.DestroyTask(task.ID, false); err != nil {
-		t.Fatal(err)
+	first := waitShell(t, d, pc.shape(), "")
+	if qemu.CgroupFor(first.h.spec.UUID) != nil {
+		t.Fatalf("an unclaimed shell has a cgroup")
 	}
-	for _, d := range cg.Dirs {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("cgroup %s left after DestroyTask (%v)", d, err)
+	core := runtime.NumCPU() - 1 // the last core: not the one the test itself started on, often
+	task := newTask(t, h, "warm-sized", &TaskConfig{Kernel: k, NICs: []string{""},
+		ClickConfig: "FromDevice(0) -> Discard;", SessionSlots: 64})
+	task.Resources = reservation(int64(spec.DefaultMemoryMB), 500, strconv.Itoa(core))
+	_, state := startTask(t, h, task)
+	if state.Spec.UUID != first.h.spec.UUID {
+		t.Fatalf("cold launch (%s), not the warm shell %s", state.Spec.UUID, first.h.spec.UUID)
+	}
+	cg := checkLimits(t, state.Pid, state.Spec.UUID, int64(spec.DefaultMemoryMB), core, false)
+	second := waitShell(t, d, pc.shape(), first.h.spec.UUID)
+	if qemu.CgroupFor(second.h.spec.UUID) != nil {
+		t.Errorf("the refilled shell %s has a cgroup", second.h.spec.UUID)
+	}
+	stopDestroy(t, h, task.ID)
+	for _, dir := range cg.Dirs {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left after DestroyTask (%v)", dir, err)
 		}
 	}
 }
