@@ -27,6 +27,10 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.api": "orchestrator/api",
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
+    # the alembic environments (fluidvim-manage db sync; the launch core checks its schema)
+    "fluidvim.vnf.migrations": "vnf/migrations",
+    "fluidvim.orchestrator.migrations": "orchestrator/migrations",
+    "fluidvim.evaluator.migrations": "evaluator/migrations",
 }
 # `[DEFAULT] compute_driver = fluidvim.UnikernelDriver`: Nova imports nova.virt.<compute_driver>,
 # so ship that one sub-package (and nothing else under nova/: nova itself owns nova/__init__.py).
