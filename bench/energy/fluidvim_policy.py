@@ -17,6 +17,7 @@ orchestrator's power helpers (``fluidvim.orchestrator.power``).
 from __future__ import annotations
 
 import collections
+import math
 import tempfile
 
 from fluidvim.common import zonetypes
@@ -58,13 +59,18 @@ class FleetZone(SyntheticZone):
 
     kind = zonetypes.SYNTHETIC
 
-    def __init__(self, hosts: list[Host], env: EnvironmentType, launch_ms: float):
+    def __init__(self, hosts: list[Host], env: EnvironmentType, launch_ms: float,
+                 fill: dict | None = None):
+        """``fill``: host -> the VNFs it takes before the orchestrator wakes another host
+        (default: all its threads); beyond it only while ``overflow`` is set."""
         infos = [HostInfo(name=h.id, env=env, slots_total=0, slots_free=0, cpu_util=0.0,
                           power_system_id=h.model, labels={"cpus": h.cores}) for h in hosts]
         super().__init__(ZONE, infos, region="sim", launch_ms=[launch_ms])
         self.env = env
         self.info = {i.name: i for i in infos}
         self.threads = {h.id: h.cores for h in hosts}
+        self.fill = dict(fill or self.threads)
+        self.overflow = False
         self.used = {h.id: 0 for h in hosts}
         self.eligible = {h.id: True for h in hosts}
         self._open = {h.id: None for h in hosts}           # hosts that can take one more VNF
@@ -84,7 +90,8 @@ class FleetZone(SyntheticZone):
     def _refresh(self, host: str):
         info = self.info[host]
         info.cpu_util = min(1.0, self.used[host] / self.threads[host])
-        room = self.eligible[host] and self.used[host] < self.threads[host]
+        cap = self.threads[host] if self.overflow else self.fill[host]
+        room = self.eligible[host] and self.used[host] < cap
         off = info.labels.get("power_state") == "off"
         if room and (not off or self.list_off):
             self._open[host] = None
@@ -107,22 +114,50 @@ class FleetZone(SyntheticZone):
         self.info[host].labels["power_state"] = "on" if on else "off"
         self._refresh(host)
 
+    def set_fill(self, fill: dict):
+        self.fill = dict(fill)
+        for h in self.info:
+            self._refresh(h)
+
+    def set_overflow(self, on: bool):
+        if self.overflow != on:
+            self.overflow = on
+            for h in self.info:
+                self._refresh(h)
+
+    def room(self) -> int:
+        return sum(max(0, self.fill[h] - self.used[h]) for h, i in self.info.items()
+                   if self.eligible[h] and i.labels.get("power_state") != "off")
+
+    def any_off(self) -> bool:
+        return any(i.labels.get("power_state") == "off" for i in self.info.values())
+
 
 class FluidvimPolicy:
     """The orchestrator's placement (and, with ``consolidate``, its consolidation)."""
 
     WAKE_RULES = ("order", "idle", "engine")
+    FILL_RULES = ("wake-cost", "full", "efficient")
 
     def __init__(self, measurement: dict, services, *, consolidate: bool = False,
                  launch_ms: float = 61.6, launch_cpu_s: float = 0.0296, u_low: float = 0.5,
                  horizon_s: float = 3600.0, boot_s: float = 260.0, trend_s: float = 900.0,
-                 wake: str = "order", workdir: str | None = None):
+                 wake: str = "order", fill: str = "wake-cost",
+                 workdir: str | None = None):
         """``wake``: which powered-off host a refused placement wakes - ``order``
         (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
-        watts), ``engine`` (the off hosts are candidates of the placement itself)."""
+        watts), ``engine`` (the off hosts are candidates of the placement itself).
+        ``fill``: how many VNFs (one thread each) a host in service takes before the
+        orchestrator wakes another - ``wake-cost`` (``power.fill_limit``: up to its efficient
+        utilisation, beyond while a VNF costs it less than on the best host to wake), ``full``
+        (every thread), ``efficient`` (its efficient utilisation; beyond only when every host
+        is awake)."""
         if wake not in self.WAKE_RULES:
             raise ValueError(f"wake={wake!r}: use one of {', '.join(self.WAKE_RULES)}")
         self.wake = wake
+        if fill not in self.FILL_RULES:
+            raise ValueError(f"fill={fill!r}: use one of {', '.join(self.FILL_RULES)}")
+        self.fill = fill
         self.name = "fluidvim-consolidate" if consolidate else "fluidvim"
         self.measurement = measurement
         self.services = {s.name: s for s in services}
@@ -147,6 +182,9 @@ class FluidvimPolicy:
         self.move_j = self.launch_cpu_s * sum(per_thread) / len(per_thread)
         env = environment(self.measurement)
         self.zone = FleetZone(hosts, env, self.launch_ms)
+        self._unit_w = {h.id: power.unit_watts(self.curves[h.id], h.cores) for h in hosts}
+        self._fills: dict = {}
+        self._refill()
         self.zone.list_off = self.wake == "engine"
         conf = orchconf.make_conf(connection=f"sqlite:///{self.workdir}/orchestrator.sqlite",
                                   local_zone=False)
@@ -175,6 +213,15 @@ class FluidvimPolicy:
             host = p.host
             if host is None:
                 host = self._wake_one()        # the hosts in service are full: wake one
+            if host is None and self.fill == "efficient" and not self.zone.any_off():
+                # every host is awake and at its efficient load: fill beyond it
+                self.zone.set_overflow(True)
+                try:
+                    p = self.orch.placement.place(shape.service)
+                finally:
+                    self.zone.set_overflow(False)
+                self.decision_ms[-1] += p.total_ms
+                host = p.host
             if host is None:
                 out.append(Placement(inst, None))
                 continue
@@ -220,8 +267,39 @@ class FluidvimPolicy:
     def set_eligible(self, host: str, eligible: bool) -> None:
         self.zone.set_eligible(host, eligible)
 
+    def room(self) -> int:
+        """VNFs the hosts in service still take before the orchestrator wakes another (the
+        zone's queuing delay is a boot beyond that)."""
+        return self.zone.room()
+
     def set_power(self, host: str, on: bool) -> None:
         self.zone.set_power(host, on)
+        self._refill()
+
+    def _refill(self):
+        """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it
+        depends on the best host there is to wake, so it changes as hosts sleep and wake."""
+        if self.fill == "full":
+            return
+        if self.fill == "efficient":
+            fills = {h: max(1, int(c.cores * power.efficient_utilisation(self.curves[h]) + 1e-9))
+                     for h, c in self.hosts.items()}
+        else:
+            off = [self._unit_w[h] for h, i in self.zone.info.items()
+                   if i.labels.get("power_state") == "off"]
+            best = min(off) if off else math.inf
+            if self._fills.get("_best") == best:
+                return
+            memo: dict = {}
+            fills = {}
+            for h, c in self.hosts.items():
+                key = (c.model, c.cores)
+                if key not in memo:
+                    memo[key] = max(1, int(power.fill_limit(self.curves[h], c.cores, best)))
+                fills[h] = memo[key]
+            fills["_best"] = best
+        self._fills = fills
+        self.zone.set_fill({h: v for h, v in fills.items() if h != "_best"})
 
     def close(self) -> None:
         if self.orch is not None:
@@ -233,8 +311,11 @@ class FluidvimPolicy:
 
     # -- bookkeeping --
     def _fleet_host(self, h: str) -> power.FleetHost:
-        """A host as the orchestrator's power helpers see it: one vCPU per VNF."""
-        return power.FleetHost(h, self.curves[h], capacity=float(self.hosts[h].cores),
+        """A host as the orchestrator's power helpers see it: one vCPU per VNF, filled up to
+        the load the zone fills it to."""
+        cores = float(self.hosts[h].cores)
+        return power.FleetHost(h, self.curves[h], capacity=cores,
+                               u_max=max(1.0, self.zone.fill[h]) / cores,
                                load={i: 1.0 for i in self.on_host[h]})
 
     def _add(self, inst: str, service: str, host: str):

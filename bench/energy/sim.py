@@ -575,20 +575,27 @@ class Simulator:
         self.last_op[s] = ("in", t)
 
     def _queuing_delay(self, need: int) -> float:
-        """Seconds until a new slot can exist: a launch when awake eligible hosts have room
-        for ``need`` more instances (one per hardware thread), else a wake-up plus a launch."""
+        """Seconds until a new slot can exist: a launch when the awake eligible hosts have room
+        for ``need`` more instances, else a wake-up plus a launch. Room is what the policy's
+        scheduler says it can still place without a wake (``Policy.room()``, optional), else
+        one instance per free hardware thread."""
         if self.ideal:
             return self.cfg.launch_s
-        ins, v = self.inst, self.inst.view()
-        per_host = np.bincount(ins.host[v][ins.alive[v]], minlength=self.H)
-        up = ((self.state == ON) | (self.state == BOOT)) & self.eligible
-        room = np.clip(self.threads - per_host, 0, None)[up].sum()
+        own = getattr(self.policy, "room", None)
+        if own is not None:
+            room = own()
+        else:
+            ins, v = self.inst, self.inst.view()
+            per_host = np.bincount(ins.host[v][ins.alive[v]], minlength=self.H)
+            up = ((self.state == ON) | (self.state == BOOT)) & self.eligible
+            room = np.clip(self.threads - per_host, 0, None)[up].sum()
         return self.cfg.launch_s if room >= need else self.cfg.boot_s + self.cfg.launch_s
 
     # ------------------------------------------------------------------ consolidation
     def _consolidate(self, t: float):
         hosts = self.policy.consolidate(t)
         ins, v = self.inst, self.inst.view()
+        drained = False
         for hid in hosts:
             h = self.host_index[hid]
             if self.state[h] != ON or self.draining[h]:
@@ -601,6 +608,12 @@ class Simulator:
             self.count["moves"] += len(mine)
             if len(mine):
                 self.policy.stop([ins.ids[i] for i in mine])
+                drained = True
+        if drained:
+            # the drained instances offer no slot any more: the scaler places their
+            # replacements now, as the orchestrator's scaler does within a tick
+            for s in range(len(self.services)):
+                self._autoscale(s, t)
 
     # ------------------------------------------------------------------ hosts
     def _transitions(self, t: float):
