@@ -23,7 +23,7 @@ import time
 
 from fluidvim.common.errors import DependencyDown
 
-from . import conf as vnfconf, netdev, spec as specmod, states
+from . import cgroups, conf as vnfconf, netdev, spec as specmod, states
 from .control import ControlChannel
 
 LOG = logging.getLogger(__name__)
@@ -138,7 +138,8 @@ class Backend:
 
     def cleanup(self, spec: specmod.VNFSpec) -> None:
         """Remove leftover taps (normally gone with their process), the OVS ports of OVS NICs
-        (a tap's Port row outlives the tap) and the run directory."""
+        (a tap's Port row outlives the tap), the VNF's cgroup and the run directory."""
+        cgroups.remove(cgroups.dirs(spec.uuid))
         for nic in spec.nics:
             if nic.ovs is not None:
                 try:
@@ -246,7 +247,20 @@ class QemuBackend(Backend):
         s.listen(8)
         return s
 
+    @staticmethod
+    def _cgroup(spec) -> list[str] | None:
+        """The VNF's cgroup with the limits of its spec (from the flavor: memory_mb, vcpus;
+        vnf/cgroups.py); None, with a warning, where they cannot be enforced."""
+        try:
+            return cgroups.create(spec.uuid, spec.memory_mb, spec.vcpus)
+        except PermissionError as e:
+            LOG.warning("VNF %s: resource limits NOT enforced: %s", spec.name, e)
+            return None
+        except OSError as e:
+            raise LaunchError(f"cannot set up the VNF's resource limits: {e}") from None
+
     def spawn(self, spec):
+        group = self._cgroup(spec)
         ctl = self._listen(spec.control_socket)
         qmp = self._listen(spec.qmp_socket)
         stderr_path = os.path.join(self.vnf_dir(spec.uuid), "qemu.stderr")
@@ -260,8 +274,17 @@ class QemuBackend(Backend):
                                         stdout=subprocess.DEVNULL, stderr=err,
                                         pass_fds=(ctl.fileno(), qmp.fileno()),
                                         start_new_session=True)
+            if group:   # before the guest touches its memory: QEMU maps guest RAM lazily
+                try:
+                    cgroups.add(group, proc.pid)
+                except OSError as e:
+                    proc.kill()
+                    proc.wait()
+                    raise LaunchError(f"cannot move QEMU into its cgroup: {e}") from None
         except BaseException:
             self._stop_vhost(spec.uuid, kill=True)
+            if group:
+                cgroups.remove(group)
             raise
         finally:
             ctl.close()

@@ -613,3 +613,41 @@ def test_vcpu_threads_run_below_the_thread_that_moves_frames(make_manager, nice)
     assert nices.pop(pid) == 0 and nices                    # the main thread; vCPU(s) and others
     assert set(nices.values()) == {nice}, nices
     assert mgr.stats(res.vnf_id)["configured"] is True
+
+
+def test_qemu_runs_in_a_cgroup_limited_to_the_flavor(make_manager):
+    """The launch core (so the Nova driver, which launches with the flavor's memory_mb and
+    vcpus) puts QEMU in fluidvim.slice/<vnf uuid> with memory = guest + QEMU_OVERHEAD_MB and
+    one CPU period per vCPU (vnf/cgroups.py); the group goes with the VNF."""
+    from fluidvim.vnf import cgroups, limits
+    version, why = cgroups.mode()
+    if not version:
+        pytest.skip(f"limits cannot be enforced here: {why}")
+    mgr = make_manager()
+    res = mgr.launch(FORWARD, bridges=[None, None], memory_mb=48, vcpus=2, warm=False)
+    rec = mgr.get(res.vnf_id)
+    uid = json.loads(rec.spec_json)["uuid"]
+    group = cgroups.dirs(uid)
+    assert group, f"no cgroup for VNF {uid}"
+
+    def read(d, f):
+        with open(os.path.join(d, f)) as fh:
+            return fh.read().strip()
+    want_mem = (48 + limits.QEMU_OVERHEAD_MB) << 20
+    if version == 2:
+        (d,) = group
+        assert read(d, "memory.max") == str(want_mem)
+        assert read(d, "cpu.max") == f"{2 * limits.CPU_PERIOD_US} {limits.CPU_PERIOD_US}"
+        usage = int(read(d, "memory.current"))
+    else:
+        mem, cpu = group
+        assert read(mem, "memory.limit_in_bytes") == str(want_mem)
+        assert read(cpu, "cpu.cfs_quota_us") == str(2 * limits.CPU_PERIOD_US)
+        assert read(cpu, "cpu.cfs_period_us") == str(limits.CPU_PERIOD_US)
+        usage = int(read(mem, "memory.usage_in_bytes"))
+    for d in group:
+        assert str(rec.pid) in read(d, "cgroup.procs").split(), d
+    assert 0 < usage <= want_mem                  # QEMU's pages are charged to the group
+    assert mgr.stats(res.vnf_id)["configured"] is True
+    mgr.destroy(res.vnf_id)
+    assert cgroups.dirs(uid) == []

@@ -1,0 +1,134 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A VNF's QEMU in a cgroup of its own, limited to what was reserved for it (the one place the
+Python side handles cgroups; the Nomad plugin's twin is nomad_driver/qemu/cgroup.go).
+
+The group is ``fluidvim.slice/<vnf uuid>``: memory limit = guest memory + ``QEMU_OVERHEAD_MB``,
+CPU quota = one ``CPU_PERIOD_US`` per vCPU the flavor reserved (vnf/limits.py). cgroup v2
+(``memory.max``, ``cpu.max``; the memory and cpu controllers are enabled in ``subtree_control``
+on the way down) or, on a host with the v1 hierarchies, ``memory.limit_in_bytes`` and
+``cpu.cfs_quota_us``. A host with neither: :func:`create` returns None and says why in a
+warning - the limits are then not enforced, never silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from fluidvim.vnf import limits
+
+LOG = logging.getLogger(__name__)
+
+ROOT = "/sys/fs/cgroup"
+SLICE = "fluidvim.slice"
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def mode() -> tuple[int, str]:
+    """(2 or 1, "") for the cgroup version offering memory and cpu here, else (0, why not)."""
+    try:
+        have = _read(os.path.join(ROOT, "cgroup.controllers")).split()
+    except OSError:
+        have = None
+    if have is not None:
+        if "memory" in have and "cpu" in have:
+            return 2, ""
+        return 0, f"cgroup v2 at {ROOT} offers controllers {have}, not memory and cpu"
+    if (os.path.exists(os.path.join(ROOT, "memory", "memory.limit_in_bytes"))
+            and os.path.exists(os.path.join(ROOT, "cpu", "cpu.cfs_quota_us"))):
+        return 1, ""
+    return 0, (f"neither cgroup v2 ({ROOT}/cgroup.controllers) nor v1 memory and cpu "
+               f"hierarchies ({ROOT}/memory, {ROOT}/cpu) are mounted")
+
+
+def limits_for(memory_mb: int, vcpus: int) -> tuple[int, int]:
+    """(memory limit in bytes, CPU quota in microseconds per CPU_PERIOD_US) of a VNF of
+    ``memory_mb`` guest memory and ``vcpus`` reserved vCPUs."""
+    return ((int(memory_mb) + limits.QEMU_OVERHEAD_MB) << 20,
+            max(1, int(vcpus)) * limits.CPU_PERIOD_US)
+
+
+def dirs(name: str) -> list[str]:
+    """The group directories of VNF ``name`` (its uuid) that exist."""
+    m, _ = mode()
+    cand = ([os.path.join(ROOT, SLICE, name)] if m == 2 else
+            [os.path.join(ROOT, c, SLICE, name) for c in ("memory", "cpu")] if m == 1 else [])
+    return [d for d in cand if os.path.isdir(d)]
+
+
+def _enable_v2(path: str) -> None:
+    on = _read(os.path.join(path, "cgroup.subtree_control")).split()
+    for c in ("memory", "cpu"):
+        if c not in on:
+            _write(os.path.join(path, "cgroup.subtree_control"), "+" + c)
+
+
+def create(name: str, memory_mb: int, vcpus: int) -> list[str] | None:
+    """Make VNF ``name``'s group with its limits; its directories, or None (and a warning) when
+    this host cannot enforce them. Other failures raise OSError."""
+    m, why = mode()
+    mem, quota = limits_for(memory_mb, vcpus)
+    made: list[str] = []
+    try:
+        if m == 2:
+            _enable_v2(ROOT)
+            os.makedirs(os.path.join(ROOT, SLICE), exist_ok=True)
+            _enable_v2(os.path.join(ROOT, SLICE))
+            d = os.path.join(ROOT, SLICE, name)
+            os.makedirs(d, exist_ok=True)
+            made.append(d)
+            _write(os.path.join(d, "memory.max"), str(mem))
+            _write(os.path.join(d, "cpu.max"), f"{quota} {limits.CPU_PERIOD_US}")
+            if os.path.exists(os.path.join(d, "memory.swap.max")):
+                _write(os.path.join(d, "memory.swap.max"), "0")
+        elif m == 1:
+            md = os.path.join(ROOT, "memory", SLICE, name)
+            cd = os.path.join(ROOT, "cpu", SLICE, name)
+            for d in (md, cd):
+                os.makedirs(d, exist_ok=True)
+                made.append(d)
+            _write(os.path.join(md, "memory.limit_in_bytes"), str(mem))
+            _write(os.path.join(cd, "cpu.cfs_period_us"), str(limits.CPU_PERIOD_US))
+            _write(os.path.join(cd, "cpu.cfs_quota_us"), str(quota))
+        else:
+            LOG.warning("VNF %s: resource limits NOT enforced: %s", name, why)
+            return None
+    except OSError:
+        remove(made)
+        raise
+    return made
+
+
+def add(group: list[str], pid: int) -> None:
+    """Move ``pid`` (all its threads) into the group."""
+    for d in group:
+        _write(os.path.join(d, "cgroup.procs"), str(pid))
+
+
+def remove(group: list[str], wait_s: float = 1.0) -> None:
+    """Delete the group's directories (its processes gone; a QEMU just killed may take a
+    moment to leave them, so a busy group is retried for ``wait_s``)."""
+    deadline = time.monotonic() + wait_s
+    for d in group:
+        while True:
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                if time.monotonic() >= deadline:
+                    LOG.warning("cannot remove cgroup %s: %s", d, e)
+                    break
+                time.sleep(0.02)
