@@ -41,7 +41,7 @@ import pytest
 
 from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.orchestrator.zones.nomad import NomadZone
-from fluidvim.vnf import limits, netdev, spec, testnet
+from fluidvim.vnf import cgroups, limits, netdev, spec, testnet
 from tests.e2e import test_nomad as tn
 from tests.e2e.nomad_cluster import NomadCluster
 
@@ -485,3 +485,63 @@ def test_drain_power_off_and_wake_through_redfish(cluster, tmp_path):
             if orch is not None:
                 orch.close()
     print(f"\nhost power on Nomad: {len(granted)} sessions granted, none refused; {timings}")
+
+
+def test_job_naming_a_bridge_lands_on_the_client_that_has_it(cluster, tmp_path):
+    """Bridges are fingerprinted (driver.unikernel.bridge.<name>): bridges made in client c's
+    network namespace only show on c's node; the sample firewall job naming them (its
+    constraints follow its nics) is placed on c, and once the bridges are deleted c's node drops
+    the attribute."""
+    a, b, c = cluster.clients
+    tag = uuid.uuid4().hex[:6]
+    bridges = [f"fvb{tag}{i}" for i in range(2)]
+    key = tn.PRE + "bridge." + bridges[0]
+    job = f"fvmh-br-{tag}"
+    jobfile = tmp_path / "bridge.nomad.hcl"
+    jobfile.write_text(tn.firewall_job(job, bridges))
+    for br in bridges:
+        subprocess.run(["ip", "-n", c.netns, "link", "add", br, "type", "bridge"], check=True)
+    try:
+        t0 = time.monotonic()
+        tn.wait_for(f"{key} on {c.name}'s node",
+                    lambda: cluster.node_attrs(c.name).get(key) == "true", 60, 0.25)
+        fingerprinted_s = round(time.monotonic() - t0, 2)
+        for other in (a, b):
+            assert key not in cluster.node_attrs(other.name), other.name
+        t0 = time.monotonic()
+        cluster.cli("job", "run", "-detach", str(jobfile))
+        alloc = tn.wait_for(f"{job} running", lambda: next(
+            (x for x in cluster.api(f"/v1/job/{job}/allocations")
+             if x["ClientStatus"] == "running"), None), 60, 0.1)
+        placed_s = round(time.monotonic() - t0, 2)
+        assert alloc["NodeName"] == c.name, alloc["NodeName"]
+
+        def launched():
+            evs = cluster.api(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["fw"]["Events"]
+            return next((e["Details"] for e in evs if e["Type"] == "Driver"
+                         and e["Details"].get("launch")), None)
+        ev = tn.wait_for(f"the launch event of {job}", launched, 15, 0.2)
+        vnf = ev["vnf_uuid"]
+        assert vnf in tn.vnf_ids(c.run_dir), (vnf, tn.vnf_ids(c.run_dir))
+        # the task's resources (memory = 64, cpu = 200) bound its QEMU where the client can see
+        # cgroups; c's agent runs under `ip netns exec`, which mounts a fresh /sys without
+        # /sys/fs/cgroup: there the event must say they are not enforced, and why
+        if ev["limits_enforced"] == "true":
+            assert int(ev["memory_max_bytes"]) == (32 + limits.QEMU_OVERHEAD_MB) << 20, ev
+        else:
+            assert ev["limits_enforced"] == "false" and "cgroup" in ev["limits_reason"], ev
+        print(f"\nlimits on {c.name}: enforced={ev['limits_enforced']} "
+              f"{ev.get('limits_reason') or ev.get('cgroup')}")
+    finally:
+        cluster.cli("job", "stop", "-purge", "-detach", job, check=False)
+    tn.wait_for(f"{job}'s VNF gone from {c.name}", lambda: vnf not in tn.vnf_ids(c.run_dir),
+                60, 0.25)
+    assert not cgroups.dirs(vnf), cgroups.dirs(vnf)
+    for br in bridges:
+        subprocess.run(["ip", "-n", c.netns, "link", "del", br], check=True)
+    t0 = time.monotonic()
+    tn.wait_for(f"{key} dropped from {c.name}'s node",
+                lambda: key not in cluster.node_attrs(c.name), 60, 0.25)
+    print(f"\nbridge fingerprinted on its client in {fingerprinted_s} s; job placed there and "
+          f"running in {placed_s} s; attribute dropped {round(time.monotonic() - t0, 2)} s "
+          f"after the bridge went")
