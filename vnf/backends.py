@@ -9,6 +9,7 @@ detect its death, find running VNFs again after a restart, and remove everything
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -253,11 +254,12 @@ class QemuBackend(Backend):
         vnf/cgroups.py); None, with a warning, where they cannot be enforced."""
         try:
             return cgroups.create(spec.uuid, spec.memory_mb, spec.vcpus)
-        except PermissionError as e:
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise LaunchError(f"cannot set up the VNF's resource limits: {e}") from None
+            # not root, or a read-only hierarchy (containers): said, never silent
             LOG.warning("VNF %s: resource limits NOT enforced: %s", spec.name, e)
             return None
-        except OSError as e:
-            raise LaunchError(f"cannot set up the VNF's resource limits: {e}") from None
 
     def spawn(self, spec):
         group = self._cgroup(spec)

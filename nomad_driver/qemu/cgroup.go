@@ -41,16 +41,25 @@ var ErrNoCgroup = errors.New("no usable cgroup memory and cpu controllers")
 
 func writeFile(path, value string) error {
 	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
-		return fmt.Errorf("cgroup: write %q to %s: %w", value, path, err)
+		return denied(fmt.Errorf("cgroup: write %q to %s: %w", value, path, err))
 	}
 	return nil
+}
+
+// denied marks err as ErrNoCgroup when the hierarchy may not be changed by this process
+// (not root, or mounted read-only as in many containers): the limits cannot be enforced here.
+func denied(err error) error {
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+		return fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	return err
 }
 
 // enableV2 turns the memory and cpu controllers on for the children of dir (subtree_control).
 func enableV2(dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 	if err != nil {
-		return fmt.Errorf("cgroup: %w", err)
+		return denied(fmt.Errorf("cgroup: %w", err))
 	}
 	on := strings.Fields(string(b))
 	for _, c := range []string{"memory", "cpu"} {
@@ -105,14 +114,14 @@ func NewCgroup(name string, lim Limits) (*Cgroup, error) {
 			return nil, err
 		}
 		if err := os.MkdirAll(slice, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup: %w", err)
+			return nil, denied(fmt.Errorf("cgroup: %w", err))
 		}
 		if err := enableV2(slice); err != nil {
 			return nil, err
 		}
 		dir := filepath.Join(slice, name)
 		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
-			return nil, fmt.Errorf("cgroup: %w", err)
+			return nil, denied(fmt.Errorf("cgroup: %w", err))
 		}
 		cg.Dirs = []string{dir}
 		cpu := "max"
@@ -138,7 +147,7 @@ func NewCgroup(name string, lim Limits) (*Cgroup, error) {
 		for _, d := range []string{mem, cpu} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				cg.Remove()
-				return nil, fmt.Errorf("cgroup: %w", err)
+				return nil, denied(fmt.Errorf("cgroup: %w", err))
 			}
 			cg.Dirs = append(cg.Dirs, d)
 		}
