@@ -162,6 +162,17 @@ func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold 
 		t.Errorf("%s = %d, want within (0, %d]", usageFile, usage, wantMem)
 	}
 	t.Logf("QEMU of a %d MiB guest: %s = %d MiB of %d MiB allowed", memMB, usageFile, usage>>20, wantMem>>20)
+	// the CPU quota is live: the kernel's bandwidth control counts the periods QEMU ran in
+	cpuDir := cg.Dirs[len(cg.Dirs)-1]
+	periods := -1
+	for _, line := range strings.Split(read(cpuDir, "cpu.stat"), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "nr_periods" {
+			periods, _ = strconv.Atoi(f[1])
+		}
+	}
+	if periods <= 0 && cold {
+		t.Errorf("cpu.stat nr_periods %d in %s: no CPU bandwidth accounted to QEMU's group", periods, cpuDir)
+	}
 	// vCPU threads pinned to the reserved core
 	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	pinned := 0
