@@ -23,11 +23,21 @@ var (
 )
 
 // Limits are what a VNF's QEMU may use: MemoryBytes (memory.max), CPUQuotaUs per
-// CPUPeriodUs (cpu.max; quota 0 = no CPU limit).
+// CPUPeriodUs (cpu.max; quota 0 = no hard CPU limit) and CPUShares, the relative CPU weight
+// under contention (v1 cpu.shares; v2 cpu.weight, converted as runc and systemd do; 0 = the
+// kernel's default).
 type Limits struct {
 	MemoryBytes int64
 	CPUQuotaUs  int64
 	CPUPeriodUs int64
+	CPUShares   int64
+}
+
+// cpuWeight is cgroup v1 cpu.shares [2, 262144] as a v2 cpu.weight [1, 10000] (the conversion
+// runc and systemd use).
+func cpuWeight(shares int64) int64 {
+	shares = max(2, min(shares, 262144))
+	return 1 + ((shares-2)*9999)/262142
 }
 
 // Cgroup is one VNF's group: on cgroup v2 one directory, on v1 one per controller (memory, cpu).
@@ -132,6 +142,9 @@ func NewCgroup(name string, lim Limits) (*Cgroup, error) {
 		if err == nil {
 			err = writeFile(filepath.Join(dir, "cpu.max"), fmt.Sprintf("%s %d", cpu, lim.CPUPeriodUs))
 		}
+		if err == nil && lim.CPUShares > 0 {
+			err = writeFile(filepath.Join(dir, "cpu.weight"), strconv.FormatInt(cpuWeight(lim.CPUShares), 10))
+		}
 		if err == nil {
 			if _, serr := os.Stat(filepath.Join(dir, "memory.swap.max")); serr == nil {
 				err = writeFile(filepath.Join(dir, "memory.swap.max"), "0") // no way around memory.max
@@ -166,6 +179,9 @@ func NewCgroup(name string, lim Limits) (*Cgroup, error) {
 		}
 		if err == nil {
 			err = writeFile(filepath.Join(cpu, "cpu.cfs_quota_us"), strconv.FormatInt(quota, 10))
+		}
+		if err == nil && lim.CPUShares > 0 {
+			err = writeFile(filepath.Join(cpu, "cpu.shares"), strconv.FormatInt(max(2, lim.CPUShares), 10))
 		}
 		if err != nil {
 			cg.Remove()

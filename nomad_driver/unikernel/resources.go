@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/nomad/client/lib/cpustats"
 	"github.com/hashicorp/nomad/plugins/drivers"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
@@ -18,8 +17,8 @@ import (
 
 // The task's `resources {}` (what Nomad reserved on the client) bound the VNF: the guest
 // memory and vCPUs are taken from it or checked against it (fromReservation), QEMU runs in a
-// cgroup with memory.max = guest memory + spec.QemuOverheadMB and cpu.max = the reserved CPU
-// (enforce), and reserved `cores` pin the vCPU threads. Nomad's drivers.TaskConfig (1.11) names
+// cgroup with memory.max = guest memory + spec.QemuOverheadMB, a CPU weight from the reserved
+// MHz and a hard cpu.max only for reserved `cores`, which also pin the vCPU threads. Nomad's drivers.TaskConfig (1.11) names
 // no task cgroup for a third-party driver (only LinuxResources.CpusetCgroupPath, the cpuset
 // partition), so the group is fluidvim's own: fluidvim.slice/<vnf uuid> (qemu/cgroup.go).
 
@@ -91,26 +90,21 @@ func reservedCores(res *drivers.Resources) []int {
 }
 
 // limitsFor is the cgroup limits of a task's VNF of memoryMB guest memory: memory plus the QEMU
-// allowance; CPU: the reserved cores, else the reserved MHz as a share of the client's compute
-// (Nomad's PercentTicks when it gives it). ok false: the task reserves nothing to enforce.
-func limitsFor(res *drivers.Resources, memoryMB int, compute cpustats.Compute) (qemu.Limits, bool) {
+// allowance. CPU as Nomad's own drivers treat it: reserved `cores` are a hard limit (one period
+// of quota per core, and the vCPU threads pinned to them); `cpu` in MHz is a relative weight
+// (cpu.shares = MHz, cpu.weight on v2), not a cap, so an idle neighbour's time is usable and a
+// VNF is only held to its share when the client is busy. ok false: the task reserves nothing
+// to enforce.
+func limitsFor(res *drivers.Resources, memoryMB int) (qemu.Limits, bool) {
 	lim := qemu.Limits{CPUPeriodUs: spec.CPUPeriodUs,
 		MemoryBytes: int64(memoryMB+spec.QemuOverheadMB) << 20}
 	if res == nil || res.NomadResources == nil {
 		return lim, false
 	}
-	cpu := res.NomadResources.Cpu
-	switch cores := reservedCores(res); {
-	case len(cores) > 0:
+	if cores := reservedCores(res); len(cores) > 0 {
 		lim.CPUQuotaUs = int64(len(cores)) * spec.CPUPeriodUs
-	case res.LinuxResources != nil && res.LinuxResources.PercentTicks > 0 && compute.NumCores > 0:
-		lim.CPUQuotaUs = int64(res.LinuxResources.PercentTicks * float64(compute.NumCores) * spec.CPUPeriodUs)
-	case cpu.CpuShares > 0 && compute.TotalCompute > 0:
-		lim.CPUQuotaUs = cpu.CpuShares * int64(compute.NumCores) * spec.CPUPeriodUs / int64(compute.TotalCompute)
 	}
-	if lim.CPUQuotaUs > 0 && lim.CPUQuotaUs < 1000 {
-		lim.CPUQuotaUs = 1000 // the kernel's smallest quota (1 ms)
-	}
+	lim.CPUShares = res.NomadResources.Cpu.CpuShares
 	return lim, true
 }
 
@@ -130,6 +124,7 @@ func (e enforcement) annotations() map[string]string {
 	a := map[string]string{"limits_enforced": "true",
 		"memory_max_bytes": fmt.Sprint(e.limits.MemoryBytes),
 		"cpu_max":          fmt.Sprintf("%d %d", e.limits.CPUQuotaUs, e.limits.CPUPeriodUs),
+		"cpu_shares":       fmt.Sprint(e.limits.CPUShares),
 		"cgroup":           fmt.Sprint(e.cgroup.Dirs)}
 	if e.limits.CPUQuotaUs == 0 {
 		a["cpu_max"] = fmt.Sprintf("max %d", e.limits.CPUPeriodUs)
@@ -148,10 +143,7 @@ func (d *Driver) newEnforcement(cfg *drivers.TaskConfig, vid string, memoryMB in
 	if cfg == nil { // a warm-pool shell: it gets its task's limits when claimed
 		return enforcement{why: "a warm-pool shell (limited when claimed)"}, nil
 	}
-	d.mu.RLock()
-	compute := d.compute
-	d.mu.RUnlock()
-	lim, ok := limitsFor(cfg.Resources, memoryMB, compute)
+	lim, ok := limitsFor(cfg.Resources, memoryMB)
 	e := enforcement{limits: lim}
 	if !ok {
 		e.why = "the task has no resources to enforce"

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/client/lib/cpustats"
 	"github.com/hashicorp/nomad/nomad/structs"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"golang.org/x/sys/unix"
@@ -60,12 +59,14 @@ func TestResourcesFromReservation(t *testing.T) {
 	if got := reservedCores(reservation(64, 500, "1,3-4")); len(got) != 3 || got[0] != 1 || got[2] != 4 {
 		t.Errorf("cpuset 1,3-4 read as %v", got)
 	}
-	// CPU from MHz: the reserved share of the client's compute, over every core
-	c := cpustats.Compute{TotalCompute: 4000, NumCores: 2}
-	lim, ok := limitsFor(reservation(64, 500, ""), 32, c)
-	want := int64(500) * int64(c.NumCores) * spec.CPUPeriodUs / int64(c.TotalCompute)
-	if !ok || lim.CPUQuotaUs != want || lim.MemoryBytes != int64(32+spec.QemuOverheadMB)<<20 {
-		t.Errorf("limits of 500 MHz / 32 MiB guest: %+v ok=%v, want quota %d", lim, ok, want)
+	// CPU from MHz: a weight (cpu.shares = MHz), no hard quota, as Nomad's own drivers; reserved
+	// cores: one period of quota per core
+	lim, ok := limitsFor(reservation(64, 500, ""), 32)
+	if !ok || lim.CPUQuotaUs != 0 || lim.CPUShares != 500 || lim.MemoryBytes != int64(32+spec.QemuOverheadMB)<<20 {
+		t.Errorf("limits of 500 MHz / 32 MiB guest: %+v ok=%v, want shares 500 and no quota", lim, ok)
+	}
+	if lim, _ := limitsFor(reservation(64, 500, "2-3"), 32); lim.CPUQuotaUs != 2*spec.CPUPeriodUs {
+		t.Errorf("limits of cores 2-3: %+v, want two periods of quota", lim)
 	}
 }
 
@@ -93,6 +94,15 @@ func TestResourcesEnforced(t *testing.T) {
 	if state.Spec.MemoryMB != 64 {
 		t.Errorf("guest memory %d MiB, want the reservation's 64", state.Spec.MemoryMB)
 	}
+	// the guest may have finished booting before QEMU joined its group and then sleep: ask the
+	// VNF for its stats (TaskStats does, each interval) so QEMU runs inside the group before
+	// the CPU accounting is read
+	sch, err := h.TaskStats(t.Context(), task.ID, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sch
+	<-sch
 	cg := checkLimits(t, state.Pid, state.Spec.UUID, 64, 0, true)
 
 	if err := h.StopTask(task.ID, 5*time.Second, "SIGTERM"); err != nil {
@@ -136,6 +146,9 @@ func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold 
 		if got := read(memDir, "cpu.max"); got != strconv.Itoa(spec.CPUPeriodUs)+" "+strconv.Itoa(spec.CPUPeriodUs) {
 			t.Errorf("cpu.max %q, want one core's quota", got)
 		}
+		if got := read(memDir, "cpu.weight"); got == "100" { // the kernel's default: no weight set
+			t.Errorf("cpu.weight %s: the reservation's MHz set no weight", got)
+		}
 	case 1:
 		memDir = cg.Dirs[0]
 		if got := read(memDir, "memory.limit_in_bytes"); got != strconv.FormatInt(wantMem, 10) {
@@ -143,6 +156,9 @@ func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold 
 		}
 		if got := read(cg.Dirs[1], "cpu.cfs_quota_us"); got != strconv.Itoa(spec.CPUPeriodUs) {
 			t.Errorf("cpu.cfs_quota_us %s, want one core's quota %d", got, spec.CPUPeriodUs)
+		}
+		if got := read(cg.Dirs[1], "cpu.shares"); got != "500" {
+			t.Errorf("cpu.shares %s, want the reserved 500 MHz", got)
 		}
 		if got := read(cg.Dirs[1], "cpu.cfs_period_us"); got != strconv.Itoa(spec.CPUPeriodUs) {
 			t.Errorf("cpu.cfs_period_us %s", got)
