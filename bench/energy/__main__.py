@@ -71,6 +71,9 @@ def parse(argv):
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--report", action="store_true",
                     help="print OUT.json as Markdown tables (for bench/RESULTS.md) and exit")
+    ap.add_argument("--combine", nargs="+", metavar="JSON", default=None,
+                    help="merge the runs of these result files (runs done apart, e.g. one "
+                         "size per machine) into OUT.json and OUT.png, and exit")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     unknown = [p for p in args.policies if p not in policies.NAMES]
@@ -148,6 +151,8 @@ def cfg_tp(cfg) -> str:
 
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.combine:
+        return combine(args)
     if args.report:
         path = Path(args.out).with_suffix(".json")
         try:
@@ -219,6 +224,49 @@ def main(argv=None) -> int:
             print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
         except ValueError as e:
             print(f"wrote {out.with_suffix('.json')}; no plot: {e}")
+    return 0
+
+
+def combine(args) -> int:
+    """Merge result files: later files' runs win per fleet, size and policy."""
+    merged, base = {}, None
+    for path in args.combine:
+        try:
+            res = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"bench/energy: --combine {path}: {e}", file=sys.stderr)
+            return 2
+        base = base or res
+        for kind, sizes in res.get("runs", {}).items():
+            for n, run in sizes.items():
+                dst = merged.setdefault(kind, {}).setdefault(n, {})
+                pols = dst.setdefault("policies", {})
+                pols.update(run.get("policies", {}))
+                dst.update({k: v for k, v in run.items() if k not in ("policies", "ratios")})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    commands = []
+    for path in args.combine:
+        commands.append(json.loads(Path(path).read_text()).get("command"))
+    result = dict(base)
+    result["runs"] = merged
+    result["command"] = commands
+    result["when"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    by_policy: dict = {}
+    for kind, sizes in merged.items():
+        for n, run in sizes.items():
+            run["ratios"] = ratios(run.get("policies", {}))
+            for name, p in run.get("policies", {}).items():
+                by_policy.setdefault(name, {}).setdefault(kind, {})[n] = {
+                    k: v for k, v in p.items() if k != "series"}
+    result["policies"] = by_policy
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    print_table(result)
+    if not args.no_plot:
+        from .plot import plot
+        plot(result, out.with_suffix(".png"))
+    print(f"wrote {out.with_suffix('.json')}" + ("" if args.no_plot else
+                                                 f" and {out.with_suffix('.png')}"))
     return 0
 
 

@@ -10,7 +10,7 @@ COLORS = {"nomad-binpack": "tab:blue", "nomad-spread": "tab:cyan", "nova-default
 
 def plot(result: dict, path, size: str | None = None) -> None:
     """``result``: what bench/energy writes (``runs`` with downsampled ``series``); one row per
-    fleet kind at ``size`` hosts (default: the largest size every fleet ran)."""
+    fleet kind at ``size`` hosts (default: the size that ran the most policies)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -18,9 +18,13 @@ def plot(result: dict, path, size: str | None = None) -> None:
 
     runs = result["runs"]
     kinds = [k for k in ("heterogeneous", "homogeneous") if k in runs]
-    if size is None:
+    if size is None:            # the size that ran the most policies, the largest of those
         common = set.intersection(*(set(runs[k]) for k in kinds)) if kinds else set()
-        size = max(common, key=int) if common else None
+
+        def ran(n):
+            return sum(1 for k in kinds for p in runs[k][n].get("policies", {}).values()
+                       if p.get("series"))
+        size = max(common, key=lambda n: (ran(n), int(n))) if common else None
     if size is None:
         raise ValueError("nothing to plot: no fleet size ran for every fleet kind")
     fig, axes = plt.subplots(len(kinds), 3, figsize=(16, 4.2 * len(kinds)), squeeze=False)
