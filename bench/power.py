@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fleet power simulation: PABFD vs first-fit vs worst-fit on real SPECpower curves.
 
+A quick look at the placement helpers alone; the comparison that counts is ``bench/energy``:
+sessions, deadlines, boot times, Nomad's and Nova's own schedulers, fluidvim's whole placement
+path and a MILP bound, in one run (``python -m bench.energy --help``).
+
 N hosts are drawn (seeded) from the packaged SPECpower_ssj2008 library (499 servers); a host's
 capacity is its hardware threads, so a VNF that needs d CPU threads raises utilisation by
 d / threads and its power per the server's own 11-point curve. One stream of VNF arrivals and
