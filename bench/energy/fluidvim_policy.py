@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import math
 import tempfile
+import time
 
 from fluidvim.common import zonetypes
 from fluidvim.common.zonetypes import HostInfo
@@ -170,6 +171,7 @@ class FluidvimPolicy:
         self.orch = None
         self.steps_ms: dict = collections.defaultdict(list)   # engine step -> [ms]
         self.decision_ms: list = []                             # engine total per instance
+        self.decision_cpu_ms: list = []                         # this process's CPU for it
 
     # -- Policy --
     def start(self, hosts: list[Host]) -> None:
@@ -206,7 +208,9 @@ class FluidvimPolicy:
     def place(self, shape: Shape, instances: list[str]) -> list[Placement]:
         out = []
         for inst in instances:
+            cpu = time.process_time()
             p = self.orch.placement.place(shape.service)
+            self.decision_cpu_ms.append((time.process_time() - cpu) * 1000.0)
             self.decision_ms.append(p.total_ms)
             for k, ms in p.step_ms.items():
                 self.steps_ms[k].append(ms)

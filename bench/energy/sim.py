@@ -294,6 +294,7 @@ class Simulator:
     def finish(self) -> RunResult:
         cfg = self.cfg
         own = list(getattr(self.policy, "decision_ms", None) or [])
+        cpu = list(getattr(self.policy, "decision_cpu_ms", None) or [])
         if not self.ideal:
             self.policy.close()
         c = self.count
@@ -308,7 +309,8 @@ class Simulator:
             placements=c["placements"], placement_refused=c["placement_refused"],
             decision_ms=own or self.call_ms, call_ms=self.call_ms,
             series={**self.series, "step_s": cfg.step_s},
-            wall_s=time.perf_counter() - self._wall)
+            wall_s=time.perf_counter() - self._wall,
+            extra={"decision_cpu_ms_p50": round(float(np.median(cpu)), 4)} if cpu else {})
 
     # ------------------------------------------------------------------ steps
     def _bootstrap(self, t0: float):
