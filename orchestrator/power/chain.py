@@ -194,10 +194,15 @@ class HostMarginalPower:
         self.default_cpus = default_cpus or os.cpu_count() or 1
         self._models: dict = {}
         self._marginal: dict = {}               # (model, u, cpus) -> watts
+        self._hosts: dict = {}                  # (system id, points, cpus label) -> model, cpus
 
     def model(self, host) -> PowerSource | None:
-        key = (getattr(host, "power_system_id", None),
-               tuple((getattr(host, "labels", None) or {}).get("power_points") or ()))
+        labels = getattr(host, "labels", None) or {}
+        return self._model(host, getattr(host, "power_system_id", None),
+                           labels.get("power_points"))
+
+    def _model(self, host, sid, points) -> PowerSource | None:
+        key = (sid, tuple(points) if points else ())
         if key not in self._models:
             try:
                 self._models[key] = model_for_host(host, self.conf)
@@ -207,7 +212,9 @@ class HostMarginalPower:
         return self._models[key]
 
     def cpus(self, host, model) -> float:
-        cpus = (getattr(host, "labels", None) or {}).get("cpus")
+        return self._cpus((getattr(host, "labels", None) or {}).get("cpus"), model)
+
+    def _cpus(self, cpus, model) -> float:
         if not cpus and isinstance(model, SpecpowerCurve):
             cpus = (model.info or {}).get("threads")
         try:
@@ -216,13 +223,22 @@ class HostMarginalPower:
             return float(self.default_cpus)
 
     def __call__(self, zone_name: str, host) -> float | None:
-        model = self.model(host)
+        labels = getattr(host, "labels", None) or {}
+        sid = getattr(host, "power_system_id", None)
+        pts = labels.get("power_points")
+        cpus_label = labels.get("cpus")
+        # a fleet has few models and utilisations repeat (empty, full, k of n CPUs): a placement
+        # over 1,000 hosts asks this for each, so the answers are kept (models never change)
+        hkey = (sid, tuple(pts) if pts else (), cpus_label)
+        known = self._hosts.get(hkey)
+        if known is None:
+            model = self._model(host, sid, pts)
+            known = self._hosts[hkey] = (model, self._cpus(cpus_label, model)
+                                         if model is not None else None)
+        model, cpus = known
         if model is None:
             return None
         u = min(1.0, max(0.0, float(getattr(host, "cpu_util", 0.0) or 0.0)))
-        cpus = self.cpus(host, model)
-        # a fleet has few models and utilisations repeat (empty, full, k of n CPUs): a placement
-        # over 1,000 hosts asks this for each, so the answers are kept (models never change)
         key = (id(model), u, cpus)
         m = self._marginal.get(key)
         if m is None:
