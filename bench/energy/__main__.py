@@ -41,8 +41,8 @@ def parse(argv):
     ap.add_argument("--hosts", nargs="+", type=int, default=[20, 100, 1000],
                     help="fleet sizes (default: 20 100 1000)")
     ap.add_argument("--policies", nargs="+", default=list(policies.NAMES),
-                    metavar="NAME", help=f"policies to run (default: all: "
-                                         f"{' '.join(policies.NAMES)})")
+                    metavar="NAME", help=f"policies to run (default: {' '.join(policies.NAMES)}; "
+                                         f"also: {' '.join(policies.EXTRA)})")
     ap.add_argument("--seed", type=int, default=1, help="fleet draw, sessions, Nomad's shuffle")
     ap.add_argument("--model", default=None,
                     help="the homogeneous fleet's SPECpower system_id (default: "
@@ -76,9 +76,10 @@ def parse(argv):
                          "size per machine) into OUT.json and OUT.png, and exit")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    unknown = [p for p in args.policies if p not in policies.NAMES]
+    known = policies.NAMES + policies.EXTRA
+    unknown = [p for p in args.policies if p not in known]
     if unknown:
-        ap.error(f"--policies: unknown {unknown}; known: {' '.join(policies.NAMES)}")
+        ap.error(f"--policies: unknown {unknown}; known: {' '.join(known)}")
     if any(n < 1 for n in args.hosts):
         ap.error("--hosts: every size must be >= 1")
     if not 0 < args.peak_load <= 1:

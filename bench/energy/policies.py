@@ -6,6 +6,9 @@ from __future__ import annotations
 
 NAMES = ("nomad-binpack", "nomad-spread", "nova-default", "fluidvim", "fluidvim-consolidate",
          "milp")
+# not in the default set: Nova as an NFV deployment configures it (no CPU overcommit; the
+# default initial_cpu_allocation_ratio 4.0 puts four VNFs on a hardware thread)
+EXTRA = ("nova-ratio1",)
 OURS = ("fluidvim", "fluidvim-consolidate", "milp")
 BASELINE = "nomad-binpack"
 BOUND = "milp"
@@ -21,12 +24,16 @@ def make(name: str, *, measurement: dict, services, cfg, seed: int):
     if name == "nova-default":
         from .nova_policy import NovaPolicy
         return NovaPolicy(name=name)
+    if name == "nova-ratio1":
+        from .nova_policy import NovaPolicy
+        return NovaPolicy(conf_overrides={None: {"initial_cpu_allocation_ratio": 1.0}},
+                          name=name)
     if name in ("fluidvim", "fluidvim-consolidate"):
         from .fluidvim_policy import FluidvimConsolidatePolicy, FluidvimPolicy
         cls = FluidvimConsolidatePolicy if name == "fluidvim-consolidate" else FluidvimPolicy
         return cls(measurement, services, launch_ms=cfg.launch_s * 1000.0,
                    launch_cpu_s=cfg.launch_cpu_s, boot_s=cfg.boot_s)
-    raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES + EXTRA)}")
 
 
 def available(name: str) -> str | None:
@@ -36,7 +43,7 @@ def available(name: str) -> str | None:
         if shutil.which("go") is None:
             return "needs the Go toolchain (nomad_driver/cmd/schedsim runs Nomad's scheduler)"
         return None
-    if name == "nova-default":
+    if name in ("nova-default", "nova-ratio1"):
         try:
             import nova  # noqa: F401
         except ImportError:
@@ -48,6 +55,6 @@ def available(name: str) -> str | None:
         except ImportError:
             return "needs highspy (pip install -c constraints.txt -e .[test])"
         return None
-    if name in NAMES:
+    if name in NAMES + EXTRA:
         return None
-    return f"unknown policy {name!r}; known: {', '.join(NAMES)}"
+    return f"unknown policy {name!r}; known: {', '.join(NAMES + EXTRA)}"
