@@ -17,7 +17,9 @@ Autoscaling (per service, every step): the orchestrator's own NS scaling rule,
 ``fluidvim.orchestrator.mano.scaling.decide`` - scale out when the free slots would run out before
 a new instance can exist (``free <= max(headroom, demand rate x lead)``), scale in when the slots
 stayed idle for ``idle_s``. The lead is one step plus the zone's queuing delay: the launch time
-when an awake host has room for the next instances, the host boot time when a host must wake.
+when the awake hosts have room for the next instances (what the policy's scheduler says it can
+still place without a wake, ``Policy.room()`` where it has one, else a free hardware thread
+each), the host boot time when a host must wake.
 Scale-out asks the policy to place k instances; scale-in asks the policy which n go. An instance
 that goes is drained first: it takes no new session and is removed when its last session ends
 (no session is cut).
@@ -37,8 +39,9 @@ overloaded: each VNF gets ``threads / demand`` of a thread, so only that share o
 the deadline and its other sessions are served **late** (an SLO miss, counted once per session).
 
 Consolidation (policies that have ``consolidate``): the hosts it names are drained sessions-first:
-ineligible, their instances take no new session (the autoscaler places replacements elsewhere
-through the policy) and go when their sessions end; at ``drain_bound_s`` the sessions left are
+ineligible, their instances take no new session (the scheduler forgets them, ``Policy.stop``, as
+on scale-in; the autoscaler places replacements elsewhere through the policy at once) and go when
+their sessions end; at ``drain_bound_s`` the sessions left are
 handed to another instance of the service, delayed by a launch (``launch_s``, longer than every
 deadline): **moved** sessions count as SLO misses. Each drained instance is one move and costs
 its replacement's launch CPU.
