@@ -477,6 +477,11 @@ def test_drain_power_off_and_wake_through_redfish(cluster, tmp_path):
             for cl in cluster.clients:                 # every client back on for the next test
                 if cl.proc is None:
                     cluster.power_on_client(cl.name)
+            # and eligible: a drained client stays ineligible in the server's state across its
+            # agent's restart, so a later test's job could not be placed there
+            for n in cluster.api("/v1/nodes"):
+                if n["Name"] in names and n.get("SchedulingEligibility") != "eligible":
+                    cluster.cli("node", "eligibility", "-enable", n["ID"], check=False)
             for i in ids:
                 try:
                     zone.terminate(i)
