@@ -152,7 +152,7 @@ def test_consolidation_never_cuts_a_session(services):
                         drain_bound_s=300.0)
     demand = StepDemand(svcs, fl.threads, [(-1e9, 0.6), (600.0, 0.2)])
     from bench.energy.fluidvim_policy import FluidvimConsolidatePolicy
-    pol = FluidvimConsolidatePolicy(measurement, svcs, trend_s=300.0)
+    pol = FluidvimConsolidatePolicy(measurement, svcs, trend_s=300.0, u_low=0.5)
     s = sim.Simulator(fl, svcs, demand, cfg, pol)
     s.begin()
     while s.k < s.steps:
