@@ -48,6 +48,7 @@ def plot(result: dict, path, size: str | None = None) -> None:
         axes[row][0].set_ylabel("fleet power (kW)")
         axes[row][1].set_ylabel("awake hosts")
         axes[row][2].set_ylabel(f"SLO misses per {run['series_every_s'] / 60:g} min")
+        axes[row][2].set_yscale("symlog", linthresh=10)
         for c in range(3):
             axes[row][c].set_xlabel("hour of the day" + (
                 "" if run.get("day_s", 86400.0) == 86400.0
