@@ -389,10 +389,18 @@ def test_nomad_agent_runs_vnfs(agent):
                 server.wait(5)
 
             # `nomad alloc exec` into the VNF: control-channel commands, the remote exit code
+            # The plugin answers and Nomad forwards the output, but now and then Nomad's HTTP
+            # agent closes the websocket before the exit frame (hashicorp/nomad#9892: the CLI
+            # prints "unexpected EOF"). That is Nomad's transport, not the command: run it
+            # again, and every assertion below still needs a run that delivered its exit code.
             def alloc_exec(*cmd):
-                return subprocess.run([NOMAD, "alloc", "exec", "-i=false", "-t=false", "-task",
-                                       "fw", alloc["ID"], *cmd], capture_output=True, text=True,
-                                      timeout=30, env={**os.environ, "NOMAD_ADDR": ADDR})
+                for _ in range(3):
+                    r = subprocess.run([NOMAD, "alloc", "exec", "-i=false", "-t=false", "-task",
+                                        "fw", alloc["ID"], *cmd], capture_output=True, text=True,
+                                       timeout=30, env={**os.environ, "NOMAD_ADDR": ADDR})
+                    if "failed to exec into task: unexpected EOF" not in r.stderr:
+                        break
+                return r
             r = alloc_exec("stats", "nics")
             nics = json.loads(r.stdout)
             assert r.returncode == 0 and len(nics) == 2 and nics[0]["rx"] > 0, (r.stdout, r.stderr)
