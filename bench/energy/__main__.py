@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -271,9 +272,25 @@ def combine(args) -> int:
     return 0
 
 
+def stamp() -> dict:
+    """When and from which commit a row was run (rows of runs done apart are merged with
+    --combine; a row older than the code it describes is told by these)."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", str(here),
+                                str(here.parent.parent / "orchestrator")], cwd=here,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", ""
+    return {"run_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+            "commit": (commit + ("+changes" if dirty else "")) or None}
+
+
 def run_one(name, fl, services, measurement, demand, cfg, args, tick) -> dict:
     if name == "milp":
-        return run_milp(fl, services, demand, cfg, args, tick)
+        return {**run_milp(fl, services, demand, cfg, args, tick), **stamp()}
     pol = policies.make(name, measurement=measurement, services=services, cfg=cfg,
                         seed=args.seed)
     r = sim.Simulator(fl, services, demand, cfg, pol, progress=tick).run()
@@ -283,6 +300,7 @@ def run_one(name, fl, services, measurement, demand, cfg, args, tick) -> dict:
         d["engine_steps_ms_p50"] = {k: round(statistics.median(v), 3)
                                     for k, v in pol.steps_ms.items()}
     d["series"] = downsample(r.series, cfg.step_s, series_every(cfg))
+    d.update(stamp())
     return d
 
 
