@@ -3,6 +3,7 @@
 #   make test                      build and run the host unit tests (ASan + UBSan)
 #   make fuzz                      build the libFuzzer targets (clang)
 #   make fuzz-run FUZZ_SECONDS=60  run each fuzzer for FUZZ_SECONDS with the seed corpus
+#   make differential REF=<rev>    the engine of <rev> and the work tree's: identical errors and stats
 # Variables are prefixed VT_ so they do not collide with the kernel Makefile's.
 
 VT_SAVED_GOAL := $(.DEFAULT_GOAL)
@@ -24,7 +25,7 @@ VT_CFLAGS := -std=gnu11 -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -DFLU
 VT_FUZZFLAGS := -g -O1 -DFLUIDVIM_HOST -I$(VT_DIR)/include -I$(VT_DIR)/src \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-.PHONY: test fuzz fuzz-run
+.PHONY: test fuzz fuzz-run differential
 
 $(VT_OUT)/run_tests: $(VT_SRCS) $(VT_TESTS) $(VT_HDRS) $(VT_DIR)/tests/test.h
 	@mkdir -p $(VT_OUT)
@@ -40,6 +41,9 @@ $(VT_OUT)/fuzz_config: $(VT_SRCS) $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_config.c
 $(VT_OUT)/fuzz_json: $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_HDRS) $(VT_DIR)/fuzz/fuzz_json.c
 	@mkdir -p $(VT_OUT)
 	$(FUZZ_CC) $(VT_FUZZFLAGS) -o $@ $(VT_DIR)/src/json.c $(VT_DIR)/src/nicmac.c $(VT_DIR)/fuzz/fuzz_json.c
+
+differential:
+	$(VT_DIR)/tests/differential.sh $(or $(REF),HEAD)
 
 fuzz: $(VT_OUT)/fuzz_config $(VT_OUT)/fuzz_json
 
