@@ -24,14 +24,23 @@ Per-VNF attribution (the Kepler / DEEP-mon ratio idea): a VNF is a QEMU process,
 an interval is ``host watts * (VNF CPU time / host busy CPU time)`` from ``/proc/<pid>/stat`` and
 ``/proc/stat`` (:class:`ProcReader`, :func:`attribute_watts`, :func:`sample_vnf_power`).
 
+Attribution by useful work (:mod:`.attribution`): the VNF's own busy time (its ``stats`` →
+``cpu``), its host-side cost (the rest of its QEMU process's CPU, its vhost backend, its packet
+share of softirq), a share of idle power by ``[power] idle_rule``, and an unattributed remainder,
+adding up to the host's power every interval (:class:`Attributor`, :func:`attribute`); the
+ratio above is kept as the comparison (:func:`ratio_watts`). :mod:`.exporter` serves it to
+Prometheus (``fluidvim metrics serve``).
+
 Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :func:`pabfd_choose`
 (power-aware best-fit decreasing: the host with the least power increase that fits),
 :func:`first_fit` / :func:`worst_fit` for comparison, :func:`consolidation_plan` (which hosts can
 be emptied onto the others and sleep, net of what moving and waking them again costs),
 :func:`scale_in_order` (which hosts a service scales in from first), :func:`wake_order` (which
 powered-off host to wake first), :func:`efficient_utilisation` (the load a host does its work
-at with the fewest watts per unit) and :func:`fill_limit` (how far to fill a host before waking
-another is better). ``bench/energy`` runs them against Nomad's and Nova's
+at with the fewest watts per unit), :func:`fill_limit` (how far to fill a host before waking
+another is better), :func:`forecast_instances` (the instances a service's scaler will want one
+boot from now, along the trend of its used slots) and :func:`wake_ahead` (which hosts to wake
+now so that they are up by then). ``bench/energy`` runs them against Nomad's and Nova's
 schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
@@ -40,6 +49,24 @@ Redfish, /proc and attribution), :mod:`.chain` (the ``[power]`` options, the fal
 (``python -m fluidvim.orchestrator.power``). Every name is importable from this package.
 """
 
+from .attribution import (  # noqa: F401
+    COMPONENTS,
+    HOST_SIDE,
+    IDLE_RULES,
+    Attributor,
+    HostCounters,
+    Interval,
+    VnfCounters,
+    VnfDelta,
+    VnfShare,
+    attribute,
+    counter_delta,
+    idle_shares,
+    net_rx_packets,
+    pids_with_arg,
+    ratio_watts,
+    stats_counters,
+)
 from .chain import (  # noqa: F401
     ChainResult,
     HostMarginalPower,
@@ -63,11 +90,13 @@ from .fleet import (  # noqa: F401
     fill_limit,
     first_fit,
     fleet_watts,
+    forecast_instances,
     host_marginal,
     marginal_watts,
     pabfd_choose,
     scale_in_order,
     unit_watts,
+    wake_ahead,
     wake_order,
     worst_fit,
 )

@@ -59,6 +59,11 @@ power_opts = [
                  help="Linear model: power at idle (W)."),
     cfg.FloatOpt("max_watts", default=None, min=0,
                  help="Linear model: power at 100 % CPU (W)."),
+    cfg.StrOpt("idle_rule", default="vcpus", choices=["vcpus", "equal", "none"],
+               help="How per-VNF attribution shares the host's idle power: vcpus, by the "
+                    "vCPUs reserved for each VNF out of the host's CPUs (the rest stays "
+                    "unattributed; all of it by vCPUs when overcommitted); equal, all of it "
+                    "equally among the VNFs; none, all of it unattributed."),
 ]
 
 
