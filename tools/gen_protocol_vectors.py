@@ -8,7 +8,8 @@
 * ``exchanges``: a line sent to a real VNF and what its reply must contain (checked against the
   booted unikernel by tests/integration/test_vnf.py, and by the Go driver's tests). ``field``:
   the error's ``field`` (the request field at fault, e.g. ``macs[1]``); ``nic_macs``: each NIC's
-  ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's).
+  ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's);
+  ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``.
 """
 
 import json
@@ -37,6 +38,8 @@ requests = [
     # macs: one entry per NIC, null keeps that NIC's MAC (a warm shell given a Neutron port's MAC)
     {"id": 5, "op": "configure",
      "fields": {"config": FWD, "macs": ["fa:16:3e:12:34:56", None], "slots": 64}},
+    # session slots at the service's QoE: the probe's capacity, the VNF's latency budget
+    {"id": 6, "op": "qoe", "fields": {"capacity": 200, "budget_ns": 8192, "quantile_ppm": 990000}},
 ]
 for r in requests:
     msg = {"id": r["id"], "op": r["op"]}
@@ -111,6 +114,20 @@ exchanges = [
      "ok": True, "id": 21, "result_keys": ["forwarding"]},
     {"send": line({"id": 22, "op": "stats"}), "ok": True, "id": 22, "result_keys": ["nics"],
      "nic_macs": ["fa:16:3e:12:34:56", None]},
+    # qoe (after id 13's configure with 64 slots): free = min(table free, capacity - used)
+    {"send": line({"id": 23, "op": "qoe", "capacity": 20, "budget_ns": 8192,
+                   "quantile_ppm": 990000}),
+     "ok": True, "id": 23, "result_keys": ["total", "used", "free", "qoe"], "free": 20},
+    {"send": line({"id": 24, "op": "stats"}), "ok": True, "id": 24, "result_keys": ["slots"],
+     "slots_free": 20},
+    {"send": line({"id": 25, "op": "qoe", "capacity": 20}), "ok": False, "id": 25,
+     "code": "bad_request", "message_contains": "budget_ns"},
+    {"send": line({"id": 26, "op": "qoe", "capacity": -1}), "ok": False, "id": 26,
+     "code": "bad_request", "message_contains": "capacity"},
+    {"send": line({"id": 27, "op": "qoe", "capacity": 0}), "ok": True, "id": 27,
+     "result_keys": ["total", "used", "free"], "free": 64},
+    {"send": line({"id": 28, "op": "stats"}), "ok": True, "id": 28, "result_keys": ["slots"],
+     "slots_free": 64},
 ]
 
 text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,

@@ -11,11 +11,11 @@ VT_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 VT_OUT := $(VT_DIR)/build/host
 VT_SRCS := $(VT_DIR)/src/json.c $(VT_DIR)/src/click.c $(VT_DIR)/src/click_parse.c \
            $(VT_DIR)/src/click_args.c $(VT_DIR)/src/cfgtext.c $(VT_DIR)/src/packet.c \
-           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c \
+           $(VT_DIR)/src/match.c $(VT_DIR)/src/flowtable.c $(VT_DIR)/src/nicmac.c $(VT_DIR)/src/qoe.c \
            $(sort $(wildcard $(VT_DIR)/src/elements/*.c))
 VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h $(VT_DIR)/src/elements/*.h)
 VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c \
-            $(VT_DIR)/tests/test_nicmac.c
+            $(VT_DIR)/tests/test_nicmac.c $(VT_DIR)/tests/test_qoe.c
 
 TEST_CC ?= gcc
 FUZZ_CC ?= clang

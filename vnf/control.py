@@ -20,7 +20,7 @@ LOG = logging.getLogger(__name__)
 
 MAX_LINE = limits.MAX_CONTROL_LINE
 PROTO_VERSION = 1
-OPS = ("ping", "configure", "stats")
+OPS = ("ping", "configure", "stats", "qoe")
 
 
 class ControlError(Exception):
@@ -228,7 +228,7 @@ class ControlChannel:
                     raise msg["error"]
                 return msg["result"]
 
-    # -- the three operations --
+    # -- the operations --
     def ping(self, timeout: float = 5.0) -> dict:
         return self.request("ping", timeout=timeout)
 
@@ -241,3 +241,11 @@ class ControlChannel:
 
     def stats(self, timeout: float = 5.0) -> dict:
         return self.request("stats", timeout=timeout)
+
+    def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
+            timeout: float = 5.0) -> dict:
+        """Session slots at the service's QoE (contract/PROTOCOL.md §4 ``qoe``): the load
+        probe's capacity at the service's deadline and quantile and the VNF's own latency budget
+        at that quantile (:func:`fluidvim.evaluator.qoeslots.qoe_params`); 0 turns it off."""
+        return self.request("qoe", timeout=timeout, capacity=capacity, budget_ns=budget_ns,
+                            quantile_ppm=quantile_ppm)

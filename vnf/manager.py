@@ -622,6 +622,13 @@ class VNFManager:
         with self.channel(id_or_name) as ch:
             return ch.stats()
 
+    def set_qoe(self, id_or_name: str, capacity: int, budget_ns: int | None = None,
+                quantile_ppm: int | None = None) -> dict:
+        """The VNF's session slots at the service's QoE (its ``stats`` free slots from now on);
+        ``capacity`` 0 = the flow table's slots. See :mod:`fluidvim.evaluator.qoeslots`."""
+        with self.channel(id_or_name) as ch:
+            return ch.qoe(capacity, budget_ns, quantile_ppm)
+
     def configure(self, id_or_name: str, config: str, slots: int | None = None) -> dict:
         rec = self._answering(id_or_name)
         with self.backend(rec.backend).connect(rec.spec) as ch:
@@ -739,7 +746,7 @@ class VNFManager:
 
     def slots(self) -> dict:
         """Session slots of all running VNFs on this host (asks each VNF)."""
-        total = used = 0
+        total = used = free = 0
         per_vnf = {}
         for rec in self.store.list(statuses=(states.RUNNING,)):
             try:
@@ -750,5 +757,6 @@ class VNFManager:
             per_vnf[rec.name] = s
             total += s["total"]
             used += s["used"]
-        return {"total": total, "used": used, "free": total - used, "vnfs": per_vnf}
+            free += s["free"]          # the VNF's own: at its QoE capacity when one is set
+        return {"total": total, "used": used, "free": free, "vnfs": per_vnf}
 

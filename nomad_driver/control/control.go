@@ -28,7 +28,7 @@ const (
 	ProtoVersion = 1
 )
 
-var Ops = []string{"ping", "configure", "stats"}
+var Ops = []string{"ping", "configure", "stats", "qoe"}
 
 // Error is an error reply from the VNF, or a failed channel (Code "closed", "timeout",
 // "protocol").
@@ -164,7 +164,7 @@ func EncodeRequest(id int, op string, fields map[string]any) ([]byte, error) {
 		ok = ok || o == op
 	}
 	if !ok {
-		return nil, fmt.Errorf("unknown op %q (known: ping, configure, stats)", op)
+		return nil, fmt.Errorf("unknown op %q (known: ping, configure, stats, qoe)", op)
 	}
 	b := fmt.Appendf(nil, `{"id":%d,"op":`, id)
 	b = appendString(b, op)

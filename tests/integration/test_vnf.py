@@ -56,6 +56,10 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
             if "nic_macs" in ex:
                 assert [n["mac"] for n in reply["result"]["nics"]] == [
                     m or nic.mac for m, nic in zip(ex["nic_macs"], shell.spec.nics)], reply
+            if "free" in ex:
+                assert reply["result"]["free"] == ex["free"], reply
+            if "slots_free" in ex:
+                assert reply["result"]["slots"]["free"] == ex["slots_free"], reply
         else:
             assert reply["error"].get("field") == ex.get("field"), reply
             assert reply["error"]["code"] == ex["code"], reply

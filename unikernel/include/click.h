@@ -71,5 +71,9 @@ void click_stats_json(struct jw *w);
 /* Slot numbers for the ready/ping messages. */
 uint32_t click_slots_total(void);
 uint32_t click_slots_used(void);
+/* Session slots at the service's QoE (include/qoe.h): set the probe's capacity (0 = off), the
+ * VNF's latency budget at the quantile; the state as `"qoe":{...}`. */
+void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm);
+void click_qoe_json(struct jw *w);
 
 #endif

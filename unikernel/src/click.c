@@ -17,6 +17,7 @@
  * the histogram. Buckets are log2 of nanoseconds; the last bucket also holds everything above it.
  */
 #include "click_internal.h"
+#include "qoe.h"
 
 static int g_nics;
 static struct graph graphs[2];          /* double buffer: parse into the spare, swap on success */
@@ -236,6 +237,28 @@ uint64_t click_next_timer_ns(uint64_t now)
 uint32_t click_slots_total(void) { return flow_total(); }
 uint32_t click_slots_used(void) { return flow_used(); }
 
+void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm)
+{
+	qoe_set(&click_qoe, probed, budget_ns, quantile_ppm, lat_hist, plat_now_ns());
+}
+
+/* "qoe":{...} of `stats`' slots and of the `qoe` reply (PROTOCOL.md §4 qoe) */
+void click_qoe_json(struct jw *w)
+{
+	const struct qoe *q = &click_qoe;
+	jw_key(w, "qoe");
+	jw_obj_begin(w);
+	jw_ku64(w, "probed", q->probed);
+	jw_ku64(w, "capacity", q->capacity);
+	jw_ku64(w, "budget_ns", q->budget_ns);
+	jw_ku64(w, "quantile_ppm", q->quantile_ppm);
+	jw_ku64(w, "tail_ns", q->last_tail_ns);
+	jw_kstr(w, "window", qoe_verdict_name(q->last));
+	jw_ku64(w, "shrinks", q->shrinks);
+	jw_ku64(w, "grows", q->grows);
+	jw_obj_end(w);
+}
+
 static uint64_t lat_quantile(unsigned pct)
 {
 	if (!lat_count)
@@ -263,12 +286,15 @@ static void stats_element(struct jw *w, const struct elem *e)
 void click_stats_json(struct jw *w)
 {
 	uint32_t total = flow_total(), used = flow_used();
+	qoe_tick(&click_qoe, lat_hist, used, plat_now_ns());
 	jw_key(w, "slots");
 	jw_obj_begin(w);
 	jw_ku64(w, "total", total);
 	jw_ku64(w, "used", used);
-	jw_ku64(w, "free", total - used);
+	jw_ku64(w, "free", qoe_free(&click_qoe, total - used, used));
 	jw_ku64(w, "rejected", flow_rejected());
+	if (click_qoe.probed)
+		click_qoe_json(w);
 	jw_obj_end(w);
 
 	jw_key(w, "nics");

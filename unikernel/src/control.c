@@ -7,6 +7,7 @@
 #include "click.h"
 #include "json.h"
 #include "nicmac.h"
+#include "qoe.h"
 #include "serial.h"
 #include "time.h"
 #include "version.h"
@@ -249,6 +250,41 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 	kprintf_later("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 }
 
+/* {"op":"qoe","capacity":N,"budget_ns":B,"quantile_ppm":Q}: session slots at the service's QoE
+ * (PROTOCOL.md §4 qoe; include/qoe.h). capacity 0 turns it off (free = the flow table's). */
+static void op_qoe(int64_t id, const struct jfield *f, int n)
+{
+	const struct jfield *cap = json_get(f, n, "capacity");
+	const struct jfield *bud = json_get(f, n, "budget_ns");
+	const struct jfield *qp = json_get(f, n, "quantile_ppm");
+	if (!cap || cap->type != JT_NUMBER || !cap->is_int || cap->num < 0 || cap->num > CLICK_MAX_SLOTS) {
+		reply_error(id, "bad_request", "missing or invalid 'capacity' (must be an integer 0..65536; 0 = off)");
+		return;
+	}
+	if (cap->num > 0 && (!bud || bud->type != JT_NUMBER || !bud->is_int || bud->num < 1 ||
+			     bud->num > 60000000000ll)) {
+		reply_error(id, "bad_request", "missing or invalid 'budget_ns' (must be an integer 1..60000000000)");
+		return;
+	}
+	if (cap->num > 0 && (!qp || qp->type != JT_NUMBER || !qp->is_int || qp->num < 1 || qp->num > 999999)) {
+		reply_error(id, "bad_request", "missing or invalid 'quantile_ppm' (must be an integer 1..999999, e.g. 990000 for p99)");
+		return;
+	}
+	if (cap->num > 0)
+		click_qoe_set((uint32_t)cap->num, (uint64_t)bud->num, (uint32_t)qp->num);
+	else
+		click_qoe_set(0, 0, 0);
+	uint32_t total = click_slots_total(), used = click_slots_used();
+	struct jw w;
+	reply_begin(&w, id);
+	jw_ku64(&w, "total", total);
+	jw_ku64(&w, "used", used);
+	jw_ku64(&w, "free", qoe_free(&click_qoe, total - used, used));
+	if (cap->num > 0)
+		click_qoe_json(&w);
+	reply_end(&w);
+}
+
 static void handle_line(const char *s, size_t n)
 {
 	static struct jfield f[MAX_FIELDS];
@@ -274,6 +310,8 @@ static void handle_line(const char *s, size_t n)
 		op_stats(id->num);
 	else if (!strcmp(op->str, "configure"))
 		op_configure(id->num, f, nf);
+	else if (!strcmp(op->str, "qoe"))
+		op_qoe(id->num, f, nf);
 	else {
 		char msg[96];
 		ksnprintf(msg, sizeof msg, "unknown op '%s'", op->str);

@@ -63,6 +63,7 @@ int main(void)
 	run_json_tests();
 	run_click_tests();
 	run_nicmac_tests();
+	run_qoe_tests();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

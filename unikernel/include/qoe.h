@@ -1,0 +1,57 @@
+/* fluidvim VNF — session slots at the service's QoE (contract/PROTOCOL.md §4 `qoe`, issue 23).
+ *
+ * A slot is one more session the VNF can serve within the service's deadline at its quantile. The
+ * launcher gives the VNF the capacity a stage-1 load probe measured for that deadline and quantile
+ * (`probed`) and the VNF's own latency budget at that quantile (`budget_ns`: its processing-time
+ * tail at the loads that met the deadline, with a margin). The VNF then corrects the capacity from
+ * its own latency histogram, one window at a time:
+ *
+ *  - a window whose tail (lower bound of the log2 bucket holding the quantile) is >= budget_ns
+ *    while the VNF carries at least half its capacity is *over*: capacity shrinks to 7/8 of the
+ *    sessions it carries (never above what it was); a tail over budget at a light load is noise
+ *    of the host, not a capacity problem, and changes nothing;
+ *  - a window whose tail bucket lies wholly at or under budget_ns / 2 (or that has fewer packets
+ *    than one beyond the quantile: no evidence) is *good*; QOE_GROW_AFTER good windows in a row
+ *    grow the capacity by max(1, probed / 8) up to `probed`;
+ *  - anything between the two (budget/2 .. budget) holds: the hysteresis band.
+ *
+ * Announced free slots = min(flow-table free, capacity - used) (0 when used >= capacity); with no
+ * capacity set, the flow table's free slots. Pure arithmetic on a state struct, so the host tests
+ * drive it window by window. */
+#ifndef FLUIDVIM_QOE_H
+#define FLUIDVIM_QOE_H
+#include "kstd.h"
+
+#define QOE_BUCKETS 32          /* = the engine's latency histogram (CLICK_LAT_BUCKETS) */
+#define QOE_WINDOW_NS 1000000000ull
+#define QOE_GROW_AFTER 3
+
+enum qoe_verdict { QOE_OFF, QOE_IDLE, QOE_GOOD, QOE_HOLD, QOE_OVER };
+
+struct qoe {
+	uint32_t probed;             /* capacity from the load probe; 0 = no QoE capacity set */
+	uint32_t capacity;           /* corrected capacity */
+	uint64_t budget_ns;
+	uint32_t quantile_ppm;       /* e.g. 990000 = p99 */
+	uint32_t good_run;           /* consecutive good windows */
+	uint64_t shrinks, grows;
+	uint64_t last_tail_ns;       /* tail of the last evaluated window */
+	enum qoe_verdict last;
+	uint64_t snap[QOE_BUCKETS];  /* histogram at the start of the current window */
+	uint64_t window_start_ns;
+};
+
+/* Set (or clear with probed == 0) the probe's capacity, budget and quantile; starts a window. */
+void qoe_set(struct qoe *q, uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm,
+	     const uint64_t *hist, uint64_t now_ns);
+/* One window: `delta` = packets per log2 bucket during it, `used` = sessions carried now. */
+enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used);
+/* Close the current window if QOE_WINDOW_NS passed (cumulative histogram `hist`). */
+void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t now_ns);
+uint32_t qoe_free(const struct qoe *q, uint32_t table_free, uint32_t used);
+const char *qoe_verdict_name(enum qoe_verdict v);
+
+/* The VNF's one instance (click.c reads it for `stats`, control.c sets it) */
+extern struct qoe click_qoe;
+
+#endif

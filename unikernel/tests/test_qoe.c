@@ -1,0 +1,180 @@
+/* fluidvim VNF — host tests for session slots at the service's QoE (qoe.c, include/qoe.h). */
+#include "test.h"
+#include "qoe.h"
+
+static uint64_t d[QOE_BUCKETS];
+
+/* a window of n packets, all in bucket b except `tail` of them in bucket tb */
+static const uint64_t *win(uint64_t n, unsigned b, uint64_t tail, unsigned tb)
+{
+	memset(d, 0, sizeof d);
+	d[b] = n - tail;
+	d[tb] += tail;
+	return d;
+}
+
+static void off_is_flow_table(void)
+{
+	struct qoe q;
+	memset(&q, 0, sizeof q);
+	qoe_set(&q, 0, 0, 0, NULL, 0);
+	CHECK_EQ(qoe_free(&q, 250, 6), 250);
+	CHECK_EQ(qoe_window(&q, win(1000, 20, 0, 0), 6), QOE_OFF);
+	CHECK_EQ(qoe_free(&q, 250, 6), 250);
+}
+
+static void free_is_min_of_table_and_capacity(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	CHECK_EQ(q.capacity, 200);
+	CHECK_EQ(qoe_free(&q, 1018, 6), 194);       /* capacity - used */
+	CHECK_EQ(qoe_free(&q, 10, 6), 10);          /* the flow table is smaller */
+	CHECK_EQ(qoe_free(&q, 800, 200), 0);
+	CHECK_EQ(qoe_free(&q, 800, 230), 0);        /* carrying more than capacity: none, not negative */
+}
+
+static void tail_over_budget_under_load_shrinks(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	/* p99 in bucket 16 (65536 ns) >= budget, 160 sessions >= capacity / 2 */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 160), QOE_OVER);
+	CHECK_EQ(q.capacity, 140);                  /* 7/8 of 160 */
+	CHECK_EQ(q.last_tail_ns, 65536);
+	CHECK_EQ(q.shrinks, 1);
+	CHECK_EQ(qoe_free(&q, 1000, 160), 0);
+	/* still over with 150 carried: 7/8 of 150 = 131 */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 150), QOE_OVER);
+	CHECK_EQ(q.capacity, 131);
+	/* over, but carrying more than capacity: never grows by shrinking */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 200), QOE_OVER);
+	CHECK_EQ(q.capacity, 131);
+}
+
+static void tail_over_at_light_load_holds(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 99), QOE_HOLD);   /* < capacity / 2 */
+	CHECK_EQ(q.capacity, 200);
+	CHECK_EQ(q.shrinks, 0);
+}
+
+static void only_the_quantile_counts(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	/* 0.5 % of packets over budget: p99 still in bucket 10 -> good */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 50, 16), 190), QOE_GOOD);
+	CHECK_EQ(q.last_tail_ns, 1024);
+	/* 2 % over budget: p99 over */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 190), QOE_OVER);
+}
+
+static void grows_back_with_hysteresis(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	qoe_window(&q, win(10000, 10, 200, 16), 160);
+	CHECK_EQ(q.capacity, 140);
+	/* the hysteresis band: tail in bucket 12 = [4096, 8192) is under budget but not under
+	 * budget / 2: holds, however long */
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100), QOE_HOLD);
+	CHECK_EQ(q.capacity, 140);
+	/* good = the tail's bucket wholly <= budget / 2 (bucket 11 = [2048, 4096)) */
+	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100), QOE_GOOD);
+	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100), QOE_GOOD);
+	CHECK_EQ(q.capacity, 140);                  /* not yet: QOE_GROW_AFTER good windows */
+	/* a hold in between restarts the count */
+	CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100), QOE_HOLD);
+	for (int i = 0; i < QOE_GROW_AFTER - 1; i++)
+		qoe_window(&q, win(10000, 11, 0, 0), 100);
+	CHECK_EQ(q.capacity, 140);
+	qoe_window(&q, win(10000, 11, 0, 0), 100);
+	CHECK_EQ(q.capacity, 165);                  /* + probed / 8 */
+	CHECK_EQ(q.grows, 1);
+	for (int i = 0; i < 3 * QOE_GROW_AFTER; i++)
+		qoe_window(&q, win(10000, 11, 0, 0), 100);
+	CHECK_EQ(q.capacity, 200);                  /* never above the probe's capacity */
+	CHECK_EQ(q.grows, 3);
+}
+
+static void too_few_packets_is_no_evidence(void)
+{
+	struct qoe q;
+	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	qoe_window(&q, win(10000, 10, 200, 16), 160);
+	CHECK_EQ(q.capacity, 140);
+	/* 99 packets cannot show a p99: idle, which counts towards growing back */
+	CHECK_EQ(qoe_window(&q, win(99, 20, 0, 0), 160), QOE_IDLE);
+	CHECK_EQ(q.capacity, 140);
+	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0), QOE_IDLE);
+	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0), QOE_IDLE);
+	CHECK_EQ(q.capacity, 165);
+	/* p50 needs 2 packets */
+	qoe_set(&q, 8, 8192, 500000, NULL, 0);
+	CHECK_EQ(qoe_window(&q, win(2, 16, 0, 0), 8), QOE_OVER);
+	CHECK_EQ(q.capacity, 7);
+}
+
+static void tick_closes_windows_of_one_second(void)
+{
+	struct qoe q;
+	uint64_t hist[QOE_BUCKETS];
+	memset(hist, 0, sizeof hist);
+	hist[10] = 5000;                            /* before the window: not counted */
+	qoe_set(&q, 200, 8192, 990000, hist, 1000000000ull);
+	hist[10] += 9800;
+	hist[16] += 200;
+	qoe_tick(&q, hist, 160, 1500000000ull);     /* half a window: nothing yet */
+	CHECK_EQ(q.capacity, 200);
+	CHECK_EQ(q.last, QOE_IDLE);
+	qoe_tick(&q, hist, 160, 2000000000ull);
+	CHECK_EQ(q.last, QOE_OVER);
+	CHECK_EQ(q.capacity, 140);
+	/* the histogram was reset (a reconfigure): its counts are the window's */
+	memset(hist, 0, sizeof hist);
+	hist[11] = 300;
+	qoe_tick(&q, hist, 100, 3000000000ull);
+	CHECK_EQ(q.last, QOE_GOOD);
+	CHECK_EQ(q.last_tail_ns, 2048);
+}
+
+static char sbuf[8192];
+
+static void stats_announce_qoe_free(void)
+{
+	struct jw w;
+	click_init(2, 64, 30000);
+	CHECK_EQ(click_configure("FromDevice(0) -> ToDevice(1);", 29, 0, &(struct click_err){0}), 0);
+	jw_init(&w, sbuf, sizeof sbuf);
+	jw_obj_begin(&w);
+	click_stats_json(&w);
+	jw_obj_end(&w);
+	sbuf[w.len] = 0;
+	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":64,\"used\":0,\"free\":64,\"rejected\":0}");
+	click_qoe_set(20, 8192, 990000);
+	jw_init(&w, sbuf, sizeof sbuf);
+	jw_obj_begin(&w);
+	click_stats_json(&w);
+	jw_obj_end(&w);
+	sbuf[w.len] = 0;
+	CHECK_CONTAINS(sbuf, "\"free\":20,\"rejected\":0,\"qoe\":{\"probed\":20,\"capacity\":20,"
+		       "\"budget_ns\":8192,\"quantile_ppm\":990000,\"tail_ns\":0,\"window\":\"idle\"");
+	click_qoe_set(0, 0, 0);
+}
+
+void run_qoe_tests(void)
+{
+	RUN(off_is_flow_table);
+	RUN(free_is_min_of_table_and_capacity);
+	RUN(tail_over_budget_under_load_shrinks);
+	RUN(tail_over_at_light_load_holds);
+	RUN(only_the_quantile_counts);
+	RUN(grows_back_with_hysteresis);
+	RUN(too_few_packets_is_no_evidence);
+	RUN(tick_closes_windows_of_one_second);
+	RUN(stats_announce_qoe_free);
+}
