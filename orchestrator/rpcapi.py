@@ -18,8 +18,8 @@ import oslo_messaging as messaging
 
 from .exception import OrchestratorError
 
-RPC_API_VERSION = "1.2"       # 1.1: list_networks, create_network, delete_network;
-#                               1.2: power_plan, power_hosts
+RPC_API_VERSION = "1.3"       # 1.1: list_networks, create_network, delete_network;
+#                               1.2: power_plan, power_hosts; 1.3: instance_action
 EXMODS = ["fluidvim.orchestrator.exception"]
 
 
@@ -124,6 +124,10 @@ class OrchestratorAPI:
 
     def terminate(self, instance: str):
         return self._call("terminate", instance=instance)
+
+    def instance_action(self, instance: str, action: str):
+        """pause, unpause, reboot or rebuild one instance (zonetypes.INSTANCE_ACTIONS)."""
+        return self._call("instance_action", version="1.3", instance=instance, action=action)
 
     def list_networks(self, zone: str | None = None):
         return self._call("list_networks", version="1.1", zone=zone)

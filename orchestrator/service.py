@@ -23,16 +23,16 @@ from oslo_log import log as logging
 
 from fluidvim.common import instance_states as istates
 from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
-from fluidvim.common.zonetypes import NETWORK_NAME_RE, ZoneAdapter, ZoneError
+from fluidvim.common.zonetypes import INSTANCE_ACTIONS, NETWORK_NAME_RE, ZoneAdapter, ZoneError
 
 from . import conf as orchconf
 from .db import Store
 from .deploy import PROFILE_FIELDS
-from .exception import NotFound, invalid
+from .exception import NotFound, Refused, invalid
 from .ha import Membership
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
 from .notify import SlotListener
-from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.0
+from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.1
 from .placement import PlacementEngine, explain
 from .queuing import QueuingEstimator
 from .resolver import Resolver
@@ -41,8 +41,8 @@ from .slots import SharedSlotRegistry, SlotRegistry, SlotReport
 
 LOG = logging.getLogger(__name__)
 
-RPC_API_VERSION = "1.2"       # 1.1: list_networks, create_network, delete_network;
-#                               1.2: power_plan, power_hosts
+RPC_API_VERSION = "1.3"       # 1.1: list_networks, create_network, delete_network;
+#                               1.2: power_plan, power_hosts; 1.3: instance_action
 
 
 def default_runners(conf, store):
@@ -277,7 +277,7 @@ class Orchestrator:
         return [{"id": i.id, "name": i.name, "zone": i.zone, "host": i.host,
                  "service": i.service, "status": i.status, "slots_total": i.slots_total,
                  "decision_id": i.decision_id, "launch_ms": i.launch_ms}
-                for i in self.store.instances(service)]
+                for i in self.store.instances(service, statuses=(*istates.LIVE, istates.PAUSED))]
 
     def terminate(self, instance) -> dict:
         rows = [i for i in self.store.instances(statuses=None) if i.id == instance
@@ -293,6 +293,28 @@ class Orchestrator:
         self.store.delete_slot_reports(row.id)
         self.registry.forget(row.id)
         return {"terminated": row.id}
+
+    def instance_action(self, instance, action) -> dict:
+        """Day-2 action on one instance (pause, unpause, reboot, rebuild: zonetypes
+        INSTANCE_ACTIONS) through its zone; the instance's recorded status follows."""
+        if action not in INSTANCE_ACTIONS:
+            raise invalid("action", f"{action!r} is not an instance action",
+                          f"use one of {', '.join(INSTANCE_ACTIONS)}")
+        rows = [i for i in self.store.instances(statuses=None) if i.id == instance
+                or i.name == instance]
+        if not rows or rows[0].status == istates.DELETED:
+            raise NotFound(f"instance: no instance {instance!r} (see `fluidvim instance list`)",
+                           field="instance")
+        row = rows[0]
+        zone = self._zone(row.zone)
+        try:
+            status = zone.instance_action(row.id, action)
+        except ZoneError as e:
+            raise Refused(f"instance {row.name}: {e}") from None
+        self.store.set_instance_status(row.id, status)
+        LOG.info("instance %s (%s): %s -> %s", row.name, row.id, action, status)
+        return {"id": row.id, "name": row.name, "zone": row.zone, "action": action,
+                "status": status}
 
     # -- host power ([host_power]) --
     def _host_power(self):
@@ -482,6 +504,10 @@ class OrchestratorEndpoint:
     @rpc_method
     def terminate(self, ctxt, instance):
         return self.orch.terminate(instance)
+
+    @rpc_method
+    def instance_action(self, ctxt, instance, action):
+        return self.orch.instance_action(instance, action)
 
     @rpc_method
     def list_networks(self, ctxt, zone=None):

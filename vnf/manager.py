@@ -605,6 +605,25 @@ class VNFManager:
         self.store.update(rec.id, status=states.RUNNING)
         return self.get(rec.id)
 
+    def rebuild(self, id_or_name: str) -> VNFRecord:
+        """Boot a VNF again from its recorded spec and configuration: same id, name, NICs (tap
+        names, MACs, bridges), kernel and Click configuration; a crashed one comes back, a
+        running or paused one restarts from scratch (flow table and counters reset). Raises
+        ``LaunchError`` when the new boot fails (the VNF is then gone, as after destroy)."""
+        rec = self.get(id_or_name)
+        if rec.status not in states.LISTED:
+            raise ControlError("not_launched", f"VNF {rec.name} is {rec.status}: only a "
+                               "launched VNF (running, paused or crashed) can be rebuilt")
+        if not rec.config:
+            raise ControlError("no_config", f"VNF {rec.name} has no recorded configuration "
+                               "to boot again with")
+        be = self.backend(rec.backend)
+        spec = rec.spec
+        self._destroy_spec(be, spec, rec.pid)
+        self._boot(be, spec, states.RUNNING, config=rec.config)
+        LOG.info("rebuilt VNF %s (%s)", spec.name, spec.uuid)
+        return self.get(spec.uuid)
+
     def _answering(self, id_or_name: str) -> VNFRecord:
         """The record of a VNF that can answer requests: a paused one cannot (its request would
         only time out)."""

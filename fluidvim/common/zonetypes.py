@@ -53,6 +53,25 @@ KERNEL_IMAGE = "image"
 """The name or id of an image in the VIM's image service (Glance)."""
 
 
+# -- day-2 actions on one instance (ZoneAdapter.instance_action) --
+
+PAUSE = "pause"
+"""Stop the instance's vCPUs; it keeps its memory, flows and NICs and forwards nothing."""
+
+UNPAUSE = "unpause"
+"""Let a paused instance run again."""
+
+REBOOT = "reboot"
+"""Restart the instance's packet processing in place (its Click graph: flows and counters
+reset); same id, NICs and configuration."""
+
+REBUILD = "rebuild"
+"""Boot the instance again from its image and configuration (same id and NICs); a crashed one
+comes back."""
+
+INSTANCE_ACTIONS = (PAUSE, UNPAUSE, REBOOT, REBUILD)
+
+
 class ZoneError(Exception):
     """A zone could not do what was asked; the message says what and how to fix it."""
 
@@ -147,6 +166,13 @@ class ZoneAdapter(abc.ABC):
     @abc.abstractmethod
     def terminate(self, instance_id: str) -> None:
         """Stop and remove an instance (idempotent)."""
+
+    # -- day-2 actions on one instance (INSTANCE_ACTIONS); zones that cannot do one say so --
+    def instance_action(self, instance_id: str, action: str) -> str:
+        """Do ``action`` (one of INSTANCE_ACTIONS) to an instance; return its status after it
+        (fluidvim.common.instance_states). ZoneError when the zone cannot, or it failed."""
+        raise ZoneError(f"zone {self.name} ({self.kind}) cannot {action} instances; "
+                        "terminate and launch instead")
 
     def can_launch_on_demand(self, service: str) -> bool:
         """Whether this zone can start ``service`` on demand (else its queuing delay is infinite)."""

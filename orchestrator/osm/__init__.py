@@ -8,6 +8,6 @@
 * :mod:`.vimconn_base` - the connector base class and exceptions: OSM's own
   ``osm_ro_plugin.vimconn`` when installed, else a compatible stand-in;
 * :mod:`.vim` - the orchestrator side: images, flavors and VMs of VIM accounts (own tables in the
-  orchestrator's database) and the RPC endpoint ``namespace="vim"``, version 1.0;
+  orchestrator's database) and the RPC endpoint ``namespace="vim"``, version 1.1;
 * :mod:`.conf` - ``[osm_vim]`` options of the orchestrator.
 """

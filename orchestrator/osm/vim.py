@@ -14,7 +14,7 @@ What OSM RO (through :mod:`.vimconn_fluidvim`) needs beyond the orchestrator's s
   ``fluidvim instance list`` shows it and its launch feeds the queuing delay) and in ``vim_vms``
   with its interfaces (tap name, MAC, network).
 
-:class:`VimEndpoint` serves this over RPC in its own namespace (``vim``, version 1.0) next to the
+:class:`VimEndpoint` serves this over RPC in its own namespace (``vim``, version 1.1) next to the
 orchestrator's endpoint; :class:`VimAPI` is its client. Tables live in the orchestrator's database.
 """
 
@@ -47,7 +47,7 @@ from .models import VimFlavor, VimImage, VimVM  # noqa: F401 - tables of the orc
 LOG = logging.getLogger(__name__)
 
 VIM_NAMESPACE = "vim"
-VIM_API_VERSION = "1.0"
+VIM_API_VERSION = "1.1"     # 1.1: vm_action
 ELF_MAGIC = b"\x7fELF"
 IMAGE_NS = uuidlib.UUID("6f1c1f5e-8a53-4d0e-9a7e-6c1d2b0f7a11")   # ids of directory images
 SERVICE_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
@@ -347,6 +347,14 @@ class VimService:
                 "zone": row.zone, "image_id": row.image_id, "flavor_id": row.flavor_id,
                 "created_at": row.created_at, "interfaces": row.interfaces, **st}
 
+    def vm_action(self, vm_id: str, action: str) -> dict:
+        """pause, unpause, reboot or rebuild a VM this API launched (the orchestrator's
+        instance_action: same VM id, NICs and configuration after each); the VM after it."""
+        if self._rows([vm_id]).get(vm_id) is None:
+            raise NotFound(f"vm_id: no VM {vm_id!r} in this VIM", field="vm_id")
+        self.orch.instance_action(vm_id, action)
+        return self.get_vm(vm_id)
+
     def delete_vm(self, vm_id: str) -> dict:
         """Terminate a VM this API launched; a VM it does not know is already gone."""
         row = self._rows([vm_id]).get(vm_id)
@@ -364,7 +372,7 @@ class VimService:
 
 
 class VimEndpoint:
-    """RPC API of :class:`VimService`: namespace ``vim``, version 1.0. JSON in, JSON out."""
+    """RPC API of :class:`VimService`: namespace ``vim``, version 1.1. JSON in, JSON out."""
 
     target = messaging.Target(namespace=VIM_NAMESPACE, version=VIM_API_VERSION)
 
@@ -416,6 +424,10 @@ class VimEndpoint:
     @rpc_method
     def get_vm(self, ctxt, vm_id):
         return self.vim.get_vm(vm_id)
+
+    @rpc_method
+    def vm_action(self, ctxt, vm_id, action):
+        return self.vim.vm_action(vm_id, action)
 
     @rpc_method
     def delete_vm(self, ctxt, vm_id):

@@ -45,6 +45,9 @@ STATUS = {istates.RUNNING: "ACTIVE", istates.BUILDING: "BUILD", istates.PAUSED: 
           istates.ERROR: "ERROR",
           istates.DELETED: "DELETED"}
 DEFAULT_TOPIC = "fluidvim-orchestrator"
+# what action_vminstance takes (RO's action_dict keys)
+ACTIONS = ("start", "resume", "pause", "stop", "shutoff", "shutdown", "forceOff", "reboot",
+           "rebuild", "terminate")
 # a Click comment line in the day-0 config: "// fluidvim: session-slots = 64"
 SLOTS_DIRECTIVE = re.compile(r"//\s*fluidvim:\s*session-slots\s*=\s*(.*?)\s*$")
 
@@ -180,7 +183,7 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
     def _vim(self, method, **kwargs):
         api = self._api()[1]
         if method not in ("list_flavors", "get_flavor", "create_flavor", "delete_flavor",
-                          "vm_status", "get_vm", "delete_vm"):
+                          "vm_status", "get_vm", "delete_vm", "vm_action"):
             kwargs.setdefault("zone", self.zone)
         return self._guard(lambda: api.vim(method, **kwargs))
 
@@ -302,8 +305,18 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         slots = ext.get("session-slots")
         return flavor_data["ram"], flavor_data["vcpus"], slots
 
-    def get_flavor(self, flavor_id):
-        return self._vim("get_flavor", flavor_id=flavor_id)
+    def get_flavor(self, flavor_id=None, flavor_name=None):
+        """A flavor by id or, as RO asks since late 2024, by name (the oldest of that name)."""
+        if flavor_id:
+            return self._vim("get_flavor", flavor_id=flavor_id)
+        if not flavor_name:
+            raise vc.VimConnException("get_flavor: give flavor_id or flavor_name (neither was "
+                                      "given)")
+        for fl in self._vim("list_flavors"):
+            if fl["name"] == flavor_name:
+                return fl
+        raise vc.VimConnNotFoundException(f"flavor_name: no flavor named {flavor_name!r} "
+                                          "(create it with new_flavor)")
 
     def get_flavor_id_from_data(self, flavor_dict):
         ram, vcpus, slots = self._flavor_fields(flavor_dict)
@@ -470,16 +483,42 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
         return out
 
     def action_vminstance(self, vm_id, action_dict, created_items=None):
-        actions = sorted(action_dict or {})
-        if actions == ["terminate"]:
+        """RO's VM actions (``vnf-operate``, ``ns-action``) -> the orchestrator's instance
+        actions; the VM keeps its id, NICs and day-0 configuration through all of them.
+
+        start/resume: a paused VM runs again, a running one is left alone, a crashed one
+        (ERROR) boots again; pause, and stop/shutoff/shutdown/forceOff (QEMU's own ``stop``:
+        the vCPUs halt, memory and NICs are kept, so start is instant): PAUSED; reboot (SOFT):
+        the Click configuration restarts; reboot HARD and rebuild: a new boot from the image;
+        terminate: deleted. Returns None (no console)."""
+        if not isinstance(action_dict, dict) or len(action_dict) != 1:
+            raise vc.VimConnException(f"action_dict: {action_dict!r}: give one action, e.g. "
+                                      "{'pause': None}")
+        (action, arg), = action_dict.items()
+        if action == "terminate":
             self.delete_vminstance(vm_id, created_items)
             return None
-        if actions in (["start"], ["resume"]):
-            if self.get_vminstance(vm_id)["status"] == "ACTIVE":
-                return None                     # already running: nothing to do
+        op = self._action_op(vm_id, action, arg)
+        if op is not None:
+            self._vim("vm_action", vm_id=vm_id, action=op)
+        return None
+
+    def _action_op(self, vm_id, action, arg):
+        """The orchestrator action for RO's ``action`` (None = nothing to do)."""
+        if action in ("pause", "stop", "shutoff", "shutdown", "forceOff"):
+            return "pause"
+        if action == "rebuild" or (action == "start" and arg == "rebuild"):
+            return "rebuild"
+        if action == "reboot":
+            kind = (arg or {}).get("type", "SOFT") if isinstance(arg, dict) else "SOFT"
+            return "rebuild" if str(kind).upper() == "HARD" else "reboot"
+        if action in ("start", "resume"):
+            status = self.get_vminstance(vm_id)["status"]
+            return {"PAUSED": "unpause", "ERROR": "rebuild"}.get(status)
         raise vc.VimConnNotSupportedException(
-            f"action {', '.join(actions) or '(none)'}: fluidvim VNFs only run or are deleted; "
-            "supported: terminate, and start/resume of a running VM (no-op)")
+            f"action {action!r}: supported: {', '.join(ACTIONS)} (createImage, migrate, "
+            "console and the rest are not: a VNF's image is its kernel, its console a serial "
+            "log in the orchestrator host's run dir)")
 
     def get_vminstance_console(self, vm_id, console_type="vnc"):
         raise vc.VimConnNotSupportedException(

@@ -160,6 +160,35 @@ class LocalZone(ZoneAdapter):
         except KeyError:
             pass
 
+    def instance_action(self, instance_id: str, action: str) -> str:
+        """pause/unpause: the VNF's vCPUs (QMP stop/cont, libvirt suspend/resume); reboot: its
+        Click configuration again (a soft restart, like the Nova driver's SOFT reboot; a paused
+        VNF is unpaused first); rebuild: a new boot from its recorded spec (a crashed VNF too)."""
+        try:
+            rec = self.mgr.get(instance_id)
+            if action == zonetypes.PAUSE:
+                rec = self.mgr.pause(rec.id)
+            elif action == zonetypes.UNPAUSE:
+                rec = self.mgr.unpause(rec.id)
+            elif action == zonetypes.REBOOT:
+                if rec.status == vstates.CRASHED:
+                    raise ZoneError(f"zone {self.name}: VNF {rec.name} crashed ({rec.reason}); "
+                                    "a reboot cannot bring it back: rebuild it")
+                if rec.status == vstates.PAUSED:
+                    self.mgr.unpause(rec.id)
+                self.mgr.configure(rec.id, rec.config, slots=rec.spec.session_slots)
+                rec = self.mgr.get(rec.id)
+            elif action == zonetypes.REBUILD:
+                rec = self.mgr.rebuild(rec.id)
+            else:
+                raise ZoneError(f"action: {action!r} is not one of "
+                                f"{', '.join(zonetypes.INSTANCE_ACTIONS)}")
+        except KeyError as e:
+            raise ZoneError(f"zone {self.name}: {e.args[0]}") from None
+        except (ControlError, LaunchError, SpecError, OSError) as e:
+            raise ZoneError(f"zone {self.name}: {action} of {instance_id} failed: {e}") from e
+        return INSTANCE_STATUS.get(rec.status, istates.ERROR)
+
     # -- networks: Linux bridges named from (zone, name), the name kept in the bridge's alias --
     def _alias(self, name: str = "") -> str:
         return f"fluidvim:{self.name}:{name}"

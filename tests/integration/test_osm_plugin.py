@@ -8,7 +8,9 @@ instantiation (VIM check, virtual links, image and flavor lookup/creation, VDU c
 day-0 config, status polling) and termination, then checks nothing is left on the host.
 """
 
+import os
 import shutil
+import signal
 import time
 import uuid
 from importlib.metadata import entry_points
@@ -188,6 +190,83 @@ def test_ns_instantiate_and_terminate(env):
     assert vim.delete_image(image_id) == image_id
     assert env.orch.manager.list() == []
     assert env.orch.list_instances() == []
+
+
+def test_vnf_operate_day2(env):
+    """RO's day-2 calls (vnf-operate start/stop/rebuild, ns-action pause/resume/reboot) on one
+    VM: it keeps its id, taps, MACs and networks; traffic stops while paused; a crashed VNF
+    comes back with start; a flavor is found by name."""
+    vim = env.connector()
+    left, _ = vim.new_network(f"op-{env.tag}-l", "bridge")
+    right, _ = vim.new_network(f"op-{env.tag}-r", "bridge")
+    image_id = vim.get_image_list({"name": "fluidvim-vnf"})[0]["id"]
+    flavor_id = vim.new_flavor({"name": f"op-{env.tag}", "ram": 32, "vcpus": 1})
+    assert vim.get_flavor(flavor_name=f"op-{env.tag}")["id"] == flavor_id
+    assert vim.get_flavor(flavor_id=flavor_id)["name"] == f"op-{env.tag}"
+    with pytest.raises(vc.VimConnNotFoundException, match="flavor_name"):
+        vim.get_flavor(flavor_name=f"op-{env.tag}-none")
+    vm_id, created = vim.new_vminstance(
+        name=f"op-{env.tag}-fw-0", description="", start=True, image_id=image_id,
+        flavor_id=flavor_id, affinity_group_list=[],
+        net_list=[{"net_id": left, "type": "virtual"},
+                  {"net_id": right, "type": "virtual", "mac_address": "fa:16:3e:00:00:07"}],
+        cloud_config={"user-data": FORWARD})
+    st = wait_status(vim, vm_id, "ACTIVE")
+    ifaces = [(i["vim_interface_id"], i["mac_address"], i["vim_net_id"])
+              for i in st["interfaces"]]
+    mgr = env.orch.manager
+
+    def same_vm(want):
+        st = vim.refresh_vms_status([vm_id])[vm_id]
+        assert st["status"] == want, st
+        assert [(i["vim_interface_id"], i["mac_address"], i["vim_net_id"])
+                for i in st["interfaces"]] == ifaces
+        for tap, _mac, br in ifaces:
+            assert netdev.master_of(tap) == br
+        return {i["id"]: i for i in env.orch.list_instances()}[vm_id]
+
+    with testnet.TestNet("fp", 78, bridges=(left, right)) as tn:
+        assert tn.ping(count=3) >= 1
+        for action in ({"pause": None}, {"stop": None}, {"shutoff": None}, {"forceOff": None}):
+            assert vim.action_vminstance(vm_id, action, created) is None
+            assert same_vm("PAUSED")["status"] == "paused"      # fluidvim instance list too
+            assert mgr.get(vm_id).status == "paused"
+        assert tn.ping(count=2, timeout_s=1) == 0              # vCPUs halted: nothing crosses
+        vim.action_vminstance(vm_id, {"start": None})
+        assert same_vm("ACTIVE")["status"] == "running"
+        assert tn.ping(count=3) >= 1
+        vim.action_vminstance(vm_id, {"pause": None})
+        vim.action_vminstance(vm_id, {"resume": None})
+        vim.action_vminstance(vm_id, {"resume": None})         # running: nothing to do
+        same_vm("ACTIVE")
+        pid = mgr.get(vm_id).pid
+        # soft reboot: the Click graph restarts in the same VNF (counters reset)
+        vim.action_vminstance(vm_id, {"reboot": {"type": "SOFT"}})
+        same_vm("ACTIVE")
+        assert mgr.get(vm_id).pid == pid
+        assert tn.ping(count=3) >= 1
+        # rebuild: a new boot of the same VNF (new process, same id, taps and MACs)
+        vim.action_vminstance(vm_id, {"rebuild": None})
+        same_vm("ACTIVE")
+        assert mgr.get(vm_id).pid != pid
+        assert [n["mac"] for n in mgr.stats(vm_id)["nics"]] == [m for _t, m, _b in ifaces]
+        assert tn.ping(count=3) >= 1
+        # the VNF dies: ERROR; RO's start boots it again
+        os.kill(mgr.get(vm_id).pid, signal.SIGKILL)
+        assert wait_status(vim, vm_id, "ERROR")["status"] == "ERROR"
+        vim.action_vminstance(vm_id, {"start": None})
+        same_vm("ACTIVE")
+        assert tn.ping(count=3) >= 1
+    with pytest.raises(vc.VimConnNotSupportedException, match="createImage"):
+        vim.action_vminstance(vm_id, {"createImage": {"name": "snap"}})
+    with pytest.raises(vc.VimConnNotFoundException, match="no VM"):
+        vim.action_vminstance("no-such-vm", {"pause": None})
+    assert vim.action_vminstance(vm_id, {"terminate": None}, created) is None
+    assert vim.refresh_vms_status([vm_id])[vm_id]["status"] == "DELETED"
+    assert mgr.list() == []
+    vim.delete_network(left)
+    vim.delete_network(right)
+    vim.delete_flavor(flavor_id)
 
 
 def test_errors_leave_nothing(env):

@@ -115,8 +115,12 @@ def test_network_flavor_action_refusals():
         vim.new_flavor({"name": "f", "vcpus": 1})
     with pytest.raises(vc.VimConnException, match="location"):
         vim.new_image({"name": "x"})
-    with pytest.raises(vc.VimConnNotSupportedException, match="supported: terminate"):
-        vim.action_vminstance("vm", {"reboot": {"type": "SOFT"}})
+    with pytest.raises(vc.VimConnNotSupportedException, match="createImage"):
+        vim.action_vminstance("vm", {"createImage": {"name": "snap"}})
+    with pytest.raises(vc.VimConnException, match="one action"):
+        vim.action_vminstance("vm", {"pause": None, "reboot": None})
+    with pytest.raises(vc.VimConnException, match="flavor_id or flavor_name"):
+        vim.get_flavor()
     with pytest.raises(vc.VimConnNotSupportedException, match="serial log"):
         vim.get_vminstance_console("vm")
 
@@ -171,6 +175,45 @@ def test_status_and_interfaces_mapping(monkeypatch):
     assert st["b"]["error_msg"] == "VNF b is dead: exited"
 
 
+@pytest.mark.parametrize("action,status,op", [
+    ({"pause": None}, "ACTIVE", "pause"), ({"stop": None}, "ACTIVE", "pause"),
+    ({"shutoff": None}, "ACTIVE", "pause"), ({"forceOff": None}, "ACTIVE", "pause"),
+    ({"start": None}, "PAUSED", "unpause"), ({"resume": None}, "PAUSED", "unpause"),
+    ({"start": None}, "ERROR", "rebuild"), ({"start": None}, "ACTIVE", None),
+    ({"resume": None}, "ACTIVE", None), ({"start": "rebuild"}, "ACTIVE", "rebuild"),
+    ({"rebuild": None}, "ERROR", "rebuild"), ({"reboot": None}, "ACTIVE", "reboot"),
+    ({"reboot": {"type": "SOFT"}}, "ACTIVE", "reboot"),
+    ({"reboot": {"type": "HARD"}}, "ACTIVE", "rebuild")])
+def test_ro_actions_map_to_orchestrator_actions(monkeypatch, action, status, op):
+    """RO's action_dict -> the orchestrator's instance action (start/resume depend on the VM's
+    status, as RO's OpenStack connector's do on the server's)."""
+    vim = make()
+    calls = []
+    monkeypatch.setattr(vim, "get_vminstance", lambda vm_id: {"id": vm_id, "status": status})
+    monkeypatch.setattr(vim, "_vim", lambda method, **kw: calls.append((method, kw)))
+    assert vim.action_vminstance("vm-1", action) is None
+    assert calls == ([("vm_action", {"vm_id": "vm-1", "action": op})] if op else [])
+
+
+def test_get_flavor_by_id_or_name(monkeypatch):
+    vim = make()
+    flavors = [{"id": "f1", "name": "small", "ram": 32, "vcpus": 1, "slots": None},
+               {"id": "f2", "name": "big", "ram": 256, "vcpus": 2, "slots": None}]
+    asked = []
+
+    def rpc(method, **kw):
+        asked.append(method)
+        if method == "get_flavor":
+            return next(f for f in flavors if f["id"] == kw["flavor_id"])
+        return flavors
+    monkeypatch.setattr(vim, "_vim", rpc)
+    assert vim.get_flavor("f2")["name"] == "big" and asked == ["get_flavor"]
+    assert vim.get_flavor(flavor_name="small")["id"] == "f1"
+    assert vim.get_flavor(flavor_id=None, flavor_name="big")["id"] == "f2"
+    with pytest.raises(vc.VimConnNotFoundException, match="flavor_name: no flavor named 'huge'"):
+        vim.get_flavor(flavor_name="huge")
+
+
 # -- the orchestrator side, on a zone that cannot launch --
 
 @pytest.fixture
@@ -202,6 +245,12 @@ def test_vim_service_flavors_and_images(vims):
     assert vims.orch.list_instances() == []
     assert vims.vm_status(["nope"])["nope"]["status"] == "deleted"
     assert vims.delete_vm("nope") == {"deleted": "nope", "existed": False}
+    with pytest.raises(oe.NotFound, match="vm_id"):
+        vims.vm_action("nope", "pause")
+    with pytest.raises(oe.InvalidRequest, match="action: 'explode'.*pause, unpause"):
+        vims.orch.instance_action("nope", "explode")
+    with pytest.raises(oe.NotFound, match="instance"):
+        vims.orch.instance_action("nope", "pause")
     vims.delete_image(zone, im["id"])
     vims.delete_flavor(fl["id"])
     with pytest.raises(oe.NotFound, match="flavor"):
