@@ -1,0 +1,64 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The qoe parameters a VNF is given: capacity from the load curve, its own latency budget."""
+
+import pytest
+
+from fluidvim.evaluator.model import ProbeResult
+from fluidvim.evaluator.qoeslots import bucket_tail_ns, qoe_params, quantile_ppm
+
+
+def hist(n, bucket, tail=0, tail_bucket=0):
+    h = [0] * 24
+    h[bucket] = n - tail
+    h[tail_bucket] += tail
+    return h
+
+
+def step(pps, p99, vnf=None, loss=0.0):
+    s = {"sessions": int(pps / 100), "offered_pps": pps, "loss": loss,
+         "latency_ms": {"0.5": p99 / 4, "0.9": p99 / 2, "0.99": p99, "0.999": p99 * 1.5}}
+    if vnf is not None:
+        s["vnf_latency_ns"] = {"buckets_log2": vnf, "count": sum(vnf)}
+    return s
+
+
+def curve(*steps):
+    return ProbeResult(env_uid="u1", kind="load", ok=True,
+                       metrics={"session_pps": 100, "steps": list(steps)})
+
+
+def test_bucket_tail_is_the_vnfs_quantile_rule():
+    assert bucket_tail_ns(hist(1000, 10), 990000) == 1024
+    assert bucket_tail_ns(hist(1000, 10, 5, 16), 990000) == 1024       # 0.5 % beyond: p99 ok
+    assert bucket_tail_ns(hist(1000, 10, 20, 16), 990000) == 65536     # 2 % beyond
+    assert bucket_tail_ns(hist(99, 10), 990000) is None                 # cannot show a p99
+    assert bucket_tail_ns(hist(2, 0), 500000) == 0
+
+
+def test_quantile_ppm_names_the_field():
+    assert quantile_ppm(0.99) == 990000
+    assert quantile_ppm(0.999) == 999000
+    with pytest.raises(ValueError, match="quantile"):
+        quantile_ppm(1.0)
+
+
+def test_params_capacity_and_budget_from_the_same_probe():
+    # p99 <= 4 ms: 2000 pps meets, 4000 does not; log crossing at 3000 pps = 30 sessions.
+    # in-VNF p99: 2048 ns and 1024 ns at the meeting steps, 65536 past the knee
+    c = curve(step(1000, 1.0, hist(5000, 11)), step(2000, 2.0, hist(9000, 10)),
+              step(4000, 8.0, hist(20000, 10, 400, 16)))
+    p = qoe_params(c, deadline_ms=4.0, quantile=0.99)
+    assert p.capacity == 30
+    assert p.budget_ns == 4096                   # 2 x the highest meeting tail (2048)
+    assert p.quantile_ppm == 990000
+    assert p.request() == {"capacity": 30, "budget_ns": 4096, "quantile_ppm": 990000}
+    assert "VNF tail budget 4096 ns" in p.basis
+    # a looser service: more sessions, and the knee's tail joins the budget
+    loose = qoe_params(c, deadline_ms=10.0, quantile=0.99)
+    assert loose.capacity == 40 and loose.budget_ns == 2 * 65536
+
+
+def test_params_without_histogram_fall_back_to_the_deadline():
+    p = qoe_params(curve(step(1000, 1.0), step(2000, 8.0)), deadline_ms=4.0, quantile=0.99)
+    assert p.budget_ns == 4_000_000 and "no VNF latency histogram" in p.basis
