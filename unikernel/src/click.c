@@ -83,7 +83,7 @@ static enum fate push(struct graph *g, int ei, struct pkt *p, int hops)
 		if (ei < 0)
 			return FATE_DROP;       /* unconnected output */
 		struct elem *e = &g->e[ei];
-		int port = click_elements[e->cls].push(g, e, p);
+		int port = click_elements[e->cls].ops->push(g, e, p);
 		if (port < 0)
 			return (enum fate)(-1 - port);
 		ei = (port < e->nout) ? e->out[port] : -1;
@@ -119,8 +119,9 @@ static void release_queues(struct graph *g)
 		struct elem *e = &g->e[i];
 		if (e->cls != EC_QUEUE)
 			continue;
-		click_pkt_drop_held(&e->u.q.head, &e->u.q.tail);
-		e->u.q.len = 0;
+		struct queue_state *q = elem_state(e, queue);
+		click_pkt_drop_held(&q->head, &q->tail);
+		q->len = 0;
 	}
 }
 
@@ -144,8 +145,9 @@ int click_configure(const char *text, size_t len, uint32_t slots, struct click_e
 	uint64_t now = plat_now_ns();
 	for (int i = 0; i < g->nelem; i++) {
 		struct elem *e = &g->e[i];
-		if (click_elements[e->cls].initialize)
-			click_elements[e->cls].initialize(e, now);
+		const struct element_ops *ops = click_elements[e->cls].ops;
+		if (ops->initialize)
+			ops->initialize(e, now);
 	}
 	if (active >= 0)
 		release_queues(&graphs[active]);
@@ -209,14 +211,15 @@ bool click_run_tasks(void)
 		struct graph *g = &graphs[active];
 		for (int i = 0; i < g->nelem; i++) {
 			struct elem *e = &g->e[i];
-			if (e->cls != EC_QUEUE || e->u.q.len == 0)
+			struct queue_state *q = elem_state(e, queue);
+			if (e->cls != EC_QUEUE || q->len == 0)
 				continue;
-			uint32_t n = e->u.q.len < DRAIN_BUDGET ? e->u.q.len : DRAIN_BUDGET;
+			uint32_t n = q->len < DRAIN_BUDGET ? q->len : DRAIN_BUDGET;
 			work = true;
 			while (n--) {
 				struct pkt p;
-				click_pkt_unhold(&e->u.q.head, &e->u.q.tail, &p, now);
-				e->u.q.len--;
+				click_pkt_unhold(&q->head, &q->tail, &p, now);
+				q->len--;
 				finish(&p, push(g, e->out[0], &p, 0));
 			}
 		}
@@ -279,7 +282,7 @@ static void stats_element(struct jw *w, const struct elem *e)
 	jw_obj_begin(w);
 	jw_kstr(w, "name", e->name);
 	jw_kstr(w, "class", click_elements[e->cls].name);
-	click_elements[e->cls].stats(w, e);
+	click_elements[e->cls].ops->stats(w, e);
 	jw_obj_end(w);
 }
 
@@ -325,7 +328,7 @@ void click_stats_json(struct jw *w)
 	if (active >= 0) {
 		const struct graph *g = &graphs[active];
 		for (int i = 0; i < g->nelem; i++)
-			if (click_elements[g->e[i].cls].stats)
+			if (click_elements[g->e[i].cls].ops->stats)
 				stats_element(w, &g->e[i]);
 	}
 	jw_arr_end(w);

@@ -2,9 +2,9 @@
  * flowtable.c, elements/). Not part of the kernel interface: the kernel only uses include/click.h.
  *
  * Files and who calls whom (no cycles): click.c (runtime, data path, stats) and click_parse.c
- * (the language) use the element table (elements/elements.c); each element (elements/<name>.c)
- * uses click_args.c and match.c for its arguments and packet.c for its push; click.c uses
- * packet.c too; click_args.c, click_parse.c and match.c use cfgtext.c, a leaf. */
+ * (the language) use the element table (elements/elements.c, from elements/list.h); each element
+ * class (elements/<file>.c) uses click_args.c and match.c for its arguments and packet.c for its
+ * push; click.c uses packet.c too; click_args.c, click_parse.c and match.c use cfgtext.c, a leaf. */
 #ifndef FLUIDVIM_CLICK_INTERNAL_H
 #define FLUIDVIM_CLICK_INTERNAL_H
 #include "kstd.h"
@@ -25,6 +25,7 @@
 #define CLICK_LAT_BUCKETS  32
 #define CLICK_MAX_HOPS     (2 * CLICK_MAX_ELEMENTS)   /* run-time bound on a push path */
 #define MATCH_MAX_TERMS    8
+#define CLICK_STATE_SIZE   (8 + 8 * CLICK_MAX_OUT + 8)   /* an element's state: Classifier's */
 
 /* ARPResponder: at most this many addresses (host or A.B.C.D/L) per element */
 #define CLICK_MAX_ARP_ADDRS 16
@@ -81,8 +82,13 @@ bool match_compile(const char *s, size_t pos, size_t end, struct match *m, const
 bool match_parse_net(const char *s, size_t n, uint32_t *addr, uint32_t *mask);
 
 /* ---- graph ---- */
-enum eclass { EC_FROMDEVICE, EC_TODEVICE, EC_COUNTER, EC_CLASSIFIER, EC_IPFILTER, EC_QUEUE,
-	      EC_RATELIMITER, EC_ETHERMIRROR, EC_DISCARD, EC_ARPRESPONDER, EC_NCLASSES };
+/* The element classes: one value each, from elements/list.h. */
+enum eclass {
+#define ELEMENT(E, Name, file) EC_##E,
+#include "elements/list.h"
+#undef ELEMENT
+	EC_NCLASSES
+};
 
 struct rule { struct match m; bool allow; };
 
@@ -104,18 +110,18 @@ struct elem {
 	uint32_t out_off[CLICK_MAX_OUT];    /* source offset of each connection (errors) */
 	uint32_t decl_off;
 	char name[CLICK_NAME_MAX];          /* given name or Class@N */
-	union {
-		struct { int nic; } dev;
-		struct { uint64_t count, bytes; } counter;
-		struct { uint16_t first, n; uint64_t hits[CLICK_MAX_OUT]; uint64_t nomatch; } cls;
-		struct { uint16_t first, n; uint64_t allowed, denied, nomatch; } ipf;
-		struct { uint32_t cap, len, hw; int32_t head, tail; uint64_t drops; } q;
-		struct { uint64_t rate, burst, tokens, last_ns, passed, limited; } rl;
-		struct { uint64_t count; } discard;
-		struct { uint64_t count; } mirror;
-		struct { uint16_t first, n; uint64_t replies, other; } arp;  /* host terms in rules[] */
-	} u;
+	/* the element's own state: struct <class file>_state (ELEMENT_STATE), read by elem_state */
+	_Alignas(uint64_t) unsigned char state[CLICK_STATE_SIZE];
 };
+
+/* An element class's state in struct elem: declared by its file, ELEMENT_STATE(file) { ... };
+ * (may_alias: it lives in the state bytes), at most CLICK_STATE_SIZE bytes (ELEMENT_OPS checks). */
+#define ELEMENT_STATE(file) struct __attribute__((may_alias)) file##_state
+#define elem_state(e, file) ((struct file##_state *)(void *)(e)->state)
+#define elem_cstate(e, file) ((const struct file##_state *)(const void *)(e)->state)
+
+/* Queue's state: the runtime drains Queues (click_run_tasks) and frees what they hold. */
+ELEMENT_STATE(queue) { uint32_t cap, len, hw; int32_t head, tail; uint64_t drops; };
 
 struct graph {
 	int nelem, nconn, nrules;
@@ -205,9 +211,9 @@ uint8_t *click_pkt_writable(struct pkt *p);
  * it); false when the pool has too few free buffers. */
 bool click_pkt_hold(struct pkt *p, int32_t *head, int32_t *tail);
 
-/* ---- element classes (elements/elements.c: the table; elements/<name>.c: one each) ---- */
-struct element_class {
-	const char *name;
+/* ---- element classes (elements/list.h: the list; elements/<file>.c: one each; elements.c: the
+ * table) ---- */
+struct element_ops {
 	/* Check the arguments (p->args[0, nargs)) of element e (graph index idx; its class name is
 	 * at cls_off), fill e->u and e->nout; false with p->err set. */
 	bool (*configure)(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs);
@@ -218,6 +224,10 @@ struct element_class {
 	/* Write the element's counters into its stats object (NULL: the element is not listed; the
 	 * NIC counters cover FromDevice and ToDevice). */
 	void (*stats)(struct jw *w, const struct elem *e);
+};
+struct element_class {
+	const char *name;                   /* the class name in configs */
+	const struct element_ops *ops;      /* defined by its file (ELEMENT_OPS, elements/elements.h) */
 };
 extern const struct element_class click_elements[EC_NCLASSES];
 

@@ -22,8 +22,13 @@
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-#define KNOWN_CLASSES "FromDevice, ToDevice, Counter, Classifier, IPFilter, Queue, RateLimiter, " \
-		      "EtherMirror, Discard, ARPResponder"
+/* ", FromDevice, ToDevice, ...": the class names (elements/list.h); messages print it from [2] */
+static const char known_classes[] =
+#define ELEMENT(E, Name, file) ", " #Name
+#include "elements/list.h"
+#undef ELEMENT
+	;
+#define KNOWN_CLASSES (known_classes + 2)
 
 /* ------------------------------------------------------------------ lexer */
 
@@ -254,7 +259,7 @@ static int new_element(struct cparse *p, int cls, size_t cls_off, const struct t
 	} else {
 		cfg_fmt(e->name, sizeof(e->name), "%s@%d", cn, idx + 1);
 	}
-	if (!click_elements[cls].configure(p, e, idx, cls_off, nargs))
+	if (!click_elements[cls].ops->configure(p, e, idx, cls_off, nargs))
 		return -1;
 	g->nelem++;
 	return idx;
@@ -319,8 +324,8 @@ static int parse_element(struct cparse *p, const struct tok *tp, struct tok *nex
 		}
 		int cls = class_lookup(s + c.off, c.len);
 		if (cls < 0) {
-			cperr_set(&p->err, c.off, "unknown element class '%t' (known: " KNOWN_CLASSES ")",
-				  (int)c.len, s + c.off);
+			cperr_set(&p->err, c.off, "unknown element class '%t' (known: %s)",
+				  (int)c.len, s + c.off, KNOWN_CLASSES);
 			return -1;
 		}
 		lex(p, &a);
@@ -341,8 +346,8 @@ static int parse_element(struct cparse *p, const struct tok *tp, struct tok *nex
 				cperr_set(&p->err, n.off, "'%t' is an element, not a class: arguments go in its "
 					  "declaration", (int)t->len, s + t->off);
 			else
-				cperr_set(&p->err, t->off, "unknown element class '%t' (known: " KNOWN_CLASSES ")",
-					  (int)t->len, s + t->off);
+				cperr_set(&p->err, t->off, "unknown element class '%t' (known: %s)",
+					  (int)t->len, s + t->off, KNOWN_CLASSES);
 			return -1;
 		}
 		int nargs = capture_args(p, n.off, click_elements[cls].name);
@@ -365,8 +370,8 @@ static int parse_element(struct cparse *p, const struct tok *tp, struct tok *nex
 		cperr_set(&p->err, t->off, "element '%t' used before declaration (declared at line %d col %d; "
 			  "move the declaration up)", (int)t->len, s + t->off, l, c);
 	} else if (s[t->off] >= 'A' && s[t->off] <= 'Z') {
-		cperr_set(&p->err, t->off, "unknown element class '%t' (known: " KNOWN_CLASSES ")",
-			  (int)t->len, s + t->off);
+		cperr_set(&p->err, t->off, "unknown element class '%t' (known: %s)",
+			  (int)t->len, s + t->off, KNOWN_CLASSES);
 	} else {
 		cperr_set(&p->err, t->off, "element '%t' is undeclared (declare it first: '%t :: Class(...)')",
 			  (int)t->len, s + t->off, (int)t->len, s + t->off);

@@ -12,14 +12,13 @@ ref=${1:-HEAD}
 out=build/differential
 rm -rf "$out"
 mkdir -p "$out/ref"
-git archive "$ref" -- src include | tar -x -C "$out/ref"
+git archive "$ref" -- src include tests.mk | tar -x -C "$out/ref"
 python3 tests/replay_corpus.py "$out/corpus" >/dev/null
 cc=${TEST_CC:-gcc}
 flags=(-std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -DFLUIDVIM_HOST)
-engine() {  # the host sources of the engine (tests.mk's VT_SRCS) under $1
-  local d=$1
-  echo "$d"/src/{json,click,click_parse,click_args,cfgtext,packet,match,flowtable,nicmac}.c \
-    "$(find "$d/src/elements" -name '*.c' | sort)"
+engine() {  # the host sources of the engine under $1: its tests.mk's VT_SRCS
+  make -s --no-print-directory -C "$1" -f tests.mk --eval 'vt-srcs: ; @echo $(VT_SRCS)' vt-srcs |
+    tr ' ' '\n' | sed "s|^\./|$1/|"
 }
 # shellcheck disable=SC2046 - one source file per word
 "$cc" "${flags[@]}" -I"$out/ref/include" -I"$out/ref/src" -o "$out/replay-ref" $(engine "$out/ref") tests/replay.c

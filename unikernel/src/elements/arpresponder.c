@@ -3,8 +3,12 @@
  * output 1. */
 #include "elements.h"
 
-bool arpresponder_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+/* first, n: its addresses, host terms in g->rules */
+ELEMENT_STATE(arpresponder) { uint16_t first, n; uint64_t replies, other; };
+
+static bool arpresponder_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
+	struct arpresponder_state *ar = elem_state(e, arpresponder);
 	struct graph *g = p->g;
 	if (nargs == 0) {
 		cperr_set(&p->err, cls_off, "ARPResponder needs the IPv4 addresses it answers for, "
@@ -34,8 +38,8 @@ bool arpresponder_configure(struct cparse *p, struct elem *e, int idx, size_t cl
 		r->m.t[0].dir = MD_DST;
 		r->allow = true;
 	}
-	e->u.arp.first = (uint16_t)g->nrules;
-	e->u.arp.n = (uint16_t)nargs;
+	ar->first = (uint16_t)g->nrules;
+	ar->n = (uint16_t)nargs;
 	g->nrules += nargs;
 	e->nout = 2;
 	return true;
@@ -45,6 +49,7 @@ bool arpresponder_configure(struct cparse *p, struct elem *e, int idx, size_t cl
  * Only untagged Ethernet/IPv4 ARP (htype 1, ptype 0x0800, 6/4 address lengths) is answered. */
 static bool arp_respond(const struct graph *g, const struct elem *e, struct pkt *p)
 {
+	const struct arpresponder_state *ar = elem_cstate(e, arpresponder);
 	const uint8_t *d = p->data;
 	if (p->len < 42 || d[12] != 0x08 || d[13] != 0x06)
 		return false;
@@ -53,12 +58,12 @@ static bool arp_respond(const struct graph *g, const struct elem *e, struct pkt 
 	    a[7] != 1)
 		return false;
 	uint32_t tpa = ((uint32_t)a[24] << 24) | ((uint32_t)a[25] << 16) | ((uint32_t)a[26] << 8) | a[27];
-	const struct rule *r = &g->rules[e->u.arp.first];
+	const struct rule *r = &g->rules[ar->first];
 	int i;
-	for (i = 0; i < e->u.arp.n; i++)
+	for (i = 0; i < ar->n; i++)
 		if ((tpa & r[i].m.t[0].mask) == r[i].m.t[0].addr)
 			break;
-	if (i == e->u.arp.n)
+	if (i == ar->n)
 		return false;
 	uint8_t *w = click_pkt_writable(p), *wa = w + 14, sha[6], spa[4];
 	const uint8_t *own = click_mac(p->nic);
@@ -75,19 +80,23 @@ static bool arp_respond(const struct graph *g, const struct elem *e, struct pkt 
 	return true;
 }
 
-int arpresponder_push(struct graph *g, struct elem *e, struct pkt *p)
+static int arpresponder_push(struct graph *g, struct elem *e, struct pkt *p)
 {
+	struct arpresponder_state *ar = elem_state(e, arpresponder);
 	if (arp_respond(g, e, p)) {
-		e->u.arp.replies++;
+		ar->replies++;
 		p->has_vh = false;      /* our own frame: complete, no offloads */
 		return 0;
 	}
-	e->u.arp.other += p->segs;
+	ar->other += p->segs;
 	return 1;
 }
 
-void arpresponder_stats(struct jw *w, const struct elem *e)
+static void arpresponder_stats(struct jw *w, const struct elem *e)
 {
-	jw_ku64(w, "replies", e->u.arp.replies);
-	jw_ku64(w, "other", e->u.arp.other);
+	const struct arpresponder_state *ar = elem_cstate(e, arpresponder);
+	jw_ku64(w, "replies", ar->replies);
+	jw_ku64(w, "other", ar->other);
 }
+
+ELEMENT_OPS(arpresponder, .stats = arpresponder_stats);

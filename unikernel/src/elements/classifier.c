@@ -2,8 +2,11 @@
  * (a match expression, match.c); a packet that matches none is dropped. */
 #include "elements.h"
 
-bool classifier_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(classifier) { uint16_t first, n; uint64_t hits[CLICK_MAX_OUT]; uint64_t nomatch; };
+
+static bool classifier_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
+	struct classifier_state *cl = elem_state(e, classifier);
 	struct graph *g = p->g;
 	const char *cn = "Classifier";
 	int maxr = CLICK_MAX_OUT;
@@ -27,31 +30,35 @@ bool classifier_configure(struct cparse *p, struct elem *e, int idx, size_t cls_
 		if (!match_compile(p->s, p->args[i].start, p->args[i].end, &r->m, ctx, &p->err))
 			return false;
 	}
-	e->u.cls.first = (uint16_t)g->nrules;
-	e->u.cls.n = (uint16_t)nargs;
+	cl->first = (uint16_t)g->nrules;
+	cl->n = (uint16_t)nargs;
 	e->nout = (uint8_t)nargs;
 	g->nrules += nargs;
 	return true;
 }
 
-int classifier_push(struct graph *g, struct elem *e, struct pkt *p)
+static int classifier_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	const struct rule *r = &g->rules[e->u.cls.first];
-	int n = e->u.cls.n, i = rules_first_match(r, n, pkt_info(p));
+	struct classifier_state *cl = elem_state(e, classifier);
+	const struct rule *r = &g->rules[cl->first];
+	int n = cl->n, i = rules_first_match(r, n, pkt_info(p));
 	if (i == n) {
-		e->u.cls.nomatch += p->segs;
+		cl->nomatch += p->segs;
 		return PUSH_FATE(FATE_DROP);
 	}
-	e->u.cls.hits[i] += p->segs;
+	cl->hits[i] += p->segs;
 	return i;
 }
 
-void classifier_stats(struct jw *w, const struct elem *e)
+static void classifier_stats(struct jw *w, const struct elem *e)
 {
+	const struct classifier_state *cl = elem_cstate(e, classifier);
 	jw_key(w, "outputs");
 	jw_arr_begin(w);
-	for (int i = 0; i < e->u.cls.n; i++)
-		jw_u64(w, e->u.cls.hits[i]);
+	for (int i = 0; i < cl->n; i++)
+		jw_u64(w, cl->hits[i]);
 	jw_arr_end(w);
-	jw_ku64(w, "unmatched", e->u.cls.nomatch);
+	jw_ku64(w, "unmatched", cl->nomatch);
 }
+
+ELEMENT_OPS(classifier, .stats = classifier_stats);

@@ -1,7 +1,9 @@
 /* Counter: counts packets and bytes (wire packets of a GSO superframe each count), passes them on. */
 #include "elements.h"
 
-bool counter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(counter) { uint64_t count, bytes; };
+
+static bool counter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
 	if (!click_arg_none(p, "Counter", nargs))
 		return false;
@@ -9,15 +11,19 @@ bool counter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off
 	return true;
 }
 
-int counter_push(struct graph *g, struct elem *e, struct pkt *p)
+static int counter_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	e->u.counter.count += p->segs;
-	e->u.counter.bytes += p->wbytes;
+	struct counter_state *c = elem_state(e, counter);
+	c->count += p->segs;
+	c->bytes += p->wbytes;
 	return 0;
 }
 
-void counter_stats(struct jw *w, const struct elem *e)
+static void counter_stats(struct jw *w, const struct elem *e)
 {
-	jw_ku64(w, "count", e->u.counter.count);
-	jw_ku64(w, "bytes", e->u.counter.bytes);
+	const struct counter_state *c = elem_cstate(e, counter);
+	jw_ku64(w, "count", c->count);
+	jw_ku64(w, "bytes", c->bytes);
 }
+
+ELEMENT_OPS(counter, .stats = counter_stats);

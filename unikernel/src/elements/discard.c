@@ -1,18 +1,24 @@
 /* Discard: ends a packet's trip (counted; the packet counts as a drop of its ingress NIC). */
 #include "elements.h"
 
-bool discard_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(discard) { uint64_t count; };
+
+static bool discard_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
 	return click_arg_none(p, "Discard", nargs);    /* no outputs */
 }
 
-int discard_push(struct graph *g, struct elem *e, struct pkt *p)
+static int discard_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	e->u.discard.count += p->segs;
+	struct discard_state *d = elem_state(e, discard);
+	d->count += p->segs;
 	return PUSH_FATE(FATE_DISCARD);
 }
 
-void discard_stats(struct jw *w, const struct elem *e)
+static void discard_stats(struct jw *w, const struct elem *e)
 {
-	jw_ku64(w, "count", e->u.discard.count);
+	const struct discard_state *d = elem_cstate(e, discard);
+	jw_ku64(w, "count", d->count);
 }
+
+ELEMENT_OPS(discard, .stats = discard_stats);

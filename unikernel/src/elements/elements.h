@@ -1,27 +1,16 @@
-/* fluidvim VNF — the element classes' functions, one file each (elements/<name>.c), gathered into
- * the table click_elements (elements.c). See struct element_class in click_internal.h. */
+/* fluidvim VNF — what an element class's file (elements/<name>.c, listed in list.h) includes: the
+ * engine's internals and ELEMENT_OPS, its registration. See struct element_ops in click_internal.h. */
 #ifndef FLUIDVIM_ELEMENTS_H
 #define FLUIDVIM_ELEMENTS_H
 #include "click_internal.h"
 
-/* configure and push of element class n */
-#define ELEMENT_FUNCS(n)                                                                        \
-	bool n##_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs); \
-	int n##_push(struct graph *g, struct elem *e, struct pkt *p)
-/* ... and its stats */
-#define ELEMENT_FUNCS_STATS(n) ELEMENT_FUNCS(n); void n##_stats(struct jw *w, const struct elem *e)
-
-ELEMENT_FUNCS(fromdevice);
-ELEMENT_FUNCS(todevice);
-ELEMENT_FUNCS_STATS(counter);
-ELEMENT_FUNCS_STATS(classifier);
-ELEMENT_FUNCS_STATS(ipfilter);
-ELEMENT_FUNCS_STATS(queue);
-ELEMENT_FUNCS_STATS(ratelimiter);
-ELEMENT_FUNCS_STATS(ethermirror);
-ELEMENT_FUNCS_STATS(discard);
-ELEMENT_FUNCS_STATS(arpresponder);
-void queue_initialize(struct elem *e, uint64_t now_ns);
-void ratelimiter_initialize(struct elem *e, uint64_t now_ns);
+/* The registration of element class n, at the end of elements/n.c: its operations n_ops, made of
+ * its static n_configure and n_push and the optional ones given (.initialize = ..., .stats = ...),
+ * and the check that its state (ELEMENT_STATE(n)) fits struct elem. */
+#define ELEMENT_OPS(n, ...)                                                                     \
+	_Static_assert(sizeof(struct n##_state) <= CLICK_STATE_SIZE &&                          \
+		       _Alignof(struct n##_state) <= _Alignof(uint64_t),                        \
+		       "struct " #n "_state does not fit struct elem's state (CLICK_STATE_SIZE)"); \
+	const struct element_ops n##_ops = { .configure = n##_configure, .push = n##_push, __VA_ARGS__ }
 
 #endif

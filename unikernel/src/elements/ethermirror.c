@@ -2,7 +2,9 @@
  * the packet goes back where it came from. */
 #include "elements.h"
 
-bool ethermirror_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(ethermirror) { uint64_t count; };
+
+static bool ethermirror_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
 	if (!click_arg_none(p, "EtherMirror", nargs))
 		return false;
@@ -34,14 +36,18 @@ static void ether_mirror(struct pkt *p)
 	p->pi_ok = false;
 }
 
-int ethermirror_push(struct graph *g, struct elem *e, struct pkt *p)
+static int ethermirror_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	e->u.mirror.count += p->segs;
+	struct ethermirror_state *m = elem_state(e, ethermirror);
+	m->count += p->segs;
 	ether_mirror(p);
 	return 0;
 }
 
-void ethermirror_stats(struct jw *w, const struct elem *e)
+static void ethermirror_stats(struct jw *w, const struct elem *e)
 {
-	jw_ku64(w, "count", e->u.mirror.count);
+	const struct ethermirror_state *m = elem_cstate(e, ethermirror);
+	jw_ku64(w, "count", m->count);
 }
+
+ELEMENT_OPS(ethermirror, .stats = ethermirror_stats);

@@ -1,8 +1,11 @@
 /* FromDevice(N): where NIC N's received frames enter the graph (one per NIC; no inputs). */
 #include "elements.h"
 
-bool fromdevice_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(fromdevice) { int nic; };
+
+static bool fromdevice_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
+	struct fromdevice_state *dev = elem_state(e, fromdevice);
 	struct graph *g = p->g;
 	int nic;
 	if (!click_arg_nic(p, "FromDevice", cls_off, nargs, &nic))
@@ -16,11 +19,13 @@ bool fromdevice_configure(struct cparse *p, struct elem *e, int idx, size_t cls_
 	}
 	g->from[nic] = (int8_t)idx;
 	e->nout = 1;
-	e->u.dev.nic = nic;
+	dev->nic = nic;
 	return true;
 }
 
-int fromdevice_push(struct graph *g, struct elem *e, struct pkt *p)
+static int fromdevice_push(struct graph *g, struct elem *e, struct pkt *p)
 {
 	return 0;
 }
+
+ELEMENT_OPS(fromdevice);

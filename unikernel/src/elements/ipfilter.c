@@ -2,8 +2,11 @@
  * deny to output 1; a packet that matches no rule is dropped. */
 #include "elements.h"
 
-bool ipfilter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(ipfilter) { uint16_t first, n; uint64_t allowed, denied, nomatch; };
+
+static bool ipfilter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
+	struct ipfilter_state *f = elem_state(e, ipfilter);
 	struct graph *g = p->g;
 	const char *cn = "IPFilter";
 	int maxr = CLICK_MAX_IPF_RULES;
@@ -50,32 +53,36 @@ bool ipfilter_configure(struct cparse *p, struct elem *e, int idx, size_t cls_of
 		if (!match_compile(p->s, pos, end, &r->m, ctx, &p->err))
 			return false;
 	}
-	e->u.ipf.first = (uint16_t)g->nrules;
-	e->u.ipf.n = (uint16_t)nargs;
+	f->first = (uint16_t)g->nrules;
+	f->n = (uint16_t)nargs;
 	e->nout = 2;
 	g->nrules += nargs;
 	return true;
 }
 
-int ipfilter_push(struct graph *g, struct elem *e, struct pkt *p)
+static int ipfilter_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	const struct rule *r = &g->rules[e->u.ipf.first];
-	int n = e->u.ipf.n, i = rules_first_match(r, n, pkt_info(p));
+	struct ipfilter_state *f = elem_state(e, ipfilter);
+	const struct rule *r = &g->rules[f->first];
+	int n = f->n, i = rules_first_match(r, n, pkt_info(p));
 	if (i == n) {
-		e->u.ipf.nomatch += p->segs;
+		f->nomatch += p->segs;
 		return PUSH_FATE(FATE_DROP);
 	}
 	if (r[i].allow) {
-		e->u.ipf.allowed += p->segs;
+		f->allowed += p->segs;
 		return 0;
 	}
-	e->u.ipf.denied += p->segs;
+	f->denied += p->segs;
 	return 1;
 }
 
-void ipfilter_stats(struct jw *w, const struct elem *e)
+static void ipfilter_stats(struct jw *w, const struct elem *e)
 {
-	jw_ku64(w, "allowed", e->u.ipf.allowed);
-	jw_ku64(w, "denied", e->u.ipf.denied);
-	jw_ku64(w, "unmatched", e->u.ipf.nomatch);
+	const struct ipfilter_state *f = elem_cstate(e, ipfilter);
+	jw_ku64(w, "allowed", f->allowed);
+	jw_ku64(w, "denied", f->denied);
+	jw_ku64(w, "unmatched", f->nomatch);
 }
+
+ELEMENT_OPS(ipfilter, .stats = ipfilter_stats);

@@ -2,16 +2,22 @@
  * dropped). No outputs; its counters are the NIC's. */
 #include "elements.h"
 
-bool todevice_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
+ELEMENT_STATE(todevice) { int nic; };
+
+static bool todevice_configure(struct cparse *p, struct elem *e, int idx, size_t cls_off, int nargs)
 {
+	struct todevice_state *dev = elem_state(e, todevice);
 	int nic;
 	if (!click_arg_nic(p, "ToDevice", cls_off, nargs, &nic))
 		return false;
-	e->u.dev.nic = nic;
+	dev->nic = nic;
 	return true;
 }
 
-int todevice_push(struct graph *g, struct elem *e, struct pkt *p)
+static int todevice_push(struct graph *g, struct elem *e, struct pkt *p)
 {
-	return PUSH_FATE(click_pkt_tx(e->u.dev.nic, p));
+	struct todevice_state *dev = elem_state(e, todevice);
+	return PUSH_FATE(click_pkt_tx(dev->nic, p));
 }
+
+ELEMENT_OPS(todevice);
