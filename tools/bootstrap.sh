@@ -20,7 +20,8 @@ APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvi
           rabbitmq-server tini openvswitch-switch
           ovn-central ovn-host   # OVN NIC test (tests/ovnserver.py); nothing is started by apt
           libyang2-tools   # yanglint: SOL006 cross-check
-          postgresql)      # server binaries only: tests start a throwaway cluster (tests/pgserver.py)
+          postgresql       # server binaries only: tests start a throwaway cluster (tests/pgserver.py)
+          prometheus)      # the server only: tests start their own on a free port, never the service
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -113,6 +113,9 @@ def cmd_vnf_stats(args):
     mgr = _manager(args)
     st = mgr.stats(args.vnf)
     if args.json:
+        got = _vnf_power(mgr, args)
+        if got is not None:
+            st = dict(st, power=dict(got[0], host_watts=got[1]["host_watts"], how=got[2]))
         print(json.dumps(st, indent=2))
         return
     s = st["slots"]
@@ -134,6 +137,59 @@ def cmd_vnf_stats(args):
     if lat.get("count"):
         print(f"per-packet latency: p50 >= {lat['p50']} ns, p99 >= {lat['p99']} ns "
               f"({lat['count']} packets)")
+    _print_vnf_power(mgr, args)
+
+
+def _vnf_power(mgr, args):
+    """(this VNF's attribution, the interval's, where from): sampled now over ``--power S``
+    seconds, else the last interval of `fluidvim metrics serve` on this host, else None."""
+    from fluidvim.orchestrator.power import exporter
+
+    rec = mgr.get(args.vnf)
+    if args.power:
+        import time
+
+        conf = mgr.conf
+        exporter.register_opts(conf)
+        try:
+            ex = exporter.Exporter(conf, mgr)
+        except exporter.PowerError as e:
+            raise SystemExit(f"fluidvim: error: no host power ({e}); configure [power] (see "
+                             "etc/fluidvim.conf.sample)")
+        ex.sampler.state_path = None          # a one-off sample: the exporter's file stays
+        ex.sampler.step()
+        time.sleep(args.power)
+        iv = ex.sampler.step().to_dict()
+        how = f"sampled over {args.power:g} s"
+    else:
+        iv = exporter.read_state(mgr.run_dir, max_age_s=300)
+        if iv is None:
+            return None
+        how = f"`fluidvim metrics serve`, {time_ago(iv['at'])}; joules since it started"
+    v = iv["vnfs"].get(rec.id)
+    return (v, iv, how) if v is not None else None
+
+
+def time_ago(at: float) -> str:
+    import time
+
+    return f"{max(0.0, time.time() - at):.0f} s ago"
+
+
+def _print_vnf_power(mgr, args):
+    got = _vnf_power(mgr, args)
+    if got is None:
+        if args.power is None:
+            print("power: no attribution on this host (run `fluidvim metrics serve`, or "
+                  "`fluidvim vnf stats --power 2` to sample now)")
+        return
+    v, iv, how = got
+    c = v["components"]
+    print(f"power: {v['watts']:.2f} W, {v['joules']:.1f} J (source {v['source']}; {how})")
+    print(f"  busy {c['busy']:.2f} W, host-side {v['host_side_watts']:.2f} W (poll "
+          f"{c['poll']:.2f}, qemu {c['qemu']:.2f}, vhost {c['vhost']:.2f}, softirq "
+          f"{c['softirq']:.2f}), idle {c['idle']:.2f} W ({iv['idle_rule']} rule)")
+    print(f"  host {iv['host_watts']:.1f} W, unattributed {iv['unattributed_watts']:.1f} W")
 
 
 def cmd_vnf_rm(args):
@@ -248,6 +304,9 @@ def vnf_parser(vnf):
     st = vsub.add_parser("stats", help="counters, session slots and latency of a VNF")
     st.add_argument("vnf", help="name or id")
     st.add_argument("--json", action="store_true")
+    st.add_argument("--power", type=float, metavar="SECONDS",
+                    help="attribute the host's power to this VNF over SECONDS now (default: the "
+                         "last interval of `fluidvim metrics serve`, if it runs)")
     st.set_defaults(func=cmd_vnf_stats)
     rm = vsub.add_parser("rm", help="destroy VNFs (and their taps)")
     rm.add_argument("vnf", nargs="*", help="names or ids")
@@ -274,6 +333,58 @@ def pool_parser(pool):
     pool.set_defaults(func=cmd_pool)
 
 
+EXAMPLES_METRICS = """examples:
+  # /metrics on port 9417 of every interface, an attribution interval of 5 s
+  fluidvim metrics serve --bind 0.0.0.0
+  # another port, zone label edge1, every 2 s; the [power] chain picks the host's power source
+  fluidvim --config-file /etc/fluidvim/fluidvim.conf metrics serve --port 9500 --zone edge1 \\
+      --interval 2
+  curl -s localhost:9417/metrics | grep fluidvim_vnf_watts
+  # Prometheus: scrape_configs: [{job_name: fluidvim, static_configs: [{targets: [host:9417]}]}]
+"""
+
+
+def cmd_metrics_serve(args):
+    import signal
+    import threading
+
+    from fluidvim.orchestrator.power import PowerError, exporter
+
+    mgr = _manager(args)
+    conf = mgr.conf
+    exporter.register_opts(conf)
+    for opt, value in (("port", args.port), ("bind_host", args.bind), ("zone", args.zone),
+                       ("interval_s", args.interval)):
+        if value is not None:
+            conf.set_override(opt, value, group="metrics")
+    try:
+        ex = exporter.Exporter(conf, mgr).start()
+    except PowerError as e:
+        raise SystemExit(f"fluidvim: error: no host power: {e}")
+    except OSError as e:
+        raise SystemExit(f"fluidvim: error: cannot listen on {conf.metrics.bind_host}:"
+                         f"{conf.metrics.port} ({e}): set --port or [metrics] port")
+    print(f"serving http://{conf.metrics.bind_host}:{ex.port}/metrics (power source "
+          f"{ex.sampler.att.source}, every {conf.metrics.interval_s:g} s)", flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    ex.stop()
+
+
+def metrics_parser(mp):
+    sub = mp.add_subparsers(dest="metrics_command", required=True)
+    sv = sub.add_parser("serve", formatter_class=FMT, epilog=EXAMPLES_METRICS,
+                        help="serve /metrics for Prometheus: per-VNF watts and joules by useful "
+                             "work, host watts, free slots, queuing delay")
+    sv.add_argument("--port", type=int, help="TCP port (default [metrics] port, 9417)")
+    sv.add_argument("--bind", help="address (default [metrics] bind_host, 127.0.0.1)")
+    sv.add_argument("--zone", help="zone label (default [metrics] zone, local)")
+    sv.add_argument("--interval", type=float, help="attribution interval, s (default 5)")
+    sv.set_defaults(func=cmd_metrics_serve)
+
+
 def status_parser(stp):
     stp.set_defaults(func=cmd_status)
 
@@ -292,6 +403,8 @@ COMMANDS = {
     "vnf": ("run, list, inspect and remove VNFs", "fluidvim.cmd.cli:vnf_parser"),
     "pool": ("the warm pool of pre-booted shells", "fluidvim.cmd.cli:pool_parser"),
     "status": ("accelerator, slots, queuing delay of this host", "fluidvim.cmd.cli:status_parser"),
+    "metrics": ("Prometheus /metrics of this host: per-VNF power, slots",
+                "fluidvim.cmd.cli:metrics_parser"),
     "demo": ("the end-to-end demo (needs root, QEMU; libvirtd for --backend libvirt)",
              "fluidvim.cmd.cli:demo_parser"),
     # the orchestrator's commands (RPC: fluidvim-orchestrator must run)

@@ -1,0 +1,267 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Per-host Prometheus ``/metrics``: per-VNF watts and joules by useful work, host watts, free
+session slots and the queuing delay (``fluidvim metrics serve``).
+
+Part of :mod:`fluidvim.orchestrator.power` (whose docstring has the whole picture).
+
+A :class:`HostSampler` reads the host (``/proc``, the power chain's winner) and every running VNF
+of this host's launch core (its QEMU's CPU time, its vhost backend's, its ``stats``) every
+``[metrics] interval_s`` and hands them to an :class:`~.attribution.Attributor`; the HTTP thread
+of ``prometheus_client`` only reads the last interval (a scrape never waits for a VNF). Names
+follow Kepler's (``kepler_vm_joules_total``, ...):
+
+=====================================  =======  ===========================================
+``fluidvim_vnf_joules_total``          counter  energy attributed to a VNF since the exporter
+                                                started (survives the VNF's restart)
+``fluidvim_vnf_watts``                 gauge    its watts over the last interval
+``fluidvim_vnf_component_watts``       gauge    the same split by ``component`` (busy, poll,
+                                                qemu, vhost, softirq, idle)
+``fluidvim_host_watts``                gauge    the host's watts (sum of VNFs + unattributed)
+``fluidvim_host_unattributed_watts``   gauge    what no VNF was charged
+``fluidvim_host_joules_total``         counter  the host's energy since the exporter started
+``fluidvim_vnf_free_slots``            gauge    its free session slots (its ``stats``)
+``fluidvim_host_queuing_delay_seconds``gauge    time until a new slot exists (the launch core's
+                                                estimate; absent while it has no history)
+=====================================  =======  ===========================================
+
+Labels: ``vnf`` (name), ``service`` (of a VNF the orchestrator named ``<service>.<token>``,
+else empty), ``zone`` and ``host`` (``[metrics]``), and on power figures ``source`` (rapl,
+redfish, specpower, linear: which source of the chain produced the host's watts).
+
+The last interval is also written to ``<[vnf] run_dir>/power.json`` for ``fluidvim vnf stats``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import threading
+import time
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
+from .chain import build_chain, register_opts as register_power_opts
+from .models import PowerError
+
+LOG = logging.getLogger(__name__)
+
+metrics_group = cfg.OptGroup("metrics", title="Prometheus exporter",
+                             help="fluidvim metrics serve: per-host /metrics for Prometheus.")
+
+metrics_opts = [
+    cfg.HostAddressOpt("bind_host", default="127.0.0.1",
+                       help="Address /metrics listens on (0.0.0.0 or :: for every interface)."),
+    cfg.PortOpt("port", default=9417, help="TCP port of /metrics."),
+    cfg.FloatOpt("interval_s", default=5.0, min=0.2,
+                 help="Attribution interval (seconds): how often the host and every VNF are "
+                      "read; a scrape returns the last interval."),
+    cfg.StrOpt("zone", default="local",
+               help="Value of the zone label (the orchestrator's name for this host's zone)."),
+    cfg.StrOpt("host", default=None,
+               help="Value of the host label (default: this machine's host name)."),
+]
+
+STATE_FILE = "power.json"
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register [metrics] (and [power], which it reads) on ``conf`` (idempotent)."""
+    register_power_opts(conf)
+    if metrics_group.name in conf:
+        return
+    conf.register_group(cfg.OptGroup(metrics_group.name, title=metrics_group.title,
+                                     help=metrics_group.help))
+    conf.register_opts(metrics_opts, group=metrics_group.name)
+
+
+def list_opts():
+    return [(metrics_group, metrics_opts)]
+
+
+def service_of(vnf_name: str) -> str:
+    """The service of a VNF the orchestrator named ``<service>.<token>`` (the local zone's
+    naming, ``zones.local.instance_name``; that module imports this package, so the rule is
+    restated here), else ""."""
+    return vnf_name.rsplit(".", 1)[0] if "." in vnf_name else ""
+
+
+class HostSampler:
+    """Reads this host and its VNFs (through ``mgr``, a :class:`~fluidvim.vnf.manager.VNFManager`)
+    into an :class:`Attributor`; :meth:`step` is one interval."""
+
+    def __init__(self, mgr, attributor: Attributor, state_path: str | None = None):
+        self.mgr, self.att = mgr, attributor
+        self.state_path = state_path
+        self.queuing_delay_s: float | None = None
+        self.lock = threading.Lock()
+        self.intervals = 0
+
+    def _helpers(self, spec) -> list[int]:
+        if getattr(spec, "net_backend", "tap") != "vhost-user" or not spec.nics:
+            return []
+        from fluidvim.vnf.spec import vhost_socket
+        return pids_with_arg(vhost_socket(spec, 0), self.att.proc_root)
+
+    def read_vnfs(self):
+        from fluidvim.vnf import states
+        out = []
+        for rec in self.mgr.list():
+            if rec.status != states.RUNNING:
+                continue
+            try:
+                st = self.mgr.stats(rec.id)
+            except Exception as e:   # noqa: BLE001 - a VNF that does not answer is still read
+                LOG.debug("no stats from %s: %s", rec.name, e)
+                st = None
+            spec = rec.spec
+            out.append(self.att.vnf_counters(rec.id, rec.name, rec.pid, st,
+                                             service=service_of(rec.name),
+                                             vcpus=int(getattr(spec, "vcpus", 1) or 1),
+                                             helper_pids=self._helpers(spec)))
+        return out
+
+    def step(self) -> Interval | None:
+        host = self.att.read_host()
+        vnfs = self.read_vnfs()
+        iv = self.att.sample(host, vnfs)
+        try:
+            qd = self.mgr.queuing_delay().get("seconds")
+        except Exception as e:       # noqa: BLE001 - the estimate is optional
+            LOG.debug("no queuing delay: %s", e)
+            qd = None
+        with self.lock:
+            self.queuing_delay_s = qd
+            if iv is not None:
+                self.intervals += 1
+        if iv is not None and self.state_path:
+            self.write_state(iv)
+        return iv
+
+    def write_state(self, iv: Interval) -> None:
+        doc = iv.to_dict()
+        doc["at"] = time.time()
+        tmp = f"{self.state_path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, self.state_path)
+
+    def run(self, interval_s: float, stop: threading.Event) -> None:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.step()
+            except PowerError as e:
+                LOG.warning("attribution interval failed: %s", e)
+            stop.wait(max(0.0, interval_s - (time.monotonic() - t0)))
+
+
+class Collector:
+    """A ``prometheus_client`` collector of the sampler's last interval."""
+
+    def __init__(self, sampler: HostSampler, zone: str, host: str):
+        self.sampler, self.zone, self.host = sampler, zone, host
+
+    def describe(self):
+        return []                      # no scrape at registration time
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        with self.sampler.lock:
+            iv, qd = self.sampler.att.last, self.sampler.queuing_delay_s
+        vl = ["vnf", "service", "zone", "host", "source"]
+        j = CounterMetricFamily("fluidvim_vnf_joules", "Energy attributed to the VNF (J) by "
+                                "useful work, since the exporter started", labels=vl)
+        w = GaugeMetricFamily("fluidvim_vnf_watts", "Power attributed to the VNF over the last "
+                              "interval (W)", labels=vl)
+        cw = GaugeMetricFamily("fluidvim_vnf_component_watts", "The VNF's watts by component: "
+                               "busy (its own count), poll, qemu, vhost, softirq (host-side), "
+                               "idle", labels=vl + ["component"])
+        fs = GaugeMetricFamily("fluidvim_vnf_free_slots", "Free session slots of the VNF",
+                               labels=["vnf", "service", "zone", "host"])
+        hl = ["zone", "host", "source"]
+        hw = GaugeMetricFamily("fluidvim_host_watts", "The host's power over the last interval "
+                               "(W)", labels=hl)
+        hu = GaugeMetricFamily("fluidvim_host_unattributed_watts", "Host power no VNF was "
+                               "charged (W)", labels=hl)
+        hj = CounterMetricFamily("fluidvim_host_joules", "The host's energy since the exporter "
+                                 "started (J)", labels=hl)
+        qdm = GaugeMetricFamily("fluidvim_host_queuing_delay_seconds", "Expected time until a "
+                                "new session slot exists on this host (s)", labels=["zone", "host"])
+        if iv is not None:
+            for s in iv.vnfs.values():
+                lv = [s.name, s.service, self.zone, self.host, s.source]
+                j.add_metric(lv, s.joules)
+                w.add_metric(lv, s.watts)
+                for c in COMPONENTS:
+                    cw.add_metric(lv + [c], s.components.get(c, 0.0))
+                if s.free_slots is not None:
+                    fs.add_metric([s.name, s.service, self.zone, self.host], s.free_slots)
+            hlv = [self.zone, self.host, iv.source]
+            hw.add_metric(hlv, iv.host_watts)
+            hu.add_metric(hlv, iv.unattributed_watts)
+            hj.add_metric(hlv, iv.host_joules)
+        if qd is not None and not math.isnan(qd):
+            qdm.add_metric([self.zone, self.host], qd)
+        yield from (j, w, cw, fs, hw, hu, hj, qdm)
+
+
+class Exporter:
+    """The sampler thread and the HTTP server: :meth:`start`, :meth:`stop`."""
+
+    def __init__(self, conf: cfg.ConfigOpts, mgr, attributor: Attributor | None = None):
+        register_opts(conf)
+        self.conf, self.mgr = conf, mgr
+        o = conf.metrics
+        if attributor is None:
+            chain = build_chain(conf)
+            attributor = Attributor(chain.model, chain.source, proc_root=conf.power.proc_root,
+                                    idle_rule=conf.power.idle_rule)
+        state = os.path.join(mgr.run_dir, STATE_FILE)
+        self.sampler = HostSampler(mgr, attributor, state_path=state)
+        self.collector = Collector(self.sampler, o.zone, o.host or socket.gethostname())
+        self._stop = threading.Event()
+        self._thread = None
+        self._server = None
+        self.port = None
+
+    def start(self):
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.collector)
+        o = self.conf.metrics
+        self._server, _ = start_http_server(o.port, addr=o.bind_host, registry=registry)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self.sampler.run, name="fluidvim-metrics",
+                                        args=(o.interval_s, self._stop), daemon=True)
+        self._thread.start()
+        LOG.info("metrics: http://%s:%d/metrics, every %.1f s, power source %s",
+                 o.bind_host, self.port, o.interval_s, self.sampler.att.source)
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def read_state(run_dir: str, max_age_s: float | None = None) -> dict | None:
+    """The exporter's last interval (``<run_dir>/power.json``), None if there is none (or it is
+    older than ``max_age_s``)."""
+    try:
+        with open(os.path.join(run_dir, STATE_FILE)) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if max_age_s is not None and time.time() - doc.get("at", 0) > max_age_s:
+        return None
+    return doc

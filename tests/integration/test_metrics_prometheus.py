@@ -1,0 +1,160 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Per-VNF power where operators look: real VNFs (one forwarding pings, one idle), the
+``fluidvim metrics serve`` exporter, and a real Prometheus server (Debian's ``prometheus``,
+started here on a free port with a temporary configuration, never as a system service) that
+scrapes it and answers PromQL through its HTTP API; then ``fluidvim vnf stats`` shows the same
+attribution.
+
+The host's power comes from the chain's linear model (this host has no RAPL and no BMC): the
+source label says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from fluidvim.cmd import cli
+from fluidvim.orchestrator.power import exporter
+from tests.bmcserver import free_port
+
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+ZONE = "promtest"
+
+
+@contextlib.contextmanager
+def prometheus_server(tmp_path, target: str):
+    exe = shutil.which("prometheus")
+    if exe is None:
+        pytest.fail("no prometheus binary: tools/bootstrap.sh installs Debian's prometheus")
+    port = free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                   "scrape_configs:\n  - job_name: fluidvim\n"
+                   f"    static_configs:\n      - targets: ['{target}']\n")
+    log = open(tmp_path / "prometheus.log", "wb")
+    p = subprocess.Popen([exe, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path}/tsdb",
+                          f"--web.listen-address=127.0.0.1:{port}"], stdout=log,
+                         stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            if p.poll() is not None:
+                pytest.fail(f"prometheus exited: {(tmp_path / 'prometheus.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        else:
+            pytest.fail("prometheus did not become ready in 30 s")
+        yield url
+    finally:
+        p.terminate()
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
+def promql(url: str, query: str) -> list:
+    q = urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+        doc = json.load(r)
+    assert doc["status"] == "success", doc
+    return doc["data"]["result"]
+
+
+def wait_for(url: str, query: str, ok, timeout: float = 60.0) -> list:
+    deadline = time.monotonic() + timeout
+    res = []
+    while time.monotonic() < deadline:
+        res = promql(url, query)
+        if res and ok(res):
+            return res
+        time.sleep(0.5)
+    pytest.fail(f"PromQL {query!r} never satisfied the check within {timeout:.0f} s: {res}")
+
+
+def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
+    mgr = make_manager(backend="qemu")
+    fw = mgr.launch(FORWARD, name="fw.0a1b2c3d", bridges=net.bridges, warm=False)
+    idle = mgr.launch(FORWARD, name="idle.4e5f6071", bridges=[None, None], warm=False)
+    assert net.ping(2) >= 1
+    conf = mgr.conf
+    exporter.register_opts(conf)
+    for k, v in {"sources": ["linear"], "idle_watts": 40.0, "max_watts": 140.0}.items():
+        conf.set_override(k, v, group="power")
+    for k, v in {"port": free_port(), "bind_host": "127.0.0.1", "zone": ZONE,
+                 "interval_s": 0.5}.items():
+        conf.set_override(k, v, group="metrics")
+    ex = exporter.Exporter(conf, mgr).start()
+    pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.002", "-w", "40", net.ip_b,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with prometheus_server(tmp_path, f"127.0.0.1:{ex.port}") as url:
+            sel = f'{{zone="{ZONE}"}}'
+            # the forwarding VNF has been charged energy, and its labels say where from
+            res = wait_for(url, f"fluidvim_vnf_joules_total{sel}",
+                           lambda r: len(r) == 2 and all(float(s["value"][1]) > 0 for s in r))
+            labels = {s["metric"]["vnf"]: s["metric"] for s in res}
+            assert labels["fw.0a1b2c3d"]["service"] == "fw"
+            assert labels["idle.4e5f6071"]["service"] == "idle"
+            assert {s["metric"]["source"] for s in res} == {"linear"}
+            # conservation, as PromQL: sum(VNFs) + unattributed = host, within 1 %
+            gap = wait_for(url, f"abs(sum(fluidvim_vnf_watts{sel}) + "
+                                f"sum(fluidvim_host_unattributed_watts{sel}) - "
+                                f"sum(fluidvim_host_watts{sel})) / sum(fluidvim_host_watts{sel})",
+                           lambda r: True)
+            assert float(gap[0]["value"][1]) <= 0.01, gap
+            host = promql(url, f"fluidvim_host_watts{sel}")
+            assert 40.0 <= float(host[0]["value"][1]) <= 140.0, host
+            # the forwarding VNF's own busy work is charged, the idle one's is (nearly) none:
+            # it only answers the exporter's stats
+            busy = wait_for(url, f'fluidvim_vnf_component_watts{{zone="{ZONE}",component="busy"}}',
+                            lambda r: len(r) == 2)
+            b = {s["metric"]["vnf"]: float(s["value"][1]) for s in busy}
+            assert b["fw.0a1b2c3d"] > b["idle.4e5f6071"], b
+            # idle power by reserved vCPUs: one each of this host's CPUs (or all of it, split
+            # evenly, when there are fewer CPUs than VNFs' vCPUs)
+            idl = promql(url, f'fluidvim_vnf_component_watts{{zone="{ZONE}",component="idle"}}')
+            vals = sorted(float(s["value"][1]) for s in idl)
+            assert vals[0] == pytest.approx(vals[1]) and vals[0] > 0, idl
+            slots = promql(url, f"fluidvim_vnf_free_slots{sel}")
+            assert {s["metric"]["vnf"] for s in slots} == {"fw.0a1b2c3d", "idle.4e5f6071"}
+            assert all(float(s["value"][1]) > 0 for s in slots)
+            qd = promql(url, f"fluidvim_host_queuing_delay_seconds{sel}")
+            assert qd and float(qd[0]["value"][1]) > 0, qd
+            # a counter: joules only grow
+            j0 = float(promql(url, 'fluidvim_vnf_joules_total{vnf="fw.0a1b2c3d"}')[0]["value"][1])
+            wait_for(url, 'fluidvim_vnf_joules_total{vnf="fw.0a1b2c3d"}',
+                     lambda r: float(r[0]["value"][1]) > j0)
+    finally:
+        pinger.terminate()
+        pinger.wait()
+        ex.stop()
+
+    # the operator's command line reads the exporter's last interval
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(["--state-dir", conf.vnf.state_dir, "--run-dir", conf.vnf.run_dir,
+                       "--backend", "qemu", "vnf", "stats", fw.vnf_id])
+    text = out.getvalue()
+    assert rc == 0, text
+    assert "(source linear; `fluidvim metrics serve`" in text, text
+    line = next(ln for ln in text.splitlines() if ln.startswith("power: "))
+    assert float(line.split()[1]) > 0, line
+    del idle
