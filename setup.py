@@ -25,7 +25,6 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.orchestrator.power": "orchestrator/power",
     "fluidvim.orchestrator.api": "orchestrator/api",
-    "fluidvim.orchestrator.osc": "orchestrator/osc",   # the `openstack fluidvim` plugin
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
     # the alembic environments (fluidvim-manage db sync; the launch core checks its schema)
@@ -100,11 +99,8 @@ CORE = [
 # the OSM RO VIM-connector plugin: RPC to the orchestrator, YAML descriptors
 OSM = ["oslo.messaging>=14.0", "PyYAML>=6.0", "keystoneauth1>=5.0"]
 # fluidvim-api: the orchestrator's REST API (WSGI, Keystone auth, policy) and the keystoneauth1
-# client the CLI and the OSM RO plugin use to call it (cliff: the CLI's -f/-c formatters)
-API_CLIENT = ["keystoneauth1>=5.0", "cliff>=4.0"]
-# the `openstack fluidvim ...` commands: python-openstackclient's plugin (osc-lib/cliff), the
-# API found in the Keystone catalog through openstacksdk's config (clouds.yaml)
-OSC = API_CLIENT + ["python-openstackclient>=10.5.0", "osc-lib>=4.7.0", "openstacksdk>=4.22.0"]
+# client the CLI and the OSM RO plugin use to call it
+API_CLIENT = ["keystoneauth1>=5.0"]
 ORCHESTRATOR = OSM + [
     "jsonschema>=4.0",              # MANO descriptors
     # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
@@ -133,18 +129,15 @@ EXTRAS = {
     # a PostgreSQL server for the orchestrator's database (postgresql+psycopg2://...)
     "postgresql": ["psycopg2-binary>=2.9"],
     # the compute driver, the extra-spec validators (nova-api) and the weighers (scheduler);
-    # on a Nova host nova is there already: the supported releases are 31 (2025.1) to 34
-    # (docs/nova-releases.md). Only a floor, so installing this extra never upgrades the nova
-    # a compute host runs (tools/constraints/novaNN.txt pin each release's set for the tests)
-    "nova": ["nova>=31.0.0"],
+    # on a Nova host nova is there already
+    "nova": ["nova>=34.0.0"],
     "osm": OSM,
     "orchestrator": ORCHESTRATOR,
     "api": API,
-    "osc": OSC,
     "demo": DEMO,
     "bench": DEMO,
     # what Nova's own test fixtures need (nova_driver/tests)
-    "nova-test": ["openstack-placement>=13.0.0", "testtools>=2.9", "oslotest>=6.1",
+    "nova-test": ["openstack-placement>=16.0.0", "testtools>=2.9", "oslotest>=6.1",
                   "requests-mock>=1.12", "ddt>=1.7", "wsgi_intercept>=1.13", "osprofiler>=4.4"],
     # the end-to-end Nova script: real services and the unmodified `openstack` CLI
     # (neutron: ML2/OVS server and OVS agent for the e2e cloud's networks)
@@ -157,7 +150,7 @@ EXTRAS = {
              # a real Redfish BMC per host for host power control (tests/bmcserver.py)
              "sushy-tools>=2.0",
              # `make dist`: the sdist and the wheel (PEP 517 build frontend)
-             "build>=1.2"] + DEMO + API + OSC + LIBVIRT,
+             "build>=1.2"] + DEMO + API + LIBVIRT,
 }
 
 setup(
@@ -187,9 +180,7 @@ setup(
         "console_scripts": ["fluidvim = fluidvim.cmd.cli:console_main",
                             "fluidvim-orchestrator = fluidvim.orchestrator.service:main",
                             "fluidvim-manage = fluidvim.cmd.manage:main",
-                            "fluidvim-api = fluidvim.orchestrator.api.server:main",
-                            # nova-compute with the shim found beside a distro nova
-                            "fluidvim-nova-compute = fluidvim.cmd.nova_compute:main"],
+                            "fluidvim-api = fluidvim.orchestrator.api.server:main"],
         "oslo.config.opts": ["fluidvim.vnf = fluidvim.vnf.conf:list_opts",
                              "fluidvim.orchestrator = fluidvim.orchestrator.conf:list_opts",
                              "fluidvim.power = fluidvim.orchestrator.power:list_opts",
@@ -208,18 +199,6 @@ setup(
         # OSM RO finds VIM type X as entry point "rovim_X" of this group
         "osm_rovim.plugins": ["rovim_fluidvim = "
                               "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],
-        # `openstack fluidvim ...` (python-openstackclient plugin; docs/api.md)
-        "openstack.cli.extension": ["fluidvim = fluidvim.orchestrator.osc.plugin"],
-        "openstack.fluidvim.v1": [
-            f"fluidvim_{cmd.replace(' ', '_')} = fluidvim.orchestrator.osc.v1:{cls}"
-            for cmd, cls in (
-                ("service list", "ListService"), ("service show", "ShowService"),
-                ("placement create", "CreatePlacement"), ("placement explain", "ExplainPlacement"),
-                ("placement list", "ListPlacement"), ("slots list", "ListSlots"),
-                ("zone list", "ListZone"), ("instance list", "ListInstance"),
-                ("instance show", "ShowInstance"), ("instance delete", "DeleteInstance"),
-                ("ns list", "ListNS"), ("ns show", "ShowNS"), ("ns create", "CreateNS"),
-                ("ns scale", "ScaleNS"), ("ns heal", "HealNS"), ("ns delete", "DeleteNS"))],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",
