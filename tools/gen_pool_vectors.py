@@ -5,7 +5,7 @@
 
 Both launchers run them: the Python launch core (tests/unit/test_pool_contract.py, against
 fluidvim.vnf.pool, which vnf/manager.py builds on) and the Go Nomad driver
-(nomad_driver/unikernel/contract_test.go, against pool.go's functions).
+(nomad_driver/unikernel/contract_test.go, against pool_contract.go's functions).
 
 * ``kernel_identity``: file content (UTF-8 text) -> kernel id;
 * ``pool_key``: a launch's shape -> its pool key; ``stale``: whether a ready shell's key is the

@@ -4,7 +4,7 @@
 shell transitions, what a claim sends and records, and the queuing delay.
 
 The launch core (:mod:`fluidvim.vnf.manager`) builds its pool on these; the Go Nomad driver
-implements the same functions (``nomad_driver/unikernel/pool.go``), and both test suites run the
+implements the same functions (``nomad_driver/unikernel/pool_contract.go``), and both test suites run the
 conformance vectors ``contract/vectors/pool.json`` (``tools/gen_pool_vectors.py``) against them.
 """
 
