@@ -263,8 +263,10 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         """The VNF's own counters (control channel ``stats``): uptime, session slots, where its
         vCPU's time went (``vcpu_busy_us``/``_poll_us``/``_halt_us``: a VNF that polls shows
         ~100 % on the host while busy is what its processing used), and per tap rx/tx packets,
-        bytes and drops. (The newer ``get_instance_diagnostics`` object only
-        admits the libvirt/xenapi/vmwareapi/ironic/hyperv drivers, so it is not offered.)"""
+        bytes and drops; ``power_watts``, ``power_joules`` and ``power_source`` when the host's
+        exporter attributes power (``fluidvim metrics serve``). (The newer
+        ``get_instance_diagnostics`` object only admits the libvirt/xenapi/vmwareapi/ironic/hyperv
+        drivers, so it is not offered.)"""
         rec = self._record(instance)
         if rec is None or rec.status != vstates.RUNNING:
             raise exception.InstanceNotRunning(instance_id=instance.uuid)
@@ -283,6 +285,12 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         for nic, counters in zip(spec.nics, st["nics"]):
             for key in ("rx", "tx", "drop", "rx_bytes", "tx_bytes"):
                 diag[f"{nic.tap}_{key}"] = counters[key]
+        # its power by useful work, when the host runs `fluidvim metrics serve`: watts of the
+        # last interval, joules since the exporter started, and which source measured the host
+        pw = self.manager.power(rec.id)
+        if pw is not None:
+            diag.update(power_watts=round(pw["watts"], 3), power_joules=round(pw["joules"], 1),
+                        power_source=pw["source"])
         return diag
 
     def poll_rebooting_instances(self, timeout, instances):

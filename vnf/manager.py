@@ -47,6 +47,9 @@ COLD_PHASES = ("spec", "spawn", "boot", "net", "configure", "record")
 _STATUS = {poolmod.BOOTING: states.BOOTING, poolmod.READY: states.POOL,
            poolmod.CLAIMED: states.RUNNING, poolmod.RUNNING: states.RUNNING}
 WARM_PHASES = ("claim", "net", "configure", "record")
+# the host's last power-attribution interval, in the run directory: written by `fluidvim metrics
+# serve` (fluidvim.orchestrator.power.exporter), read by VNFManager.power
+POWER_STATE = "power.json"
 
 
 def make_conf(args=None, **overrides) -> cfg.ConfigOpts:
@@ -647,6 +650,28 @@ class VNFManager:
         ``capacity`` 0 = the flow table's slots. See :mod:`fluidvim.evaluator.qoeslots`."""
         with self.channel(id_or_name) as ch:
             return ch.qoe(capacity, budget_ns, quantile_ppm)
+
+    def power_state(self, max_age_s: float | None = 300.0) -> dict | None:
+        """The last attribution interval of this host's exporter (``fluidvim metrics serve``,
+        ``<run_dir>/power.json``: host watts, and per VNF id its watts, joules, components and
+        power source), or None when there is none or it is older than ``max_age_s``."""
+        try:
+            with open(os.path.join(self.run_dir, POWER_STATE)) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if max_age_s is not None and time.time() - doc.get("at", 0) > max_age_s:
+            return None
+        return doc
+
+    def power(self, id_or_name: str, max_age_s: float | None = 300.0) -> dict | None:
+        """One VNF's entry of :meth:`power_state` (None: not attributed lately)."""
+        doc = self.power_state(max_age_s)
+        if doc is None:
+            return None
+        v = doc.get("vnfs", {}).get(self.get(id_or_name).id)
+        return None if v is None else dict(v, at=doc.get("at"), host_watts=doc.get("host_watts"),
+                                           idle_rule=doc.get("idle_rule"))
 
     def configure(self, id_or_name: str, config: str, slots: int | None = None) -> dict:
         rec = self._answering(id_or_name)

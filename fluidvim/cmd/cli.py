@@ -162,7 +162,7 @@ def _vnf_power(mgr, args):
         iv = ex.sampler.step().to_dict()
         how = f"sampled over {args.power:g} s"
     else:
-        iv = exporter.read_state(mgr.run_dir, max_age_s=300)
+        iv = mgr.power_state(max_age_s=300)
         if iv is None:
             return None
         how = f"`fluidvim metrics serve`, {time_ago(iv['at'])}; joules since it started"

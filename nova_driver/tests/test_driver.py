@@ -455,6 +455,21 @@ class UnikernelDriverTestCase(DriverTestBase):
         loop_us = diag["vcpu_busy_us"] + diag["vcpu_poll_us"] + diag["vcpu_halt_us"]
         self.assertGreater(loop_us, 0)
         self.assertLessEqual(loop_us, diag["uptime"] * 1_000_000 + 1_000_000)
+        self.assertNotIn("power_watts", diag)           # no exporter on this host yet
+        # the host's exporter (`fluidvim metrics serve`'s sampler, on the driver's launch core,
+        # host power from a linear model) has attributed two intervals: its figures are served
+        from fluidvim.orchestrator import power
+        from fluidvim.orchestrator.power import exporter
+        sampler = exporter.HostSampler(
+            self.driver.manager, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
+            state_path=os.path.join(self.run_dir, "power.json"))
+        sampler.step()
+        time.sleep(0.2)
+        sampler.step()
+        diag = self.driver.get_diagnostics(inst)
+        self.assertEqual("linear", diag["power_source"])
+        self.assertGreater(diag["power_watts"], 0)          # at least its idle share
+        self.assertGreater(diag["power_joules"], 0)
         self.driver.destroy(self.ctx, inst, None)
         self.assertRaises(exception.InstanceNotRunning, self.driver.get_diagnostics, inst)
         self.assertIn("load average", self.driver.get_host_uptime())

@@ -29,7 +29,9 @@ Labels: ``vnf`` (name), ``service`` (of a VNF the orchestrator named ``<service>
 else empty), ``zone`` and ``host`` (``[metrics]``), and on power figures ``source`` (rapl,
 redfish, specpower, linear: which source of the chain produced the host's watts).
 
-The last interval is also written to ``<[vnf] run_dir>/power.json`` for ``fluidvim vnf stats``.
+The last interval is also written to ``<[vnf] run_dir>/power.json``
+(:data:`fluidvim.vnf.manager.POWER_STATE`), which ``VNFManager.power`` reads for ``fluidvim vnf
+stats`` and the Nova driver's ``get_diagnostics``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,6 @@ metrics_opts = [
                help="Value of the host label (default: this machine's host name)."),
 ]
 
-STATE_FILE = "power.json"
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
@@ -222,7 +223,8 @@ class Exporter:
             chain = build_chain(conf)
             attributor = Attributor(chain.model, chain.source, proc_root=conf.power.proc_root,
                                     idle_rule=conf.power.idle_rule)
-        state = os.path.join(mgr.run_dir, STATE_FILE)
+        from fluidvim.vnf.manager import POWER_STATE
+        state = os.path.join(mgr.run_dir, POWER_STATE)
         self.sampler = HostSampler(mgr, attributor, state_path=state)
         self.collector = Collector(self.sampler, o.zone, o.host or socket.gethostname())
         self._stop = threading.Event()
@@ -252,16 +254,3 @@ class Exporter:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-
-
-def read_state(run_dir: str, max_age_s: float | None = None) -> dict | None:
-    """The exporter's last interval (``<run_dir>/power.json``), None if there is none (or it is
-    older than ``max_age_s``)."""
-    try:
-        with open(os.path.join(run_dir, STATE_FILE)) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if max_age_s is not None and time.time() - doc.get("at", 0) > max_age_s:
-        return None
-    return doc
