@@ -43,9 +43,8 @@ test-unit:
 test-integration:
 	$(VENV)/python -m pytest tests/integration
 
-lint:
-	$(VENV)/ruff check .
-	tools/lint-imports.sh   # the import contracts of ARCHITECTURE.md (.importlinter)
+lint:   # ruff, import contracts, sizes, types, shell scripts, Go (tools/lint.sh)
+	tools/lint.sh
 
 bench-launch: bootstrap
 	$(VENV)/python -m bench.launch

@@ -51,7 +51,7 @@ wait_nomad() {
 }
 
 stage c make -s -C unikernel test
-stage lint bash -c "$VENV/ruff check . && tools/lint-imports.sh"   # ruff, then ARCHITECTURE.md's import contracts
+stage lint tools/lint.sh   # ruff, import contracts, sizes, types, shell, Go (tools/lint.sh)
 stage go bash -c 'cd nomad_driver && go vet ./... && go test -count=1 ./...'
 # shellcheck disable=SC2086 - one test id per word
 stage nova $VENV/python -m testtools.run $NOVA_TESTS
