@@ -19,12 +19,13 @@ handed to whoever used CPU. Here, over one interval of ``dt`` seconds:
   through its measurement); **dynamic watts** ``D = max(0, W - W0)`` (``W0`` is capped at ``W``);
 * one **CPU-second** of host work costs ``c = D / B`` watts, ``B`` the host's busy CPU-seconds
   (``/proc/stat``: all but idle and iowait);
-* a VNF's **busy** share: ``c *`` its busy seconds (``stats`` → ``cpu.busy_us``, PROTOCOL.md),
-  at most its QEMU process's CPU time;
+* a VNF's **busy** share: ``c *`` its busy seconds (``stats`` → ``cpu.busy_us``, PROTOCOL.md);
 * its **host-side** cost, ``c *`` the CPU the host spent for it beyond that: ``poll`` (its own
-  ``poll_us``, at most what its QEMU process used beyond busy), ``qemu`` (the rest of its QEMU
-  process's CPU: VM exits, the main loop and I/O threads; all of it when the VNF did not
-  answer ``stats``), ``vhost`` (its fluidvim-vhost-net process, if any) and ``softirq`` (the
+  ``poll_us``), ``qemu`` (the rest of its QEMU process's CPU: VM exits, the main loop and I/O
+  threads; all of it when the VNF did not answer ``stats``). The guest's clock runs on while its
+  vCPU thread waits for a host CPU, so on a busy host busy + poll can exceed what its QEMU
+  process got: then that CPU time is split in the guest's busy : poll proportion and nothing
+  is left for ``qemu``; ``vhost`` (its fluidvim-vhost-net process, if any) and ``softirq`` (the
   host's ``/proc/stat`` softirq seconds times its packet share: its NICs' rx + tx over
   ``max(all VNFs' packets, the packets the host's interfaces received)``, so the VNFs share all
   softirq work only while their traffic is all the host carries);
@@ -223,9 +224,12 @@ def attribute(host_watts: float, idle_watts: float, source: str, dt: float, host
     cpu = {}
     for v in vnfs:
         q = max(0.0, v.cpu_s)
-        busy = min(max(0.0, v.busy_s or 0.0), q)
-        poll = min(max(0.0, v.poll_s or 0.0), q - busy)
-        cpu[v.key] = {"busy": busy, "poll": poll, "qemu": q - busy - poll,
+        busy, poll = max(0.0, v.busy_s or 0.0), max(0.0, v.poll_s or 0.0)
+        if busy + poll > q:
+            # the guest's clock ran while its vCPU thread waited for a host CPU: what QEMU got
+            # is split in the guest's own busy : poll proportion, nothing is left for qemu
+            busy, poll = q * busy / (busy + poll), q * poll / (busy + poll)
+        cpu[v.key] = {"busy": busy, "poll": poll, "qemu": max(0.0, q - busy - poll),
                       "vhost": max(0.0, v.helper_s),
                       "softirq": softirq_busy * v.packets / denom_pkts if denom_pkts > 0 and
                       v.packets > 0 else 0.0}

@@ -59,14 +59,15 @@ def test_busy_poll_and_host_side_split():
     assert att.ratio_watts(60.0, 2.0, {"p": 1.0})["p"] == pytest.approx(30.0)
 
 
-def test_guest_time_is_clipped_to_what_qemu_used():
+def test_guest_time_beyond_what_qemu_got_is_split_by_proportion():
     """A guest clock that ran while its vCPU thread was preempted reports more busy + poll time
-    than the host gave its QEMU: busy first, poll up to the rest, nothing for qemu."""
+    than the host gave its QEMU: QEMU's CPU is split busy : poll as the guest saw it, nothing is
+    left for qemu."""
     iv = att.attribute(50.0, 10.0, "linear", 1.0, 1.0, 0.0, 0, 2,
-                       [_d("a", 0.5, busy=0.4, poll=0.9)], "none")
+                       [_d("a", 0.5, busy=0.4, poll=1.6)], "none")
     cpu = iv.vnfs["a"].cpu_s
-    assert cpu["busy"] == pytest.approx(0.4)
-    assert cpu["poll"] == pytest.approx(0.1)
+    assert cpu["busy"] == pytest.approx(0.1)
+    assert cpu["poll"] == pytest.approx(0.4)
     assert cpu["qemu"] == pytest.approx(0.0)
 
 
