@@ -44,7 +44,7 @@ driver_opts = [
 slot_opts = [
     cfg.BoolOpt("slot_notifications", default=False,
                 help="Publish the session slots of this compute's VNFs (free slots per server, "
-                     "the host's queuing delay) as fluidvim.slots.update notifications for the "
+                     "the host's queuing delay) as compact fluidvim.slots.batch notifications for the "
                      "fluidvim orchestrator, on Nova's notification transport "
                      "([oslo_messaging_notifications] transport_url, else [DEFAULT] "
                      "transport_url). The service is the server's metadata fluidvim_service, "

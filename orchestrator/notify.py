@@ -9,8 +9,8 @@ from there). This module adds the orchestrator's listener.
 * :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
   slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
   :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest per (instance,
-  service) and sends them as ``fluidvim.slots.update`` notifications (``info`` priority) on the
-  notification topic.
+  service) and sends them as ``fluidvim.slots.batch`` notifications (compact: 2-4 bytes per
+  update, one notification per tick) or ``fluidvim.slots.update`` ones (JSON, one per update).
 * :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
   through a SlotPublisher: the embedded local zone (launch core), nova-compute
   (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
@@ -23,7 +23,8 @@ from __future__ import annotations
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from fluidvim.common.slotnotify import EVENT_GONE
+from fluidvim.common.slotcodec import decode_batch
+from fluidvim.common.slotnotify import EVENT_BATCH, EVENT_GONE, EVENT_UPDATE
 
 from .slots import SlotRegistry
 
@@ -42,6 +43,18 @@ class _Endpoint:
         self.store = store
         self.on_update = on_update
         self.received = 0
+        self.unknown_keys = 0           # compact records naming a key not yet defined: dropped
+        self._tables: dict[str, dict] = {}    # publisher epoch -> index -> key
+
+    def _update(self, event_type, payload) -> None:
+        rep = self.registry.apply_message(payload)
+        if self.store is not None:
+            self.store.save_slot_report(rep)
+        self.received += 1
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("slot update %s", payload)        # the readable form, whatever the wire
+        if self.on_update:
+            self.on_update(event_type, payload)
 
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
         try:
@@ -49,13 +62,21 @@ class _Endpoint:
                 self.registry.forget(payload["instance"])
                 if self.store is not None:
                     self.store.delete_slot_reports(payload["instance"])
+                self.received += 1
+                if self.on_update:
+                    self.on_update(event_type, payload)
+            elif event_type == EVENT_BATCH:
+                table = self._tables.setdefault(str(payload["e"]), {})
+                updates, unknown = decode_batch(payload, table)
+                if unknown:
+                    self.unknown_keys += unknown
+                    LOG.debug("%d compact slot record(s) from %s name keys not defined yet "
+                              "(they come with the publisher's next heartbeat)", unknown,
+                              publisher_id)
+                for u in updates:
+                    self._update(EVENT_UPDATE, u)
             else:
-                rep = self.registry.apply_message(payload)
-                if self.store is not None:
-                    self.store.save_slot_report(rep)
-            self.received += 1
-            if self.on_update:
-                self.on_update(event_type, payload)
+                self._update(event_type, payload)
         except (KeyError, TypeError, ValueError) as e:
             LOG.warning("malformed slot update from %s dropped: %s (%r)", publisher_id, e, payload)
         return messaging.NotificationResult.HANDLED

@@ -9,6 +9,9 @@ Encodings (all pure functions, each with its inverse):
   decoded count never promises more slots than the instance has.
 * **2-bit log10 magnitude**: 0 = none, 1 = 1-9, 2 = 10-99, 3 = 100 or more.
 * **exact count** only when the log10 magnitude changed since the last update sent for that key.
+* **compact batch** (:func:`pack_records`, :class:`KeyTable`, :func:`decode_batch`): the updates
+  of one publisher tick as 2-4 bytes each, in one notification, instead of one JSON notification
+  each (what the publishers send; :func:`decode_batch` gives back the readable JSON form).
 * **queuing delay** Q = 0.1 * 2^q seconds in 4 bits: q = 0..14 (0.1 s .. 1638.4 s; a delay is
   rounded *up* to the next step), q = 15 = infinite (the zone cannot launch the service on demand).
   Throughout the orchestrator an infinite delay is ``None``.
@@ -20,6 +23,7 @@ registry (:mod:`fluidvim.orchestrator.slots`) decodes with it.
 
 from __future__ import annotations
 
+import base64
 import math
 import time
 
@@ -83,15 +87,135 @@ def decode_delay(code: int) -> float | None:
     return None if code == DELAY_INF_CODE else DELAY_BASE_S * (1 << code)
 
 
-def update_bandwidth(services: int, update_rate_hz: float, zones: int, bits_per_update: float) -> float:
-    """FUSION's bandwidth model R = M * U * Z * B in bits/s: M services, each zone sends U updates
-    per second per service, Z zones, B bits per update (8 with the 4-bit slot + 4-bit delay
-    encoding, plus whatever framing the transport adds)."""
-    for name, v in (("services", services), ("update_rate_hz", update_rate_hz), ("zones", zones),
+def update_bandwidth(resolvers: int, services: int, update_rate_hz: float, zones: int,
+                     bits_per_update: float) -> float:
+    """FUSION's bandwidth model R = M * U * Z * B in bits/s: every one of the M resolvers
+    receives every update; each of the Z zones sends U = services * update_rate_hz updates per
+    second (``update_rate_hz`` per service); B bits per update on the wire (8 with the 4-bit slot
+    + 4-bit delay codes alone; the compact batch record is 16-32 bits, plus the transport's
+    framing per message: see :func:`pack_records`)."""
+    for name, v in (("resolvers", resolvers), ("services", services),
+                    ("update_rate_hz", update_rate_hz), ("zones", zones),
                     ("bits_per_update", bits_per_update)):
         if v < 0:
             raise ValueError(f"{name} must be >= 0")
-    return services * update_rate_hz * zones * bits_per_update
+    return resolvers * services * update_rate_hz * zones * bits_per_update
+
+
+# -- the compact batch: updates as a few bytes each --
+# One record per update, packed back to back:
+#   varint  (index << 3) | (log10 magnitude << 1) | has_exact
+#   byte    (log2 slot code << 4) | delay code
+#   varint  exact count, only when has_exact (a change of magnitude)
+# ``index`` names (zone, host, instance, service, region) within one publisher's key table, which
+# the batch carries for new keys (and again every heartbeat, for receivers that started later).
+# So a usual update is 2 bytes, one with its exact count 3-4 bytes (FUSION's ~4-byte update).
+
+def _put_varint(out: bytearray, n: int) -> None:
+    if n < 0:
+        raise ValueError("varint must be >= 0")
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _get_varint(data: bytes, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("compact slot record truncated inside a varint")
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("compact slot record: varint longer than 64 bits")
+
+
+def pack_records(records) -> bytes:
+    """``records``: (index, s, m, q, exact or None) -> the packed bytes."""
+    out = bytearray()
+    for idx, s, m, q, exact in records:
+        if not (0 <= s <= LOG2_MAX_CODE and 0 <= m <= 3 and 0 <= q <= DELAY_INF_CODE):
+            raise ValueError(f"record of key {idx}: s={s} m={m} q={q} out of range")
+        _put_varint(out, (idx << 3) | (m << 1) | (exact is not None))
+        out.append((s << 4) | q)
+        if exact is not None:
+            _put_varint(out, exact)
+    return bytes(out)
+
+
+def unpack_records(data: bytes) -> list[tuple[int, int, int, int, int | None]]:
+    """The inverse of :func:`pack_records`; ValueError on a truncated record."""
+    out, pos = [], 0
+    while pos < len(data):
+        head, pos = _get_varint(data, pos)
+        if pos >= len(data):
+            raise ValueError("compact slot record truncated before its slot/delay byte")
+        sq = data[pos]
+        pos += 1
+        exact = None
+        if head & 1:
+            exact, pos = _get_varint(data, pos)
+        out.append((head >> 3, sq >> 4, (head >> 1) & 3, sq & 15, exact))
+    return out
+
+
+class KeyTable:
+    """The publisher's side of the key table: (zone, host, instance, service, region) -> index;
+    which definitions a batch must carry (new ones, and all of them every ``heartbeat`` s)."""
+
+    def __init__(self, heartbeat: float = 30.0, clock=time.monotonic):
+        self.heartbeat = heartbeat
+        self.clock = clock
+        self._index: dict[tuple, int] = {}
+        self._defined_at: dict[int, float] = {}
+
+    def index(self, key: tuple) -> int:
+        if key not in self._index:
+            self._index[key] = len(self._index)
+        return self._index[key]
+
+    def definitions(self, indices) -> dict[str, list]:
+        """{"index": [zone, host, instance, service, region]} for those never (or not within a
+        heartbeat) sent."""
+        now = self.clock()
+        keys = {i: k for k, i in self._index.items()}
+        out = {}
+        for i in sorted(set(indices)):
+            at = self._defined_at.get(i)
+            if at is None or now - at >= self.heartbeat:
+                out[str(i)] = list(keys[i])
+                self._defined_at[i] = now
+        return out
+
+
+def decode_batch(payload: dict, table: dict) -> tuple[list[dict], int]:
+    """A ``fluidvim.slots.batch`` payload -> (the updates in their readable JSON form - the
+    fields of a ``fluidvim.slots.update`` payload - and how many records named an index this
+    receiver has no definition for yet: dropped). ``table`` = this publisher's index -> key,
+    kept by the receiver between batches (updated here)."""
+    for i, k in (payload.get("k") or {}).items():
+        if not isinstance(k, list) or len(k) != 5:
+            raise ValueError(f"key {i}: expected [zone, host, instance, service, region], got {k!r}")
+        table[int(i)] = tuple(k)
+    at = float(payload["t"])
+    out, unknown = [], 0
+    for idx, s, m, q, exact in unpack_records(base64.b64decode(payload["u"])):
+        key = table.get(idx)
+        if key is None:
+            unknown += 1
+            continue
+        zone, host, instance, service, region = key
+        msg = {"zone": zone, "host": host, "instance": instance, "service": service,
+               "region": region, "at": at, "s": s, "m": m, "q": q}
+        if exact is not None:
+            msg["exact"] = exact
+        out.append(msg)
+    return out, unknown
 
 
 # -- the update message --

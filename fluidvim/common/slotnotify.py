@@ -5,8 +5,10 @@
 * :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
   slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
   :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest per (instance, service)
-  and sends them as ``fluidvim.slots.update`` notifications (``info`` priority) on the
-  notification topic.
+  and sends them (``info`` priority, on the notification topic) as ``fluidvim.slots.batch``
+  notifications: the updates of one tick packed 2-4 bytes each (``wire="compact"``, the default),
+  or one ``fluidvim.slots.update`` JSON notification per update (``wire="json"``: readable on
+  the wire; the listener logs every decoded update at debug level either way).
 * :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
   through a SlotPublisher: the embedded local zone (launch core), nova-compute
   (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
@@ -17,26 +19,45 @@ listener (:mod:`fluidvim.orchestrator.notify`), so nova-compute loads no orchest
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import threading
 import time
+import uuid
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from fluidvim.common.slotcodec import RateLimiter, SlotEncoder, encode_delay, encode_log2
+from fluidvim.common.slotcodec import (
+    KeyTable,
+    RateLimiter,
+    SlotEncoder,
+    encode_delay,
+    encode_log2,
+    pack_records,
+)
 from fluidvim.common.zonetypes import ZoneError
 
 LOG = logging.getLogger(__name__)
 
 EVENT_UPDATE = "fluidvim.slots.update"
 EVENT_GONE = "fluidvim.slots.gone"
+EVENT_BATCH = "fluidvim.slots.batch"
+WIRES = ("compact", "json")
 
 
 class SlotPublisher:
     def __init__(self, transport, publisher_id: str, topic: str, *, min_interval: float = 1.0,
-                 heartbeat: float = 30.0, clock=time.monotonic):
+                 heartbeat: float = 30.0, clock=time.monotonic, wire: str = "compact"):
+        if wire not in WIRES:
+            raise ValueError(f"wire must be one of {', '.join(WIRES)}, got {wire!r}")
         self.notifier = messaging.Notifier(transport, publisher_id=publisher_id,
                                            driver="messagingv2", topics=[topic])
+        self.wire = wire
+        self.keys = KeyTable(heartbeat, clock)
+        self.epoch = uuid.uuid4().hex[:8]   # a receiver keeps one key table per epoch
+        self._pending: list | None = None   # records of the open batch()
+        self.messages = 0                   # notifications sent (a batch is one)
         self.encoder = SlotEncoder()
         self.limiter = RateLimiter(min_interval, clock)
         self.heartbeat = heartbeat
@@ -63,16 +84,56 @@ class SlotPublisher:
             self.suppressed += 1
             return False
         msg = self.encoder.encode(key, slots, delay_s)
-        payload = {"zone": zone, "host": host, "instance": instance, "service": service,
-                   "region": region, "at": time.time(), **msg}
-        self.notifier.info({}, EVENT_UPDATE, payload)
+        if self.wire == "json":
+            payload = {"zone": zone, "host": host, "instance": instance, "service": service,
+                       "region": region, "at": time.time(), **msg}
+            self.notifier.info({}, EVENT_UPDATE, payload)
+            self.messages += 1
+        else:
+            idx = self.keys.index((zone, host, instance, service, region))
+            rec = (idx, msg["s"], msg["m"], msg["q"], msg.get("exact"))
+            if self._pending is not None:
+                self._pending.append(rec)
+            else:
+                self._send_batch([rec])
         self._last[key] = (code, now)
         self.sent += 1
         return True
 
+    def _send_batch(self, records: list) -> None:
+        payload = {"e": self.epoch, "t": round(time.time(), 3),
+                   "u": base64.b64encode(pack_records(records)).decode("ascii")}
+        defs = self.keys.definitions(r[0] for r in records)
+        if defs:
+            payload["k"] = defs
+        self.notifier.info({}, EVENT_BATCH, payload)
+        self.messages += 1
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Updates published inside go out together, as one notification (compact wire)."""
+        if self._pending is not None:          # nested: the outer batch sends them
+            yield
+            return
+        self._pending = []
+        try:
+            yield
+        finally:
+            records, self._pending = self._pending, None
+            if records:
+                self._send_batch(records)
+
+    def flush(self) -> None:
+        """Send what the open batch holds so far (before a ``gone``, so order is kept)."""
+        if self._pending:
+            records, self._pending = self._pending, []
+            self._send_batch(records)
+
     def gone(self, *, zone: str, instance: str) -> None:
+        self.flush()
         self.notifier.info({}, EVENT_GONE, {"zone": zone, "instance": instance,
                                             "at": time.time()})
+        self.messages += 1
         for key in [k for k in self._last if k[0] == instance]:
             self._last.pop(key)
 
@@ -113,7 +174,7 @@ class SlotAgent:
         per_vnf = self.zone.instance_slots()
         delays: dict = {}
         default_host = getattr(self.zone, "host_name", None)
-        with self._lock:
+        with self._lock, self.publisher.batch():      # one notification per tick (compact)
             forgotten, self._gone = self._gone, set()
             for vid, s in per_vnf.items():
                 svc = s["service"]

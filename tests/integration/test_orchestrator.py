@@ -282,8 +282,10 @@ run_dir = {run_dir}
         assert not leaked_taps(ids)
 
 
-def test_slot_notifications_compressed_rate_limited_and_gone():
-    """SlotPublisher -> RabbitMQ -> SlotListener -> registry, with FUSION's compression rules."""
+@pytest.mark.parametrize("wire", ["compact", "json"])
+def test_slot_notifications_compressed_rate_limited_and_gone(wire):
+    """SlotPublisher -> RabbitMQ -> SlotListener -> registry, with FUSION's compression rules,
+    on either wire (compact batches, or one JSON notification per update)."""
     import oslo_messaging as messaging
 
     from fluidvim.common.slotnotify import SlotPublisher
@@ -297,7 +299,8 @@ def test_slot_notifications_compressed_rate_limited_and_gone():
     reg = SlotRegistry(ttl=3600)
     listener = SlotListener(transport, f"fvo_n_{tag}", reg)
     listener.start()
-    pub = SlotPublisher(transport, "fvo.test", f"fvo_n_{tag}", min_interval=30.0, heartbeat=300.0)
+    pub = SlotPublisher(transport, "fvo.test", f"fvo_n_{tag}", min_interval=30.0, heartbeat=300.0,
+                        wire=wire)
     try:
         def free():
             return reg.aggregate("svc", "instance").get("i1")
@@ -315,6 +318,17 @@ def test_slot_notifications_compressed_rate_limited_and_gone():
         pub.gone(zone="z", instance="i1")
         wait_for(lambda: free() is None, what="the instance to be forgotten")
         assert listener.endpoint.received == 3
+        # a tick's updates in one notification (compact): 3 instances, one of them new
+        seen = []
+        listener.endpoint.on_update = lambda ev, p: seen.append(p)
+        with pub.batch():
+            for i, n in (("i2", 7), ("i3", 120), ("i4", 0)):
+                assert pub.publish(slots=n, delay_s=0.1, zone="z", host="h", instance=i,
+                                   service="svc", region="r")
+        wait_for(lambda: len(seen) == 3, what="the three updates of one tick")
+        assert {p["instance"]: p.get("exact") for p in seen} == {"i2": 7, "i3": 120, "i4": 0}
+        assert reg.aggregate("svc", "instance") == {"i2": 7, "i3": 120, "i4": 0}
+        assert pub.messages == (4 if wire == "compact" else 6)     # 2 + gone + (1 or 3)
     finally:
         listener.stop()
         transport.cleanup()

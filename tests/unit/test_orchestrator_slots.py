@@ -83,11 +83,96 @@ def test_rate_limiter():
 
 
 def test_bandwidth_model():
-    # 100 services, one update per second, 50 zones, 8 bits (4-bit slots + 4-bit delay)
-    assert slotcodec.update_bandwidth(100, 1.0, 50, 8) == 40_000
-    assert slotcodec.update_bandwidth(0, 1.0, 50, 8) == 0
+    # R = M*U*Z*B: 1 resolver, 100 services at one update per second, 50 zones, 8 bits
+    assert slotcodec.update_bandwidth(1, 100, 1.0, 50, 8) == 40_000
+    # every resolver receives every update
+    assert slotcodec.update_bandwidth(3, 100, 1.0, 50, 8) == 120_000
+    assert slotcodec.update_bandwidth(0, 100, 1.0, 50, 8) == 0
+    assert slotcodec.update_bandwidth(1, 0, 1.0, 50, 8) == 0
     with pytest.raises(ValueError, match="zones"):
-        slotcodec.update_bandwidth(1, 1, -1, 8)
+        slotcodec.update_bandwidth(1, 1, 1, -1, 8)
+    with pytest.raises(ValueError, match="resolvers"):
+        slotcodec.update_bandwidth(-1, 1, 1, 1, 8)
+
+
+def test_compact_records_round_trip_every_code():
+    recs = [(i, s, m, q, None) for i, (s, m, q) in enumerate(
+        (s, m, q) for s in range(16) for m in range(4) for q in range(16))]
+    data = slotcodec.pack_records(recs)
+    assert slotcodec.unpack_records(data) == recs
+    # small indices: 2 bytes per update (the header varint and the slot/delay byte)
+    assert len(slotcodec.pack_records([(5, 6, 2, 3, None)])) == 2
+    assert slotcodec.unpack_records(b"") == []
+
+
+MAGNITUDES = {0: 0, 5: 1, 50: 2, 500: 3, 5000: 3}       # count -> its 2-bit log10 code
+
+
+@pytest.mark.parametrize("old,new", [(a, b) for a in MAGNITUDES for b in MAGNITUDES
+                                     if MAGNITUDES[a] != MAGNITUDES[b]])
+def test_compact_every_magnitude_change_carries_the_exact_count(old, new):
+    """From every magnitude to every other one: the update after the change carries the exact
+    count, survives the compact wire, and decodes to that count."""
+    import base64
+    enc, keys, table = slotcodec.SlotEncoder(), slotcodec.KeyTable(), {}
+    key = ("z", "h", "i", "svc", "r")
+    last = None
+    for n in (old, new):
+        msg = enc.encode("i", n, 0.2)
+        rec = (keys.index(key), msg["s"], msg["m"], msg["q"], msg.get("exact"))
+        payload = {"e": "ep", "t": 1.5, "u": base64.b64encode(slotcodec.pack_records([rec])).decode(),
+                   "k": keys.definitions([rec[0]])}
+        (u,), unknown = slotcodec.decode_batch(payload, table)
+        assert unknown == 0 and u["exact"] == n and u["m"] == slotcodec.encode_log10(n)
+        assert slotcodec.decode_slots(u, last) == n
+        last = u["exact"]
+    assert len(slotcodec.pack_records([(0, 15, 3, 15, 5000)])) == 4      # the largest here
+
+
+def test_compact_same_magnitude_is_the_bucket_and_keeps_the_exact_count_within_it():
+    import base64
+    enc, keys, table = slotcodec.SlotEncoder(), slotcodec.KeyTable(), {}
+    idx = keys.index(("z", "h", "i", "svc", "r"))
+    out = []
+    for n in (50, 40, 20):
+        m = enc.encode("i", n, None)
+        b = slotcodec.pack_records([(idx, m["s"], m["m"], m["q"], m.get("exact"))])
+        out.append(slotcodec.decode_batch({"e": "x", "t": 2, "u": base64.b64encode(b).decode(),
+                                           "k": keys.definitions([idx])}, table)[0][0])
+    assert [u.get("exact") for u in out] == [50, None, None]
+    assert slotcodec.decode_slots(out[1], 50) == 50          # 40 is in 50's bucket 32-63
+    assert slotcodec.decode_slots(out[2], 50) == 16          # 20: bucket 16-31, lower bound
+    assert out[2]["q"] == 15 and slotcodec.decode_delay(out[2]["q"]) is None
+
+
+def test_compact_keys_defined_once_then_every_heartbeat_unknown_ones_dropped():
+    import base64
+    now = [0.0]
+    keys = slotcodec.KeyTable(heartbeat=30.0, clock=lambda: now[0])
+    a, b = keys.index(("z", "h", "a", "s", "r")), keys.index(("z", "h", "b", "s", "r"))
+    assert keys.index(("z", "h", "a", "s", "r")) == a != b
+    assert keys.definitions([a, b]) == {"0": ["z", "h", "a", "s", "r"],
+                                        "1": ["z", "h", "b", "s", "r"]}
+    assert keys.definitions([a]) == {}
+    now[0] = 30.0
+    assert list(keys.definitions([a])) == ["0"]
+    # a receiver that missed the definitions drops those records until the next heartbeat
+    u = base64.b64encode(slotcodec.pack_records([(a, 3, 1, 0, None), (b, 3, 1, 0, 4)])).decode()
+    table = {}
+    got, unknown = slotcodec.decode_batch({"e": "x", "t": 3, "u": u,
+                                           "k": {"1": ["z", "h", "b", "s", "r"]}}, table)
+    assert unknown == 1 and [g["instance"] for g in got] == ["b"]
+
+
+def test_compact_bad_input_names_what_is_wrong():
+    with pytest.raises(ValueError, match="truncated"):
+        slotcodec.unpack_records(bytes([0x80]))
+    with pytest.raises(ValueError, match="slot/delay byte"):
+        slotcodec.unpack_records(bytes([0x01]))
+    with pytest.raises(ValueError, match="out of range"):
+        slotcodec.pack_records([(0, 16, 0, 0, None)])
+    with pytest.raises(ValueError, match="key 3"):
+        slotcodec.decode_batch({"e": "x", "t": 1, "u": "", "k": {"3": ["z"]}}, {})
 
 
 def rep(instance, service, slots, zone="z1", host="h1", region="r1", at=100.0, **kw):
