@@ -157,4 +157,15 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
     assert "(source linear; `fluidvim metrics serve`" in text, text
     line = next(ln for ln in text.splitlines() if ln.startswith("power: "))
     assert float(line.split()[1]) > 0, line
-    del idle
+    # or samples now, over --power seconds, with the [power] chain of its configuration file
+    cfg = tmp_path / "fluidvim.conf"
+    cfg.write_text("[power]\nsources = linear\nidle_watts = 10\nmax_watts = 50\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(["--config-file", str(cfg), "--state-dir", conf.vnf.state_dir,
+                       "--run-dir", conf.vnf.run_dir, "--backend", "qemu", "vnf", "stats",
+                       "--json", "--power", "0.5", idle.vnf_id])
+    assert rc == 0, out.getvalue()
+    doc = json.loads(out.getvalue())
+    assert doc["power"]["source"] == "linear" and doc["power"]["how"] == "sampled over 0.5 s"
+    assert 0 < doc["power"]["watts"] <= doc["power"]["host_watts"] <= 50.0, doc["power"]
