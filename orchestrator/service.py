@@ -316,6 +316,12 @@ class Orchestrator:
         return {"id": row.id, "name": row.name, "zone": row.zone, "action": action,
                 "status": status}
 
+    def zone_images(self, zone: str) -> list[dict]:
+        """The images (VNF kernels by name) a zone offers: the VIM API's list (``[osm_vim]
+        images_dir``, ``default_image_name``, images registered by path)."""
+        from .osm.vim import VimService
+        return VimService(self).list_images(zone)
+
     # -- host power ([host_power]) --
     def _host_power(self):
         """The manager; without [host_power] enabled a plan-only one (no BMC acts)."""

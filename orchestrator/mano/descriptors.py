@@ -25,8 +25,10 @@ The mapping (etc/mano/README.md has the user's version):
 * ``sw-image-desc`` -> the kernel: ``image`` (else ``name``) is a file (absolute, or relative to the
   descriptor's directory) for the local and Nomad zones, or a Glance image name for Nova; an optional
   ``checksum`` is verified against the file;
-* ``virtual-compute-desc`` -> ``virtual-memory.size`` (GB, fractions allowed: 0.03125 = 32 MiB) and
-  ``virtual-cpu.num-virtual-cpu``;
+* ``virtual-compute-desc`` -> memory: ``virtual-memory.vdu-mem-requirements`` key
+  ``fluidvim-memory-mib`` (MiB, exactly), else ``virtual-memory.size`` (GB; SOL006 allows one
+  decimal, 0.1 = 103 MiB; finer fractions such as 0.03125 = 32 MiB are still read from OSM IM
+  files), and ``virtual-cpu.num-virtual-cpu``;
 * day-0 configuration = the Click configuration: the VDU's ``cloud-init`` (inline, OSM IM),
   ``boot-data`` (inline, SOL006) or ``cloud-init-file`` (looked up in ``cloud_init/`` next to the
   descriptor, as OSM packages have it, then next to the descriptor);
@@ -65,6 +67,8 @@ MAX_NICS = limits.MAX_NICS
 MAX_VCPUS = limits.VCPUS_MAX
 MEMORY_MIB = (limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX)
 CLOUD_INIT_DIRS = ("cloud_init", "")
+# virtual-memory.vdu-mem-requirements key: the VNF's memory in MiB, exactly (wins over size)
+MEMORY_KEY = "fluidvim-memory-mib"
 
 # configurable-properties key -> (service field, type, lo, hi)
 PROPERTIES = {
@@ -100,10 +104,12 @@ VNFD_USED = {"vnfd": {
                         "description": True}},
     "sw-image-desc": {"id": True, "name": True, "version": True, "image": True,
                       "checksum": {"algorithm": True, "hash": True}},
-    "virtual-compute-desc": {"id": True, "virtual-memory": {"size": True},
+    "virtual-compute-desc": {"id": True, "virtual-memory": {"size": True,
+                                                            "vdu-mem-requirements": _KV},
                              "virtual-cpu": {"num-virtual-cpu": True}},
     "int-virtual-link-desc": {"id": True, "description": True},
-    "ext-cpd": {"id": True, "int-cpd": {"vdu-id": True, "cpd": True}, "description": True},
+    "ext-cpd": {"id": True, "int-cpd": {"vdu-id": True, "cpd": True}, "int-virtual-link-desc": True,
+                "description": True},
     "df": {"id": True, "description": True,
            "vdu-profile": {"id": True, "min-number-of-instances": True,
                            "max-number-of-instances": True},
@@ -516,6 +522,17 @@ def _number(c, source, path, value, typ, lo, hi):
     return v
 
 
+def _memory_mib(c, source, vm: dict, path: str) -> int | None:
+    """The exact memory in MiB from ``virtual-memory.vdu-mem-requirements`` key
+    :data:`MEMORY_KEY` (SOL006's size is GB in steps of 0.1, far more than a unikernel VNF
+    needs), or None when not given."""
+    for i, kv in enumerate(vm.get("vdu-mem-requirements") or []):
+        if isinstance(kv, dict) and kv.get("key") == MEMORY_KEY:
+            return _number(c, source, f"{path}.vdu-mem-requirements[{i}].value",
+                           kv.get("value"), int, *MEMORY_MIB)
+    return None
+
+
 def _properties(c, source, items, path) -> dict:
     out = {}
     for i, kv in enumerate(items or []):
@@ -822,7 +839,7 @@ class _Vnfd:
     doc: Document
     dfs: dict                    # df id -> Flavour
     vdus: list                   # [(vdu dict, kernel, is_file, memory, vcpus, config, cpds, props)]
-    ext: dict                    # ext-cpd id -> (vdu id, int-cpd id)
+    ext: dict                    # ext-cpd id -> (vdu id, int-cpd id), or (None, internal link)
     ivls: set
 
 
@@ -878,13 +895,19 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
             else:
                 j = vc[vdu["virtual-compute-desc"]]
                 cd = v["virtual-compute-desc"][j]
-                size = (cd.get("virtual-memory") or {}).get("size")
-                if size is not None:
+                vm = cd.get("virtual-memory") or {}
+                size = vm.get("size")
+                exact = _memory_mib(c, src, vm, f"vnfd.virtual-compute-desc[{j}].virtual-memory")
+                if exact is not None:
+                    memory = exact
+                elif size is not None:
                     mib = math.ceil(float(size) * 1024 - 1e-9)
                     if not MEMORY_MIB[0] <= mib <= MEMORY_MIB[1]:
                         c.add(src, f"vnfd.virtual-compute-desc[{j}].virtual-memory.size",
                               f"{size} GB = {mib} MiB is out of range [{MEMORY_MIB[0]}, "
-                              f"{MEMORY_MIB[1]}] MiB", "VNFs need little: 0.03125 GB = 32 MiB")
+                              f"{MEMORY_MIB[1]}] MiB", "VNFs need little: give size 0.1 (GB, "
+                              f"SOL006's smallest step) and vdu-mem-requirements "
+                              f"[{{key: {MEMORY_KEY}, value: '32'}}]")
                     else:
                         memory = mib
                 n = (cd.get("virtual-cpu") or {}).get("num-virtual-cpu")
@@ -936,11 +959,24 @@ def check_vnfd(c: _Checker, d: Document) -> _Vnfd | None:
         e = v["ext-cpd"][i]
         p = f"vnfd.ext-cpd[{i}]"
         ic = e.get("int-cpd")
+        if ic is None and "int-virtual-link-desc" in e:
+            # SOL006: the ext-cpd exposes an internal virtual link: the NICs on that link are
+            # then on the NS virtual link this ext-cpd is connected to
+            link = e["int-virtual-link-desc"]
+            if link not in ivl:
+                c.add(src, f"{p}.int-virtual-link-desc", _one_of(link, ivl,
+                                                                 "int-virtual-link-desc"),
+                      "name one of them, or add it")
+            elif (None, link) in ext.values():
+                c.add(src, f"{p}.int-virtual-link-desc", f"internal link {link!r} is already "
+                      "exposed by another ext-cpd", "one ext-cpd per internal link")
+            else:
+                ext[cid] = (None, link)
+            continue
         if ic is None:
-            c.add(src, f"{p}.int-cpd", "fluidvim connects an ext-cpd to a VDU's int-cpd; this one "
-                  "has none" + (" (int-virtual-link-desc exposes an internal link, which fluidvim "
-                                "does not bridge)" if "int-virtual-link-desc" in e else ""),
-                  "set int-cpd: {vdu-id: VDU, cpd: INT-CPD}")
+            c.add(src, f"{p}.int-cpd", "an ext-cpd exposes a VDU's int-cpd or an internal virtual "
+                  "link; this one names neither",
+                  "set int-cpd: {vdu-id: VDU, cpd: INT-CPD} or int-virtual-link-desc: LINK")
             continue
         if ic["vdu-id"] not in vdus:
             c.add(src, f"{p}.int-cpd.vdu-id", _one_of(ic["vdu-id"], vdus, "vdu"))
@@ -1096,7 +1132,8 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
         for e in m.ext:
             if e not in ext_net:
                 c.warnings.append(f"{src}: {p}: ext-cpd {e!r} of {m.id} is on no virtual link: "
-                                  "its NIC stays unplugged")
+                                  + ("its internal link stays internal" if m.ext[e][0] is None
+                                     else "its NIC stays unplugged"))
         multi = len(m.vdus) > 1
         for vdu, kernel, is_file, memory, vcpus, config, cpds, props in m.vdus:
             svc = f"{name}-{pid}" + (f"-{vdu['id']}" if multi else "")
@@ -1106,7 +1143,10 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
                       "use 1-40 letters, digits, '_' or '-' in total: shorten --name or the ids")
             nics = []
             for cp in cpds:
-                if cp.get("int-virtual-link-desc"):
+                if by_cpd.get((None, cp.get("int-virtual-link-desc"))):
+                    # an internal link an ext-cpd exposes: the NS virtual link it is on
+                    nics.append(Nic(cp["id"], by_cpd[(None, cp["int-virtual-link-desc"])]))
+                elif cp.get("int-virtual-link-desc"):
                     key = f"{pid}/{cp['int-virtual-link-desc']}"
                     networks[key] = f"{name}-{pid}-{cp['int-virtual-link-desc']}"
                     nics.append(Nic(cp["id"], key))

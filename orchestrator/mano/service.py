@@ -107,11 +107,19 @@ class NSManager:
                           f"{z.name}", "give the NS another --name, or `fluidvim network rm` them")
         existing = {s.name for s in self.store.services()}
         out = []
+        images = None
         for u in plan.units:
             if z.kernel_source == zonetypes.KERNEL_FILE and not u.kernel_is_file:
-                raise invalid("kernel", f"VNF profile {u.profile}: {u.kernel!r} is an image name, "
-                              f"but zone {z.name} ({z.kind}) boots a kernel file",
-                              "set sw-image-desc.image to the kernel's path")
+                if images is None:
+                    images = self._images(z)
+                if u.kernel not in images:
+                    raise invalid("kernel", f"VNF profile {u.profile}: zone {z.name} ({z.kind}) "
+                                  f"has no image named {u.kernel!r} (it has "
+                                  f"{', '.join(sorted(images)) or 'none'})",
+                                  f"put {u.kernel}.elf into [osm_vim] images_dir "
+                                  f"({self.orch.conf.osm_vim.images_dir}), register it (OSM "
+                                  "new_image) or set sw-image-desc.image to the kernel's path")
+                u.kernel, u.kernel_is_file = images[u.kernel], True      # the plan records it
             if z.kernel_source == zonetypes.KERNEL_IMAGE and u.kernel_is_file:
                 raise invalid("kernel", f"VNF profile {u.profile}: zone {z.name} (nova) boots "
                               f"Glance images, not the file {u.kernel}",
@@ -123,6 +131,11 @@ class NSManager:
             validate_service(u.service, u.click_config, **fields)
             out.append((u, fields))
         return out
+
+    def _images(self, z: ZoneAdapter) -> dict:
+        """{image name: kernel file} a zone offers (Orchestrator.zone_images: ``[osm_vim]
+        images_dir``, the launch core's kernel as ``default_image_name``, registered ones)."""
+        return {im["name"]: im["location"] for im in self.orch.zone_images(z.name)}
 
     def _name_free(self, name: str) -> None:
         for row in self.store.network_services():

@@ -90,8 +90,6 @@ def test_the_sample_chain_maps_to_two_services_and_three_links(pkg):
 
 
 def test_the_samples_in_etc_validate_as_shipped():
-    if not os.path.exists(os.path.join(REPO, "unikernel", "build", "fluidvim-vnf.elf")):
-        pytest.skip("the VNF kernel is not built (make -C unikernel): the samples point at it")
     plan, nsd, vnfds = d.plan_files(os.path.join(SAMPLES, "fw_chain_ns", "fw_chain_nsd.yaml"),
                                     [SAMPLES])
     assert sorted(plan.vnfds) == ["fluidvim-firewall-vnf", "fluidvim-forwarder-vnf"]
@@ -99,7 +97,9 @@ def test_the_samples_in_etc_validate_as_shipped():
     assert "IPFilter" in plan.units[0].click_config        # cloud_init/firewall.click
     with open(os.path.join(REPO, "etc", "click", "firewall.click")) as f:
         assert plan.units[0].click_config == f.read()
-    assert plan.units[0].kernel == os.path.join(REPO, "unikernel", "build", "fluidvim-vnf.elf")
+    # the image by name (OSM's rule), the exact memory from vdu-mem-requirements
+    assert [(u.kernel, u.kernel_is_file, u.memory_mb) for u in plan.units] == \
+        [("fluidvim-vnf", False, 32)] * 2
     # what the client sends is enough for the orchestrator: it never reads the client's disk
     again = d.build_plan(d.Document.from_dict(nsd.to_dict()),
                          [d.Document.from_dict(v.to_dict()) for v in vnfds])
@@ -109,8 +109,29 @@ def test_the_samples_in_etc_validate_as_shipped():
 @pytest.mark.parametrize("size,mib", [(0.03125, 32), (0.5, 512), (1, 1024), (0.1, 103)])
 def test_memory_is_gb_to_mib_with_fractions(pkg, size, mib):
     nsd, fw, fwd = pkg.docs()
-    fw["vnfd"]["virtual-compute-desc"][0]["virtual-memory"]["size"] = size
-    assert pkg.plan(nsd, fw, fwd).units[0].memory_mb == mib
+    fw["vnfd"]["virtual-compute-desc"][0]["virtual-memory"] = {"size": size}
+    assert pkg.plan(nsd, fw, fwd).units[0].memory_mb == mib      # old OSM IM files: 0.03125
+
+
+def test_exact_memory_from_vdu_mem_requirements(pkg):
+    nsd, fw, fwd = pkg.docs()
+    vm = fw["vnfd"]["virtual-compute-desc"][0]["virtual-memory"]
+    vm.clear()
+    vm.update({"size": 0.1, "vdu-mem-requirements": [{"key": "other", "value": "x"},
+                                                    {"key": "fluidvim-memory-mib",
+                                                     "value": "48"}]})
+    assert pkg.plan(nsd, fw, fwd).units[0].memory_mb == 48          # wins over size
+    vm["vdu-mem-requirements"][1]["value"] = "lots"
+    with pytest.raises(d.DescriptorError, match=r"virtual-memory.vdu-mem-requirements\[1\]"
+                       r".value: 'lots' is not an integer"):
+        pkg.plan(nsd, fw, fwd)
+    vm["vdu-mem-requirements"][1]["value"] = "5000"
+    with pytest.raises(d.DescriptorError, match="out of range"):
+        pkg.plan(nsd, fw, fwd)
+    vm["size"] = 0.0001
+    del vm["vdu-mem-requirements"]
+    with pytest.raises(d.DescriptorError, match="fluidvim-memory-mib"):
+        pkg.plan(nsd, fw, fwd)
 
 
 def test_cpd_order_gives_the_nic_order(pkg):
@@ -166,6 +187,45 @@ def test_instances_multiply_and_vdus_and_internal_links_map(pkg):
     assert [n.network for n in by["fw-chain-fwd-fwd"].nics] == ["middle", "right", "fwd/inner"]
     assert [n.network for n in by["fw-chain-fwd-mon"].nics] == ["fwd/inner"]
     assert any("bridging loop" in w for w in plan.warnings)
+
+
+def test_ext_cpd_exposing_an_internal_link_puts_it_on_the_ns_virtual_link(pkg):
+    """SOL006 ext-cpd with int-virtual-link-desc: every NIC on that internal link (here of two
+    VDUs) is on the NS virtual link the ext-cpd is connected to; no internal network is made."""
+    nsd, fw, fwd = pkg.docs()
+    v = fwd["vnfd"]
+    v["vdu"].append(copy.deepcopy(v["vdu"][0]))
+    v["vdu"][1]["id"] = "mon"
+    v["vdu"][1]["int-cpd"] = [{"id": "mon-in", "int-virtual-link-desc": "lan"}]
+    v["vdu"][0]["int-cpd"][1] = {"id": "fwd-east", "int-virtual-link-desc": "lan"}
+    v["int-virtual-link-desc"] = [{"id": "lan"}]
+    v["ext-cpd"][1] = {"id": "east", "int-virtual-link-desc": "lan"}
+    v["df"][0]["vdu-profile"] = [{"id": "fwd", "min-number-of-instances": 1},
+                                 {"id": "mon", "min-number-of-instances": 1}]
+    plan = pkg.plan(nsd, fw, fwd)
+    by = {u.service: u for u in plan.units}
+    assert [(n.cpd, n.network) for n in by["fw-chain-fwd-fwd"].nics] == [
+        ("fwd-west", "middle"), ("fwd-east", "right")]
+    assert [(n.cpd, n.network) for n in by["fw-chain-fwd-mon"].nics] == [("mon-in", "right")]
+    assert set(plan.networks) == {"left", "middle", "right"}            # no "fwd/lan"
+    assert not any("ext-cpd" in w for w in plan.warnings)
+    # not connected in the NSD: the link stays internal (a network of the VNF)
+    conn = nsd["nsd"]["nsd"][0]["df"][0]["vnf-profile"][1]["virtual-link-connectivity"]
+    conn[:] = [x for x in conn if x["constituent-cpd-id"][0]["constituent-cpd-id"] != "east"]
+    plan = pkg.plan(nsd, fw, fwd)
+    assert plan.networks["fwd/lan"] == "fw-chain-fwd-lan"
+    assert any("ext-cpd 'east'" in w and "stays internal" in w for w in plan.warnings)
+    # mistakes, by field
+    v["ext-cpd"][1]["int-virtual-link-desc"] = "wan"
+    assert [(p.path, p.message) for p in problems(pkg, nsd, fw, fwd)] == [
+        ("vnfd.ext-cpd[1].int-virtual-link-desc",
+         "'wan' is not one of the int-virtual-link-desc ids (lan)")]
+    v["ext-cpd"][1]["int-virtual-link-desc"] = "lan"
+    v["ext-cpd"].append({"id": "east2", "int-virtual-link-desc": "lan"})
+    assert "already exposed" in problems(pkg, nsd, fw, fwd)[0].message
+    v["ext-cpd"][-1] = {"id": "east2"}
+    (p,) = problems(pkg, nsd, fw, fwd)
+    assert p.path == "vnfd.ext-cpd[2].int-cpd" and "int-virtual-link-desc: LINK" in p.fix
 
 
 def test_image_name_is_kept_for_glance_and_checksum_verified(pkg):
@@ -233,7 +293,8 @@ VNFD_CASES = [
     (lambda v: v["vnfd"].update({"vdu": []}), "vnfd.vdu", "should be non-empty"),
     (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-memory"].update({"size": -1}),
      "vnfd.virtual-compute-desc[0].virtual-memory.size", "less than or equal to the minimum"),
-    (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-memory"].update({"size": 8}),
+    (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-memory"].update({"size": 8,
+                                                                     "vdu-mem-requirements": []}),
      "vnfd.virtual-compute-desc[0].virtual-memory.size", "8 GB = 8192 MiB is out of range"),
     (lambda v: v["vnfd"]["virtual-compute-desc"][0]["virtual-cpu"].update(
         {"num-virtual-cpu": 9}), "vnfd.virtual-compute-desc[0].virtual-cpu.num-virtual-cpu",
@@ -260,7 +321,7 @@ VNFD_CASES = [
     (lambda v: v["vnfd"]["ext-cpd"][1]["int-cpd"].update({"cpd": "fw-inside"}),
      "vnfd.ext-cpd[1].int-cpd", "already exposed by another ext-cpd"),
     (lambda v: v["vnfd"]["ext-cpd"][0].pop("int-cpd"), "vnfd.ext-cpd[0].int-cpd",
-     "has none"),
+     "names neither"),
     (lambda v: v["vnfd"]["vdu"].append(copy.deepcopy(_vdu(v))), "vnfd.vdu[1].id",
      "duplicate vdu id 'fw'"),
     (lambda v: v["vnfd"]["sw-image-desc"][0].update({"image": "./missing/vnf.elf"}),

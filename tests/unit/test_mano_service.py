@@ -10,6 +10,7 @@ the real local zone with QEMU is tests/integration/test_mano.py.
 """
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,6 +18,7 @@ from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, NetworkInfo, 
 from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.exception import InvalidRequest, NotFound, Refused
 from fluidvim.orchestrator.mano import descriptors as d
+from fluidvim.orchestrator.osm import conf as osmconf
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import SyntheticZone, make_fleet, seed_cache
 
@@ -33,6 +35,9 @@ class MemoryZone(SyntheticZone):
 
     def __init__(self, name, hosts, **kw):
         super().__init__(name, hosts, launch_ms=[50.0], **kw)
+        # the launch core's [vnf] kernel, as the local zone has it (offered as image
+        # "fluidvim-vnf" when the file exists; tests set it)
+        self.mgr = SimpleNamespace(kernel="/nonexistent/fluidvim-vnf.elf")
         self.nets: dict[str, NetworkInfo] = {}
         self.vnfs: dict[str, LaunchRequest] = {}
         self.statuses: dict[str, str] = {}      # instance id -> status other than "running"
@@ -119,6 +124,39 @@ def nothing_created(orch, zone):
     assert orch.store.network_services() == []
     assert orch.store.instances(statuses=None) == []
     assert zone.nets == {} and zone.vnfs == {} and zone.launches == []
+
+
+def test_image_by_name_from_images_dir_and_the_launch_cores_kernel(orch_factory, pkg,  # noqa: F811
+                                                                     tmp_path):
+    """A VNFD naming its image (OSM's rule) gets the kernel file of that name in the zone:
+    [osm_vim] images_dir/<name>.elf, or the launch core's kernel for default_image_name."""
+    orch = orch_factory()
+    zone = orch_factory.zone
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "vnf-firewall.elf").write_bytes(b"\x7fELF firewall kernel")
+    osmconf.register_opts(orch.conf)                  # as the VIM API does (idempotent)
+    orch.conf.set_override("images_dir", str(images), group="osm_vim")
+    zone.mgr.kernel = pkg.kernel_path
+    nsd, fw, fwd = pkg.docs()
+    fw["vnfd"]["sw-image-desc"][0]["image"] = "vnf-firewall"
+    fwd["vnfd"]["sw-image-desc"][0]["image"] = "fluidvim-vnf"
+    try:
+        r = orch.ns.deploy(*bundle(pkg, nsd, fw, fwd), name="named")
+        kernels = {req.service: req.kernel for req in zone.vnfs.values()}
+        assert kernels == {"named-fw": str(images / "vnf-firewall.elf"),
+                           "named-fwd": pkg.kernel_path}
+        svc = {s["name"]: s for s in orch.list_services()}["named-fw"]       # scale/heal use it
+        assert svc["kernel"] == str(images / "vnf-firewall.elf")
+        orch.ns.delete(r["name"])
+        fw["vnfd"]["sw-image-desc"][0]["image"] = "vnf-router"
+        with pytest.raises(InvalidRequest, match=r"no image named 'vnf-router' \(it has "
+                           r"fluidvim-vnf, vnf-firewall\); put vnf-router.elf into \[osm_vim\] "
+                           r"images_dir") as e:
+            orch.ns.deploy(*bundle(pkg, nsd, fw, fwd), name="named2")
+        assert e.value.field == "kernel"
+    finally:
+        zone.mgr.kernel = "/nonexistent/fluidvim-vnf.elf"
 
 
 def test_deploy_show_restart_delete(orch_factory, pkg):  # noqa: F811

@@ -114,7 +114,7 @@ def test_etsi_examples_convert_and_validate(name, tmp_path):
             assert c.yang == []
             for p in c.problems:
                 assert any(why in p.message for why in (
-                    "is a URL", "no day-0 configuration", "fluidvim connects an ext-cpd",
+                    "is a URL", "no day-0 configuration", "this one names neither",
                     f"a VNF has at most {d.MAX_NICS} NICs", f"a VNF has at most {d.MAX_VCPUS}",
                     "MiB is out of range")), str(p)
 
@@ -188,8 +188,11 @@ def test_the_samples_are_osm_im_and_pass_the_sol006_subset_check():
 
 def test_the_samples_qualified_as_sol006_are_held_to_it():
     """The same VNFD under etsi-nfv-vnfd:vnfd claims SOL006: OSM's extensions are errors, and so
-    are fluidvim's finer memory sizes; then every missing mandatory field, by path."""
+    are finer memory sizes than SOL006's 0.1 GB (which old OSM IM files may have; the samples
+    give 0.1 and the exact MiB in vdu-mem-requirements); then every missing mandatory field."""
     v = sample("firewall_vnf/firewall_vnfd.yaml")["vnfd"]
+    assert v["virtual-compute-desc"][0]["virtual-memory"]["size"] == 0.1
+    v["virtual-compute-desc"][0]["virtual-memory"]["size"] = 0.03125
     problems, _ = yang_problems({"etsi-nfv-vnfd:vnfd": v})
     by = {p.path: p for p in problems}
     assert set(by) == {"vnfd.description", "vnfd.mgmt-cp", "vnfd.vdu[0].cloud-init-file",
@@ -264,7 +267,7 @@ def test_the_sample_chain_in_pure_sol006_validates_in_full_and_maps_the_same(tmp
                              "right": "fw-chain-right"}
     fw, fwd = plan.units
     assert (fw.service, fw.memory_mb, fw.kernel, fw.click_config) == (
-        "fw-chain-fw", 103, str(kernel), CLICK)                # 0.1 GB, rounded up
+        "fw-chain-fw", 32, str(kernel), CLICK)       # vdu-mem-requirements, not 0.1 GB
     assert [(n.cpd, n.network) for n in fw.nics] == [("fw-inside", "left"),
                                                      ("fw-outside", "middle")]
     assert [(n.cpd, n.network) for n in fwd.nics] == [("fwd-west", "middle"),
@@ -376,7 +379,7 @@ def test_osm_im_names_outside_sol006_are_a_warning_not_an_error(pkg):
 
 def test_rfc7951_numbers_as_strings_are_read(pkg):
     nsd, fw, fwd, plan = pkg
-    fw["vnfd"]["virtual-compute-desc"][0]["virtual-memory"]["size"] = "0.5"   # decimal64
+    fw["vnfd"]["virtual-compute-desc"][0]["virtual-memory"] = {"size": "0.5"}   # decimal64
     assert plan().units[0].memory_mb == 512
 
 
@@ -422,3 +425,32 @@ def test_yanglint_agrees(tmp_path):
                         os.path.join(sol006.ETSI_DIR, "etsi-nfv-vnfd.yang")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "deref" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("yanglint") is None, reason="yanglint (libyang2-tools) absent")
+def test_yanglint_accepts_the_samples_memory_and_refuses_finer_sizes(tmp_path):
+    """libyang agrees that the samples' memory (size 0.1 GB + vdu-mem-requirements with the exact
+    MiB) is SOL006 - what OSM's onboarding checks - and that 0.03125 GB is not."""
+    kernel = tmp_path / "vnf.elf"
+    kernel.write_bytes(b"\x7fELF fake")
+    mods = tmp_path / "yang"
+    mods.mkdir()
+    sol006.write_patched_modules(str(mods))
+    schema = [str(mods / m) for m in ("etsi-nfv-descriptors.yang", "etsi-nfv-vnfd.yang",
+                                      "etsi-nfv-nsd.yang", "etsi-nfv-pnfd.yang")]
+    for v in sol006_chain(kernel)["nfv"]["vnfd"]:
+        problems, unknown, raw, _ = sol006.check_document("vnfd", v, True, "vnfd")
+        assert (problems, unknown) == ([], [])
+        assert raw["virtual-compute-desc"][0]["virtual-memory"] == {
+            "size": "0.1", "vdu-mem-requirements": [{"key": "fluidvim-memory-mib",
+                                                     "value": "32"}]}
+        for size, ok in (("0.1", True), ("0.03125", False)):
+            raw["virtual-compute-desc"][0]["virtual-memory"]["size"] = size
+            f = tmp_path / f"{v['id']}.json"
+            f.write_text(json.dumps({"etsi-nfv-vnfd:vnfd": raw}))
+            r = subprocess.run(["yanglint", "-p", str(mods), "-p", sol006.IETF_DIR, *schema,
+                                "-t", "config", str(f)], capture_output=True, text=True,
+                               timeout=60)
+            assert (r.returncode == 0) == ok, r.stderr[-2000:]
+            if not ok:
+                assert "fraction digits" in r.stderr
