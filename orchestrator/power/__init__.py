@@ -31,6 +31,9 @@ adding up to the host's power every interval (:class:`Attributor`, :func:`attrib
 ratio above is kept as the comparison (:func:`ratio_watts`). :mod:`.exporter` serves it to
 Prometheus (``fluidvim metrics serve``).
 
+Frequency probing (:mod:`.freq`): step ``scaling_max_freq`` down while a VNF's throughput holds
+and keep the lowest (:func:`~.freq.probe`); a host without cpufreq is told, not touched.
+
 Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :func:`pabfd_choose`
 (power-aware best-fit decreasing: the host with the least power increase that fits),
 :func:`first_fit` / :func:`worst_fit` for comparison, :func:`consolidation_plan` (which hosts can

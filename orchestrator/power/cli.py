@@ -23,6 +23,9 @@ EXAMPLES = """examples:
   python -m fluidvim.orchestrator.power --system-id spec0120 --attribute 4242 4343 --interval 2
   # search the curve library
   python -m fluidvim.orchestrator.power --find 'PowerEdge R640'
+  # frequency probing: the lowest scaling_max_freq of CPUs 2,3 at which VNF fw's forwarding
+  # (its NICs' tx over 3 s, traffic running) stays within 2 % (a host without cpufreq says so)
+  python -m fluidvim.orchestrator.power --freq-probe fw --cpus 2 3 --tolerance 0.02
 """
 
 
@@ -41,7 +44,14 @@ def main(argv=None) -> int:
                     help="attribute host power to these processes (QEMU VNFs) over --interval")
     ap.add_argument("--interval", type=float, default=1.0, help="attribution interval (s)")
     ap.add_argument("--find", metavar="TEXT", help="list library systems whose vendor/model/cpu contain TEXT")
+    ap.add_argument("--freq-probe", metavar="VNF", help="step the CPUs' scaling_max_freq down "
+                    "while this VNF's throughput holds; keep the lowest")
+    ap.add_argument("--cpus", type=int, nargs="+", help="CPUs to cap (default: all)")
+    ap.add_argument("--tolerance", type=float, default=0.02, help="throughput loss allowed")
+    ap.add_argument("--measure-s", type=float, default=3.0, help="throughput window (s)")
     args = ap.parse_args(argv)
+    if args.freq_probe:
+        return _freq_probe(args)
     if args.find is not None:
         lib = library(None)
         needle = args.find.lower()
@@ -77,3 +87,39 @@ def main(argv=None) -> int:
             print(f"pid {pid}: {v.watts:.2f} W ({100 * v.share:.1f} % of host CPU time; host "
                   f"{v.host_watts:.1f} W at u={v.host_util:.3f})")
     return 0
+
+
+def _freq_probe(args) -> int:
+    import json
+    import sys
+    import time
+
+    from fluidvim.vnf.manager import VNFManager, make_conf
+
+    from .freq import CpuFreq, probe
+
+    cf = CpuFreq(cpus=args.cpus)
+    why = cf.why_not()
+    if why:
+        print(json.dumps({"acted": False, "reason": why}))
+        return 0
+    mgr = VNFManager(make_conf([] if not args.config_file else ["--config-file", args.config_file]))
+
+    def tx():
+        return sum(n["tx"] for n in mgr.stats(args.freq_probe)["nics"])
+
+    def measure():
+        t0, c0 = time.monotonic(), tx()
+        time.sleep(args.measure_s)
+        return (tx() - c0) / (time.monotonic() - t0)
+
+    try:
+        res = probe(cf, measure, tolerance=args.tolerance)
+    except PowerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        mgr.close()
+    print(json.dumps(res.to_dict()))
+    return 0
+
