@@ -150,7 +150,8 @@ def _rx_time(anc) -> int:
 
 
 def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
-           warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1) -> dict:
+           warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1,
+           per_session_quantile: float | None = None) -> dict:
     need = sessions + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
@@ -164,6 +165,8 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     total = max(1, int(rate * (warmup + duration)))
     first_measured = int(rate * warmup)
     rtts = []
+    by_session: dict[int, list] = {}
+    sent_by_session = [0] * sessions
     by_window: dict[int, list] = {}
     per_window = max(1.0, rate * duration / max(1, windows))       # packets sent per window
     sent = send_errors = 0
@@ -175,9 +178,11 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
         for data, rx in tr.receive(timeout):
             if len(data) < HDR.size:
                 continue
-            k, _, tx = HDR.unpack_from(data)
+            k, sess, tx = HDR.unpack_from(data)
             if k >= first_measured:
                 rtts.append((rx - tx) / 1e6)
+                if per_session_quantile is not None:
+                    by_session.setdefault(sess, []).append((rx - tx) / 1e6)
                 by_window.setdefault(int((k - first_measured) / per_window), []).append(
                     (rx - tx) / 1e6)
 
@@ -191,6 +196,7 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
                 tr.send(seq % sessions, HDR.pack(seq, seq % sessions, time.time_ns()) + pad)
                 if seq >= first_measured:
                     sent += 1
+                    sent_by_session[seq % sessions] += 1
             except (BlockingIOError, OSError):
                 if seq >= first_measured:
                     send_errors += 1
@@ -220,7 +226,15 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     robust = ({k: median([w[k] for w in win_lat]) for k in pooled}
               if nwin > 1 and len(win_lat) == nwin else pooled)
     loss_pooled = (1.0 - len(rtts) / offered) if offered else 1.0
-    return {
+    extra = {}
+    if per_session_quantile is not None:      # each session's own tail and loss
+        extra["per_session"] = {
+            "quantile": per_session_quantile,
+            "latency_ms": [quantile(sorted(by_session.get(i, [])), per_session_quantile)
+                           if by_session.get(i) else None for i in range(sessions)],
+            "loss": [max(0.0, 1.0 - len(by_session.get(i, [])) / n) if n else None
+                     for i, n in enumerate(sent_by_session)]}
+    return {**extra,
         "sessions": sessions, "session_pps": pps, "offered_pps": rate, "proto": proto,
         "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
         "sent": offered, "received": len(rtts), "send_errors": send_errors,
@@ -252,6 +266,8 @@ def main(argv=None) -> int:
     c.add_argument("--size", type=int, default=64, help="payload bytes")
     c.add_argument("--windows", type=int, default=1,
                    help="split the measured time into N windows; report medians over them")
+    c.add_argument("--per-session-quantile", type=float, default=None,
+                   help="also report each session's latency at this quantile and its loss")
     c.add_argument("--proto", choices=("udp", "icmp"), default="udp",
                    help="udp: one socket per session to the echo; icmp: one echo identifier "
                         "per session, answered by the far kernel")
@@ -260,7 +276,8 @@ def main(argv=None) -> int:
         echo(a.bind, a.port)
         return 0
     print(json.dumps(client(a.src, a.dst, a.port, a.sessions, a.pps, a.duration, a.warmup,
-                            a.drain, a.size, a.proto, a.windows)), flush=True)
+                            a.drain, a.size, a.proto, a.windows, a.per_session_quantile)),
+          flush=True)
     return 0
 
 

@@ -1,0 +1,86 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Session slots at the service's QoE on a real VNF with real traffic (issue 23 item 1).
+
+A VNF told a QoE capacity (``qoe``) announces min(flow-table free, capacity - used) in ``stats``;
+it shrinks the capacity when its own latency tail passes the budget under load and grows it back
+after good (or idle) windows. UDP sessions of the load generator between the test namespaces are
+the traffic; each window is closed by a ``stats`` read >= 1 s after the previous one. The budgets
+are chosen so that no timing decides the outcome: 1 ns (no packet meets it) and 60 s (every
+packet does). The capacity figures of a real probe are bench/slots.py's (bench/results/slots.json).
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+from fluidvim.evaluator.loadgen import QUANTILES
+
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+P99 = 990000
+
+
+def sessions(net, n, seconds=2.0):
+    r = net.run("a", sys.executable, "-m", "fluidvim.evaluator.loadgen", "client", "--src",
+                net.ip_a, "--dst", net.ip_b, "--sessions", str(n), "--pps", "100", "--duration",
+                str(seconds), "--per-session-quantile", "0.99", timeout=seconds + 60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def window(mgr, vid):
+    """Close the VNF's current correction window (a stats read >= 1 s after it opened)."""
+    time.sleep(1.05)
+    return mgr.stats(vid)["slots"]
+
+
+def test_qoe_free_slots_shrink_under_load_and_grow_back(make_manager, net):
+    mgr = make_manager(backend="qemu")
+    vid = mgr.launch(FORWARD, bridges=net.bridges, slots=64).vnf_id
+    echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo", "--bind",
+                     net.ip_b, stdout=subprocess.PIPE, text=True)
+    try:
+        assert echo.stdout.readline().strip() == "ready"
+        assert mgr.stats(vid)["slots"]["free"] == 64                  # no QoE: the flow table
+        r = mgr.set_qoe(vid, 10, budget_ns=60_000_000_000, quantile_ppm=P99)
+        assert (r["total"], r["free"], r["qoe"]["capacity"]) == (64, 10, 10)
+
+        out = sessions(net, 6)
+        assert out["received"] > 0 and set(out["latency_ms"]) == {str(q) for q in QUANTILES}
+        per = out["per_session"]
+        assert len(per["latency_ms"]) == 6 and all(v is not None for v in per["latency_ms"])
+        st = mgr.stats(vid)["slots"]                                  # flows live 30 s idle
+        assert st["used"] == 6 and st["free"] == 4                    # capacity 10 - 6, not 58
+
+        # a budget no packet meets, with >= half the capacity carried: the window is over and
+        # the capacity drops to 7/8 of the load (the first 6 flows still count: 30 s idle time)
+        mgr.set_qoe(vid, 20, budget_ns=1, quantile_ppm=P99)
+        sessions(net, 6, seconds=1.5)
+        st = window(mgr, vid)
+        used = st["used"]
+        assert used >= 10 and st["qoe"]["window"] == "over", st
+        assert (st["qoe"]["capacity"], st["qoe"]["shrinks"]) == (used * 7 // 8, 1)
+        assert st["free"] == max(0, used * 7 // 8 - used) == 0
+        assert st["qoe"]["tail_ns"] >= 1
+
+        # no traffic: windows without evidence; after 3 the capacity grows by max(1, 20/8)
+        shrunk = st["qoe"]["capacity"]
+        for _ in range(3):
+            st = window(mgr, vid)
+            assert st["qoe"]["window"] == "idle", st
+        assert (st["qoe"]["capacity"], st["qoe"]["grows"]) == (shrunk + 2, 1)
+
+        # every packet within a 60 s budget: a good window; never above the probe's capacity
+        mgr.set_qoe(vid, 20, budget_ns=60_000_000_000, quantile_ppm=P99)
+        sessions(net, 6, seconds=1.5)
+        st = window(mgr, vid)
+        assert st["qoe"]["window"] == "good" and st["qoe"]["capacity"] == 20, st
+        assert st["free"] == max(0, 20 - st["used"])
+        assert mgr.slots()["free"] == st["free"]                      # what the launch core sums
+        mgr.set_qoe(vid, 0)
+        st = mgr.stats(vid)["slots"]
+        assert st["free"] == 64 - st["used"] and "qoe" not in st
+    finally:
+        echo.terminate()
+        echo.wait(5)
