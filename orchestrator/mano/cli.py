@@ -22,8 +22,11 @@ EXAMPLES = """examples:
   fluidvim ns heal chain1 INSTANCE   # replace an instance, NICs on the same virtual links
   fluidvim ns rm chain1              # instances, networks and services go
   fluidvim ns convert nfv-nsd.xml > nfv-nsd.yaml   # SOL006 XML -> the YAML fluidvim reads
---vnfd takes VNFD files or directories (every YAML/JSON with a top-level 'vnfd:' or
-'etsi-nfv-vnfd:vnfd' below them, e.g. an OSM package tree). Descriptors are checked against
+  fluidvim ns deploy fw_chain_ns.tar.gz --vnfd firewall_vnf.tar.gz --vnfd fwd.zip --name c2
+                                     # OSM packages (osm package-build) and SOL004 CSARs
+--vnfd takes VNFD files, packages (an OSM package .tar.gz, a SOL004 CSAR .zip) or directories
+(every YAML/JSON with a top-level 'vnfd:' or 'etsi-nfv-vnfd:vnfd' below them and every package
+in them, e.g. an OSM package tree). The NSD may be a package too. Descriptors are checked against
 ETSI's SOL006 YANG modules first. The descriptor convention is in etc/mano/README.md.
 """
 
@@ -217,9 +220,11 @@ def ns_parser(ns) -> None:
 
     def descriptor_args(p):
         p.add_argument("nsd", help="the NSD file (nsd: {nsd: [...]}, etsi-nfv-nsd:nsd or an "
-                       "nfv: container, which may hold the VNFDs too)")
-        p.add_argument("--vnfd", action="append", metavar="FILE|DIR",
-                       help="a VNFD file, or a directory of VNF packages (repeat)")
+                       "nfv: container, which may hold the VNFDs too) or NS package (OSM "
+                       ".tar.gz, SOL004 CSAR .zip)")
+        p.add_argument("--vnfd", action="append", metavar="FILE|PACKAGE|DIR",
+                       help="a VNFD file, a VNF package (OSM .tar.gz, SOL004 CSAR .zip), or a "
+                       "directory of them (repeat)")
         p.add_argument("--name", help="name of the network service (default: the NSD id)")
         return p
 

@@ -58,7 +58,7 @@ import yaml
 
 from fluidvim.vnf import limits
 
-from . import sol006
+from . import packages, sol006
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")       # = the orchestrator's service names
@@ -67,6 +67,7 @@ MAX_NICS = limits.MAX_NICS
 MAX_VCPUS = limits.VCPUS_MAX
 MEMORY_MIB = (limits.MEMORY_MB_MIN, limits.MEMORY_MB_MAX)
 CLOUD_INIT_DIRS = ("cloud_init", "")
+PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".csar")   # in a --vnfd directory
 # virtual-memory.vdu-mem-requirements key: the VNF's memory in MiB, exactly (wins over size)
 MEMORY_KEY = "fluidvim-memory-mib"
 
@@ -184,6 +185,9 @@ class Document:
     files: dict = dataclasses.field(default_factory=dict)
     offline: bool = False                  # True: `files` is all there is
     sol006: bool = False                   # claims SOL006 (set by split(), never sent)
+    # more day-0 folders (relative to base_dir) of a package's descriptor: the package root's
+    # cloud_init/ and Scripts/cloud_init/ (a CSAR's descriptor is in Definitions/); never sent
+    package_dirs: tuple = ()
 
     def read(self, rel: str) -> str | None:
         if rel in self.files:
@@ -231,23 +235,61 @@ def load(path: str) -> Document:
     return Document(doc, path, os.path.dirname(os.path.abspath(path)))
 
 
+def load_package(path: str) -> list[Document]:
+    """The descriptors in an OSM package (``osm package-build`` .tar.gz) or a SOL004 CSAR (.zip),
+    unpacked by :mod:`.packages`; each Document's source is ``PACKAGE:member``."""
+    try:
+        root, files = packages.unpack(path)
+    except packages.PackageError as e:
+        raise DescriptorError([Problem(path, e.field, e.message, e.fix)]) from None
+    out = []
+    for f in files:
+        d = load(f)
+        d.source = f"{path}:{os.path.relpath(f, root)}"
+        up = os.path.relpath(root, os.path.dirname(f))
+        d.package_dirs = tuple(os.path.normpath(os.path.join(up, sub)) for sub in
+                               (("cloud_init", "Scripts/cloud_init", "Scripts") if up != "."
+                                else ("Scripts/cloud_init", "Scripts")))
+        if _kinds(d.doc) != [(None, False)]:
+            out.append(d)
+    if not out:
+        raise DescriptorError([Problem(path, "file", "the package holds no VNFD or NSD (a YAML "
+                                       "file with a top-level 'vnfd:' or 'nsd:')",
+                                       "put the descriptor in the package's folder")])
+    return out
+
+
+def _has(d: Document, kind: str) -> bool:
+    return any(k == kind for k, _ in _kinds(d.doc))
+
+
 def load_vnfds(paths) -> list[Document]:
     """VNFD files; a directory contributes every *.yaml / *.yml / *.json under it whose top key is
     ``vnfd`` (an OSM package tree: one folder per package), ``etsi-nfv-vnfd:vnfd`` or an ``nfv``
-    container with VNFDs."""
+    container with VNFDs, and the VNFDs of every package file in it; a package file (OSM
+    .tar.gz, SOL004 CSAR .zip) contributes its VNFDs."""
     out = []
     for p in paths:
         if os.path.isdir(p):
             found = []
             for root, _dirs, names in sorted(os.walk(p)):
                 for n in sorted(names):
+                    f = os.path.join(root, n)
                     if n.endswith((".yaml", ".yml", ".json")):
-                        d = load(os.path.join(root, n))
-                        if any(k == "vnfd" for k, _ in _kinds(d.doc)):
+                        d = load(f)
+                        if _has(d, "vnfd"):
                             found.append(d)
+                    elif n.endswith(PACKAGE_SUFFIXES) and packages.is_package(f):
+                        found += [d for d in load_package(f) if _has(d, "vnfd")]
             if not found:
                 raise DescriptorError([Problem(p, "--vnfd", "no VNFD (a YAML file with a top-level "
-                                               "'vnfd:') in this directory")])
+                                               "'vnfd:', or a package) in this directory")])
+            out += found
+        elif packages.is_package(p):
+            found = [d for d in load_package(p) if _has(d, "vnfd")]
+            if not found:
+                raise DescriptorError([Problem(p, "--vnfd", "this package holds no VNFD",
+                                               "give the VNF package (an NS package goes first)")])
             out += found
         else:
             out.append(load(p))
@@ -604,6 +646,13 @@ def _kernel(c, d: Document, sw: dict, path: str) -> tuple[str, bool]:
         return full, True
     if not is_file:
         return ref, False                              # an image name (Glance)
+    member = packages.inside(full)
+    if member is not None:
+        c.add(d.source, f"{path}.{'image' if sw.get('image') else 'name'}",
+              f"the package carries the kernel file {member}: fluidvim does not upload images",
+              "copy it to the orchestrator host's [osm_vim] images_dir as NAME.elf and give "
+              "sw-image-desc.image: NAME (OSM names images too)")
+        return full, True
     ck = sw.get("checksum")
     if isinstance(ck, dict) and ck.get("algorithm") and ck.get("hash"):
         algo = CHECKSUMS.get(str(ck["algorithm"]).rpartition(":")[2].lower())  # nfv:sha-256
@@ -644,9 +693,11 @@ def _day0(c, d: Document, vdu: dict, path: str) -> str | None:
                   "package", "put the file in cloud_init/ next to the descriptor")
             return None
         text = None
-        for sub in CLOUD_INIT_DIRS:
+        for sub in (*CLOUD_INIT_DIRS, *d.package_dirs):
             text = d.read(os.path.join(sub, name) if sub else name)
             if text is not None:
+                # where the orchestrator's copy of the document looks first
+                d.files.setdefault(os.path.join(CLOUD_INIT_DIRS[0], name), text)
                 break
         if text is None:
             where = d.base_dir or "the descriptor's directory"
@@ -1195,6 +1246,11 @@ def build_plan(nsd: Document, vnfds: list[Document], name: str | None = None) ->
 
 def plan_files(nsd_path: str, vnfd_paths, name: str | None = None):
     """(plan, nsd Document, vnfd Documents) from files (what the CLI does before sending)."""
-    nsd = load(nsd_path)
-    vnfds = load_vnfds(vnfd_paths)
+    if packages.is_package(nsd_path):               # an NS package (its VNFDs, if any, too)
+        docs = load_package(nsd_path)
+        nsd = next((d for d in docs if _has(d, "nsd")), docs[0])
+        vnfds = [d for d in docs if d is not nsd and _has(d, "vnfd")] + load_vnfds(vnfd_paths)
+    else:
+        nsd = load(nsd_path)
+        vnfds = load_vnfds(vnfd_paths)
     return build_plan(nsd, vnfds, name), nsd, vnfds

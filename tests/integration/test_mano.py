@@ -192,6 +192,63 @@ def test_cli_deploy_show_rm(env):
     assert orch.manager.list() == []
 
 
+def test_cli_deploys_osm_packages_and_a_csar(env, tmp_path):
+    """`fluidvim ns deploy` with an NS package and VNF packages as `osm package-build` makes them
+    (.tar.gz: a folder with the descriptor, checksums.txt, cloud_init/) and a SOL004 CSAR (.zip
+    with TOSCA-Metadata): the same NS runs on the local zone; unpacked files do not outlive the
+    CLI."""
+    import glob
+    import hashlib
+    import subprocess
+    import sys
+    import tarfile
+    import zipfile
+
+    def package(folder, files):
+        sums = "".join(f"{hashlib.md5(open(f, 'rb').read()).hexdigest()}  {rel}\n"
+                       for rel, f in sorted(files.items()))
+        (tmp_path / "checksums.txt").write_text(sums)
+        path = str(tmp_path / f"{folder}.tar.gz")
+        with tarfile.open(path, "w:gz", dereference=True) as tf:
+            for rel, f in {**files, "checksums.txt": str(tmp_path / "checksums.txt")}.items():
+                tf.add(f, f"{folder}/{rel}")
+        return path
+
+    mano = os.path.join(REPO, "etc", "mano")
+    ns = package("fw_chain_ns", {"fw_chain_nsd.yaml": NSD})
+    fw = package("firewall_vnf", {
+        "firewall_vnfd.yaml": VNFDS[0],
+        "cloud_init/firewall.click": os.path.join(mano, "firewall_vnf", "cloud_init",
+                                                  "firewall.click")})
+    fwd = str(tmp_path / "forwarder.zip")
+    with zipfile.ZipFile(fwd, "w") as zf:
+        zf.writestr("TOSCA-Metadata/TOSCA.meta", "TOSCA-Meta-File-Version: 1.0\n"
+                    "Entry-Definitions: Definitions/forwarder_vnfd.yaml\n")
+        zf.write(VNFDS[1], "Definitions/forwarder_vnfd.yaml")
+        zf.write(os.path.join(mano, "forwarder_vnf", "cloud_init", "forwarder.click"),
+                 "Scripts/cloud_init/forwarder.click")
+    orch = env.start()
+    exe = os.path.join(os.path.dirname(sys.executable), "fluidvim")
+    name = f"fm{uuid.uuid4().hex[:6]}"
+    before = set(glob.glob("/tmp/fluidvim-pkg-*"))
+    try:
+        r = subprocess.run([exe, "ns", "deploy", ns, "--vnfd", fw, "--vnfd", fwd, "--name", name,
+                            "--topic", env.conf.orchestrator.topic],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        row = orch.ns.show(name)
+        assert row["status"] == "running" and len(row["instances"]) == 2
+        by = {i["service"]: i for i in row["instances"]}
+        fw_rec = orch.manager.get(by[f"{name}-fw"]["id"])
+        assert "IPFilter" in fw_rec.config                     # cloud_init/ of the tarball
+        assert fw_rec.spec.kernel == orch.manager.kernel       # image by name: fluidvim-vnf
+        assert fw_rec.spec.memory_mb == 32                     # vdu-mem-requirements
+        assert set(glob.glob("/tmp/fluidvim-pkg-*")) == before
+    finally:
+        remove_ns(orch, name)
+    assert orch.manager.list() == []
+
+
 def remove_ns(orch, name):
     """Whatever a failed assertion left behind: the NS's instances, services and networks."""
     try:
