@@ -13,12 +13,15 @@ osm_group = cfg.OptGroup("osm_vim", title="VIM API for OSM RO",
 osm_opts = [
     cfg.StrOpt("images_dir", default="/var/lib/fluidvim/images",
                help="Directory of VNF kernel images (PVH ELF files) the local zone offers as VIM "
-                    "images; an image's name is its file name without the .elf suffix. Images "
+                    "images; an image's name is its file name without the .elf suffix. OSM RO "
+                    "looks images up by that name, and so does a network service deploy whose "
+                    "VNFD names its image (sw-image-desc.image: NAME -> NAME.elf here). Images "
                     "can also be registered by path (OSM: new_image, fluidvim: RPC "
                     "register_image)."),
     cfg.StrOpt("default_image_name", default="fluidvim-vnf",
                help="Name under which the local zone offers the launch core's own kernel "
-                    "([vnf] kernel); empty = do not offer it."),
+                    "([vnf] kernel), to OSM RO and to VNFDs that name their image (the samples "
+                    "in etc/mano do); empty = do not offer it."),
 ]
 
 
