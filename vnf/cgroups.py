@@ -38,7 +38,7 @@ def _read(path: str) -> str:
 
 
 def _write(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)     # as `echo v > file`; kernfs ignores it
     try:
         os.write(fd, value.encode())
     finally:
@@ -163,3 +163,43 @@ def remove(group: list[str], wait_s: float = 1.0) -> None:
                     LOG.warning("cannot remove cgroup %s: %s", d, e)
                     break
                 time.sleep(0.02)
+
+
+def _cpu_file(name: str) -> tuple[str, int] | None:
+    """(path, version) of VNF ``name``'s CPU quota file, None when it has no group."""
+    m, _ = mode()
+    if m == 2:
+        p = os.path.join(ROOT, SLICE, name, "cpu.max")
+    elif m == 1:
+        p = os.path.join(ROOT, "cpu", SLICE, name, "cpu.cfs_quota_us")
+    else:
+        return None
+    return (p, m) if os.path.exists(p) else None
+
+
+def cpu_quota(name: str) -> int | None:
+    """VNF ``name``'s CPU quota in microseconds per ``CPU_PERIOD_US`` (None: unlimited or no
+    group)."""
+    f = _cpu_file(name)
+    if f is None:
+        return None
+    text = _read(f[0]).split()
+    q = text[0] if text else "max"
+    return None if q in ("max", "-1") else int(q)
+
+
+def set_cpu_quota(name: str, quota_us: int | None) -> bool:
+    """Set VNF ``name``'s CPU quota per ``CPU_PERIOD_US`` (None: unlimited; the latency
+    controller, fluidvim.orchestrator.power.controller, moves it). False when the VNF has no
+    group here (limits not enforced on this host)."""
+    f = _cpu_file(name)
+    if f is None:
+        return False
+    path, m = f
+    if quota_us is not None and quota_us < 1000:
+        raise ValueError(f"CPU quota {quota_us} us is below the kernel's 1000 us minimum")
+    if m == 2:
+        _write(path, f"{'max' if quota_us is None else int(quota_us)} {limits.CPU_PERIOD_US}")
+    else:
+        _write(path, str(-1 if quota_us is None else int(quota_us)))
+    return True

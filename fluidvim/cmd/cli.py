@@ -157,6 +157,7 @@ def _vnf_power(mgr, args):
             raise SystemExit(f"fluidvim: error: no host power ({e}); configure [power] (see "
                              "etc/fluidvim.conf.sample)")
         ex.sampler.state_path = None          # a one-off sample: the exporter's file stays
+        ex.sampler.controller = None          # and the latency controller does not act
         ex.sampler.step()
         time.sleep(args.power)
         iv = ex.sampler.step().to_dict()
@@ -190,6 +191,10 @@ def _print_vnf_power(mgr, args):
           f"{c['poll']:.2f}, qemu {c['qemu']:.2f}, vhost {c['vhost']:.2f}, softirq "
           f"{c['softirq']:.2f}), idle {c['idle']:.2f} W ({iv['idle_rule']} rule)")
     print(f"  host {iv['host_watts']:.1f} W, unattributed {iv['unattributed_watts']:.1f} W")
+    d = (iv.get("control") or {}).get(mgr.get(args.vnf).id)
+    if d:
+        print(f"latency controller: {d['action']} ({d['why']}), CPU quota {d['quota_us']} us of "
+              f"{d['reserved_us']} per 100 ms, p99 target {d['target_us']:g} us")
 
 
 def cmd_vnf_rm(args):

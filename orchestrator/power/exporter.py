@@ -23,6 +23,8 @@ follow Kepler's (``kepler_vm_joules_total``, ...):
 ``fluidvim_vnf_free_slots``            gauge    its free session slots (its ``stats``)
 ``fluidvim_host_queuing_delay_seconds``gauge    time until a new slot exists (the launch core's
                                                 estimate; absent while it has no history)
+``fluidvim_vnf_cpu_quota_ratio``       gauge    the latency controller's CPU quota of a VNF
+                                                with a target, of its flavor's (:mod:`.controller`)
 =====================================  =======  ===========================================
 
 Labels: ``vnf`` (name), ``service`` (of a VNF the orchestrator named ``<service>.<token>``,
@@ -48,6 +50,7 @@ from oslo_log import log as logging
 
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
 from .chain import build_chain, register_opts as register_power_opts
+from .controller import LatencyController
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
@@ -66,6 +69,12 @@ metrics_opts = [
                help="Value of the zone label (the orchestrator's name for this host's zone)."),
     cfg.StrOpt("host", default=None,
                help="Value of the host label (default: this machine's host name)."),
+    cfg.DictOpt("latency_targets", default={},
+                help="Latency targets of the controller, VNF name or service: p99 in "
+                     "microseconds (e.g. fw:2000,dpi.1a2b3c4d:500). Each interval it lowers "
+                     "the CPU quota of a VNF with a target while its p99 holds, and gives the "
+                     "flavor's quota back at once when p99 exceeds twice the target; VNFs "
+                     "without a target are never touched."),
 ]
 
 
@@ -95,9 +104,16 @@ class HostSampler:
     """Reads this host and its VNFs (through ``mgr``, a :class:`~fluidvim.vnf.manager.VNFManager`)
     into an :class:`Attributor`; :meth:`step` is one interval."""
 
-    def __init__(self, mgr, attributor: Attributor, state_path: str | None = None):
+    def __init__(self, mgr, attributor: Attributor, state_path: str | None = None,
+                 targets: dict | None = None, controller: LatencyController | None = None):
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
+        self.targets = {k: float(v) for k, v in (targets or {}).items()}
+        if self.targets and controller is None:
+            from fluidvim.vnf import cgroups
+            controller = LatencyController(cgroups.set_cpu_quota)
+        self.controller = controller
+        self.control: dict = {}                   # VNF id -> the controller's last decision
         self.queuing_delay_s: float | None = None
         self.lock = threading.Lock()
         self.intervals = 0
@@ -120,6 +136,13 @@ class HostSampler:
                 LOG.debug("no stats from %s: %s", rec.name, e)
                 st = None
             spec = rec.spec
+            target = self.targets.get(rec.name, self.targets.get(service_of(rec.name)))
+            if target is not None and self.controller is not None:
+                try:
+                    self.control[rec.id] = self.controller.step(
+                        spec.uuid, rec.name, target, int(spec.vcpus or 1), st)
+                except (OSError, ValueError, PowerError) as e:
+                    LOG.warning("controller %s: %s", rec.name, e)
             out.append(self.att.vnf_counters(rec.id, rec.name, rec.pid, st,
                                              service=service_of(rec.name),
                                              vcpus=int(getattr(spec, "vcpus", 1) or 1),
@@ -146,6 +169,7 @@ class HostSampler:
     def write_state(self, iv: Interval) -> None:
         doc = iv.to_dict()
         doc["at"] = time.time()
+        doc["control"] = {k: d for k, d in self.control.items() if k in iv.vnfs}
         tmp = f"{self.state_path}.tmp"
         with open(tmp, "w") as f:
             json.dump(doc, f)
@@ -175,6 +199,7 @@ class Collector:
 
         with self.sampler.lock:
             iv, qd = self.sampler.att.last, self.sampler.queuing_delay_s
+            control = dict(self.sampler.control)
         vl = ["vnf", "service", "zone", "host", "source"]
         j = CounterMetricFamily("fluidvim_vnf_joules", "Energy attributed to the VNF (J) by "
                                 "useful work, since the exporter started", labels=vl)
@@ -194,7 +219,14 @@ class Collector:
                                  "started (J)", labels=hl)
         qdm = GaugeMetricFamily("fluidvim_host_queuing_delay_seconds", "Expected time until a "
                                 "new session slot exists on this host (s)", labels=["zone", "host"])
+        cq = GaugeMetricFamily("fluidvim_vnf_cpu_quota_ratio", "The latency controller's CPU "
+                               "quota of the VNF, a fraction of its flavor's",
+                               labels=["vnf", "service", "zone", "host"])
         if iv is not None:
+            for k, d in control.items():
+                if k in iv.vnfs:
+                    s = iv.vnfs[k]
+                    cq.add_metric([s.name, s.service, self.zone, self.host], d["quota_ratio"])
             for s in iv.vnfs.values():
                 lv = [s.name, s.service, self.zone, self.host, s.source]
                 j.add_metric(lv, s.joules)
@@ -209,7 +241,7 @@ class Collector:
             hj.add_metric(hlv, iv.host_joules)
         if qd is not None and not math.isnan(qd):
             qdm.add_metric([self.zone, self.host], qd)
-        yield from (j, w, cw, fs, hw, hu, hj, qdm)
+        yield from (j, w, cw, fs, hw, hu, hj, qdm, cq)
 
 
 class Exporter:
@@ -225,7 +257,8 @@ class Exporter:
                                     idle_rule=conf.power.idle_rule)
         from fluidvim.vnf.manager import POWER_STATE
         state = os.path.join(mgr.run_dir, POWER_STATE)
-        self.sampler = HostSampler(mgr, attributor, state_path=state)
+        self.sampler = HostSampler(mgr, attributor, state_path=state,
+                                   targets=o.latency_targets)
         self.collector = Collector(self.sampler, o.zone, o.host or socket.gethostname())
         self._stop = threading.Event()
         self._thread = None

@@ -4,7 +4,7 @@
 ``fluidvim metrics serve`` exporter, and a real Prometheus server (Debian's ``prometheus``,
 started here on a free port with a temporary configuration, never as a system service) that
 scrapes it and answers PromQL through its HTTP API; then ``fluidvim vnf stats`` shows the same
-attribution.
+attribution. And the latency controller the exporter runs, on a real VNF's cgroup.
 
 The host's power comes from the chain's linear model (this host has no RAPL and no BMC): the
 source label says so.
@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.parse
@@ -169,3 +171,48 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
     doc = json.loads(out.getvalue())
     assert doc["power"]["source"] == "linear" and doc["power"]["how"] == "sampled over 0.5 s"
     assert 0 < doc["power"]["watts"] <= doc["power"]["host_watts"] <= 50.0, doc["power"]
+
+
+def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
+    """The exporter's sampler with a latency target for service fw: a real VNF forwarding pings
+    far under its target has its cgroup's CPU quota lowered step by step (the real cgroup file
+    changes); paused, it stops answering and gets its flavor's quota back at once."""
+    from fluidvim.orchestrator import power
+    from fluidvim.orchestrator.power.controller import LatencyController
+    from fluidvim.vnf import cgroups, limits
+
+    version, why = cgroups.mode()
+    if not version:
+        pytest.skip(f"no CPU quota to control here: {why}")
+    mgr = make_manager(backend="qemu")
+    fw = mgr.launch(FORWARD, name="fw.5e6f7a8b", bridges=net.bridges, warm=False)
+    uid = mgr.get(fw.vnf_id).spec.uuid
+    assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+    ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1, min_packets=5)
+    sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
+                                   targets={"fw": 100_000.0}, controller=ctl)
+    pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.01", "-w", "30", net.ip_b,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(4):
+            sampler.step()
+            time.sleep(0.5)
+        d = sampler.control[fw.vnf_id]
+        assert [x["action"] for x in ctl.decisions] == ["hold", "down", "down", "down"], \
+            ctl.decisions
+        assert d["packets"] > 0 and d["p99_ns"] is not None
+        assert cgroups.cpu_quota(uid) == d["quota_us"] == 51_200
+        assert net.ping(2) >= 1                          # still forwarding on half a CPU
+        # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
+        pid = mgr.get(fw.vnf_id).pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            sampler.step()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        d = sampler.control[fw.vnf_id]
+        assert (d["action"], d["why"]) == ("release", "no stats reply"), d
+        assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+    finally:
+        pinger.terminate()
+        pinger.wait()

@@ -1,0 +1,146 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A latency-target controller: the least CPU that keeps each VNF's p99 within its target
+(PRESTO's observe - decide - act loop, per host).
+
+Part of :mod:`fluidvim.orchestrator.power` (whose docstring has the whole picture).
+
+Every interval, for each VNF with a target (``[metrics] latency_targets``: VNF name or service →
+p99 in microseconds), the controller
+
+* **observes** the VNF's own latency histogram (``stats`` → ``latency_ns.buckets_log2``, PROTOCOL.md)
+  over the interval (the difference of two replies) and takes its p99 the way the VNF does (the
+  lower bound of the bucket holding it), and its packets;
+* **decides**, with hysteresis:
+
+  - no reply (the VNF stopped answering), or p99 > 2 × target: **release** at once, back to the
+    CPU quota its flavor reserved;
+  - p99 > target: **up** one step (quota × ``up``);
+  - p99 ≤ target / 2, or too few packets to show a p99, ``hold_intervals`` intervals in a row:
+    **down** one step (quota × ``down``, never below ``min_quota_us``);
+  - otherwise **hold** (between target / 2 and target);
+
+* **acts** through ``actuator(vnf key, quota µs per period)``: in production
+  :func:`fluidvim.vnf.cgroups.set_cpu_quota` on the VNF's own group (cgroup v2 ``cpu.max``, v1
+  ``cpu.cfs_quota_us``).
+
+Its decisions are logged and kept (:attr:`LatencyController.decisions`), and the exporter shows
+them in ``<run_dir>/power.json`` (``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``.
+Not yet: the VNF's busy-poll window (a new control-channel command), and powercap limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from .models import PowerError
+
+LOG = logging.getLogger(__name__)
+
+RELEASE, UP, DOWN, HOLD = "release", "up", "down", "hold"
+
+
+def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int | None, int]:
+    """(p99 in ns or None, packets) of the packets between two ``buckets_log2`` histograms: the
+    lower bound ``2**i`` of the bucket holding the quantile, as the VNF reports its own p99. A
+    histogram that went down (the VNF restarted) counts from zero."""
+    b0 = b0 or []
+    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
+        b0 = [0] * len(b1)
+    d = [y - x for x, y in zip(b0, b1)]
+    n = sum(d)
+    if n == 0:
+        return None, 0
+    rank, acc = quantile * n, 0
+    for i, c in enumerate(d):
+        acc += c
+        if acc >= rank:
+            return 1 << i, n
+    return 1 << (len(d) - 1), n
+
+
+@dataclasses.dataclass
+class VnfState:
+    reserved_us: int                 # the flavor's quota: vcpus x period
+    quota_us: int                    # what is set now
+    good: int = 0                    # intervals in a row at or under target / 2
+    buckets: list | None = None
+    last: dict | None = None         # the last decision
+
+
+class LatencyController:
+    def __init__(self, actuator, period_us: int = 100_000, min_quota_us: int = 5_000,
+                 down: float = 0.8, up: float = 1.5, hold_intervals: int = 3,
+                 min_packets: int = 100, clock=time.time):
+        if not 0 < down < 1 < up:
+            raise PowerError(f"controller steps need 0 < down < 1 < up, got down={down} up={up}")
+        if min_quota_us < 1000:
+            raise PowerError(f"min_quota_us {min_quota_us} is below the kernel's 1000 us")
+        self.actuator = actuator
+        self.period_us, self.min_quota_us = period_us, min_quota_us
+        self.down, self.up, self.hold_intervals = down, up, hold_intervals
+        self.min_packets = min_packets
+        self.clock = clock
+        self.state: dict = {}
+        self.decisions: list = []
+
+    def forget(self, key: str) -> None:
+        self.state.pop(key, None)
+
+    def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None) -> dict:
+        """One interval of one VNF: observe ``stats`` (None: it did not answer), decide, act."""
+        reserved = max(1, int(vcpus)) * self.period_us
+        st = self.state.get(key)
+        if st is None:
+            st = self.state[key] = VnfState(reserved_us=reserved, quota_us=reserved)
+        action, why, p99, packets = self._decide(st, stats, float(target_us) * 1000.0)
+        if action != DOWN and action != HOLD:
+            st.good = 0
+        new = st.quota_us
+        if action == RELEASE:
+            new = reserved
+        elif action == UP:
+            new = min(reserved, int(st.quota_us * self.up))
+        elif action == DOWN:
+            new = max(self.min_quota_us, int(st.quota_us * self.down))
+            st.good = 0
+        st.reserved_us = reserved
+        if new != st.quota_us or action == RELEASE:
+            self.actuator(key, new)
+            st.quota_us = new
+        d = {"vnf": name, "at": self.clock(), "action": action, "why": why, "p99_ns": p99,
+             "packets": packets, "target_us": target_us, "quota_us": st.quota_us,
+             "reserved_us": reserved, "quota_ratio": st.quota_us / reserved}
+        st.last = d
+        self.decisions.append(d)
+        del self.decisions[:-1000]
+        if action in (RELEASE, UP, DOWN):
+            LOG.info("controller %s: %s to %d us of %d (%s)", name, action, st.quota_us,
+                     reserved, why)
+        return d
+
+    def _decide(self, st: VnfState, stats: dict | None, target_ns: float):
+        """(action, why, p99 ns, packets) of one interval."""
+        if stats is None:
+            return RELEASE, "no stats reply", None, None
+        b1 = list((stats.get("latency_ns") or {}).get("buckets_log2") or [])
+        first = st.buckets is None
+        p99, packets = (None, 0) if first else interval_p99(st.buckets, b1)
+        st.buckets = b1
+        if first:
+            return HOLD, "first observation", None, 0
+        shown = p99 is not None and packets >= self.min_packets
+        if p99 is not None and p99 > 2 * target_ns:
+            return RELEASE, f"p99 {p99} ns > 2 x target", p99, packets
+        if shown and p99 > target_ns:
+            return UP, f"p99 {p99} ns > target", p99, packets
+        if not shown or p99 <= target_ns / 2:
+            st.good += 1
+            why = f"p99 {p99} ns <= target / 2" if shown else f"{packets} packets"
+            return (DOWN if st.good >= self.hold_intervals else HOLD), why, p99, packets
+        st.good = 0
+        return HOLD, f"p99 {p99} ns within (target / 2, target]", p99, packets
+

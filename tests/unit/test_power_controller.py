@@ -1,0 +1,124 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The latency controller (fluidvim.orchestrator.power.controller): its state machine (cap,
+release, hysteresis, a VNF that stops answering) and its cgroup writes on a fake cgroupfs (v2
+cpu.max, v1 cpu.cfs_quota_us) through fluidvim.vnf.cgroups."""
+
+from __future__ import annotations
+
+import pytest
+
+from fluidvim.orchestrator import power
+from fluidvim.orchestrator.power import controller as ctl
+from fluidvim.vnf import cgroups
+
+
+class Hist:
+    """A VNF's cumulative latency histogram (buckets_log2): add packets at a latency."""
+
+    def __init__(self):
+        self.b = [0] * 24
+
+    def add(self, n: int, ns: int) -> dict:
+        self.b[ns.bit_length() - 1] += n
+        return {"latency_ns": {"buckets_log2": list(self.b)}}
+
+
+def test_interval_p99_is_the_bucket_lower_bound_of_the_interval():
+    assert ctl.interval_p99([0, 0, 0], [0, 0, 0]) == (None, 0)
+    b0 = [0] * 14
+    b1 = list(b0)
+    b1[10] = 990
+    b1[12] = 10
+    assert ctl.interval_p99(b0, b1) == (1024, 1000)
+    b1[12] = 11
+    assert ctl.interval_p99(b0, b1) == (4096, 1001)
+    # a histogram that went down (restart) counts from zero
+    assert ctl.interval_p99([5] * 14, b1) == (4096, 1001)
+
+
+def _run(c, h, steps, target_us=10):
+    out = []
+    for n, ns in steps:
+        st = None if n is None else h.add(n, ns)
+        out.append(c.step("u1", "fw.1", target_us, 1, st))
+    return out
+
+
+def test_caps_down_after_a_quiet_streak_and_holds_in_the_band():
+    writes = []
+    c = ctl.LatencyController(lambda k, q: writes.append((k, q)), hold_intervals=3)
+    h = Hist()
+    ds = _run(c, h, [(0, 1)] + [(1000, 2048)] * 6)         # p99 2 us, target 10 us
+    assert [d["action"] for d in ds] == ["hold", "hold", "hold", "down", "hold", "hold", "down"]
+    assert writes == [("u1", 80_000), ("u1", 64_000)]
+    # within (target/2, target]: hold, and the quiet streak starts again
+    ds = _run(c, h, [(1000, 8192), (1000, 2048), (1000, 2048), (1000, 2048)])
+    assert [d["action"] for d in ds] == ["hold", "hold", "hold", "down"]
+    assert ds[-1]["quota_us"] == 51_200 and ds[-1]["quota_ratio"] == pytest.approx(0.512)
+
+
+def test_up_over_target_release_over_twice_and_when_silent():
+    writes = []
+    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, min_quota_us=20_000)
+    h = Hist()
+    ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024), (500, 1024), (500, 1024)])
+    assert [d["quota_us"] for d in ds] == [100_000, 80_000, 64_000, 51_200, 40_960]
+    d = _run(c, h, [(500, 16384)])[0]                       # 16 us > 10 us: one step up
+    assert (d["action"], d["quota_us"]) == ("up", 61_440)
+    d = _run(c, h, [(500, 32768)])[0]                       # 32 us > 2 x 10 us: all of it back
+    assert (d["action"], d["quota_us"], writes[-1]) == ("release", 100_000, 100_000)
+    for _ in range(8):
+        d = _run(c, h, [(10, 1024)])[0]                     # too few packets: quiet, down to
+    assert d["quota_us"] == 20_000                          # the floor, never below
+    d = _run(c, h, [(None, 0)])[0]                          # the VNF stopped answering
+    assert (d["action"], d["why"], d["quota_us"]) == ("release", "no stats reply", 100_000)
+
+
+def test_never_above_the_flavor_quota():
+    c = ctl.LatencyController(lambda k, q: None)
+    h = Hist()
+    d = _run(c, h, [(0, 1), (1000, 16384)])[-1]
+    assert (d["action"], d["quota_us"]) == ("up", 100_000)
+
+
+def test_bad_steps_are_refused():
+    with pytest.raises(power.PowerError, match="0 < down < 1 < up"):
+        ctl.LatencyController(lambda k, q: None, down=1.2)
+    with pytest.raises(power.PowerError, match="below the kernel's 1000 us"):
+        ctl.LatencyController(lambda k, q: None, min_quota_us=10)
+
+
+@pytest.fixture
+def cgroupfs(tmp_path, monkeypatch):
+    monkeypatch.setattr(cgroups, "ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_cgroup_v2_cpu_max(cgroupfs):
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.max").write_text("100000 100000\n")
+    assert cgroups.cpu_quota("u1") == 100_000
+    c = ctl.LatencyController(cgroups.set_cpu_quota, hold_intervals=1)
+    h = Hist()
+    _run(c, h, [(0, 1), (1000, 1024)])
+    assert (g / "cpu.max").read_text() == "80000 100000"
+    assert cgroups.set_cpu_quota("u1", None) and (g / "cpu.max").read_text() == "max 100000"
+    assert cgroups.cpu_quota("u1") is None
+    assert not cgroups.set_cpu_quota("gone", 50_000)       # no group: nothing to write
+    with pytest.raises(ValueError, match="below the kernel's 1000 us"):
+        cgroups.set_cpu_quota("u1", 500)
+
+
+def test_cgroup_v1_cfs_quota(cgroupfs):
+    for c in ("memory", "cpu"):
+        (cgroupfs / c / cgroups.SLICE / "u1").mkdir(parents=True)
+    (cgroupfs / "memory" / "memory.limit_in_bytes").write_text("0\n")
+    (cgroupfs / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    q = cgroupfs / "cpu" / cgroups.SLICE / "u1" / "cpu.cfs_quota_us"
+    q.write_text("100000\n")
+    assert cgroups.set_cpu_quota("u1", 30_000) and q.read_text() == "30000"
+    assert cgroups.cpu_quota("u1") == 30_000
+    assert cgroups.set_cpu_quota("u1", None) and q.read_text() == "-1"
