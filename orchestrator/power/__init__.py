@@ -31,7 +31,9 @@ adding up to the host's power every interval (:class:`Attributor`, :func:`attrib
 ratio above is kept as the comparison (:func:`ratio_watts`). :mod:`.exporter` serves it to
 Prometheus (``fluidvim metrics serve``).
 
-Frequency probing (:mod:`.freq`): step ``scaling_max_freq`` down while a VNF's throughput holds
+A latency-target controller (:mod:`.controller`) lowers a VNF's cgroup CPU quota while its p99
+holds and gives it back at once when it does not; the exporter runs it. Frequency probing
+(:mod:`.freq`): step ``scaling_max_freq`` down while a VNF's throughput holds
 and keep the lowest (:func:`~.freq.probe`); a host without cpufreq is told, not touched.
 
 Placement: :func:`marginal_watts` (the extra watts of adding load to a host), :func:`pabfd_choose`
