@@ -25,6 +25,7 @@ PACKAGE_DIRS = {
     "fluidvim.orchestrator.osm": "orchestrator/osm",
     "fluidvim.orchestrator.power": "orchestrator/power",
     "fluidvim.orchestrator.api": "orchestrator/api",
+    "fluidvim.orchestrator.osc": "orchestrator/osc",   # the `openstack fluidvim` plugin
     "fluidvim.evaluator": "evaluator",
     "fluidvim.nova_driver": "nova_driver",
     # the alembic environments (fluidvim-manage db sync; the launch core checks its schema)
@@ -99,8 +100,11 @@ CORE = [
 # the OSM RO VIM-connector plugin: RPC to the orchestrator, YAML descriptors
 OSM = ["oslo.messaging>=14.0", "PyYAML>=6.0", "keystoneauth1>=5.0"]
 # fluidvim-api: the orchestrator's REST API (WSGI, Keystone auth, policy) and the keystoneauth1
-# client the CLI and the OSM RO plugin use to call it
-API_CLIENT = ["keystoneauth1>=5.0"]
+# client the CLI and the OSM RO plugin use to call it (cliff: the CLI's -f/-c formatters)
+API_CLIENT = ["keystoneauth1>=5.0", "cliff>=4.0"]
+# the `openstack fluidvim ...` commands: python-openstackclient's plugin (osc-lib/cliff), the
+# API found in the Keystone catalog through openstacksdk's config (clouds.yaml)
+OSC = API_CLIENT + ["python-openstackclient>=10.5.0", "osc-lib>=4.7.0", "openstacksdk>=4.22.0"]
 ORCHESTRATOR = OSM + [
     "jsonschema>=4.0",              # MANO descriptors
     # SOL006 descriptors checked against ETSI's YANG modules (pure Python); 1.7.5+ needs
@@ -134,6 +138,7 @@ EXTRAS = {
     "osm": OSM,
     "orchestrator": ORCHESTRATOR,
     "api": API,
+    "osc": OSC,
     "demo": DEMO,
     "bench": DEMO,
     # what Nova's own test fixtures need (nova_driver/tests)
@@ -150,7 +155,7 @@ EXTRAS = {
              # a real Redfish BMC per host for host power control (tests/bmcserver.py)
              "sushy-tools>=2.0",
              # `make dist`: the sdist and the wheel (PEP 517 build frontend)
-             "build>=1.2"] + DEMO + API + LIBVIRT,
+             "build>=1.2"] + DEMO + API + OSC + LIBVIRT,
 }
 
 setup(
@@ -199,6 +204,18 @@ setup(
         # OSM RO finds VIM type X as entry point "rovim_X" of this group
         "osm_rovim.plugins": ["rovim_fluidvim = "
                               "fluidvim.orchestrator.osm.vimconn_fluidvim:vimconnector"],
+        # `openstack fluidvim ...` (python-openstackclient plugin; docs/api.md)
+        "openstack.cli.extension": ["fluidvim = fluidvim.orchestrator.osc.plugin"],
+        "openstack.fluidvim.v1": [
+            f"fluidvim_{cmd.replace(' ', '_')} = fluidvim.orchestrator.osc.v1:{cls}"
+            for cmd, cls in (
+                ("service list", "ListService"), ("service show", "ShowService"),
+                ("placement create", "CreatePlacement"), ("placement explain", "ExplainPlacement"),
+                ("placement list", "ListPlacement"), ("slots list", "ListSlots"),
+                ("zone list", "ListZone"), ("instance list", "ListInstance"),
+                ("instance show", "ShowInstance"), ("instance delete", "DeleteInstance"),
+                ("ns list", "ListNS"), ("ns show", "ShowNS"), ("ns create", "CreateNS"),
+                ("ns scale", "ScaleNS"), ("ns heal", "HealNS"), ("ns delete", "DeleteNS"))],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

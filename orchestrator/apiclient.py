@@ -14,7 +14,10 @@ Authentication: Keystone (``username``/``password``/``project_name`` and domains
 ``token``) when credentials are given. Without ``auth_url`` the client asks the API, whose
 keystonemiddleware names its Keystone in the ``WWW-Authenticate`` header of a 401 (what an OSM
 VIM account needs: one url, a user, a password and a project). Without credentials: no
-authentication (an API with ``auth_strategy = noauth``).
+authentication (an API with ``auth_strategy = noauth``). Or any keystoneauth session (clouds.yaml,
+``OS_CLOUD``, application credentials: the ``openstack fluidvim`` plugin and ``fluidvim
+--os-cloud``): :meth:`APIClient.from_session` finds the API in the session's Keystone catalog,
+service type :data:`SERVICE_TYPE`, whose endpoint is the API's root URL (``/v1`` is added here).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ import urllib.parse
 from .exception import InvalidRequest, NotFound, OrchestratorError, Refused
 
 WWW_AUTH_RE = re.compile(r'Keystone uri="([^"]+)"')
+
+#: fluidvim-api's service type in the Keystone catalog (docs/api.md registers it). Not in the
+#: service-types authority; chosen not to collide with one there (tacker is nfv-orchestration).
+SERVICE_TYPE = "nfv-placement"
 
 
 class APIError(OrchestratorError):
@@ -54,6 +61,7 @@ class APIClient:
         self.timeout = timeout
         self.retry = None
         self._noauth_project = None
+        self._own_session = session is None
         auth = None
         if session is None:
             if username or token:
@@ -76,6 +84,36 @@ class APIClient:
         return identity.Password(auth_url=auth_url, username=username, password=password,
                                  user_domain_name=user_domain_name, **scope)
 
+    @classmethod
+    def from_session(cls, session, *, url: str | None = None, interface: str | None = None,
+                     region_name: str | None = None, timeout: float = 120.0) -> "APIClient":
+        """A client on an authenticated keystoneauth ``session``; fluidvim-api is ``url`` when
+        given, else the ``SERVICE_TYPE`` endpoint of the session's Keystone catalog."""
+        from keystoneauth1 import exceptions as ks_exc
+
+        if not url:
+            try:
+                url = session.get_endpoint(service_type=SERVICE_TYPE,
+                                           interface=interface or "public",
+                                           region_name=region_name)
+            except ks_exc.EndpointNotFound:
+                url = None
+            except ks_exc.Unauthorized as e:
+                raise APIError(f"Keystone refused the credentials: {e}", 401) from None
+            except ks_exc.ClientException as e:
+                raise APIError(f"cannot find fluidvim-api in the Keystone catalog: {e}") from None
+            if not url:
+                raise APIError(
+                    f"no {SERVICE_TYPE} endpoint ({interface or 'public'}"
+                    + (f", region {region_name}" if region_name else "") + ") in the Keystone "
+                    f"catalog: register fluidvim-api (`openstack service create --name fluidvim "
+                    f"{SERVICE_TYPE}`, then `openstack endpoint create fluidvim public "
+                    f"http://HOST:9740`; docs/api.md) or give the URL (--api-url)")
+        url = url.rstrip("/")
+        if url.endswith("/v1"):              # an endpoint registered with the version
+            url = url[:-len("/v1")]
+        return cls(url, session=session, timeout=timeout)
+
     def discover_auth_url(self, verify=True) -> str:
         """The Keystone that fluidvim-api's auth_token names in its 401 answer."""
         from keystoneauth1 import exceptions as ks_exc, session as ks_session
@@ -93,7 +131,8 @@ class APIClient:
         return m.group(1)
 
     def close(self) -> None:
-        self.session.session.close()
+        if self._own_session:
+            self.session.session.close()
 
     def __enter__(self):
         return self
@@ -144,8 +183,21 @@ class APIClient:
 
     # -- what OrchestratorAPI has --
     def ping(self, timeout=None):
-        return {"zones": sorted(z["name"] for z in self.request("GET", "/v1/zones",
-                                                                 timeout=timeout))}
+        """The API answers: its version document (``/``, no token needed; ``/v1/zones`` is
+        admin-only). Raises :class:`APIError` when it does not."""
+        from keystoneauth1 import exceptions as ks_exc
+
+        try:
+            r = self.session.get(self.url + "/", authenticated=False, raise_exc=False,
+                                 timeout=timeout or self.timeout)
+        except ks_exc.ClientException as e:
+            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+        try:
+            versions = r.json()["versions"]
+        except (ValueError, KeyError, TypeError):
+            raise APIError(f"{self.url} is not fluidvim-api: GET / answered {r.status_code} "
+                           "without a version document", r.status_code) from None
+        return {"url": self.url, "versions": [v["id"] for v in versions]}
 
     def register_service(self, name, click_config, **fields):
         return self.request("POST", "/v1/services", {"name": name, "click_config": click_config,
@@ -153,6 +205,9 @@ class APIClient:
 
     def list_services(self):
         return self.request("GET", "/v1/services")
+
+    def show_service(self, name):
+        return self.request("GET", f"/v1/services/{_q(name)}")
 
     def remove_service(self, name):
         return self.request("DELETE", f"/v1/services/{_q(name)}")
@@ -222,6 +277,8 @@ class APIClient:
             "vm_status": lambda: ("POST", "/v1/vim/vms/status", kw, None),
             "get_vm": lambda: ("GET", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
             "delete_vm": lambda: ("DELETE", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
+            "vm_action": lambda: ("POST", f"/v1/vim/vms/{_q(kw['vm_id'])}/action",
+                                  {"action": kw["action"]}, None),
         }
         if method not in routes:
             raise APIError(f"VIM method {method!r} is not in fluidvim-api")

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers of the ``fluidvim`` commands that talk to the orchestrator over RPC
 (:mod:`fluidvim.orchestrator.cli`, :mod:`fluidvim.orchestrator.mano.cli`): the lazy RPC client,
-the error handling of a command (:func:`command`), output (:func:`out`), ``KEY=VALUE`` options
-(:func:`kv`) and the options every such command has (:func:`common`).
+the error handling of a command (:func:`command`), output (:func:`out`: the command's text, or
+cliff's formatters with ``-f table|json|value|yaml`` and ``-c COLUMN``, the ones of the
+``openstack`` CLI), ``KEY=VALUE`` options (:func:`kv`) and the options every such command has
+(:func:`common`).
 
 oslo.messaging and the orchestrator's configuration are imported when a command runs, not at
 import: ``fluidvim --help`` and the launch core's commands stay fast (bench/cli.py).
@@ -43,16 +45,52 @@ def lazy_api(args):
     return LazyAPI(args)
 
 
+def _opt(args, name, env):
+    import os
+
+    return getattr(args, name, None) or os.environ.get(env)
+
+
+def cloud_api(args, url=None):
+    """fluidvim-api through keystoneauth's loading as openstacksdk does it: the cloud of
+    --os-cloud / OS_CLOUD in clouds.yaml (any auth type: password, application credential,
+    token), OS_* variables without a cloud, --os-* options over both; the API is ``url`` when
+    given, else found in the Keystone catalog (service type ``nfv-placement``)."""
+    # openstacksdk's config loader (no SDK service proxies are imported): only here, it is an
+    # orchestrator extra and costs start-up time
+    from openstack import config as os_config, exceptions as sdk_exc
+
+    from fluidvim.orchestrator.apiclient import APIClient, APIError
+
+    kw = {k: v for k, v in (("region_name", _opt(args, "os_region_name", "OS_REGION_NAME")),
+                            ("interface", _opt(args, "os_interface", "OS_INTERFACE")),
+                            ("auth_type", getattr(args, "os_auth_type", None))) if v}
+    auth = {k: getattr(args, f"os_{k}", None) for k in (
+        "auth_url", "username", "password", "project_name", "project_id", "user_domain_name",
+        "project_domain_name", "token", "application_credential_id",
+        "application_credential_secret")}
+    auth = {k: v for k, v in auth.items() if v}
+    if auth:
+        kw["auth"] = auth
+    try:
+        region = os_config.OpenStackConfig().get_one(
+            cloud=_opt(args, "os_cloud", "OS_CLOUD"), **kw)
+        session = region.get_session()
+    except (sdk_exc.OpenStackCloudException, sdk_exc.ConfigException) as e:
+        raise APIError(f"OpenStack client configuration: {e}") from None
+    return APIClient.from_session(session, url=url, interface=region.get_interface(),
+                                  region_name=region.get_region_name(),
+                                  timeout=getattr(args, "rpc_timeout", None) or 600.0)
+
+
 def make_http_api(args, url):
     """fluidvim-api through keystoneauth1: Keystone credentials from --os-* / OS_* when a user
     or token is given (the auth URL, when not given, is the one the API names), else none (an
     API with auth_strategy = noauth)."""
-    import os
-
     from fluidvim.orchestrator.apiclient import APIClient
 
     def opt(name, env):
-        return getattr(args, name, None) or os.environ.get(env)
+        return _opt(args, name, env)
 
     return APIClient(url, auth_url=opt("os_auth_url", "OS_AUTH_URL"),
                      username=opt("os_username", "OS_USERNAME"),
@@ -68,14 +106,16 @@ def make_http_api(args, url):
 
 
 def make_api(args):
-    """fluidvim-api's client when ``--api-url`` / FLUIDVIM_API_URL is given, else the RPC one."""
+    """fluidvim-api's client when a cloud (``--os-cloud`` / OS_CLOUD, or ``--os-auth-type``) or
+    ``--api-url`` / FLUIDVIM_API_URL is given, else the RPC one."""
     import os
 
     url = getattr(args, "api_url", None) or os.environ.get("FLUIDVIM_API_URL")
-    if url:                                  # the REST API, not the message bus
+    cloud = _opt(args, "os_cloud", "OS_CLOUD") or getattr(args, "os_auth_type", None)
+    if url or cloud:                         # the REST API, not the message bus
         from fluidvim.orchestrator.conf import make_conf
         setup_logging(make_conf([]), args.verbose)
-        return make_http_api(args, url)
+        return cloud_api(args, url) if cloud else make_http_api(args, url)
     from fluidvim.orchestrator.conf import disable_rabbit_heartbeat, make_conf
     from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 
@@ -118,8 +158,78 @@ def command(fn):
     return run
 
 
+#: ``-f``: cliff's formatters, as the ``openstack`` CLI has them
+FORMATS = ("table", "json", "value", "yaml", "csv")
+
+
+def _formatter(name):
+    # cliff (an API-client dependency) only when -f/-c is given: start-up time
+    if name == "json":
+        from cliff.formatters.json_format import JSONFormatter as F
+    elif name == "value":
+        from cliff.formatters.value import ValueFormatter as F
+    elif name == "yaml":
+        from cliff.formatters.yaml_format import YAMLFormatter as F
+    elif name == "csv":
+        from cliff.formatters.commaseparated import CSVLister as F
+    else:
+        from cliff.formatters.table import TableFormatter as F
+    return F()
+
+
+def cell(value, machine: bool):
+    """A value as a table or value cell: nested data as compact JSON (kept as is for json and
+    yaml, ``machine``)."""
+    if machine or value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def select(names, wanted, what="column"):
+    """``wanted`` (-c, in its order) checked against ``names``; all of them when none."""
+    if not wanted:
+        return list(names)
+    unknown = [c for c in wanted if c not in names]
+    if unknown:
+        raise SystemExit(f"fluidvim: error: -c {unknown[0]}: no such {what}; the columns are "
+                         f"{', '.join(names)}")
+    return list(wanted)
+
+
+def emit(data, fmt="table", columns=None, stdout=None):
+    """``data`` (a list of mappings: one row each; a mapping: one object) through cliff's
+    formatter ``fmt``, only ``columns`` when given. Columns of a list are every key, in the
+    order first seen."""
+    import argparse
+
+    f = _formatter(fmt or "table")
+    if fmt == "csv" and not isinstance(data, list):
+        raise SystemExit("fluidvim: error: -f csv: this command prints one object; use "
+                         "table, json, value or yaml")
+    p = argparse.ArgumentParser(add_help=False)
+    f.add_argument_group(p)
+    fargs = p.parse_args([])
+    machine = fmt in ("json", "yaml")
+    stdout = stdout or sys.stdout
+    if isinstance(data, list):
+        names = []
+        for row in data:
+            names += [k for k in row if k not in names]
+        cols = select(names, columns)
+        f.emit_list(cols, [[cell(row.get(c), machine) for c in cols] for row in data], stdout,
+                    fargs)
+    else:
+        cols = select(list(data), columns)
+        f.emit_one(cols, [cell(data[c], machine) for c in cols], stdout, fargs)
+
+
 def out(args, data, text=None):
-    if args.json or text is None:
+    """``--json``: the data as JSON; ``-f`` / ``-c``: through cliff's formatters (a table by
+    default); else the command's ``text``."""
+    fmt, cols = getattr(args, "format", None), getattr(args, "columns", None)
+    if fmt or cols:
+        emit(data, fmt or "table", cols)
+    elif args.json or text is None:
         print(json.dumps(data, indent=2, default=str))
     else:
         text(data)
@@ -152,8 +262,26 @@ def common(p):
                       ("project-domain-name", "OS_PROJECT_DOMAIN_NAME"),
                       ("token", "OS_TOKEN")):
         a.add_argument(f"--os-{name}", metavar="VALUE", help=f"Keystone {name} (env {env})")
+    a.add_argument("--os-cloud", metavar="NAME",
+                   help="a cloud of clouds.yaml (env OS_CLOUD; OS_CLIENT_CONFIG_FILE names the "
+                        "file): keystoneauth's loading as the openstack CLI does it, any auth "
+                        "type (application credentials too); fluidvim-api is found in the "
+                        "Keystone catalog (service type nfv-placement) unless --api-url is given")
+    a.add_argument("--os-auth-type", metavar="TYPE",
+                   help="keystoneauth plugin (password, v3applicationcredential, token, ...); "
+                        "with it the --os-* options and OS_* variables are loaded as by "
+                        "--os-cloud")
+    for name in ("application-credential-id", "application-credential-secret", "region-name",
+                 "interface"):
+        a.add_argument(f"--os-{name}", metavar="VALUE", help=f"Keystone {name} (with "
+                       "--os-cloud or --os-auth-type)")
     p.add_argument("--transport-url", help="override [orchestrator] transport_url")
     p.add_argument("--topic", help="override [orchestrator] topic")
     p.add_argument("--rpc-timeout", type=float, help="override [orchestrator] rpc_timeout")
     p.add_argument("--json", action="store_true", help="print JSON")
+    f = p.add_argument_group("output formatters (cliff's, as the openstack CLI)")
+    f.add_argument("-f", "--format", choices=FORMATS, help="the output format (default: the "
+                   "command's text; with -c alone: table)")
+    f.add_argument("-c", "--column", dest="columns", action="append", metavar="COLUMN",
+                   help="only this column (repeat)")
     return p
