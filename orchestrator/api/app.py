@@ -517,6 +517,10 @@ class API:
         self.check_owner(ctx, policy, "vm", vm_id, "vm_id")
         return self.vim("get_vm", vm_id=vm_id)
 
+    def op_actionVM(self, ctx, policy, body, vm_id=""):
+        self.check_owner(ctx, policy, "vm", vm_id, "vm_id")
+        return self.vim("vm_action", vm_id=vm_id, action=body["action"])
+
     def op_deleteVM(self, ctx, policy, body=None, vm_id=""):
         owner = self.owned(ctx, "vm", [vm_id]).get(vm_id)
         if owner is None and not self.is_admin(ctx):

@@ -168,6 +168,11 @@ OPERATIONS = [
      200),
     ("delete", "/v1/vim/vms/{vm_id}", "deleteVM", "vim:delete",
      "VIM API: terminate a VM (idempotent)", [p("vm_id")], None, 200),
+    ("post", "/v1/vim/vms/{vm_id}/action", "actionVM", "vim:create",
+     "VIM API: pause, unpause, reboot or rebuild a VM (it keeps its id, NICs and configuration)",
+     [p("vm_id")],
+     {"type": "object", "required": ["action"], "additionalProperties": False,
+      "properties": {"action": {"enum": ["pause", "unpause", "reboot", "rebuild"]}}}, 200),
 ]
 
 ERRORS = {"400": "Bad request: the message names the field",

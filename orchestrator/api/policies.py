@@ -91,8 +91,10 @@ api_rules = [
           [("GET", "/v1/vim"), ("GET", "/v1/vim/images"),
            ("GET", "/v1/vim/flavors"), ("GET", "/v1/vim/flavors/{flavor_id}"),
            ("GET", "/v1/vim/vms/{vm_id}"), ("POST", "/v1/vim/vms/status")]),
-    _rule("vim:create", WRITE, "VIM API (OSM RO): register images, create flavors, launch VMs.",
-          [("POST", "/v1/vim/images"), ("POST", "/v1/vim/flavors"), ("POST", "/v1/vim/vms")]),
+    _rule("vim:create", WRITE, "VIM API (OSM RO): register images, create flavors, launch VMs "
+          "and act on them (pause, unpause, reboot, rebuild).",
+          [("POST", "/v1/vim/images"), ("POST", "/v1/vim/flavors"), ("POST", "/v1/vim/vms"),
+           ("POST", "/v1/vim/vms/{vm_id}/action")]),
     _rule("vim:delete", WRITE, "VIM API (OSM RO): delete images, flavors and VMs.",
           [("DELETE", "/v1/vim/images/{image_id}"), ("DELETE", "/v1/vim/flavors/{flavor_id}"),
            ("DELETE", "/v1/vim/vms/{vm_id}")]),

@@ -269,6 +269,15 @@ def test_osm_ro_sequence_through_the_api(api):
         assert wait_status(vim, vm_id, "ACTIVE")["status"] == "ACTIVE"
         with pytest.raises(vc.VimConnNotFoundException):
             other.get_network(net_id)
+        # day-2 through the API (vnf-operate / ns-action): the owner pauses and resumes it, a
+        # flavor is found by name; the other project cannot act on the VM
+        assert vim.get_flavor(flavor_name="vnf.small")["id"] == flavor_id
+        vim.action_vminstance(vm_id, {"pause": None})
+        assert vim.refresh_vms_status([vm_id])[vm_id]["status"] == "PAUSED"
+        with pytest.raises(vc.VimConnNotFoundException):
+            other.action_vminstance(vm_id, {"reboot": None})
+        vim.action_vminstance(vm_id, {"resume": None})
+        assert vim.refresh_vms_status([vm_id])[vm_id]["status"] == "ACTIVE"
         # a wrong password is an authentication error for RO
         with pytest.raises(vc.VimConnAuthException):
             connector("alice", password="wrong").check_vim_connectivity()
