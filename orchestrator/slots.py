@@ -18,7 +18,7 @@ import math
 import threading
 import time
 
-from fluidvim.common.slotcodec import decode_delay, decode_slots
+from fluidvim.common.slotcodec import decode_delay, decode_slots, log2_range
 
 from .exception import invalid
 
@@ -105,11 +105,30 @@ class SlotRegistry:
         with self._lock:
             return self._reports.get(key)
 
+    def _estimate(self, key, old: SlotReport | None, payload: dict) -> int | None:
+        """Free slots an update without an exact count most likely announces: the previous
+        report's minus the slots handed out since - if that falls into the update's log2 bucket
+        (what the VNF's own count confirms); None otherwise. Sessions ending meanwhile only make
+        the real count higher, so it stays a lower bound, and much closer than the bucket's
+        lower bound (half the slots for a count just below a power of two)."""
+        if old is None or payload.get("exact") is not None:
+            return None
+        at = float(payload["at"])
+        with self._lock:
+            taken = sum(1 for t in self._state()[1].get(key, []) if old.at < t <= at)
+        lo, hi = log2_range(int(payload["s"]))
+        est = old.slots - taken
+        return est if lo <= est <= hi else None
+
     def apply_message(self, payload: dict) -> SlotReport:
         """A notification payload (see :class:`fluidvim.orchestrator.notify.SlotPublisher`)."""
-        old = self._report((payload["instance"], payload["service"]))
+        key = (payload["instance"], payload["service"])
+        old = self._report(key)
         last = old.exact if old else None
         slots = decode_slots(payload, last)
+        est = self._estimate(key, old, payload)
+        if est is not None:
+            slots = est
         rep = SlotReport(zone=payload["zone"], host=payload["host"],
                          instance=payload["instance"], service=payload["service"],
                          slots=slots, delay_s=decode_delay(int(payload["q"])),
@@ -148,7 +167,7 @@ class SlotRegistry:
         """(report, free slots for ``service``) per instance that serves it, aliases applied."""
         now = self.clock() if now is None else now
         out = []
-        away = self.unavailable() if self.unavailable is not None else {}
+        away: dict = self.unavailable() if self.unavailable is not None else {}
         with self._lock:
             bases = {service: 1.0}
             for base, als in self._aliases().items():

@@ -234,6 +234,35 @@ def test_apply_message_decodes_a_publisher_payload():
     assert reg.reports()[0].slots == 16 and reg.reports()[0].delay_s is None
 
 
+def test_apply_message_counts_the_slots_handed_out_since_the_last_report():
+    """A bucket without an exact count: the previous report minus the slots reserved since, when
+    the VNF's bucket confirms it - not the bucket's lower bound (8 for a count of 15)."""
+    now = [10.0]
+    reg = S.SlotRegistry(ttl=1e12, reservation_ttl=1.0, clock=lambda: now[0])
+    enc = slotcodec.SlotEncoder()
+    base = {"zone": "z", "host": "h", "instance": "i", "service": "s", "region": "r"}
+    reg.apply_message({**base, "at": 10.0, **enc.encode("k", 16, 0.5)})       # exact 16
+    now[0] = 10.5
+    reg.reserve("i", "s")
+    reg.apply_message({**base, "at": 11.0, **enc.encode("k", 15, 0.5)})       # bucket 8-15
+    assert reg.reports()[0].slots == 15
+    now[0] = 12.5                                          # the reservation is reflected
+    assert reg.aggregate("s", "instance") == {"i": 15}
+    for t in (12.6, 12.7, 12.8):
+        now[0] = t
+        reg.reserve("i", "s")
+    # a heartbeat in the same bucket: 15 - 3, not 15 (the last exact count, 16, is older)
+    reg.apply_message({**base, "at": 13.0, **enc.encode("k", 12, 0.5)})
+    assert reg.reports()[0].slots == 12
+    # the count fell without reservations (sessions that did not ask the resolver): the bucket
+    # does not confirm 12, so its lower bound
+    reg.apply_message({**base, "at": 14.0, **enc.encode("k", 3, 0.5)})        # exact: 1-9
+    reg.apply_message({**base, "at": 15.0, **enc.encode("k", 3, 0.5)})
+    assert reg.reports()[0].slots == 3
+    reg.apply_message({**base, "at": 16.0, **{**enc.encode("k", 2, 0.5), "s": 1}})   # bucket 1
+    assert reg.reports()[0].slots == 1
+
+
 @pytest.mark.parametrize("aliases,field", [({"premium": 0}, "aliases.premium"),
                                            ({"premium": -2}, "aliases.premium"),
                                            ({"premium": "three"}, "aliases.premium"),
