@@ -43,8 +43,9 @@ test-unit:
 test-integration:
 	$(VENV)/python -m pytest tests/integration
 
-lint:   # ruff, import contracts, sizes, types, shell scripts, Go (tools/lint.sh)
+lint:   # ruff, import contracts, sizes, types, shell scripts, gofmt, staticcheck (tools/lint.sh)
 	tools/lint.sh
+	tools/lint.sh staticcheck
 
 bench-launch: bootstrap
 	$(VENV)/python -m bench.launch

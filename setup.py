@@ -149,8 +149,10 @@ EXTRAS = {
     "e2e": ["python-openstackclient>=10.5.0", "glance>=33.0.0", "keystone>=30.0.0",
             "neutron>=29.0.0"],
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
-    # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "oslo.db>=15.0",
+    # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh; mypy: the
+    # type check of tools/lint.sh)
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "mypy>=2.4",
+             "oslo.db>=15.0",
              "psycopg2-binary>=2.9", "schemathesis>=3.39",
              # a real Redfish BMC per host for host power control (tests/bmcserver.py)
              "sushy-tools>=2.0",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from oslo_log import log as logging
 
@@ -188,7 +188,7 @@ class PlacementEngine:
         results: dict[str, list[ProbeResult]] = {}
         for uid, res in (raw or {}).items():
             results[uid] = [res] if isinstance(res, ProbeResult) else list(res)
-        actions = {}
+        actions: dict[str, dict] = {}
         for a in getattr(raw, "actions", []):
             actions.setdefault(a.uid, {})[a.kind] = a.action + (
                 "" if a.ok in (None, True) else f" (failed: {a.reason})")
@@ -240,7 +240,7 @@ class PlacementEngine:
         return fresh, name, note
 
     # -- step 3 --
-    def decide(self, scores: list) -> tuple[object | None, str, list]:
+    def decide(self, scores: list) -> tuple[Any, str, list]:
         ranked = sorted((s for s in scores if getattr(s, "feasible", True)),
                         key=lambda s: s.score, reverse=True)
         if not ranked:
@@ -330,7 +330,7 @@ class PlacementEngine:
             return out
         if deploy_it:
             try:
-                inst = deploy(self.store, self.registry, self.zones[zone], row, host=host,
+                inst = deploy(self.store, self.registry, self.zones[win.candidate.zone], row, host=host,
                               decision_id=did, predicted_s=win.candidate.queuing_delay_s,
                               bridges=bridges)
             except ZoneError as e:

@@ -7,7 +7,6 @@
 # Used by `make demo`, `make test` and .ci/run. Needs root (taps, bridges, namespaces, KVM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
 
 if [ "$(id -u)" != 0 ]; then
@@ -20,6 +19,7 @@ APT_PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvi
           rabbitmq-server tini openvswitch-switch
           ovn-central ovn-host   # OVN NIC test (tests/ovnserver.py); nothing is started by apt
           libyang2-tools   # yanglint: SOL006 cross-check
+          shellcheck       # the lint stage's shell check (tools/lint.sh)
           postgresql       # server binaries only: tests start a throwaway cluster (tests/pgserver.py)
           prometheus)      # the server only: tests start their own on a free port, never the service
 missing=()
@@ -58,6 +58,8 @@ fi
 if command -v go >/dev/null; then
   log "go: downloading the Nomad plugin's modules"
   (cd nomad_driver && go mod download)
+  log "go: the lint stage's staticcheck (pinned in tools/lint.sh)"
+  tools/lint.sh install
 fi
 
 # the unikernel

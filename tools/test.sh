@@ -51,9 +51,9 @@ wait_nomad() {
 }
 
 stage c make -s -C unikernel test
-stage lint tools/lint.sh   # ruff, import contracts, sizes, types, shell, Go (tools/lint.sh)
-stage go bash -c 'cd nomad_driver && go vet ./... && go test -count=1 ./...'
-# shellcheck disable=SC2086 - one test id per word
+stage lint tools/lint.sh   # ruff, import contracts, sizes, mypy, shellcheck, gofmt (tools/lint.sh)
+stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
+# shellcheck disable=SC2086 # one test id per word
 stage nova $VENV/python -m testtools.run $NOVA_TESTS
 stage nomad-wait wait_nomad
 stage pytest $VENV/python -m pytest --durations=15 tests

@@ -125,9 +125,10 @@ class ControlChannel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ReplyTimeout(what, self._timeout)
-            self._sock.settimeout(remaining)
+            sock = self._connected()
+            sock.settimeout(remaining)
             try:
-                chunk = self._sock.recv(65536)
+                chunk = sock.recv(65536)
             except socket.timeout:
                 raise ReplyTimeout(what, self._timeout) from None
             except OSError as e:
@@ -197,13 +198,18 @@ class ControlChannel:
                     self.ready = {"boot_us": msg["result"].get("boot_us"), "late": True}
         return self.ready
 
+    def _connected(self) -> socket.socket:
+        if self._sock is None:
+            raise ChannelClosed("control channel is not connected")
+        return self._sock
+
     def _send(self, line: bytes) -> None:
         if self._fresh:
             # end any partial line a previous client left in the VNF's input buffer
             line = b"\n" + line
             self._fresh = False
         try:
-            self._sock.sendall(line)
+            self._connected().sendall(line)
         except OSError as e:
             raise ChannelClosed(f"control channel failed: {e}") from None
 

@@ -102,9 +102,9 @@ class VNFManager:
         self._pool_wakeup = threading.Event()
         self._pool_cv = threading.Condition()
         self._pool_stop = threading.Event()
-        self._pool_thread = None
+        self._pool_thread: threading.Thread | None = None
         self._pool_targets: dict[tuple, int] = {}     # shape (sorted kwargs of fill_pool) -> size
-        self.death_listeners = []            # callables(vnf_id, reason)
+        self.death_listeners: list = []      # callables(vnf_id, reason)
         # backend -> why it cannot be reached (recover(skip_unavailable=True)): its VNFs are
         # listed as the store has them, unchecked
         self.unavailable: dict[str, DependencyDown] = {}

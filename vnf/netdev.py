@@ -74,6 +74,8 @@ def ensure_bridge(name: str) -> int:
         _link(f"cannot create bridge {name}", "add", ifname=name, kind="bridge",
               tolerate=errno.EEXIST)              # created concurrently: fine
         idx = _index(name)
+        if idx is None:
+            raise NetdevError(f"bridge {name} was created but has no index: it was removed concurrently")
     _link(f"cannot bring bridge {name} up", "set", index=idx, state="up")
     return idx
 

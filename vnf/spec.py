@@ -243,7 +243,7 @@ class VNFSpec:
 
 
 def _nic_dict(nic: NicSpec) -> dict:
-    d = {"tap": nic.tap, "mac": nic.mac, "bridge": nic.bridge}
+    d: dict = {"tap": nic.tap, "mac": nic.mac, "bridge": nic.bridge}
     if nic.ovs is not None:
         d["ovs"] = dict(nic.ovs)
     return d

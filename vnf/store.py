@@ -21,6 +21,7 @@ Opening a database at head costs one query and no SQLAlchemy or alembic import.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import functools
@@ -295,7 +296,8 @@ class StateStore:
              name: str | None = None) -> list[VNFRecord]:
         """Records oldest first, optionally only those with a status in ``statuses``, of one
         ``backend`` or called ``name``."""
-        where, params = [], {}
+        where: builtins.list[str] = []
+        params: dict = {}
         if statuses:
             where.append(_in("status", statuses, params, "s"))
         if backend:
@@ -311,7 +313,7 @@ class StateStore:
         with self._connection() as conn:
             conn.run(_update_statement(fields), {**fields, "id": vnf_id})
 
-    def ids_named(self, name: str) -> list[str]:
+    def ids_named(self, name: str) -> builtins.list[str]:
         """Ids of the VNFs (not pool shells) called ``name``, oldest first: one indexed query."""
         with self._connection() as conn:
             return [row[0] for row in conn.rows(_IDS_NAMED, {"name": name})]
@@ -368,9 +370,10 @@ class StateStore:
                                                       phases, time.time()))
 
     def recent_launches(self, limit: int, backend: str | None = None,
-                        kind: str | None = None) -> list[LaunchRecord]:
+                        kind: str | None = None) -> builtins.list[LaunchRecord]:
         """Successful launches, newest first."""
-        sql, params = f"SELECT {_LAUNCH_COLUMNS} FROM launches WHERE ok = :ok", {"ok": True}
+        sql = f"SELECT {_LAUNCH_COLUMNS} FROM launches WHERE ok = :ok"
+        params: dict = {"ok": True}
         if backend:
             sql += " AND backend = :backend"
             params["backend"] = backend

@@ -200,6 +200,7 @@ class TestNet:
                 "    for k,_ in sel.select():\n"
                 "        c,_=k.fileobj.accept(); held.append(c)\n")
         proc = self.popen("b", "python3", "-c", code, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None      # stdout=PIPE
         proc.stdout.readline()
         return proc
 
@@ -216,4 +217,5 @@ class TestNet:
                 "print(ok,flush=True)\nsys.stdin.read()\n")
         proc = self.popen("a", "python3", "-c", code, stdout=subprocess.PIPE,
                           stdin=subprocess.PIPE, text=True)
+        assert proc.stdout is not None      # stdout=PIPE
         return int(proc.stdout.readline() or 0), proc

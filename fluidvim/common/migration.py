@@ -279,7 +279,10 @@ def run_env(name: str) -> None:
     if conn is not None:
         configure(conn)
         return
-    engine = sa.create_engine(context.config.get_main_option("sqlalchemy.url"))
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("alembic: neither a connection nor sqlalchemy.url was given")
+    engine = sa.create_engine(url)
     with engine.begin() as conn:
         configure(conn)
     engine.dispose()

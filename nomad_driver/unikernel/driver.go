@@ -32,6 +32,7 @@ import (
 	"github.com/hashicorp/nomad/drivers/shared/eventer"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 	"golang.org/x/sys/unix"
@@ -64,7 +65,7 @@ var pluginInfo = &base.PluginInfoResponse{
 var capabilities = &drivers.Capabilities{
 	SendSignals:       true,
 	Exec:              true,
-	FSIsolation:       drivers.FSIsolationNone,
+	FSIsolation:       fsisolation.None,
 	NetIsolationModes: []drivers.NetIsolationMode{drivers.NetIsolationModeHost},
 	MountConfigs:      drivers.MountConfigSupportNone,
 }

@@ -539,13 +539,6 @@ func (p *warmPool) lastError() string {
 	return strings.Join(keys, "; ")
 }
 
-// readyFor is the number of shells ready for this shape.
-func (p *warmPool) readyFor(sh poolShape) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.ready[sh])
-}
-
 // waitReady blocks until n shells of this shape are ready (tests, benchmarks).
 func (p *warmPool) waitReady(sh poolShape, n int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)

@@ -17,10 +17,11 @@ python3 tests/replay_corpus.py "$out/corpus" >/dev/null
 cc=${TEST_CC:-gcc}
 flags=(-std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -DFLUIDVIM_HOST)
 engine() {  # the host sources of the engine under $1: its tests.mk's VT_SRCS
+  # shellcheck disable=SC2016 # $(VT_SRCS) is make's, not the shell's
   make -s --no-print-directory -C "$1" -f tests.mk --eval 'vt-srcs: ; @echo $(VT_SRCS)' vt-srcs |
     tr ' ' '\n' | sed "s|^\./|$1/|"
 }
-# shellcheck disable=SC2046 - one source file per word
+# shellcheck disable=SC2046 # one source file per word
 "$cc" "${flags[@]}" -I"$out/ref/include" -I"$out/ref/src" -o "$out/replay-ref" $(engine "$out/ref") tests/replay.c
 # shellcheck disable=SC2046
 "$cc" "${flags[@]}" -Iinclude -Isrc -o "$out/replay-new" $(engine .) tests/replay.c

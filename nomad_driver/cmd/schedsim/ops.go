@@ -79,6 +79,7 @@ func (s *Sim) place(service string, shape serviceShape, instances []string) ([]p
 		return nil, took, err
 	}
 	if len(placed) > len(instances) {
+		//lint:ignore ST1005 Nomad is a name
 		return nil, took, fmt.Errorf("Nomad placed %d allocations for %d instances", len(placed), len(instances))
 	}
 	if err := s.markRunning(placed); err != nil {
@@ -106,6 +107,7 @@ func (s *Sim) newAllocs(service string, before int) ([]*structs.Allocation, erro
 		}
 	}
 	if kept := len(live) - len(fresh); kept != before {
+		//lint:ignore ST1005 Nomad is a name
 		return nil, fmt.Errorf("Nomad kept %d of the %d running instances of %q while scaling up", kept, before, service)
 	}
 	return fresh, nil
@@ -150,6 +152,7 @@ func (s *Sim) scaleIn(service string, n int) ([]string, timing, error) {
 		return nil, took, err
 	}
 	if len(stopped) != n {
+		//lint:ignore ST1005 Nomad is a name
 		return nil, took, fmt.Errorf("Nomad stopped %d instances of %q, not %d", len(stopped), service, n)
 	}
 	ids := s.instancesOf(stopped)
