@@ -38,7 +38,7 @@ def brace_functions(lines, head):
     for i, line in enumerate(lines):
         if name is None:
             m = head.match(line)
-            if m and not line.rstrip().endswith(";"):
+            if m and not line.rstrip().endswith((";", "}")):  # a declaration, a one-line body
                 name, start = m.group(1), i
         elif line.startswith("}"):
             yield name, i - start + 1
