@@ -67,6 +67,19 @@ def same_plan(a, b):
     return ua == ub and a.networks == b.networks and a.aspects == b.aspects
 
 
+def test_sample_packages_are_whole_folders():
+    """Each sample VNF folder is an OSM package by itself (`osm package-build` keeps links as
+    links, which would point outside it): day-0 files are copies of etc/click's, kept equal."""
+    for vnf, click in (("firewall_vnf", "firewall"), ("forwarder_vnf", None),
+                       ("reflector_vnf", "reflector")):
+        for root, _dirs, names in os.walk(os.path.join(SAMPLES, vnf)):
+            for n in names:
+                assert not os.path.islink(os.path.join(root, n)), (root, n)
+        if click:
+            with open(os.path.join(REPO, "etc", "click", f"{click}.click"), "rb") as f:
+                assert read(f"{vnf}/cloud_init/{click}.click") == f.read()
+
+
 def test_osm_packages_and_a_csar_map_like_the_sample_files(tmp_path):
     want, _, _ = d.plan_files(NSD, [SAMPLES])
     ns, fw = sample_packages(tmp_path)

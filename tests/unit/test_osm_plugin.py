@@ -165,10 +165,12 @@ def test_status_and_interfaces_mapping(monkeypatch):
         {"vim_interface_id": "fvtap0", "mac_address": "52:54:00:01:02:03",
          "vim_net_id": "fvnabc"}]},
              "b": {"status": "error", "error": "VNF b is dead: exited", "interfaces": []},
-             "c": {"status": "deleted", "error": "no such VM"}}
+             "c": {"status": "deleted", "error": "no such VM"},
+             "p": {"status": "paused", "error": None, "interfaces": []}}
     monkeypatch.setattr(vim, "_vim", lambda method, **kw: reply)
-    st = vim.refresh_vms_status(["a", "b", "c", "d"])
-    assert [st[k]["status"] for k in "abcd"] == ["ACTIVE", "ERROR", "DELETED", "DELETED"]
+    st = vim.refresh_vms_status(["a", "b", "c", "d", "p"])
+    assert [st[k]["status"] for k in "abcdp"] == ["ACTIVE", "ERROR", "DELETED", "DELETED",
+                                                  "PAUSED"]
     (i,) = st["a"]["interfaces"]
     assert (i["vim_interface_id"], i["mac_address"], i["vim_net_id"], i["ip_address"],
             i["compute_node"]) == ("fvtap0", "52:54:00:01:02:03", "fvnabc", None, "h1")
