@@ -126,10 +126,12 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
             assert 40.0 <= float(host[0]["value"][1]) <= 140.0, host
             # the forwarding VNF's own busy work is charged, the idle one's is (nearly) none:
             # it only answers the exporter's stats
-            busy = wait_for(url, f'fluidvim_vnf_component_watts{{zone="{ZONE}",component="busy"}}',
-                            lambda r: len(r) == 2)
-            b = {s["metric"]["vnf"]: float(s["value"][1]) for s in busy}
-            assert b["fw.0a1b2c3d"] > b["idle.4e5f6071"], b
+            def fw_busier(r):
+                b = {s["metric"]["vnf"]: float(s["value"][1]) for s in r}
+                return len(b) == 2 and b["fw.0a1b2c3d"] > b["idle.4e5f6071"]
+
+            wait_for(url, f'fluidvim_vnf_component_watts{{zone="{ZONE}",component="busy"}}',
+                     fw_busier)
             # idle power by reserved vCPUs: one each of this host's CPUs (or all of it, split
             # evenly, when there are fewer CPUs than VNFs' vCPUs)
             idl = promql(url, f'fluidvim_vnf_component_watts{{zone="{ZONE}",component="idle"}}')
