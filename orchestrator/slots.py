@@ -35,6 +35,9 @@ class SlotReport:
     region: str = "default"
     at: float = dataclasses.field(default_factory=time.time)
     exact: int | None = None
+    # slots handed out up to this time are already subtracted from ``slots`` (an estimate from
+    # a bucket update: SlotRegistry._estimate); None = count them as reservations
+    counted_upto: float | None = None
 
 
 def validate_aliases(aliases) -> dict:
@@ -133,7 +136,8 @@ class SlotRegistry:
                          instance=payload["instance"], service=payload["service"],
                          slots=slots, delay_s=decode_delay(int(payload["q"])),
                          region=payload.get("region", "default"), at=float(payload["at"]),
-                         exact=payload["exact"] if payload.get("exact") is not None else last)
+                         exact=payload["exact"] if payload.get("exact") is not None else last,
+                         counted_upto=float(payload["at"]) if est is not None else None)
         return self.apply(rep)
 
     def forget(self, instance: str) -> None:
@@ -151,7 +155,10 @@ class SlotRegistry:
     def _live(self, key, rep, now, reserved) -> list[float]:
         # a reservation ends after reservation_ttl, but only once a report newer than it came in
         # (an instance that never reports - a zone without slot updates - keeps it counted)
-        return [t for t in reserved.get(key, []) if now - t < self.reservation_ttl or rep.at <= t]
+        # (those an estimate already subtracted are not counted twice)
+        return [t for t in reserved.get(key, [])
+                if (rep.counted_upto is None or t > rep.counted_upto)
+                and (now - t < self.reservation_ttl or rep.at <= t)]
 
     def _ended(self, key, live: list[float], ended: list[float]) -> None:
         self._reserved[key] = live

@@ -254,6 +254,11 @@ def test_apply_message_counts_the_slots_handed_out_since_the_last_report():
     # a heartbeat in the same bucket: 15 - 3, not 15 (the last exact count, 16, is older)
     reg.apply_message({**base, "at": 13.0, **enc.encode("k", 12, 0.5)})
     assert reg.reports()[0].slots == 12
+    # those three are in the estimate: not counted again, although younger than the ttl
+    assert reg.aggregate("s", "instance") == {"i": 12}
+    now[0] = 13.1
+    reg.reserve("i", "s")                                  # a new one counts
+    assert reg.aggregate("s", "instance") == {"i": 11}
     # the count fell without reservations (sessions that did not ask the resolver): the bucket
     # does not confirm 12, so its lower bound
     reg.apply_message({**base, "at": 14.0, **enc.encode("k", 3, 0.5)})        # exact: 1-9

@@ -1,0 +1,454 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/slots: session slots at the service's QoE, and what their updates cost on the wire.
+
+Two measurements (issue 23), each writing its part of bench/results/slots.json:
+
+``wire`` - slot updates JSON vs compact, on the real RabbitMQ. Z zones, each with one slot agent
+(:class:`fluidvim.common.slotnotify.SlotAgent`, the orchestrator's tick and rate limits) over
+its instances (K per service and zone, C slots each, M services), publish to one resolver (the
+orchestrator's listener and registry, :class:`fluidvim.orchestrator.notify.SlotListener`; its
+choice is :class:`fluidvim.orchestrator.resolver.Resolver`'s). Sessions arrive at a rate that
+ramps from 0 to ``--peak`` per second over ``--duration`` s (the bench/scale ramp, made to cross
+the capacity), pick a service at random, hold an exponential time of mean ``--hold`` s. The
+instances themselves are counters (the truth); what is measured is the wire and the resolver:
+
+* bytes per second on RabbitMQ: the message bodies the broker carries on the notification topic,
+  counted by a second queue bound like the listener's (AMQP frame headers not counted);
+* updates per second per zone and bytes per update;
+* mis-resolutions: a session sent to an instance that is full, or refused while an instance had
+  room (of all resolutions);
+* FUSION's model R = M*U*Z*B (:func:`fluidvim.common.slotcodec.update_bandwidth`) with the
+  measured U and B, next to the measured rate.
+
+The same ramp (same seed) runs once per wire.
+
+``qoe`` - free slots from QoE on a real VNF with real traffic: the stage-1 load probe of this
+machine's environment gives the capacity and the VNF's latency budget at a deadline and quantile
+(:func:`fluidvim.evaluator.qoeslots.qoe_params`); a VNF is told (``qoe``) and sessions are admitted
+(UDP sessions of the load generator) until the VNF says full; admitted sessions run together,
+the VNF's free slots are read every second (each read closes one of its correction windows) and
+re-admitted at the VNF's capacity if it shrank; then the fraction of admitted sessions whose own
+quantile exceeds the deadline (or that lose > 1 %), and the capacity against the swept reference
+of bench/results/evaluator.json at the same deadline and quantile.
+
+Examples::
+
+    .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
+    sudo .venv/bin/python -m bench.slots qoe              # ~2 min; needs root and the VNF kernel
+
+Not a test: no thresholds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import threading
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, "bench", "results", "slots.json")
+
+
+# -- wire --
+class Instances:
+    """The truth: sessions each instance carries (a counter per instance)."""
+
+    def __init__(self, zones: int, services: int, per_zone: int, capacity: int):
+        self.lock = threading.Lock()
+        self.capacity = capacity
+        self.used: dict[str, int] = {}
+        self.where: dict[str, tuple[str, str]] = {}      # instance -> (zone, service)
+        for z in range(zones):
+            for s in range(services):
+                for k in range(per_zone):
+                    vid = f"z{z}-s{s}-i{k}"
+                    self.used[vid] = 0
+                    self.where[vid] = (f"z{z}", f"svc{s}")
+
+    def free(self, vid: str) -> int:
+        return self.capacity - self.used[vid]
+
+    def room(self, service: str) -> bool:
+        return any(self.free(v) > 0 for v, (_, s) in self.where.items() if s == service)
+
+
+class ZoneSource:
+    """What a SlotAgent reads: one zone's instances (the launch core's instance_slots shape)."""
+
+    def __init__(self, name: str, inst: Instances):
+        self.name, self.region, self.host_name, self.inst = name, "bench", f"{name}-host", inst
+
+    def instance_slots(self) -> dict:
+        with self.inst.lock:
+            return {v: {"service": s, "free": self.inst.free(v), "delay_s": 0.05}
+                    for v, (z, s) in self.inst.where.items() if z == self.name}
+
+
+class WireCounter:
+    """A second queue bound like the listener's: counts the message bodies of the topic."""
+
+    def __init__(self, url: str, exchange: str, topic: str):
+        import kombu
+
+        # oslo.messaging's rabbit:// is AMQP 0-9-1 (first host of the URL)
+        self.conn = kombu.Connection("amqp://" + url.split("://", 1)[1].split(",")[0])
+        ex = kombu.Exchange(exchange, type="topic", durable=False)
+        self.queue = kombu.Queue(f"bench-wire-{uuid.uuid4().hex[:8]}", ex,
+                                 routing_key=f"{topic}.info", auto_delete=True, durable=False)
+        self.messages = self.bytes = 0
+        self.sample: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._consumer = self.conn.Consumer([self.queue], callbacks=[self._on], accept=None)
+        self._consumer.consume()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _on(self, body, message):
+        raw = message.body
+        n = len(raw if isinstance(raw, bytes) else raw.encode())
+        self.messages += 1
+        self.bytes += n
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        for ev in ("fluidvim.slots.batch", "fluidvim.slots.update"):
+            if ev in text and ev not in self.sample:
+                self.sample[ev] = text
+        message.ack()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self.conn.drain_events(timeout=0.2)
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    return
+                raise
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(5)
+        self._consumer.cancel()
+        self.conn.release()
+
+
+def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
+    from fluidvim.common.slotcodec import update_bandwidth
+    from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
+    from fluidvim.orchestrator.notify import SlotListener
+    from fluidvim.orchestrator.resolver import Resolver
+    from fluidvim.orchestrator.slots import SlotRegistry
+
+    o = conf.orchestrator
+    topic = f"bench_slots_{wire}_{uuid.uuid4().hex[:6]}"
+    inst = Instances(a.zones, a.services, a.per_zone, a.capacity)
+    reg = SlotRegistry(ttl=3600, reservation_ttl=o.reservation_ttl)
+    listener = SlotListener(transport, topic, reg)
+    counter = WireCounter(o.transport_url, conf.control_exchange, topic)
+    listener.start()
+    agents = []
+    for z in range(a.zones):
+        pub = SlotPublisher(transport, f"fluidvim.bench.z{z}", topic,
+                            min_interval=o.slot_update_min_interval,
+                            heartbeat=o.slot_heartbeat_interval, wire=wire)
+        agents.append(SlotAgent(ZoneSource(f"z{z}", inst), pub, None, a.agent_interval))
+    resolver = Resolver(None, reg, {}, None)   # its choice among free slots (_free_slot)
+    rnd = random.Random(seed)
+    counts = {"resolutions": 0, "admitted": 0, "to_full": 0, "refused": 0,
+              "refused_with_room": 0}
+    # the same, for resolutions made while the service carried < 80 % of its slots (the
+    # ramp below saturation, where a refusal is never necessary)
+    light = {"resolutions": 0, "to_full": 0, "refused_with_room": 0}
+    per_service = a.zones * a.per_zone * a.capacity
+    departures: list[tuple[float, str]] = []
+    try:
+        for ag in agents:
+            ag.tick(force=True)
+            ag.start()
+        time.sleep(2.0)                                  # the first updates arrive
+        b0, m0, r0 = counter.bytes, counter.messages, listener.endpoint.received
+        t0 = time.monotonic()
+        next_at = t0
+        while True:
+            now = time.monotonic()
+            el = now - t0
+            if el >= a.duration:
+                break
+            with inst.lock:
+                for d in [d for d in departures if d[0] <= now]:
+                    departures.remove(d)
+                    inst.used[d[1]] -= 1
+            if now < next_at:
+                time.sleep(min(0.01, next_at - now))
+                continue
+            rate = max(0.5, a.peak * el / a.duration)    # the ramp: 0 -> peak arrivals/s
+            next_at += rnd.expovariate(rate)
+            svc = f"svc{rnd.randrange(a.services)}"
+            loc = f"z{rnd.randrange(a.zones)}"
+            counts["resolutions"] += 1
+            with reg.decision():
+                hit = resolver._free_slot(svc, loc)
+                if hit is not None:
+                    reg.reserve(hit[1].instance, svc)
+            with inst.lock:
+                carried = sum(u for v, u in inst.used.items() if inst.where[v][1] == svc)
+                is_light = carried < 0.8 * per_service
+                light["resolutions"] += is_light
+                if hit is None:
+                    counts["refused"] += 1
+                    counts["refused_with_room"] += inst.room(svc)
+                    light["refused_with_room"] += is_light and inst.room(svc)
+                    continue
+                vid = hit[1].instance
+                if inst.free(vid) <= 0:
+                    counts["to_full"] += 1
+                    light["to_full"] += is_light
+                    continue
+                inst.used[vid] += 1
+                counts["admitted"] += 1
+                departures.append((now + rnd.expovariate(1.0 / a.hold), vid))
+        secs = time.monotonic() - t0
+        time.sleep(1.0)                                  # the last messages reach the counter
+        body = counter.bytes - b0
+        msgs = counter.messages - m0
+        updates = listener.endpoint.received - r0
+    finally:
+        for ag in agents:
+            ag.stop()
+        listener.stop()
+        counter.close()
+    per_zone_u = updates / secs / a.zones
+    b_bits = 8.0 * body / max(1, updates)
+    mis = counts["to_full"] + counts["refused_with_room"]
+    return {
+        "wire": wire, "seconds": round(secs, 2), "messages": msgs, "body_bytes": body,
+        "updates": updates, "bytes_per_s": round(body / secs, 1),
+        "messages_per_s": round(msgs / secs, 2),
+        "updates_per_s_per_zone": round(per_zone_u, 2),
+        "bytes_per_update": round(body / max(1, updates), 1),
+        "bytes_per_message": round(body / max(1, msgs), 1),
+        "resolutions": counts, "misresolution_pct": round(100.0 * mis / max(1, counts["resolutions"]), 3),
+        "below_80pct_load": dict(light, misresolution_pct=round(
+            100.0 * (light["to_full"] + light["refused_with_room"]) / max(1, light["resolutions"]),
+            3)),
+        "model": {"M_resolvers": 1, "U_updates_per_s_per_zone": round(per_zone_u, 2),
+                  "Z_zones": a.zones, "B_bits_per_update": round(b_bits, 1),
+                  "R_bits_per_s": round(update_bandwidth(1, a.services, per_zone_u / a.services,
+                                                         a.zones, b_bits), 1),
+                  "measured_bits_per_s": round(8.0 * body / secs, 1)},
+        "sample_message": counter.sample,
+    }
+
+
+def cmd_wire(a) -> dict:
+    import oslo_messaging as messaging
+
+    from fluidvim.orchestrator import conf as orchconf
+
+    conf = orchconf.make_conf()
+    orchconf.disable_rabbit_heartbeat(conf)
+    transport = messaging.get_notification_transport(conf, url=conf.orchestrator.transport_url)
+    if a.agent_interval is None:
+        a.agent_interval = conf.orchestrator.agent_interval
+    runs = {}
+    try:
+        for wire in a.wires.split(","):
+            print(f"wire {wire}: {a.duration:g} s ramp to {a.peak:g} sessions/s ...", flush=True)
+            runs[wire] = run_wire(wire, a, conf, transport, a.seed)
+            r = runs[wire]
+            print(f"  {r['bytes_per_s']:.0f} B/s, {r['messages_per_s']:.1f} msg/s, "
+                  f"{r['updates_per_s_per_zone']:.2f} updates/s/zone, {r['bytes_per_update']:.1f} "
+                  f"B/update, mis-resolutions {r['misresolution_pct']:.2f} % "
+                  f"{r['resolutions']}", flush=True)
+    finally:
+        transport.cleanup()
+    o = conf.orchestrator
+    return {
+        "command": "python -m bench.slots wire " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in sorted(vars(a).items())
+            if k not in ("cmd", "out", "part")),
+        "setup": {"zones": a.zones, "services": a.services, "instances_per_service_zone": a.per_zone,
+                  "slots_per_instance": a.capacity, "ramp_peak_per_s": a.peak,
+                  "duration_s": a.duration, "hold_mean_s": a.hold, "seed": a.seed,
+                  "agent_interval_s": a.agent_interval,
+                  "slot_update_min_interval_s": o.slot_update_min_interval,
+                  "slot_heartbeat_interval_s": o.slot_heartbeat_interval},
+        **runs,
+        "bytes_ratio_json_over_compact": (round(runs["json"]["bytes_per_s"]
+                                                / max(1e-9, runs["compact"]["bytes_per_s"]), 2)
+                                          if {"json", "compact"} <= set(runs) else None),
+    }
+
+
+# -- qoe --
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+
+
+def reference_slots(path: str, deadline_ms: float, quantile: float) -> dict | None:
+    """The swept reference of bench/evaluator at this deadline and quantile, if it has one."""
+    try:
+        with open(path) as f:
+            ev = json.load(f)
+    except FileNotFoundError:
+        return None
+    for name, c in ev.get("comparison", {}).items():
+        lv = c["level"]
+        if math.isclose(lv["deadline_ms"], deadline_ms) and math.isclose(lv["quantile"], quantile):
+            return {"level": name, "slots": c["reference_slots"], "when": ev.get("when"),
+                    "file": os.path.relpath(path, REPO)}
+    return None
+
+
+def cmd_qoe(a) -> dict:
+    import subprocess
+    import sys
+
+    from bench.evaluator import make_zone, show
+    from fluidvim.evaluator.probes import LoadProbe
+    from fluidvim.evaluator.qoeslots import qoe_params
+    from fluidvim.vnf.manager import VNFManager, make_conf
+    from fluidvim.vnf.testnet import TestNet
+
+    if os.geteuid() != 0:
+        raise SystemExit("bench.slots qoe needs root (network namespaces, bridges, taps)")
+    tag = uuid.uuid4().hex[:6]
+    mgr = VNFManager(make_conf(state_dir=f"/tmp/fluidvim-fvsq-{tag}",
+                               run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu"))
+    zone = make_zone(mgr)
+    env = zone.env()
+    t0 = time.perf_counter()
+    print("stage-1 load probe", flush=True)
+    probe = LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94).run(
+        env, zone, progress=show("probe"))
+    if not probe.ok:
+        raise SystemExit(f"load probe failed: {probe.error}")
+    params = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
+    print(f"qoe: {params.request()} ({params.basis})", flush=True)
+    trace = []
+    with TestNet("fvsq", 94) as net:
+        vid = mgr.launch(FORWARD, bridges=net.bridges, name=f"qoe-{tag}").vnf_id
+        echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
+                         "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
+        try:
+            if echo.stdout.readline().strip() != "ready":
+                raise SystemExit("the UDP echo did not start")
+            mgr.set_qoe(vid, **params.request())
+            admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
+            print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
+            client = net.popen("a", sys.executable, "-m", "fluidvim.evaluator.loadgen", "client",
+                               "--src", net.ip_a, "--dst", net.ip_b, "--sessions", str(admitted),
+                               "--pps", str(a.session_pps), "--duration", str(a.run_s),
+                               "--windows", "1", "--per-session-quantile", str(a.quantile),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            start = time.monotonic()
+            while client.poll() is None:                        # one correction window a read
+                time.sleep(1.05)
+                st = mgr.stats(vid)["slots"]
+                trace.append({"t": round(time.monotonic() - start, 2), "used": st["used"],
+                              "free": st["free"], **{k: st["qoe"][k] for k in
+                                                     ("capacity", "window", "tail_ns")}})
+                print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
+                      f"capacity {st['qoe']['capacity']:4d} window {st['qoe']['window']} "
+                      f"tail {st['qoe']['tail_ns']} ns", flush=True)
+            out, err = client.communicate()
+            if client.returncode != 0:
+                raise SystemExit(f"load generator failed: {err[-500:]}")
+            run = json.loads(out.strip().splitlines()[-1])
+            final = mgr.stats(vid)["slots"]
+        finally:
+            echo.terminate()
+            echo.wait(5)
+            mgr.destroy(vid)
+    per = run["per_session"]
+    over = [i for i, (lat, loss) in enumerate(zip(per["latency_ms"], per["loss"]))
+            if lat is None or lat > a.deadline_ms or (loss or 0) > 0.01]
+    ref = reference_slots(a.reference, a.deadline_ms, a.quantile)
+    announced = params.capacity
+    return {
+        "command": f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
+                   f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g}",
+        "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
+        "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
+        "qoe": params.request(), "basis": params.basis,
+        "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
+                                               "vnf_latency_ns")} for s in probe.metrics["steps"]],
+        "admitted": admitted, "trace": trace,
+        "capacity_at_end": final["qoe"]["capacity"], "shrinks": final["qoe"]["shrinks"],
+        "admitted_over_deadline": len(over),
+        "admitted_over_deadline_pct": round(100.0 * len(over) / max(1, admitted), 2),
+        "run": {k: run[k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms")},
+        "per_session_p_ms": per["latency_ms"],
+        "reference": ref,
+        "capacity_error_pct": (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
+                               if ref else None),
+    }
+
+
+def write(part: str, data: dict, path: str) -> None:
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        doc = {}
+    doc[part] = dict(data, when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     loadavg=os.getloadavg())
+    keys = {}
+    if "wire" in doc:
+        keys["wire_bytes_per_s_json"] = doc["wire"]["json"]["bytes_per_s"]
+        keys["wire_bytes_per_s_compact"] = doc["wire"]["compact"]["bytes_per_s"]
+        keys["misresolution_pct"] = doc["wire"]["compact"]["misresolution_pct"]
+        keys["misresolution_pct_json"] = doc["wire"]["json"]["misresolution_pct"]
+    if "qoe" in doc:
+        keys["admitted_over_deadline_pct"] = doc["qoe"]["admitted_over_deadline_pct"]
+        keys["capacity_error_pct"] = doc["qoe"]["capacity_error_pct"]
+    doc.update(keys)
+    doc["not_measured"] = {"nomad_register_to_session_ms_p50": "issue 23 item 4: not done"}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote", path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.slots", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("wire", help="slot updates JSON vs compact on RabbitMQ")
+    w.add_argument("--zones", type=int, default=4)
+    w.add_argument("--services", type=int, default=3)
+    w.add_argument("--per-zone", type=int, default=2, help="instances per service and zone")
+    w.add_argument("--capacity", type=int, default=16, help="slots per instance")
+    w.add_argument("--peak", type=float, default=60.0, help="arrivals/s at the end of the ramp")
+    w.add_argument("--duration", type=float, default=60.0)
+    w.add_argument("--hold", type=float, default=10.0, help="mean session time, s")
+    w.add_argument("--seed", type=int, default=23)
+    w.add_argument("--agent-interval", type=float, default=None,
+                   help="seconds between a slot agent's ticks (default: [orchestrator] "
+                        "agent_interval)")
+    w.add_argument("--wires", default="json,compact", help="which wires to run, in order")
+    w.add_argument("--part", default="wire",
+                   help="key of slots.json to write (the headline figures come from 'wire')")
+    w.add_argument("--out", default=OUT)
+    q = sub.add_parser("qoe", help="free slots from QoE on a real VNF with real traffic")
+    q.add_argument("--deadline-ms", type=float, default=10.0)
+    q.add_argument("--quantile", type=float, default=0.99)
+    q.add_argument("--session-pps", type=float, default=100.0)
+    q.add_argument("--run-s", type=float, default=8.0, help="seconds the admitted sessions run")
+    q.add_argument("--reference", default=os.path.join(REPO, "bench", "results", "evaluator.json"))
+    q.add_argument("--out", default=OUT)
+    a = p.parse_args(argv)
+    if a.cmd == "wire":
+        write(a.part, cmd_wire(a), a.out)
+    else:
+        write("qoe", cmd_qoe(a), a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
