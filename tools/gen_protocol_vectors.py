@@ -9,7 +9,8 @@
   booted unikernel by tests/integration/test_vnf.py, and by the Go driver's tests). ``field``:
   the error's ``field`` (the request field at fault, e.g. ``macs[1]``); ``nic_macs``: each NIC's
   ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's);
-  ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``.
+  ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``;
+  ``window_us``: the ``window_us`` of the result (``poll``).
 """
 
 import json
@@ -40,6 +41,8 @@ requests = [
      "fields": {"config": FWD, "macs": ["fa:16:3e:12:34:56", None], "slots": 64}},
     # session slots at the service's QoE: the probe's capacity, the VNF's latency budget
     {"id": 6, "op": "qoe", "fields": {"capacity": 200, "budget_ns": 8192, "quantile_ppm": 990000}},
+    # the busy-poll window after the last frame (the latency controller's knob)
+    {"id": 7, "op": "poll", "fields": {"window_us": 200}},
 ]
 for r in requests:
     msg = {"id": r["id"], "op": r["op"]}
@@ -128,6 +131,15 @@ exchanges = [
      "result_keys": ["total", "used", "free"], "free": 64},
     {"send": line({"id": 28, "op": "stats"}), "ok": True, "id": 28, "result_keys": ["slots"],
      "slots_free": 64},
+    # poll: set the busy-poll window, read it back, refuse what is out of range
+    {"send": line({"id": 29, "op": "poll", "window_us": 200}), "ok": True, "id": 29,
+     "result_keys": ["window_us"], "window_us": 200},
+    {"send": line({"id": 30, "op": "poll"}), "ok": True, "id": 30, "result_keys": ["window_us"],
+     "window_us": 200},
+    {"send": line({"id": 31, "op": "poll", "window_us": 100001}), "ok": False, "id": 31,
+     "code": "bad_request", "message_contains": "window_us"},
+    {"send": line({"id": 32, "op": "poll", "window_us": 1000}), "ok": True, "id": 32,
+     "result_keys": ["window_us"], "window_us": 1000},
 ]
 
 text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,

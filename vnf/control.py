@@ -20,7 +20,7 @@ LOG = logging.getLogger(__name__)
 
 MAX_LINE = limits.MAX_CONTROL_LINE
 PROTO_VERSION = 1
-OPS = ("ping", "configure", "stats", "qoe")
+OPS = ("ping", "configure", "stats", "qoe", "poll")
 
 
 class ControlError(Exception):
@@ -247,6 +247,11 @@ class ControlChannel:
 
     def stats(self, timeout: float = 5.0) -> dict:
         return self.request("stats", timeout=timeout)
+
+    def poll(self, window_us: int | None = None, timeout: float = 5.0) -> dict:
+        """The VNF's busy-poll window after the last frame, in µs (contract/PROTOCOL.md §4
+        ``poll``): set it to ``window_us`` (0..100000), or only read it (None)."""
+        return self.request("poll", timeout=timeout, window_us=window_us)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
             timeout: float = 5.0) -> dict:

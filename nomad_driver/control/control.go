@@ -28,7 +28,7 @@ const (
 	ProtoVersion = 1
 )
 
-var Ops = []string{"ping", "configure", "stats", "qoe"}
+var Ops = []string{"ping", "configure", "stats", "qoe", "poll"}
 
 // Error is an error reply from the VNF, or a failed channel (Code "closed", "timeout",
 // "protocol").

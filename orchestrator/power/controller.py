@@ -22,11 +22,13 @@ p99 in microseconds), the controller
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
   :func:`fluidvim.vnf.cgroups.set_cpu_quota` on the VNF's own group (cgroup v2 ``cpu.max``, v1
-  ``cpu.cfs_quota_us``).
+  ``cpu.cfs_quota_us``); and through ``poller(vnf key, µs)`` (returning the window the VNF
+  confirms), the VNF's busy-poll window (the ``poll`` op, PROTOCOL.md §4), moved by the same
+  factors between ``min_poll_us`` and the boot default of 1000 µs and restored with a release.
 
 Its decisions are logged and kept (:attr:`LatencyController.decisions`), and the exporter shows
 them in ``<run_dir>/power.json`` (``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``.
-Not yet: the VNF's busy-poll window (a new control-channel command), and powercap limits.
+Not yet: powercap limits.
 """
 
 from __future__ import annotations
@@ -62,28 +64,35 @@ def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int
     return 1 << (len(d) - 1), n
 
 
+POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
+
+
 @dataclasses.dataclass
 class VnfState:
     reserved_us: int                 # the flavor's quota: vcpus x period
     quota_us: int                    # what is set now
+    poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
+    poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
     good: int = 0                    # intervals in a row at or under target / 2
     buckets: list | None = None
     last: dict | None = None         # the last decision
 
 
 class LatencyController:
-    def __init__(self, actuator, period_us: int = 100_000, min_quota_us: int = 5_000,
-                 down: float = 0.8, up: float = 1.5, hold_intervals: int = 3,
-                 min_packets: int = 100, clock=time.time):
+    period_us = 100_000              # the cgroup period (vnf/limits.py CPU_PERIOD_US)
+
+    def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
+                 hold_intervals: int = 3, min_packets: int = 100, poller=None,
+                 min_poll_us: int = 50):
         if not 0 < down < 1 < up:
             raise PowerError(f"controller steps need 0 < down < 1 < up, got down={down} up={up}")
         if min_quota_us < 1000:
             raise PowerError(f"min_quota_us {min_quota_us} is below the kernel's 1000 us")
         self.actuator = actuator
-        self.period_us, self.min_quota_us = period_us, min_quota_us
+        self.min_quota_us = min_quota_us
         self.down, self.up, self.hold_intervals = down, up, hold_intervals
         self.min_packets = min_packets
-        self.clock = clock
+        self.poller, self.min_poll_us = poller, int(min_poll_us)
         self.state: dict = {}
         self.decisions: list = []
 
@@ -101,19 +110,23 @@ class LatencyController:
             st.good = 0
         new = st.quota_us
         if action == RELEASE:
-            new = reserved
+            new, st.poll_us = reserved, POLL_DEFAULT_US
         elif action == UP:
             new = min(reserved, int(st.quota_us * self.up))
+            st.poll_us = min(POLL_DEFAULT_US, max(self.min_poll_us, int(st.poll_us * self.up)))
         elif action == DOWN:
             new = max(self.min_quota_us, int(st.quota_us * self.down))
+            st.poll_us = max(self.min_poll_us, int(st.poll_us * self.down))
             st.good = 0
+        self._apply_poll(key, name, st)
         st.reserved_us = reserved
         if new != st.quota_us or action == RELEASE:
             self.actuator(key, new)
             st.quota_us = new
-        d = {"vnf": name, "at": self.clock(), "action": action, "why": why, "p99_ns": p99,
+        d = {"vnf": name, "at": time.time(), "action": action, "why": why, "p99_ns": p99,
              "packets": packets, "target_us": target_us, "quota_us": st.quota_us,
-             "reserved_us": reserved, "quota_ratio": st.quota_us / reserved}
+             "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
+             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]
@@ -121,6 +134,16 @@ class LatencyController:
             LOG.info("controller %s: %s to %d us of %d (%s)", name, action, st.quota_us,
                      reserved, why)
         return d
+
+    def _apply_poll(self, key: str, name: str, st: VnfState) -> None:
+        """Tell the VNF its busy-poll window when it differs from what it last confirmed; a VNF
+        that does not answer is told again next interval."""
+        if self.poller is None or st.poll_applied == st.poll_us:
+            return
+        try:
+            st.poll_applied = int(self.poller(key, st.poll_us))
+        except Exception as e:       # noqa: BLE001 - the control channel may fail any way
+            LOG.debug("controller %s: poll window not set: %s", name, e)
 
     def _decide(self, st: VnfState, stats: dict | None, target_ns: float):
         """(action, why, p99 ns, packets) of one interval."""

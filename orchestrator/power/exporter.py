@@ -111,12 +111,18 @@ class HostSampler:
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
         if self.targets and controller is None:
             from fluidvim.vnf import cgroups
-            controller = LatencyController(cgroups.set_cpu_quota)
+            controller = LatencyController(cgroups.set_cpu_quota, poller=self.set_poll_window)
         self.controller = controller
+        self._ids: dict = {}                      # VNF uuid -> id (the controller's key)
         self.control: dict = {}                   # VNF id -> the controller's last decision
         self.queuing_delay_s: float | None = None
         self.lock = threading.Lock()
         self.intervals = 0
+
+    def set_poll_window(self, uuid: str, window_us: int) -> int:
+        """The controller's poller: the VNF's busy-poll window over its control channel."""
+        with self.mgr.channel(self._ids[uuid]) as ch:
+            return ch.poll(window_us, timeout=2.0)["window_us"]
 
     def _helpers(self, spec) -> list[int]:
         if getattr(spec, "net_backend", "tap") != "vhost-user" or not spec.nics:
@@ -138,6 +144,7 @@ class HostSampler:
             spec = rec.spec
             target = self.targets.get(rec.name, self.targets.get(service_of(rec.name)))
             if target is not None and self.controller is not None:
+                self._ids[spec.uuid] = rec.id
                 try:
                     self.control[rec.id] = self.controller.step(
                         spec.uuid, rec.name, target, int(spec.vcpus or 1), st)

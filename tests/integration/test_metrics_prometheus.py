@@ -177,8 +177,10 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
 
 def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     """The exporter's sampler with a latency target for service fw: a real VNF forwarding pings
-    far under its target has its cgroup's CPU quota lowered step by step (the real cgroup file
-    changes); paused, it stops answering and gets its flavor's quota back at once."""
+    far under its target has its cgroup's CPU quota and its busy-poll window lowered step by
+    step (the real cgroup file changes, the VNF reports the window); when its QEMU is stopped it
+    stops answering and gets its flavor's quota back at once, and its default window as soon as
+    it answers again."""
     from fluidvim.orchestrator import power
     from fluidvim.orchestrator.power.controller import LatencyController
     from fluidvim.vnf import cgroups, limits
@@ -193,6 +195,13 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1, min_packets=5)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 100_000.0}, controller=ctl)
+    ctl.poller = sampler.set_poll_window            # the VNF's busy-poll window, `poll` op
+
+    def window():
+        with mgr.channel(fw.vnf_id) as ch:
+            return ch.poll()["window_us"]
+
+    assert window() == 1000
     pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.01", "-w", "30", net.ip_b,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -204,6 +213,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
             ctl.decisions
         assert d["packets"] > 0 and d["p99_ns"] is not None
         assert cgroups.cpu_quota(uid) == d["quota_us"] == 51_200
+        assert window() == d["poll_window_us"] == 512      # 1000 x 0.8^3, as the VNF says
         assert net.ping(2) >= 1                          # still forwarding on half a CPU
         # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
         pid = mgr.get(fw.vnf_id).pid
@@ -215,6 +225,12 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         d = sampler.control[fw.vnf_id]
         assert (d["action"], d["why"]) == ("release", "no stats reply"), d
         assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+        assert (d["poll_window_us"], d["poll_window_applied_us"]) == (1000, 512), d
+        # answering again: the window it could not be told is told now (with this interval's
+        # own step from the default)
+        sampler.step()
+        d = sampler.control[fw.vnf_id]
+        assert window() == d["poll_window_us"] == d["poll_window_applied_us"], d
     finally:
         pinger.terminate()
         pinger.wait()

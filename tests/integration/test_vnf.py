@@ -60,6 +60,8 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
                 assert reply["result"]["free"] == ex["free"], reply
             if "slots_free" in ex:
                 assert reply["result"]["slots"]["free"] == ex["slots_free"], reply
+            if "window_us" in ex:
+                assert reply["result"]["window_us"] == ex["window_us"], reply
         else:
             assert reply["error"].get("field") == ex.get("field"), reply
             assert reply["error"]["code"] == ex["code"], reply

@@ -10,7 +10,7 @@ import pytest
 
 from fluidvim.orchestrator import power
 from fluidvim.orchestrator.power import controller as ctl
-from fluidvim.vnf import cgroups
+from fluidvim.vnf import cgroups, limits
 
 
 class Hist:
@@ -122,3 +122,30 @@ def test_cgroup_v1_cfs_quota(cgroupfs):
     assert cgroups.set_cpu_quota("u1", 30_000) and q.read_text() == "30000"
     assert cgroups.cpu_quota("u1") == 30_000
     assert cgroups.set_cpu_quota("u1", None) and q.read_text() == "-1"
+
+
+def test_the_busy_poll_window_follows_the_quota_and_is_retried():
+    """The poll window moves with the quota (down x0.8, up x1.5, never below min_poll_us,
+    never above the VNF's default 1000 us), a release restores 1000 us, and a VNF that does not
+    confirm (its channel fails) is told again the next interval."""
+    told, fail = [], []
+
+    def poller(key, us):
+        if fail:
+            raise OSError("control socket: connection refused")
+        told.append(us)
+        return us
+
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, poller=poller, min_poll_us=600)
+    assert c.period_us == limits.CPU_PERIOD_US
+    h = Hist()
+    ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024), (500, 1024)])
+    assert told == [1000, 800, 640, 600]
+    assert [d["poll_window_us"] for d in ds] == [1000, 800, 640, 600]
+    assert _run(c, h, [(500, 16384)])[0]["poll_window_us"] == 900      # up, x1.5
+    fail.append(1)
+    d = _run(c, h, [(None, 0)])[0]                                      # release, not confirmed
+    assert (d["poll_window_us"], d["poll_window_applied_us"]) == (1000, 900)
+    fail.clear()
+    d = _run(c, h, [(500, 8192)])[0]                                    # hold: told again
+    assert told[-1] == 1000 and d["poll_window_applied_us"] == 1000

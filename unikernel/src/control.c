@@ -285,6 +285,25 @@ static void op_qoe(int64_t id, const struct jfield *f, int n)
 	reply_end(&w);
 }
 
+/* {"op":"poll"[,"window_us":N]}: the busy-poll window after the last frame (PROTOCOL.md §4
+ * poll); without window_us it only reports it. */
+#define POLL_WINDOW_MAX_US 100000
+static void op_poll(int64_t id, const struct jfield *f, int n)
+{
+	const struct jfield *w_us = json_get(f, n, "window_us");
+	if (w_us && (w_us->type != JT_NUMBER || !w_us->is_int || w_us->num < 0 ||
+		     w_us->num > POLL_WINDOW_MAX_US)) {
+		reply_error(id, "bad_request", "invalid 'window_us' (must be an integer 0..100000)");
+		return;
+	}
+	if (w_us)
+		net_set_busy_poll_us((uint32_t)w_us->num);
+	struct jw w;
+	reply_begin(&w, id);
+	jw_ku64(&w, "window_us", net_busy_poll_us());
+	reply_end(&w);
+}
+
 static void handle_line(const char *s, size_t n)
 {
 	static struct jfield f[MAX_FIELDS];
@@ -312,6 +331,8 @@ static void handle_line(const char *s, size_t n)
 		op_configure(id->num, f, nf);
 	else if (!strcmp(op->str, "qoe"))
 		op_qoe(id->num, f, nf);
+	else if (!strcmp(op->str, "poll"))
+		op_poll(id->num, f, nf);
 	else {
 		char msg[96];
 		ksnprintf(msg, sizeof msg, "unknown op '%s'", op->str);

@@ -547,11 +547,24 @@ static void add_pci(const struct pci_dev *p, char *errbuf, size_t errcap)
 	try_add(&d, id, errbuf, errcap);
 }
 
+static uint32_t busy_poll_us = NET_BUSY_POLL_US;
+
+void net_set_busy_poll_us(uint32_t us)
+{
+	busy_poll_us = us;
+	busy_poll_tsc = ns_to_tsc(us * 1000ull);
+}
+
+uint32_t net_busy_poll_us(void)
+{
+	return busy_poll_us;
+}
+
 int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap)
 {
 	errbuf[0] = 0;
 	nnics = 0;
-	busy_poll_tsc = ns_to_tsc(NET_BUSY_POLL_US * 1000ull);
+	busy_poll_tsc = ns_to_tsc(busy_poll_us * 1000ull);
 	tx_kick_delay_tsc = ns_to_tsc(TX_KICK_DELAY_US * 1000ull);
 	con.present = false;
 	uint64_t bases[32];

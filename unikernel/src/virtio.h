@@ -30,6 +30,10 @@ bool virtio_all_have_irq(void);
 bool net_poll(void);
 bool net_moved(void);
 uint64_t net_kicks(void);         /* notifications sent to the NICs (each one a VM exit) */
+/* The busy-poll window after the last frame (us; 0 = halt as soon as nothing moves): the
+ * control channel's `poll` op sets it (PROTOCOL.md §4 poll). */
+void net_set_busy_poll_us(uint32_t us);
+uint32_t net_busy_poll_us(void);
 void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
