@@ -30,8 +30,10 @@ elsewhere). The Redfish actions are ``ComputerSystem.Reset`` (``GracefulShutdown
 
 :class:`HostPower` is the manager; :meth:`HostPower.round` is one round of its loop (every
 ``[host_power] interval`` seconds): re-check unreachable BMCs, wake a host when a service's free
-slots run low, else power off what the consolidation plan (:func:`.power.consolidation_plan`)
-empties - empty hosts first, one host per round.
+slots run low - or ahead of demand, when the instances the services' slot trends forecast one
+boot from now (``wake_ahead_s``) exceed the room of the hosts in service - else power off what
+the consolidation plan (:func:`.power.consolidation_plan`) empties and the forecast does not
+need - empty hosts first, one host per round.
 """
 
 from __future__ import annotations
@@ -163,6 +165,15 @@ host_power_opts = [
     cfg.IntOpt("wake_free_slots", default=4, min=0,
                help="Wake a host when a service's free slots on the hosts in service fall below "
                     "this and no awake host has room for another instance."),
+    cfg.FloatOpt("wake_ahead_s", default=300.0, min=0.0,
+                 help="Also wake a host this many seconds ahead of demand: when the instances "
+                      "the services' slot trends forecast for then (power.forecast_instances) "
+                      "exceed the room of the hosts in service (power.wake_ahead). Set it to a "
+                      "server's boot time plus a launch (AutoScale measured 260 s for a boot); "
+                      "0 = wake only when the free slots run low (wake_free_slots)."),
+    cfg.FloatOpt("forecast_window_s", default=900.0, min=1.0,
+                 help="Seconds of slot samples whose trend (least-squares slope of the used "
+                      "slots) the wake-ahead forecast extrapolates."),
     cfg.BoolOpt("consolidate", default=True,
                 help="Let the loop power off what the consolidation plan empties."),
     cfg.FloatOpt("consolidate_u_low", default=0.5, min=0.0, max=1.0,
@@ -339,6 +350,7 @@ class HostPower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._busy: set = set()                        # hosts an action runs on (this process)
+        self._samples: dict = {}                       # service -> deque of scaling.Sample
         self._busy_lock = threading.Lock()
 
     # -- records --
@@ -675,7 +687,7 @@ class HostPower:
         from .power import consolidation_plan
 
         fleet, infos, skipped = self.fleet()
-        p = consolidation_plan(fleet, u_low=self.o.consolidate_u_low)
+        p = consolidation_plan(fleet, u_low=self.o.consolidate_u_low, fill=self.o.vnf_vcpus)
         empty = [h.name for h in fleet if not h.load]
         per_host = {h.name: {"watts": round(h.watts(), 1), "u": round(h.u, 3),
                              "instances": sorted(h.load), "capacity": h.capacity}
@@ -713,6 +725,81 @@ class HostPower:
     def _room(self, fleet) -> bool:
         return any(h.fits(self.o.vnf_vcpus) for h in fleet)
 
+    def _room_instances(self, fleet) -> int:
+        """Instances the hosts in service still take (``vnf_vcpus`` each)."""
+        d = self.o.vnf_vcpus
+        return sum(int(max(0.0, h.u_max * h.capacity - h.used) / d + 1e-9) for h in fleet)
+
+    def ahead(self, fleet=None) -> dict | None:
+        """The wake-ahead forecast (``wake_ahead_s``): per service with instances, a slot
+        sample now (free slots from the registry, total from its live instances on hosts in
+        service), and the instances its trend says it will want ``wake_ahead_s`` from now
+        (:func:`.power.forecast_instances`); the shortfall beyond the instances it has, the
+        room of the hosts in service and the off hosts :func:`.power.wake_ahead` would wake
+        (None: ``wake_ahead_s`` is 0)."""
+        from .mano.scaling import Sample
+        from .power import forecast_instances, wake_ahead
+
+        if self.o.wake_ahead_s <= 0:
+            return None
+        now = self.clock()
+        if fleet is None:
+            fleet = self.fleet()[0]
+        away = self.unavailable()
+        keep = self.o.forecast_window_s + 2 * max(self.o.interval, 1.0)
+        by_svc: dict = collections.defaultdict(list)
+        for i in self.store.instances():
+            if f"{i.zone}/{i.host}" not in away:
+                by_svc[i.service].append(i)
+        services, short = {}, 0
+        for svc in self.store.services():
+            insts = by_svc.get(svc.name)
+            if not insts:
+                self._samples.pop(svc.name, None)
+                continue
+            total = sum(int(i.slots_total or 0) for i in insts)
+            per = max(int(i.slots_total or 0) for i in insts) or int(svc.profile.get("slots") or 0)
+            if per <= 0:
+                continue
+            free = min(total, sum(self.registry.aggregate(svc.name, "host").values()))
+            h = self._samples.setdefault(svc.name, collections.deque())
+            h.append(Sample(now, free, total))
+            while h and now - h[0].t > keep:
+                h.popleft()
+            want = forecast_instances(list(h), now, self.o.wake_ahead_s, per,
+                                      window_s=self.o.forecast_window_s,
+                                      lead_s=self.o.interval, headroom=self.o.wake_free_slots)
+            services[svc.name] = {"used": total - free, "instances": len(insts), "want": want}
+            short += max(0, want - len(insts))
+        room = self._room_instances(fleet)
+        asleep = self._asleep()
+        wake = wake_ahead(short, room, asleep,
+                          fill=lambda fh: int(fh.capacity / self.o.vnf_vcpus + 1e-9))
+        return {"services": services, "shortfall": short, "room": room, "wake": wake,
+                "ahead_s": self.o.wake_ahead_s}
+
+    def _asleep(self) -> list:
+        """FleetHosts of the hosts that are off with a BMC and a known curve (:meth:`_remember`
+        kept it), named ``zone/host``."""
+        from .power import FleetHost, library
+
+        out = []
+        for v in self.views():
+            if v.state != OFF or (v.zone, v.host) in self._busy or (v.zone, v.host) not in \
+                    self.urls:
+                continue
+            sid = v.detail.get("power_system_id")
+            try:
+                model = library(self.conf.power.specpower_csv if "power" in self.conf else None
+                                ).curve(sid) if sid else None
+            except Exception:  # noqa: BLE001 - an unknown curve: wake it last (shortage path)
+                model = None
+            if model is None:
+                continue
+            cpus = v.detail.get("cpus") or (getattr(model, "info", None) or {}).get("threads") or 1
+            out.append(FleetHost(name=f"{v.zone}/{v.host}", model=model, capacity=float(cpus)))
+        return out
+
     def _to_wake(self) -> tuple[str, str] | None:
         """The host to wake: off, with a BMC, least idle watts first (its curve, if known)."""
         from .power import library
@@ -734,11 +821,28 @@ class HostPower:
 
     def round(self) -> dict:
         """One round of the loop: recheck BMCs; a shortage wakes one host (and starts an instance
-        of the short service on it); else, with ``consolidate``, power off one host of the plan
-        (empty ones first, never below ``min_hosts_on`` per zone). Returns what it did."""
+        of the short service on it); else a forecast shortage (:meth:`ahead`: the instances the
+        slot trends want ``wake_ahead_s`` from now exceed the room in service) wakes one host;
+        else, with ``consolidate``, power off one host of the plan (empty ones first, never
+        below ``min_hosts_on`` per zone, never one whose room the forecast needs). Returns what
+        it did."""
         did: dict = {"recheck": self.recheck()}
         short = self.shortage()
         fleet, infos, _ = self.fleet()
+        ahead = self.ahead(fleet)
+        if not short and ahead and ahead["wake"]:
+            did["ahead"] = ahead
+            zone, host = ahead["wake"][0].split("/", 1)
+            try:
+                self.wake(zone, host, reason=f"ahead: {ahead['shortfall']} more instance(s) "
+                          f"within {ahead['ahead_s']:g} s, room for {ahead['room']}")
+            except HostPowerError as e:
+                did["wake"] = f"{zone}/{host} failed: {e}"
+                return did
+            did["wake"] = f"{zone}/{host}"
+            return did
+        if ahead and ahead["shortfall"] > ahead["room"]:
+            did["ahead"] = ahead                   # short ahead, nothing to wake: shown
         if short:
             did["shortage"] = short
             if self._room(fleet):
@@ -775,6 +879,17 @@ class HostPower:
             if not c["bmc"] or (zname, h.name) in self._busy or per_zone[zname] <= \
                     self.o.min_hosts_on:
                 continue
+            if ahead is not None:
+                # keep a host the forecast needs: the room left without it must cover the
+                # instances the services will want one wake-up from now
+                ph = plan["hosts"][c["host"]]
+                its = int(max(0.0, ph["capacity"] - len(ph["instances"]) * self.o.vnf_vcpus)
+                          / self.o.vnf_vcpus + 1e-9)
+                if ahead["shortfall"] > ahead["room"] - its - len(ph["instances"]):
+                    did.setdefault("kept", {})[c["host"]] = (
+                        f"the forecast needs it: {ahead['shortfall']} more instance(s) within "
+                        f"{ahead['ahead_s']:g} s, room {ahead['room']}")
+                    continue
             try:
                 self.power_off(zname, h.name, reason="consolidation: " + (
                     "empty" if c["empty"] else f"plan saves {plan['saved_watts']} W"))

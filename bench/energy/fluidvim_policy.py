@@ -93,7 +93,12 @@ class FleetZone(SyntheticZone):
         info.cpu_util = min(1.0, self.used[host] / self.threads[host])
         cap = self.threads[host] if self.overflow else self.fill[host]
         room = self.eligible[host] and self.used[host] < cap
-        off = info.labels.get("power_state") == "off"
+        state = info.labels.get("power_state")
+        off = state == "off"
+        if state == "waking":                               # booting, woken ahead of demand
+            self._open.pop(host, None)
+            self._asleep_open.pop(host, None)
+            return
         if room and (not off or self.list_off):
             self._open[host] = None
         else:
@@ -111,9 +116,15 @@ class FleetZone(SyntheticZone):
         self.eligible[host] = ok
         self._refresh(host)
 
-    def set_power(self, host: str, on: bool):
-        self.info[host].labels["power_state"] = "on" if on else "off"
+    def set_power(self, host: str, on):
+        """``on``: True (in service), False (off) or ``"waking"`` (booting: no placement
+        until it is up, unless a placement finds no other room)."""
+        self.info[host].labels["power_state"] = (on if isinstance(on, str)
+                                                 else "on" if on else "off")
         self._refresh(host)
+
+    def state(self, host: str) -> str:
+        return self.info[host].labels.get("power_state") or "on"
 
     def set_fill(self, fill: dict):
         self.fill = dict(fill)
@@ -126,9 +137,10 @@ class FleetZone(SyntheticZone):
             for h in self.info:
                 self._refresh(h)
 
-    def room(self) -> int:
-        return sum(max(0, self.fill[h] - self.used[h]) for h, i in self.info.items()
-                   if self.eligible[h] and i.labels.get("power_state") != "off")
+    def room(self, states=("on",)) -> int:
+        """VNFs the eligible hosts in ``states`` still take (up to their fill)."""
+        return sum(max(0, self.fill[h] - self.used[h]) for h in self.info
+                   if self.eligible[h] and self.state(h) in states)
 
     def any_off(self) -> bool:
         return any(i.labels.get("power_state") == "off" for i in self.info.values())
@@ -143,7 +155,8 @@ class FluidvimPolicy:
     def __init__(self, measurement: dict, services, *, consolidate: bool = False,
                  launch_ms: float = 61.6, launch_cpu_s: float = 0.0296, u_low: float = 0.5,
                  horizon_s: float = 3600.0, boot_s: float = 260.0, trend_s: float = 900.0,
-                 wake: str = "order", fill: str = "wake-cost",
+                 wake: str = "order", fill: str = "wake-cost", ahead: bool = True,
+                 forecast_window_s: float = 900.0, reserve: float = 1.0,
                  workdir: str | None = None):
         """``wake``: which powered-off host a refused placement wakes - ``order``
         (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
@@ -152,7 +165,12 @@ class FluidvimPolicy:
         orchestrator wakes another - ``wake-cost`` (``power.fill_limit``: up to its efficient
         utilisation, beyond while a VNF costs it less than on the best host to wake), ``full``
         (every thread), ``efficient`` (its efficient utilisation; beyond only when every host
-        is awake)."""
+        is awake). ``ahead``: wake hosts one boot ahead of the demand the services' slot
+        trend forecasts (``power.forecast_instances`` over ``forecast_window_s``, then
+        ``power.wake_ahead``), as the orchestrator's host power loop does
+        (``[host_power] wake_ahead_s``); else only when a placement is refused.
+        ``reserve``: hardware threads of a host never filled with VNFs (its launches' CPU;
+        ``power.fill_limit``)."""
         if wake not in self.WAKE_RULES:
             raise ValueError(f"wake={wake!r}: use one of {', '.join(self.WAKE_RULES)}")
         self.wake = wake
@@ -166,6 +184,9 @@ class FluidvimPolicy:
         self.launch_ms = launch_ms
         self.u_low, self.horizon_s, self.boot_s, self.trend_s = u_low, horizon_s, boot_s, trend_s
         self.launch_cpu_s = launch_cpu_s
+        self.do_ahead, self.forecast_window_s = ahead, forecast_window_s
+        self.reserve = reserve
+        self.short_ahead = 0            # instances the forecast wants beyond those there are
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
         self.orch = None
@@ -236,6 +257,12 @@ class FluidvimPolicy:
     def _wake_one(self) -> str | None:
         """The powered-off host to wake for a refused placement (the orchestrator wakes one
         when the slots run out); from now on it is in service for the placements."""
+        waking = [h for h in self.zone.info if self.zone.state(h) == "waking"
+                  and self.zone.eligible[h] and self.zone.used[h] < self.zone.fill[h]]
+        if waking:                  # woken ahead and still booting: the soonest room there is
+            h = power.wake_order([self._fleet_host(h) for h in waking])[0]
+            self.zone.set_power(h, True)
+            return h
         off = self.zone.asleep()
         if not off or self.wake == "engine":
             return None
@@ -277,8 +304,44 @@ class FluidvimPolicy:
         return self.zone.room()
 
     def set_power(self, host: str, on: bool) -> None:
+        if on and self.zone.state(host) == "waking":
+            return                                  # woken ahead: in service once booted
         self.zone.set_power(host, on)
         self._refill()
+
+    def booted(self, host: str) -> None:
+        """A host has finished booting: one woken ahead of demand goes in service now."""
+        if self.zone.state(host) == "waking":
+            self.zone.set_power(host, True)
+            self._refill()
+
+    def ahead(self, now: float, services: dict, ahead_s: float) -> list[str]:
+        """Powered-off hosts to wake now so that they are up when the demand the services'
+        slot trends forecast ``ahead_s`` from now needs them (``power.forecast_instances``,
+        ``power.wake_ahead``): the instances each service will want beyond those it has,
+        against the room of the hosts in service and of those already waking, by the
+        policy's own fill. ``services``: name -> {history: slot samples, slots, headroom,
+        lead_s} (what the scaler sees)."""
+        if not self.do_ahead:
+            return []
+        self.short_ahead = short = 0
+        for name, v in services.items():
+            want = power.forecast_instances(v["history"], now, ahead_s, v["slots"],
+                                            window_s=self.forecast_window_s,
+                                            lead_s=v["lead_s"], headroom=v["headroom"])
+            short += max(0, want - len(self.by_service.get(name, ())))
+        self.short_ahead = short
+        if not short:
+            return []
+        room = self.zone.room(("on", "waking"))
+        off = [h for h in self.zone.info if self.zone.state(h) == "off"]
+        wake = power.wake_ahead(short, room, [self._fleet_host(h) for h in off],
+                                fill=lambda fh: self.zone.fill[fh.name])
+        for h in wake:
+            self.zone.set_power(h, "waking")
+        if wake:
+            self._refill()
+        return wake
 
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it
@@ -299,7 +362,8 @@ class FluidvimPolicy:
             for h, c in self.hosts.items():
                 key = (c.model, c.cores)
                 if key not in memo:
-                    memo[key] = max(1, int(power.fill_limit(self.curves[h], c.cores, best)))
+                    memo[key] = max(1, int(power.fill_limit(self.curves[h], c.cores, best,
+                                                            reserve=self.reserve)))
                 fills[h] = memo[key]
             fills["_best"] = best
         self._fills = fills
@@ -349,7 +413,10 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         """Hosts to empty now: the orchestrator's consolidation plan over the awake eligible
         hosts, only while demand is not rising, only when the watts it saves over
         ``horizon_s`` outweigh the moves and a later wake of those hosts (a boot at peak
-        power)."""
+        power), and only as long as the hosts left keep the room the forecast wants within a
+        wake-up (``keep``: the instances ``ahead`` found missing); a receiver takes VNFs
+        only up to its fill limit against the best host to wake (``fill``), never into the
+        steep top of its curve."""
         total = len(self.where)
         self.count_log.append((now, total))
         while self.count_log and self.count_log[0][0] < now - self.trend_s:
@@ -360,5 +427,6 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
                  if self.zone.eligible[h] and info.labels.get("power_state") != "off"]
         plan = power.consolidation_plan(
             fleet, u_low=self.u_low, horizon_s=self.horizon_s, move_j=self.move_j,
-            wake_j=lambda fh: self.boot_s * fh.model.watts(1.0))
+            wake_j=lambda fh: self.boot_s * fh.model.watts(1.0), keep=self.short_ahead,
+            fill=1.0)
         return list(plan.sleep)

@@ -313,7 +313,8 @@ class Simulator:
             decision_ms=own or self.call_ms, call_ms=self.call_ms,
             series={**self.series, "step_s": cfg.step_s},
             wall_s=time.perf_counter() - self._wall,
-            extra={"decision_cpu_ms_p50": round(float(np.median(cpu)), 4)} if cpu else {})
+            extra={**({"decision_cpu_ms_p50": round(float(np.median(cpu)), 4)} if cpu else {}),
+                   **({"wakes_ahead": c["wakes_ahead"]} if "wakes_ahead" in c else {})})
 
     # ------------------------------------------------------------------ steps
     def _bootstrap(self, t0: float):
@@ -358,6 +359,9 @@ class Simulator:
         # autoscaling (the product's rule) on what the step left free; placements, wakes
         for s in range(len(self.services)):
             self._autoscale(s, t)
+        # wake ahead of demand (policies that forecast it: ``ahead``)
+        if not self.ideal and hasattr(self.policy, "ahead"):
+            self._wake_ahead(t)
         # consolidation
         if (not self.ideal and hasattr(self.policy, "consolidate")
                 and (t - (-cfg.warmup_s)) % cfg.consolidate_every_s < cfg.step_s / 2):
@@ -490,6 +494,31 @@ class Simulator:
             if i not in woken:
                 self._set_eligible(i, False)
         return still
+
+    def _wake_ahead(self, t: float):
+        """Ask the policy which powered-off hosts to wake now, ahead of demand (it sees what
+        the scaler sees: each service's slot samples, the scaler's headroom and lead); wake
+        them (a boot at peak power, as any wake). A host woken ahead is in service once it has
+        booted (``Policy.booted``); one that is then not used is powered off by the same
+        hold-time rule as every host."""
+        cfg = self.cfg
+        view = {}
+        for s, svc in enumerate(self.services):
+            h = self.history[s]
+            total = h[-1].total if h else 0
+            view[svc.name] = {"history": list(h), "slots": svc.slots,
+                              "headroom": max(svc.slots, int(cfg.headroom * total)),
+                              "lead_s": cfg.step_s + cfg.launch_s}
+        for hid in self.policy.ahead(t, view, ahead_s=cfg.boot_s + cfg.step_s):
+            h = self.host_index.get(hid)
+            if h is None or self.state[h] != OFF:
+                raise RuntimeError(f"policy {self.policy.name}: ahead() named {hid!r}, which is "
+                                   "not a powered-off host")
+            self.state[h], self.until[h] = BOOT, t + cfg.boot_s
+            self.count["wakes"] += 1
+            self.count["wakes_ahead"] = self.count.get("wakes_ahead", 0) + 1
+            self._set_eligible(h, True)
+            self._power_hook(h, True)
 
     def _set_eligible(self, h: int, ok: bool):
         if self.eligible[h] != ok:
@@ -627,6 +656,9 @@ class Simulator:
             if self.state[h] == BOOT:
                 self.state[h] = ON
                 self.empty_since[h] = np.nan
+                booted = getattr(self.policy, "booted", None)
+                if booted is not None:
+                    booted(self.fleet.hosts[h].id)
             else:
                 self.state[h] = OFF
                 self.draining[h] = False

@@ -169,14 +169,42 @@ class _Candidates:
 
 def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
                        horizon_s: float | None = None, move_j: float = 0.0,
-                       wake_j=None) -> ConsolidationPlan:
+                       wake_j=None, keep: float = 0.0,
+                       fill: float | None = None) -> ConsolidationPlan:
     """Which lightly loaded hosts (u <= ``u_low``) can move all their VNFs elsewhere (PABFD, never
     onto a host being emptied or a sleeping one) and sleep, least loaded first. A host is only
     emptied when it saves power - and, with ``horizon_s``, only when the watts it saves over
     that time outweigh what emptying it costs: ``move_j`` joules per VNF moved (e.g. the CPU of
     the launch that replaces it) plus ``wake_j(host)`` joules to bring it back later (a boot).
+    The saving is the whole fleet's watts before minus after, on the curves: the emptied host's
+    watts less what its VNFs add on the hosts that take them (where a receiver climbs into the
+    steep top of its curve, that eats the saving). ``keep``: capacity units the hosts left
+    awake must still have free after the plan (the growth a forecast expects within a wake-up,
+    :func:`forecast_instances`): a host whose emptying would leave less is kept.
+    ``fill``: a receiver takes VNFs only up to its :func:`fill_limit` (for VNFs of ``fill``
+    capacity units; its ``u_max`` still holds) against the best host of the fleet to wake -
+    any host may be the one emptied and woken again later, so packing a receiver into the
+    steep top of its curve is never cheaper than that host awake (bench/energy: receivers
+    packed to their u_max ran all day at 95-100 %, and consolidation cost energy).
     With ``apply`` the fleet is changed, else it is left as it was.
     """
+    caps = {}
+    if fill is not None and hosts:
+        best = min(unit_watts(h.model, h.capacity) for h in hosts)
+        for h in hosts:
+            lim = fill_limit(h.model, h.capacity, best, demand=fill) / h.capacity
+            if lim < h.u_max:
+                caps[h.name] = h.u_max
+                h.u_max = max(lim, min(h.u_max, h.u))     # never below what it holds
+    try:
+        return _consolidation_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep)
+    finally:
+        for h in hosts:
+            if h.name in caps:
+                h.u_max = caps[h.name]
+
+
+def _consolidation_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep):
     before = sum(h.watts() for h in hosts)
     state = {h.name: (dict(h.load), h.asleep) for h in hosts}
     by_name = {h.name: h for h in hosts}
@@ -185,6 +213,7 @@ def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
     migrations: list = []
     pabfd: dict = {}                                  # demand -> _Candidates
     total_cost = 0.0
+    free = sum(max(0.0, h.u_max * h.capacity - h.used) for h in hosts if h.name not in sleeping)
 
     def candidates(d):
         if d not in pabfd:
@@ -197,6 +226,10 @@ def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
 
     for src in sorted((h for h in hosts if h.load and h.u <= u_low), key=lambda h: (h.u, h.name)):
         if not src.load or src.u > u_low:           # it took VNFs from an emptied host meanwhile
+            continue
+        # emptying it takes its free room and puts its VNFs into the others' room
+        left = free - max(0.0, src.u_max * src.capacity - src.used) - src.used
+        if keep > 0 and left < keep - 1e-9:
             continue
         touched = {src.name: src.watts()}
         moves = []
@@ -221,6 +254,7 @@ def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
                 emptied.append(src.name)
                 migrations.extend(moves)
                 total_cost += cost
+                free = left
                 touch(src)
                 continue
             src.load.update(load)
@@ -276,16 +310,21 @@ def wake_order(hosts, u: float | None = None) -> list[str]:
 
 
 def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
-               demand: float = 1.0) -> float:
+               demand: float = 1.0, reserve: float = 0.0) -> float:
     """How much load (in capacity units, a multiple of ``demand``) a host in service should take
     before waking another host is better: up to its :func:`efficient_utilisation` in any case
     (it is awake to be used), beyond that while one more ``demand`` adds no more watts per unit
     than ``wake_unit_w`` - what a unit costs on the best host there is to wake
-    (:func:`unit_watts`; ``inf`` when none is left: fill it up)."""
+    (:func:`unit_watts`; ``inf`` when none is left: fill it up). ``reserve``: capacity units
+    never filled (the host's own work: the CPU of launches on it; a host whose VNFs want all
+    its threads serves the sessions of its busiest VNFs late while it launches one more)."""
     if demand <= 0 or capacity <= 0:
         raise PowerError(f"fill_limit: need demand > 0 and capacity > 0, got {demand}, "
                          f"{capacity}")
-    units = int(capacity / demand + 1e-9)
+    if reserve < 0 or reserve >= capacity:
+        raise PowerError(f"fill_limit: reserve must be >= 0 and below the capacity "
+                         f"({capacity}), not {reserve}")
+    units = int((capacity - reserve) / demand + 1e-9)
     k = min(units, int(efficient_utilisation(model) * capacity / demand + 1e-9))
     while k < units:
         extra = model.watts(min(1.0, (k + 1) * demand / capacity)) - \
@@ -298,3 +337,57 @@ def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
 
 def fleet_watts(hosts) -> float:
     return sum(h.watts() for h in hosts)
+
+
+def forecast_instances(history, now: float, ahead_s: float, slots: int, *,
+                       window_s: float = 900.0, lead_s: float = 0.0,
+                       headroom: float = 0.0) -> int:
+    """Instances of one service its scaler will want ``ahead_s`` seconds from ``now``: the used
+    slots now, grown along their trend (the scaler's own :func:`~..mano.scaling.demand_rate`,
+    growth only, over ``window_s``: longer than the scaler's window, a boot ahead needs the
+    day's trend, not the last seconds' noise) for ``ahead_s``, plus the free slots the scaler
+    then keeps (``max(headroom, rate x lead_s)``), in instances of ``slots``, plus the one step
+    the scaler takes beyond its threshold. ``history``: the service's slot samples (anything
+    with ``t``, ``free`` and ``total``, e.g. :class:`~..mano.scaling.Sample`), oldest first."""
+    from ..mano.scaling import demand_rate
+
+    if slots <= 0:
+        raise PowerError(f"forecast_instances: slots must be > 0 (sessions one instance "
+                         f"serves), not {slots!r}")
+    if ahead_s < 0 or window_s <= 0:
+        raise PowerError(f"forecast_instances: need ahead_s >= 0 and window_s > 0, got "
+                         f"{ahead_s!r}, {window_s!r}")
+    if not history:
+        return 0
+    cur = history[-1]
+    rate = demand_rate(list(history), now, window_s)
+    used = max(0, cur.total - cur.free) + rate * ahead_s
+    keep = max(float(headroom), rate * max(0.0, lead_s))
+    if used + keep <= 0:
+        return 0
+    return math.ceil((used + keep) / slots - 1e-9) + 1
+
+
+def wake_ahead(shortfall: float, room: float, asleep, fill=None, u: float | None = None
+               ) -> list[str]:
+    """Powered-off hosts to wake *now* so that ``shortfall`` more VNFs (what the services will
+    want one boot from now, :func:`forecast_instances`, beyond the instances they have) find
+    room when the woken hosts are up: none while ``room`` (what the hosts in service and those
+    already waking still take, by the policy's own fill) covers it, else the first hosts of
+    :func:`wake_order` until it does. ``asleep``: FleetHosts that are off; ``fill(host)``: the
+    VNFs a woken host takes (default: its ``u_max x capacity``). A host is woken for a
+    shortfall it covers only in part too: the rest wakes the next one."""
+    if shortfall <= room + 1e-9:
+        return []
+    by_name = {h.name: h for h in asleep}
+    out = []
+    for name in wake_order(asleep, u):
+        if shortfall <= room + 1e-9:
+            break
+        h = by_name[name]
+        take = fill(h) if fill is not None else h.u_max * h.capacity
+        if take <= 0:
+            continue
+        out.append(name)
+        room += take
+    return out

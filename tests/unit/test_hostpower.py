@@ -70,3 +70,65 @@ def test_options_registered_once():
     hp.register_opts(conf)
     assert conf.host_power.wake_free_slots == 7
     assert conf.host_power.enabled is False
+
+
+def test_ahead_wakes_a_host_one_boot_before_the_trend_needs_it(tmp_path):
+    """The wake-ahead forecast of the power loop (``[host_power] wake_ahead_s``): a real store,
+    slot registry and (described) zone; no BMC is called - ``ahead`` only says what a round
+    would wake."""
+    from fluidvim.common import instance_states as istates
+    from fluidvim.common.zonetypes import HostInfo
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
+    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    conf = orchconf.make_conf()
+    hp.register_opts(conf)
+    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
+                               for h in ("h1", "h2")], group="host_power")
+    conf.set_override("wake_ahead_s", 300.0, group="host_power")
+    conf.set_override("forecast_window_s", 120.0, group="host_power")
+    conf.set_override("interval", 30.0, group="host_power")
+    now = [0.0]
+    clock = lambda: now[0]                                      # noqa: E731
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = SyntheticZone("z", [HostInfo(name="h1", env=env, slots_total=0, slots_free=0,
+                                            power_system_id="spec0120", labels={"cpus": 1})])
+        registry = SlotRegistry(clock=clock)
+        store.put_service("fw", {"slots": 100}, {}, None)
+        for i in ("i1", "i2"):
+            store.add_instance(id=i, zone="z", host="h1", service="fw", name=i,
+                               status=istates.RUNNING, slots_total=100)
+        # h2 is off (its BMC said so); its curve and threads were kept when it went off
+        store.set_host_power("z", "h2", hp.OFF, in_service=False, power="Off", error=None,
+                             detail={"power_system_id": "spec0121", "cpus": 8}, since=0.0)
+        power = hp.HostPower(conf, store, {"z": zone}, registry, clock=clock)
+
+        def sample(used):
+            for i in ("i1", "i2"):
+                registry.apply(SlotReport(zone="z", host="h1", instance=i, service="fw",
+                                          slots=100 - used // 2, delay_s=None, at=now[0]))
+            return power.ahead()
+
+        # flat at 50 of 200 slots used: 2 instances are what the scaler wants; nothing to wake
+        for t in range(0, 301, 30):
+            now[0] = float(t)
+            a = sample(50)
+        assert a["services"]["fw"] == {"used": 50, "instances": 2, "want": 2}
+        assert (a["shortfall"], a["room"], a["wake"]) == (0, 1, [])
+        # rising 1 slot/s: one boot from now 300 more are used - h2 must wake now
+        for t in range(330, 451, 30):
+            now[0] = float(t)
+            a = sample(50 + (t - 300))
+        # 200 used + 300 s x 1/s + the scaler's lead 30 s x 1/s, 100 slots each, + its step
+        assert a["services"]["fw"] == {"used": 200, "instances": 2, "want": 6 + 1}
+        assert (a["shortfall"], a["room"], a["wake"]) == (5, 1, ["z/h2"])
+        # off: no forecast, nothing woken ahead
+        conf.set_override("wake_ahead_s", 0.0, group="host_power")
+        assert power.ahead() is None
+    finally:
+        store.close()

@@ -593,6 +593,51 @@ def test_consolidation_plan():
     assert [h.asleep for h in hosts] == [True, True, False] and hosts[2].used == 11
 
 
+def test_consolidation_plan_keeps_the_room_the_forecast_wants():
+    lib = power.SpecpowerLibrary()
+
+    def hosts():
+        hs = [power.FleetHost(f"h{i}", lib.curve("spec0120"), capacity=16, u_max=0.8)
+              for i in range(3)]
+        for h, n in zip(hs, (2, 3, 6)):
+            h.add(f"v{h.name}", n)
+        return hs
+    # free room by u_max: 10.8 + 9.8 + 6.8 = 27.4; emptying h0 leaves 14.6, then h1 1.8
+    assert power.consolidation_plan(hosts(), u_low=0.5).sleep == ["h0", "h1"]
+    assert power.consolidation_plan(hosts(), u_low=0.5, keep=1.8).sleep == ["h0", "h1"]
+    assert power.consolidation_plan(hosts(), u_low=0.5, keep=5).sleep == ["h0"]
+    kept = power.consolidation_plan(hosts(), u_low=0.5, keep=20)
+    assert kept.sleep == [] and kept.migrations == [] and kept.saved_watts == 0
+
+
+def test_consolidation_plan_does_not_pack_receivers_into_the_steep_top_of_their_curve():
+    lib = power.SpecpowerLibrary()
+    c = lib.curve("spec0598")              # 2x Xeon 8280, 112 threads: 283 W at 80 %, 422 at 100
+    assert power.efficient_utilisation(c) == 0.8
+
+    def hosts(small):
+        hs = [power.FleetHost(f"h{i}", c, capacity=112) for i in range(2)]
+        for k in range(80):
+            hs[0].add(f"a{k}", 1.0)
+        for k in range(small):
+            hs[1].add(f"b{k}", 1.0)
+        return hs
+    # by u_max alone 30 VNFs go onto the host at 71 %, which ends at 98 %, for a few watts
+    packed = power.consolidation_plan(hosts(30), u_low=0.3)
+    assert packed.sleep == ["h1"] and 0 < packed.saved_watts < c.watts(0.0)
+    # with its fill limit against the best host to wake (one like it, at 80 %) it takes 9
+    limit = power.fill_limit(c, 112, power.unit_watts(c, 112))
+    assert limit == 89
+    capped = power.consolidation_plan(hosts(30), u_low=0.3, fill=1.0)
+    assert capped.sleep == [] and capped.migrations == []
+    small = power.consolidation_plan(hosts(9), u_low=0.3, fill=1.0)
+    assert small.sleep == ["h1"] and len(small.migrations) == 9
+    # the caps are the plan's: the hosts keep their own u_max
+    hs = hosts(30)
+    power.consolidation_plan(hs, u_low=0.3, fill=1.0)
+    assert [h.u_max for h in hs] == [1.0, 1.0]
+
+
 def _plan_by_brute_force(hosts, u_low):
     """consolidation_plan as first written (whole-fleet PABFD per VNF, whole-fleet watts per
     attempt): the reference the incremental plan must match, decision for decision."""
@@ -734,6 +779,59 @@ def test_fill_limit_fills_a_host_while_it_is_cheaper_than_waking_the_best_other(
     assert power.fill_limit(old, 16, 0.0) == 16            # the old one is best full
     with pytest.raises(power.PowerError, match="demand > 0"):
         power.fill_limit(turbo, 112, 1.0, demand=0)
+    # a thread kept for the host's own work (launches): never filled, whatever waking costs
+    assert power.fill_limit(old, 16, math.inf, reserve=1.0) == 15
+    assert power.fill_limit(turbo, 112, math.inf, reserve=1.0) == 111
+    assert power.fill_limit(turbo, 112, own, reserve=1.0) == 78   # below the reserve anyway
+    with pytest.raises(power.PowerError, match="reserve must be >= 0"):
+        power.fill_limit(old, 16, 1.0, reserve=16)
+
+
+def test_forecast_instances_follows_the_slot_trend_one_boot_ahead():
+    from fluidvim.orchestrator.mano.scaling import Sample
+    # used slots grow 1 per second over the last 15 min (two samples a minute), 100 slots each
+    hist = [Sample(t, 1000 - t, 1000) for t in range(0, 901, 30)]        # used = t
+    now = 900.0
+    # in 300 s: 900 + 300 used, + the free slots the scaler keeps (rate 1/s x 30 s lead)
+    assert power.forecast_instances(hist, now, 300.0, 100, lead_s=30.0) == \
+        math.ceil((900 + 300 + 30) / 100) + 1
+    # a headroom above rate x lead is kept instead
+    assert power.forecast_instances(hist, now, 300.0, 100, lead_s=30.0, headroom=250) == \
+        math.ceil((900 + 300 + 250) / 100) + 1
+    # no time ahead: what the scaler wants now
+    assert power.forecast_instances(hist, now, 0.0, 100) == math.ceil(900 / 100) + 1
+    # falling demand is not extrapolated down (sessions ending are not demand)
+    down = [Sample(t, t, 1000) for t in range(0, 901, 30)]               # used = 1000 - t
+    assert power.forecast_instances(down, now, 3600.0, 100) == math.ceil(100 / 100) + 1
+    # the trend is the window's: a burst older than window_s does not count
+    old_burst = [Sample(0, 0, 1000)] + [Sample(t, 500, 1000) for t in range(600, 901, 30)]
+    assert power.forecast_instances(old_burst, now, 300.0, 100, window_s=300.0) == 5 + 1
+    assert power.forecast_instances([], now, 300.0, 100) == 0
+    assert power.forecast_instances([Sample(now, 10, 10)], now, 300.0, 100) == 0
+    with pytest.raises(power.PowerError, match="slots must be > 0"):
+        power.forecast_instances(hist, now, 300.0, 0)
+    with pytest.raises(power.PowerError, match="ahead_s >= 0"):
+        power.forecast_instances(hist, now, -1.0, 100)
+
+
+def test_wake_ahead_wakes_in_wake_order_until_the_room_covers_the_forecast():
+    lib = power.SpecpowerLibrary()
+    small = power.FleetHost("small", lib.curve("spec0128"), capacity=8)
+    big = power.FleetHost("big", lib.curve("spec0127"), capacity=112)
+    old = power.FleetHost("old", lib.curve("spec0120"), capacity=16)
+    off = [old, small, big]
+    assert power.wake_order(off) == ["big", "small", "old"]
+    # the room in service covers it: nothing to wake
+    assert power.wake_ahead(10, 10, off) == []
+    assert power.wake_ahead(0, 0, off) == []
+    # short by 5: the best host to wake covers it alone
+    assert power.wake_ahead(15, 10, off) == ["big"]
+    # a fill per host (what the policy fills a woken host to): the next host covers the rest
+    fill = {"big": 78, "small": 8, "old": 16}
+    assert power.wake_ahead(10 + 80, 10, off, fill=lambda h: fill[h.name]) == ["big", "small"]
+    # more than every host takes: all of them, in order
+    assert power.wake_ahead(10_000, 0, off) == ["big", "small", "old"]
+    assert power.wake_ahead(5, 0, []) == []
 
 
 def test_list_opts_and_entry_point():
