@@ -124,6 +124,12 @@ def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
         {"rule": "wake on refusal", "value": "a refused placement is asked again with the "
          "powered-off hosts eligible; the policy's pick is woken (every policy)",
          "source": "what a cluster autoscaler does (scale up on unschedulable work)"},
+        {"rule": "wake ahead", "value": "a policy may also wake hosts before a refusal "
+         "(fluidvim: the orchestrator's power loop rule, power.forecast_instances / "
+         "wake_ahead, one boot ahead of its services' slot trend); such a wake costs the same "
+         "boot, and a woken host nothing uses is powered off by the same hold-time rule",
+         "source": "orchestrator/hostpower.py [host_power] wake_ahead_s; bench/energy/sim.py "
+                   "_wake_ahead"},
         {"rule": "VNF CPU", "value": "one hardware thread at full slots, sessions/slots of "
          "one in between, ~0 idle", "source": "bench/results/density.json "
                                               "idle_cpu_pct_per_vnf (0.0 at 1,000 idle VNFs)"},

@@ -29,8 +29,11 @@ SPECpower curve at its CPU utilisation (>= its idle watts) -> (empty for ``off_h
 down for ``shutdown_s`` at idle watts -> off at 0 W. The same for every policy: a host is powered
 off once it is empty for the hold time, and when a placement is refused the policy is asked again
 with the powered-off hosts eligible; the host it picks is woken (its instances serve nothing
-until it has booted; sessions that find no free slot meanwhile are refused). A powered-off or
-draining host is ineligible (``Policy.set_eligible``).
+until it has booted; sessions that find no free slot meanwhile are refused). A policy with
+``ahead`` is also asked every step which hosts to wake before any refusal (it sees what the
+scaler sees: each service's slot samples); those wakes cost the same boot, and the policy is
+told when a host has booted (``booted``). A powered-off or draining host is ineligible
+(``Policy.set_eligible``).
 
 CPU: a VNF uses one hardware thread at its full slots, ``sessions / slots`` of one in between
 (an idle VNF uses ~0: bench/results/density.json ``idle_cpu_pct_per_vnf``), plus
