@@ -6,10 +6,10 @@ One forwarding VNF between two network namespaces; 64-byte frames from ``bench/p
 50 and 90 % of its capacity (the highest rate it forwards with < 0.1 % loss, found as
 ``bench/dataplane`` does). For each load, trials alternate
 ``default`` (the flavor's CPU quota, no controller) and ``controller``
-(:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup,
-stepping every ``--step`` s with the p99 target ``--target-us``), ``--rounds`` times each, order
-swapped every round. A trial: ``--warmup`` s of traffic (the controller settles), then
-``--measure`` s measured:
+(:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
+its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``),
+``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
+controller settles), then ``--measure`` s measured:
 
 * host CPU-seconds of the VNF's QEMU process (``/proc``), per million packets delivered, and the
   watts that is on the linear model (``(max - idle) / CPUs`` per busy CPU);
@@ -39,7 +39,11 @@ import time
 from bench.dataplane import CHAINS, Path, build_pktgen
 from fluidvim.orchestrator.power import ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
-from fluidvim.orchestrator.power.controller import LatencyController, interval_p99
+from fluidvim.orchestrator.power.controller import (
+    POLL_DEFAULT_US,
+    LatencyController,
+    interval_p99,
+)
 from fluidvim.vnf import cgroups, limits
 from fluidvim.vnf.manager import VNFManager, make_conf
 from fluidvim.vnf.testnet import TestNet
@@ -52,10 +56,12 @@ def trial(mgr, vnf_id, uid, path: Path, pps: float, mode: str, args, ctl) -> dic
     n = path.net
     proc = ProcReader()
     pid = mgr.get(vnf_id).pid
-    if mode == "default":
+    if mode == "default":                           # the flavor's quota, the 1 ms poll window
         cgroups.set_cpu_quota(uid, limits.CPU_PERIOD_US)
-    elif uid in ctl.state:                          # the controller's own quota, as it left it
+        set_window(mgr, vnf_id, POLL_DEFAULT_US)
+    elif uid in ctl.state:                          # the controller's own, as it left them
         cgroups.set_cpu_quota(uid, ctl.state[uid].quota_us)
+        ctl.state[uid].poll_applied = set_window(mgr, vnf_id, ctl.state[uid].poll_us)
     secs = args.warmup + args.measure
     tx = n.popen("a", path.pktgen, "send", f"{n.prefix}ap", path.mac_b, n.ip_a, n.ip_b, "9",
                  "60", str(int(pps)), str(secs), stdout=subprocess.PIPE,
@@ -105,7 +111,14 @@ def trial(mgr, vnf_id, uid, path: Path, pps: float, mode: str, args, ctl) -> dic
             "lat_p50_us": lat.get("lat_p50_us"), "lat_p99_us": lat.get("lat_p99_us"),
             "vnf_p99_ns": p99s, "intervals": len(p99s),
             "intervals_within_target": sum(1 for p in p99s if p <= target_ns),
-            "quota_us": quotas}
+            "quota_us": quotas,
+            "poll_window_us": ctl.state[uid].poll_us if ctl is not None and uid in ctl.state
+            else POLL_DEFAULT_US}
+
+
+def set_window(mgr, vnf_id, us: int) -> int:
+    with mgr.channel(vnf_id) as ch:
+        return ch.poll(us)["window_us"]
 
 
 def median(trials, key):
@@ -154,8 +167,9 @@ def main(argv=None) -> int:
                   flush=True)
             for load in LOADS:
                 pps = cap * load / 100
-                ctl = LatencyController(lambda k, q: cgroups.set_cpu_quota(k, q),
-                                        hold_intervals=2, min_packets=20)
+                ctl = LatencyController(
+                    cgroups.set_cpu_quota, hold_intervals=2, min_packets=20,
+                    poller=lambda k, us: set_window(mgr, res.vnf_id, us))
                 trials = []
                 for r in range(args.rounds):
                     for mode in (("default", "controller") if r % 2 == 0 else
@@ -168,7 +182,8 @@ def main(argv=None) -> int:
                               f"{t['lat_p50_us']}/{t['lat_p99_us']} us, loss "
                               f"{100 * t['loss']:.2f} %, within target "
                               f"{t['intervals_within_target']}/{t['intervals']}"
-                              + (f", quota {t['quota_us'][-1]}" if t["quota_us"] else ""),
+                              + (f", quota {t['quota_us'][-1]}, poll window "
+                                 f"{t['poll_window_us']} us" if t["quota_us"] else ""),
                               flush=True)
                 cgroups.set_cpu_quota(uid, limits.CPU_PERIOD_US)
                 modes = {}

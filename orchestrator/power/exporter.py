@@ -146,8 +146,9 @@ class HostSampler:
             if target is not None and self.controller is not None:
                 self._ids[spec.uuid] = rec.id
                 try:
-                    self.control[rec.id] = self.controller.step(
-                        spec.uuid, rec.name, target, int(spec.vcpus or 1), st)
+                    d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st)
+                    with self.lock:               # the HTTP thread copies it
+                        self.control[rec.id] = d
                 except (OSError, ValueError, PowerError) as e:
                     LOG.warning("controller %s: %s", rec.name, e)
             out.append(self.att.vnf_counters(rec.id, rec.name, rec.pid, st,
