@@ -322,19 +322,24 @@ class NovaZone(ZoneAdapter):
         return out
 
     def _wait_active(self, server, t0):
+        return self._wait_status(server, "ACTIVE", t0)
+
+    def _wait_status(self, server, want: str, t0):
+        """The server once it has status ``want`` and no task under way (an action's task state
+        is set before Nova's API answers, so an old status is not taken for the new one)."""
         deadline = t0 + self.launch_timeout
         while True:
             try:
                 server = self.conn.compute.get_server(server.id)
             except osexc.SDKException as e:
                 raise self._fail(f"polling server {server.id}", e) from None
-            if server.status == "ACTIVE":
+            if server.status == want and not server.task_state:
                 return server
             if server.status == "ERROR":
                 fault = (server.fault or {}).get("message") or "no fault recorded"
                 raise ZoneError(f"zone {self.name}: server {server.name} went to ERROR: {fault}")
             if time.monotonic() > deadline:
-                raise ZoneError(f"zone {self.name}: server {server.name} not ACTIVE after "
+                raise ZoneError(f"zone {self.name}: server {server.name} not {want} after "
                                 f"{self.launch_timeout:g} s (status {server.status})")
             time.sleep(self.poll_interval)
 
@@ -354,6 +359,30 @@ class NovaZone(ZoneAdapter):
 
     def terminate(self, instance_id: str) -> None:
         self._delete(instance_id)
+
+    def instance_action(self, instance_id: str, action: str) -> str:
+        """Nova's server actions: pause/unpause, reboot (SOFT; the fluidvim compute driver
+        restarts the VNF's Click configuration), rebuild (from the server's own image). Returns
+        once Nova has finished (no task state left)."""
+        c = self.conn.compute
+        calls = {zonetypes.PAUSE: ("PAUSED", lambda s: c.pause_server(s)),
+                 zonetypes.UNPAUSE: ("ACTIVE", lambda s: c.unpause_server(s)),
+                 zonetypes.REBOOT: ("ACTIVE", lambda s: c.reboot_server(s, "SOFT")),
+                 zonetypes.REBUILD: ("ACTIVE", lambda s: c.rebuild_server(
+                     s, image=getattr(s.image, "id", None) or s.image["id"]))}
+        if action not in calls:
+            raise ZoneError(f"action: {action!r} is not one of "
+                            f"{', '.join(zonetypes.INSTANCE_ACTIONS)}")
+        want, call = calls[action]
+        t0 = time.monotonic()
+        try:
+            server = c.get_server(instance_id)
+            if not (action == zonetypes.UNPAUSE and server.status == "ACTIVE"
+                    or action == zonetypes.PAUSE and server.status == "PAUSED"):
+                call(server)
+        except osexc.SDKException as e:
+            raise self._fail(f"{action} of server {instance_id}", e) from None
+        return _status(self._wait_status(server, want, t0).status)
 
     def launch_times_ms(self, service: str | None = None, limit: int = 20) -> list[float]:
         with self._lock:

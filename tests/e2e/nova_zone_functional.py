@@ -111,6 +111,36 @@ class NovaZoneTest(nft._FluidvimNovaTest):
         self.assertEqual(1024, self.zone.hosts()[0].slots_free)
         self.zone.terminate(inst.id)                              # idempotent
 
+    def test_instance_actions(self):
+        """pause/unpause/reboot/rebuild through Nova's server actions reach the VNF (the
+        compute driver's pause, SOFT reboot, rebuild) and the zone reports the status."""
+        from fluidvim.common import zonetypes
+        inst = self.zone.launch(LaunchRequest(service="fw", click_config=nft.CONFIG, slots=256))
+        mgr = self.driver.manager
+
+        def vnf():
+            (rec,) = mgr.store.list()
+            return rec
+
+        def listed():
+            return {i.id: i.status for i in self.zone.instances()}[inst.id]
+
+        self.assertEqual("paused", self.zone.instance_action(inst.id, zonetypes.PAUSE))
+        self.assertEqual(("paused", "paused"), (vnf().status, listed()))
+        self.assertEqual("paused", self.zone.instance_action(inst.id, zonetypes.PAUSE))
+        self.assertEqual("running", self.zone.instance_action(inst.id, zonetypes.UNPAUSE))
+        self.assertEqual(("running", "running"), (vnf().status, listed()))
+        before = vnf()
+        self.assertEqual("running", self.zone.instance_action(inst.id, zonetypes.REBOOT))
+        self.assertEqual((before.id, before.pid), (vnf().id, vnf().pid))      # soft: same VNF
+        self.assertEqual("running", self.zone.instance_action(inst.id, zonetypes.REBUILD))
+        self.assertEqual("running", vnf().status)
+        self.assertIn("fn :: Counter", vnf().config)
+        with self.assertRaises(ZoneError):
+            self.zone.instance_action(inst.id, "explode")
+        self.zone.terminate(inst.id)
+        self.assertEqual([], mgr.store.list())
+
     def test_refusals_leave_nothing(self):
         # the request's config differs from what the flavor gives: refused before any server
         with self.assertRaisesRegex(ZoneError, "click_config: .*fluidvim:click_config"):
