@@ -9,7 +9,10 @@ directory with no PYTHONPATH, so nothing of the source tree can be imported or f
 - the installed launch core resolves its default kernel to the wheel's image;
 - ``fluidvim vnf run`` (the venv's console script) launches a VNF between two network
   namespaces; pings cross it, ``vnf stats`` counts them, its QEMU booted the wheel's kernel;
-- the Nomad plugin binary answers go-plugin's handshake as Nomad starts it.
+- the Nomad plugin binary answers go-plugin's handshake as Nomad starts it;
+- over a distro-style nova (a --system-site-packages venv, nova outside it): ``pip install
+  <wheel>[nova]`` keeps that nova, and nova-compute's own driver loader finds
+  ``fluidvim.UnikernelDriver`` when started as ``fluidvim-nova-compute``.
 
 The artefacts: ``$FLUIDVIM_DIST`` or the checkout's dist/; built with ``make dist`` when the
 wheel of this version is not there (~1 min). SHA256SUMS is checked first."""
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from importlib import metadata
 
 import pytest
 
@@ -47,9 +51,20 @@ def _clean_env(**extra) -> dict:
     return env
 
 
+def _stale(wheel: str) -> bool:
+    """The checkout's dist/ wheel is older than a file git tracks (built before a change)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    built = os.path.getmtime(wheel)
+    return any(os.path.getmtime(p) > built for f in files if f
+               if os.path.isfile(p := os.path.join(REPO, f)))
+
+
 @pytest.fixture(scope="module")
 def dist():
     wheels = glob.glob(os.path.join(DIST, f"fluidvim-{VERSION}-*.whl"))
+    if DIST == os.path.join(REPO, "dist") and wheels and _stale(wheels[0]):
+        wheels = []                     # a developer's old `make dist`: build this tree's
     if not wheels:
         if DIST != os.path.join(REPO, "dist"):
             pytest.fail(f"FLUIDVIM_DIST={DIST} holds no fluidvim-{VERSION}-*.whl: run `make dist`")
@@ -162,3 +177,102 @@ def test_plugin_binary_answers_nomads_handshake(dist, venv):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- a distro nova: nova in the system's dist-packages, fluidvim in a --system-site-packages venv --
+
+# what a distro's nova install leaves out of its dist-packages: this checkout's own fluidvim
+# (editable finder, metadata) and the .pth files that would activate it
+_NOT_DISTRO = ("fluidvim", "__editable__", "_distutils_hack", "distutils-precedence.pth")
+
+
+@pytest.fixture(scope="module")
+def distro_venv(dist, tmp_path_factory):
+    """Debian's layout without Debian's nova (bookworm's python3-nova is nova 26, older than the
+    oldest release the driver supports, 31): the nova this test runs with (a real install, with
+    its dependencies) stands for /usr/lib/python3/dist-packages as a directory of symlinks
+    without anything of fluidvim; the venv is made with --system-site-packages and that
+    directory is a site directory after the venv's own, where a Debian interpreter has
+    dist-packages (the base interpreter's site-packages, shared with other users of this
+    machine, is not written to). Then `pip install <wheel>[nova]`, as an operator would."""
+    nova = pytest.importorskip("nova", reason="the distro-nova test needs nova (extra [nova])")
+    site = os.path.dirname(os.path.dirname(nova.__file__))
+    root = tmp_path_factory.mktemp("distro")
+    dist_packages, env_dir, cwd = root / "dist-packages", root / "venv", root / "cwd"
+    dist_packages.mkdir()
+    cwd.mkdir()
+    for name in os.listdir(site):
+        if not name.startswith(_NOT_DISTRO) and not name.endswith(".pth") or name.endswith("nspkg.pth"):
+            os.symlink(os.path.join(site, name), dist_packages / name)
+    assert not os.path.exists(dist_packages / "nova" / "virt" / "fluidvim")
+    subprocess.run([sys._base_executable, "-m", "venv", "--system-site-packages", str(env_dir)],
+                   check=True, cwd=cwd, env=_clean_env())
+    py = env_dir / "bin" / "python"
+    venv_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True, cwd=cwd,
+                               env=_clean_env()).stdout.strip()
+    with open(os.path.join(venv_site, "zz-distro-dist-packages.pth"), "w") as f:
+        f.write(f"import site; site.addsitedir({str(dist_packages)!r})\n")
+    pip = subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                          "-c", os.path.join(REPO, "constraints.txt"), f"{dist['wheel']}[nova]"],
+                         cwd=cwd, env=_clean_env(), capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr
+    return {"bin": env_dir / "bin", "cwd": cwd, "root": root, "site": venv_site,
+            "dist_packages": str(dist_packages), "nova_version": metadata.version("nova")}
+
+
+def _probe(venv, code):
+    p = _run(venv, venv["bin"] / "python", "-c", code, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(900)     # the distro venv: a venv, pip (and make dist when first)
+def test_pip_install_extra_nova_leaves_the_distro_nova(distro_venv):
+    """fluidvim[nova] only asks for nova>=31: the distro's nova satisfies it and stays the one
+    imported; nothing of nova lands in the venv but the shim sub-package."""
+    got = _probe(distro_venv, "import json, importlib.metadata as m, nova, fluidvim; "
+                              "print(json.dumps([nova.__file__, m.version('nova'), fluidvim.__file__]))")
+    nova_file, nova_version, fluidvim_file = got
+    assert nova_file.startswith(distro_venv["dist_packages"]), nova_file
+    assert nova_version == distro_venv["nova_version"]
+    assert fluidvim_file.startswith(distro_venv["site"]), fluidvim_file
+    in_venv = os.listdir(distro_venv["site"])
+    assert not [n for n in in_venv if n.lower().startswith("nova-")], in_venv   # no nova dist-info
+    assert os.listdir(os.path.join(distro_venv["site"], "nova")) == ["virt"]
+    assert os.listdir(os.path.join(distro_venv["site"], "nova", "virt")) == ["fluidvim"]
+
+
+# nova-compute's loader as nova-compute calls it (compute_driver from nova.conf); prints the class
+_LOAD = """
+import json, sys
+from nova import config
+from nova.virt import driver
+config.parse_args([sys.argv[0]], default_config_files=[], configure_db=False, init_rpc=False)
+{extend}
+d = driver.load_compute_driver(None, "fluidvim.UnikernelDriver")
+print(json.dumps([type(d).__module__, type(d).__name__, sys.modules[type(d).__module__].__file__]))
+"""
+
+
+@pytest.mark.timeout(900)     # the distro venv: a venv, pip (and make dist when first)
+def test_distro_nova_compute_finds_the_driver_through_fluidvim_nova_compute(distro_venv):
+    """Plain nova-compute under the venv's interpreter cannot load the driver (nova.virt's
+    __path__ is the distro's directory alone: load_compute_driver exits 1); with
+    fluidvim-nova-compute's path extension the same loader returns fluidvim's UnikernelDriver
+    from the venv, and the console script is nova-compute itself (its --version is the
+    distro nova's)."""
+    plain = _run(distro_venv, distro_venv["bin"] / "python", "-c", _LOAD.format(extend=""),
+                 timeout=300)
+    assert plain.returncode == 1, (plain.returncode, plain.stdout, plain.stderr[-2000:])
+    assert "nova.virt.fluidvim" in plain.stderr, plain.stderr[-2000:]
+
+    extend = ("from fluidvim.cmd import nova_compute; "
+              "assert nova_compute.extend_nova_virt(), 'nothing added to nova.virt.__path__'")
+    module, name, path = _probe(distro_venv, _LOAD.format(extend=extend))
+    assert (module, name) == ("fluidvim.nova_driver.driver", "UnikernelDriver")
+    assert path.startswith(distro_venv["site"]), path
+
+    p = _run(distro_venv, distro_venv["bin"] / "fluidvim-nova-compute", "--version", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == distro_venv["nova_version"], (p.stdout, p.stderr[-2000:])
