@@ -7,8 +7,9 @@ use instead of the message bus.
 :class:`APIClient` has the methods of :class:`~fluidvim.orchestrator.rpcapi.OrchestratorAPI`, of the
 NS client (:meth:`APIClient.ns_api`) and the VIM client (:meth:`APIClient.vim`), and raises the same
 exception classes (``InvalidRequest`` for 400 with its field, ``NotFound`` for 404, ``Refused`` for
-409; :class:`APIError` - an ``OrchestratorError`` - for anything else, with the HTTP status), so
-callers do not care which path they use.
+409; :class:`APIError` - an ``OrchestratorError`` - for anything else, with the HTTP status and the
+request id of the API-SIG error body), so callers do not care which path they use. A delete
+(204, no body) returns what the RPC method does: ``{"removed" | "terminated" | "deleted": ...}``.
 
 Authentication: Keystone (``username``/``password``/``project_name`` and domains, or a
 ``token``) when credentials are given. Without ``auth_url`` the client asks the API, whose
@@ -38,9 +39,9 @@ class APIError(OrchestratorError):
     """fluidvim-api answered with an error that is not the request's fault (401, 403, 5xx), or
     could not be reached; ``status`` is the HTTP status (None: no answer)."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, request_id: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.request_id = status, request_id
 
 
 def _q(s) -> str:
@@ -166,9 +167,12 @@ class APIClient:
             data = None
         if r.status_code < 400:
             return data
-        err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
-        msg = err.get("message") or f"HTTP {r.status_code}: {r.text[:200]}"
+        # the API-SIG's {"errors": [{"request_id", "code", "status", "title", "detail", ...}]}
+        errs = data.get("errors") if isinstance(data, dict) else None
+        err = errs[0] if isinstance(errs, list) and errs and isinstance(errs[0], dict) else {}
+        msg = err.get("detail") or f"HTTP {r.status_code}: {r.text[:200]}"
         field = err.get("field", "")
+        rid = err.get("request_id") or r.headers.get("x-openstack-request-id")
         if r.status_code == 400:
             raise InvalidRequest(msg, field=field)
         if r.status_code == 404:
@@ -179,7 +183,8 @@ class APIClient:
             msg = f"not authenticated by fluidvim-api ({msg})"
         elif r.status_code == 403:
             msg = f"forbidden: {msg}"
-        raise APIError(f"fluidvim-api: {msg}", r.status_code)
+        raise APIError(f"fluidvim-api: {msg}" + (f" [request {rid}]" if rid else ""),
+                       r.status_code, rid)
 
     # -- what OrchestratorAPI has --
     def ping(self, timeout=None):
@@ -210,7 +215,8 @@ class APIClient:
         return self.request("GET", f"/v1/services/{_q(name)}")
 
     def remove_service(self, name):
-        return self.request("DELETE", f"/v1/services/{_q(name)}")
+        self.request("DELETE", f"/v1/services/{_q(name)}")
+        return {"removed": name}
 
     def place(self, service, location=None, deploy=False):
         return self.request("POST", "/v1/placements", {"service": service, "location": location,
@@ -236,7 +242,8 @@ class APIClient:
         return self.request("GET", "/v1/instances", query={"service": service})
 
     def terminate(self, instance):
-        return self.request("DELETE", f"/v1/instances/{_q(instance)}")
+        self.request("DELETE", f"/v1/instances/{_q(instance)}")
+        return {"terminated": instance}
 
     def list_networks(self, zone=None):
         return self.request("GET", "/v1/networks", query={"zone": zone})
@@ -253,7 +260,8 @@ class APIClient:
                        "orchestrator's message bus (without --api-url)")
 
     def delete_network(self, zone, network):
-        return self.request("DELETE", f"/v1/networks/{_q(zone)}/{_q(network)}")
+        self.request("DELETE", f"/v1/networks/{_q(zone)}/{_q(network)}")
+        return {"deleted": network}
 
     # -- network services --
     def ns_api(self):
@@ -317,7 +325,8 @@ class _NS:
         return self.api.request("GET", f"/v1/ns/{_q(name)}")
 
     def delete(self, name, timeout=600.0):
-        return self.api.request("DELETE", f"/v1/ns/{_q(name)}", timeout=timeout)
+        self.api.request("DELETE", f"/v1/ns/{_q(name)}", timeout=timeout)
+        return {"deleted": name}
 
     def scale(self, name, aspect, direction, timeout=600.0):
         return self.api.request("POST", f"/v1/ns/{_q(name)}/scale", timeout=timeout,

@@ -5,16 +5,19 @@ RPC client (RPC is internal: only the API, the embedded demo and tests call it).
 
 Every operation of :data:`.openapi.OPERATIONS` maps to a handler ``op_<operationId>`` below; the
 request body and query are validated against the operation's schemas first (400 naming the
-field), then the policy is enforced (:mod:`.policies`) with the resource's project as the target.
-Errors are JSON ``{"error": {"code", "title", "message", "field"}}``: the orchestrator's
-``InvalidRequest`` -> 400, ``NotFound`` -> 404, ``Refused`` -> 409, an orchestrator that does not
-answer -> 503; never a 500 for bad input.
+field; a query parameter the operation does not have is a 400 too), then the policy is enforced
+(:mod:`.policies`) with the resource's project as the target. A create answers 201 with the new
+resource's ``Location`` (:data:`LOCATIONS`), a delete 204 without a body.
+Errors are the API-SIG's ``{"errors": [{"request_id", "code", "status", "title", "detail",
+"field"}]}`` (:mod:`.faults`): the orchestrator's ``InvalidRequest`` -> 400, ``NotFound`` -> 404,
+``Refused`` -> 409, an orchestrator that does not answer -> 503; never a 500 for bad input.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 
 import jsonschema
 import routes
@@ -29,7 +32,7 @@ from fluidvim.common import instance_states as istates
 from .. import states
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
 from . import auth, openapi, policies
-from .faults import error_response
+from .faults import error_response, request_id
 
 LOG = logging.getLogger(__name__)
 
@@ -58,23 +61,58 @@ def public_factory(global_conf, **local_conf):
     return PublicApp()
 
 
+#: the API's versions (``/``) and each one's document (``/v1``): no token needed
+VERSIONS = ("v1",)
+
+
+def version_document(req, version: str) -> dict:
+    return {"id": version, "status": "CURRENT",
+            "links": [{"rel": "self", "href": f"{req.host_url}/{version}"},
+                      {"rel": "describedby", "href": req.host_url + "/openapi.json"}],
+            "media-types": [{"base": "application/json", "type": "application/json"}]}
+
+
+#: operationId of a create (201) -> the path below /v1 of what it made, from its result
+LOCATIONS = {
+    "place": lambda r: "/placements/" + _seg(r["decision_id"]),
+    "createNetwork": lambda r: f"/networks/{_seg(r['zone'])}/{_seg(r['id'])}",
+    "deployNS": lambda r: "/ns/" + _seg(r["id"]),
+    "registerImage": lambda r: "/vim/images/" + _seg(r["id"]),
+    "createFlavor": lambda r: "/vim/flavors/" + _seg(r["id"]),
+    "launchVM": lambda r: "/vim/vms/" + _seg(r["id"]),
+}
+
+
+def _seg(value) -> str:
+    return urllib.parse.quote(str(value), safe="")
+
+
 def v1_factory(global_conf, **local_conf):
     return API(auth.loading_conf(), auth.loading_clients())
 
 
 class PublicApp:
-    """``/`` (versions) and ``/openapi.json``, without authentication."""
+    """``/`` (versions), ``/v1`` (its version document) and ``/openapi.json``, without
+    authentication (:func:`.auth.urlmap_factory` sends ``/v1`` itself here)."""
 
     @webob.dec.wsgify
     def __call__(self, req):
-        if req.path_info in ("", "/"):
-            return webob.Response(json_body={"versions": [{
-                "id": "v1", "status": "CURRENT",
-                "links": [{"rel": "self", "href": req.host_url + "/v1"},
-                          {"rel": "describedby", "href": req.host_url + "/openapi.json"}]}]})
-        if req.path_info == "/openapi.json":
-            return webob.Response(json_body=openapi.spec())
-        return error_response(404, f"no resource {req.path_info}; see /openapi.json")
+        path = req.path_info.rstrip("/") or "/"
+        if path == "/":
+            doc = {"versions": [version_document(req, v) for v in VERSIONS]}
+        elif path.lstrip("/") in VERSIONS:
+            doc = {"version": version_document(req, path.lstrip("/"))}
+        elif path == "/openapi.json":
+            doc = openapi.spec()
+        else:
+            return error_response(404, f"no resource {req.path_info}; see /openapi.json",
+                                  environ=req.environ)
+        if req.method not in ("GET", "HEAD"):
+            res = error_response(405, f"method {req.method} is not allowed on {req.path}",
+                                 environ=req.environ)
+            res.allow = ("GET", "HEAD")
+            return res
+        return webob.Response(json_body=doc)
 
 
 def _query_value(schema, raw: str, field: str):
@@ -147,24 +185,27 @@ class API:
     # -- dispatch --
     @webob.dec.wsgify
     def __call__(self, req):
+        env = req.environ
         try:
             return self._dispatch(req)
         except HTTPError as e:
-            return error_response(e.code, e.message, e.field)
+            return error_response(e.code, e.message, e.field, env)
         except NotFound as e:
-            return error_response(404, e.message, e.kwargs.get("field", ""))
+            return error_response(404, e.message, e.kwargs.get("field", ""), env)
         except InvalidRequest as e:
-            return error_response(400, e.message, e.field)
+            return error_response(400, e.message, e.field, env)
         except Refused as e:
-            return error_response(409, e.message)
+            return error_response(409, e.message, environ=env)
         except oslo_policy.PolicyNotAuthorized as e:      # "<rule> is disallowed by policy"
-            return error_response(403, f"policy does not allow {str(e).split()[0]}")
+            return error_response(403, f"policy does not allow {str(e).split()[0]}",
+                                  environ=env)
         except OrchestratorError as e:       # broker unreachable, no reply
             LOG.warning("orchestrator unavailable: %s", e.message)
-            return error_response(503, e.message)
+            return error_response(503, e.message, environ=env)
         except Exception:  # noqa: BLE001 - a bug: logged with its traceback, 500 without it
             LOG.exception("%s %s failed", req.method, req.path)
-            return error_response(500, "internal error (the fluidvim-api log has the details)")
+            return error_response(500, "internal error (the fluidvim-api log has the details; "
+                                  f"request {request_id(env)})", environ=env)
 
     def _dispatch(self, req):
         match = self.mapper.match(req.path_info or "/", req.environ)
@@ -180,6 +221,12 @@ class API:
         if ctx is None:
             raise HTTPError(401, "not authenticated")
         args = dict(match)
+        known = {prm["name"] for prm in params if prm["in"] == "query"}
+        for name in req.GET:
+            if name not in known:
+                raise HTTPError(400, f"{name}: not a query parameter of {req.method} "
+                                f"{req.path_info}; its parameters: "
+                                f"{', '.join(sorted(known)) or 'none'}", name)
         for prm in params:
             if prm["in"] == "query" and prm["name"] in req.GET:
                 args[prm["name"]] = _query_value(prm["schema"], req.GET[prm["name"]],
@@ -189,7 +236,12 @@ class API:
         if body_schema is not None:
             body = self._body(req, op_id)
         res = getattr(self, f"op_{op_id}")(ctx, policy, body=body, **args)
-        return webob.Response(status=code, json_body=res, charset="utf-8")
+        if code == 204:
+            return webob.Response(status=204)
+        out = webob.Response(status=code, json_body=res, charset="utf-8")
+        if code == 201 and op_id in LOCATIONS:
+            out.location = req.application_url + LOCATIONS[op_id](res)
+        return out
 
     @staticmethod
     def _check(schema, value, field):

@@ -5,6 +5,8 @@ on the API's own ConfigOpts, the ``noauth`` stand-in and the oslo.context middle
 
 from __future__ import annotations
 
+import re
+
 import webob.dec
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
@@ -33,13 +35,17 @@ def loading_conf():
 
 
 def urlmap_factory(loader, global_conf, **local_conf):
-    """``/v1...`` to the authenticated pipeline, everything else to the public app (versions,
-    /openapi.json): a request never reaches the API without passing through auth."""
+    """``/v1/...`` to the authenticated pipeline, everything else to the public app (versions,
+    ``/v1`` itself - its version document -, /openapi.json): a request never reaches the API
+    without passing through auth."""
     apps = sorted(((prefix.rstrip("/"), loader.get_app(name, global_conf=global_conf))
                    for prefix, name in local_conf.items()), key=lambda x: -len(x[0]))
+    versions = {p for p, _ in apps if re.fullmatch(r"/v[0-9]+", p)}
 
     def urlmap(environ, start_response):
         path = environ.get("PATH_INFO", "") or "/"
+        if path.rstrip("/") in versions:         # GET /v1: the version document, no token
+            return apps[-1][1](environ, start_response)
         for prefix, app in apps:
             if prefix and (path == prefix or path.startswith(prefix + "/")):
                 environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + prefix
@@ -85,8 +91,30 @@ def authtoken_factory(global_conf, **local_conf):
     conf = dict(global_conf, **local_conf, oslo_config_config=loading_conf())
 
     def filt(app):
-        return auth_token.AuthProtocol(app, conf)
+        return _SigErrors(auth_token.AuthProtocol(app, conf))
     return filt
+
+
+class _SigErrors:
+    """auth_token's own 401 body (``{"error": {...}}``) in the API-SIG shape of every other
+    error, with the request id; its WWW-Authenticate header (naming Keystone) is kept."""
+
+    def __init__(self, app):
+        self.app = app
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        res = req.get_response(self.app)
+        if res.status_int != 401 or res.content_type != "application/json":
+            return res
+        try:
+            msg = res.json_body["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            return res
+        out = error_response(401, msg, environ=req.environ)
+        if "WWW-Authenticate" in res.headers:
+            out.headers["WWW-Authenticate"] = res.headers["WWW-Authenticate"]
+        return out
 
 
 class NoAuth:
@@ -124,7 +152,7 @@ class ContextMiddleware:
     def __call__(self, req):
         if req.headers.get("X-Identity-Status") != "Confirmed":
             return error_response(401, "not authenticated: give a valid Keystone token in "
-                                  "X-Auth-Token")
+                                  "X-Auth-Token", environ=req.environ)
         ctx = oslo_context.RequestContext.from_environ(req.environ)
         req.environ[CONTEXT_KEY] = ctx
         return req.get_response(self.app)

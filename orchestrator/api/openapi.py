@@ -18,10 +18,18 @@ from fluidvim import __version__
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
 OBJ = {"type": "object"}
 ANY_LIST = {"type": "array", "items": {}}
-ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
-    "type": "object", "required": ["code", "title", "message"],
-    "properties": {"code": {"type": "integer"}, "title": {"type": "string"},
-                   "message": {"type": "string"}, "field": {"type": "string"}}}}}
+# the OpenStack API-SIG's error format (one error per response here)
+ERROR = {"type": "object", "required": ["errors"], "properties": {"errors": {
+    "type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["request_id", "code", "status", "title", "detail"],
+        "properties": {"request_id": {"type": "string", "description": "oslo.middleware's, "
+                                      "as in the x-openstack-request-id header"},
+                       "code": {"type": "string", "description": "fluidvim.<title>, e.g. "
+                                "fluidvim.not-found"},
+                       "status": {"type": "integer"}, "title": {"type": "string"},
+                       "detail": {"type": "string"},
+                       "field": {"type": "string", "description": "the part of the request "
+                                 "that is wrong, when there is one"}}}}}}
 
 SERVICE_BODY = {
     "type": "object", "required": ["name", "click_config"], "additionalProperties": False,
@@ -68,7 +76,7 @@ OPERATIONS = [
     ("get", "/v1/services/{name}", "showService", "service:get", "Show a service",
      [p("name")], None, 200),
     ("delete", "/v1/services/{name}", "removeService", "service:delete", "Remove a service",
-     [p("name")], None, 200),
+     [p("name")], None, 204),
     ("post", "/v1/placements", "place", "placement:create",
      "Place a service (steps 0 filter, 1 probe, 2 analyze, 3 decide); deploy=true launches an "
      "instance where decided", [],
@@ -93,7 +101,7 @@ OPERATIONS = [
     ("get", "/v1/instances", "listInstances", "instance:list", "Instances",
      [q("service", NAME)], None, 200),
     ("delete", "/v1/instances/{instance}", "terminateInstance", "instance:delete",
-     "Terminate an instance (id or name)", [p("instance")], None, 200),
+     "Terminate an instance (id or name)", [p("instance")], None, 204),
     ("get", "/v1/networks", "listNetworks", "network:list", "Networks of the zones",
      [q("zone", {"type": "string", "minLength": 1})], None, 200),
     ("post", "/v1/networks", "createNetwork", "network:create",
@@ -102,7 +110,7 @@ OPERATIONS = [
       "properties": {"zone": NAME, "name": NAME}}, 201),
     ("delete", "/v1/networks/{zone}/{network}", "deleteNetwork", "network:delete",
      "Delete a network (refused while NICs are attached)", [p("zone"), p("network")], None,
-     200),
+     204),
     ("get", "/v1/ns", "listNS", "ns:list", "Network services",
      [q("deleted", {"type": "boolean"}, "include deleted ones")], None, 200),
     ("post", "/v1/ns", "deployNS", "ns:create",
@@ -117,7 +125,7 @@ OPERATIONS = [
      200),
     ("delete", "/v1/ns/{name}", "deleteNS", "ns:delete",
      "Terminate a network service: its instances, services and networks go", [p("name")],
-     None, 200),
+     None, 204),
     ("post", "/v1/ns/{name}/scale", "scaleNS", "ns:update",
      "One step of a scaling aspect, out or in (within the descriptor's min/max; the result "
      "has the operation occurrence)", [p("name")],
@@ -140,7 +148,7 @@ OPERATIONS = [
       "properties": {"name": NAME, "location": NAME, "zone": {"type": ["string", "null"]}}},
      201),
     ("delete", "/v1/vim/images/{image_id}", "deleteImage", "vim:delete",
-     "VIM API: unregister an image", [p("image_id"), ZONE_Q], None, 200),
+     "VIM API: unregister an image", [p("image_id"), ZONE_Q], None, 204),
     ("get", "/v1/vim/flavors", "listFlavors", "vim:get", "VIM API: flavors", [], None, 200),
     ("post", "/v1/vim/flavors", "createFlavor", "vim:create", "VIM API: create a flavor", [],
      {"type": "object", "required": ["name", "ram", "vcpus"], "additionalProperties": False,
@@ -150,7 +158,7 @@ OPERATIONS = [
     ("get", "/v1/vim/flavors/{flavor_id}", "showFlavor", "vim:get", "VIM API: a flavor",
      [p("flavor_id")], None, 200),
     ("delete", "/v1/vim/flavors/{flavor_id}", "deleteFlavor", "vim:delete",
-     "VIM API: delete a flavor", [p("flavor_id")], None, 200),
+     "VIM API: delete a flavor", [p("flavor_id")], None, 204),
     ("post", "/v1/vim/vms", "launchVM", "vim:create",
      "VIM API: launch one VNF with an image, a flavor, NICs and its Click configuration", [],
      {"type": "object", "required": ["name", "image_id", "flavor_id", "nics", "click_config"],
@@ -167,7 +175,7 @@ OPERATIONS = [
     ("get", "/v1/vim/vms/{vm_id}", "showVM", "vim:get", "VIM API: a VM", [p("vm_id")], None,
      200),
     ("delete", "/v1/vim/vms/{vm_id}", "deleteVM", "vim:delete",
-     "VIM API: terminate a VM (idempotent)", [p("vm_id")], None, 200),
+     "VIM API: terminate a VM (idempotent)", [p("vm_id")], None, 204),
     ("post", "/v1/vim/vms/{vm_id}/action", "actionVM", "vim:create",
      "VIM API: pause, unpause, reboot or rebuild a VM (it keeps its id, NICs and configuration)",
      [p("vm_id")],
@@ -175,7 +183,11 @@ OPERATIONS = [
       "properties": {"action": {"enum": ["pause", "unpause", "reboot", "rebuild"]}}}, 200),
 ]
 
-ERRORS = {"400": "Bad request: the message names the field",
+#: the creates whose 201 has a Location (app.LOCATIONS builds it)
+LOCATED = ("place", "createNetwork", "deployNS", "registerImage", "createFlavor", "launchVM")
+
+ERRORS = {"400": "Bad request (a body or query field, or a query parameter the operation "
+                 "does not have): the detail names the field",
           "401": "Not authenticated (auth_strategy keystone: no or bad X-Auth-Token)",
           "403": "The policy does not allow it (e.g. a reader changing something)",
           "404": "No such resource (or one of another project)",
@@ -186,11 +198,18 @@ ERRORS = {"400": "Bad request: the message names the field",
 def spec() -> dict:
     paths: dict = {}
     for method, path, op_id, policy, summary, params, body, code in OPERATIONS:
+        ok = {"description": "OK", "content": {"application/json": {"schema": {}}}}
+        if code == 204:
+            ok = {"description": "Deleted (no body)"}
+        elif code == 201:
+            ok = {**ok, "description": "Created"}
+            if op_id in LOCATED:
+                ok["headers"] = {"Location": {"description": "the URL of what was made",
+                                              "schema": {"type": "string"}}}
         op = {"operationId": op_id, "summary": summary,
               "description": f"Policy: `fluidvim:{policy}`.", "parameters": params,
-              "responses": {str(code): {"description": "OK", "content": {
-                  "application/json": {"schema": {}}}},
-                  **{c: {"$ref": f"#/components/responses/E{c}"} for c in ERRORS}}}
+              "responses": {str(code): ok,
+                            **{c: {"$ref": f"#/components/responses/E{c}"} for c in ERRORS}}}
         if body is not None:
             op["requestBody"] = {"required": True, "content": {"application/json": {
                 "schema": body}}}
@@ -203,8 +222,10 @@ def spec() -> dict:
                                 "from NFV descriptors and the VIM API OSM RO uses. "
                                 "Authentication: a Keystone token in X-Auth-Token "
                                 "(auth_strategy keystone, the default) or none (noauth, "
-                                "a one-machine demo on loopback). /healthcheck, / and "
-                                "/openapi.json need no token."},
+                                "a one-machine demo on loopback). /healthcheck, / (versions), "
+                                "/v1 (its version document) and /openapi.json need no "
+                                "token. Creates answer 201 with a Location, deletes 204; "
+                                "errors are the API-SIG's, with the request id."},
         "servers": [{"url": "/"}],
         "components": {
             "securitySchemes": {"keystone": {"type": "apiKey", "in": "header",

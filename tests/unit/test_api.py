@@ -77,47 +77,48 @@ def test_public_root_and_openapi_without_auth(env):
 # -- routing and errors --
 def test_unknown_path_and_wrong_method(env):
     st, body = env.call("GET", "/nothing", hdrs=ADMIN)
-    assert st == 404 and "see /openapi.json" in body["error"]["message"]
+    assert st == 404 and "see /openapi.json" in body["errors"][0]["detail"]
     st, body = env.call("PUT", "/services/fw", hdrs=ADMIN)
-    assert st == 405 and body["error"]["message"] == "method PUT is not allowed on /v1/services/fw"
+    assert st == 405 and body["errors"][0]["detail"] == "method PUT is not allowed on /v1/services/fw"
 
 
 def test_bad_bodies_are_400_naming_the_field(env):
     st, body = env.call("POST", "/services", raw=b"{not json", hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "body"
+    assert st == 400 and body["errors"][0]["field"] == "body"
     st, body = env.call("POST", "/services", {"name": "fw"}, hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "click_config"
+    assert st == 400 and body["errors"][0]["field"] == "click_config"
     st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
                                               "slotz": 3}, hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "slotz"
+    assert st == 400 and body["errors"][0]["field"] == "slotz"
     st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
                                               "slots": "many"}, hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "slots"
+    assert st == 400 and body["errors"][0]["field"] == "slots"
     # the orchestrator's own validation, mapped to 400 with its field
     st, body = env.call("POST", "/services", {"name": "fw", "click_config": FORWARD,
                                               "deadline_ms": -1}, hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "deadline_ms"
-    assert body["error"]["message"].startswith("deadline_ms: -1 is out of range")
+    assert st == 400 and body["errors"][0]["field"] == "deadline_ms"
+    assert body["errors"][0]["detail"].startswith("deadline_ms: -1 is out of range")
     st, body = env.call("POST", "/services", {"name": "bad name!", "click_config": FORWARD},
                         hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "name"
+    assert st == 400 and body["errors"][0]["field"] == "name"
     st, body = env.call("GET", "/placements?limit=x", hdrs=ADMIN)
-    assert st == 400 and body["error"] == {"code": 400, "title": "Bad Request",
-                                           "message": "limit: 'x' is not an integer",
-                                           "field": "limit"}
+    err = body["errors"][0]
+    assert st == 400 and err.pop("request_id").startswith("req-") and err == {
+        "code": "fluidvim.bad-request", "status": 400, "title": "Bad Request",
+        "detail": "limit: 'x' is not an integer", "field": "limit"}
     st, body = env.call("GET", "/slots?level=rack", hdrs=ADMIN)
-    assert st == 400 and body["error"]["field"] == "level"
+    assert st == 400 and body["errors"][0]["field"] == "level"
 
 
 def test_not_found_and_refused(env):
     st, body = env.call("GET", "/placements/abcdef12", hdrs=ADMIN)
     assert st == 404
     st, body = env.call("POST", "/networks", {"zone": "nowhere", "name": "lan"}, hdrs=ADMIN)
-    assert st == 404 and body["error"]["field"] == "zone"
+    assert st == 404 and body["errors"][0]["field"] == "zone"
     assert env.call("POST", "/services", {"name": "strict", "click_config": FORWARD,
                                           "max_queuing_delay_s": 0.0}, hdrs=ADMIN)[0] == 200
     st, body = env.call("POST", "/resolve", {"service": "strict"}, hdrs=ADMIN)
-    assert st == 409 and "strict" in body["error"]["message"]
+    assert st == 409 and "strict" in body["errors"][0]["detail"]
 
 
 def test_orchestrator_that_does_not_answer_is_503(env):
@@ -133,25 +134,25 @@ def test_orchestrator_that_does_not_answer_is_503(env):
     env.v1 = ContextMiddleware(API(env.conf, (o, NSAPI(api=o), VimAPI(env.orch.conf,
                                                                       transport=t), OwnersAPI(o))))
     st, body = env.call("GET", "/zones", hdrs=ADMIN)
-    assert st == 503 and "no reply from the orchestrator" in body["error"]["message"]
+    assert st == 503 and "no reply from the orchestrator" in body["errors"][0]["detail"]
 
 
 # -- policy and projects --
 def test_no_identity_is_401(env):
     # auth_token with delay_auth_decision marks a bad token Invalid; the context refuses it
     st, body = env.call("GET", "/services", hdrs={"X-Identity-Status": "Invalid"})
-    assert st == 401 and "X-Auth-Token" in body["error"]["message"]
+    assert st == 401 and "X-Auth-Token" in body["errors"][0]["detail"]
     assert env.call("GET", "/services", hdrs={})[0] == 401
     # a token without a role in any project
     st, body = env.call("GET", "/services", hdrs=headers("proj-a"))
-    assert st == 403 and body["error"]["message"] == "policy does not allow fluidvim:service:list"
+    assert st == 403 and body["errors"][0]["detail"] == "policy does not allow fluidvim:service:list"
 
 
 def test_projects_roles_and_admin(env):
     svc = {"name": "fw-a", "click_config": FORWARD, "slots": 4}
     # a reader cannot change anything, a member of the project can
     st, body = env.call("POST", "/services", svc, hdrs=A_READER)
-    assert st == 403 and "fluidvim:service:create" in body["error"]["message"]
+    assert st == 403 and "fluidvim:service:create" in body["errors"][0]["detail"]
     assert env.call("POST", "/services", svc, hdrs=A_MEMBER)[0] == 200
     assert [s["name"] for s in env.call("GET", "/services", hdrs=A_READER)[1]] == ["fw-a"]
     assert env.call("GET", "/services/fw-a", hdrs=A_READER)[0] == 200
@@ -165,7 +166,7 @@ def test_projects_roles_and_admin(env):
         assert st == 404, (method, path, res)
     # nor can it take the name
     st, body = env.call("POST", "/services", {**svc, "slots": 1}, hdrs=B_MEMBER)
-    assert st == 409 and body["error"]["field"] == "name"
+    assert st == 409 and body["errors"][0]["field"] == "name"
     # placement and its instance belong to the service's project
     st, placed = env.call("POST", "/placements", {"service": "fw-a", "deploy": True},
                           hdrs=A_MEMBER)
@@ -192,9 +193,9 @@ def test_projects_roles_and_admin(env):
     assert env.call("DELETE", f"/networks/mem/{net['id']}", hdrs=B_MEMBER)[0] == 404
     # the admin sees and may do everything, in every project
     assert [s["name"] for s in env.call("GET", "/services", hdrs=ADMIN)[1]] == ["fw-a"]
-    assert env.call("DELETE", f"/instances/{inst}", hdrs=ADMIN) == (200, {"terminated": inst})
-    assert env.call("DELETE", f"/networks/mem/{net['id']}", hdrs=A_MEMBER)[0] == 200
-    assert env.call("DELETE", "/services/fw-a", hdrs=A_MEMBER)[0] == 200
+    assert env.call("DELETE", f"/instances/{inst}", hdrs=ADMIN) == (204, "")
+    assert env.call("DELETE", f"/networks/mem/{net['id']}", hdrs=A_MEMBER) == (204, "")
+    assert env.call("DELETE", "/services/fw-a", hdrs=A_MEMBER) == (204, "")
     assert env.call("GET", "/services", hdrs=ADMIN) == (200, [])
 
 
@@ -232,11 +233,10 @@ def test_network_service_lifecycle(env, pkg):  # noqa: F811
     # the same name again: the orchestrator's validation, 400 naming the field
     st, body = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
                         hdrs=A_MEMBER)
-    assert st == 400 and body["error"]["field"] == "name"
+    assert st == 400 and body["errors"][0]["field"] == "name"
     st, body = env.call("POST", "/ns", {"nsd": nsd, "vnfds": "x"}, hdrs=A_MEMBER)
-    assert st == 400 and body["error"]["field"] == "vnfds"
-    assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER) == (200, {"deleted": "c1",
-                                                                 "id": ns["id"]})
+    assert st == 400 and body["errors"][0]["field"] == "vnfds"
+    assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER) == (204, "")
     assert env.call("GET", "/ns?deleted=true", hdrs=A_READER)[1][0]["status"] == "deleted"
     assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER)[0] == 404
 
@@ -255,7 +255,7 @@ def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
     assert env.call("POST", "/ns/s1/scale", out, hdrs=B_MEMBER)[0] == 404
     st, body = env.call("POST", "/ns/s1/scale", {"aspect": "fw/fw-pool", "direction": "up"},
                         hdrs=A_MEMBER)
-    assert st == 400 and body["error"]["field"] == "direction"
+    assert st == 400 and body["errors"][0]["field"] == "direction"
     st, r = env.call("POST", "/ns/s1/scale", out, hdrs=A_MEMBER)
     assert st == 200 and r["level"] == 1 and len(r["added"]) == 1, r
     st, shown = env.call("GET", "/ns/s1", hdrs=A_READER)
@@ -265,11 +265,11 @@ def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
     st, healed = env.call("POST", "/ns/s1/heal", {"instance": fws[0]["name"]}, hdrs=A_MEMBER)
     assert st == 200 and healed["healed"] == fws[0]["name"], healed
     st, body = env.call("POST", "/ns/s1/heal", {"instance": "no-such"}, hdrs=A_MEMBER)
-    assert st in (400, 404) and body["error"]["field"] == "instance", body
+    assert st in (400, 404) and body["errors"][0]["field"] == "instance", body
     st, r = env.call("POST", "/ns/s1/scale", {"aspect": "fw/fw-pool", "direction": "in"},
                      hdrs=A_MEMBER)
     assert st == 200 and r["level"] == 0, r
-    assert env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)[0] == 200
+    assert env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)[0] == 204
 
 
 def test_default_config_is_keystone_and_a_request_without_token_is_401(env):
@@ -293,17 +293,18 @@ def test_default_config_is_keystone_and_a_request_without_token_is_401(env):
                                                          "click_config": FORWARD})]:
         st, res = env.call(method, path, body, hdrs=spoof, app=app)
         assert st == 401, (method, path, res)
-        assert set(res) == {"error"} and res["error"]["code"] == 401
-        assert res["error"]["title"] == "Unauthorized" and res["error"]["message"]
+        assert set(res) == {"errors"} and res["errors"][0]["status"] == 401
+        assert res["errors"][0]["title"] == "Unauthorized" and res["errors"][0]["detail"]
     assert env.orch.list_services() == []
 
 
 def test_zones_and_hosts_are_admin_only(env):
     for hdrs in (A_READER, A_MEMBER, B_MEMBER):
         st, body = env.call("GET", "/zones", hdrs=hdrs)
-        assert st == 403 and body["error"] == {
-            "code": 403, "title": "Forbidden",
-            "message": "policy does not allow fluidvim:zone:list"}, body
+        err = body["errors"][0]
+        assert st == 403 and err.pop("request_id") and err == {
+            "code": "fluidvim.forbidden", "status": 403, "title": "Forbidden",
+            "detail": "policy does not allow fluidvim:zone:list"}, body
     st, zones = env.call("GET", "/zones", hdrs=ADMIN)
     assert st == 200 and [z["name"] for z in zones] == ["mem"]
     assert [h["name"] for h in zones[0]["hosts"]] == [h.name for h in env.zone.hosts()]
@@ -386,3 +387,45 @@ def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
     assert cli.main(["zone", "list", "--api-url", url]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"fluidvim: error: cannot reach fluidvim-api at {url}"), err
+
+
+def test_conventions_clients_rely_on(env):
+    """Through the whole pipeline (noauth): versions at / and /v1 without a token, 201 with the
+    Location of what was made, 204 on delete, 400 for a query parameter the operation does not
+    have, and the API-SIG error body with oslo.middleware's request id."""
+    import webob
+
+    app = env.app("noauth")
+
+    def req(method, path, body=None):
+        r = webob.Request.blank(path, method=method)
+        if body is not None:
+            r.body, r.content_type = json.dumps(body).encode(), "application/json"
+        return r.get_response(app)
+
+    root = req("GET", "/")
+    assert root.status_int == 200 and [v["id"] for v in root.json_body["versions"]] == ["v1"]
+    for path in ("/v1", "/v1/"):
+        res = req("GET", path)
+        assert res.status_int == 200, res.text
+        assert res.json_body["version"]["id"] == "v1"
+        assert res.json_body["version"]["links"][0]["href"] == "http://localhost/v1"
+    assert req("POST", "/v1").status_int == 405
+    made = req("POST", "/v1/networks", {"zone": "mem", "name": "lan-l"})
+    assert made.status_int == 201
+    assert made.location == f"http://localhost/v1/networks/mem/{made.json_body['id']}"
+    res = req("GET", "/v1/networks?zone=mem&colour=red")
+    err = res.json_body["errors"][0]
+    assert res.status_int == 400 and err["field"] == "colour"
+    assert err["detail"] == ("colour: not a query parameter of GET /networks; its parameters: "
+                             "zone")
+    assert err["request_id"] == res.headers["x-openstack-request-id"]
+    assert err["request_id"].startswith("req-") and err["code"] == "fluidvim.bad-request"
+    gone = req("DELETE", made.location[len("http://localhost"):])
+    assert gone.status_int == 204 and gone.body == b""
+    res = req("GET", "/v1/nothing-here")
+    assert res.status_int == 404
+    assert res.json_body["errors"][0]["request_id"] == res.headers["x-openstack-request-id"]
+    res = req("GET", "/nothing-here")                   # the public app: a request id too
+    assert res.status_int == 404
+    assert res.json_body["errors"][0]["request_id"] == res.headers["x-openstack-request-id"]
