@@ -38,9 +38,9 @@ LOG = logging.getLogger(__name__)
 
 
 class HTTPError(Exception):
-    def __init__(self, code: int, message: str, field: str = ""):
+    def __init__(self, code: int, message: str, field: str = "", allow=()):
         super().__init__(message)
-        self.code, self.message, self.field = code, message, field
+        self.code, self.message, self.field, self.allow = code, message, field, tuple(allow)
 
 
 def load_app(conf, name: str = "fluidvim-api", clients=None):
@@ -145,8 +145,10 @@ class API:
         self.mapper = routes.Mapper()
         self.paths = routes.Mapper()           # without method conditions: 405 vs 404
         self.ops = {}
+        self.methods = {}                      # path template -> its methods (405's Allow)
         for method, path, op_id, policy, _s, params, body, code in openapi.OPERATIONS:
             rel = path[len("/v1"):]
+            self.methods.setdefault(rel, set()).add(method.upper())
             self.mapper.connect(rel, op=op_id, conditions={"method": [method.upper()]})
             self.paths.connect(rel, op=op_id)
             self.ops[op_id] = (policy, params, body, code)
@@ -189,7 +191,10 @@ class API:
         try:
             return self._dispatch(req)
         except HTTPError as e:
-            return error_response(e.code, e.message, e.field, env)
+            res = error_response(e.code, e.message, e.field, env)
+            if e.allow:
+                res.allow = e.allow
+            return res
         except NotFound as e:
             return error_response(404, e.message, e.kwargs.get("field", ""), env)
         except InvalidRequest as e:
@@ -210,8 +215,12 @@ class API:
     def _dispatch(self, req):
         match = self.mapper.match(req.path_info or "/", req.environ)
         if match is None:
-            if self.paths.match(req.path_info or "/") is not None:
-                raise HTTPError(405, f"method {req.method} is not allowed on {req.path}")
+            path = req.path_info or "/"
+            if self.paths.match(path) is not None:      # (builds the routes' regexps)
+                allow = sorted({m for r in self.paths.matchlist if r.match(path) is not False
+                                for m in self.methods[r.routepath]})
+                raise HTTPError(405, f"method {req.method} is not allowed on {req.path}; "
+                                f"allowed: {', '.join(allow)}", allow=allow)
             raise HTTPError(404, f"no resource {req.path}; see /openapi.json")
         op_id = match.pop("op")
         match.pop("action", None)

@@ -79,7 +79,8 @@ def test_unknown_path_and_wrong_method(env):
     st, body = env.call("GET", "/nothing", hdrs=ADMIN)
     assert st == 404 and "see /openapi.json" in body["errors"][0]["detail"]
     st, body = env.call("PUT", "/services/fw", hdrs=ADMIN)
-    assert st == 405 and body["errors"][0]["detail"] == "method PUT is not allowed on /v1/services/fw"
+    assert st == 405 and body["errors"][0]["detail"] == ("method PUT is not allowed on "
+                                                         "/v1/services/fw; allowed: DELETE, GET")
 
 
 def test_bad_bodies_are_400_naming_the_field(env):
@@ -410,7 +411,13 @@ def test_conventions_clients_rely_on(env):
         assert res.status_int == 200, res.text
         assert res.json_body["version"]["id"] == "v1"
         assert res.json_body["version"]["links"][0]["href"] == "http://localhost/v1"
-    assert req("POST", "/v1").status_int == 405
+    res = req("POST", "/v1")
+    assert res.status_int == 405 and res.headers["Allow"] == "GET, HEAD"
+    # 405 names the methods the path has, in the Allow header too
+    res = req("PATCH", "/v1/ns/c9")
+    assert res.status_int == 405 and res.headers["Allow"] == "DELETE, GET"
+    res = req("PUT", "/v1/networks")
+    assert res.status_int == 405 and res.headers["Allow"] == "GET, POST"
     made = req("POST", "/v1/networks", {"zone": "mem", "name": "lan-l"})
     assert made.status_int == 201
     assert made.location == f"http://localhost/v1/networks/mem/{made.json_body['id']}"
