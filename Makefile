@@ -16,7 +16,7 @@ demo: bootstrap
 NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.test_weigher \
 	fluidvim.nova_driver.tests.test_vifs fluidvim.nova_driver.tests.test_virt_drivers \
 	fluidvim.nova_driver.tests.test_functional fluidvim.nova_driver.tests.test_slot_notifications \
-	fluidvim.nova_driver.tests.test_extra_specs \
+	fluidvim.nova_driver.tests.test_extra_specs fluidvim.nova_driver.tests.test_compat \
 	fluidvim.nova_driver.tests.test_ovs_vifs fluidvim.nova_driver.tests.test_moves
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
 NOVA_TESTS += tests.e2e.nova_zone_functional tests.e2e.nova_multihost_functional

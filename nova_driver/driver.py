@@ -66,6 +66,7 @@ from oslo_utils import strutils, versionutils
 import fluidvim
 from fluidvim.common.measure import elapsed_ms
 from fluidvim.nova_driver import (
+    compat,
     conf as fconf,
     extra_specs as fextra,
     slots as fslots,
@@ -393,12 +394,12 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         events = vifmod.plug_events(network_info) if timeout and wait_vifs else []
         t = time.perf_counter()
         try:
-            with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
-                                                      error_callback=self._neutron_failed):
+            with compat.wait_for_instance_event(self.virtapi, instance, events, timeout,
+                                                error_callback=self._neutron_failed):
                 res = self._launch(instance, kernel, args)
                 phases["launch"] = elapsed_ms(t, 2)
                 t = time.perf_counter()
-        except exception.InstanceEventTimeout:
+        except compat.EVENT_TIMEOUT:
             if CONF.vif_plugging_is_fatal:
                 self._destroy_vnfs(instance.uuid)
                 LOG.error("fluidvim: timed out after %ss waiting for %s of %s", timeout, events,

@@ -8,8 +8,8 @@ The driver waits through Nova's own ``ComputeVirtAPI.wait_for_instance_event`` a
 ``InstanceEvents`` (what nova-compute uses). Neutron cannot run here, so :class:`FakeNeutronAgent`
 plays its part as a thread: like the Linux-bridge agent it waits for the port's tap (its devname)
 to appear in the bridge, then delivers the external event the way nova-compute's
-``external_instance_event`` does (``pop_instance_event(...).set(event)``), ``completed`` or
-``failed``; or it stays silent (timeout).
+``external_instance_event`` does (``pop_instance_event(...).set(event)``, ``send`` on nova 31),
+``completed`` or ``failed``; or it stays silent (timeout).
 
     .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_vifs
 """
@@ -24,7 +24,7 @@ from nova import exception, objects
 from nova.compute import manager as compute_manager, power_state
 from nova.network import model as network_model
 
-from fluidvim.nova_driver import driver as fdriver, vifs as vifmod
+from fluidvim.nova_driver import compat, driver as fdriver, vifs as vifmod
 from fluidvim.nova_driver.tests import test_driver
 from fluidvim.vnf import netdev
 
@@ -58,7 +58,7 @@ class FakeNeutronAgent(threading.Thread):
         while time.monotonic() < deadline:          # the waiter registers before the launch
             waiter = self.events.pop_instance_event(self.instance, event)
             if waiter:
-                waiter.set(event)
+                getattr(waiter, compat.EVENT_DELIVER)(event)    # set (send on nova 31)
                 return
             time.sleep(0.005)
 
@@ -70,10 +70,11 @@ class RecordingComputeVirtAPI(compute_manager.ComputeVirtAPI):
         super().__init__(compute)
         self.waits = []
 
-    def wait_for_instance_event(self, instance, event_names, timeout=300, error_callback=None):
-        self.waits.append((instance.uuid, list(event_names), timeout))
-        return super().wait_for_instance_event(instance, event_names, timeout=timeout,
-                                               error_callback=error_callback)
+    def wait_for_instance_event(self, instance, event_names, error_callback=None, **limit):
+        # the time limit under this release's keyword (nova_driver/compat.py)
+        self.waits.append((instance.uuid, list(event_names), limit[compat.WAIT_TIMEOUT_KW]))
+        return super().wait_for_instance_event(instance, event_names,
+                                               error_callback=error_callback, **limit)
 
 
 class NeutronVIFTestCase(test_driver.DriverTestBase):
