@@ -282,7 +282,8 @@ def net_rx_packets(proc_root: str = "/proc") -> int:
 
 
 def pids_with_arg(needle: str, proc_root: str = "/proc") -> list[int]:
-    """Processes with ``needle`` in an argument (a VNF's vhost socket: its fluidvim-vhost-net)."""
+    """Processes with an argument that ends with ``needle`` (``:<tap>`` of a VNF's first NIC:
+    its fluidvim-vhost-net, whose arguments are ``<socket fd>:<tap>``)."""
     out = []
     for d in os.listdir(proc_root):
         if not d.isdigit():
@@ -292,7 +293,7 @@ def pids_with_arg(needle: str, proc_root: str = "/proc") -> list[int]:
                 args = f.read().split(b"\0")
         except OSError:
             continue
-        if any(needle.encode() in a for a in args[1:]):
+        if any(a.endswith(needle.encode()) for a in args[1:]):
             out.append(int(d))
     return sorted(out)
 

@@ -125,10 +125,11 @@ class HostSampler:
             return ch.poll(window_us, timeout=2.0)["window_us"]
 
     def _helpers(self, spec) -> list[int]:
+        """The VNF's fluidvim-vhost-net (net_backend vhost-user): the process given the tap of
+        its first NIC (``<fd>:<tap>``, vnf/backends.py)."""
         if getattr(spec, "net_backend", "tap") != "vhost-user" or not spec.nics:
             return []
-        from fluidvim.vnf.spec import vhost_socket
-        return pids_with_arg(vhost_socket(spec, 0), self.att.proc_root)
+        return pids_with_arg(f":{spec.nics[0].tap}", self.att.proc_root)
 
     def read_vnfs(self):
         from fluidvim.vnf import states

@@ -234,3 +234,31 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     finally:
         pinger.terminate()
         pinger.wait()
+
+
+def test_vhost_backend_cpu_is_charged_to_its_vnf(make_manager, net):
+    """net_backend vhost-user: the sampler finds the VNF's fluidvim-vhost-net (the process
+    given its first NIC's tap) and charges its CPU time to that VNF as host-side cost."""
+    from fluidvim.orchestrator import power
+
+    mgr = make_manager(backend="qemu", net_backend="vhost-user")
+    fw = mgr.launch(FORWARD, name="fw.9a8b7c6d", bridges=net.bridges, warm=False)
+    helper = mgr.backend("qemu")._vhost[fw.vnf_id].pid
+    sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"))
+    (c,) = sampler.read_vnfs()
+    assert c.helper_pids == (helper,)
+    pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.002", "-w", "30", net.ip_b,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sampler.step()
+        for _ in range(20):
+            time.sleep(1.0)
+            iv = sampler.step()
+            if iv.vnfs[fw.vnf_id].cpu_s["vhost"] > 0:
+                break
+        s = iv.vnfs[fw.vnf_id]
+        assert s.cpu_s["vhost"] > 0 and s.components["vhost"] > 0, s
+        iv.check()
+    finally:
+        pinger.terminate()
+        pinger.wait()

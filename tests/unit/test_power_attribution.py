@@ -250,3 +250,15 @@ def test_attributor_with_rapl_counter_wrap(tmp_path):
     assert iv.check() < 1e-9
     # RAPL's model went through its one measurement: idle = prior's 10 W scaled by 50/(10+100*.25)
     assert iv.idle_watts == pytest.approx(10.0 * 50.0 / 35.0)
+
+
+def test_helper_processes_found_by_their_tap_argument(tmp_path):
+    root = tmp_path / "proc"
+    for pid, argv in {10: [b"/usr/bin/qemu", b"-name", b"x"],
+                      11: [b"fluidvim-vhost-net", b"5:fvabcdef0123n0", b"6:fvabcdef0123n1"],
+                      12: [b"fluidvim-vhost-net", b"5:fvabcdef0123n00"]}.items():
+        (root / str(pid)).mkdir(parents=True)
+        (root / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
+    (root / "self").mkdir()
+    assert att.pids_with_arg(":fvabcdef0123n0", str(root)) == [11]
+    assert att.pids_with_arg(":fvother", str(root)) == []
