@@ -223,7 +223,8 @@ setup(
                 ("zone list", "ListZone"), ("instance list", "ListInstance"),
                 ("instance show", "ShowInstance"), ("instance delete", "DeleteInstance"),
                 ("ns list", "ListNS"), ("ns show", "ShowNS"), ("ns create", "CreateNS"),
-                ("ns scale", "ScaleNS"), ("ns heal", "HealNS"), ("ns delete", "DeleteNS"))],
+                ("ns scale", "ScaleNS"), ("ns heal", "HealNS"), ("ns delete", "DeleteNS"),
+                ("ns operation list", "ListNSOperation"))],
     },
     classifiers=[
         "License :: OSI Approved :: Apache Software License",

@@ -248,6 +248,22 @@ class ShowNS(_Show):
         return _one(_api(self).ns_api().show(args.name))
 
 
+class ListNSOperation(_Lister):
+    """List a network service's lifecycle operation occurrences (instantiate, scale, heal,
+    terminate: SOL005's model), oldest first."""
+
+    DEFAULT = ("id", "type", "state", "started_at", "ended_at", "error")
+
+    def get_parser(self, prog_name):
+        p = super().get_parser(prog_name)
+        p.add_argument("name", metavar="<ns>", help="name or id")
+        return p
+
+    def take_action(self, args):
+        ops = _api(self).ns_api().show(args.name).get("operations", [])
+        return _rows(ops, self.DEFAULT, args.long)
+
+
 class CreateNS(_Show):
     """Deploy a network service from an NSD and its VNFDs (SOL006 / OSM IM)."""
 

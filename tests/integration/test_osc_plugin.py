@@ -141,6 +141,9 @@ def test_openstack_plugin_with_an_application_credential(api, cloud):
         assert sorted(i["id"] for i in insts) == sorted(i["id"] for i in shown["instances"])
         one = json.loads(osc("instance", "show", insts[0]["name"], "-f", "json").stdout)
         assert one["id"] == insts[0]["id"] and one["status"] == "running"
+        ops = json.loads(osc("ns", "operation", "list", name, "-f", "json").stdout)
+        assert [(o["type"], o["state"]) for o in ops] == [("instantiate", "completed")]
+        assert ops[0]["id"] == shown["operations"][0]["id"]
         decision = shown["instances"][0]["decision_id"]
         why = json.loads(osc("placement", "explain", decision, "-f", "json").stdout)
         assert why["id"] == decision and [s["name"] for s in why["steps"]][-1] == "decide"

@@ -92,7 +92,7 @@ def test_the_openstack_plugin_contract():
     assert set(cmds) >= {f"fluidvim_{c}" for c in (
         "service_list", "service_show", "placement_create", "placement_explain", "slots_list",
         "zone_list", "instance_list", "instance_show", "instance_delete", "ns_list", "ns_show",
-        "ns_create", "ns_scale", "ns_heal", "ns_delete")}
+        "ns_create", "ns_scale", "ns_heal", "ns_delete", "ns_operation_list")}
     assert all(issubclass(c, Command) for c in cmds.values())
 
 
