@@ -350,7 +350,7 @@ class HostPower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._busy: set = set()                        # hosts an action runs on (this process)
-        self._samples: dict = {}                       # service -> deque of scaling.Sample
+        self._samples: dict = {}                       # service -> deque of demand.Sample
         self._busy_lock = threading.Lock()
 
     # -- records --
@@ -737,7 +737,7 @@ class HostPower:
         (:func:`.power.forecast_instances`); the shortfall beyond the instances it has, the
         room of the hosts in service and the off hosts :func:`.power.wake_ahead` would wake
         (None: ``wake_ahead_s`` is 0)."""
-        from .mano.scaling import Sample
+        from .demand import Sample
         from .power import forecast_instances, wake_ahead
 
         if self.o.wake_ahead_s <= 0:

@@ -41,21 +41,11 @@ import time
 from oslo_log import log as logging
 
 from .. import states
+from ..demand import Sample, demand_rate
 
 LOG = logging.getLogger(__name__)
 
 HYSTERESIS = 2.0            # scale in only when free - step > HYSTERESIS x the scale-out threshold
-
-
-@dataclasses.dataclass(frozen=True)
-class Sample:
-    t: float                # time.time() of the reading
-    free: int               # free slots of the aspect's instances
-    total: int              # their slots in all
-
-    @property
-    def used(self) -> int:
-        return max(0, self.total - self.free)
 
 
 @dataclasses.dataclass
@@ -67,22 +57,6 @@ class Decision:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def demand_rate(history: list[Sample], now: float, window_s: float) -> float:
-    """Growth of the used slots (sessions/s) over the last ``window_s``: the least-squares slope of
-    used(t), never negative (sessions ending are not demand)."""
-    pts = [s for s in history if now - s.t <= window_s]
-    if len(pts) < 2:
-        return 0.0
-    n = len(pts)
-    mt = sum(s.t for s in pts) / n
-    mu = sum(s.used for s in pts) / n
-    var = sum((s.t - mt) ** 2 for s in pts)
-    if var <= 0:
-        return 0.0
-    slope = sum((s.t - mt) * (s.used - mu) for s in pts) / var
-    return max(0.0, slope)
 
 
 def decide(history: list[Sample], *, now: float, lead_s: float, cooldown_s: float, idle_s: float,

@@ -343,13 +343,13 @@ def forecast_instances(history, now: float, ahead_s: float, slots: int, *,
                        window_s: float = 900.0, lead_s: float = 0.0,
                        headroom: float = 0.0) -> int:
     """Instances of one service its scaler will want ``ahead_s`` seconds from ``now``: the used
-    slots now, grown along their trend (the scaler's own :func:`~..mano.scaling.demand_rate`,
+    slots now, grown along their trend (the scaler's own :func:`~..demand.demand_rate`,
     growth only, over ``window_s``: longer than the scaler's window, a boot ahead needs the
     day's trend, not the last seconds' noise) for ``ahead_s``, plus the free slots the scaler
     then keeps (``max(headroom, rate x lead_s)``), in instances of ``slots``, plus the one step
     the scaler takes beyond its threshold. ``history``: the service's slot samples (anything
-    with ``t``, ``free`` and ``total``, e.g. :class:`~..mano.scaling.Sample`), oldest first."""
-    from ..mano.scaling import demand_rate
+    with ``t``, ``free`` and ``total``, e.g. :class:`~..demand.Sample`), oldest first."""
+    from ..demand import demand_rate
 
     if slots <= 0:
         raise PowerError(f"forecast_instances: slots must be > 0 (sessions one instance "

@@ -18,8 +18,9 @@ import time
 import pytest
 
 from fluidvim.common.zonetypes import ZoneError
+from fluidvim.orchestrator.demand import Sample, demand_rate
 from fluidvim.orchestrator.exception import NotFound, Refused
-from fluidvim.orchestrator.mano.scaling import Sample, Scaler, decide, demand_rate
+from fluidvim.orchestrator.mano.scaling import Scaler, decide
 from fluidvim.orchestrator.slots import SlotReport
 
 from .test_mano_descriptors import only, pkg, problems  # noqa: F401 - fixtures and helpers

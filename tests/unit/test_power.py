@@ -788,7 +788,7 @@ def test_fill_limit_fills_a_host_while_it_is_cheaper_than_waking_the_best_other(
 
 
 def test_forecast_instances_follows_the_slot_trend_one_boot_ahead():
-    from fluidvim.orchestrator.mano.scaling import Sample
+    from fluidvim.orchestrator.demand import Sample
     # used slots grow 1 per second over the last 15 min (two samples a minute), 100 slots each
     hist = [Sample(t, 1000 - t, 1000) for t in range(0, 901, 30)]        # used = t
     now = 900.0
