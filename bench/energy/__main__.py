@@ -59,6 +59,10 @@ def parse(argv):
     ap.add_argument("--step-s", type=float, default=30.0, help="simulation step")
     ap.add_argument("--hold-s", type=float, default=180.0, help="mean session duration")
     ap.add_argument("--boot-s", type=float, default=260.0, help="server boot time")
+    ap.add_argument("--drain-bound-s", type=float, default=3600.0,
+                    help="consolidation: a drained instance's sessions still running after "
+                         "this long are moved (an SLO miss each); until then its host stays "
+                         "awake (sessions first: none is cut)")
     ap.add_argument("--off-hold-s", type=float, default=120.0,
                     help="an empty host is powered off after this long")
     ap.add_argument("--milp-max-hosts", type=int, default=1000,
@@ -187,6 +191,7 @@ def main(argv=None) -> int:
     launch = sim.measured_launch()
     cfg = sim.SimConfig(step_s=args.step_s, day_s=args.day_s, hold_s=args.hold_s,
                         boot_s=args.boot_s, off_hold_s=args.off_hold_s,
+                        drain_bound_s=args.drain_bound_s,
                         warmup_s=min(3 * 3600.0, args.day_s / 4),
                         launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
                         seed=args.seed)

@@ -297,6 +297,7 @@ class FluidvimPolicy:
 
     def set_eligible(self, host: str, eligible: bool) -> None:
         self.zone.set_eligible(host, eligible)
+        self._refill()
 
     def room(self) -> int:
         """VNFs the hosts in service still take before the orchestrator wakes another (the
@@ -352,8 +353,10 @@ class FluidvimPolicy:
             fills = {h: max(1, int(c.cores * power.efficient_utilisation(self.curves[h]) + 1e-9))
                      for h, c in self.hosts.items()}
         else:
-            off = [self._unit_w[h] for h, i in self.zone.info.items()
-                   if i.labels.get("power_state") == "off"]
+            # the hosts to wake are those out of service: off, waking, or on their way off
+            # (draining, shutting down) - a host being emptied is the next to wake again
+            off = [self._unit_w[h] for h in self.zone.info
+                   if self.zone.state(h) != "on" or not self.zone.eligible[h]]
             best = min(off) if off else math.inf
             if self._fills.get("_best") == best:
                 return
@@ -413,8 +416,9 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         """Hosts to empty now: the orchestrator's consolidation plan over the awake eligible
         hosts, only while demand is not rising, only when the watts it saves over
         ``horizon_s`` outweigh the moves and a later wake of those hosts (a boot at peak
-        power), and only as long as the hosts left keep the room the forecast wants within a
-        wake-up (``keep``: the instances ``ahead`` found missing); a receiver takes VNFs
+        power), not while the forecast wants more instances within a boot than there are or
+        a host is waking, and only as long as the hosts left keep the room the forecast wants
+        within a wake-up (``keep``: the instances ``ahead`` found missing); a receiver takes VNFs
         only up to its fill limit against the best host to wake (``fill``), never into the
         steep top of its curve."""
         total = len(self.where)
@@ -422,6 +426,10 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         while self.count_log and self.count_log[0][0] < now - self.trend_s:
             self.count_log.popleft()
         if self.count_log[0][1] < total:                      # demand is rising: keep hosts
+            return []
+        # the forecast wants more instances within a boot, or a host is still waking for it:
+        # what would be emptied now would be woken again (a boot at peak power, refusals)
+        if self.short_ahead > 0 or any(self.zone.state(h) == "waking" for h in self.zone.info):
             return []
         fleet = [self._fleet_host(h) for h, info in self.zone.info.items()
                  if self.zone.eligible[h] and info.labels.get("power_state") != "off"]

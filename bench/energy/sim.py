@@ -110,7 +110,7 @@ class SimConfig:
     idle_s: float = 300.0              # scale in after slots stayed idle this long
     cooldown_s: float = 60.0
     window_s: float = 150.0            # demand-rate window of the scaler
-    drain_bound_s: float = 900.0       # consolidation: sessions left are moved after this
+    drain_bound_s: float = 3600.0      # consolidation: sessions left are moved after this
     consolidate_every_s: float = 300.0
     seed: int = 1
 

@@ -188,3 +188,49 @@ def test_bench_end_to_end_on_a_tiny_fleet(tmp_path, services):
             assert res["runs"][kind]["4"]["ratios"][name]["vs_milp"] > 0
     # every accounting rule says where it comes from
     assert all(r["source"] for r in res["accounting"])
+
+
+class RampDemand(StepDemand):
+    """Sessions that grow linearly from ``lo`` to ``hi`` (fractions as StepDemand's) between
+    ``t0`` and ``t1``: a morning ramp, a trend a forecast can follow."""
+
+    def __init__(self, services, threads, lo, hi, t0, t1):
+        super().__init__(services, threads, [])
+        self.lo, self.hi, self.t0, self.t1 = lo, hi, t0, t1
+
+    def sessions(self, name, t):
+        x = min(1.0, max(0.0, (t - self.t0) / (self.t1 - self.t0)))
+        s = self.services[name]
+        return (self.lo + (self.hi - self.lo) * x) * self.threads * s.share * s.slots
+
+
+def test_fluidvim_wakes_ahead_of_a_ramp_and_refuses_fewer_sessions(services):
+    """The orchestrator's wake-ahead rule (power.forecast_instances / wake_ahead) in the sim:
+    on a ramp, hosts are woken before a placement is refused; each such wake is a boot like
+    any other (counted, at peak power, serving nothing until up); fewer sessions are refused
+    than when hosts are woken only on refusal."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 12, 1, model=SMALL)
+    cfg = sim.SimConfig(warmup_s=1200.0, day_s=5400.0, boot_s=260.0, off_hold_s=120.0)
+    demand = RampDemand(svcs, fl.threads, 0.05, 0.6, 600.0, 4200.0)
+    out = {}
+    for ahead in (False, True):
+        pol = FluidvimPolicy(measurement, svcs, ahead=ahead, boot_s=cfg.boot_s)
+        s = sim.Simulator(fl, svcs, demand, cfg, pol)
+        s.begin()
+        booting_served = 0
+        while s.k < s.steps:
+            s.advance()
+            ins, v = s.inst, s.inst.view()
+            on_boot = ins.alive[v] & (s.state[np.maximum(ins.host[v], 0)] == sim.BOOT)
+            booting_served += int(ins.sess[v][on_boot].sum())
+        r = s.finish()
+        assert booting_served == 0
+        out[ahead] = r
+    assert "wakes_ahead" not in out[False].extra
+    assert out[True].extra["wakes_ahead"] > 0
+    assert out[True].wakes >= out[True].extra["wakes_ahead"]
+    assert out[True].refused < out[False].refused, (out[True].refused, out[False].refused)
+    print(f"\nramp: refused {out[False].refused} -> {out[True].refused} with wake-ahead "
+          f"({out[True].extra['wakes_ahead']} hosts woken ahead)")
