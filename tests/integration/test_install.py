@@ -151,6 +151,23 @@ def test_vnf_run_from_the_wheel_forwards(venv):
     assert [r for r in json.loads(listed.stdout) if r["name"] == name] == [], listed.stdout
 
 
+def test_sdist_carries_what_operators_take(dist):
+    """docs/operators.md has operators take these from the sdist: the dependency sets (all and
+    per Nova release), the config samples, the Nomad client config and the systemd units."""
+    import tarfile
+
+    top = f"fluidvim-{VERSION}/"
+    with tarfile.open(os.path.join(DIST, f"fluidvim-{VERSION}.tar.gz")) as tar:
+        names = {n[len(top):] for n in tar.getnames() if n.startswith(top)}
+    want = {"constraints.txt", "etc/nomad/client.hcl", "etc/fluidvim-orchestrator.conf.sample",
+            "etc/fluidvim-api/fluidvim-api.conf.sample", "etc/nova/nova-fluidvim.conf.sample"}
+    want |= {os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "etc", "systemd", "**"),
+                                                          recursive=True) if os.path.isfile(p)}
+    want |= {os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "tools", "constraints",
+                                                                       "nova*.txt"))}
+    assert len(want) > 8 and want <= names, sorted(want - names)
+
+
 def test_plugin_binary_answers_nomads_handshake(dist, venv):
     """go-plugin's server side: with Nomad's magic cookie set it serves gRPC on a Unix socket
     and prints CORE-PROTOCOL|APP-PROTOCOL|NETWORK|ADDRESS|PROTOCOL on stdout; without it, it
