@@ -42,8 +42,9 @@ def parse(argv):
     ap.add_argument("--hosts", nargs="+", type=int, default=[20, 100, 1000],
                     help="fleet sizes (default: 20 100 1000)")
     ap.add_argument("--policies", nargs="+", default=list(policies.NAMES),
-                    metavar="NAME", help=f"policies to run (default: {' '.join(policies.NAMES)}; "
-                                         f"also: {' '.join(policies.EXTRA)})")
+                    metavar="NAME", help=f"policies to run (default: {' '.join(policies.NAMES)}"
+                                         + (f"; also: {' '.join(policies.EXTRA)}"
+                                            if policies.EXTRA else "") + ")")
     ap.add_argument("--seed", type=int, default=1, help="fleet draw, sessions, Nomad's shuffle")
     ap.add_argument("--model", default=None,
                     help="the homogeneous fleet's SPECpower system_id (default: "
@@ -382,8 +383,8 @@ def markdown(result: dict) -> str:
         out.append(f"**{kind}** fleet\n")
         out.append("| hosts | policy | kWh/day | vs nomad-binpack | vs milp | SLO misses "
                    "(refused/late/moved) | % of sessions | awake hosts (mean) | moves | "
-                   "decision p50 ms |")
-        out.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                   "decision p50 ms | run |")
+        out.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for n in sorted(sizes, key=int):
             run = sizes[n]
             pols = run.get("policies", {})
@@ -392,7 +393,7 @@ def markdown(result: dict) -> str:
                 if p is None:
                     continue
                 if "kwh" not in p:
-                    out.append(f"| {n} | {name} | - | - | - | {p.get('skipped', '-')} | | | | |")
+                    out.append(f"| {n} | {name} | - | - | - | {p.get('skipped', '-')} | | | | | |")
                     continue
                 r = run.get("ratios", {}).get(name, {})
                 m = p.get("misses") or {}
@@ -404,12 +405,19 @@ def markdown(result: dict) -> str:
                            f" | {_fmt(r.get('vs_milp'))} | {p['slo_misses']}{split} | "
                            f"{'-' if pct is None else f'{pct:.4f}'} | "
                            f"{p['awake_hosts_mean']:.1f} | {p['moves']} | "
-                           f"{'-' if ms is None else f'{ms:.2f}'} |")
+                           f"{'-' if ms is None else f'{ms:.2f}'} | {_run(p)} |")
         out.append("")
     out.append("Accounting rules (every policy):\n")
     for a in result.get("accounting", []):
         out.append(f"- **{a['rule']}**: {a['value']}. Source: {a['source']}.")
     return "\n".join(out)
+
+
+def _run(p: dict) -> str:
+    """When and from which commit a row was run (rows older than the stamp: unknown)."""
+    if not p.get("run_at"):
+        return "before the stamp"
+    return f"{p['run_at'][5:16].replace('T', ' ')} {p.get('commit') or ''}".strip()
 
 
 def _fmt(x) -> str:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 COLORS = {"nomad-binpack": "tab:blue", "nomad-spread": "tab:cyan", "nova-default": "tab:red",
+          "nova-ratio1": "tab:purple",
           "fluidvim": "tab:orange", "fluidvim-consolidate": "tab:green", "milp": "black"}
 
 
