@@ -242,7 +242,8 @@ def main(argv=None) -> int:
 
 
 def combine(args) -> int:
-    """Merge result files: later files' runs win per fleet, size and policy."""
+    """Merge result files: later files' runs win per fleet, size and policy; the config and
+    accounting rules written are the last file's (list the newest run last)."""
     merged, base = {}, None
     for path in args.combine:
         try:
@@ -250,7 +251,7 @@ def combine(args) -> int:
         except (OSError, json.JSONDecodeError) as e:
             print(f"bench/energy: --combine {path}: {e}", file=sys.stderr)
             return 2
-        base = base or res
+        base = res                   # the config and accounting of the last (newest) file
         for kind, sizes in res.get("runs", {}).items():
             for n, run in sizes.items():
                 dst = merged.setdefault(kind, {}).setdefault(n, {})
