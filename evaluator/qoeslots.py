@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .model import ProbeResult
-from .slots import estimate_capacity
+from fluidvim.common.zonetypes import QoE
+
+from .model import LOAD, ProbeResult
+from .slots import SlotsError, estimate_capacity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,3 +88,22 @@ def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
         budget = int(deadline_ms * 1e6)
         why = "no VNF latency histogram in the probe: budget = the service's deadline"
     return QoEParams(est.slots, budget, qp, f"{est.basis}; {why}")
+
+
+def launch_qoe(results, deadline_ms: float, quantile: float,
+               session_pps: float | None = None) -> tuple[QoE | None, str]:
+    """The QoE a launch on an environment carries (``LaunchRequest.qoe``), from the environment's
+    stage-1 results (``results``: its ProbeResults, any kinds) and the service's deadline and
+    quantile; (None, why) when there is no usable load probe result or it shows no capacity at
+    the deadline (the VNF then announces its flow table's slots)."""
+    loads = [r for r in results or () if r.kind == LOAD and r.ok]
+    if not loads:
+        return None, "no successful load probe result for the environment"
+    r = max(loads, key=lambda r: r.measured_at)
+    try:
+        p = qoe_params(r, deadline_ms, quantile, session_pps)
+    except SlotsError as e:
+        return None, f"load probe result unusable: {e}"
+    if p.capacity < 1:
+        return None, f"the load probe shows no session within {deadline_ms} ms ({p.basis})"
+    return QoE(p.capacity, float(deadline_ms), float(quantile), p.budget_ns), p.basis

@@ -16,8 +16,9 @@ import time
 from oslo_log import log as logging
 
 from fluidvim.common import instance_states as istates
-from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
+from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import ServiceProfile
+from fluidvim.evaluator.qoeslots import launch_qoe
 
 from .slots import SlotReport
 
@@ -31,24 +32,40 @@ def profile_of(service_row) -> ServiceProfile:
     return ServiceProfile(**{k: v for k, v in p.items() if k in PROFILE_FIELDS})
 
 
-def launch_request(service_row, host: str | None = None, bridges=()) -> LaunchRequest:
-    """``bridges``: the NICs' networks (ids in the zone; () = the zone's default NICs)."""
+def launch_request(service_row, host: str | None = None, bridges=(),
+                   qoe: QoE | None = None) -> LaunchRequest:
+    """``bridges``: the NICs' networks (ids in the zone; () = the zone's default NICs);
+    ``qoe``: the instance's slots at the service's QoE (:func:`service_qoe`)."""
     p = service_row.profile
     return LaunchRequest(service=service_row.name, click_config=p["click_config"],
                          slots=p.get("slots"), memory_mb=p.get("memory_mb"),
                          vcpus=p.get("vcpus", 1), kernel=p.get("kernel"), host=host,
-                         bridges=tuple(bridges or ()))
+                         bridges=tuple(bridges or ()), qoe=qoe)
+
+
+def service_qoe(service_row, results) -> QoE | None:
+    """The QoE of ``service_row``'s instances on an environment whose stage-1 probe results
+    are ``results`` (the chosen candidate's): capacity from its load probe at the service's
+    deadline and quantile. None (logged) when the probe does not give one."""
+    svc = profile_of(service_row)
+    qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+    if qoe is None:
+        LOG.info("%s: no QoE slots for this launch (%s): the flow table's slots apply",
+                 svc.name, why)
+    return qoe
 
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,
            decision_id: str | None = None, predicted_s: float | None = None,
-           started_at: float | None = None, bridges=(), reserve: int = 0) -> InstanceInfo:
+           started_at: float | None = None, bridges=(), reserve: int = 0,
+           qoe: QoE | None = None) -> InstanceInfo:
     """Launch and record; raises ZoneError (the launch record says why) and leaves no instance.
     ``reserve``: slots of the new instance handed out already (the session that asked for the
     launch) - reserved as its slots become known, in one decision, so nobody else gets them.
     ``started_at`` (time.time()) = when the client asked, if earlier than now; ``bridges`` = the
-    networks of the instance's NICs (an NS deploy puts them on its virtual links)."""
-    req = launch_request(service_row, host, bridges)
+    networks of the instance's NICs (an NS deploy puts them on its virtual links); ``qoe`` = the
+    instance's slots at the service's QoE (:func:`service_qoe`; None = the flow table's)."""
+    req = launch_request(service_row, host, bridges, qoe)
     lid = store.launch_started(zone.name, service_row.name, predicted_s, started_at, req.token)
     try:
         inst = zone.launch(req)

@@ -36,7 +36,7 @@ from fluidvim.common.zonetypes import HostInfo, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import STATIC, Candidate, ProbeResult, ServiceProfile
 
 from . import states
-from .deploy import deploy, profile_of
+from .deploy import deploy, profile_of, service_qoe
 from .exception import Refused
 
 LOG = logging.getLogger(__name__)
@@ -330,9 +330,10 @@ class PlacementEngine:
             return out
         if deploy_it:
             try:
+                qoe = service_qoe(row, results.get(win.candidate.env.uid, ()))
                 inst = deploy(self.store, self.registry, self.zones[win.candidate.zone], row, host=host,
                               decision_id=did, predicted_s=win.candidate.queuing_delay_s,
-                              bridges=bridges)
+                              bridges=bridges, qoe=qoe)
             except ZoneError as e:
                 self.store.set_decision(did, status=states.DECISION_FAILED)
                 raise Refused(f"placement {did}: deploying {service} failed: {e}") from e

@@ -181,7 +181,8 @@ class VNFManager:
                                **be.paths(vid)).validate()
 
     # -- cold boot (also used to fill the pool) --
-    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None):
+    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None,
+              qoe=None):
         """Boot ``spec``; on any failure remove everything it created and raise LaunchError.
 
         ``launch`` = (t0, on_record) for a cold launch: its final record is then written in
@@ -214,6 +215,8 @@ class VNFManager:
                 if config is not None:
                     t = time.perf_counter()
                     ch.configure(config, slots=spec.session_slots)
+                    if qoe is not None:
+                        self._send_qoe(ch, spec.name, qoe)
                     phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             fields = {"status": status, "config": config, "boot_us": ready.get("boot_us")}
@@ -237,7 +240,7 @@ class VNFManager:
     def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None, taps=None,
                ovs=None, slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
                backend: str | None = None, warm: bool | None = None,
-               kernel: str | None = None, on_record=None) -> LaunchResult:
+               kernel: str | None = None, on_record=None, qoe=None) -> LaunchResult:
         """Start a VNF running ``config`` with one NIC per entry of ``bridges`` (None = unplugged).
 
         ``kernel`` is the VNF image of this launch (default: [vnf] kernel); warm shells are only
@@ -260,6 +263,11 @@ class VNFManager:
         ``on_record(conn)`` — the caller's own rows about this VNF, written on that SQLAlchemy
         connection in the same transaction (the Nova driver's instance name). If the hook
         raises, the launch fails and the VNF is removed.
+        ``qoe`` (a :class:`fluidvim.common.zonetypes.QoE`) is sent to the VNF right after its
+        configuration, before the launch returns: its free slots are then the sessions it serves
+        at the service's QoE. A VNF that refuses it fails the launch (``LaunchError``) and is
+        removed.
+
         Raises ``ControlError`` (code ``config``) for a configuration the VNF rejects and
         ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
         """
@@ -284,11 +292,21 @@ class VNFManager:
         macs, taps = self._check_nic_args(len(bridges), macs, taps)
         if warm is not False:
             res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel,
-                                    on_record, macs, taps, ovs)
+                                    on_record, macs, taps, ovs, qoe)
             if res is not None:
                 return res
         return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                                 kernel, taps, on_record, ovs)
+                                 kernel, taps, on_record, ovs, qoe)
+
+    @staticmethod
+    def _send_qoe(ch, name: str, qoe) -> None:
+        """Tell a configured VNF its slots at the service's QoE; LaunchError when it refuses
+        (the launch then removes it)."""
+        req = qoe.request()
+        try:
+            ch.qoe(**req)
+        except ControlError as e:
+            raise backends.LaunchError(f"VNF {name} refused its QoE (qoe {req}): {e}") from None
 
     @staticmethod
     def _check_nic_args(nics: int, macs, taps) -> tuple[list, list]:
@@ -319,7 +337,7 @@ class VNFManager:
         return macs, taps
 
     def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                     kernel=None, taps=None, on_record=None, ovs=None):
+                     kernel=None, taps=None, on_record=None, ovs=None, qoe=None):
         t0 = time.perf_counter()
         spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
                               kernel, taps, ovs)
@@ -327,7 +345,7 @@ class VNFManager:
         phases = {"spec": elapsed_ms(t0)}
         try:
             ready = self._boot(be, spec, states.RUNNING, config=config, phases=phases,
-                               launch=(t0, on_record))
+                               launch=(t0, on_record), qoe=qoe)
         except Exception:
             self._record_failure(spec.uuid, be.name, states.COLD, t0, phases)
             raise
@@ -343,7 +361,7 @@ class VNFManager:
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
     def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None,
-                     on_record=None, macs=None, taps=None, ovs=None):
+                     on_record=None, macs=None, taps=None, ovs=None, qoe=None):
         t0 = time.perf_counter()
         key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
         rec = self.store.claim_pool_shell(key, name or "claimed")
@@ -381,6 +399,8 @@ class VNFManager:
             t = time.perf_counter()
             with be.connect(spec) as ch:
                 ch.configure(config, slots=slots, macs=configure_macs)
+                if qoe is not None:
+                    self._send_qoe(ch, name, qoe)
             phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             spec_json = json.dumps(spec.to_dict())

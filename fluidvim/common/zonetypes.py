@@ -100,6 +100,52 @@ class InstanceInfo:
     kind: str | None = None                # fluidvim.vnf.states COLD | WARM when the zone knows
 
 
+@dataclasses.dataclass(frozen=True)
+class QoE:
+    """Session slots at the service's QoE (issue 23): what a launched VNF is told with its
+    ``qoe`` control op (contract/PROTOCOL.md §4) right after it is configured, before the zone
+    reports it: from then on its free slots are ``min(flow-table free, capacity - used)``.
+
+    ``capacity``: sessions at the service's deadline and quantile (the stage-1 load probe of
+    the environment, :func:`fluidvim.evaluator.qoeslots.qoe_params`); ``deadline_ms`` and
+    ``quantile``: the service's; ``budget_ns``: the VNF's own latency tail at that quantile that
+    goes with meeting the deadline (from the probe); None = the whole deadline."""
+    capacity: int
+    deadline_ms: float
+    quantile: float
+    budget_ns: int | None = None
+
+    def __post_init__(self):
+        def bad(field, why):
+            return ValueError(f"qoe.{field}: {why}")
+        if isinstance(self.capacity, bool) or not isinstance(self.capacity, int) \
+                or self.capacity < 1:
+            raise bad("capacity", f"{self.capacity!r} is not a whole number of sessions >= 1 "
+                      "(the load probe's capacity at the deadline)")
+        if isinstance(self.deadline_ms, bool) or not isinstance(self.deadline_ms, (int, float)) \
+                or not 0 < self.deadline_ms < float("inf"):
+            raise bad("deadline_ms", f"{self.deadline_ms!r} is not a positive number of "
+                      "milliseconds, e.g. 5")
+        if isinstance(self.quantile, bool) or not isinstance(self.quantile, (int, float)) \
+                or not 0 < self.quantile < 1:
+            raise bad("quantile", f"{self.quantile!r} is not in (0, 1), e.g. 0.99")
+        if self.budget_ns is not None and (isinstance(self.budget_ns, bool)
+                                           or not isinstance(self.budget_ns, int)
+                                           or self.budget_ns < 1):
+            raise bad("budget_ns", f"{self.budget_ns!r} is not a whole number of "
+                      "nanoseconds >= 1 (or None = the deadline)")
+
+    @property
+    def quantile_ppm(self) -> int:
+        return max(1, min(999_999, round(self.quantile * 1_000_000)))
+
+    def request(self) -> dict:
+        """The fields of the VNF's ``qoe`` request."""
+        budget = self.budget_ns if self.budget_ns is not None else int(self.deadline_ms * 1e6)
+        return {"capacity": self.capacity, "budget_ns": budget,
+                "quantile_ppm": self.quantile_ppm}
+
+
 @dataclasses.dataclass
 class LaunchRequest:
     service: str
@@ -113,9 +159,15 @@ class LaunchRequest:
     macs: tuple = ()                       # NIC i's MAC (None entries/() = the zone assigns)
     host: str | None = None                # pin to a host when the zone allows it
     warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
+    qoe: QoE | None = None                 # slots at the service's QoE (None = the flow table's)
     # unique per launch, part of the instance's name in the zone: an orchestrator that takes over
     # a dead one's launch finds by it an instance the launch made but never recorded (ha.py)
     token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def __post_init__(self):
+        if self.qoe is not None and not isinstance(self.qoe, QoE):
+            raise ValueError(f"qoe: {self.qoe!r} is not a QoE(capacity, deadline_ms, quantile) "
+                             "(or None = the flow table's slots)")
 
 
 @dataclasses.dataclass

@@ -145,13 +145,16 @@ class LocalZone(ZoneAdapter):
             res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service, req.token),
                                   bridges=bridges, macs=list(req.macs) or None,
                                   slots=req.slots, memory_mb=req.memory_mb,
-                                  vcpus=req.vcpus, warm=req.warm, kernel=req.kernel)
+                                  vcpus=req.vcpus, warm=req.warm, kernel=req.kernel,
+                                  qoe=req.qoe)
         except (SpecError, ControlError, LaunchError, OSError) as e:
             raise ZoneError(f"zone {self.name}: launch of {req.service} failed: {e}") from e
         rec = self.mgr.get(res.vnf_id)
         return InstanceInfo(id=res.vnf_id, name=res.name, service=req.service,
                             host=self.host_name, status=istates.RUNNING,
-                            slots_total=rec.spec.session_slots, launch_ms=res.total_ms,
+                            slots_total=(min(rec.spec.session_slots, req.qoe.capacity)
+                                         if req.qoe else rec.spec.session_slots),
+                            launch_ms=res.total_ms,
                             kind=res.kind)
 
     def terminate(self, instance_id: str) -> None:

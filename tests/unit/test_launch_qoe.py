@@ -1,0 +1,105 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A launch's QoE (issue 23 item 1): LaunchRequest.qoe validated once, and the orchestrator
+filling it at deploy time from the chosen environment's stage-1 load probe and the service's
+deadline and quantile. The VNF side (the ``qoe`` op) is tests/integration/test_slots_qoe.py."""
+
+import itertools
+
+import pytest
+
+from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE
+from fluidvim.evaluator.model import BOOT, ProbeResult
+from fluidvim.evaluator.qoeslots import launch_qoe, qoe_params
+from fluidvim.orchestrator import conf as orchconf
+from fluidvim.orchestrator.service import Orchestrator
+from fluidvim.orchestrator.zones.synthetic import (SyntheticZone, make_fleet, seed_cache,
+                                                   synthetic_probe_results)
+
+FW = "FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);"
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(capacity=0, deadline_ms=5, quantile=0.99), "qoe.capacity"),
+    (dict(capacity=2.5, deadline_ms=5, quantile=0.99), "qoe.capacity"),
+    (dict(capacity=True, deadline_ms=5, quantile=0.99), "qoe.capacity"),
+    (dict(capacity=8, deadline_ms=0, quantile=0.99), "qoe.deadline_ms"),
+    (dict(capacity=8, deadline_ms="5", quantile=0.99), "qoe.deadline_ms"),
+    (dict(capacity=8, deadline_ms=float("inf"), quantile=0.99), "qoe.deadline_ms"),
+    (dict(capacity=8, deadline_ms=5, quantile=1.0), "qoe.quantile"),
+    (dict(capacity=8, deadline_ms=5, quantile=0), "qoe.quantile"),
+    (dict(capacity=8, deadline_ms=5, quantile=0.99, budget_ns=0), "qoe.budget_ns"),
+])
+def test_qoe_validation_names_the_field(kw, field):
+    with pytest.raises(ValueError, match=f"^{field}: "):
+        QoE(**kw)
+
+
+def test_qoe_request_is_the_vnf_op():
+    assert QoE(12, 4.0, 0.99, budget_ns=4096).request() == {
+        "capacity": 12, "budget_ns": 4096, "quantile_ppm": 990000}
+    # no probe budget (a Nova flavor's QoE): the VNF's budget is the whole deadline
+    assert QoE(12, 4.0, 0.999).request() == {
+        "capacity": 12, "budget_ns": 4_000_000, "quantile_ppm": 999000}
+
+
+def test_launch_request_takes_only_a_qoe():
+    assert LaunchRequest("fw", FW).qoe is None
+    q = QoE(3, 1.0, 0.9)
+    assert LaunchRequest("fw", FW, qoe=q).qoe is q
+    with pytest.raises(ValueError, match="^qoe: "):
+        LaunchRequest("fw", FW, qoe={"capacity": 3})
+
+
+def test_launch_qoe_from_the_load_probe_only():
+    load, boot = synthetic_probe_results("u1", "z", 20000.0, 50.0)
+    qoe, why = launch_qoe([boot, load], 1.0, 0.99, 100.0)
+    p = qoe_params(load, 1.0, 0.99, 100.0)
+    assert qoe == QoE(p.capacity, 1.0, 0.99, p.budget_ns) and why == p.basis
+    assert 1 <= qoe.capacity < 200          # below the 20000 pps / 100 pps knee
+    assert launch_qoe([boot], 1.0, 0.99) == (None, "no successful load probe result for the "
+                                                   "environment")
+    failed = ProbeResult(env_uid="u1", kind=load.kind, ok=False, metrics={}, error="boom")
+    assert launch_qoe([failed], 1.0, 0.99)[0] is None
+    # a deadline nothing meets: no capacity, so no QoE (the flow table's slots apply)
+    qoe, why = launch_qoe([load], 1e-6, 0.99, 100.0)
+    assert qoe is None and why
+    assert boot.kind == BOOT
+
+
+class LaunchingZone(SyntheticZone):
+    """A described fleet that records what it is asked to launch."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, name, hosts, **kw):
+        super().__init__(name, hosts, launch_ms=[50.0], **kw)
+        self.launches = []
+
+    def launch(self, req):
+        self.launches.append(req)
+        return InstanceInfo(id=f"i{next(self._ids)}", name=req.name or req.service,
+                            service=req.service, host=req.host, status="running",
+                            slots_total=req.qoe.capacity if req.qoe else 64)
+
+
+def test_deploy_fills_the_qoe_from_the_chosen_environments_probe(db_url):
+    zones, types, labels = make_fleet(8, 2, n_env_types=2)
+    zones = [LaunchingZone(z.name, z.hosts()) for z in zones]
+    conf = orchconf.make_conf(connection=db_url, local_zone=False)
+    orch = Orchestrator(conf, zones=zones, zone_labels=labels)
+    try:
+        seed_cache(orch.placement.stage1.cache, zones, types)
+        orch.register_service("fw", FW, deadline_ms=1.0, qos_quantile=0.99, session_pps=100)
+        p = orch.place("fw", deploy=True)
+        assert p["status"] == "deployed"
+        (req,) = [r for z in zones for r in z.launches]
+        env = next(h.env for z in zones for h in z.hosts() if h.name == p["host"])
+        load, _ = synthetic_probe_results(env.uid, p["zone"], types[env.uid][1],
+                                          types[env.uid][2])
+        want = qoe_params(load, 1.0, 0.99, 100.0)
+        assert req.qoe == QoE(want.capacity, 1.0, 0.99, want.budget_ns)
+        # the registry got the instance's slots at the QoE
+        assert p["instance"]["slots_total"] == want.capacity
+    finally:
+        orch.close()
