@@ -84,3 +84,36 @@ def test_qoe_free_slots_shrink_under_load_and_grow_back(make_manager, net):
     finally:
         echo.terminate()
         echo.wait(5)
+
+
+def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
+    """The production path: a LaunchRequest's QoE goes through the local zone to the VNF with
+    its launch, so its first ``slots`` reply already counts the capacity, not the flow table;
+    a QoE the VNF refuses fails the launch and leaves no VNF behind."""
+    from fluidvim.common.zonetypes import LaunchRequest, QoE, ZoneError
+    from fluidvim.orchestrator.zones.local import LocalZone
+
+    mgr = make_manager(backend="qemu")
+    zone = LocalZone("qoe", mgr)
+    qoe = QoE(capacity=10, deadline_ms=5.0, quantile=0.99, budget_ns=60_000_000_000)
+    inst = zone.launch(LaunchRequest(service="fw", click_config=FORWARD, slots=64, qoe=qoe,
+                                     warm=False))
+    assert inst.slots_total == 10                      # what the orchestrator registers
+    st = mgr.stats(inst.id)["slots"]
+    assert (st["total"], st["used"], st["free"]) == (64, 0, 10)
+    assert st["qoe"]["capacity"] == st["qoe"]["probed"] == 10
+    assert (st["qoe"]["budget_ns"], st["qoe"]["quantile_ppm"]) == (60_000_000_000, P99)
+    assert zone.instance_slots()[inst.id]["free"] == 10
+    zone.terminate(inst.id)
+
+    # the VNF takes capacities up to 65536 (PROTOCOL.md §4): past it, it refuses the op
+    before = {r.id for r in mgr.list()}
+    bad = LaunchRequest(service="fw", click_config=FORWARD, slots=64, warm=False,
+                        qoe=QoE(capacity=70000, deadline_ms=5.0, quantile=0.99))
+    try:
+        zone.launch(bad)
+    except ZoneError as e:
+        assert "refused its QoE" in str(e) and "capacity" in str(e), e
+    else:
+        raise AssertionError("a launch whose QoE the VNF refuses succeeded")
+    assert {r.id for r in mgr.list()} == before        # nothing half-created
