@@ -19,6 +19,8 @@ flavor extra spec                image property                       meaning
 ``fluidvim:nics``                ``fluidvim_nics``                    NICs when there is no VIF
 ``fluidvim:warm``                                                     false: never a warm shell
 ``fluidvim:backend``                                                  qemu or libvirt
+``fluidvim:qoe_capacity``, ``fluidvim:qoe_deadline_ms``, ``fluidvim:qoe_quantile``
+                                                                     slots at the QoE
 ===============================  ===================================  =========================
 
 The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. The server's
@@ -65,6 +67,7 @@ from oslo_utils import strutils, versionutils
 
 import fluidvim
 from fluidvim.common.measure import elapsed_ms
+from fluidvim.common.zonetypes import QoE
 from fluidvim.nova_driver import (
     compat,
     conf as fconf,
@@ -504,7 +507,28 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
                     vifs=vnics, slots=slots,
                     memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
                     backend=specs.get("fluidvim:backend") or None,
-                    warm=None if warm else False)
+                    warm=None if warm else False, qoe=self._qoe(instance, specs))
+
+    @staticmethod
+    def _qoe(instance, specs) -> QoE | None:
+        """The VNF's slots at the service's QoE from the flavor's ``fluidvim:qoe_*`` extra
+        specs (already checked one by one), or None when the flavor has none."""
+        given = {k: specs[k] for k in fextra.QOE_SPECS if specs.get(k) not in (None, "")}
+        if not given:
+            return None
+        missing = [k for k in fextra.QOE_SPECS if k not in given]
+        if missing:
+            raise exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason=f"flavor extra specs {', '.join(fextra.QOE_SPECS)} go together: "
+                       f"set {', '.join(missing)} too (or unset {', '.join(given)})")
+        cap, deadline, quantile = (given[k] for k in fextra.QOE_SPECS)
+        try:
+            return QoE(int(cap), float(deadline), float(quantile))
+        except ValueError as e:
+            raise exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason=f"flavor extra spec {str(e).replace('qoe.', 'fluidvim:qoe_', 1)}") from None
 
     @staticmethod
     def _click_config(instance, specs, props):

@@ -72,7 +72,38 @@ EXTRA_SPEC_VALIDATORS = [
         ),
         value={"type": str, "enum": list(vstates.BACKENDS)},
     ),
+    base.ExtraSpecValidator(
+        name="fluidvim:qoe_capacity",
+        description=(
+            "Session slots at the service's QoE (issue 23): the sessions the VNF serves within "
+            "fluidvim:qoe_deadline_ms at fluidvim:qoe_quantile (the stage-1 load probe's "
+            "capacity). The VNF then announces min(flow-table free, capacity - used) as its free "
+            "slots and corrects the capacity from its own latency. The three fluidvim:qoe_* "
+            "specs go together. Only supported by the fluidvim virt driver."
+        ),
+        value={"type": int, "min": 1, "max": limits.SLOTS_MAX},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:qoe_deadline_ms",
+        description=(
+            "The service's latency deadline in milliseconds (> 0, e.g. 5 or 0.5) for "
+            "fluidvim:qoe_capacity. Only supported by the fluidvim virt driver."
+        ),
+        value={"type": str, "description": "a positive number of milliseconds",
+               "pattern": r"(?!0*\.?0*$)[0-9]*\.?[0-9]+"},
+    ),
+    base.ExtraSpecValidator(
+        name="fluidvim:qoe_quantile",
+        description=(
+            "The quantile the deadline applies to, in (0, 1), e.g. 0.99 for "
+            "fluidvim:qoe_capacity. Only supported by the fluidvim virt driver."
+        ),
+        value={"type": str, "description": "a number in (0, 1), e.g. 0.99",
+               "pattern": r"0?\.(?!0*$)[0-9]+"},
+    ),
 ]
+
+QOE_SPECS = ("fluidvim:qoe_capacity", "fluidvim:qoe_deadline_ms", "fluidvim:qoe_quantile")
 
 KEYS = {v.name: v for v in EXTRA_SPEC_VALIDATORS}
 

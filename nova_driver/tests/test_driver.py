@@ -325,6 +325,33 @@ class UnikernelDriverTestCase(DriverTestBase):
             self.assertIn(why, str(exc))
         self.assertEqual([], self.driver.manager.store.list())
 
+    def test_flavor_qoe_sets_the_vnfs_slots_at_its_capacity(self):
+        specs = {"fluidvim:session_slots": "64", "fluidvim:qoe_capacity": "10",
+                 "fluidvim:qoe_deadline_ms": "5", "fluidvim:qoe_quantile": "0.99"}
+        inst = self._instance(specs)
+        self._spawn(inst)
+        st = self._stats(inst)["slots"]
+        self.assertEqual((64, 0, 10), (st["total"], st["used"], st["free"]))
+        self.assertEqual({"probed": 10, "capacity": 10, "budget_ns": 5_000_000,
+                          "quantile_ppm": 990000},
+                         {k: st["qoe"][k] for k in ("probed", "capacity", "budget_ns",
+                                                    "quantile_ppm")})
+        # what the slot notifications and the inventory read (the launch core's sum)
+        self.assertEqual(10, self.driver.manager.slots()["vnfs"][inst.uuid]["free"])
+
+    def test_flavor_qoe_specs_go_together(self):
+        for specs, why in [
+                ({"fluidvim:qoe_capacity": "10"}, "set fluidvim:qoe_deadline_ms, "
+                                                  "fluidvim:qoe_quantile too"),
+                ({"fluidvim:qoe_capacity": "0", "fluidvim:qoe_deadline_ms": "5",
+                  "fluidvim:qoe_quantile": "0.99"}, "fluidvim:qoe_capacity: Validation failed"),
+                ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
+                  "fluidvim:qoe_quantile": "1"}, "fluidvim:qoe_quantile: Validation failed")]:
+            exc = self.assertRaises(exception.BuildAbortException, self._spawn,
+                                    self._instance(specs))
+            self.assertIn(why, str(exc))
+        self.assertEqual([], self.driver.manager.store.list())
+
     def test_bridge_vifs(self):
         br = "fvnt" + uuid.uuid4().hex[:6]
         subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
