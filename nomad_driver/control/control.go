@@ -510,6 +510,16 @@ func (c *Client) ConfigureMACs(config string, slots int, macs []*string, timeout
 	return c.Request("configure", f, timeout)
 }
 
+// QoE sets the VNF's session slots at the service's QoE (contract/PROTOCOL.md §4 `qoe`):
+// capacity 0 turns it off (budgetNS and quantilePPM are then not sent).
+func (c *Client) QoE(capacity int, budgetNS int64, quantilePPM int, timeout time.Duration) (map[string]any, error) {
+	f := map[string]any{"capacity": capacity}
+	if capacity > 0 {
+		f["budget_ns"], f["quantile_ppm"] = budgetNS, quantilePPM
+	}
+	return c.Request("qoe", f, timeout)
+}
+
 // Stats returns the VNF's counters.
 func (c *Client) Stats(timeout time.Duration) (map[string]any, error) {
 	return c.Request("stats", nil, timeout)

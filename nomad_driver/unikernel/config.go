@@ -5,6 +5,7 @@ package unikernel
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,7 +109,74 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"macs": hclspec.NewAttr("macs", "list(string)", false),
 	"warm": hclspec.NewAttr("warm", "bool", false),
 	"name": hclspec.NewAttr("name", "string", false),
+	// qoe: the VNF's session slots at the service's QoE (issue 23), sent as its `qoe` op
+	// right after `configure` (contract/PROTOCOL.md §4). deadline_ms and quantile are numbers
+	// (quantile = 0.99) decoded as text: cty's msgpack sends a number that is not exactly a
+	// float64 (0.99) as a string, which no float field takes
+	"qoe": hclspec.NewBlock("qoe", false, hclspec.NewObject(map[string]*hclspec.Spec{
+		"capacity":    attr("capacity", "number"),
+		"deadline_ms": attr("deadline_ms", "string"),
+		"quantile":    attr("quantile", "string"),
+		"budget_ns":   attr("budget_ns", "number"),
+	})),
 })
+
+// TaskQoE is a task's `qoe` block: the sessions the VNF serves within DeadlineMS at Quantile
+// (the stage-1 load probe's capacity); BudgetNS = the VNF's own latency budget at that
+// quantile (the probe's; 0 = the whole deadline). All zero = no block: the flow table's slots.
+type TaskQoE struct {
+	Capacity   int    `codec:"capacity"`
+	DeadlineMS string `codec:"deadline_ms"` // a number of milliseconds, e.g. 5 or 0.5
+	Quantile   string `codec:"quantile"`    // a number in (0, 1), e.g. 0.99
+	BudgetNS   int64  `codec:"budget_ns"`
+}
+
+// Set reports whether the task has a qoe block.
+func (q TaskQoE) Set() bool { return q != TaskQoE{} }
+
+func (q TaskQoE) numbers() (deadlineMS, quantile float64) {
+	deadlineMS, _ = strconv.ParseFloat(strings.TrimSpace(q.DeadlineMS), 64)
+	quantile, _ = strconv.ParseFloat(strings.TrimSpace(q.Quantile), 64)
+	return deadlineMS, quantile
+}
+
+// Request is the `qoe` op's fields: capacity, budget_ns, quantile_ppm (of a validated block).
+func (q TaskQoE) Request() (int, int64, int) {
+	deadlineMS, quantile := q.numbers()
+	budget := q.BudgetNS
+	if budget == 0 {
+		budget = int64(deadlineMS * 1e6)
+	}
+	ppm := int(math.Round(quantile * 1e6))
+	return q.Capacity, budget, min(max(ppm, 1), 999999)
+}
+
+func (q TaskQoE) validate() error {
+	if !q.Set() {
+		return nil
+	}
+	if q.Capacity < 1 || q.Capacity > spec.MaxSlots {
+		return fieldErr("qoe.capacity", "%d is out of range 1..%d (sessions at the deadline)",
+			q.Capacity, spec.MaxSlots)
+	}
+	deadlineMS, quantile := q.numbers()
+	if !(deadlineMS > 0) || math.IsInf(deadlineMS, 0) {
+		return fieldErr("qoe.deadline_ms", "%q is not a positive number of milliseconds, e.g. 5",
+			q.DeadlineMS)
+	}
+	if !(quantile > 0 && quantile < 1) {
+		return fieldErr("qoe.quantile", "%q is not a number in (0, 1), e.g. 0.99", q.Quantile)
+	}
+	if q.BudgetNS < 0 || q.BudgetNS > 60_000_000_000 {
+		return fieldErr("qoe.budget_ns", "%d is out of range 1..60000000000 (0 or unset = the "+
+			"deadline)", q.BudgetNS)
+	}
+	if _, b, _ := q.Request(); b < 1 || b > 60_000_000_000 {
+		return fieldErr("qoe.deadline_ms", "%v ms is out of range for the VNF's budget "+
+			"(1 ns..60 s): set qoe.budget_ns", q.DeadlineMS)
+	}
+	return nil
+}
 
 // Config is the plugin configuration.
 type Config struct {
@@ -184,6 +252,8 @@ type TaskConfig struct {
 	// false = always cold
 	Warm *bool  `codec:"warm"`
 	Name string `codec:"name"`
+	// QoE: the VNF's slots at the service's QoE (a `qoe { … }` block; zero = none)
+	QoE TaskQoE `codec:"qoe"`
 
 	// set by validation: the kernel file (confined, paths.go); configEcho: the VNF's messages
 	// about the click configuration may be shown (it is the job's own: paths.go)
@@ -292,6 +362,9 @@ func (tc *TaskConfig) validate(paths *pathPolicy) error {
 	}
 	if len(tc.ClickConfig) > spec.MaxClickConfig {
 		return fieldErr("click_config", "longer than %d bytes", spec.MaxClickConfig)
+	}
+	if err := tc.QoE.validate(); err != nil {
+		return err
 	}
 	if tc.Name != "" && !nameRE.MatchString(tc.Name) {
 		return fieldErr("name", "%q: use 1-63 characters of A-Z a-z 0-9 _ . - starting with a "+

@@ -449,8 +449,8 @@ func (d *Driver) startCold(cfg *drivers.TaskConfig, tc *TaskConfig, s spec.VNF, 
 	}
 	h := &taskHandle{logger: d.logger.With("task_id", cfg.ID, "vnf", s.UUID), taskConfig: cfg,
 		spec: s, runDir: filepath.Join(set.config.RunDir, s.UUID), click: click,
-		clickFromFile: tc.ClickFile != "", configEcho: tc.configEcho, state: drivers.TaskStateUnknown,
-		doneCh: make(chan struct{})}
+		clickFromFile: tc.ClickFile != "", configEcho: tc.configEcho, qoe: tc.QoE,
+		state: drivers.TaskStateUnknown, doneCh: make(chan struct{})}
 	d.startLogs(h, 0, 0) // open both FIFOs now: a failed start reports on stderr
 	phases, err := d.launch(h, set.qemuPath, set.bootTimeout)
 	if err != nil {
@@ -551,7 +551,7 @@ func plugTaps(s *spec.VNF, phases map[string]float64) error {
 func (h *taskHandle) configureNew(phases map[string]float64) error {
 	s := &h.spec
 	if s.ClickConfig == nil {
-		return nil
+		return sendQoE(h.ctl, h.qoe)
 	}
 	t := time.Now()
 	if _, err := h.ctl.Configure(*s.ClickConfig, s.SessionSlots, requestTimeout); err != nil {
@@ -562,7 +562,24 @@ func (h *taskHandle) configureNew(phases map[string]float64) error {
 		h.rejected(err, h.configEcho)
 		return configRejected(field, err, h.configEcho)
 	}
+	if err := sendQoE(h.ctl, h.qoe); err != nil {
+		return err
+	}
 	phases["configure"] = msSince(t)
+	return nil
+}
+
+// sendQoE tells a configured VNF its slots at the service's QoE (none: nothing); a refusal is
+// an error naming the task config's qoe block (the launch then removes the VNF).
+func sendQoE(ctl *control.Client, q TaskQoE) error {
+	if !q.Set() {
+		return nil
+	}
+	capacity, budget, ppm := q.Request()
+	if _, err := ctl.QoE(capacity, budget, ppm, requestTimeout); err != nil {
+		return fieldErr("qoe", "the VNF refused its QoE (capacity %d, budget_ns %d, "+
+			"quantile_ppm %d): %v", capacity, budget, ppm, err)
+	}
 	return nil
 }
 

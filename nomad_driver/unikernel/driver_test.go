@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
@@ -205,6 +206,10 @@ func TestTaskConfigValidation(t *testing.T) {
 		"name":            {Name: "-x"},
 		"macs":            {NICs: []string{"", ""}, MACs: []string{"fa:16:3e:00:00:01"}},
 		"macs[1]":         {NICs: []string{"", ""}, MACs: []string{"", "01:00:5e:00:00:01"}},
+		"qoe.capacity":    {QoE: TaskQoE{Capacity: 70000, DeadlineMS: "5", Quantile: "0.99"}},
+		"qoe.deadline_ms": {QoE: TaskQoE{Capacity: 8, DeadlineMS: "soon", Quantile: "0.99"}},
+		"qoe.quantile":    {QoE: TaskQoE{Capacity: 8, DeadlineMS: "5", Quantile: "1"}},
+		"qoe.budget_ns":   {QoE: TaskQoE{Capacity: 8, DeadlineMS: "5", Quantile: "0.9", BudgetNS: -1}},
 	}
 	paths := taskPaths(&drivers.TaskConfig{AllocDir: t.TempDir(), Name: "t"}, &Config{Kernel: k})
 	for field, tc := range cases {
@@ -307,6 +312,46 @@ func TestStartStatsStopDestroy(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(state.Spec.ControlSocket)); !os.IsNotExist(err) {
 		t.Errorf("run dir left behind: %v", err)
+	}
+}
+
+// A task's qoe block reaches the VNF with its launch: its slots reply (what the fingerprint's
+// session_slots.free sums) follows the capacity, not the 64-entry flow table.
+func TestQoEBlockSetsTheVNFsSlots(t *testing.T) {
+	k := requireVNF(t)
+	h, d, _ := newHarness(t)
+	var tc TaskConfig
+	hclutils.NewConfigParser(taskConfigSpec).ParseHCL(t, `config {
+  session_slots = 64
+  qoe {
+    capacity    = 10
+    deadline_ms = 5
+    quantile    = 0.99
+  }
+}`, &tc)
+	want := TaskQoE{Capacity: 10, DeadlineMS: "5", Quantile: "0.99"}
+	if tc.QoE != want {
+		t.Fatalf("qoe block decodes to %+v, want %+v", tc.QoE, want)
+	}
+	tc.Kernel, tc.NICs, tc.ClickConfig = k, []string{""}, "FromDevice(0) -> Discard;"
+	task := newTask(t, h, "qoe", &tc)
+	startTask(t, h, task)
+	stats, err := d.VNFStats(task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := stats["slots"].(map[string]any)
+	q, _ := sl["qoe"].(map[string]any)
+	if num(sl["total"]) != 64 || num(sl["free"]) != 10 || q == nil || num(q["capacity"]) != 10 ||
+		num(q["budget_ns"]) != 5_000_000 || num(q["quantile_ppm"]) != 990000 {
+		t.Errorf("slots %v", sl)
+	}
+	fp := d.buildFingerprint()
+	if v, _ := fp.Attributes["driver.unikernel.session_slots.free"].GetInt(); v != 10 {
+		t.Errorf("fingerprint free slots %v, want 10", v)
+	}
+	if err := h.DestroyTask(task.ID, true); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -35,6 +35,8 @@ type taskHandle struct {
 	runDir        string
 	click         string
 	clickFromFile bool
+	// qoe: the task's slots at the service's QoE, sent after configure (zero = none)
+	qoe TaskQoE
 	// configEcho: the launch's configuration is the job's own, the VNF's messages about it may
 	// be shown (paths.go); set before the launch
 	configEcho bool
@@ -274,6 +276,9 @@ func (h *taskHandle) freeSlots() int {
 	defer h.mu.Unlock()
 	if h.freeKnown {
 		return h.lastFree
+	}
+	if h.qoe.Set() {
+		return min(h.spec.SessionSlots, h.qoe.Capacity)
 	}
 	return h.spec.SessionSlots
 }

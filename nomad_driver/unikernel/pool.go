@@ -655,6 +655,12 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		}
 		phases["configure"] = ms(t)
 	}
+	h.mu.Lock()
+	ctl := h.ctl
+	h.mu.Unlock()
+	if err := sendQoE(ctl, tc.QoE); err != nil {
+		return fail(err) // a claimed (maybe configured) shell: it goes, as any failure here
+	}
 	// the task's limits: the shell's QEMU moves into the task's cgroup, its vCPUs onto the cores
 	lim, err := d.newEnforcement(cfg, vid, h.spec.MemoryMB)
 	if err == nil && lim.cgroup != nil {
@@ -671,7 +677,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	t = time.Now()
 	h.mu.Lock()
 	h.logger = d.logger.With("task_id", cfg.ID, "vnf", vid)
-	h.taskConfig, h.click, h.clickFromFile = cfg, click, tc.ClickFile != ""
+	h.taskConfig, h.click, h.clickFromFile, h.qoe = cfg, click, tc.ClickFile != "", tc.QoE
 	h.spec.Name = vnfName(tc, cfg, vid)
 	h.spec.SessionSlots = tc.SessionSlots
 	for i, br := range tc.NICs {
