@@ -333,6 +333,14 @@ func TestQoEBlockSetsTheVNFsSlots(t *testing.T) {
 	if tc.QoE != want {
 		t.Fatalf("qoe block decodes to %+v, want %+v", tc.QoE, want)
 	}
+	// the JSON job the orchestrator's Nomad zone sends (orchestrator/zones/nomad.py job_spec)
+	var fromJSON TaskConfig
+	hclutils.NewConfigParser(taskConfigSpec).ParseJson(t, `{"Config": {"qoe": [{"capacity": 10, `+
+		`"deadline_ms": "5.0", "quantile": "0.99", "budget_ns": 4096}]}}`, &fromJSON)
+	if c, b, p := fromJSON.QoE.Request(); fromJSON.QoE.validate() != nil || c != 10 || b != 4096 ||
+		p != 990000 {
+		t.Fatalf("JSON qoe block decodes to %+v: request %d %d %d", fromJSON.QoE, c, b, p)
+	}
 	tc.Kernel, tc.NICs, tc.ClickConfig = k, []string{""}, "FromDevice(0) -> Discard;"
 	task := newTask(t, h, "qoe", &tc)
 	startTask(t, h, task)

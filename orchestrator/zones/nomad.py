@@ -271,6 +271,14 @@ class NomadZone(ZoneAdapter):
             cfg["kernel"] = req.kernel
         if req.warm is not None:
             cfg["warm"] = bool(req.warm)
+        if req.qoe is not None:
+            # a block in the JSON job is a list of objects (`nomad job run -output`); the task
+            # driver reads deadline_ms and quantile as text (nomad_driver/unikernel/config.go)
+            q = {"capacity": req.qoe.capacity, "deadline_ms": repr(float(req.qoe.deadline_ms)),
+                 "quantile": repr(float(req.qoe.quantile))}
+            if req.qoe.budget_ns is not None:
+                q["budget_ns"] = req.qoe.budget_ns
+            cfg["qoe"] = [q]
         job = {"ID": job_id, "Name": job_id, "Type": "service", "Datacenters": [self.datacenter],
                "Meta": {META_SERVICE: req.service},
                "TaskGroups": [{

@@ -103,3 +103,20 @@ def test_deploy_fills_the_qoe_from_the_chosen_environments_probe(db_url):
         assert p["instance"]["slots_total"] == want.capacity
     finally:
         orch.close()
+
+
+def test_nomad_job_carries_the_qoe_block():
+    """The JSON job's task config has the qoe block the unikernel task driver decodes
+    (nomad_driver/unikernel/driver_test.go TestQoEBlockSetsTheVNFsSlots decodes this form)."""
+    from fluidvim.orchestrator.zones.nomad import NomadZone
+
+    z = NomadZone("n")
+    cfg = z.job_spec(LaunchRequest("fw", FW, qoe=QoE(10, 5.0, 0.99, 4096)),
+                     "j")["TaskGroups"][0]["Tasks"][0]["Config"]
+    assert cfg["qoe"] == [{"capacity": 10, "deadline_ms": "5.0", "quantile": "0.99",
+                           "budget_ns": 4096}]
+    cfg = z.job_spec(LaunchRequest("fw", FW, qoe=QoE(3, 0.5, 0.999)),
+                     "j")["TaskGroups"][0]["Tasks"][0]["Config"]
+    assert cfg["qoe"] == [{"capacity": 3, "deadline_ms": "0.5", "quantile": "0.999"}]
+    assert "qoe" not in z.job_spec(LaunchRequest("fw", FW), "j")["TaskGroups"][0]["Tasks"][0][
+        "Config"]
