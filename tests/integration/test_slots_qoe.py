@@ -117,3 +117,18 @@ def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
     else:
         raise AssertionError("a launch whose QoE the VNF refuses succeeded")
     assert {r.id for r in mgr.list()} == before        # nothing half-created
+
+
+def test_a_warm_launch_with_a_qoe_announces_its_capacity(make_manager):
+    """The warm path: a pool shell claimed for a launch with a QoE is told it after configure."""
+    from fluidvim.common.zonetypes import QoE
+
+    mgr = make_manager(backend="qemu")
+    assert mgr.fill_pool(1, nics=2) == 1
+    res = mgr.launch(FORWARD, bridges=(None, None), slots=64,
+                     qoe=QoE(capacity=7, deadline_ms=5.0, quantile=0.999))
+    assert res.kind == "warm"
+    st = mgr.stats(res.vnf_id)["slots"]
+    assert (st["total"], st["free"]) == (64, 7)
+    assert (st["qoe"]["capacity"], st["qoe"]["budget_ns"], st["qoe"]["quantile_ppm"]) == \
+        (7, 5_000_000, 999000)
