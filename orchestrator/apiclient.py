@@ -24,6 +24,7 @@ service type :data:`SERVICE_TYPE`, whose endpoint is the API's root URL (``/v1``
 from __future__ import annotations
 
 import re
+import time
 import urllib.parse
 
 from .exception import InvalidRequest, NotFound, OrchestratorError, Refused
@@ -308,10 +309,41 @@ class _NS:
             return d.to_dict() if hasattr(d, "to_dict") else d
         return as_dict(nsd), [as_dict(d) for d in vnfds]
 
-    def deploy(self, nsd, vnfds, name=None, zone=None, timeout=600.0):
+    #: seconds between two polls of an operation occurrence
+    POLL_S = 0.5
+
+    def wait(self, op: dict, timeout=600.0, progress=None) -> dict:
+        """Poll the operation occurrence ``op`` (a 202's body) until it is no longer PROCESSING;
+        ``progress(op, elapsed_s)`` is called on every state change and every 10 s. Raises
+        Refused with its error when it failed or rolled back (the 409 the blocking API gave)."""
+        t0 = time.monotonic()
+        last, said = None, 0.0
+        while True:
+            el = time.monotonic() - t0
+            if progress is not None and (op["operationState"] != last or el - said >= 10):
+                progress(op, el)
+                last, said = op["operationState"], el
+            if op["operationState"] != "PROCESSING":
+                break
+            if timeout is not None and el > timeout:
+                raise APIError(f"ns operation {op['id']} ({op['operation'].lower()}) still "
+                               f"processing after {timeout:.0f} s; `openstack fluidvim ns "
+                               "operation list` shows it")
+            time.sleep(self.POLL_S)
+            op = self.api.request("GET", f"/v1/ns_lcm_op_occs/{_q(op['id'])}")
+        if op["operationState"] != "COMPLETED":
+            err = (op.get("error") or {}).get("detail") or op["operationState"].lower()
+            raise Refused(f"ns {op.get('nsName') or op['nsInstanceId']}: "
+                          f"{op['operation'].lower()} {op['operationState'].lower()}: {err}")
+        return op
+
+    def deploy(self, nsd, vnfds, name=None, zone=None, timeout=600.0, progress=None):
+        """202 + the instantiate occurrence, polled until it ends; the NS as shown then."""
         nsd, vnfds = self._docs(nsd, vnfds)
-        return self.api.request("POST", "/v1/ns", {"nsd": nsd, "vnfds": vnfds, "name": name,
-                                                   "zone": zone}, timeout=timeout)
+        op = self.api.request("POST", "/v1/ns", {"nsd": nsd, "vnfds": vnfds, "name": name,
+                                                 "zone": zone})
+        op = self.wait(op, timeout, progress)
+        return self.show(op["nsInstanceId"])
 
     def validate(self, nsd, vnfds, name=None):
         nsd, vnfds = self._docs(nsd, vnfds)
@@ -324,14 +356,30 @@ class _NS:
     def show(self, name):
         return self.api.request("GET", f"/v1/ns/{_q(name)}")
 
-    def delete(self, name, timeout=600.0):
-        self.api.request("DELETE", f"/v1/ns/{_q(name)}", timeout=timeout)
+    def operation(self, op_id):
+        return self.api.request("GET", f"/v1/ns_lcm_op_occs/{_q(op_id)}")
+
+    def operations(self, ns=None):
+        return self.api.request("GET", "/v1/ns_lcm_op_occs", query={"ns": ns})
+
+    def delete(self, name, timeout=600.0, progress=None):
+        self.wait(self.api.request("DELETE", f"/v1/ns/{_q(name)}"), timeout, progress)
         return {"deleted": name}
 
-    def scale(self, name, aspect, direction, timeout=600.0):
-        return self.api.request("POST", f"/v1/ns/{_q(name)}/scale", timeout=timeout,
-                                body={"aspect": aspect, "direction": direction})
+    def scale(self, name, aspect, direction, timeout=600.0, progress=None):
+        op = self.wait(self.api.request("POST", f"/v1/ns/{_q(name)}/scale",
+                                        body={"aspect": aspect, "direction": direction}),
+                       timeout, progress)
+        d = op["detail"]
+        return {"ns": op["nsName"] or name, "aspect": d.get("aspect", aspect),
+                "direction": direction, "level": d.get("to_level"), "operation": op["id"],
+                **{k: d[k] for k in ("added", "removed") if k in d},
+                "ms": d.get("ms"), "operation_occurrence": op}
 
-    def heal(self, name, instance, timeout=600.0):
-        return self.api.request("POST", f"/v1/ns/{_q(name)}/heal", timeout=timeout,
-                                body={"instance": instance})
+    def heal(self, name, instance, timeout=600.0, progress=None):
+        op = self.wait(self.api.request("POST", f"/v1/ns/{_q(name)}/heal",
+                                        body={"instance": instance}), timeout, progress)
+        d = op["detail"]
+        return {"ns": op["nsName"] or name, "healed": d.get("instance", instance),
+                "replaced_by": d.get("replaced_by"), "operation": op["id"], "ms": d.get("ms"),
+                "operation_occurrence": op}

@@ -713,6 +713,14 @@ class Store:
             if ns:
                 self._update_ns(s, row.ns_id, ns)
 
+    def ns_operation(self, op_id: str) -> NSOperation:
+        with self.Session() as s:
+            row = s.get(NSOperation, op_id)
+        if row is None:
+            raise NotFound(f"op_id: no network service operation {op_id!r} (see `fluidvim ns "
+                           "show NAME`)", field="op_id")
+        return row
+
     def ns_operations(self, ns_id: str | None = None, limit: int = 200) -> list[NSOperation]:
         with self.Session() as s:
             q = sa.select(NSOperation).order_by(NSOperation.started_at.desc())

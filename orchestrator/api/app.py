@@ -7,7 +7,11 @@ Every operation of :data:`.openapi.OPERATIONS` maps to a handler ``op_<operation
 request body and query are validated against the operation's schemas first (400 naming the
 field; a query parameter the operation does not have is a 400 too), then the policy is enforced
 (:mod:`.policies`) with the resource's project as the target. A create answers 201 with the new
-resource's ``Location`` (:data:`LOCATIONS`), a delete 204 without a body.
+resource's ``Location`` (:data:`LOCATIONS`), a delete 204 without a body. The long NS
+operations (create+instantiate, scale, heal, terminate) run in the orchestrator's background and
+answer 202 with their operation occurrence (SOL005's NsLcmOpOcc, reduced) and its ``Location``
+(``/v1/ns_lcm_op_occs/{op_id}``), which the client polls until ``operationState`` is not
+PROCESSING.
 Errors are the API-SIG's ``{"errors": [{"request_id", "code", "status", "title", "detail",
 "field"}]}`` (:mod:`.faults`): the orchestrator's ``InvalidRequest`` -> 400, ``NotFound`` -> 404,
 ``Refused`` -> 409, an orchestrator that does not answer -> 503; never a 500 for bad input.
@@ -29,7 +33,6 @@ from oslo_policy import policy as oslo_policy
 
 from fluidvim.common import instance_states as istates
 
-from .. import states
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
 from . import auth, openapi, policies
 from .faults import error_response, request_id
@@ -72,11 +75,15 @@ def version_document(req, version: str) -> dict:
             "media-types": [{"base": "application/json", "type": "application/json"}]}
 
 
-#: operationId of a create (201) -> the path below /v1 of what it made, from its result
+#: operationId of a create (201) -> the path below /v1 of what it made, from its result; of a
+#: long NS operation (202) -> its operation occurrence, which the client polls
 LOCATIONS = {
     "place": lambda r: "/placements/" + _seg(r["decision_id"]),
     "createNetwork": lambda r: f"/networks/{_seg(r['zone'])}/{_seg(r['id'])}",
-    "deployNS": lambda r: "/ns/" + _seg(r["id"]),
+    "deployNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
+    "deleteNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
+    "scaleNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
+    "healNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
     "registerImage": lambda r: "/vim/images/" + _seg(r["id"]),
     "createFlavor": lambda r: "/vim/flavors/" + _seg(r["id"]),
     "launchVM": lambda r: "/vim/vms/" + _seg(r["id"]),
@@ -248,7 +255,7 @@ class API:
         if code == 204:
             return webob.Response(status=204)
         out = webob.Response(status=code, json_body=res, charset="utf-8")
-        if code == 201 and op_id in LOCATIONS:
+        if code in (201, 202) and op_id in LOCATIONS:
             out.location = req.application_url + LOCATIONS[op_id](res)
         return out
 
@@ -471,16 +478,12 @@ class API:
         plan = self.nsapi.validate(body["nsd"], body["vnfds"], name=body.get("name"))
         for u in plan.get("units", []):
             self._service_precheck(ctx, u.get("service"))
-        try:
-            res = self.nsapi.deploy(body["nsd"], body["vnfds"], name=body.get("name"),
-                                    zone=body.get("zone"), timeout=self.conf.api.deploy_timeout)
-        except Refused as e:        # failed and rolled back: its record says what happened
-            for r in self.nsapi.list(deleted=False):
-                if r["name"] == plan.get("name") and r["status"] == states.NS_FAILED:
-                    self.claim(ctx, "ns", r["id"])
-            raise HTTPError(409, e.message) from None
-        self._claim_ns(ctx, res)
-        return res
+        op = self.nsapi.start("deploy", nsd=body["nsd"], vnfds=body["vnfds"],
+                              name=body.get("name"), zone=body.get("zone"))
+        self.claim(ctx, "ns", op["nsInstanceId"])
+        for u in plan.get("units", []):
+            self.claim(ctx, "service", u["service"])
+        return op
 
     def _claim_ns(self, ctx, res):
         self.claim(ctx, "ns", res["id"])
@@ -502,16 +505,35 @@ class API:
 
     def op_deleteNS(self, ctx, policy, body=None, name=""):
         self._ns(ctx, policy, name)
-        return self.nsapi.delete(name, timeout=self.conf.api.deploy_timeout)
+        return self.nsapi.start("delete", name=name)
 
     def op_scaleNS(self, ctx, policy, body, name=""):
         self._ns(ctx, policy, name)
-        return self.nsapi.scale(name, body["aspect"], body["direction"],
-                                timeout=self.conf.api.deploy_timeout)
+        return self.nsapi.start("scale", name=name, aspect=body["aspect"],
+                                direction=body["direction"])
 
     def op_healNS(self, ctx, policy, body, name=""):
         self._ns(ctx, policy, name)
-        return self.nsapi.heal(name, body["instance"], timeout=self.conf.api.deploy_timeout)
+        return self.nsapi.start("heal", name=name, instance=body["instance"])
+
+    def op_showOpOcc(self, ctx, policy, body=None, op_id=""):
+        op = self.nsapi.operation(op_id)
+        try:
+            self.check_owner(ctx, policy, "ns", op["nsInstanceId"], "op_id")
+        except HTTPError:
+            raise HTTPError(404, f"op_id: no network service operation {op_id!r}",
+                            "op_id") from None
+        if op["operation"] == "INSTANTIATE" and op["operationState"] == "COMPLETED":
+            self._claim_ns(ctx, self.nsapi.show(op["nsInstanceId"]))   # its networks too
+        return op
+
+    def op_listOpOccs(self, ctx, policy, body=None, ns=None):
+        self.authorize(ctx, policy, ctx.project_id)
+        if ns:
+            self._ns(ctx, "ns:get", ns)
+        rows = self.nsapi.operations(ns, limit=1000)
+        keep = self.visible(ctx, "ns", [r["nsInstanceId"] for r in rows])
+        return [r for r in rows if r["nsInstanceId"] in keep]
 
     # -- the VIM API (OSM RO) --
     def vim(self, method, **kw):

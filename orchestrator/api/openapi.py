@@ -31,6 +31,21 @@ ERROR = {"type": "object", "required": ["errors"], "properties": {"errors": {
                        "field": {"type": "string", "description": "the part of the request "
                                  "that is wrong, when there is one"}}}}}}
 
+# SOL005's NsLcmOpOcc, reduced (mano.service.lcm_op_occ)
+OP_OCC = {"type": "object", "required": ["id", "nsInstanceId", "operation", "operationState",
+                                         "startTime", "stateEnteredTime"],
+          "properties": {
+              "id": {"type": "string"}, "nsInstanceId": {"type": "string"},
+              "nsName": {"type": ["string", "null"]},
+              "operation": {"enum": ["INSTANTIATE", "SCALE", "HEAL", "TERMINATE"]},
+              "operationState": {"enum": ["PROCESSING", "COMPLETED", "FAILED", "ROLLED_BACK"]},
+              "startTime": {"type": "string", "format": "date-time"},
+              "stateEnteredTime": {"type": "string", "format": "date-time"},
+              "isAutomaticInvocation": {"type": "boolean"},
+              "error": {"type": ["object", "null"], "description": "ProblemDetails: status, "
+                        "title, detail"},
+              "detail": {"type": "object"}}}
+
 SERVICE_BODY = {
     "type": "object", "required": ["name", "click_config"], "additionalProperties": False,
     "properties": {
@@ -114,8 +129,8 @@ OPERATIONS = [
     ("get", "/v1/ns", "listNS", "ns:list", "Network services",
      [q("deleted", {"type": "boolean"}, "include deleted ones")], None, 200),
     ("post", "/v1/ns", "deployNS", "ns:create",
-     "Create and instantiate a network service from an NSD and its VNFDs (waits until it runs "
-     "or has failed and rolled back; the result has its operation steps)", [], NS_BODY, 201),
+     "Create and instantiate a network service from an NSD and its VNFDs: 202, its "
+     "operation occurrence (Location) runs in the background; poll it", [], NS_BODY, 202),
     ("post", "/v1/ns/validate", "validateNS", "ns:create",
      "Check descriptors and return the deployment plan (creates nothing)", [],
      {**NS_BODY, "properties": {k: v for k, v in NS_BODY["properties"].items()
@@ -124,20 +139,26 @@ OPERATIONS = [
      "A network service (name or id), its parts and its operation steps", [p("name")], None,
      200),
     ("delete", "/v1/ns/{name}", "deleteNS", "ns:delete",
-     "Terminate a network service: its instances, services and networks go", [p("name")],
-     None, 204),
+     "Terminate a network service: its instances, services and networks go (202: the "
+     "operation occurrence to poll)", [p("name")], None, 202),
     ("post", "/v1/ns/{name}/scale", "scaleNS", "ns:update",
-     "One step of a scaling aspect, out or in (within the descriptor's min/max; the result "
-     "has the operation occurrence)", [p("name")],
+     "One step of a scaling aspect, out or in (within the descriptor's min/max): 202, the "
+     "operation occurrence to poll", [p("name")],
      {"type": "object", "required": ["aspect", "direction"], "additionalProperties": False,
       "properties": {"aspect": {"type": "string", "minLength": 1, "maxLength": 255,
                                 "description": "PROFILE/ASPECT or the aspect id"},
-                     "direction": {"type": "string", "enum": ["out", "in"]}}}, 200),
+                     "direction": {"type": "string", "enum": ["out", "in"]}}}, 202),
     ("post", "/v1/ns/{name}/heal", "healNS", "ns:update",
      "Replace an instance (id or name) of the network service by a new one on the same "
-     "virtual links", [p("name")],
+     "virtual links: 202, the operation occurrence to poll", [p("name")],
      {"type": "object", "required": ["instance"], "additionalProperties": False,
-      "properties": {"instance": {"type": "string", "minLength": 1, "maxLength": 255}}}, 200),
+      "properties": {"instance": {"type": "string", "minLength": 1, "maxLength": 255}}}, 202),
+    ("get", "/v1/ns_lcm_op_occs", "listOpOccs", "ns:list",
+     "Network service lifecycle operation occurrences (SOL005 NsLcmOpOcc), oldest first",
+     [q("ns", NAME, "of this network service (name or id)")], None, 200),
+    ("get", "/v1/ns_lcm_op_occs/{op_id}", "showOpOcc", "ns:get",
+     "A lifecycle operation occurrence: operationState PROCESSING, COMPLETED, FAILED or "
+     "ROLLED_BACK, its times and error", [p("op_id")], None, 200),
     ("get", "/v1/vim", "describeVim", "vim:get", "VIM API: the zone a VIM account maps to",
      [ZONE_Q], None, 200),
     ("get", "/v1/vim/images", "listImages", "vim:get", "VIM API: images (VNF kernels) of a zone",
@@ -184,7 +205,8 @@ OPERATIONS = [
 ]
 
 #: the creates whose 201 has a Location (app.LOCATIONS builds it)
-LOCATED = ("place", "createNetwork", "deployNS", "registerImage", "createFlavor", "launchVM")
+LOCATED = ("place", "createNetwork", "deployNS", "registerImage", "createFlavor", "launchVM",
+           "deleteNS", "scaleNS", "healNS")
 
 ERRORS = {"400": "Bad request (a body or query field, or a query parameter the operation "
                  "does not have): the detail names the field",
@@ -201,8 +223,13 @@ def spec() -> dict:
         ok = {"description": "OK", "content": {"application/json": {"schema": {}}}}
         if code == 204:
             ok = {"description": "Deleted (no body)"}
+        elif code == 202:
+            ok = {"description": "Accepted: the operation occurrence, running in the background",
+                  "content": {"application/json": {"schema": {
+                      "$ref": "#/components/schemas/NsLcmOpOcc"}}}}
         elif code == 201:
             ok = {**ok, "description": "Created"}
+        if code in (201, 202):
             if op_id in LOCATED:
                 ok["headers"] = {"Location": {"description": "the URL of what was made",
                                               "schema": {"type": "string"}}}
@@ -230,7 +257,7 @@ def spec() -> dict:
         "components": {
             "securitySchemes": {"keystone": {"type": "apiKey", "in": "header",
                                              "name": "X-Auth-Token"}},
-            "schemas": {"Error": ERROR},
+            "schemas": {"Error": ERROR, "NsLcmOpOcc": OP_OCC},
             "responses": {f"E{c}": {"description": d, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Error"}}}} for c, d in ERRORS.items()},
         },

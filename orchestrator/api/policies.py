@@ -76,9 +76,10 @@ api_rules = [
     _rule("network:create", WRITE, "Create a network in a zone.", [("POST", "/v1/networks")]),
     _rule("network:delete", WRITE, "Delete a network.",
           [("DELETE", "/v1/networks/{zone}/{network}")]),
-    _rule("ns:list", READ, "List network services.", [("GET", "/v1/ns")]),
-    _rule("ns:get", READ, "Show a network service with its operation steps.",
-          [("GET", "/v1/ns/{name}")]),
+    _rule("ns:list", READ, "List network services and their lifecycle operation occurrences.",
+          [("GET", "/v1/ns"), ("GET", "/v1/ns_lcm_op_occs")]),
+    _rule("ns:get", READ, "Show a network service with its operation steps, or one lifecycle "
+          "operation occurrence.", [("GET", "/v1/ns/{name}"), ("GET", "/v1/ns_lcm_op_occs/{op_id}")]),
     _rule("ns:create", WRITE, "Deploy (create and instantiate) a network service from an NSD "
           "and its VNFDs; validate descriptors.", [("POST", "/v1/ns"),
                                                   ("POST", "/v1/ns/validate")]),

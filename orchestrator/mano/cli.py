@@ -122,7 +122,14 @@ def cmd_ns_deploy(args, api):
         print(f"validated {args.nsd}: {len(plan.units)} VNF(s), {len(plan.networks)} virtual "
               f"link(s)" + "".join(f"\n  warning: {w}" for w in plan.warnings))
         print(f"deploying {plan.name} through the orchestrator ...", flush=True)
-    r = _ns(api).deploy(nsd, vnfds, name=args.name, zone=args.zone)
+    ns = _ns(api)
+    kw = {}
+    if hasattr(ns, "wait") and not args.json:       # fluidvim-api: 202, polled here
+        def progress(op, elapsed):
+            print(f"  {op['operation'].lower()} {op['operationState'].lower()} "
+                  f"[{elapsed:.0f} s]", flush=True)
+        kw["progress"] = progress
+    r = ns.deploy(nsd, vnfds, name=args.name, zone=args.zone, **kw)
 
     def text(r):
         for s in r["steps"]:

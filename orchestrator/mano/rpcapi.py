@@ -1,7 +1,8 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""Client of the orchestrator's ``ns`` RPC namespace (API 1.1: deploy, validate, list, show,
-delete; scale, heal), sharing the transport, topic and error handling of :class:`OrchestratorAPI`."""
+"""Client of the orchestrator's ``ns`` RPC namespace (API 1.2: deploy, validate, list, show,
+delete; scale, heal; start in the background, operation occurrences), sharing the transport,
+topic and error handling of :class:`OrchestratorAPI`."""
 
 from __future__ import annotations
 
@@ -75,3 +76,16 @@ class NSAPI:
     def heal(self, name: str, instance: str, timeout: float | None = DEPLOY_TIMEOUT):
         """Replace ``instance`` (id or name) of the NS by a new one on the same virtual links."""
         return self._call("heal", version="1.1", timeout=timeout, name=name, instance=instance)
+
+    def start(self, method: str, **kwargs) -> dict:
+        """``method`` (deploy, scale, heal, delete; their arguments) in the orchestrator's
+        background; its operation occurrence (SOL005 NsLcmOpOcc shape) as soon as it exists."""
+        if method == "deploy":
+            kwargs["nsd"], kwargs["vnfds"] = self._docs(kwargs["nsd"], kwargs["vnfds"])
+        return self._call("start", version="1.2", what=method, kwargs=kwargs)
+
+    def operation(self, op_id: str) -> dict:
+        return self._call("operation", version="1.2", op_id=op_id)
+
+    def operations(self, ns: str | None = None, limit: int = 200) -> list:
+        return self._call("operations", version="1.2", ns=ns, limit=limit)

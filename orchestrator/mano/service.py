@@ -10,7 +10,8 @@ VNF profile (and VDU), pinned to the zone, and the instances through placement
 NICs on the virtual links' networks. The record (``network_services`` table) is updated after every
 step, so a restarted orchestrator knows what exists; a failure rolls back everything created.
 
-:class:`NSEndpoint` serves it over RPC in its own namespace (``ns``, version 1.1).
+:class:`NSEndpoint` serves it over RPC in its own namespace (``ns``, version 1.2: ``start``
+runs deploy, scale, heal or delete in the background and returns the operation occurrence).
 
 Scale (by a VNFD scaling aspect, on request or from session slots: :mod:`.scaling`) and heal
 (replace an instance the zone no longer runs, NICs on the same virtual links) launch and remove
@@ -23,6 +24,7 @@ processing -> completed | failed | rolled_back, start/end, error) shown by ``ns 
 from __future__ import annotations
 
 import collections
+import datetime
 import threading
 import time
 
@@ -42,7 +44,7 @@ from . import descriptors
 LOG = logging.getLogger(__name__)
 
 NAMESPACE = "ns"
-NS_API_VERSION = "1.1"       # 1.1: scale, heal, operations in show
+NS_API_VERSION = "1.2"       # 1.1: scale, heal, operations in show; 1.2: start, operation
 DIRECTIONS = ("out", "in")
 
 
@@ -53,9 +55,42 @@ def _refuse(message: str):
 
 
 
+#: the RPC methods :meth:`NSManager.start` runs in the background
+BACKGROUND = ("deploy", "scale", "heal", "delete")
+
+
+def _iso(t: float | None) -> str | None:
+    return (None if t is None
+            else datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat())
+
+
+def lcm_op_occ(o, ns_name: str | None = None) -> dict:
+    """An operation occurrence as SOL005's NsLcmOpOcc (reduced): operationState PROCESSING |
+    COMPLETED | FAILED | ROLLED_BACK, times in ISO 8601 UTC, the error as a ProblemDetails."""
+    d = o.detail
+    return {"id": o.id, "nsInstanceId": o.ns_id, "nsName": ns_name,
+            "operation": o.type.upper(), "operationState": o.state.upper(),
+            "startTime": _iso(o.started_at), "stateEnteredTime": _iso(o.ended_at or o.started_at),
+            "isAutomaticInvocation": d.get("trigger", "request") != "request",
+            "error": (None if not o.error else
+                      {"status": 409, "title": f"{o.type} {o.state.replace('_', ' ')}",
+                       "detail": o.error}),
+            "detail": d}
+
+
+class _Started:
+    """What :meth:`NSManager.start` waits for: the operation's id, or the error before it."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.op = None
+        self.error = None
+
+
 class NSManager:
     def __init__(self, orch):
         self.orch = orch
+        self._started = threading.local()           # the background thread's _Started
         self.store = orch.store
         self._lock = threading.Lock()
         self._op_locks = collections.defaultdict(threading.Lock)   # NS id -> its operations
@@ -68,6 +103,60 @@ class NSManager:
         if n:
             LOG.warning("%d network service operation(s) were under way when the orchestrator "
                         "stopped: marked failed (`fluidvim ns rm` cleans up)", n)
+
+    # -- operations in the background (the API's 202 + an occurrence to poll) --
+    def _op_started(self, ns_id: str, type_: str, **detail) -> str:
+        op = self.store.op_started(ns_id, type_, **detail)
+        st = getattr(self._started, "st", None)
+        if st is not None and st.op is None:
+            st.op = op
+            st.event.set()
+        return op
+
+    def start(self, method: str, **kwargs) -> dict:
+        """Run ``method`` (:data:`BACKGROUND`) in a thread of its own; return its operation
+        occurrence as soon as it is recorded. What fails before (validation, no such NS, a
+        refused step) is raised here, as the blocking call would."""
+        if method not in BACKGROUND:
+            raise invalid("method", f"{method!r} is not one of {', '.join(BACKGROUND)}")
+        fn = getattr(self, method)
+        st = _Started()
+
+        def run():
+            self._started.st = st
+            try:
+                fn(**kwargs)
+            except Exception as e:  # noqa: BLE001 - before the op: the caller's; after: recorded
+                if st.op is None:
+                    st.error = e
+                else:
+                    LOG.warning("ns operation %s (%s) ended: %s", st.op, method,
+                                getattr(e, "message", e))
+            finally:
+                st.event.set()
+
+        threading.Thread(target=run, name=f"ns-{method}", daemon=True).start()
+        st.event.wait()
+        if st.error is not None:
+            raise st.error
+        if st.op is None:
+            raise OrchestratorError(f"ns {method} ended without an operation occurrence")
+        return self.operation(st.op)
+
+    def operation(self, op_id: str) -> dict:
+        o = self.store.ns_operation(op_id)
+        try:
+            name = self.store.network_service(o.ns_id).name
+        except NotFound:
+            name = None
+        return lcm_op_occ(o, name)
+
+    def operations(self, ns: str | None = None, limit: int = 200) -> list[dict]:
+        """Operation occurrences, oldest first (of one NS, name or id, or of all)."""
+        names = {r.id: r.name for r in self.store.network_services(deleted=True)}
+        ns_id = self.store.network_service(ns).id if ns else None
+        return [lcm_op_occ(o, names.get(o.ns_id))
+                for o in self.store.ns_operations(ns_id, limit=limit)]
 
     # -- checks (nothing is created before all of them pass) --
     def plan(self, nsd: dict, vnfds: list, name: str | None = None) -> descriptors.Plan:
@@ -158,7 +247,7 @@ class NSManager:
                                     descriptors={"nsd": nsd, "vnfds": vnfds},
                                     scale={self.aspect_key(a): a["initial_level"]
                                            for a in plan.aspects})
-            op = self.store.op_started(row.id, states.OP_INSTANTIATE, zone=z.name,
+            op = self._op_started(row.id, states.OP_INSTANTIATE, zone=z.name,
                                        instances=sum(u.instances for u in plan.units))
         nets, services, instances, steps = {}, [], [], []
 
@@ -266,7 +355,7 @@ class NSManager:
             if row.status in states.NS_IN_PROGRESS:
                 raise Refused(f"ns {row.name}: {row.status} right now; try again when it is done")
             self.store.update_ns(row.id, status=states.NS_DELETING)
-        op = self.store.op_started(row.id, states.OP_TERMINATE)
+        op = self._op_started(row.id, states.OP_TERMINATE)
         with self._op_locks[row.id]:            # after a scale or heal under way
             row = self.store.network_service(row.id)
             left = self._teardown(self.orch.zones.get(row.zone), row.get("networks"),
@@ -474,7 +563,7 @@ class NSManager:
                       "from_level": level}
             if reason:
                 detail["reason"] = reason
-            op = self.store.op_started(row.id, states.OP_SCALE, **detail)
+            op = self._op_started(row.id, states.OP_SCALE, **detail)
             instances = list(row.get("instances"))
             if direction == "out":
                 added, err = self._launch(row, delta, instances, f"scale out {key}")
@@ -581,7 +670,7 @@ class NSManager:
                                field="instance")
             old = instances[pos]
             t0 = time.perf_counter()
-            op = self.store.op_started(row.id, states.OP_HEAL, instance=old["name"], trigger=trigger)
+            op = self._op_started(row.id, states.OP_HEAL, instance=old["name"], trigger=trigger)
             left = self._teardown(None, {}, [], [old])
             if left:
                 self.store.op_finished(op, states.OP_FAILED, "; ".join(left))
@@ -669,7 +758,8 @@ class NSManager:
 
 
 class NSEndpoint:
-    """RPC namespace ``ns``, API 1.1: deploy, validate, list, show, delete; scale, heal (1.1)."""
+    """RPC namespace ``ns``, API 1.2: deploy, validate, list, show, delete; scale, heal (1.1);
+    start, operation, operations (1.2)."""
 
     target = messaging.Target(namespace=NAMESPACE, version=NS_API_VERSION)
 
@@ -703,4 +793,20 @@ class NSEndpoint:
     @rpc_method
     def heal(self, ctxt, name, instance):
         return self.ns.heal(name, instance)
+
+    @rpc_method
+    def start(self, ctxt, what, kwargs):
+        """1.2: deploy, scale, heal or delete (``what``) in the background; its operation
+        occurrence."""
+        return self.ns.start(what, **kwargs)
+
+    @rpc_method
+    def operation(self, ctxt, op_id):
+        """1.2: an operation occurrence (SOL005 NsLcmOpOcc shape)."""
+        return self.ns.operation(op_id)
+
+    @rpc_method
+    def operations(self, ctxt, ns=None, limit=200):
+        """1.2: operation occurrences, oldest first."""
+        return self.ns.operations(ns, limit)
 

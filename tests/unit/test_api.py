@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -209,6 +210,18 @@ def test_resources_made_over_rpc_are_admin_only(env):
     assert env.call("GET", "/services/legacy", hdrs=ADMIN)[0] == 200
 
 
+def _done(env, st, op, hdrs=None):
+    """A 202's operation occurrence, polled until it is no longer PROCESSING."""
+    assert st == 202 and op["operationState"] in ("PROCESSING", "COMPLETED"), (st, op)
+    for _ in range(600):
+        if op["operationState"] != "PROCESSING":
+            return op
+        time.sleep(0.1)
+        st, op = env.call("GET", f"/ns_lcm_op_occs/{op['id']}", hdrs=hdrs or A_READER)
+        assert st == 200, op
+    raise AssertionError(f"operation still processing: {op}")
+
+
 def test_network_service_lifecycle(env, pkg):  # noqa: F811
     nsd, vnfds = bundle(pkg, *pkg.docs())
     st, plan = env.call("POST", "/ns/validate", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
@@ -217,8 +230,14 @@ def test_network_service_lifecycle(env, pkg):  # noqa: F811
     st, plan = env.call("POST", "/ns/validate", {"nsd": nsd, "vnfds": vnfds, "name": "c1"},
                         hdrs=A_MEMBER)
     assert st == 200 and plan["name"] == "c1" and len(plan["units"]) == 2
-    st, ns = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "c1"}, hdrs=A_MEMBER)
-    assert st == 201 and ns["status"] == "running", ns
+    st, op = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "c1"}, hdrs=A_MEMBER)
+    op = _done(env, st, op)
+    assert op["operation"] == "INSTANTIATE" and op["operationState"] == "COMPLETED", op
+    assert op["nsName"] == "c1" and op["startTime"] <= op["stateEnteredTime"], op
+    assert env.call("GET", f"/ns_lcm_op_occs/{op['id']}", hdrs=B_MEMBER)[0] == 404
+    assert env.call("GET", "/ns_lcm_op_occs/no-such", hdrs=A_READER)[0] == 404
+    st, ns = env.call("GET", "/ns/c1", hdrs=A_READER)
+    assert st == 200 and ns["status"] == "running" and ns["id"] == op["nsInstanceId"], ns
     assert ns["steps"][0]["step"].startswith("validated 2 VNF(s), 3 virtual link(s)")
     assert [x["name"] for x in env.call("GET", "/ns", hdrs=A_READER)[1]] == ["c1"]
     assert env.call("GET", "/ns", hdrs=B_MEMBER) == (200, [])
@@ -237,8 +256,13 @@ def test_network_service_lifecycle(env, pkg):  # noqa: F811
     assert st == 400 and body["errors"][0]["field"] == "name"
     st, body = env.call("POST", "/ns", {"nsd": nsd, "vnfds": "x"}, hdrs=A_MEMBER)
     assert st == 400 and body["errors"][0]["field"] == "vnfds"
-    assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER) == (204, "")
+    st, op = env.call("DELETE", "/ns/c1", hdrs=A_MEMBER)
+    assert _done(env, st, op)["operationState"] == "COMPLETED", op
     assert env.call("GET", "/ns?deleted=true", hdrs=A_READER)[1][0]["status"] == "deleted"
+    st, ops = env.call("GET", "/ns_lcm_op_occs?ns=" + ns["id"], hdrs=A_READER)
+    assert [(o["operation"], o["operationState"]) for o in ops] == [
+        ("INSTANTIATE", "COMPLETED"), ("TERMINATE", "COMPLETED")], ops
+    assert env.call("GET", "/ns_lcm_op_occs", hdrs=B_MEMBER) == (200, [])
     assert env.call("DELETE", "/ns/c1", hdrs=A_MEMBER)[0] == 404
 
 
@@ -249,8 +273,8 @@ def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
     fw["vnfd"]["df"][0]["scaling-aspect"][0]["scaling-policy"] = [
         {"name": "p", "scaling-type": "manual"}]
     nsd, vnfds = bundle(pkg, nsd, fw, fwd)
-    st, ns = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "s1"}, hdrs=A_MEMBER)
-    assert st == 201 and ns["status"] == "running", ns
+    st, op = env.call("POST", "/ns", {"nsd": nsd, "vnfds": vnfds, "name": "s1"}, hdrs=A_MEMBER)
+    assert _done(env, st, op)["operationState"] == "COMPLETED"
     out = {"aspect": "fw/fw-pool", "direction": "out"}
     assert env.call("POST", "/ns/s1/scale", out, hdrs=A_READER)[0] == 403
     assert env.call("POST", "/ns/s1/scale", out, hdrs=B_MEMBER)[0] == 404
@@ -258,19 +282,23 @@ def test_scale_and_heal_a_network_service(env, pkg):  # noqa: F811
                         hdrs=A_MEMBER)
     assert st == 400 and body["errors"][0]["field"] == "direction"
     st, r = env.call("POST", "/ns/s1/scale", out, hdrs=A_MEMBER)
-    assert st == 200 and r["level"] == 1 and len(r["added"]) == 1, r
+    r = _done(env, st, r)["detail"]
+    assert r["to_level"] == 1 and len(r["added"]) == 1, r
     st, shown = env.call("GET", "/ns/s1", hdrs=A_READER)
     assert [o["type"] for o in shown["operations"]] == ["instantiate", "scale"]
     fws = [i for i in shown["instances"] if i["service"] == "s1-fw"]
     assert len(fws) == 2
     st, healed = env.call("POST", "/ns/s1/heal", {"instance": fws[0]["name"]}, hdrs=A_MEMBER)
-    assert st == 200 and healed["healed"] == fws[0]["name"], healed
+    healed = _done(env, st, healed)
+    assert healed["operation"] == "HEAL" and healed["operationState"] == "COMPLETED", healed
+    assert healed["detail"]["instance"] == fws[0]["name"] and healed["detail"]["replaced_by"]
     st, body = env.call("POST", "/ns/s1/heal", {"instance": "no-such"}, hdrs=A_MEMBER)
     assert st in (400, 404) and body["errors"][0]["field"] == "instance", body
     st, r = env.call("POST", "/ns/s1/scale", {"aspect": "fw/fw-pool", "direction": "in"},
                      hdrs=A_MEMBER)
-    assert st == 200 and r["level"] == 0, r
-    assert env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)[0] == 204
+    assert _done(env, st, r)["detail"]["to_level"] == 0, r
+    st, op = env.call("DELETE", "/ns/s1", hdrs=A_MEMBER)
+    assert _done(env, st, op)["operationState"] == "COMPLETED"
 
 
 def test_default_config_is_keystone_and_a_request_without_token_is_401(env):
