@@ -328,10 +328,11 @@ class NomadZone(ZoneAdapter):
         ms = ms if ms is not None else wall_ms
         with self._lock:
             self._launches.appendleft((req.service, ms))
+        slots = int(job["TaskGroups"][0]["Tasks"][0]["Config"].get("session_slots") or 0)
+        if req.qoe is not None:         # the VNF announces at most its QoE capacity
+            slots = min(slots, req.qoe.capacity) if slots else req.qoe.capacity
         return InstanceInfo(id=job_id, name=job_id, service=req.service, host=alloc.get("NodeName"),
-                            status=istates.RUNNING, slots_total=int(job["TaskGroups"][0]["Tasks"][0]
-                                                              ["Config"].get("session_slots") or 0),
-                            launch_ms=ms)
+                            status=istates.RUNNING, slots_total=slots, launch_ms=ms)
 
     def _wait_running(self, job_id: str, eval_id: str | None, t0: float) -> dict:
         deadline = t0 + self.launch_timeout

@@ -141,6 +141,24 @@ def test_launch_slots_instances_terminate(agent):
     tn.wait_for("slots back to 0", lambda: zone.hosts()[0].slots_total == 0, 20, 0.25)
 
 
+def test_a_launch_with_a_qoe_announces_its_capacity(agent):
+    """LaunchRequest.qoe -> the job's qoe block -> the task driver's qoe op: the VNF's own free
+    slots (what instance_slots reads from the plugin) follow the capacity, not the flow table."""
+    from fluidvim.common.zonetypes import QoE
+
+    zone, run_dir = agent
+    inst = zone.launch(LaunchRequest(service="fwq", slots=64, memory_mb=32, bridges=("",),
+                                     click_config="FromDevice(0) -> Discard;",
+                                     qoe=QoE(capacity=9, deadline_ms=5.0, quantile=0.99)))
+    try:
+        assert inst.slots_total == 9
+        tn.wait_for("the VNF's own free slots", lambda: (zone.instance_slots().get(inst.id) or {})
+                    .get("basis") == "vnf-stats", 20, 0.25)
+        assert zone.instance_slots()[inst.id]["free"] == 9
+    finally:
+        zone.terminate(inst.id)
+
+
 def test_failed_launch_leaves_nothing(agent):
     zone, run_dir = agent
     before_jobs = {j["ID"] for j in zone.api.jobs.get_jobs()}
