@@ -17,7 +17,7 @@ from oslo_log import log as logging
 
 from fluidvim.common import instance_states as istates
 from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneAdapter, ZoneError
-from fluidvim.evaluator.model import ServiceProfile
+from fluidvim.evaluator.model import LOAD, ServiceProfile
 from fluidvim.evaluator.qoeslots import launch_qoe
 
 from .slots import SlotReport
@@ -53,6 +53,25 @@ def service_qoe(service_row, results) -> QoE | None:
         LOG.info("%s: no QoE slots for this launch (%s): the flow table's slots apply",
                  svc.name, why)
     return qoe
+
+
+def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None) -> QoE | None:
+    """The QoE of a launch without a placement decision (the resolver's fast track, a woken
+    host): from ``stage1``'s cached load probe of the environment type of ``host``, or of the
+    zone's only type when the zone picks the host. None when that type is not known (the zone
+    has several), there is no cache, or no usable load result."""
+    cache = getattr(stage1, "cache", None)
+    if cache is None:
+        return None
+    try:
+        uids = {h.env.uid for h in zone.hosts() if host is None or h.name == host}
+    except ZoneError as e:
+        LOG.info("%s: no QoE slots for this launch (zone %s: %s)", service_row.name, zone.name, e)
+        return None
+    if len(uids) != 1:
+        return None
+    r = cache.get_valid(uids.pop(), LOAD)
+    return service_qoe(service_row, [r] if r is not None else [])
 
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,

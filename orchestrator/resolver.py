@@ -55,6 +55,7 @@ class Resolver:
         self.zones = zones
         self.queuing = queuing
         self.owner = None                      # service -> launcher of its instances, or None
+        self.qoe_for = None                    # (zone, service row) -> the launch's QoE, or None
 
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
@@ -112,8 +113,10 @@ class Resolver:
                     zname, inst = own(predicted, asked_at)
                     self.registry.reserve(inst.id, row.name, need)
                 else:   # the session's slots are reserved as the instance's slots become known
-                    inst = deploy(self.store, self.registry, self.zones[zname], row,
-                                  predicted_s=predicted, started_at=asked_at, reserve=need)
+                    zone = self.zones[zname]
+                    qoe = self.qoe_for(zone, row) if self.qoe_for is not None else None
+                    inst = deploy(self.store, self.registry, zone, row, predicted_s=predicted,
+                                  started_at=asked_at, reserve=need, qoe=qoe)
             except ZoneError as e:
                 errors.append(str(e))
                 LOG.warning("fast-track launch in %s failed: %s", zname, e)

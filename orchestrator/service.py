@@ -27,7 +27,7 @@ from fluidvim.common.zonetypes import INSTANCE_ACTIONS, NETWORK_NAME_RE, ZoneAda
 
 from . import conf as orchconf
 from .db import Store
-from .deploy import PROFILE_FIELDS
+from .deploy import PROFILE_FIELDS, zone_qoe
 from .exception import NotFound, Refused, invalid
 from .ha import Membership
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
@@ -136,6 +136,7 @@ class Orchestrator:
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self.resolver.qoe_for = lambda zone, row: zone_qoe(self.placement.stage1, zone, row)
         self.host_power = None                      # [host_power] enabled: drain, off, wake
         if "host_power" in conf and conf.host_power.enabled:
             from .hostpower import HostPower
@@ -159,8 +160,9 @@ class Orchestrator:
     def _launch_on(self, zone: str, host: str, service: str):
         """One instance of ``service`` on ``host`` (a host just woken for it)."""
         from .deploy import deploy
-        return deploy(self.store, self.registry, self.zones[zone], self.store.service(service),
-                      host=host)
+        row = self.store.service(service)
+        return deploy(self.store, self.registry, self.zones[zone], row, host=host,
+                      qoe=zone_qoe(self.placement.stage1, self.zones[zone], row, host))
 
     def recover_worker(self, worker_id: str) -> dict:
         """Take over what a dead orchestrator (``worker_id``) left in flight. Each of its

@@ -120,3 +120,28 @@ def test_nomad_job_carries_the_qoe_block():
     assert cfg["qoe"] == [{"capacity": 3, "deadline_ms": "0.5", "quantile": "0.999"}]
     assert "qoe" not in z.job_spec(LaunchRequest("fw", FW), "j")["TaskGroups"][0]["Tasks"][0][
         "Config"]
+
+
+def test_fast_track_launch_fills_the_qoe_of_the_zones_environment(db_url):
+    """The resolver's on-demand launch has no placement decision: a zone of one environment
+    type gets that type's cached load probe's QoE; a zone of several types gets none."""
+    zones, types, labels = make_fleet(4, 2, n_env_types=1)
+    zones = [LaunchingZone(z.name, z.hosts()) for z in zones]
+    conf = orchconf.make_conf(connection=db_url, local_zone=False)
+    orch = Orchestrator(conf, zones=zones, zone_labels=labels)
+    try:
+        seed_cache(orch.placement.stage1.cache, zones, types)
+        orch.register_service("fw", FW, deadline_ms=1.0, qos_quantile=0.99, session_pps=100)
+        r = orch.resolve("fw")
+        assert r["kind"] == "launched"
+        (req,) = [q for z in zones for q in z.launches]
+        (uid,) = types
+        load, _ = synthetic_probe_results(uid, r["zone"], types[uid][1], types[uid][2])
+        want = qoe_params(load, 1.0, 0.99, 100.0)
+        assert req.qoe == QoE(want.capacity, 1.0, 0.99, want.budget_ns)
+    finally:
+        orch.close()
+    from fluidvim.orchestrator.deploy import zone_qoe
+    many, mtypes, _ = make_fleet(8, 1, n_env_types=3)
+    assert len({h.env.uid for h in many[0].hosts()}) > 1
+    assert zone_qoe(orch.placement.stage1, many[0], orch.store.service("fw")) is None
