@@ -13,8 +13,12 @@ from fluidvim.evaluator.model import BOOT, ProbeResult
 from fluidvim.evaluator.qoeslots import launch_qoe, qoe_params
 from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.service import Orchestrator
-from fluidvim.orchestrator.zones.synthetic import (SyntheticZone, make_fleet, seed_cache,
-                                                   synthetic_probe_results)
+from fluidvim.orchestrator.zones.synthetic import (
+    SyntheticZone,
+    make_fleet,
+    seed_cache,
+    synthetic_probe_results,
+)
 
 FW = "FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);"
 
