@@ -16,7 +16,12 @@ the installed nova) instead of silently taking another path.
   33, 34  ``timeout``             ``nova.exception.InstanceEventTimeout``
   ======  =====================  ======================================================
 
-and nova-compute completes a waiter (``InstanceEvents.pop_instance_event``'s event) with
+``ComputeDriver.process_instances_at_startup`` (called by nova-compute's ``init_host`` after its
+evacuation cleanup) is new in 34 (:data:`STARTUP_HOOK`). Before, the driver runs the same step
+itself on the first resource update (``post_start_hook``), which nova-compute makes after
+``init_host`` has cleaned up evacuations and initialised its instances.
+
+And nova-compute completes a waiter (``InstanceEvents.pop_instance_event``'s event) with
 ``send(event)`` (31: eventlet's Event) or ``set(event)`` (32 on): :data:`EVENT_DELIVER`, what
 the tests use when they play Neutron's part.
 """
@@ -40,6 +45,9 @@ if NOVA_MAJOR < OLDEST:
 
 # the keyword of wait_for_instance_event's time limit
 WAIT_TIMEOUT_KW = "timeout" if NOVA_MAJOR >= 33 else "deadline"
+
+# nova-compute calls the driver's process_instances_at_startup itself
+STARTUP_HOOK = NOVA_MAJOR >= 34
 
 # the method of a popped waiter that hands it the event (external_instance_event)
 EVENT_DELIVER = "set" if NOVA_MAJOR >= 32 else "send"

@@ -190,6 +190,17 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         self._slot_notes = fslots.SlotNotifications.start_if_enabled(
             CONF, lambda: self.manager, self.names, host, start=False)
 
+    _startup_done = False
+
+    def _startup_without_hook(self):
+        """nova 31-33 have no process_instances_at_startup: run it on the first resource update
+        after init_host (nova_driver/compat.py), with the instances Nova places on this host."""
+        from nova import context as nova_context, objects
+
+        self._startup_done = True
+        ctx = nova_context.get_admin_context()
+        self.process_instances_at_startup(ctx, objects.InstanceList.get_by_host(ctx, self._host))
+
     def cleanup_host(self, host):
         if self._slot_notes is not None:
             self._slot_notes.stop()
@@ -676,6 +687,8 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         return stats
 
     def get_available_resource(self, nodename):
+        if not compat.STARTUP_HOOK and not self._startup_done and self._host is not None:
+            self._startup_without_hook()
         res = self._host_resources()
         hv_type = (obj_fields.HVType.KVM if self.manager.accel == "kvm"
                    else obj_fields.HVType.QEMU)

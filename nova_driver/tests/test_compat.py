@@ -27,13 +27,24 @@ class ReleaseTestCase(test.NoDBTestCase):
 
     def test_the_table_of_releases(self):
         """The per-release choices of the module docstring, release by release."""
-        expected = {31: ("deadline", "Timeout", "send"),
-                    32: ("deadline", "InstanceEventTimeout", "set"),
-                    33: ("timeout", "InstanceEventTimeout", "set"),
-                    34: ("timeout", "InstanceEventTimeout", "set")}
+        expected = {31: ("deadline", "Timeout", "send", False),
+                    32: ("deadline", "InstanceEventTimeout", "set", False),
+                    33: ("timeout", "InstanceEventTimeout", "set", False),
+                    34: ("timeout", "InstanceEventTimeout", "set", True)}
         want = expected.get(compat.NOVA_MAJOR, expected[max(expected)])   # newer: as the newest
         self.assertEqual(want, (compat.WAIT_TIMEOUT_KW, compat.EVENT_TIMEOUT.__name__,
-                                compat.EVENT_DELIVER))
+                                compat.EVENT_DELIVER, compat.STARTUP_HOOK))
+
+    def test_startup_hook_is_novas(self):
+        """nova-compute calls process_instances_at_startup exactly where compat says it does
+        (the driver runs it itself otherwise: test_moves and test_slot_notifications check the
+        effects on every release)."""
+        from nova.virt import driver
+
+        self.assertEqual(compat.STARTUP_HOOK,
+                         hasattr(driver.ComputeDriver, "process_instances_at_startup"))
+        src = inspect.getsource(compute_manager.ComputeManager.init_host)
+        self.assertEqual(compat.STARTUP_HOOK, "process_instances_at_startup" in src)
         if compat.NOVA_MAJOR >= 32:
             self.assertIs(exception.InstanceEventTimeout, compat.EVENT_TIMEOUT)
         else:
