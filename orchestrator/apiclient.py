@@ -227,7 +227,8 @@ class APIClient:
         return self.request("GET", f"/v1/placements/{_q(decision_id)}")
 
     def list_decisions(self, limit=20):
-        return self.request("GET", "/v1/placements", query={"limit": limit})
+        r = self.request("GET", "/v1/placements", query={"limit": limit})
+        return r["placements"] if isinstance(r, dict) else r      # a page: limit pages
 
     def resolve(self, service, client_location=None):
         return self.request("POST", "/v1/resolve", {"service": service,

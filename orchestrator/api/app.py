@@ -15,6 +15,10 @@ PROCESSING.
 Errors are the API-SIG's ``{"errors": [{"request_id", "code", "status", "title", "detail",
 "field"}]}`` (:mod:`.faults`): the orchestrator's ``InvalidRequest`` -> 400, ``NotFound`` -> 404,
 ``Refused`` -> 409, an orchestrator that does not answer -> 503; never a 500 for bad input.
+Every list (:data:`PAGED`) pages with ``limit`` and ``marker`` (the key of the previous page's last
+item): with either, the answer is the API-SIG collection ``{"<collection>": [...], "links":
+[{"rel": "next", "href": ...}]}`` (no next link on the last page); without, the whole list as an
+array, as before.
 """
 
 from __future__ import annotations
@@ -120,6 +124,35 @@ class PublicApp:
             res.allow = ("GET", "HEAD")
             return res
         return webob.Response(json_body=doc)
+
+
+#: list operationId -> (the collection's key in a page, the item field a marker names)
+MARKERS = {"listServices": "name", "listPlacements": "decision_id", "listZones": "name",
+           "listInstances": "id", "listNetworks": "id", "listNS": "id", "listOpOccs": "id",
+           "listImages": "id", "listFlavors": "id"}
+PAGED = {op: (key, MARKERS[op]) for op, key in openapi.PAGED.items()}
+
+
+def paginate(req, op_id: str, rows: list, limit, marker) -> dict:
+    """The API-SIG page of ``rows`` after ``marker`` (the key of the previous page's last item),
+    at most ``limit`` of them: ``{<collection>: [...], "links": [{"rel": "next", ...}]}``."""
+    key, field = PAGED[op_id]
+    if marker is not None:
+        ids = [str(r.get(field)) for r in rows]
+        if marker not in ids:
+            raise HTTPError(400, f"marker: no {key} item with {field} {marker!r} (give the {field} "
+                            "of the last item of the previous page, or no marker for the first)",
+                            "marker")
+        rows = rows[ids.index(marker) + 1:]
+    if limit is None:
+        limit = len(rows) or 1
+    page = rows[:limit]
+    links = []
+    if len(rows) > limit:
+        q = [(k, v) for k, v in req.GET.items() if k not in ("limit", "marker")]
+        q += [("limit", str(limit)), ("marker", str(page[-1].get(field)))]
+        links.append({"rel": "next", "href": req.path_url + "?" + urllib.parse.urlencode(q)})
+    return {key: page, "links": links}
 
 
 def _query_value(schema, raw: str, field: str):
@@ -236,28 +269,41 @@ class API:
         ctx = req.environ.get(auth.CONTEXT_KEY)
         if ctx is None:
             raise HTTPError(401, "not authenticated")
-        args = dict(match)
-        known = {prm["name"] for prm in params if prm["in"] == "query"}
-        for name in req.GET:
-            if name not in known:
-                raise HTTPError(400, f"{name}: not a query parameter of {req.method} "
-                                f"{req.path_info}; its parameters: "
-                                f"{', '.join(sorted(known)) or 'none'}", name)
-        for prm in params:
-            if prm["in"] == "query" and prm["name"] in req.GET:
-                args[prm["name"]] = _query_value(prm["schema"], req.GET[prm["name"]],
-                                                 prm["name"])
-                self._check(prm["schema"], args[prm["name"]], prm["name"])
+        args = {**match, **self._query(req, params)}
         body = None
         if body_schema is not None:
             body = self._body(req, op_id)
+        page = None
+        if op_id in PAGED and ("limit" in args or "marker" in args):
+            page = (args.pop("limit", None), args.pop("marker", None))
+            if op_id == "listPlacements":          # the page is cut from the recent ones
+                args["limit"] = openapi.MAX_LIMIT
         res = getattr(self, f"op_{op_id}")(ctx, policy, body=body, **args)
+        if page is not None:
+            res = paginate(req, op_id, res, *page)
         if code == 204:
             return webob.Response(status=204)
         out = webob.Response(status=code, json_body=res, charset="utf-8")
         if code in (201, 202) and op_id in LOCATIONS:
             out.location = req.application_url + LOCATIONS[op_id](res)
         return out
+
+    def _query(self, req, params) -> dict:
+        """The query's parameters, each checked against its schema; 400 for one the operation
+        does not have."""
+        known = {prm["name"] for prm in params if prm["in"] == "query"}
+        for name in req.GET:
+            if name not in known:
+                raise HTTPError(400, f"{name}: not a query parameter of {req.method} "
+                                f"{req.path_info}; its parameters: "
+                                f"{', '.join(sorted(known)) or 'none'}", name)
+        args = {}
+        for prm in params:
+            if prm["in"] == "query" and prm["name"] in req.GET:
+                args[prm["name"]] = _query_value(prm["schema"], req.GET[prm["name"]],
+                                                 prm["name"])
+                self._check(prm["schema"], args[prm["name"]], prm["name"])
+        return args
 
     @staticmethod
     def _check(schema, value, field):

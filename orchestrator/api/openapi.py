@@ -75,6 +75,19 @@ def q(name, schema, description="", required=False):
             "description": description}
 
 
+MAX_LIMIT = 1000
+LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+#: list operationId -> the page's collection key (app.PAGED names the marker's field too)
+PAGED = {"listServices": "services", "listPlacements": "placements", "listZones": "zones",
+         "listInstances": "instances", "listNetworks": "networks", "listNS": "ns",
+         "listOpOccs": "ns_lcm_op_occs", "listImages": "images", "listFlavors": "flavors"}
+PAGE_PARAMS = [
+    q("limit", LIMIT, "at most this many items; the answer is then a page: {<collection>: "
+      "[...], links: [{rel: next, href}]}"),
+    q("marker", {"type": "string", "minLength": 1}, "the key (name or id) of the previous "
+      "page's last item: the page starts after it")]
+
+
 def p(name, description=""):
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string",
                                                                        "minLength": 1},
@@ -99,7 +112,7 @@ OPERATIONS = [
       "properties": {"service": NAME, "location": {"type": ["string", "null"]},
                      "deploy": {"type": "boolean"}}}, 201),
     ("get", "/v1/placements", "listPlacements", "placement:list", "Recent placement decisions",
-     [q("limit", {"type": "integer", "minimum": 1, "maximum": 1000})], None, 200),
+     [q("limit", LIMIT, "the most recent ones; with a marker, a page of them")], None, 200),
     ("get", "/v1/placements/{decision_id}", "explainPlacement", "placement:get",
      "Why a zone/host was chosen (a decision id or a unique prefix of 6+ characters)",
      [p("decision_id")], None, 200),
@@ -204,6 +217,11 @@ OPERATIONS = [
       "properties": {"action": {"enum": ["pause", "unpause", "reboot", "rebuild"]}}}, 200),
 ]
 
+# every list pages (limit, marker)
+OPERATIONS = [o if o[2] not in PAGED else
+              (*o[:5], o[5] + [x for x in PAGE_PARAMS if x["name"] not in
+                               {y["name"] for y in o[5]}], *o[6:]) for o in OPERATIONS]
+
 #: the creates whose 201 has a Location (app.LOCATIONS builds it)
 LOCATED = ("place", "createNetwork", "deployNS", "registerImage", "createFlavor", "launchVM",
            "deleteNS", "scaleNS", "healNS")
@@ -217,10 +235,30 @@ ERRORS = {"400": "Bad request (a body or query field, or a query parameter the o
           "503": "The orchestrator cannot be reached"}
 
 
+#: operationId -> the schema of what it answers (of each item, for a list)
+ITEMS = {"listOpOccs": {"$ref": "#/components/schemas/NsLcmOpOcc"},
+         "showOpOcc": {"$ref": "#/components/schemas/NsLcmOpOcc"}}
+
+
+def page_schema(key: str, item: dict | None = None) -> dict:
+    return {"type": "object", "required": [key, "links"], "additionalProperties": False,
+            "properties": {key: {"type": "array", "items": item or {}},
+                           "links": {"type": "array", "items": {
+                "type": "object", "required": ["rel", "href"],
+                "properties": {"rel": {"enum": ["next"]}, "href": {"type": "string"}}}}}}
+
+
 def spec() -> dict:
     paths: dict = {}
     for method, path, op_id, policy, summary, params, body, code in OPERATIONS:
         ok = {"description": "OK", "content": {"application/json": {"schema": {}}}}
+        if op_id in PAGED:
+            item = ITEMS.get(op_id, {})
+            ok = {"description": "The whole list (an array); with limit or marker a page",
+                  "content": {"application/json": {"schema": {"oneOf": [
+                      {"type": "array", "items": item}, page_schema(PAGED[op_id], item)]}}}}
+        elif op_id in ITEMS:
+            ok = {**ok, "content": {"application/json": {"schema": ITEMS[op_id]}}}
         if code == 204:
             ok = {"description": "Deleted (no body)"}
         elif code == 202:

@@ -453,7 +453,7 @@ def test_conventions_clients_rely_on(env):
     err = res.json_body["errors"][0]
     assert res.status_int == 400 and err["field"] == "colour"
     assert err["detail"] == ("colour: not a query parameter of GET /networks; its parameters: "
-                             "zone")
+                             "limit, marker, zone")
     assert err["request_id"] == res.headers["x-openstack-request-id"]
     assert err["request_id"].startswith("req-") and err["code"] == "fluidvim.bad-request"
     gone = req("DELETE", made.location[len("http://localhost"):])
@@ -464,3 +464,43 @@ def test_conventions_clients_rely_on(env):
     res = req("GET", "/nothing-here")                   # the public app: a request id too
     assert res.status_int == 404
     assert res.json_body["errors"][0]["request_id"] == res.headers["x-openstack-request-id"]
+
+
+def test_lists_page_with_limit_and_marker(env):
+    import urllib.parse
+
+    names = ["pg-a", "pg-b", "pg-c"]
+    for n in names:
+        assert env.call("POST", "/services", {"name": n, "click_config": FORWARD},
+                        hdrs=A_MEMBER)[0] == 200
+    st, whole = env.call("GET", "/services", hdrs=A_READER)       # no limit: the array
+    assert st == 200 and [s["name"] for s in whole] == names
+    seen, path, pages = [], "/services?limit=2", 0
+    while path:
+        st, page = env.call("GET", path, hdrs=A_READER)
+        assert st == 200 and set(page) == {"services", "links"}, page
+        assert len(page["services"]) <= 2
+        seen += [s["name"] for s in page["services"]]
+        pages += 1
+        nxt = [x["href"] for x in page["links"] if x["rel"] == "next"]
+        u = urllib.parse.urlsplit(nxt[0]) if nxt else None
+        path = u.path[len("/v1"):] + "?" + u.query if u else None
+    assert seen == names and pages == 2
+    st, page = env.call("GET", "/services?marker=pg-a", hdrs=A_READER)
+    assert st == 200 and [s["name"] for s in page["services"]] == ["pg-b", "pg-c"]
+    assert page["links"] == []
+    for query, field in [("limit=0", "limit"), ("limit=x", "limit"), ("limit=1001", "limit"),
+                         ("marker=no-such", "marker")]:
+        st, body = env.call("GET", "/services?" + query, hdrs=A_READER)
+        assert st == 400 and body["errors"][0]["field"] == field, (query, body)
+    st, body = env.call("GET", "/services?marker=no-such", hdrs=A_READER)
+    assert "give the name of the last item of the previous page" in \
+        body["errors"][0]["detail"], body
+    # another project's items are no markers: its list does not have them
+    assert env.call("GET", "/services?marker=pg-a", hdrs=B_MEMBER)[0] == 400
+    # every list operation takes them
+    for op in openapi.OPERATIONS:
+        if op[2] in openapi.PAGED:
+            assert {"limit", "marker"} <= {x["name"] for x in op[5]}, op[2]
+    st, page = env.call("GET", "/instances?limit=5", hdrs=A_READER)
+    assert st == 200 and page == {"instances": [], "links": []}
