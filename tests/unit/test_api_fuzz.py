@@ -3,7 +3,8 @@
 """Property-based fuzz of fluidvim-api from its own OpenAPI description (schemathesis +
 hypothesis): every operation gets generated requests - valid ones (positive) and ones that break
 the schema (negative) - through the whole noauth pipeline to a real in-process orchestrator
-(in-memory zone); no answer may be a 5xx. The number of examples per operation and mode is
+(in-memory zone); no answer may be a 5xx, and every answer must match the response schema the
+description gives for its status. The number of examples per operation and mode is
 bounded (``FLUIDVIM_FUZZ_EXAMPLES``, default 10: ~640 requests) so the run takes about a
 minute here (85 s on the shared 2-core machine).
 
@@ -17,6 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
+from schemathesis.checks import response_schema_conformance
 
 from fluidvim.orchestrator.api import openapi
 
@@ -47,6 +49,9 @@ def test_no_server_errors(schema, method, path, mode):
         assert response.status_code < 500, (
             f"{case.method} {case.formatted_path} query={case.query} body={case.body!r}: "
             f"{response.status_code} {response.text[:500]}")
+        # the answer is what the description says (errors: the API-SIG's; 202: NsLcmOpOcc;
+        # a list: an array or, with limit/marker, a page)
+        case.validate_response(response, checks=[response_schema_conformance])
     try:
         run()
     except Unsatisfiable:
