@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
-: "${NOVA_TESTS:?set by the Makefile}"
+: "${NOVA_TESTS:?set by the Makefile}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
 
 declare -a TIMES=()
 start=$SECONDS
@@ -55,5 +55,14 @@ stage lint tools/lint.sh   # ruff, import contracts, sizes, mypy, shellcheck, go
 stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
 # shellcheck disable=SC2086 # one test id per word
 stage nova $VENV/python -m testtools.run $NOVA_TESTS
+# the same driver on a SLURP release (Makefile NOVA_SLURP), the tests of what differs; its venv is
+# cached outside the checkout by tools/nova-venv.sh (~3 min once per machine, then seconds)
+nova_slurp() {
+  local bin
+  bin=$(tools/nova-venv.sh "$NOVA_SLURP" | tail -1)
+  # shellcheck disable=SC2086 # one test id per word
+  "$bin/python" -m testtools.run $NOVA_SLURP_TESTS
+}
+stage "nova$NOVA_SLURP" nova_slurp
 stage nomad-wait wait_nomad
 stage pytest $VENV/python -m pytest --durations=15 tests
