@@ -379,7 +379,7 @@ def test_keystone_pipeline_without_token_is_401(env):
     assert res.headers["WWW-Authenticate"] == 'Keystone uri="http://127.0.0.1:1/identity"'
 
 
-def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
+def test_cli_through_the_noauth_api(env, pkg, capsys, monkeypatch):  # noqa: F811
     """`fluidvim --api-url` against fluidvim-api served over HTTP (the console script's server)."""
     import threading
 
@@ -409,6 +409,23 @@ def test_cli_through_the_noauth_api(env, capsys, monkeypatch):
         assert cli.main(["network", "create", "--zone", "nowhere", "lan"]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
         assert err.startswith("fluidvim: error: zone: no zone 'nowhere'"), err
+        # a network service: 202, polled by the client, a progress line per state
+        import yaml
+        nsd, fw, fwd = pkg.docs()
+        files = []
+        for fname, doc in (("nsd.yaml", nsd), ("vnfd0.yaml", fw), ("vnfd1.yaml", fwd)):
+            (pkg.dir / fname).write_text(yaml.safe_dump(doc))
+            files.append(str(pkg.dir / fname))
+        assert cli.main(["ns", "deploy", files[0], "--vnfd", files[1], "--vnfd", files[2],
+                         "--name", "cli1"]) == 0
+        out = capsys.readouterr().out
+        assert "  instantiate completed [" in out, out
+        assert "network service cli1 running" in out, out
+        ops = env.clients[1].operations("cli1")
+        assert [(o["operation"], o["operationState"]) for o in ops] == [
+            ("INSTANTIATE", "COMPLETED")], ops
+        assert cli.main(["ns", "rm", "cli1"]) == 0
+        assert "deleted network service cli1" in capsys.readouterr().out
     finally:
         srv.shutdown()
         srv.server_close()
