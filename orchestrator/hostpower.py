@@ -165,12 +165,14 @@ host_power_opts = [
     cfg.IntOpt("wake_free_slots", default=4, min=0,
                help="Wake a host when a service's free slots on the hosts in service fall below "
                     "this and no awake host has room for another instance."),
-    cfg.FloatOpt("wake_ahead_s", default=300.0, min=0.0,
+    cfg.FloatOpt("wake_ahead_s", default=0.0, min=0.0,
                  help="Also wake a host this many seconds ahead of demand: when the instances "
                       "the services' slot trends forecast for then (power.forecast_instances) "
-                      "exceed the room of the hosts in service (power.wake_ahead). Set it to a "
-                      "server's boot time plus a launch (AutoScale measured 260 s for a boot); "
-                      "0 = wake only when the free slots run low (wake_free_slots)."),
+                      "exceed the room of the hosts in service (power.wake_ahead); a host "
+                      "that room needs is then not powered off either. Set it to a server's "
+                      "boot time plus a launch (AutoScale measured 260 s for a boot; "
+                      "bench/energy runs it at 290 s); 0 (default) = wake only when the free "
+                      "slots run low (wake_free_slots)."),
     cfg.FloatOpt("forecast_window_s", default=900.0, min=1.0,
                  help="Seconds of slot samples whose trend (least-squares slope of the used "
                       "slots) the wake-ahead forecast extrapolates."),
