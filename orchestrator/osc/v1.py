@@ -283,7 +283,13 @@ class CreateNS(_Show):
             _plan, nsd, vnfds = descriptors.plan_files(args.nsd, args.vnfd or [], args.name)
         except descriptors.DescriptorError as e:
             raise osc_exc.CommandError("; ".join(e.problems)) from None
-        return _one(_api(self).ns_api().deploy(nsd, vnfds, name=args.name, zone=args.zone))
+
+        def progress(op, elapsed):          # on stderr: stdout is the formatted result
+            self.app.stderr.write(f"{op['operation'].lower()} {op['operationState'].lower()} "
+                                  f"[{elapsed:.0f} s]\n")
+            self.app.stderr.flush()
+        return _one(_api(self).ns_api().deploy(nsd, vnfds, name=args.name, zone=args.zone,
+                                               progress=progress))
 
 
 class ScaleNS(_Show):

@@ -129,10 +129,12 @@ def test_openstack_plugin_with_an_application_credential(api, cloud):
     nsd = os.path.join(REPO, "etc", "mano", "fw_chain_ns", "fw_chain_nsd.yaml")
     name = f"fo{uuid.uuid4().hex[:6]}"
     try:
-        made = json.loads(osc("ns", "create", nsd, "--vnfd", os.path.join(REPO, "etc", "mano"),
-                              "--name", name, "--zone", "local", "-f", "json",
-                              timeout=600).stdout)
+        r = osc("ns", "create", nsd, "--vnfd", os.path.join(REPO, "etc", "mano"),
+                "--name", name, "--zone", "local", "-f", "json", timeout=600)
+        made = json.loads(r.stdout)
         assert made["name"] == name and made["status"] == "running"
+        # 202 + the occurrence, polled: a progress line per state on stderr
+        assert "instantiate completed [" in r.stderr, r.stderr
         assert osc("ns", "list", "-c", "name", "-c", "status", "-f", "value").stdout == \
             f"{name} running\n"
         shown = json.loads(osc("ns", "show", name, "-f", "json").stdout)
