@@ -39,15 +39,10 @@ from fluidvim.common import instance_states as istates
 
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
 from . import auth, openapi, policies
-from .faults import error_response, request_id
+from .faults import HTTPError, error_response, request_id
+from .paging import PAGED, paginate
 
 LOG = logging.getLogger(__name__)
-
-
-class HTTPError(Exception):
-    def __init__(self, code: int, message: str, field: str = "", allow=()):
-        super().__init__(message)
-        self.code, self.message, self.field, self.allow = code, message, field, tuple(allow)
 
 
 def load_app(conf, name: str = "fluidvim-api", clients=None):
@@ -62,21 +57,6 @@ def load_app(conf, name: str = "fluidvim-api", clients=None):
                     "%s); anywhere else leave [api] auth_strategy at keystone, the default.",
                     conf.api.noauth_project, conf.api.bind_host)
     return deploy.loadapp("config:" + conf.api.api_paste_config, name=name)
-
-
-def public_factory(global_conf, **local_conf):
-    return PublicApp()
-
-
-#: the API's versions (``/``) and each one's document (``/v1``): no token needed
-VERSIONS = ("v1",)
-
-
-def version_document(req, version: str) -> dict:
-    return {"id": version, "status": "CURRENT",
-            "links": [{"rel": "self", "href": f"{req.host_url}/{version}"},
-                      {"rel": "describedby", "href": req.host_url + "/openapi.json"}],
-            "media-types": [{"base": "application/json", "type": "application/json"}]}
 
 
 #: operationId of a create (201) -> the path below /v1 of what it made, from its result; of a
@@ -100,59 +80,6 @@ def _seg(value) -> str:
 
 def v1_factory(global_conf, **local_conf):
     return API(auth.loading_conf(), auth.loading_clients())
-
-
-class PublicApp:
-    """``/`` (versions), ``/v1`` (its version document) and ``/openapi.json``, without
-    authentication (:func:`.auth.urlmap_factory` sends ``/v1`` itself here)."""
-
-    @webob.dec.wsgify
-    def __call__(self, req):
-        path = req.path_info.rstrip("/") or "/"
-        if path == "/":
-            doc = {"versions": [version_document(req, v) for v in VERSIONS]}
-        elif path.lstrip("/") in VERSIONS:
-            doc = {"version": version_document(req, path.lstrip("/"))}
-        elif path == "/openapi.json":
-            doc = openapi.spec()
-        else:
-            return error_response(404, f"no resource {req.path_info}; see /openapi.json",
-                                  environ=req.environ)
-        if req.method not in ("GET", "HEAD"):
-            res = error_response(405, f"method {req.method} is not allowed on {req.path}",
-                                 environ=req.environ)
-            res.allow = ("GET", "HEAD")
-            return res
-        return webob.Response(json_body=doc)
-
-
-#: list operationId -> (the collection's key in a page, the item field a marker names)
-MARKERS = {"listServices": "name", "listPlacements": "decision_id", "listZones": "name",
-           "listInstances": "id", "listNetworks": "id", "listNS": "id", "listOpOccs": "id",
-           "listImages": "id", "listFlavors": "id"}
-PAGED = {op: (key, MARKERS[op]) for op, key in openapi.PAGED.items()}
-
-
-def paginate(req, op_id: str, rows: list, limit, marker) -> dict:
-    """The API-SIG page of ``rows`` after ``marker`` (the key of the previous page's last item),
-    at most ``limit`` of them: ``{<collection>: [...], "links": [{"rel": "next", ...}]}``."""
-    key, field = PAGED[op_id]
-    if marker is not None:
-        ids = [str(r.get(field)) for r in rows]
-        if marker not in ids:
-            raise HTTPError(400, f"marker: no {key} item with {field} {marker!r} (give the {field} "
-                            "of the last item of the previous page, or no marker for the first)",
-                            "marker")
-        rows = rows[ids.index(marker) + 1:]
-    if limit is None:
-        limit = len(rows) or 1
-    page = rows[:limit]
-    links = []
-    if len(rows) > limit:
-        q = [(k, v) for k, v in req.GET.items() if k not in ("limit", "marker")]
-        q += [("limit", str(limit)), ("marker", str(page[-1].get(field)))]
-        links.append({"rel": "next", "href": req.path_url + "?" + urllib.parse.urlencode(q)})
-    return {key: page, "links": links}
 
 
 def _query_value(schema, raw: str, field: str):

@@ -39,3 +39,12 @@ def error_response(code: int, message: str, field: str = "", environ=None) -> we
     res = webob.Response(status=code, json_body={"errors": [err]}, charset="utf-8")
     res.headers[oslo_request_id.HTTP_RESP_HEADER_REQUEST_ID] = err["request_id"]
     return res
+
+
+class HTTPError(Exception):
+    """An answer other than 2xx from a handler: the status, the message, the field at fault and,
+    for a 405, the methods the path allows (:func:`error_response` shapes it)."""
+
+    def __init__(self, code: int, message: str, field: str = "", allow=()):
+        super().__init__(message)
+        self.code, self.message, self.field, self.allow = code, message, field, tuple(allow)

@@ -77,7 +77,7 @@ def q(name, schema, description="", required=False):
 
 MAX_LIMIT = 1000
 LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-#: list operationId -> the page's collection key (app.PAGED names the marker's field too)
+#: list operationId -> the page's collection key (paging.PAGED names the marker's field too)
 PAGED = {"listServices": "services", "listPlacements": "placements", "listZones": "zones",
          "listInstances": "instances", "listNetworks": "networks", "listNS": "ns",
          "listOpOccs": "ns_lcm_op_occs", "listImages": "images", "listFlavors": "flavors"}
