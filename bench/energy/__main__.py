@@ -7,7 +7,7 @@ orchestrator (PlacementEngine) with and without consolidation - and a MILP lower
 Every policy gets the same sessions (seeded), the same autoscaling rule, the same power rules
 (a host is powered off once empty for a hold time and woken when a placement is refused; boot
 takes time and energy) and the same SLO accounting (refused, late, moved sessions); see
-bench/energy/sim.py for the rules and bench/RESULTS.md for their sources.
+bench/energy/sim.py for the rules and bench/results/energy.md for their sources.
 
 Writes bench/results/energy.json (a ``policies`` map: policy -> fleet -> hosts -> kwh,
 slo_misses, awake_hosts_mean, moves, decision_ms_p50, ...) and energy.png.
@@ -76,7 +76,7 @@ def parse(argv):
                     help="keep the runs of an existing OUT.json that this command does not redo")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--report", action="store_true",
-                    help="print OUT.json as Markdown tables (for bench/RESULTS.md) and exit")
+                    help="print OUT.json as Markdown tables (for bench/results/energy.md) and exit")
     ap.add_argument("--combine", nargs="+", metavar="JSON", default=None,
                     help="merge the runs of these result files (runs done apart, e.g. one "
                          "size per machine) into OUT.json and OUT.png, and exit")
@@ -113,7 +113,7 @@ def series_every(cfg) -> float:
 
 
 def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
-    """The rules, each with its source (RESULTS.md prints these)."""
+    """The rules, each with its source (bench/results/energy.md prints these)."""
     return [
         {"rule": "awake host power", "value": "SPECpower curve at the host's CPU utilisation "
          "(linear between the 11 points); >= idle (w_0) even when empty",
