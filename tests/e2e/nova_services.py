@@ -392,9 +392,9 @@ class Stack:
     @staticmethod
     def _env(extra=None, service: bool = False) -> dict:
         """Environment of the processes of the cloud: the repo (for ``serve``) and, for the Nova
-        services (several processes writing nova_api and cell1; not the *-manage migrations,
-        which run alone and manage their own transactions, nor Keystone/Glance/Placement, one
-        process per database), the SQLite transaction mode of
+        services (several processes writing nova_api and cell1) and the ``nova-manage`` commands
+        that write beside them (not the *-manage migrations, which run alone and manage their own
+        transactions, nor Keystone/Glance/Placement, one process per database), the SQLite transaction mode of
         ``tests/e2e/nova_sqlite/sitecustomize.py``."""
         env = dict(os.environ, **(extra or {}))
         paths = [str(REPO / "tests" / "e2e" / "nova_sqlite")] if service else []
@@ -402,9 +402,12 @@ class Stack:
             paths + [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         return env
 
-    def _run(self, what: str, cmd: list[str], env=None, timeout=120) -> str:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self._env(env),
-                           timeout=timeout)
+    def _run(self, what: str, cmd: list[str], env=None, timeout=120, service=False) -> str:
+        """Run a command to its end; ``service``: it runs beside the Nova services and writes
+        their databases (``nova-manage cell_v2 discover_hosts``), so it takes their SQLite
+        transaction mode and busy timeout, not "database is locked" at once."""
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           env=self._env(env, service=service), timeout=timeout)
         if p.returncode:
             raise ServiceError(f"{what} failed ({' '.join(cmd)}):\n{p.stdout[-2000:]}"
                                f"{p.stderr[-4000:]}")
@@ -549,7 +552,7 @@ class Stack:
         deadline = time.monotonic() + 60
         while True:
             out = self._run("nova-manage cell_v2 discover_hosts",
-                            nm + ["cell_v2", "discover_hosts", "--verbose"])
+                            nm + ["cell_v2", "discover_hosts", "--verbose"], service=True)
             if COMPUTE_HOST in out or "Found 0 unmapped computes" not in out:
                 break
             if time.monotonic() > deadline:

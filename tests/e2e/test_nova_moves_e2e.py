@@ -89,7 +89,7 @@ class TwoComputeStack(ns.Stack):
         nm = [str(ns.BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
         deadline = time.monotonic() + 60
         while HOST2 not in self._run("list_hosts", nm + ["cell_v2", "list_hosts"]):
-            self._run("discover_hosts", nm + ["cell_v2", "discover_hosts"])
+            self._run("discover_hosts", nm + ["cell_v2", "discover_hosts"], service=True)
             if time.monotonic() > deadline:
                 self._fail(SVC[HOST2], "never became discoverable in cell1")
             time.sleep(1)
