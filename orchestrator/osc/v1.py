@@ -53,6 +53,16 @@ def _api(cmd):
     return cmd.app.client_manager.fluidvim
 
 
+def _progress(cmd):
+    """A long NS operation's progress (APIClient polls its occurrence): one line per state change
+    and every 10 s, on stderr, so stdout stays the formatted result."""
+    def progress(op, elapsed):
+        cmd.app.stderr.write(f"{op['operation'].lower()} {op['operationState'].lower()} "
+                             f"[{elapsed:.0f} s]\n")
+        cmd.app.stderr.flush()
+    return progress
+
+
 class _Base:
     """Orchestrator errors (the API's 4xx/5xx, as APIClient raises them) as osc's CommandError:
     one line, exit status 1."""
@@ -252,7 +262,7 @@ class ListNSOperation(_Lister):
     """List a network service's lifecycle operation occurrences (instantiate, scale, heal,
     terminate: SOL005's model), oldest first."""
 
-    DEFAULT = ("id", "type", "state", "started_at", "ended_at", "error")
+    DEFAULT = ("id", "operation", "operationState", "startTime", "stateEnteredTime", "error")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
@@ -260,7 +270,7 @@ class ListNSOperation(_Lister):
         return p
 
     def take_action(self, args):
-        ops = _api(self).ns_api().show(args.name).get("operations", [])
+        ops = _api(self).ns_api().operations(ns=args.name)     # GET /v1/ns_lcm_op_occs?ns=
         return _rows(ops, self.DEFAULT, args.long)
 
 
@@ -284,12 +294,8 @@ class CreateNS(_Show):
         except descriptors.DescriptorError as e:
             raise osc_exc.CommandError("; ".join(e.problems)) from None
 
-        def progress(op, elapsed):          # on stderr: stdout is the formatted result
-            self.app.stderr.write(f"{op['operation'].lower()} {op['operationState'].lower()} "
-                                  f"[{elapsed:.0f} s]\n")
-            self.app.stderr.flush()
         return _one(_api(self).ns_api().deploy(nsd, vnfds, name=args.name, zone=args.zone,
-                                               progress=progress))
+                                               progress=_progress(self)))
 
 
 class ScaleNS(_Show):
@@ -308,7 +314,8 @@ class ScaleNS(_Show):
         return p
 
     def take_action(self, args):
-        return _one(_api(self).ns_api().scale(args.name, args.aspect, args.direction))
+        return _one(_api(self).ns_api().scale(args.name, args.aspect, args.direction,
+                                              progress=_progress(self)))
 
 
 class HealNS(_Show):
@@ -321,7 +328,7 @@ class HealNS(_Show):
         return p
 
     def take_action(self, args):
-        return _one(_api(self).ns_api().heal(args.name, args.instance))
+        return _one(_api(self).ns_api().heal(args.name, args.instance, progress=_progress(self)))
 
 
 class DeleteNS(_Command):
@@ -334,4 +341,4 @@ class DeleteNS(_Command):
 
     def take_action(self, args):
         for name in args.name:
-            _api(self).ns_api().delete(name)
+            _api(self).ns_api().delete(name, progress=_progress(self))

@@ -144,14 +144,16 @@ def test_openstack_plugin_with_an_application_credential(api, cloud):
         one = json.loads(osc("instance", "show", insts[0]["name"], "-f", "json").stdout)
         assert one["id"] == insts[0]["id"] and one["status"] == "running"
         ops = json.loads(osc("ns", "operation", "list", name, "-f", "json").stdout)
-        assert [(o["type"], o["state"]) for o in ops] == [("instantiate", "completed")]
+        assert [(o["operation"], o["operationState"]) for o in ops] == [
+            ("INSTANTIATE", "COMPLETED")]
         assert ops[0]["id"] == shown["operations"][0]["id"]
         decision = shown["instances"][0]["decision_id"]
         why = json.loads(osc("placement", "explain", decision, "-f", "json").stdout)
         assert why["id"] == decision and [s["name"] for s in why["steps"]][-1] == "decide"
         slots = json.loads(osc("slots", "list", "-f", "json").stdout)
         assert {r["location"] for r in slots} <= {"local"} and slots
-        assert osc("ns", "delete", name, timeout=600).stdout == ""
+        r = osc("ns", "delete", name, timeout=600)
+        assert r.stdout == "" and "terminate completed [" in r.stderr, r.stderr
         assert alice.ns_api().list() == []
     finally:
         for r in api.orch.ns.list():
