@@ -157,6 +157,8 @@ def test_a_launch_with_a_qoe_announces_its_capacity(agent):
         assert zone.instance_slots()[inst.id]["free"] == 9
     finally:
         zone.terminate(inst.id)
+    # the node's fingerprint lags the VNF; the next test must not read this one's capacity
+    tn.wait_for("slots back to 0", lambda: zone.hosts()[0].slots_total == 0, 20, 0.25)
 
 
 def test_failed_launch_leaves_nothing(agent):
@@ -263,11 +265,12 @@ def _poll_through_the_orchestrator(orch, zone, polled):
         print(f"\nnomad slot poll (1 allocation, 1 node): median {statistics.median(took):.1f} ms")
         # a stale file does not count; the node's sum stands in only because this is its only VNF
         stale = NomadZone("nomad-dc1", address=zone.address, stats_max_age=-1.0)
-        # (node attributes lag: fingerprint_period plus the client's batched node updates)
+        # (node attributes lag: fingerprint_period plus the client's batched node updates, so
+        # an earlier VNF's figure may still be there: wait for this one's)
         s = tn.wait_for("the node's fingerprint of its one VNF",
-                        lambda: (lambda e: e if e["free"] is not None else None)(
+                        lambda: (lambda e: e if e["free"] == 128 else None)(
                             stale.instance_slots()[inst.id]), 20, 0.25)
-        assert (s["basis"], s["free"]) == ("node", 128)
+        assert s["basis"] == "node"
         assert zone.hosts()[0].slots_free == 128
     finally:
         if inst is not None:
