@@ -299,10 +299,20 @@ func vnfName(tc *TaskConfig, cfg *drivers.TaskConfig, vid string) string {
 }
 
 // StartTask is a cold launch: spec → argv → QEMU → connect → ready → plug taps → configure.
+//
+// The moment the VNF forwards, before StartTask returns, the task's vnf-stats.json is written
+// with its `ready_at`: the plugin's own ready signal, which a launcher reads through the
+// client's fs API (orchestrator/zones/nomad.py) long before the client reports the allocation
+// running to the servers (its allocation updates go out on a 200 ms tick, most only every 5th).
 func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
 	handle, logsOpen, err := d.startTask(cfg)
 	if err != nil && !logsOpen {
 		reportToFIFOs(cfg, "fluidvim unikernel driver: "+err.Error())
+	}
+	if err == nil {
+		if h, ok := d.tasks.Get(cfg.ID); ok {
+			h.writeVNFStats()
+		}
 	}
 	return handle, nil, err
 }
@@ -335,6 +345,7 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	if tc.Warm == nil || *tc.Warm {
 		handle, claimed, err := d.startWarm(cfg, tc, click, t0)
 		if claimed {
+			d.markLaunch(cfg.ID, "warm", err)
 			return handle, false, err
 		}
 		if tc.Warm != nil {
@@ -345,7 +356,18 @@ func (d *Driver) startTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	return d.startCold(cfg, tc, s, t0, set)
+	handle, logsOpen, err := d.startCold(cfg, tc, s, t0, set)
+	d.markLaunch(cfg.ID, "cold", err)
+	return handle, logsOpen, err
+}
+
+// markLaunch records how a started task was launched (warm, cold), for its ready signal.
+func (d *Driver) markLaunch(taskID, kind string, err error) {
+	if h, ok := d.tasks.Get(taskID); ok && err == nil {
+		h.mu.Lock()
+		h.launchKind = kind
+		h.mu.Unlock()
+	}
 }
 
 // bridgeAttributes sets prefix+<name> = true for each Linux bridge on the host now, so a job

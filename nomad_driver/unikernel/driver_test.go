@@ -249,6 +249,22 @@ func TestStartStatsStopDestroy(t *testing.T) {
 	if err := handle.GetDriverState(&state); err != nil || state.Pid == 0 {
 		t.Fatalf("driver state %+v %v", state, err)
 	}
+	// the ready signal: vnf-stats.json is in the task dir when StartTask returns, before any
+	// TaskStats tick, with the time the VNF was handed over configured
+	var ready struct {
+		VNF     string         `json:"vnf_uuid"`
+		ReadyAt time.Time      `json:"ready_at"`
+		Launch  string         `json:"launch"`
+		Stats   map[string]any `json:"stats"`
+	}
+	b, err := os.ReadFile(filepath.Join(task.TaskDir().Dir, vnfStatsFile))
+	if err != nil || json.Unmarshal(b, &ready) != nil {
+		t.Fatalf("no ready vnf-stats.json after StartTask: %v %s", err, b)
+	}
+	if ready.VNF != state.Spec.UUID || !ready.ReadyAt.Equal(state.StartedAt) ||
+		ready.Stats["configured"] != true || ready.Launch != "cold" {
+		t.Errorf("ready file %s, want vnf %s ready_at %s configured, cold", b, state.Spec.UUID, state.StartedAt)
+	}
 	// the vCPU threads (every thread but QEMU's main one) run at vcpu_nice
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", state.Pid))
 	for _, e := range ents {

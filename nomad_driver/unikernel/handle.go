@@ -58,6 +58,7 @@ type taskHandle struct {
 	exitResult  *drivers.ExitResult
 	stopping    bool
 	failMsg     string // why StartTask failed, for the task's stderr
+	launchKind  string // "warm" or "cold": how StartTask brought it up ("" after a recovery)
 	lastFree    int    // free session slots at the last answered stats (freeKnown)
 	freeKnown   bool
 
@@ -211,7 +212,10 @@ func (h *taskHandle) usage(compute cpustats.Compute) *cstructs.TaskResourceUsage
 // vnfStatsFile is where TaskStats writes the VNF's counters, in the task directory.
 const vnfStatsFile = "vnf-stats.json"
 
-// writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters.
+// writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters, the time
+// of this reading (`time`) and when the VNF was handed to Nomad configured and forwarding
+// (`ready_at`) and how (`launch`: warm, cold). Written first by StartTask (the ready signal),
+// then every TaskStats tick.
 func (h *taskHandle) writeVNFStats() {
 	cfg := h.taskConfig
 	if cfg == nil || cfg.AllocDir == "" {
@@ -221,7 +225,15 @@ func (h *taskHandle) writeVNFStats() {
 	if err != nil {
 		return
 	}
-	b, err := json.Marshal(map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(), "stats": st})
+	h.mu.Lock()
+	readyAt, kind := h.startedAt, h.launchKind
+	h.mu.Unlock()
+	doc := map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(),
+		"ready_at": readyAt.UTC(), "stats": st}
+	if kind != "" {
+		doc["launch"] = kind
+	}
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return
 	}

@@ -9,8 +9,12 @@
               the client's stats, the power curve from node meta ``fluidvim_power_system_id``.
 * launch    = register a one-task service job (``driver = "unikernel"``; the JSON form of
               ``etc/nomad/vnf-firewall.nomad.hcl``) named ``fluidvim-<service>-<8 hex>``, wait
-              until its allocation runs; on failure (no eligible node, task failed, timeout) the
-              job is purged and :class:`ZoneError` says why.
+              until its VNF forwards: the plugin's own ready signal, the task's vnf-stats.json
+              (the driver writes it before StartTask returns), read through the client's fs
+              API every ``ready_poll_s`` once the allocation is placed - not the allocation's
+              status on the servers, which the client reports on a slow tick (~0.7-0.9 s after
+              the VNF is up; bench/nomad); on failure (no eligible node, task failed,
+              timeout) the job is purged and :class:`ZoneError` says why.
 * terminate = deregister with purge and wait until the allocation stopped.
 * drain     = host power (``hostpower``): :meth:`NomadZone.set_host_eligible` is the node's
               scheduling eligibility, :meth:`NomadZone.drain_host` Nomad's node drain (its
@@ -20,15 +24,18 @@
               :meth:`NomadZone.host_ready` the node ready with a healthy driver (eligible or
               not); :meth:`NomadZone.instance_sessions` the VNF's live sessions from its
               vnf-stats.json.
-* launch times come from Nomad's own timestamps: job ``SubmitTime`` → the task's ``Started``
-              event (scheduling + driver), kept for jobs still known to Nomad and for the
-              launches this adapter made.
+* launch times come from Nomad's and the plugin's timestamps (one host clock): job
+              ``SubmitTime`` → the plugin's ``ready_at`` for the launches this adapter made, →
+              the task's ``Started`` event (a few ms later) for jobs still known to Nomad;
+              :meth:`NomadZone.next_launch_kind` is warm while a node has a warm shell ready.
 * slots     = :meth:`NomadZone.instance_slots`, what the orchestrator's slot poller (a SlotAgent,
               every ``slot_interval`` s) publishes as slot-update notifications, so Nomad zones
               feed the registry through the same path as local and Nova VNFs. Per allocation:
               the VNF's own free slots from ``<alloc>/vnf/vnf-stats.json`` (the driver rewrites it
               every TaskStats tick = the client's telemetry ``collection_interval``, 1 s by
-              default; read through ``/v1/client/fs/cat``); until that file exists (or when it is
+              default, and first when the VNF is ready; read through ``/v1/client/fs/cat``) -
+              an allocation still ``pending`` on the servers counts once that file is there;
+              until that file exists (or when it is
               stale) the node's fingerprint ``session_slots.free`` stands in only if the node runs
               this one VNF - it is a per-node sum - else the instance is skipped that tick.
 """
@@ -36,7 +43,6 @@
 from __future__ import annotations
 
 import collections
-import datetime
 import json
 import re
 import threading
@@ -50,12 +56,13 @@ from fluidvim.common import instance_states as istates, zonetypes
 from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import EnvironmentType
 
+from .nomadtext import TASK, age_s, err_text, num, placement_failure, ready_ms, task_failure
+
 DRIVER = "unikernel"
 ATTR = "driver.unikernel."
 JOB_PREFIX = "fluidvim-"
 META_SERVICE = "fluidvim_service"
 META_POWER = "fluidvim_power_system_id"
-TASK = "vnf"
 STATS_FILE = "vnf-stats.json"                          # nomad_driver/unikernel: vnfStatsFile
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
@@ -83,7 +90,8 @@ class NomadZone(ZoneAdapter):
                  node_pool: str | None = None, region: str = "default", token: str | None = None,
                  namespace: str | None = None, timeout: float = 10.0, launch_timeout: float = 60.0,
                  memory_mb: int = 32, cpu_mhz: int = 100, nomad_region: str | None = None,
-                 slot_interval: float = 2.0, stats_max_age: float = 30.0):
+                 slot_interval: float = 2.0, stats_max_age: float = 30.0,
+                 ready_poll_s: float = 0.01):
         super().__init__(name, region)
         m = re.match(r"^(https?)://([^:/]+)(?::(\d+))?/?$", address or "")
         if not m:
@@ -99,6 +107,7 @@ class NomadZone(ZoneAdapter):
         self._launches: collections.deque = collections.deque(maxlen=200)   # (service, ms)
         self.slot_interval = float(slot_interval)          # the orchestrator's poller; 0 = none
         self.stats_max_age = float(stats_max_age)
+        self.ready_poll_s = float(ready_poll_s)            # launch: how often it looks for ready
         self._services: dict[str, str | None] = {}         # job id -> Meta fluidvim_service
 
     # -- helpers ---------------------------------------------------------------------------
@@ -110,7 +119,7 @@ class NomadZone(ZoneAdapter):
             raise
         except (nexc.BaseNomadException, requests.RequestException) as e:
             raise ZoneError(f"zone {self.name}: {what} at {self.address} failed: "
-                            f"{_err_text(e)}") from None
+                            f"{err_text(e)}") from None
 
     def _nodes(self) -> list[dict]:
         out = []
@@ -157,16 +166,16 @@ class NomadZone(ZoneAdapter):
             a = node.get("Attributes") or {}
             labels = {"zone": self.name, "region": self.region, "node_id": node["ID"],
                       "datacenter": self.datacenter, "node_pool": node.get("NodePool")}
-            cpus = _num(a.get("cpu.numcores"))
+            cpus = num(a.get("cpu.numcores"))
             if cpus:
                 labels["cpus"] = int(cpus)
-            qd = _num(a.get(ATTR + "queuing_delay_ms"))    # a float attribute reads "109.8ms"
+            qd = num(a.get(ATTR + "queuing_delay_ms"))    # a float attribute reads "109.8ms"
             if qd is not None:
                 labels["queuing_delay_ms"] = qd
             out.append(HostInfo(
                 name=node["Name"], env=self._env(node),
-                slots_total=int(_num(a.get(ATTR + "session_slots.total")) or 0),
-                slots_free=int(_num(a.get(ATTR + "session_slots.free")) or 0),
+                slots_total=int(num(a.get(ATTR + "session_slots.total")) or 0),
+                slots_free=int(num(a.get(ATTR + "session_slots.free")) or 0),
                 cpu_util=self._cpu_util(node["ID"]),
                 power_system_id=(node.get("Meta") or {}).get(META_POWER) or None,
                 labels=labels))
@@ -215,7 +224,7 @@ class NomadZone(ZoneAdapter):
         except (nexc.BaseNomadException, requests.RequestException, ValueError, KeyError,
                 TypeError):
             return None
-        age = _age_s(doc.get("time"))
+        age = age_s(doc.get("time"))
         return n if age is not None and age <= self.stats_max_age else None
 
     def _vnf_free(self, alloc_id: str) -> int | None:
@@ -228,8 +237,10 @@ class NomadZone(ZoneAdapter):
         time of the next launch's kind), None when it has none yet."""
         jobs = {j["ID"] for j in self._fluidvim_jobs()}
         listed = self._call("listing allocations", self.api.allocations.get_allocations,
-                            filter_='ClientStatus == "running"', task_states=False)
-        allocs = [a for a in listed if a.get("JobID") in jobs and a.get("ClientStatus") == "running"]
+                            filter_='ClientStatus == "running" or (ClientStatus == "pending" '
+                                    'and DesiredStatus == "run")', task_states=False)
+        allocs = [a for a in listed if a.get("JobID") in jobs and a.get("NodeID")
+                  and a.get("ClientStatus") in ("running", "pending")]
         for gone in set(self._services) - jobs:
             self._services.pop(gone, None)
         per_node: dict[str, int] = collections.Counter(a.get("NodeID") for a in allocs)
@@ -248,12 +259,14 @@ class NomadZone(ZoneAdapter):
                     attrs[nid] = {}
             na = attrs[nid]
             free, basis = self._vnf_free(a["ID"]), "vnf-stats"
+            if free is None and a.get("ClientStatus") == "pending":
+                continue              # its VNF does not forward yet (no ready signal)
             if free is None:
                 basis = "node"
-                only_one = per_node[nid] == 1 and _num(na.get(ATTR + "vnfs")) == 1
-                nf = _num(na.get(ATTR + "session_slots.free"))
+                only_one = per_node[nid] == 1 and num(na.get(ATTR + "vnfs")) == 1
+                nf = num(na.get(ATTR + "session_slots.free"))
                 free = int(nf) if only_one and nf is not None else None
-            qd = _num(na.get(ATTR + "queuing_delay_ms"))
+            qd = num(na.get(ATTR + "queuing_delay_ms"))
             out[a["JobID"]] = {"name": a["JobID"], "service": svc, "host": a.get("NodeName"),
                                "alloc": a["ID"], "free": free, "basis": basis,
                                "delay_s": None if qd is None else qd / 1000.0}
@@ -309,10 +322,10 @@ class NomadZone(ZoneAdapter):
         try:
             resp = self._call("registering the job", self.api.job.register_job, job_id, {"Job": job})
         except nexc.URLNotFoundNomadException as e:
-            raise ZoneError(f"zone {self.name}: registering the job failed: {_err_text(e)}") from None
+            raise ZoneError(f"zone {self.name}: registering the job failed: {err_text(e)}") from None
         eval_id = resp.get("EvalID")
         try:
-            alloc = self._wait_running(job_id, eval_id, t0)
+            alloc, ready = self._wait_running(job_id, eval_id, t0)
         except BaseException as e:
             try:
                 self._purge(job_id, wait=True)
@@ -324,7 +337,11 @@ class NomadZone(ZoneAdapter):
             job_now = self.api.job.get_job(job_id)
         except (nexc.BaseNomadException, requests.RequestException):
             job_now = None
-        ms = self._launch_ms(job_now, alloc) if job_now else None
+        # SubmitTime -> the plugin's ready_at (the same host clock as Nomad's timestamps), else
+        # -> the task's Started event
+        ms = ready_ms(job_now, ready) if job_now else None
+        if ms is None and job_now:
+            ms = self._launch_ms(job_now, alloc)
         ms = ms if ms is not None else wall_ms
         with self._lock:
             self._launches.appendleft((req.service, ms))
@@ -332,37 +349,67 @@ class NomadZone(ZoneAdapter):
         if req.qoe is not None:         # the VNF announces at most its QoE capacity
             slots = min(slots, req.qoe.capacity) if slots else req.qoe.capacity
         return InstanceInfo(id=job_id, name=job_id, service=req.service, host=alloc.get("NodeName"),
-                            status=istates.RUNNING, slots_total=slots, launch_ms=ms)
+                            status=istates.RUNNING, slots_total=slots, launch_ms=ms,
+                            kind=(ready or {}).get("launch"))
 
-    def _wait_running(self, job_id: str, eval_id: str | None, t0: float) -> dict:
+    def _wait_running(self, job_id: str, eval_id: str | None, t0: float) -> tuple[dict, dict | None]:
+        """(allocation, the task's ready document or None) once the VNF forwards: its
+        vnf-stats.json is there (the driver writes it before StartTask returns; read through the
+        client's fs API every ``ready_poll_s``) or, failing that, Nomad reports it running (the
+        client's allocation updates reach the servers up to ~1 s later)."""
         deadline = t0 + self.launch_timeout
         while True:
             if eval_id:
-                try:
-                    ev = self.api.evaluation.get_evaluation(eval_id)
-                except (nexc.BaseNomadException, requests.RequestException):
-                    ev = {}
-                failed = ev.get("FailedTGAllocs") or {}
-                if ev.get("Status") == "complete" and failed:
-                    raise ZoneError(f"zone {self.name}: Nomad cannot place {job_id}: "
-                                    f"{_placement_failure(failed)}")
-                if ev.get("Status") in ("failed", "canceled"):
-                    raise ZoneError(f"zone {self.name}: evaluation of {job_id} {ev['Status']}: "
-                                    f"{ev.get('StatusDescription', '')}")
+                self._check_eval(job_id, eval_id)
             allocs = self._call("reading allocations", self.api.job.get_allocations, job_id)
             for a in allocs:
-                if a.get("ClientStatus") in ("failed", "lost"):
-                    raise ZoneError(f"zone {self.name}: {job_id} failed on {a.get('NodeName')}: "
-                                    f"{_task_failure(self._alloc(a['ID']) or a)}")
-                if a.get("ClientStatus") == "running":
-                    full = self._alloc(a["ID"]) or a
-                    st = ((full.get("TaskStates") or {}).get(TASK) or {}).get("State")
-                    if st in (None, "running"):
-                        return full
+                found = self._ready_alloc(job_id, a)
+                if found is not None:
+                    return found
             if time.monotonic() > deadline:
                 raise ZoneError(f"zone {self.name}: {job_id} not running after {self.launch_timeout:g} s "
                                 "(raise launch_timeout, or check the node's unikernel driver)")
-            time.sleep(0.05)
+            time.sleep(self.ready_poll_s)
+
+    def _check_eval(self, job_id: str, eval_id: str) -> None:
+        """Raise ZoneError when the job's evaluation could not place it."""
+        try:
+            ev = self.api.evaluation.get_evaluation(eval_id)
+        except (nexc.BaseNomadException, requests.RequestException):
+            return
+        failed = ev.get("FailedTGAllocs") or {}
+        if ev.get("Status") == "complete" and failed:
+            raise ZoneError(f"zone {self.name}: Nomad cannot place {job_id}: "
+                            f"{placement_failure(failed)}")
+        if ev.get("Status") in ("failed", "canceled"):
+            raise ZoneError(f"zone {self.name}: evaluation of {job_id} {ev['Status']}: "
+                            f"{ev.get('StatusDescription', '')}")
+
+    def _ready_alloc(self, job_id: str, a: dict) -> tuple[dict, dict | None] | None:
+        """(allocation, ready document) when ``a``'s VNF forwards, None while it does not yet;
+        ZoneError when it failed."""
+        status = a.get("ClientStatus")
+        if status in ("failed", "lost"):
+            raise ZoneError(f"zone {self.name}: {job_id} failed on {a.get('NodeName')}: "
+                            f"{task_failure(self._alloc(a['ID']) or a)}")
+        if status == "pending" and a.get("NodeID"):
+            doc = self._ready(a["ID"])          # the plugin's ready signal: the VNF forwards
+            return (a, doc) if doc is not None else None
+        if status == "running":
+            full = self._alloc(a["ID"]) or a
+            st = ((full.get("TaskStates") or {}).get(TASK) or {}).get("State")
+            if st in (None, "running"):
+                return full, self._ready(a["ID"])
+        return None
+
+    def _ready(self, alloc_id: str) -> dict | None:
+        """The task's vnf-stats.json once the driver wrote it (its ``ready_at`` is when the VNF
+        was handed to Nomad configured), else None."""
+        try:
+            doc = json.loads(self.api.client.cat.read_file(alloc_id, path=f"{TASK}/{STATS_FILE}"))
+        except (nexc.BaseNomadException, requests.RequestException, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and doc.get("vnf_uuid") else None
 
     def _alloc(self, alloc_id: str) -> dict | None:
         try:
@@ -387,13 +434,13 @@ class NomadZone(ZoneAdapter):
         except nexc.URLNotFoundNomadException:
             allocs = []
         except (nexc.BaseNomadException, requests.RequestException) as e:
-            raise ZoneError(f"zone {self.name}: reading {job_id} failed: {_err_text(e)}") from None
+            raise ZoneError(f"zone {self.name}: reading {job_id} failed: {err_text(e)}") from None
         try:
             self.api.job.deregister_job(job_id, purge=True)
         except nexc.URLNotFoundNomadException:
             pass                                           # already gone: idempotent
         except (nexc.BaseNomadException, requests.RequestException) as e:
-            raise ZoneError(f"zone {self.name}: deregistering {job_id} failed: {_err_text(e)}") from None
+            raise ZoneError(f"zone {self.name}: deregistering {job_id} failed: {err_text(e)}") from None
         if not wait:
             return
         # the job is gone at once; the client stops its allocations: wait until it has
@@ -432,6 +479,17 @@ class NomadZone(ZoneAdapter):
             pass
         out = mine + [ms for ms in seen if ms not in mine]
         return out[:limit]
+
+    def next_launch_kind(self, service: str) -> str | None:
+        """warm while a node fingerprints a ready warm shell (its ``queuing_delay_basis``), cold
+        when the nodes say cold, None when none says (no launch timed yet)."""
+        try:
+            nodes = self._nodes()
+        except ZoneError:
+            return None
+        said = {((n.get("Drivers") or {}).get(DRIVER) or {}).get("Attributes", {})
+                .get(ATTR + "queuing_delay_basis") for n in nodes}
+        return "warm" if "warm" in said else "cold" if "cold" in said else None
 
     def can_launch_on_demand(self, service: str) -> bool:
         try:
@@ -520,49 +578,3 @@ class NomadZone(ZoneAdapter):
         if len(running) != 1:
             return None
         return self._vnf_slots(running[0]["ID"], "used")
-
-
-def _num(v) -> float | None:
-    """A Nomad attribute's number (attributes are strings, with the unit appended)."""
-    m = re.match(r"^\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)", v or "")
-    return float(m.group(1)) if m else None
-
-
-def _age_s(stamp) -> float | None:
-    """Seconds since a Go RFC 3339 timestamp (nanoseconds are cut to microseconds)."""
-    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", stamp or "")
-    if not m:
-        return None
-    frac = (m.group(2) or ".0")[:7]
-    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
-    t = datetime.datetime.fromisoformat(m.group(1) + frac + tz)
-    return (datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()
-
-
-def _err_text(e) -> str:
-    r = getattr(e, "nomad_resp", None)
-    if isinstance(r, requests.Response):
-        return f"HTTP {r.status_code}: {r.text.strip()[:300]}"
-    return str(r if r is not None else e)[:300]
-
-
-def _placement_failure(failed: dict) -> str:
-    parts = []
-    for tg, m in failed.items():
-        bits = [f"{m.get('NodesEvaluated', 0)} node(s) evaluated"]
-        for k in ("ConstraintFiltered", "ClassFiltered", "DimensionExhausted"):
-            if m.get(k):
-                bits.append(f"{k}={m[k]}")
-        if m.get("NodesAvailable") is not None and not m.get("NodesEvaluated"):
-            bits.append(f"no node in the datacenter/pool (available: {m.get('NodesAvailable')})")
-        parts.append(f"group {tg}: " + ", ".join(bits))
-    return "; ".join(parts)
-
-
-def _task_failure(alloc: dict) -> str:
-    ts = ((alloc.get("TaskStates") or {}).get(TASK) or {})
-    msgs = [e.get("DisplayMessage") or e.get("DriverError") or e.get("Type")
-            for e in ts.get("Events") or [] if e.get("Type") in ("Driver Failure", "Terminated",
-                                                                   "Failed Validation", "Not Restarting",
-                                                                   "Setup Failure", "Task hook failed")]
-    return "; ".join(m for m in msgs if m) or alloc.get("ClientDescription") or "unknown failure"
