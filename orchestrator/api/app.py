@@ -3,11 +3,12 @@
 """The WSGI application of ``fluidvim-api`` (webob + routes), talking to the orchestrator over its
 RPC client (RPC is internal: only the API, the embedded demo and tests call it).
 
-Every operation of :data:`.openapi.OPERATIONS` maps to a handler ``op_<operationId>`` below; the
+Every operation of the table (:data:`fluidvim.orchestrator.operations.HTTP`) is a route to its
+handler ``op_<operationId>`` below (tests/unit/test_operations.py checks there is one); the
 request body and query are validated against the operation's schemas first (400 naming the
 field; a query parameter the operation does not have is a 400 too), then the policy is enforced
 (:mod:`.policies`) with the resource's project as the target. A create answers 201 with the new
-resource's ``Location`` (:data:`LOCATIONS`), a delete 204 without a body. The long NS
+resource's ``Location`` (the table's ``location``), a delete 204 without a body. The long NS
 operations (create+instantiate, scale, heal, terminate) run in the orchestrator's background and
 answer 202 with their operation occurrence (SOL005's NsLcmOpOcc, reduced) and its ``Location``
 (``/v1/ns_lcm_op_occs/{op_id}``), which the client polls until ``operationState`` is not
@@ -38,7 +39,8 @@ from oslo_policy import policy as oslo_policy
 from fluidvim.common import instance_states as istates
 
 from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused
-from . import auth, openapi, policies
+from ..operations import HTTP, HTTP_BY_ID, MAX_LIMIT
+from . import auth, policies
 from .faults import HTTPError, error_response, request_id
 from .paging import PAGED, paginate
 
@@ -57,21 +59,6 @@ def load_app(conf, name: str = "fluidvim-api", clients=None):
                     "%s); anywhere else leave [api] auth_strategy at keystone, the default.",
                     conf.api.noauth_project, conf.api.bind_host)
     return deploy.loadapp("config:" + conf.api.api_paste_config, name=name)
-
-
-#: operationId of a create (201) -> the path below /v1 of what it made, from its result; of a
-#: long NS operation (202) -> its operation occurrence, which the client polls
-LOCATIONS = {
-    "place": lambda r: "/placements/" + _seg(r["decision_id"]),
-    "createNetwork": lambda r: f"/networks/{_seg(r['zone'])}/{_seg(r['id'])}",
-    "deployNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
-    "deleteNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
-    "scaleNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
-    "healNS": lambda r: "/ns_lcm_op_occs/" + _seg(r["id"]),
-    "registerImage": lambda r: "/vim/images/" + _seg(r["id"]),
-    "createFlavor": lambda r: "/vim/flavors/" + _seg(r["id"]),
-    "launchVM": lambda r: "/vim/vms/" + _seg(r["id"]),
-}
 
 
 def _seg(value) -> str:
@@ -111,16 +98,14 @@ class API:
         self._lock = threading.Lock()
         self.mapper = routes.Mapper()
         self.paths = routes.Mapper()           # without method conditions: 405 vs 404
-        self.ops = {}
         self.methods = {}                      # path template -> its methods (405's Allow)
-        for method, path, op_id, policy, _s, params, body, code in openapi.OPERATIONS:
-            rel = path[len("/v1"):]
-            self.methods.setdefault(rel, set()).add(method.upper())
-            self.mapper.connect(rel, op=op_id, conditions={"method": [method.upper()]})
-            self.paths.connect(rel, op=op_id)
-            self.ops[op_id] = (policy, params, body, code)
-        self.validators = {op_id: jsonschema.Draft202012Validator(body)
-                           for op_id, (_, _, body, _) in self.ops.items() if body is not None}
+        for o in HTTP:
+            rel = o.path[len("/v1"):]
+            self.methods.setdefault(rel, set()).add(o.method.upper())
+            self.mapper.connect(rel, op=o.op_id, conditions={"method": [o.method.upper()]})
+            self.paths.connect(rel, op=o.op_id)
+        self.validators = {o.op_id: jsonschema.Draft202012Validator(o.body)
+                           for o in HTTP if o.body is not None}
 
     # -- the orchestrator's clients --
     def clients(self):
@@ -192,27 +177,28 @@ class API:
         op_id = match.pop("op")
         match.pop("action", None)
         match.pop("controller", None)
-        policy, params, body_schema, code = self.ops[op_id]
+        op = HTTP_BY_ID[op_id]
         ctx = req.environ.get(auth.CONTEXT_KEY)
         if ctx is None:
             raise HTTPError(401, "not authenticated")
-        args = {**match, **self._query(req, params)}
+        args = {**match, **self._query(req, op.params)}
         body = None
-        if body_schema is not None:
+        if op.body is not None:
             body = self._body(req, op_id)
         page = None
         if op_id in PAGED and ("limit" in args or "marker" in args):
             page = (args.pop("limit", None), args.pop("marker", None))
             if op_id == "listPlacements":          # the page is cut from the recent ones
-                args["limit"] = openapi.MAX_LIMIT
-        res = getattr(self, f"op_{op_id}")(ctx, policy, body=body, **args)
+                args["limit"] = MAX_LIMIT
+        res = getattr(self, f"op_{op_id}")(ctx, op.policy, body=body, **args)
         if page is not None:
             res = paginate(req, op_id, res, *page)
-        if code == 204:
+        if op.code == 204:
             return webob.Response(status=204)
-        out = webob.Response(status=code, json_body=res, charset="utf-8")
-        if code in (201, 202) and op_id in LOCATIONS:
-            out.location = req.application_url + LOCATIONS[op_id](res)
+        out = webob.Response(status=op.code, json_body=res, charset="utf-8")
+        if op.location is not None:
+            out.location = req.application_url + op.location.format_map(
+                {k: _seg(v) for k, v in res.items()})
         return out
 
     def _query(self, req, params) -> dict:
@@ -476,18 +462,21 @@ class API:
     def op_showNS(self, ctx, policy, body=None, name=""):
         return self._ns(ctx, policy, name)
 
-    def op_deleteNS(self, ctx, policy, body=None, name=""):
+    def _start(self, ctx, policy, what, name, **kw):
+        """A long operation on the NS ``name`` in the orchestrator's background: 202, its
+        operation occurrence."""
         self._ns(ctx, policy, name)
-        return self.nsapi.start("delete", name=name)
+        return self.nsapi.start(what, name=name, **kw)
+
+    def op_deleteNS(self, ctx, policy, body=None, name=""):
+        return self._start(ctx, policy, "delete", name)
 
     def op_scaleNS(self, ctx, policy, body, name=""):
-        self._ns(ctx, policy, name)
-        return self.nsapi.start("scale", name=name, aspect=body["aspect"],
-                                direction=body["direction"])
+        return self._start(ctx, policy, "scale", name, aspect=body["aspect"],
+                           direction=body["direction"])
 
     def op_healNS(self, ctx, policy, body, name=""):
-        self._ns(ctx, policy, name)
-        return self.nsapi.start("heal", name=name, instance=body["instance"])
+        return self._start(ctx, policy, "heal", name, instance=body["instance"])
 
     def op_showOpOcc(self, ctx, policy, body=None, op_id=""):
         op = self.nsapi.operation(op_id)

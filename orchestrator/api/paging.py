@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import urllib.parse
 
-from . import openapi
+from ..operations import HTTP
 from .faults import HTTPError
 
 #: list operationId -> (the collection's key in a page, the item field a marker names)
-MARKERS = {"listServices": "name", "listPlacements": "decision_id", "listZones": "name",
-           "listInstances": "id", "listNetworks": "id", "listNS": "id", "listOpOccs": "id",
-           "listImages": "id", "listFlavors": "id"}
-PAGED = {op: (key, MARKERS[op]) for op, key in openapi.PAGED.items()}
+PAGED = {o.op_id: (o.page, o.marker) for o in HTTP if o.page is not None}
 
 
 def paginate(req, op_id: str, rows: list, limit, marker) -> dict:

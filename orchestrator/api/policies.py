@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from oslo_policy import policy
 
+from ..operations import HTTP
+
 ADMIN = "role:admin"
 PROJECT_READER = "role:reader and project_id:%(project_id)s"
 PROJECT_MEMBER = "role:member and project_id:%(project_id)s"
@@ -43,7 +45,10 @@ READ = "rule:project_reader_or_admin"
 WRITE = "rule:project_member_or_admin"
 
 
-def _rule(name, check, description, operations):
+def _rule(name, check, description, operations=None):
+    """The rule ``fluidvim:<name>``; its operations: those of the table with this policy."""
+    if operations is None:
+        operations = [(o.method.upper(), o.path) for o in HTTP if o.policy == name]
     return policy.DocumentedRuleDefault(
         name=f"fluidvim:{name}", check_str=check, description=description,
         operations=[{"method": m, "path": p} for m, p in operations], scope_types=SCOPE)
@@ -53,52 +58,37 @@ api_rules = [
     _rule("all_projects", "rule:context_is_admin",
           "See the resources of every project in lists (otherwise only the caller's project's).",
           [("GET", "/v1/services"), ("GET", "/v1/instances"), ("GET", "/v1/ns")]),
-    _rule("service:list", READ, "List services.", [("GET", "/v1/services")]),
-    _rule("service:get", READ, "Show a service.", [("GET", "/v1/services/{name}")]),
-    _rule("service:create", WRITE, "Register or update a service.",
-          [("POST", "/v1/services")]),
-    _rule("service:delete", WRITE, "Remove a service.", [("DELETE", "/v1/services/{name}")]),
+    _rule("service:list", READ, "List services."),
+    _rule("service:get", READ, "Show a service."),
+    _rule("service:create", WRITE, "Register or update a service."),
+    _rule("service:delete", WRITE, "Remove a service."),
     _rule("placement:create", WRITE, "Place a service (steps 0-3), optionally deploying an "
-          "instance where decided.", [("POST", "/v1/placements")]),
-    _rule("placement:list", READ, "List placement decisions.", [("GET", "/v1/placements")]),
-    _rule("placement:get", READ, "Explain a placement decision.",
-          [("GET", "/v1/placements/{decision_id}")]),
-    _rule("resolve", WRITE, "Resolve a session to an instance with a free slot (may launch one).",
-          [("POST", "/v1/resolve")]),
-    _rule("slots:get", READ, "Free session slots of services.", [("GET", "/v1/slots")]),
+          "instance where decided."),
+    _rule("placement:list", READ, "List placement decisions."),
+    _rule("placement:get", READ, "Explain a placement decision."),
+    _rule("resolve", WRITE, "Resolve a session to an instance with a free slot (may launch one)."),
+    _rule("slots:get", READ, "Free session slots of services."),
     _rule("zone:list", "rule:context_is_admin",
           "List zones, every host's slots and load and the queuing delays (infrastructure: "
-          "admin only, as Nova keeps hypervisors).", [("GET", "/v1/zones")]),
-    _rule("instance:list", READ, "List instances.", [("GET", "/v1/instances")]),
-    _rule("instance:delete", WRITE, "Terminate an instance.",
-          [("DELETE", "/v1/instances/{instance}")]),
-    _rule("network:list", READ, "List networks.", [("GET", "/v1/networks")]),
-    _rule("network:create", WRITE, "Create a network in a zone.", [("POST", "/v1/networks")]),
-    _rule("network:delete", WRITE, "Delete a network.",
-          [("DELETE", "/v1/networks/{zone}/{network}")]),
-    _rule("ns:list", READ, "List network services and their lifecycle operation occurrences.",
-          [("GET", "/v1/ns"), ("GET", "/v1/ns_lcm_op_occs")]),
+          "admin only, as Nova keeps hypervisors)."),
+    _rule("instance:list", READ, "List instances."),
+    _rule("instance:delete", WRITE, "Terminate an instance."),
+    _rule("network:list", READ, "List networks."),
+    _rule("network:create", WRITE, "Create a network in a zone."),
+    _rule("network:delete", WRITE, "Delete a network."),
+    _rule("ns:list", READ, "List network services and their lifecycle operation occurrences."),
     _rule("ns:get", READ, "Show a network service with its operation steps, or one lifecycle "
-          "operation occurrence.", [("GET", "/v1/ns/{name}"), ("GET", "/v1/ns_lcm_op_occs/{op_id}")]),
+          "operation occurrence."),
     _rule("ns:create", WRITE, "Deploy (create and instantiate) a network service from an NSD "
-          "and its VNFDs; validate descriptors.", [("POST", "/v1/ns"),
-                                                  ("POST", "/v1/ns/validate")]),
-    _rule("ns:delete", WRITE, "Terminate and delete a network service.",
-          [("DELETE", "/v1/ns/{name}")]),
+          "and its VNFDs; validate descriptors."),
+    _rule("ns:delete", WRITE, "Terminate and delete a network service."),
     _rule("ns:update", WRITE, "Scale a network service by an aspect, or heal one of its "
-          "instances.", [("POST", "/v1/ns/{name}/scale"), ("POST", "/v1/ns/{name}/heal")]),
+          "instances."),
     _rule("vim:get", READ, "VIM API (OSM RO): describe a zone, list images and flavors, show "
-          "VMs and their status.",
-          [("GET", "/v1/vim"), ("GET", "/v1/vim/images"),
-           ("GET", "/v1/vim/flavors"), ("GET", "/v1/vim/flavors/{flavor_id}"),
-           ("GET", "/v1/vim/vms/{vm_id}"), ("POST", "/v1/vim/vms/status")]),
+          "VMs and their status."),
     _rule("vim:create", WRITE, "VIM API (OSM RO): register images, create flavors, launch VMs "
-          "and act on them (pause, unpause, reboot, rebuild).",
-          [("POST", "/v1/vim/images"), ("POST", "/v1/vim/flavors"), ("POST", "/v1/vim/vms"),
-           ("POST", "/v1/vim/vms/{vm_id}/action")]),
-    _rule("vim:delete", WRITE, "VIM API (OSM RO): delete images, flavors and VMs.",
-          [("DELETE", "/v1/vim/images/{image_id}"), ("DELETE", "/v1/vim/flavors/{flavor_id}"),
-           ("DELETE", "/v1/vim/vms/{vm_id}")]),
+          "and act on them (pause, unpause, reboot, rebuild)."),
+    _rule("vim:delete", WRITE, "VIM API (OSM RO): delete images, flavors and VMs."),
 ]
 
 

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from fluidvim.orchestrator.api import openapi, policies
+from fluidvim.orchestrator.operations import HTTP
 
 from .api_env import FORWARD, api_env, headers
 from .test_mano_descriptors import pkg  # noqa: F401 - the descriptor package fixture
@@ -46,13 +47,13 @@ def test_every_operation_has_a_handler_and_a_policy():
     from fluidvim.orchestrator.api.app import API
 
     rules = {r.name for r in policies.list_rules()}
-    ops = [o[2] for o in openapi.OPERATIONS]
+    ops = [o.op_id for o in HTTP]
     assert len(ops) == len(set(ops))
-    for _method, _path, op_id, policy, *_ in openapi.OPERATIONS:
-        assert hasattr(API, f"op_{op_id}"), op_id
-        assert f"fluidvim:{policy}" in rules, op_id
+    for o in HTTP:
+        assert hasattr(API, f"op_{o.op_id}"), o.op_id
+        assert f"fluidvim:{o.policy}" in rules, o.op_id
     documented = {(o["method"], o["path"]) for r in policies.api_rules for o in r.operations}
-    assert {(m.upper(), p) for m, p, *_ in openapi.OPERATIONS} <= documented
+    assert {(o.method.upper(), o.path) for o in HTTP} <= documented
 
 
 def test_policy_sample_is_current(tmp_path):
@@ -118,7 +119,7 @@ def test_not_found_and_refused(env):
     st, body = env.call("POST", "/networks", {"zone": "nowhere", "name": "lan"}, hdrs=ADMIN)
     assert st == 404 and body["errors"][0]["field"] == "zone"
     assert env.call("POST", "/services", {"name": "strict", "click_config": FORWARD,
-                                          "max_queuing_delay_s": 0.0}, hdrs=ADMIN)[0] == 200
+                                          "max_queuing_delay_s": 0.0}, hdrs=ADMIN)[0] == 201
     st, body = env.call("POST", "/resolve", {"service": "strict"}, hdrs=ADMIN)
     assert st == 409 and "strict" in body["errors"][0]["detail"]
 
@@ -155,7 +156,7 @@ def test_projects_roles_and_admin(env):
     # a reader cannot change anything, a member of the project can
     st, body = env.call("POST", "/services", svc, hdrs=A_READER)
     assert st == 403 and "fluidvim:service:create" in body["errors"][0]["detail"]
-    assert env.call("POST", "/services", svc, hdrs=A_MEMBER)[0] == 200
+    assert env.call("POST", "/services", svc, hdrs=A_MEMBER)[0] == 201
     assert [s["name"] for s in env.call("GET", "/services", hdrs=A_READER)[1]] == ["fw-a"]
     assert env.call("GET", "/services/fw-a", hdrs=A_READER)[0] == 200
     # another project sees nothing of it: lists are empty, direct access is 404
@@ -361,7 +362,7 @@ def test_noauth_pipeline_is_admin_and_logs_a_warning(env, caplog):
                for r in caplog.records)
     st, body = env.call("POST", "/v1/services", {"name": "fw", "click_config": FORWARD},
                         app=app)
-    assert st == 200
+    assert st == 201
     # noauth acts in [api] noauth_project; X-Project-Id picks another, still as an admin
     st, body = env.call("GET", "/v1/services", app=app, hdrs={"X-Project-Id": "elsewhere"})
     assert st == 200 and [s["name"] for s in body] == ["fw"]
@@ -489,7 +490,7 @@ def test_lists_page_with_limit_and_marker(env):
     names = ["pg-a", "pg-b", "pg-c"]
     for n in names:
         assert env.call("POST", "/services", {"name": n, "click_config": FORWARD},
-                        hdrs=A_MEMBER)[0] == 200
+                        hdrs=A_MEMBER)[0] == 201
     st, whole = env.call("GET", "/services", hdrs=A_READER)       # no limit: the array
     assert st == 200 and [s["name"] for s in whole] == names
     seen, path, pages = [], "/services?limit=2", 0
@@ -516,8 +517,8 @@ def test_lists_page_with_limit_and_marker(env):
     # another project's items are no markers: its list does not have them
     assert env.call("GET", "/services?marker=pg-a", hdrs=B_MEMBER)[0] == 400
     # every list operation takes them
-    for op in openapi.OPERATIONS:
-        if op[2] in openapi.PAGED:
-            assert {"limit", "marker"} <= {x["name"] for x in op[5]}, op[2]
+    for op in HTTP:
+        if op.page is not None:
+            assert {"limit", "marker"} <= set(op.query), op.op_id
     st, page = env.call("GET", "/instances?limit=5", hdrs=A_READER)
     assert st == 200 and page == {"instances": [], "links": []}

@@ -20,12 +20,12 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import response_schema_conformance
 
-from fluidvim.orchestrator.api import openapi
+from fluidvim.orchestrator.operations import HTTP
 
 from .api_env import api_env
 
 EXAMPLES = int(os.environ.get("FLUIDVIM_FUZZ_EXAMPLES", "10"))
-OPS = [(m, p) for m, p, *_ in openapi.OPERATIONS]
+OPS = [(o.method, o.path) for o in HTTP]
 
 
 @pytest.fixture(scope="module")
