@@ -17,7 +17,10 @@ instances themselves are counters (the truth); what is measured is the wire and 
   counted by a second queue bound like the listener's (AMQP frame headers not counted);
 * updates per second per zone and bytes per update;
 * mis-resolutions: a session sent to an instance that is full, or refused while an instance had
-  room (of all resolutions);
+  room (of all resolutions); a refusal with room is also classed by whether the room was already
+  in a reading a slot agent took (``refused_room_seen``: the wire or the registry lost it) or
+  came from sessions that ended after every such reading (``refused_room_unseen``: no update of
+  any encoding sent at the agents' tick could have carried it - the ramp's overload end);
 * FUSION's model R = M*U*Z*B (:func:`fluidvim.common.slotcodec.update_bandwidth`) with the
   measured U and B, next to the measured rate.
 
@@ -36,6 +39,7 @@ Examples::
 
     .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
     sudo .venv/bin/python -m bench.slots qoe              # ~2 min; needs root and the VNF kernel
+    sudo .venv/bin/python -m bench.slots nomad            # ~1.5 min; a Nomad cluster (item 4)
 
 Not a test: no thresholds.
 """
@@ -63,6 +67,8 @@ class Instances:
         self.lock = threading.Lock()
         self.capacity = capacity
         self.used: dict[str, int] = {}
+        self.read: dict[str, int] = {}        # free slots at the agent's last reading
+        self.since: dict[str, int] = {}       # sessions admitted since that reading
         self.where: dict[str, tuple[str, str]] = {}      # instance -> (zone, service)
         for z in range(zones):
             for s in range(services):
@@ -77,6 +83,12 @@ class Instances:
     def room(self, service: str) -> bool:
         return any(self.free(v) > 0 for v, (_, s) in self.where.items() if s == service)
 
+    def room_seen(self, service: str) -> bool:
+        """Room that some agent's last reading already showed (minus the sessions admitted
+        since): a registry fed every reading without loss would know of it."""
+        return any(self.read.get(v, 0) - self.since.get(v, 0) > 0
+                   for v, (_, s) in self.where.items() if s == service and self.free(v) > 0)
+
 
 class ZoneSource:
     """What a SlotAgent reads: one zone's instances (the launch core's instance_slots shape)."""
@@ -86,8 +98,11 @@ class ZoneSource:
 
     def instance_slots(self) -> dict:
         with self.inst.lock:
-            return {v: {"service": s, "free": self.inst.free(v), "delay_s": 0.05}
-                    for v, (z, s) in self.inst.where.items() if z == self.name}
+            out = {v: {"service": s, "free": self.inst.free(v), "delay_s": 0.05}
+                   for v, (z, s) in self.inst.where.items() if z == self.name}
+            for v, e in out.items():
+                self.inst.read[v], self.inst.since[v] = e["free"], 0
+            return out
 
 
 class WireCounter:
@@ -148,7 +163,8 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
     o = conf.orchestrator
     topic = f"bench_slots_{wire}_{uuid.uuid4().hex[:6]}"
     inst = Instances(a.zones, a.services, a.per_zone, a.capacity)
-    reg = SlotRegistry(ttl=3600, reservation_ttl=o.reservation_ttl)
+    rttl = o.reservation_ttl if a.reservation_ttl is None else a.reservation_ttl
+    reg = SlotRegistry(ttl=3600, reservation_ttl=rttl)
     listener = SlotListener(transport, topic, reg)
     counter = WireCounter(o.transport_url, conf.control_exchange, topic)
     listener.start()
@@ -161,7 +177,7 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
     resolver = Resolver(None, reg, {}, None)   # its choice among free slots (_free_slot)
     rnd = random.Random(seed)
     counts = {"resolutions": 0, "admitted": 0, "to_full": 0, "refused": 0,
-              "refused_with_room": 0}
+              "refused_with_room": 0, "refused_room_seen": 0, "refused_room_unseen": 0}
     # the same, for resolutions made while the service carried < 80 % of its slots (the
     # ramp below saturation, where a refusal is never necessary)
     light = {"resolutions": 0, "to_full": 0, "refused_with_room": 0}
@@ -203,6 +219,9 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
                 if hit is None:
                     counts["refused"] += 1
                     counts["refused_with_room"] += inst.room(svc)
+                    if inst.room(svc):
+                        counts["refused_room_seen" if inst.room_seen(svc)
+                               else "refused_room_unseen"] += 1
                     light["refused_with_room"] += is_light and inst.room(svc)
                     continue
                 vid = hit[1].instance
@@ -211,6 +230,7 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
                     light["to_full"] += is_light
                     continue
                 inst.used[vid] += 1
+                inst.since[vid] = inst.since.get(vid, 0) + 1
                 counts["admitted"] += 1
                 departures.append((now + rnd.expovariate(1.0 / a.hold), vid))
         secs = time.monotonic() - t0
@@ -226,6 +246,7 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
     per_zone_u = updates / secs / a.zones
     b_bits = 8.0 * body / max(1, updates)
     mis = counts["to_full"] + counts["refused_with_room"]
+    model = update_bandwidth(1, a.services, per_zone_u / a.services, a.zones, b_bits)
     return {
         "wire": wire, "seconds": round(secs, 2), "messages": msgs, "body_bytes": body,
         "updates": updates, "bytes_per_s": round(body / secs, 1),
@@ -234,13 +255,15 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
         "bytes_per_update": round(body / max(1, updates), 1),
         "bytes_per_message": round(body / max(1, msgs), 1),
         "resolutions": counts, "misresolution_pct": round(100.0 * mis / max(1, counts["resolutions"]), 3),
+        # what the wire and the registry lost: without the refusals whose room no reading had
+        "misresolution_seen_pct": round(100.0 * (mis - counts["refused_room_unseen"])
+                                        / max(1, counts["resolutions"]), 3),
         "below_80pct_load": dict(light, misresolution_pct=round(
             100.0 * (light["to_full"] + light["refused_with_room"]) / max(1, light["resolutions"]),
             3)),
-        "model": {"M_resolvers": 1, "U_updates_per_s_per_zone": round(per_zone_u, 2),
-                  "Z_zones": a.zones, "B_bits_per_update": round(b_bits, 1),
-                  "R_bits_per_s": round(update_bandwidth(1, a.services, per_zone_u / a.services,
-                                                         a.zones, b_bits), 1),
+        "model": {"M_resolvers": model["M"], "U_updates_per_s_per_zone": round(model["U"], 2),
+                  "Z_zones": model["Z"], "B_bits_per_update": round(model["B"], 1),
+                  "R_bits_per_s": round(model["R"], 1),
                   "measured_bits_per_s": round(8.0 * body / secs, 1)},
         "sample_message": counter.sample,
     }
@@ -277,6 +300,8 @@ def cmd_wire(a) -> dict:
                   "slots_per_instance": a.capacity, "ramp_peak_per_s": a.peak,
                   "duration_s": a.duration, "hold_mean_s": a.hold, "seed": a.seed,
                   "agent_interval_s": a.agent_interval,
+                  "reservation_ttl_s": (o.reservation_ttl if a.reservation_ttl is None
+                                        else a.reservation_ttl),
                   "slot_update_min_interval_s": o.slot_update_min_interval,
                   "slot_heartbeat_interval_s": o.slot_heartbeat_interval},
         **runs,
@@ -431,6 +456,10 @@ def main(argv=None) -> int:
     w.add_argument("--agent-interval", type=float, default=None,
                    help="seconds between a slot agent's ticks (default: [orchestrator] "
                         "agent_interval)")
+    w.add_argument("--reservation-ttl", type=float, default=None,
+                   help="the registry's reservation_ttl: how long a handed-out slot may take to "
+                        "show in its instance's count (default: [orchestrator] reservation_ttl; "
+                        "this bench's sessions show at once)")
     w.add_argument("--wires", default="json,compact", help="which wires to run, in order")
     w.add_argument("--part", default="wire",
                    help="key of slots.json to write (the headline figures come from 'wire')")

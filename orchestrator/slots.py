@@ -123,21 +123,49 @@ class SlotRegistry:
         est = old.slots - taken
         return est if lo <= est <= hi else None
 
+    def _reflected_upto(self, key, old: SlotReport | None, exact: int, at: float) -> float | None:
+        """An exact count ``exact`` read at ``at``: the slots handed out before ``at`` that it
+        must already include - counted up to the time returned (None: none known).
+
+        With F = the registry's own view before it (the previous report minus the live
+        reservations handed out before ``at``), the reservations still pending (their client
+        not connected yet) are at most ``exact - F`` (sessions ending meanwhile only raise
+        ``exact``): the newest that many keep counting, the older ones are in the count. So a
+        count that is no higher than the registry's view ends them all, and a reservation is
+        not counted twice for ``reservation_ttl`` while the VNF's count already shows it (what
+        refused sessions while instances had room). Like :meth:`_estimate` it takes every
+        session to come through the resolver."""
+        if old is None:
+            return None
+        now = self.clock()
+        with self._lock:
+            reserved = self._state()[1]
+            live = sorted(t for t in self._live(key, old, now, reserved) if t <= at)
+        if not live:
+            return None
+        pending = min(len(live), max(0, exact - (old.slots - len(live))))
+        done = len(live) - pending
+        return live[done - 1] if done > 0 else None
+
     def apply_message(self, payload: dict) -> SlotReport:
         """A notification payload (see :class:`fluidvim.orchestrator.notify.SlotPublisher`)."""
         key = (payload["instance"], payload["service"])
+        at = float(payload["at"])
         old = self._report(key)
         last = old.exact if old else None
         slots = decode_slots(payload, last)
         est = self._estimate(key, old, payload)
+        upto = at if est is not None else None
         if est is not None:
             slots = est
+        elif payload.get("exact") is not None:
+            upto = self._reflected_upto(key, old, slots, at)
         rep = SlotReport(zone=payload["zone"], host=payload["host"],
                          instance=payload["instance"], service=payload["service"],
                          slots=slots, delay_s=decode_delay(int(payload["q"])),
-                         region=payload.get("region", "default"), at=float(payload["at"]),
+                         region=payload.get("region", "default"), at=at,
                          exact=payload["exact"] if payload.get("exact") is not None else last,
-                         counted_upto=float(payload["at"]) if est is not None else None)
+                         counted_upto=upto)
         return self.apply(rep)
 
     def forget(self, instance: str) -> None:

@@ -8,7 +8,12 @@ Encodings (all pure functions, each with its inverse):
   (1; 2-3; 4-7; ...), code 15 = 2^14 or more. Decoding gives the bucket's lower bound, so a
   decoded count never promises more slots than the instance has.
 * **2-bit log10 magnitude**: 0 = none, 1 = 1-9, 2 = 10-99, 3 = 100 or more.
-* **exact count** only when the log10 magnitude changed since the last update sent for that key.
+* **exact count** when the log10 magnitude changed since the last update sent for that key, and
+  always while the count is below :data:`EXACT_BELOW` ("nearly full": the slots a resolver may
+  hand out before it hears again must be known exactly, not as a bucket's lower bound - a
+  bucket of 8-15 read as 8, or 1 read as "1 or 0", refuses sessions while the instance has
+  room). Such an update is sent whenever the count changes, and at once (past the rate limit)
+  when it changes magnitude, crosses into nearly full, or reaches or leaves 0 (:func:`urgent`).
 * **compact batch** (:func:`pack_records`, :class:`KeyTable`, :func:`decode_batch`): the updates
   of one publisher tick as 2-4 bytes each, in one notification, instead of one JSON notification
   each (what the publishers send; :func:`decode_batch` gives back the readable JSON form).
@@ -31,6 +36,7 @@ LOG2_BITS = 4
 LOG2_MAX_CODE = (1 << LOG2_BITS) - 1          # 15
 DELAY_INF_CODE = 15
 DELAY_BASE_S = 0.1
+EXACT_BELOW = 16       # counts below this always travel exact (1 more byte in a compact record)
 
 
 # -- encodings --
@@ -88,18 +94,21 @@ def decode_delay(code: int) -> float | None:
 
 
 def update_bandwidth(resolvers: int, services: int, update_rate_hz: float, zones: int,
-                     bits_per_update: float) -> float:
-    """FUSION's bandwidth model R = M * U * Z * B in bits/s: every one of the M resolvers
-    receives every update; each of the Z zones sends U = services * update_rate_hz updates per
-    second (``update_rate_hz`` per service); B bits per update on the wire (8 with the 4-bit slot
-    + 4-bit delay codes alone; the compact batch record is 16-32 bits, plus the transport's
-    framing per message: see :func:`pack_records`)."""
+                     bits_per_update: float) -> dict[str, float]:
+    """FUSION's bandwidth model R = M * U * Z * B, with its terms: {"M": resolvers, "U": updates
+    per second per zone, "Z": zones, "B": bits per update, "R": bits per second}. Every one of
+    the M resolvers receives every update; each of the Z zones sends U = services *
+    update_rate_hz updates per second (``update_rate_hz`` per service); B bits per update on the
+    wire (8 with the 4-bit slot + 4-bit delay codes alone; the compact batch record is 16-32
+    bits, plus the transport's framing per message: see :func:`pack_records`)."""
     for name, v in (("resolvers", resolvers), ("services", services),
                     ("update_rate_hz", update_rate_hz), ("zones", zones),
                     ("bits_per_update", bits_per_update)):
-        if v < 0:
-            raise ValueError(f"{name} must be >= 0")
-    return resolvers * services * update_rate_hz * zones * bits_per_update
+        if not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+            raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+    u = services * update_rate_hz
+    return {"M": resolvers, "U": u, "Z": zones, "B": bits_per_update,
+            "R": resolvers * u * zones * bits_per_update}
 
 
 # -- the compact batch: updates as a few bytes each --
@@ -219,8 +228,24 @@ def decode_batch(payload: dict, table: dict) -> tuple[list[dict], int]:
 
 
 # -- the update message --
+def slot_code(slots: int) -> tuple[int, int | None]:
+    """What an update says about ``slots``: (log2 code, the exact count while nearly full). An
+    update is due whenever it changes."""
+    return encode_log2(slots), (int(slots) if slots < EXACT_BELOW else None)
+
+
+def urgent(old: int | None, new: int) -> bool:
+    """Whether a change of the free count from ``old`` (None: never sent) to ``new`` goes out
+    past the rate limit: a new order of magnitude, into or out of nearly full, to or from 0."""
+    if old is None:
+        return True
+    return (encode_log10(old) != encode_log10(new) or (old < EXACT_BELOW) != (new < EXACT_BELOW)
+            or (old == 0) != (new == 0))
+
+
 class SlotEncoder:
-    """Turns (key, slots, delay) into compressed updates; exact counts on magnitude changes."""
+    """Turns (key, slots, delay) into compressed updates: exact counts on magnitude changes and
+    while nearly full (below :data:`EXACT_BELOW`)."""
 
     def __init__(self):
         self._magnitude: dict = {}
@@ -231,7 +256,7 @@ class SlotEncoder:
     def encode(self, key, slots: int, delay_s: float | None) -> dict:
         mag = encode_log10(slots)
         msg = {"s": encode_log2(slots), "m": mag, "q": encode_delay(delay_s)}
-        if self._magnitude.get(key) != mag:
+        if self._magnitude.get(key) != mag or slots < EXACT_BELOW:
             msg["exact"] = int(slots)
             self._magnitude[key] = mag
         return msg

@@ -33,8 +33,9 @@ from fluidvim.common.slotcodec import (
     RateLimiter,
     SlotEncoder,
     encode_delay,
-    encode_log2,
     pack_records,
+    slot_code,
+    urgent,
 )
 from fluidvim.common.zonetypes import ZoneError
 
@@ -62,7 +63,7 @@ class SlotPublisher:
         self.limiter = RateLimiter(min_interval, clock)
         self.heartbeat = heartbeat
         self.clock = clock
-        self._last: dict = {}              # key -> (encoded tuple, sent at)
+        self._last: dict = {}              # key -> (encoded tuple, sent at, count)
         self.sent = 0
         self.suppressed = 0
 
@@ -72,15 +73,15 @@ class SlotPublisher:
         Returns whether it was sent."""
         key = (instance, service)
         last = self._last.get(key)
-        new_magnitude = self.encoder.magnitude_changed(key, slots)
-        code = (encode_log2(slots), encode_delay(delay_s))
+        code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
-        if (not force and not new_magnitude and last is not None and last[0] == code
+        if (not force and last is not None and last[0] == code
                 and now - last[1] < self.heartbeat):
             self.suppressed += 1                           # nothing new to say
             return False
-        # a new order of magnitude (sent with its exact count) is never held back
-        if not self.limiter.allow(key, urgent=force or new_magnitude):
+        # a new order of magnitude, nearly full, 0 <-> not 0: never held back (slotcodec.urgent)
+        hurry = force or urgent(last[2] if last is not None else None, slots)
+        if not self.limiter.allow(key, urgent=hurry):
             self.suppressed += 1
             return False
         msg = self.encoder.encode(key, slots, delay_s)
@@ -96,7 +97,7 @@ class SlotPublisher:
                 self._pending.append(rec)
             else:
                 self._send_batch([rec])
-        self._last[key] = (code, now)
+        self._last[key] = (code, now, int(slots))
         self.sent += 1
         return True
 

@@ -82,17 +82,21 @@ def test_rate_limiter():
     assert rl.allow("a")
 
 
-def test_bandwidth_model():
+def test_bandwidth_model_reports_every_term():
     # R = M*U*Z*B: 1 resolver, 100 services at one update per second, 50 zones, 8 bits
-    assert slotcodec.update_bandwidth(1, 100, 1.0, 50, 8) == 40_000
+    assert slotcodec.update_bandwidth(1, 100, 1.0, 50, 8) == {"M": 1, "U": 100.0, "Z": 50,
+                                                             "B": 8, "R": 40_000}
     # every resolver receives every update
-    assert slotcodec.update_bandwidth(3, 100, 1.0, 50, 8) == 120_000
-    assert slotcodec.update_bandwidth(0, 100, 1.0, 50, 8) == 0
-    assert slotcodec.update_bandwidth(1, 0, 1.0, 50, 8) == 0
+    assert slotcodec.update_bandwidth(3, 100, 1.0, 50, 8)["R"] == 120_000
+    assert slotcodec.update_bandwidth(3, 10, 0.5, 4, 24)["U"] == 5.0      # updates/s per zone
+    assert slotcodec.update_bandwidth(0, 100, 1.0, 50, 8)["R"] == 0
+    assert slotcodec.update_bandwidth(1, 0, 1.0, 50, 8)["R"] == 0
     with pytest.raises(ValueError, match="zones"):
         slotcodec.update_bandwidth(1, 1, 1, -1, 8)
     with pytest.raises(ValueError, match="resolvers"):
         slotcodec.update_bandwidth(-1, 1, 1, 1, 8)
+    with pytest.raises(ValueError, match="bits_per_update"):
+        slotcodec.update_bandwidth(1, 1, 1, 1, float("nan"))
 
 
 def test_compact_records_round_trip_every_code():
@@ -264,7 +268,8 @@ def test_apply_message_counts_the_slots_handed_out_since_the_last_report():
     reg.apply_message({**base, "at": 14.0, **enc.encode("k", 3, 0.5)})        # exact: 1-9
     reg.apply_message({**base, "at": 15.0, **enc.encode("k", 3, 0.5)})
     assert reg.reports()[0].slots == 3
-    reg.apply_message({**base, "at": 16.0, **{**enc.encode("k", 2, 0.5), "s": 1}})   # bucket 1
+    bucket_only = {k: v for k, v in enc.encode("k", 2, 0.5).items() if k != "exact"}
+    reg.apply_message({**base, "at": 16.0, **bucket_only, "s": 1})              # bucket 1
     assert reg.reports()[0].slots == 1
 
 
@@ -278,3 +283,77 @@ def test_bad_alias_ratio_names_the_field(aliases, field):
         S.validate_aliases(aliases)
     assert e.value.field == field
     assert e.value.message.startswith(field)
+
+
+def test_counts_below_exact_below_always_travel_exact_and_round_trip():
+    """Nearly full (below EXACT_BELOW): every count is sent with its exact value, through the
+    compact wire, and decodes to itself - not to its bucket's lower bound (8 for 15, 1 for 1)."""
+    import base64
+    enc, keys, table = slotcodec.SlotEncoder(), slotcodec.KeyTable(), {}
+    idx = keys.index(("z", "h", "i", "svc", "r"))
+    for n in [*range(slotcodec.EXACT_BELOW), *range(slotcodec.EXACT_BELOW - 1, -1, -1)]:
+        m = enc.encode("i", n, 0.1)
+        assert m.get("exact") == n
+        b = slotcodec.pack_records([(idx, m["s"], m["m"], m["q"], m.get("exact"))])
+        assert len(b) == 3                                    # header, slot/delay, the count
+        (u,), _ = slotcodec.decode_batch({"e": "x", "t": 1, "u": base64.b64encode(b).decode(),
+                                          "k": keys.definitions([idx])}, table)
+        assert slotcodec.decode_slots(u) == n
+    enc.encode("j", 40, 0.1)
+    assert "exact" not in enc.encode("j", slotcodec.EXACT_BELOW, 0.1)   # same magnitude, not small
+
+
+def test_slot_code_changes_with_every_small_count_and_only_the_bucket_above():
+    small = [slotcodec.slot_code(n) for n in range(slotcodec.EXACT_BELOW)]
+    assert len(set(small)) == slotcodec.EXACT_BELOW                 # each small count differs
+    assert slotcodec.slot_code(40) == slotcodec.slot_code(50) == (6, None)   # bucket 32-63
+    assert slotcodec.slot_code(31) != slotcodec.slot_code(32)
+
+
+@pytest.mark.parametrize("old,new,hurry", [
+    (None, 40, True),                   # never sent
+    (40, 35, False), (40, 20, False),   # same magnitude, still room: the rate limit applies
+    (20, 15, True), (15, 20, True),     # into / out of nearly full
+    (15, 9, True),                      # a new order of magnitude
+    (5, 3, False),                      # nearly full but neither 0 nor a new magnitude
+    (1, 0, True), (0, 1, True),         # full / room again
+    (120, 80, True), (500, 100, False),
+])
+def test_urgent_changes_pass_the_rate_limit(old, new, hurry):
+    assert slotcodec.urgent(old, new) is hurry
+
+
+def test_exact_count_ends_the_reservations_it_shows():
+    """An exact count no higher than the registry's own view (report - slots handed out since)
+    shows every one of those slots: they no longer count, although younger than the ttl."""
+    now = [10.0]
+    reg = S.SlotRegistry(ttl=1e12, reservation_ttl=5.0, clock=lambda: now[0])
+    enc = slotcodec.SlotEncoder()
+    base = {"zone": "z", "host": "h", "instance": "i", "service": "s", "region": "r"}
+    reg.apply_message({**base, "at": 10.0, **enc.encode("k", 12, 0.5)})
+    for t in (10.1, 10.2, 10.3, 10.4):
+        now[0] = t
+        reg.reserve("i", "s")
+    assert reg.aggregate("s", "instance") == {"i": 8}
+    now[0] = 11.0
+    reg.reserve("i", "s")                           # after the next reading: still counts
+    reg.apply_message({**base, "at": 10.9, **enc.encode("k", 8, 0.5)})   # 12 - 4: all shown
+    assert reg.aggregate("s", "instance") == {"i": 7}
+    # the count rose by 2 instead (sessions ended): at most 2 of 4 can be still unconnected
+    reg2 = S.SlotRegistry(ttl=1e12, reservation_ttl=5.0, clock=lambda: now[0])
+    now[0] = 10.0
+    reg2.apply_message({**base, "at": 10.0, **enc.encode("k", 12, 0.5)})
+    for t in (10.1, 10.2, 10.3, 10.4):
+        now[0] = t
+        reg2.reserve("i", "s")
+    reg2.apply_message({**base, "at": 10.9, **enc.encode("k", 10, 0.5)})   # view 8, count 10
+    assert reg2.aggregate("s", "instance") == {"i": 8}        # the 2 newest still count
+    now[0] = 15.45                                             # the ttl ends them too
+    assert reg2.aggregate("s", "instance") == {"i": 10}
+    # no evidence (the count went up past everything handed out): all keep counting
+    reg3 = S.SlotRegistry(ttl=1e12, reservation_ttl=5.0, clock=lambda: now[0])
+    now[0] = 10.0
+    reg3.apply_message({**base, "at": 10.0, **enc.encode("k", 12, 0.5)})
+    reg3.reserve("i", "s")
+    reg3.apply_message({**base, "at": 10.5, **enc.encode("k", 14, 0.5)})
+    assert reg3.aggregate("s", "instance") == {"i": 13}
