@@ -45,6 +45,18 @@ class APIError(OrchestratorError):
         self.status, self.request_id = status, request_id
 
 
+API_FIX = ("start fluidvim-api (systemctl start fluidvim-api, or fluidvim-api --config-file "
+           "FILE), or fix --api-url / FLUIDVIM_API_URL")
+
+
+def _unreachable(url: str, e: Exception) -> APIError:
+    """The one line a client gets when nothing answers at ``url``: what failed, in short (the
+    socket's errno text, not urllib3's retry story), and how to bring the API back."""
+    m = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", str(e))
+    why = m.group(1).strip() if m else f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+    return APIError(f"cannot reach fluidvim-api at {url} ({why}): {API_FIX}")
+
+
 def _q(s) -> str:
     return urllib.parse.quote(str(s), safe="")
 
@@ -124,7 +136,7 @@ class APIClient:
             r = ks_session.Session(verify=verify, timeout=self.timeout).get(
                 self.url + "/v1/zones", authenticated=False, raise_exc=False)
         except ks_exc.ClientException as e:
-            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+            raise _unreachable(self.url, e) from None
         m = WWW_AUTH_RE.search(r.headers.get("WWW-Authenticate", ""))
         if r.status_code != 401 or not m:
             raise APIError(f"fluidvim-api at {self.url} did not name its Keystone (status "
@@ -161,7 +173,7 @@ class APIClient:
         except ks_exc.Unauthorized as e:
             raise APIError(f"Keystone refused the credentials: {e}", 401) from None
         except ks_exc.ClientException as e:
-            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+            raise _unreachable(self.url, e) from None
         try:
             data = r.json()
         except ValueError:
@@ -197,7 +209,7 @@ class APIClient:
             r = self.session.get(self.url + "/", authenticated=False, raise_exc=False,
                                  timeout=timeout or self.timeout)
         except ks_exc.ClientException as e:
-            raise APIError(f"cannot reach fluidvim-api at {self.url}: {e}") from None
+            raise _unreachable(self.url, e) from None
         try:
             versions = r.json()["versions"]
         except (ValueError, KeyError, TypeError):

@@ -21,6 +21,8 @@ from .exception import OrchestratorError
 RPC_API_VERSION = "1.3"       # 1.1: list_networks, create_network, delete_network;
 #                               1.2: power_plan, power_hosts; 1.3: instance_action
 EXMODS = ["fluidvim.orchestrator.exception"]
+BROKER_FIX = ("start RabbitMQ (systemctl start rabbitmq-server), or fix [orchestrator] "
+              "transport_url / --transport-url")
 
 
 def check_broker(conf, url: str, timeout: float = 3.0) -> None:
@@ -39,8 +41,8 @@ def check_broker(conf, url: str, timeout: float = 3.0) -> None:
             return
         except OSError as e:
             tried.append(f"{h.hostname}:{port}: {e.strerror or e}")
-    raise OrchestratorError("cannot reach the message broker (" + "; ".join(tried) + "); is "
-                            "RabbitMQ running, and is [orchestrator] transport_url right?")
+    raise OrchestratorError("cannot reach the message broker (" + "; ".join(tried) + "): "
+                            + BROKER_FIX)
 
 
 class OrchestratorAPI:
@@ -86,8 +88,7 @@ class OrchestratorAPI:
                 f"({e}); is fluidvim-orchestrator running with the same transport_url?") from None
         except messaging.MessageDeliveryFailure as e:
             raise OrchestratorError(
-                f"cannot reach the message broker ({e}); is RabbitMQ running, and is "
-                "[orchestrator] transport_url right?") from None
+                f"cannot reach the message broker ({e}): {BROKER_FIX}") from None
 
     def ping(self, timeout: float | None = None):
         return self._call("ping", timeout=timeout)

@@ -30,6 +30,8 @@ import sqlite3
 import threading
 import time
 
+from fluidvim.common.errors import DependencyDown, StoreFull
+
 from . import states
 
 
@@ -114,6 +116,49 @@ def _launch_record(row) -> LaunchRecord:
     rec = LaunchRecord(*row)
     rec.ok = bool(rec.ok)
     return rec
+
+
+# what a database says when its disk is full (SQLite; PostgreSQL's DiskFull, and the errno text)
+_FULL = ("database or disk is full", "no space left on device", "disk i/o error",
+         "could not extend file", "disk full")
+STORE_FIX = ("start it (pg_ctl start, or systemctl start postgresql), or fix [vnf] "
+             "state_connection")
+
+
+def _where(url: str) -> str:
+    """The store's database as a user names it, without its password."""
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///"):]
+    from sqlalchemy.engine import make_url  # only here: not the SQLite path
+
+    u = make_url(url)
+    return f"{u.get_backend_name()} at {u.host or 'localhost'}:{u.port or ''}/{u.database or ''}"
+
+
+def store_error(url: str, e: BaseException) -> Exception | None:
+    """``e`` (from the database) as what a caller can act on: :class:`StoreFull` when the disk
+    is full, :class:`DependencyDown` when the database server does not answer (refused, killed,
+    restarted under an open connection), else None (not the store's availability: ``e`` stands).
+    The message is one line: the database, its own first line, the fix."""
+    orig = getattr(e, "orig", None) or e
+    first = next((ln.strip() for ln in str(orig).splitlines() if ln.strip()), type(orig).__name__)
+    low = str(orig).lower()
+    if isinstance(e, sqlite3.Error) or isinstance(orig, sqlite3.Error):
+        if any(f in low for f in _FULL):
+            return StoreFull(f"the state store {_where(url)} cannot write ({first}): free space "
+                             "on its file system (df -h), then retry; this request recorded "
+                             "nothing and what was stored before is intact")
+        return None
+    if not type(e).__module__.startswith("sqlalchemy"):
+        return None
+    if any(f in low for f in _FULL):
+        return StoreFull(f"the state store's database {_where(url)} cannot write ({first}): "
+                         "free space on the database server's disk, then retry; this request "
+                         "recorded nothing")
+    if type(e).__name__ in ("OperationalError", "InterfaceError") or \
+            getattr(e, "connection_invalidated", False):
+        return DependencyDown(f"the state store's database ({_where(url)})", first, STORE_FIX)
+    return None
 
 
 class _Connection:
@@ -226,7 +271,13 @@ class StateStore:
             pass
         from fluidvim.common import migration
 
-        migration.check(self.engine, "vnf")
+        try:
+            migration.check(self.engine, "vnf")
+        except Exception as e:
+            mapped = store_error(self.url, e)
+            if mapped is None:
+                raise
+            raise mapped from e
 
     @property
     def engine(self):
@@ -245,12 +296,18 @@ class StateStore:
     def _connection(self, transaction: bool = False, engine: bool = False):
         """A connection for the store's statements; ``transaction``: all of them or none.
         ``engine``: a SQLAlchemy one even on a SQLite file (``.raw`` is then that connection)."""
-        if self._file is not None and not engine:
-            with self._file.connection(transaction) as conn:
-                yield conn
-            return
-        with self.engine.begin() as raw:             # committed at the end, or rolled back
-            yield _EngineConnection(raw)
+        try:
+            if self._file is not None and not engine:
+                with self._file.connection(transaction) as conn:
+                    yield conn
+                return
+            with self.engine.begin() as raw:             # committed at the end, or rolled back
+                yield _EngineConnection(raw)
+        except Exception as e:
+            mapped = store_error(self.url, e)
+            if mapped is None:
+                raise
+            raise mapped from e
 
     def close(self) -> None:
         """Close the store's connections (and its engine, when one was made)."""

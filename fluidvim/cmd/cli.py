@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    from fluidvim.common.errors import DependencyDown, SchemaError
+    from fluidvim.common.errors import DependencyDown, SchemaError, StoreFull
     from fluidvim.vnf.backends import LaunchError
     from fluidvim.vnf.control import ControlError
     from fluidvim.vnf.spec import SpecError
@@ -475,7 +475,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args) or 0
     except (SpecError, ControlError, LaunchError, KeyError, PermissionError, SchemaError,
-            DependencyDown) as e:
+            DependencyDown, StoreFull) as e:
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         print(f"fluidvim: error: {msg}", file=sys.stderr)
         return 2

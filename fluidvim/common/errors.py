@@ -18,3 +18,8 @@ class DependencyDown(RuntimeError):
     def __init__(self, what: str, detail: str, fix: str):
         self.what, self.detail, self.fix = what, " ".join(detail.split()), fix
         super().__init__(f"{what} is not running or not reachable ({self.detail}): {fix}")
+
+
+class StoreFull(RuntimeError):
+    """A state store cannot write: its disk (or the database server's) is full. The request
+    that hit it recorded nothing; what was stored before is intact."""

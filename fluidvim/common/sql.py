@@ -23,6 +23,10 @@ def make_engine(url: str) -> sa.Engine:
         path = url.split("sqlite:///", 1)[1] if "sqlite:///" in url else ""
         if path and not path.startswith(":memory:"):
             os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o750, exist_ok=True)
+    else:
+        # a server restarted (or killed and started again) leaves the pool's connections dead:
+        # test each one as it is taken, so the first request after a restart does not fail
+        kw["pool_pre_ping"] = True
     engine = sa.create_engine(url, future=True, **kw)
     if sqlite:
         @sa.event.listens_for(engine, "connect")

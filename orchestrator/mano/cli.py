@@ -201,9 +201,7 @@ def cmd_ns_rm(args, api):
 
 @_command
 def cmd_ns_scale(args, api):
-    from .rpcapi import NSAPI
-
-    r = NSAPI(api=api).scale(args.name, args.aspect, "out" if args.out else "in")
+    r = _ns(api).scale(args.name, args.aspect, "out" if args.out else "in")
     _out(args, r, lambda r: print(
         f"network service {r['ns']}: scaled {r['direction']} {r['aspect']} to level "
         f"{r['level']} ({', '.join(r.get('added') or r.get('removed') or [])}) in "
@@ -212,9 +210,7 @@ def cmd_ns_scale(args, api):
 
 @_command
 def cmd_ns_heal(args, api):
-    from .rpcapi import NSAPI
-
-    r = NSAPI(api=api).heal(args.name, args.instance)
+    r = _ns(api).heal(args.name, args.instance)
     _out(args, r, lambda r: print(f"network service {r['ns']}: {r['healed']} replaced by "
                                   f"{r['replaced_by']} in {r['ms']:.0f} ms"))
 
