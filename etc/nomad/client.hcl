@@ -28,6 +28,9 @@ plugin "fluidvim-unikernel" {
     boot_timeout   = "30s"
     fingerprint_period = "30s"              # how often vnfs / session_slots.* are re-reported
     share_memory       = true               # QEMUs KSM-mergeable, no THP (idle VNF ~8 MiB PSS)
+    # the host's power as `fluidvim metrics serve` writes it ([vnf] run_dir/power.json): node
+    # attribute driver.unikernel.host_watts, each task's watts and joules (vnf-stats.json, events)
+    power_state        = "/run/fluidvim/power.json"
 
     # Warm pool: shells booted ahead (QEMU running, VNF booted and unconfigured, taps created but
     # not attached). A task whose kernel, memory_mb, vcpus, number of NICs and flow_timeout_ms

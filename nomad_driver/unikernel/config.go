@@ -32,6 +32,7 @@ const (
 	defaultPoolSize          = 1     // shells per warm_pool block
 	defaultNetBackend        = spec.NetTap
 	defaultVhostNet          = "/usr/libexec/fluidvim/fluidvim-vhost-net" // vnf/conf.py INSTALLED_VHOST_NET
+	defaultPowerState        = "/run/fluidvim/power.json"                 // [vnf] run_dir + manager.POWER_STATE
 )
 
 // attr is an optional attribute; withDefault gives it a default (a Go value, written as an HCL
@@ -89,6 +90,8 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"share_memory": withDefault("share_memory", "bool", defaultShareMemory),
 	// how often attributes (vnfs, session_slots.*, queuing_delay_ms) are re-reported
 	"fingerprint_period": withDefault("fingerprint_period", "string", defaultFingerprintPeriod),
+	// power_state: the host's power as `fluidvim metrics serve` writes it (powermeter.go)
+	"power_state": withDefault("power_state", "string", defaultPowerState),
 })
 
 // taskConfigSpec is the task's `config` block (job file). The shape's defaults are spec's (the
@@ -200,6 +203,8 @@ type Config struct {
 	ShareMemory *bool `codec:"share_memory"`
 	// FingerprintPeriod is how often the fingerprint is re-sent ("30s"; at least 1s)
 	FingerprintPeriod string `codec:"fingerprint_period"`
+	// PowerState: the state file of `fluidvim metrics serve` with the host's power
+	PowerState string `codec:"power_state"`
 }
 
 // defaultConfig is the plugin config of an empty plugin block: the hclspec's defaults.
@@ -220,7 +225,7 @@ func (c *Config) fillDefaults() {
 	}{
 		{&c.Qemu, defaultQemu}, {&c.Accel, defaultAccel}, {&c.Firmware, defaultFirmware}, {&c.RunDir, defaultRunDir},
 		{&c.BootTimeout, defaultBootTimeout}, {&c.FingerprintPeriod, defaultFingerprintPeriod},
-		{&c.NetBackend, defaultNetBackend}, {&c.VhostNetBinary, defaultVhostNet},
+		{&c.NetBackend, defaultNetBackend}, {&c.VhostNetBinary, defaultVhostNet}, {&c.PowerState, defaultPowerState},
 	} {
 		if *f.v == "" {
 			*f.v = f.def

@@ -88,7 +88,10 @@ type Driver struct {
 	fpPeriod    time.Duration
 	compute     cpustats.Compute
 
-	pool *warmPool
+	pool  *warmPool
+	power *powerMeter // per-task power by useful work (powermeter.go)
+	// powerOnce starts the power meter with the first Fingerprint (as the pool)
+	powerOnce sync.Once
 
 	launchMu    sync.Mutex
 	launchTimes map[string][]float64 // recent launch durations (ms) by kind: StartTask → configured
@@ -109,6 +112,7 @@ func NewPlugin(logger hclog.Logger) drivers.DriverPlugin {
 		tasks:   newTaskStore(),
 	}
 	d.pool = newWarmPool(d)
+	d.power = newPowerMeter()
 	_ = d.applyConfig(defaultConfig())
 	return d
 }
@@ -215,6 +219,7 @@ func (d *Driver) startPool() {
 	runDir := d.config.RunDir
 	d.mu.RUnlock()
 	d.pool.start(runDir)
+	d.powerOnce.Do(func() { go d.runPowerMeter() })
 }
 
 func (d *Driver) buildFingerprint() *drivers.Fingerprint {
@@ -266,6 +271,7 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
 	}
 	d.bridgeAttributes(a, pre+"bridge.")
+	d.powerAttributes(a, pre)
 	// what the next launch costs: a warm claim while a shell is ready (§6.5)
 	if ms, basis, ok := d.queuingDelay(); ok {
 		a[pre+"queuing_delay_ms"] = pstructs.NewFloatAttribute(ms, "ms")
@@ -723,6 +729,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if err != nil {
 		return err
 	}
+	d.powerStopped(h)
 	h.stop(sig, timeout)
 	for _, n := range h.spec.Nics {
 		_ = qemu.DeleteLink(n.Tap)

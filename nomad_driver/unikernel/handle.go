@@ -57,9 +57,10 @@ type taskHandle struct {
 	completedAt time.Time
 	exitResult  *drivers.ExitResult
 	stopping    bool
-	failMsg     string // why StartTask failed, for the task's stderr
-	launchKind  string // "warm" or "cold": how StartTask brought it up ("" after a recovery)
-	lastFree    int    // free session slots at the last answered stats (freeKnown)
+	failMsg     string     // why StartTask failed, for the task's stderr
+	launchKind  string     // "warm" or "cold": how StartTask brought it up ("" after a recovery)
+	power       *taskPower // its power by the last interval of the power meter (nil: none yet)
+	lastFree    int        // free session slots at the last answered stats (freeKnown)
 	freeKnown   bool
 
 	doneCh chan struct{} // closed when QEMU has exited
@@ -214,8 +215,9 @@ const vnfStatsFile = "vnf-stats.json"
 
 // writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters, the time
 // of this reading (`time`) and when the VNF was handed to Nomad configured and forwarding
-// (`ready_at`) and how (`launch`: warm, cold). Written first by StartTask (the ready signal),
-// then every TaskStats tick.
+// (`ready_at`) and how (`launch`: warm, cold), and its power by useful work once the power
+// meter attributed it (`power`: watts, joules, components, source; powermeter.go). Written
+// first by StartTask (the ready signal), then every TaskStats tick.
 func (h *taskHandle) writeVNFStats() {
 	cfg := h.taskConfig
 	if cfg == nil || cfg.AllocDir == "" {
@@ -226,12 +228,15 @@ func (h *taskHandle) writeVNFStats() {
 		return
 	}
 	h.mu.Lock()
-	readyAt, kind := h.startedAt, h.launchKind
+	readyAt, kind, power := h.startedAt, h.launchKind, h.power
 	h.mu.Unlock()
 	doc := map[string]any{"vnf_uuid": h.spec.UUID, "time": time.Now().UTC(),
 		"ready_at": readyAt.UTC(), "stats": st}
 	if kind != "" {
 		doc["launch"] = kind
+	}
+	if power != nil {
+		doc["power"] = power
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

@@ -38,7 +38,15 @@ def config(tmp, plugin_dir, run_dir, ports) -> str:
     meta = '  meta {\n    fluidvim_power_system_id = "spec0120"\n  }\n'
     text = text.replace("client {\n  enabled = true\n", "client {\n  enabled = true\n" + meta, 1)
     assert "fluidvim_power_system_id" in text
+    # the host's power where this test's `fluidvim metrics serve` writes it
+    text, n = re.subn(r'(?m)^(\s*)power_state\s*=.*$', rf'\1power_state = "{power_state(run_dir)}"',
+                      text)
+    assert n == 1, "etc/nomad/client.hcl changed: no power_state"
     return text
+
+
+def power_state(run_dir: str) -> str:
+    return f"{run_dir}-power/power.json"
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +175,63 @@ def test_launch_returns_on_the_plugins_ready_signal(agent):
     finally:
         zone.terminate(inst.id)
     tn.wait_for("slots back to 0", lambda: zone.hosts()[0].slots_total == 0, 20, 0.25)
+
+
+def test_host_watts_attribute_and_task_joules(agent, tmp_path):
+    """Issue 22: the host's power from the Python chain (a real `fluidvim metrics serve`, linear
+    model) -> the node attribute driver.unikernel.host_watts naming its source; a task's watts
+    and joules by useful work (the plugin's port of the attribution, checked against
+    contract/vectors/attribution.json) in its vnf-stats.json and its task events."""
+    import json
+    import sys
+
+    zone, run_dir = agent
+    pdir = os.path.dirname(power_state(run_dir))
+    cfg = tmp_path / "power.conf"
+    cfg.write_text("[power]\nsources = linear\nidle_watts = 40\nmax_watts = 140\n")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "fluidvim.cmd.cli", "--config-file", str(cfg), "--run-dir", pdir,
+         "--state-dir", str(tmp_path / "state"), "metrics", "serve", "--port",
+         str(tn.free_ports(1)[0]), "--interval", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    inst = None
+    try:
+        node_id = zone.hosts()[0].labels["node_id"]
+
+        def attrs():
+            assert serve.poll() is None, serve.stdout.read()
+            a = zone.api.node.get_node(node_id)["Attributes"]
+            return a if a.get("driver.unikernel.host_watts") else None
+        a = tn.wait_for("the host_watts attribute", attrs, 30, 0.25)
+        assert a["driver.unikernel.host_watts.source"] == "linear"
+        assert 40.0 <= float(a["driver.unikernel.host_watts"].rstrip("W")) <= 140.0
+        inst = zone.launch(LaunchRequest(service="pw", slots=16, memory_mb=32,
+                                         click_config="FromDevice(0) -> Discard;"))
+        (alloc,) = zone.api.job.get_allocations(inst.id)
+
+        def joules():
+            doc = json.loads(zone.api.client.cat.read_file(alloc["ID"], path="vnf/vnf-stats.json"))
+            p = doc.get("power")
+            return p if p and p["joules"] > 0 else None
+        p = tn.wait_for("the task's joules in vnf-stats.json", joules, 30, 0.25)
+        assert p["source"] == "linear" and 40.0 <= p["host_watts"] <= 140.0
+        assert 0 < p["watts"] <= p["host_watts"]
+        assert p["watts"] == pytest.approx(sum(p["components"].values()))
+        assert set(p["components"]) == {"busy", "poll", "qemu", "vhost", "softirq", "idle"}
+
+        def event():
+            ts = zone.api.allocation.get_allocation(alloc["ID"]).get("TaskStates") or {}
+            return next((e for e in (ts.get("vnf") or {}).get("Events") or []
+                         if "power attributed" in (e.get("DriverMessage") or "")), None)
+        ev = tn.wait_for("the task's power event", event, 30, 0.25)
+        assert ev["Details"]["power_source"] == "linear" and float(ev["Details"]["joules"]) >= 0
+    finally:
+        if inst is not None:
+            zone.terminate(inst.id)
+        os.killpg(serve.pid, signal.SIGTERM)
+        serve.wait(20)
+        import shutil
+        shutil.rmtree(pdir, ignore_errors=True)
 
 
 def test_a_launch_with_a_qoe_announces_its_capacity(agent):
