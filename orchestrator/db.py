@@ -22,6 +22,8 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
+import socket
 import threading
 import time
 import uuid as uuidlib
@@ -237,6 +239,21 @@ class NSOperation(Base):
     def to_dict(self) -> dict:
         return {"id": self.id, "type": self.type, "state": self.state, "detail": self.detail,
                 "started_at": self.started_at, "ended_at": self.ended_at, "error": self.error}
+
+
+class NSLockRow(Base):
+    """The one NS lifecycle operation under way on a network service, across every orchestrator
+    on this database (SOL005: another one meanwhile is 409 CONFLICT). ``owner`` (a WorkerRow.id,
+    or ``host:pid`` of a lone orchestrator) holds it until ``expires_at`` - a lease its
+    heartbeat renews; None = until released (one orchestrator, which clears them at start)."""
+
+    __tablename__ = "ns_locks"
+    ns_id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    op_id: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    op_type: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    owner: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    taken_at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    expires_at: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
 
 
 class HostPowerRow(Base):
@@ -693,8 +710,8 @@ class Store:
         return row
 
     # -- NS operation occurrences --
-    def op_started(self, ns_id: str, type_: str, **detail) -> str:
-        oid = str(uuidlib.uuid4())
+    def op_started(self, ns_id: str, type_: str, *, op_id: str | None = None, **detail) -> str:
+        oid = op_id or str(uuidlib.uuid4())
         with self.Session.begin() as s:
             s.add(NSOperation(id=oid, ns_id=ns_id, type=type_, state=states.OP_PROCESSING,
                               detail_json=json.dumps(detail), started_at=time.time(),
@@ -712,6 +729,75 @@ class Store:
                 row.detail_json = json.dumps({**row.detail, **detail})
             if ns:
                 self._update_ns(s, row.ns_id, ns)
+
+    def op_progress(self, op_id: str, **detail) -> None:
+        """Record how far an operation got (its steps), for a survivor that resumes it."""
+        with self.Session.begin() as s:
+            row = s.get(NSOperation, op_id)
+            row.detail_json = json.dumps({**row.detail, **detail})
+
+    def processing_ops(self, owner: str) -> list[NSOperation]:
+        """The operations under way by the worker ``owner``, oldest first."""
+        with self.Session() as s:
+            return list(s.scalars(sa.select(NSOperation).where(
+                NSOperation.state == states.OP_PROCESSING, NSOperation.owner == owner)
+                .order_by(NSOperation.started_at)))
+
+    def adopt_op(self, op_id: str) -> None:
+        """This worker runs the operation now (a dead one's, resumed)."""
+        with self.Session.begin() as s:
+            s.execute(sa.update(NSOperation).where(NSOperation.id == op_id)
+                      .values(owner=self.owner))
+
+    # -- the NS operation lock (one operation per network service, across processes) --
+    @property
+    def lock_owner(self) -> str:
+        return self.owner or _PROCESS_ID
+
+    def take_ns_lock(self, ns_id: str, op_id: str, op_type: str, lease: float | None, *,
+                     steal_from: str | None = None) -> NSLockRow | None:
+        """Take the lock of ``ns_id`` for operation ``op_id``: None when taken, else the row of
+        the operation holding it. Free = no row, a lease expired, or held by ``steal_from`` (a
+        dead worker being taken over). Atomic on any database: a conditional UPDATE (one
+        writer wins; the others re-read the row it wrote) or an INSERT on the primary key."""
+        for _ in range(3):
+            now = time.time()
+            vals = {"op_id": op_id, "op_type": op_type, "owner": self.lock_owner,
+                    "taken_at": now, "expires_at": None if lease is None else now + lease}
+            free = sa.and_(NSLockRow.expires_at.is_not(None), NSLockRow.expires_at < now)
+            if steal_from is not None:
+                free = sa.or_(free, NSLockRow.owner == steal_from)
+            with self.Session.begin() as s:
+                r = s.execute(sa.update(NSLockRow).where(NSLockRow.ns_id == ns_id, free)
+                              .values(**vals))
+                if r.rowcount == 1:
+                    return None
+            try:
+                with self.Session.begin() as s:
+                    s.add(NSLockRow(ns_id=ns_id, **vals))
+                return None
+            except sa.exc.IntegrityError:
+                pass
+            with self.Session() as s:
+                held = s.get(NSLockRow, ns_id)
+            if held is not None:
+                return held
+        raise RuntimeError(f"ns {ns_id}: its operation lock changed hands 3 times in a row")
+
+    def release_ns_lock(self, ns_id: str, op_id: str) -> None:
+        with self.Session.begin() as s:
+            s.execute(sa.delete(NSLockRow).where(NSLockRow.ns_id == ns_id,
+                                                 NSLockRow.op_id == op_id))
+
+    def renew_ns_locks(self, lease: float) -> int:
+        """Extend the lease of every lock this process holds (its heartbeat)."""
+        with self.Session.begin() as s:
+            return s.execute(sa.update(NSLockRow).where(NSLockRow.owner == self.lock_owner)
+                             .values(expires_at=time.time() + lease)).rowcount
+
+    def ns_locks(self) -> list[NSLockRow]:
+        with self.Session() as s:
+            return list(s.scalars(sa.select(NSLockRow)))
 
     def ns_operation(self, op_id: str) -> NSOperation:
         with self.Session() as s:
@@ -754,7 +840,11 @@ class Store:
         if owners is not None:
             q = q.where(self._owned(NetworkServiceRow.owner, owners))
             ops = ops.where(self._owned(NSOperation.owner, owners))
+        locks = sa.delete(NSLockRow)
+        if owners is not None:
+            locks = locks.where(NSLockRow.owner.in_([o for o in owners if o is not None]))
         with self.Session.begin() as s:
+            s.execute(locks)
             s.execute(ops.values(state=states.OP_FAILED, ended_at=time.time(),
                                  error="the orchestrator stopped during the operation"))
             r = s.execute(q.values(
@@ -763,6 +853,7 @@ class Store:
             return r.rowcount
 
 
+_PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"   # a lone orchestrator's lock owner
 _NS_JSON = ("plan", "descriptors", "networks", "services", "instances", "steps", "scale")
 
 

@@ -15,6 +15,12 @@ and consumes the same slot notifications; what must be shared lives in the datab
   instances those launches created in the zone but never recorded are terminated - nothing
   leaks, and the queuing delay does not count a launch nobody finished.
 
+A network service has one lifecycle operation at a time across the orchestrators: a lock row
+(``ns_locks``) taken atomically, held on a lease this heartbeat renews (``worker_dead_after``); a
+second scale, heal or delete meanwhile, at either orchestrator, is refused (409) naming the
+operation under way. A dead worker's NS operations are resumed by the survivor from their
+recorded steps, or rolled back where they cannot be (:mod:`.mano.resume`).
+
 An orchestrator that finds its own worker row gone (it stalled longer than
 ``worker_dead_after`` and a peer took over) registers again and logs an error: its launches in
 flight at that moment have been failed by the peer.
@@ -88,6 +94,7 @@ class Membership:
                       "launches in flight were failed; registering again", self.id,
                       self.dead_after)
             self.store.register_worker(self.id, socket.gethostname(), os.getpid())
+        self.store.renew_ns_locks(self.dead_after)      # the leases of its NS operations
         return self.reap() if self._ready.is_set() else []
 
     def reap(self) -> list[str]:

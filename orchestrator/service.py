@@ -196,9 +196,7 @@ class Orchestrator:
                     LOG.warning("zone %s: cannot look for what launch %d of dead worker %s "
                                 "made: %s", row.zone, row.id, worker_id, e)
             failed += self.store.abandon_launch(row.id, note)
-        ns_ids = self.store.in_flight_ns([worker_id])
-        self.store.abandon_ns(owners=[worker_id])
-        ns = self.ns.take_over(ns_ids)
+        ns = self.ns.take_over(worker_id)      # NS operations: resumed or rolled back
         LOG.warning("took over dead orchestrator %s: %d launch(es) in flight closed; "
                     "instances adopted %s, removed %s; network services: %s", worker_id, failed,
                     adopted, removed, ns)

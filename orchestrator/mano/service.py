@@ -24,9 +24,11 @@ processing -> completed | failed | rolled_back, start/end, error) shown by ``ns 
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import threading
 import time
+import uuid
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -57,6 +59,10 @@ def _refuse(message: str):
 
 #: the RPC methods :meth:`NSManager.start` runs in the background
 BACKGROUND = ("deploy", "scale", "heal", "delete")
+#: triggers whose operation waits for the one under way instead of being refused (409): the
+#: resolver's on-demand scale-out (a session waits for it), bounded by LOCK_WAIT_S
+WAITING_TRIGGERS = ("resolve",)
+LOCK_WAIT_S = 120.0
 
 
 def _iso(t: float | None) -> str | None:
@@ -78,6 +84,20 @@ def lcm_op_occ(o, ns_name: str | None = None) -> dict:
             "detail": d}
 
 
+def _scale_detail(row, key, direction, trigger, reason, level, delta, remove) -> dict:
+    """A scale operation's detail, with its steps for a survivor that resumes it (resume.py):
+    instances per service at the end of a scale-out, the instances a scale-in removes."""
+    detail = {"aspect": key, "direction": direction, "trigger": trigger, "from_level": level}
+    if reason:
+        detail["reason"] = reason
+    count = collections.Counter(i["service"] for i in row.get("instances"))
+    if direction == "out":
+        detail["target"] = {svc: count[svc] + n for svc, n in delta.items()}
+    else:
+        detail["remove"] = [i["id"] for i in remove]
+    return detail
+
+
 class _Started:
     """What :meth:`NSManager.start` waits for: the operation's id, or the error before it."""
 
@@ -93,7 +113,10 @@ class NSManager:
         self._started = threading.local()           # the background thread's _Started
         self.store = orch.store
         self._lock = threading.Lock()
-        self._op_locks = collections.defaultdict(threading.Lock)   # NS id -> its operations
+        # one operation per NS across orchestrators (Store.take_ns_lock): a lease the
+        # heartbeat renews (active_active), else held until released
+        self._lease = (orch.conf.orchestrator.worker_dead_after if orch.members is not None
+                       else None)
         self._last_scale: dict = {}                 # NS id -> (direction, time) of its last scale
         self._out_s: dict = {}                      # NS id -> recent scale-out durations (s)
         self.scaler = None                          # .scaling.Scaler, when started
@@ -103,6 +126,29 @@ class NSManager:
         if n:
             LOG.warning("%d network service operation(s) were under way when the orchestrator "
                         "stopped: marked failed (`fluidvim ns rm` cleans up)", n)
+
+    @contextlib.contextmanager
+    def _op_lock(self, row, type_: str, wait: bool = False, op_id: str | None = None,
+                 steal_from: str | None = None):
+        """Hold the NS's operation lock (yields the operation id it is taken for). Held by
+        another operation: Refused (409, SOL005's "another LCM operation is ongoing") naming
+        it, or with ``wait`` the lock is waited for (at most LOCK_WAIT_S)."""
+        op_id = op_id or str(uuid.uuid4())
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            held = self.store.take_ns_lock(row.id, op_id, type_, self._lease,
+                                           steal_from=steal_from)
+            if held is None:
+                break
+            if not wait or time.monotonic() > deadline:
+                raise Refused(f"ns {row.name}: operation {held.op_id} ({held.op_type}) is in "
+                              f"progress; the {type_} can start when it ends (`fluidvim ns "
+                              f"show {row.name}` lists its operations)")
+            time.sleep(0.1)
+        try:
+            yield op_id
+        finally:
+            self.store.release_ns_lock(row.id, op_id)
 
     # -- operations in the background (the API's 202 + an occurrence to poll) --
     def _op_started(self, ns_id: str, type_: str, **detail) -> str:
@@ -240,6 +286,7 @@ class NSManager:
         z = self._zone(zone)
         self._name_free(plan.name)
         units = self._check(plan, z)
+        lock = contextlib.ExitStack()       # the new NS's operation lock, for the deploy
         with self._lock:                    # one live NS per name
             self._name_free(plan.name)
             row = self.store.add_ns(name=plan.name, nsd_id=plan.nsd, zone=z.name,
@@ -247,8 +294,13 @@ class NSManager:
                                     descriptors={"nsd": nsd, "vnfds": vnfds},
                                     scale={self.aspect_key(a): a["initial_level"]
                                            for a in plan.aspects})
-            op = self._op_started(row.id, states.OP_INSTANTIATE, zone=z.name,
-                                       instances=sum(u.instances for u in plan.units))
+            op = self._op_started(row.id, states.OP_INSTANTIATE,
+                                  op_id=lock.enter_context(self._op_lock(row, states.OP_INSTANTIATE)),
+                                  zone=z.name, instances=sum(u.instances for u in plan.units))
+        with lock:
+            return self._deploy_steps(row, op, plan, z, units, t_all)
+
+    def _deploy_steps(self, row, op: str, plan, z: ZoneAdapter, units: list, t_all: float) -> dict:
         nets, services, instances, steps = {}, [], [], []
 
         def step(text, t0):
@@ -348,18 +400,27 @@ class NSManager:
 
     # -- the rest of the lifecycle --
     def delete(self, name: str) -> dict:
-        with self._lock:
-            row = self.store.network_service(name)
-            if row.status == states.NS_DELETED:
-                raise NotFound(f"ns: {name!r} is already deleted", field="ns")
-            if row.status in states.NS_IN_PROGRESS:
-                raise Refused(f"ns {row.name}: {row.status} right now; try again when it is done")
-            self.store.update_ns(row.id, status=states.NS_DELETING)
-        op = self._op_started(row.id, states.OP_TERMINATE)
-        with self._op_locks[row.id]:            # after a scale or heal under way
-            row = self.store.network_service(row.id)
-            left = self._teardown(self.orch.zones.get(row.zone), row.get("networks"),
-                                  row.get("services"), row.get("instances"))
+        row = self.store.network_service(name)
+        if row.status == states.NS_DELETED:
+            raise NotFound(f"ns: {name!r} is already deleted", field="ns")
+        with self._op_lock(row, states.OP_TERMINATE) as op_id:
+            with self._lock:
+                row = self.store.network_service(row.id)
+                if row.status == states.NS_DELETED:
+                    raise NotFound(f"ns: {name!r} is already deleted", field="ns")
+                if row.status in states.NS_IN_PROGRESS:
+                    raise Refused(f"ns {row.name}: {row.status} right now; try again when it "
+                                  "is done")
+                self.store.update_ns(row.id, status=states.NS_DELETING)
+            return self.terminate(row.id, self._op_started(row.id, states.OP_TERMINATE,
+                                                           op_id=op_id))
+
+    def terminate(self, ns_id: str, op: str) -> dict:
+        """The steps of a delete, under its operation lock: remove what the record says was
+        made (each removal is idempotent: a resumed delete runs them again)."""
+        row = self.store.network_service(ns_id)
+        left = self._teardown(self.orch.zones.get(row.zone), row.get("networks"),
+                              row.get("services"), row.get("instances"))
         if left:
             err = "delete incomplete: " + "; ".join(left)
             self.store.op_finished(op, states.OP_FAILED, err,
@@ -372,31 +433,11 @@ class NSManager:
         LOG.info("ns %s deleted", row.name)
         return {"deleted": row.name, "id": row.id}
 
-    def take_over(self, ns_ids) -> dict:
-        """After a dead orchestrator's NS operations were failed (ha, Orchestrator.recover_worker):
-        an interrupted deploy or delete is rolled back (the NS is deleted: what its record says
-        was made goes); an interrupted scale or heal of a running NS loses what it launched but
-        never recorded (instances of the NS's services outside its record are terminated)."""
-        out = {"rolled_back": [], "removed": [], "errors": []}
-        for ns_id in ns_ids:
-            try:
-                row = self.store.network_service(ns_id)
-                if row.status == states.NS_FAILED:
-                    self.delete(row.name)
-                    out["rolled_back"].append(row.name)
-                elif row.status == states.NS_RUNNING:
-                    with self._op_locks[row.id]:
-                        row = self.store.network_service(ns_id)
-                        recorded = {i["id"] for i in row.get("instances")}
-                        for svc in row.get("services"):
-                            for inst in self.store.instances(service=svc):
-                                if inst.id not in recorded:
-                                    self.orch.terminate(inst.id)
-                                    out["removed"].append(inst.id)
-            except Exception as e:  # noqa: BLE001 - reported; `ns rm` / the next tick remain
-                LOG.warning("ns %s: take-over failed: %s", ns_id, e)
-                out["errors"].append(f"{ns_id}: {e}")
-        return out
+    def take_over(self, dead: str) -> dict:
+        """The network service operations the dead orchestrator ``dead`` had under way: each
+        resumed from its recorded steps, or rolled back (:mod:`.resume`)."""
+        from .resume import take_over
+        return take_over(self, dead)
 
     # -- scale and heal --
     def start_scaler(self, interval: float) -> None:
@@ -551,7 +592,7 @@ class NSManager:
                           "--out or --in")
         row = self._running(name)
         a = self._aspect(row, aspect)
-        with self._op_locks[row.id]:
+        with self._op_lock(row, states.OP_SCALE, wait=trigger in WAITING_TRIGGERS) as op_id:
             row = self._running(row.id)
             key = self.aspect_key(a)
             level = row.get("scale").get(key, a["initial_level"])
@@ -559,11 +600,8 @@ class NSManager:
             if why:
                 raise Refused(f"ns {row.name}: scale {direction} of {key} refused: {why}")
             t0 = time.perf_counter()
-            detail = {"aspect": key, "direction": direction, "trigger": trigger,
-                      "from_level": level}
-            if reason:
-                detail["reason"] = reason
-            op = self._op_started(row.id, states.OP_SCALE, **detail)
+            op = self._op_started(row.id, states.OP_SCALE, op_id=op_id, **_scale_detail(
+                row, key, direction, trigger, reason, level, delta, remove))
             instances = list(row.get("instances"))
             if direction == "out":
                 added, err = self._launch(row, delta, instances, f"scale out {key}")
@@ -660,7 +698,7 @@ class NSManager:
         """Replace one instance of the NS (dead or not) by a new one of the same VNF profile and
         VDU, its NICs on the same virtual links; the old one is removed first."""
         row = self._running(name)
-        with self._op_locks[row.id]:
+        with self._op_lock(row, states.OP_HEAL) as op_id:
             row = self._running(row.id)
             instances = list(row.get("instances"))
             pos = next((k for k, i in enumerate(instances) if instance in (i["id"], i["name"])),
@@ -670,7 +708,10 @@ class NSManager:
                                field="instance")
             old = instances[pos]
             t0 = time.perf_counter()
-            op = self._op_started(row.id, states.OP_HEAL, instance=old["name"], trigger=trigger)
+            count = collections.Counter(i["service"] for i in instances)
+            op = self._op_started(row.id, states.OP_HEAL, op_id=op_id, instance=old["name"],
+                                  trigger=trigger, old_id=old["id"], pos=pos,
+                                  target={old["service"]: count[old["service"]]})
             left = self._teardown(None, {}, [], [old])
             if left:
                 self.store.op_finished(op, states.OP_FAILED, "; ".join(left))
