@@ -36,7 +36,11 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self):
+    def __init__(self, durable: bool = False):
+        """``durable``: commits are on disk when acknowledged (PostgreSQL's default,
+        ``synchronous_commit = on``), for tests that kill the server; else off (faster: a
+        crash may lose the last commits)."""
+        self.durable = durable
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("no PostgreSQL server binaries (apt-get install postgresql)")
@@ -58,9 +62,33 @@ class PgServer:
     def start(self) -> "PgServer":
         self._run("initdb", "-D", self.data, "-U", self.user, "--auth=trust", "-E", "UTF8",
                   "--no-sync")
+        return self.start_again()
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster (a crash: its backends notice and exit), then wait until the
+        port is closed."""
+        import signal
+        import time
+
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            pid = int(f.readline())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            except OSError:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"PostgreSQL on port {self.port} still answers after SIGKILL")
+
+    def start_again(self) -> "PgServer":
+        """Start the server of this cluster (after :meth:`kill`: crash recovery, as a service
+        manager would restart it)."""
         opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
                 f"-c unix_socket_directories={self.dir} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off")
+                f"-c synchronous_commit={'on' if self.durable else 'off'} "
+                "-c full_page_writes=off")
         r = self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "server.log"),
                       "-o", opts, "-w", "-t", "60", "start", check=False)
         if r.returncode != 0:

@@ -44,7 +44,11 @@ EXAMPLES_TOP = """examples:
 """
 
 
-def _manager(args):
+def _manager(args, read_only: bool = False):
+    """The launch core, recovered. ``read_only``: a command that only reads the store (list,
+    stats, console, status) still answers when the store cannot be written (its disk is
+    full): recovery's writes are skipped with one warning line, the VNFs shown as stored."""
+    from fluidvim.common.errors import StoreFull
     from fluidvim.vnf.manager import VNFManager, make_conf
 
     overrides = {}
@@ -58,7 +62,13 @@ def _manager(args):
     mgr = VNFManager(conf)
     # a backend whose daemon is down (libvirtd) is skipped: its VNFs stay as stored, listed as
     # unchecked; a command that needs it gets main()'s one line from DependencyDown
-    mgr.recover(skip_unavailable=True)
+    try:
+        mgr.recover(skip_unavailable=True)
+    except StoreFull as e:
+        if not read_only:
+            raise
+        print(f"fluidvim: warning: {e}; VNFs are shown as last stored, not checked",
+              file=sys.stderr)
     return mgr
 
 
@@ -90,7 +100,7 @@ def _listed(mgr, r) -> tuple[str, str | None]:
 
 
 def cmd_vnf_list(args):
-    mgr = _manager(args)
+    mgr = _manager(args, read_only=True)
     rows = mgr.list(include_pool=args.all)
     for backend, down in sorted(mgr.unavailable.items()):
         print(f"fluidvim: warning: {down}; {backend} VNFs are listed as last stored, not "
@@ -110,7 +120,7 @@ def cmd_vnf_list(args):
 
 
 def cmd_vnf_stats(args):
-    mgr = _manager(args)
+    mgr = _manager(args, read_only=True)
     st = mgr.stats(args.vnf)
     if args.json:
         got = _vnf_power(mgr, args)
@@ -213,7 +223,7 @@ def cmd_vnf_pause(args):
 
 
 def cmd_vnf_console(args):
-    mgr = _manager(args)
+    mgr = _manager(args, read_only=True)
     rec = mgr.get(args.vnf)
     sys.stdout.write(mgr.backend(rec.backend).console_output(rec.spec))
 
@@ -242,7 +252,7 @@ def cmd_pool(args):
     except ImportError:                 # the core install: `pip install fluidvim` has no tqdm
         progress = _Progress
 
-    mgr = _manager(args)
+    mgr = _manager(args, read_only=args.action == "status")
     if args.action == "fill":
         with progress(total=args.count, desc="booting shells", unit="shell") as bar:
             bar.update(mgr.store.count_pool(mgr.pool_key(
@@ -261,7 +271,7 @@ def cmd_pool(args):
 
 
 def cmd_status(args):
-    mgr = _manager(args)
+    mgr = _manager(args, read_only=True)
     be = mgr.backend()
     qd = mgr.queuing_delay()
     slots = mgr.slots()

@@ -16,7 +16,7 @@ def make_engine(url: str) -> sa.Engine:
     the writer: nova-compute, the CLI and the orchestrator read while a launch writes), a 30 s busy
     timeout, connections usable from any thread (the stores hand them between threads) and foreign
     keys enforced (SQLite leaves them off unless asked)."""
-    kw = {}
+    kw: dict[str, object] = {}
     sqlite = url.startswith("sqlite")
     if sqlite:
         kw["connect_args"] = {"timeout": 30, "check_same_thread": False}

@@ -1,0 +1,329 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Faults under load (issue 26 item 5): with sessions flowing through a real VNF and launches in
+flight, a dependency of the launch core fails - its PostgreSQL state store is killed with -9, its
+SQLite store's disk fills up - and comes back. Each test checks, after recovery:
+
+* no record lost: every VNF stored before the fault, and every launch that returned, is stored
+  and running;
+* every in-flight launch either completed or failed with one clear error (the store's
+  ``DependencyDown`` / ``StoreFull``, never a raw database exception);
+* no orphan: the QEMU processes of this run dir are exactly the stored VNFs', and no tap of a
+  launch that failed exists;
+* slots: the sessions held through the fault are still the VNF's used slots, and the host's
+  slot view (``VNFManager.slots``) adds up the running VNFs' own reports;
+* while the store is down the CLI answers in one line naming it and its fix (exit 2);
+* the recovery time (dependency back -> the first launch that completes), printed as
+  ``FAULT <name> recovery_ms=<n>`` (bench/results/faults.md collects these lines).
+
+The fault is real (SIGKILL of the postmaster, a tmpfs of a few hundred KiB filled to the last
+byte); the VNF, its taps and the traffic are the real ones of tests/integration/test_vnf.py.
+"""
+
+import contextlib
+import inspect
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fluidvim.common.errors import DependencyDown, StoreFull
+from fluidvim.vnf import netdev, spec as specmod, states, testnet
+from fluidvim.vnf.manager import VNFManager, make_conf
+from tests import pgserver
+
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+FLUIDVIM = os.path.join(os.path.dirname(sys.executable), "fluidvim")
+SESSIONS = 3            # TCP sessions held through the fault (the VNF's used slots)
+
+
+def _nics(mgr, bridges) -> dict:
+    """The launch's NIC keyword (``nics`` since LaunchArgs, ``bridges`` before)."""
+    params = inspect.signature(mgr.launch).parameters
+    return {"bridges": list(bridges)} if "bridges" in params else {"nics": list(bridges)}
+
+
+class Load:
+    """Sessions through a forwarding VNF between the two namespaces of ``net`` (held TCP
+    connections plus a ping stream), and a thread launching unplugged VNFs one after the other,
+    each launch's outcome kept: ("ok", vnf_id) or ("error", exception)."""
+
+    def __init__(self, mgr, net):
+        self.mgr, self.net = mgr, net
+        self.outcomes: list[tuple[str, object]] = []
+        self.created: list[str] = []        # uuids of every spec made (failed launches too)
+        self.extra: list[subprocess.Popen] = []
+        self._stop = threading.Event()
+        real_new_spec = mgr._new_spec
+
+        def new_spec(*a, **kw):
+            s = real_new_spec(*a, **kw)
+            self.created.append(s.uuid)
+            return s
+        mgr._new_spec = new_spec
+        self.fw = mgr.launch(FORWARD, name="fw", slots=8, warm=False, **_nics(mgr, net.bridges))
+        self.server = net.serve_tcp(80)
+        self.held, self.holder = net.hold_connections(80, SESSIONS)
+        self.pinger = net.popen("a", "ping", "-n", "-i", "0.1", "-W", "1", net.ip_b,
+                                stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._launches, daemon=True)
+
+    def start(self) -> "Load":
+        assert self.held == SESSIONS
+        self._first_reply()                 # the ping's flow is a session of the VNF too
+        self.sessions = self.mgr.stats(self.fw.vnf_id)["slots"]["used"]    # TCP + the ping's
+        assert self.sessions >= SESSIONS
+        self.thread.start()
+        while not self.outcomes:                # at least one launch done before the fault
+            time.sleep(0.05)
+        return self
+
+    def _first_reply(self, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.pinger.stdout], [], [], 0.5)
+            if ready and "bytes from" in self.pinger.stdout.readline():
+                return
+        raise AssertionError("no ping reply through the VNF")
+
+    def _launches(self):
+        i = 0
+        while not self._stop.is_set():
+            i += 1
+            try:
+                res = self.mgr.launch(FORWARD, name=f"inflight{i}", slots=4, warm=False,
+                                      **_nics(self.mgr, [None, None]))
+                self.outcomes.append(("ok", res.vnf_id))
+            except Exception as e:  # noqa: BLE001 - every outcome is checked by the test
+                self.outcomes.append(("error", e))
+                time.sleep(0.05)
+
+    def first_ok_after(self, n: int, timeout: float = 60) -> float:
+        """Waits for a launch completing after the first ``n`` outcomes; its monotonic time."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(kind == "ok" for kind, _ in self.outcomes[n:]):
+                return time.monotonic()
+            time.sleep(0.02)
+        raise AssertionError(f"no launch completed {timeout} s after recovery: "
+                             f"{self.outcomes[n:][-3:]}")
+
+    def new_session(self) -> None:
+        """One more TCP session through the VNF, opened (so forwarding works) and held."""
+        ok, holder = self.net.hold_connections(80, 1)
+        self.extra.append(holder)
+        assert ok == 1, "the VNF does not forward a new session"
+        self.sessions += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=120)
+
+    def pings(self) -> int:
+        """Stops the ping stream; the replies it got."""
+        self.pinger.send_signal(signal.SIGINT)
+        out, _ = self.pinger.communicate(timeout=10)
+        for line in out.splitlines():
+            if "received" in line:
+                return int(line.split(",")[1].split()[0])
+        return 0
+
+    def close(self) -> None:
+        self._stop.set()
+        for p in (*self.extra, self.holder, self.server, self.pinger):
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+
+
+@contextlib.contextmanager
+def manager(**opts):
+    """A VNFManager on a private run dir; every VNF it stored is destroyed when done (before the
+    test takes its dependency away for good), and no tap of them may remain."""
+    mgr = VNFManager(make_conf(backend="qemu", run_dir=f"/run/fluidvim-fl-{os.urandom(4).hex()}",
+                               **opts))
+    try:
+        yield mgr
+    finally:
+        mgr.stop_pool()
+        ids = [r.id for r in mgr.store.list()]
+        for vid in ids:
+            with contextlib.suppress(Exception):
+                mgr.destroy(vid)
+        mgr.close()
+        subprocess.run(["rm", "-rf", mgr.run_dir], check=False)
+        leaked = [t for v in ids for i in range(2) if netdev.exists(t := specmod.tap_for(v, i))]
+        assert not leaked, f"taps leaked: {leaked}"
+
+
+@pytest.fixture
+def net():
+    with testnet.TestNet("fvfl", 97) as n:
+        yield n
+
+
+def _qemu_pids(run_dir: str) -> set[int]:
+    """QEMU processes whose command line names ``run_dir`` (this manager's VNFs)."""
+    pids = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and b"qemu" in os.path.basename(argv[0]) and \
+                any(run_dir.encode() in a for a in argv):
+            pids.add(int(pid))
+    return pids
+
+
+def check_invariants(mgr, load, before: set[str]) -> None:
+    """What must hold after recovery (the module docstring's list)."""
+    load.stop()
+    stored = {r.id: r for r in mgr.store.list()}
+    assert before <= set(stored), f"records lost: {before - set(stored)}"
+    done = {v for kind, v in load.outcomes if kind == "ok"}
+    assert done <= set(stored), f"completed launches not stored: {done - set(stored)}"
+    for kind, v in load.outcomes:
+        if kind == "error":
+            assert isinstance(v, (DependencyDown, StoreFull)), repr(v)
+            assert "\n" not in str(v), str(v)
+    was = {v: (r.name, r.status, r.pid, r.pid and os.path.exists(f"/proc/{r.pid}"))
+           for v, r in stored.items()}
+    mgr.recover()
+    running = [r for r in mgr.store.list() if r.status == states.RUNNING]
+    gone = (before | done) - {r.id for r in running}
+    assert not gone, ([was[v] for v in gone], [o for o in load.outcomes if o[1] in gone])
+    assert _qemu_pids(mgr.run_dir) == {r.pid for r in running if r.pid}, "orphan or lost QEMU"
+    failed = set(load.created) - set(stored)
+    leaked = [t for v in failed for i in range(2) if netdev.exists(t := specmod.tap_for(v, i))]
+    assert not leaked, f"taps of failed launches left: {leaked}"
+    assert not [d for d in os.listdir(mgr.run_dir) if d in failed], "run dirs of failed launches"
+    slots = mgr.slots()
+    assert slots["vnfs"]["fw"]["used"] == load.sessions, (slots["vnfs"]["fw"], load.sessions)
+    assert slots["total"] == sum(r.spec.session_slots for r in running), slots
+    assert load.pings() > 0
+
+
+def fluidvim_line(conf_file, *args) -> tuple[int, list[str]]:
+    p = subprocess.run([FLUIDVIM, "--config-file", str(conf_file), *args], capture_output=True,
+                       text=True, timeout=120)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p.returncode, p.stderr.strip().splitlines()
+
+
+def test_postgresql_kill_9_under_load(net, tmp_path):
+    pg = pgserver.PgServer(durable=True).start()  # an acknowledged commit survives -9
+    try:
+        url = pg.create_database()
+        with manager(state_connection=url) as mgr:
+            _pg_fault(mgr, pg, url, net, tmp_path)
+    finally:
+        pg.stop()
+
+
+def _pg_fault(mgr, pg, url, net, tmp_path):
+    load = Load(mgr, net)
+    try:
+        conf = tmp_path / "pg.conf"
+        conf.write_text(f"[vnf]\nstate_connection = {url}\nrun_dir = {mgr.run_dir}\n")
+        load.start()
+        before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
+        n = len(load.outcomes)
+
+        pg.kill()
+        # down: launches fail with the store's one line; the CLI says what and how
+        deadline = time.monotonic() + 30
+        while not any(k == "error" for k, _ in load.outcomes[n:]) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        rc, err = fluidvim_line(conf, "vnf", "list")
+        assert rc == 2 and len(err) == 1, err
+        assert err[0].startswith("fluidvim: error: the state store's database (postgresql at "
+                                 f"127.0.0.1:{pg.port}/"), err
+        assert err[0].endswith("or fix [vnf] state_connection"), err
+        load.new_session()          # the VNF forwards a new session while its store is down
+
+        n_down = len(load.outcomes)
+        t0 = time.monotonic()
+        pg.start_again()
+        recovered = load.first_ok_after(n_down)
+        print(f"FAULT postgresql-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} "
+              f"(pg_ctl start included) errors_while_down="
+              f"{sum(k == 'error' for k, _ in load.outcomes[n:n_down])}")
+        assert any(k == "error" for k, _ in load.outcomes[n:n_down]), load.outcomes[n:]
+        check_invariants(mgr, load, before)
+        rc, err = fluidvim_line(conf, "vnf", "list")
+        assert rc == 0 and err == [], err
+    finally:
+        load.close()
+
+
+@contextlib.contextmanager
+def small_disk(path, size: str):
+    os.makedirs(path, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0750", "fvfull", str(path)],
+                   check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(path) -> str:
+    """Fills the file system of ``path`` to the last byte; the filler's path."""
+    filler = os.path.join(path, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 512, 1):                    # to the last byte
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size):
+                    pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_state_store_disk_full_under_load(net, tmp_path):
+    with small_disk(tmp_path / "state", "2m") as state, manager(state_dir=str(state)) as mgr:
+        conf = tmp_path / "full.conf"
+        conf.write_text(f"[vnf]\nstate_dir = {state}\nrun_dir = {mgr.run_dir}\n")
+        load = Load(mgr, net)
+        try:
+            load.start()
+            before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
+            n = len(load.outcomes)
+            filler = fill(state)
+            deadline = time.monotonic() + 60
+            while not any(k == "error" for k, _ in load.outcomes[n:]) and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            errors = [v for k, v in load.outcomes[n:] if k == "error"]
+            assert errors and isinstance(errors[0], StoreFull), load.outcomes[n:]
+            assert str(errors[0]).startswith(f"the state store {state}/vnf.sqlite cannot "
+                                             "write ("), errors[0]
+            # reading still works: the CLI lists from the full store, and the VNF forwards
+            rc, err = fluidvim_line(conf, "vnf", "list")
+            assert rc == 0 and len(err) <= 1, err
+            assert not err or err[0].startswith("fluidvim: warning: the state store "), err
+            rc, err = fluidvim_line(conf, "vnf", "run", "--name", "x", "--config", FORWARD,
+                                    "--cold")
+            assert rc == 2 and len(err) == 1 and "cannot write (" in err[0], err
+            load.new_session()
+
+            n_down = len(load.outcomes)
+            t0 = time.monotonic()
+            os.unlink(filler)
+            recovered = load.first_ok_after(n_down)
+            print(f"FAULT state-store-disk-full recovery_ms={(recovered - t0) * 1000:.0f} "
+                  f"(space freed -> first launch done) errors_while_full={len(errors)}")
+            check_invariants(mgr, load, before)
+        finally:
+            load.close()
