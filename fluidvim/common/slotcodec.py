@@ -12,8 +12,12 @@ Encodings (all pure functions, each with its inverse):
   always while the count is below :data:`EXACT_BELOW` ("nearly full": the slots a resolver may
   hand out before it hears again must be known exactly, not as a bucket's lower bound - a
   bucket of 8-15 read as 8, or 1 read as "1 or 0", refuses sessions while the instance has
-  room). Such an update is sent whenever the count changes, and at once (past the rate limit)
-  when it changes magnitude, crosses into nearly full, or reaches or leaves 0 (:func:`urgent`).
+  room). A publisher sends an update when the count changed, at most one per key and rate
+  limit interval, except at once when it changes magnitude, crosses into nearly full, or
+  reaches or leaves 0 (:func:`urgent`). Above nearly full that update is the bucket alone (2
+  bytes); what it adds is its time: the registry takes the slots it handed out before it as
+  shown in the count (which stays a lower bound), where a count resent only on a change of
+  bucket left them counted until the heartbeat - an instance with room read as full.
 * **compact batch** (:func:`pack_records`, :class:`KeyTable`, :func:`decode_batch`): the updates
   of one publisher tick as 2-4 bytes each, in one notification, instead of one JSON notification
   each (what the publishers send; :func:`decode_batch` gives back the readable JSON form).

@@ -3,8 +3,9 @@
 """Slot updates as oslo.messaging notifications: the publishing side.
 
 * :class:`SlotPublisher` - what VNF hosts and drivers call: it compresses each update (4-bit log2
-  slots, 2-bit log10 magnitude, exact count on magnitude changes, 4-bit delay code; see
-  :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest per (instance, service)
+  slots, 2-bit log10 magnitude, exact count on magnitude changes and while nearly full, 4-bit
+  delay code; see :mod:`fluidvim.common.slotcodec`), drops unchanged ones, rate-limits the rest
+  per (instance, service) except the urgent ones (:func:`fluidvim.common.slotcodec.urgent`)
   and sends them (``info`` priority, on the notification topic) as ``fluidvim.slots.batch``
   notifications: the updates of one tick packed 2-4 bytes each (``wire="compact"``, the default),
   or one ``fluidvim.slots.update`` JSON notification per update (``wire="json"``: readable on
@@ -75,7 +76,7 @@ class SlotPublisher:
         last = self._last.get(key)
         code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
-        if (not force and last is not None and last[0] == code
+        if (not force and last is not None and last[0] == code and last[2] == slots
                 and now - last[1] < self.heartbeat):
             self.suppressed += 1                           # nothing new to say
             return False

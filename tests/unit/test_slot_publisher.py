@@ -53,7 +53,14 @@ def test_nearly_full_changes_are_sent_exact(bus):
 
     assert pub.publish(slots=40, delay_s=0.2, **WHERE)
     wait_for(lambda: free() == 40, "the first update")
-    assert not pub.publish(slots=35, delay_s=0.2, **WHERE)     # same bucket, not nearly full
+    listener_seen = [reg.reports()[0].at]
+    assert not pub.publish(slots=35, delay_s=0.2, **WHERE)     # a change, but rate limited
+    now[0] += 30.0
+    assert pub.publish(slots=35, delay_s=0.2, **WHERE)         # the same bucket, fresh: sent
+    wait_for(lambda: reg.reports()[0].at > listener_seen[0], "the bucket's refresh")
+    # the bucket alone (32-63): no slot was handed out since the exact 40, which it still holds
+    assert free() == 40 and reg.reports()[0].at > listener_seen[0]
+    assert not pub.publish(slots=35, delay_s=0.2, **WHERE)     # unchanged: nothing new
     assert pub.publish(slots=12, delay_s=0.2, **WHERE)         # into nearly full: at once
     wait_for(lambda: free() == 12, "the exact count of nearly full")
     now[0] += 30.0                                            # past the rate limit
@@ -65,5 +72,5 @@ def test_nearly_full_changes_are_sent_exact(bus):
     wait_for(lambda: free() == 0, "full")
     assert pub.publish(slots=1, delay_s=0.2, **WHERE)          # room again: at once
     wait_for(lambda: free() == 1, "room again")
-    assert (pub.sent, pub.suppressed) == (5, 3)
-    assert listener.endpoint.received == 5
+    assert (pub.sent, pub.suppressed) == (6, 4)
+    assert listener.endpoint.received == 6
