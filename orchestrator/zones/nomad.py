@@ -325,6 +325,9 @@ class NomadZone(ZoneAdapter):
             raise ZoneError(f"zone {self.name}: registering the job failed: {err_text(e)}") from None
         eval_id = resp.get("EvalID")
         try:
+            # the job's SubmitTime now, while Nomad places it and the VNF starts: after the
+            # ready signal nothing stands between the slot and the caller
+            job_now = self._call("reading the job", self.api.job.get_job, job_id)
             alloc, ready = self._wait_running(job_id, eval_id, t0)
         except BaseException as e:
             try:
@@ -333,14 +336,10 @@ class NomadZone(ZoneAdapter):
                 raise ZoneError(f"{e}; and removing {job_id} failed too: {pe}") from e
             raise
         wall_ms = (time.monotonic() - t0) * 1000.0
-        try:
-            job_now = self.api.job.get_job(job_id)
-        except (nexc.BaseNomadException, requests.RequestException):
-            job_now = None
         # SubmitTime -> the plugin's ready_at (the same host clock as Nomad's timestamps), else
         # -> the task's Started event
-        ms = ready_ms(job_now, ready) if job_now else None
-        if ms is None and job_now:
+        ms = ready_ms(job_now, ready)
+        if ms is None:
             ms = self._launch_ms(job_now, alloc)
         ms = ms if ms is not None else wall_ms
         with self._lock:
@@ -358,14 +357,25 @@ class NomadZone(ZoneAdapter):
         client's fs API every ``ready_poll_s``) or, failing that, Nomad reports it running (the
         client's allocation updates reach the servers up to ~1 s later)."""
         deadline = t0 + self.launch_timeout
+        placed, n = None, 0
         while True:
-            if eval_id:
-                self._check_eval(job_id, eval_id)
-            allocs = self._call("reading allocations", self.api.job.get_allocations, job_id)
-            for a in allocs:
-                found = self._ready_alloc(job_id, a)
-                if found is not None:
-                    return found
+            # once placed, only the ready file is read each time (one request); the servers'
+            # view of the allocation (failed?) every 10th time
+            if placed is not None and n % 10:
+                doc = self._ready(placed["ID"])
+                if doc is not None:
+                    return placed, doc
+            else:
+                if eval_id:
+                    self._check_eval(job_id, eval_id)
+                allocs = self._call("reading allocations", self.api.job.get_allocations, job_id)
+                for a in allocs:
+                    found = self._ready_alloc(job_id, a)
+                    if found is not None:
+                        return found
+                    if a.get("ClientStatus") == "pending" and a.get("NodeID"):
+                        placed = a
+            n += 1
             if time.monotonic() > deadline:
                 raise ZoneError(f"zone {self.name}: {job_id} not running after {self.launch_timeout:g} s "
                                 "(raise launch_timeout, or check the node's unikernel driver)")

@@ -1,0 +1,188 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/slots ``nomad`` part (issue 23 item 4): Nomad job register -> first session served
+through the orchestrator, warm, in a real multi-client Nomad cluster.
+
+A real cluster (tests/e2e/nomad_cluster.py: one server, ``--clients`` client agents on this
+machine, each with the unikernel plugin and a warm pool of one 1-NIC shell) is one ``nomad``
+zone of an in-process orchestrator (its store, registry, queuing estimator and resolver; the
+zone without a slot poller). A service whose graph mirrors every frame back
+(``FromDevice(0) -> EtherMirror -> ToDevice(0)``) has no instance; each round, once every
+client's warm pool is full again:
+
+1. the client asks ``resolve(service)``: no free slot, so the resolver's fast track deploys an
+   instance in the zone (the job is registered, the zone waits for the plugin's ready signal:
+   the task's vnf-stats.json through the client fs API) and returns the session's slot;
+2. the session is served: the bench brings the VNF's tap up (its NIC has no bridge) and sends
+   an Ethernet frame into it every 5 ms until the VNF's mirrored copy comes back;
+3. the instance is terminated through the orchestrator (purge; its slots leave the registry).
+
+Per round, on the host clock Nomad's timestamps use: register (the job's ``SubmitTime``) ->
+the plugin's ``ready_at`` (the VNF forwards) -> resolve returned (the slot exists for the
+orchestrator); register -> session served = register -> slot + the frame's time from plugging
+the tap to its mirrored copy (the bench's own look-ups of the allocation and tap between the two
+are left out); the orchestrator's predicted queuing delay for that launch (the resolver's
+``predicted_delay_s``: the median of its own recent launch records of the kind the next launch
+will be, request -> slot) against the observed request -> slot (``waited_s``); and what the
+Nomad servers said of the allocation when the slot existed (``pending``: the client had not
+reported it yet). The first round is a warm-up (no launch record yet: a default delay).
+
+    sudo .venv/bin/python -m bench.slots nomad --launches 12     # ~1.5 min
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+MIRROR = "FromDevice(0) -> EtherMirror -> ToDevice(0);"
+ETH_P_ALL, PACKET_OUTGOING = 0x0003, 4
+ETHERTYPE = b"\x88\xb5"                      # IEEE local experimental
+
+
+def serve_frame(tap: str, bridge: str, timeout: float = 5.0) -> float:
+    """Plug ``tap`` into ``bridge`` (which brings it up), send a frame into the VNF every 5 ms
+    until its mirrored copy comes back; the milliseconds that took."""
+    from fluidvim.vnf import netdev
+
+    t0 = time.perf_counter()
+    netdev.plug(tap, bridge)
+    token = uuid.uuid4().bytes
+    frame = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + ETHERTYPE + token + bytes(46)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    try:
+        s.bind((tap, 0))
+        s.settimeout(0.005)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s.send(frame)
+            try:
+                while True:
+                    data, addr = s.recvfrom(2048)
+                    if addr[2] != PACKET_OUTGOING and token in data:
+                        return (time.perf_counter() - t0) * 1000.0
+            except TimeoutError:
+                continue
+    finally:
+        s.close()
+    raise RuntimeError(f"no mirrored frame from the VNF on {tap} in {timeout:g} s")
+
+
+def one_round(orch, zone, service: str, bridge: str) -> dict:
+    from fluidvim.vnf import spec as vspec
+
+    t_ask = time.time_ns()
+    p0 = time.perf_counter()
+    res = orch.resolve(service)
+    t_slot = t_ask + int((time.perf_counter() - p0) * 1e9)
+    if res["kind"] != "launched":
+        raise RuntimeError(f"resolve took an existing slot, not a launch: {res}")
+    inst = res["instance"]
+    # the bench's own look-ups (which allocation, which tap) are not the session's: the frame
+    # is timed from plugging the tap on, and added to register -> slot
+    (alloc,) = zone.api.job.get_allocations(inst)
+    server_said = alloc["ClientStatus"]
+    doc = zone._ready(alloc["ID"])
+    frame_ms = serve_frame(vspec.tap_for(doc["vnf_uuid"], 0), bridge)
+    submit = zone.api.job.get_job(inst)["SubmitTime"]
+    (row,) = [i for i in orch.list_instances(service) if i["id"] == inst]
+    orch.terminate(inst)
+    slot_ms = (t_slot - submit) / 1e6
+    return {"instance": inst, "node": alloc.get("NodeName"), "launch": doc.get("launch"),
+            "server_status_at_slot": server_said,
+            "ask_to_register_ms": round((submit - t_ask) / 1e6, 2),
+            "register_to_ready_ms": round(row["launch_ms"], 2),      # SubmitTime -> ready_at
+            "register_to_slot_ms": round(slot_ms, 2),
+            "slot_to_frame_ms": round(frame_ms, 2),
+            "register_to_session_ms": round(slot_ms + frame_ms, 2),
+            "predicted_delay_s": res["predicted_delay_s"], "observed_delay_s": res["waited_s"]}
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def summarize(runs: list[dict]) -> dict:
+    reg = [r["register_to_session_ms"] for r in runs]
+    slot = [r["register_to_slot_ms"] for r in runs]
+    err = [100.0 * (r["predicted_delay_s"] - r["observed_delay_s"]) / r["observed_delay_s"]
+           for r in runs]
+    pred = statistics.median(r["predicted_delay_s"] for r in runs)
+    obs = statistics.median(r["observed_delay_s"] for r in runs)
+    return {
+        "launches": len(runs),
+        "warm": sum(r["launch"] == "warm" for r in runs),
+        "nomad_register_to_session_ms_p50": round(statistics.median(reg), 1),
+        "register_to_session_ms_p90": round(pct(reg, 0.9), 1),
+        "register_to_session_ms_min": round(min(reg), 1),
+        "register_to_slot_ms_p50": round(statistics.median(slot), 1),
+        "register_to_ready_ms_p50": round(statistics.median(r["register_to_ready_ms"]
+                                                            for r in runs), 1),
+        "ask_to_register_ms_p50": round(statistics.median(r["ask_to_register_ms"]
+                                                          for r in runs), 1),
+        "slot_to_frame_ms_p50": round(statistics.median(r["slot_to_frame_ms"] for r in runs), 2),
+        "server_pending_at_slot": sum(r["server_status_at_slot"] == "pending" for r in runs),
+        "predicted_delay_ms_p50": round(1000 * pred, 1),
+        "observed_delay_ms_p50": round(1000 * obs, 1),
+        "queuing_delay_error_pct_p50": round(100.0 * (pred - obs) / obs, 1),
+        "queuing_delay_abs_error_pct_median": round(statistics.median(abs(e) for e in err), 1),
+        "queuing_delay_within_25pct": sum(abs(e) <= 25.0 for e in err),
+    }
+
+
+def cmd_nomad(a) -> dict:
+    """The ``nomad`` part of bench/results/slots.json."""
+    from fluidvim.vnf import netdev
+    from tests.e2e import test_nomad as tn
+
+    if os.geteuid() != 0:
+        raise SystemExit("bench/slots nomad needs root (Nomad clients, taps, /dev/kvm)")
+    if not os.path.exists(tn.NOMAD):
+        raise SystemExit(f"missing {tn.NOMAD} (tools/build-nomad.sh)")
+    tmp = Path(tempfile.mkdtemp(prefix="fvns-"))
+    service = f"nsess{uuid.uuid4().hex[:6]}"
+    load_before = os.getloadavg()
+    runs: list[dict] = []
+    bridge = f"fvns{uuid.uuid4().hex[:6]}"
+    netdev.ensure_bridge(bridge)
+    try:
+        _rounds(a, tmp, service, bridge, runs)
+    finally:
+        netdev.delete_link(bridge)
+    out = summarize(runs)
+    out.update(runs=runs, clients=a.clients, loadavg_before=load_before,
+               command=f"python -m bench.slots nomad --launches {a.launches} "
+                       f"--clients {a.clients}",
+               graph=MIRROR)
+    return out
+
+
+def _rounds(a, tmp: Path, service: str, bridge: str, runs: list) -> None:
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.service import Orchestrator
+    from fluidvim.orchestrator.zones.nomad import NomadZone
+    from tests.e2e.nomad_cluster import NomadCluster
+
+    with NomadCluster(tmp, clients=a.clients, warm_pool=(1, 1)) as cluster:
+        cluster.wait_ready()
+        zone = NomadZone("nomad", address=cluster.address, slot_interval=0)
+        conf = orchconf.make_conf(connection=f"sqlite:///{tmp}/orch.sqlite", local_zone=False)
+        orch = Orchestrator(conf, zones=[zone])
+        try:
+            orch.register_service(service, MIRROR, slots=64, memory_mb=32)
+            for i in range(a.launches + 1):
+                cluster.wait_ready()                # every warm pool full again
+                r = one_round(orch, zone, service, bridge)
+                print(f"round {i}{' (warm-up)' if i == 0 else ''}: {r}", flush=True)
+                if i:
+                    runs.append(r)
+        finally:
+            for row in orch.store.instances(service):
+                orch.terminate(row.id)
+            orch.close()
