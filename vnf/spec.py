@@ -22,6 +22,15 @@ import re
 import shutil
 import uuid as uuidlib
 
+from fluidvim.common.zonetypes import (
+    NicRequest,
+    QoE,
+    as_nics,
+    ifname_problem,
+    mac_problem,
+    nics_problem,
+)
+
 from . import limits
 from .limits import MAX_CLICK_CONFIG_BYTES, MAX_NICS
 
@@ -54,7 +63,6 @@ XMLNS = "https://fluidvim.org/xmlns/vnf/1"
 DOMAIN_PREFIX = "fluidvim-"
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (limits.MAX_NAME - 1))
-_MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 _IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 
@@ -71,24 +79,6 @@ def click_config_problem(config) -> str | None:
     if config is not None and len(config.encode()) > MAX_CLICK_CONFIG_BYTES:
         return (f"{len(config.encode())} bytes, longer than {MAX_CLICK_CONFIG_BYTES} bytes (the "
                 f"control channel carries at most {limits.MAX_CONTROL_LINE} bytes per message)")
-    return None
-
-
-def mac_problem(mac) -> str | None:
-    """Why ``mac`` cannot be a NIC's address, or None (one rule for specs and launch arguments)."""
-    if not isinstance(mac, str) or not _MAC_RE.fullmatch(mac):
-        return f"{mac!r} is not a MAC address like 52:54:00:12:34:56 (lower-case hex)"
-    if int(mac[:2], 16) & 1:
-        return f"{mac} is a multicast address; use a unicast one (even first octet)"
-    if mac == "00:00:00:00:00:00":
-        return f"{mac} is the all-zero address; use a unicast one"
-    return None
-
-
-def ifname_problem(name) -> str | None:
-    """Why ``name`` cannot be a tap device name, or None."""
-    if not isinstance(name, str) or not _IFNAME_RE.fullmatch(name):
-        return f"{name!r} is not a valid interface name (1-15 characters of A-Z a-z 0-9 _ . -)"
     return None
 
 
@@ -116,22 +106,17 @@ class NicSpec:
     ovs: dict | None = dataclasses.field(default=None, hash=False)
 
     def validate(self, i: int) -> None:
-        problem = ifname_problem(self.tap)
-        if problem:
-            raise SpecError(f"nics[{i}].tap", problem)
-        problem = mac_problem(self.mac)
-        if problem:
-            raise SpecError(f"nics[{i}].mac", problem)
+        # a spec's NIC has its tap and MAC chosen and a bridge that is a host interface name;
+        # the rest are a NIC request's rules
+        for field, rule in (("tap", ifname_problem), ("mac", mac_problem)):
+            problem = rule(getattr(self, field))
+            if problem:
+                raise SpecError(f"nics[{i}].{field}", problem)
         if self.bridge is not None and not _IFNAME_RE.fullmatch(self.bridge):
             raise SpecError(f"nics[{i}].bridge", f"{self.bridge!r} is not a valid bridge name")
-        if self.ovs is not None:
-            if self.bridge is None:
-                raise SpecError(f"nics[{i}].ovs", "OVS external ids without a bridge: name the "
-                                "OVS bridge (e.g. br-int) in bridge")
-            if not isinstance(self.ovs, dict) or not all(
-                    isinstance(k, str) and k and isinstance(v, str) for k, v in self.ovs.items()):
-                raise SpecError(f"nics[{i}].ovs", f"{self.ovs!r} is not a mapping of external id "
-                                "names to string values")
+        problem2 = NicRequest(self.bridge, self.mac, self.tap, self.ovs).problem()
+        if problem2:
+            raise SpecError(f"nics[{i}].{problem2[0]}", problem2[1])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +141,9 @@ class VNFSpec:
     tsc_khz: int | None = None     # for TCG guests, which cannot calibrate their clock
     firmware: str | None = None    # microvm: the -bios image (None: QEMU's default, qboot)
     net_backend: str = NET_TAP     # microvm: NET_TAP or NET_VHOST_USER (left out of to_dict if tap)
+    # slots at the service's QoE, told to the VNF after each configure of a launch or rebuild
+    # (left out of to_dict when None: specs without one read as before - vectors, Go driver)
+    qoe: QoE | None = None
 
     def validate(self) -> "VNFSpec":
         try:
@@ -177,14 +165,7 @@ class VNFSpec:
         if not limits.VCPUS_MIN <= self.vcpus <= limits.VCPUS_MAX:
             raise SpecError("vcpus", f"{self.vcpus} is out of range "
                             f"{limits.VCPUS_MIN}..{limits.VCPUS_MAX}")
-        if len(self.nics) > MAX_NICS:
-            raise SpecError("nics", f"{len(self.nics)} NICs requested; a VNF has at most "
-                            f"{MAX_NICS}")
-        for i, nic in enumerate(self.nics):
-            nic.validate(i)
-        taps = [n.tap for n in self.nics]
-        if len(set(taps)) != len(taps):
-            raise SpecError("nics", "two NICs use the same tap device")
+        self._validate_nics()
         if not limits.SLOTS_MIN <= self.session_slots <= limits.SLOTS_MAX:
             raise SpecError("session_slots", f"{self.session_slots} is out of range "
                             f"{limits.SLOTS_MIN}..{limits.SLOTS_MAX}")
@@ -215,7 +196,19 @@ class VNFSpec:
         why = click_config_problem(self.click_config)
         if why:
             raise SpecError("click_config", why)
+        if self.qoe is not None and not isinstance(self.qoe, QoE):
+            raise SpecError("qoe", f"{self.qoe!r} is not a QoE (or None)")
         return self
+
+    def _validate_nics(self) -> None:
+        if len(self.nics) > MAX_NICS:
+            raise SpecError("nics", f"{len(self.nics)} NICs requested; a VNF has at most "
+                            f"{MAX_NICS}")
+        for i, nic in enumerate(self.nics):
+            nic.validate(i)
+        taps = [n.tap for n in self.nics]
+        if len(set(taps)) != len(taps):
+            raise SpecError("nics", "two NICs use the same tap device")
 
     # -- serialisation (state store, libvirt metadata, test vectors) --
     def to_dict(self) -> dict:
@@ -225,6 +218,10 @@ class VNFSpec:
         d["nics"] = [_nic_dict(n) for n in self.nics]
         if self.net_backend == NET_TAP:
             del d["net_backend"]        # specs of tap VNFs read as before (vectors, Go driver)
+        if self.qoe is None:
+            del d["qoe"]                # likewise for VNFs without a QoE
+        else:
+            d["qoe"] = dataclasses.asdict(self.qoe)
         return d
 
     @classmethod
@@ -236,6 +233,11 @@ class VNFSpec:
                             + ", ".join(sorted(known)) + ")")
         d = dict(d)
         d["nics"] = tuple(NicSpec(**n) for n in d.get("nics", ()))
+        if d.get("qoe") is not None:
+            try:
+                d["qoe"] = QoE(**d["qoe"])
+            except (TypeError, ValueError) as e:
+                raise SpecError("qoe", f"{d['qoe']!r}: {e}") from None
         return cls(**d)
 
     def with_changes(self, **kw) -> "VNFSpec":
@@ -250,6 +252,54 @@ def _nic_dict(nic: NicSpec) -> dict:
 
 
 _SPEC_FIELDS = dataclasses.fields(VNFSpec)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchArgs:
+    """What one launch asks of the launch core (:meth:`fluidvim.vnf.manager.VNFManager.launch`),
+    checked when it is made: ``SpecError`` naming the field (``nics[1].mac``, ``slots``, ...).
+
+    ``nics``: one :class:`~fluidvim.common.zonetypes.NicRequest` per NIC (a bridge name or None
+    stands for a NIC on that bridge / unplugged); bridge, MAC, tap name and OVS ids left None
+    are chosen by the launch. ``slots``/``memory_mb`` None: ``[vnf]``'s; ``kernel`` None: ``[vnf]
+    kernel``; ``backend`` None: ``[vnf] backend``; ``warm`` None: a warm shell when one of this
+    shape is ready, False: always cold; ``qoe``: the VNF's slots at the service's QoE, sent
+    after its configuration and kept in its spec (a rebuild sends it again)."""
+
+    click_config: str
+    nics: tuple = ()
+    name: str | None = None
+    slots: int | None = None
+    memory_mb: int | None = None
+    vcpus: int = 1
+    kernel: str | None = None
+    backend: str | None = None
+    warm: bool | None = None
+    qoe: QoE | None = None
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "nics", as_nics(self.nics))
+        except TypeError as e:
+            raise SpecError("nics", str(e)) from None
+        if len(self.nics) > MAX_NICS:
+            raise SpecError("nics", f"{len(self.nics)} NICs requested; a VNF has at most "
+                            f"{MAX_NICS}")
+        problem = nics_problem(self.nics)
+        if problem:
+            raise SpecError(*problem)
+        if not isinstance(self.click_config, str):
+            raise SpecError("click_config", f"{type(self.click_config).__name__}: give the "
+                            "Click configuration as text")
+        why = click_config_problem(self.click_config)
+        if why:                         # before a shell is claimed or anything boots
+            raise SpecError("click_config", why)
+        if self.qoe is not None and not isinstance(self.qoe, QoE):
+            raise SpecError("qoe", f"{self.qoe!r} is not a QoE(capacity, deadline_ms, quantile) "
+                            "(or None = the flow table's slots)")
+
+    def with_changes(self, **kw) -> "LaunchArgs":
+        return dataclasses.replace(self, **kw)
 
 
 def mac_for(vnf_uuid: str, index: int) -> str:

@@ -22,6 +22,8 @@ if typing.TYPE_CHECKING:            # annotations only: a leaf imports no layer 
     from fluidvim.evaluator.model import EnvironmentType
 
 NETWORK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
+_IFNAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 # -- zone kinds (ZoneAdapter.kind; the orchestrator's zones.kind column, `fluidvim zone list`) --
 # Code asks a zone what it can do (the capability attributes of ZoneAdapter), not which kind it
@@ -144,6 +146,95 @@ class QoE:
         budget = self.budget_ns if self.budget_ns is not None else int(self.deadline_ms * 1e6)
         return {"capacity": self.capacity, "budget_ns": budget,
                 "quantile_ppm": self.quantile_ppm}
+
+
+def mac_problem(mac) -> str | None:
+    """Why ``mac`` cannot be a NIC's address, or None (one rule for NIC requests, specs and the
+    OSM connector)."""
+    if not isinstance(mac, str) or not _MAC_RE.fullmatch(mac):
+        return f"{mac!r} is not a MAC address like 52:54:00:12:34:56 (lower-case hex)"
+    if int(mac[:2], 16) & 1:
+        return f"{mac} is a multicast address; use a unicast one (even first octet)"
+    if mac == "00:00:00:00:00:00":
+        return f"{mac} is the all-zero address; use a unicast one"
+    return None
+
+
+def ifname_problem(name) -> str | None:
+    """Why ``name`` cannot be a tap device name, or None."""
+    if not isinstance(name, str) or not _IFNAME_RE.fullmatch(name):
+        return f"{name!r} is not a valid interface name (1-15 characters of A-Z a-z 0-9 _ . -)"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class NicRequest:
+    """One NIC asked of a launch (Firecracker's ``NetworkInterfaceConfig`` is the model): what
+    the caller fixes; everything left None the launch chooses.
+
+    ``bridge``: where the NIC is plugged - in a zone's :class:`LaunchRequest` a network of the
+    zone (:attr:`NetworkInfo.id`), in the launch core a bridge on the host (None: unplugged).
+    ``mac``: the NIC's address (None: generated). ``tap``: the host tap's name (a Neutron port's
+    devname; None: generated; launch core only). ``ovs``: Open vSwitch Interface external ids
+    (``iface-id``, ``vm-uuid``, ...), making ``bridge`` an OVS bridge (launch core only).
+
+    A new per-NIC field goes here, in :meth:`problem`, in :class:`fluidvim.vnf.spec.NicSpec`
+    and in the backends (ARCHITECTURE.md "Where to change what")."""
+
+    bridge: str | None = None
+    mac: str | None = None
+    tap: str | None = None
+    ovs: dict | None = dataclasses.field(default=None, hash=False)
+
+    def problem(self) -> tuple[str, str] | None:
+        """(field, why) of the first thing wrong with this NIC, or None."""
+        if self.bridge is not None and not isinstance(self.bridge, str):
+            return "bridge", f"{self.bridge!r} is not a bridge or network name (or None)"
+        for field, rule in (("mac", mac_problem), ("tap", ifname_problem)):
+            value = getattr(self, field)
+            why = rule(value) if value is not None else None
+            if why:
+                return field, why
+        if self.ovs is not None:
+            if self.bridge is None:
+                return "ovs", ("OVS external ids for a NIC without a bridge: name its OVS "
+                               "bridge (e.g. br-int) in bridge")
+            if not isinstance(self.ovs, dict) or not all(
+                    isinstance(k, str) and k and isinstance(v, str) for k, v in self.ovs.items()):
+                return "ovs", f"{self.ovs!r} is not a mapping of external id names to strings"
+        return None
+
+
+def as_nics(entries) -> tuple[NicRequest, ...]:
+    """``entries`` as NIC requests: a :class:`NicRequest` as it is, a bridge/network name or
+    None as a NIC on it (None: unplugged). TypeError for anything else."""
+    if isinstance(entries, (str, bytes, dict)):
+        raise TypeError(f"nics: {entries!r} is not a list of NICs; give one entry per NIC")
+    out = []
+    for i, e in enumerate(entries or ()):
+        if isinstance(e, NicRequest):
+            out.append(e)
+        elif e is None or isinstance(e, str):
+            out.append(NicRequest(bridge=e))
+        else:
+            raise TypeError(f"nics[{i}]: {e!r} is not a NicRequest, a bridge name or None")
+    return tuple(out)
+
+
+def nics_problem(nics) -> tuple[str, str] | None:
+    """(field, why) of the first thing wrong with a launch's NICs (``nics[i].mac``, ...), or
+    None: each NIC's own rules, and no tap name asked for twice."""
+    taps: dict = {}
+    for i, nic in enumerate(nics):
+        p = nic.problem()
+        if p:
+            return f"nics[{i}].{p[0]}", p[1]
+        if nic.tap is not None:
+            if nic.tap in taps:
+                return f"nics[{i}].tap", (f"{nic.tap} is also nics[{taps[nic.tap]}].tap: each "
+                                          "NIC needs its own tap")
+            taps[nic.tap] = i
+    return None
 
 
 @dataclasses.dataclass

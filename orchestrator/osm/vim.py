@@ -34,8 +34,8 @@ from oslo_log import log as logging
 from sqlalchemy import orm
 
 from fluidvim.common import instance_states as istates
-from fluidvim.common.zonetypes import NETWORK_NAME_RE, LaunchRequest, ZoneError
-from fluidvim.vnf import limits, spec as vnfspec
+from fluidvim.common.zonetypes import NETWORK_NAME_RE, LaunchRequest, ZoneError, mac_problem
+from fluidvim.vnf import limits
 from fluidvim.vnf.control import ControlError
 
 from ..exception import NotFound, Refused, invalid
@@ -246,7 +246,7 @@ class VimService:
         if macs and len(macs) != len(nics):
             raise invalid("macs", f"{len(macs)} MACs for {len(nics)} NICs", "one (or null) per NIC")
         for i, mac in enumerate(macs):
-            why = vnfspec.mac_problem(mac) if mac is not None else None
+            why = mac_problem(mac) if mac is not None else None
             if why:
                 raise invalid(f"macs[{i}]", why)
         known = {n.id for n in z.networks()}

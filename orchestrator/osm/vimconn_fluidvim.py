@@ -33,7 +33,8 @@ import urllib.parse
 import yaml
 
 from fluidvim.common import instance_states as istates
-from fluidvim.vnf import limits, spec as vnfspec
+from fluidvim.common.zonetypes import mac_problem
+from fluidvim.vnf import limits
 
 from . import vimconn_base as vc
 
@@ -408,7 +409,7 @@ class vimconnector(vc.VimConnector):  # noqa: N801 - the class name RO plugins m
             raise vc.VimConnNotSupportedException(f"net_list[{i}].floating_ip: fluidvim has no "
                                                   "floating IPs")
         mac = net.get("mac_address")
-        if mac and (not isinstance(mac, str) or vnfspec.mac_problem(mac.lower())):
+        if mac and (not isinstance(mac, str) or mac_problem(mac.lower())):
             raise vc.VimConnException(f"net_list[{i}].mac_address: {mac!r} is not a unicast "
                                       "MAC like 52:54:00:12:34:56")
         if not net.get("net_id"):

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from fluidvim.common import zonetypes
 from fluidvim.vnf import spec as S
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "vectors", "spec.json")
@@ -140,8 +141,41 @@ def test_tap_and_mac_with_trailing_newline_are_refused():
     ("00:00:00:00:00:00", "all-zero"),
 ])
 def test_mac_problem(mac, problem):
-    got = S.mac_problem(mac)
+    got = zonetypes.mac_problem(mac)
     assert (got is None) if problem is None else (problem in got)
+
+
+def test_launch_args_check_each_nic_and_name_the_field():
+    NR = zonetypes.NicRequest
+    a = S.LaunchArgs("x", nics=["br0", None, NR(mac="fa:16:3e:00:00:01", tap="tapfw0001")])
+    assert a.nics == (NR(bridge="br0"), NR(), NR(mac="fa:16:3e:00:00:01", tap="tapfw0001"))
+    for nics, field, why in (
+            ([None, NR(mac="01:00:5e:00:00:01")], "nics[1].mac", "multicast"),
+            ([NR(tap="x" * 16), None], "nics[0].tap", "interface name"),
+            ([NR(tap="tapfw0001"), NR(tap="tapfw0001")], "nics[1].tap", "nics[0].tap"),
+            ([NR(ovs={"iface-id": "p"})], "nics[0].ovs", "without a bridge"),
+            ([NR(bridge="br-int", ovs={"iface-id": 5})], "nics[0].ovs", "not a mapping"),
+            ([5], "nics", "not a NicRequest"),
+            ([None] * (S.MAX_NICS + 1), "nics", "at most")):
+        with pytest.raises(S.SpecError) as e:
+            S.LaunchArgs("x", nics=nics)
+        assert e.value.field == field and why in str(e.value), (nics, e.value)
+    with pytest.raises(S.SpecError) as e:
+        S.LaunchArgs("x" * (S.MAX_CLICK_CONFIG_BYTES + 1))
+    assert e.value.field == "click_config"
+
+
+def test_qoe_round_trips_in_the_spec_and_is_left_out_when_unset():
+    u = "6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f"
+    spec = S.VNFSpec(uuid=u, name="fw", kernel="/k", control_socket="/c", console_log="/l")
+    assert "qoe" not in spec.to_dict()       # stored specs, vectors and the Go driver's as before
+    q = zonetypes.QoE(capacity=10, deadline_ms=5.0, quantile=0.99, budget_ns=4096)
+    d = spec.with_changes(qoe=q).validate().to_dict()
+    assert d["qoe"] == {"capacity": 10, "deadline_ms": 5.0, "quantile": 0.99, "budget_ns": 4096}
+    assert S.VNFSpec.from_dict(json.loads(json.dumps(d))).qoe == q
+    with pytest.raises(S.SpecError) as e:
+        S.VNFSpec.from_dict(d | {"qoe": {"capacity": 0, "deadline_ms": 5.0, "quantile": 0.99}})
+    assert e.value.field == "qoe" and "capacity" in str(e.value)
 
 
 def test_launch_nic_args_are_checked_per_entry():
