@@ -31,7 +31,8 @@ elsewhere). The Redfish actions are ``ComputerSystem.Reset`` (``GracefulShutdown
 :class:`HostPower` is the manager; :meth:`HostPower.round` is one round of its loop (every
 ``[host_power] interval`` seconds): re-check unreachable BMCs, wake a host when a service's free
 slots run low - or ahead of demand, when the instances the services' slot trends forecast one
-boot from now (``wake_ahead_s``) exceed the room of the hosts in service - else power off what
+boot from now (``wake_ahead_s``) exceed the room of the hosts in service and of those waking
+(every host that room needs, at once) - else power off what
 the consolidation plan (:func:`.power.consolidation_plan`) empties and the forecast does not
 need - empty hosts first, one host per round.
 """
@@ -773,12 +774,45 @@ class HostPower:
                                       lead_s=self.o.interval, headroom=self.o.wake_free_slots)
             services[svc.name] = {"used": total - free, "instances": len(insts), "want": want}
             short += max(0, want - len(insts))
-        room = self._room_instances(fleet)
+        room = self._room_instances(fleet) + self._waking_room()
         asleep = self._asleep()
         wake = wake_ahead(short, room, asleep,
                           fill=lambda fh: int(fh.capacity / self.o.vnf_vcpus + 1e-9))
         return {"services": services, "shortfall": short, "room": room, "wake": wake,
                 "ahead_s": self.o.wake_ahead_s}
+
+    def _wake_all(self, keys, reason: str) -> dict:
+        """Wake the hosts ``keys`` (``zone/host``) at once - each boot overlaps the others', so
+        a ramp that needs several hosts within one boot gets them all one boot later, not one
+        boot each (a :meth:`wake` waits for the host to be back: one after the other, the
+        ``n``-th came ``n`` boots late; bench/energy wakes every host :func:`.power.wake_ahead`
+        names). Returns ``{zone/host: "on" | the error}``; a host that fails to wake does not
+        stop the others."""
+        out: dict = {}
+
+        def one(key):
+            zone, host = key.split("/", 1)
+            try:
+                out[key] = self.wake(zone, host, reason=reason).state
+            except HostPowerError as e:
+                out[key] = str(e)
+        if len(keys) == 1:
+            one(keys[0])
+            return out
+        threads = [threading.Thread(target=one, args=(k,), name=f"host-power-wake-{k}",
+                                    daemon=True) for k in keys]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    def _waking_room(self) -> int:
+        """Instances the hosts already waking will take once up (their cpus, ``vnf_vcpus``
+        each): a round that runs while another wakes hosts (:meth:`demand`) counts them."""
+        d = self.o.vnf_vcpus
+        return sum(int(float(v.detail.get("cpus") or 0) / d + 1e-9) for v in self.views()
+                   if v.state == WAKING)
 
     def _asleep(self) -> list:
         """FleetHosts of the hosts that are off with a BMC and a known curve (:meth:`_remember`
@@ -824,7 +858,8 @@ class HostPower:
     def round(self) -> dict:
         """One round of the loop: recheck BMCs; a shortage wakes one host (and starts an instance
         of the short service on it); else a forecast shortage (:meth:`ahead`: the instances the
-        slot trends want ``wake_ahead_s`` from now exceed the room in service) wakes one host;
+        slot trends want ``wake_ahead_s`` from now exceed the room in service) wakes the hosts
+        :func:`.power.wake_ahead` names, all at once (``did["woken"]``: each one's outcome);
         else, with ``consolidate``, power off one host of the plan (empty ones first, never
         below ``min_hosts_on`` per zone, never one whose room the forecast needs). Returns what
         it did."""
@@ -834,14 +869,12 @@ class HostPower:
         ahead = self.ahead(fleet)
         if not short and ahead and ahead["wake"]:
             did["ahead"] = ahead
-            zone, host = ahead["wake"][0].split("/", 1)
-            try:
-                self.wake(zone, host, reason=f"ahead: {ahead['shortfall']} more instance(s) "
-                          f"within {ahead['ahead_s']:g} s, room for {ahead['room']}")
-            except HostPowerError as e:
-                did["wake"] = f"{zone}/{host} failed: {e}"
-                return did
-            did["wake"] = f"{zone}/{host}"
+            did["woken"] = self._wake_all(ahead["wake"], reason=(
+                f"ahead: {ahead['shortfall']} more instance(s) within {ahead['ahead_s']:g} s, "
+                f"room for {ahead['room']}"))
+            first = ahead["wake"][0]
+            did["wake"] = first if did["woken"][first] == ON else \
+                f"{first} failed: {did['woken'][first]}"
             return did
         if ahead and ahead["shortfall"] > ahead["room"]:
             did["ahead"] = ahead                   # short ahead, nothing to wake: shown

@@ -255,14 +255,19 @@ class FluidvimPolicy:
         return out
 
     def _wake_one(self) -> str | None:
-        """The powered-off host to wake for a refused placement (the orchestrator wakes one
-        when the slots run out); from now on it is in service for the placements."""
+        """The host for a placement the hosts in service refused: one already booting (woken
+        ahead or for an earlier refusal: the soonest room there is), else the powered-off host
+        to wake (the orchestrator wakes one when the slots run out). The instance waits for
+        the boot there; the host stays out of service until it has booted (``booted``), as
+        the orchestrator's host power loop keeps a waking host (``in_service`` False) - so the
+        engine does not pick it, near empty and cheapest on its curve, for placements the
+        hosts that are up still have room for. (It did, until 2026-11-27: at 100 hosts whole
+        scale-outs went onto booting hosts while up hosts had room, and their sessions were
+        refused for the boot: issue 21's 100-host SLO misses.)"""
         waking = [h for h in self.zone.info if self.zone.state(h) == "waking"
                   and self.zone.eligible[h] and self.zone.used[h] < self.zone.fill[h]]
-        if waking:                  # woken ahead and still booting: the soonest room there is
-            h = power.wake_order([self._fleet_host(h) for h in waking])[0]
-            self.zone.set_power(h, True)
-            return h
+        if waking:
+            return power.wake_order([self._fleet_host(h) for h in waking])[0]
         off = self.zone.asleep()
         if not off or self.wake == "engine":
             return None
@@ -270,7 +275,8 @@ class FluidvimPolicy:
             h = min(off, key=lambda h: (self.curves[h].idle_w, h))
         else:
             h = power.wake_order([self._fleet_host(h) for h in off])[0]
-        self.zone.set_power(h, True)
+        self.zone.set_power(h, "waking")
+        self._refill()
         return h
 
     def scale_in(self, service: str, n: int) -> list[str]:
@@ -306,7 +312,7 @@ class FluidvimPolicy:
 
     def set_power(self, host: str, on: bool) -> None:
         if on and self.zone.state(host) == "waking":
-            return                                  # woken ahead: in service once booted
+            return                                  # woken by this policy: in service once booted
         self.zone.set_power(host, on)
         self._refill()
 

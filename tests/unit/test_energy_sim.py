@@ -234,3 +234,51 @@ def test_fluidvim_wakes_ahead_of_a_ramp_and_refuses_fewer_sessions(services):
     assert out[True].refused < out[False].refused, (out[True].refused, out[False].refused)
     print(f"\nramp: refused {out[False].refused} -> {out[True].refused} with wake-ahead "
           f"({out[True].extra['wakes_ahead']} hosts woken ahead)")
+
+
+def test_fluidvim_puts_no_vnf_on_a_booting_host_while_a_host_in_service_has_room(services):
+    """A host woken for a refused placement takes that placement (the instance waits for the
+    boot) but stays out of service until it has booted, as the orchestrator's host power loop
+    keeps a waking host: later placements go to the hosts that are up while they have room
+    (bench/energy at 100 hosts: scale-outs went onto a booting host, near empty and cheapest
+    on its curve, while up hosts had room, and their sessions were refused for the boot)."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from bench.energy.policy import Shape
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
+    pol = FluidvimPolicy(measurement, svcs, ahead=False)
+    svc = svcs[0]
+    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
+                  slots=svc.slots)
+    try:
+        pol.start(list(fl.hosts))
+        off = fl.hosts[2].id
+        pol.set_eligible(off, False)            # the simulator powered it off
+        pol.set_power(off, False)
+        placed = {}
+        n = 0
+        while True:                              # fill the two hosts in service
+            n += 1
+            p = pol.place(shape, [f"i{n}"])[0]
+            if p.host is None:
+                break
+            placed[p.instance] = p.host
+        assert off not in placed.values()
+        pol.set_eligible(off, True)              # the simulator's wake-on-refusal: ask again
+        p = pol.place(shape, [f"i{n}"])[0]
+        assert p.host == off
+        pol.set_power(off, True)                 # the simulator boots it
+        assert pol.zone.state(off) == "waking"
+        assert pol.room() == 0                   # not in service: its room is not the scaler's
+        gone = pol.scale_in(svc.name, 3)         # room on the hosts that are up
+        freed = [placed[i] for i in gone if i in placed]
+        assert freed and off not in freed
+        for k in range(len(freed)):
+            q = pol.place(shape, [f"j{k}"])[0]
+            assert q.host in freed, (q.host, freed)
+        q = pol.place(shape, ["j-last"])[0]      # the hosts up are full again: the booting one
+        assert q.host == off
+        pol.booted(off)
+        assert pol.zone.state(off) == "on" and pol.room() > 0
+    finally:
+        pol.close()

@@ -132,3 +132,84 @@ def test_ahead_wakes_a_host_one_boot_before_the_trend_needs_it(tmp_path):
         assert power.ahead() is None
     finally:
         store.close()
+
+
+def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path):
+    """A ramp that needs two hosts within one boot gets both in one round, their boots
+    overlapping (:meth:`HostPower.round` wakes every host ``power.wake_ahead`` names; a wake
+    waits for the host to be back, so one after the other the second came a boot late - and
+    bench/energy, which wakes them all, would not have measured the product). The two BMCs
+    here answer On only once both were asked On: woken one after the other, the first never
+    comes up within ``wake_timeout`` and fails. (A BMC stand-in: the Redfish path itself runs
+    against sushy-tools in tests/integration/test_hostpower.py.)"""
+    import threading
+
+    from fluidvim.common import instance_states as istates
+    from fluidvim.common.zonetypes import HostInfo
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
+    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    conf = orchconf.make_conf()
+    hp.register_opts(conf)
+    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
+                               for h in ("h1", "h2", "h3")], group="host_power")
+    for k, v in (("wake_ahead_s", 300.0), ("forecast_window_s", 120.0), ("interval", 30.0),
+                 ("wake_free_slots", 0), ("wake_timeout", 60.0), ("poll_interval", 1.0),
+                 ("consolidate", False)):
+        conf.set_override(k, v, group="host_power")
+    now = [0.0]
+    lock = threading.Lock()
+
+    def sleep(s):
+        with lock:
+            now[0] += s
+        threading.Event().wait(0.001)
+
+    asked: set = set()
+
+    class TwinBMC:
+        """Power On for a system once both systems were asked On (a shared enclosure)."""
+
+        def __init__(self, url):
+            self.name = url.rsplit("/", 1)[1]
+
+        def power_state(self):
+            return hp.POWER_ON if {"h2", "h3"} <= asked else hp.POWER_OFF
+
+        def reset(self, reset_type):
+            assert reset_type == hp.RESET_ON
+            asked.add(self.name)
+
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = SyntheticZone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                                            power_system_id="spec0120", labels={"cpus": 1})
+                                   for h in ("h1", "h2", "h3")])
+        registry = SlotRegistry(clock=lambda: now[0])
+        store.put_service("fw", {"slots": 100}, {}, None)
+        for i in ("i1", "i2"):
+            store.add_instance(id=i, zone="z", host="h1", service="fw", name=i,
+                               status=istates.RUNNING, slots_total=100)
+        for h in ("h2", "h3"):          # off, 2 threads each: the shortfall of 5 needs both
+            store.set_host_power("z", h, hp.OFF, in_service=False, power="Off", error=None,
+                                 detail={"power_system_id": "spec0121", "cpus": 2}, since=0.0)
+        power = hp.HostPower(conf, store, {"z": zone}, registry, clock=lambda: now[0],
+                             sleep=sleep, bmc_factory=TwinBMC)
+        for t in range(0, 451, 30):     # flat, then rising 1 slot/s (as the test above)
+            now[0] = float(t)
+            used = 50 + max(0, t - 300)
+            for i in ("i1", "i2"):
+                registry.apply(SlotReport(zone="z", host="h1", instance=i, service="fw",
+                                          slots=100 - used // 2, delay_s=None, at=now[0]))
+            a = power.ahead()                # a round's sample of the slots
+        assert (a["shortfall"], a["room"], a["wake"]) == (5, 1, ["z/h2", "z/h3"])
+        did = power.round()
+        assert did["woken"] == {"z/h2": hp.ON, "z/h3": hp.ON}, did
+        assert did["wake"] == "z/h2"
+        assert {power.state("z", h) for h in ("h2", "h3")} == {hp.ON}
+    finally:
+        store.close()
