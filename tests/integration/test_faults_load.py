@@ -20,6 +20,7 @@ The fault is real (SIGKILL of the postmaster, a tmpfs of a few hundred KiB fille
 byte); the VNF, its taps and the traffic are the real ones of tests/integration/test_vnf.py.
 """
 
+import collections
 import contextlib
 import inspect
 import os
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -327,3 +330,146 @@ def test_state_store_disk_full_under_load(net, tmp_path):
             check_invariants(mgr, load, before)
         finally:
             load.close()
+
+
+def _start_api(conf_file, log_path, url) -> subprocess.Popen:
+    """fluidvim-api as a process; returns once it answers at ``url``."""
+    log = open(log_path, "ab")
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "fluidvim-api"),
+                             "--config-file", str(conf_file)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    log.close()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/", timeout=2).close()
+            return proc
+        except (urllib.error.URLError, OSError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError("fluidvim-api did not start:\n"
+                                     + log_path.read_text()[-3000:]) from None
+            time.sleep(0.05)
+
+
+class Resolves:
+    """Sessions asked of the orchestrator through fluidvim-api, one after the other: each
+    ``resolve`` takes a slot, and every second one launches an instance (two slots each) - so
+    launches are in flight most of the time. Outcomes: ("ok", result) or ("error", exception)."""
+
+    def __init__(self, client, service: str, limit: int):
+        self.client, self.service, self.limit = client, service, limit
+        self.outcomes: list[tuple[str, object]] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set() and \
+                sum(k == "ok" for k, _ in self.outcomes) < self.limit:
+            try:
+                self.outcomes.append(("ok", self.client.resolve(self.service)))
+            except Exception as e:  # noqa: BLE001 - every outcome is checked by the test
+                self.outcomes.append(("error", e))
+                time.sleep(0.05)
+
+    def wait(self, pred, timeout: float = 60, what: str = "outcome") -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred(self.outcomes):
+                return time.monotonic()
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}: {self.outcomes[-3:]}")
+
+    def stop(self):
+        self._stop.set()
+        self.thread.join(timeout=120)
+
+
+def test_api_kill_9_under_load(tmp_path):
+    from fluidvim.orchestrator.apiclient import APIClient, APIError
+    from tests.e2e import nova_services as ns
+
+    from .conftest import orchestrator_env
+    from .test_orchestrator import rabbit_up
+
+    if not rabbit_up():
+        pytest.fail("RabbitMQ is not running on 127.0.0.1:5672: run tools/bootstrap.sh")
+    with orchestrator_env(tmp_path, "ffa", 92) as env:
+        orch = env.start(reservation_ttl=60.0)
+        rpc = env.api()
+        port = ns.free_ports(("api",))["api"]
+        url = f"http://127.0.0.1:{port}"
+        conf = tmp_path / "fluidvim-api.conf"
+        conf.write_text(f"[api]\nauth_strategy = noauth\nbind_port = {port}\n"
+                        f"[orchestrator]\ntransport_url = {env.conf.orchestrator.transport_url}\n"
+                        f"topic = {env.conf.orchestrator.topic}\nrpc_timeout = 60\n")
+        cli_conf = tmp_path / "cli.conf"
+        cli_conf.write_text(f"[orchestrator]\ntransport_url = "
+                            f"{env.conf.orchestrator.transport_url}\n"
+                            f"topic = {env.conf.orchestrator.topic}\n")
+        proc = _start_api(conf, tmp_path / "api.log", url)
+        client = APIClient(url)
+        load = Resolves(client, "fl", limit=8)
+        try:
+            client.register_service("fl", FORWARD, slots=2, max_queuing_delay_s=30.0)
+            load.thread.start()
+            load.wait(lambda o: any(k == "ok" and r["kind"] == "launched" for k, r in o),
+                      what="a first launch")
+            n = len(load.outcomes)
+
+            proc.kill()                 # kill -9, a request likely in flight
+            proc.wait()
+            load.wait(lambda o: any(k == "error" for k, _ in o[n:]), what="an error")
+            # down: the REST CLI says what and how in one line; RPC still answers
+            rc, err = fluidvim_line(cli_conf, "instance", "list", "--api-url", url)
+            assert rc == 2 and len(err) == 1, err
+            assert err[0].startswith(f"fluidvim: error: cannot reach fluidvim-api at {url} ("), err
+            assert "systemctl start fluidvim-api" in err[0], err
+            rc, err = fluidvim_line(cli_conf, "instance", "list")
+            assert rc == 0, err
+
+            n_down = len(load.outcomes)
+            t0 = time.monotonic()
+            proc = _start_api(conf, tmp_path / "api.log", url)
+            recovered = load.wait(lambda o: any(k == "ok" for k, _ in o[n_down:]),
+                                  what="a resolve after the restart")
+            errors = [v for k, v in load.outcomes[n:n_down] if k == "error"]
+            print(f"FAULT api-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} (process start "
+                  f"included) errors_while_down={len(errors)}")
+            load.wait(lambda o: sum(k == "ok" for k, _ in o) >= load.limit, what="the rest")
+            load.stop()
+            for e in errors:
+                assert isinstance(e, APIError) and "\n" not in e.message, repr(e)
+                assert e.message.startswith(f"cannot reach fluidvim-api at {url} ("), e.message
+            _check_orchestrator(orch, rpc, load)
+        finally:
+            load.stop()
+            client.close()
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _check_orchestrator(orch, rpc, load) -> None:
+    """After recovery: every session granted names a live instance, the instances are exactly
+    the running VNFs, the QEMUs of the run dir are theirs, and the orchestrator's slots are
+    what the VNFs report."""
+    instances = {i["id"]: i for i in rpc.list_instances("fl")}
+    granted = {r["instance"] for k, r in load.outcomes if k == "ok"}
+    assert granted <= set(instances), f"sessions on lost instances: {granted - set(instances)}"
+    mgr = orch.manager
+    running = {r.id: r for r in mgr.list() if r.status == states.RUNNING}
+    assert set(running) == set(instances), (set(running), set(instances))
+    assert _qemu_pids(mgr.run_dir) == {r.pid for r in running.values()}, "orphan or lost QEMU"
+    # the registry's free slots: each VNF's own report less the sessions granted on it (held
+    # as reservations: these sessions carry no traffic)
+    held = collections.Counter(r["instance"] for k, r in load.outcomes if k == "ok")
+    expected = {v: mgr.stats(v)["slots"]["free"] - held[v] for v in running}
+    deadline = time.monotonic() + 15
+    while True:
+        known = rpc.slots("fl", "instance")["fl"]
+        if all(known.get(v) == free for v, free in expected.items()) or \
+                time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert {v: known.get(v) for v in expected} == expected
+    assert sum(held.values()) == load.limit
