@@ -25,7 +25,9 @@ are left out); the orchestrator's predicted queuing delay for that launch (the r
 ``predicted_delay_s``: the median of its own recent launch records of the kind the next launch
 will be, request -> slot) against the observed request -> slot (``waited_s``); and what the
 Nomad servers said of the allocation when the slot existed (``pending``: the client had not
-reported it yet). The first round is a warm-up (no launch record yet: a default delay).
+reported it yet), and when they first report it running (polled every 10 ms after the session
+was served: what a zone waiting for Nomad's API would have waited for). The first round is a
+warm-up (no launch record yet: a default delay).
 
     sudo .venv/bin/python -m bench.slots nomad --launches 12     # ~1.5 min
 """
@@ -91,6 +93,7 @@ def one_round(orch, zone, service: str, bridge: str) -> dict:
     frame_ms = serve_frame(vspec.tap_for(doc["vnf_uuid"], 0), bridge)
     submit = zone.api.job.get_job(inst)["SubmitTime"]
     (row,) = [i for i in orch.list_instances(service) if i["id"] == inst]
+    running = server_running_ns(zone, inst)         # what waiting for Nomad's API would give
     orch.terminate(inst)
     slot_ms = (t_slot - submit) / 1e6
     return {"instance": inst, "node": alloc.get("NodeName"), "launch": doc.get("launch"),
@@ -100,7 +103,19 @@ def one_round(orch, zone, service: str, bridge: str) -> dict:
             "register_to_slot_ms": round(slot_ms, 2),
             "slot_to_frame_ms": round(frame_ms, 2),
             "register_to_session_ms": round(slot_ms + frame_ms, 2),
+            "register_to_server_running_ms": round((running - submit) / 1e6, 2),
             "predicted_delay_s": res["predicted_delay_s"], "observed_delay_s": res["waited_s"]}
+
+
+def server_running_ns(zone, job_id: str, timeout: float = 30.0) -> int:
+    """The wall clock (ns) when the servers first report the job's allocation running (polled
+    every 10 ms, as bench/nomad)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(a["ClientStatus"] == "running" for a in zone.api.job.get_allocations(job_id)):
+            return time.time_ns()
+        time.sleep(0.01)
+    raise RuntimeError(f"{job_id}: not reported running in {timeout:g} s")
 
 
 def pct(xs, q):
@@ -122,6 +137,8 @@ def summarize(runs: list[dict]) -> dict:
         "register_to_session_ms_p90": round(pct(reg, 0.9), 1),
         "register_to_session_ms_min": round(min(reg), 1),
         "register_to_slot_ms_p50": round(statistics.median(slot), 1),
+        "register_to_server_running_ms_p50": round(statistics.median(
+            r["register_to_server_running_ms"] for r in runs), 1),
         "register_to_ready_ms_p50": round(statistics.median(r["register_to_ready_ms"]
                                                             for r in runs), 1),
         "ask_to_register_ms_p50": round(statistics.median(r["ask_to_register_ms"]
