@@ -111,6 +111,15 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	if state.Spec.UUID != first.h.spec.UUID {
 		t.Fatalf("task runs VNF %s, not the pooled shell %s", state.Spec.UUID, first.h.spec.UUID)
 	}
+	// the ready signal says the claim was warm (what the Nomad zone records as the launch kind)
+	var ready struct {
+		VNF    string `json:"vnf_uuid"`
+		Launch string `json:"launch"`
+	}
+	if b, err := os.ReadFile(filepath.Join(task.TaskDir().Dir, vnfStatsFile)); err != nil ||
+		json.Unmarshal(b, &ready) != nil || ready.VNF != state.Spec.UUID || ready.Launch != "warm" {
+		t.Errorf("ready file after a warm claim: %+v %v", ready, err)
+	}
 	for i, tap := range shellTaps {
 		if m := master(tap); m != []string{"fvmbr0", "fvmbr1"}[i] {
 			t.Errorf("tap %s master %q after the claim", tap, m)

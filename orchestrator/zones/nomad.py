@@ -6,7 +6,9 @@
 * hosts     = the zone's ready nodes whose ``unikernel`` driver is healthy; slots, queuing delay and
               accelerator from the driver's fingerprint attributes ``driver.unikernel.*``
               (``session_slots.total/free``, ``queuing_delay_ms``, ``accel``), CPU utilisation from
-              the client's stats, the power curve from node meta ``fluidvim_power_system_id``.
+              the client's stats, the power curve from node meta ``fluidvim_power_system_id``,
+              the host's watts and their source (labels ``host_watts``, ``host_watts_source``)
+              when the plugin's power meter has them.
 * launch    = register a one-task service job (``driver = "unikernel"``; the JSON form of
               ``etc/nomad/vnf-firewall.nomad.hcl``) named ``fluidvim-<service>-<8 hex>``, wait
               until its VNF forwards: the plugin's own ready signal, the task's vnf-stats.json
@@ -172,6 +174,10 @@ class NomadZone(ZoneAdapter):
             qd = num(a.get(ATTR + "queuing_delay_ms"))    # a float attribute reads "109.8ms"
             if qd is not None:
                 labels["queuing_delay_ms"] = qd
+            hw = num(a.get(ATTR + "host_watts"))          # the plugin's power meter, with its source
+            if hw is not None:
+                labels["host_watts"] = hw
+                labels["host_watts_source"] = a.get(ATTR + "host_watts.source")
             out.append(HostInfo(
                 name=node["Name"], env=self._env(node),
                 slots_total=int(num(a.get(ATTR + "session_slots.total")) or 0),

@@ -205,6 +205,8 @@ def test_host_watts_attribute_and_task_joules(agent, tmp_path):
         a = tn.wait_for("the host_watts attribute", attrs, 30, 0.25)
         assert a["driver.unikernel.host_watts.source"] == "linear"
         assert 40.0 <= float(a["driver.unikernel.host_watts"].rstrip("W")) <= 140.0
+        labels = zone.hosts()[0].labels                # what the orchestrator sees of it
+        assert labels["host_watts_source"] == "linear" and 40.0 <= labels["host_watts"] <= 140.0
         inst = zone.launch(LaunchRequest(service="pw", slots=16, memory_mb=32,
                                          click_config="FromDevice(0) -> Discard;"))
         (alloc,) = zone.api.job.get_allocations(inst.id)
