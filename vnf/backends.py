@@ -540,6 +540,9 @@ class QemuBackend(Backend):
 LIBVIRTD_FIX = ("start it (`systemctl start libvirtd virtlogd`, or `libvirtd -d; virtlogd -d`; "
                 "on a test machine re-run tools/bootstrap.sh) or fix [vnf] libvirt_uri")
 
+VIRTLOGD_FIX = ("start it (`systemctl start virtlogd`, or `virtlogd -d`; on a test machine "
+                "re-run tools/bootstrap.sh); VNFs already running keep forwarding")
+
 
 class LibvirtBackend(Backend):
     """A transient libvirt domain per VNF (pc + qboot), with the spec in its <metadata>."""
@@ -614,6 +617,9 @@ class LibvirtBackend(Backend):
         try:
             dom = self.conn.createXML(xml, lv.VIR_DOMAIN_START_PAUSED)
         except lv.libvirtError as e:
+            if "virtlogd" in str(e):    # libvirt hands QEMU's output to virtlogd: it is down
+                raise DependencyDown("virtlogd", f"libvirt could not start the domain: {e}",
+                                     VIRTLOGD_FIX) from None
             raise LaunchError(f"libvirt refused the domain: {e}") from None
         try:
             ch = self.connect(spec)     # libvirt's QEMU listens before the guest runs

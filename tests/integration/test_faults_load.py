@@ -148,8 +148,8 @@ class Load:
 def manager(**opts):
     """A VNFManager on a private run dir; every VNF it stored is destroyed when done (before the
     test takes its dependency away for good), and no tap of them may remain."""
-    mgr = VNFManager(make_conf(backend="qemu", run_dir=f"/run/fluidvim-fl-{os.urandom(4).hex()}",
-                               **opts))
+    opts = {"backend": "qemu", "run_dir": f"/run/fluidvim-fl-{os.urandom(4).hex()}", **opts}
+    mgr = VNFManager(make_conf(**opts))
     try:
         yield mgr
     finally:
@@ -204,7 +204,13 @@ def check_invariants(mgr, load, before: set[str]) -> None:
     running = [r for r in mgr.store.list() if r.status == states.RUNNING]
     gone = (before | done) - {r.id for r in running}
     assert not gone, ([was[v] for v in gone], [o for o in load.outcomes if o[1] in gone])
-    assert _qemu_pids(mgr.run_dir) == {r.pid for r in running if r.pid}, "orphan or lost QEMU"
+    ours = set(load.created) | set(stored) | {load.fw.vnf_id}
+    if mgr.conf.vnf.backend == states.LIBVIRT:      # libvirt's QEMUs: its live domains
+        live = {d.UUIDString() for d in mgr.backend(states.LIBVIRT).conn.listAllDomains()
+                if d.isActive()}
+        assert live & ours == {r.id for r in running}, "orphan or lost domain"
+    else:
+        assert _qemu_pids(mgr.run_dir) == {r.pid for r in running}, "orphan or lost QEMU"
     failed = set(load.created) - set(stored)
     leaked = [t for v in failed for i in range(2) if netdev.exists(t := specmod.tap_for(v, i))]
     assert not leaked, f"taps of failed launches left: {leaked}"
@@ -473,3 +479,41 @@ def _check_orchestrator(orch, rpc, load) -> None:
         time.sleep(0.2)
     assert {v: known.get(v) for v in expected} == expected
     assert sum(held.values()) == load.limit
+
+
+SHARED = "FLUIDVIM_FAULTS_SHARED_DAEMONS"
+
+
+@pytest.mark.libvirt
+@pytest.mark.skipif(not os.environ.get(SHARED), reason=f"kills the host's virtlogd, which every "
+                    f"libvirt test running beside this one needs: opt in with {SHARED}=1 on a "
+                    "machine of your own (bench/results/faults.md has its last run)")
+def test_virtlogd_kill_9_under_load(net, tmp_path):
+    with manager(backend="libvirt", state_dir=str(tmp_path / "state")) as mgr:
+        load = Load(mgr, net)
+        try:
+            load.start()
+            before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
+            n = len(load.outcomes)
+            pid = int(subprocess.run(["pgrep", "-x", "virtlogd"], capture_output=True,
+                                     text=True, check=True).stdout.split()[0])
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while not any(k == "error" for k, _ in load.outcomes[n:]) and \
+                    time.monotonic() < deadline:
+                time.sleep(0.02)
+            load.new_session()
+            n_down = len(load.outcomes)
+            t0 = time.monotonic()
+            with open("/var/log/libvirt/virtlogd.fluidvim.log", "ab") as log:
+                subprocess.Popen(["setsid", "tini", "-s", "--", "virtlogd"],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            recovered = load.first_ok_after(n_down)
+            errors = [v for k, v in load.outcomes[n:n_down] if k == "error"]
+            print(f"FAULT virtlogd-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} (virtlogd "
+                  f"start included) errors_while_down={len(errors)}")
+            assert errors and all(isinstance(e, DependencyDown) and e.what == "virtlogd"
+                                  for e in errors), errors
+            check_invariants(mgr, load, before)
+        finally:
+            load.close()
