@@ -10,6 +10,10 @@ exception classes (``InvalidRequest`` for 400 with its field, ``NotFound`` for 4
 409; :class:`APIError` - an ``OrchestratorError`` - for anything else, with the HTTP status and the
 request id of the API-SIG error body), so callers do not care which path they use. A delete
 (204, no body) returns what the RPC method does: ``{"removed" | "terminated" | "deleted": ...}``.
+Its requests come from the operation table (:data:`.operations.HTTP`): :meth:`APIClient.call`
+sends the operation a client method stands for (path, query and body from its arguments), and
+every RPC method of the orchestrator that the API has and this class does not write itself is
+added by :func:`_bind` with the RPC method's parameters.
 
 Authentication: Keystone (``username``/``password``/``project_name`` and domains, or a
 ``token``) when credentials are given. Without ``auth_url`` the client asks the API, whose
@@ -28,6 +32,7 @@ import time
 import urllib.parse
 
 from .exception import InvalidRequest, NotFound, OrchestratorError, Refused
+from .operations import HTTP_BY_CLIENT, bound_arguments, rpc_methods
 
 WWW_AUTH_RE = re.compile(r'Keystone uri="([^"]+)"')
 
@@ -199,6 +204,28 @@ class APIClient:
         raise APIError(f"fluidvim-api: {msg}" + (f" [request {rid}]" if rid else ""),
                        r.status_code, rid)
 
+    def call(self, client: str, timeout=None, **args):
+        """The operation of the table that the client method ``client`` stands for (e.g.
+        ``place``, ``vim.launch``): its path parameters filled in, its query parameters in the
+        query and the other arguments in the body (an argument the body does not have is left
+        out when None); the answer's body."""
+        op = HTTP_BY_CLIENT.get(client)
+        if op is None:
+            raise APIError(f"{client.replace('.', ' ')}: not in fluidvim-api's REST API")
+        missing = [k for k in op.path_params if k not in args]
+        if missing:
+            raise TypeError(f"{client}(): missing {', '.join(missing)}")
+        path = op.path.format_map({k: _q(args.pop(k)) for k in op.path_params})
+        kinds = {x["name"]: x["schema"].get("type") for x in op.params}
+        props = (op.body or {}).get("properties", {})
+        kinds.update({k: v.get("type") for k, v in props.items()})
+        args = {k: bool(v) if kinds.get(k) == "boolean" else v for k, v in args.items()}
+        query = {k: args.pop(k) for k in op.query if k in args}
+        body = None
+        if op.body is not None:
+            body = {k: v for k, v in args.items() if k in props or v is not None}
+        return self.request(op.method.upper(), path, body, query or None, timeout=timeout)
+
     # -- what OrchestratorAPI has --
     def ping(self, timeout=None):
         """The API answers: its version document (``/``, no token needed; ``/v1/zones`` is
@@ -217,53 +244,20 @@ class APIClient:
                            "without a version document", r.status_code) from None
         return {"url": self.url, "versions": [v["id"] for v in versions]}
 
-    def register_service(self, name, click_config, **fields):
-        return self.request("POST", "/v1/services", {"name": name, "click_config": click_config,
-                                                     **fields})
-
-    def list_services(self):
-        return self.request("GET", "/v1/services")
-
     def show_service(self, name):
-        return self.request("GET", f"/v1/services/{_q(name)}")
+        return self.call("show_service", name=name)
 
     def remove_service(self, name):
         self.request("DELETE", f"/v1/services/{_q(name)}")
         return {"removed": name}
 
-    def place(self, service, location=None, deploy=False):
-        return self.request("POST", "/v1/placements", {"service": service, "location": location,
-                                                       "deploy": bool(deploy)})
-
-    def explain(self, decision_id):
-        return self.request("GET", f"/v1/placements/{_q(decision_id)}")
-
     def list_decisions(self, limit=20):
         r = self.request("GET", "/v1/placements", query={"limit": limit})
         return r["placements"] if isinstance(r, dict) else r      # a page: limit pages
 
-    def resolve(self, service, client_location=None):
-        return self.request("POST", "/v1/resolve", {"service": service,
-                                                    "client_location": client_location})
-
-    def list_zones(self):
-        return self.request("GET", "/v1/zones")
-
-    def slots(self, service=None, level="zone"):
-        return self.request("GET", "/v1/slots", query={"service": service, "level": level})
-
-    def list_instances(self, service=None):
-        return self.request("GET", "/v1/instances", query={"service": service})
-
     def terminate(self, instance):
         self.request("DELETE", f"/v1/instances/{_q(instance)}")
         return {"terminated": instance}
-
-    def list_networks(self, zone=None):
-        return self.request("GET", "/v1/networks", query={"zone": zone})
-
-    def create_network(self, zone, name):
-        return self.request("POST", "/v1/networks", {"zone": zone, "name": name})
 
     def power_plan(self):
         raise APIError("power plan: not in fluidvim-api's REST API yet; run it against the "
@@ -283,29 +277,38 @@ class APIClient:
 
     # -- the VIM API (OSM RO) --
     def vim(self, method: str, timeout=None, **kw):
-        zone = kw.pop("zone", None)
-        zq = {"zone": zone}
-        routes = {
-            "describe": lambda: ("GET", "/v1/vim", None, zq),
-            "list_images": lambda: ("GET", "/v1/vim/images", None, zq),
-            "register_image": lambda: ("POST", "/v1/vim/images", {**kw, "zone": zone}, None),
-            "delete_image": lambda: ("DELETE", f"/v1/vim/images/{_q(kw['image_id'])}", None, zq),
-            "list_flavors": lambda: ("GET", "/v1/vim/flavors", None, None),
-            "get_flavor": lambda: ("GET", f"/v1/vim/flavors/{_q(kw['flavor_id'])}", None, None),
-            "create_flavor": lambda: ("POST", "/v1/vim/flavors", kw, None),
-            "delete_flavor": lambda: ("DELETE", f"/v1/vim/flavors/{_q(kw['flavor_id'])}", None,
-                                      None),
-            "launch": lambda: ("POST", "/v1/vim/vms", {**kw, "zone": zone}, None),
-            "vm_status": lambda: ("POST", "/v1/vim/vms/status", kw, None),
-            "get_vm": lambda: ("GET", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
-            "delete_vm": lambda: ("DELETE", f"/v1/vim/vms/{_q(kw['vm_id'])}", None, None),
-            "vm_action": lambda: ("POST", f"/v1/vim/vms/{_q(kw['vm_id'])}/action",
-                                  {"action": kw["action"]}, None),
-        }
-        if method not in routes:
+        """The VIM API's ``method`` (as :class:`~fluidvim.orchestrator.osm.vim.VimAPI` takes
+        it) over HTTP."""
+        if "vim." + method not in HTTP_BY_CLIENT:
             raise APIError(f"VIM method {method!r} is not in fluidvim-api")
-        m, path, body, query = routes[method]()
-        return self.request(m, path, body, query, timeout=timeout)
+        return self.call("vim." + method, timeout=timeout, **kw)
+
+
+def _client_method(row):
+    sig = row.signature
+
+    def method(self, *args, **kwargs):
+        try:
+            kw = bound_arguments(sig, args, kwargs)
+        except TypeError as e:
+            raise TypeError(f"{row.method}(): {e}") from None
+        return self.call(row.method, **kw)
+
+    method.__name__ = method.__qualname__ = row.method
+    method.__doc__ = row.doc or f"{row.method} over fluidvim-api (operations.HTTP)."
+    return method
+
+
+def _bind(cls):
+    """Gives ``cls`` a method for every RPC method of the orchestrator that the API has
+    (an operation whose ``client`` it is) and ``cls`` does not write itself."""
+    for row in rpc_methods(""):
+        if row.method in HTTP_BY_CLIENT and row.method not in cls.__dict__:
+            setattr(cls, row.method, _client_method(row))
+    return cls
+
+
+_bind(APIClient)
 
 
 class _NS:

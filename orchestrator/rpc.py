@@ -1,7 +1,8 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
 """Helpers of the orchestrator's RPC endpoints: :func:`rpc_method` (argument mistakes become
-InvalidRequest, expected errors pass quietly) and the request validators (:func:`number_field`,
+InvalidRequest, expected errors pass quietly), :func:`bind_endpoint` (the pass-through methods of
+an endpoint, from the operation table) and the request validators (:func:`number_field`,
 :func:`validate_service`).
 
 A leaf below every endpoint module (``service``, ``mano.service``, ``osm.vim``), so that an
@@ -20,6 +21,7 @@ import oslo_messaging as messaging
 from fluidvim.vnf import limits
 
 from .exception import ALL as EXPECTED, InvalidRequest, invalid
+from .operations import Rpc, bound_arguments, rpc_methods
 from .slots import validate_aliases
 
 SERVICE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
@@ -93,12 +95,37 @@ def rpc_method(fn):
     """Turns argument mistakes into InvalidRequest; lets our expected errors through quietly."""
     sig = inspect.signature(fn)
 
-    @messaging.expected_exceptions(*EXPECTED)
-    @functools.wraps(fn)
     def wrapper(self, ctxt, **kwargs):
         try:
             sig.bind(self, ctxt, **kwargs)
         except TypeError as e:
             raise InvalidRequest(f"request: {fn.__name__}: {e}", field="request") from None
         return fn(self, ctxt, **kwargs)
-    return wrapper
+    # (functools.wraps outside too: inspect.signature shows the method's, as the tests check)
+    return functools.wraps(fn)(messaging.expected_exceptions(*EXPECTED)(wrapper))
+
+
+def _passthrough(row: Rpc, service: str):
+    own = [p for p in row.signature.parameters.values() if p.name != "timeout"]
+    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                             for n in ("self", "ctxt")] + own)
+
+    def method(self, ctxt, **kwargs):
+        kw = bound_arguments(sig, (self, ctxt), kwargs)
+        del kw["self"], kw["ctxt"]
+        return getattr(getattr(self, service), row.method)(**kw)
+
+    method.__name__ = method.__qualname__ = row.method
+    method.__doc__ = row.doc or f"RPC method {row.key} (API {row.version}; operations.RPC)."
+    method.__signature__ = sig         # type: ignore[attr-defined]  # rpc_method checks by it
+    return rpc_method(method)
+
+
+def bind_endpoint(cls, namespace: str, service: str):
+    """Gives the endpoint class ``cls`` an :func:`rpc_method` for every RPC method of
+    ``namespace`` in the operation table that it does not write itself: it passes the table's
+    parameters (defaults applied) on to ``self.<service>.<method>``."""
+    for row in rpc_methods(namespace):
+        if row.method not in cls.__dict__:
+            setattr(cls, row.method, _passthrough(row, service))
+    return cls

@@ -2,24 +2,23 @@
 # SPDX-License-Identifier: Apache-2.0
 """Versioned client API of the orchestrator (what the CLI, the OSM plugin and others call).
 
-API versions:
-
-* 1.0 - ping, register_service, list_services, remove_service, place, explain, list_decisions,
-  resolve, list_zones, slots, list_instances, terminate.
-
-A method added in 1.x is called with ``_call(..., version="1.x")``: the client refuses it
-(``can_send_version``) when ``version_cap`` pins an older server, instead of failing remotely.
-Errors the server reports on purpose (:mod:`.exception`) arrive as the same classes.
+Its methods are the RPC methods of the operation table (:data:`.operations.RPC`, namespace
+``""``), added by :func:`bind_client`: each takes the table's parameters and sends them with the
+version that added the method. The client refuses a method newer than ``version_cap`` (an older
+server) instead of failing remotely. Errors the server reports on purpose (:mod:`.exception`)
+arrive as the same classes.
 """
 
 from __future__ import annotations
 
+import inspect
+
 import oslo_messaging as messaging
 
 from .exception import OrchestratorError
+from .operations import Rpc, api_version, bound_arguments, rpc_methods
 
-RPC_API_VERSION = "1.3"       # 1.1: list_networks, create_network, delete_network;
-#                               1.2: power_plan, power_hosts; 1.3: instance_action
+RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance_action
 EXMODS = ["fluidvim.orchestrator.exception"]
 BROKER_FIX = ("start RabbitMQ (systemctl start rabbitmq-server), or fix [orchestrator] "
               "transport_url / --transport-url")
@@ -90,57 +89,34 @@ class OrchestratorAPI:
             raise OrchestratorError(
                 f"cannot reach the message broker ({e}): {BROKER_FIX}") from None
 
-    def ping(self, timeout: float | None = None):
-        return self._call("ping", timeout=timeout)
 
-    def register_service(self, name: str, click_config: str, **fields):
-        return self._call("register_service", name=name, click_config=click_config, **fields)
+def _client_method(row: Rpc):
+    sig = row.signature
 
-    def list_services(self):
-        return self._call("list_services")
+    def method(self, *args, **kwargs):
+        try:
+            kw = bound_arguments(sig, args, kwargs)
+        except TypeError as e:
+            raise TypeError(f"{row.method}(): {e}") from None
+        return self._call(row.method, version=row.version, timeout=kw.pop("timeout", None),
+                          **kw)
 
-    def remove_service(self, name: str):
-        return self._call("remove_service", name=name)
+    method.__name__ = method.__qualname__ = row.method
+    method.__doc__ = row.doc or f"RPC method {row.key} (API {row.version}; operations.RPC)."
+    method.__signature__ = sig.replace(parameters=[    # type: ignore[attr-defined]
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        *sig.parameters.values()])
+    return method
 
-    def place(self, service: str, location: str | None = None, deploy: bool = False):
-        return self._call("place", service=service, location=location, deploy=deploy)
 
-    def explain(self, decision_id: str):
-        return self._call("explain", decision_id=decision_id)
+def bind_client(cls, namespace: str):
+    """Gives the client class ``cls`` (which has ``_call``) a method for every RPC method of
+    ``namespace`` in the operation table that it does not write itself (a method that does more
+    than pass its arguments through); ``timeout`` is the call's."""
+    for row in rpc_methods(namespace):
+        if row.method not in cls.__dict__:
+            setattr(cls, row.method, _client_method(row))
+    return cls
 
-    def list_decisions(self, limit: int = 20):
-        return self._call("list_decisions", limit=limit)
 
-    def resolve(self, service: str, client_location: str | None = None):
-        return self._call("resolve", service=service, client_location=client_location)
-
-    def list_zones(self):
-        return self._call("list_zones")
-
-    def slots(self, service: str | None = None, level: str = "zone"):
-        return self._call("slots", service=service, level=level)
-
-    def list_instances(self, service: str | None = None):
-        return self._call("list_instances", service=service)
-
-    def terminate(self, instance: str):
-        return self._call("terminate", instance=instance)
-
-    def instance_action(self, instance: str, action: str):
-        """pause, unpause, reboot or rebuild one instance (zonetypes.INSTANCE_ACTIONS)."""
-        return self._call("instance_action", version="1.3", instance=instance, action=action)
-
-    def list_networks(self, zone: str | None = None):
-        return self._call("list_networks", version="1.1", zone=zone)
-
-    def create_network(self, zone: str, name: str):
-        return self._call("create_network", version="1.1", zone=zone, name=name)
-
-    def delete_network(self, zone: str, network: str):
-        return self._call("delete_network", version="1.1", zone=zone, network=network)
-
-    def power_plan(self):
-        return self._call("power_plan", version="1.2")
-
-    def power_hosts(self):
-        return self._call("power_hosts", version="1.2")
+bind_client(OrchestratorAPI, "")

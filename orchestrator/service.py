@@ -3,7 +3,7 @@
 """``fluidvim-orchestrator``: the orchestrator as an oslo.messaging RPC server.
 
 :class:`Orchestrator` is the service's core (usable in-process: the demo, tests, benchmarks);
-:class:`OrchestratorEndpoint` exposes it over RPC (target version 1.1), next to the ``ns`` namespace
+:class:`OrchestratorEndpoint` exposes it over RPC (:mod:`.operations`' methods), next to the ``ns`` namespace
 of network services from NFV descriptors (:mod:`.mano.service`); :func:`main` is the console
 script: it serves RPC on ``[orchestrator] topic``, listens for slot-update notifications on
 ``[orchestrator] notification_topic`` and, with ``[orchestrator] local_zone``, runs the embedded
@@ -32,17 +32,17 @@ from .exception import NotFound, Refused, invalid
 from .ha import Membership
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
 from .notify import SlotListener
+from .operations import api_version
 from .osm.vim import VimEndpoint  # the VIM API (OSM RO plugin): namespace "vim" 1.1
 from .placement import PlacementEngine, explain
 from .queuing import QueuingEstimator
 from .resolver import Resolver
-from .rpc import number_field, rpc_method, validate_service
+from .rpc import bind_endpoint, number_field, rpc_method, validate_service
 from .slots import SharedSlotRegistry, SlotRegistry, SlotReport
 
 LOG = logging.getLogger(__name__)
 
-RPC_API_VERSION = "1.3"       # 1.1: list_networks, create_network, delete_network;
-#                               1.2: power_plan, power_hosts; 1.3: instance_action
+RPC_API_VERSION = api_version("")      # the newest of operations.RPC's methods
 
 
 def default_runners(conf, store):
@@ -456,7 +456,9 @@ class Orchestrator:
 
 
 class OrchestratorEndpoint:
-    """RPC API 1.1 (1.1 added the network methods). Every method returns JSON-serialisable data."""
+    """RPC API of the orchestrator (namespace ``""``): ``ping`` and a pass-through to
+    :class:`Orchestrator` for every other method of the operation table (:func:`.rpc.bind_endpoint`).
+    Every method returns JSON-serialisable data."""
 
     target = messaging.Target(version=RPC_API_VERSION)
 
@@ -467,73 +469,8 @@ class OrchestratorEndpoint:
     def ping(self, ctxt):
         return {"version": RPC_API_VERSION, "zones": sorted(self.orch.zones)}
 
-    @rpc_method
-    def register_service(self, ctxt, name, click_config, **fields):
-        return self.orch.register_service(name, click_config, **fields)
 
-    @rpc_method
-    def list_services(self, ctxt):
-        return self.orch.list_services()
-
-    @rpc_method
-    def remove_service(self, ctxt, name):
-        return self.orch.remove_service(name)
-
-    @rpc_method
-    def place(self, ctxt, service, location=None, deploy=False):
-        return self.orch.place(service, location, deploy)
-
-    @rpc_method
-    def explain(self, ctxt, decision_id):
-        return self.orch.explain(decision_id)
-
-    @rpc_method
-    def list_decisions(self, ctxt, limit=20):
-        return self.orch.list_decisions(limit)
-
-    @rpc_method
-    def resolve(self, ctxt, service, client_location=None):
-        return self.orch.resolve(service, client_location)
-
-    @rpc_method
-    def list_zones(self, ctxt):
-        return self.orch.list_zones()
-
-    @rpc_method
-    def slots(self, ctxt, service=None, level="zone"):
-        return self.orch.slots(service, level)
-
-    @rpc_method
-    def list_instances(self, ctxt, service=None):
-        return self.orch.list_instances(service)
-
-    @rpc_method
-    def terminate(self, ctxt, instance):
-        return self.orch.terminate(instance)
-
-    @rpc_method
-    def instance_action(self, ctxt, instance, action):
-        return self.orch.instance_action(instance, action)
-
-    @rpc_method
-    def list_networks(self, ctxt, zone=None):
-        return self.orch.list_networks(zone)
-
-    @rpc_method
-    def create_network(self, ctxt, zone, name):
-        return self.orch.create_network(zone, name)
-
-    @rpc_method
-    def delete_network(self, ctxt, zone, network):
-        return self.orch.delete_network(zone, network)
-
-    @rpc_method
-    def power_plan(self, ctxt):
-        return self.orch.power_plan()
-
-    @rpc_method
-    def power_hosts(self, ctxt):
-        return self.orch.power_hosts()
+bind_endpoint(OrchestratorEndpoint, "", "orch")
 
 
 def main(argv=None) -> int:

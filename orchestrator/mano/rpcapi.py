@@ -2,17 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Client of the orchestrator's ``ns`` RPC namespace (API 1.2: deploy, validate, list, show,
 delete; scale, heal; start in the background, operation occurrences), sharing the transport,
-topic and error handling of :class:`OrchestratorAPI`."""
+topic and error handling of :class:`OrchestratorAPI`. Its methods are the table's
+(:data:`..operations.RPC`, namespace ``ns``; :func:`..rpcapi.bind_client`), but for those that
+turn descriptors into dicts first."""
 
 from __future__ import annotations
 
 import oslo_messaging as messaging
 
-from ..rpcapi import OrchestratorAPI
+from ..operations import DEPLOY_TIMEOUT
+from ..rpcapi import OrchestratorAPI, bind_client
 from .descriptors import Document
 from .service import NAMESPACE, NS_API_VERSION
-
-DEPLOY_TIMEOUT = 600.0      # a deploy launches every instance (and may probe a new zone first)
 
 
 class NSAPI:
@@ -58,25 +59,6 @@ class NSAPI:
         nsd, vnfds = self._docs(nsd, vnfds)
         return self._call("validate", nsd=nsd, vnfds=vnfds, name=name)
 
-    def list(self, deleted: bool = False):
-        return self._call("list", deleted=deleted)
-
-    def show(self, name: str):
-        return self._call("show", name=name)
-
-    def delete(self, name: str, timeout: float | None = DEPLOY_TIMEOUT):
-        return self._call("delete", timeout=timeout, name=name)
-
-    def scale(self, name: str, aspect: str, direction: str,
-              timeout: float | None = DEPLOY_TIMEOUT):
-        """One step of ``aspect`` (``PROFILE/ASPECT`` or the aspect id), direction out | in."""
-        return self._call("scale", version="1.1", timeout=timeout, name=name, aspect=aspect,
-                          direction=direction)
-
-    def heal(self, name: str, instance: str, timeout: float | None = DEPLOY_TIMEOUT):
-        """Replace ``instance`` (id or name) of the NS by a new one on the same virtual links."""
-        return self._call("heal", version="1.1", timeout=timeout, name=name, instance=instance)
-
     def start(self, method: str, **kwargs) -> dict:
         """``method`` (deploy, scale, heal, delete; their arguments) in the orchestrator's
         background; its operation occurrence (SOL005 NsLcmOpOcc shape) as soon as it exists."""
@@ -84,8 +66,5 @@ class NSAPI:
             kwargs["nsd"], kwargs["vnfds"] = self._docs(kwargs["nsd"], kwargs["vnfds"])
         return self._call("start", version="1.2", what=method, kwargs=kwargs)
 
-    def operation(self, op_id: str) -> dict:
-        return self._call("operation", version="1.2", op_id=op_id)
 
-    def operations(self, ns: str | None = None, limit: int = 200) -> list:
-        return self._call("operations", version="1.2", ns=ns, limit=limit)
+bind_client(NSAPI, "ns")
