@@ -248,11 +248,11 @@ def main(argv=None) -> int:
     try:
         for role, net in nets.items():
             net.up()
-            vnfs[role] = mgr.launch(CHAINS["forward"], name=f"attr-{role}", bridges=net.bridges,
+            vnfs[role] = mgr.launch(CHAINS["forward"], name=f"attr-{role}", nics=net.bridges,
                                     warm=False)
             net.ping(1)
             paths[role] = Path(role, net, pktgen, lambda v=vnfs[role]: mgr.stats(v.vnf_id))
-        vnfs["idle"] = mgr.launch(CHAINS["forward"], name="attr-idle", bridges=[None, None],
+        vnfs["idle"] = mgr.launch(CHAINS["forward"], name="attr-idle", nics=[None, None],
                                   warm=False)
         bench = Bench(args, mgr, vnfs, paths, pktgen)
         blast = paths["loaded"].send(0, "60", 2.0)

@@ -291,7 +291,7 @@ def run_hub(args, pktgen) -> dict:
 def vnf_path(mgr, chain: str, kernel, label: str, pktgen: str):
     """ns a and ns b with a VNF running `chain` (on `kernel`) between them; destroyed after."""
     with TestNet("dpv", 96) as net:
-        res = mgr.launch(CHAINS[chain], bridges=net.bridges, kernel=kernel, warm=False)
+        res = mgr.launch(CHAINS[chain], nics=net.bridges, kernel=kernel, warm=False)
         try:
             net.ping(1)
             yield Path(label, net, pktgen, lambda: mgr.stats(res.vnf_id)), res.vnf_id

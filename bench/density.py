@@ -112,12 +112,12 @@ def run_one(n: int, args, share: bool, fwd_net, binary: str = "auto",
                                net_backend=net_backend))
     ids: list[str] = []
     try:
-        fwd = mgr.launch(FORWARD, name=f"fwd-{tag}", bridges=fwd_net.bridges, warm=False)
+        fwd = mgr.launch(FORWARD, name=f"fwd-{tag}", nics=fwd_net.bridges, warm=False)
         ids.append(fwd.vnf_id)
         assert ping_ms(fwd_net) is not None, "the forwarding VNF does not forward"
 
         def one(i):
-            return mgr.launch(IDLE, name=f"idle{i}-{tag}", bridges=[None], warm=False).vnf_id
+            return mgr.launch(IDLE, name=f"idle{i}-{tag}", nics=[None], warm=False).vnf_id
 
         t0 = time.monotonic()
         with cf.ThreadPoolExecutor(args.concurrency) as ex:

@@ -33,6 +33,7 @@ from xml.sax.saxutils import escape, quoteattr
 from tqdm import tqdm
 
 from fluidvim.common.measure import quantile
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import netdev, spec as specmod
 from fluidvim.vnf.control import ControlChannel
 from fluidvim.vnf.manager import VNFManager, make_conf
@@ -169,8 +170,9 @@ def launch_once(mgr, backend, warm, key=None, tap_prefix=None):
         mgr.wait_pool(key, 2, timeout=60)   # refill done: measure the warm path itself
     macs, taps = port_nics(tap_prefix) if tap_prefix else (None, None)
     t = time.perf_counter()
-    res = mgr.launch(FORWARD, bridges=[None, None], backend=backend, warm=warm, macs=macs,
-                     taps=taps)
+    nics = ([NicRequest(mac=m, tap=t) for m, t in zip(macs, taps)] if tap_prefix
+            else [None, None])
+    res = mgr.launch(FORWARD, nics=nics, backend=backend, warm=warm)
     wall = (time.perf_counter() - t) * 1000      # the caller's view: every commit included
     assert res.kind == ("warm" if warm else "cold"), res.kind
     rec = mgr.get(res.vnf_id)

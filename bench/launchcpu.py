@@ -69,7 +69,7 @@ def burst(variant: str, n: int, concurrency: int, run_root: str = "/run") -> dic
     try:
         c0, t0 = ProcReader().host_fields(), time.monotonic()
         with cf.ThreadPoolExecutor(concurrency) as ex:
-            for r in ex.map(lambda i: mgr.launch(IDLE, name=f"lc{i}-{tag}", bridges=[None],
+            for r in ex.map(lambda i: mgr.launch(IDLE, name=f"lc{i}-{tag}", nics=[None],
                                                  warm=False), range(n)):
                 ids.append(r.vnf_id)
         wall = time.monotonic() - t0

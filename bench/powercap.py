@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
     results = {}
     with TestNet("pcp", 90) as net:
-        res = mgr.launch(CHAINS["forward"], name="powercap", bridges=net.bridges, warm=False)
+        res = mgr.launch(CHAINS["forward"], name="powercap", nics=net.bridges, warm=False)
         try:
             net.ping(1)
             uid = mgr.get(res.vnf_id).spec.uuid

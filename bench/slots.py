@@ -361,7 +361,7 @@ def cmd_qoe(a) -> dict:
     print(f"qoe: {params.request()} ({params.basis})", flush=True)
     trace = []
     with TestNet("fvsq", 94) as net:
-        vid = mgr.launch(FORWARD, bridges=net.bridges, name=f"qoe-{tag}").vnf_id
+        vid = mgr.launch(FORWARD, nics=net.bridges, name=f"qoe-{tag}").vnf_id
         echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
                          "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
         try:

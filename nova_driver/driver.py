@@ -63,22 +63,20 @@ from nova.image import glance
 from nova.objects import fields as obj_fields
 from nova.virt import driver, event as virtevent, hardware
 from oslo_log import log as logging
-from oslo_utils import strutils, versionutils
+from oslo_utils import versionutils
 
 import fluidvim
 from fluidvim.common.measure import elapsed_ms
-from fluidvim.common.zonetypes import QoE
 from fluidvim.nova_driver import (
     compat,
     conf as fconf,
-    extra_specs as fextra,
     slots as fslots,
-    userdata,
     vifs as vifmod,
 )
 from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
 from fluidvim.nova_driver.moves import LIVE_MIGRATION_REFUSED, MoveMixin
 from fluidvim.nova_driver.names import InstanceNames
+from fluidvim.nova_driver.request import SLOT_RC, server_launch, spec_error_reason
 from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod, states as vstates
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
@@ -90,7 +88,6 @@ fconf.register_opts(CONF)
 
 IMAGE_API = glance.API()
 
-SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"
 ACCEL_TRAITS = {"kvm": "CUSTOM_UNIKERNEL_KVM", "tcg": "CUSTOM_UNIKERNEL_TCG"}
 BACKEND_TRAITS = {vstates.QEMU: "CUSTOM_FLUIDVIM_BACKEND_QEMU",
                   vstates.LIBVIRT: "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT"}
@@ -353,8 +350,8 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         kernel, props, cached = self.image_cache.fetch(context, image_id, instance, image_meta)
         phases["image"] = elapsed_ms(t0, 2)
         t = time.perf_counter()
-        args = self._launch_args(instance, props, network_info, allocations)
-        vnics = args.pop("vifs")
+        launch = server_launch(instance, props, network_info, CONF)
+        vnics = launch.vifs
         phases["spec"] = elapsed_ms(t, 2)
         t = time.perf_counter()
         stale = self._destroy_vnfs(instance.uuid)      # normally none (one query)
@@ -373,10 +370,11 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
             LOG.debug("fluidvim: no instance name for %s", instance.uuid)
             iname = None
         # the name is written in the launch's own commit: no VNF, no name
-        args["on_record"] = self.names.writer(instance.uuid, iname) if iname else None
+        on_record = self.names.writer(instance.uuid, iname) if iname else None
         try:
-            res = self._launch_when_plugged(instance, kernel, args, network_info, phases,
-                                            wait_vifs)
+            res = self._launch_when_plugged(instance, launch.args.with_changes(kernel=kernel),
+                                            launch.config_source, on_record, network_info,
+                                            phases, wait_vifs)
         except BaseException:
             if os_vifs:             # like the libvirt driver's _cleanup_failed_start
                 vifmod.unplug(instance, network_info)
@@ -399,7 +397,7 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
                  "cached" if cached else "downloaded", phases, instance=instance)
         return res
 
-    def _launch_when_plugged(self, instance, kernel, args, network_info, phases,
+    def _launch_when_plugged(self, instance, args, source, on_record, network_info, phases,
                              wait_vifs=True):
         """Launch the VNF; like the libvirt driver, VIFs Neutron reports down must come up
         (network-vif-plugged, sent once its agent sees the tap) before the server is ACTIVE —
@@ -410,7 +408,7 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         try:
             with compat.wait_for_instance_event(self.virtapi, instance, events, timeout,
                                                 error_callback=self._neutron_failed):
-                res = self._launch(instance, kernel, args)
+                res = self._launch(instance, args, source, on_record)
                 phases["launch"] = elapsed_ms(t, 2)
                 t = time.perf_counter()
         except compat.EVENT_TIMEOUT:
@@ -431,11 +429,11 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
             phases[f"launch_{k}"] = round(v, 2)
         return res
 
-    def _launch(self, instance, kernel, args):
-        args = dict(args)
-        source = args.pop("config_source", None) or "the server"
+    def _launch(self, instance, args, source, on_record):
+        """Launch ``args`` (:mod:`~fluidvim.nova_driver.request`): the launch core's errors
+        as Nova's (``source``: where the Click configuration came from)."""
         try:
-            return self.manager.launch(name=instance.uuid, kernel=kernel, **args)
+            return self.manager.launch(args, on_record=on_record)
         except ControlError as e:
             if e.code == "config" and e.field:          # e.g. macs[1]: a port's MAC
                 raise exception.BuildAbortException(
@@ -450,11 +448,8 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
                            f"{e.message}") from e
             raise exception.InstanceDeployFailure(reason=str(e)) from e
         except specmod.SpecError as e:
-            reason = str(e)
-            if e.field == "click_config":
-                reason = f"the Click configuration from {source}: {e}"
             raise exception.BuildAbortException(instance_uuid=instance.uuid,
-                                                reason=reason) from e
+                                                reason=spec_error_reason(e, source)) from e
         except backends.LaunchError as e:
             raise exception.InstanceDeployFailure(reason=str(e)) from e
 
@@ -464,104 +459,6 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
                   instance=instance)
         if CONF.vif_plugging_is_fatal:
             raise exception.VirtualInterfaceCreateException()
-
-    def _launch_args(self, instance, props, network_info, allocations=None) -> dict:
-        flavor = instance.flavor
-        specs = dict(flavor.extra_specs or {})
-        props = props or {}
-
-        def pick(spec_keys, prop_key=None):
-            for k in spec_keys:
-                if specs.get(k) not in (None, ""):
-                    return specs[k]
-            if prop_key and props.get(prop_key) not in (None, ""):
-                return props[prop_key]
-            return None
-
-        def as_int(value, what):
-            if value is None:
-                return None
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                raise exception.BuildAbortException(
-                    instance_uuid=instance.uuid, reason=f"{what} must be an integer, "
-                    f"not {value!r}") from None
-
-        problems = fextra.check(specs)
-        if problems:
-            raise exception.BuildAbortException(instance_uuid=instance.uuid,
-                                                reason="; ".join(problems))
-        config, source = self._click_config(instance, specs, props)
-        slots = as_int(pick([f"resources:{SLOT_RC}", "fluidvim:session_slots"],
-                            "fluidvim_session_slots"), "session slots")
-        nics = as_int(pick(["fluidvim:nics"], "fluidvim_nics"), "fluidvim:nics")
-        vnics = vifmod.nics_for(instance.uuid, network_info)
-        bridges = [n.bridge for n in vnics]
-        macs = [n.mac for n in vnics]
-        taps = [n.tap for n in vnics]
-        if not vnics:
-            bridges = [None] * (nics or CONF.fluidvim.default_nics)
-        elif nics and nics > len(vnics):
-            extra = nics - len(vnics)
-            bridges, macs, taps = bridges + [None] * extra, macs + [None] * extra, \
-                taps + [None] * extra
-        if not config:
-            config, source = CONF.fluidvim.default_click_config, "[fluidvim] default_click_config"
-            if len(bridges) == 1 and config == fconf.DEFAULT_CLICK_CONFIG:
-                config = fconf.ONE_NIC_CLICK_CONFIG
-        ovs = [n.ovs for n in vnics] + [None] * (len(bridges) - len(vnics))
-        warm = strutils.bool_from_string(specs.get("fluidvim:warm", CONF.fluidvim.warm))
-        return dict(config=config, config_source=source, bridges=bridges,
-                    macs=macs if any(macs) else None,
-                    taps=taps if any(taps) else None, ovs=ovs if any(ovs) else None,
-                    vifs=vnics, slots=slots,
-                    memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
-                    backend=specs.get("fluidvim:backend") or None,
-                    warm=None if warm else False, qoe=self._qoe(instance, specs))
-
-    @staticmethod
-    def _qoe(instance, specs) -> QoE | None:
-        """The VNF's slots at the service's QoE from the flavor's ``fluidvim:qoe_*`` extra
-        specs (already checked one by one), or None when the flavor has none."""
-        given = {k: specs[k] for k in fextra.QOE_SPECS if specs.get(k) not in (None, "")}
-        if not given:
-            return None
-        missing = [k for k in fextra.QOE_SPECS if k not in given]
-        if missing:
-            raise exception.BuildAbortException(
-                instance_uuid=instance.uuid,
-                reason=f"flavor extra specs {', '.join(fextra.QOE_SPECS)} go together: "
-                       f"set {', '.join(missing)} too (or unset {', '.join(given)})")
-        cap, deadline, quantile = (given[k] for k in fextra.QOE_SPECS)
-        try:
-            return QoE(int(cap), float(deadline), float(quantile))
-        except ValueError as e:
-            raise exception.BuildAbortException(
-                instance_uuid=instance.uuid,
-                reason=f"flavor extra spec {str(e).replace('qoe.', 'fluidvim:qoe_', 1)}") from None
-
-    @staticmethod
-    def _click_config(instance, specs, props):
-        """(Click configuration, where it came from) of a server, or (None, None) for the
-        default. First of: the server's user_data (plain Click text or its ``#click-config``
-        part, :mod:`~fluidvim.nova_driver.userdata`), the flavor's ``fluidvim:click_config``,
-        the image's ``fluidvim_click_config``."""
-        user_data = instance.user_data if instance.obj_attr_is_set("user_data") else None
-        try:
-            ud = userdata.parse(user_data)
-        except userdata.UserDataError as e:
-            raise exception.BuildAbortException(instance_uuid=instance.uuid,
-                                                reason=str(e)) from None
-        for note in ud.ignored:
-            LOG.info("fluidvim: ignoring %s", note, instance=instance)
-        if ud.config is not None:
-            return ud.config, ud.source
-        if specs.get("fluidvim:click_config") not in (None, ""):
-            return specs["fluidvim:click_config"], "flavor extra spec fluidvim:click_config"
-        if props.get("fluidvim_click_config") not in (None, ""):
-            return props["fluidvim_click_config"], "image property fluidvim_click_config"
-        return None, None
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):

@@ -24,7 +24,8 @@ import json
 import os
 import sys
 
-from fluidvim.vnf import control, limits, pool
+from fluidvim.common.zonetypes import NicRequest
+from fluidvim.vnf import control, limits, pool, spec as specmod
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract", "vectors", "pool.json")
 
@@ -91,7 +92,10 @@ def claims():
     ]
     out = []
     for name, macs, taps in cases:
-        configure_macs, nics = pool.claim_nics(SHELL, macs, taps)
+        # the vectors keep the wire's per-field lists; the launch core takes one request a NIC
+        requests = [NicRequest(mac=m, tap=t) for m, t in zip(macs or [None] * len(SHELL),
+                                                             taps or [None] * len(SHELL))]
+        configure_macs, nics = pool.claim_nics([specmod.NicSpec(**n) for n in SHELL], requests)
         line = control.encode_request(7, "configure", config=FWD, slots=64, macs=configure_macs)
         out.append({"name": name, "shell_nics": SHELL, "macs": macs, "taps": taps,
                     "configure_macs": configure_macs, "configure_line": line.decode(),

@@ -153,25 +153,25 @@ class VNFManager:
             self._firmwares[key] = specmod.firmware_for(machine, kernel, self.conf.vnf.firmware)
         return self._firmwares[key]
 
-    def _new_spec(self, be, name, nics, memory_mb, vcpus, slots, bridges=None, macs=None,
-                  kernel=None, taps=None, ovs=None):
+    def _shape(self, args: specmod.LaunchArgs) -> tuple[int, int]:
+        """(memory_mb, session slots) of a launch: its own, or [vnf]'s."""
+        return args.memory_mb or self.conf.vnf.memory_mb, args.slots or self.conf.vnf.session_slots
+
+    def _new_spec(self, be, args: specmod.LaunchArgs) -> specmod.VNFSpec:
+        """A new VNF's spec for ``args``: NIC i takes the request's tap name, MAC and bridge,
+        or generated ones."""
         vid = str(uuidlib.uuid4())
-        kernel = self._kernel_path(kernel)
+        memory_mb, slots = self._shape(args)
+        kernel = self._kernel_path(args.kernel)
         if not os.path.exists(kernel):
             raise specmod.SpecError("kernel", f"{kernel} does not exist: build it with "
                                     "`make -C unikernel` or set [vnf] kernel")
-        bridges = list(bridges or [None] * nics)
-        macs = list(macs or [None] * nics)
-        taps = list(taps or [None] * nics)
-        ovs = list(ovs or [None] * nics)
-        if len(macs) != nics or len(taps) != nics:
-            raise specmod.SpecError("nics", f"{nics} NICs but {len(macs)} MACs and {len(taps)} tap "
-                                    "names: give one entry (or None) per NIC")
-        nic_specs = tuple(specmod.NicSpec(tap=taps[i] or specmod.tap_for(vid, i),
-                                          mac=macs[i] or specmod.mac_for(vid, i),
-                                          bridge=bridges[i], ovs=ovs[i]) for i in range(nics))
-        return specmod.VNFSpec(uuid=vid, name=name or f"vnf-{vid[:8]}", kernel=kernel,
-                               memory_mb=memory_mb, vcpus=vcpus, nics=nic_specs,
+        nics = tuple(specmod.NicSpec(tap=n.tap or specmod.tap_for(vid, i),
+                                     mac=n.mac or specmod.mac_for(vid, i),
+                                     bridge=n.bridge, ovs=n.ovs)
+                     for i, n in enumerate(args.nics))
+        return specmod.VNFSpec(uuid=vid, name=args.name or f"vnf-{vid[:8]}", kernel=kernel,
+                               memory_mb=memory_mb, vcpus=args.vcpus, nics=nics,
                                session_slots=slots, machine=be.machine, accel=self.accel,
                                tsc_khz=self._tsc_khz,
                                firmware=self._firmware(be.machine, kernel),
@@ -181,9 +181,9 @@ class VNFManager:
                                **be.paths(vid)).validate()
 
     # -- cold boot (also used to fill the pool) --
-    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None,
-              qoe=None):
+    def _boot(self, be, spec, status, pool_key=None, config=None, phases=None, launch=None):
         """Boot ``spec``; on any failure remove everything it created and raise LaunchError.
+        With ``config`` the VNF is configured, then told ``spec.qoe`` when it has one.
 
         ``launch`` = (t0, on_record) for a cold launch: its final record is then written in
         one commit with the launch history row (:meth:`StateStore.finish_launch`)."""
@@ -215,8 +215,8 @@ class VNFManager:
                 if config is not None:
                     t = time.perf_counter()
                     ch.configure(config, slots=spec.session_slots)
-                    if qoe is not None:
-                        self._send_qoe(ch, spec.name, qoe)
+                    if spec.qoe is not None:
+                        self._send_qoe(ch, spec.name, spec.qoe)
                     phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             fields = {"status": status, "config": config, "boot_us": ready.get("boot_us")}
@@ -237,66 +237,53 @@ class VNFManager:
             raise
         return ready
 
-    def launch(self, config: str, *, name: str | None = None, bridges=(), macs=None, taps=None,
-               ovs=None, slots: int | None = None, memory_mb: int | None = None, vcpus: int = 1,
-               backend: str | None = None, warm: bool | None = None,
-               kernel: str | None = None, on_record=None, qoe=None) -> LaunchResult:
-        """Start a VNF running ``config`` with one NIC per entry of ``bridges`` (None = unplugged).
+    def launch(self, args: specmod.LaunchArgs | str, *, on_record=None,
+               **fields) -> LaunchResult:
+        """Start a VNF: ``args`` is a :class:`~fluidvim.vnf.spec.LaunchArgs`, or its Click
+        configuration with the other fields as keywords (``mgr.launch(config, nics=bridges,
+        slots=64)``: one NIC per entry of ``nics``, a bridge name or None = unplugged, or a
+        :class:`~fluidvim.common.zonetypes.NicRequest`).
 
-        ``kernel`` is the VNF image of this launch (default: [vnf] kernel); warm shells are only
-        taken from the pool of the same kernel (it is part of the pool key).
+        The VNF's image is ``args.kernel`` (default: [vnf] kernel); warm shells are only taken
+        from the pool of the same kernel (it is part of the pool key).
 
-        ``macs`` and ``taps`` fix NIC i's MAC / host tap name (None entries = generated; tap
+        A NIC request's ``mac`` and ``tap`` fix its MAC / host tap name (None = generated; tap
         names are what Neutron calls the port's devname). A tap name that already exists on the
-        host is refused (``SpecError`` naming ``taps[i]``) before anything is taken or booted.
-        Uses a warm shell when one of this shape is ready (unless ``warm=False``), otherwise
-        boots cold. A warm shell given MACs or tap names has its taps renamed at claim and is
-        told its MACs in ``configure`` (the VNF then uses them as its own addresses; see
+        host is refused (``SpecError`` naming ``nics[i].tap``) before anything is taken or
+        booted. Uses a warm shell when one of this shape is ready (unless ``warm=False``),
+        otherwise boots cold. A warm shell given MACs or tap names has its taps renamed at claim
+        and is told its MACs in ``configure`` (the VNF then uses them as its own addresses; see
         :class:`~fluidvim.vnf.spec.NicSpec` for what the recorded spec holds).
 
-        ``ovs`` makes NIC i's bridge an Open vSwitch bridge: one dict of Interface external ids
-        (``iface-id``, ``vm-uuid``, ...; ``attached-mac`` is added) or None per NIC. The tap is
-        added to the OVS bridge once it exists (after boot, or after a warm shell's rename) and
-        its port is removed with the VNF.
+        A request's ``ovs`` makes its bridge an Open vSwitch bridge: the Interface external ids
+        (``iface-id``, ``vm-uuid``, ...; ``attached-mac`` is added). The tap is added to the OVS
+        bridge once it exists (after boot, or after a warm shell's rename) and its port is
+        removed with the VNF.
 
         A launch ends in one commit: the VNF's record, its launch history row and, when given,
         ``on_record(conn)`` — the caller's own rows about this VNF, written on that SQLAlchemy
         connection in the same transaction (the Nova driver's instance name). If the hook
         raises, the launch fails and the VNF is removed.
-        ``qoe`` (a :class:`fluidvim.common.zonetypes.QoE`) is sent to the VNF right after its
-        configuration, before the launch returns: its free slots are then the sessions it serves
-        at the service's QoE. A VNF that refuses it fails the launch (``LaunchError``) and is
-        removed.
+        ``args.qoe`` (a :class:`fluidvim.common.zonetypes.QoE`) is sent to the VNF right after
+        its configuration, before the launch returns, and kept in its spec (a rebuild sends it
+        again): its free slots are then the sessions it serves at the service's QoE. A VNF that
+        refuses it fails the launch (``LaunchError``) and is removed.
 
         Raises ``ControlError`` (code ``config``) for a configuration the VNF rejects and
         ``LaunchError``/``SpecError`` for the rest; nothing is left behind.
         """
-        be = self.backend(backend)
-        why = specmod.click_config_problem(config)
-        if why:                         # before a shell is claimed or anything boots
-            raise specmod.SpecError("click_config", why)
-        memory_mb = memory_mb or self.conf.vnf.memory_mb
-        slots = slots or self.conf.vnf.session_slots
-        bridges = list(bridges)
-        ovs = list(ovs) if ovs else [None] * len(bridges)
-        if len(ovs) != len(bridges):
-            raise specmod.SpecError("ovs", f"{len(ovs)} entries for {len(bridges)} NICs (one per "
-                                    "bridge): give one (or None) per NIC")
-        for i, br in enumerate(bridges):
-            if ovs[i] is not None and br is None:
-                raise specmod.SpecError(f"nics[{i}].ovs", "OVS external ids for a NIC without a "
-                                        "bridge: name its OVS bridge")
-            problem = netdev.bridge_problem(br, ovs[i] is not None) if br is not None else None
-            if problem:
-                raise specmod.SpecError(f"nics[{i}].bridge", problem)
-        macs, taps = self._check_nic_args(len(bridges), macs, taps)
-        if warm is not False:
-            res = self._launch_warm(be, config, name, bridges, slots, memory_mb, vcpus, kernel,
-                                    on_record, macs, taps, ovs, qoe)
+        if isinstance(args, str):
+            args = specmod.LaunchArgs(args, **fields)
+        elif fields:
+            raise TypeError(f"launch: {', '.join(sorted(fields))} given with a LaunchArgs: "
+                            "set them in it (LaunchArgs.with_changes)")
+        be = self.backend(args.backend)
+        self._check_host_nics(args.nics)
+        if args.warm is not False:
+            res = self._launch_warm(be, args, on_record)
             if res is not None:
                 return res
-        return self._launch_cold(be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                                 kernel, taps, on_record, ovs, qoe)
+        return self._launch_cold(be, args, on_record)
 
     @staticmethod
     def _send_qoe(ch, name: str, qoe) -> None:
@@ -309,43 +296,27 @@ class VNFManager:
             raise backends.LaunchError(f"VNF {name} refused its QoE (qoe {req}): {e}") from None
 
     @staticmethod
-    def _check_nic_args(nics: int, macs, taps) -> tuple[list, list]:
-        """``macs``/``taps`` of :meth:`launch` as one entry (or None) per NIC, checked."""
-        out = []
-        for field, values, problem in (("macs", macs, specmod.mac_problem),
-                                       ("taps", taps, specmod.ifname_problem)):
-            values = list(values) if values else [None] * nics     # None or [] = generated
-            if len(values) != nics:
-                raise specmod.SpecError(field, f"{len(values)} entries for {nics} NICs (one per "
-                                        "bridge): give one (or None) per NIC")
-            for i, v in enumerate(values):
-                why = problem(v) if v is not None else None
-                if why:
-                    raise specmod.SpecError(f"{field}[{i}]", why)
-            out.append(values)
-        macs, taps = out
-        for i, tap in enumerate(taps):
-            if tap is None:
-                continue
-            if tap in taps[:i]:
-                raise specmod.SpecError(f"taps[{i}]", f"{tap} is also taps[{taps.index(tap)}]: "
-                                        "each NIC needs its own tap")
-            if netdev.exists(tap):
-                raise specmod.SpecError(f"taps[{i}]", f"a network device named {tap} already "
-                                        f"exists on this host: remove it (ip link del {tap}) "
-                                        "or pick another name")
-        return macs, taps
+    def _check_host_nics(nics) -> None:
+        """What a launch's NICs need of this host (the requests' own rules are LaunchArgs'):
+        their bridges exist (of the right kind) and their tap names are free."""
+        for i, nic in enumerate(nics):
+            problem = (netdev.bridge_problem(nic.bridge, nic.ovs is not None)
+                       if nic.bridge is not None else None)
+            if problem:
+                raise specmod.SpecError(f"nics[{i}].bridge", problem)
+            if nic.tap is not None and netdev.exists(nic.tap):
+                raise specmod.SpecError(f"nics[{i}].tap", f"a network device named {nic.tap} "
+                                        "already exists on this host: remove it (ip link del "
+                                        f"{nic.tap}) or pick another name")
 
-    def _launch_cold(self, be, config, name, bridges, macs, slots, memory_mb, vcpus,
-                     kernel=None, taps=None, on_record=None, ovs=None, qoe=None):
+    def _launch_cold(self, be, args: specmod.LaunchArgs, on_record=None):
         t0 = time.perf_counter()
-        spec = self._new_spec(be, name, len(bridges), memory_mb, vcpus, slots, bridges, macs,
-                              kernel, taps, ovs)
-        spec = spec.with_changes(click_config=config)
+        spec = self._new_spec(be, args).with_changes(click_config=args.click_config,
+                                                      qoe=args.qoe)
         phases = {"spec": elapsed_ms(t0)}
         try:
-            ready = self._boot(be, spec, states.RUNNING, config=config, phases=phases,
-                               launch=(t0, on_record), qoe=qoe)
+            ready = self._boot(be, spec, states.RUNNING, config=args.click_config, phases=phases,
+                               launch=(t0, on_record))
         except Exception:
             self._record_failure(spec.uuid, be.name, states.COLD, t0, phases)
             raise
@@ -360,18 +331,16 @@ class VNFManager:
         except Exception:  # noqa: BLE001 - keep the launch's own error
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
-    def _launch_warm(self, be, config, name, bridges, slots, memory_mb, vcpus, kernel=None,
-                     on_record=None, macs=None, taps=None, ovs=None, qoe=None):
+    def _launch_warm(self, be, args: specmod.LaunchArgs, on_record=None):
         t0 = time.perf_counter()
-        key = self.pool_key(be.name, memory_mb, vcpus, len(bridges), kernel)
-        rec = self.store.claim_pool_shell(key, name or "claimed")
+        memory_mb, slots = self._shape(args)
+        key = self.pool_key(be.name, memory_mb, args.vcpus, len(args.nics), args.kernel)
+        rec = self.store.claim_pool_shell(key, args.name or "claimed")
         if rec is None:
             return None
         spec = shell = rec.spec
-        name = name or f"vnf-{spec.uuid[:8]}"
-        macs = macs or [None] * len(bridges)
-        taps = taps or [None] * len(bridges)
-        ovs = ovs or [None] * len(bridges)
+        name = args.name or f"vnf-{spec.uuid[:8]}"
+        taps = [n.tap for n in args.nics]
         phases = {"claim": elapsed_ms(t0)}
         t = time.perf_counter()
         renamed = []                # NIC indexes whose tap carries the requested name now
@@ -383,31 +352,31 @@ class VNFManager:
                         renamed.append(i)
             except netdev.NetdevError as e:
                 # e.g. the name was taken since launch() checked: nothing else happened yet
-                field = f"taps[{i}]"
+                field = f"nics[{i}].tap"
                 self._unclaim(shell, key, renamed, taps, "tap_taken")
                 self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
                 raise specmod.SpecError(field, str(e)) from None
             # §6.4: requested taps and MACs replace the shell's; configure carries the MACs
-            configure_macs, claimed = poolmod.claim_nics(shell.nics, macs, taps)
-            nics = tuple(specmod.NicSpec(tap=c["tap"], mac=c["mac"], bridge=bridges[i], ovs=ovs[i])
-                         for i, c in enumerate(claimed))
+            configure_macs, claimed = poolmod.claim_nics(shell.nics, args.nics)
+            nics = tuple(specmod.NicSpec(tap=c["tap"], mac=c["mac"], bridge=n.bridge, ovs=n.ovs)
+                         for c, n in zip(claimed, args.nics))
             spec = shell.with_changes(name=name, nics=nics, session_slots=slots,
-                                      click_config=config)
+                                      click_config=args.click_config, qoe=args.qoe)
             for nic in nics:
                 netdev.attach(nic)
             phases["net"] = elapsed_ms(t)
             t = time.perf_counter()
             with be.connect(spec) as ch:
-                ch.configure(config, slots=slots, macs=configure_macs)
-                if qoe is not None:
-                    self._send_qoe(ch, name, qoe)
+                ch.configure(args.click_config, slots=slots, macs=configure_macs)
+                if args.qoe is not None:
+                    self._send_qoe(ch, name, args.qoe)
             phases["configure"] = elapsed_ms(t)
             t = time.perf_counter()
             spec_json = json.dumps(spec.to_dict())
-            if renamed or any(macs) or any(ovs):
+            if renamed or configure_macs or any(n.ovs for n in nics) or args.qoe:
                 be.record_spec(spec, spec_json)     # what adopting it as an orphan reads
             self.store.finish_launch(
-                spec.uuid, {"name": name, "config": config, "spec_json": spec_json},
+                spec.uuid, {"name": name, "config": args.click_config, "spec_json": spec_json},
                 backend=be.name, kind=states.WARM, total_ms=elapsed_ms(t0), phases=phases,
                 on_record=on_record)
             phases["record"] = elapsed_ms(t)
@@ -471,8 +440,10 @@ class VNFManager:
         key = self.pool_key(be.name, memory_mb, vcpus, nics, kernel)
         booted = 0
         while self.store.count_pool(key) < count:
-            spec = self._new_spec(be, "pool-" + uuidlib.uuid4().hex[:8], nics, memory_mb, vcpus,
-                                  self.conf.vnf.session_slots, kernel=kernel)
+            shape = specmod.LaunchArgs("", nics=(None,) * nics, name="pool-" + uuidlib.uuid4().hex[:8],
+                                       slots=self.conf.vnf.session_slots, memory_mb=memory_mb,
+                                       vcpus=vcpus, kernel=kernel)
+            spec = self._new_spec(be, shape)
             self._boot(be, spec, states.POOL, pool_key=key)
             booted += 1
             with self._pool_cv:

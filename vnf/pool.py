@@ -97,20 +97,16 @@ def same_shape_other_kernel(key: str, other: str) -> bool:
 
 
 # -- claim (§6.4) --
-def claim_nics(shell_nics, macs=None, taps=None) -> tuple[list | None, list[dict]]:
+def claim_nics(shell_nics, requests) -> tuple[list | None, list[dict]]:
     """(the ``macs`` field of the claim's ``configure`` — None: leave it out —, the NICs the
-    VNF has afterwards as ``{"tap", "mac"}``) for a shell with ``shell_nics`` (objects or dicts
-    with ``tap`` and ``mac``) claimed with per-NIC ``macs``/``taps`` (None entries: the shell's).
-    """
-    n = len(shell_nics)
-    macs = list(macs) if macs else [None] * n
-    taps = list(taps) if taps else [None] * n
-    if len(macs) != n or len(taps) != n:
-        raise ValueError(f"{n} NICs but {len(macs)} MACs and {len(taps)} tap names")
-    out = []
-    for i, nic in enumerate(shell_nics):
-        tap, mac = (nic["tap"], nic["mac"]) if isinstance(nic, dict) else (nic.tap, nic.mac)
-        out.append({"tap": taps[i] or tap, "mac": macs[i] or mac})
+    VNF has afterwards as ``{"tap", "mac"}``) for a shell with ``shell_nics`` claimed with
+    ``requests``, one per NIC (both: objects with ``tap`` and ``mac``, e.g. NicSpec and
+    NicRequest; a request's None = the shell's)."""
+    if len(requests) != len(shell_nics):
+        raise ValueError(f"{len(shell_nics)} NICs but {len(requests)} NIC requests")
+    macs = [req.mac for req in requests]
+    out = [{"tap": req.tap or nic.tap, "mac": req.mac or nic.mac}
+           for nic, req in zip(shell_nics, requests)]
     return (macs if any(macs) else None), out
 
 

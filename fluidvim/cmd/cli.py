@@ -80,7 +80,7 @@ def cmd_vnf_run(args):
         with open(args.config_file_click, encoding="utf-8") as f:
             config = f.read()
     mgr = _manager(args)
-    res = mgr.launch(config, name=args.name, bridges=args.nic, slots=args.slots,
+    res = mgr.launch(config, name=args.name, nics=args.nic, slots=args.slots,
                      memory_mb=args.memory, warm=False if args.cold else None)
     if args.json:
         print(json.dumps(res.__dict__, indent=2))

@@ -70,7 +70,7 @@ def run(args) -> int:
         # 1. cold launches: boot + configure, each destroyed after
         cold = []
         for _ in tqdm(range(n), desc="cold launches", unit="vnf"):
-            res = mgr.launch(FORWARD, bridges=[None, None], warm=False)
+            res = mgr.launch(FORWARD, nics=[None, None], warm=False)
             cold.append(res)
             mgr.destroy(res.vnf_id)
         # 2. warm launches from a pool of 2 shells, refilled in the background
@@ -81,7 +81,7 @@ def run(args) -> int:
             if not mgr.wait_pool(key, 2, timeout=60):   # refill done: measure the warm path itself
                 raise RuntimeError("warm pool did not refill within 60 s")
             refill.append((time.perf_counter() - t) * 1000)
-            res = mgr.launch(FORWARD, bridges=[None, None], warm=True)
+            res = mgr.launch(FORWARD, nics=[None, None], warm=True)
             if res.kind != vstates.WARM:
                 raise RuntimeError("expected a warm launch")
             warm.append(res)
@@ -98,7 +98,7 @@ def run(args) -> int:
 
         # 3. real traffic through a firewall VNF between two namespaces
         net.up()
-        fw = mgr.launch(FIREWALL, name="demo-fw", bridges=net.bridges, slots=4)
+        fw = mgr.launch(FIREWALL, name="demo-fw", nics=net.bridges, slots=4)
         print(f"\nfirewall VNF {fw.name}: {fw.kind} launch in {fw.total_ms:.2f} ms, "
               f"4 session slots, {net.ns_a} ({net.ip_a}) -> VNF -> {net.ns_b} ({net.ip_b})")
         server = net.serve_tcp(80, 22)

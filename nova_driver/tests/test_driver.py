@@ -565,7 +565,7 @@ class WarmNeutronPortsTestCase(DriverTestBase):
         inst2 = self._instance(memory_mb=fdriver.CONF.vnf.memory_mb)
         err = self.assertRaises(exception.BuildAbortException, self._spawn, inst2,
                                 network_info=vifs2)
-        self.assertIn("taps[1]", str(err))
+        self.assertIn("nics[1].tap", str(err))
         self.assertEqual(1, mgr.store.count_pool(key, ("pool",)))
         self.driver.destroy(self.ctx, inst, vifs)
         self.assertEqual([], self._existing(devnames))

@@ -23,6 +23,7 @@ from fluidvim.common.zonetypes import (
     InstanceInfo,
     LaunchRequest,
     NetworkInfo,
+    NicRequest,
     ZoneAdapter,
     ZoneError,
 )
@@ -140,10 +141,11 @@ class LocalZone(ZoneAdapter):
         if req.host not in (None, self.host_name):
             raise ZoneError(f"host: zone {self.name} has only host {self.host_name!r}, "
                             f"not {req.host!r}")
-        bridges = list(req.bridges or self.bridges or (None, None))
+        bridges = req.bridges or self.bridges or (None, None)
+        macs = list(req.macs) or [None] * len(bridges)
         try:
             res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service, req.token),
-                                  bridges=bridges, macs=list(req.macs) or None,
+                                  nics=[NicRequest(bridge=b, mac=m) for b, m in zip(bridges, macs)],
                                   slots=req.slots, memory_mb=req.memory_mb,
                                   vcpus=req.vcpus, warm=req.warm, kernel=req.kernel,
                                   qoe=req.qoe)

@@ -37,7 +37,7 @@ from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, Zon
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.vnf import states as vstates
 
-SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"          # nova_driver.driver.SLOT_RC
+SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"          # nova_driver.request.SLOT_RC
 ACCEL_TRAITS = {"CUSTOM_UNIKERNEL_KVM": "kvm", "CUSTOM_UNIKERNEL_TCG": "tcg"}
 MACHINE_TRAITS = {"CUSTOM_FLUIDVIM_BACKEND_QEMU": (vstates.QEMU, "microvm"),
                   "CUSTOM_FLUIDVIM_BACKEND_LIBVIRT": (vstates.LIBVIRT, "pc")}

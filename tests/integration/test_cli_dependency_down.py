@@ -31,7 +31,7 @@ def fluidvim(conf_file, *args):
 
 def test_cli_while_libvirtd_is_down(make_manager, tmp_path):
     mgr = make_manager(backend="libvirt")
-    res = mgr.launch(FORWARD, name="lvdown", bridges=[None, None], slots=8, warm=False)
+    res = mgr.launch(FORWARD, name="lvdown", nics=[None, None], slots=8, warm=False)
     down = tmp_path / "down.conf"
     up = tmp_path / "up.conf"
     common = f"[vnf]\nbackend = libvirt\nstate_dir = {mgr.conf.vnf.state_dir}\n" \

@@ -93,8 +93,8 @@ def wait_for(url: str, query: str, ok, timeout: float = 60.0) -> list:
 
 def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
     mgr = make_manager(backend="qemu")
-    fw = mgr.launch(FORWARD, name="fw.0a1b2c3d", bridges=net.bridges, warm=False)
-    idle = mgr.launch(FORWARD, name="idle.4e5f6071", bridges=[None, None], warm=False)
+    fw = mgr.launch(FORWARD, name="fw.0a1b2c3d", nics=net.bridges, warm=False)
+    idle = mgr.launch(FORWARD, name="idle.4e5f6071", nics=[None, None], warm=False)
     assert net.ping(2) >= 1
     conf = mgr.conf
     exporter.register_opts(conf)
@@ -189,7 +189,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     if not version:
         pytest.skip(f"no CPU quota to control here: {why}")
     mgr = make_manager(backend="qemu")
-    fw = mgr.launch(FORWARD, name="fw.5e6f7a8b", bridges=net.bridges, warm=False)
+    fw = mgr.launch(FORWARD, name="fw.5e6f7a8b", nics=net.bridges, warm=False)
     uid = mgr.get(fw.vnf_id).spec.uuid
     assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
     ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1, min_packets=5)
@@ -242,7 +242,7 @@ def test_vhost_backend_cpu_is_charged_to_its_vnf(make_manager, net):
     from fluidvim.orchestrator import power
 
     mgr = make_manager(backend="qemu", net_backend="vhost-user")
-    fw = mgr.launch(FORWARD, name="fw.9a8b7c6d", bridges=net.bridges, warm=False)
+    fw = mgr.launch(FORWARD, name="fw.9a8b7c6d", nics=net.bridges, warm=False)
     helper = mgr.backend("qemu")._vhost[fw.vnf_id].pid
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"))
     (c,) = sampler.read_vnfs()

@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import netdev, ovs, testnet
 from tests import ovnserver
 
@@ -80,7 +81,7 @@ def test_ovn_binds_the_vnf_nics_and_traffic_crosses_the_vnf(make_manager, ovn, o
         mgr.fill_pool(1, nics=2)
     ids = [{"iface-id": lsp["vnf0"], "vm-uuid": "vnf-under-test"},
            {"iface-id": lsp["vnf1"], "vm-uuid": "vnf-under-test"}]
-    res = mgr.launch(BUMP, name="ovn-vnf", bridges=[ovn.bridge, ovn.bridge], ovs=ids)
+    res = mgr.launch(BUMP, name="ovn-vnf", nics=[NicRequest(bridge=ovn.bridge, ovs=o) for o in ids])
     assert res.kind == ("warm" if warm else "cold")
     spec = mgr.get(res.vnf_id).spec
 

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import netdev, ovs, testnet
 from fluidvim.vnf.control import ControlError
 
@@ -72,8 +73,9 @@ def test_ovs_nics_forward_and_go_with_the_vnf(make_manager, ovsnet, warm):
     if warm:
         mgr.fill_pool(1, nics=2)
     ids = _ids()
-    taps = [f"fvk{uuid.uuid4().hex[:8]}{i}" for i in range(2)] if warm else None
-    res = mgr.launch(BUMP, name="ovs-vnf", bridges=[ovsnet.br0, ovsnet.br1], ovs=ids, taps=taps)
+    taps = [f"fvk{uuid.uuid4().hex[:8]}{i}" for i in range(2)] if warm else [None, None]
+    res = mgr.launch(BUMP, name="ovs-vnf", nics=[NicRequest(bridge=br, ovs=o, tap=t) for br, o, t
+                                                 in zip([ovsnet.br0, ovsnet.br1], ids, taps)])
     assert res.kind == ("warm" if warm else "cold")
     spec = mgr.get(res.vnf_id).spec
     if warm:
@@ -95,8 +97,9 @@ def test_rejected_config_unplugs_the_warm_shell(make_manager, ovsnet):
     mgr = make_manager(pool_size=0)
     mgr.fill_pool(1, nics=2)
     with pytest.raises(ControlError):
-        mgr.launch("FromDevice(0) -> NoSuchElement;", bridges=[ovsnet.br0, ovsnet.br1],
-                   ovs=_ids())
+        mgr.launch("FromDevice(0) -> NoSuchElement;",
+                   nics=[NicRequest(bridge=br, ovs=o) for br, o in zip([ovsnet.br0, ovsnet.br1],
+                                                                        _ids())])
     # the shell went back to the pool and its taps left OVS
     assert [r.status for r in mgr.store.list()] == ["pool"]
     assert set(ovs.list_ports(ovsnet.br0)) == {ovsnet.host_a, ovsnet.host_b}
@@ -105,6 +108,6 @@ def test_rejected_config_unplugs_the_warm_shell(make_manager, ovsnet):
 def test_missing_ovs_bridge_is_refused_before_anything_starts(make_manager, ovs_server):
     mgr = make_manager(pool_size=0)
     with pytest.raises(Exception) as e:
-        mgr.launch(BUMP, bridges=["fvk-no-such", None], ovs=[{"iface-id": "x"}, None])
+        mgr.launch(BUMP, nics=[NicRequest(bridge="fvk-no-such", ovs={"iface-id": "x"}), None])
     assert "OVS bridge 'fvk-no-such' does not exist" in str(e.value)
     assert mgr.store.list() == []

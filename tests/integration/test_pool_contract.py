@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import conf as vnfconf, pool
 from fluidvim.vnf.control import ControlError
 
@@ -30,7 +31,7 @@ def test_a_replaced_kernel_retires_its_shells(make_manager, tmp_path):
     mgr._pool_wakeup.set()                  # what a claim or a death would do
     assert mgr.wait_pool(new_key, 1, timeout=60)
     assert mgr.store.get(old.id) is None, "the shell of the replaced kernel is still there"
-    res = mgr.launch(FORWARD, bridges=[None, None])
+    res = mgr.launch(FORWARD, nics=[None, None])
     assert res.kind == "warm" and res.vnf_id != old.id
 
 
@@ -52,14 +53,13 @@ def test_a_rejected_configure_gives_the_shell_back_as_the_oldest(make_manager):
     mgr.fill_pool(2, nics=2)
     first, second = sorted(mgr.store.list(statuses=("pool",)), key=lambda r: r.created_at)
     with pytest.raises(ControlError) as e:
-        mgr.launch("FromDevice(0) -> Countr;", bridges=[None, None],
-                   macs=["fa:16:3e:00:00:01", None])
+        mgr.launch("FromDevice(0) -> Countr;", nics=[NicRequest(mac="fa:16:3e:00:00:01"), None])
     assert e.value.code == "config"
     back = mgr.store.get(first.id)
     assert back.status == "pool" and back.pool_key == first.pool_key
     # the MACs the rejected configure carried were not applied; the next claim takes it again
     with mgr.channel(first.id) as ch:
         assert [n["mac"] for n in ch.stats()["nics"]] == [n.mac for n in first.spec.nics]
-    res = mgr.launch(FORWARD, bridges=[None, None])
+    res = mgr.launch(FORWARD, nics=[None, None])
     assert res.kind == "warm" and res.vnf_id == first.id
     assert mgr.store.get(second.id).status == "pool"

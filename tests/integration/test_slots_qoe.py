@@ -37,7 +37,7 @@ def window(mgr, vid):
 
 def test_qoe_free_slots_shrink_under_load_and_grow_back(make_manager, net):
     mgr = make_manager(backend="qemu")
-    vid = mgr.launch(FORWARD, bridges=net.bridges, slots=64).vnf_id
+    vid = mgr.launch(FORWARD, nics=net.bridges, slots=64).vnf_id
     echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo", "--bind",
                      net.ip_b, stdout=subprocess.PIPE, text=True)
     try:
@@ -125,7 +125,7 @@ def test_a_warm_launch_with_a_qoe_announces_its_capacity(make_manager):
 
     mgr = make_manager(backend="qemu")
     assert mgr.fill_pool(1, nics=2) == 1
-    res = mgr.launch(FORWARD, bridges=(None, None), slots=64,
+    res = mgr.launch(FORWARD, nics=(None, None), slots=64,
                      qoe=QoE(capacity=7, deadline_ms=5.0, quantile=0.999))
     assert res.kind == "warm"
     st = mgr.stats(res.vnf_id)["slots"]

@@ -17,6 +17,7 @@ from fluidvim.vnf import netdev, testnet
 from fluidvim.vnf.backends import host_tsc_khz
 from fluidvim.vnf.control import ControlChannel, ControlError
 from fluidvim.vnf.manager import COLD_PHASES, WARM_PHASES
+from fluidvim.vnf.spec import LaunchArgs
 
 from .conftest import leaked_taps, vnf_ids
 
@@ -78,7 +79,8 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
     assert pong["pong"] is True and pong["configured"] is True
     # the ready event of a fresh boot has every key of the vector, on the virtio console
     be = mgr.backend()
-    spec = mgr._new_spec(be, "ready-check", 2, 32, 1, 16)
+    spec = mgr._new_spec(be, LaunchArgs("", nics=(None, None), name="ready-check", memory_mb=32,
+                                         slots=16))
     be.prepare(spec)
     ch, pid = be.spawn(spec)
     try:
@@ -94,7 +96,7 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
 
 
 def test_forward_filter_and_count_between_namespaces(mgr, net):
-    res = mgr.launch(FIREWALL, name="fw", bridges=net.bridges, slots=64)
+    res = mgr.launch(FIREWALL, name="fw", nics=net.bridges, slots=64)
     assert res.kind == "cold" and list(res.phases_ms) == list(COLD_PHASES)
     assert res.boot_us and res.boot_us > 0
     server = net.serve_tcp(80, 22)
@@ -118,7 +120,7 @@ def test_forward_filter_and_count_between_namespaces(mgr, net):
 
 def test_session_slots_exhaust_and_free_again(make_manager, net):
     mgr = make_manager(backend="qemu")
-    res = mgr.launch(FORWARD, bridges=net.bridges, slots=3)
+    res = mgr.launch(FORWARD, nics=net.bridges, slots=3)
     server = net.serve_tcp(80)
     try:
         established, holder = net.hold_connections(80, 5, timeout_s=1.0)
@@ -145,7 +147,7 @@ def test_session_slots_exhaust_and_free_again(make_manager, net):
 
 def test_config_error_cold_leaves_nothing(mgr):
     with pytest.raises(ControlError) as e:
-        mgr.launch("FromDevice(0) -> Countr -> ToDevice(1);", bridges=[None, None], warm=False)
+        mgr.launch("FromDevice(0) -> Countr -> ToDevice(1);", nics=[None, None], warm=False)
     assert e.value.code == "config" and e.value.line == 1 and "Countr" in e.value.message
     ids = vnf_ids(mgr.store)
     assert mgr.store.list() == []
@@ -158,10 +160,10 @@ def test_config_error_warm_returns_the_shell_to_the_pool(make_manager):
     mgr.fill_pool(1, nics=2)
     key = mgr.pool_key("qemu", 32, 1, 2)
     with pytest.raises(ControlError) as e:
-        mgr.launch("FromDevice(0) -> Queue(0) -> ToDevice(1);", bridges=[None, None])
+        mgr.launch("FromDevice(0) -> Queue(0) -> ToDevice(1);", nics=[None, None])
     assert e.value.code == "config" and "Queue" in e.value.message
     assert mgr.store.count_pool(key, ("pool",)) == 1
-    res = mgr.launch(FORWARD, bridges=[None, None])
+    res = mgr.launch(FORWARD, nics=[None, None])
     assert res.kind == "warm" and list(res.phases_ms) == list(WARM_PHASES)
     assert mgr.stats(res.vnf_id)["configured"] is True
 
@@ -170,7 +172,7 @@ def test_warm_pool_refills_in_background(make_manager, net):
     mgr = make_manager(backend="qemu")
     key = mgr.start_pool(2, nics=2)
     assert mgr.wait_pool(key, 2, timeout=60)
-    res = mgr.launch(FORWARD, name="w1", bridges=net.bridges)
+    res = mgr.launch(FORWARD, name="w1", nics=net.bridges)
     assert res.kind == "warm"
     assert [netdev.master_of(n.tap) for n in mgr.get("w1").spec.nics] == net.bridges
     assert net.ping(2) == 2
@@ -188,7 +190,7 @@ def test_kill_9_of_qemu_is_detected(mgr):
     died = threading.Event()
     seen = []
     mgr.death_listeners.append(lambda vid, reason: (seen.append((vid, reason)), died.set()))
-    res = mgr.launch(FORWARD, bridges=[None, None])
+    res = mgr.launch(FORWARD, nics=[None, None])
     rec = mgr.get(res.vnf_id)
     pid = rec.pid or _libvirt_qemu_pid(res.vnf_id)
     os.kill(pid, signal.SIGKILL)
@@ -200,7 +202,7 @@ def test_kill_9_of_qemu_is_detected(mgr):
 
 
 def test_pause_stops_forwarding_and_unpause_resumes_the_same_vnf(mgr, net):
-    res = mgr.launch(FORWARD, name="napper", bridges=net.bridges, slots=16)
+    res = mgr.launch(FORWARD, name="napper", nics=net.bridges, slots=16)
     assert net.ping(2) == 2
     before = mgr.stats(res.vnf_id)
     assert mgr.pause("napper").status == "paused"
@@ -238,7 +240,7 @@ def _libvirt_qemu_pid(vnf_id):
 
 def test_restarted_caller_finds_running_vnfs(make_manager, backend):
     first = make_manager(backend=backend)
-    res = first.launch(FORWARD, name="keeper", bridges=[None, None], slots=32)
+    res = first.launch(FORWARD, name="keeper", nics=[None, None], slots=32)
     first.close()
     second = make_manager(backend=backend)
     summary = second.recover()
@@ -270,10 +272,10 @@ def test_recovery_adopts_only_its_own_orphans(make_manager, backend, tmp_path):
     recovery must not adopt the other's VNFs, even when its store has lost its own."""
     other = make_manager(backend=backend, state_dir=str(tmp_path / "other"),
                          run_dir=f"/run/fluidvim-test-o{uuid.uuid4().hex[:8]}")
-    theirs = other.launch(FORWARD, name="theirs", bridges=[None, None])
+    theirs = other.launch(FORWARD, name="theirs", nics=[None, None])
     try:
         mine = make_manager(backend=backend, state_dir=str(tmp_path / "mine"))
-        ours = mine.launch(FORWARD, name="ours", bridges=[None, None])
+        ours = mine.launch(FORWARD, name="ours", nics=[None, None])
         mine.store.delete(ours.vnf_id)           # the store lost it: adopt it from the backend
         assert mine.recover()["adopted"] == 1
         assert [r.id for r in mine.list()] == [ours.vnf_id]
@@ -287,7 +289,7 @@ def test_recovery_adopts_only_its_own_orphans(make_manager, backend, tmp_path):
 def test_tcg_boots_and_forwards(make_manager, net):
     mgr = make_manager(backend="qemu", accel="tcg")
     assert mgr.accel == "tcg"
-    res = mgr.launch(FORWARD, bridges=net.bridges)
+    res = mgr.launch(FORWARD, nics=net.bridges)
     spec = mgr.get(res.vnf_id).spec
     assert spec.tsc_khz and spec.tsc_khz == host_tsc_khz()
     # the boot summary goes to COM1 after `ready`, while idle (kprintf_later): wait for it
@@ -310,7 +312,7 @@ def test_create_delete_cycles_leak_nothing(mgr, net):
     be = mgr.backend()
     t0 = time.monotonic()
     for i in range(CYCLES):
-        res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+        res = mgr.launch(FORWARD, nics=net.bridges, warm=False)
         if i % 50 == 0:
             assert mgr.stats(res.vnf_id)["configured"] is True
         mgr.destroy(res.vnf_id)
@@ -352,7 +354,7 @@ def test_warm_launch_failing_midway_leaves_nothing(make_manager, monkeypatch):
     monkeypatch.setattr(netdev, "plug", plug_after_bridge_vanished)
     try:
         with pytest.raises(netdev.NetdevError, match=gone):
-            mgr.launch(FORWARD, bridges=[gone])
+            mgr.launch(FORWARD, nics=[gone])
     finally:
         netdev.delete_link(gone)
     assert mgr.store.list() == []
@@ -371,7 +373,7 @@ def test_on_record_rows_commit_with_the_launch_or_not_at_all(make_manager, warm)
     table.metadata.create_all(mgr.store.engine)
     if warm:
         mgr.fill_pool(2, nics=2)
-    res = mgr.launch(FORWARD, name="kept", bridges=[None, None],
+    res = mgr.launch(FORWARD, name="kept", nics=[None, None],
                      on_record=lambda conn: conn.execute(table.insert(), {"vnf": "kept"}))
     assert res.kind == ("warm" if warm else "cold")
     with mgr.store.engine.connect() as conn:
@@ -382,7 +384,7 @@ def test_on_record_rows_commit_with_the_launch_or_not_at_all(make_manager, warm)
         raise RuntimeError("caller's row refused")
 
     with pytest.raises(RuntimeError, match="refused"):
-        mgr.launch(FORWARD, name="lost", bridges=[None, None], on_record=broken)
+        mgr.launch(FORWARD, name="lost", nics=[None, None], on_record=broken)
     with mgr.store.engine.connect() as conn:
         assert conn.execute(sa.select(table.c.vnf)).scalars().all() == ["kept"]
     assert [r.name for r in mgr.list()] == ["kept"]
@@ -395,7 +397,7 @@ def test_on_record_rows_commit_with_the_launch_or_not_at_all(make_manager, warm)
 def test_death_after_repeated_recovery_is_reported_once(make_manager):
     """recover() twice on one manager must not leave a second pidfd behind (it spun the watcher)."""
     first = make_manager(backend="qemu")
-    res = first.launch(FORWARD, name="twice", bridges=[None, None])
+    res = first.launch(FORWARD, name="twice", nics=[None, None])
     first.close()
     second = make_manager(backend="qemu")
     second.recover()
@@ -419,7 +421,7 @@ def test_guest_reset_boots_a_clean_shell(make_manager, net):
     import libvirt
 
     mgr = make_manager(backend="libvirt")
-    res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+    res = mgr.launch(FORWARD, nics=net.bridges, warm=False)
     assert net.ping(2) == 2
     assert mgr.stats(res.vnf_id)["slots"]["used"] == 1          # the ICMP session
     conn = libvirt.open("qemu:///system")
@@ -446,7 +448,7 @@ def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     """Tickless: a VNF without sessions arms no timer and sleeps in `hlt` until something arrives.
     It must still wake for a control request and for a packet, each after a quiet period; its
     `stats` "cpu" accounts for both (halted while quiet, busy and kicking for the ping)."""
-    res = mgr.launch(FORWARD, bridges=net.bridges, warm=False)
+    res = mgr.launch(FORWARD, nics=net.bridges, warm=False)
     time.sleep(1.5)                          # long past the 80 us spin: halted, no timer armed
     st = mgr.stats(res.vnf_id)               # wakes on the console's interrupt
     assert st["configured"] is True and st["slots"]["used"] == 0
@@ -476,7 +478,7 @@ def test_a_ready_lost_to_a_late_connection_is_recovered(make_manager, monkeypatc
     monkeypatch.setattr(backends.QemuBackend, "connect", late_connect)
     monkeypatch.setattr(ControlChannel, "READY_PING_AFTER_S", 0.2)
     mgr = make_manager(backend="qemu", boot_timeout=3.0)
-    res = mgr.launch(FORWARD, bridges=[None, None], warm=False)
+    res = mgr.launch(FORWARD, nics=[None, None], warm=False)
     assert res.boot_us and res.boot_us > 0           # from the ping reply
     assert mgr.stats(res.vnf_id)["configured"] is True
 
@@ -506,7 +508,7 @@ def _tap_stat(tap, key) -> int:
 
 @pytest.mark.parametrize("config", [FORWARD, OFFLOAD_FW], ids=["forward", "filter"])
 def test_tcp_transfer_with_offloads_passes_intact_and_counts_segments(mgr, net, config):
-    res = mgr.launch(config, bridges=net.bridges)
+    res = mgr.launch(config, nics=net.bridges)
     _tcp_transfer_passes_intact(mgr, net, res, config)
 
 
@@ -572,7 +574,7 @@ def test_vhost_user_nics_forward_intact_wake_from_idle_and_leave_nothing(make_ma
     them and guest memory; offloads, counters and the idle wake-up work as with QEMU's taps, and
     a destroy leaves neither the backend process nor a tap."""
     mgr = make_manager(net_backend="vhost-user")
-    res = mgr.launch(config, bridges=net.bridges, warm=False)
+    res = mgr.launch(config, nics=net.bridges, warm=False)
     rec = mgr.get(res.vnf_id)
     assert rec.spec.net_backend == "vhost-user"
     be = mgr.backend()
@@ -594,7 +596,7 @@ def test_vhost_user_nics_forward_intact_wake_from_idle_and_leave_nothing(make_ma
 def test_vhost_user_without_its_backend_binary_fails_clearly_and_leaves_nothing(make_manager):
     mgr = make_manager(net_backend="vhost-user", vhost_net_binary="/nonexistent/fluidvim-vhost-net")
     with pytest.raises(Exception) as e:
-        mgr.launch(FORWARD, bridges=[None, None], warm=False)
+        mgr.launch(FORWARD, nics=[None, None], warm=False)
     assert "vhost_net_binary" in str(e.value) and "make -C vhost" in str(e.value)
     ids = vnf_ids(mgr.store)
     assert leaked_taps(ids) == [] and mgr.list() == []
@@ -613,7 +615,7 @@ def _thread_nices(pid) -> dict:
 def test_vcpu_threads_run_below_the_thread_that_moves_frames(make_manager, nice):
     """[vnf] vcpu_nice: the busy-polling vCPU yields to QEMU's main thread (the tap I/O)."""
     mgr = make_manager(vcpu_nice=nice)
-    res = mgr.launch(FORWARD, bridges=[None, None], warm=False)
+    res = mgr.launch(FORWARD, nics=[None, None], warm=False)
     pid = mgr.get(res.vnf_id).pid
     nices = _thread_nices(pid)
     assert nices.pop(pid) == 0 and nices                    # the main thread; vCPU(s) and others
@@ -630,7 +632,7 @@ def test_qemu_runs_in_a_cgroup_limited_to_the_flavor(make_manager):
     if not version:
         pytest.skip(f"limits cannot be enforced here: {why}")
     mgr = make_manager()
-    res = mgr.launch(FORWARD, bridges=[None, None], memory_mb=48, vcpus=2, warm=False)
+    res = mgr.launch(FORWARD, nics=[None, None], memory_mb=48, vcpus=2, warm=False)
     rec = mgr.get(res.vnf_id)
     uid = json.loads(rec.spec_json)["uuid"]
     group = cgroups.dirs(uid)

@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import netdev, spec as specmod, testnet
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import WARM_PHASES, VNFManager, make_conf
@@ -27,6 +28,13 @@ ARP_A, ARP_B = f"10.{SUBNET}.0.9", f"10.{SUBNET}.0.10"      # answered by the VN
 RESPONDER = (f"FromDevice(0) -> r0 :: ARPResponder({ARP_A}) -> ToDevice(0); r0[1] -> ToDevice(1);\n"
              f"FromDevice(1) -> r1 :: ARPResponder({ARP_B}) -> ToDevice(1); r1[1] -> ToDevice(0);")
 MACS = ["fa:16:3e:5a:00:01", "fa:16:3e:5a:00:02"]
+
+
+def _ports(bridges, macs=None, taps=None):
+    """NIC requests as Neutron ports give them: per NIC a bridge, a MAC and a devname."""
+    n = len(bridges)
+    return [NicRequest(bridge=b, mac=m, tap=t)
+            for b, m, t in zip(bridges, macs or [None] * n, taps or [None] * n)]
 
 
 def _names():
@@ -85,7 +93,7 @@ def test_warm_launch_takes_the_given_macs_and_tap_names(fw_managers, fwnet):
     key, shell = _shell(mgr)
     taps = _names()
     fw_managers.names.update(taps)
-    res = mgr.launch(RESPONDER, name="port-vnf", bridges=fwnet.bridges, macs=MACS, taps=taps)
+    res = mgr.launch(RESPONDER, name="port-vnf", nics=_ports(fwnet.bridges, MACS, taps))
     assert res.kind == "warm" and list(res.phases_ms) == list(WARM_PHASES)
     assert res.vnf_id == shell.id and mgr.store.count_pool(key, ("pool",)) == 0
     rec = mgr.get("port-vnf")
@@ -113,8 +121,7 @@ def test_warm_launch_takes_the_given_macs_and_tap_names(fw_managers, fwnet):
     key, shell2 = _shell(mgr)
     taps2 = [None, _names()[1]]
     fw_managers.names.add(taps2[1])
-    res2 = mgr.launch(RESPONDER, bridges=[None, None], macs=[None, "fa:16:3e:5a:00:03"],
-                      taps=taps2)
+    res2 = mgr.launch(RESPONDER, nics=_ports([None, None], [None, "fa:16:3e:5a:00:03"], taps2))
     assert res2.kind == "warm"
     assert [n["mac"] for n in mgr.stats(res2.vnf_id)["nics"]] == [shell2.spec.nics[0].mac,
                                                                   "fa:16:3e:5a:00:03"]
@@ -131,16 +138,16 @@ def test_existing_tap_name_is_refused_before_claiming(fw_managers):
     netdev.ensure_bridge(taken[1])               # something of that name exists on the host
     try:
         with pytest.raises(specmod.SpecError) as e:
-            mgr.launch(RESPONDER, bridges=[None, None], taps=taken)
-        assert e.value.field == "taps[1]" and taken[1] in str(e.value)
+            mgr.launch(RESPONDER, nics=_ports([None, None], taps=taken))
+        assert e.value.field == "nics[1].tap" and taken[1] in str(e.value)
         assert "already exists" in str(e.value)
         # nothing was taken from the pool or renamed
         assert mgr.store.count_pool(key, ("pool",)) == 1
         assert all(netdev.exists(n.tap) for n in shell.spec.nics)
         assert not netdev.exists(taken[0])
         with pytest.raises(specmod.SpecError) as e:
-            mgr.launch(RESPONDER, bridges=[None, None], taps=[taken[0], taken[0]])
-        assert e.value.field == "taps[1]"
+            mgr.launch(RESPONDER, nics=_ports([None, None], taps=[taken[0], taken[0]]))
+        assert e.value.field == "nics[1].tap"
     finally:
         netdev.delete_link(taken[1])
 
@@ -162,15 +169,15 @@ def test_name_taken_during_the_claim_returns_the_shell(fw_managers, monkeypatch)
     monkeypatch.setattr(netdev, "rename", rename_racing)
     try:
         with pytest.raises(specmod.SpecError) as e:
-            mgr.launch(RESPONDER, bridges=[None, None], taps=taps)
+            mgr.launch(RESPONDER, nics=_ports([None, None], taps=taps))
     finally:
         netdev.delete_link(taps[1])
-    assert e.value.field == "taps[1]" and "already exists" in str(e.value)
+    assert e.value.field == "nics[1].tap" and "already exists" in str(e.value)
     assert mgr.store.count_pool(key, ("pool",)) == 1
     assert [netdev.exists(n.tap) for n in shell.spec.nics] == [True, True]
     assert not netdev.exists(taps[0])
     monkeypatch.setattr(netdev, "rename", real_rename)
-    assert mgr.launch(RESPONDER, bridges=[None, None], taps=taps).kind == "warm"
+    assert mgr.launch(RESPONDER, nics=_ports([None, None], taps=taps)).kind == "warm"
 
 
 def test_bad_macs_and_rejected_configs_keep_the_shell(fw_managers):
@@ -179,12 +186,11 @@ def test_bad_macs_and_rejected_configs_keep_the_shell(fw_managers):
     taps = _names()
     fw_managers.names.update(taps)
     # refused by the launch core before a shell is taken
-    for macs, field in (([MACS[0], "01:00:5e:00:00:01"], "macs[1]"),
-                        (["fa:16:3e:5a", None], "macs[0]"),
-                        ([MACS[0], "00:00:00:00:00:00"], "macs[1]"),
-                        ([MACS[0]], "macs")):
+    for macs, field in (([MACS[0], "01:00:5e:00:00:01"], "nics[1].mac"),
+                        (["fa:16:3e:5a", None], "nics[0].mac"),
+                        ([MACS[0], "00:00:00:00:00:00"], "nics[1].mac")):
         with pytest.raises(specmod.SpecError) as e:
-            mgr.launch(RESPONDER, bridges=[None, None], macs=macs, taps=taps)
+            mgr.launch(RESPONDER, nics=_ports([None, None], macs, taps))
         assert e.value.field == field, e.value
         assert mgr.store.count_pool(key, ("pool",)) == 1
     # refused by the VNF itself (same rules): the error names the field, nothing changes
@@ -200,8 +206,7 @@ def test_bad_macs_and_rejected_configs_keep_the_shell(fw_managers):
     assert [n["mac"] for n in st["nics"]] == [n.mac for n in shell.spec.nics]
     # a config the VNF rejects after the taps were renamed: back to the pool, own tap names
     with pytest.raises(ControlError) as e:
-        mgr.launch("FromDevice(0) -> Countr -> ToDevice(1);", bridges=[None, None], macs=MACS,
-                   taps=taps)
+        mgr.launch("FromDevice(0) -> Countr -> ToDevice(1);", nics=_ports([None, None], MACS, taps))
     assert e.value.code == "config" and "Countr" in e.value.message
     assert mgr.store.count_pool(key, ("pool",)) == 1
     (back,) = mgr.store.list(statuses=("pool",))
@@ -213,7 +218,7 @@ def test_bad_macs_and_rejected_configs_keep_the_shell(fw_managers):
     assert st["configured"] is False
     assert [n["mac"] for n in st["nics"]] == [n.mac for n in shell.spec.nics]   # not applied
     # and the same shell serves the next launch
-    res = mgr.launch(RESPONDER, bridges=[None, None], macs=MACS, taps=taps)
+    res = mgr.launch(RESPONDER, nics=_ports([None, None], MACS, taps))
     assert res.kind == "warm" and res.vnf_id == shell.id
     assert [n["mac"] for n in mgr.stats(res.vnf_id)["nics"]] == MACS
 
@@ -235,7 +240,7 @@ def test_bridge_vanishing_after_the_rename_leaves_nothing(fw_managers, monkeypat
     try:
         with pytest.raises(netdev.NetdevError, match=gone):
             mgr.launch(RESPONDER.split("\n")[0].replace("ToDevice(1)", "Discard"),
-                       bridges=[gone], macs=MACS[:1], taps=[tap])
+                       nics=_ports([gone], MACS[:1], [tap]))
     finally:
         netdev.delete_link(gone)
     assert mgr.store.list() == []
@@ -247,7 +252,7 @@ def test_recover_after_a_restart_finds_the_renamed_taps(fw_managers, fwnet):
     _shell(first)
     taps = _names()
     fw_managers.names.update(taps)
-    res = first.launch(RESPONDER, name="keeper", bridges=fwnet.bridges, macs=MACS, taps=taps)
+    res = first.launch(RESPONDER, name="keeper", nics=_ports(fwnet.bridges, MACS, taps))
     assert res.kind == "warm"
     first.close()
     second = fw_managers()
@@ -270,7 +275,7 @@ def test_libvirt_shell_takes_the_names_and_is_adopted_with_them(fw_managers, fwn
     key, shell = _shell(mgr)
     taps = _names()
     fw_managers.names.update(taps)
-    res = mgr.launch(RESPONDER, name="lv-port", bridges=fwnet.bridges, macs=MACS, taps=taps)
+    res = mgr.launch(RESPONDER, name="lv-port", nics=_ports(fwnet.bridges, MACS, taps))
     assert res.kind == "warm" and res.backend == "libvirt"
     assert [netdev.master_of(t) for t in taps] == fwnet.bridges
     assert _neighbour_mac(fwnet, "a", ARP_A) == MACS[0]

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from fluidvim.common.zonetypes import NicRequest
 from fluidvim.vnf import control, pool, spec as specmod
 from fluidvim.vnf.manager import VNFManager, make_conf
 from fluidvim.vnf.store import VNFRecord
@@ -77,7 +78,10 @@ def test_transitions():
 @pytest.mark.parametrize("case", V["claim"], ids=lambda c: c["name"])
 def test_claim(case):
     shell = [specmod.NicSpec(tap=n["tap"], mac=n["mac"]) for n in case["shell_nics"]]
-    configure_macs, nics = pool.claim_nics(shell, case["macs"], case["taps"])
+    n = len(shell)        # the vectors keep per-field lists (None = none asked for)
+    requests = [NicRequest(mac=m, tap=t)
+                for m, t in zip(case["macs"] or [None] * n, case["taps"] or [None] * n)]
+    configure_macs, nics = pool.claim_nics(shell, requests)
     assert configure_macs == case["configure_macs"]
     assert nics == case["nics"]
     line = control.encode_request(7, "configure", config=control_config(case), slots=64,
