@@ -162,9 +162,9 @@ def _run(nsm, op, row, lock: contextlib.ExitStack) -> None:
         LOG.warning("ns %s: rollback after a failed resume failed: %s", row.name, e)
 
 
-def _fill(nsm, row, svc: str, target: int, what: str) -> list:
+def _fill(nsm, row, svc: str, target: int, what: str) -> tuple[list, list]:
     """Bring the record's instances of ``svc`` to ``target`` (:func:`reconcile`); the records
-    added (adopted or launched)."""
+    added: (adopted, launched)."""
     row = nsm.store.network_service(row.id)
     instances = list(row.get("instances"))
     recorded = sum(1 for i in instances if i["service"] == svc)
@@ -184,7 +184,7 @@ def _fill(nsm, row, svc: str, target: int, what: str) -> list:
     launched, err = nsm._launch(row, {svc: n}, instances, what) if n else ([], None)
     if err:
         raise Refused(err)
-    return added + launched
+    return added, launched
 
 
 def _deploy(nsm, op, row) -> dict:
@@ -213,18 +213,24 @@ def _deploy(nsm, op, row) -> dict:
                                           **{**fields[u["service"]], "max_queuing_delay_s": None})
             services.append(u["service"])
             nsm.store.update_ns(row.id, services=services)
-    added = []
+    adopted, launched = [], []
     for u in plan["units"]:
-        added += _fill(nsm, row, u["service"], u["instances"], f"deploy {u['service']}")
+        a, b = _fill(nsm, row, u["service"], u["instances"], f"deploy {u['service']}")
+        adopted += a
+        launched += b
+    added = adopted + launched
     for u in plan["units"]:
         if fields[u["service"]].get("max_queuing_delay_s") is not None:
             nsm.orch.register_service(u["service"], u["click_config"], **fields[u["service"]])
     steps = list(nsm.store.network_service(row.id).get("steps"))
     steps.append({"step": f"resumed by {nsm.store.owner} after its orchestrator died: "
-                          f"{len(added)} instance(s) adopted or launched", "ms": 0.0})
+                          f"{len(adopted)} instance(s) adopted, {len(launched)} launched",
+                  "ms": 0.0})
     nsm.store.op_finished(op.id, states.OP_COMPLETED,
                           ns={"status": states.NS_RUNNING, "steps": steps},
-                          resumed=[i["name"] for i in added])
+                          resumed=[i["name"] for i in added],
+                          adopted=[i["name"] for i in adopted],
+                          launched=[i["name"] for i in launched])
     return {"instances": [i["name"] for i in added]}
 
 
@@ -234,7 +240,7 @@ def _scale(nsm, op, row) -> dict:
     if d["direction"] == "out":
         added = []
         for svc, n in d["target"].items():
-            added += _fill(nsm, row, svc, n, f"scale out {key}")
+            added += sum(_fill(nsm, row, svc, n, f"scale out {key}"), [])
         detail = {"added": [i["name"] for i in added]}
     else:
         left = nsm._teardown(None, {}, [], [i for i in row.get("instances")
@@ -262,7 +268,7 @@ def _heal(nsm, op, row) -> dict:
         nsm.store.update_ns(row.id, instances=[i for i in row.get("instances")
                                                if i["id"] != d["old_id"]])
     ((svc, target),) = d["target"].items()
-    added = _fill(nsm, row, svc, target, f"heal {d['instance']}")
+    added = sum(_fill(nsm, row, svc, target, f"heal {d['instance']}"), [])
     instances = list(nsm.store.network_service(row.id).get("instances"))
     for new in added:                               # back where the old one was
         instances.remove(new)

@@ -201,6 +201,8 @@ def test_a_deploy_cut_by_a_death_is_resumed_by_the_survivor(pair, pkg):  # noqa:
                  a.store.ns_operation(op.id), "the resumed deploy")
     assert done.state == "completed", done.error
     assert done.owner == a.members.id and done.detail["resumed_by"] == a.members.id
+    # b's second instance ran and was adopted, not launched again
+    assert len(done.detail["adopted"]) == 1 and done.detail["launched"] == []
     shown = a.ns.show("cut")
     assert shown["status"] == "running"
     assert sorted(i["service"] for i in shown["instances"]) == ["cut-fw", "cut-fwd"]
@@ -230,3 +232,30 @@ def test_an_operation_recorded_without_its_steps_is_rolled_back(pair, pkg):  # n
     assert a.ns.show("old")["status"] == "running"
     assert sorted(zone.vnfs) == sorted(i["id"] for i in a.ns.show("old")["instances"])
     a.ns.delete("old")
+
+
+def test_a_heal_cut_between_its_removal_and_its_launch_is_resumed(pair, pkg):  # noqa: F811
+    a, b, zone = pair
+    nsd, vnfds = bundle(pkg, *pkg.docs())
+    r = b.ns.deploy(nsd, vnfds, name="healcut")
+    old = r["instances"][0]
+
+    def launch(*_a, **_k):
+        _die(b)                             # the old VNF is gone, its replacement not started
+        raise Killed()
+    b.ns._launch = launch
+    with pytest.raises(Killed):
+        b.ns.heal("healcut", old["id"])
+    assert old["id"] not in zone.vnfs and len(zone.vnfs) == 1
+    assert a.members.reap() == [b.members.id]
+    (op,) = [o for o in a.store.ns_operations(r["id"]) if o.type == "heal"]
+    done = _wait(lambda: a.store.ns_operation(op.id).state != "processing" and
+                 a.store.ns_operation(op.id), "the resumed heal")
+    assert done.state == "completed", done.error
+    shown = a.ns.show("healcut")
+    new = shown["instances"][0]                 # where the old one was
+    assert new["service"] == old["service"] and new["id"] != old["id"]
+    assert done.detail["replaced_by"] == new["name"]
+    assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
+    assert a.store.ns_locks() == []
+    a.ns.delete("healcut")
