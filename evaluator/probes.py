@@ -208,7 +208,7 @@ class BootProbe(Probe):
         req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
                             name=f"probe-boot-{env.uid[:8]}-{len(made)}", host=host,
                             memory_mb=self.memory_mb or env.memory_mb or None, vcpus=env.vcpus,
-                            kernel=self.kernel, warm=warm, bridges=self.bridges)
+                            kernel=self.kernel, warm=warm, nics=self.bridges)
         t = time.perf_counter()
         inst = zone.launch(req)
         wall = (time.perf_counter() - t) * 1000.0
@@ -416,7 +416,7 @@ class LoadProbe(Probe):
             req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
                                 name=f"probe-load-{env.uid[:8]}", slots=self.probe_slots,
                                 memory_mb=env.memory_mb or None, vcpus=env.vcpus,
-                                kernel=self.kernel, bridges=tuple(net.bridges), host=host)
+                                kernel=self.kernel, nics=tuple(net.bridges), host=host)
             inst = zone.launch(req)
             metrics["instance"] = inst.id
             if self.proto == "udp":

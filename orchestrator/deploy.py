@@ -40,7 +40,7 @@ def launch_request(service_row, host: str | None = None, bridges=(),
     return LaunchRequest(service=service_row.name, click_config=p["click_config"],
                          slots=p.get("slots"), memory_mb=p.get("memory_mb"),
                          vcpus=p.get("vcpus", 1), kernel=p.get("kernel"), host=host,
-                         bridges=tuple(bridges or ()), qoe=qoe)
+                         nics=tuple(bridges or ()), qoe=qoe)
 
 
 def service_qoe(service_row, results) -> QoE | None:

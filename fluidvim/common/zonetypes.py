@@ -246,8 +246,9 @@ class LaunchRequest:
     memory_mb: int | None = None
     vcpus: int = 1
     kernel: str | None = None              # path (local/nomad) or image name/id (nova)
-    bridges: tuple = ()                    # NICs: bridge/network names in the zone
-    macs: tuple = ()                       # NIC i's MAC (None entries/() = the zone assigns)
+    # NICs (NicRequest; a network name or None stands for a NIC on it): bridge = a network of
+    # the zone, mac = None (the zone assigns) or the NIC's; () = the zone's default NICs
+    nics: tuple = ()
     host: str | None = None                # pin to a host when the zone allows it
     warm: bool | None = None               # use a warm shell if the zone has one (None = if ready)
     qoe: QoE | None = None                 # slots at the service's QoE (None = the flow table's)
@@ -259,11 +260,23 @@ class LaunchRequest:
         if self.qoe is not None and not isinstance(self.qoe, QoE):
             raise ValueError(f"qoe: {self.qoe!r} is not a QoE(capacity, deadline_ms, quantile) "
                              "(or None = the flow table's slots)")
+        try:
+            self.nics = as_nics(self.nics)
+        except TypeError as e:
+            raise ValueError(str(e)) from None
+        problem = nics_problem(self.nics)
+        if problem:
+            raise ValueError(f"{problem[0]}: {problem[1]}")
+
+    @property
+    def bridges(self) -> tuple:
+        """The NICs' networks, one per NIC (None: the zone's choice / unplugged)."""
+        return tuple(n.bridge for n in self.nics)
 
 
 @dataclasses.dataclass
 class NetworkInfo:
-    id: str                                # what LaunchRequest.bridges takes for a NIC on it
+    id: str                                # what a LaunchRequest NIC's bridge names
     name: str                              # the name it was created with
     zone: str
     ports: list = dataclasses.field(default_factory=list)    # NICs attached, when known

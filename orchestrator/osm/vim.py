@@ -34,7 +34,13 @@ from oslo_log import log as logging
 from sqlalchemy import orm
 
 from fluidvim.common import instance_states as istates
-from fluidvim.common.zonetypes import NETWORK_NAME_RE, LaunchRequest, ZoneError, mac_problem
+from fluidvim.common.zonetypes import (
+    NETWORK_NAME_RE,
+    LaunchRequest,
+    NicRequest,
+    ZoneError,
+    mac_problem,
+)
 from fluidvim.vnf import limits
 from fluidvim.vnf.control import ControlError
 
@@ -260,8 +266,9 @@ class VimService:
         try:
             inst = z.launch(LaunchRequest(service=svc, click_config=click_config, name=vnf_name,
                                           slots=slots, memory_mb=fl.ram, vcpus=fl.vcpus,
-                                          kernel=im["location"], bridges=tuple(nics),
-                                          macs=tuple(macs)))
+                                          kernel=im["location"],
+                                          nics=tuple(NicRequest(bridge=net, mac=mac) for net, mac
+                                                     in zip(nics, macs or [None] * len(nics)))))
         except ZoneError as e:
             self.store.launch_finished(lid, False, error=str(e))
             cause = e.__cause__

@@ -23,7 +23,6 @@ from fluidvim.common.zonetypes import (
     InstanceInfo,
     LaunchRequest,
     NetworkInfo,
-    NicRequest,
     ZoneAdapter,
     ZoneError,
 )
@@ -59,6 +58,12 @@ def service_of(vnf_name: str) -> str:
 # a crashed VNF is an instance in error
 INSTANCE_STATUS = {vstates.RUNNING: istates.RUNNING, vstates.PAUSED: istates.PAUSED,
                    vstates.CRASHED: istates.ERROR}
+
+
+def slots_total(spec) -> int:
+    """A VNF's session slots as the zone reports them: at its QoE's capacity when it has one
+    (kept in its spec, so a rebuilt or restarted VNF reports it too), else its flow table's."""
+    return min(spec.session_slots, spec.qoe.capacity) if spec.qoe else spec.session_slots
 
 
 class LocalZone(ZoneAdapter):
@@ -112,7 +117,7 @@ class LocalZone(ZoneAdapter):
             st = INSTANCE_STATUS.get(rec.status, istates.ERROR)
             out.append(InstanceInfo(id=rec.id, name=rec.name, service=service_of(rec.name),
                                     host=self.host_name, status=st,
-                                    slots_total=rec.spec.session_slots))
+                                    slots_total=slots_total(rec.spec)))
         return out
 
     def instance_slots(self) -> dict[str, dict]:
@@ -141,21 +146,17 @@ class LocalZone(ZoneAdapter):
         if req.host not in (None, self.host_name):
             raise ZoneError(f"host: zone {self.name} has only host {self.host_name!r}, "
                             f"not {req.host!r}")
-        bridges = req.bridges or self.bridges or (None, None)
-        macs = list(req.macs) or [None] * len(bridges)
         try:
             res = self.mgr.launch(req.click_config, name=req.name or instance_name(req.service, req.token),
-                                  nics=[NicRequest(bridge=b, mac=m) for b, m in zip(bridges, macs)],
+                                  nics=req.nics or self.bridges or (None, None),
                                   slots=req.slots, memory_mb=req.memory_mb,
                                   vcpus=req.vcpus, warm=req.warm, kernel=req.kernel,
                                   qoe=req.qoe)
         except (SpecError, ControlError, LaunchError, OSError) as e:
             raise ZoneError(f"zone {self.name}: launch of {req.service} failed: {e}") from e
-        rec = self.mgr.get(res.vnf_id)
         return InstanceInfo(id=res.vnf_id, name=res.name, service=req.service,
                             host=self.host_name, status=istates.RUNNING,
-                            slots_total=(min(rec.spec.session_slots, req.qoe.capacity)
-                                         if req.qoe else rec.spec.session_slots),
+                            slots_total=slots_total(self.mgr.get(res.vnf_id).spec),
                             launch_ms=res.total_ms,
                             kind=res.kind)
 

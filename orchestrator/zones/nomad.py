@@ -319,9 +319,11 @@ class NomadZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name for a Nomad job "
                             "(letters, digits, '_', '.', '-'; at most 100)")
-        if any(req.macs):
-            raise ZoneError(f"macs: zone {self.name} (nomad): the unikernel task driver assigns "
-                            "NIC MACs; fixed MACs are supported in the local zone")
+        fixed = [i for i, n in enumerate(req.nics) if n.mac or n.tap or n.ovs]
+        if fixed:
+            raise ZoneError(f"nics[{fixed[0]}]: zone {self.name} (nomad): the unikernel task "
+                            "driver assigns NIC MACs and taps; fixed ones are supported in the "
+                            "local zone")
         job_id = f"{JOB_PREFIX}{req.service}-{req.token}"
         job = self.job_spec(req, job_id)
         t0 = time.monotonic()

@@ -263,9 +263,11 @@ class NovaZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name "
                             "(letters, digits, '_', '.', '-'; at most 100)")
-        if any(req.macs):
-            raise ZoneError(f"macs: zone {self.name} (nova) takes a server's MACs from its "
-                            "Neutron ports; create the ports with those MACs instead")
+        fixed = [i for i, n in enumerate(req.nics) if n.mac or n.tap or n.ovs]
+        if fixed:
+            raise ZoneError(f"nics[{fixed[0]}]: zone {self.name} (nova) takes a server's MACs "
+                            "and taps from its Neutron ports; create the ports with those MACs "
+                            "instead")
         flavor, image = self._flavor_image(req.service)
         eff = self.effective_vnf(flavor, image)
         if req.click_config and _norm(req.click_config) != _norm(eff["click_config"] or ""):
@@ -317,7 +319,7 @@ class NovaZone(ZoneAdapter):
             except osexc.SDKException as e:
                 raise self._fail(f"looking up network {n!r}", e) from None
             if net is None:
-                raise ZoneError(f"bridges: network {n!r} does not exist in zone {self.name}")
+                raise ZoneError(f"nics: network {n!r} does not exist in zone {self.name}")
             out.append({"uuid": net.id})
         return out
 

@@ -145,12 +145,12 @@ def test_hosts_slots_constraint_resolver_across_clients(cluster, tmp_path):
                 # -- two VNFs through the adapter, pinned to two hosts
                 t0 = time.monotonic()
                 ia = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_A,
-                                               bridges=tuple(net.bridges), host=a.name))
+                                               nics=tuple(net.bridges), host=a.name))
                 timings["launch on host a, warm (s)"] = round(time.monotonic() - t0, 2)
                 ids.append(ia.id)
                 t0 = time.monotonic()
                 ib = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
-                                               bridges=("", ""), host=b.name))
+                                               nics=("", ""), host=b.name))
                 timings["launch on host b, warm (s)"] = round(time.monotonic() - t0, 2)
                 ids.append(ib.id)
                 assert (ia.host, ib.host) == (a.name, b.name)
@@ -354,9 +354,9 @@ def test_drain_power_off_and_wake_through_redfish(cluster, tmp_path):
             orch.register_service(svc, FW, slots=SLOTS_B)
             # V1 on a (with traffic), V2 on b; c runs none
             v1 = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
-                                           bridges=tuple(net.bridges), host=a.name))
+                                           nics=tuple(net.bridges), host=a.name))
             v2 = zone.launch(LaunchRequest(service=svc, click_config=FW, slots=SLOTS_B,
-                                           bridges=tuple(net.bridges), host=b.name))
+                                           nics=tuple(net.bridges), host=b.name))
             ids += [v1.id, v2.id]
             for inst in (v1, v2):
                 orch.store.add_instance(id=inst.id, zone="nomad-mh", host=inst.host,

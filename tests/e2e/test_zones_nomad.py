@@ -114,7 +114,7 @@ def test_hosts_from_the_driver_fingerprint(agent):
 def test_launch_slots_instances_terminate(agent):
     zone, run_dir = agent
     before = set(tn.qemu_pids(run_dir))
-    inst = zone.launch(LaunchRequest(service="fw", slots=256, memory_mb=32, bridges=("",),
+    inst = zone.launch(LaunchRequest(service="fw", slots=256, memory_mb=32, nics=("",),
                                      click_config="FromDevice(0) -> Counter -> Discard;"))
     try:
         assert inst.status == "running" and inst.id.startswith("fluidvim-fw-")
@@ -242,7 +242,7 @@ def test_a_launch_with_a_qoe_announces_its_capacity(agent):
     from fluidvim.common.zonetypes import QoE
 
     zone, run_dir = agent
-    inst = zone.launch(LaunchRequest(service="fwq", slots=64, memory_mb=32, bridges=("",),
+    inst = zone.launch(LaunchRequest(service="fwq", slots=64, memory_mb=32, nics=("",),
                                      click_config="FromDevice(0) -> Discard;",
                                      qoe=QoE(capacity=9, deadline_ms=5.0, quantile=0.99)))
     try:
@@ -264,12 +264,12 @@ def test_failed_launch_leaves_nothing(agent):
     with pytest.raises(ZoneError, match=r"fluidvim-bad-\w+ failed on .*/nonexistent/vnf.elf.* is not a file "
                                         r"inside the task directory or under the plugin's image_paths"):
         zone.launch(LaunchRequest(service="bad", click_config="", kernel="/nonexistent/vnf.elf",
-                                  bridges=("",)))
+                                  nics=("",)))
     assert {j["ID"] for j in zone.api.jobs.get_jobs()} == before_jobs
     # unplaceable: pinned to a host that does not exist -> Nomad's reason, purged
     with pytest.raises(ZoneError, match=r"cannot place fluidvim-pinned-\w+: .*Constraint.*no-such-node"):
         zone.launch(LaunchRequest(service="pinned", click_config="", host="no-such-node",
-                                  bridges=("",)))
+                                  nics=("",)))
     assert {j["ID"] for j in zone.api.jobs.get_jobs()} == before_jobs
     with pytest.raises(ZoneError, match="service"):
         zone.launch(LaunchRequest(service="bad name!", click_config=""))
@@ -326,7 +326,7 @@ def _poll_through_the_orchestrator(orch, zone, polled):
     try:
         orch.start(server=f"fvs-{uuid.uuid4().hex[:8]}")
         assert [p.zone for p in orch.slot_pollers] == [polled]
-        inst = polled.launch(LaunchRequest(service="fvs-fw", slots=128, memory_mb=32, bridges=("",),
+        inst = polled.launch(LaunchRequest(service="fvs-fw", slots=128, memory_mb=32, nics=("",),
                                            click_config="FromDevice(0) -> Counter -> Discard;"))
         rep = tn.wait_for("the VNF's slot update in the registry", report, 30, 0.1)
         node = zone.hosts()[0].name

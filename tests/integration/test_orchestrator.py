@@ -178,7 +178,7 @@ def test_local_zone_networks(env):
     assert net in api.list_networks(zone)
     try:
         inst = orch.local_zone.launch(LaunchRequest(service="fw", click_config=FORWARD,
-                                                    bridges=(net["id"], net["id"]), warm=False))
+                                                    nics=(net["id"], net["id"]), warm=False))
         (listed,) = [n for n in api.list_networks(zone) if n["name"] == name]
         assert len(listed["ports"]) == 2
         with pytest.raises(InvalidRequest) as e:

@@ -132,3 +132,32 @@ def test_a_warm_launch_with_a_qoe_announces_its_capacity(make_manager):
     assert (st["total"], st["free"]) == (64, 7)
     assert (st["qoe"]["capacity"], st["qoe"]["budget_ns"], st["qoe"]["quantile_ppm"]) == \
         (7, 5_000_000, 999000)
+
+
+def test_a_rebuilt_or_restarted_vnf_keeps_its_qoe(make_manager):
+    """The QoE is part of the VNF's spec: a rebuild tells the new boot again (its slots follow
+    the capacity, not the flow table) and a restarted launch core, and the local zone on it,
+    report the capacity from the recorded spec."""
+    from fluidvim.common.zonetypes import REBUILD, LaunchRequest, QoE
+    from fluidvim.orchestrator.zones.local import LocalZone
+
+    first = make_manager(backend="qemu")
+    qoe = QoE(capacity=9, deadline_ms=5.0, quantile=0.99, budget_ns=60_000_000_000)
+    inst = LocalZone("qoe", first).launch(LaunchRequest(service="fw", click_config=FORWARD,
+                                                        slots=64, qoe=qoe, warm=False))
+    assert first.get(inst.id).spec.qoe == qoe
+    pid = first.get(inst.id).pid
+    first.rebuild(inst.id)
+    assert first.get(inst.id).pid != pid                          # a new boot
+    st = first.stats(inst.id)["slots"]
+    assert (st["total"], st["free"], st["qoe"]["capacity"]) == (64, 9, 9)
+    first.close()
+
+    second = make_manager(backend="qemu")
+    assert second.recover()["reattached"] == 1
+    zone = LocalZone("qoe", second)
+    assert [(i.id, i.slots_total) for i in zone.instances()] == [(inst.id, 9)]
+    assert zone.instance_action(inst.id, REBUILD) == "running"    # the zone's rebuild too
+    st = second.stats(inst.id)["slots"]
+    assert (st["total"], st["free"], st["qoe"]["budget_ns"]) == (64, 9, 60_000_000_000)
+    assert second.slots()["free"] == 9

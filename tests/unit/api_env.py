@@ -39,9 +39,8 @@ class ApiZone(MemoryZone):
         class Mgr:
             def get(self, vid):
                 req = zone.vnfs[vid]
-                nics = [types.SimpleNamespace(tap=f"{vid}-{i}", mac=(req.macs or [None] * 4)[i]
-                                              if i < len(req.macs or ()) else None, bridge=br)
-                        for i, br in enumerate(req.bridges)]
+                nics = [types.SimpleNamespace(tap=f"{vid}-{i}", mac=n.mac, bridge=n.bridge)
+                        for i, n in enumerate(req.nics)]
                 return types.SimpleNamespace(name=f"{req.service}.{vid}", status="running",
                                              reason=None, spec=types.SimpleNamespace(nics=nics))
         self.mgr = Mgr()
