@@ -299,7 +299,7 @@ def cmd_wire(a) -> dict:
     return {
         "command": "python -m bench.slots wire " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in sorted(vars(a).items())
-            if k not in ("cmd", "out", "part")),
+            if k not in ("cmd", "out", "part") and v is not None),
         "setup": {"zones": a.zones, "services": a.services, "instances_per_service_zone": a.per_zone,
                   "slots_per_instance": a.capacity, "ramp_peak_per_s": a.peak,
                   "duration_s": a.duration, "hold_mean_s": a.hold, "seed": a.seed,
