@@ -27,7 +27,15 @@ job "vnf-firewall" {
         memory_mb     = 32     # at most resources.memory; unset = resources.memory
         vcpus         = 1      # unset = the reserved cores, else 1
         session_slots = 1024
-        nics          = ["br0", "br1"]   # one virtio-net NIC per entry; "" = unplugged
+        # one virtio-net NIC per nic block, in order: bridge unset or "" = unplugged; mac
+        # unset = generated (the older form nics = ["br0", "br1"], macs = [...] still works)
+        nic {
+          bridge = "br0"
+        }
+        nic {
+          bridge = "br1"
+          # mac  = "fa:16:3e:00:00:02"
+        }
         click_config  = <<-EOT
           fw :: IPFilter(allow tcp dst port 80, allow arp, deny all);
           FromDevice(0) -> fw -> Counter -> ToDevice(1);

@@ -106,9 +106,17 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"click_file":      attr("click_file", "string"),
 	"session_slots":   withDefault("session_slots", "number", spec.DefaultSlots),
 	"flow_timeout_ms": withDefault("flow_timeout_ms", "number", spec.DefaultFlowTimeoutMS),
-	"nics":            hclspec.NewAttr("nics", "list(string)", false),
-	// macs: one per NIC ("" = generated), e.g. addresses the network expects; a warm shell is
-	// told them in `configure` (contract/PROTOCOL.md §6.4)
+	// nic { bridge = "br0" mac = "fa:16:3e:00:00:01" }: one block per NIC, in order; bridge
+	// "" or unset = unplugged, mac "" or unset = generated (spec.MACFor); a warm shell is told
+	// its MACs in `configure` (contract/PROTOCOL.md §6.4). A new per-NIC field goes here, in
+	// TaskNIC (and its validate) and in the launch (driver.go, pool.go).
+	"nic": hclspec.NewBlockList("nic", hclspec.NewObject(map[string]*hclspec.Spec{
+		"bridge": attr("bridge", "string"),
+		"mac":    attr("mac", "string"),
+	})),
+	// the older form, still accepted (not together with nic blocks): nics = bridge names, one
+	// NIC each; macs = none, or one per NIC ("" = generated)
+	"nics": hclspec.NewAttr("nics", "list(string)", false),
 	"macs": hclspec.NewAttr("macs", "list(string)", false),
 	"warm": hclspec.NewAttr("warm", "bool", false),
 	"name": hclspec.NewAttr("name", "string", false),
@@ -243,15 +251,18 @@ func (c *Config) fillDefaults() {
 
 // TaskConfig is a task's driver configuration.
 type TaskConfig struct {
-	Kernel        string   `codec:"kernel"`
-	MemoryMB      int      `codec:"memory_mb"`
-	Vcpus         int      `codec:"vcpus"`
-	ClickConfig   string   `codec:"click_config"`
-	ClickFile     string   `codec:"click_file"`
-	SessionSlots  int      `codec:"session_slots"`
-	FlowTimeoutMS int      `codec:"flow_timeout_ms"`
-	NICs          []string `codec:"nics"` // bridge names, one NIC each; "" = an unplugged NIC
-	// MACs: none, or one per NIC ("" = generated, spec.MACFor)
+	Kernel        string `codec:"kernel"`
+	MemoryMB      int    `codec:"memory_mb"`
+	Vcpus         int    `codec:"vcpus"`
+	ClickConfig   string `codec:"click_config"`
+	ClickFile     string `codec:"click_file"`
+	SessionSlots  int    `codec:"session_slots"`
+	FlowTimeoutMS int    `codec:"flow_timeout_ms"`
+	// NIC: the nic blocks. validate() turns them into NICs and MACs, which the launch reads
+	NIC []TaskNIC `codec:"nic"`
+	// NICs: bridge names, one NIC each ("" = an unplugged NIC); MACs: none, or one per NIC
+	// ("" = generated, spec.MACFor). Given as such (the older form) or from the nic blocks.
+	NICs []string `codec:"nics"`
 	MACs []string `codec:"macs"`
 	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
 	// false = always cold
@@ -264,6 +275,75 @@ type TaskConfig struct {
 	// about the click configuration may be shown (it is the job's own: paths.go)
 	kernelFile confined
 	configEcho bool
+}
+
+// TaskNIC is one `nic { bridge = … mac = … }` block: what the task fixes of one NIC.
+type TaskNIC struct {
+	Bridge string `codec:"bridge"` // a Linux bridge on the node; "" = unplugged
+	MAC    string `codec:"mac"`    // "" = generated (spec.MACFor)
+}
+
+// validate checks one NIC; field(name) is the config key to report (nic[1].mac, macs[1]).
+func (n TaskNIC) validate(field func(string) string) error {
+	if n.Bridge != "" && !bridgeRE.MatchString(n.Bridge) {
+		return fieldErr(field("bridge"), "%q is not a valid bridge name", n.Bridge)
+	}
+	if n.MAC != "" {
+		if why := spec.MACProblem(n.MAC); why != "" {
+			return fieldErr(field("mac"), "%s", why)
+		}
+	}
+	return nil
+}
+
+// checkNICs validates the task's NICs, given as nic blocks or as the older nics/macs lists
+// (not both), and leaves them in NICs and MACs (MACs empty when none is fixed).
+func (tc *TaskConfig) checkNICs() error {
+	if len(tc.NIC) > 0 && (len(tc.NICs) > 0 || len(tc.MACs) > 0) {
+		return fieldErr("nic", "nic blocks and the older nics/macs lists both given: describe "+
+			"each NIC in one nic { bridge = \"…\" mac = \"…\" } block and drop nics and macs")
+	}
+	if len(tc.NIC) == 0 && len(tc.MACs) != 0 && len(tc.MACs) != len(tc.NICs) {
+		return fieldErr("macs", "%d entries for %d NICs: give one (or \"\") per NIC, or use "+
+			"one nic { bridge = … mac = … } block per NIC", len(tc.MACs), len(tc.NICs))
+	}
+	n, field := len(tc.NICs), "nics"
+	if len(tc.NIC) > 0 {
+		n, field = len(tc.NIC), "nic"
+	}
+	if n > spec.MaxNics {
+		return fieldErr(field, "%d NICs requested; a VNF has at most %d", n, spec.MaxNics)
+	}
+	if len(tc.NIC) > 0 {
+		// into the older form, which the launch reads (and validating again accepts)
+		tc.NICs, tc.MACs = make([]string, n), make([]string, n)
+		anyMAC := false
+		for i, nic := range tc.NIC {
+			at := func(f string) string { return fmt.Sprintf("nic[%d].%s", i, f) }
+			if err := nic.validate(at); err != nil {
+				return err
+			}
+			tc.NICs[i], tc.MACs[i] = nic.Bridge, nic.MAC
+			anyMAC = anyMAC || nic.MAC != ""
+		}
+		if !anyMAC {
+			tc.MACs = nil
+		}
+		tc.NIC = nil
+		return nil
+	}
+	for i, b := range tc.NICs {
+		nic := TaskNIC{Bridge: b}
+		if i < len(tc.MACs) {
+			nic.MAC = tc.MACs[i]
+		}
+		if err := nic.validate(func(f string) string {
+			return map[string]string{"bridge": "nics", "mac": "macs"}[f] + fmt.Sprintf("[%d]", i)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FieldError is an invalid task or plugin config; Field names the config key.
@@ -343,24 +423,8 @@ func (tc *TaskConfig) validate(paths *pathPolicy) error {
 		&tc.SessionSlots, &tc.FlowTimeoutMS); err != nil {
 		return err
 	}
-	if len(tc.NICs) > spec.MaxNics {
-		return fieldErr("nics", "%d NICs requested; a VNF has at most %d", len(tc.NICs), spec.MaxNics)
-	}
-	for i, b := range tc.NICs {
-		if b != "" && !bridgeRE.MatchString(b) {
-			return fieldErr(fmt.Sprintf("nics[%d]", i), "%q is not a valid bridge name", b)
-		}
-	}
-	if len(tc.MACs) != 0 && len(tc.MACs) != len(tc.NICs) {
-		return fieldErr("macs", "%d entries for %d NICs: give one (or \"\") per NIC", len(tc.MACs),
-			len(tc.NICs))
-	}
-	for i, m := range tc.MACs {
-		if m != "" {
-			if why := spec.MACProblem(m); why != "" {
-				return fieldErr(fmt.Sprintf("macs[%d]", i), "%s", why)
-			}
-		}
+	if err := tc.checkNICs(); err != nil {
+		return err
 	}
 	if tc.ClickConfig != "" && tc.ClickFile != "" {
 		return fieldErr("click_file", "set click_config or click_file, not both")

@@ -143,7 +143,8 @@ def firewall_job(name: str, bridges: list[str]) -> str:
     """etc/nomad/vnf-firewall.nomad.hcl on the TestNet bridges, ICMP allowed too (for ping)."""
     text = (REPO / "etc/nomad/vnf-firewall.nomad.hcl").read_text()
     text = text.replace('job "vnf-firewall"', f'job "{name}"')
-    text = text.replace('nics          = ["br0", "br1"]', f'nics = {json.dumps(bridges)}')
+    for sample, bridge in zip(("br0", "br1"), bridges):   # its nic blocks
+        text = text.replace(f'bridge = "{sample}"', f'bridge = {json.dumps(bridge)}')
     for sample, bridge in zip(("br0", "br1"), bridges):  # its constraints name the bridges too
         text = text.replace(f"bridge.{sample}}}", f"bridge.{bridge}}}")
     text = text.replace("IPFilter(allow tcp dst port 80,", "IPFilter(allow icmp, allow tcp dst port 80,")
