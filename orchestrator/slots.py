@@ -304,6 +304,10 @@ class SharedSlotRegistry(SlotRegistry):
     def forget(self, instance: str) -> None:
         self.store.delete_slot_reports(instance)
 
+    def _reflected_upto(self, key, old, exact, at):
+        # the store keeps no counted_upto: reservations end by the ttl rule alone (no query)
+        return None
+
     def reserve(self, instance: str, service: str, count: int = 1) -> None:
         self.store.add_reservations(instance, service, count, self.clock())
 
