@@ -18,7 +18,8 @@ instances themselves are counters (the truth); what is measured is the wire and 
 * updates per second per zone and bytes per update;
 * mis-resolutions: a session sent to an instance that is full, or refused while an instance had
   room (of all resolutions); a refusal with room is also classed by whether the room was already
-  in a reading a slot agent took (``refused_room_seen``: the wire or the registry lost it) or
+  in a reading a slot agent took (``refused_room_seen``: its update in flight or rate limited, or
+  the registry still counting slots it handed out) or
   came from sessions that ended after every such reading (``refused_room_unseen``: no update of
   any encoding sent at the agents' tick could have carried it - the ramp's overload end);
 * FUSION's model R = M*U*Z*B (:func:`fluidvim.common.slotcodec.update_bandwidth`) with the
