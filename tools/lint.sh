@@ -46,11 +46,14 @@ step() {
 
 # mypy resolves fluidvim.* imports on a tree of links in the installed layout (as lint-imports)
 types() {
-  local tree=$ROOT/build/lint/tree
-  rm -rf "$tree" && mkdir -p "$tree"
+  local tree rc=0
+  mkdir -p "$ROOT/build/lint"
+  tree=$(mktemp -d "$ROOT/build/lint/tree.XXXXXX")     # per run: two lint runs do not collide
   "$VENV/python" tools/importgraph.py --tree "$tree"
   (cd "$tree" && "$VENV/mypy" --config-file "$ROOT/pyproject.toml" --cache-dir "$ROOT/build/lint/mypy" \
-    "${TYPED[@]}")
+    "${TYPED[@]}") || rc=$?
+  rm -rf "$tree"
+  return $rc
 }
 
 gofmt_check() {
