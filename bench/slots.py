@@ -437,9 +437,9 @@ def write(part: str, data: dict, path: str) -> None:
     if "qoe" in doc:
         keys["admitted_over_deadline_pct"] = doc["qoe"]["admitted_over_deadline_pct"]
         keys["capacity_error_pct"] = doc["qoe"]["capacity_error_pct"]
-    doc.update(keys)
     if "nomad" in doc:
         keys["nomad_register_to_session_ms_p50"] = doc["nomad"]["nomad_register_to_session_ms_p50"]
+    doc.update(keys)
     doc.pop("not_measured", None)
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
