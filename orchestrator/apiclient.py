@@ -31,7 +31,7 @@ import re
 import time
 import urllib.parse
 
-from .exception import InvalidRequest, NotFound, OrchestratorError, Refused
+from .exception import InvalidRequest, NotFound, OrchestratorError, Refused, Unreachable
 from .operations import HTTP_BY_CLIENT, bound_arguments, rpc_methods
 
 WWW_AUTH_RE = re.compile(r'Keystone uri="([^"]+)"')
@@ -54,12 +54,16 @@ API_FIX = ("start fluidvim-api (systemctl start fluidvim-api, or fluidvim-api --
            "FILE), or fix --api-url / FLUIDVIM_API_URL")
 
 
+class APIUnreachable(APIError, Unreachable):
+    """Nothing answered at fluidvim-api's URL."""
+
+
 def _unreachable(url: str, e: Exception) -> APIError:
     """The one line a client gets when nothing answers at ``url``: what failed, in short (the
     socket's errno text, not urllib3's retry story), and how to bring the API back."""
     m = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", str(e))
     why = m.group(1).strip() if m else f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
-    return APIError(f"cannot reach fluidvim-api at {url} ({why}): {API_FIX}")
+    return APIUnreachable(f"cannot reach fluidvim-api at {url} ({why}): {API_FIX}")
 
 
 def _q(s) -> str:

@@ -20,6 +20,7 @@ from .clicommon import (  # the helpers moved to the leaf .clicommon (mano/cli.p
     common,
     kv as _kv,
     out as _out,
+    reads as _reads,
 )
 
 EXAMPLES = """examples:
@@ -60,6 +61,7 @@ def cmd_service_register(args, api):
 
 
 @_command
+@_reads
 def cmd_service_list(args, api):
     def text(rows):
         print(f"{'NAME':<20} {'DEADLINE':>9} {'MAX DELAY':>10} {'SLOTS':>6} ALIASES / REQUIREMENTS")
@@ -197,6 +199,7 @@ def cmd_slots(args, api):
 
 
 @_command
+@_reads
 def cmd_instance_list(args, api):
     def text(rows):
         for i in rows:

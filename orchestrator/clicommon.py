@@ -132,8 +132,69 @@ def make_api(args):
     return OrchestratorAPI(conf)
 
 
+class StoreReader:
+    """The read-only calls a command may answer from the orchestrator's database when the
+    orchestrator does not answer (its broker, fluidvim-api or itself down): what is stored, as
+    the orchestrator lists it."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def list_services(self):
+        return [r.as_dict() for r in self.store.services()]
+
+    def list_instances(self, service=None):
+        from fluidvim.common import instance_states as istates
+
+        return [i.as_dict() for i in self.store.instances(
+            service, statuses=(*istates.LIVE, istates.PAUSED))]
+
+    def close(self):
+        self.store.close()
+
+
+def store_reader(args):
+    """The orchestrator's database of ``--config-file`` (``[orchestrator] connection``) when
+    this host has it (a SQLite file that exists, or a server URL), else None."""
+    import os
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")   # as command()
+    from fluidvim.orchestrator.conf import make_conf
+    from fluidvim.orchestrator.db import Store
+
+    url = make_conf(["--config-file", args.config_file] if args.config_file else []) \
+        .orchestrator.connection
+    if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///"):]):
+        return None
+    try:
+        return StoreReader(Store(url))
+    except Exception:  # noqa: BLE001 - no readable database here: the command's own error stands
+        return None
+
+
+def reads(fn):
+    """Marks a command as read-only: when the orchestrator does not answer, :func:`command`
+    runs it on the orchestrator's database (:class:`StoreReader`) with one warning line."""
+    fn.reads_store = True
+    return fn
+
+
+def _from_store(fn, args, e) -> int | None:
+    reader = store_reader(args) if getattr(fn, "reads_store", False) else None
+    if reader is None:
+        return None
+    print(f"fluidvim: warning: {e.message}; listed from the orchestrator's database, as last "
+          "stored", file=sys.stderr)
+    try:
+        return fn(args, reader) or 0
+    finally:
+        reader.close()
+
+
 def command(fn):
-    """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2."""
+    """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2
+    (a read-only command, :func:`reads`, answers from the database when it can)."""
     @functools.wraps(fn)
     def run(args):
         import warnings
@@ -143,11 +204,17 @@ def command(fn):
         warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
         import oslo_messaging as messaging
 
-        from fluidvim.orchestrator.exception import OrchestratorError
+        from fluidvim.orchestrator.exception import OrchestratorError, Unreachable
 
         try:
             with lazy_api(args) as api:
                 return fn(args, api) or 0
+        except Unreachable as e:
+            rc = _from_store(fn, args, e)
+            if rc is not None:
+                return rc
+            print(f"fluidvim: error: {e.message}", file=sys.stderr)
+            return 2
         except OrchestratorError as e:
             print(f"fluidvim: error: {e.message}", file=sys.stderr)
             return 2

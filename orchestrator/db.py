@@ -91,6 +91,12 @@ class Service(Base):
     def aliases(self) -> dict:
         return json.loads(self.aliases_json or "{}")
 
+    def as_dict(self) -> dict:
+        """The service as the API lists it: name, aliases, max delay, its profile's fields."""
+        return {"name": self.name, "aliases": self.aliases,
+                "max_queuing_delay_s": self.max_queuing_delay_s,
+                **{k: v for k, v in self.profile.items() if k != "name"}}
+
 
 class Instance(Base):
     __tablename__ = "instances"
@@ -104,6 +110,13 @@ class Instance(Base):
     decision_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     launch_ms: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     created_at: orm.Mapped[float] = orm.mapped_column(sa.Float, default=time.time)
+
+    def as_dict(self) -> dict:
+        """The instance as the API lists it."""
+        return {"id": self.id, "name": self.name, "zone": self.zone, "host": self.host,
+                "service": self.service, "status": self.status,
+                "slots_total": self.slots_total, "decision_id": self.decision_id,
+                "launch_ms": self.launch_ms}
 
 
 class SlotReportRow(Base):

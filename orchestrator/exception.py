@@ -39,6 +39,12 @@ class Refused(OrchestratorError):
     """The request is valid but cannot be served (no slot, no zone within tolerance, ...)."""
 
 
+class Unreachable(OrchestratorError):
+    """No answer: the message broker or fluidvim-api cannot be reached, or no orchestrator
+    replied in time. The message names what and how to bring it back; read-only commands then
+    answer from the orchestrator's database when this host has it (:mod:`.clicommon`)."""
+
+
 def invalid(field: str, problem: str, fix: str = "") -> InvalidRequest:
     """``InvalidRequest`` with the message format every check uses: ``field: problem; fix``."""
     return InvalidRequest(f"{field}: {problem}" + (f"; {fix}" if fix else ""), field=field)

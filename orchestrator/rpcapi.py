@@ -15,7 +15,7 @@ import inspect
 
 import oslo_messaging as messaging
 
-from .exception import OrchestratorError
+from .exception import OrchestratorError, Unreachable
 from .operations import Rpc, api_version, bound_arguments, rpc_methods
 
 RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance_action
@@ -40,7 +40,7 @@ def check_broker(conf, url: str, timeout: float = 3.0) -> None:
             return
         except OSError as e:
             tried.append(f"{h.hostname}:{port}: {e.strerror or e}")
-    raise OrchestratorError("cannot reach the message broker (" + "; ".join(tried) + "): "
+    raise Unreachable("cannot reach the message broker (" + "; ".join(tried) + "): "
                             + BROKER_FIX)
 
 
@@ -82,11 +82,11 @@ class OrchestratorAPI:
         try:
             return cctxt.call({}, method, **kwargs)
         except messaging.MessagingTimeout as e:
-            raise OrchestratorError(
+            raise Unreachable(
                 f"no reply from the orchestrator on topic {self.client.target.topic!r} "
                 f"({e}); is fluidvim-orchestrator running with the same transport_url?") from None
         except messaging.MessageDeliveryFailure as e:
-            raise OrchestratorError(
+            raise Unreachable(
                 f"cannot reach the message broker ({e}): {BROKER_FIX}") from None
 
 

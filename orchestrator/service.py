@@ -213,17 +213,10 @@ class Orchestrator:
         profile, als = validate_service(name, click_config, **fields)
         self.store.put_service(name, profile, als, profile["max_queuing_delay_s"])
         self.registry.set_aliases(name, als)
-        return self.service_dict(self.store.service(name))
-
-    @staticmethod
-    def service_dict(row) -> dict:
-        p = row.profile
-        return {"name": row.name, "aliases": row.aliases,
-                "max_queuing_delay_s": row.max_queuing_delay_s,
-                **{k: v for k, v in p.items() if k != "name"}}
+        return self.store.service(name).as_dict()
 
     def list_services(self) -> list[dict]:
-        return [self.service_dict(r) for r in self.store.services()]
+        return [r.as_dict() for r in self.store.services()]
 
     def remove_service(self, name) -> dict:
         self.store.delete_service(name)
@@ -274,10 +267,8 @@ class Orchestrator:
         return {n: self.registry.aggregate(n, level) for n in names}
 
     def list_instances(self, service=None) -> list[dict]:
-        return [{"id": i.id, "name": i.name, "zone": i.zone, "host": i.host,
-                 "service": i.service, "status": i.status, "slots_total": i.slots_total,
-                 "decision_id": i.decision_id, "launch_ms": i.launch_ms}
-                for i in self.store.instances(service, statuses=(*istates.LIVE, istates.PAUSED))]
+        return [i.as_dict() for i in self.store.instances(
+            service, statuses=(*istates.LIVE, istates.PAUSED))]
 
     def terminate(self, instance) -> dict:
         rows = [i for i in self.store.instances(statuses=None) if i.id == instance

@@ -23,6 +23,7 @@ byte); the VNF, its taps and the traffic are the real ones of tests/integration/
 import collections
 import contextlib
 import inspect
+import json
 import os
 import select
 import signal
@@ -221,10 +222,15 @@ def check_invariants(mgr, load, before: set[str]) -> None:
     assert load.pings() > 0
 
 
-def fluidvim_line(conf_file, *args) -> tuple[int, list[str]]:
+def fluidvim_run(conf_file, *args) -> subprocess.CompletedProcess:
     p = subprocess.run([FLUIDVIM, "--config-file", str(conf_file), *args], capture_output=True,
                        text=True, timeout=120)
     assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+def fluidvim_line(conf_file, *args) -> tuple[int, list[str]]:
+    p = fluidvim_run(conf_file, *args)
     return p.returncode, p.stderr.strip().splitlines()
 
 
@@ -401,7 +407,7 @@ def test_api_kill_9_under_load(tmp_path):
     if not rabbit_up():
         pytest.fail("RabbitMQ is not running on 127.0.0.1:5672: run tools/bootstrap.sh")
     with orchestrator_env(tmp_path, "ffa", 92) as env:
-        orch = env.start(reservation_ttl=60.0)
+        orch = env.start(reservation_ttl=600.0)     # granted sessions stay held to the end
         rpc = env.api()
         port = ns.free_ports(("api",))["api"]
         url = f"http://127.0.0.1:{port}"
@@ -410,7 +416,8 @@ def test_api_kill_9_under_load(tmp_path):
                         f"[orchestrator]\ntransport_url = {env.conf.orchestrator.transport_url}\n"
                         f"topic = {env.conf.orchestrator.topic}\nrpc_timeout = 60\n")
         cli_conf = tmp_path / "cli.conf"
-        cli_conf.write_text(f"[orchestrator]\ntransport_url = "
+        cli_conf.write_text(f"[orchestrator]\nconnection = {env.conf.orchestrator.connection}\n"
+                            "transport_url = "
                             f"{env.conf.orchestrator.transport_url}\n"
                             f"topic = {env.conf.orchestrator.topic}\n")
         proc = _start_api(conf, tmp_path / "api.log", url)
@@ -427,12 +434,30 @@ def test_api_kill_9_under_load(tmp_path):
             proc.wait()
             load.wait(lambda o: any(k == "error" for k, _ in o[n:]), what="an error")
             # down: the REST CLI says what and how in one line; RPC still answers
-            rc, err = fluidvim_line(cli_conf, "instance", "list", "--api-url", url)
+            rc, err = fluidvim_line(cli_conf, "zone", "list", "--api-url", url)
             assert rc == 2 and len(err) == 1, err
             assert err[0].startswith(f"fluidvim: error: cannot reach fluidvim-api at {url} ("), err
             assert "systemctl start fluidvim-api" in err[0], err
             rc, err = fluidvim_line(cli_conf, "instance", "list")
             assert rc == 0, err
+            # a read-only command answers from the orchestrator's database, with one warning
+            p = fluidvim_run(cli_conf, "instance", "list", "--api-url", url, "--json")
+            err = p.stderr.strip().splitlines()
+            assert p.returncode == 0 and len(err) == 1, err
+            assert err[0].startswith(f"fluidvim: warning: cannot reach fluidvim-api at {url} ("), err
+            assert err[0].endswith("listed from the orchestrator's database, as last stored"), err
+            assert {i["id"] for i in json.loads(p.stdout)} == \
+                {i["id"] for i in rpc.list_instances("fl")}
+            # so does one whose broker is down (RabbitMQ: a dead transport URL here)
+            dead = tmp_path / "dead-broker.conf"
+            dead.write_text(f"[orchestrator]\nconnection = {env.conf.orchestrator.connection}\n"
+                            "transport_url = rabbit://guest:guest@127.0.0.1:1/\n")
+            p = fluidvim_run(dead, "service", "list", "--json")
+            err = p.stderr.strip().splitlines()
+            assert p.returncode == 0 and len(err) == 1, err
+            assert err[0].startswith("fluidvim: warning: cannot reach the message broker "
+                                     "(127.0.0.1:1: "), err
+            assert [r["name"] for r in json.loads(p.stdout)] == ["fl"]
 
             n_down = len(load.outcomes)
             t0 = time.monotonic()
