@@ -6,6 +6,7 @@ and on a real PostgreSQL server, the lock raced by real processes; the resumptio
 in-memory zone of test_mano_service (the real QEMU one is tests/e2e/test_ns_ha.py)."""
 
 import multiprocessing
+import threading
 import time
 
 import pytest
@@ -19,7 +20,8 @@ from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import make_fleet, seed_cache
 
 from .test_mano_descriptors import pkg  # noqa: F401 - the descriptor package fixture
-from .test_mano_service import MemoryZone, bundle
+from .test_mano_scaling import deploy_scaled
+from .test_mano_service import MemoryZone, bundle, orch_factory  # noqa: F401 - a fixture
 
 
 def _store(url, owner):
@@ -259,3 +261,28 @@ def test_a_heal_cut_between_its_removal_and_its_launch_is_resumed(pair, pkg):  #
     assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
     assert a.store.ns_locks() == []
     a.ns.delete("healcut")
+
+
+def test_an_on_demand_scale_out_waits_where_a_manual_one_is_refused(orch_factory,  # noqa: F811
+                                                                     pkg):  # noqa: F811
+    # one orchestrator (no lease: held until released); the peer's operation is a lock row
+    orch = orch_factory()
+    r = deploy_scaled(orch, pkg)
+    peer = _store(orch.conf.orchestrator.connection, "peer")
+    assert peer.take_ns_lock(r["id"], "op-peer", states.OP_HEAL, None) is None
+    with pytest.raises(Refused, match="operation op-peer \\(heal\\) is in progress"):
+        orch.ns.scale("sc1", "fw-pool", "out")
+    out = []
+    t = threading.Thread(target=lambda: out.append(
+        orch.ns.scale("sc1", "fw-pool", "out", trigger="resolve")))
+    t.start()
+    time.sleep(0.5)
+    # still waiting: nothing started while the peer's operation holds the NS
+    assert t.is_alive() and out == []
+    assert [o.type for o in orch.store.ns_operations(r["id"])] == ["instantiate"]
+    peer.release_ns_lock(r["id"], "op-peer")
+    t.join(timeout=60)
+    assert out and out[0]["level"] == 1 and len(out[0]["added"]) == 1
+    assert orch.store.ns_locks() == []
+    orch.ns.delete("sc1")
+    peer.close()
