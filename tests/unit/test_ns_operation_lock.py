@@ -286,3 +286,32 @@ def test_an_on_demand_scale_out_waits_where_a_manual_one_is_refused(orch_factory
     assert orch.store.ns_locks() == []
     orch.ns.delete("sc1")
     peer.close()
+
+
+def test_a_scale_out_cut_before_its_record_is_resumed_without_a_second_launch(pair,  # noqa: F811
+                                                                               pkg):  # noqa: F811
+    a, b, zone = pair
+    r = deploy_scaled(b, pkg)
+    real_update = b.store.update_ns
+
+    def update_ns(ns_id, **fields):
+        if len(fields.get("instances", [])) > len(r["instances"]):
+            _die(b)                     # launched and in the instances table, not in the NS
+            raise Killed()
+        return real_update(ns_id, **fields)
+    b.store.update_ns = update_ns
+    with pytest.raises(Killed):
+        b.ns.scale("sc1", "fw-pool", "out")
+    launches = len(zone.launches)
+    assert a.members.reap() == [b.members.id]
+    (op,) = [o for o in a.store.ns_operations(r["id"]) if o.type == "scale"]
+    done = _wait(lambda: a.store.ns_operation(op.id).state != "processing" and
+                 a.store.ns_operation(op.id), "the resumed scale-out")
+    assert done.state == "completed", done.error
+    assert len(zone.launches) == launches          # adopted, not launched again
+    shown = a.ns.show("sc1")
+    assert shown["scaling"][0]["level"] == 1 == done.detail["to_level"]
+    assert len(shown["instances"]) == len(r["instances"]) + 1
+    assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
+    assert a.store.ns_locks() == []
+    a.ns.delete("sc1")
