@@ -252,15 +252,15 @@ class APIClient:
         return self.call("show_service", name=name)
 
     def remove_service(self, name):
-        self.request("DELETE", f"/v1/services/{_q(name)}")
+        self.call("remove_service", name=name)
         return {"removed": name}
 
     def list_decisions(self, limit=20):
-        r = self.request("GET", "/v1/placements", query={"limit": limit})
+        r = self.call("list_decisions", limit=limit)
         return r["placements"] if isinstance(r, dict) else r      # a page: limit pages
 
     def terminate(self, instance):
-        self.request("DELETE", f"/v1/instances/{_q(instance)}")
+        self.call("terminate", instance=instance)
         return {"terminated": instance}
 
     def power_plan(self):
@@ -272,7 +272,7 @@ class APIClient:
                        "orchestrator's message bus (without --api-url)")
 
     def delete_network(self, zone, network):
-        self.request("DELETE", f"/v1/networks/{_q(zone)}/{_q(network)}")
+        self.call("delete_network", zone=zone, network=network)
         return {"deleted": network}
 
     # -- network services --
@@ -350,7 +350,7 @@ class _NS:
                                f"processing after {timeout:.0f} s; `openstack fluidvim ns "
                                "operation list` shows it")
             time.sleep(self.POLL_S)
-            op = self.api.request("GET", f"/v1/ns_lcm_op_occs/{_q(op['id'])}")
+            op = self.operation(op["id"])
         if op["operationState"] != "COMPLETED":
             err = (op.get("error") or {}).get("detail") or op["operationState"].lower()
             raise Refused(f"ns {op.get('nsName') or op['nsInstanceId']}: "
@@ -360,35 +360,32 @@ class _NS:
     def deploy(self, nsd, vnfds, name=None, zone=None, timeout=600.0, progress=None):
         """202 + the instantiate occurrence, polled until it ends; the NS as shown then."""
         nsd, vnfds = self._docs(nsd, vnfds)
-        op = self.api.request("POST", "/v1/ns", {"nsd": nsd, "vnfds": vnfds, "name": name,
-                                                 "zone": zone})
+        op = self.api.call("ns.deploy", nsd=nsd, vnfds=vnfds, name=name, zone=zone)
         op = self.wait(op, timeout, progress)
         return self.show(op["nsInstanceId"])
 
     def validate(self, nsd, vnfds, name=None):
         nsd, vnfds = self._docs(nsd, vnfds)
-        return self.api.request("POST", "/v1/ns/validate", {"nsd": nsd, "vnfds": vnfds,
-                                                            "name": name})
+        return self.api.call("ns.validate", nsd=nsd, vnfds=vnfds, name=name)
 
     def list(self, deleted=False):
-        return self.api.request("GET", "/v1/ns", query={"deleted": bool(deleted)})
+        return self.api.call("ns.list", deleted=bool(deleted))
 
     def show(self, name):
-        return self.api.request("GET", f"/v1/ns/{_q(name)}")
+        return self.api.call("ns.show", name=name)
 
     def operation(self, op_id):
-        return self.api.request("GET", f"/v1/ns_lcm_op_occs/{_q(op_id)}")
+        return self.api.call("ns.operation", op_id=op_id)
 
     def operations(self, ns=None):
-        return self.api.request("GET", "/v1/ns_lcm_op_occs", query={"ns": ns})
+        return self.api.call("ns.operations", ns=ns)
 
     def delete(self, name, timeout=600.0, progress=None):
-        self.wait(self.api.request("DELETE", f"/v1/ns/{_q(name)}"), timeout, progress)
+        self.wait(self.api.call("ns.delete", name=name), timeout, progress)
         return {"deleted": name}
 
     def scale(self, name, aspect, direction, timeout=600.0, progress=None):
-        op = self.wait(self.api.request("POST", f"/v1/ns/{_q(name)}/scale",
-                                        body={"aspect": aspect, "direction": direction}),
+        op = self.wait(self.api.call("ns.scale", name=name, aspect=aspect, direction=direction),
                        timeout, progress)
         d = op["detail"]
         return {"ns": op["nsName"] or name, "aspect": d.get("aspect", aspect),
@@ -397,8 +394,8 @@ class _NS:
                 "ms": d.get("ms"), "operation_occurrence": op}
 
     def heal(self, name, instance, timeout=600.0, progress=None):
-        op = self.wait(self.api.request("POST", f"/v1/ns/{_q(name)}/heal",
-                                        body={"instance": instance}), timeout, progress)
+        op = self.wait(self.api.call("ns.heal", name=name, instance=instance), timeout,
+                       progress)
         d = op["detail"]
         return {"ns": op["nsName"] or name, "healed": d.get("instance", instance),
                 "replaced_by": d.get("replaced_by"), "operation": op["id"], "ms": d.get("ms"),

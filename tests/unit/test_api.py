@@ -464,6 +464,8 @@ def test_conventions_clients_rely_on(env):
     assert res.status_int == 405 and res.headers["Allow"] == "DELETE, GET"
     res = req("PUT", "/v1/networks")
     assert res.status_int == 405 and res.headers["Allow"] == "GET, POST"
+    made = req("POST", "/v1/services", {"name": "svc-l", "click_config": FORWARD})
+    assert made.status_int == 201 and made.location == "http://localhost/v1/services/svc-l"
     made = req("POST", "/v1/networks", {"zone": "mem", "name": "lan-l"})
     assert made.status_int == 201
     assert made.location == f"http://localhost/v1/networks/mem/{made.json_body['id']}"

@@ -159,7 +159,7 @@ def test_every_api_operation_has_its_handler_and_client():
             f"{r.method}: give it an operation in operations.HTTP or list it in RPC_ONLY"
 
 
-def _sent_request(client: str, call):
+def _sent_request(call):
     sent = []
 
     def request(self, method, path, body=None, query=None, timeout=None):
@@ -171,17 +171,18 @@ def _sent_request(client: str, call):
     return sent[0]
 
 
-@pytest.mark.parametrize("op", [o for o in HTTP if not o.client.startswith("ns.")],
-                         ids=lambda o: o.op_id)
+@pytest.mark.parametrize("op", HTTP, ids=lambda o: o.op_id)
 def test_rest_client_sends_the_operation(op):
     row = RPC_BY_KEY.get(op.client)
     args = sample(row) if row is not None else {k: f"<{k}>" for k in op.path_params}
-    if op.client.startswith("vim."):
-        method, path, body, query = _sent_request(
-            op.client, lambda api: api.vim(row.method, **args))
+    space, _, name = op.client.rpartition(".")
+    if space == "vim":
+        sent = _sent_request(lambda api: api.vim(name, **args))
+    elif space == "ns":               # the NS client's methods that start one poll it: call
+        sent = _sent_request(lambda api: api.call(op.client, **args))
     else:
-        method, path, body, query = _sent_request(
-            op.client, lambda api: getattr(api, op.client)(**args))
+        sent = _sent_request(lambda api: getattr(api, name)(**args))
+    method, path, body, query = sent
     assert method == op.method.upper()
     assert path == op.path.format_map({k: f"%3C{k}%3E" for k in op.path_params})
     assert set(query) <= set(op.query)
@@ -189,3 +190,16 @@ def test_rest_client_sends_the_operation(op):
         assert body is None
     else:
         assert set(body) <= set(op.body["properties"]) and set(op.body["required"]) <= set(body)
+
+
+def test_rest_ns_client_uses_the_table():
+    """The NS client reads and validates through :meth:`APIClient.call` (its long operations
+    poll; their first request is the one above)."""
+    ns = APIClient.ns_api(object.__new__(APIClient))
+    for name, args in [("show", {"name": "n1"}), ("list", {}), ("operations", {}),
+                       ("operation", {"op_id": "o1"}),
+                       ("validate", {"nsd": {}, "vnfds": [], "name": None})]:
+        op = HTTP_BY_CLIENT["ns." + name]
+        sent = _sent_request(lambda api, n=name, a=args: getattr(type(ns)(api), n)(**a))
+        assert sent[:2] == (op.method.upper(), op.path.replace("{name}", "n1")
+                            .replace("{op_id}", "o1")), name
