@@ -68,7 +68,7 @@ def _race(url, owner, go, out):
 
 def test_exactly_one_process_takes_the_lock(db_url):
     Store(db_url).close()                  # the schema, before processes race to create it
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")      # nothing to import: they start at once
     go, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_race, args=(db_url, f"w{k}", go, out)) for k in range(4)]
     for p in procs:
