@@ -236,3 +236,16 @@ def test_qemu_binary_rule(rule):
         return rule["microvm_installed"]
     assert S.qemu_binary(sp, rule["requested"], available=available) == rule["binary"]
     assert set(seen) <= {S.QEMU_MICROVM}
+
+
+def test_a_zones_launch_request_takes_nic_requests():
+    NR = zonetypes.NicRequest
+    req = zonetypes.LaunchRequest("fw", "x", nics=["net-a", None, NR("net-b", "fa:16:3e:00:00:01")])
+    assert req.nics == (NR("net-a"), NR(), NR("net-b", "fa:16:3e:00:00:01"))
+    assert req.bridges == ("net-a", None, "net-b")
+    for nics, why in (([None, NR(mac="FA:16:3E:00:00:01")], "nics[1].mac: "),
+                      (["net-a", 7], "nics[1]: 7 is not a NicRequest"),
+                      ("net-a", "not a list of NICs")):
+        with pytest.raises(ValueError) as e:
+            zonetypes.LaunchRequest("fw", "x", nics=nics)
+        assert str(e.value).startswith(why) or why in str(e.value), e.value
