@@ -300,6 +300,7 @@ def _client_method(row):
 
     method.__name__ = method.__qualname__ = row.method
     method.__doc__ = row.doc or f"{row.method} over fluidvim-api (operations.HTTP)."
+    method.__signature__ = row.method_signature        # type: ignore[attr-defined]
     return method
 
 

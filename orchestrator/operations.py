@@ -50,6 +50,14 @@ class Rpc:
     def signature(self) -> inspect.Signature:
         return params_signature(self.params)
 
+    @property
+    def method_signature(self) -> inspect.Signature:
+        """The signature of a client's method: ``self`` and the parameters."""
+        sig = self.signature
+        return sig.replace(parameters=[
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *sig.parameters.values()])
+
 
 @functools.lru_cache(maxsize=None)
 def params_signature(params: str) -> inspect.Signature:

@@ -11,8 +11,6 @@ arrive as the same classes.
 
 from __future__ import annotations
 
-import inspect
-
 import oslo_messaging as messaging
 
 from .exception import OrchestratorError, Unreachable
@@ -103,9 +101,7 @@ def _client_method(row: Rpc):
 
     method.__name__ = method.__qualname__ = row.method
     method.__doc__ = row.doc or f"RPC method {row.key} (API {row.version}; operations.RPC)."
-    method.__signature__ = sig.replace(parameters=[    # type: ignore[attr-defined]
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        *sig.parameters.values()])
+    method.__signature__ = row.method_signature        # type: ignore[attr-defined]
     return method
 
 

@@ -203,3 +203,19 @@ def test_rest_ns_client_uses_the_table():
         sent = _sent_request(lambda api, n=name, a=args: getattr(type(ns)(api), n)(**a))
         assert sent[:2] == (op.method.upper(), op.path.replace("{name}", "n1")
                             .replace("{op_id}", "o1")), name
+
+
+@pytest.mark.parametrize("row", [r for r in RPC if r.key != "ns.start"], ids=lambda r: r.key)
+def test_clients_take_the_table_parameters(row):
+    """The RPC client's method (and the REST client's, for one the API offers) takes the
+    table's parameters, with its defaults (NSAPI.start takes the method's own as keywords)."""
+    clients = [NAMESPACES[row.namespace][0]]
+    if row.namespace == "" and row.method in HTTP_BY_CLIENT:
+        clients.append(APIClient)
+    want = list(row.signature.parameters.values())
+    for cls in filter(None, clients):
+        got = list(inspect.signature(getattr(cls, row.method)).parameters.values())[1:]
+        if cls is APIClient:              # the REST client's timeout is the session's
+            want = [p for p in want if p.name != "timeout"]
+        assert [(p.name, p.default) for p in got] == [(p.name, p.default) for p in want], \
+            f"{cls.__name__}.{row.method}"
