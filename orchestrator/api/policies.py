@@ -18,6 +18,8 @@ project-scoped tokens:
 A resource of another project is reported as not found (404), as Nova does; a reader who tries to
 change something of their own project gets 403. The target of every check is
 ``{"project_id": <the resource's project>}`` (for lists and creation: the caller's project).
+A rule's documented operations are those of the operation table
+(:data:`fluidvim.orchestrator.operations.HTTP`) that name it.
 """
 
 from __future__ import annotations
