@@ -152,6 +152,7 @@ def cmd_placement_explain(args, api):
 
 
 @_command
+@_reads
 def cmd_placement_list(args, api):
     def text(rows):
         for d in rows:

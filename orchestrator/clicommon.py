@@ -149,6 +149,15 @@ class StoreReader:
         return [i.as_dict() for i in self.store.instances(
             service, statuses=(*istates.LIVE, istates.PAUSED))]
 
+    def list_decisions(self, limit=20):
+        return [d.as_dict() for d in self.store.decisions(limit)]
+
+    def ns_api(self):
+        return self                 # ``ns list``: the NS client's list, from the database
+
+    def list(self, deleted=False):
+        return [r.summary() for r in self.store.network_services(deleted)]
+
     def close(self):
         self.store.close()
 

@@ -146,6 +146,12 @@ class Decision(Base):
     steps: orm.Mapped[list[DecisionStep]] = orm.relationship(
         order_by="DecisionStep.index", cascade="all, delete-orphan", lazy="selectin")
 
+    def as_dict(self) -> dict:
+        """The decision as ``placement list`` shows it (``explain`` has the steps)."""
+        return {"id": self.id, "service": self.service, "status": self.status,
+                "zone": self.zone, "host": self.host, "total_ms": self.total_ms,
+                "created_at": self.created_at}
+
 
 class DecisionStep(Base):
     __tablename__ = "decision_steps"
@@ -228,6 +234,13 @@ class NetworkServiceRow(Base):
 
     def get(self, field: str):
         return json.loads(getattr(self, f"{field}_json"))
+
+    def summary(self) -> dict:
+        """The NS as ``ns list`` shows it."""
+        return {"id": self.id, "name": self.name, "nsd": self.nsd_id, "zone": self.zone,
+                "status": self.status, "instances": len(self.get("instances")),
+                "networks": len(self.get("networks")), "error": self.error,
+                "created_at": self.created_at}
 
 
 class NSOperation(Base):

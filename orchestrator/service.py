@@ -233,9 +233,8 @@ class Orchestrator:
         return explain(self.store, decision_id)
 
     def list_decisions(self, limit=20) -> list[dict]:
-        return [{"id": d.id, "service": d.service, "status": d.status, "zone": d.zone,
-                 "host": d.host, "total_ms": d.total_ms, "created_at": d.created_at}
-                for d in self.store.decisions(number_field("limit", limit, 1, 1000, integer=True))]
+        return [d.as_dict() for d in
+                self.store.decisions(number_field("limit", limit, 1, 1000, integer=True))]
 
     def resolve(self, service, client_location=None) -> dict:
         return self.resolver.resolve(service, client_location).to_dict()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fluidvim.orchestrator.clicommon import command as _command, common, out as _out
+from fluidvim.orchestrator.clicommon import command as _command, common, out as _out, reads as _reads
 
 EXAMPLES = """examples:
   fluidvim ns validate etc/mano/fw_chain_ns/fw_chain_nsd.yaml --vnfd etc/mano   # offline
@@ -141,6 +141,7 @@ def cmd_ns_deploy(args, api):
 
 
 @_command
+@_reads
 def cmd_ns_list(args, api):
     def text(rows):
         print(f"{'NAME':<20} {'STATUS':<10} {'ZONE':<10} {'NSD':<20} INSTANCES NETWORKS")

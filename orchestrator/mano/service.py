@@ -760,10 +760,7 @@ class NSManager:
         return done
 
     def list(self, deleted: bool = False) -> list[dict]:
-        return [{"id": r.id, "name": r.name, "nsd": r.nsd_id, "zone": r.zone,
-                 "status": r.status, "instances": len(r.get("instances")),
-                 "networks": len(r.get("networks")), "error": r.error,
-                 "created_at": r.created_at} for r in self.store.network_services(deleted)]
+        return [r.summary() for r in self.store.network_services(deleted)]
 
     def show(self, name: str) -> dict:
         """The record, with what the zone and the orchestrator say about its parts now. The

@@ -458,6 +458,10 @@ def test_api_kill_9_under_load(tmp_path):
             assert err[0].startswith("fluidvim: warning: cannot reach the message broker "
                                      "(127.0.0.1:1: "), err
             assert [r["name"] for r in json.loads(p.stdout)] == ["fl"]
+            p = fluidvim_run(dead, "placement", "list", "--json")
+            assert p.returncode == 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+            assert [d["id"] for d in json.loads(p.stdout)] == \
+                [d["id"] for d in rpc.list_decisions()]
 
             n_down = len(load.outcomes)
             t0 = time.monotonic()
