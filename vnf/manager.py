@@ -23,7 +23,7 @@ import uuid as uuidlib
 
 from oslo_config import cfg
 
-from fluidvim.common.errors import DependencyDown
+from fluidvim.common.errors import DependencyDown, StoreFull
 from fluidvim.common.measure import elapsed_ms
 
 from . import (
@@ -328,6 +328,8 @@ class VNFManager:
     def _record_failure(self, vnf_id, backend, kind, t0, phases) -> None:
         try:
             self.store.record_launch(vnf_id, backend, kind, False, elapsed_ms(t0), phases)
+        except (DependencyDown, StoreFull) as e:     # the store is down: its one line will do
+            LOG.warning("failed %s launch of %s not recorded: %s", kind, vnf_id, e)
         except Exception:  # noqa: BLE001 - keep the launch's own error
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
