@@ -350,6 +350,17 @@ class FluidvimPolicy:
             self._refill()
         return wake
 
+    def keep_empty(self, hosts: list[str]) -> list[str]:
+        """Of the empty hosts the simulator would power off now, those the orchestrator keeps
+        awake: the room the wake-ahead forecast needs (``power.keep_awake``; the power loop
+        powers off no host whose room the forecast needs either)."""
+        if not self.do_ahead or self.short_ahead <= 0:
+            return []
+        room = self.zone.room(("on", "waking"))
+        return power.keep_awake(self.short_ahead, room,
+                                [(h, max(0, self.zone.fill[h] - self.zone.used[h]))
+                                 for h in hosts if self.zone.eligible[h]])
+
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it
         depends on the best host there is to wake, so it changes as hosts sleep and wake."""

@@ -680,6 +680,12 @@ class Simulator:
         start = empty & np.isnan(self.empty_since)
         self.empty_since[start] = t
         due = np.nonzero(empty & (t - self.empty_since >= self.cfg.off_hold_s))[0]
+        keep = getattr(self.policy, "keep_empty", None)
+        if keep is not None and len(due):
+            # a policy whose own rule keeps an empty host awake (fluidvim: the room its wake-
+            # ahead forecast needs); it draws its idle watts meanwhile, asked again every step
+            kept = set(keep([self.fleet.hosts[h].id for h in due]))
+            due = [h for h in due if self.fleet.hosts[h].id not in kept]
         for h in due:
             self.state[h], self.until[h] = SHUT, t + self.cfg.shutdown_s
             self.empty_since[h] = np.nan

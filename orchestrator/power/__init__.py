@@ -44,9 +44,9 @@ be emptied onto the others and sleep, net of what moving and waking them again c
 powered-off host to wake first), :func:`efficient_utilisation` (the load a host does its work
 at with the fewest watts per unit), :func:`fill_limit` (how far to fill a host before waking
 another is better), :func:`forecast_instances` (the instances a service's scaler will want one
-boot from now, along the trend of its used slots) and :func:`wake_ahead` (which hosts to wake
-now so that they are up by then). ``bench/energy`` runs them against Nomad's and Nova's
-schedulers on fleets drawn from the CSV.
+boot from now, along the trend of its used slots), :func:`wake_ahead` (which hosts to wake
+now so that they are up by then) and :func:`keep_awake` (which empty hosts that room needs).
+``bench/energy`` runs them against Nomad's and Nova's schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
 Redfish, /proc and attribution), :mod:`.chain` (the ``[power]`` options, the fallback chain,
@@ -97,6 +97,7 @@ from .fleet import (  # noqa: F401
     fleet_watts,
     forecast_instances,
     host_marginal,
+    keep_awake,
     marginal_watts,
     pabfd_choose,
     scale_in_order,

@@ -391,3 +391,21 @@ def wake_ahead(shortfall: float, room: float, asleep, fill=None, u: float | None
         out.append(name)
         room += take
     return out
+
+
+def keep_awake(shortfall: float, room: float, empty) -> list[str]:
+    """Of the empty hosts due to power off (``empty``: ``(name, room)`` pairs, the VNFs each
+    still takes), those to keep awake because the forecast needs their room: the room left
+    without them (``room``: of the hosts in service and waking, these included) must still
+    cover ``shortfall``, the instances the services want one boot from now beyond those they
+    have (:func:`forecast_instances`). The hosts with the least room go first; a host is kept
+    when powering it off would leave less than the shortfall. (bench/energy: a host woken
+    ahead of a ramp stood empty through the hold time and was powered off minutes before the
+    scale-out that needed it, which then waited a boot on the next host woken.)"""
+    kept = []
+    for name, r in sorted(empty, key=lambda x: (x[1], x[0])):
+        if room - r < shortfall - 1e-9:
+            kept.append(name)
+        else:
+            room -= r
+    return kept

@@ -873,3 +873,13 @@ def test_host_marginal_power_for_the_orchestrator():
     assert mp("z", HostInfo(name="c", env=env)) is None          # no curve configured: None
     full = HostInfo(name="d", env=env, cpu_util=0.99, power_system_id="spec0120")
     assert mp("z", full) == pytest.approx(c.watts(1.0) - c.watts(0.99))
+
+
+def test_keep_awake_keeps_the_empty_hosts_whose_room_the_forecast_needs():
+    # room 100 in all, 30 of it on the hosts in service with VNFs: the shortfall of 50 needs
+    # one of the two empty hosts (a: 30, b: 40); powering off a (least room) leaves 70 >= 50,
+    # then b would leave 30 < 50: b is kept
+    assert power.keep_awake(50, 100, [("b", 40), ("a", 30)]) == ["b"]
+    assert power.keep_awake(0, 100, [("b", 40), ("a", 30)]) == []         # no shortfall
+    assert power.keep_awake(95, 100, [("b", 40), ("a", 30)]) == ["a", "b"]
+    assert power.keep_awake(30, 100, [("b", 40), ("a", 30)]) == []         # 30 left covers it
