@@ -107,6 +107,45 @@ def leaked_taps(ids) -> list:
             if netdev.exists(tap := spec.tap_for(vid, i))]
 
 
+PASSWORD = "fva-secret"       # of the Keystone users below
+
+
+@pytest.fixture(scope="session")
+def keystone(tmp_path_factory):
+    """Keystone alone (tests/e2e/nova_services.Stack.start_keystone: SQLite, Fernet tokens), one
+    per test run (per worker under xdist; tests/conftest.py puts its users in one group), with
+    projects A and B and the users of tests/integration/test_api_keystone.py's docstring. Names
+    carry a random tag; a catalog entry a test registers it deletes again.
+    """
+    from tests.e2e import nova_services as ns
+
+    work = tmp_path_factory.mktemp("keystone")
+    stack = ns.Stack(work / "cloud", ports=ns.free_ports(("keystone",)), neutron=False)
+    try:
+        stack.start_keystone()
+        s = stack.session()
+        kw = {"endpoint_filter": {"service_type": "identity", "interface": "public"}}
+        tag = uuid.uuid4().hex[:6]
+        roles = {r["name"]: r["id"] for r in s.get("/roles", **kw).json()["roles"]}
+        projects = {}
+        for p in ("a", "b"):
+            projects[p] = s.post("/projects", json={"project": {
+                "name": f"fva-{p}-{tag}", "domain_id": "default"}}, **kw).json()["project"]
+        users = {}
+        for name, project, role in (("alice", "a", "member"), ("rita", "a", "reader"),
+                                    ("bob", "b", "member")):
+            u = s.post("/users", json={"user": {"name": f"{name}-{tag}", "password": PASSWORD,
+                                                "domain_id": "default"}}, **kw).json()["user"]
+            s.put(f"/projects/{projects[project]['id']}/users/{u['id']}/roles/{roles[role]}",
+                  **kw)
+            users[name] = (u["name"], projects[project]["name"])
+        users["admin"] = ("admin", "admin")
+        stack.users, stack.projects = users, projects
+        yield stack
+    finally:
+        stack.stop()
+
+
 @pytest.fixture(params=["qemu", "libvirt"])
 def backend(request):
     return request.param

@@ -32,12 +32,11 @@ from fluidvim.orchestrator.exception import InvalidRequest, NotFound
 from fluidvim.orchestrator.osm import vimconn_base as vc
 from tests.e2e import nova_services as ns
 
-from .conftest import orchestrator_env
+from .conftest import PASSWORD, orchestrator_env
 from .test_orchestrator import rabbit_up
 from .test_osm_plugin import ro_load_plugin, wait_status
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
-PASSWORD = "fva-secret"
 
 pytestmark = [
     pytest.mark.skipif(not rabbit_up(), reason="RabbitMQ is not running on 127.0.0.1:5672: "
@@ -45,36 +44,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("keystone-manage", path=os.path.dirname(sys.executable))
                        is None, reason="keystone is not installed (pip install -e .[e2e])"),
 ]
-
-
-@pytest.fixture(scope="module")
-def keystone(tmp_path_factory):
-    """Keystone alone, with projects A and B and the users of the module docstring."""
-    work = tmp_path_factory.mktemp("keystone")
-    stack = ns.Stack(work / "cloud", ports=ns.free_ports(("keystone",)), neutron=False)
-    try:
-        stack.start_keystone()
-        s = stack.session()
-        kw = {"endpoint_filter": {"service_type": "identity", "interface": "public"}}
-        tag = uuid.uuid4().hex[:6]
-        roles = {r["name"]: r["id"] for r in s.get("/roles", **kw).json()["roles"]}
-        projects = {}
-        for p in ("a", "b"):
-            projects[p] = s.post("/projects", json={"project": {
-                "name": f"fva-{p}-{tag}", "domain_id": "default"}}, **kw).json()["project"]
-        users = {}
-        for name, project, role in (("alice", "a", "member"), ("rita", "a", "reader"),
-                                    ("bob", "b", "member")):
-            u = s.post("/users", json={"user": {"name": f"{name}-{tag}", "password": PASSWORD,
-                                                "domain_id": "default"}}, **kw).json()["user"]
-            s.put(f"/projects/{projects[project]['id']}/users/{u['id']}/roles/{roles[role]}",
-                  **kw)
-            users[name] = (u["name"], projects[project]["name"])
-        users["admin"] = ("admin", "admin")
-        stack.users, stack.projects = users, projects
-        yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from tests.e2e import nova_services as ns
 from . import test_api_keystone as tak
 from .test_api_keystone import FORWARD, PASSWORD
 
-keystone, api = tak.keystone, tak.api      # its fixtures: Keystone, orchestrator, fluidvim-api
+api = tak.api      # its fixture: orchestrator and fluidvim-api (Keystone: conftest.py, shared)
 
 BIN = os.path.dirname(sys.executable)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -94,7 +94,7 @@ def cloud(api, tmp_path):
         assert r.returncode == rc, (argv, r.returncode, r.stdout, r.stderr[-2000:])
         return r
     yield run
-    # Keystone outlives this API (module scope): its endpoint goes with it
+    # Keystone outlives this API (session scope): its endpoint goes with it
     api.keystone.session().delete(f"/services/{service_id}", **IDENTITY)
 
 
