@@ -27,9 +27,13 @@ NOVA_SLURP := 33
 NOVA_SLURP_TESTS := fluidvim.nova_driver.tests.test_compat fluidvim.nova_driver.tests.test_vifs \
 	fluidvim.nova_driver.tests.test_virt_drivers
 
+# pytest's xdist workers in `make test` (tests/conftest.py groups the modules; 1 = serial);
+# measured on the 2-core CI machine: docs/testing.md
+PYTEST_WORKERS ?= 3
+
 test:   # stages timed by tools/test.sh (bootstrap, C, lint, Go, Nova, Nomad agent build, pytest)
 	NOVA_TESTS="$(NOVA_TESTS)" NOVA_SLURP="$(NOVA_SLURP)" NOVA_SLURP_TESTS="$(NOVA_SLURP_TESTS)" \
-		tools/test.sh
+		PYTEST_WORKERS="$(PYTEST_WORKERS)" tools/test.sh
 
 soak: bootstrap   # the long leak soak: 1,000 create/delete cycles per backend (~20 min; bench/RESULTS.md)
 	bash -o pipefail -c 'FLUIDVIM_CYCLES=1000 $(VENV)/python -m pytest -s -m slow \

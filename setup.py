@@ -153,7 +153,9 @@ EXTRAS = {
     # tests/unit, tests/integration and the benchmarks: every runtime dependency
     # (import-linter: the import contracts of ARCHITECTURE.md, tools/lint-imports.sh; mypy: the
     # type check of tools/lint.sh)
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6", "import-linter>=2.1", "mypy>=2.4",
+    # (pytest-xdist: tools/test.sh runs the suite on PYTEST_WORKERS workers, tests/conftest.py)
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "ruff>=0.6",
+             "import-linter>=2.1", "mypy>=2.4",
              "oslo.db>=15.0",
              "psycopg2-binary>=2.9", "schemathesis>=3.39",
              # a real Redfish BMC per host for host power control (tests/bmcserver.py)

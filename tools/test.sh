@@ -6,14 +6,18 @@
 # (also on failure) is the run's record (docs/testing.md describes the stages).
 #
 #   tools/test.sh            NOVA_TESTS (space-separated testtools ids) comes from the Makefile
+#   PYTEST_WORKERS=N         pytest's xdist workers (Makefile default; 1 = serial, no xdist)
 #
 # The Nomad agent build (tools/build-nomad.sh: ~5 min cold, cached after) runs in the background
 # from the start and overlaps the C, lint, Go and Nova stages; pytest (whose e2e tests need the
-# agent) waits for it.
+# agent) waits for it. The two Nova stages run in the background too, one after the other, beside
+# the Go stage and that wait; their output is printed, and their times added to the table, before
+# pytest starts (not beside it: Nova's test_ovs_vifs and pytest's OVS tests each start an
+# ovs-vswitchd with the userspace datapath, one host device; tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
-: "${NOVA_TESTS:?set by the Makefile}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
+: "${NOVA_TESTS:?set by the Makefile}" "${PYTEST_WORKERS:=1}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
 
 declare -a TIMES=()
 start=$SECONDS
@@ -32,7 +36,7 @@ stage() {
   printf '\033[1m=== %s\033[0m\n' "$name"
   "$@" || rc=$?
   TIMES+=("$(printf '%-12s %5d%s' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] || echo "   FAILED")")")
-  return $rc
+  return "$rc"
 }
 
 stage bootstrap tools/bootstrap.sh
@@ -50,11 +54,26 @@ wait_nomad() {
   echo "nomad agent: $(tail -1 "$nomad_log") (built or found in $((SECONDS - nomad_t0)) s, overlapped)"
 }
 
-stage c make -s -C unikernel test
-stage lint tools/lint.sh   # ruff, import contracts, sizes, mypy, shellcheck, gofmt (tools/lint.sh)
-stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
-# shellcheck disable=SC2086 # one test id per word
-stage nova $VENV/python -m testtools.run $NOVA_TESTS
+# the Nova stages in the background: their lines go to a log (printed when they end) and their
+# times to a file of table rows, so they overlap the Go stage and the Nomad build
+bg_log=$(mktemp /tmp/fluidvim-nova-stages.XXXXXX)
+bg_times=$(mktemp /tmp/fluidvim-nova-times.XXXXXX)
+nova_stages() {
+  local rc=0
+  # stage() appends to TIMES in this subshell: copy the rows out for the parent's table
+  # shellcheck disable=SC2086 # one test id per word
+  stage nova $VENV/python -m testtools.run $NOVA_TESTS || rc=$?
+  stage "nova$NOVA_SLURP" nova_slurp || rc=$?
+  printf '%s\n' "${TIMES[@]: -2}" >"$bg_times"
+  return "$rc"
+}
+wait_nova() {
+  local rc=0
+  wait "$nova_bg_pid" || rc=$?
+  cat "$bg_log"
+  mapfile -t -O "${#TIMES[@]}" TIMES <"$bg_times"
+  return "$rc"
+}
 # the same driver on a SLURP release (Makefile NOVA_SLURP), the tests of what differs; its venv is
 # cached outside the checkout by tools/nova-venv.sh (~3 min once per machine, then seconds)
 nova_slurp() {
@@ -63,6 +82,17 @@ nova_slurp() {
   # shellcheck disable=SC2086 # one test id per word
   "$bin/python" -m testtools.run $NOVA_SLURP_TESTS
 }
-stage "nova$NOVA_SLURP" nova_slurp
+
+stage c make -s -C unikernel test
+stage lint tools/lint.sh   # ruff, import contracts, sizes, mypy, shellcheck, gofmt (tools/lint.sh)
+nova_stages >"$bg_log" 2>&1 &
+nova_bg_pid=$!
+stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
+nova_rc=0
+stage nova-wait wait_nova || nova_rc=$?
 stage nomad-wait wait_nomad
-stage pytest $VENV/python -m pytest --durations=15 tests
+# tests/conftest.py: one module (or shared group) per worker, the longest modules first
+xdist=()
+[ "$PYTEST_WORKERS" -gt 1 ] && xdist=(-n "$PYTEST_WORKERS" --dist loadgroup)
+stage pytest $VENV/python -m pytest "${xdist[@]}" --durations=15 tests
+(exit "$nova_rc")     # a failed Nova stage fails the run, after pytest has run too
