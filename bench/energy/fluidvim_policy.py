@@ -357,9 +357,20 @@ class FluidvimPolicy:
         if not self.do_ahead or self.short_ahead <= 0:
             return []
         room = self.zone.room(("on", "waking"))
-        return power.keep_awake(self.short_ahead, room,
-                                [(h, max(0, self.zone.fill[h] - self.zone.used[h]))
-                                 for h in hosts if self.zone.eligible[h]])
+        # what powering a host off takes from the room: its own, and - on a mixed fleet -
+        # what the others' fill limits lose when it becomes the best host to wake (fill_limit
+        # is against the cheapest host out of service: the 100-host heterogeneous day powered
+        # off its most efficient host and the others' room fell from 155 to 3 instances)
+        loses = []
+        for h in hosts:
+            if not self.zone.eligible[h]:
+                continue
+            self.zone.set_eligible(h, False)
+            self._refill()
+            loses.append((h, room - self.zone.room(("on", "waking"))))
+            self.zone.set_eligible(h, True)
+        self._refill()
+        return power.keep_awake(self.short_ahead, room, loses)
 
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it
