@@ -342,8 +342,9 @@ class FluidvimPolicy:
             return []
         room = self.zone.room(("on", "waking"))
         off = [h for h in self.zone.info if self.zone.state(h) == "off"]
+        keep = max(v["headroom"] // v["slots"] + 1 for v in services.values())
         wake = power.wake_ahead(short, room, [self._fleet_host(h) for h in off],
-                                fill=lambda fh: self.zone.fill[fh.name])
+                                fill=lambda fh: self.zone.fill[fh.name], keep=keep)
         for h in wake:
             self.zone.set_power(h, "waking")
         if wake:

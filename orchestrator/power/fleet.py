@@ -368,15 +368,19 @@ def forecast_instances(history, now: float, ahead_s: float, slots: int, *,
     return math.ceil((used + keep) / slots - 1e-9) + 1
 
 
-def wake_ahead(shortfall: float, room: float, asleep, fill=None, u: float | None = None
-               ) -> list[str]:
+def wake_ahead(shortfall: float, room: float, asleep, fill=None, u: float | None = None,
+               keep: float = 0.0) -> list[str]:
     """Powered-off hosts to wake *now* so that ``shortfall`` more VNFs (what the services will
     want one boot from now, :func:`forecast_instances`, beyond the instances they have) find
     room when the woken hosts are up: none while ``room`` (what the hosts in service and those
     already waking still take, by the policy's own fill) covers it, else the first hosts of
     :func:`wake_order` until it does. ``asleep``: FleetHosts that are off; ``fill(host)``: the
     VNFs a woken host takes (default: its ``u_max x capacity``). A host is woken for a
-    shortfall it covers only in part too: the rest wakes the next one."""
+    shortfall it covers only in part too: the rest wakes the next one. ``keep``: room (in
+    VNFs) to have beyond the shortfall - the scaler's next step (its headroom in instances
+    plus one): with less room in service it plans for a boot and asks a boot's worth of
+    instances at once, which then wait on a booting host."""
+    shortfall += max(0.0, keep)
     if shortfall <= room + 1e-9:
         return []
     by_name = {h.name: h for h in asleep}

@@ -832,6 +832,10 @@ def test_wake_ahead_wakes_in_wake_order_until_the_room_covers_the_forecast():
     # more than every host takes: all of them, in order
     assert power.wake_ahead(10_000, 0, off) == ["big", "small", "old"]
     assert power.wake_ahead(5, 0, []) == []
+    # keep: the scaler's next step must still find room in service beyond the shortfall
+    assert power.wake_ahead(10, 10, off, keep=0) == []
+    assert power.wake_ahead(10, 10, off, keep=3) == ["big"]
+    assert power.wake_ahead(10, 13, off, keep=3) == []
 
 
 def test_list_opts_and_entry_point():
