@@ -108,8 +108,8 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"flow_timeout_ms": withDefault("flow_timeout_ms", "number", spec.DefaultFlowTimeoutMS),
 	// nic { bridge = "br0" mac = "fa:16:3e:00:00:01" }: one block per NIC, in order; bridge
 	// "" or unset = unplugged, mac "" or unset = generated (spec.MACFor); a warm shell is told
-	// its MACs in `configure` (contract/PROTOCOL.md §6.4). A new per-NIC field goes here, in
-	// TaskNIC (and its validate) and in the launch (driver.go, pool.go).
+	// its MACs in `configure` (contract/PROTOCOL.md §6.4). A new per-NIC field goes in TaskNIC
+	// (and its validate) and in the launch (driver.go buildSpec, pool.go), which read tc.NIC.
 	"nic": hclspec.NewBlockList("nic", hclspec.NewObject(map[string]*hclspec.Spec{
 		"bridge": attr("bridge", "string"),
 		"mac":    attr("mac", "string"),
@@ -258,10 +258,11 @@ type TaskConfig struct {
 	ClickFile     string `codec:"click_file"`
 	SessionSlots  int    `codec:"session_slots"`
 	FlowTimeoutMS int    `codec:"flow_timeout_ms"`
-	// NIC: the nic blocks. validate() turns them into NICs and MACs, which the launch reads
+	// NIC: the nic blocks; validate() also turns the older NICs/MACs lists into them, and the
+	// launch reads only NIC
 	NIC []TaskNIC `codec:"nic"`
 	// NICs: bridge names, one NIC each ("" = an unplugged NIC); MACs: none, or one per NIC
-	// ("" = generated, spec.MACFor). Given as such (the older form) or from the nic blocks.
+	// ("" = generated, spec.MACFor): the older form, still accepted
 	NICs []string `codec:"nics"`
 	MACs []string `codec:"macs"`
 	// Warm: unset or true = claim a ready shell of the same shape if there is one (else cold);
@@ -275,6 +276,7 @@ type TaskConfig struct {
 	// about the click configuration may be shown (it is the job's own: paths.go)
 	kernelFile confined
 	configEcho bool
+	oldNICs    bool // the NICs came as the nics/macs lists (errors name those keys)
 }
 
 // TaskNIC is one `nic { bridge = … mac = … }` block: what the task fixes of one NIC.
@@ -297,7 +299,8 @@ func (n TaskNIC) validate(field func(string) string) error {
 }
 
 // checkNICs validates the task's NICs, given as nic blocks or as the older nics/macs lists
-// (not both), and leaves them in NICs and MACs (MACs empty when none is fixed).
+// (not both), and leaves them in NIC, one TaskNIC per NIC, which is what the launch reads: a
+// new per-NIC field goes in TaskNIC, its validate and the launch, nowhere else.
 func (tc *TaskConfig) checkNICs() error {
 	if len(tc.NIC) > 0 && (len(tc.NICs) > 0 || len(tc.MACs) > 0) {
 		return fieldErr("nic", "nic blocks and the older nics/macs lists both given: describe "+
@@ -307,43 +310,49 @@ func (tc *TaskConfig) checkNICs() error {
 		return fieldErr("macs", "%d entries for %d NICs: give one (or \"\") per NIC, or use "+
 			"one nic { bridge = … mac = … } block per NIC", len(tc.MACs), len(tc.NICs))
 	}
-	n, field := len(tc.NICs), "nics"
-	if len(tc.NIC) > 0 {
-		n, field = len(tc.NIC), "nic"
-	}
-	if n > spec.MaxNics {
-		return fieldErr(field, "%d NICs requested; a VNF has at most %d", n, spec.MaxNics)
-	}
-	if len(tc.NIC) > 0 {
-		// into the older form, which the launch reads (and validating again accepts)
-		tc.NICs, tc.MACs = make([]string, n), make([]string, n)
-		anyMAC := false
-		for i, nic := range tc.NIC {
-			at := func(f string) string { return fmt.Sprintf("nic[%d].%s", i, f) }
-			if err := nic.validate(at); err != nil {
-				return err
+	if len(tc.NIC) == 0 && len(tc.NICs) > 0 {
+		tc.oldNICs = true // errors name the keys the job used
+		for i, b := range tc.NICs {
+			nic := TaskNIC{Bridge: b}
+			if i < len(tc.MACs) {
+				nic.MAC = tc.MACs[i]
 			}
-			tc.NICs[i], tc.MACs[i] = nic.Bridge, nic.MAC
-			anyMAC = anyMAC || nic.MAC != ""
+			tc.NIC = append(tc.NIC, nic)
 		}
-		if !anyMAC {
-			tc.MACs = nil
-		}
-		tc.NIC = nil
-		return nil
+		tc.NICs, tc.MACs = nil, nil
 	}
-	for i, b := range tc.NICs {
-		nic := TaskNIC{Bridge: b}
-		if i < len(tc.MACs) {
-			nic.MAC = tc.MACs[i]
-		}
-		if err := nic.validate(func(f string) string {
-			return map[string]string{"bridge": "nics", "mac": "macs"}[f] + fmt.Sprintf("[%d]", i)
-		}); err != nil {
+	if n := len(tc.NIC); n > spec.MaxNics {
+		return fieldErr(map[bool]string{true: "nics", false: "nic"}[tc.oldNICs],
+			"%d NICs requested; a VNF has at most %d", n, spec.MaxNics)
+	}
+	for i, nic := range tc.NIC {
+		if err := nic.validate(func(f string) string { return tc.nicKey(i, f) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nicKey is the config key of NIC i's field f as the job wrote it: nic[i].bridge in a nic
+// block, nics[i] / macs[i] in the older lists.
+func (tc *TaskConfig) nicKey(i int, f string) string {
+	if tc.oldNICs {
+		return map[string]string{"bridge": "nics", "mac": "macs"}[f] + fmt.Sprintf("[%d]", i)
+	}
+	return fmt.Sprintf("nic[%d].%s", i, f)
+}
+
+// fixedMACs is the MAC each NIC asks for ("" = generated), or nil when none asks for one.
+func (tc *TaskConfig) fixedMACs() []string {
+	macs := make([]string, len(tc.NIC))
+	anyMAC := false
+	for i, nic := range tc.NIC {
+		macs[i], anyMAC = nic.MAC, anyMAC || nic.MAC != ""
+	}
+	if !anyMAC {
+		return nil
+	}
+	return macs
 }
 
 // FieldError is an invalid task or plugin config; Field names the config key.

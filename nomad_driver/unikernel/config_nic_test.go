@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 )
 
-// nic blocks decode from HCL and from the JSON job, and become the NICs and MACs the launch
-// reads; the older nics/macs lists read as before.
+// nic blocks decode from HCL and from the JSON job; the older nics/macs lists become the same
+// nic blocks, which are what the launch reads.
 func TestNICBlocksAndTheOlderLists(t *testing.T) {
 	var hcl TaskConfig
 	hclutils.NewConfigParser(taskConfigSpec).ParseHCL(t, `config {
@@ -42,9 +42,9 @@ func TestNICBlocksAndTheOlderLists(t *testing.T) {
 		if err := tc.checkNICs(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !reflect.DeepEqual(tc.NICs, []string{"br0", "", "br1"}) ||
-			!reflect.DeepEqual(tc.MACs, []string{"fa:16:3e:00:00:01", "", ""}) || len(tc.NIC) != 0 {
-			t.Errorf("%s: NICs %q MACs %q NIC %+v", name, tc.NICs, tc.MACs, tc.NIC)
+		if !reflect.DeepEqual(tc.NIC, want) || tc.NICs != nil || tc.MACs != nil ||
+			!reflect.DeepEqual(tc.fixedMACs(), []string{"fa:16:3e:00:00:01", "", ""}) {
+			t.Errorf("%s: NIC %+v NICs %q MACs %q", name, tc.NIC, tc.NICs, tc.MACs)
 		}
 		if err := tc.checkNICs(); err != nil { // a validated config validates again
 			t.Errorf("%s: second check: %v", name, err)
@@ -52,9 +52,8 @@ func TestNICBlocksAndTheOlderLists(t *testing.T) {
 	}
 	// no MAC fixed: no MACs, as the older form without macs (a warm shell of any MACs fits)
 	plain := TaskConfig{NIC: []TaskNIC{{Bridge: "br0"}, {}}}
-	if err := plain.checkNICs(); err != nil || plain.MACs != nil ||
-		!reflect.DeepEqual(plain.NICs, []string{"br0", ""}) {
-		t.Errorf("plain nic blocks: %v NICs %q MACs %q", err, plain.NICs, plain.MACs)
+	if err := plain.checkNICs(); err != nil || plain.fixedMACs() != nil || len(plain.NIC) != 2 {
+		t.Errorf("plain nic blocks: %v NIC %+v MACs %q", err, plain.NIC, plain.fixedMACs())
 	}
 }
 

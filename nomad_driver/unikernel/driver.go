@@ -426,9 +426,9 @@ func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfi
 	if set.qemuPath == "" {
 		return nil, "", fmt.Errorf("QEMU binary %q not found", set.config.Qemu)
 	}
-	for i, br := range tc.NICs {
-		if br != "" && !qemu.LinkExists(br) {
-			return nil, "", fieldErr(fmt.Sprintf("nics[%d]", i), "bridge %q does not exist: create "+
+	for i, nic := range tc.NIC {
+		if br := nic.Bridge; br != "" && !qemu.LinkExists(br) {
+			return nil, "", fieldErr(tc.nicKey(i, "bridge"), "bridge %q does not exist: create "+
 				"it first (ip link add %s type bridge) or pick an existing one", br, br)
 		}
 	}
@@ -448,13 +448,13 @@ func buildSpec(cfg *drivers.TaskConfig, tc *TaskConfig, click string, set settin
 	s.Firmware = fw
 	s.NetBackend = set.config.NetBackend
 	s.MemoryMB, s.Vcpus, s.SessionSlots, s.FlowTimeoutMS = tc.MemoryMB, tc.Vcpus, tc.SessionSlots, tc.FlowTimeoutMS
-	for i, br := range tc.NICs {
+	for i, nic := range tc.NIC {
 		n := spec.NIC{Tap: spec.TapFor(vid, i), MAC: spec.MACFor(vid, i)}
-		if len(tc.MACs) > i && tc.MACs[i] != "" {
-			n.MAC = tc.MACs[i] // a cold launch boots with the asked-for MACs (§6.4)
+		if nic.MAC != "" {
+			n.MAC = nic.MAC // a cold launch boots with the asked-for MACs (§6.4)
 		}
-		if br != "" {
-			b := br
+		if nic.Bridge != "" {
+			b := nic.Bridge
 			n.Bridge = &b
 		}
 		s.Nics = append(s.Nics, n)

@@ -589,11 +589,9 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	if kid == "" {
 		return nil, false, nil
 	}
-	key := poolKey(poolBackendName, kid, tc.MemoryMB, tc.Vcpus, len(tc.NICs), tc.FlowTimeoutMS)
-	anyMAC := false
-	for _, m := range tc.MACs {
-		anyMAC = anyMAC || m != ""
-	}
+	key := poolKey(poolBackendName, kid, tc.MemoryMB, tc.Vcpus, len(tc.NIC), tc.FlowTimeoutMS)
+	macs := tc.fixedMACs()
+	anyMAC := macs != nil
 	s := d.pool.take(key, func(s *shell) bool {
 		// nothing to configure: the slots given at boot stay and no MAC can be given, so only
 		// a shell booted with the task's slots fits, and only without MACs (§6.2)
@@ -612,17 +610,17 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		return nil, true, err
 	}
 	// §6.4: the task's MACs replace the shell's (this driver renames no taps)
-	configureMACs, nics, err := claimNICs(h.spec.Nics, tc.MACs, nil)
+	configureMACs, nics, err := claimNICs(h.spec.Nics, macs, nil)
 	if err != nil {
-		return fail(fieldErr("macs", "%v", err))
+		return fail(fieldErr(map[bool]string{true: "macs", false: "nic"}[tc.oldNICs], "%v", err))
 	}
 	t := time.Now()
-	for i, br := range tc.NICs {
-		if br == "" {
+	for i, nic := range tc.NIC {
+		if nic.Bridge == "" {
 			continue
 		}
-		if err := qemu.PlugTap(h.spec.Nics[i].Tap, br); err != nil {
-			return fail(fieldErr(fmt.Sprintf("nics[%d]", i), "%v", err))
+		if err := qemu.PlugTap(h.spec.Nics[i].Tap, nic.Bridge); err != nil {
+			return fail(fieldErr(tc.nicKey(i, "bridge"), "%v", err))
 		}
 	}
 	phases["net"] = ms(t)
@@ -680,11 +678,11 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	h.taskConfig, h.click, h.clickFromFile, h.qoe = cfg, click, tc.ClickFile != "", tc.QoE
 	h.spec.Name = vnfName(tc, cfg, vid)
 	h.spec.SessionSlots = tc.SessionSlots
-	for i, br := range tc.NICs {
+	for i, nic := range tc.NIC {
 		h.spec.Nics[i].MAC = nics[i].MAC
 		h.spec.Nics[i].Bridge = nil
-		if br != "" {
-			b := br
+		if nic.Bridge != "" {
+			b := nic.Bridge
 			h.spec.Nics[i].Bridge = &b
 		}
 	}

@@ -279,9 +279,12 @@ class NomadZone(ZoneAdapter):
         return out
 
     def job_spec(self, req: LaunchRequest, job_id: str) -> dict:
-        """The JSON job for one VNF (what ``nomad job run`` makes of the HCL form)."""
-        cfg: dict = {"memory_mb": int(req.memory_mb or self.memory_mb), "vcpus": int(req.vcpus or 1),
-                     "nics": [b or "" for b in (req.bridges or ("",))], "name": job_id}
+        """The JSON job for one VNF (what ``nomad job run`` makes of the HCL form); one ``nic``
+        block (a list of objects in JSON) per NIC: its bridge, and its MAC if fixed."""
+        nics = [dict(bridge=n.bridge or "", **({"mac": n.mac} if n.mac else {}))
+                for n in req.nics] or [{"bridge": ""}]
+        cfg: dict = {"memory_mb": int(req.memory_mb or self.memory_mb),
+                     "vcpus": int(req.vcpus or 1), "nic": nics, "name": job_id}
         if req.click_config:
             cfg["click_config"] = req.click_config
         if req.slots is not None:
@@ -319,11 +322,9 @@ class NomadZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name for a Nomad job "
                             "(letters, digits, '_', '.', '-'; at most 100)")
-        fixed = [i for i, n in enumerate(req.nics) if n.mac or n.tap or n.ovs]
-        if fixed:
-            raise ZoneError(f"nics[{fixed[0]}]: zone {self.name} (nomad): the unikernel task "
-                            "driver assigns NIC MACs and taps; fixed ones are supported in the "
-                            "local zone")
+        for i in [i for i, n in enumerate(req.nics) if n.tap or n.ovs][:1]:
+            raise ZoneError(f"nics[{i}]: zone {self.name} (nomad): the task driver names taps "
+                            "and plugs Linux bridges; fixed taps, OVS ports: local zone only")
         job_id = f"{JOB_PREFIX}{req.service}-{req.token}"
         job = self.job_spec(req, job_id)
         t0 = time.monotonic()
