@@ -78,13 +78,21 @@ class PgServer:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
             except OSError:
-                return
+                break
             time.sleep(0.05)
-        raise RuntimeError(f"PostgreSQL on port {self.port} still answers after SIGKILL")
+        else:
+            raise RuntimeError(f"PostgreSQL on port {self.port} still answers after SIGKILL")
+        # and until its backends have noticed and exited (a restart refuses to start while they
+        # hold the old shared memory)
+        while time.monotonic() < deadline and _children_alive(pid):
+            time.sleep(0.05)
 
     def start_again(self) -> "PgServer":
         """Start the server of this cluster (after :meth:`kill`: crash recovery, as a service
         manager would restart it)."""
+        for lock in [os.path.join(self.data, "postmaster.pid"),
+                     *glob.glob(os.path.join(self.dir, ".s.PGSQL.*.lock"))]:
+            _drop_stale_lock(lock)
         opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
                 f"-c unix_socket_directories={self.dir} -c fsync=off "
                 f"-c synchronous_commit={'on' if self.durable else 'off'} "
@@ -128,3 +136,40 @@ class PgServer:
     def drop_database(self, url: str) -> None:
         name = url.rsplit("/", 1)[1]
         self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, Z, ...), or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _children_alive(pid: int) -> bool:
+    """Whether a live (not zombie) process has ``pid`` as its parent."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and int(fields[1]) == pid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _drop_stale_lock(path: str) -> None:
+    """Remove a lock file (``postmaster.pid``, a socket's ``.lock``) if its postmaster is dead
+    or a zombie nobody reaped yet: the server takes a zombie's pid for a running postmaster and
+    refuses to start (after a kill -9 the orphan is reaped by init, whenever init gets to it)."""
+    try:
+        with open(path) as f:
+            pid = int(f.readline())
+    except (OSError, ValueError):
+        return
+    if _state(pid) in (None, "Z"):
+        os.unlink(path)
