@@ -280,7 +280,9 @@ def ns_part(orch, report) -> bool:
     from fluidvim.orchestrator.mano import descriptors
     from fluidvim.orchestrator.states import NS_RUNNING
 
-    mano = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "etc", "mano")
+    # the checkout's etc/mano (this file is fluidvim/cmd/demo.py)
+    mano = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "etc",
+                        "mano")
     nsd_path = os.path.join(mano, "fw_chain_ns", "fw_chain_nsd.yaml")
     vnfd_paths = [os.path.join(mano, "firewall_vnf", "firewall_vnfd.yaml"),
                   os.path.join(mano, "forwarder_vnf", "forwarder_vnfd.yaml")]
