@@ -122,8 +122,10 @@ def test_slots_filling_scale_out_before_refusal_then_in_leaving_nothing(env):
             assert netdev.master_of(spec.tap_for(i["id"], 0)) == access["id"]
         added = [i["id"] for i in shown["instances"] if i["id"] != first["id"]]
         # the sessions end; the slots stay idle: back to level 0, one instance
-        shown = wait_for(lambda: (lambda s: s if s["scaling"][0]["level"] == 0 else None)(
-            ns_api.show(name)), "the scale-in to level 0")
+        # (the level is recorded as a step of the operation, before the operation ends)
+        shown = wait_for(lambda: (lambda s: s if s["scaling"][0]["level"] == 0 and all(
+            o["state"] != "processing" for o in ops(s, "scale")) else None)(
+            ns_api.show(name)), "the scale-in to level 0 and its operation's end")
         ins = [o for o in ops(shown, "scale") if o["detail"]["direction"] == "in"]
         assert ins and all(o["state"] == "completed" and o["detail"]["trigger"] == "slots"
                            for o in ins)

@@ -101,7 +101,12 @@ def test_load_probe_records_a_curve_and_cleans_up(mgr, prefix, proto):
     assert r.ok, r.error
     steps = r.metrics["steps"]
     assert r.metrics["proto"] == proto and len(seen) == 4
-    assert r.metrics["stopped"] == "end of the ladder (not saturated)"
+    # the ladder ran to its end; at its top step a generator sharing a busy host's CPU (a
+    # parallel test run) may not offer the whole rate, which the probe says instead
+    assert r.metrics["stopped"] == "end of the ladder (not saturated)" or (
+        r.metrics["stopped"].startswith("the traffic generator reached only")
+        and r.metrics["stopped"].endswith("pps at 60 sessions: capacity is at least that")), \
+        r.metrics["stopped"]
     plain = [s["sessions"] for s in steps if not s.get("refined")]
     refined = [s["sessions"] for s in steps if s.get("refined")]
     assert plain == [1, 10, 60] and len(refined) == 1 and 1 < refined[0] < 60
