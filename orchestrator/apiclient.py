@@ -32,7 +32,7 @@ import time
 import urllib.parse
 
 from .exception import InvalidRequest, NotFound, OrchestratorError, Refused, Unreachable
-from .operations import HTTP_BY_CLIENT, bound_arguments, rpc_methods
+from .operations import HTTP_BY_CLIENT, client_method, rpc_methods
 
 WWW_AUTH_RE = re.compile(r'Keystone uri="([^"]+)"')
 
@@ -289,19 +289,8 @@ class APIClient:
 
 
 def _client_method(row):
-    sig = row.signature
-
-    def method(self, *args, **kwargs):
-        try:
-            kw = bound_arguments(sig, args, kwargs)
-        except TypeError as e:
-            raise TypeError(f"{row.method}(): {e}") from None
-        return self.call(row.method, **kw)
-
-    method.__name__ = method.__qualname__ = row.method
-    method.__doc__ = row.doc or f"{row.method} over fluidvim-api (operations.HTTP)."
-    method.__signature__ = row.method_signature        # type: ignore[attr-defined]
-    return method
+    return client_method(row, lambda self, kw: self.call(row.method, **kw),
+                         f"{row.method} over fluidvim-api (operations.HTTP).")
 
 
 def _bind(cls):

@@ -74,6 +74,25 @@ def params_signature(params: str) -> inspect.Signature:
     return inspect.Signature(out)
 
 
+def client_method(row, send, doc: str):
+    """A client method for the table row ``row`` (an ``Rpc`` or an API operation's RPC row):
+    its real signature (``row.method_signature``), the arguments bound by it (a TypeError names
+    the method), then ``send(self, kwargs)``. Shared by the RPC and the REST clients."""
+    sig = row.signature
+
+    def method(self, *args, **kwargs):
+        try:
+            kw = bound_arguments(sig, args, kwargs)
+        except TypeError as e:
+            raise TypeError(f"{row.method}(): {e}") from None
+        return send(self, kw)
+
+    method.__name__ = method.__qualname__ = row.method
+    method.__doc__ = row.doc or doc
+    method.__signature__ = row.method_signature        # type: ignore[attr-defined]
+    return method
+
+
 def bound_arguments(sig: inspect.Signature, args, kwargs) -> dict:
     """The arguments of a call by ``sig`` (defaults applied, ``**`` flattened); TypeError names
     the mistake."""

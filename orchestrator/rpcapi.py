@@ -14,7 +14,7 @@ from __future__ import annotations
 import oslo_messaging as messaging
 
 from .exception import OrchestratorError, Unreachable
-from .operations import Rpc, api_version, bound_arguments, rpc_methods
+from .operations import Rpc, api_version, client_method, rpc_methods
 
 RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance_action
 EXMODS = ["fluidvim.orchestrator.exception"]
@@ -89,20 +89,11 @@ class OrchestratorAPI:
 
 
 def _client_method(row: Rpc):
-    sig = row.signature
+    def send(self, kw):
+        return self._call(row.method, version=row.version, timeout=kw.pop("timeout", None), **kw)
 
-    def method(self, *args, **kwargs):
-        try:
-            kw = bound_arguments(sig, args, kwargs)
-        except TypeError as e:
-            raise TypeError(f"{row.method}(): {e}") from None
-        return self._call(row.method, version=row.version, timeout=kw.pop("timeout", None),
-                          **kw)
-
-    method.__name__ = method.__qualname__ = row.method
-    method.__doc__ = row.doc or f"RPC method {row.key} (API {row.version}; operations.RPC)."
-    method.__signature__ = row.method_signature        # type: ignore[attr-defined]
-    return method
+    return client_method(row, send,
+                         f"RPC method {row.key} (API {row.version}; operations.RPC).")
 
 
 def bind_client(cls, namespace: str):
