@@ -56,8 +56,8 @@ def service_of(vnf_name: str) -> str:
 
 # a VNF status (of those VNFManager.list() gives) -> the instance status the orchestrator sees;
 # a crashed VNF is an instance in error
-INSTANCE_STATUS = {vstates.RUNNING: istates.RUNNING, vstates.PAUSED: istates.PAUSED,
-                   vstates.CRASHED: istates.ERROR}
+INSTANCE_STATUS = {vstates.BOOTING: istates.BUILDING, vstates.RUNNING: istates.RUNNING,
+                   vstates.PAUSED: istates.PAUSED, vstates.CRASHED: istates.ERROR}
 
 
 def slots_total(spec) -> int:
@@ -112,8 +112,12 @@ class LocalZone(ZoneAdapter):
                          labels={"zone": self.name, "region": self.region, **self.labels})]
 
     def instances(self) -> list[InstanceInfo]:
+        """The zone's VNFs, those still booting included (``building``): a launch cut in its
+        middle by a dead orchestrator leaves one, which the survivor must find to remove it."""
         out = []
-        for rec in self.mgr.list():
+        for rec in self.mgr.store.list(statuses=(vstates.BOOTING, *vstates.LISTED)):
+            if rec.pool_key:                   # a warm shell being made: no instance of anyone
+                continue
             st = INSTANCE_STATUS.get(rec.status, istates.ERROR)
             out.append(InstanceInfo(id=rec.id, name=rec.name, service=service_of(rec.name),
                                     host=self.host_name, status=st,
