@@ -393,6 +393,9 @@ class QemuBackend(Backend):
     def kill(self, spec, pid):
         self._expected.add(spec.uuid)
         proc = self._procs.pop(spec.uuid, None)
+        if proc is None and not pid:
+            # spawned by a process that died before recording the pid: find it by its -uuid
+            pid = next((p for u, p in self.discover() if u == spec.uuid), None)
         if proc is not None:
             if proc.poll() is None:
                 proc.kill()
