@@ -10,6 +10,7 @@
   the error's ``field`` (the request field at fault, e.g. ``macs[1]``); ``nic_macs``: each NIC's
   ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's);
   ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``;
+  ``slots_keys``: keys ``stats``' ``slots`` must have;
   ``window_us``: the ``window_us`` of the result (``poll``).
 """
 
@@ -95,7 +96,8 @@ exchanges = [
     {"send": line({"id": 13, "op": "configure", "config": FWD, "slots": 64}), "ok": True,
      "id": 13, "result_keys": ["forwarding", "elements", "config_us"]},
     {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
-     "result_keys": ["uptime_us", "configured", "cpu", "slots", "nics", "elements", "latency_ns"]},
+     "result_keys": ["uptime_us", "configured", "cpu", "slots", "nics", "elements", "latency_ns"],
+     "slots_keys": ["total", "used", "free", "rejected", "opened"]},
     # macs (the exchanges run against a VNF with 2 NICs): rejected ones change nothing
     {"send": line({"id": 15, "op": "configure", "config": FWD, "macs": ["fa:16:3e:12:34:56"]}),
      "ok": False, "id": 15, "code": "config", "field": "macs", "message_contains": "1 entry for 2 NICs"},

@@ -61,6 +61,8 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
                 assert reply["result"]["free"] == ex["free"], reply
             if "slots_free" in ex:
                 assert reply["result"]["slots"]["free"] == ex["slots_free"], reply
+            if "slots_keys" in ex:
+                assert set(ex["slots_keys"]) <= set(reply["result"]["slots"]), reply
             if "window_us" in ex:
                 assert reply["result"]["window_us"] == ex["window_us"], reply
         else:
@@ -128,6 +130,7 @@ def test_session_slots_exhaust_and_free_again(make_manager, net):
         assert established == 3
         assert (st["total"], st["used"], st["free"]) == (3, 3, 0)
         assert st["rejected"] >= 2
+        assert st["opened"] == 3          # the refused ones never opened (contract §4 stats)
         holder.terminate()
         holder.wait()
     finally:
@@ -143,6 +146,7 @@ def test_session_slots_exhaust_and_free_again(make_manager, net):
     finally:
         server.terminate()
         server.wait()
+    assert mgr.stats(res.vnf_id)["slots"]["opened"] == 4     # monotonic: ended ones still count
 
 
 def test_config_error_cold_leaves_nothing(mgr):
@@ -440,7 +444,7 @@ def test_guest_reset_boots_a_clean_shell(make_manager, net):
         assert time.monotonic() < deadline, "the VNF did not come back after the reset"
         time.sleep(0.1)
     assert st["configured"] is False
-    assert st["slots"] == {"total": 1024, "used": 0, "free": 1024, "rejected": 0}
+    assert st["slots"] == {"total": 1024, "used": 0, "free": 1024, "rejected": 0, "opened": 0}
 
 
 @pytest.mark.parametrize("backend", ["qemu"])

@@ -296,6 +296,7 @@ void click_stats_json(struct jw *w)
 	jw_ku64(w, "used", used);
 	jw_ku64(w, "free", qoe_free(&click_qoe, total - used, used));
 	jw_ku64(w, "rejected", flow_rejected());
+	jw_ku64(w, "opened", flow_opened());
 	if (click_qoe.probed)
 		click_qoe_json(w);
 	jw_obj_end(w);

@@ -244,6 +244,7 @@ bool flow_next_expiry(uint32_t now_ms, uint32_t *at_ms);
 uint32_t flow_total(void);
 uint32_t flow_used(void);
 uint64_t flow_rejected(void);
+uint64_t flow_opened(void);       /* sessions ever opened since boot */
 
 /* ---- transmission (packet.c's NIC counters, the flow table) ---- */
 /* ToDevice: session accounting, transmit on nic, NIC counters; FATE_TX or FATE_DROP. Inline:

@@ -41,6 +41,9 @@ static uint32_t nslots, nused, timeout_ms, sweep_cursor;
  * scan): what the idle loop arms its one wake-up timer for, instead of a periodic tick. */
 static uint32_t bound_ms;
 static uint64_t nrejected, hash_seed;
+/* sessions ever opened (a new flow, or an expired one restarted in place): monotonic from boot,
+ * not reset by a change of `slots` - what the orchestrator matches its handed-out slots with */
+static uint64_t nopened;
 
 void flow_set_slots(uint32_t slots)
 {
@@ -65,12 +68,14 @@ void flow_init(uint32_t slots, uint32_t tmo_ms, uint64_t seed)
 	timeout_ms = tmo_ms;
 	hash_seed = seed | 1;
 	nrejected = 0;
+	nopened = 0;
 	flow_set_slots(slots);
 }
 
 uint32_t flow_total(void) { return nslots; }
 uint32_t flow_used(void) { return nused; }
 uint64_t flow_rejected(void) { return nrejected; }
+uint64_t flow_opened(void) { return nopened; }
 
 static uint32_t flow_hash(uint32_t a, uint32_t b, uint16_t pa, uint16_t pb, uint8_t proto)
 {
@@ -193,8 +198,10 @@ bool flow_account(const struct pinfo *p, uint32_t now_ms)
 		buckets[h] = idx;
 		if (nused++ == 0)
 			bound_ms = now_ms + timeout_ms;  /* the only flow: its expiry is the bound */
+		nopened++;
 	} else if (expired(&flows[idx], now_ms)) {
 		flows[idx].flags = F_INUSE;     /* idle too long: a new session in the same slot */
+		nopened++;
 	}
 	struct flow *f = &flows[idx];
 	f->last_ms = now_ms;

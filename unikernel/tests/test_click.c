@@ -905,11 +905,13 @@ static void session_slots(void)
 	n = mk_tcp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 2000, 80, TH_SYN, 0);  /* flow B */
 	click_rx(0, fr, n);
 	CHECK_EQ(click_slots_used(), 2);
+	CHECK_EQ(slot_stat("opened"), 2);
 	CHECK_EQ(h_tx_total[1], 2);
 	n = mk_udp(fr, IP(10, 0, 0, 3), IP(10, 0, 0, 2), 1, 53, 0);             /* flow C: table full */
 	click_rx(0, fr, n);
 	CHECK_EQ(h_tx_total[1], 2);
 	CHECK_EQ(slot_stat("rejected"), 1);
+	CHECK_EQ(slot_stat("opened"), 2);               /* a rejected flow never opened */
 	CHECK_EQ(nic_stat(0, "drop"), 1);
 	n = mk_udp(fr, IP(10, 0, 0, 2), IP(10, 0, 0, 1), 53, 1000, 0);          /* A reversed: same session */
 	click_rx(1, fr, n);
@@ -949,6 +951,7 @@ static void session_slots(void)
 	click_rx(0, fr, n);
 	CHECK_EQ(click_slots_used(), 2);
 	CHECK_EQ(slot_stat("free"), 0);
+	CHECK_EQ(slot_stat("opened"), 3);
 	/* idle timeout: nothing for 30 s, the sweep frees A and C */
 	h_now += 29999ull * 1000000;
 	for (int i = 0; i < 4; i++)
@@ -975,10 +978,12 @@ static void session_slots(void)
 	click_rx(0, fr, n);
 	CHECK_EQ(click_slots_used(), 1);
 	CHECK_EQ(slot_stat("rejected"), 3);
-	/* a flow seen again after its timeout (not yet swept) restarts in place */
+	CHECK_EQ(slot_stat("opened"), 7);
+	/* a flow seen again after its timeout (not yet swept) restarts in place: a new session */
 	h_now += 31000ull * 1000000;
 	click_rx(0, fr, n);
 	CHECK_EQ(click_slots_used(), 1);
+	CHECK_EQ(slot_stat("opened"), 8);
 	/* reconfigure with the same slots keeps flows, another count flushes */
 	CFG_OK("FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);");
 	CHECK_EQ(click_slots_used(), 1);
@@ -988,7 +993,8 @@ static void session_slots(void)
 	CHECK_EQ(click_slots_total(), 3);
 	CHECK_EQ(click_slots_used(), 0);
 	stats();
-	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":3,\"used\":0,\"free\":3,\"rejected\":3}");
+	/* opened is monotonic: a flush of the table keeps it */
+	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":3,\"used\":0,\"free\":3,\"rejected\":3,\"opened\":8}");
 	/* non-first fragments and other protocols */
 	n = mk_udp(fr, IP(10, 0, 0, 1), IP(10, 0, 0, 2), 7, 7, 8);
 	put16(fr + 20, 0x0020);
@@ -1068,7 +1074,7 @@ static void stats_json_shape(void)
 	click_rx(0, fr, n);                     /* denied -> discard */
 	const char *s = stats();
 	CHECK_CONTAINS(s, "{\"uptime_us\":1,\"configured\":true,\"slots\":{\"total\":256,\"used\":1,\"free\":255,"
-			  "\"rejected\":0},\"nics\":[{\"mac\":\"00:00:00:00:00:00\",\"rx\":4,\"tx\":0,\"drop\":2,"
+			  "\"rejected\":0,\"opened\":1},\"nics\":[{\"mac\":\"00:00:00:00:00:00\",\"rx\":4,\"tx\":0,\"drop\":2,"
 			  "\"rx_bytes\":180,\"tx_bytes\":0},"
 			  "{\"mac\":\"00:00:00:00:00:00\",\"rx\":0,\"tx\":1,\"drop\":0,\"rx_bytes\":0,\"tx_bytes\":42}]");
 	CHECK_CONTAINS(s, "\"elements\":[{\"name\":\"cnt\",\"class\":\"Counter\",\"count\":4,\"bytes\":");
@@ -1082,9 +1088,10 @@ static void stats_json_shape(void)
 	/* 3 completed packets (1 tx + 2 discards) at 100 ns; the queued one is not done yet */
 	CHECK_CONTAINS(s, "\"latency_ns\":{\"buckets_log2\":[0,0,0,0,0,0,3],\"count\":3,\"p50\":64,\"p99\":64}}");
 	int k = sub(s, "slots", -1);
-	CHECK_EQ(k, 4);
+	CHECK_EQ(k, 5);
 	CHECK_EQ(num(k, "total"), 256);
 	CHECK_EQ(num(k, "used"), 1);
+	CHECK_EQ(num(k, "opened"), 1);
 	k = sub(s, "nics", 1);
 	CHECK_EQ(k, 6);                         /* mac, rx, tx, drop, rx_bytes, tx_bytes */
 	CHECK_EQ(num(k, "rx"), 0);
@@ -1109,7 +1116,7 @@ static void stats_json_shape(void)
 	/* unconfigured shell: empty elements list, nics present, latency empty */
 	click_init(3, 8, 1000);
 	s = stats();
-	CHECK_CONTAINS(s, "\"configured\":false,\"slots\":{\"total\":8,\"used\":0,\"free\":8,\"rejected\":0},"
+	CHECK_CONTAINS(s, "\"configured\":false,\"slots\":{\"total\":8,\"used\":0,\"free\":8,\"rejected\":0,\"opened\":0},"
 			  "\"nics\":[{\"mac\":\"00:00:00:00:00:00\",\"rx\":0,\"tx\":0,\"drop\":0,\"rx_bytes\":0,"
 			  "\"tx_bytes\":0},{");
 	CHECK_CONTAINS(s, "\"elements\":[],\"latency_ns\":{\"buckets_log2\":[],\"count\":0,\"p50\":0,\"p99\":0}}");

@@ -154,14 +154,14 @@ static void stats_announce_qoe_free(void)
 	click_stats_json(&w);
 	jw_obj_end(&w);
 	sbuf[w.len] = 0;
-	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":64,\"used\":0,\"free\":64,\"rejected\":0}");
+	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":64,\"used\":0,\"free\":64,\"rejected\":0,\"opened\":0}");
 	click_qoe_set(20, 8192, 990000);
 	jw_init(&w, sbuf, sizeof sbuf);
 	jw_obj_begin(&w);
 	click_stats_json(&w);
 	jw_obj_end(&w);
 	sbuf[w.len] = 0;
-	CHECK_CONTAINS(sbuf, "\"free\":20,\"rejected\":0,\"qoe\":{\"probed\":20,\"capacity\":20,"
+	CHECK_CONTAINS(sbuf, "\"free\":20,\"rejected\":0,\"opened\":0,\"qoe\":{\"probed\":20,\"capacity\":20,"
 		       "\"budget_ns\":8192,\"quantile_ppm\":990000,\"tail_ns\":0,\"window\":\"idle\"");
 	click_qoe_set(0, 0, 0);
 }
