@@ -15,7 +15,7 @@ VT_SRCS := $(VT_DIR)/src/json.c $(VT_DIR)/src/click.c $(VT_DIR)/src/click_parse.
            $(sort $(wildcard $(VT_DIR)/src/elements/*.c))
 VT_HDRS := $(wildcard $(VT_DIR)/include/*.h $(VT_DIR)/src/click_internal.h $(VT_DIR)/src/elements/*.h)
 VT_TESTS := $(VT_DIR)/tests/harness.c $(VT_DIR)/tests/test_json.c $(VT_DIR)/tests/test_click.c \
-            $(VT_DIR)/tests/test_nicmac.c $(VT_DIR)/tests/test_qoe.c
+            $(VT_DIR)/tests/test_nicmac.c $(VT_DIR)/tests/test_qoe.c $(VT_DIR)/tests/test_source.c
 
 TEST_CC ?= gcc
 FUZZ_CC ?= clang

@@ -38,7 +38,7 @@ void click_set_mac(int nic, const uint8_t mac[6]);
 const uint8_t *click_mac(int nic);
 
 /* ---- configuration ---- */
-struct click_err { int line, col; char message[160]; };
+struct click_err { int line, col; char message[256]; };
 
 /* Called once at boot. nics = number of NICs present; slots = flow-table capacity;
  * flow_timeout_ms = idle timeout for sessions. */

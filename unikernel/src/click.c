@@ -15,6 +15,12 @@
  * Latency: plat_now_ns() at click_rx entry, stored with the packet while it waits in Queues, to the
  * moment plat_tx returns (ToDevice) or the packet is discarded (Discard). Dropped packets are not in
  * the histogram. Buckets are log2 of nanoseconds; the last bucket also holds everything above it.
+ *
+ * Sources: an element class with a task (element_ops.run_task, e.g. FastUDPFlows) is run every
+ * scheduler round (click_run_tasks) and sends the packets it makes with click_emit; they travel
+ * like received ones from the source's output, with CLICK_SRC_NIC as their ingress NIC (so they are
+ * in no NIC's rx/drop and not in the latency histogram). Its wake-up time joins the idle-flow
+ * expiry in click_next_timer_ns, so a tickless kernel sleeps until the next packet is due.
  */
 #include "click_internal.h"
 #include "qoe.h"
@@ -24,6 +30,7 @@ static struct graph graphs[2];          /* double buffer: parse into the spare, 
 static int active = -1;                 /* index of the running graph, -1 = unconfigured shell */
 
 static uint64_t lat_hist[CLICK_LAT_BUCKETS], lat_count;
+static uint64_t task_wake_ns;   /* the earliest wake-up the elements' tasks asked for, 0 = none */
 
 static const uint8_t empty_frame[1];
 
@@ -68,7 +75,7 @@ static void finish(struct pkt *p, enum fate f)
 		return;
 	if (f != FATE_TX)
 		click_nicst[p->nic].drop += p->segs;
-	if (f != FATE_DROP)
+	if (f != FATE_DROP && p->nic != CLICK_SRC_NIC)
 		lat_record(plat_now_ns() - p->t0, p->segs);
 	if (p->buf >= 0)
 		click_pkt_free(p);
@@ -91,6 +98,23 @@ static enum fate push(struct graph *g, int ei, struct pkt *p, int hops)
 	return FATE_DROP;
 }
 
+enum fate click_emit(struct graph *g, struct elem *e, uint8_t *data, uint16_t len, uint64_t now)
+{
+	struct pkt p;
+	p.data = p.wdata = data;
+	p.len = len;
+	p.nic = CLICK_SRC_NIC;
+	p.buf = -1;
+	p.t0 = p.now = now;
+	p.pi_ok = false;
+	p.has_vh = false;
+	p.segs = 1;
+	p.wbytes = len;
+	enum fate f = push(g, e->out[0], &p, 1);
+	finish(&p, f);
+	return f;
+}
+
 /* ------------------------------------------------------------------ API */
 
 void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms)
@@ -108,6 +132,7 @@ void click_init(int nics, uint32_t slots, uint32_t flow_timeout_ms)
 	memset(graphs, 0, sizeof(graphs));
 	memset(lat_hist, 0, sizeof(lat_hist));
 	lat_count = 0;
+	task_wake_ns = 0;
 	click_pkt_init();
 	flow_init(slots, flow_timeout_ms, plat_now_ns() ^ 0x6a09e667f3bcc909ull);
 }
@@ -152,6 +177,7 @@ int click_configure(const char *text, size_t len, uint32_t slots, struct click_e
 	if (active >= 0)
 		release_queues(&graphs[active]);
 	active = ni;
+	task_wake_ns = 0;       /* the new graph's tasks say theirs in the next round */
 	if (slots && slots != flow_total())
 		flow_set_slots(slots);
 	return 0;
@@ -203,12 +229,33 @@ void click_rx_vh(int nic, const uint8_t *data, uint16_t len, const struct click_
 #define DRAIN_BUDGET 256        /* packets per Queue per round */
 #define SWEEP_BUDGET 32         /* flow entries checked per round */
 
+/* The elements' tasks (sources); their earliest wake-up into task_wake_ns. */
+static bool run_element_tasks(struct graph *g, uint64_t now)
+{
+	bool work = false;
+	uint64_t wake = 0;
+	for (int i = 0; i < g->nelem; i++) {
+		struct elem *e = &g->e[i];
+		const struct element_ops *ops = click_elements[e->cls].ops;
+		uint64_t w = 0;
+		if (!ops->run_task)
+			continue;
+		work |= ops->run_task(g, e, now, &w);
+		if (w && (!wake || w < wake))
+			wake = w;
+	}
+	task_wake_ns = wake;
+	return work;
+}
+
 bool click_run_tasks(void)
 {
 	bool work = false;
 	uint64_t now = plat_now_ns();
+	task_wake_ns = 0;
 	if (active >= 0) {
 		struct graph *g = &graphs[active];
+		work = run_element_tasks(g, now);
 		for (int i = 0; i < g->nelem; i++) {
 			struct elem *e = &g->e[i];
 			struct queue_state *q = elem_state(e, queue);
@@ -232,9 +279,13 @@ bool click_run_tasks(void)
 uint64_t click_next_timer_ns(uint64_t now)
 {
 	uint32_t now_ms = (uint32_t)(now / 1000000u), at_ms;
-	if (!flow_next_expiry(now_ms, &at_ms))
-		return 0;
-	return now + (uint64_t)(uint32_t)(at_ms - now_ms) * 1000000u;
+	uint64_t t = task_wake_ns;
+	if (flow_next_expiry(now_ms, &at_ms)) {
+		uint64_t f = now + (uint64_t)(uint32_t)(at_ms - now_ms) * 1000000u;
+		if (!t || f < t)
+			t = f;
+	}
+	return t;
 }
 
 uint32_t click_slots_total(void) { return flow_total(); }

@@ -61,7 +61,7 @@ struct match { uint8_t nterms; struct mterm t[MATCH_MAX_TERMS]; };
 bool match_eval(const struct match *m, const struct pinfo *p);
 
 /* ---- configuration text (cfgtext.c) ---- */
-struct cperr { bool set; size_t off; char msg[160]; };
+struct cperr { bool set; size_t off; char msg[256]; };
 /* printf-like, supports %s %d %u %c and %t (int len, const char *p: a source token, sanitised
  * and shortened). Only the first error is kept. */
 void cperr_set(struct cperr *e, size_t off, const char *fmt, ...);
@@ -195,7 +195,10 @@ static inline const struct pinfo *pkt_info(struct pkt *p)
 
 /* packet.c: the packet services of the runtime and the elements' push. */
 struct nicstat { uint64_t rx, tx, drop, rx_bytes, tx_bytes; };
-extern struct nicstat click_nicst[CLICK_MAX_NICS];     /* per NIC, reset by click_init */
+/* The "ingress NIC" of a packet a source element made (click_emit): its drops count here, in no
+ * NIC's `stats` entry, and its time is not in the VNF's latency histogram. */
+#define CLICK_SRC_NIC CLICK_MAX_NICS
+extern struct nicstat click_nicst[CLICK_MAX_NICS + 1]; /* per NIC + CLICK_SRC_NIC, reset by click_init */
 /* Reset the NIC counters and addresses, empty the pool (click_init). */
 void click_pkt_init(void);
 /* Give back the pool buffers of a packet that is in the pool (p->buf >= 0). */
@@ -224,12 +227,24 @@ struct element_ops {
 	/* Write the element's counters into its stats object (NULL: the element is not listed; the
 	 * NIC counters cover FromDevice and ToDevice). */
 	void (*stats)(struct jw *w, const struct elem *e);
+	/* The element's task (Click's Task with its Timer; NULL: none), run every scheduler round
+	 * (click_run_tasks) at now_ns: a source pushes the packets that are due (click_emit). Returns
+	 * true if it did work; sets *wake_ns to when it next has work (0 = not before a packet or a
+	 * request), which the tickless idle sleeps until at the latest (click_next_timer_ns). */
+	bool (*run_task)(struct graph *g, struct elem *e, uint64_t now_ns, uint64_t *wake_ns);
+	bool no_inputs;                     /* a source (FromDevice, FastUDPFlows): nothing feeds it */
 };
 struct element_class {
 	const char *name;                   /* the class name in configs */
 	const struct element_ops *ops;      /* defined by its file (ELEMENT_OPS, elements/elements.h) */
 };
 extern const struct element_class click_elements[EC_NCLASSES];
+
+/* click.c: a source element's task sends a packet it made (data: its own writable buffer, which
+ * the trip may rewrite) from e's output 0, as if received at now_ns on CLICK_SRC_NIC, and follows
+ * it to its fate: FATE_TX, FATE_DISCARD, FATE_QUEUED (copied into the pool), or FATE_DROP (e.g.
+ * the egress NIC's TX ring is full, or an unconnected output). */
+enum fate click_emit(struct graph *g, struct elem *e, uint8_t *data, uint16_t len, uint64_t now_ns);
 
 /* ---- flow table (flowtable.c) ---- */
 void flow_init(uint32_t slots, uint32_t timeout_ms, uint64_t seed);

@@ -417,7 +417,7 @@ static bool connect_ports(struct cparse *p, int from, uint32_t port, size_t port
 				  a->name, a->nout, a->nout - 1, port);
 		return false;
 	}
-	if (b->cls == EC_FROMDEVICE) {
+	if (click_elements[b->cls].ops->no_inputs) {
 		cperr_set(&p->err, to_off, "%s has no inputs ('%s' must start its chain)", bcn, b->name);
 		return false;
 	}
@@ -589,6 +589,8 @@ bool click_parse(struct graph *g, const char *text, size_t len, int nics, struct
 		bool any = false;
 		for (int i = 0; i < CLICK_MAX_NICS; i++)
 			any |= g->from[i] >= 0;
+		for (int i = 0; i < g->nelem; i++)        /* a source (FastUDPFlows) makes packets */
+			any |= click_elements[g->e[i].cls].ops->run_task != NULL;
 		if (!any)
 			cperr_set(&p.err, g->e[0].decl_off, "config has no FromDevice: nothing would be forwarded "
 				  "(add e.g. 'FromDevice(0) -> ToDevice(1);')");

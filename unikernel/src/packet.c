@@ -5,7 +5,7 @@
  */
 #include "click_internal.h"
 
-struct nicstat click_nicst[CLICK_MAX_NICS];
+struct nicstat click_nicst[CLICK_MAX_NICS + 1];
 static uint8_t nic_mac[CLICK_MAX_NICS][6];   /* each NIC's own address (click_set_mac) */
 
 /* Packet pool for packets held in Queues: a free list threaded through ->next. A frame longer than

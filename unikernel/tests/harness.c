@@ -64,6 +64,7 @@ int main(void)
 	run_click_tests();
 	run_nicmac_tests();
 	run_qoe_tests();
+	run_source_tests();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

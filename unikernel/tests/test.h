@@ -29,6 +29,7 @@ void run_json_tests(void);
 void run_click_tests(void);
 void run_nicmac_tests(void);
 void run_qoe_tests(void);
+void run_source_tests(void);
 void run_test(const char *name, test_fn fn);
 #define RUN(fn) run_test(#fn, fn)
 

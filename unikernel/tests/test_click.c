@@ -351,7 +351,7 @@ static void parse_errors(void)
 	CFG_ERR("// only a comment\n  \n", 1, 1, "empty config");
 	CFG_ERR("FromDevice(0) -> Countr -> ToDevice(1);", 1, 18,
 		"unknown element class 'Countr' (known: FromDevice, ToDevice, Counter, Classifier, IPFilter, "
-		"Queue, RateLimiter, EtherMirror, Discard, ARPResponder)");
+		"Queue, RateLimiter, EtherMirror, Discard, ARPResponder, FastUDPFlows, TimestampDiff)");
 	CFG_ERR("FromDevice(0)\n  -> Counter\n  -> Countr\n  -> ToDevice(1);", 3, 6, "unknown element class 'Countr'");
 	CFG_ERR("FromDevice(0) -> /* \xc3\xa9 */ Countr", 1, 26, "unknown element class 'Countr'");
 	CFG_ERR("x :: Countr;", 1, 6, "unknown element class 'Countr'");

@@ -28,4 +28,4 @@ static int fromdevice_push(struct graph *g, struct elem *e, struct pkt *p)
 	return 0;
 }
 
-ELEMENT_OPS(fromdevice);
+ELEMENT_OPS(fromdevice, .no_inputs = true);
