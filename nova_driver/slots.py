@@ -96,12 +96,15 @@ class ComputeSlots:
             return {}
         per_name = mgr.slots()["vnfs"]            # asks each VNF (control channel stats)
         delay = mgr.queuing_delay()["seconds"]
+        power = mgr.power_state() or {}           # `fluidvim metrics serve` on this compute
+        watts = {v.get("name"): v.get("watts") for v in power.get("vnfs", {}).values()}
         out = {}
         for uuid in running:
             svc, az = services.get(uuid, ("", None))
             s = per_name.get(uuid)
             out[uuid] = {"name": uuid, "service": svc, "zone": self.zone_override or az or self.default_zone,
-                         "delay_s": delay, **(s or {}), "free": None if s is None else s["free"]}
+                         "delay_s": delay, **(s or {}), "free": None if s is None else s["free"],
+                         "watts": watts.get(uuid)}
         return out
 
 

@@ -130,6 +130,7 @@ class SlotReportRow(Base):
     exact: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
     delay_s: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     at: orm.Mapped[float] = orm.mapped_column(sa.Float)
+    watts_per_slot: orm.Mapped[float | None] = orm.mapped_column(sa.Float)   # 0007
 
 
 class Decision(Base):
@@ -486,7 +487,7 @@ class Store:
         may arrive out of order, and at several orchestrators)."""
         values = dict(instance=rep.instance, service=rep.service, zone=rep.zone, host=rep.host,
                       region=rep.region, slots=rep.slots, exact=rep.exact,
-                      delay_s=rep.delay_s, at=rep.at)
+                      delay_s=rep.delay_s, at=rep.at, watts_per_slot=rep.watts_per_slot)
         with self.Session.begin() as s:
             self._upsert(s, SlotReportRow, values, newer_than="at")
 

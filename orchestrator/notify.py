@@ -73,7 +73,12 @@ class _Endpoint:
                     LOG.debug("%d compact slot record(s) from %s name keys not defined yet "
                               "(they come with the publisher's next heartbeat)", unknown,
                               publisher_id)
+                watts = {table[int(i)][2:4]: float(w) for i, w in (payload.get("w") or {}).items()
+                         if int(i) in table}
                 for u in updates:
+                    w = watts.get((u["instance"], u["service"]))
+                    if w is not None:
+                        u["watts_per_slot"] = w
                     self._update(EVENT_UPDATE, u)
             else:
                 self._update(event_type, payload)

@@ -16,7 +16,8 @@ import oslo_messaging as messaging
 from .exception import OrchestratorError, Unreachable
 from .operations import Rpc, api_version, client_method, rpc_methods
 
-RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance_action
+RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance_action;
+#                                       1.4: slots(watts=)
 EXMODS = ["fluidvim.orchestrator.exception"]
 BROKER_FIX = ("start RabbitMQ (systemctl start rabbitmq-server), or fix [orchestrator] "
               "transport_url / --transport-url")

@@ -23,6 +23,26 @@ from fluidvim.common.slotcodec import decode_delay, decode_slots, log2_range
 from .exception import invalid
 
 
+def _watts(payload: dict) -> float | None:
+    w = payload.get("watts_per_slot")
+    if w is None:
+        return None
+    w = float(w)
+    if not w >= 0:
+        raise ValueError(f"watts_per_slot: {w} is not a non-negative number")
+    return w
+
+
+def _weighted(pairs) -> float | None:
+    """The mean of (W/slot, free slots) pairs weighted by free slots (plain when all are 0)."""
+    if not pairs:
+        return None
+    n = sum(f for _, f in pairs)
+    if n <= 0:
+        return sum(w for w, _ in pairs) / len(pairs)
+    return sum(w * f for w, f in pairs) / n
+
+
 # -- the registry --
 @dataclasses.dataclass
 class SlotReport:
@@ -38,6 +58,7 @@ class SlotReport:
     # slots handed out up to this time are already subtracted from ``slots`` (an estimate from
     # a bucket update: SlotRegistry._estimate); None = count them as reservations
     counted_upto: float | None = None
+    watts_per_slot: float | None = None   # the VNF's attributed watts / its slot capacity
 
 
 def validate_aliases(aliases) -> dict:
@@ -165,7 +186,7 @@ class SlotRegistry:
                          slots=slots, delay_s=decode_delay(int(payload["q"])),
                          region=payload.get("region", "default"), at=at,
                          exact=payload["exact"] if payload.get("exact") is not None else last,
-                         counted_upto=upto)
+                         counted_upto=upto, watts_per_slot=_watts(payload))
         return self.apply(rep)
 
     def forget(self, instance: str) -> None:
@@ -248,22 +269,29 @@ class SlotRegistry:
         return bool(reps) and total > 0 and all(r.at > since and r.slots >= total
                                                  for r in reps)
 
-    def aggregate(self, service: str, level: str = "zone") -> dict:
-        """Free slots for ``service`` summed per instance | host | zone | region."""
+    def aggregate(self, service: str, level: str = "zone", watts: bool = False) -> dict:
+        """Free slots for ``service`` summed per instance | host | zone | region; with
+        ``watts``, ``{"free": n, "watts_per_slot": W}`` per key: the instances' W/slot averaged
+        weighted by their free slots (all alike when none is free), None when none reported it."""
         if level not in ("instance", "host", "zone", "region"):
             raise invalid("level", f"{level!r} is not one of instance, host, zone, region")
         out: dict = {}
+        acc: dict = {}
         for rep, free in self.entries(service):
             k = {"instance": rep.instance, "host": f"{rep.zone}/{rep.host}", "zone": rep.zone,
                  "region": rep.region}[level]
             out[k] = out.get(k, 0) + free
-        return out
+            if rep.watts_per_slot is not None:
+                acc.setdefault(k, []).append((rep.watts_per_slot, free))
+        if not watts:
+            return out
+        return {k: {"free": n, "watts_per_slot": _weighted(acc.get(k))} for k, n in out.items()}
 
 
 def _report_of(row) -> SlotReport:
     return SlotReport(zone=row.zone, host=row.host, instance=row.instance, service=row.service,
                       slots=row.slots, delay_s=row.delay_s, region=row.region, at=row.at,
-                      exact=row.exact)
+                      exact=row.exact, watts_per_slot=row.watts_per_slot)
 
 
 class SharedSlotRegistry(SlotRegistry):

@@ -10,6 +10,11 @@
   notifications: the updates of one tick packed 2-4 bytes each (``wire="compact"``, the default),
   or one ``fluidvim.slots.update`` JSON notification per update (``wire="json"``: readable on
   the wire; the listener logs every decoded update at debug level either way).
+  An update may carry the VNF's **watts per slot** (its attributed watts, ``fluidvim metrics
+  serve``, over its slot capacity): ``watts_per_slot`` in the JSON form, and in a batch a
+  separate field ``w`` (key index -> W/slot) beside the packed records, which stay as
+  :mod:`~fluidvim.common.slotcodec` packs them. It rides on the updates sent anyway (a change of
+  watts alone sends nothing).
 * :class:`SlotAgent` - a small loop over a zone-like source of per-instance slots that publishes
   through a SlotPublisher: the embedded local zone (launch core), nova-compute
   (:mod:`fluidvim.nova_driver.slots`) and the orchestrator's poller of each Nomad zone run one.
@@ -59,6 +64,8 @@ class SlotPublisher:
         self.keys = KeyTable(heartbeat, clock)
         self.epoch = uuid.uuid4().hex[:8]   # a receiver keeps one key table per epoch
         self._pending: list | None = None   # records of the open batch()
+        self._watts: dict = {}              # key index -> W/slot of the open batch()
+        self._wps: dict = {}                # (instance, service) -> W/slot (set_watts)
         self.messages = 0                   # notifications sent (a batch is one)
         self.encoder = SlotEncoder()
         self.limiter = RateLimiter(min_interval, clock)
@@ -71,8 +78,9 @@ class SlotPublisher:
     def publish(self, *, zone: str, host: str, instance: str, service: str, slots: int,
                 delay_s: float | None, region: str = "default", force: bool = False) -> bool:
         """Send one update unless it is unchanged (and no heartbeat is due) or rate limited.
-        Returns whether it was sent."""
+        Returns whether it was sent (with the watts per slot :meth:`set_watts` gave, if any)."""
         key = (instance, service)
+        watts_per_slot = self._wps.get(key)
         last = self._last.get(key)
         code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
@@ -89,18 +97,29 @@ class SlotPublisher:
         if self.wire == "json":
             payload = {"zone": zone, "host": host, "instance": instance, "service": service,
                        "region": region, "at": time.time(), **msg}
+            if watts_per_slot is not None:
+                payload["watts_per_slot"] = round(float(watts_per_slot), 6)
             self.notifier.info({}, EVENT_UPDATE, payload)
             self.messages += 1
         else:
             idx = self.keys.index((zone, host, instance, service, region))
             rec = (idx, msg["s"], msg["m"], msg["q"], msg.get("exact"))
-            if self._pending is not None:
-                self._pending.append(rec)
-            else:
+            if watts_per_slot is not None:
+                self._watts[idx] = round(float(watts_per_slot), 6)
+            if self._pending is None:
                 self._send_batch([rec])
+            else:
+                self._pending.append(rec)
         self._last[key] = (code, now, int(slots))
         self.sent += 1
         return True
+
+    def set_watts(self, instance: str, service: str, watts_per_slot: float | None) -> None:
+        """The VNF's watts per slot, carried by its next updates (None: not known)."""
+        if watts_per_slot is None:
+            self._wps.pop((instance, service), None)
+        else:
+            self._wps[(instance, service)] = float(watts_per_slot)
 
     def _send_batch(self, records: list) -> None:
         payload = {"e": self.epoch, "t": round(time.time(), 3),
@@ -108,6 +127,9 @@ class SlotPublisher:
         defs = self.keys.definitions(r[0] for r in records)
         if defs:
             payload["k"] = defs
+        watts = {str(r[0]): self._watts.pop(r[0]) for r in records if r[0] in self._watts}
+        if watts:
+            payload["w"] = watts
         self.notifier.info({}, EVENT_BATCH, payload)
         self.messages += 1
 
@@ -138,6 +160,16 @@ class SlotPublisher:
         self.messages += 1
         for key in [k for k in self._last if k[0] == instance]:
             self._last.pop(key)
+            self._wps.pop(key, None)
+
+
+def watts_per_slot(entry: dict) -> float | None:
+    """W per slot of an :meth:`SlotAgent` source's entry: its ``watts`` (the VNF's attributed
+    watts) over its slot capacity ``total``; None when either is unknown."""
+    w, total = entry.get("watts"), entry.get("total")
+    if w is None or not total or total <= 0:
+        return None
+    return float(w) / float(total)
 
 
 class SlotAgent:
@@ -146,7 +178,8 @@ class SlotAgent:
     ``zone`` needs ``name``, ``region``, ``host_name`` and ``instance_slots()`` ->
     {instance id: {"service", "free", ...}}. An entry may also carry ``host`` / ``zone`` (where
     that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
-    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given);
+    ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given) and
+    ``watts`` with ``total`` (:func:`watts_per_slot`);
     ``free = None`` means "unknown this tick": nothing is sent and the instance is not taken for
     gone. Instances that disappear are announced ``gone``. :meth:`wake` and :meth:`forget` never
     block their caller (e.g. a spawn or a delete in nova-compute while the broker is down): they
@@ -183,6 +216,7 @@ class SlotAgent:
                 if not svc or s.get("free") is None or vid in forgotten:
                     continue          # not started for a service / no reading this tick
                 zone = s.get("zone") or self.zone.name
+                self.publisher.set_watts(vid, svc, watts_per_slot(s))
                 sent += self.publisher.publish(zone=zone, host=s.get("host") or default_host,
                                                instance=vid, service=svc, slots=s["free"],
                                                delay_s=self._delay(svc, s, delays),

@@ -351,12 +351,12 @@ class API:
         self._service_owner(ctx, policy, body["service"])
         return self.orch.resolve(body["service"], client_location=body.get("client_location"))
 
-    def op_slots(self, ctx, policy, body=None, service=None, level="zone"):
+    def op_slots(self, ctx, policy, body=None, service=None, level="zone", watts=False):
         if service:
             self._service_owner(ctx, policy, service)
-            return self.orch.slots(service, level)
+            return self.orch.slots(service, level, watts=watts)
         self.authorize(ctx, policy, ctx.project_id)
-        res = self.orch.slots(None, level)
+        res = self.orch.slots(None, level, watts=watts)
         keep = self.visible(ctx, "service", list(res))
         return {k: v for k, v in res.items() if k in keep}
 

@@ -6,4 +6,4 @@ A new revision: `alembic -c tools/alembic.ini -n orchestrator revision --autogen
 (from the source tree; read and edit what it wrote), then set HEAD to its id.
 """
 
-HEAD = "0006"      # this release's head revision (tests check it against versions/)
+HEAD = "0007"      # this release's head revision (tests check it against versions/)

@@ -125,13 +125,16 @@ class LocalZone(ZoneAdapter):
         return out
 
     def instance_slots(self) -> dict[str, dict]:
-        """{vnf id: {"name", "service", "total", "used", "free"}} asked from each running VNF."""
+        """{vnf id: {"name", "service", "total", "used", "free"}} asked from each running VNF,
+        with ``watts`` (its attributed watts) while this host's exporter attributes power."""
         out = {}
         per_name = self.mgr.slots()["vnfs"]
+        power = (self.mgr.power_state() or {}).get("vnfs", {})
         for rec in self.mgr.list():
             s = per_name.get(rec.name)
             if s is not None and rec.status == vstates.RUNNING:
-                out[rec.id] = {"name": rec.name, "service": service_of(rec.name), **s}
+                out[rec.id] = {"name": rec.name, "service": service_of(rec.name), **s,
+                               "watts": (power.get(rec.id) or {}).get("watts")}
         return out
 
     def stats(self, instance_id: str) -> dict:

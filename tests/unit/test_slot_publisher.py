@@ -74,3 +74,65 @@ def test_nearly_full_changes_are_sent_exact(bus):
     wait_for(lambda: free() == 1, "room again")
     assert (pub.sent, pub.suppressed) == (6, 4)
     assert listener.endpoint.received == 6
+
+
+class _Source:
+    """A zone-like source (SlotAgent): one VNF with its attributed watts and slot capacity."""
+    name, region, host_name = "z", "r", "h"
+
+    def __init__(self):
+        self.slots = {"i1": {"service": "svc", "free": 900, "total": 1000, "watts": 12.5},
+                      "i2": {"service": "svc", "free": 100, "total": 1000, "watts": None}}
+
+    def instance_slots(self):
+        return self.slots
+
+
+@pytest.mark.parametrize("wire", ["compact", "json"])
+def test_watts_per_slot_travel_with_the_updates_into_the_registry(bus, wire):
+    """The agent's watts per slot (watts / total) ride on each update, compact (the batch's
+    separate ``w`` field) or JSON (``watts_per_slot``); the registry keeps them per instance and
+    a level's figure is weighted by free slots; an instance with no power figure has None."""
+    from fluidvim.common.slotnotify import SlotAgent
+    pub, reg, listener, now = bus
+    pub.wire = wire
+    src = _Source()
+    agent = SlotAgent(src, pub)
+    assert agent.tick() == 2
+    wait_for(lambda: len(reg.reports()) == 2, "both updates")
+    assert {r.instance: r.watts_per_slot for r in reg.reports()} == {
+        "i1": pytest.approx(0.0125), "i2": None}
+    assert reg.aggregate("svc", "instance", watts=True) == {
+        "i1": {"free": 900, "watts_per_slot": pytest.approx(0.0125)},
+        "i2": {"free": 100, "watts_per_slot": None}}
+    src.slots["i2"]["watts"] = 50.0                 # a change of watts alone sends nothing
+    assert agent.tick() == 0
+    now[0] += 300.0                                 # the heartbeat carries the new figure
+    assert agent.tick() == 2
+    wait_for(lambda: all(r.watts_per_slot for r in reg.reports()), "the heartbeat")
+    # the zone's W/slot: 900 free at 0.0125 and 100 at 0.05, weighted by free slots
+    (z,) = reg.aggregate("svc", "zone", watts=True).values()
+    assert z == {"free": 1000, "watts_per_slot": pytest.approx((900 * 0.0125 + 100 * 0.05) / 1000)}
+    assert reg.aggregate("svc", "zone") == {"z": 1000}      # without watts: as before
+
+
+def test_watts_per_slot_bad_value_names_the_field():
+    from fluidvim.orchestrator.slots import SlotRegistry
+    reg = SlotRegistry()
+    with pytest.raises(ValueError, match="watts_per_slot"):
+        reg.apply_message({**WHERE, "at": 1.0, "s": 3, "m": 1, "q": 0, "watts_per_slot": -1})
+
+
+def test_shared_registry_keeps_watts_per_slot_in_the_database(tmp_path):
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SharedSlotRegistry, SlotReport
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        SharedSlotRegistry(store).apply(SlotReport(zone="z", host="h", instance="i1",
+                                                   service="svc", slots=7, delay_s=0.1,
+                                                   watts_per_slot=0.25))
+        other = SharedSlotRegistry(store)               # another orchestrator reads it
+        assert other.aggregate("svc", "host", watts=True) == {
+            "z/h": {"free": 7, "watts_per_slot": 0.25}}
+    finally:
+        store.close()
