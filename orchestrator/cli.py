@@ -190,13 +190,25 @@ def cmd_zone_list(args, api):
     _out(args, api.list_zones(), text)
 
 
+def _slot_figure(v) -> str:
+    """A level's free slots, with its watts per slot when asked (``--watts``: slot
+    notifications carry each VNF's; '-' where none was reported)."""
+    if not isinstance(v, dict) or "watts_per_slot" not in v:
+        return f"{v}"
+    w = v["watts_per_slot"]
+    return f"{v['free']} ({'-' if w is None else f'{w:.4f}'} W/slot)"
+
+
 @_command
 def cmd_slots(args, api):
     def text(d):
         for svc, per in d.items():
-            print(f"{svc}: " + (", ".join(f"{k} {v}" for k, v in sorted(per.items()))
+            print(f"{svc}: " + (", ".join(f"{k} {_slot_figure(v)}" for k, v in sorted(per.items()))
                                 or "no free slots reported"))
-    _out(args, api.slots(args.service, args.level), text)
+    if args.watts:
+        _out(args, api.slots(args.service, args.level, watts=True), text)
+    else:
+        _out(args, api.slots(args.service, args.level), text)
 
 
 @_command
@@ -368,10 +380,14 @@ def power_parser(pw):
 
 def slots_parser(sl):
     sl.formatter_class = FMT
-    sl.epilog = "examples:\n  fluidvim slots\n  fluidvim slots fw --level host\n"
+    sl.epilog = ("examples:\n  fluidvim slots\n  fluidvim slots fw --level host\n"
+                 "  fluidvim slots fw --level instance --watts\n")
     common(sl)
     sl.add_argument("service", nargs="?")
     sl.add_argument("--level", default="zone", choices=["instance", "host", "zone", "region"])
+    sl.add_argument("--watts", action="store_true",
+                    help="each level's free slots with its watts per slot (the VNFs' attributed "
+                         "watts over their slots, from slot notifications)")
     sl.set_defaults(func=cmd_slots)
 
 

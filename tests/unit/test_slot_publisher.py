@@ -136,3 +136,27 @@ def test_shared_registry_keeps_watts_per_slot_in_the_database(tmp_path):
             "z/h": {"free": 7, "watts_per_slot": 0.25}}
     finally:
         store.close()
+
+
+def test_fluidvim_slots_watts_shows_each_levels_watts_per_slot(capsys):
+    """``fluidvim slots --watts`` prints each level's free slots and W/slot ('-' where no VNF
+    reported one); without it, the free slots alone as before."""
+    import argparse
+
+    from fluidvim.orchestrator import cli
+    from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
+    reg = SlotRegistry()
+    reg.apply(SlotReport(zone="z", host="h1", instance="i1", service="svc", slots=10,
+                         delay_s=0.1, watts_per_slot=0.02))
+    reg.apply(SlotReport(zone="z", host="h2", instance="i2", service="svc", slots=5, delay_s=0.1))
+
+    class Api:
+        def slots(self, service=None, level="zone", watts=False):
+            return {"svc": reg.aggregate("svc", level, watts=watts)}
+
+    p = argparse.ArgumentParser()
+    cli.slots_parser(p)
+    cli.cmd_slots.__wrapped__(p.parse_args(["svc", "--level", "host", "--watts"]), Api())
+    assert capsys.readouterr().out == "svc: z/h1 10 (0.0200 W/slot), z/h2 5 (- W/slot)\n"
+    cli.cmd_slots.__wrapped__(p.parse_args(["svc", "--level", "host"]), Api())
+    assert capsys.readouterr().out == "svc: z/h1 10, z/h2 5\n"
