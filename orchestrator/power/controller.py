@@ -11,10 +11,20 @@ p99 in microseconds), the controller
 * **observes** the VNF's own latency histogram (``stats`` → ``latency_ns.buckets_log2``, PROTOCOL.md)
   over the interval (the difference of two replies) and takes its p99 the way the VNF does (the
   lower bound of the bucket holding it), and its packets;
+* **observes the host's side too** (``taps``: its NICs' host taps, :func:`tap_counters`), because
+  the histogram starts at FromDevice and is blind to a frame that waits in the RX ring while the
+  capped vCPU is throttled or halted: the tap's ``tx_dropped`` (frames the host had for the VNF
+  and dropped, its ring and the tap's queue full) and the **ring backlog**, ``tx_packets`` of the
+  tap (frames the backend put into the guest's ring) minus the VNF's own ``rx`` of that NIC
+  (frames it took), less the smallest difference seen (an offset: frames before its driver
+  counted, a restart resets it; TSO superframes count once on the tap and per segment in the VNF,
+  so with TCP it reads low and the drops remain);
 * **decides**, with hysteresis:
 
-  - no reply (the VNF stopped answering), or p99 > 2 × target: **release** at once, back to the
-    CPU quota its flavor reserved;
+  - no reply (the VNF stopped answering), p99 > 2 × target, frames dropped for it on the host,
+    or a backlog of ``full`` of the ring (:meth:`LatencyController.set_ring`) or more: **release** at once,
+    back to the CPU quota its flavor reserved;
+  - a backlog of ``high`` of the ring or more: **hold** (no step down however good p99);
   - p99 > target: **up** one step (quota × ``up``);
   - p99 ≤ target / 2, or too few packets to show a p99, ``hold_intervals`` intervals in a row:
     **down** one step (quota × ``down``, never below ``min_quota_us``);
@@ -28,12 +38,13 @@ p99 in microseconds), the controller
 
 Its decisions are logged and kept (:attr:`LatencyController.decisions`), and the exporter shows
 them in ``<run_dir>/power.json`` (``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``.
-Not yet: powercap limits.
+Not yet: powercap limits; a view of the ring itself (the backlog is inferred from counters).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 from oslo_log import log as logging
@@ -65,6 +76,24 @@ def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int
 
 
 POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
+RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
+
+
+def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:
+    """Per tap (a VNF's NICs, in order) ``{"tx_packets", "tx_dropped"}`` from
+    ``<sys_root>/<tap>/statistics``: what the host handed the VNF's backend and what it dropped
+    for it; None when one cannot be read (a tap in another namespace, gone)."""
+    out = []
+    for tap in taps:
+        d = {}
+        for f in ("tx_packets", "tx_dropped"):
+            try:
+                with open(os.path.join(sys_root, tap, "statistics", f)) as fh:
+                    d[f] = int(fh.read())
+            except (OSError, ValueError):
+                return None
+        out.append(d)
+    return out
 
 
 @dataclasses.dataclass
@@ -76,6 +105,9 @@ class VnfState:
     good: int = 0                    # intervals in a row at or under target / 2
     buckets: list | None = None
     last: dict | None = None         # the last decision
+    tap_dropped: int | None = None   # the taps' tx_dropped at the last interval
+    ring_raw: list | None = None     # per NIC: (tap tx_packets, VNF rx), last read
+    ring_base: list | None = None    # per NIC: the smallest of those (the offset)
 
 
 class LatencyController:
@@ -93,19 +125,33 @@ class LatencyController:
         self.down, self.up, self.hold_intervals = down, up, hold_intervals
         self.min_packets = min_packets
         self.poller, self.min_poll_us = poller, int(min_poll_us)
+        self.set_ring()
+
+    def set_ring(self, frames: int = RING_FRAMES, high: float = 0.25, full: float = 0.75) -> None:
+        """The RX ring's size in frames and the fractions of it at which a backlog holds the
+        cap (``high``) and releases it (``full``)."""
+        if not 0 < high <= full <= 1 or frames < 1:
+            raise PowerError(f"controller ring thresholds need 0 < high <= full <= 1 and frames "
+                             f">= 1, got high={high} full={full} frames={frames}")
+        self.ring_high, self.ring_full = high * frames, full * frames
         self.state: dict = {}
         self.decisions: list = []
 
     def forget(self, key: str) -> None:
         self.state.pop(key, None)
 
-    def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None) -> dict:
-        """One interval of one VNF: observe ``stats`` (None: it did not answer), decide, act."""
+    def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
+             taps: list | None = None) -> dict:
+        """One interval of one VNF: observe ``stats`` (None: it did not answer) and ``taps``
+        (:func:`tap_counters` of its NICs' host taps, read just after; None: not known),
+        decide, act."""
         reserved = max(1, int(vcpus)) * self.period_us
         st = self.state.get(key)
         if st is None:
             st = self.state[key] = VnfState(reserved_us=reserved, quota_us=reserved)
-        action, why, p99, packets = self._decide(st, stats, float(target_us) * 1000.0)
+        dropped, backlog = self._ring(st, stats, taps)
+        action, why, p99, packets = self._decide(st, stats, float(target_us) * 1000.0,
+                                                 dropped, backlog)
         if action != DOWN and action != HOLD:
             st.good = 0
         new = st.quota_us
@@ -124,7 +170,8 @@ class LatencyController:
             self.actuator(key, new)
             st.quota_us = new
         d = {"vnf": name, "at": time.time(), "action": action, "why": why, "p99_ns": p99,
-             "packets": packets, "target_us": target_us, "quota_us": st.quota_us,
+             "packets": packets, "host_dropped": dropped, "ring_backlog": backlog,
+             "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
         st.last = d
@@ -145,7 +192,32 @@ class LatencyController:
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
             LOG.debug("controller %s: poll window not set: %s", name, e)
 
-    def _decide(self, st: VnfState, stats: dict | None, target_ns: float):
+    @staticmethod
+    def _ring(st: VnfState, stats: dict | None, taps: list | None):
+        """(frames the host dropped for the VNF this interval, its ring backlog in frames), each
+        None when not known (see the module doc)."""
+        if taps is None:
+            st.tap_dropped = st.ring_raw = st.ring_base = None
+            return None, None
+        total = sum(int(t["tx_dropped"]) for t in taps)
+        prev, st.tap_dropped = st.tap_dropped, total
+        dropped = None if prev is None else (total - prev if total >= prev else total)
+        nics = (stats or {}).get("nics") or []
+        if stats is None or len(nics) != len(taps):
+            st.ring_raw = st.ring_base = None
+            return dropped, None
+        cur = [(int(t["tx_packets"]), int(n.get("rx", 0))) for t, n in zip(taps, nics)]
+        raw = [tx - rx for tx, rx in cur]
+        old = st.ring_raw
+        if (st.ring_base is None or old is None or len(old) != len(cur)
+                or any(tx < ptx or rx < prx for (tx, rx), (ptx, prx) in zip(cur, old))):
+            st.ring_base = list(raw)             # first read, or a counter restarted
+        st.ring_base = [min(b, r) for b, r in zip(st.ring_base, raw)]
+        st.ring_raw = cur
+        return dropped, max(r - b for r, b in zip(raw, st.ring_base))
+
+    def _decide(self, st: VnfState, stats: dict | None, target_ns: float,
+                dropped: int | None = None, backlog: int | None = None):
         """(action, why, p99 ns, packets) of one interval."""
         if stats is None:
             return RELEASE, "no stats reply", None, None
@@ -153,11 +225,18 @@ class LatencyController:
         first = st.buckets is None
         p99, packets = (None, 0) if first else interval_p99(st.buckets, b1)
         st.buckets = b1
+        if dropped:
+            return RELEASE, f"host dropped {dropped} frames for it (ring full)", p99, packets
+        if backlog is not None and backlog >= self.ring_full:
+            return RELEASE, f"ring backlog {backlog} frames", p99, packets
         if first:
             return HOLD, "first observation", None, 0
         shown = p99 is not None and packets >= self.min_packets
         if p99 is not None and p99 > 2 * target_ns:
             return RELEASE, f"p99 {p99} ns > 2 x target", p99, packets
+        if backlog is not None and backlog >= self.ring_high:
+            st.good = 0
+            return HOLD, f"ring backlog {backlog} frames", p99, packets
         if shown and p99 > target_ns:
             return UP, f"p99 {p99} ns > target", p99, packets
         if not shown or p99 <= target_ns / 2:

@@ -50,7 +50,7 @@ from oslo_log import log as logging
 
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
 from .chain import build_chain, register_opts as register_power_opts
-from .controller import LatencyController
+from .controller import LatencyController, tap_counters
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
@@ -147,7 +147,8 @@ class HostSampler:
             if target is not None and self.controller is not None:
                 self._ids[spec.uuid] = rec.id
                 try:
-                    d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st)
+                    d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st,
+                                             tap_counters([n.tap for n in spec.nics or ()]))
                     with self.lock:               # the HTTP thread copies it
                         self.control[rec.id] = d
                 except (OSError, ValueError, PowerError) as e:

@@ -149,3 +149,77 @@ def test_the_busy_poll_window_follows_the_quota_and_is_retried():
     fail.clear()
     d = _run(c, h, [(500, 8192)])[0]                                    # hold: told again
     assert told[-1] == 1000 and d["poll_window_applied_us"] == 1000
+
+
+class Ring:
+    """A VNF's one NIC seen from both ends: its host tap's counters (tx_packets: frames its
+    backend put into the guest's RX ring; tx_dropped: frames the host dropped for it) and the
+    VNF's own rx (frames it took from the ring), with its latency histogram."""
+
+    def __init__(self, offset: int = 0):
+        self.h = Hist()
+        self.tx, self.dropped, self.rx = offset, 0, 0
+
+    def interval(self, frames: int, taken: int, dropped: int = 0, ns: int = 1024):
+        """``frames`` put in the ring, ``taken`` of them by the VNF (each in ``ns``)."""
+        self.tx += frames
+        self.rx += taken
+        self.dropped += dropped
+        st = self.h.add(taken, ns)
+        st["nics"] = [{"rx": self.rx, "tx": self.rx}]
+        return st, [{"tx_packets": self.tx, "tx_dropped": self.dropped}]
+
+
+def _ring_run(c, ring, steps):
+    return [c.step("u1", "fw.1", 10, 1, *ring.interval(*s)) for s in steps]
+
+
+def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
+    """The VNF's own p99 stays 1 us (well within target) while frames pile up in its ring: a
+    backlog over ring_high holds the cap where it is, over ring_full releases it, and so does a
+    frame the host's tap dropped for it; the tap's offset before the VNF counted is not a
+    backlog."""
+    writes = []
+    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1)
+    c.set_ring(256, high=0.25, full=0.75)
+    ring = Ring(offset=40)                      # 40 frames on the tap before the VNF counted
+    ds = _ring_run(c, ring, [(0, 0), (1000, 1000), (1000, 1000)])
+    assert [d["action"] for d in ds] == ["hold", "down", "down"]
+    assert [d["ring_backlog"] for d in ds] == [0, 0, 0] and ds[1]["host_dropped"] == 0
+    d = _ring_run(c, ring, [(1000, 900)])[0]        # 100 frames wait: >= 64 (a quarter)
+    assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("hold", 100, 64_000), d
+    assert d["why"] == "ring backlog 100 frames"
+    d = _ring_run(c, ring, [(1000, 900)])[0]        # 200 wait: >= 192 (three quarters)
+    assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("release", 200, 100_000), d
+    assert writes[-1] == 100_000
+    d = _ring_run(c, ring, [(1000, 1200)])[0]       # drained: good again, down
+    assert (d["action"], d["ring_backlog"]) == ("down", 0), d
+    d = _ring_run(c, ring, [(1000, 1000, 5)])[0]    # the host dropped 5 frames for it
+    assert (d["action"], d["host_dropped"], d["quota_us"]) == ("release", 5, 100_000), d
+    assert d["why"] == "host dropped 5 frames for it (ring full)"
+
+
+def test_ring_signal_resets_with_a_restarted_vnf_and_is_absent_without_taps():
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    ring = Ring()
+    _ring_run(c, ring, [(0, 0), (1000, 1000)])
+    ring.h, ring.rx = Hist(), 0                     # the VNF restarted: its rx counts from 0
+    d = _ring_run(c, ring, [(100, 100)])[0]
+    assert d["ring_backlog"] == 0 and d["action"] != "release", d
+    h = Hist()                                      # no tap counters: the histogram alone
+    d = c.step("u2", "fw.2", 10, 1, h.add(0, 1))
+    d = c.step("u2", "fw.2", 10, 1, h.add(1000, 1024))
+    assert (d["ring_backlog"], d["host_dropped"], d["action"]) == (None, None, "down")
+
+
+def test_tap_counters_read_sysfs_and_say_none_when_a_tap_is_missing(tmp_path):
+    for tap, (tx, dr) in {"fvt0": (12, 0), "fvt1": (7, 3)}.items():
+        d = tmp_path / tap / "statistics"
+        d.mkdir(parents=True)
+        (d / "tx_packets").write_text(f"{tx}\n")
+        (d / "tx_dropped").write_text(f"{dr}\n")
+    assert ctl.tap_counters(["fvt0", "fvt1"], str(tmp_path)) == [
+        {"tx_packets": 12, "tx_dropped": 0}, {"tx_packets": 7, "tx_dropped": 3}]
+    assert ctl.tap_counters(["fvt0", "gone"], str(tmp_path)) is None
+    with pytest.raises(power.PowerError, match="high <= full"):
+        ctl.LatencyController(lambda k, q: None).set_ring(256, high=0.9, full=0.5)
