@@ -13,6 +13,13 @@ Run inside the test network's namespaces (``python -m fluidvim.evaluator.loadgen
   through the VNF (both directions) and the echo. Packets sent in the warm-up are not counted;
   a packet that has not come back ``drain`` seconds after the last send counts as lost.
 
+Where no host namespace reaches the VNF under test (a Nova or Nomad zone), the traffic comes from a
+**generator VNF** instead: the unikernel's ``FastUDPFlows`` source and ``TimestampDiff`` meter
+(contract/PROTOCOL.md section 5), one ``configure`` per step. :func:`generator_config` writes that
+configuration, :func:`vnf_result` turns the generator's ``stats`` into the same result object as
+:func:`client` (latency there is the round trip as the generator VNF's engine sees it: its own
+vCPU's scheduling delay included, unlike the client's kernel receive timestamps).
+
 The client prints one JSON object: sent, received, loss, offered and achieved pps, and latency
 quantiles in ms. With ``--windows N`` the measured time is split into N windows by send time and
 ``latency_ms``/``loss`` are the medians over the windows of each window's quantiles/loss (the
@@ -244,6 +251,69 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
         "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
         "latency_ms": robust, "latency_pooled_ms": pooled,
         "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
+    }
+
+
+# the generator VNF's elements (contract/PROTOCOL.md section 5): source and meter names in its config
+GEN_SOURCE, GEN_METER = "gen", "meter"
+GEN_MAX_RATE = 10_000_000          # FastUDPFlows RATE, frames/s in all
+GEN_MAX_FLOWS = 64512              # FastUDPFlows FLOWS
+GEN_MIN_FRAME, GEN_MAX_FRAME = 60, 1514
+_GEN_QUANTILE_KEYS = {0.5: "p50_ns", 0.75: "p75_ns", 0.9: "p90_ns", 0.95: "p95_ns",
+                      0.99: "p99_ns", 0.999: "p999_ns"}
+
+
+def generator_config(*, sessions: int, pps: float, duration: float, src_mac: str, dst_mac: str,
+                     src_ip: str, dst_ip: str, frame: int = GEN_MIN_FRAME, tx_nic: int = 0,
+                     rx_nic: int = 1) -> str:
+    """The generator VNF's configuration for one step: ``sessions`` UDP flows of ``pps`` frames/s
+    each for ``duration`` s, out of NIC ``tx_nic`` from ``src_mac``/``src_ip`` to
+    ``dst_mac``/``dst_ip``; what comes back on NIC ``rx_nic`` is measured (``TimestampDiff``).
+    A bad value raises ``ValueError`` naming the argument and its range."""
+    rate = round(sessions * pps)
+    if not 1 <= sessions <= GEN_MAX_FLOWS:
+        raise ValueError(f"sessions={sessions}: the generator makes 1..{GEN_MAX_FLOWS} flows")
+    if not 1 <= rate <= GEN_MAX_RATE:
+        raise ValueError(f"sessions * pps = {rate} frames/s: the generator sends 1.."
+                         f"{GEN_MAX_RATE}; lower pps or sessions")
+    if duration <= 0:
+        raise ValueError(f"duration={duration}: a step lasts > 0 s")
+    if not GEN_MIN_FRAME <= frame <= GEN_MAX_FRAME:
+        raise ValueError(f"frame={frame}: frames are {GEN_MIN_FRAME}..{GEN_MAX_FRAME} bytes")
+    limit = max(1, round(rate * duration))
+    return (f"{GEN_SOURCE} :: FastUDPFlows({rate}, {limit}, {frame}, {src_mac}, {src_ip}, "
+            f"{dst_mac}, {dst_ip}, {sessions}) -> ToDevice({tx_nic});\n"
+            f"FromDevice({rx_nic}) -> {GEN_METER} :: TimestampDiff -> Discard;")
+
+
+def generator_elements(stats: dict) -> tuple[dict, dict]:
+    """The source's and the meter's entries of a generator VNF's ``stats`` (KeyError if the
+    VNF does not run :func:`generator_config`'s graph)."""
+    by_name = {e["name"]: e for e in stats.get("elements", ())}
+    return by_name[GEN_SOURCE], by_name[GEN_METER]
+
+
+def vnf_result(stats: dict, *, sessions: int, pps: float, duration: float) -> dict:
+    """One step's result from the generator VNF's ``stats`` read after the step (and a drain),
+    in :func:`client`'s shape: ``sent`` = frames that left the generator, ``received`` = frames
+    measured back, ``loss`` = 1 - received/sent; ``send_errors`` = frames the generator could
+    not send (its TX ring full) and ``missed`` = frames it skipped because it fell > 20 ms behind
+    its schedule: both mean the generator, not the VNF under test, was the limit."""
+    src, meter = generator_elements(stats)
+    sent, got = src["sent"], meter["count"]
+    active_s = src["active_ns"] / 1e9
+    lat = ({str(q): meter[k] / 1e6 for q, k in _GEN_QUANTILE_KEYS.items()} if got else {})
+    return {
+        "sessions": sessions, "session_pps": pps, "offered_pps": sessions * pps, "proto": "udp",
+        "source": "vnf",
+        "achieved_pps": (sent - 1) / active_s if active_s > 0 and sent > 1 else 0.0,
+        "sent": sent, "received": got, "send_errors": src["dropped"], "missed": src["missed"],
+        "windows": 1, "loss": max(0.0, 1.0 - got / sent) if sent else 1.0,
+        "loss_pooled": max(0.0, 1.0 - got / sent) if sent else 1.0, "loss_worst_window": None,
+        "duration_s": duration, "mean_send_lag_ms": None,
+        "latency_ms": lat, "latency_pooled_ms": lat,
+        "min_ms": meter["min_ns"] / 1e6 if got else None,
+        "max_ms": meter["max_ns"] / 1e6 if got else None,
     }
 
 
