@@ -187,6 +187,7 @@ class FluidvimPolicy:
         self.do_ahead, self.forecast_window_s = ahead, forecast_window_s
         self.reserve = reserve
         self.short_ahead = 0            # instances the forecast wants beyond those there are
+        self.keep_ahead = 0             # room wake_ahead keeps beyond it: the scaler's next step
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
         self.orch = None
@@ -338,11 +339,12 @@ class FluidvimPolicy:
                                             lead_s=v["lead_s"], headroom=v["headroom"])
             short += max(0, want - len(self.by_service.get(name, ())))
         self.short_ahead = short
+        keep = self.keep_ahead = max((v["headroom"] // v["slots"] + 1
+                                      for v in services.values()), default=0)
         if not short:
             return []
         room = self.zone.room(("on", "waking"))
         off = [h for h in self.zone.info if self.zone.state(h) == "off"]
-        keep = max(v["headroom"] // v["slots"] + 1 for v in services.values())
         wake = power.wake_ahead(short, room, [self._fleet_host(h) for h in off],
                                 fill=lambda fh: self.zone.fill[fh.name], keep=keep)
         for h in wake:
@@ -355,7 +357,7 @@ class FluidvimPolicy:
         """Of the empty hosts the simulator would power off now, those the orchestrator keeps
         awake: the room the wake-ahead forecast needs (``power.keep_awake``; the power loop
         powers off no host whose room the forecast needs either)."""
-        if not self.do_ahead or self.short_ahead <= 0:
+        if not self.do_ahead:
             return []
         room = self.zone.room(("on", "waking"))
         # what powering a host off takes from the room: its own, and - on a mixed fleet -
@@ -371,7 +373,9 @@ class FluidvimPolicy:
             loses.append((h, room - self.zone.room(("on", "waking"))))
             self.zone.set_eligible(h, True)
         self._refill()
-        return power.keep_awake(self.short_ahead, room, loses)
+        # keep: the scaler's next step, as wake_ahead keeps it - a power-off that leaves less
+        # is undone by the next step's wake_ahead (a boot at peak power; the scale-out waits)
+        return power.keep_awake(self.short_ahead, room, loses, keep=self.keep_ahead)
 
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it

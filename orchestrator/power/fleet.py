@@ -397,18 +397,26 @@ def wake_ahead(shortfall: float, room: float, asleep, fill=None, u: float | None
     return out
 
 
-def keep_awake(shortfall: float, room: float, empty) -> list[str]:
+def keep_awake(shortfall: float, room: float, empty, keep: float = 0.0) -> list[str]:
     """Of the empty hosts due to power off (``empty``: ``(name, room)`` pairs, the VNFs each
     still takes), those to keep awake because the forecast needs their room: the room left
     without them (``room``: of the hosts in service and waking, these included) must still
     cover ``shortfall``, the instances the services want one boot from now beyond those they
-    have (:func:`forecast_instances`). The hosts with the least room go first; a host is kept
-    when powering it off would leave less than the shortfall. (bench/energy: a host woken
+    have (:func:`forecast_instances`), plus ``keep``: the scaler's next step, the same
+    ``keep`` :func:`wake_ahead` is given. The hosts with the least room go first; a host is kept
+    when powering it off would leave less than that. (bench/energy: a host woken
     ahead of a ramp stood empty through the hold time and was powered off minutes before the
-    scale-out that needed it, which then waited a boot on the next host woken.)"""
+    scale-out that needed it, which then waited a boot on the next host woken. And without
+    ``keep``, at no shortfall, an efficient host powered off took the others' room to 0 - their
+    fill limits fall when it becomes the best host to wake - and :func:`wake_ahead` woke it
+    again the next step: a boot at peak power every ~8 min, the scaler's next step waiting on
+    it: 132 refused sessions at the peak of bench/energy's heterogeneous 20-host day.)"""
+    if keep < 0:
+        raise PowerError(f"keep_awake: keep must be >= 0 (room in VNFs), not {keep!r}")
+    need = shortfall + keep
     kept = []
     for name, r in sorted(empty, key=lambda x: (x[1], x[0])):
-        if room - r < shortfall - 1e-9:
+        if room - r < need - 1e-9:
             kept.append(name)
         else:
             room -= r

@@ -169,6 +169,39 @@ def test_consolidation_never_cuts_a_session(services):
     assert r.moved <= r.slo_misses
 
 
+def test_a_consolidation_move_starts_the_replacement_before_the_source_stops(services):
+    """A drained instance is moved, not dropped: its replacement is placed when the drain
+    starts, so each service keeps its slots in service while the drained sessions end (left to
+    the scaler's threshold, the drained sessions came back as arrivals faster than its rate
+    window saw, and sessions were refused after a drain)."""
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 4, 1, model=SMALL)
+    cfg = sim.SimConfig(warmup_s=600.0, day_s=3600.0, consolidate_every_s=120.0)
+    demand = StepDemand(svcs, fl.threads, [(-1e9, 0.6), (600.0, 0.2)])
+    from bench.energy.fluidvim_policy import FluidvimConsolidatePolicy
+    pol = FluidvimConsolidatePolicy(measurement, svcs, trend_s=300.0, u_low=0.5)
+    s = sim.Simulator(fl, svcs, demand, cfg, pol)
+
+    def serving():
+        ins, v = s.inst, s.inst.view()
+        ok = ins.alive[v] & (ins.drain[v] == sim.DRAIN_NONE)
+        return np.bincount(ins.svc[v][ok], minlength=len(svcs))
+
+    drains = []
+    consolidate = s._consolidate
+
+    def watched(t):
+        before, moves = serving(), s.count["moves"]
+        consolidate(t)
+        if s.count["moves"] > moves:
+            drains.append((before, serving(), s.count["moves"] - moves))
+    s._consolidate = watched
+    s.run()
+    assert drains, "the load drop should have made the policy empty a host"
+    for before, after, moved in drains:
+        assert (after >= before).all(), (before, after, moved)
+
+
 def test_bench_end_to_end_on_a_tiny_fleet(tmp_path, services):
     pytest.importorskip("highspy", reason="pip install -c constraints.txt -e .[test]")
     out = tmp_path / "energy"

@@ -887,3 +887,18 @@ def test_keep_awake_keeps_the_empty_hosts_whose_room_the_forecast_needs():
     assert power.keep_awake(0, 100, [("b", 40), ("a", 30)]) == []         # no shortfall
     assert power.keep_awake(95, 100, [("b", 40), ("a", 30)]) == ["a", "b"]
     assert power.keep_awake(30, 100, [("b", 40), ("a", 30)]) == []         # 30 left covers it
+
+
+def test_keep_awake_keeps_the_scalers_next_step_as_wake_ahead_does():
+    # no shortfall, but powering off "eff" takes the room from 65 to 0 (the others' fill limits
+    # fall when it becomes the best host to wake): wake_ahead(keep=4) would wake it again
+    assert power.keep_awake(0, 65, [("eff", 65)]) == []                    # without keep: off
+    assert power.keep_awake(0, 65, [("eff", 65)], keep=4) == ["eff"]
+    assert power.keep_awake(0, 65, [("eff", 61)], keep=4) == []            # 4 left: enough
+    # the same boundary as wake_ahead: a host kept here is one wake_ahead would not wake
+    off = [power.FleetHost("eff", power.SpecpowerLibrary().curve("spec0120"), capacity=65)]
+    assert power.wake_ahead(0, 4, off, keep=4) == []
+    assert power.wake_ahead(0, 3, off, keep=4) == ["eff"]
+    assert power.keep_awake(2, 10, [("a", 5)], keep=4) == ["a"]            # 5 < 2 + 4
+    with pytest.raises(power.PowerError, match="keep"):
+        power.keep_awake(0, 10, [("a", 5)], keep=-1)
