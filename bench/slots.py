@@ -25,6 +25,10 @@ instances themselves are counters (the truth); what is measured is the wire and 
 * FUSION's model R = M*U*Z*B (:func:`fluidvim.common.slotcodec.update_bandwidth`) with the
   measured U and B, next to the measured rate.
 
+Each instance also counts the sessions it ever opened (the VNF's ``slots.opened``), which rides
+the exact updates to the registry and releases the slots it handed out that have connected
+(``--opened off``: instances without it, as a VNF before that counter).
+
 The same ramp (same seed) runs once per wire.
 
 ``qoe`` - free slots from QoE on a real VNF with real traffic: the stage-1 load probe of this
@@ -75,11 +79,12 @@ class Instances:
         self.read: dict[str, int] = {}        # free slots at the agent's last reading
         self.since: dict[str, int] = {}       # sessions admitted since that reading
         self.where: dict[str, tuple[str, str]] = {}      # instance -> (zone, service)
+        self.opened: dict[str, int] = {}      # sessions ever opened (the VNF's slots.opened)
         for z in range(zones):
             for s in range(services):
                 for k in range(per_zone):
                     vid = f"z{z}-s{s}-i{k}"
-                    self.used[vid] = 0
+                    self.used[vid] = self.opened[vid] = 0
                     self.where[vid] = (f"z{z}", f"svc{s}")
 
     def free(self, vid: str) -> int:
@@ -98,12 +103,14 @@ class Instances:
 class ZoneSource:
     """What a SlotAgent reads: one zone's instances (the launch core's instance_slots shape)."""
 
-    def __init__(self, name: str, inst: Instances):
+    def __init__(self, name: str, inst: Instances, opened: bool = True):
         self.name, self.region, self.host_name, self.inst = name, "bench", f"{name}-host", inst
+        self.opened = opened
 
     def instance_slots(self) -> dict:
         with self.inst.lock:
-            out = {v: {"service": s, "free": self.inst.free(v), "delay_s": 0.05}
+            out = {v: {"service": s, "free": self.inst.free(v), "delay_s": 0.05,
+                       **({"opened": self.inst.opened[v]} if self.opened else {})}
                    for v, (z, s) in self.inst.where.items() if z == self.name}
             for v, e in out.items():
                 self.inst.read[v], self.inst.since[v] = e["free"], 0
@@ -178,7 +185,8 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
         pub = SlotPublisher(transport, f"fluidvim.bench.z{z}", topic,
                             min_interval=o.slot_update_min_interval,
                             heartbeat=o.slot_heartbeat_interval, wire=wire)
-        agents.append(SlotAgent(ZoneSource(f"z{z}", inst), pub, None, a.agent_interval))
+        agents.append(SlotAgent(ZoneSource(f"z{z}", inst, a.opened == "on"), pub, None,
+                                a.agent_interval))
     resolver = Resolver(None, reg, {}, None)   # its choice among free slots (_free_slot)
     rnd = random.Random(seed)
     counts = {"resolutions": 0, "admitted": 0, "to_full": 0, "refused": 0,
@@ -235,6 +243,7 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
                     light["to_full"] += is_light
                     continue
                 inst.used[vid] += 1
+                inst.opened[vid] += 1
                 inst.since[vid] = inst.since.get(vid, 0) + 1
                 counts["admitted"] += 1
                 departures.append((now + rnd.expovariate(1.0 / a.hold), vid))
@@ -304,7 +313,7 @@ def cmd_wire(a) -> dict:
         "setup": {"zones": a.zones, "services": a.services, "instances_per_service_zone": a.per_zone,
                   "slots_per_instance": a.capacity, "ramp_peak_per_s": a.peak,
                   "duration_s": a.duration, "hold_mean_s": a.hold, "seed": a.seed,
-                  "agent_interval_s": a.agent_interval,
+                  "agent_interval_s": a.agent_interval, "vnf_opened_counter": a.opened == "on",
                   "reservation_ttl_s": (o.reservation_ttl if a.reservation_ttl is None
                                         else a.reservation_ttl),
                   "slot_update_min_interval_s": o.slot_update_min_interval,
@@ -467,6 +476,9 @@ def main(argv=None) -> int:
                    help="the registry's reservation_ttl: how long a handed-out slot may take to "
                         "show in its instance's count (default: [orchestrator] reservation_ttl; "
                         "this bench's sessions show at once)")
+    w.add_argument("--opened", choices=("on", "off"), default="on",
+                   help="whether the instances report their sessions opened (the VNF's "
+                        "slots.opened): off = a VNF without it, as before issue 23's counter")
     w.add_argument("--wires", default="json,compact", help="which wires to run, in order")
     w.add_argument("--part", default="wire",
                    help="key of slots.json to write (the headline figures come from 'wire')")

@@ -18,7 +18,7 @@ import math
 import threading
 import time
 
-from fluidvim.common.slotcodec import decode_delay, decode_slots, log2_range
+from fluidvim.common.slotcodec import decode_delay, decode_slots, log2_range, opened_delta
 
 from .exception import invalid
 
@@ -58,6 +58,7 @@ class SlotReport:
     # slots handed out up to this time are already subtracted from ``slots`` (an estimate from
     # a bucket update: SlotRegistry._estimate); None = count them as reservations
     counted_upto: float | None = None
+    opened: int | None = None       # the VNF's sessions ever opened (with an exact count)
     watts_per_slot: float | None = None   # the VNF's attributed watts / its slot capacity
 
 
@@ -92,6 +93,14 @@ class SlotRegistry:
     (its flow table shows a session only once the client's packets arrive), and after that until
     a report newer than the reservation arrives (an instance that never reports keeps it). The
     error is conservative: a slot may count twice for a while; it is never handed out twice.
+
+    An exact update that carries the VNF's ``opened`` counter (sessions ever opened; contract/
+    PROTOCOL.md ``stats``) ends reservations without waiting: the k sessions opened since the
+    previous such update are the k oldest slots handed out before its reading
+    (:meth:`_connected`), so they are in its count. The others are clients that have not
+    connected yet and keep counting for ``reservation_ttl`` (their time to connect: ending them
+    sooner would hand their slot out again). Like :meth:`_estimate` this takes every session to
+    come through the resolver, and clients to connect in the order they were given slots.
     """
 
     def __init__(self, ttl: float = 120.0, reservation_ttl: float = 5.0, clock=time.time):
@@ -101,6 +110,7 @@ class SlotRegistry:
         self._lock = threading.Lock()
         self._reports: dict[tuple[str, str], SlotReport] = {}
         self._reserved: dict[tuple[str, str], list[float]] = {}
+        self._opened: dict[tuple[str, str], int] = {}      # the last ``opened`` per key
         self.aliases: dict[str, dict[str, float]] = {}
         self._decision = threading.Lock()
         # () -> {"zone/host": reason} of hosts out of service (hostpower: draining, off, ...):
@@ -187,13 +197,39 @@ class SlotRegistry:
                          region=payload.get("region", "default"), at=at,
                          exact=payload["exact"] if payload.get("exact") is not None else last,
                          counted_upto=upto, watts_per_slot=_watts(payload))
+        if payload.get("opened") is not None and payload.get("exact") is not None:
+            rep.opened = int(payload["opened"])
+            self._connected(key, old, rep.opened, at)
         return self.apply(rep)
+
+    def _connected(self, key, old: SlotReport | None, opened: int, at: float) -> int:
+        """An exact update read at ``at`` with the VNF's ``opened``: release the slots handed
+        out before ``at`` whose sessions it shows opened since the previous ``opened`` - the
+        oldest, as many as it opened (:func:`fluidvim.common.slotcodec.opened_delta`; nothing on
+        the first one, on a restarted VNF, or on an update older than the last report). Returns
+        how many were released."""
+        if old is not None and old.at > at:
+            return 0
+        with self._lock:
+            prev, self._opened[key] = self._opened.get(key), opened
+        k = opened_delta(prev, opened) if prev is not None else None
+        return self._release_oldest(key, k, at) if k else 0
+
+    def _release_oldest(self, key, count: int, at: float) -> int:
+        """Drop the ``count`` oldest reservations of ``key`` made at or before ``at``."""
+        with self._lock:
+            ts = sorted(self._reserved.get(key, []))
+            n = min(count, sum(1 for t in ts if t <= at))
+            if n:
+                self._reserved[key] = ts[n:]
+        return n
 
     def forget(self, instance: str) -> None:
         with self._lock:
             for key in [k for k in self._reports if k[0] == instance]:
                 self._reports.pop(key, None)
                 self._reserved.pop(key, None)
+                self._opened.pop(key, None)
 
     def reserve(self, instance: str, service: str, count: int = 1) -> None:
         """``count`` slots of ``instance``'s ``service`` handed out (an alias session takes
@@ -335,6 +371,11 @@ class SharedSlotRegistry(SlotRegistry):
     def _reflected_upto(self, key, old, exact, at):
         # the store keeps no counted_upto: reservations end by the ttl rule alone (no query)
         return None
+
+    def _release_oldest(self, key, count, at):
+        # every orchestrator receives the update and would release them again from the shared
+        # reservations: they end by the ttl rule alone here
+        return 0
 
     def reserve(self, instance: str, service: str, count: int = 1) -> None:
         self.store.add_reservations(instance, service, count, self.clock())

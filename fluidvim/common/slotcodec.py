@@ -19,8 +19,18 @@ Encodings (all pure functions, each with its inverse):
   shown in the count (which stays a lower bound), where a count resent only on a change of
   bucket left them counted until the heartbeat - an instance with room read as full.
 * **compact batch** (:func:`pack_records`, :class:`KeyTable`, :func:`decode_batch`): the updates
-  of one publisher tick as 2-4 bytes each, in one notification, instead of one JSON notification
+  of one publisher tick as 2-6 bytes each, in one notification, instead of one JSON notification
   each (what the publishers send; :func:`decode_batch` gives back the readable JSON form).
+* **sessions opened**: an update with an exact count also carries the VNF's ``opened`` counter
+  (contract/PROTOCOL.md ``stats``: sessions ever opened, monotonic) when its source reads it,
+  on the compact wire modulo :data:`OPENED_MOD` (1-2 bytes); :func:`opened_delta` gives back the
+  sessions opened between two updates. The registry releases that many of the slots it handed
+  out (they are in the count now) instead of counting them for ``reservation_ttl``. Only with
+  an exact count: that is where a handed-out slot decides whether an instance has room (nearly
+  full); a bucket update's count is an estimate the registry already takes the slots handed
+  out before it from (:meth:`fluidvim.orchestrator.slots.SlotRegistry._estimate`). So an update
+  stays within FUSION's ~4 bytes plus 1-2: 2 bytes as a bucket, 4-5 nearly full
+  (index < 8: header 1, slot/delay 1, exact 1, opened 1-2).
 * **queuing delay** Q = 0.1 * 2^q seconds in 4 bits: q = 0..14 (0.1 s .. 1638.4 s; a delay is
   rounded *up* to the next step), q = 15 = infinite (the zone cannot launch the service on demand).
   Throughout the orchestrator an infinite delay is ``None``.
@@ -41,6 +51,9 @@ LOG2_MAX_CODE = (1 << LOG2_BITS) - 1          # 15
 DELAY_INF_CODE = 15
 DELAY_BASE_S = 0.1
 EXACT_BELOW = 16       # counts below this always travel exact (1 more byte in a compact record)
+# ``opened`` travels modulo this (a 1-2 byte varint); a difference of half of it or more between
+# two updates is taken for a restarted VNF (its counter began again at 0): nothing is released
+OPENED_MOD = 1 << 14
 
 
 # -- encodings --
@@ -117,12 +130,14 @@ def update_bandwidth(resolvers: int, services: int, update_rate_hz: float, zones
 
 # -- the compact batch: updates as a few bytes each --
 # One record per update, packed back to back:
-#   varint  (index << 3) | (log10 magnitude << 1) | has_exact
+#   varint  (index << 4) | (has_opened << 3) | (log10 magnitude << 1) | has_exact
 #   byte    (log2 slot code << 4) | delay code
-#   varint  exact count, only when has_exact (a change of magnitude)
+#   varint  exact count, only when has_exact (a change of magnitude, or nearly full)
+#   varint  sessions opened modulo OPENED_MOD, only when has_opened (with an exact count)
 # ``index`` names (zone, host, instance, service, region) within one publisher's key table, which
 # the batch carries for new keys (and again every heartbeat, for receivers that started later).
-# So a usual update is 2 bytes, one with its exact count 3-4 bytes (FUSION's ~4-byte update).
+# So a usual update is 2 bytes, one with its exact count 3-4 bytes (FUSION's ~4-byte update), and
+# with the VNF's opened counter 1-2 more.
 
 def _put_varint(out: bytearray, n: int) -> None:
     if n < 0:
@@ -149,20 +164,30 @@ def _get_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def pack_records(records) -> bytes:
-    """``records``: (index, s, m, q, exact or None) -> the packed bytes."""
+    """``records``: (index, s, m, q, exact or None[, opened or None]) -> the packed bytes
+    (``opened`` travels modulo :data:`OPENED_MOD`, and only with an exact count)."""
     out = bytearray()
-    for idx, s, m, q, exact in records:
+    for rec in records:
+        idx, s, m, q, exact = rec[:5]
+        opened = rec[5] if len(rec) > 5 else None
         if not (0 <= s <= LOG2_MAX_CODE and 0 <= m <= 3 and 0 <= q <= DELAY_INF_CODE):
             raise ValueError(f"record of key {idx}: s={s} m={m} q={q} out of range")
-        _put_varint(out, (idx << 3) | (m << 1) | (exact is not None))
+        if opened is not None and (exact is None or opened < 0):
+            raise ValueError(f"record of key {idx}: opened={opened} needs an exact count and "
+                             "must be >= 0")
+        _put_varint(out, (idx << 4) | ((opened is not None) << 3) | (m << 1)
+                    | (exact is not None))
         out.append((s << 4) | q)
         if exact is not None:
             _put_varint(out, exact)
+        if opened is not None:
+            _put_varint(out, opened % OPENED_MOD)
     return bytes(out)
 
 
-def unpack_records(data: bytes) -> list[tuple[int, int, int, int, int | None]]:
-    """The inverse of :func:`pack_records`; ValueError on a truncated record."""
+def unpack_records(data: bytes) -> list[tuple[int, int, int, int, int | None, int | None]]:
+    """The inverse of :func:`pack_records`: (index, s, m, q, exact, opened modulo
+    :data:`OPENED_MOD`) each, None where absent; ValueError on a truncated record."""
     out, pos = [], 0
     while pos < len(data):
         head, pos = _get_varint(data, pos)
@@ -170,11 +195,22 @@ def unpack_records(data: bytes) -> list[tuple[int, int, int, int, int | None]]:
             raise ValueError("compact slot record truncated before its slot/delay byte")
         sq = data[pos]
         pos += 1
-        exact = None
+        exact = opened = None
         if head & 1:
             exact, pos = _get_varint(data, pos)
-        out.append((head >> 3, sq >> 4, (head >> 1) & 3, sq & 15, exact))
+        if head & 8:
+            opened, pos = _get_varint(data, pos)
+        out.append((head >> 4, sq >> 4, (head >> 1) & 3, sq & 15, exact, opened))
     return out
+
+
+def opened_delta(previous: int, current: int) -> int | None:
+    """Sessions a VNF opened between two ``opened`` readings, from their values modulo
+    :data:`OPENED_MOD` (the JSON form's full values give the same); None when the difference is
+    half the modulus or more: a VNF that restarted (its counter began again at 0) or readings
+    too far apart to tell."""
+    d = (int(current) - int(previous)) % OPENED_MOD
+    return None if d >= OPENED_MOD // 2 else d
 
 
 class KeyTable:
@@ -217,7 +253,7 @@ def decode_batch(payload: dict, table: dict) -> tuple[list[dict], int]:
         table[int(i)] = tuple(k)
     at = float(payload["t"])
     out, unknown = [], 0
-    for idx, s, m, q, exact in unpack_records(base64.b64decode(payload["u"])):
+    for idx, s, m, q, exact, opened in unpack_records(base64.b64decode(payload["u"])):
         key = table.get(idx)
         if key is None:
             unknown += 1
@@ -227,6 +263,8 @@ def decode_batch(payload: dict, table: dict) -> tuple[list[dict], int]:
                "region": region, "at": at, "s": s, "m": m, "q": q}
         if exact is not None:
             msg["exact"] = exact
+        if opened is not None:
+            msg["opened"] = opened
         out.append(msg)
     return out, unknown
 

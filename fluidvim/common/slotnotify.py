@@ -9,7 +9,10 @@
   and sends them (``info`` priority, on the notification topic) as ``fluidvim.slots.batch``
   notifications: the updates of one tick packed 2-4 bytes each (``wire="compact"``, the default),
   or one ``fluidvim.slots.update`` JSON notification per update (``wire="json"``: readable on
-  the wire; the listener logs every decoded update at debug level either way).
+  the wire; the listener logs every decoded update at debug level either way). An update with
+  an exact count carries the VNF's ``opened`` counter (sessions ever opened) when the source
+  reads it (:meth:`SlotPublisher.note_opened`); a change of it alone is news (rate limited): it
+  tells the registry that slots it handed out have connected.
   An update may carry the VNF's **watts per slot** (its attributed watts, ``fluidvim metrics
   serve``, over its slot capacity): ``watts_per_slot`` in the JSON form, and in a batch a
   separate field ``w`` (key index -> W/slot) beside the packed records, which stay as
@@ -35,6 +38,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from fluidvim.common.slotcodec import (
+    EXACT_BELOW,
     KeyTable,
     RateLimiter,
     SlotEncoder,
@@ -71,7 +75,8 @@ class SlotPublisher:
         self.limiter = RateLimiter(min_interval, clock)
         self.heartbeat = heartbeat
         self.clock = clock
-        self._last: dict = {}              # key -> (encoded tuple, sent at, count)
+        self._last: dict = {}              # key -> (encoded tuple, sent at, count, opened)
+        self._opened: dict = {}            # key -> the VNF's opened counter (note_opened)
         self.sent = 0
         self.suppressed = 0
 
@@ -82,9 +87,11 @@ class SlotPublisher:
         key = (instance, service)
         watts_per_slot = self._wps.get(key)
         last = self._last.get(key)
+        # the VNF's sessions opened: with an exact count only (nearly full), see slotcodec
+        opened = self._opened.pop(key, None) if slots < EXACT_BELOW else None
         code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
-        if (not force and last is not None and last[0] == code and last[2] == slots
+        if (not force and last is not None and last[0] == code and last[2] == slots and last[3] == opened
                 and now - last[1] < self.heartbeat):
             self.suppressed += 1                           # nothing new to say
             return False
@@ -94,6 +101,8 @@ class SlotPublisher:
             self.suppressed += 1
             return False
         msg = self.encoder.encode(key, slots, delay_s)
+        if opened is not None:
+            msg["opened"] = int(opened)
         if self.wire == "json":
             payload = {"zone": zone, "host": host, "instance": instance, "service": service,
                        "region": region, "at": time.time(), **msg}
@@ -103,16 +112,21 @@ class SlotPublisher:
             self.messages += 1
         else:
             idx = self.keys.index((zone, host, instance, service, region))
-            rec = (idx, msg["s"], msg["m"], msg["q"], msg.get("exact"))
+            rec = (idx, msg["s"], msg["m"], msg["q"], msg.get("exact"), msg.get("opened"))
             if watts_per_slot is not None:
                 self._watts[idx] = round(float(watts_per_slot), 6)
             if self._pending is None:
                 self._send_batch([rec])
             else:
                 self._pending.append(rec)
-        self._last[key] = (code, now, int(slots))
+        self._last[key] = (code, now, int(slots), opened)
         self.sent += 1
         return True
+
+    def note_opened(self, instance: str, service: str, opened: int) -> None:
+        """The VNF's ``opened`` counter (contract/PROTOCOL.md ``stats``) for the next
+        :meth:`publish` of (``instance``, ``service``)."""
+        self._opened[(instance, service)] = int(opened)
 
     def set_watts(self, instance: str, service: str, watts_per_slot: float | None) -> None:
         """The VNF's watts per slot, carried by its next updates (None: not known)."""
@@ -180,6 +194,7 @@ class SlotAgent:
     that instance runs, when the source spans several hosts: Nova computes, Nomad nodes) and
     ``delay_s`` (the host's own queuing delay, used when no ``queuing`` estimator is given) and
     ``watts`` with ``total`` (:func:`watts_per_slot`);
+    ``opened`` (the VNF's sessions opened, :meth:`SlotPublisher.note_opened`);
     ``free = None`` means "unknown this tick": nothing is sent and the instance is not taken for
     gone. Instances that disappear are announced ``gone``. :meth:`wake` and :meth:`forget` never
     block their caller (e.g. a spawn or a delete in nova-compute while the broker is down): they
@@ -217,6 +232,8 @@ class SlotAgent:
                     continue          # not started for a service / no reading this tick
                 zone = s.get("zone") or self.zone.name
                 self.publisher.set_watts(vid, svc, watts_per_slot(s))
+                if s.get("opened") is not None:
+                    self.publisher.note_opened(vid, svc, s["opened"])
                 sent += self.publisher.publish(zone=zone, host=s.get("host") or default_host,
                                                instance=vid, service=svc, slots=s["free"],
                                                delay_s=self._delay(svc, s, delays),

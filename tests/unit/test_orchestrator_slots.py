@@ -100,13 +100,44 @@ def test_bandwidth_model_reports_every_term():
 
 
 def test_compact_records_round_trip_every_code():
-    recs = [(i, s, m, q, None) for i, (s, m, q) in enumerate(
+    recs = [(i, s, m, q, None, None) for i, (s, m, q) in enumerate(
         (s, m, q) for s in range(16) for m in range(4) for q in range(16))]
-    data = slotcodec.pack_records(recs)
+    data = slotcodec.pack_records([r[:5] for r in recs])      # 5-tuples: no opened
     assert slotcodec.unpack_records(data) == recs
     # small indices: 2 bytes per update (the header varint and the slot/delay byte)
     assert len(slotcodec.pack_records([(5, 6, 2, 3, None)])) == 2
     assert slotcodec.unpack_records(b"") == []
+
+
+@pytest.mark.parametrize("opened", [0, 1, 127, 128, slotcodec.OPENED_MOD - 1,
+                                    slotcodec.OPENED_MOD, 10 * slotcodec.OPENED_MOD + 5])
+def test_compact_opened_rides_an_exact_update_modulo(opened):
+    recs = [(3, 4, 1, 2, 9, opened), (4, 4, 1, 2, 9, None), (700, 1, 1, 0, 1, opened)]
+    got = slotcodec.unpack_records(slotcodec.pack_records(recs))
+    mod = opened % slotcodec.OPENED_MOD
+    assert got == [(3, 4, 1, 2, 9, mod), (4, 4, 1, 2, 9, None), (700, 1, 1, 0, 1, mod)]
+    # nearly full with the opened counter: header, slot/delay, exact, opened (1-2 bytes)
+    assert len(slotcodec.pack_records([recs[0]])) == 3 + (1 if mod < 128 else 2)
+
+
+def test_compact_opened_needs_an_exact_count():
+    with pytest.raises(ValueError, match="opened=5 needs an exact count"):
+        slotcodec.pack_records([(0, 3, 1, 0, None, 5)])
+    with pytest.raises(ValueError, match="opened=-1"):
+        slotcodec.pack_records([(0, 3, 1, 0, 4, -1)])
+    with pytest.raises(ValueError, match="truncated"):
+        slotcodec.unpack_records(bytes([0x09, 0x10]))     # has exact + opened, neither there
+
+
+def test_opened_delta_across_the_modulus_and_a_restart():
+    mod = slotcodec.OPENED_MOD
+    assert slotcodec.opened_delta(10, 13) == 3
+    assert slotcodec.opened_delta(5, 5) == 0
+    assert slotcodec.opened_delta(mod - 2, 1) == 3                  # wrapped
+    assert slotcodec.opened_delta(100_000, 100_007) == 7           # full values (JSON form)
+    assert slotcodec.opened_delta(5000, 3) is None                 # the VNF restarted
+    assert slotcodec.opened_delta(0, mod // 2) is None              # too far apart to tell
+    assert slotcodec.opened_delta(0, mod // 2 - 1) == mod // 2 - 1
 
 
 MAGNITUDES = {0: 0, 5: 1, 50: 2, 500: 3, 5000: 3}       # count -> its 2-bit log10 code
@@ -357,3 +388,123 @@ def test_exact_count_ends_the_reservations_it_shows():
     reg3.reserve("i", "s")
     reg3.apply_message({**base, "at": 10.5, **enc.encode("k", 14, 0.5)})
     assert reg3.aggregate("s", "instance") == {"i": 13}
+
+
+def _opened_registry(now):
+    reg = S.SlotRegistry(ttl=1e12, reservation_ttl=5.0, clock=lambda: now[0])
+    base = {"zone": "z", "host": "h", "instance": "i", "service": "s", "region": "r"}
+
+    def report(at, free, opened):
+        m = {"s": slotcodec.encode_log2(free), "m": slotcodec.encode_log10(free), "q": 0,
+             "exact": free, "opened": opened}
+        return reg.apply_message({**base, "at": at, **m})
+    return reg, report
+
+
+def test_opened_releases_the_slots_that_connected_although_sessions_ended():
+    """Count 12, 4 slots handed out, then count 14 (all 4 connected, 6 others ended): the
+    count alone cannot tell them from clients still to come (they keep counting for the
+    ttl: 10 free); opened 100 -> 104 says all 4 are in the count (14 free)."""
+    now = [10.0]
+    reg, report = _opened_registry(now)
+    report(10.0, 12, 100)
+    for t in (10.1, 10.2, 10.3, 10.4):
+        now[0] = t
+        reg.reserve("i", "s")
+    now[0] = 11.0
+    reg.reserve("i", "s")                                    # after the next reading
+    assert report(10.9, 14, 104).opened == 104
+    assert reg.aggregate("s", "instance") == {"i": 13}      # only the one at 11.0 counts
+    # only 2 of them opened: the 2 oldest are in the count, the others still count
+    now[0] = 10.0
+    reg, report = _opened_registry(now)
+    report(10.0, 12, 100)
+    for t in (10.1, 10.2, 10.3, 10.4):
+        now[0] = t
+        reg.reserve("i", "s")
+    report(10.9, 14, 102)
+    assert reg.aggregate("s", "instance") == {"i": 12}
+    assert sorted(reg._reserved[("i", "s")]) == [10.3, 10.4]
+    now[0] = 15.45                                           # their time to connect ends
+    assert reg.aggregate("s", "instance") == {"i": 14}
+
+
+def test_opened_without_a_baseline_a_restart_or_out_of_order_releases_nothing():
+    now = [10.0]
+    reg, report = _opened_registry(now)
+    reg.reserve("i", "s")
+    report(10.5, 12, 7)                     # the first opened: a baseline only
+    assert reg.aggregate("s", "instance") == {"i": 11}
+    now[0] = 11.0
+    reg.reserve("i", "s")
+    report(11.5, 12, 3)                     # the VNF restarted (3 < 7): a new baseline
+    assert reg.aggregate("s", "instance") == {"i": 10}
+    report(11.2, 12, 9)                     # older than the last report: ignored
+    assert reg.aggregate("s", "instance") == {"i": 10}
+    report(11.8, 12, 5)                     # 2 opened since the restart's baseline
+    assert reg.aggregate("s", "instance") == {"i": 12}
+    # more opened than slots handed out (sessions not through this resolver): all released,
+    # none handed out after the reading
+    now[0] = 12.0
+    reg.reserve("i", "s")
+    report(11.9, 11, 50)
+    assert reg.aggregate("s", "instance") == {"i": 10}
+    # a bucket update (no exact count) carries no opened: nothing to match
+    assert reg.apply_message({"zone": "z", "host": "h", "instance": "i", "service": "s",
+                              "region": "r", "at": 12.5, "s": 5, "m": 2, "q": 0}).opened is None
+    reg.forget("i")
+    assert ("i", "s") not in reg._opened
+
+
+@pytest.mark.parametrize("wire", ["compact", "json"])
+def test_agent_carries_opened_to_the_registry(wire):
+    """A slot agent's source reads the VNF's opened: it rides the exact updates (compact:
+    modulo OPENED_MOD in the record; JSON: the full value) through the real notifier and
+    listener (in-process transport) and releases the registry's handed-out slots; a change
+    of opened alone (same count) is sent too."""
+    import time
+    import uuid
+
+    import oslo_messaging as messaging
+    from oslo_config import cfg
+
+    from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
+    from fluidvim.orchestrator.notify import SlotListener
+
+    conf = cfg.ConfigOpts()
+    conf([])
+    transport = messaging.get_notification_transport(conf, url="fake:/")
+    topic = f"slots_opened_{uuid.uuid4().hex[:8]}"
+    reg = S.SlotRegistry(ttl=3600, reservation_ttl=3600)
+    listener = SlotListener(transport, topic, reg)
+    listener.start()
+    pub = SlotPublisher(transport, "fvo.test", topic, min_interval=0.0, wire=wire)
+
+    class Source:
+        name, region, host_name = "z", "r", "h"
+        slots = {"i1": {"service": "svc", "free": 10, "opened": slotcodec.OPENED_MOD + 5}}
+
+        def instance_slots(self):
+            return self.slots
+
+    def wait_for(pred, what):
+        end = time.monotonic() + 10
+        while not pred():
+            assert time.monotonic() < end, f"timed out waiting for {what}"
+            time.sleep(0.01)
+
+    try:
+        agent = SlotAgent(Source(), pub)
+        assert agent.tick() == 1
+        wait_for(lambda: reg.reports(), "the first update")
+        assert reg.reports()[0].opened == (slotcodec.OPENED_MOD + 5 if wire == "json" else 5)
+        for _ in range(3):
+            reg.reserve("i1", "svc")
+        time.sleep(0.01)
+        Source.slots["i1"] = {"service": "svc", "free": 10, "opened": slotcodec.OPENED_MOD + 7}
+        assert agent.tick() == 1                        # opened moved, the count did not
+        wait_for(lambda: reg.aggregate("svc", "instance") == {"i1": 9}, "2 released")
+        assert agent.tick() == 0                        # nothing new
+    finally:
+        listener.stop()
+        transport.cleanup()
