@@ -37,6 +37,11 @@ CASES = [
     ("overcommitted-vcpus", 200.0, 100.0, 1.0, 1.0, 0.05, 0, 2, "vcpus",
      [vnf("a", vcpus=2, cpu_s=0.8, busy_s=0.5, poll_s=0.1, packets=50),
       vnf("b", vcpus=2, cpu_s=0.7, busy_s=0.2, poll_s=0.4, helper_s=0.1, packets=150)]),
+    # a vhost-user VNF beside a tap one: its backend's CPU (helper_s) is its vhost component and
+    # takes part in the scale-down when the VNFs' CPU-seconds exceed the host's busy time
+    ("vhost-backend-scaled", 140.0, 60.0, 1.0, 1.0, 0.1, 1500, 2, "vcpus",
+     [vnf("vhost-user", cpu_s=0.5, busy_s=0.3, poll_s=0.1, helper_s=0.45, packets=1000),
+      vnf("tap", cpu_s=0.3, busy_s=0.1, poll_s=0.15, packets=500)]),
     ("idle-rule-none", 100.0, 60.0, 1.0, 0.5, 0.0, 0, 8, "none",
      [vnf("a", cpu_s=0.2, busy_s=0.1, poll_s=0.05)]),
     ("idle-above-measured", 50.0, 70.0, 1.0, 0.2, 0.0, 0, 2, "vcpus",

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -459,7 +460,7 @@ func TestVhostUserNICs(t *testing.T) {
 		t.Skipf("fluidvim-vhost-net not built (%s): run make -C vhost", bin)
 	}
 	runDir := t.TempDir()
-	h, _ := newHarnessWith(t, runDir, nil, func(c *Config) {
+	h, d := newHarnessWith(t, runDir, nil, func(c *Config) {
 		c.NetBackend, c.VhostNetBinary = spec.NetVhostUser, bin
 	})
 	bridge(t, "fvtvb0")
@@ -480,6 +481,11 @@ func TestVhostUserNICs(t *testing.T) {
 	backend := strings.TrimSpace(string(out))
 	if backend == "" || strings.Contains(backend, "\n") {
 		t.Fatal("no fluidvim-vhost-net process for the VNF")
+	}
+	// the power meter charges that backend's CPU time to the task (its vhost component)
+	th, _ := d.tasks.Get(task.ID)
+	if c, ok := th.counters(); !ok || len(c.helperPids) != 1 || strconv.Itoa(c.helperPids[0]) != backend {
+		t.Errorf("power meter: backend pids %v, want [%s]", c.helperPids, backend)
 	}
 	taps := []string{state.Spec.Nics[0].Tap, state.Spec.Nics[1].Tap}
 	for i, tap := range taps {

@@ -4,8 +4,15 @@
 package unikernel
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
 )
 
 // Per-VNF power by useful work: the arithmetic of fluidvim.orchestrator.power.attribution's
@@ -168,4 +175,46 @@ func chargedCPU(vnfs []vnfDelta, softirqBusy float64, hostRxPackets int64) (map[
 		}
 	}
 	return cpu, total
+}
+
+// pidsWithArg is attribution.pids_with_arg: the processes under procRoot with an argument (after
+// the program's name) that ends with needle - ":<tap>" of a task's first NIC finds its
+// fluidvim-vhost-net, whose arguments are "<socket fd>:<tap>" (qemu.Boot).
+func pidsWithArg(procRoot, needle string) []int {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := bytes.Split(b, []byte{0})
+		for _, a := range args[min(1, len(args)):] {
+			if len(a) > 0 && bytes.HasSuffix(a, []byte(needle)) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// helperCPU is the CPU-seconds (user + system, all threads) of a task's vhost backend
+// processes: the task's vhost component (attribution.Attributor.vnf_counters' helper_ticks).
+func helperCPU(pids []int) float64 {
+	total := 0.0
+	for _, p := range pids {
+		if u, s, _, err := qemu.ProcStats(p); err == nil {
+			total += u + s
+		}
+	}
+	return total
 }

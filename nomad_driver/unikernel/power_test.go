@@ -192,3 +192,47 @@ func TestPowerMeterChargesARunningTask(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A task's vhost backend: found by its first NIC's tap argument ("<fd>:<tap>", the whole
+// argument's end, never the program's name), its CPU time charged as the task's vhost
+// component: the increase while it is the same process, all of it for a new one.
+func TestVhostHelperIsFoundAndCharged(t *testing.T) {
+	root := t.TempDir()
+	for pid, args := range map[string][]string{
+		"11":   {"fluidvim-vhost-net", "5:fvabcdef0123n0", "6:fvabcdef0123n1"},
+		"12":   {"fluidvim-vhost-net", "5:fvabcdef0123n00"},
+		"13":   {"x:fvabcdef0123n0"},
+		"self": {"fluidvim-vhost-net", "5:fvabcdef0123n0"},
+	} {
+		dir := filepath.Join(root, pid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(strings.Join(args, "\x00")+"\x00"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pidsWithArg(root, ":fvabcdef0123n0"); len(got) != 1 || got[0] != 11 {
+		t.Errorf("pidsWithArg = %v, want [11]", got)
+	}
+	self := helperCPU([]int{os.Getpid()})
+	for self == 0 { // until this process has a clock tick of CPU time
+		self = helperCPU([]int{os.Getpid()})
+	}
+	if got := helperCPU([]int{os.Getpid(), -1}); got < self {
+		t.Errorf("helperCPU: %v after %v (a missing process adds nothing)", got, self)
+	}
+	prev := taskCounters{pid: 10, cpuS: 5, vcpus: 1, helperS: 1.5, helperPids: []int{11}}
+	cur := prev
+	cur.cpuS, cur.helperS = 5.5, 1.75
+	if d := delta("t", &prev, cur); d.HelperS != 0.25 {
+		t.Errorf("same backend: HelperS %v, want 0.25", d.HelperS)
+	}
+	cur.helperPids, cur.helperS = []int{12}, 0.1
+	if d := delta("t", &prev, cur); d.HelperS != 0.1 {
+		t.Errorf("a new backend: HelperS %v, want 0.1", d.HelperS)
+	}
+	if d := delta("t", nil, cur); d.HelperS != 0 {
+		t.Errorf("first reading counts nothing: %+v", d)
+	}
+}

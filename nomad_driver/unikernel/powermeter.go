@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 
 	"github.com/fluidvim/fluidvim/nomad_driver/qemu"
+	"github.com/fluidvim/fluidvim/nomad_driver/spec"
 )
 
 // The plugin's power meter: every interval it reads the host's power figure, the host's CPU
@@ -150,6 +152,8 @@ type taskCounters struct {
 	pollUS     int64
 	packets    int64
 	vcpus      int
+	helperS    float64 // its vhost backend's user + system time (net_backend vhost-user)
+	helperPids []int
 	taskConfig *drivers.TaskConfig
 }
 
@@ -159,6 +163,10 @@ func (h *taskHandle) counters() (taskCounters, bool) {
 		return taskCounters{}, false
 	}
 	c := taskCounters{pid: h.pid, cpuS: user + sys, vcpus: max(1, h.spec.Vcpus), taskConfig: h.taskConfig}
+	if h.spec.NetBackend == spec.NetVhostUser && len(h.spec.Nics) > 0 {
+		c.helperPids = pidsWithArg("/proc", ":"+h.spec.Nics[0].Tap)
+		c.helperS = helperCPU(c.helperPids)
+	}
 	if st, err := h.stats(2 * time.Second); err == nil {
 		cpu, _ := st["cpu"].(map[string]any)
 		c.answered = cpu != nil
@@ -207,6 +215,11 @@ func delta(key string, prev *taskCounters, cur taskCounters) vnfDelta {
 		d.CPUS = cur.cpuS - prev.cpuS
 	} else {
 		d.CPUS, reset = cur.cpuS, true
+	}
+	if slices.Equal(prev.helperPids, cur.helperPids) {
+		d.HelperS = since64(prev.helperS, cur.helperS)
+	} else {
+		d.HelperS = cur.helperS // a new backend: all its time is new
 	}
 	if cur.answered && prev.answered {
 		if cur.uptimeUS < prev.uptimeUS || reset {

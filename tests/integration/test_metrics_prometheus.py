@@ -238,7 +238,9 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
 
 def test_vhost_backend_cpu_is_charged_to_its_vnf(make_manager, net):
     """net_backend vhost-user: the sampler finds the VNF's fluidvim-vhost-net (the process
-    given its first NIC's tap) and charges its CPU time to that VNF as host-side cost."""
+    given its first NIC's tap) and charges its CPU time (all its threads': /proc/<pid>/stat) to
+    that VNF as host-side cost: more with traffic than idle, and every interval still adds up
+    to the host's watts."""
     from fluidvim.orchestrator import power
 
     mgr = make_manager(backend="qemu", net_backend="vhost-user")
@@ -247,18 +249,31 @@ def test_vhost_backend_cpu_is_charged_to_its_vnf(make_manager, net):
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"))
     (c,) = sampler.read_vnfs()
     assert c.helper_pids == (helper,)
-    pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.002", "-w", "30", net.ip_b,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        sampler.step()
-        for _ in range(20):
+
+    def vhost_s(n):
+        """The vhost CPU-seconds charged over ``n`` one-second intervals, each checked."""
+        total = 0.0
+        for _ in range(n):
             time.sleep(1.0)
             iv = sampler.step()
-            if iv.vnfs[fw.vnf_id].cpu_s["vhost"] > 0:
+            iv.check()
+            s = iv.vnfs[fw.vnf_id]
+            assert s.components["vhost"] == pytest.approx(s.cpu_s["vhost"] * (
+                (iv.host_watts - iv.idle_watts) / iv.host_busy_s if iv.host_busy_s else 0.0))
+            total += s.cpu_s["vhost"]
+        return total
+
+    sampler.step()
+    idle = vhost_s(3)
+    pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.001", "-s", "1000", "-w", "30",
+                       net.ip_b, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        busy = vhost_s(3)
+        for _ in range(10):          # a loaded host may give the backend little CPU at first
+            if busy > idle and busy > 0:
                 break
-        s = iv.vnfs[fw.vnf_id]
-        assert s.cpu_s["vhost"] > 0 and s.components["vhost"] > 0, s
-        iv.check()
+            busy += vhost_s(1)
+        assert busy > idle and busy > 0, (idle, busy)
     finally:
         pinger.terminate()
         pinger.wait()
