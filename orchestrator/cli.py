@@ -15,6 +15,8 @@ import argparse
 import functools
 import sys
 
+from fluidvim.common.clicommon import time_ago
+
 from .clicommon import (  # the helpers moved to the leaf .clicommon (mano/cli.py uses them)
     command as _command,
     common,
@@ -147,6 +149,7 @@ def print_explanation(d, out=sys.stdout):
 
 
 @_command
+@_reads
 def cmd_placement_explain(args, api):
     _out(args, api.explain(args.decision), print_explanation)
 
@@ -172,22 +175,37 @@ def cmd_resolve(args, api):
     _out(args, api.resolve(args.service, client_location=args.location), text)
 
 
+def _print_host(h):
+    e = h["env"] or {}
+    env = f"env {h['env_uid']} ({e.get('launcher')}/{e.get('accel')}/{e.get('machine')})"
+    if "synced_at" not in h:                    # the zone's answer, now
+        print(f"  host {h['name']}: {env}, slots {h['slots_free']}/{h['slots_total']} free, "
+              f"cpu {h['cpu_util']:.2f}")
+        return
+    free = ("no slot report stored" if h["reported_free"] is None else
+            f"{h['reported_free']} free as last reported ({time_ago(h['reported_at'])})")
+    print(f"  host {h['name']}: {env}, synced {time_ago(h['synced_at'])}: {h['instances']} "
+          f"instance(s) with {h['instance_slots']} slots, {free}; cpu not known")
+
+
+def print_zones(zones):
+    for z in zones:
+        print(f"zone {z['name']} ({z['kind']}, region {z['region']})"
+              + (f" ERROR: {z['error']}" if z["error"] else ""))
+        for h in z["hosts"]:
+            _print_host(h)
+        if z["queuing_delay"] is None:
+            print("  queuing delay: not known (only the orchestrator estimates it)")
+        for svc, q in (z["queuing_delay"] or {}).items():
+            s = "infinite" if q["seconds"] is None else f"{q['seconds']:.3f} s"
+            print(f"  queuing delay {svc}: {s} ({q['basis']}, {q['samples']} samples, "
+                  f"{q['in_flight']} in flight)")
+
+
 @_command
+@_reads
 def cmd_zone_list(args, api):
-    def text(zones):
-        for z in zones:
-            print(f"zone {z['name']} ({z['kind']}, region {z['region']})"
-                  + (f" ERROR: {z['error']}" if z["error"] else ""))
-            for h in z["hosts"]:
-                e = h["env"]
-                print(f"  host {h['name']}: env {h['env_uid']} ({e['launcher']}/{e['accel']}/"
-                      f"{e['machine']}), slots {h['slots_free']}/{h['slots_total']} free, "
-                      f"cpu {h['cpu_util']:.2f}")
-            for svc, q in z["queuing_delay"].items():
-                s = "infinite" if q["seconds"] is None else f"{q['seconds']:.3f} s"
-                print(f"  queuing delay {svc}: {s} ({q['basis']}, {q['samples']} samples, "
-                      f"{q['in_flight']} in flight)")
-    _out(args, api.list_zones(), text)
+    _out(args, api.list_zones(), print_zones)
 
 
 def _slot_figure(v) -> str:
@@ -199,16 +217,25 @@ def _slot_figure(v) -> str:
     return f"{v['free']} ({'-' if w is None else f'{w:.4f}'} W/slot)"
 
 
+def print_slots(d):
+    def one(k, v):
+        if isinstance(v, dict) and "watts_per_slot" in v:
+            return f"{k} {_slot_figure(v)}"
+        if isinstance(v, dict):                 # from the database: the last report's figure
+            return f"{k} {v['free']} (as last reported, {time_ago(v['reported_at'])})"
+        return f"{k} {v}"
+    for svc, per in d.items():
+        print(f"{svc}: " + (", ".join(one(k, v) for k, v in sorted(per.items()))
+                            or "no free slots reported"))
+
+
 @_command
+@_reads
 def cmd_slots(args, api):
-    def text(d):
-        for svc, per in d.items():
-            print(f"{svc}: " + (", ".join(f"{k} {_slot_figure(v)}" for k, v in sorted(per.items()))
-                                or "no free slots reported"))
     if args.watts:
-        _out(args, api.slots(args.service, args.level, watts=True), text)
+        _out(args, api.slots(args.service, args.level, watts=True), print_slots)
     else:
-        _out(args, api.slots(args.service, args.level), text)
+        _out(args, api.slots(args.service, args.level), print_slots)
 
 
 @_command

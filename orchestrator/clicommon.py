@@ -135,7 +135,9 @@ def make_api(args):
 class StoreReader:
     """The read-only calls a command may answer from the orchestrator's database when the
     orchestrator does not answer (its broker, fluidvim-api or itself down): what is stored, as
-    the orchestrator lists it."""
+    the orchestrator lists it. What only the zones know now (a host's CPU load, the queuing
+    delay, a network's ports) is None, never guessed; slot figures are the last reports
+    stored, each with its time (``reported_at``)."""
 
     def __init__(self, store):
         self.store = store
@@ -144,22 +146,77 @@ class StoreReader:
         return [r.as_dict() for r in self.store.services()]
 
     def list_instances(self, service=None):
-        from fluidvim.common import instance_states as istates
-
-        return [i.as_dict() for i in self.store.instances(
-            service, statuses=(*istates.LIVE, istates.PAUSED))]
+        return [i.as_dict() for i in self.store.instances(service, statuses=_listed())]
 
     def list_decisions(self, limit=20):
         return [d.as_dict() for d in self.store.decisions(limit)]
 
-    def ns_api(self):
-        return self                 # ``ns list``: the NS client's list, from the database
+    def explain(self, decision_id):
+        from fluidvim.orchestrator.placement import explain
 
-    def list(self, deleted=False):
-        return [r.summary() for r in self.store.network_services(deleted)]
+        return explain(self.store, decision_id)
+
+    def list_zones(self):
+        """Zones and hosts as last synced; per host the orchestrator's instances there and
+        their slots, and the free slots of their last reports (``reported_at``: the oldest)."""
+        envs = {e.uid: e.env.to_dict() for e in self.store.envs()}
+        instances = self.store.instances(statuses=_listed())
+        reports = self.store.slot_reports()
+        out = []
+        for z in self.store.zones():
+            hosts = []
+            for h in self.store.hosts(z.name):
+                mine = [i for i in instances if (i.zone, i.host) == (z.name, h.name)]
+                reps = [r for r in reports if (r.zone, r.host) == (z.name, h.name)]
+                hosts.append({"name": h.name, "env_uid": h.env_uid, "env": envs.get(h.env_uid),
+                              "synced_at": h.updated_at, "instances": len(mine),
+                              "instance_slots": sum(i.slots_total for i in mine),
+                              "reported_free": sum(r.slots for r in reps) if reps else None,
+                              "reported_at": min(r.at for r in reps) if reps else None,
+                              "slots_total": None, "slots_free": None, "cpu_util": None})
+            out.append({"name": z.name, "kind": z.kind, "region": z.region, "error": None,
+                        "synced_at": z.updated_at, "hosts": hosts, "queuing_delay": None})
+        return out
+
+    def slots(self, service=None, level="zone", watts=False):
+        """Free slots per ``level`` as the last stored reports say (aliases applied, as the
+        orchestrator counts them; slots handed out since a report are not subtracted):
+        {service: {key: {"free": n, "reported_at": oldest report of the sum}}}."""
+        import math
+
+        if watts:
+            from fluidvim.orchestrator.exception import invalid
+
+            raise invalid("watts", "the watts per slot are known to the running orchestrator "
+                          "only (its slot registry)", "ask without --watts")
+
+        rows = self.store.services()
+        if service:
+            self.store.service_or_alias(service)        # NotFound names the service
+        names = [service] if service else [r.name for r in rows]
+        reports = self.store.slot_reports()
+        out = {}
+        for name in names:
+            bases = {name: 1.0, **{r.name: r.aliases[name] for r in rows if name in r.aliases}}
+            per = out.setdefault(name, {})
+            for rep in reports:
+                if rep.service not in bases:
+                    continue
+                k = {"instance": rep.instance, "host": f"{rep.zone}/{rep.host}",
+                     "zone": rep.zone, "region": rep.region}[level]
+                e = per.setdefault(k, {"free": 0, "reported_at": rep.at})
+                e["free"] += int(math.floor(rep.slots / bases[rep.service] + 1e-9))
+                e["reported_at"] = min(e["reported_at"], rep.at)
+        return out
 
     def close(self):
         self.store.close()
+
+
+def _listed():
+    from fluidvim.common import instance_states as istates
+
+    return (*istates.LIVE, istates.PAUSED)
 
 
 def store_reader(args):
@@ -189,14 +246,26 @@ def reads(fn):
     return fn
 
 
-def _from_store(fn, args, e) -> int | None:
+def _from_store(fn, args, e) -> int:
+    """A command the orchestrator did not answer (``e``: Unreachable): a read-only one answers
+    from the database with one warning line; else, or without a database here, ``e``'s line."""
+    from fluidvim.orchestrator.exception import OrchestratorError
+
     reader = store_reader(args) if getattr(fn, "reads_store", False) else None
     if reader is None:
-        return None
+        print(f"fluidvim: error: {e.message}", file=sys.stderr)
+        return 2
     print(f"fluidvim: warning: {e.message}; listed from the orchestrator's database, as last "
           "stored", file=sys.stderr)
     try:
         return fn(args, reader) or 0
+    except OrchestratorError as err:        # e.g. NotFound: the database has no such record
+        print(f"fluidvim: error: {err.message}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - the database failed in the middle: one line
+        print(f"fluidvim: error: the orchestrator's database cannot be read either: "
+              f"{str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
     finally:
         reader.close()
 
@@ -219,11 +288,7 @@ def command(fn):
             with lazy_api(args) as api:
                 return fn(args, api) or 0
         except Unreachable as e:
-            rc = _from_store(fn, args, e)
-            if rc is not None:
-                return rc
-            print(f"fluidvim: error: {e.message}", file=sys.stderr)
-            return 2
+            return _from_store(fn, args, e)
         except OrchestratorError as e:
             print(f"fluidvim: error: {e.message}", file=sys.stderr)
             return 2

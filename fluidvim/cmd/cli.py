@@ -18,7 +18,7 @@ import importlib
 import json
 import sys
 
-from fluidvim.common.clicommon import setup_logging as _setup_logging
+from fluidvim.common.clicommon import setup_logging as _setup_logging, time_ago
 from fluidvim.vnf import states as vstates
 
 EXAMPLES_VNF_RUN = """examples:
@@ -179,12 +179,6 @@ def _vnf_power(mgr, args):
         how = f"`fluidvim metrics serve`, {time_ago(iv['at'])}; joules since it started"
     v = iv["vnfs"].get(rec.id)
     return (v, iv, how) if v is not None else None
-
-
-def time_ago(at: float) -> str:
-    import time
-
-    return f"{max(0.0, time.time() - at):.0f} s ago"
 
 
 def _print_vnf_power(mgr, args):

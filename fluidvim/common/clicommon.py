@@ -10,6 +10,13 @@ from __future__ import annotations
 import logging
 
 
+def time_ago(at: float | None) -> str:
+    """``at`` (epoch seconds) as "N s ago"; None (never happened) as "never"."""
+    import time
+
+    return "never" if at is None else f"{max(0.0, time.time() - at):.0f} s ago"
+
+
 def setup_logging(conf, verbose):
     """Log to stderr: warnings, everything with -v.
 

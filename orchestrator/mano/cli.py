@@ -32,7 +32,11 @@ ETSI's SOL006 YANG modules first. The descriptor convention is in etc/mano/READM
 
 
 def _ns(api):
-    """The NS client: fluidvim-api's (``--api-url``) or the RPC one."""
+    """The NS client: fluidvim-api's (``--api-url``) or the RPC one; the orchestrator's
+    database when the command answers from it (clicommon.reads)."""
+    if getattr(api, "store", None) is not None:
+        from .service import StoreNS
+        return StoreNS(api.store)
     ns_api = getattr(api, "ns_api", None)
     if ns_api is not None:
         return ns_api()
@@ -159,6 +163,9 @@ def print_ns(r, out=None):
     if r["error"]:
         w(f"  error: {r['error']}")
     for n in r["networks"]:
+        if n["exists"] is None:             # from the database: the zone was not asked
+            w(f"  network {n['link']:<12} {n['name']} ({n['id']}): not checked in the zone")
+            continue
         w(f"  network {n['link']:<12} {n['name']} ({n['id']}"
           + ("" if n["exists"] else ", GONE") + f"): ports {', '.join(n['ports']) or '-'}")
     for i in r["instances"]:
@@ -189,6 +196,7 @@ def print_ns(r, out=None):
 
 
 @_command
+@_reads
 def cmd_ns_show(args, api):
     _out(args, _ns(api).show(args.name), print_ns)
 

@@ -569,8 +569,9 @@ class NSManager:
                                        if ops else None)
         return self._last_scale[ns_id]
 
-    def _aspect_dict(self, row, a: dict) -> dict:
-        key = self.aspect_key(a)
+    @staticmethod
+    def _aspect_dict(row, a: dict) -> dict:
+        key = NSManager.aspect_key(a)
         return {"aspect": key, "level": row.get("scale").get(key, a["initial_level"]),
                 "max_scale_level": a["max_scale_level"], "auto": a["auto"],
                 "cooldown_s": a["cooldown_s"], "idle_s": a["idle_s"], "headroom": a.get("headroom", 0),
@@ -763,36 +764,63 @@ class NSManager:
         return [r.summary() for r in self.store.network_services(deleted)]
 
     def show(self, name: str) -> dict:
-        """The record, with what the zone and the orchestrator say about its parts now. The
-        operations are read first: an operation shown finished has its changes in the record
-        shown (an operation updates the record before it finishes)."""
-        row = self.store.network_service(name)
-        operations = [o.to_dict() for o in self.store.ns_operations(row.id)]
-        row = self.store.network_service(row.id)
-        z = self.orch.zones.get(row.zone)
-        live_nets = {}
-        if z is not None:
-            try:
-                live_nets = {n.id: n for n in z.networks()}
-            except Exception as e:  # noqa: BLE001 - the record is still worth showing
-                LOG.warning("zone %s: cannot list networks: %s", row.zone, e)
-        status = {i.id: i.status for i in self.store.instances(statuses=None)}
-        nets = []
-        for key, n in row.get("networks").items():
-            live = live_nets.get(n["id"])
-            nets.append({"link": key, "name": n["name"], "id": n["id"],
-                         "exists": live is not None,
-                         "ports": list(live.ports) if live is not None else []})
-        plan = row.get("plan")
-        return {"id": row.id, "name": row.name, "nsd": row.nsd_id, "zone": row.zone,
-                "status": row.status, "error": row.error, "created_at": row.created_at,
-                "updated_at": row.updated_at, "vnfds": plan.get("vnfds", []),
-                "services": row.get("services"), "networks": nets,
-                "instances": [{**i, "status": status.get(i["id"], "unknown")}
-                              for i in row.get("instances")],
-                "steps": row.get("steps"), "warnings": plan.get("warnings", []),
-                "scaling": [self._aspect_dict(row, a) for a in plan.get("aspects", [])],
-                "operations": operations}
+        """The record, with what the zone and the orchestrator say about its parts now
+        (:func:`ns_view`)."""
+        return ns_view(self.store, name, self._live_networks)
+
+    def _live_networks(self, zone: str) -> dict:
+        z = self.orch.zones.get(zone)
+        if z is None:
+            return {}
+        try:
+            return {n.id: n for n in z.networks()}
+        except Exception as e:  # noqa: BLE001 - the record is still worth showing
+            LOG.warning("zone %s: cannot list networks: %s", zone, e)
+            return {}
+
+
+def ns_view(store, name: str, live_networks=None) -> dict:
+    """NS ``name`` as ``ns show`` shows it. The operations are read first: an operation shown
+    finished has its changes in the record shown (an operation updates the record before it
+    finishes). ``live_networks(zone)``: {id: network} as the zone lists them now; without it
+    (the orchestrator down: the CLI reads its database) a network's ``exists`` and ``ports``
+    are None, not checked."""
+    row = store.network_service(name)
+    operations = [o.to_dict() for o in store.ns_operations(row.id)]
+    row = store.network_service(row.id)
+    live_nets = live_networks(row.zone) if live_networks is not None else None
+    status = {i.id: i.status for i in store.instances(statuses=None)}
+    nets = []
+    for key, n in row.get("networks").items():
+        live = live_nets.get(n["id"]) if live_nets is not None else None
+        nets.append({"link": key, "name": n["name"], "id": n["id"],
+                     "exists": live is not None if live_nets is not None else None,
+                     "ports": list(live.ports) if live is not None else
+                     [] if live_nets is not None else None})
+    plan = row.get("plan")
+    return {"id": row.id, "name": row.name, "nsd": row.nsd_id, "zone": row.zone,
+            "status": row.status, "error": row.error, "created_at": row.created_at,
+            "updated_at": row.updated_at, "vnfds": plan.get("vnfds", []),
+            "services": row.get("services"), "networks": nets,
+            "instances": [{**i, "status": status.get(i["id"], "unknown")}
+                          for i in row.get("instances")],
+            "steps": row.get("steps"), "warnings": plan.get("warnings", []),
+            "scaling": [NSManager._aspect_dict(row, a) for a in plan.get("aspects", [])],
+            "operations": operations}
+
+
+class StoreNS:
+    """The read-only NS calls (``ns list``, ``ns show``) on the orchestrator's database, for the
+    CLI when the orchestrator does not answer (clicommon.reads)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def list(self, deleted: bool = False) -> list[dict]:
+        return [r.summary() for r in self.store.network_services(deleted)]
+
+    def show(self, name: str) -> dict:
+        return ns_view(self.store, name)
 
 
 class NSEndpoint:

@@ -40,7 +40,8 @@ def test_no_orchestrator_is_one_clear_line(capsys):
 
 
 def test_unreachable_broker_fails_fast(capsys):
-    rc = cli.main(["slots", "--transport-url", "rabbit://guest:guest@127.0.0.1:1/"])
+    # (a command that only reads may answer from the database: test_cli_store_answers.py)
+    rc = cli.main(["resolve", "fw", "--transport-url", "rabbit://guest:guest@127.0.0.1:1/"])
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("fluidvim: error: cannot reach the message broker (127.0.0.1:1:")
