@@ -29,7 +29,7 @@ from . import conf as orchconf
 from .db import Store
 from .deploy import PROFILE_FIELDS, zone_qoe
 from .exception import NotFound, Refused, invalid
-from .ha import Membership
+from .ha import Membership, worker_id
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
 from .notify import SlotListener
 from .operations import api_version
@@ -89,7 +89,8 @@ class Orchestrator:
                                                service=r.service, slots=r.slots,
                                                delay_s=r.delay_s, region=r.region, at=r.at,
                                                exact=r.exact))
-            abandoned = self.store.abandon_in_flight()
+            # a lone orchestrator: its launches in flight before a restart, as a dead peer's
+            self.store.owner, abandoned = worker_id(), 0      # (resume.restart, below)
         if abandoned:
             LOG.warning("%d launch(es) in flight when the orchestrator stopped: marked failed",
                         abandoned)
@@ -156,6 +157,9 @@ class Orchestrator:
         self._transports = []
         if self.members is not None:                # zones known: peers can be recovered
             self.members.ready()
+        else:                                       # its own operations cut by a death
+            from .mano.resume import restart
+            restart(self)
 
     def _launch_on(self, zone: str, host: str, service: str):
         """One instance of ``service`` on ``host`` (a host just woken for it)."""

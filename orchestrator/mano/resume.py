@@ -34,6 +34,10 @@ Rolled back, as before resuming existed: an operation recorded without its steps
 ``deploying``, and any operation whose resumption fails (zone gone, a launch refused): a deploy
 is deleted (everything its record says was made goes), a scale or heal is failed and instances of
 the NS's services outside its record are terminated.
+
+A lone orchestrator (not ``active_active``) restarted after a death does the same with what it
+had under way itself (:func:`restart`): every earlier owner of a launch or NS operation in flight
+is a dead worker, taken over at start by :meth:`Orchestrator.recover_worker` as a peer would.
 """
 
 from __future__ import annotations
@@ -113,6 +117,24 @@ def take_over(nsm, dead: str) -> dict:
             LOG.warning("ns %s: take-over failed: %s", ns_id, e)
             out["errors"].append(f"{ns_id}: {e}")
     return out
+
+
+def restart(orch) -> dict:
+    """A lone orchestrator's start: it is the only process on its database, so each other
+    owner of a launch in flight, a processing NS operation or a deploy/delete under way is a
+    dead predecessor (``None``: one from before owners were recorded), taken over by
+    :meth:`Orchestrator.recover_worker` (launches closed, NS operations resumed or rolled back
+    by :func:`take_over`). The NS operation locks they held go first: nobody else holds one.
+    {dead owner: what recover_worker did}."""
+    store = orch.store
+    for lock in store.ns_locks():
+        store.release_ns_lock(lock.ns_id, lock.op_id)
+    dead = {row.owner for row in store.launches(in_flight=True, limit=1_000_000)}
+    dead |= {o.owner for o in store.ns_operations(limit=1_000_000)
+             if o.state == states.OP_PROCESSING}
+    dead |= {r.owner for r in store.network_services() if r.status in states.NS_IN_PROGRESS}
+    dead.discard(store.owner)
+    return {d: orch.recover_worker(d) for d in sorted(dead, key=lambda d: d or "")}
 
 
 def _roll_back(nsm, ns_id: str, out: dict) -> None:

@@ -121,8 +121,9 @@ class NSManager:
         self._out_s: dict = {}                      # NS id -> recent scale-out durations (s)
         self.scaler = None                          # .scaling.Scaler, when started
         orch.resolver.owner = self.owner            # an NS service's on-demand launch = scale out
-        # active-active: only rows of no worker; a dead peer's are failed by its taker
-        n = self.store.abandon_ns(owners=[None] if orch.members is not None else None)
+        # active-active: only rows of no worker; a dead peer's are failed by its taker (a
+        # lone orchestrator's own, from before a restart: resume.restart)
+        n = self.store.abandon_ns(owners=[None]) if orch.members is not None else 0
         if n:
             LOG.warning("%d network service operation(s) were under way when the orchestrator "
                         "stopped: marked failed (`fluidvim ns rm` cleans up)", n)
