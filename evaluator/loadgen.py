@@ -296,9 +296,9 @@ def generator_elements(stats: dict) -> tuple[dict, dict]:
 def vnf_result(stats: dict, *, sessions: int, pps: float, duration: float) -> dict:
     """One step's result from the generator VNF's ``stats`` read after the step (and a drain),
     in :func:`client`'s shape: ``sent`` = frames that left the generator, ``received`` = frames
-    measured back, ``loss`` = 1 - received/sent; ``send_errors`` = frames the generator could
-    not send (its TX ring full) and ``missed`` = frames it skipped because it fell > 20 ms behind
-    its schedule: both mean the generator, not the VNF under test, was the limit."""
+    measured back, ``loss`` = 1 - received/sent; ``send_errors`` = tries its NIC refused (TX ring
+    full; tried again) and ``missed`` = frames it skipped because it fell > 200 ms behind its
+    schedule: the generator, not the VNF under test, was the limit."""
     src, meter = generator_elements(stats)
     sent, got = src["sent"], meter["count"]
     active_s = src["active_ns"] / 1e9
@@ -307,7 +307,7 @@ def vnf_result(stats: dict, *, sessions: int, pps: float, duration: float) -> di
         "sessions": sessions, "session_pps": pps, "offered_pps": sessions * pps, "proto": "udp",
         "source": "vnf",
         "achieved_pps": (sent - 1) / active_s if active_s > 0 and sent > 1 else 0.0,
-        "sent": sent, "received": got, "send_errors": src["dropped"], "missed": src["missed"],
+        "sent": sent, "received": got, "send_errors": src["refused"], "missed": src["missed"],
         "windows": 1, "loss": max(0.0, 1.0 - got / sent) if sent else 1.0,
         "loss_pooled": max(0.0, 1.0 - got / sent) if sent else 1.0, "loss_worst_window": None,
         "duration_s": duration, "mean_send_lag_ms": None,

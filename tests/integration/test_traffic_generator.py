@@ -60,7 +60,7 @@ def run_step(mgr, gen, gmacs, fmacs, sessions, pps, duration, quiet=False):
     while time.monotonic() < deadline:
         time.sleep(0.25)
         src, meter = loadgen.generator_elements(mgr.stats(gen))
-        made = src["sent"] + src["dropped"] + src["missed"]
+        made = src["sent"] + src["missed"]
         now = (made, meter["count"])
         if made == limit and now == last:
             break
@@ -73,9 +73,9 @@ def test_generator_measures_the_round_trip_through_a_forwarder(pair):
     mgr, gen, fwd, gmacs, fmacs = pair
     st, r = run_step(mgr, gen, gmacs, fmacs, sessions=8, pps=50, duration=1.0)
     src, meter = loadgen.generator_elements(st)
-    # every frame of the step is accounted for at the source: sent, refused by its TX ring, or
-    # skipped because the generator fell behind
-    assert src["sent"] + src["dropped"] + src["missed"] == 400
+    # every frame of the step is accounted for at the source: sent, or skipped because the
+    # generator fell > 200 ms behind (a frame its TX ring refuses is tried again)
+    assert src["sent"] + src["missed"] == 400
     assert src["rate"] == 400 and src["flows"] == 8
     assert src["sent"] > 0
     # what came back crossed the forwarder: its NIC 0 received at least that many frames, and it
@@ -104,16 +104,16 @@ def test_a_new_step_starts_a_new_measurement_and_more_sessions(pair):
     assert mgr.stats(fwd)["slots"]["used"] == 4
     st, r = run_step(mgr, gen, gmacs, fmacs, sessions=12, pps=20, duration=0.5)
     src, meter = loadgen.generator_elements(st)
-    assert src["sent"] + src["dropped"] + src["missed"] == 120      # this step's frames only
+    assert src["sent"] + src["missed"] == 120      # this step's frames only
     assert meter["count"] <= src["sent"]
     assert mgr.stats(fwd)["slots"]["used"] == 12                     # ports 1024..1035
     # a slow source (a frame every 250 ms) with no request in between: the VNF halts between
     # frames and its next frame is the tickless kernel's timer. Without that wake-up only the
-    # frame due at configure would go; the 3 others would be found > 20 ms late and skipped
+    # frame due at configure would go; the 3 others would be found > 200 ms late and skipped
     halts = mgr.stats(gen)["cpu"]["halts"]
     st, r = run_step(mgr, gen, gmacs, fmacs, sessions=1, pps=4, duration=1.0, quiet=True)
     src, meter = loadgen.generator_elements(st)
     assert st["cpu"]["halts"] > halts
-    assert src["sent"] + src["dropped"] + src["missed"] == 4
+    assert src["sent"] + src["missed"] == 4
     assert src["sent"] >= 2
     assert meter["count"] >= 1

@@ -153,7 +153,7 @@ static void source_paces_and_stamps(void)
 		CHECK_EQ(g64(udp + 18), i < 10 ? (i ? t0 + 10 * MS - 1 : t0) : t0 + 10 * MS);
 	}
 	CHECK_EQ(est("g", "sent"), 11);
-	CHECK_EQ(est("g", "dropped"), 0);
+	CHECK_EQ(est("g", "refused"), 0);
 	CHECK_EQ(est("g", "missed"), 0);
 	CHECK_EQ(est("g", "rate"), 1000);
 	CHECK_EQ(est("g", "flows"), 3);
@@ -210,25 +210,35 @@ static void source_limit_burst_churn(void)
 	CHECK_EQ(click_next_timer_ns(t0 + 2000 * MS), 0);
 }
 
-/* Behind by more than 20 ms: the gap is skipped (missed), not sent in a burst; a frame the
- * egress refuses is dropped and takes no sequence number. */
-static void source_missed_and_dropped(void)
+/* Behind its schedule it catches up, SRC_BURST per round, up to 200 ms; a longer gap is skipped
+ * (missed), not sent in one burst. A frame the egress refuses is tried again in the next round
+ * (backpressure) and its sequence number stays. */
+static void source_catch_up_missed_refused(void)
 {
 	click_init(1, 1024, 30000);
 	uint64_t t0 = h_now;
 	CHECK(cfgf(GEN "g -> ToDevice(0)", "1000", "-1", "60", "1"));
 	rounds_at(t0, 1);
+	rounds_at(t0 + 150 * MS, 1);
+	CHECK_EQ(h_tx_total[0], 33);                    /* 1 + one burst */
+	rounds_at(t0 + 150 * MS, 9);
+	CHECK_EQ(h_tx_total[0], 151);                   /* caught up: every frame, none missed */
+	CHECK_EQ(est("g", "missed"), 0);
 	rounds_at(t0 + 500 * MS, 1);
-	CHECK_EQ(est("g", "missed"), 499);              /* due at 1..499 ms; the one at 500 ms goes */
-	CHECK_EQ(h_tx_total[0], 2);
+	CHECK_EQ(est("g", "missed"), 349);              /* due at 151..499 ms; the one at 500 ms goes */
+	CHECK_EQ(h_tx_total[0], 152);
 	h_tx_fail[0] = 1;
 	rounds_at(t0 + 501 * MS, 1);
 	rounds_at(t0 + 502 * MS, 1);
-	CHECK_EQ(est("g", "dropped"), 2);
+	CHECK_EQ(est("g", "refused"), 2);
+	CHECK_EQ(est("g", "sent"), 152);
 	h_tx_fail[0] = 0;
 	rounds_at(t0 + 503 * MS, 1);
-	CHECK_EQ(est("g", "sent"), 3);
-	CHECK_EQ(g64(h_frames[2].data + 34 + 10), 2);  /* the sequence continues after the drops */
+	CHECK_EQ(est("g", "sent"), 155);                /* the refused frame and the two after it */
+	CHECK_EQ(est("g", "missed"), 349);
+	for (int i = 150; i < 155; i++)                 /* no gap in the sequence numbers */
+		CHECK_EQ(g64(h_frames[i].data + 34 + 10), i);
+	CHECK_EQ(g64(h_frames[152].data + 34 + 18), t0 + 503 * MS);
 }
 
 /* Frames back on NIC 1 after a known delay: TimestampDiff's latency, loss, stale and other. */
@@ -302,7 +312,7 @@ void run_source_tests(void)
 	RUN(source_paces_and_stamps);
 	RUN(source_rate_remainder);
 	RUN(source_limit_burst_churn);
-	RUN(source_missed_and_dropped);
+	RUN(source_catch_up_missed_refused);
 	RUN(timestampdiff_measures);
 	RUN(source_through_queue);
 }

@@ -13,17 +13,20 @@
  * Scheduling: it is an element task (element_ops.run_task), run every scheduler round; a frame
  * is due every 10^9/RATE ns from the moment the graph started, and a round sends the frames due,
  * at most SRC_BURST. Its next due time is its wake-up (the tickless kernel sleeps until then).
- * When it falls more than SRC_MAX_LAG_NS behind (the vCPU was off the CPU), the frames of the
- * gap are skipped and counted as `missed` instead of being sent in a burst. A frame whose trip
- * ends in a drop (the egress TX ring full, the flow table full) counts as `dropped` and takes no
- * sequence number, so TimestampDiff's `lost` counts only frames lost after they were sent.
- * Stats: `rate`, `flows`, `sent`, `dropped`, `missed`, `active_ns` (first to last frame made). */
+ * Behind its schedule (its vCPU was off the CPU) it catches up, as a host load generator does,
+ * up to SRC_MAX_LAG_NS: the frames of a longer gap are skipped and counted as `missed` instead
+ * of being sent in one burst. Backpressure: a frame whose trip ends in a drop (the egress TX ring
+ * full) ends the round and is tried again in the next one (counted in `refused`, each try), so
+ * the generator goes as fast as its NIC takes frames and its sequence numbers have no gaps of
+ * its own: TimestampDiff's `lost` counts only frames lost after they were sent. A drop that lasts
+ * (a full flow table, an unconnected output) turns the frames into `missed`.
+ * Stats: `rate`, `flows`, `sent`, `refused`, `missed`, `active_ns` (first to last frame sent). */
 #include "elements.h"
 #include "nicmac.h"
 #include "udpstamp.h"
 
 #define SRC_BURST 32u
-#define SRC_MAX_LAG_NS 20000000ull
+#define SRC_MAX_LAG_NS 200000000ull
 #define SRC_MAX_RATE 10000000u
 #define SRC_MAX_FLOWS 64512u
 #define SRC_PORT_BASE 1024u
@@ -33,7 +36,7 @@
 
 ELEMENT_STATE(fastudpflows) {
 	uint64_t limit;                 /* frames to make, UINT64_MAX = no limit */
-	uint64_t made, sent, dropped, missed, seq;
+	uint64_t made, sent, refused, missed;     /* made = sent + missed */
 	uint64_t next_ns, first_ns, last_ns;
 	uint32_t rate, step_ns, step_rem, acc, flows, flowsize;
 	uint32_t src_ip, dst_ip;
@@ -192,12 +195,12 @@ static void fastudpflows_initialize(struct elem *e, uint64_t now_ns)
 	s->acc = 0;
 }
 
-/* Frame number s->seq: flow, ports, stamp (send time `now`) and UDP checksum. */
+/* Frame number s->sent: flow, ports, stamp (send time `now`) and UDP checksum. */
 static void put_frame(const struct fastudpflows_state *s, uint64_t now)
 {
-	uint64_t k = s->seq % s->flows;
+	uint64_t seq = s->sent, k = seq % s->flows;
 	if (s->flowsize)
-		k += (s->seq / s->flows / s->flowsize) * s->flows;
+		k += (seq / s->flows / s->flowsize) * s->flows;
 	uint8_t *udp = frame + 34;
 	put_l2l3(s);
 	put16(udp, SRC_PORT_BASE + (uint32_t)(k % SRC_MAX_FLOWS));
@@ -205,7 +208,7 @@ static void put_frame(const struct fastudpflows_state *s, uint64_t now)
 	put16(udp + 4, s->len - 34u);
 	put16(udp + 6, 0);
 	put16(udp + 8, UDPSTAMP_MAGIC);
-	udpstamp_put64(udp + 10, s->seq);
+	udpstamp_put64(udp + 10, seq);
 	udpstamp_put64(udp + 18, now);
 	/* pseudo header + UDP header + stamp (the rest of the payload is zero) */
 	uint32_t sum = sum16(frame + 26, 8, 17u + (s->len - 34u));
@@ -228,6 +231,16 @@ static void skip_gap(struct fastudpflows_state *s, uint64_t now)
 	s->acc = 0;
 }
 
+static void advance(struct fastudpflows_state *s)
+{
+	s->next_ns += s->step_ns;
+	s->acc += s->step_rem;
+	if (s->acc >= s->rate) {
+		s->acc -= s->rate;
+		s->next_ns++;
+	}
+}
+
 static bool fastudpflows_task(struct graph *g, struct elem *e, uint64_t now, uint64_t *wake_ns)
 {
 	struct fastudpflows_state *s = elem_state(e, fastudpflows);
@@ -239,23 +252,17 @@ static bool fastudpflows_task(struct graph *g, struct elem *e, uint64_t now, uin
 	while (s->next_ns <= now && n < SRC_BURST && s->made < s->limit) {
 		uint64_t t = plat_now_ns();
 		put_frame(s, t);
+		n++;
+		if (click_emit(g, e, frame, s->len, t) == FATE_DROP) {
+			s->refused++;           /* tried again next round */
+			break;
+		}
 		if (!s->first_ns)
 			s->first_ns = t;
 		s->last_ns = t;
 		s->made++;
-		if (click_emit(g, e, frame, s->len, t) == FATE_DROP) {
-			s->dropped++;
-		} else {
-			s->sent++;
-			s->seq++;
-		}
-		s->next_ns += s->step_ns;
-		s->acc += s->step_rem;
-		if (s->acc >= s->rate) {
-			s->acc -= s->rate;
-			s->next_ns++;
-		}
-		n++;
+		s->sent++;
+		advance(s);
 	}
 	if (s->made < s->limit)
 		*wake_ns = s->next_ns;
@@ -273,7 +280,7 @@ static void fastudpflows_stats(struct jw *w, const struct elem *e)
 	jw_ku64(w, "rate", s->rate);
 	jw_ku64(w, "flows", s->flows);
 	jw_ku64(w, "sent", s->sent);
-	jw_ku64(w, "dropped", s->dropped);
+	jw_ku64(w, "refused", s->refused);
 	jw_ku64(w, "missed", s->missed);
 	jw_ku64(w, "active_ns", s->first_ns ? s->last_ns - s->first_ns : 0);
 }
