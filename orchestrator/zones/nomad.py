@@ -220,21 +220,40 @@ class NomadZone(ZoneAdapter):
             self._services[job_id] = (job.get("Meta") or {}).get(META_SERVICE)
         return self._services[job_id]
 
-    def _vnf_slots(self, alloc_id: str, key: str = "free") -> int | None:
-        """The VNF's ``free`` (or ``used``) slots from the task's vnf-stats.json (None: not there
-        yet, or stale)."""
+    def _vnf_doc(self, alloc_id: str) -> dict | None:
+        """The task's vnf-stats.json with its VNF's slots (None: not there yet, or stale)."""
         try:
             text = self.api.client.cat.read_file(alloc_id, path=f"{TASK}/{STATS_FILE}")
             doc = json.loads(text)
-            n = int(doc["stats"]["slots"][key])
+            if not isinstance(doc["stats"]["slots"], dict):
+                return None
         except (nexc.BaseNomadException, requests.RequestException, ValueError, KeyError,
                 TypeError):
             return None
         age = age_s(doc.get("time"))
-        return n if age is not None and age <= self.stats_max_age else None
+        return doc if age is not None and age <= self.stats_max_age else None
 
-    def _vnf_free(self, alloc_id: str) -> int | None:
-        return self._vnf_slots(alloc_id, "free")
+    def _vnf_slots(self, alloc_id: str, key: str = "free") -> int | None:
+        """The VNF's ``free`` (or ``used``) slots from the task's vnf-stats.json (None: not there
+        yet, or stale)."""
+        doc = self._vnf_doc(alloc_id)
+        try:
+            return None if doc is None else int(doc["stats"]["slots"][key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def _vnf_free(self, alloc_id: str) -> tuple[int | None, dict]:
+        """(free slots, {"total", "watts"} as far as known) of the task's VNF: its slot capacity
+        and the watts the plugin's power meter attributed to it (vnf-stats.json ``power``)."""
+        doc = self._vnf_doc(alloc_id)
+        if doc is None:
+            return None, {}
+        slots = doc["stats"]["slots"]
+        try:
+            free = int(slots["free"])
+        except (KeyError, TypeError, ValueError):
+            return None, {}
+        return free, {"total": slots.get("total"), "watts": (doc.get("power") or {}).get("watts")}
 
     def instance_slots(self) -> dict[str, dict]:
         """{job id: {"name", "service", "host", "alloc", "free", "basis", "delay_s", ...}} of
@@ -264,7 +283,7 @@ class NomadZone(ZoneAdapter):
                 except nexc.URLNotFoundNomadException:
                     attrs[nid] = {}
             na = attrs[nid]
-            free, basis = self._vnf_free(a["ID"]), "vnf-stats"
+            (free, extra), basis = self._vnf_free(a["ID"]), "vnf-stats"
             if free is None and a.get("ClientStatus") == "pending":
                 continue              # its VNF does not forward yet (no ready signal)
             if free is None:
@@ -275,7 +294,7 @@ class NomadZone(ZoneAdapter):
             qd = num(na.get(ATTR + "queuing_delay_ms"))
             out[a["JobID"]] = {"name": a["JobID"], "service": svc, "host": a.get("NodeName"),
                                "alloc": a["ID"], "free": free, "basis": basis,
-                               "delay_s": None if qd is None else qd / 1000.0}
+                               "delay_s": None if qd is None else qd / 1000.0, **extra}
         return out
 
     def job_spec(self, req: LaunchRequest, job_id: str) -> dict:

@@ -220,6 +220,11 @@ def test_host_watts_attribute_and_task_joules(agent, tmp_path):
         assert 0 < p["watts"] <= p["host_watts"]
         assert p["watts"] == pytest.approx(sum(p["components"].values()))
         assert set(p["components"]) == {"busy", "poll", "qemu", "vhost", "softirq", "idle"}
+        # what the zone's slot poller publishes: the task's watts and slots -> W per slot
+        from fluidvim.common.slotnotify import watts_per_slot
+        s = zone.instance_slots()[inst.id]
+        assert s["basis"] == "vnf-stats" and s["total"] == 16 and 0 < s["watts"] <= 140.0, s
+        assert watts_per_slot(s) == pytest.approx(s["watts"] / 16)
 
         def event():
             ts = zone.api.allocation.get_allocation(alloc["ID"]).get("TaskStates") or {}

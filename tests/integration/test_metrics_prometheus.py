@@ -151,6 +151,14 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
         pinger.wait()
         ex.stop()
 
+    # the local zone's slot source hands the slot agent each VNF's watts (the exporter's last
+    # interval) with its slots: the watts per slot its notifications carry
+    from fluidvim.common.slotnotify import watts_per_slot
+    from fluidvim.orchestrator.zones.local import LocalZone
+    entry = LocalZone(ZONE, mgr).instance_slots()[fw.vnf_id]
+    assert entry["watts"] == mgr.power(fw.vnf_id)["watts"] and entry["watts"] > 0, entry
+    assert watts_per_slot(entry) == pytest.approx(entry["watts"] / entry["total"])
+
     # the operator's command line reads the exporter's last interval
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -212,6 +220,8 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert [x["action"] for x in ctl.decisions] == ["hold", "down", "down", "down"], \
             ctl.decisions
         assert d["packets"] > 0 and d["p99_ns"] is not None
+        # the host's side of its rings is read too (its taps; controller.tap_counters)
+        assert d["ring_backlog"] is not None and d["host_dropped"] is not None, d
         assert cgroups.cpu_quota(uid) == d["quota_us"] == 51_200
         assert window() == d["poll_window_us"] == 512      # 1000 x 0.8^3, as the VNF says
         assert net.ping(2) >= 1                          # still forwarding on half a CPU
