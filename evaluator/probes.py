@@ -50,12 +50,14 @@ from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
+from . import genprobe
 from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 
 LOG = logging.getLogger(__name__)
 
 FORWARD_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
 PROBE_SERVICE = "fluidvim-probe"
+NETNS, VNF = "netns", "vnf"         # LoadProbe traffic: host namespaces, or a generator VNF
 
 
 def _summary(values) -> dict:
@@ -343,6 +345,11 @@ class LoadProbe(Probe):
     The test network's namespaces, veths and bridges are named ``prefix`` plus a random tag per
     run (see :class:`~fluidvim.vnf.testnet.TestNet`): the probes of two orchestrators on one host,
     or a leftover of a killed run, do not collide.
+
+    ``traffic="vnf"``: no namespaces; the zone runs the traffic itself - two networks of the
+    zone, the probe VNF on them and per step a generator VNF on the same host
+    (:mod:`~fluidvim.evaluator.genprobe`): for zones this machine cannot put packets into, where
+    the zone can create networks and show a VNF's ``stats``. ``proto`` does not apply (UDP).
     """
 
     kind = LOAD
@@ -354,7 +361,7 @@ class LoadProbe(Probe):
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
-                 recheck: int = 3):
+                 recheck: int = 3, traffic: str = NETNS):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -384,21 +391,29 @@ class LoadProbe(Probe):
         if recheck < 0:
             raise ValueError(f"LoadProbe recheck must be >= 0, got {recheck}")
         self.recheck = recheck
+        if traffic not in (NETNS, VNF):
+            raise ValueError(f"LoadProbe traffic must be {NETNS!r} (host namespaces) or {VNF!r} "
+                             f"(a generator VNF in the zone), got {traffic!r}")
+        self.traffic = traffic
 
     def applicable(self, zone) -> tuple[bool, str]:
-        return can_inject(zone)
+        return genprobe.can_generate(zone) if self.traffic == VNF else can_inject(zone)
 
     def run(self, env, zone, service=None, progress=None) -> ProbeResult:
         t0 = time.perf_counter()
-        ok, why = can_inject(zone)
+        ok, why = self.applicable(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
                 "payload_bytes": self.payload, "max_sessions": self.probe_slots,
                 "windows_per_step": self.windows,
-                "proto": self.proto,
+                "proto": self.proto, "traffic": self.traffic,
                 "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
                            "timestamp (" + ("far kernel's ICMP echo" if self.proto == "icmp"
                                             else "user-space UDP echo") + ")",
                 "steps": []}
+        if self.traffic == VNF:
+            base.update(proto="udp", windows_per_step=1,
+                        latency="round trip generator VNF -> probe VNF -> generator VNF, the "
+                                "generator's engine receive time (its vCPU's delays included)")
         if not ok:
             return self._result(env, zone, False, base, why, t0)
         lock = _NET_LOCKS.setdefault(self.prefix, threading.Lock())
@@ -410,21 +425,26 @@ class LoadProbe(Probe):
         metrics = dict(base, host=host)
         inst = echo = None
         error = None
-        net = TestNet(self.prefix, self.subnet)
+        gen = genprobe.GeneratorTraffic(self, zone, host) if self.traffic == VNF else None
+        net = gen or TestNet(self.prefix, self.subnet)
         try:
-            net.up()
+            if gen is None:
+                net.up()
             req = LaunchRequest(service=PROBE_SERVICE, click_config=self.click_config,
                                 name=f"probe-load-{env.uid[:8]}", slots=self.probe_slots,
                                 memory_mb=env.memory_mb or None, vcpus=env.vcpus,
-                                kernel=self.kernel, nics=tuple(net.bridges), host=host)
+                                kernel=self.kernel, host=host,
+                                nics=gen.networks() if gen else tuple(net.bridges))
             inst = zone.launch(req)
             metrics["instance"] = inst.id
-            if self.proto == "udp":
+            if gen is not None:
+                gen.check(inst)
+            elif self.proto == "udp":
                 echo = net.popen("b", self.python, "-m", "fluidvim.evaluator.loadgen", "echo",
                                  "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
                 if echo.stdout.readline().strip() != "ready":
                     raise RuntimeError("the UDP echo in the far namespace did not start")
-            if net.ping(3, 1) == 0:
+            if gen is None and net.ping(3, 1) == 0:
                 raise RuntimeError("no ping through the probe VNF between the test namespaces")
             stats_fn = getattr(zone, "stats", None)
             ladder = list(self.sessions)
@@ -478,7 +498,8 @@ class LoadProbe(Probe):
                     zone.terminate(inst.id)
                 except Exception as e:  # noqa: BLE001
                     error = error or f"could not terminate the probe VNF {inst.id}: {e}"
-            net.down()
+            down_error = net.down()             # TestNet: None; the generator's networks: why not
+            error = error or down_error
         ok = error is None and bool(metrics["steps"])
         return self._result(env, zone, ok, metrics, error, t0)
 
@@ -496,6 +517,8 @@ class LoadProbe(Probe):
         return step
 
     def _step(self, net, sessions: int) -> dict:
+        if isinstance(net, genprobe.GeneratorTraffic):
+            return net.load_step(sessions)
         args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
                 "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
                 "--duration", str(self.step_s), "--warmup", str(self.warmup_s),

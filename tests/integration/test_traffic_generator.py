@@ -14,10 +14,13 @@ probe does it where no host namespace reaches the VNF under test.
 """
 
 import time
+import uuid
 
 import pytest
 
 from fluidvim.evaluator import loadgen
+from fluidvim.evaluator.probes import LoadProbe
+from fluidvim.orchestrator.zones.local import LocalZone
 from fluidvim.vnf import netdev, testnet
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
@@ -117,3 +120,26 @@ def test_a_new_step_starts_a_new_measurement_and_more_sessions(pair):
     assert src["sent"] + src["missed"] == 4
     assert src["sent"] >= 2
     assert meter["count"] >= 1
+
+
+def test_load_probe_with_a_generator_vnf_in_the_local_zone(make_manager):
+    """LoadProbe(traffic="vnf") through the zone adapter only: networks, the probe VNF, one
+    generator VNF per step; nothing is left afterwards."""
+    mgr = make_manager(backend="qemu")
+    zone = LocalZone("tg-" + uuid.uuid4().hex[:8], mgr)
+    probe = LoadProbe(sessions=(1, 10, 40), session_pps=50, step_s=0.5, drain_s=0.3,
+                      prefix="fvtgp", refine=0, extend=False, recheck=0, traffic="vnf")
+    assert probe.applicable(zone) == (True, "")
+    r = probe.run(zone.env(), zone)
+    assert r.ok, r.error
+    assert r.metrics["traffic"] == "vnf" and r.metrics["proto"] == "udp"
+    steps = r.metrics["steps"]
+    assert [s["sessions"] for s in steps][:2] == [1, 10]
+    for s in steps:
+        assert s["source"] == "vnf" and s["offered_pps"] == s["sessions"] * 50
+        assert s["sent"] > 0 and s["received"] > 0 and 0.0 <= s["loss"] <= 1.0
+        lat = s["latency_ms"]
+        assert 0 < lat["0.5"] <= lat["0.9"] <= lat["0.99"] <= lat["0.999"]
+        # the probe VNF carried the generator's frames: its own histogram grew in the step
+        assert s["vnf_latency_ns"]["count"] >= s["received"]
+    assert mgr.list() == [] and zone.instances() == [] and zone.networks() == []

@@ -1,0 +1,130 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""A load probe's traffic from a generator VNF (``LoadProbe(traffic="vnf")``, issue 23 item 2).
+
+Where this machine cannot put packets on the zone's hosts, the zone itself runs the traffic: two
+networks of the zone, the probe VNF with its NICs on them, and per step a generator VNF on the
+same host and networks (the unikernel's ``FastUDPFlows`` -> the probe VNF -> ``TimestampDiff``,
+contract/PROTOCOL.md section 5)::
+
+    network <p>a: [generator nic0] -> [probe nic0]
+    network <p>b: [probe nic1]     -> [generator nic1]
+
+Everything goes through the zone adapter (``create_network``, ``launch`` with ``host`` pinned,
+``stats``, ``terminate``, ``delete_network``), so a zone that offers those runs the same stage-1
+measurement as the local zone. A step is one generator launch whose configuration is the step
+(:func:`fluidvim.evaluator.loadgen.generator_config`: the sessions, their rate, the duration),
+read with ``stats`` once its frames are back, then terminated: zones have no ``configure``.
+
+What differs from the netns client: the latency is the generator VNF's round trip (its engine's
+receive time, so its own vCPU's scheduling delay is in it); one pass through the probe VNF each
+way of a UDP session (no echo); no warm-up (a step's first frames open its sessions); one window
+per step.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from fluidvim.common.zonetypes import LaunchRequest, NicRequest, ZoneAdapter, ZoneError
+
+from . import loadgen
+
+GENERATOR_SERVICE = "fluidvim-loadgen"
+SRC_IP, DST_IP = "10.93.0.1", "10.93.0.2"     # only inside the probe's two networks
+CHECK_PPS, CHECK_S = 20.0, 0.3                # the first frames through the probe VNF
+READ_EVERY_S = 0.1
+
+
+def can_generate(zone) -> tuple[bool, str]:
+    """Whether ``zone`` can run a generator VNF beside a probe VNF and show its figures."""
+    missing = [m for m in ("create_network", "delete_network")
+               if getattr(type(zone), m, None) is getattr(ZoneAdapter, m)]
+    if not callable(getattr(zone, "stats", None)):
+        missing.append("stats")
+    if missing:
+        return False, (f"zone {getattr(zone, 'name', '?')!r} ({getattr(zone, 'kind', '?')}) has "
+                       f"no {', '.join(missing)}: a generator VNF cannot be wired to the probe VNF "
+                       "or its measurement read there")
+    return True, ""
+
+
+class GeneratorTraffic:
+    """The probe VNF, its two networks and one generator VNF per step, in ``zone`` on ``host``.
+
+    ``probe`` is the :class:`~fluidvim.evaluator.probes.LoadProbe` (its session rate, step and
+    drain times, frame size, probe VNF configuration, flow table and kernel)."""
+
+    def __init__(self, probe, zone, host: str | None):
+        self.probe, self.zone, self.host = probe, zone, host
+        self.tag = probe.prefix + secrets.token_hex(3)
+        self.nets: list = []
+        self.dst_mac = None
+        self.src_mac = "02:" + ":".join(secrets.token_hex(1) for _ in range(5))
+        self.generators = 0
+
+    def networks(self) -> tuple:
+        """Create the two networks; their ids, for the probe VNF's NICs."""
+        for side in ("a", "b"):
+            self.nets.append(self.zone.create_network(f"{self.tag}-{side}"))
+        return tuple(n.id for n in self.nets)
+
+    def check(self, probe_inst) -> None:
+        """Learn the probe VNF's MAC; send the first frames through it (RuntimeError if none
+        comes back)."""
+        self.dst_mac = self.zone.stats(probe_inst.id)["nics"][0]["mac"]
+        check = self._run(1, CHECK_PPS, CHECK_S)
+        if not check["received"]:
+            raise RuntimeError(f"none of {check['sent']} generator frames came back through the "
+                               f"probe VNF between networks {self.nets[0].id} and "
+                               f"{self.nets[1].id}")
+
+    def load_step(self, sessions: int) -> dict:
+        """One step: ``sessions`` sessions at the probe's rate for its step time."""
+        return self._run(sessions, self.probe.session_pps, self.probe.step_s)
+
+    def _run(self, sessions: int, pps: float, duration: float) -> dict:
+        config = loadgen.generator_config(
+            sessions=sessions, pps=pps, duration=duration, src_mac=self.src_mac,
+            dst_mac=self.dst_mac, src_ip=SRC_IP, dst_ip=DST_IP,
+            frame=max(loadgen.GEN_MIN_FRAME, min(loadgen.GEN_MAX_FRAME, 42 + self.probe.payload)))
+        self.generators += 1
+        req = LaunchRequest(service=GENERATOR_SERVICE, click_config=config,
+                            name=f"{self.tag}-gen{self.generators}",
+                            slots=self.probe.probe_slots, vcpus=1, kernel=self.probe.kernel,
+                            nics=(NicRequest(self.nets[0].id, mac=self.src_mac),
+                                  NicRequest(self.nets[1].id)), host=self.host)
+        inst = self.zone.launch(req)
+        try:
+            stats = self._wait(inst.id, round(sessions * pps * duration), duration)
+        finally:
+            self.zone.terminate(inst.id)
+        return dict(loadgen.vnf_result(stats, sessions=sessions, pps=pps, duration=duration),
+                    generator=inst.id)
+
+    def _wait(self, instance_id: str, frames: int, duration: float) -> dict:
+        """The generator's stats once it made every frame and its meter stopped moving (at
+        most the probe's drain time after the step's end)."""
+        time.sleep(duration)
+        deadline = time.monotonic() + self.probe.drain_s + 5 * READ_EVERY_S
+        last = None
+        while True:
+            stats = self.zone.stats(instance_id)
+            src, meter = loadgen.generator_elements(stats)
+            now = (src["sent"] + src["missed"], meter["count"])
+            if (now[0] >= frames and now == last) or time.monotonic() >= deadline:
+                return stats
+            last = now
+            time.sleep(READ_EVERY_S)
+
+    def down(self) -> str | None:
+        """Delete the networks (the probe VNF is terminated first, by the caller); the first
+        problem, or None."""
+        error = None
+        for net in self.nets:
+            try:
+                self.zone.delete_network(net.id)
+            except ZoneError as e:
+                error = error or f"could not delete network {net.id}: {e}"
+        return error
