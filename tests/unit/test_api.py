@@ -182,6 +182,12 @@ def test_projects_roles_and_admin(env):
     assert env.call("GET", "/placements", hdrs=B_MEMBER) == (200, [])
     inst = placed["instance"]["id"]
     assert [i["id"] for i in env.call("GET", "/instances", hdrs=A_READER)[1]] == [inst]
+    # its free slots, with watts per slot on request (none reported by a VNF here: null)
+    st, free = env.call("GET", "/slots?service=fw-a&level=instance", hdrs=A_READER)
+    assert st == 200 and set(free["fw-a"]) == {inst}, free
+    st, body = env.call("GET", "/slots?service=fw-a&level=instance&watts=true", hdrs=A_READER)
+    assert st == 200 and body == {"fw-a": {inst: {"free": free["fw-a"][inst],
+                                                  "watts_per_slot": None}}}, body
     assert env.call("GET", "/instances", hdrs=B_MEMBER) == (200, [])
     assert env.call("DELETE", f"/instances/{inst}", hdrs=B_MEMBER)[0] == 404
     assert env.call("DELETE", f"/instances/{inst}", hdrs=A_READER)[0] == 403
