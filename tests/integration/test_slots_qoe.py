@@ -103,7 +103,9 @@ def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
     assert (st["total"], st["used"], st["free"]) == (64, 0, 10)
     assert st["qoe"]["capacity"] == st["qoe"]["probed"] == 10
     assert (st["qoe"]["budget_ns"], st["qoe"]["quantile_ppm"]) == (60_000_000_000, P99)
-    assert zone.instance_slots()[inst.id]["free"] == 10
+    entry = zone.instance_slots()[inst.id]
+    # free at the QoE capacity; opened (sessions ever opened) rides along to the slot agent
+    assert (entry["free"], entry["opened"]) == (10, 0)
     zone.terminate(inst.id)
 
     # the VNF takes capacities up to 65536 (PROTOCOL.md §4): past it, it refuses the op
