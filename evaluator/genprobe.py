@@ -5,10 +5,11 @@
 Where this machine cannot put packets on the zone's hosts, the zone itself runs the traffic: two
 networks of the zone, the probe VNF with its NICs on them, and per step a generator VNF on the
 same host and networks (the unikernel's ``FastUDPFlows`` -> the probe VNF -> ``TimestampDiff``,
-contract/PROTOCOL.md section 5)::
+contract/PROTOCOL.md section 5), which is also the far end: what reaches its NIC 1 goes back
+(``EtherMirror``), so like the netns probe's echo every frame crosses the probe VNF both ways::
 
-    network <p>a: [generator nic0] -> [probe nic0]
-    network <p>b: [probe nic1]     -> [generator nic1]
+    network <p>a: [generator nic0] <-> [probe nic0]
+    network <p>b: [probe nic1]     <-> [generator nic1: EtherMirror]
 
 Everything goes through the zone adapter (``create_network``, ``launch`` with ``host`` pinned,
 ``stats``, ``terminate``, ``delete_network``), so a zone that offers those runs the same stage-1
@@ -17,9 +18,9 @@ measurement as the local zone. A step is one generator launch whose configuratio
 read with ``stats`` once its frames are back, then terminated: zones have no ``configure``.
 
 What differs from the netns client: the latency is the generator VNF's round trip (its engine's
-receive time, so its own vCPU's scheduling delay is in it); one pass through the probe VNF each
-way of a UDP session (no echo); no warm-up (a step's first frames open its sessions); one window
-per step.
+receive time, so its own vCPU's scheduling delay is in it, where the client has the kernel's
+receive timestamp); the echo is the generator's own NIC 1; no warm-up (a step's first frames
+open its sessions); one window per step.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class GeneratorTraffic:
     def _run(self, sessions: int, pps: float, duration: float) -> dict:
         config = loadgen.generator_config(
             sessions=sessions, pps=pps, duration=duration, src_mac=self.src_mac,
-            dst_mac=self.dst_mac, src_ip=SRC_IP, dst_ip=DST_IP,
+            dst_mac=self.dst_mac, src_ip=SRC_IP, dst_ip=DST_IP, rx_nic=0, mirror_nic=1,
             frame=max(loadgen.GEN_MIN_FRAME, min(loadgen.GEN_MAX_FRAME, 42 + self.probe.payload)))
         self.generators += 1
         req = LaunchRequest(service=GENERATOR_SERVICE, click_config=config,

@@ -265,10 +265,13 @@ _GEN_QUANTILE_KEYS = {0.5: "p50_ns", 0.75: "p75_ns", 0.9: "p90_ns", 0.95: "p95_n
 
 def generator_config(*, sessions: int, pps: float, duration: float, src_mac: str, dst_mac: str,
                      src_ip: str, dst_ip: str, frame: int = GEN_MIN_FRAME, tx_nic: int = 0,
-                     rx_nic: int = 1) -> str:
+                     rx_nic: int = 1, mirror_nic: int | None = None) -> str:
     """The generator VNF's configuration for one step: ``sessions`` UDP flows of ``pps`` frames/s
     each for ``duration`` s, out of NIC ``tx_nic`` from ``src_mac``/``src_ip`` to
     ``dst_mac``/``dst_ip``; what comes back on NIC ``rx_nic`` is measured (``TimestampDiff``).
+    ``mirror_nic``: the generator is also the far end - what arrives on that NIC is sent back
+    where it came from (``EtherMirror``, the netns probe's echo), so each frame crosses the VNF
+    under test both ways and returns on ``rx_nic`` = ``tx_nic``.
     A bad value raises ``ValueError`` naming the argument and its range."""
     rate = round(sessions * pps)
     if not 1 <= sessions <= GEN_MAX_FLOWS:
@@ -280,10 +283,15 @@ def generator_config(*, sessions: int, pps: float, duration: float, src_mac: str
         raise ValueError(f"duration={duration}: a step lasts > 0 s")
     if not GEN_MIN_FRAME <= frame <= GEN_MAX_FRAME:
         raise ValueError(f"frame={frame}: frames are {GEN_MIN_FRAME}..{GEN_MAX_FRAME} bytes")
+    if mirror_nic is not None and mirror_nic in (tx_nic, rx_nic):
+        raise ValueError(f"mirror_nic={mirror_nic}: the reflecting NIC must not be the sending "
+                         f"({tx_nic}) or the measuring ({rx_nic}) one")
     limit = max(1, round(rate * duration))
+    mirror = ("" if mirror_nic is None else
+              f"\nFromDevice({mirror_nic}) -> EtherMirror -> ToDevice({mirror_nic});")
     return (f"{GEN_SOURCE} :: FastUDPFlows({rate}, {limit}, {frame}, {src_mac}, {src_ip}, "
             f"{dst_mac}, {dst_ip}, {sessions}) -> ToDevice({tx_nic});\n"
-            f"FromDevice({rx_nic}) -> {GEN_METER} :: TimestampDiff -> Discard;")
+            f"FromDevice({rx_nic}) -> {GEN_METER} :: TimestampDiff -> Discard;{mirror}")
 
 
 def generator_elements(stats: dict) -> tuple[dict, dict]:

@@ -24,7 +24,15 @@ def test_generator_config_is_one_step():
                    "FromDevice(1) -> meter :: TimestampDiff -> Discard;")
 
 
+def test_generator_config_can_be_its_own_echo():
+    cfg = loadgen.generator_config(sessions=1, pps=10, duration=1.0, rx_nic=0, mirror_nic=1,
+                                   **MACS)
+    assert cfg.endswith("FromDevice(0) -> meter :: TimestampDiff -> Discard;\n"
+                        "FromDevice(1) -> EtherMirror -> ToDevice(1);")
+
+
 @pytest.mark.parametrize("kw, word", [
+    (dict(sessions=1, pps=10, duration=1, mirror_nic=1), "mirror_nic=1"),
     (dict(sessions=0, pps=10, duration=1), "sessions=0"),
     (dict(sessions=70000, pps=1, duration=1), "sessions=70000"),
     (dict(sessions=1000, pps=20000, duration=1), "sessions * pps = 20000000"),
