@@ -16,7 +16,9 @@ p99 in microseconds), the controller
   capped vCPU is throttled or halted: the tap's ``tx_dropped`` (frames the host had for the VNF
   and dropped, its ring and the tap's queue full) and the **ring backlog**, ``tx_packets`` of the
   tap (frames the backend put into the guest's ring) minus the VNF's own ``rx`` of that NIC
-  (frames it took), less the smallest difference seen (an offset: frames before its driver
+  (frames it took; the taps read just before its ``stats``, so frames that arrive meanwhile do
+  not count: a lower bound, never a false release at a high rate), less the smallest difference
+  seen (an offset: frames before its driver
   counted, a restart resets it; TSO superframes count once on the tap and per segment in the VNF,
   so with TCP it reads low and the drops remain);
 * **decides**, with hysteresis:
@@ -143,7 +145,7 @@ class LatencyController:
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
              taps: list | None = None) -> dict:
         """One interval of one VNF: observe ``stats`` (None: it did not answer) and ``taps``
-        (:func:`tap_counters` of its NICs' host taps, read just after; None: not known),
+        (:func:`tap_counters` of its NICs' host taps, read just before; None: not known),
         decide, act."""
         reserved = max(1, int(vcpus)) * self.period_us
         st = self.state.get(key)

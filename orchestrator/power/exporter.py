@@ -137,18 +137,22 @@ class HostSampler:
         for rec in self.mgr.list():
             if rec.status != states.RUNNING:
                 continue
+            spec = rec.spec
+            target = self.targets.get(rec.name, self.targets.get(service_of(rec.name)))
+            # the host's side of its rings, read before its stats: frames that arrive while it
+            # answers count in its rx but not here, so the backlog is a lower bound
+            taps = (tap_counters([n.tap for n in spec.nics or ()])
+                    if target is not None and self.controller is not None else None)
             try:
                 st = self.mgr.stats(rec.id)
             except Exception as e:   # noqa: BLE001 - a VNF that does not answer is still read
                 LOG.debug("no stats from %s: %s", rec.name, e)
                 st = None
-            spec = rec.spec
-            target = self.targets.get(rec.name, self.targets.get(service_of(rec.name)))
             if target is not None and self.controller is not None:
                 self._ids[spec.uuid] = rec.id
                 try:
                     d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st,
-                                             tap_counters([n.tap for n in spec.nics or ()]))
+                                             taps)
                     with self.lock:               # the HTTP thread copies it
                         self.control[rec.id] = d
                 except (OSError, ValueError, PowerError) as e:
