@@ -243,8 +243,10 @@ class NomadZone(ZoneAdapter):
             return None
 
     def _vnf_free(self, alloc_id: str) -> tuple[int | None, dict]:
-        """(free slots, {"total", "watts"} as far as known) of the task's VNF: its slot capacity
-        and the watts the plugin's power meter attributed to it (vnf-stats.json ``power``)."""
+        """(free slots, {"total", "opened", "watts"} as far as known) of the task's VNF: its slot
+        capacity, its sessions ever opened (the slot agent passes them on: the registry releases
+        the slots it handed out that connected) and the watts the plugin's power meter
+        attributed to it (vnf-stats.json ``power``)."""
         doc = self._vnf_doc(alloc_id)
         if doc is None:
             return None, {}
@@ -253,7 +255,8 @@ class NomadZone(ZoneAdapter):
             free = int(slots["free"])
         except (KeyError, TypeError, ValueError):
             return None, {}
-        return free, {"total": slots.get("total"), "watts": (doc.get("power") or {}).get("watts")}
+        return free, {"total": slots.get("total"), "opened": slots.get("opened"),
+                      "watts": (doc.get("power") or {}).get("watts")}
 
     def instance_slots(self) -> dict[str, dict]:
         """{job id: {"name", "service", "host", "alloc", "free", "basis", "delay_s", ...}} of

@@ -168,6 +168,7 @@ def test_launch_returns_on_the_plugins_ready_signal(agent):
         assert doc["stats"]["configured"] is True and doc["launch"] == "cold"
         s = zone.instance_slots()[inst.id]
         assert (s["basis"], s["free"], s["alloc"]) == ("vnf-stats", 32, alloc["ID"])
+        assert s["opened"] == 0                    # the VNF's sessions opened ride along
         # the launch is timed up to the plugin's ready_at; Nomad's Started event comes later
         started = tn.wait_for("the task's Started event on the server", lambda: next(
             (i.launch_ms for i in zone.instances() if i.id == inst.id and i.launch_ms), None), 20)
