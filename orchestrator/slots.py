@@ -373,8 +373,9 @@ class SharedSlotRegistry(SlotRegistry):
         return None
 
     def _release_oldest(self, key, count, at):
-        # every orchestrator receives the update and would release them again from the shared
-        # reservations: they end by the ttl rule alone here
+        # the previous ``opened`` is this process's, while other orchestrators on the same
+        # topic take some of the updates (and the store keeps no ``opened``): a difference
+        # across them would release slots not yet shown. They end by the ttl rule alone here
         return 0
 
     def reserve(self, instance: str, service: str, count: int = 1) -> None:
