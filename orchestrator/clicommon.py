@@ -270,6 +270,18 @@ def _from_store(fn, args, e) -> int:
         reader.close()
 
 
+#: seconds a read-only command waits for the orchestrator's ping (at most --rpc-timeout): a
+#: broker up with no orchestrator on the topic would otherwise cost the whole rpc_timeout
+#: before the database answers
+READ_PING_S = 10.0
+
+
+def _answers(api, args) -> None:
+    """Unreachable unless the orchestrator (or fluidvim-api) answers its ping in time."""
+    t = getattr(args, "rpc_timeout", None)
+    api.ping(timeout=min(READ_PING_S, t) if t else READ_PING_S)
+
+
 def command(fn):
     """Runs ``fn(args, api)``; orchestrator errors become one clean line and exit status 2
     (a read-only command, :func:`reads`, answers from the database when it can)."""
@@ -286,6 +298,8 @@ def command(fn):
 
         try:
             with lazy_api(args) as api:
+                if getattr(fn, "reads_store", False):
+                    _answers(api, args)
                 return fn(args, api) or 0
         except Unreachable as e:
             return _from_store(fn, args, e)

@@ -8,10 +8,12 @@ know now is None, and the slot figures are the last reports with their time. Eve
 command says the same in one error line, exit 2, nothing on stdout."""
 
 import json
+import uuid
 
 import pytest
 
 from fluidvim.cmd import cli
+from tests.integration.test_orchestrator import rabbit_up
 
 from .test_mano_descriptors import pkg  # noqa: F401 - fixture
 from .test_mano_scaling import deploy_scaled
@@ -132,3 +134,17 @@ def test_other_commands_say_what_is_down_in_one_line(stored, capsys):
                                  "(127.0.0.1:1: "), err
         assert err[0].endswith("start RabbitMQ (systemctl start rabbitmq-server), or fix "
                                "[orchestrator] transport_url / --transport-url"), err
+
+
+@pytest.mark.skipif(not rabbit_up(), reason="RabbitMQ is not running on 127.0.0.1:5672")
+def test_no_orchestrator_on_the_topic_answers_from_the_database(stored, capsys):
+    # the broker answers, no orchestrator consumes the topic: the read-only command's ping
+    # times out (at most --rpc-timeout), not its whole call, and the database answers
+    orch, conf = stored
+    conf.write_text(f"[orchestrator]\nconnection = {orch.conf.orchestrator.connection}\n")
+    rc, out, err = run(capsys, conf, "service", "list", "--json", "--rpc-timeout", "1",
+                       "--topic", f"fvo-unit-nobody-{uuid.uuid4().hex[:8]}")
+    assert rc == 0 and len(err) == 1, err
+    assert err[0].startswith("fluidvim: warning: no reply from the orchestrator on topic "
+                             "'fvo-unit-nobody-") and "is fluidvim-orchestrator running" in err[0]
+    assert json.loads(out) == same(orch.list_services())
