@@ -148,3 +148,18 @@ def test_no_orchestrator_on_the_topic_answers_from_the_database(stored, capsys):
     assert err[0].startswith("fluidvim: warning: no reply from the orchestrator on topic "
                              "'fvo-unit-nobody-") and "is fluidvim-orchestrator running" in err[0]
     assert json.loads(out) == same(orch.list_services())
+
+
+def test_api_down_answers_from_the_database(stored, capsys):
+    # through fluidvim-api (--api-url) with nothing listening there: the same answers
+    orch, conf = stored
+    url = "http://127.0.0.1:1"
+    for argv, live in ((("ns", "list"), orch.ns.list()),
+                       (("placement", "list"), orch.list_decisions())):
+        rc, out, err = run(capsys, conf, *argv, "--json", "--api-url", url)
+        assert rc == 0 and len(err) == 1, err
+        assert err[0].startswith(f"fluidvim: warning: cannot reach fluidvim-api at {url} ("), err
+        assert err[0].endswith("listed from the orchestrator's database, as last stored"), err
+        assert json.loads(out) == same(live)
+    rc, out, err = run(capsys, conf, "zone", "list", "--api-url", url)
+    assert rc == 0 and "cpu not known" in out and len(err) == 1, err
