@@ -134,7 +134,9 @@ def test_load_probe_with_a_generator_vnf_in_the_local_zone(make_manager):
     assert r.ok, r.error
     assert r.metrics["traffic"] == "vnf" and r.metrics["proto"] == "udp"
     steps = r.metrics["steps"]
-    assert [s["sessions"] for s in steps][:2] == [1, 10]
+    # the whole ladder, unless a generator sharing a busy host's CPU could not offer a step's rate
+    assert [s["sessions"] for s in steps] == [1, 10, 40][:len(steps)] and steps
+    assert len(steps) == 3 or r.metrics["stopped"].startswith("the traffic generator reached")
     for s in steps:
         assert s["source"] == "vnf" and s["offered_pps"] == s["sessions"] * 50
         assert s["sent"] > 0 and s["received"] > 0 and 0.0 <= s["loss"] <= 1.0
