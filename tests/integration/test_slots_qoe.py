@@ -163,3 +163,78 @@ def test_a_rebuilt_or_restarted_vnf_keeps_its_qoe(make_manager):
     st = second.stats(inst.id)["slots"]
     assert (st["total"], st["free"], st["qoe"]["budget_ns"]) == (64, 9, 60_000_000_000)
     assert second.slots()["free"] == 9
+
+
+def test_opened_ends_the_reservations_of_sessions_that_connected(make_manager, net):
+    """The VNF's opened count through the real path: the local zone reads the VNF, its slot
+    agent publishes on RabbitMQ to the orchestrator's listener and registry. Two TCP sessions
+    held, three slots handed out, three real UDP sessions through the VNF, then the two TCP
+    sessions end: the VNF's count (5 free) cannot tell the three from clients still to come -
+    it shows at most 1 of them (5 - (6 - 3) = 2 could be pending), so they would count until
+    reservation_ttl (an hour here: 3 free); its opened (+3) ends all three at once (5 free)."""
+    import uuid
+
+    import oslo_messaging as messaging
+
+    from fluidvim.common.slotnotify import SlotAgent, SlotPublisher
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.notify import SlotListener
+    from fluidvim.orchestrator.slots import SlotRegistry
+    from fluidvim.orchestrator.zones.local import LocalZone, instance_name
+
+    mgr = make_manager(backend="qemu")
+    vid = mgr.launch(FORWARD, nics=net.bridges, slots=8, name=instance_name("opn")).vnf_id
+    conf = orchconf.make_conf()
+    orchconf.disable_rabbit_heartbeat(conf)
+    transport = messaging.get_notification_transport(conf, url=conf.orchestrator.transport_url)
+    topic = f"test_slots_opened_{uuid.uuid4().hex[:8]}"
+    reg = SlotRegistry(ttl=3600, reservation_ttl=3600)
+    listener = SlotListener(transport, topic, reg)
+    listener.start()
+    echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo", "--bind",
+                     net.ip_b, stdout=subprocess.PIPE, text=True)
+
+    procs: list = []
+
+    def wait_report(opened):
+        end = time.monotonic() + 20
+        while not [r for r in reg.reports() if r.opened == opened]:
+            assert time.monotonic() < end, reg.reports()
+            time.sleep(0.02)
+        return reg.aggregate("opn", "instance")[vid]
+
+    try:
+        assert echo.stdout.readline().strip() == "ready"
+        server = net.serve_tcp(80)
+        procs.append(server)
+        established, holder = net.hold_connections(80, 2, timeout_s=2.0)
+        procs.append(holder)
+        assert established == 2
+        pub = SlotPublisher(transport, "fluidvim.test.opened", topic, min_interval=0.0)
+        agent = SlotAgent(LocalZone("opn", mgr), pub)
+        assert agent.tick() == 1
+        assert wait_report(2) == 6
+        for _ in range(3):
+            reg.reserve(vid, "opn")
+        assert reg.aggregate("opn", "instance")[vid] == 3
+        sessions(net, 3, seconds=1.0)                       # UDP flows live 30 s idle
+        holder.terminate()
+        holder.wait()
+        server.terminate()                                  # FIN both ways ends the TCP ones
+        server.wait()
+        end = time.monotonic() + 10
+        while mgr.stats(vid)["slots"]["used"] != 3:
+            assert time.monotonic() < end, mgr.stats(vid)["slots"]
+            time.sleep(0.05)
+        st = mgr.stats(vid)["slots"]
+        assert (st["used"], st["free"], st["opened"]) == (3, 5, 5)
+        assert agent.tick() == 1
+        assert wait_report(5) == 5                          # not 3: the 3 are in the count
+        assert reg.last_reserved(vid) is None
+    finally:
+        for p in (echo, *procs):
+            if p.poll() is None:
+                p.terminate()
+                p.wait(5)
+        listener.stop()
+        transport.cleanup()
