@@ -287,3 +287,52 @@ def test_vhost_backend_cpu_is_charged_to_its_vnf(make_manager, net):
     finally:
         pinger.terminate()
         pinger.wait()
+
+
+def test_controller_releases_a_capped_vnf_whose_ring_fills(make_manager, net):
+    """The controller's end-to-end signal on a real VNF: capped to 1 % of a CPU (as a quiet
+    streak would leave it) and sent 5,000 UDP frames/s, frames pile up in its RX ring and the
+    tap behind it while its own latency histogram (from FromDevice; the target here is 10 s,
+    out of reach) sees nothing wrong: the host's tap counters do, and the cap is released."""
+    import sys
+
+    from fluidvim.orchestrator import power
+    from fluidvim.orchestrator.power.controller import LatencyController
+    from fluidvim.vnf import cgroups, limits
+
+    version, why = cgroups.mode()
+    if not version:
+        pytest.skip(f"no CPU quota to control here: {why}")
+    mgr = make_manager(backend="qemu")
+    fw = mgr.launch(FORWARD, name="fw.1c2d3e4f", nics=net.bridges, warm=False)
+    uid = mgr.get(fw.vnf_id).spec.uuid
+    assert net.ping(2) >= 1                         # forwarding, and ARP resolved
+    ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1000, min_quota_us=1000)
+    sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
+                                   targets={"fw": 10_000_000.0}, controller=ctl)
+    sampler.step()
+    assert ctl.state[uid].quota_us == limits.CPU_PERIOD_US
+    assert cgroups.set_cpu_quota(uid, 1000)
+    ctl.state[uid].quota_us = 1000
+    blast = ("import socket, time\n"
+             "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+             "end = time.monotonic() + 30\n"
+             "while time.monotonic() < end:\n"
+             "    for _ in range(50):\n"
+             f"        s.sendto(b'x' * 18, ('{net.ip_b}', 9))\n"
+             "    time.sleep(0.01)\n")
+    sender = net.popen("a", sys.executable, "-c", blast, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(40):
+            time.sleep(0.5)
+            sampler.step()
+            d = sampler.control[fw.vnf_id]
+            if d["action"] == "release":
+                break
+        assert d["action"] == "release", ctl.decisions
+        assert d["why"].startswith(("host dropped", "ring backlog")), ctl.decisions
+        assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+    finally:
+        sender.terminate()
+        sender.wait()
