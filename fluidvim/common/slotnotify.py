@@ -88,7 +88,8 @@ class SlotPublisher:
         watts_per_slot = self._wps.get(key)
         last = self._last.get(key)
         # the VNF's sessions opened: with an exact count only (nearly full), see slotcodec
-        opened = self._opened.pop(key, None) if slots < EXACT_BELOW else None
+        opened = self._opened.pop(key, None)
+        opened = opened if slots < EXACT_BELOW else None
         code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
         if (not force and last is not None and last[0] == code and last[2] == slots and last[3] == opened
