@@ -28,7 +28,8 @@ def test_values_are_the_stored_strings():
 
 
 def test_one_mapping_each():
-    assert local.INSTANCE_STATUS == {"running": "running", "paused": "paused", "crashed": "error"}
+    assert local.INSTANCE_STATUS == {"booting": "building", "running": "running", "paused": "paused",
+                                     "crashed": "error"}
     assert set(nova.SERVER_STATUS.values()) <= set(istates.STATUSES)
     assert set(nomad.ALLOC_STATUS.values()) <= set(istates.STATUSES)
     assert nova._status("SHELVED") == istates.ERROR and nova._status(None) == istates.ERROR
