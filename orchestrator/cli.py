@@ -219,11 +219,11 @@ def _slot_figure(v) -> str:
 
 def print_slots(d):
     def one(k, v):
-        if isinstance(v, dict) and "watts_per_slot" in v:
-            return f"{k} {_slot_figure(v)}"
-        if isinstance(v, dict):                 # from the database: the last report's figure
-            return f"{k} {v['free']} (as last reported, {time_ago(v['reported_at'])})"
-        return f"{k} {v}"
+        figure = _slot_figure(v) if not isinstance(v, dict) or "watts_per_slot" in v \
+            else f"{v['free']}"
+        if isinstance(v, dict) and "reported_at" in v:  # from the database: the last report's
+            figure += f" (as last reported, {time_ago(v['reported_at'])})"
+        return f"{k} {figure}"
     for svc, per in d.items():
         print(f"{svc}: " + (", ".join(one(k, v) for k, v in sorted(per.items()))
                             or "no free slots reported"))

@@ -181,14 +181,11 @@ class StoreReader:
     def slots(self, service=None, level="zone", watts=False):
         """Free slots per ``level`` as the last stored reports say (aliases applied, as the
         orchestrator counts them; slots handed out since a report are not subtracted):
-        {service: {key: {"free": n, "reported_at": oldest report of the sum}}}."""
+        {service: {key: {"free": n, "reported_at": oldest report of the sum}}}, with
+        ``watts`` also the reports' watts per slot weighted as the registry does."""
         import math
 
-        if watts:
-            from fluidvim.orchestrator.exception import invalid
-
-            raise invalid("watts", "the watts per slot are known to the running orchestrator "
-                          "only (its slot registry)", "ask without --watts")
+        from fluidvim.orchestrator.slots import _weighted
 
         rows = self.store.services()
         if service:
@@ -198,15 +195,19 @@ class StoreReader:
         out = {}
         for name in names:
             bases = {name: 1.0, **{r.name: r.aliases[name] for r in rows if name in r.aliases}}
-            per = out.setdefault(name, {})
-            for rep in reports:
-                if rep.service not in bases:
-                    continue
+            per, acc = out.setdefault(name, {}), {}
+            for rep in (r for r in reports if r.service in bases):
                 k = {"instance": rep.instance, "host": f"{rep.zone}/{rep.host}",
                      "zone": rep.zone, "region": rep.region}[level]
+                free = int(math.floor(rep.slots / bases[rep.service] + 1e-9))
                 e = per.setdefault(k, {"free": 0, "reported_at": rep.at})
-                e["free"] += int(math.floor(rep.slots / bases[rep.service] + 1e-9))
+                e["free"] += free
                 e["reported_at"] = min(e["reported_at"], rep.at)
+                if rep.watts_per_slot is not None:
+                    acc.setdefault(k, []).append((rep.watts_per_slot, free))
+            if watts:
+                for k, e in per.items():
+                    e["watts_per_slot"] = _weighted(acc.get(k))
         return out
 
     def close(self):

@@ -8,11 +8,13 @@ know now is None, and the slot figures are the last reports with their time. Eve
 command says the same in one error line, exit 2, nothing on stdout."""
 
 import json
+import time
 import uuid
 
 import pytest
 
 from fluidvim.cmd import cli
+from fluidvim.orchestrator.slots import SlotReport
 from tests.integration.test_orchestrator import rabbit_up
 
 from .test_mano_descriptors import pkg  # noqa: F401 - fixture
@@ -51,6 +53,13 @@ def stored(orch_factory, pkg, tmp_path):  # noqa: F811
     ns = orch.ns.show("sc1")
     orch.ns.scale("sc1", ns["scaling"][0]["aspect"], "out")
     orch.place(ns["services"][0])
+    # a slot update with the VNF's watts per slot, as the notification listener applies it
+    inst = orch.store.instances()[0]
+    rep = SlotReport(zone=inst.zone, host=inst.host, instance=inst.id, service=inst.service,
+                     slots=inst.slots_total - 1, delay_s=0.1, at=time.time(),
+                     exact=inst.slots_total - 1, watts_per_slot=0.25)
+    orch.registry.apply(rep)
+    orch.store.save_slot_report(rep)
     conf = tmp_path / "down.conf"
     conf.write_text(f"[orchestrator]\nconnection = {orch.conf.orchestrator.connection}\n"
                     f"transport_url = {DEAD}\n")
@@ -111,12 +120,13 @@ def test_read_only_commands_answer_from_the_database(stored, capsys):
                        for k, v in per.items())
     text = answered(capsys, conf, "slots", json_out=False)
     assert "(as last reported, " in text and " s ago)" in text
+    got = answered(capsys, conf, "slots", "--level", "host", "--watts")
+    assert got == {svc: {k: {**v, "reported_at": got[svc][k]["reported_at"]} for k, v in
+                         per.items()} for svc, per in orch.slots(level="host", watts=True).items()}
+    assert {v["watts_per_slot"] for per in got.values() for v in per.values()} == {None, 0.25}
+    text = answered(capsys, conf, "slots", "--watts", json_out=False)
+    assert "(0.2500 W/slot) (as last reported, " in text, text
 
-    # what the database does not have: the warning, then one error line
-    rc, out, err = run(capsys, conf, "slots", "--watts")
-    assert rc == 2 and out == "" and len(err) == 2 and err[0].startswith(DOWN)
-    assert err[1] == ("fluidvim: error: watts: the watts per slot are known to the running "
-                      "orchestrator only (its slot registry); ask without --watts"), err
     # a record the database does not have: the warning, then one error line
     rc, out, err = run(capsys, conf, "placement", "explain", "ffffffff")
     assert rc == 2 and out == "" and len(err) == 2 and err[0].startswith(DOWN)
