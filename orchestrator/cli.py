@@ -311,6 +311,7 @@ def cmd_power_plan(args, api):
 
 
 @_command
+@_reads
 def cmd_power_hosts(args, api):
     def text(rows):
         print(f"{'HOST':<36} {'STATE':<16} {'SERVICE':<8} {'BMC SAYS':<9} ERROR")

@@ -139,8 +139,8 @@ class StoreReader:
     delay, a network's ports) is None, never guessed; slot figures are the last reports
     stored, each with its time (``reported_at``)."""
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, store, conf=None):
+        self.store, self.conf = store, conf
 
     def list_services(self):
         return [r.as_dict() for r in self.store.services()]
@@ -210,6 +210,14 @@ class StoreReader:
                     e["watts_per_slot"] = _weighted(acc.get(k))
         return out
 
+    def power_hosts(self):
+        """The hosts' power records, as the orchestrator lists them (its HostPower reads
+        them from the database too; the BMCs of ``[host_power] bmcs`` of --config-file)."""
+        from fluidvim.orchestrator.hostpower import HostPower
+
+        zones = {z.name: None for z in self.store.zones()}     # bmcs are checked against them
+        return [v.to_dict() for v in HostPower(self.conf, self.store, zones, None).views()]
+
     def close(self):
         self.store.close()
 
@@ -230,12 +238,12 @@ def store_reader(args):
     from fluidvim.orchestrator.conf import make_conf
     from fluidvim.orchestrator.db import Store
 
-    url = make_conf(["--config-file", args.config_file] if args.config_file else []) \
-        .orchestrator.connection
+    conf = make_conf(["--config-file", args.config_file] if args.config_file else [])
+    url = conf.orchestrator.connection
     if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///"):]):
         return None
     try:
-        return StoreReader(Store(url))
+        return StoreReader(Store(url), conf)
     except Exception:  # noqa: BLE001 - no readable database here: the command's own error stands
         return None
 
