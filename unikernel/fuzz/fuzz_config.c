@@ -31,6 +31,8 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *v
 	return (nic == 1 && (tx_count % 7) == 0) ? -1 : 0;      /* sometimes the ring is full */
 }
 
+uint32_t plat_tx_room(void) { return 64; }
+
 uint64_t plat_now_ns(void)
 {
 	now_ns += 1237;

@@ -31,6 +31,12 @@ struct click_vh { uint8_t flags, gso_type; uint16_t hdr_len, gso_size, csum_star
 int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh);
 /* Monotonic nanoseconds. */
 uint64_t plat_now_ns(void);
+/* Frames of up to CLICK_SRC_FRAME_ROOM bytes (with the NIC's header and alignment) that a source
+ * element (FastUDPFlows) may hand plat_tx now, on any NIC, without taking the TX room the
+ * forwarding of received frames needs (the kernel polls RX only while every NIC has room for a
+ * whole poll): a generator sends no faster than its NICs drain and never blocks its own RX. */
+#define CLICK_SRC_FRAME_ROOM 2048u
+uint32_t plat_tx_room(void);
 
 /* Each NIC's own MAC address: the one it answers ARP with (ARPResponder) and reports in `stats`.
  * The kernel sets the device's MAC at boot; `configure` may replace it (its `macs` field). */

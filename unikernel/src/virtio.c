@@ -1046,6 +1046,28 @@ static bool tx_room(void)
 	return true;
 }
 
+/* The platform hook of a source element (include/click.h): frames it may send now and still leave
+ * every NIC the room RX waits for (tx_room), so a generator never stops this VNF's own receiving.
+ * A frame is counted as one descriptor and CLICK_SRC_FRAME_ROOM bytes of arena. */
+uint32_t plat_tx_room(void)
+{
+	uint32_t room = nnics ? UINT32_MAX : 0;
+	for (int i = 0; i < nnics; i++) {
+		struct nic *n = &nics[i];
+		struct vq *q = &n->d.q[1];
+		if (n->tx_inflight)
+			tx_reclaim(n);
+		uint32_t busy = (uint32_t)n->tx_inflight + RX_BUDGET, afree = n->asz - (n->wpos - n->rpos);
+		uint32_t d = busy < q->nbufs ? q->nbufs - busy : 0;
+		uint32_t a = afree > n->room ? (afree - n->room) / CLICK_SRC_FRAME_ROOM : 0;
+		if (d < room)
+			room = d;
+		if (a < room)
+			room = a;
+	}
+	return room;
+}
+
 bool net_poll(void)
 {
 	if (!tx_room())

@@ -7,6 +7,7 @@ int h_nframes;
 long h_tx_total[8];
 int h_tx_fail[8];
 uint64_t h_now, h_now_step;
+uint32_t h_tx_room;
 int t_failed_checks;
 
 static int passed, failed;
@@ -16,6 +17,7 @@ void h_reset(void)
 	h_nframes = 0;
 	memset(h_tx_total, 0, sizeof(h_tx_total));
 	memset(h_tx_fail, 0, sizeof(h_tx_fail));
+	h_tx_room = 1u << 30;
 }
 
 int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh)
@@ -34,6 +36,8 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *v
 	}
 	return 0;
 }
+
+uint32_t plat_tx_room(void) { return h_tx_room; }
 
 uint64_t plat_now_ns(void)
 {

@@ -241,6 +241,27 @@ static void source_catch_up_missed_refused(void)
 	CHECK_EQ(g64(h_frames[152].data + 34 + 18), t0 + 503 * MS);
 }
 
+/* No more frames per round than the NICs have room for beyond what RX needs (plat_tx_room); frames
+ * due without room keep the loop busy, and go when room comes back. */
+static void source_leaves_rx_its_room(void)
+{
+	click_init(1, 1024, 30000);
+	uint64_t t0 = h_now;
+	CHECK(cfgf(GEN "g -> ToDevice(0)", "1000", "-1", "60", "1"));
+	h_tx_room = 5;
+	rounds_at(t0 + 20 * MS, 1);
+	CHECK_EQ(h_tx_total[0], 5);
+	h_tx_room = 0;
+	CHECK(click_run_tasks());                       /* frames due, no room: still work */
+	CHECK_EQ(h_tx_total[0], 5);
+	h_tx_room = 1000;
+	rounds_at(t0 + 20 * MS, 1);
+	CHECK_EQ(h_tx_total[0], 21);                    /* 0..20 ms: 5 + SRC_BURST would be 37 */
+	CHECK_EQ(est("g", "refused"), 0);
+	CHECK_EQ(est("g", "missed"), 0);
+	CHECK(!click_run_tasks());                      /* nothing due until 21 ms */
+}
+
 /* Frames back on NIC 1 after a known delay: TimestampDiff's latency, loss, stale and other. */
 static void timestampdiff_measures(void)
 {
@@ -313,6 +334,7 @@ void run_source_tests(void)
 	RUN(source_rate_remainder);
 	RUN(source_limit_burst_churn);
 	RUN(source_catch_up_missed_refused);
+	RUN(source_leaves_rx_its_room);
 	RUN(timestampdiff_measures);
 	RUN(source_through_queue);
 }

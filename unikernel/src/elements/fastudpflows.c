@@ -15,11 +15,13 @@
  * at most SRC_BURST. Its next due time is its wake-up (the tickless kernel sleeps until then).
  * Behind its schedule (its vCPU was off the CPU) it catches up, as a host load generator does,
  * up to SRC_MAX_LAG_NS: the frames of a longer gap are skipped and counted as `missed` instead
- * of being sent in one burst. Backpressure: a frame whose trip ends in a drop (the egress TX ring
- * full) ends the round and is tried again in the next one (counted in `refused`, each try), so
- * the generator goes as fast as its NIC takes frames and its sequence numbers have no gaps of
- * its own: TimestampDiff's `lost` counts only frames lost after they were sent. A drop that lasts
- * (a full flow table, an unconnected output) turns the frames into `missed`.
+ * of being sent in one burst. Backpressure: a round sends no more frames than plat_tx_room()
+ * allows (the NICs' TX rings keep the room this VNF's own RX needs, so the frames coming back
+ * are received while it sends), and a frame whose trip still ends in a drop ends the round and is
+ * tried again in the next one (counted in `refused`, each try): the generator goes as fast as its
+ * NICs take frames and its sequence numbers have no gaps of its own, so TimestampDiff's `lost`
+ * counts only frames lost after they were sent. A drop that lasts (a full flow table, an
+ * unconnected output) turns the frames into `missed`.
  * Stats: `rate`, `flows`, `sent`, `refused`, `missed`, `active_ns` (first to last frame sent). */
 #include "elements.h"
 #include "nicmac.h"
@@ -248,8 +250,9 @@ static bool fastudpflows_task(struct graph *g, struct elem *e, uint64_t now, uin
 		return false;
 	if (now > s->next_ns + SRC_MAX_LAG_NS)
 		skip_gap(s, now);
+	uint32_t room = plat_tx_room(), burst = room < SRC_BURST ? room : SRC_BURST;
 	unsigned n = 0;
-	while (s->next_ns <= now && n < SRC_BURST && s->made < s->limit) {
+	while (s->next_ns <= now && n < burst && s->made < s->limit) {
 		uint64_t t = plat_now_ns();
 		put_frame(s, t);
 		n++;
@@ -266,7 +269,7 @@ static bool fastudpflows_task(struct graph *g, struct elem *e, uint64_t now, uin
 	}
 	if (s->made < s->limit)
 		*wake_ns = s->next_ns;
-	return n > 0;
+	return n > 0 || (s->next_ns <= now && s->made < s->limit);    /* due, no room: keep polling */
 }
 
 static int fastudpflows_push(struct graph *g, struct elem *e, struct pkt *p)
