@@ -284,10 +284,13 @@ class FluidvimPolicy:
         mine = self.by_service.get(service, {})
         if n > len(mine):
             raise ValueError(f"scale_in({service!r}, {n}): only {len(mine)} instance(s)")
-        hosts = [self._fleet_host(h) for h in sorted(set(mine.values()))]
+        hosts = {h: self._fleet_host(h) for h in sorted(set(mine.values()))}
         out = []
-        for h in power.scale_in_order(hosts):
-            for inst in sorted(i for i in self.on_host[h] if i in mine):
+        for h in power.scale_in_order(list(hosts.values())):
+            # from a host beyond its fill only what is beyond it; from the others all
+            over = power.over_fill(hosts[h])
+            take = math.ceil(over - 1e-9) if over > 0 else len(self.on_host[h])
+            for inst in sorted(i for i in self.on_host[h] if i in mine)[:take]:
                 out.append(inst)
                 if len(out) == n:
                     break

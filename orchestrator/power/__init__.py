@@ -99,6 +99,7 @@ from .fleet import (  # noqa: F401
     host_marginal,
     keep_awake,
     marginal_watts,
+    over_fill,
     pabfd_choose,
     scale_in_order,
     unit_watts,

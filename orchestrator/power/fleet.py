@@ -272,11 +272,22 @@ def _consolidation_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep):
     return plan
 
 
+def over_fill(h: FleetHost) -> float:
+    """Load on ``h`` beyond its ``u_max`` (the fill it should stop at), 0 when within it."""
+    return max(0.0, h.used - h.u_max * h.capacity)
+
+
 def scale_in_order(hosts) -> list[str]:
-    """Hosts to take a service's instances from first when it scales in: the least loaded (it
-    empties, and can power off, soonest), then the most idle watts per unit of capacity (the
-    least efficient to keep awake). ``hosts``: FleetHosts with their VNFs as ``load``."""
-    return [h.name for h in sorted(hosts, key=lambda h: (h.used, -h.model.watts(0.0) / h.capacity,
+    """Hosts to take a service's instances from first when it scales in: those loaded beyond
+    their ``u_max`` (the fill limit: the VNFs there run on the steep top of the curve, each the
+    dearest of all to keep; most over first), then the least loaded (it empties, and can power
+    off, soonest), then the most idle watts per unit of capacity (the least efficient to keep
+    awake). ``hosts``: FleetHosts with their VNFs as ``load``. (bench/energy, homogeneous 20
+    hosts: hosts filled to 101 of 112 threads while every host was awake - no host to wake, no
+    fill limit - stayed there all day at 90 % load, 4.7 W a thread where a woken host runs at
+    3.2; taking the scale-ins from them first: 101.7 -> 99.9 kWh.)"""
+    return [h.name for h in sorted(hosts, key=lambda h: (-over_fill(h), h.used,
+                                                         -h.model.watts(0.0) / h.capacity,
                                                          h.name))]
 
 

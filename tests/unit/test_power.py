@@ -730,6 +730,11 @@ def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
             h.add(f"{h.name}{k}", 1.0)
     assert lib.curve("spec0120").watts(0) / 16 > lib.curve("spec0122").watts(0) / 128
     assert power.scale_in_order([d, b, a]) == ["a", "b", "d"]
+    # a host loaded beyond its fill limit (u_max) gives its VNFs first: they run on the steep
+    # top of its curve, the dearest of all
+    d.u_max = 4 / 16
+    assert power.over_fill(d) == 1.0 and power.over_fill(a) == 0.0
+    assert power.scale_in_order([d, b, a]) == ["d", "a", "b"]
 
 
 def test_efficient_utilisation_is_where_a_host_spends_the_fewest_watts_per_unit():
