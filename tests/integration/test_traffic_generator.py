@@ -110,9 +110,10 @@ def test_a_new_step_starts_a_new_measurement_and_more_sessions(pair):
     assert src["sent"] + src["missed"] == 120      # this step's frames only
     assert meter["count"] <= src["sent"]
     assert mgr.stats(fwd)["slots"]["used"] == 12                     # ports 1024..1035
-    # a slow source (a frame every 250 ms) with no request in between: the VNF halts between
-    # frames and its next frame is the tickless kernel's timer. Without that wake-up only the
-    # frame due at configure would go; the 3 others would be found > 200 ms late and skipped
+    # a slow source (a frame every 250 ms) with no request in between keeps sending (the kernel
+    # polls while a source has frames to send; without that or its timer wake-up only the frame
+    # due at configure would go, the 3 others would be found > 200 ms late and skipped), and the
+    # VNF halts again once the source is done
     halts = mgr.stats(gen)["cpu"]["halts"]
     st, r = run_step(mgr, gen, gmacs, fmacs, sessions=1, pps=4, duration=1.0, quiet=True)
     src, meter = loadgen.generator_elements(st)

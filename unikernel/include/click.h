@@ -70,6 +70,9 @@ bool click_run_tasks(void);
 /* When the engine next needs to run although no packet arrives (plat_now_ns clock; 0 = never):
  * the earliest idle-flow expiry. The kernel sleeps until then (tickless), not on a periodic tick. */
 uint64_t click_next_timer_ns(uint64_t now_ns);
+/* A source element (a traffic generator) has frames to send: the kernel keeps polling instead of
+ * halting between them, so the frames coming back are seen without an interrupt's wake-up. */
+bool click_sources_active(void);
 
 /* ---- stats: writes the members of the PROTOCOL.md `stats` result object after "uptime_us" and
  * "configured": keys "slots", "nics", "elements", "latency_ns" (the caller opened the object). */

@@ -288,6 +288,8 @@ uint64_t click_next_timer_ns(uint64_t now)
 	return t;
 }
 
+bool click_sources_active(void) { return task_wake_ns != 0; }
+
 uint32_t click_slots_total(void) { return flow_total(); }
 uint32_t click_slots_used(void) { return flow_used(); }
 

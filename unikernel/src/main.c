@@ -365,8 +365,8 @@ static void user_main(void)
 			last_work = rdtsc();
 			continue;
 		}
-		if (now - last_work < spin) {
-			cpu_relax();
+		if (now - last_work < spin || click_sources_active()) {
+			cpu_relax();    /* a generator polls: a wake-up costs more than its frames' gap */
 			continue;
 		}
 		/* tickless: sleep until a packet, a control request or the next deadline (an idle
