@@ -14,7 +14,9 @@ latency quantiles (ms).
 
     sudo .venv/bin/python -m bench.generator --rates 1000,5000,10000,20000,40000 --reference
 
-The generator sustains a rate while achieved >= 99 % of offered with no misses.
+The generator sustains a rate while achieved >= 99 % of offered with no misses. ``--sink``: the
+forwarder discards what it gets, so nothing comes back and the steps show the generator's own
+sending rate (received 0).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from fluidvim.vnf import testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+SINK = "FromDevice(0) -> Discard;\nFromDevice(1) -> Discard;"
 
 
 def _manager(tmp: str, name: str, run_dir: str, **over) -> VNFManager:
@@ -78,6 +81,8 @@ def main(argv=None) -> int:
                    help="nice of the generator VNF's vCPU (the forwarder keeps [vnf] vcpu_nice)")
     p.add_argument("--reference", action="store_true",
                    help="also run each step with the netns client (UDP echo)")
+    p.add_argument("--sink", action="store_true",
+                   help="the forwarder discards what it receives: the generator's own TX rate")
     a = p.parse_args(argv)
     rates = [int(x) for x in a.rates.split(",") if x]
     tmp = tempfile.mkdtemp(prefix="fvgen-")
@@ -87,7 +92,7 @@ def main(argv=None) -> int:
     echo = None
     try:
         with testnet.TestNet("fvbg", 95) as net:
-            fwd = fmgr.launch(FORWARD, nics=net.bridges, slots=4096).vnf_id
+            fwd = fmgr.launch(SINK if a.sink else FORWARD, nics=net.bridges, slots=4096).vnf_id
             gen = gmgr.launch(FORWARD, nics=net.bridges, slots=4096).vnf_id
             fmacs = [n["mac"] for n in fmgr.stats(fwd)["nics"]]
             gmacs = [n["mac"] for n in gmgr.stats(gen)["nics"]]
