@@ -480,7 +480,14 @@ func (d *Driver) startCold(cfg *drivers.TaskConfig, tc *TaskConfig, s spec.VNF, 
 		clickFromFile: tc.ClickFile != "", configEcho: tc.configEcho, qoe: tc.QoE,
 		state: drivers.TaskStateUnknown, doneCh: make(chan struct{})}
 	d.startLogs(h, 0, 0) // open both FIFOs now: a failed start reports on stderr
-	phases, err := d.launch(h, set.qemuPath, set.bootTimeout)
+	// marked before QEMU exists, unmarked by WaitTask (the client has stored the handle by
+	// then): a client or plugin killed before leaves a VNF no RecoverTask will claim (the
+	// client starts the task again); the next plugin process reaps it (warmPool.reapHalfBooted)
+	var phases map[string]float64
+	err := markStarting(h.runDir)
+	if err == nil {
+		phases, err = d.launch(h, set.qemuPath, set.bootTimeout)
+	}
 	if err != nil {
 		h.mu.Lock()
 		h.failMsg = "fluidvim unikernel driver: " + err.Error()
@@ -526,6 +533,18 @@ func (d *Driver) handOver(h *taskHandle) (*drivers.TaskHandle, error) {
 	d.tasks.Set(cfg.ID, h)
 	go h.run()
 	return handle, nil
+}
+
+// markStarting creates a cold launch's run directory with its startingMarker.
+func markStarting(runDir string) error {
+	if err := os.MkdirAll(runDir, 0o750); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(runDir, startingMarker), nil, 0o640); err != nil {
+		_ = os.RemoveAll(runDir)
+		return err
+	}
+	return nil
 }
 
 // launch boots the VNF's QEMU and brings the VNF to forwarding (taps plugged, configured); on
@@ -671,6 +690,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		click: st.ClickConfig, ctl: ctl, ready: st.Ready, state: drivers.TaskStateRunning,
 		startedAt: st.StartedAt, doneCh: make(chan struct{})}
 	d.tasks.Set(cfg.ID, h)
+	_ = os.Remove(filepath.Join(h.runDir, startingMarker)) // the client has the handle
 	go h.run()
 	d.startLogs(h, fileSize(st.Spec.ConsoleLog), fileSize(qemu.StderrPath(h.runDir)))
 	return nil
@@ -688,6 +708,7 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	if !ok {
 		return nil, drivers.ErrTaskNotFound
 	}
+	_ = os.Remove(filepath.Join(h.runDir, startingMarker)) // the client has the handle
 	ch := make(chan *drivers.ExitResult, 1)
 	go func() {
 		defer close(ch)

@@ -46,6 +46,7 @@ const (
 	poolMarker     = "pool.json"     // a ready shell (adoptable)
 	bootingMarker  = "pool.booting"  // a shell being booted
 	claimingMarker = "pool.claiming" // a shell being claimed by a task
+	startingMarker = "task.starting" // a task's VNF whose handle the client may not have yet
 	refillBackoff  = 5 * time.Second // a failed refill boot is retried no sooner
 )
 
@@ -221,10 +222,12 @@ func (p *warmPool) adopt(runDir string) {
 }
 
 // reapHalfBooted kills the QEMU of a shell a killed plugin left while booting or claiming it (a
-// claim that did not finish never reached Nomad) and removes its taps and files. Directories
-// without these markers are tasks' VNFs: RecoverTask re-attaches to them.
+// claim that did not finish never reached Nomad), or of a cold launch it left before handing
+// the task's handle to Nomad (the client starts such a task again), and removes its taps and
+// files. Directories without these markers are tasks' VNFs: RecoverTask re-attaches to them.
 func (p *warmPool) reapHalfBooted(dir string) {
-	if !fileExists(filepath.Join(dir, bootingMarker)) && !fileExists(filepath.Join(dir, claimingMarker)) {
+	if !fileExists(filepath.Join(dir, bootingMarker)) && !fileExists(filepath.Join(dir, claimingMarker)) &&
+		!fileExists(filepath.Join(dir, startingMarker)) {
 		return
 	}
 	vid := filepath.Base(dir)
@@ -712,7 +715,8 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 	d.pool.move(s, "configured")
 	d.pool.mu.Unlock()
 	d.tasks.Set(cfg.ID, h)
-	_ = os.Remove(filepath.Join(h.runDir, claimingMarker)) // now a task: RecoverTask's
+	// now a task: WaitTask or RecoverTask unmarks it once the client has its handle
+	_ = os.Rename(filepath.Join(h.runDir, claimingMarker), filepath.Join(h.runDir, startingMarker))
 	d.startLogs(h, 0, 0)
 	phases["record"] = ms(t)
 	total := ms(t0)
