@@ -50,6 +50,7 @@ class OrchestratorAPI:
         (None = forever, oslo.messaging's default; a client should rather say so)."""
         o = conf.orchestrator
         self.retry = retry
+        self._conf, self._url = conf, o.transport_url
         if transport is None:
             check_broker(conf, o.transport_url)
         self._own_transport = transport is None
@@ -81,12 +82,23 @@ class OrchestratorAPI:
         try:
             return cctxt.call({}, method, **kwargs)
         except messaging.MessagingTimeout as e:
+            self._broker_gone(method, e)
             raise Unreachable(
                 f"no reply from the orchestrator on topic {self.client.target.topic!r} "
                 f"({e}); is fluidvim-orchestrator running with the same transport_url?") from None
         except messaging.MessageDeliveryFailure as e:
             raise Unreachable(
                 f"cannot reach the message broker ({e}): {BROKER_FIX}") from None
+
+    def _broker_gone(self, method: str, timeout: Exception) -> None:
+        """A call whose broker died under it ends in a timeout, as if the orchestrator were
+        down: when the broker is what is unreachable now, say so (and that the call may have
+        been done)."""
+        try:
+            check_broker(self._conf, self._url, timeout=1.0)
+        except Unreachable as down:
+            raise Unreachable(f"no reply to {method} ({timeout}; it may have been done): "
+                              f"{down}") from None
 
 
 def _client_method(row: Rpc):
