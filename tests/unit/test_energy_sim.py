@@ -315,3 +315,36 @@ def test_fluidvim_puts_no_vnf_on_a_booting_host_while_a_host_in_service_has_room
         assert pol.zone.state(off) == "on" and pol.room() > 0
     finally:
         pol.close()
+
+
+def test_fluidvim_scales_in_first_from_a_host_beyond_its_fill(services):
+    """Instances placed while every host was awake (no host to wake: no fill limit) leave hosts
+    beyond the fill limit that applies once a host is off; scale-in takes from those first,
+    only what is beyond it (power.scale_in_order, power.over_fill)."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from bench.energy.policy import Shape
+    svcs, measurement = services
+    # the default homogeneous model (112 threads) runs most efficiently at 80 %: with a host to
+    # wake its fill limit is 89 VNFs, with none every thread but one
+    fl = fleetmod.make_fleet("homogeneous", 3, 1)
+    pol = FluidvimPolicy(measurement, svcs, ahead=False)
+    svc = svcs[0]
+    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
+                  slots=svc.slots)
+    try:
+        pol.start(list(fl.hosts))
+        placed = pol.place(shape, [f"i{k}" for k in range(300)])
+        assert all(p.host is not None for p in placed)
+        used = {h: pol.zone.used[h] for h in pol.zone.used}
+        spare = min(used, key=lambda h: (used[h], h))
+        pol.stop([p.instance for p in placed if p.host == spare])
+        pol.set_eligible(spare, False)           # emptied and powered off: the host to wake
+        pol.set_power(spare, False)
+        over = {h: pol.zone.used[h] - pol.zone.fill[h] for h in pol.zone.used if h != spare}
+        assert max(over.values()) > 0, (over, pol.zone.fill)
+        n = sum(max(0, v) for v in over.values())
+        gone = pol.scale_in(svc.name, n)
+        left = {h: pol.zone.used[h] - pol.zone.fill[h] for h in over}
+        assert all(v == min(0, over[h]) for h, v in left.items()), (over, left, gone)
+    finally:
+        pol.close()
