@@ -9,6 +9,7 @@ detect its death, find running VNFs again after a restart, and remove everything
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -565,15 +566,38 @@ class LibvirtBackend(Backend):
         # default handler would also print it to stderr ("libvirt: XML-RPC error : ...")
         libvirt.registerErrorHandler(lambda ctx, err: None, None)
         self._start_event_loop()
-        try:
-            self.conn = libvirt.open(uri)
-        except libvirt.libvirtError as e:
-            raise DependencyDown("libvirtd", f"connect to {uri} failed: {e}", LIBVIRTD_FIX) \
-                from None
+        self.uri = uri
+        self._conn = None
+        self._conn_lock = threading.Lock()
         self.emulator = shutil.which(emulator) or emulator
         self._expected: set[str] = set()
-        self._cb_id = self.conn.domainEventRegisterAny(
-            None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._lifecycle, None)
+        self.conn  # noqa: B018 - connects now: a libvirtd that is down fails the backend's creation
+
+    @property
+    def conn(self):
+        """The connection to libvirtd, opened again when libvirtd went away and is back (a
+        restart, a ``kill -9``): every call after that would otherwise fail ("client socket is
+        closed") for the life of this process. :class:`DependencyDown` while it is down."""
+        with self._conn_lock:
+            if self._conn is not None:
+                try:
+                    if self._conn.isAlive():
+                        return self._conn
+                except self.libvirt.libvirtError:
+                    pass
+                LOG.warning("the connection to libvirtd (%s) was lost: reconnecting", self.uri)
+                with contextlib.suppress(self.libvirt.libvirtError):
+                    self._conn.close()
+                self._conn = None
+            try:
+                conn = self.libvirt.open(self.uri)
+            except self.libvirt.libvirtError as e:
+                raise DependencyDown("libvirtd", f"connect to {self.uri} failed: {e}",
+                                     LIBVIRTD_FIX) from None
+            self._cb_id = conn.domainEventRegisterAny(
+                None, self.libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._lifecycle, None)
+            self._conn = conn
+            return conn
 
     @classmethod
     def _start_event_loop(cls):
@@ -609,20 +633,28 @@ class LibvirtBackend(Backend):
         self._died(vnf_uuid, reason)
 
     def _lookup(self, vnf_uuid):
-        try:
-            return self.conn.lookupByUUIDString(vnf_uuid)
-        except self.libvirt.libvirtError:
-            return None
+        for _ in range(2):      # libvirtd went away: once more (DependencyDown, or it is back)
+            conn = self.conn
+            try:
+                return conn.lookupByUUIDString(vnf_uuid)
+            except self.libvirt.libvirtError:
+                if conn.isAlive():
+                    return None         # no such domain
+        return None
 
     def spawn(self, spec):
         lv = self.libvirt
         xml = specmod.libvirt_xml(spec, emulator=self.emulator)
+        conn = self.conn
         try:
-            dom = self.conn.createXML(xml, lv.VIR_DOMAIN_START_PAUSED)
+            dom = conn.createXML(xml, lv.VIR_DOMAIN_START_PAUSED)
         except lv.libvirtError as e:
             if "virtlogd" in str(e):    # libvirt hands QEMU's output to virtlogd: it is down
                 raise DependencyDown("virtlogd", f"libvirt could not start the domain: {e}",
                                      VIRTLOGD_FIX) from None
+            if not conn.isAlive():      # libvirtd went away during the call
+                raise DependencyDown("libvirtd", f"libvirt could not start the domain: {e}",
+                                     LIBVIRTD_FIX) from None
             raise LaunchError(f"libvirt refused the domain: {e}") from None
         try:
             ch = self.connect(spec)     # libvirt's QEMU listens before the guest runs
@@ -684,9 +716,13 @@ class LibvirtBackend(Backend):
         return specmod.spec_from_libvirt_metadata(text)
 
     def close(self):
+        with self._conn_lock:
+            conn, self._conn = self._conn, None
+        if conn is None:
+            return
         try:
-            self.conn.domainEventDeregisterAny(self._cb_id)
-            self.conn.close()
+            conn.domainEventDeregisterAny(self._cb_id)
+            conn.close()
         except self.libvirt.libvirtError:
             pass
 
