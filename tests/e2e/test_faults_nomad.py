@@ -14,19 +14,26 @@ again on its data dir (its Raft state: jobs, allocations). Checked:
 * the recovery time (server start -> the first launch that completes) printed as
   ``FAULT nomad-server-kill-9 recovery_ms=<n>``.
 
+The Nomad client agent is killed with -9 the same way (:func:`test_nomad_client_kill_9_under_load`):
+its VNFs keep running (the plugin's QEMUs are not the agent's children), a launch while it is down
+either waits for it and completes or fails in one ``ZoneError`` line, and the restarted agent
+recovers its allocations (the same QEMUs) with no second QEMU and no plugin process left over.
+Both tests share one cluster (its start is most of their time).
+
 No traffic crosses these VNFs (an unplugged NIC): the data path is the QEMU processes, which
 the check follows; traffic through a VNF under a dependency's fault is in
 tests/integration/test_faults_load.py.
 """
 
+import os
 import signal
-import threading
 import time
 
 import pytest
 
 from fluidvim.common.zonetypes import LaunchRequest, ZoneError
 from fluidvim.orchestrator.zones.nomad import NomadZone
+from tests import faults
 from tests.e2e import test_nomad as tn
 from tests.e2e.nomad_cluster import NomadCluster
 
@@ -39,91 +46,134 @@ def _request(i: int) -> LaunchRequest:
     return LaunchRequest(service=f"fns{i}", slots=16, memory_mb=32, click_config=CLICK)
 
 
-class Launches:
-    """Launches one after the other in a thread; each outcome ("ok", instance) or ("error", e)."""
-
-    def __init__(self, zone):
-        self.zone = zone
-        self.outcomes: list[tuple[str, object]] = []
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        i = 0
-        while not self._stop.is_set():
-            i += 1
-            try:
-                self.outcomes.append(("ok", self.zone.launch(_request(i))))
-            except Exception as e:  # noqa: BLE001 - every outcome is checked by the test
-                self.outcomes.append(("error", e))
-                time.sleep(0.2)
-
-    def wait(self, pred, timeout: float, what: str) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if pred(self.outcomes):
-                return time.monotonic()
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}: {self.outcomes[-3:]}")
-
-    def stop(self):
-        self._stop.set()
-        self.thread.join(timeout=180)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with NomadCluster(tmp_path_factory.mktemp("faults-nomad"), clients=1,
+                      warm_pool=None) as c:
+        c.wait_ready()
+        yield c
 
 
-def test_nomad_server_kill_9_under_load(tmp_path):
-    with NomadCluster(tmp_path, clients=1, warm_pool=None) as cluster:
-        cluster.wait_ready()
-        run_dir = cluster.clients[0].run_dir
-        zone = NomadZone("nomad-dc1", address=cluster.address, datacenter="dc1")
-        first = zone.launch(_request(0))
-        (qemu,) = tn.qemu_pids(run_dir)
-        load = Launches(zone)
+@pytest.fixture
+def zone(cluster):
+    """The cluster's zone; every instance launched through it is terminated at the end."""
+    z = NomadZone("nomad-dc1", address=cluster.address, datacenter="dc1")
+    yield z
+    cluster.wait_ready(180)             # a test that failed half-way may have left it down
+    for inst in z.instances():
         try:
-            load.thread.start()
-            load.wait(lambda o: any(k == "ok" for k, _ in o), 120, "a launch before the fault")
-            n = len(load.outcomes)
+            z.terminate(inst.id)
+        except ZoneError:
+            pass
 
-            cluster.server_proc.send_signal(signal.SIGKILL)
-            cluster.server_proc.wait()
-            load.wait(lambda o: any(k == "error" for k, _ in o[n:]), 180, "an error while down")
-            n_down = len(load.outcomes)
-            assert qemu in tn.qemu_pids(run_dir), "a running VNF died with the server"
-            with pytest.raises(ZoneError) as e:
-                zone.instances()
-            assert "\n" not in str(e.value) and cluster.address in str(e.value), e.value
 
-            t0 = time.monotonic()
-            cluster.server_proc = cluster._spawn(cluster.tmp / "server" / "server.hcl", "server")
-            recovered = load.wait(lambda o: any(k == "ok" for k, _ in o[n_down:]), 240,
-                                  "a launch after the restart")
-            load.stop()
-            errors = [v for k, v in load.outcomes[n:n_down] if k == "error"]
-            print(f"\nFAULT nomad-server-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} "
-                  f"(server start, leader election and client re-registration included) "
-                  f"errors_while_down={len(errors)}")
-            for err in errors:
-                assert isinstance(err, ZoneError) and "\n" not in str(err), repr(err)
-            _check(zone, run_dir, first, load, qemu)
-        finally:
-            load.stop()
-            for inst in [first, *(v for k, v in load.outcomes if k == "ok")]:
-                try:
-                    zone.terminate(inst.id)
-                except ZoneError:
-                    pass
+class Scene:
+    """The first VNF (its instance and QEMU) and launches in flight, one done already; then the
+    fault (:meth:`killed`, :meth:`down`) and the checks after the restart (:meth:`recovered`)."""
+
+    def __init__(self, zone, run_dir: str):
+        self.zone, self.run_dir = zone, run_dir
+        self.first = zone.launch(_request(0))
+        (self.qemu,) = tn.qemu_pids(run_dir)
+        self.load = faults.Outcomes(lambda i: zone.launch(_request(i)), pause=0.2).start()
+        self.load.ok_after(0, 120, "a launch before the fault")
+        self.n = self.n_down = 0
+
+    def killed(self) -> None:
+        self.n = len(self.load.outcomes)
+
+    def down(self) -> None:
+        """The dependency is down (and about to be started again): the VNF still runs."""
+        assert self.qemu in tn.qemu_pids(self.run_dir), "a running VNF died with the agent"
+        self.n_down = len(self.load.outcomes)
+
+    def recovered(self, name: str, t0: float, note: str) -> None:
+        load = self.load
+        recovered = load.ok_after(self.n_down, 240, "a launch after the restart")
+        load.stop()
+        errors = load.errors(self.n, self.n_down)
+        faults.report(name, t0, recovered, errors, note)
+        for err in errors:
+            assert isinstance(err, ZoneError) and "\n" not in str(err), repr(err)
+        _check(self.zone, self.run_dir, self.first, load, self.qemu)
+
+
+def test_nomad_server_kill_9_under_load(cluster, zone):
+    scene = Scene(zone, cluster.clients[0].run_dir)
+    try:
+        scene.killed()
+        cluster.server_proc.send_signal(signal.SIGKILL)
+        cluster.server_proc.wait()
+        scene.load.error_after(scene.n, 180, "an error while down")
+        scene.down()
+        with pytest.raises(ZoneError) as e:
+            zone.instances()
+        assert "\n" not in str(e.value) and cluster.address in str(e.value), e.value
+
+        t0 = time.monotonic()
+        cluster.server_proc = cluster._spawn(cluster.tmp / "server" / "server.hcl", "server")
+        scene.recovered("nomad-server-kill-9", t0, "server start, leader election and client "
+                        "re-registration included")
+    finally:
+        scene.load.stop()
+
+
+def _plugins(cluster) -> list[int]:
+    """The unikernel plugin processes of ``cluster`` (its own build: one client, one plugin)."""
+    exe = str(cluster.plugin_dir / "fluidvim-unikernel")
+    pids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if os.readlink(f"/proc/{p}/exe") == exe:
+                    pids.append(int(p))
+            except OSError:
+                continue
+    return pids
+
+
+def test_nomad_client_kill_9_under_load(cluster, zone):
+    client = cluster.clients[0]
+    scene = Scene(zone, client.run_dir)
+    try:
+        scene.killed()
+        client.proc.send_signal(signal.SIGKILL)       # the agent only: its plugin lives on
+        client.proc.wait()
+        time.sleep(3)       # down a while: launches placed meanwhile wait for the client
+        scene.down()
+
+        t0 = time.monotonic()
+        cluster.power_on_client(client.name)
+        scene.recovered("nomad-client-kill-9", t0, "client start and allocation recovery "
+                        "included")
+        # the killed agent's plugin process ended; the new agent has one
+        tn.wait_for("one plugin process", lambda: len(_plugins(cluster)) == 1, 30, 0.25)
+    finally:
+        scene.load.stop()
 
 
 def _check(zone, run_dir, first, load, qemu) -> None:
-    done = {first.id} | {v.id for k, v in load.outcomes if k == "ok"}
+    done = {first.id} | {v.id for v in load.results()}
     live = tn.wait_for("every instance running again", lambda: (
         lambda insts: insts if done <= set(insts) and all(
             i.status == "running" for i in insts.values()) else None)(
         {i.id: i for i in zone.instances()}), 120, 0.5)
     assert qemu in tn.qemu_pids(run_dir), "the first VNF was restarted, not kept"
     # one QEMU per running instance; none of a launch that failed
-    tn.wait_for("one QEMU per instance", lambda: len(tn.qemu_pids(run_dir)) == len(live), 60,
-                0.25)
+    try:
+        tn.wait_for("one QEMU per instance", lambda: len(tn.qemu_pids(run_dir)) == len(live),
+                    60, 0.25)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: instances {sorted(live)}, QEMUs "
+                             f"{[_vnf_of(p) for p in tn.qemu_pids(run_dir)]}") from None
     total = sum(i.slots_total for i in live.values())
     tn.wait_for(f"the node's slots = the instances' ({total})",
                 lambda: zone.hosts()[0].slots_total == total, 60, 0.25)
+
+
+def _vnf_of(pid: int) -> str:
+    """A QEMU's VNF directory (its UUID) and age, for the failure message."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        args = f.read().decode(errors="replace").split("\0")
+    sock = next((a for a in args if "control" in a or ".sock" in a), "?")
+    return f"{pid}:{sock}"

@@ -20,7 +20,6 @@ The fault is real (SIGKILL of the postmaster, a tmpfs of a few hundred KiB fille
 byte); the VNF, its taps and the traffic are the real ones of tests/integration/test_vnf.py.
 """
 
-import collections
 import contextlib
 import inspect
 import json
@@ -29,7 +28,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +37,7 @@ import pytest
 from fluidvim.common.errors import DependencyDown, StoreFull
 from fluidvim.vnf import netdev, spec as specmod, states, testnet
 from fluidvim.vnf.manager import VNFManager, make_conf
-from tests import pgserver
+from tests import faults, pgserver
 
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 FLUIDVIM = os.path.join(os.path.dirname(sys.executable), "fluidvim")
@@ -59,10 +57,8 @@ class Load:
 
     def __init__(self, mgr, net):
         self.mgr, self.net = mgr, net
-        self.outcomes: list[tuple[str, object]] = []
         self.created: list[str] = []        # uuids of every spec made (failed launches too)
         self.extra: list[subprocess.Popen] = []
-        self._stop = threading.Event()
         real_new_spec = mgr._new_spec
 
         def new_spec(*a, **kw):
@@ -75,16 +71,17 @@ class Load:
         self.held, self.holder = net.hold_connections(80, SESSIONS)
         self.pinger = net.popen("a", "ping", "-n", "-i", "0.1", "-W", "1", net.ip_b,
                                 stdout=subprocess.PIPE, text=True)
-        self.thread = threading.Thread(target=self._launches, daemon=True)
+        self.launches = faults.Outcomes(lambda i: mgr.launch(
+            FORWARD, name=f"inflight{i}", slots=4, warm=False, **_nics(mgr, [None, None])).vnf_id)
+        self.outcomes = self.launches.outcomes
 
     def start(self) -> "Load":
         assert self.held == SESSIONS
         self._first_reply()                 # the ping's flow is a session of the VNF too
         self.sessions = self.mgr.stats(self.fw.vnf_id)["slots"]["used"]    # TCP + the ping's
         assert self.sessions >= SESSIONS
-        self.thread.start()
-        while not self.outcomes:                # at least one launch done before the fault
-            time.sleep(0.05)
+        self.launches.start()
+        self.launches.wait(bool, what="a launch before the fault")
         return self
 
     def _first_reply(self, timeout: float = 20) -> None:
@@ -95,27 +92,19 @@ class Load:
                 return
         raise AssertionError("no ping reply through the VNF")
 
-    def _launches(self):
-        i = 0
-        while not self._stop.is_set():
-            i += 1
-            try:
-                res = self.mgr.launch(FORWARD, name=f"inflight{i}", slots=4, warm=False,
-                                      **_nics(self.mgr, [None, None]))
-                self.outcomes.append(("ok", res.vnf_id))
-            except Exception as e:  # noqa: BLE001 - every outcome is checked by the test
-                self.outcomes.append(("error", e))
-                time.sleep(0.05)
-
     def first_ok_after(self, n: int, timeout: float = 60) -> float:
         """Waits for a launch completing after the first ``n`` outcomes; its monotonic time."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(kind == "ok" for kind, _ in self.outcomes[n:]):
-                return time.monotonic()
-            time.sleep(0.02)
-        raise AssertionError(f"no launch completed {timeout} s after recovery: "
-                             f"{self.outcomes[n:][-3:]}")
+        return self.launches.ok_after(n, timeout, "a launch after recovery")
+
+    def dependency_back(self, what: str, t0: float, window: tuple[int, int]) -> None:
+        """``what`` (a daemon killed with -9) was started again at ``t0``: waits for a launch
+        that completes, prints the FAULT line, and checks that the launches of ``window`` (the
+        outcomes while it was down) failed, each with ``DependencyDown`` naming it."""
+        recovered = self.first_ok_after(window[1])
+        errors = self.launches.errors(*window)
+        faults.report(f"{what}-kill-9", t0, recovered, errors, f"{what} start included")
+        assert errors and all(isinstance(e, DependencyDown) and e.what == what
+                              for e in errors), errors
 
     def new_session(self) -> None:
         """One more TCP session through the VNF, opened (so forwarding works) and held."""
@@ -125,8 +114,7 @@ class Load:
         self.sessions += 1
 
     def stop(self) -> None:
-        self._stop.set()
-        self.thread.join(timeout=120)
+        self.launches.stop()
 
     def pings(self) -> int:
         """Stops the ping stream; the replies it got."""
@@ -138,7 +126,7 @@ class Load:
         return 0
 
     def close(self) -> None:
-        self._stop.set()
+        self.launches.stop()
         for p in (*self.extra, self.holder, self.server, self.pinger):
             if p.poll() is None:
                 p.terminate()
@@ -171,23 +159,6 @@ def net():
         yield n
 
 
-def _qemu_pids(run_dir: str) -> set[int]:
-    """QEMU processes whose command line names ``run_dir`` (this manager's VNFs)."""
-    pids = set()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and b"qemu" in os.path.basename(argv[0]) and \
-                any(run_dir.encode() in a for a in argv):
-            pids.add(int(pid))
-    return pids
-
-
 def check_invariants(mgr, load, before: set[str]) -> None:
     """What must hold after recovery (the module docstring's list)."""
     load.stop()
@@ -211,7 +182,7 @@ def check_invariants(mgr, load, before: set[str]) -> None:
                 if d.isActive()}
         assert live & ours == {r.id for r in running}, "orphan or lost domain"
     else:
-        assert _qemu_pids(mgr.run_dir) == {r.pid for r in running}, "orphan or lost QEMU"
+        assert faults.qemu_pids(mgr.run_dir) == {r.pid for r in running}, "orphan or lost QEMU"
     failed = set(load.created) - set(stored)
     leaked = [t for v in failed for i in range(2) if netdev.exists(t := specmod.tap_for(v, i))]
     assert not leaked, f"taps of failed launches left: {leaked}"
@@ -255,10 +226,7 @@ def _pg_fault(mgr, pg, url, net, tmp_path):
 
         pg.kill()
         # down: launches fail with the store's one line; the CLI says what and how
-        deadline = time.monotonic() + 30
-        while not any(k == "error" for k, _ in load.outcomes[n:]) and \
-                time.monotonic() < deadline:
-            time.sleep(0.05)
+        load.launches.error_after(n, 30, "a launch failing while down")
         rc, err = fluidvim_line(conf, "vnf", "list")
         assert rc == 2 and len(err) == 1, err
         assert err[0].startswith("fluidvim: error: the state store's database (postgresql at "
@@ -270,10 +238,9 @@ def _pg_fault(mgr, pg, url, net, tmp_path):
         t0 = time.monotonic()
         pg.start_again()
         recovered = load.first_ok_after(n_down)
-        print(f"FAULT postgresql-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} "
-              f"(pg_ctl start included) errors_while_down="
-              f"{sum(k == 'error' for k, _ in load.outcomes[n:n_down])}")
-        assert any(k == "error" for k, _ in load.outcomes[n:n_down]), load.outcomes[n:]
+        faults.report("postgresql-kill-9", t0, recovered, load.launches.errors(n, n_down),
+                      "pg_ctl start included")
+        assert load.launches.errors(n, n_down), load.outcomes[n:]
         check_invariants(mgr, load, before)
         rc, err = fluidvim_line(conf, "vnf", "list")
         assert rc == 0 and err == [], err
@@ -316,10 +283,7 @@ def test_state_store_disk_full_under_load(net, tmp_path):
             before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
             n = len(load.outcomes)
             filler = fill(state)
-            deadline = time.monotonic() + 60
-            while not any(k == "error" for k, _ in load.outcomes[n:]) and \
-                    time.monotonic() < deadline:
-                time.sleep(0.05)
+            load.launches.error_after(n, 60, "a launch failing while down")
             errors = [v for k, v in load.outcomes[n:] if k == "error"]
             assert errors and isinstance(errors[0], StoreFull), load.outcomes[n:]
             assert str(errors[0]).startswith(f"the state store {state}/vnf.sqlite cannot "
@@ -337,8 +301,8 @@ def test_state_store_disk_full_under_load(net, tmp_path):
             t0 = time.monotonic()
             os.unlink(filler)
             recovered = load.first_ok_after(n_down)
-            print(f"FAULT state-store-disk-full recovery_ms={(recovered - t0) * 1000:.0f} "
-                  f"(space freed -> first launch done) errors_while_full={len(errors)}")
+            faults.report("state-store-disk-full", t0, recovered, load.launches.errors(n, n_down),
+                          "space freed -> first launch done")
             check_invariants(mgr, load, before)
         finally:
             load.close()
@@ -362,39 +326,6 @@ def _start_api(conf_file, log_path, url) -> subprocess.Popen:
                 raise AssertionError("fluidvim-api did not start:\n"
                                      + log_path.read_text()[-3000:]) from None
             time.sleep(0.05)
-
-
-class Resolves:
-    """Sessions asked of the orchestrator through fluidvim-api, one after the other: each
-    ``resolve`` takes a slot, and every second one launches an instance (two slots each) - so
-    launches are in flight most of the time. Outcomes: ("ok", result) or ("error", exception)."""
-
-    def __init__(self, client, service: str, limit: int):
-        self.client, self.service, self.limit = client, service, limit
-        self.outcomes: list[tuple[str, object]] = []
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set() and \
-                sum(k == "ok" for k, _ in self.outcomes) < self.limit:
-            try:
-                self.outcomes.append(("ok", self.client.resolve(self.service)))
-            except Exception as e:  # noqa: BLE001 - every outcome is checked by the test
-                self.outcomes.append(("error", e))
-                time.sleep(0.05)
-
-    def wait(self, pred, timeout: float = 60, what: str = "outcome") -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if pred(self.outcomes):
-                return time.monotonic()
-            time.sleep(0.02)
-        raise AssertionError(f"timed out waiting for {what}: {self.outcomes[-3:]}")
-
-    def stop(self):
-        self._stop.set()
-        self.thread.join(timeout=120)
 
 
 def test_api_kill_9_under_load(tmp_path):
@@ -422,17 +353,17 @@ def test_api_kill_9_under_load(tmp_path):
                             f"topic = {env.conf.orchestrator.topic}\n")
         proc = _start_api(conf, tmp_path / "api.log", url)
         client = APIClient(url)
-        load = Resolves(client, "fl", limit=8)
+        load = faults.Outcomes(lambda i: client.resolve("fl"), limit=8)
         try:
             client.register_service("fl", FORWARD, slots=2, max_queuing_delay_s=30.0)
-            load.thread.start()
+            load.start()
             load.wait(lambda o: any(k == "ok" and r["kind"] == "launched" for k, r in o),
                       what="a first launch")
             n = len(load.outcomes)
 
             proc.kill()                 # kill -9, a request likely in flight
             proc.wait()
-            load.wait(lambda o: any(k == "error" for k, _ in o[n:]), what="an error")
+            load.error_after(n)
             # down: the REST CLI says what and how in one line; RPC still answers
             # (a command that only reads answers from the database: below)
             rc, err = fluidvim_line(cli_conf, "network", "list", "--api-url", url)
@@ -467,48 +398,20 @@ def test_api_kill_9_under_load(tmp_path):
             n_down = len(load.outcomes)
             t0 = time.monotonic()
             proc = _start_api(conf, tmp_path / "api.log", url)
-            recovered = load.wait(lambda o: any(k == "ok" for k, _ in o[n_down:]),
-                                  what="a resolve after the restart")
-            errors = [v for k, v in load.outcomes[n:n_down] if k == "error"]
-            print(f"FAULT api-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} (process start "
-                  f"included) errors_while_down={len(errors)}")
+            recovered = load.ok_after(n_down, what="a resolve after the restart")
+            errors = load.errors(n, n_down)
+            faults.report("api-kill-9", t0, recovered, errors, "process start included")
             load.wait(lambda o: sum(k == "ok" for k, _ in o) >= load.limit, what="the rest")
             load.stop()
             for e in errors:
                 assert isinstance(e, APIError) and "\n" not in e.message, repr(e)
                 assert e.message.startswith(f"cannot reach fluidvim-api at {url} ("), e.message
-            _check_orchestrator(orch, rpc, load)
+            faults.check_orchestrator(orch, rpc, load, "fl")
         finally:
             load.stop()
             client.close()
             proc.terminate()
             proc.wait(timeout=30)
-
-
-def _check_orchestrator(orch, rpc, load) -> None:
-    """After recovery: every session granted names a live instance, the instances are exactly
-    the running VNFs, the QEMUs of the run dir are theirs, and the orchestrator's slots are
-    what the VNFs report."""
-    instances = {i["id"]: i for i in rpc.list_instances("fl")}
-    granted = {r["instance"] for k, r in load.outcomes if k == "ok"}
-    assert granted <= set(instances), f"sessions on lost instances: {granted - set(instances)}"
-    mgr = orch.manager
-    running = {r.id: r for r in mgr.list() if r.status == states.RUNNING}
-    assert set(running) == set(instances), (set(running), set(instances))
-    assert _qemu_pids(mgr.run_dir) == {r.pid for r in running.values()}, "orphan or lost QEMU"
-    # the registry's free slots: each VNF's own report less the sessions granted on it (held
-    # as reservations: these sessions carry no traffic)
-    held = collections.Counter(r["instance"] for k, r in load.outcomes if k == "ok")
-    expected = {v: mgr.stats(v)["slots"]["free"] - held[v] for v in running}
-    deadline = time.monotonic() + 15
-    while True:
-        known = rpc.slots("fl", "instance")["fl"]
-        if all(known.get(v) == free for v, free in expected.items()) or \
-                time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert {v: known.get(v) for v in expected} == expected
-    assert sum(held.values()) == load.limit
 
 
 SHARED = "FLUIDVIM_FAULTS_SHARED_DAEMONS"
@@ -528,22 +431,14 @@ def test_virtlogd_kill_9_under_load(net, tmp_path):
             pid = int(subprocess.run(["pgrep", "-x", "virtlogd"], capture_output=True,
                                      text=True, check=True).stdout.split()[0])
             os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 60
-            while not any(k == "error" for k, _ in load.outcomes[n:]) and \
-                    time.monotonic() < deadline:
-                time.sleep(0.02)
+            load.launches.error_after(n, 60, "a launch failing while down")
             load.new_session()
             n_down = len(load.outcomes)
             t0 = time.monotonic()
             with open("/var/log/libvirt/virtlogd.fluidvim.log", "ab") as log:
                 subprocess.Popen(["setsid", "tini", "-s", "--", "virtlogd"],
                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            recovered = load.first_ok_after(n_down)
-            errors = [v for k, v in load.outcomes[n:n_down] if k == "error"]
-            print(f"FAULT virtlogd-kill-9 recovery_ms={(recovered - t0) * 1000:.0f} (virtlogd "
-                  f"start included) errors_while_down={len(errors)}")
-            assert errors and all(isinstance(e, DependencyDown) and e.what == "virtlogd"
-                                  for e in errors), errors
+            load.dependency_back("virtlogd", t0, (n, n_down))
             check_invariants(mgr, load, before)
         finally:
             load.close()
