@@ -450,6 +450,49 @@ func TestRecoverTask(t *testing.T) {
 	h.DestroyTask(task.ID, true)
 }
 
+// TestStartedForADeadClientIsReaped: a VNF whose handle the client never got (it died during
+// StartTask, and will start the task again) is marked until WaitTask; the next plugin process
+// kills a marked one and keeps one the client waits on (it recovers that one).
+func TestStartedForADeadClientIsReaped(t *testing.T) {
+	k := requireVNF(t)
+	h, d, runDir := newHarness(t)
+	cfg := &TaskConfig{Kernel: k, NICs: []string{""}, ClickConfig: "FromDevice(0) -> Discard;"}
+	lost := newTask(t, h, "lost", cfg)
+	_, lostState := startTask(t, h, lost)
+	kept := newTask(t, h, "kept", cfg)
+	_, keptState := startTask(t, h, kept)
+	if _, err := h.WaitTask(context.Background(), kept.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !fileExists(filepath.Join(runDir, lostState.Spec.UUID, startingMarker)) {
+		t.Fatalf("no %s before WaitTask (%s)", startingMarker, runDir)
+	}
+	marker := filepath.Join(runDir, keptState.Spec.UUID, startingMarker)
+	for deadline := time.Now().Add(10 * time.Second); fileExists(marker); { // WaitTask's stream
+		if time.Now().After(deadline) {
+			t.Fatalf("%s left after WaitTask", startingMarker)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range []string{lost.ID, kept.ID} { // the plugin process goes away
+		old, _ := d.tasks.Get(id)
+		old.ctl.Close()
+	}
+
+	_, d2 := newHarnessIn(t, runDir, nil)
+	d2.startPool() // what the client's first Fingerprint call does
+	if qemu.Alive(lostState.Pid, lostState.Spec.UUID) {
+		t.Errorf("the QEMU of a task the client never got (pid %d) still runs", lostState.Pid)
+	}
+	if fileExists(filepath.Join(runDir, lostState.Spec.UUID)) {
+		t.Errorf("its run dir is left")
+	}
+	if !qemu.Alive(keptState.Pid, keptState.Spec.UUID) {
+		t.Errorf("the QEMU of a task the client has (pid %d) was killed", keptState.Pid)
+	}
+	h.DestroyTask(kept.ID, true)
+}
+
 // TestVhostUserNICs: with net_backend = "vhost-user" the plugin starts fluidvim-vhost-net before
 // QEMU (argv from the shared vectors), the taps it creates are plugged, and a destroy leaves
 // neither the backend nor a tap.
