@@ -216,14 +216,14 @@ class PrivateRabbit:
 
 
 class PrivateLibvirtd:
-    """A libvirtd of one test's own, so that killing it touches no other test's domains: the
-    host's libvirtd in a mount namespace of its own (a ``sleep`` holds it) where /run/libvirt,
-    /var/lib/libvirt, /var/cache/libvirt (the host's QEMU capabilities copied: no re-probe) and
-    /etc/libvirt (a copy without domains; QEMU's output to a file, not to the host's virtlogd,
-    hidden here) are directories of this test's; its socket is in that
-    directory, :attr:`uri` names it. Started under ``tini -s`` as tools/bootstrap.sh starts the
-    host's (it reaps the QEMUs libvirt daemonizes). :meth:`stop` ends the daemon and the
-    namespace and removes the directory (its domains must be gone by then)."""
+    """A libvirtd (and a virtlogd) of one test's own, so that killing either touches no other
+    test's domains: the host's daemons in a mount namespace of their own (a ``sleep`` holds
+    it) where /run/libvirt (virtlogd's socket too), /var/lib/libvirt, /var/cache/libvirt (the
+    host's QEMU capabilities copied: no re-probe) and /etc/libvirt (a copy without domains) are
+    directories of this test's; libvirtd's socket is in that directory, :attr:`uri` names it.
+    Started under ``tini -s`` as tools/bootstrap.sh starts the host's (it reaps the QEMUs
+    libvirt daemonizes). :meth:`stop` ends the daemons and the namespace and removes the
+    directory (its domains must be gone by then)."""
 
     def __init__(self):
         self.work = tempfile.mkdtemp(prefix="fvlibvirtd-")
@@ -239,54 +239,69 @@ class PrivateLibvirtd:
                             f"{self.work}/cache/qemu/capabilities")
         with open(f"{self.work}/etc/libvirtd.conf", "w") as f:
             f.write(f'unix_sock_dir = "{self.work}/sock"\n')
-        with open(f"{self.work}/etc/qemu.conf", "a") as f:     # the host's virtlogd is hidden
-            f.write('stdio_handler = "file"\n')
         binds = " && ".join(f"mount --bind {self.work}/{src} {dst}" for src, dst in (
             ("run", "/run/libvirt"), ("lib", "/var/lib/libvirt"),
             ("cache", "/var/cache/libvirt"), ("etc", "/etc/libvirt")))
         self.holder = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", "sh", "-c",
              f"{binds} && exec sleep infinity"], start_new_session=True)
-        self.proc: subprocess.Popen | None = None
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def _spawn(self, daemon: str, *args: str) -> None:
+        with open(f"{self.work}/{daemon}.log", "ab") as log:
+            self.procs[daemon] = subprocess.Popen(
+                ["nsenter", "-t", str(self.holder.pid), "-m", "--", "tini", "-s", "--", daemon,
+                 "--pid-file", f"{self.work}/{daemon}.pid", *args], stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 60) -> PrivateLibvirtd:
-        """Starts libvirtd in the namespace; returns once it answers."""
+        """Starts virtlogd (unless it runs) and libvirtd; returns once both answer."""
         import libvirt
 
-        with open(f"{self.work}/libvirtd.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                ["nsenter", "-t", str(self.holder.pid), "-m", "--", "tini", "-s", "--",
-                 "libvirtd", "--config", f"{self.work}/etc/libvirtd.conf", "--pid-file",
-                 f"{self.work}/libvirtd.pid"], stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
+        if "virtlogd" not in self.procs or self.procs["virtlogd"].poll() is not None:
+            self.start_virtlogd()
+        self._spawn("libvirtd", "--config", f"{self.work}/etc/libvirtd.conf")
         deadline = time.monotonic() + timeout
+        libvirt.registerErrorHandler(lambda ctx, err: None, None)
         while True:
             try:
-                libvirt.registerErrorHandler(lambda ctx, err: None, None)
                 libvirt.open(self.uri).close()
                 return self
             except libvirt.libvirtError:
-                if self.holder.poll() is not None or self.proc.poll() is not None or \
-                        time.monotonic() > deadline:
+                if self.holder.poll() is not None or self.procs["libvirtd"].poll() is not None \
+                        or time.monotonic() > deadline:
                     self.stop(remove=False)
-                    with open(f"{self.work}/libvirtd.log", errors="replace") as f:
-                        raise AssertionError("private libvirtd did not start:\n"
-                                             + f.read()[-3000:]) from None
+                    raise AssertionError("private libvirtd did not start:\n"
+                                         + self.log_tail("libvirtd")) from None
                 time.sleep(0.05)
 
-    def pid(self) -> int:
-        """libvirtd's pid (tini's child)."""
-        with open(f"{self.work}/libvirtd.pid") as f:
-            return int(f.read().strip())
+    def start_virtlogd(self, timeout: float = 30) -> None:
+        """Starts virtlogd; returns once its socket accepts."""
+        self._spawn("virtlogd")
+        sock = f"{self.work}/run/virtlogd-sock"
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
+                s.connect(sock)
+                return
+            if self.procs["virtlogd"].poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("private virtlogd did not start:\n"
+                                     + self.log_tail("virtlogd"))
+            time.sleep(0.05)
 
-    def kill(self) -> None:
-        """``kill -9`` of libvirtd; its QEMUs run on (tini ends with it)."""
-        os.kill(self.pid(), signal.SIGKILL)
-        self.proc.wait(timeout=30)
+    def log_tail(self, daemon: str) -> str:
+        with open(f"{self.work}/{daemon}.log", errors="replace") as f:
+            return f.read()[-3000:]
+
+    def kill(self, daemon: str = "libvirtd") -> None:
+        """``kill -9`` of the daemon; the QEMUs run on (tini ends with it)."""
+        with open(f"{self.work}/{daemon}.pid") as f:
+            os.kill(int(f.read().strip()), signal.SIGKILL)
+        self.procs[daemon].wait(timeout=30)
 
     def stop(self, remove: bool = True) -> None:
-        for p in (self.proc, self.holder):
-            if p is not None and p.poll() is None:
+        for p in (*self.procs.values(), self.holder):
+            if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGTERM)
                 try:

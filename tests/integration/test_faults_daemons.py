@@ -13,11 +13,11 @@ VNFs report; every request made while the broker was down failed with one line n
 broker and its fix (or, for one whose reply the kill cut, the orchestrator's one-line timeout);
 the CLI answers in one line and read-only commands answer from the orchestrator's database.
 
-libvirtd: a libvirtd of this test's own (:class:`tests.faults.PrivateLibvirtd`: its own mount
-namespace, state dirs and socket) with a libvirt-backend VNF forwarding sessions and launches in
-flight, killed with -9 and started again; checked as in test_faults_load.py (the VNF keeps
-forwarding, no record lost, launches while down fail with ``DependencyDown`` naming libvirtd,
-the launch core reconnects, no orphan domain or tap, slots add up).
+libvirtd and virtlogd: daemons of this test's own (:class:`tests.faults.PrivateLibvirtd`: their
+own mount namespace, state dirs and sockets) with a libvirt-backend VNF forwarding sessions and
+launches in flight, each killed with -9 and started again; checked as in test_faults_load.py (the VNF keeps
+forwarding, no record lost, launches while down fail with ``DependencyDown`` naming the daemon,
+the launch core reconnects to libvirtd, no orphan domain or tap, slots add up).
 """
 
 import json
@@ -118,39 +118,42 @@ def net():
 
 
 @pytest.mark.libvirt
-def test_libvirtd_kill_9_under_load(net, tmp_path):
-    libvirtd = faults.PrivateLibvirtd()
+@pytest.mark.parametrize("daemon", ["libvirtd", "virtlogd"])
+def test_libvirt_daemon_kill_9_under_load(daemon, net, tmp_path):
+    daemons = faults.PrivateLibvirtd()
     try:
-        libvirtd.start()
-        with manager(backend="libvirt", libvirt_uri=libvirtd.uri,
+        daemons.start()
+        with manager(backend="libvirt", libvirt_uri=daemons.uri,
                      state_dir=str(tmp_path / "state")) as mgr:
-            _libvirtd_fault(mgr, libvirtd, net, tmp_path)
+            _libvirt_fault(daemon, mgr, daemons, net, tmp_path)
     finally:
-        libvirtd.stop()
+        daemons.stop()
 
 
-def _libvirtd_fault(mgr, libvirtd, net, tmp_path):
+def _libvirt_fault(daemon, mgr, daemons, net, tmp_path):
     conf = tmp_path / "lv.conf"
-    conf.write_text(f"[vnf]\nbackend = libvirt\nlibvirt_uri = {libvirtd.uri}\n"
+    conf.write_text(f"[vnf]\nbackend = libvirt\nlibvirt_uri = {daemons.uri}\n"
                     f"state_dir = {tmp_path / 'state'}\nrun_dir = {mgr.run_dir}\n")
     load = Load(mgr, net)
     try:
         load.start()
         before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
         n = len(load.outcomes)
-        libvirtd.kill()
-        load.launches.error_after(n, 60, "a launch failing while libvirtd is down")
-        load.new_session()          # the VNF forwards a new session while libvirtd is down
-        # read-only commands answer from the store, with one warning; others in one line
+        daemons.kill(daemon)
+        load.launches.error_after(n, 60, f"a launch failing while {daemon} is down")
+        load.new_session()          # the VNF forwards a new session while the daemon is down
+        # read-only commands answer (libvirtd down: from the store, with one warning); a
+        # launch says what is down in one line
         rc, err = fluidvim_line(conf, "vnf", "list")
-        assert rc == 0 and len(err) == 1 and "libvirtd" in err[0], err
+        assert rc == 0 and len(err) == (daemon == "libvirtd"), err
+        assert not err or "libvirtd" in err[0], err
         rc, err = fluidvim_line(conf, "vnf", "run", "--name", "x", "--config", FORWARD,
                                 "--cold")
-        assert rc == 2 and len(err) == 1 and "libvirtd" in err[0], err
+        assert rc == 2 and len(err) == 1 and f"{daemon} is not running" in err[0], err
         n_down = len(load.outcomes)
         t0 = time.monotonic()
-        libvirtd.start()
-        load.dependency_back("libvirtd", t0, (n, n_down))
+        daemons.start() if daemon == "libvirtd" else daemons.start_virtlogd()
+        load.dependency_back(daemon, t0, (n, n_down))
         check_invariants(mgr, load, before)
     finally:
         load.close()

@@ -412,33 +412,3 @@ def test_api_kill_9_under_load(tmp_path):
             client.close()
             proc.terminate()
             proc.wait(timeout=30)
-
-
-SHARED = "FLUIDVIM_FAULTS_SHARED_DAEMONS"
-
-
-@pytest.mark.libvirt
-@pytest.mark.skipif(not os.environ.get(SHARED), reason=f"kills the host's virtlogd, which every "
-                    f"libvirt test running beside this one needs: opt in with {SHARED}=1 on a "
-                    "machine of your own (bench/results/faults.md has its last run)")
-def test_virtlogd_kill_9_under_load(net, tmp_path):
-    with manager(backend="libvirt", state_dir=str(tmp_path / "state")) as mgr:
-        load = Load(mgr, net)
-        try:
-            load.start()
-            before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
-            n = len(load.outcomes)
-            pid = int(subprocess.run(["pgrep", "-x", "virtlogd"], capture_output=True,
-                                     text=True, check=True).stdout.split()[0])
-            os.kill(pid, signal.SIGKILL)
-            load.launches.error_after(n, 60, "a launch failing while down")
-            load.new_session()
-            n_down = len(load.outcomes)
-            t0 = time.monotonic()
-            with open("/var/log/libvirt/virtlogd.fluidvim.log", "ab") as log:
-                subprocess.Popen(["setsid", "tini", "-s", "--", "virtlogd"],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            load.dependency_back("virtlogd", t0, (n, n_down))
-            check_invariants(mgr, load, before)
-        finally:
-            load.close()
