@@ -363,22 +363,29 @@ class FluidvimPolicy:
         if not self.do_ahead:
             return []
         room = self.zone.room(("on", "waking"))
+        up = self.zone.room()
         # what powering a host off takes from the room: its own, and - on a mixed fleet -
         # what the others' fill limits lose when it becomes the best host to wake (fill_limit
         # is against the cheapest host out of service: the 100-host heterogeneous day powered
         # off its most efficient host and the others' room fell from 155 to 3 instances)
-        loses = []
+        loses, loses_up = [], []
         for h in hosts:
             if not self.zone.eligible[h]:
                 continue
             self.zone.set_eligible(h, False)
             self._refill()
             loses.append((h, room - self.zone.room(("on", "waking"))))
+            loses_up.append((h, up - self.zone.room()))
             self.zone.set_eligible(h, True)
         self._refill()
         # keep: the scaler's next step, as wake_ahead keeps it - a power-off that leaves less
-        # is undone by the next step's wake_ahead (a boot at peak power; the scale-out waits)
-        return power.keep_awake(self.short_ahead, room, loses, keep=self.keep_ahead)
+        # is undone by the next step's wake_ahead (a boot at peak power; the scale-out waits).
+        # And that step in service, not on a host still booting: the 100-host heterogeneous
+        # day powered off an empty host at 08:04 because a booting one's room covered the
+        # step; the scale-out then waited on the boot and 995 sessions were refused
+        kept = set(power.keep_awake(self.short_ahead, room, loses, keep=self.keep_ahead))
+        kept |= set(power.keep_awake(0, up, loses_up, keep=self.keep_ahead))
+        return sorted(kept)
 
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it

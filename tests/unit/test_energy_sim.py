@@ -348,3 +348,28 @@ def test_fluidvim_scales_in_first_from_a_host_beyond_its_fill(services):
         assert all(v == min(0, over[h]) for h, v in left.items()), (over, left, gone)
     finally:
         pol.close()
+
+
+def test_fluidvim_keeps_an_empty_host_the_scalers_next_step_needs_in_service(services):
+    """An empty host is not powered off when the room left in service would be less than the
+    scaler's next step, even if a booting host's room covers it: instances placed there wait
+    for the boot (bench/energy, heterogeneous 100 hosts: 995 sessions refused so)."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
+    pol = FluidvimPolicy(measurement, svcs)
+    try:
+        pol.start(list(fl.hosts))
+        a, b, c = (h.id for h in fl.hosts)
+        pol.set_power(c, False)
+        pol.zone.set_power(c, "waking")          # woken ahead, booting
+        pol._refill()
+        per = pol.zone.fill[a]
+        assert pol.zone.room(("on", "waking")) == 3 * per and pol.room() == 2 * per
+        pol.short_ahead, pol.keep_ahead = 0, per + 1
+        # without b: 2 * per with the booting host (covers the step), per in service (not)
+        assert pol.keep_empty([b]) == [b]
+        pol.keep_ahead = per
+        assert pol.keep_empty([b]) == []
+    finally:
+        pol.close()
