@@ -16,12 +16,10 @@ pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386), so such marks are sil
 The modules that take longest go to the workers first (:data:`LONGEST_FIRST`), so the run does
 not end with one worker busy on a Nova stack while the others idle.
 
-tools/test.sh starts pytest while two things it needs run beside it (:data:`WAITS`): Nova's Open
-vSwitch test, which the ``ovs`` group must not overlap, and the Nomad agent's build, which the
-modules that run Nomad need. It holds an exclusive ``flock`` on a file for each while it runs
-(``$FLUIDVIM_OVS_LOCK``, ``$FLUIDVIM_NOMAD_LOCK``); the first test of a module that needs one
-takes it, shared, before it starts (:func:`pytest_runtest_protocol`, outside the test's
-timeout), so only those modules wait. Without the variables (pytest run by hand) nothing waits.
+The ``ovs`` group waits for the Nova stage's Open vSwitch test: tools/test.sh runs it beside
+pytest and holds an exclusive ``flock`` on ``$FLUIDVIM_OVS_LOCK`` while it does; the first test
+of the group takes the lock before it starts (:func:`pytest_runtest_protocol`). Without that
+variable (pytest run by hand) nothing waits.
 """
 
 import fcntl
@@ -74,20 +72,11 @@ LONGEST_FIRST = (
     "tests/e2e/test_orchestrator_ha.py",
 )
 
-# what a module may wait for: the variable naming tools/test.sh's lock file, how long to wait (a
-# hung stage must not hang pytest), and what holds it. Nova's test_ovs_vifs takes ~30 s; a cold
-# Nomad build ~5 min on 2 cores.
-WAITS = {
-    "ovs": ("FLUIDVIM_OVS_LOCK", 900,
-            "Nova's Open vSwitch test (tools/test.sh's nova-ovs stage, its output follows "
-            "pytest's): this test's ovs-vswitchd cannot run beside that one"),
-    "nomad": ("FLUIDVIM_NOMAD_LOCK", 1800,
-              "the Nomad agent's build (tools/build-nomad.sh, started by tools/test.sh; its log "
-              "is named at nomad-wait)"),
-}
-_held: dict = {}        # what -> the open, locked file (held until this process ends)
-_refused: dict = {}     # what -> why this process gave up waiting
-_nomad_users: dict = {}     # module name -> whether it runs the Nomad agent
+# the variable tools/test.sh sets to its lock file while Nova's test_ovs_vifs runs, and how long
+# the "ovs" group waits for it (that stage takes ~30 s; a Nova test that hangs must not hang pytest)
+OVS_LOCK_ENV = "FLUIDVIM_OVS_LOCK"
+OVS_LOCK_WAIT_S = 900
+_ovs = {"lock": None, "refused": None}
 
 
 def _module(nodeid: str) -> str:
@@ -130,56 +119,37 @@ def pytest_xdist_make_scheduler(config, log):
     return ModuleGroupScheduling(config, log)
 
 
-def _uses_nomad(item) -> bool:
-    """A module runs the Nomad agent if it is tests/e2e/test_nomad.py (marked ``nomad``) or holds
-    that module (``tn.NOMAD``) or the cluster helper."""
-    mod = getattr(item, "module", None)
-    if mod is None:
-        return False
-    if mod.__name__ not in _nomad_users:
-        _nomad_users[mod.__name__] = item.get_closest_marker("nomad") is not None or any(
-            getattr(v, "__name__", None) == "tests.e2e.test_nomad"
-            or getattr(v, "__module__", None) == "tests.e2e.nomad_cluster"
-            for v in vars(mod).values())
-    return _nomad_users[mod.__name__]
-
-
-def _needs(item) -> list[str]:
-    return [what for what, needed in (("ovs", group_of(item.nodeid) == "ovs"),
-                                      ("nomad", _uses_nomad(item))) if needed]
-
-
-def _wait_for(what: str, path: str) -> None:
-    """Take a shared lock on ``path`` (kept), or note why not."""
-    env, limit, holder = WAITS[what]
+def _wait_for_ovs(path: str) -> None:
+    """Take a shared lock on ``path`` (held until this process ends), or note why not."""
     lock = open(path, "rb")     # held for the rest of the run
-    deadline = time.monotonic() + limit
+    deadline = time.monotonic() + OVS_LOCK_WAIT_S
     while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            _held[what] = lock
+            _ovs["lock"] = lock
             return
         except BlockingIOError:
             if time.monotonic() > deadline:
                 lock.close()
-                _refused[what] = f"still held after {limit} s: {env}={path}, by {holder}"
+                _ovs["refused"] = (
+                    f"Nova's Open vSwitch test still holds {OVS_LOCK_ENV}={path} after "
+                    f"{OVS_LOCK_WAIT_S} s (tools/test.sh's nova-ovs stage: its output follows "
+                    "pytest's): this test's ovs-vswitchd cannot run beside that one")
                 return
             time.sleep(1)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Before the first test that needs what tools/test.sh still runs: wait for it (outside the
-    test's timeout, which starts inside this wrapper)."""
-    for what in _needs(item):
-        path = os.environ.get(WAITS[what][0])
-        if path and what not in _held and what not in _refused:
-            _wait_for(what, path)
+    """Before the first test of the ``ovs`` group: wait until Nova's OVS test is over (outside
+    the test's timeout, which starts inside this wrapper)."""
+    path = os.environ.get(OVS_LOCK_ENV)
+    if path and group_of(item.nodeid) == "ovs" and _ovs["lock"] is None and not _ovs["refused"]:
+        _wait_for_ovs(path)
     return (yield)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    for what in _needs(item):
-        if what in _refused:
-            pytest.fail(_refused[what], pytrace=False)
+    if _ovs["refused"] and group_of(item.nodeid) == "ovs":
+        pytest.fail(_ovs["refused"], pytrace=False)

@@ -9,18 +9,15 @@
 #   PYTEST_WORKERS=N         pytest's xdist workers (Makefile default; 1 = serial, no xdist)
 #
 # The Nomad agent build (tools/build-nomad.sh: ~5 min cold, cached after) runs in the background
-# from the very start (it needs only Go, which the machine has before the bootstrap), beside every
-# stage, under an exclusive flock on $FLUIDVIM_NOMAD_LOCK; pytest's modules that run Nomad take
-# the lock before their first test (tests/conftest.py), the others do not wait, and the agent the
-# tests find at collection ($FLUIDVIM_NOMAD) is a script that waits for the build and then runs
-# the agent it built (the backstop for a test conftest did not see). The Nova stages run in the
-# background from after lint, one after the other, beside Go and pytest: first `nova-ovs`
-# (NOVA_OVS_TESTS, ~30 s) under an exclusive flock on $FLUIDVIM_OVS_LOCK, then `nova` (the rest of
-# NOVA_TESTS) and `nova33`. Nova's test_ovs_vifs and pytest's OVS modules each start an
-# ovs-vswitchd with the userspace datapath, one host device, so they must not overlap: pytest's
-# "ovs" group takes that lock before its first test (tests/conftest.py) and so starts after
-# `nova-ovs`; everything else in pytest does not wait. After pytest, `nomad-wait` and `nova-wait`
-# print the background stages' output and add their times to the table.
+# from the very start (it needs only Go, which the machine has before the bootstrap) and overlaps
+# the bootstrap, C, lint and Go stages; pytest (whose e2e modules look for the agent when they are
+# collected) waits for it. The Nova stages run in the background from after lint, one after the
+# other, beside Go and pytest: first `nova-ovs` (NOVA_OVS_TESTS, ~30 s), under an exclusive flock
+# on $FLUIDVIM_OVS_LOCK, then `nova` (the rest of NOVA_TESTS) and `nova33`. Nova's test_ovs_vifs
+# and pytest's OVS modules each start an ovs-vswitchd with the userspace datapath, one host device,
+# so they must not overlap: pytest's "ovs" group takes the same lock before its first test
+# (tests/conftest.py) and so starts after `nova-ovs`; everything else in pytest does not wait.
+# The Nova output is printed, and its times added to the table, after pytest (`nova-wait`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
@@ -47,47 +44,26 @@ stage() {
   return "$rc"
 }
 
-# the Nomad agent first: Go is on the machine before the bootstrap (which only downloads modules).
-# The lock is taken before the build starts; the build's processes hold it until they end.
+# the Nomad agent first: Go is on the machine before the bootstrap (which only downloads modules)
 nomad_log=$(mktemp /tmp/fluidvim-nomad-build.XXXXXX)
-nomad_lock=$(mktemp /tmp/fluidvim-nomad-lock.XXXXXX)
-nomad_end=$(mktemp /tmp/fluidvim-nomad-end.XXXXXX)
-exec {nomad_fd}>"$nomad_lock"
-flock -x "$nomad_fd"
-(
-  rc=0
-  tools/build-nomad.sh >"$nomad_log" 2>&1 || rc=$?
-  echo "$SECONDS" >"$nomad_end"
-  exit "$rc"
-) &
-nomad_pid=$!
-exec {nomad_fd}>&-
-# what the tests run as the agent: waits for the build, then the agent it printed (its last line)
-nomad_shim() {
-  local dir
-  dir=$(mktemp -d /tmp/fluidvim-nomad.XXXXXX)
-  cat >"$dir/nomad" <<SHIM
-#!/bin/sh
-# tools/test.sh: the Nomad agent that tools/build-nomad.sh builds beside the tests
-flock -s "$nomad_lock" true
-agent=\$(tail -1 "$nomad_log")
-[ -x "\$agent" ] || { echo "no Nomad agent: tools/build-nomad.sh failed, see $nomad_log" >&2; exit 1; }
-exec "\$agent" "\$@"
-SHIM
-  chmod 755 "$dir" "$dir/nomad"
-  echo "$dir/nomad"
+nomad_t0=$SECONDS
+start_nomad_build() {
+  tools/build-nomad.sh >"$nomad_log" 2>&1 &
+  nomad_pid=$!
 }
+nomad_pid=
+command -v go >/dev/null && start_nomad_build
 wait_nomad() {
+  [ -n "$nomad_pid" ] || start_nomad_build      # no Go before the bootstrap: built from here
   if ! wait "$nomad_pid"; then
     echo "tools/build-nomad.sh failed:" >&2
     tail -40 "$nomad_log" >&2
     return 1
   fi
-  # when it was ready against when pytest started: how long the modules that run Nomad waited
-  local end
-  end=$(cat "$nomad_end")
-  echo "nomad agent: $(tail -1 "$nomad_log") ($(grep -ho 'built in [0-9]*s' "$nomad_log" || echo cached);" \
-    "ready $((end - start)) s into the run, pytest started at $((pytest_t0 - start)) s)"
+  # the build's own time ("nomad: built in Ns", absent when it was cached) tells whether it, not
+  # the stages before, decided when pytest could start
+  echo "nomad agent: $(tail -1 "$nomad_log") (ready $((SECONDS - nomad_t0)) s after its start," \
+    "overlapped; $(grep -ho 'built in [0-9]*s' "$nomad_log" || echo cached))"
 }
 
 # the Nova stages in the background: their lines go to a log (printed when they end) and their
@@ -147,20 +123,13 @@ nova_bg_pid=$!
 exec {ovs_fd}>&-
 export FLUIDVIM_OVS_LOCK=$ovs_lock
 stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
-# an agent given from outside is used as it is (the build still runs, and nomad-wait reports it)
-if [ -z "${FLUIDVIM_NOMAD:-}" ]; then
-  FLUIDVIM_NOMAD=$(nomad_shim)
-  export FLUIDVIM_NOMAD FLUIDVIM_NOMAD_LOCK=$nomad_lock
-fi
+stage nomad-wait wait_nomad
 # tests/conftest.py: one module (or shared group) per worker, the longest first; the "ovs" group
-# waits for $FLUIDVIM_OVS_LOCK, the modules that run Nomad for $FLUIDVIM_NOMAD_LOCK
+# waits for $FLUIDVIM_OVS_LOCK
 xdist=()
 [ "$PYTEST_WORKERS" -gt 1 ] && xdist=(-n "$PYTEST_WORKERS" --dist loadgroup)
 pytest_t0=$SECONDS
 pytest_rc=0
 stage pytest $VENV/python -m pytest "${xdist[@]}" --durations=15 tests || pytest_rc=$?
-nomad_rc=0
-stage nomad-wait wait_nomad || nomad_rc=$?      # the build's time; a failed build fails the run
 stage nova-wait wait_nova     # its output and rows; a failed Nova stage fails the run
 (exit "$pytest_rc")
-(exit "$nomad_rc")
