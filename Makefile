@@ -20,9 +20,6 @@ NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.
 	fluidvim.nova_driver.tests.test_ovs_vifs fluidvim.nova_driver.tests.test_moves
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
 NOVA_TESTS += tests.e2e.nova_zone_functional tests.e2e.nova_multihost_functional
-# those of NOVA_TESTS that start an ovs-vswitchd: `make test` runs them first, apart, and pytest's
-# OVS modules only after them (tools/test.sh, tests/conftest.py)
-NOVA_OVS_TESTS := fluidvim.nova_driver.tests.test_ovs_vifs
 
 # On one SLURP release besides (docs/nova-releases.md): what differs between releases
 # (test_compat) and the driver's paths through it (VIF plugging, Nova's conformance suite)
@@ -34,9 +31,9 @@ NOVA_SLURP_TESTS := fluidvim.nova_driver.tests.test_compat fluidvim.nova_driver.
 # measured on the 2-core CI machine: docs/testing.md
 PYTEST_WORKERS ?= 3
 
-test:   # stages timed by tools/test.sh (Nomad agent build, bootstrap, C, lint, Go, Nova, pytest)
-	NOVA_TESTS="$(NOVA_TESTS)" NOVA_OVS_TESTS="$(NOVA_OVS_TESTS)" NOVA_SLURP="$(NOVA_SLURP)" \
-		NOVA_SLURP_TESTS="$(NOVA_SLURP_TESTS)" PYTEST_WORKERS="$(PYTEST_WORKERS)" tools/test.sh
+test:   # stages timed by tools/test.sh (bootstrap, C, lint, Go, Nova, Nomad agent build, pytest)
+	NOVA_TESTS="$(NOVA_TESTS)" NOVA_SLURP="$(NOVA_SLURP)" NOVA_SLURP_TESTS="$(NOVA_SLURP_TESTS)" \
+		PYTEST_WORKERS="$(PYTEST_WORKERS)" tools/test.sh
 
 soak: bootstrap   # the long leak soak: 1,000 create/delete cycles per backend (~20 min; bench/RESULTS.md)
 	bash -o pipefail -c 'FLUIDVIM_CYCLES=1000 $(VENV)/python -m pytest -s -m slow \

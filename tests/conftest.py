@@ -15,16 +15,7 @@ pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386), so such marks are sil
 
 The modules that take longest go to the workers first (:data:`LONGEST_FIRST`), so the run does
 not end with one worker busy on a Nova stack while the others idle.
-
-The ``ovs`` group waits for the Nova stage's Open vSwitch test: tools/test.sh runs it beside
-pytest and holds an exclusive ``flock`` on ``$FLUIDVIM_OVS_LOCK`` while it does; the first test
-of the group takes the lock before it starts (:func:`pytest_runtest_protocol`). Without that
-variable (pytest run by hand) nothing waits.
 """
-
-import fcntl
-import os
-import time
 
 import pytest
 
@@ -46,37 +37,17 @@ SHARED_GROUPS = {
     "tests/integration/test_osc_plugin.py": "keystone",
 }
 
-# the longest scheduling units first, measured (Σ of each module's test durations, parallel runs of
-# docs/testing.md): the "ovs" group (both Nova e2e stacks, then the OVS and OVN tests: the longest
-# chain, so it must start first), the "keystone" group, then the longest modules
+# measured in a parallel run (docs/testing.md): the longest units first (the "ovs" group is
+# the two Nova e2e modules, ~10 min together)
 LONGEST_FIRST = (
     "tests/e2e/test_nova_e2e.py",
     "tests/e2e/test_nova_moves_e2e.py",
     "tests/integration/test_ovs_nics.py",
     "tests/integration/test_ovn_nics.py",
-    "tests/integration/test_osc_plugin.py",
-    "tests/integration/test_api_keystone.py",
+    "tests/e2e/test_nomad_multihost.py",
     "tests/integration/test_install.py",
     "tests/integration/test_vnf.py",
-    "tests/e2e/test_nomad_multihost.py",
-    "tests/unit/test_api_fuzz.py",
-    "tests/integration/test_ns_lifecycle.py",
-    "tests/integration/test_orchestrator.py",
-    "tests/integration/test_mano.py",
-    "tests/integration/test_faults_load.py",
-    "tests/unit/test_ns_operation_lock.py",
-    "tests/unit/test_orchestrator_ha.py",
-    "tests/unit/test_orchestrator_placement.py",
-    "tests/e2e/test_nomad.py",
-    "tests/integration/test_hostpower.py",
-    "tests/e2e/test_orchestrator_ha.py",
 )
-
-# the variable tools/test.sh sets to its lock file while Nova's test_ovs_vifs runs, and how long
-# the "ovs" group waits for it (that stage takes ~30 s; a Nova test that hangs must not hang pytest)
-OVS_LOCK_ENV = "FLUIDVIM_OVS_LOCK"
-OVS_LOCK_WAIT_S = 900
-_ovs = {"lock": None, "refused": None}
 
 
 def _module(nodeid: str) -> str:
@@ -117,39 +88,3 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False
     return ModuleGroupScheduling(config, log)
-
-
-def _wait_for_ovs(path: str) -> None:
-    """Take a shared lock on ``path`` (held until this process ends), or note why not."""
-    lock = open(path, "rb")     # held for the rest of the run
-    deadline = time.monotonic() + OVS_LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            _ovs["lock"] = lock
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                lock.close()
-                _ovs["refused"] = (
-                    f"Nova's Open vSwitch test still holds {OVS_LOCK_ENV}={path} after "
-                    f"{OVS_LOCK_WAIT_S} s (tools/test.sh's nova-ovs stage: its output follows "
-                    "pytest's): this test's ovs-vswitchd cannot run beside that one")
-                return
-            time.sleep(1)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Before the first test of the ``ovs`` group: wait until Nova's OVS test is over (outside
-    the test's timeout, which starts inside this wrapper)."""
-    path = os.environ.get(OVS_LOCK_ENV)
-    if path and group_of(item.nodeid) == "ovs" and _ovs["lock"] is None and not _ovs["refused"]:
-        _wait_for_ovs(path)
-    return (yield)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    if _ovs["refused"] and group_of(item.nodeid) == "ovs":
-        pytest.fail(_ovs["refused"], pytrace=False)
