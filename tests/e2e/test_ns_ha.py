@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -29,6 +28,7 @@ from fluidvim.orchestrator.db import Store
 from fluidvim.orchestrator.mano.rpcapi import NSAPI
 from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 from fluidvim.vnf.manager import VNFManager
+from tests.e2e import orchprocs
 from tests.e2e.test_nomad import qemu_pids
 from tests.integration.conftest import leaked_taps, vnf_ids
 from tests.integration.test_ns_lifecycle import CHAIN_NSD, CHAIN_VNFDS, REFL_NSD, REFL_VNFD, docs
@@ -89,9 +89,7 @@ def ha(tmp_path_factory):
     for i in range(2):
         path = tmp_path / f"orchestrator-{i}.conf"
         path.write_text(text.replace("%s", str(i)))
-        procs.append(subprocess.Popen([sys.executable, "-m", "fluidvim.orchestrator.service",
-                                       "--config-file", str(path)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        procs.append(orchprocs.spawn(path))
     conf = orchconf.make_conf(connection=url, topic=f"fnh-{tag}", rpc_timeout=120.0,
                               vnf_state_dir=str(tmp_path / "state"), vnf_run_dir=run_dir)
     orchconf.disable_rabbit_heartbeat(conf)
@@ -108,14 +106,7 @@ def ha(tmp_path_factory):
         yield env
     finally:
         api.close()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        orchprocs.stop(procs)
         mgr = VNFManager(conf)
         ids = vnf_ids(mgr.store)
         for rec in mgr.store.list():

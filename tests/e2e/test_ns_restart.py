@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import textwrap
 import uuid
 
@@ -21,6 +20,7 @@ from fluidvim.orchestrator.db import Store
 from fluidvim.orchestrator.mano.rpcapi import NSAPI
 from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 from fluidvim.vnf.manager import VNFManager
+from tests.e2e import orchprocs
 from tests.e2e.test_nomad import qemu_pids
 from tests.e2e.test_ns_ha import WAIT_S, wait_for
 from tests.integration.conftest import leaked_taps, vnf_ids
@@ -71,9 +71,7 @@ def lone(tmp_path):
         store, ns, log = Store(url), NSAPI(api=api), tmp_path / "orchestrator.log"
 
         def start(self):
-            p = subprocess.Popen([sys.executable, "-m", "fluidvim.orchestrator.service",
-                                  "--config-file", str(conf_file)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            p = orchprocs.spawn(conf_file)
             procs.append(p)
             wait_for("the orchestrator serving RPC", lambda: self.alive(p) and _ping(api), 60,
                      0.5)
@@ -91,13 +89,7 @@ def lone(tmp_path):
         yield env
     finally:
         api.close()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        orchprocs.stop(procs)
         mgr = VNFManager(conf)
         ids = vnf_ids(mgr.store)
         for rec in mgr.store.list():

@@ -14,8 +14,6 @@ tests/e2e/test_zones_nomad.py).
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import uuid
@@ -26,7 +24,7 @@ from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.db import LaunchRow, Store, WorkerRow
 from fluidvim.orchestrator.rpcapi import OrchestratorAPI
 from tests import pgserver
-from tests.e2e import test_nomad as tn
+from tests.e2e import orchprocs, test_nomad as tn
 from tests.e2e.test_zones_nomad import agent  # noqa: F401 - the Nomad dev agent fixture
 
 pytestmark = [*tn.pytestmark,
@@ -66,9 +64,7 @@ def ha(agent, tmp_path):  # noqa: F811 - the imported fixture
         text = cfg.read_text().replace("%s", str(i))
         path = tmp_path / f"orchestrator-{i}.conf"
         path.write_text(text)
-        procs.append(subprocess.Popen([sys.executable, "-m", "fluidvim.orchestrator.service",
-                                       "--config-file", str(path)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        procs.append(orchprocs.spawn(path))
     store = Store(url)
     conf = orchconf.make_conf(connection=url, topic=f"fvha-{tag}", rpc_timeout=120.0)
     orchconf.disable_rabbit_heartbeat(conf)
@@ -88,14 +84,7 @@ def ha(agent, tmp_path):  # noqa: F811 - the imported fixture
         yield env
     finally:
         api.close()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        orchprocs.stop(procs)
         for inst in zone.instances():            # the test's jobs, whatever happened
             if inst.service.startswith("ha"):
                 zone.terminate(inst.id)
