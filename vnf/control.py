@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import socket
 import threading
 import time
@@ -99,6 +100,10 @@ class ControlChannel:
             raise
         self._sock = s
         self._fresh = True
+        # A reply the VNF sends after its client gave up (a stopped QEMU answering late) reaches
+        # whoever connects next; ids that start at random on each connection keep it from
+        # matching this client's request with the same number (PROTOCOL.md §2).
+        self._next_id = random.randrange(1, 0x7FFFFFFF)
         return self
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"os"
 	"sort"
@@ -309,7 +310,12 @@ func Dial(path string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewClient(c, path), nil
+	cl := NewClient(c, path)
+	// A reply the VNF sends after its client gave up (a stopped QEMU answering late) reaches
+	// whoever connects next; ids that start at random on each connection keep it from matching
+	// this client's request with the same number (contract/PROTOCOL.md §2).
+	cl.nextID = 1 + rand.Intn(0x7FFFFFFE)
+	return cl, nil
 }
 
 // NewClient wraps an open connection (tests: one end of a socketpair).

@@ -129,6 +129,13 @@ def test_fragments_from_a_previous_client_are_skipped():
     peer.join(5)
 
 
+def _requests(f):
+    """The requests a fake VNF reads from ``f`` (empty lines skipped, as the VNF does)."""
+    while line := f.readline():
+        if line.strip():
+            yield json.loads(line)
+
+
 def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
     path = str(tmp_path / "ctl.sock")
     srv = socket.socket(socket.AF_UNIX)
@@ -137,18 +144,48 @@ def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
     ch = C.ControlChannel(path).connect()
     conn, _ = srv.accept()
     f = conn.makefile("rwb")
-    t = threading.Thread(target=lambda: [f.write(b'{"id":1,"ok":true,"result":{}}\n'
-                                                 b'{"id":2,"ok":true,"result":{}}\n'), f.flush()])
+    first = ch._next_id
+    ch._send(b"")                                   # the empty line goes with the first request
+    assert f.readline() == b"\n"
+    t = threading.Thread(target=lambda: [f.write(b'{"id":%d,"ok":true,"result":{}}\n'
+                                                 % (first + k)) for k in (0, 1)] + [f.flush()])
     t.start()
     ch.ping()
     ch.ping()
     t.join()
-    conn.settimeout(2)
-    data = b""
-    while data.count(b"\n") < 3:
-        data += conn.recv(1000)
-    assert data == b'\n{"id":1,"op":"ping"}\n{"id":2,"op":"ping"}\n'
+    assert [r["id"] for _, r in zip(range(2), _requests(f))] == [first, first + 1]
     ch.close()
+    conn.close()
+    srv.close()
+
+
+def test_a_late_reply_to_a_previous_client_is_not_taken_for_the_next(tmp_path):
+    """A stopped QEMU answers, once it runs again, the request its client gave up on; the
+    reply reaches the next client, whose own request must not be matched with it (ids start
+    at random on each connection)."""
+    path = str(tmp_path / "ctl.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(2)
+    old = C.ControlChannel(path).connect()
+    conn, _ = srv.accept()
+    with pytest.raises(C.ReplyTimeout):
+        old.poll(1000, timeout=0.05)                     # the VNF is stopped: no answer
+    old.close()
+    late = next(_requests(conn.makefile("rb")))
+    conn.close()
+    new = C.ControlChannel(path).connect()
+    conn, _ = srv.accept()
+    f = conn.makefile("rwb")
+    f.write(b'{"id":%d,"ok":true,"result":{"window_us":1000}}\n' % late["id"])   # the late one
+    f.flush()
+    t = threading.Thread(target=lambda: [
+        f.write(b'{"id":%d,"ok":true,"result":{"window_us":800}}\n' % next(_requests(f))["id"]),
+        f.flush()])
+    t.start()
+    assert new.poll(800, timeout=5)["window_us"] == 800
+    t.join()
+    new.close()
     conn.close()
     srv.close()
 
