@@ -748,7 +748,10 @@ class Store:
     def op_finished(self, op_id: str, state: str, error: str | None = None, *,
                     ns: dict | None = None, **detail) -> None:
         """End an operation; ``ns``: fields of its network service written in the same
-        transaction, so no reader sees the new level/instances with the operation unfinished."""
+        transaction, so no reader sees the new level/instances with the operation unfinished.
+        The NS operation lock taken for it goes in that transaction too: a client that sees the
+        operation ended can start the next one at once (not be refused for a lock that its
+        holder was about to release)."""
         with self.Session.begin() as s:
             row = s.get(NSOperation, op_id)
             row.state, row.error, row.ended_at = state, error, time.time()
@@ -756,6 +759,8 @@ class Store:
                 row.detail_json = json.dumps({**row.detail, **detail})
             if ns:
                 self._update_ns(s, row.ns_id, ns)
+            s.execute(sa.delete(NSLockRow).where(NSLockRow.ns_id == row.ns_id,
+                                                 NSLockRow.op_id == op_id))
 
     def op_progress(self, op_id: str, **detail) -> None:
         """Record how far an operation got (its steps), for a survivor that resumes it."""
