@@ -21,13 +21,20 @@ p99 in microseconds), the controller
   seen (an offset: frames before its driver
   counted, a restart resets it; TSO superframes count once on the tap and per segment in the VNF,
   so with TCP it reads low and the drops remain);
+* **observes whether the cap held it back**: the periods its group was throttled in
+  (``nr_throttled`` of its cgroup's ``cpu.stat``, :func:`cpu_throttled`), this interval or the
+  one before (a frame held at the end of one is counted in the next);
 * **decides**, with hysteresis:
 
-  - no reply (the VNF stopped answering), p99 > 2 × target, frames dropped for it on the host,
-    or a backlog of ``full`` of the ring (:meth:`LatencyController.set_ring`) or more: **release** at once,
-    back to the CPU quota its flavor reserved;
+  - no reply (the VNF stopped answering), frames dropped for it on the host, or a backlog of
+    ``full`` of the ring (:meth:`LatencyController.set_ring`) or more: **release** at once, back
+    to the CPU quota its flavor reserved;
+  - p99 > 2 × target: **release**, and p99 > target: **up** one step (quota × ``up``), when the
+    quota held it back (throttled; or not known); when it did not, the latency came from
+    elsewhere (the host's other work preempting the vCPU) and more quota cannot buy it back:
+    **hold**. On a busy host that noise, not the cap, made the controller release the cap it
+    had stepped down to, again and again (bench/powercap);
   - a backlog of ``high`` of the ring or more: **hold** (no step down however good p99);
-  - p99 > target: **up** one step (quota × ``up``);
   - p99 ≤ target / 2, or too few packets to show a p99, ``hold_intervals`` intervals in a row:
     **down** one step (quota × ``down``, never below ``min_quota_us``);
   - otherwise **hold** (between target / 2 and target);
@@ -81,6 +88,22 @@ POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
 
 
+def cpu_throttled(name: str) -> int | None:
+    """The periods in which VNF ``name``'s CPU quota held it back (``nr_throttled`` of its
+    group's ``cpu.stat``, cgroup v1 and v2 alike); None when it has no group here."""
+    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
+    for d in cgroups.dirs(name):
+        try:
+            with open(os.path.join(d, "cpu.stat")) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "nr_throttled":
+                        return int(value)
+        except (OSError, ValueError):
+            continue                           # v1's memory group has no cpu.stat
+    return None
+
+
 def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:
     """Per tap (a VNF's NICs, in order) ``{"tx_packets", "tx_dropped"}`` from
     ``<sys_root>/<tap>/statistics``: what the host handed the VNF's backend and what it dropped
@@ -110,6 +133,8 @@ class VnfState:
     tap_dropped: int | None = None   # the taps' tx_dropped at the last interval
     ring_raw: list | None = None     # per NIC: (tap tx_packets, VNF rx), last read
     ring_base: list | None = None    # per NIC: the smallest of those (the offset)
+    throttled: int | None = None     # the group's nr_throttled at the last interval
+    held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
 
 
 class LatencyController:
@@ -127,6 +152,8 @@ class LatencyController:
         self.down, self.up, self.hold_intervals = down, up, hold_intervals
         self.min_packets = min_packets
         self.poller, self.min_poll_us = poller, int(min_poll_us)
+        # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
+        self.throttled = cpu_throttled
         self.set_ring()
 
     def set_ring(self, frames: int = RING_FRAMES, high: float = 0.25, full: float = 0.75) -> None:
@@ -152,8 +179,9 @@ class LatencyController:
         if st is None:
             st = self.state[key] = VnfState(reserved_us=reserved, quota_us=reserved)
         dropped, backlog = self._ring(st, stats, taps)
+        held = self._held(key, st)
         action, why, p99, packets = self._decide(st, stats, float(target_us) * 1000.0,
-                                                 dropped, backlog)
+                                                 dropped, backlog, held)
         if action != DOWN and action != HOLD:
             st.good = 0
         new = st.quota_us
@@ -173,6 +201,7 @@ class LatencyController:
             st.quota_us = new
         d = {"vnf": name, "at": time.time(), "action": action, "why": why, "p99_ns": p99,
              "packets": packets, "host_dropped": dropped, "ring_backlog": backlog,
+             "throttled": st.held[-1] if st.held else None,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
@@ -193,6 +222,19 @@ class LatencyController:
             st.poll_applied = int(self.poller(key, st.poll_us))
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
             LOG.debug("controller %s: poll window not set: %s", name, e)
+
+    def _held(self, key: str, st: VnfState) -> bool | None:
+        """Whether the quota held the VNF back (throttled) this interval or the one before;
+        None when not known (no group, no reader, the first reading)."""
+        try:
+            cur = self.throttled(key) if self.throttled is not None else None
+        except Exception as e:       # noqa: BLE001 - an unreadable group: not known
+            LOG.debug("controller %s: throttling not read: %s", key, e)
+            cur = None
+        prev, st.throttled = st.throttled, cur
+        delta = None if cur is None or prev is None or cur < prev else cur - prev
+        st.held = (st.held + (delta,))[-2:]
+        return None if delta is None else any(d for d in st.held if d)
 
     @staticmethod
     def _ring(st: VnfState, stats: dict | None, taps: list | None):
@@ -219,8 +261,10 @@ class LatencyController:
         return dropped, max(r - b for r, b in zip(raw, st.ring_base))
 
     def _decide(self, st: VnfState, stats: dict | None, target_ns: float,
-                dropped: int | None = None, backlog: int | None = None):
-        """(action, why, p99 ns, packets) of one interval."""
+                dropped: int | None = None, backlog: int | None = None,
+                held: bool | None = None):
+        """(action, why, p99 ns, packets) of one interval; ``held``: whether the quota held the
+        VNF back lately (None: not known, taken as yes)."""
         if stats is None:
             return RELEASE, "no stats reply", None, None
         b1 = list((stats.get("latency_ns") or {}).get("buckets_log2") or [])
@@ -235,11 +279,17 @@ class LatencyController:
             return HOLD, "first observation", None, 0
         shown = p99 is not None and packets >= self.min_packets
         if p99 is not None and p99 > 2 * target_ns:
+            if held is False:
+                st.good = 0
+                return HOLD, f"p99 {p99} ns > 2 x target, not throttled", p99, packets
             return RELEASE, f"p99 {p99} ns > 2 x target", p99, packets
         if backlog is not None and backlog >= self.ring_high:
             st.good = 0
             return HOLD, f"ring backlog {backlog} frames", p99, packets
         if shown and p99 > target_ns:
+            if held is False:
+                st.good = 0
+                return HOLD, f"p99 {p99} ns > target, not throttled", p99, packets
             return UP, f"p99 {p99} ns > target", p99, packets
         if not shown or p99 <= target_ns / 2:
             st.good += 1

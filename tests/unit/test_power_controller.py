@@ -75,6 +75,53 @@ def test_up_over_target_release_over_twice_and_when_silent():
     assert (d["action"], d["why"], d["quota_us"]) == ("release", "no stats reply", 100_000)
 
 
+def test_latency_the_cap_did_not_cause_holds_it():
+    """p99 over the target (or over twice it) in intervals where the VNF's group was never
+    throttled (nor the interval before: a frame held at the end of one counts in the next) is
+    the host's doing, not the quota's: the controller holds instead of stepping up or releasing;
+    throttled, or not known, it steps up and releases as before."""
+    writes, throttled = [], [0]
+    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1)
+    c.throttled = lambda key: throttled[0]
+    h = Hist()
+    ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024)])
+    assert [d["quota_us"] for d in ds] == [100_000, 80_000, 64_000]
+    assert [d["throttled"] for d in ds] == [None, 0, 0]
+    for ns in (16384, 65536):                               # > target, > 2 x target
+        d = _run(c, h, [(500, ns)])[0]
+        assert (d["action"], d["quota_us"]) == ("hold", 64_000), d
+        assert d["why"].endswith("not throttled"), d
+    throttled[0] = 3                                        # the quota held it back
+    d = _run(c, h, [(500, 16384)])[0]
+    assert (d["action"], d["quota_us"], d["throttled"]) == ("up", 96_000, 3), d
+    d = _run(c, h, [(500, 65536)])[0]                       # none now, 3 the interval before
+    assert (d["action"], d["quota_us"], d["throttled"]) == ("release", 100_000, 0), d
+    d = _run(c, h, [(500, 65536)])[0]                       # two quiet intervals: not the cap
+    assert d["action"] == "hold", d
+    c.throttled = lambda key: None                          # not known: as before
+    d = _run(c, h, [(500, 16384)])[0]
+    assert (d["action"], d["throttled"]) == ("up", None), d
+    assert writes == [80_000, 64_000, 96_000, 100_000]
+
+
+def test_cpu_throttled_reads_the_groups_cpu_stat(cgroupfs):
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.stat").write_text("usage_usec 10\nnr_periods 40\nnr_throttled 7\n"
+                                "throttled_usec 900\n")
+    assert ctl.cpu_throttled("u1") == 7
+    assert ctl.cpu_throttled("gone") is None
+    (cgroupfs / "cgroup.controllers").unlink()              # v1: the cpu hierarchy's group
+    for c in ("memory", "cpu"):
+        (cgroupfs / c / cgroups.SLICE / "u1").mkdir(parents=True)
+    (cgroupfs / "memory" / "memory.limit_in_bytes").write_text("0\n")
+    (cgroupfs / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (cgroupfs / "cpu" / cgroups.SLICE / "u1" / "cpu.stat").write_text(
+        "nr_periods 5\nnr_throttled 2\nthrottled_time 100\n")
+    assert ctl.cpu_throttled("u1") == 2
+
+
 def test_never_above_the_flavor_quota():
     c = ctl.LatencyController(lambda k, q: None)
     h = Hist()
