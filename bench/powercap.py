@@ -7,15 +7,23 @@ One forwarding VNF between two network namespaces; 64-byte frames from ``bench/p
 ``bench/dataplane`` does). For each load, trials alternate
 ``default`` (the flavor's CPU quota, no controller) and ``controller``
 (:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
-its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``),
+its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``, reading
+the VNF's taps and its group's throttling as the exporter does; ``--down``, ``--hold``,
+``--min-quota-us`` and ``--period-us``, the CFS period of its quota, are its settings),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
 
-* host CPU-seconds of the VNF's QEMU process (``/proc``), per million packets delivered, and the
-  watts that is on the linear model (``(max - idle) / CPUs`` per busy CPU);
+* host CPU-seconds of the VNF's QEMU process (``/proc/<pid>/task/*/stat``), per million packets
+  delivered, and the watts that is on the linear model (``(max - idle) / CPUs`` per busy CPU);
+  beside it, per second, where they went: the vCPU thread (threads with guest time), QEMU's main
+  thread (the tap netdev's reads and writes, and the host stack's work in its system calls) and
+  its other threads; and, not charged to the VNF, the traffic generator's sender and the whole
+  host (busy CPUs, softirq: how contended the run was);
 * one-way latency p50 / p99 at ns b's socket (``pktgen recv``: kernel timestamp minus the
   sender's), loss;
-* the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target.
+* the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
+* the controller's decisions (action, why, quota, poll window, p99, ring backlog, throttled),
+  printed with ``--verbose``.
 
 Writes ``bench/results/powercap.json``: ``loads`` keyed ``10``, ``50``, ``90`` with
 ``cpu_saved_pct`` (controller vs default, host CPU-seconds per Mpkt) and
@@ -24,6 +32,7 @@ Writes ``bench/results/powercap.json``: ``loads`` keyed ``10``, ``50``, ``90`` w
 thresholds. Needs root, gcc, the kernel, and CPU quotas (cgroup v1 or v2)::
 
     sudo .venv/bin/python -m bench.powercap                 # ~4 min
+    sudo .venv/bin/python -m bench.powercap --loads 10 --capacity 21000 --rounds 1 --verbose
 """
 
 from __future__ import annotations
@@ -37,12 +46,13 @@ import sys
 import time
 
 from bench.dataplane import CHAINS, Path, build_pktgen
-from fluidvim.orchestrator.power import ProcReader
+from fluidvim.orchestrator.power import PowerError, ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
 from fluidvim.orchestrator.power.controller import (
     POLL_DEFAULT_US,
     LatencyController,
     interval_p99,
+    tap_counters,
 )
 from fluidvim.vnf import cgroups, limits
 from fluidvim.vnf.manager import VNFManager, make_conf
@@ -52,68 +62,180 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOADS = (10, 50, 90)
 
 
-def trial(mgr, vnf_id, uid, path: Path, pps: float, mode: str, args, ctl) -> dict:
-    n = path.net
-    proc = ProcReader()
-    pid = mgr.get(vnf_id).pid
-    if mode == "default":                           # the flavor's quota, the 1 ms poll window
-        cgroups.set_cpu_quota(uid, limits.CPU_PERIOD_US)
-        set_window(mgr, vnf_id, POLL_DEFAULT_US)
-    elif uid in ctl.state:                          # the controller's own, as it left them
-        cgroups.set_cpu_quota(uid, ctl.state[uid].quota_us)
-        ctl.state[uid].poll_applied = set_window(mgr, vnf_id, ctl.state[uid].poll_us)
-    secs = args.warmup + args.measure
-    tx = n.popen("a", path.pktgen, "send", f"{n.prefix}ap", path.mac_b, n.ip_a, n.ip_b, "9",
-                 "60", str(int(pps)), str(secs), stdout=subprocess.PIPE,
-                 stderr=subprocess.DEVNULL, text=True)
-    t_end = time.monotonic() + args.warmup
-
-    def stats():
+def thread_ticks(pid: int) -> dict:
+    """CPU ticks of QEMU process ``pid`` by thread role: ``vcpu`` (threads with guest time: the
+    VNF's own work, its polling, its wake-ups), ``main`` (the main thread: the tap netdev's reads
+    and writes and the frames' way through the host's stack in its system calls) and ``other``
+    (QEMU's RCU and worker threads)."""
+    out = {"vcpu": 0, "main": 0, "other": 0}
+    for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            return mgr.stats(vnf_id)
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue                                # a thread that just ended
+        rest = text[text.rfind(")") + 2:].split()   # fields from 3 (state) on
+        ticks = int(rest[11]) + int(rest[12])       # 14 utime, 15 stime
+        role = "main" if int(tid) == pid else "vcpu" if int(rest[40]) else "other"  # 43 guest
+        out[role] += ticks
+    return out
+
+
+class Meter:
+    """Host CPU over a window: the VNF's QEMU by thread role (what the bench charges to it),
+    the traffic generator's sender (not charged: it stands for the traffic's source) and the
+    whole host (busy CPUs, softirq), from /proc."""
+
+    def __init__(self, qemu_pid: int, sender_pid: int):
+        self.qemu, self.sender, self.proc = qemu_pid, sender_pid, ProcReader()
+
+    def read(self) -> dict:
+        h = self.proc.host_fields()
+        try:
+            sender = self.proc.process_ticks(self.sender)
+        except PowerError:                          # it ended early: not charged anyway
+            sender = 0
+        return {**thread_ticks(self.qemu), "generator": sender, "t": time.monotonic(),
+                "host_busy": sum(h.values()) - h["idle"] - h["iowait"],
+                "host_softirq": h["softirq"]}
+
+    @staticmethod
+    def delta(a: dict, b: dict) -> dict:
+        """CPU-seconds per second of each part between two reads."""
+        dt = b["t"] - a["t"]
+        return {k: round((b[k] - a[k]) / CLK_TCK / dt, 3) for k in a if k != "t"}
+
+
+class Vnf:
+    """The VNF under test: its manager, ids, QEMU pid and host taps."""
+
+    def __init__(self, mgr, vnf_id: str):
+        rec = mgr.get(vnf_id)
+        self.mgr, self.id, self.uid, self.pid = mgr, vnf_id, rec.spec.uuid, rec.pid
+        self.taps = [n.tap for n in rec.spec.nics or ()]
+
+    def stats(self):
+        try:
+            return self.mgr.stats(self.id)
         except Exception:          # noqa: BLE001 - a VNF that does not answer: the controller
             return None            # releases; the bench records it
 
+    def step(self, ctl, args) -> tuple[dict | None, dict | None]:
+        """(the controller's decision or None without one, the VNF's stats): one interval as
+        the exporter runs it, the taps read before the stats."""
+        taps = tap_counters(self.taps) if ctl is not None else None
+        st = self.stats()
+        return (ctl.step(self.uid, "vnf", args.target_us, 1, st, taps)
+                if ctl is not None else None), st
+
+
+class Quota:
+    """The controller's actuator with a CFS period of the bench's choosing: a throttled VNF
+    stalls for up to ``period - quota``, so a shorter period than the flavor's 100 ms keeps a
+    capped VNF's stalls short (``--period-us``). The flavor's own period with any other."""
+
+    def __init__(self, period_us: int):
+        self.period_us = int(period_us)
+
+    def __call__(self, uid: str, quota_us: int, period_us: int | None = None) -> bool:
+        period = self.period_us if period_us is None else int(period_us)
+        if period == limits.CPU_PERIOD_US or cgroups.mode()[0] == 2:
+            if period != limits.CPU_PERIOD_US:  # v2: cpu.max holds both
+                return write_first(cgroups.dirs(uid), "cpu.max", f"{int(quota_us)} {period}")
+            return cgroups.set_cpu_quota(uid, quota_us)
+        # v1: the period first, then the quota (each file alone)
+        dirs = [d for d in cgroups.dirs(uid) if os.path.exists(os.path.join(d, "cpu.cfs_period_us"))]
+        return (write_first(dirs, "cpu.cfs_quota_us", "-1")
+                and write_first(dirs, "cpu.cfs_period_us", str(period))
+                and write_first(dirs, "cpu.cfs_quota_us", str(int(quota_us))))
+
+
+def write_first(dirs: list, name: str, value: str) -> bool:
+    for d in dirs:
+        if os.path.exists(os.path.join(d, name)):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(value)
+            return True
+    return False
+
+
+def settle(vnf: Vnf, mode: str, ctl) -> None:
+    """The VNF's quota and poll window for a trial: the flavor's (its 100 ms period) and the
+    boot default (``default``), or where the controller left them."""
+    if mode == "default":
+        Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+    elif vnf.uid in ctl.state:
+        ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
+        ctl.state[vnf.uid].poll_applied = set_window(vnf.mgr, vnf.id, ctl.state[vnf.uid].poll_us)
+
+
+def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
+    n = path.net
+    settle(vnf, mode, ctl)
+    tx = n.popen("a", path.pktgen, "send", f"{n.prefix}ap", path.mac_b, n.ip_a, n.ip_b, "9",
+                 "60", str(int(pps)), str(args.warmup + args.measure), stdout=subprocess.PIPE,
+                 stderr=subprocess.DEVNULL, text=True)
+    t_end = time.monotonic() + args.warmup
+    d0 = len(ctl.decisions) if ctl is not None else 0
     while time.monotonic() < t_end:                 # warm-up: the controller settles
         if ctl is not None:
-            ctl.step(uid, "vnf", args.target_us, 1, stats())
+            vnf.step(ctl, args)
         time.sleep(args.step)
     rx = n.popen("b", path.pktgen, "recv", n.ip_b, "9", str(args.measure), stdout=subprocess.PIPE,
                  text=True)
     rx.stdout.readline()                            # "ready"
-    c0, r0, t0 = proc.process_ticks(pid), path.rx_packets(), time.monotonic()
-    st = stats()
-    b_prev = (st or {}).get("latency_ns", {}).get("buckets_log2")
-    p99s, quotas = [], []
-    while time.monotonic() - t0 < args.measure - args.step / 2:
+    meter = Meter(vnf.pid, tx.pid)
+    m0, r0 = meter.read(), path.rx_packets()
+    b_prev = ((vnf.stats() or {}).get("latency_ns") or {}).get("buckets_log2")
+    p99s, d1 = [], len(ctl.decisions) if ctl is not None else 0
+    while time.monotonic() - m0["t"] < args.measure - args.step / 2:
         time.sleep(args.step)
-        st = stats()
-        if ctl is not None:
-            quotas.append(ctl.step(uid, "vnf", args.target_us, 1, st)["quota_us"])
-        b = (st or {}).get("latency_ns", {}).get("buckets_log2")
+        _, st = vnf.step(ctl, args)
+        b = ((st or {}).get("latency_ns") or {}).get("buckets_log2")
         if b is not None and b_prev is not None:
             p, cnt = interval_p99(b_prev, b)
             if cnt:
                 p99s.append(p)
         b_prev = b
-    c1, r1, t1 = proc.process_ticks(pid), path.rx_packets(), time.monotonic()
+    m1, r1 = meter.read(), path.rx_packets()
     lat = json.loads(rx.stdout.readline() or "{}")
     rx.wait(30)
     sent = json.loads(tx.communicate(timeout=60)[0] or "{}")
-    cpu_s = (c1 - c0) / CLK_TCK
-    pkts = r1 - r0
-    target_ns = args.target_us * 1000
-    return {"mode": mode, "offered_pps": round(pps), "delivered_pps": round(pkts / (t1 - t0)),
+    ds = ctl.decisions[d0:] if ctl is not None else []
+    return summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
+                           (ds[:d1 - d0], ds[d1 - d0:]))
+
+
+def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
+    """A trial's figures: host CPU of the VNF's QEMU (by thread role) per Mpkt and per second,
+    the generator's and the host's beside it (not charged), latency, loss, the VNF's p99 per
+    interval and the controller's decisions (warm-up, measured)."""
+    m0, m1 = meters
+    pkts, sent, lat = traffic                       # delivered, the sender's, the receiver's
+    dt = m1["t"] - m0["t"]
+    cpu = Meter.delta(m0, m1)
+    qemu_s = (sum(m1[k] - m0[k] for k in ("vcpu", "main", "other"))) / CLK_TCK
+    warm, measured = decisions
+    actions: dict = {}
+    for d in warm + measured:
+        actions[d["action"]] = actions.get(d["action"], 0) + 1
+    last = (warm + measured)[-1] if warm + measured else None
+    return {"mode": mode, "offered_pps": round(pps), "delivered_pps": round(pkts / dt),
             "sent_pps": round(sent.get("pps", 0)),
-            "loss": round(max(0.0, 1 - pkts / (t1 - t0) / sent["pps"]), 5) if sent.get("pps")
+            "loss": round(max(0.0, 1 - pkts / dt / sent["pps"]), 5) if sent.get("pps")
             else None,
-            "cpu_s": round(cpu_s, 3), "cpu_s_per_mpkt": round(cpu_s / max(1, pkts) * 1e6, 3),
+            "cpu_s": round(qemu_s, 3), "cpu_s_per_mpkt": round(qemu_s / max(1, pkts) * 1e6, 3),
+            "cpu_per_s": cpu,
             "lat_p50_us": lat.get("lat_p50_us"), "lat_p99_us": lat.get("lat_p99_us"),
             "vnf_p99_ns": p99s, "intervals": len(p99s),
-            "intervals_within_target": sum(1 for p in p99s if p <= target_ns),
-            "quota_us": quotas,
-            "poll_window_us": ctl.state[uid].poll_us if ctl is not None and uid in ctl.state
-            else POLL_DEFAULT_US}
+            "intervals_within_target": sum(1 for p in p99s if p <= args.target_us * 1000),
+            "quota_us": [d["quota_us"] for d in measured],
+            "poll_window_us": last["poll_window_us"] if last else POLL_DEFAULT_US,
+            "actions": actions,
+            "decisions": [{k: d[k] for k in ("action", "why", "quota_us", "poll_window_us",
+                                             "p99_ns", "packets", "ring_backlog",
+                                             "host_dropped")} for d in warm + measured]}
 
 
 def set_window(mgr, vnf_id, us: int) -> int:
@@ -126,21 +248,104 @@ def median(trials, key):
     return round(statistics.median(vals), 3) if vals else None
 
 
-def main(argv=None) -> int:
+def line(load: int, t: dict) -> str:
+    c = t["cpu_per_s"]
+    out = (f"  {load} %: {t['mode']:<10} {t['delivered_pps']} pps, {t['cpu_s_per_mpkt']} "
+           f"CPU-s/Mpkt (QEMU/s: vCPU {c['vcpu']}, main {c['main']}, other {c['other']}; "
+           f"generator {c['generator']}, host busy {c['host_busy']}, softirq "
+           f"{c['host_softirq']}), p50/p99 {t['lat_p50_us']}/{t['lat_p99_us']} us, loss "
+           f"{100 * (t['loss'] or 0):.2f} %, within target "
+           f"{t['intervals_within_target']}/{t['intervals']}")
+    if t["mode"] == "controller":
+        out += (f", quota {t['quota_us'][-1] if t['quota_us'] else '-'}, poll window "
+                f"{t['poll_window_us']} us, {t['actions']}")
+    return out
+
+
+def summarise_mode(trials: list, args) -> dict:
+    n_iv = sum(t["intervals"] for t in trials)
+    m = {k: median(trials, k) for k in ("cpu_s_per_mpkt", "lat_p50_us", "lat_p99_us", "loss",
+                                        "delivered_pps")}
+    m["cpu_per_s"] = {k: round(statistics.median(t["cpu_per_s"][k] for t in trials), 3)
+                      for k in trials[0]["cpu_per_s"]}
+    m["intervals_within_target_pct"] = (round(100 * sum(t["intervals_within_target"]
+                                                        for t in trials) / n_iv, 1)
+                                        if n_iv else None)
+    if m["cpu_s_per_mpkt"] is not None:
+        # joules per Mpkt = CPU-s per Mpkt x W per busy CPU (the linear model)
+        per_cpu_w = (args.max_watts - args.idle_watts) / (os.cpu_count() or 1)
+        m["joules_per_mpkt"] = round(m["cpu_s_per_mpkt"] * per_cpu_w, 2)
+    return m
+
+
+def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
+    """Trials of one load, the modes alternated, order swapped every round; one controller
+    for the load's controller trials (each starts where the last left it)."""
+    pps = cap * load / 100
+    ctl = LatencyController(Quota(args.period_us), hold_intervals=args.hold, min_packets=20,
+                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
+                            down=args.down, min_quota_us=args.min_quota_us)
+    ctl.period_us = args.period_us                  # its quotas are per this period
+    trials = []
+    for r in range(args.rounds):
+        for mode in (("default", "controller") if r % 2 == 0 else ("controller", "default")):
+            t = trial(vnf, path, pps, mode, args, ctl if mode == "controller" else None)
+            trials.append(t)
+            print(line(load, t), flush=True)
+            if args.verbose and t["decisions"]:
+                for d in t["decisions"]:
+                    print(f"      {d}", flush=True)
+    Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
+    modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
+             for mode in ("default", "controller")}
+    d, c = modes["default"]["cpu_s_per_mpkt"], modes["controller"]["cpu_s_per_mpkt"]
+    return {"offered_pps": round(pps),
+            "cpu_saved_pct": round(100 * (1 - c / d), 1) if d and c is not None else None,
+            "intervals_within_target_pct": modes["controller"]["intervals_within_target_pct"],
+            "default": modes["default"], "controller": modes["controller"], "trials": trials}
+
+
+def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target-us", type=float, default=100.0,
                     help="p99 target of the VNF's own latency (us)")
+    ap.add_argument("--loads", default=",".join(str(x) for x in LOADS),
+                    help="percentages of the capacity, comma-separated")
+    ap.add_argument("--capacity", type=int, default=None,
+                    help="the no-loss rate in pps (default: search for it)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--measure", type=float, default=6.0)
     ap.add_argument("--step", type=float, default=0.5, help="controller interval (s)")
+    ap.add_argument("--hold", type=int, default=2,
+                    help="controller: quiet intervals in a row before a step down")
+    ap.add_argument("--down", type=float, default=0.8, help="controller: step down factor")
+    ap.add_argument("--period-us", type=int, default=limits.CPU_PERIOD_US,
+                    help="controller: the CFS period of its quota (the flavor's: 100000)")
+    ap.add_argument("--min-quota-us", type=int, default=5000,
+                    help="controller: the least quota per period (>= 1000)")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
+    ap.add_argument("--verbose", action="store_true", help="print every controller decision")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "powercap.json"))
     ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench-powercap")
     ap.add_argument("--run-dir", default="/run/fluidvim-bench-powercap")
     args = ap.parse_args(argv)
+    try:
+        args.loads = [int(x) for x in args.loads.split(",")]
+    except ValueError:
+        ap.error(f"--loads {args.loads!r}: give integers, e.g. 10,50,90")
+    return args
+
+
+def loadavg() -> list:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
     if os.geteuid() != 0:
         print("needs root (namespaces, bridges, taps, cgroups)", file=sys.stderr)
         return 2
@@ -149,68 +354,22 @@ def main(argv=None) -> int:
         print(f"no CPU quota to control here: {why}", file=sys.stderr)
         return 2
     pktgen = build_pktgen("/tmp")
-    t_start = time.time()
-    with open("/proc/loadavg") as f:
-        load0 = f.read().split()[:3]
+    t_start, load0 = time.time(), loadavg()
     mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
     results = {}
     with TestNet("pcp", 90) as net:
         res = mgr.launch(CHAINS["forward"], name="powercap", nics=net.bridges, warm=False)
         try:
             net.ping(1)
-            uid = mgr.get(res.vnf_id).spec.uuid
+            vnf = Vnf(mgr, res.vnf_id)
             path = Path("vnf", net, pktgen, lambda: mgr.stats(res.vnf_id))
             # capacity = the highest 64-byte rate delivered with < 0.1 % loss (bench/dataplane's
             # search: a blast, lower rates, two bisection steps)
-            cap = max(1000, path.rate_search("60")["pps"])
-            print(f"capacity (no-loss 64 B rate): {cap} pps; p99 target {args.target_us:g} us",
-                  flush=True)
-            for load in LOADS:
-                pps = cap * load / 100
-                ctl = LatencyController(
-                    cgroups.set_cpu_quota, hold_intervals=2, min_packets=20,
-                    poller=lambda k, us: set_window(mgr, res.vnf_id, us))
-                trials = []
-                for r in range(args.rounds):
-                    for mode in (("default", "controller") if r % 2 == 0 else
-                                 ("controller", "default")):
-                        t = trial(mgr, res.vnf_id, uid, path, pps, mode, args,
-                                  ctl if mode == "controller" else None)
-                        trials.append(t)
-                        print(f"  {load} %: {mode:<10} {t['delivered_pps']} pps, "
-                              f"{t['cpu_s_per_mpkt']} CPU-s/Mpkt, p50/p99 "
-                              f"{t['lat_p50_us']}/{t['lat_p99_us']} us, loss "
-                              f"{100 * t['loss']:.2f} %, within target "
-                              f"{t['intervals_within_target']}/{t['intervals']}"
-                              + (f", quota {t['quota_us'][-1]}, poll window "
-                                 f"{t['poll_window_us']} us" if t["quota_us"] else ""),
-                              flush=True)
-                cgroups.set_cpu_quota(uid, limits.CPU_PERIOD_US)
-                modes = {}
-                for mode in ("default", "controller"):
-                    ts = [t for t in trials if t["mode"] == mode]
-                    n_iv = sum(t["intervals"] for t in ts)
-                    modes[mode] = {
-                        "cpu_s_per_mpkt": median(ts, "cpu_s_per_mpkt"),
-                        "lat_p50_us": median(ts, "lat_p50_us"),
-                        "lat_p99_us": median(ts, "lat_p99_us"),
-                        "loss": median(ts, "loss"), "delivered_pps": median(ts, "delivered_pps"),
-                        "intervals_within_target_pct": round(
-                            100 * sum(t["intervals_within_target"] for t in ts) / n_iv, 1)
-                        if n_iv else None}
-                    per_cpu_w = (args.max_watts - args.idle_watts) / (os.cpu_count() or 1)
-                    if modes[mode]["cpu_s_per_mpkt"] is not None:
-                        # joules per Mpkt = CPU-s per Mpkt x W per busy CPU
-                        modes[mode]["joules_per_mpkt"] = round(
-                            modes[mode]["cpu_s_per_mpkt"] * per_cpu_w, 2)
-                d, c = modes["default"]["cpu_s_per_mpkt"], modes["controller"]["cpu_s_per_mpkt"]
-                results[str(load)] = {
-                    "offered_pps": round(pps),
-                    "cpu_saved_pct": round(100 * (1 - c / d), 1) if d and c is not None else None,
-                    "intervals_within_target_pct":
-                        modes["controller"]["intervals_within_target_pct"],
-                    "default": modes["default"], "controller": modes["controller"],
-                    "trials": trials}
+            cap = args.capacity or max(1000, path.rate_search("60")["pps"])
+            print(f"capacity (no-loss 64 B rate): {cap} pps; p99 target {args.target_us:g} us; "
+                  f"load average {' '.join(load0)}", flush=True)
+            for load in args.loads:
+                results[str(load)] = run_load(vnf, path, cap, load, args)
         finally:
             mgr.destroy(res.vnf_id)
             mgr.close()
@@ -219,12 +378,11 @@ def main(argv=None) -> int:
             attribution_err = json.load(f).get("fluidvim_worst_abs_err_pct")
     except (OSError, ValueError):
         attribution_err = None
-    with open("/proc/loadavg") as f:
-        load1 = f.read().split()[:3]
     doc = {"bench": "powercap", "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t_start)),
+           "command": "sudo .venv/bin/python -m bench.powercap " + " ".join(argv or sys.argv[1:]),
            "capacity_pps": cap, "target_us": args.target_us, "args": vars(args),
            "host": {"cpus": os.cpu_count(), "cgroup": version, "loadavg_before": load0,
-                    "loadavg_after": load1},
+                    "loadavg_after": loadavg()},
            "loads": results, "attribution_error_pct": attribution_err,
            "seconds": round(time.time() - t_start, 1)}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
@@ -232,13 +390,13 @@ def main(argv=None) -> int:
         json.dump(doc, f, indent=1)
     print(f"\n{'load':>4} {'CPU-s/Mpkt def':>14} {'ctl':>7} {'saved':>7} {'p99 us def':>10} "
           f"{'ctl':>7} {'within target':>13} {'loss def':>8} {'ctl':>6}")
-    for load in LOADS:
+    for load in args.loads:
         r = results[str(load)]
         dm, cm = r["default"], r["controller"]
         print(f"{load:>3}% {dm['cpu_s_per_mpkt']:>14} {cm['cpu_s_per_mpkt']:>7} "
               f"{r['cpu_saved_pct']:>6}% {dm['lat_p99_us']:>10} {cm['lat_p99_us']:>7} "
               f"{r['intervals_within_target_pct']:>12}% {dm['loss']:>8} {cm['loss']:>6}")
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out}; load average {' '.join(load0)} -> {' '.join(loadavg())}")
     return 0
 
 
