@@ -25,6 +25,12 @@ instances themselves are counters (the truth); what is measured is the wire and 
 * FUSION's model R = M*U*Z*B (:func:`fluidvim.common.slotcodec.update_bandwidth`) with the
   measured U and B, next to the measured rate.
 
+When the registry says every instance of the service is full, the resolver reads the zones
+again before it refuses (``--confirm on``, the default: :meth:`Resolver.free_slot`, each zone's
+own ``instance_slots`` - what its slot agent reads - applied as exact updates; no message on the
+broker; ``--confirm off``: refuse at once, as before). The truth a decision is checked against
+is taken at its end (sessions that ended while the zones were read count as room).
+
 Each instance also counts the sessions it ever opened (the VNF's ``slots.opened``), which rides
 the exact updates to the registry and releases the slots it handed out that have connected
 (``--opened off``: instances without it, as a VNF before that counter).
@@ -80,6 +86,7 @@ class Instances:
         self.since: dict[str, int] = {}       # sessions admitted since that reading
         self.where: dict[str, tuple[str, str]] = {}      # instance -> (zone, service)
         self.opened: dict[str, int] = {}      # sessions ever opened (the VNF's slots.opened)
+        self.departures: list[tuple[float, str]] = []    # (when, instance) of live sessions
         for z in range(zones):
             for s in range(services):
                 for k in range(per_zone):
@@ -90,6 +97,19 @@ class Instances:
     def free(self, vid: str) -> int:
         return self.capacity - self.used[vid]
 
+    def end_due(self, now: float) -> None:
+        """End the sessions due by ``now`` (under ``lock``)."""
+        for d in [d for d in self.departures if d[0] <= now]:
+            self.departures.remove(d)
+            self.used[d[1]] -= 1
+
+    def admit(self, vid: str, until: float) -> None:
+        """A session opens on ``vid`` until ``until`` (under ``lock``)."""
+        self.used[vid] += 1
+        self.opened[vid] += 1
+        self.since[vid] = self.since.get(vid, 0) + 1
+        self.departures.append((until, vid))
+
     def room(self, service: str) -> bool:
         return any(self.free(v) > 0 for v, (_, s) in self.where.items() if s == service)
 
@@ -98,6 +118,42 @@ class Instances:
         since): a registry fed every reading without loss would know of it."""
         return any(self.read.get(v, 0) - self.since.get(v, 0) > 0
                    for v, (_, s) in self.where.items() if s == service and self.free(v) > 0)
+
+
+class Outcomes:
+    """Each resolution judged against the truth: admitted, sent to a full instance, refused
+    (with room an agent's reading had seen, or not)."""
+
+    def __init__(self, per_service: int):
+        self.per_service = per_service
+        self.counts = {"resolutions": 0, "admitted": 0, "to_full": 0, "refused": 0,
+                       "refused_with_room": 0, "refused_room_seen": 0, "refused_room_unseen": 0}
+        # the same, for resolutions made while the service carried < 80 % of its slots (the
+        # ramp below saturation, where a refusal is never necessary)
+        self.light = {"resolutions": 0, "to_full": 0, "refused_with_room": 0}
+
+    def record(self, inst: Instances, svc: str, hit) -> str | None:
+        """Judge one resolution (under ``inst.lock``); the instance to admit on, if any."""
+        counts, light = self.counts, self.light
+        counts["resolutions"] += 1
+        carried = sum(u for v, u in inst.used.items() if inst.where[v][1] == svc)
+        is_light = carried < 0.8 * self.per_service
+        light["resolutions"] += is_light
+        if hit is None:
+            room = inst.room(svc)
+            counts["refused"] += 1
+            counts["refused_with_room"] += room
+            if room:
+                counts["refused_room_seen" if inst.room_seen(svc) else "refused_room_unseen"] += 1
+            light["refused_with_room"] += is_light and room
+            return None
+        vid = hit[1].instance
+        if inst.free(vid) <= 0:
+            counts["to_full"] += 1
+            light["to_full"] += is_light
+            return None
+        counts["admitted"] += 1
+        return vid
 
 
 class ZoneSource:
@@ -180,22 +236,21 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
     listener = SlotListener(transport, topic, reg)
     counter = WireCounter(o.transport_url, conf.control_exchange, topic)
     listener.start()
-    agents = []
+    agents, zones = [], {}
+    tick = a.compact_interval if wire == "compact" and a.compact_interval else a.agent_interval
     for z in range(a.zones):
         pub = SlotPublisher(transport, f"fluidvim.bench.z{z}", topic,
                             min_interval=o.slot_update_min_interval,
                             heartbeat=o.slot_heartbeat_interval, wire=wire)
-        agents.append(SlotAgent(ZoneSource(f"z{z}", inst, a.opened == "on"), pub, None,
-                                a.agent_interval))
-    resolver = Resolver(None, reg, {}, None)   # its choice among free slots (_free_slot)
+        zones[f"z{z}"] = ZoneSource(f"z{z}", inst, a.opened == "on")
+        agents.append(SlotAgent(zones[f"z{z}"], pub, None, tick))
+    # its choice among free slots; with --confirm on, a view of "full" is read again from the
+    # zones first (Resolver.free_slot: the zone's own instance_slots, as the local and Nomad
+    # zones' agents read it)
+    resolver = Resolver(None, reg, zones if a.confirm == "on" else {}, None)
+    confirm_s: list[float] = []
     rnd = random.Random(seed)
-    counts = {"resolutions": 0, "admitted": 0, "to_full": 0, "refused": 0,
-              "refused_with_room": 0, "refused_room_seen": 0, "refused_room_unseen": 0}
-    # the same, for resolutions made while the service carried < 80 % of its slots (the
-    # ramp below saturation, where a refusal is never necessary)
-    light = {"resolutions": 0, "to_full": 0, "refused_with_room": 0}
-    per_service = a.zones * a.per_zone * a.capacity
-    departures: list[tuple[float, str]] = []
+    out = Outcomes(a.zones * a.per_zone * a.capacity)
     try:
         for ag in agents:
             ag.tick(force=True)
@@ -210,9 +265,7 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
             if el >= a.duration:
                 break
             with inst.lock:
-                for d in [d for d in departures if d[0] <= now]:
-                    departures.remove(d)
-                    inst.used[d[1]] -= 1
+                inst.end_due(now)
             if now < next_at:
                 time.sleep(min(0.01, next_at - now))
                 continue
@@ -220,33 +273,19 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
             next_at += rnd.expovariate(rate)
             svc = f"svc{rnd.randrange(a.services)}"
             loc = f"z{rnd.randrange(a.zones)}"
-            counts["resolutions"] += 1
             with reg.decision():
-                hit = resolver._free_slot(svc, loc)
+                n, c0 = resolver.confirms, time.perf_counter()
+                hit = resolver.free_slot(svc, loc)
+                if resolver.confirms > n:
+                    confirm_s.append(time.perf_counter() - c0)
                 if hit is not None:
                     reg.reserve(hit[1].instance, svc)
             with inst.lock:
-                carried = sum(u for v, u in inst.used.items() if inst.where[v][1] == svc)
-                is_light = carried < 0.8 * per_service
-                light["resolutions"] += is_light
-                if hit is None:
-                    counts["refused"] += 1
-                    counts["refused_with_room"] += inst.room(svc)
-                    if inst.room(svc):
-                        counts["refused_room_seen" if inst.room_seen(svc)
-                               else "refused_room_unseen"] += 1
-                    light["refused_with_room"] += is_light and inst.room(svc)
-                    continue
-                vid = hit[1].instance
-                if inst.free(vid) <= 0:
-                    counts["to_full"] += 1
-                    light["to_full"] += is_light
-                    continue
-                inst.used[vid] += 1
-                inst.opened[vid] += 1
-                inst.since[vid] = inst.since.get(vid, 0) + 1
-                counts["admitted"] += 1
-                departures.append((now + rnd.expovariate(1.0 / a.hold), vid))
+                # the truth at the end of the decision: sessions that ended while it read count
+                inst.end_due(time.monotonic())
+                vid = out.record(inst, svc, hit)
+                if vid is not None:
+                    inst.admit(vid, now + rnd.expovariate(1.0 / a.hold))
         secs = time.monotonic() - t0
         time.sleep(1.0)                                  # the last messages reach the counter
         body = counter.bytes - b0
@@ -259,10 +298,13 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
         counter.close()
     per_zone_u = updates / secs / a.zones
     b_bits = 8.0 * body / max(1, updates)
+    counts, light = out.counts, out.light
     mis = counts["to_full"] + counts["refused_with_room"]
+    confirm_s.sort()
     model = update_bandwidth(1, a.services, per_zone_u / a.services, a.zones, b_bits)
     return {
-        "wire": wire, "seconds": round(secs, 2), "messages": msgs, "body_bytes": body,
+        "wire": wire, "agent_interval_s": tick, "seconds": round(secs, 2), "messages": msgs,
+        "body_bytes": body,
         "updates": updates, "bytes_per_s": round(body / secs, 1),
         "messages_per_s": round(msgs / secs, 2),
         "updates_per_s_per_zone": round(per_zone_u, 2),
@@ -279,8 +321,21 @@ def run_wire(wire: str, a, conf, transport, seed: int) -> dict:
                   "Z_zones": model["Z"], "B_bits_per_update": round(model["B"], 1),
                   "R_bits_per_s": round(model["R"], 1),
                   "measured_bits_per_s": round(8.0 * body / secs, 1)},
+        "confirm": {"on": a.confirm == "on", "how": "the zones' own reading (instance_slots), "
+                    "no message on the broker", "confirms": resolver.confirms,
+                    "found_room": resolver.confirmed_room,
+                    "per_s": round(resolver.confirms / secs, 2),
+                    "ms_p50": _ms(confirm_s, 0.5), "ms_p99": _ms(confirm_s, 0.99),
+                    "ms_max": _ms(confirm_s, 1.0)},
         "sample_message": counter.sample,
     }
+
+
+def _ms(sorted_s: list[float], q: float) -> float | None:
+    """The q-quantile of sorted durations in seconds, in ms (None when there are none)."""
+    if not sorted_s:
+        return None
+    return round(1000.0 * sorted_s[min(len(sorted_s) - 1, int(q * len(sorted_s)))], 3)
 
 
 def cmd_wire(a) -> dict:
@@ -302,7 +357,9 @@ def cmd_wire(a) -> dict:
             print(f"  {r['bytes_per_s']:.0f} B/s, {r['messages_per_s']:.1f} msg/s, "
                   f"{r['updates_per_s_per_zone']:.2f} updates/s/zone, {r['bytes_per_update']:.1f} "
                   f"B/update, mis-resolutions {r['misresolution_pct']:.2f} % "
-                  f"{r['resolutions']}", flush=True)
+                  f"{r['resolutions']}, confirms {r['confirm']['confirms']} "
+                  f"(room {r['confirm']['found_room']}, p50 {r['confirm']['ms_p50']} ms)",
+                  flush=True)
     finally:
         transport.cleanup()
     o = conf.orchestrator
@@ -314,6 +371,8 @@ def cmd_wire(a) -> dict:
                   "slots_per_instance": a.capacity, "ramp_peak_per_s": a.peak,
                   "duration_s": a.duration, "hold_mean_s": a.hold, "seed": a.seed,
                   "agent_interval_s": a.agent_interval, "vnf_opened_counter": a.opened == "on",
+                  "compact_agent_interval_s": a.compact_interval or a.agent_interval,
+                  "resolver_confirm": a.confirm == "on",
                   "reservation_ttl_s": (o.reservation_ttl if a.reservation_ttl is None
                                         else a.reservation_ttl),
                   "slot_update_min_interval_s": o.slot_update_min_interval,
@@ -479,6 +538,13 @@ def main(argv=None) -> int:
     w.add_argument("--opened", choices=("on", "off"), default="on",
                    help="whether the instances report their sessions opened (the VNF's "
                         "slots.opened): off = a VNF without it, as before issue 23's counter")
+    w.add_argument("--confirm", choices=("on", "off"), default="on",
+                   help="whether the resolver reads the zones again when its view says every "
+                        "instance is full (Resolver.confirm_full): off = refuse at once, as "
+                        "before")
+    w.add_argument("--compact-interval", type=float, default=None,
+                   help="the compact wire's agent tick, s (default: --agent-interval): the "
+                        "JSON wire keeps --agent-interval")
     w.add_argument("--wires", default="json,compact", help="which wires to run, in order")
     w.add_argument("--part", default="wire",
                    help="key of slots.json to write (the headline figures come from 'wire')")

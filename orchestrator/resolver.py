@@ -3,7 +3,10 @@
 """``resolve(service, client_location)``: where does a new session go?
 
 1. An instance with a free slot (aliases applied; nearest location first, then most free). The
-   slot is reserved in the registry until the instance's own update reflects it.
+   slot is reserved in the registry until the instance's own update reflects it. When the
+   registry says every instance of the service is full, the zones that run them are read first
+   (:meth:`Resolver.confirm_full`: the reading their slot agents publish, ``instance_slots``,
+   applied as exact updates): a slot freed since the last update is used, not refused.
 2. Else the zone with the least queuing delay within the service's tolerance launches one more
    instance on demand (fast track: no placement round, no probes) and the call returns when the
    slot exists.
@@ -23,6 +26,8 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim.common.errors import DependencyDown
+from fluidvim.common.slotcodec import encode_delay, encode_log2, encode_log10
 from fluidvim.common.zonetypes import ZoneError
 
 from .deploy import deploy
@@ -48,6 +53,23 @@ class Resolution:
         return dataclasses.asdict(self)
 
 
+def reading_payload(rep, entry: dict, at: float) -> dict:
+    """A zone's reading of one instance (an ``instance_slots`` entry: ``free``, maybe
+    ``opened``, ``delay_s``, ``host``) as the update its slot agent would send with an exact
+    count, for :meth:`fluidvim.orchestrator.slots.SlotRegistry.apply_message`; the queuing
+    delay is the last report's when the reading has none."""
+    free = int(entry["free"])
+    delay = entry["delay_s"] if "delay_s" in entry else rep.delay_s
+    msg = {"zone": rep.zone, "host": entry.get("host") or rep.host, "instance": rep.instance,
+           "service": rep.service, "region": rep.region, "at": at, "s": encode_log2(free),
+           "m": encode_log10(free), "q": encode_delay(delay), "exact": free}
+    if entry.get("opened") is not None:
+        msg["opened"] = int(entry["opened"])
+    if rep.watts_per_slot is not None:
+        msg["watts_per_slot"] = rep.watts_per_slot
+    return msg
+
+
 class Resolver:
     def __init__(self, store, registry, zones: dict, queuing):
         self.store = store
@@ -56,6 +78,8 @@ class Resolver:
         self.queuing = queuing
         self.owner = None                      # service -> launcher of its instances, or None
         self.qoe_for = None                    # (zone, service row) -> the launch's QoE, or None
+        self.confirms = 0                      # confirm_full calls (the view said full)
+        self.confirmed_room = 0                # ... that found a free slot after all
 
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
@@ -73,12 +97,52 @@ class Resolver:
                 best = (k, rep, free)
         return best
 
+    def free_slot(self, service: str, location: str | None):
+        """The best instance with a free slot (as :meth:`_free_slot`), after reading the zones
+        when the registry's view has none (:meth:`confirm_full`). Call under
+        ``registry.decision()``."""
+        hit = self._free_slot(service, location)
+        if hit is None and self.confirm_full(service):
+            hit = self._free_slot(service, location)
+            self.confirmed_room += hit is not None
+        return hit
+
+    def confirm_full(self, service: str) -> int:
+        """The registry says no instance serving ``service`` (aliases applied) has a free slot:
+        read the zones that run them now, through the zone's own reading (``instance_slots``,
+        what its slot agent publishes; zones without one - their hosts publish - are not read),
+        and apply each instance's free count as an exact update (with the VNF's ``opened``, so
+        the slots handed out that connected are released, and those still connecting keep
+        counting). Costs no message on the broker; a zone that cannot be read is skipped.
+        Returns how many readings were applied."""
+        reps = {(rep.instance, rep.service): rep for rep, _ in self.registry.entries(service)}
+        if not reps:
+            return 0
+        self.confirms += 1
+        applied = 0
+        for zname in sorted({rep.zone for rep in reps.values()}):
+            read = getattr(self.zones.get(zname), "instance_slots", None)
+            if read is None:
+                continue
+            try:
+                now, reading = self.registry.clock(), read()
+            except (ZoneError, DependencyDown, OSError) as e:   # as its slot agent: skip it
+                LOG.warning("confirming %s's free slots in zone %s: %s", service, zname, e)
+                continue
+            for vid, entry in reading.items():
+                rep = reps.get((vid, entry.get("service")))
+                if rep is None or entry.get("free") is None:
+                    continue
+                self.registry.apply_message(reading_payload(rep, entry, now))
+                applied += 1
+        return applied
+
     def resolve(self, service: str, client_location: str | None = None) -> Resolution:
         row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field
         t0 = time.monotonic()
         asked_at = time.time()
         with self.registry.decision():     # one resolve decides at a time (no double grant)
-            hit = self._free_slot(service, client_location)
+            hit = self.free_slot(service, client_location)
             if hit is not None:
                 _, rep, free = hit
                 ratio = self._ratio(rep.service, service)
