@@ -36,7 +36,10 @@ p99 in microseconds), the controller
     had stepped down to, again and again (bench/powercap);
   - a backlog of ``high`` of the ring or more: **hold** (no step down however good p99);
   - p99 ≤ target / 2, or too few packets to show a p99, ``hold_intervals`` intervals in a row:
-    **down** one step (quota × ``down``, never below ``min_quota_us``);
+    **down** one step (quota × ``down``, never below ``min_quota_us``, nor below a floor learned
+    from the last release the quota caused: one step up from where it was, sinking a step
+    after ``FLOOR_AGE`` blocked steps; without it, at high load the controller stepped down
+    into losses, released, and did it again);
   - otherwise **hold** (between target / 2 and target);
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
@@ -133,12 +136,15 @@ class VnfState:
     tap_dropped: int | None = None   # the taps' tx_dropped at the last interval
     ring_raw: list | None = None     # per NIC: (tap tx_packets, VNF rx), last read
     ring_base: list | None = None    # per NIC: the smallest of those (the offset)
+    floor_us: int = 0                # learned: no step down below it (see LatencyController._next)
+    floor_age: int = 0               # steps down it blocked since it was set or last sank
     throttled: int | None = None     # the group's nr_throttled at the last interval
     held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
 
 
 class LatencyController:
     period_us = 100_000              # the cgroup period (vnf/limits.py CPU_PERIOD_US)
+    FLOOR_AGE = 10                   # steps down a learned floor blocks before it sinks a step
 
     def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
                  hold_intervals: int = 3, min_packets: int = 100, poller=None,
@@ -184,16 +190,7 @@ class LatencyController:
                                                  dropped, backlog, held)
         if action != DOWN and action != HOLD:
             st.good = 0
-        new = st.quota_us
-        if action == RELEASE:
-            new, st.poll_us = reserved, POLL_DEFAULT_US
-        elif action == UP:
-            new = min(reserved, int(st.quota_us * self.up))
-            st.poll_us = min(POLL_DEFAULT_US, max(self.min_poll_us, int(st.poll_us * self.up)))
-        elif action == DOWN:
-            new = max(self.min_quota_us, int(st.quota_us * self.down))
-            st.poll_us = max(self.min_poll_us, int(st.poll_us * self.down))
-            st.good = 0
+        action, why, new = self._next(st, action, why, reserved)
         self._apply_poll(key, name, st)
         st.reserved_us = reserved
         if new != st.quota_us or action == RELEASE:
@@ -201,7 +198,7 @@ class LatencyController:
             st.quota_us = new
         d = {"vnf": name, "at": time.time(), "action": action, "why": why, "p99_ns": p99,
              "packets": packets, "host_dropped": dropped, "ring_backlog": backlog,
-             "throttled": st.held[-1] if st.held else None,
+             "throttled": st.held[-1] if st.held else None, "floor_us": st.floor_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
@@ -212,6 +209,32 @@ class LatencyController:
             LOG.info("controller %s: %s to %d us of %d (%s)", name, action, st.quota_us,
                      reserved, why)
         return d
+
+    def _next(self, st: VnfState, action: str, why: str, reserved: int):
+        """(action, why, the quota) after ``action``; moves the poll window with it and keeps
+        the learned floor: a release the VNF's ring or its throttled latency forced sets the
+        floor one step up from the quota that caused it, so the next descent stops there
+        instead of repeating the loss; it sinks one step down after ``FLOOR_AGE`` steps down
+        it blocked."""
+        new = st.quota_us
+        if action == RELEASE:
+            if st.quota_us < reserved and why != "no stats reply":
+                st.floor_us = min(reserved, int(st.quota_us * self.up))
+                st.floor_age = 0
+            new, st.poll_us = reserved, POLL_DEFAULT_US
+        elif action == UP:
+            new = min(reserved, int(st.quota_us * self.up))
+            st.poll_us = min(POLL_DEFAULT_US, max(self.min_poll_us, int(st.poll_us * self.up)))
+        elif action == DOWN:
+            st.good = 0
+            new = max(self.min_quota_us, st.floor_us, int(st.quota_us * self.down))
+            if new >= st.quota_us:
+                st.floor_age += 1
+                if st.floor_age >= self.FLOOR_AGE:
+                    st.floor_us, st.floor_age = int(st.floor_us * self.down), 0
+                return HOLD, f"{why}; at the floor {st.floor_us} us", st.quota_us
+            st.poll_us = max(self.min_poll_us, int(st.poll_us * self.down))
+        return action, why, new
 
     def _apply_poll(self, key: str, name: str, st: VnfState) -> None:
         """Tell the VNF its busy-poll window when it differs from what it last confirmed; a VNF

@@ -68,11 +68,22 @@ def test_up_over_target_release_over_twice_and_when_silent():
     assert (d["action"], d["quota_us"]) == ("up", 61_440)
     d = _run(c, h, [(500, 32768)])[0]                       # 32 us > 2 x 10 us: all of it back
     assert (d["action"], d["quota_us"], writes[-1]) == ("release", 100_000, 100_000)
-    for _ in range(8):
-        d = _run(c, h, [(10, 1024)])[0]                     # too few packets: quiet, down to
-    assert d["quota_us"] == 20_000                          # the floor, never below
+    # and a floor one step up from the quota that caused it: the next descent stops there
+    assert d["floor_us"] == 92_160
+    ds = _run(c, h, [(500, 1024)] * 3)
+    assert [(d["action"], d["quota_us"]) for d in ds] == [
+        ("down", 92_160), ("hold", 92_160), ("hold", 92_160)]
+    assert ds[-1]["why"].endswith("at the floor 92160 us")
+    ds = _run(c, h, [(500, 1024)] * (c.FLOOR_AGE - 2))      # it sinks at the FLOOR_AGE-th block
+    assert (ds[-1]["action"], ds[-1]["floor_us"]) == ("hold", 73_728)
+    assert _run(c, h, [(500, 1024)])[0]["quota_us"] == 73_728
     d = _run(c, h, [(None, 0)])[0]                          # the VNF stopped answering
     assert (d["action"], d["why"], d["quota_us"]) == ("release", "no stats reply", 100_000)
+    assert d["floor_us"] == 73_728                          # not the quota's doing: no new floor
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, min_quota_us=20_000)
+    for _ in range(9):
+        d = _run(c, h, [(10, 1024)])[0]                     # too few packets: quiet, down to
+    assert d["quota_us"] == 20_000                          # the least quota, never below
 
 
 def test_latency_the_cap_did_not_cause_holds_it():
