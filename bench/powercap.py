@@ -159,12 +159,23 @@ def write_first(dirs: list, name: str, value: str) -> bool:
     return False
 
 
+def fixed(mode: str) -> tuple[int, int, int]:
+    """(quota us, poll window us, period us) of a ``--fixed`` mode ``quota/period,window``."""
+    cap, _, window = mode.partition(",")
+    quota, _, period = cap.partition("/")
+    return int(quota), int(window), int(period or limits.CPU_PERIOD_US)
+
+
 def settle(vnf: Vnf, mode: str, ctl) -> None:
     """The VNF's quota and poll window for a trial: the flavor's (its 100 ms period) and the
-    boot default (``default``), or where the controller left them."""
+    boot default (``default``), a ``--fixed`` setting, or where the controller left them."""
     if mode == "default":
         Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+    elif mode != "controller":
+        quota, window, period = fixed(mode)
+        Quota(period)(vnf.uid, quota)
+        set_window(vnf.mgr, vnf.id, window)
     elif vnf.uid in ctl.state:
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
         ctl.state[vnf.uid].poll_applied = set_window(vnf.mgr, vnf.id, ctl.state[vnf.uid].poll_us)
@@ -288,7 +299,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     ctl.period_us = args.period_us                  # its quotas are per this period
     trials = []
     for r in range(args.rounds):
-        for mode in (("default", "controller") if r % 2 == 0 else ("controller", "default")):
+        order = ["default", "controller", *args.fixed]
+        for mode in (order if r % 2 == 0 else order[::-1]):
             t = trial(vnf, path, pps, mode, args, ctl if mode == "controller" else None)
             trials.append(t)
             print(line(load, t), flush=True)
@@ -297,12 +309,12 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
                     print(f"      {d}", flush=True)
     Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
-             for mode in ("default", "controller")}
+             for mode in ("default", "controller", *args.fixed)}
     d, c = modes["default"]["cpu_s_per_mpkt"], modes["controller"]["cpu_s_per_mpkt"]
     return {"offered_pps": round(pps),
             "cpu_saved_pct": round(100 * (1 - c / d), 1) if d and c is not None else None,
             "intervals_within_target_pct": modes["controller"]["intervals_within_target_pct"],
-            "default": modes["default"], "controller": modes["controller"], "trials": trials}
+            **modes, "trials": trials}
 
 
 def parse(argv):
@@ -325,6 +337,9 @@ def parse(argv):
                     help="controller: the CFS period of its quota (the flavor's: 100000)")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per period (>= 1000)")
+    ap.add_argument("--fixed", default="",
+                    help="extra modes with a fixed cap, no controller: quota/period,window "
+                         "(us), separated by spaces, e.g. '10000/100000,50 1500/10000,50'")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")
@@ -336,6 +351,14 @@ def parse(argv):
         args.loads = [int(x) for x in args.loads.split(",")]
     except ValueError:
         ap.error(f"--loads {args.loads!r}: give integers, e.g. 10,50,90")
+    args.fixed = args.fixed.split()
+    for m in args.fixed:
+        try:
+            q, _, p = fixed(m)
+        except ValueError:
+            ap.error(f"--fixed {m!r}: give quota/period,window in us, e.g. 10000/100000,50")
+        if q < 1000 or p < 1000:
+            ap.error(f"--fixed {m!r}: quota and period must be >= 1000 us (the kernel's)")
     return args
 
 
@@ -396,6 +419,10 @@ def main(argv=None) -> int:
         print(f"{load:>3}% {dm['cpu_s_per_mpkt']:>14} {cm['cpu_s_per_mpkt']:>7} "
               f"{r['cpu_saved_pct']:>6}% {dm['lat_p99_us']:>10} {cm['lat_p99_us']:>7} "
               f"{r['intervals_within_target_pct']:>12}% {dm['loss']:>8} {cm['loss']:>6}")
+        for m in args.fixed:
+            f = r[m]
+            print(f"      fixed {m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 {f['lat_p99_us']} us, "
+                  f"within target {f['intervals_within_target_pct']} %, loss {f['loss']}")
     print(f"wrote {args.out}; load average {' '.join(load0)} -> {' '.join(loadavg())}")
     return 0
 
