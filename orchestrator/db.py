@@ -36,7 +36,7 @@ from fluidvim.common.sql import make_engine
 from fluidvim.evaluator.model import EnvironmentType
 
 from . import states
-from .exception import NotFound
+from .exception import DatabaseDown, NotFound
 
 
 class Base(orm.DeclarativeBase):
@@ -305,6 +305,34 @@ class HostPowerRow(Base):
 
 NS_LIVE = states.NS_LIVE    # where it was defined first
 
+DB_FIX = ("start it (pg_ctl start, or systemctl start postgresql), or fix [orchestrator] "
+          "connection")
+
+
+def _down_is_one_line(engine: sa.Engine) -> None:
+    """A database server that does not answer - refused, killed, restarted under an open
+    connection - raises :class:`.DatabaseDown` (one line: the database, the driver's first
+    line, :data:`DB_FIX`; RPC clients get it as is) instead of the driver's exception, from
+    every statement on ``engine``. Other errors stand. The pool's pre-ping is left alone: it
+    reconnects on its own when the server is back, and a failed reconnect comes here again.
+    SQLite (a file, no server) is not concerned."""
+    if engine.dialect.name == "sqlite":
+        return
+    from fluidvim.common.migration import redact
+
+    what = f"the orchestrator's database ({redact(engine)})"
+    operational = engine.dialect.loaded_dbapi.OperationalError
+
+    @sa.event.listens_for(engine, "handle_error")
+    def _down(ctx) -> None:
+        lost = ctx.is_disconnect or (ctx.connection is None and
+                                     isinstance(ctx.original_exception, operational))
+        if lost and not ctx.is_pre_ping:
+            orig = ctx.original_exception
+            first = next((ln.strip() for ln in str(orig).splitlines() if ln.strip()),
+                         type(orig).__name__)
+            raise DatabaseDown.of(what, first, DB_FIX)
+
 
 class Store:
     def __init__(self, url: str):
@@ -312,12 +340,15 @@ class Store:
 
         self.owner: str | None = None        # this process' WorkerRow.id, set by ha.Membership
         self._file_locks: dict[str, threading.Lock] = {}
+        self._unrecorded: list[tuple[int, str, str]] = []      # launch_unrecorded()
+        self._unrecorded_lock = threading.Lock()
         self.engine = make_engine(url)
         try:
             migration.check(self.engine, "orchestrator")
         except Exception:
             self.engine.dispose()
             raise
+        _down_is_one_line(self.engine)
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
@@ -622,6 +653,7 @@ class Store:
     # -- launch records (queuing delay) --
     def launch_started(self, zone: str, service: str, predicted_s: float | None,
                        started_at: float | None = None, token: str | None = None) -> int:
+        self._settle_unrecorded()
         with self.Session.begin() as s:
             row = LaunchRow(zone=zone, service=service, started_at=started_at or time.time(),
                             predicted_s=predicted_s, owner=self.owner, token=token)
@@ -668,6 +700,7 @@ class Store:
             return list(s.scalars(q))
 
     def in_flight_counts(self) -> dict[str, int]:
+        self._settle_unrecorded()
         with self.Session() as s:
             return dict(s.execute(sa.select(LaunchRow.zone, sa.func.count())
                                   .where(LaunchRow.finished_at.is_(None))
@@ -687,6 +720,28 @@ class Store:
         with self.Session.begin() as s:
             r = s.execute(q.values(finished_at=time.time(), ok=False, error=error))
             return r.rowcount
+
+    def launch_unrecorded(self, launch_id: int, instance_id: str, error: str) -> None:
+        """A launch whose instance could not be recorded (the database went away) and was
+        terminated: failed, and the instance's rows (record, slot reports) removed should they
+        have been committed after all (the server died before it acknowledged). Done when the
+        database answers again: before the next launch starts or the launches in flight are
+        counted."""
+        with self._unrecorded_lock:
+            self._unrecorded.append((launch_id, instance_id, error))
+
+    def _settle_unrecorded(self) -> None:
+        if not self._unrecorded:
+            return
+        with self._unrecorded_lock:
+            while self._unrecorded:
+                launch_id, instance_id, error = self._unrecorded[0]
+                with self.Session.begin() as s:         # DatabaseDown: kept for the next time
+                    s.execute(sa.delete(Instance).where(Instance.id == instance_id))
+                    s.execute(sa.delete(SlotReportRow).where(SlotReportRow.instance == instance_id))
+                    s.execute(sa.update(LaunchRow).where(LaunchRow.id == launch_id)
+                              .values(finished_at=time.time(), ok=False, error=error))
+                self._unrecorded.pop(0)
 
     def abandon_launch(self, launch_id: int, error: str) -> int:
         """Fail one launch record if it is still in flight (1), else leave it (0)."""

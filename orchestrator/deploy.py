@@ -10,6 +10,7 @@ before the instance's first slot update arrives.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -20,6 +21,7 @@ from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneAdap
 from fluidvim.evaluator.model import LOAD, ServiceProfile
 from fluidvim.evaluator.qoeslots import launch_qoe
 
+from .exception import DatabaseDown
 from .slots import SlotReport
 
 LOG = logging.getLogger(__name__)
@@ -94,9 +96,13 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
     except Exception as e:
         store.launch_finished(lid, False, error=f"{type(e).__name__}: {e}")
         raise ZoneError(f"zone {zone.name}: launch of {service_row.name} failed: {e}") from e
-    store.add_instance(id=inst.id, zone=zone.name, host=inst.host, service=service_row.name,
-                       name=inst.name, status=istates.RUNNING, slots_total=inst.slots_total,
-                       decision_id=decision_id, launch_ms=inst.launch_ms)
+    try:
+        store.add_instance(id=inst.id, zone=zone.name, host=inst.host, service=service_row.name,
+                           name=inst.name, status=istates.RUNNING, slots_total=inst.slots_total,
+                           decision_id=decision_id, launch_ms=inst.launch_ms)
+    except DatabaseDown as e:
+        _unrecorded(store, registry, zone, inst, lid, e)
+        raise
     rep = SlotReport(zone=zone.name, host=inst.host or "", instance=inst.id,
                      service=service_row.name, slots=inst.slots_total, delay_s=predicted_s,
                      region=zone.region, at=time.time(), exact=inst.slots_total)
@@ -111,3 +117,21 @@ def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None 
     LOG.info("launched %s (%s) in zone %s for %s", inst.name, inst.id, zone.name,
              service_row.name)
     return inst
+
+
+def _unrecorded(store, registry, zone: ZoneAdapter, inst: InstanceInfo, lid: int,
+                down: DatabaseDown) -> None:
+    """The database went away between the launch and its record: nothing would know of the
+    instance, so it goes (terminating needs no database), and its launch is closed as failed
+    once the database answers again (:meth:`.db.Store.launch_unrecorded`)."""
+    LOG.warning("launched %s (%s) in zone %s but cannot record it (%s): terminating it",
+                inst.name, inst.id, zone.name, down.message)
+    try:
+        zone.terminate(inst.id)
+    except Exception as e:  # noqa: BLE001 - the database's error is the request's answer
+        LOG.error("zone %s: cannot terminate the unrecorded instance %s: %s", zone.name,
+                  inst.id, e)
+    store.launch_unrecorded(lid, inst.id, "the orchestrator's database went away before the "
+                            f"instance {inst.id} was recorded: it was terminated")
+    with contextlib.suppress(DatabaseDown):     # shared (active-active): its rows go with it
+        registry.forget(inst.id)

@@ -10,6 +10,8 @@ clean text, which names the field at fault and how to fix it.
 
 from __future__ import annotations
 
+from fluidvim.common.errors import DependencyDown
+
 
 class OrchestratorError(Exception):
     """Base class; ``args[0]`` is the message."""
@@ -45,9 +47,27 @@ class Unreachable(OrchestratorError):
     answer from the orchestrator's database when this host has it (:mod:`.clicommon`)."""
 
 
+class DatabaseDown(OrchestratorError, DependencyDown):
+    """The orchestrator's database server does not answer (killed, refused, restarted under an
+    open connection): the launch core's :class:`~fluidvim.common.errors.DependencyDown`, as an
+    error that crosses RPC - one line naming the database and how to start it. Raised by
+    :mod:`.db` in place of the driver's exception; the request's open transaction is rolled
+    back, what it committed before stands."""
+
+    def __init__(self, message: str, what: str = "", detail: str = "", fix: str = ""):
+        Exception.__init__(self, message)       # (not DependencyDown's: the message is made)
+        self.kwargs = {"what": what, "detail": detail, "fix": fix}    # to re-create it
+        self.what, self.detail, self.fix = what, detail, fix
+
+    @classmethod
+    def of(cls, what: str, detail: str, fix: str) -> DatabaseDown:
+        down = DependencyDown(what, detail, fix)            # its one-line message
+        return cls(str(down), what=what, detail=down.detail, fix=fix)
+
+
 def invalid(field: str, problem: str, fix: str = "") -> InvalidRequest:
     """``InvalidRequest`` with the message format every check uses: ``field: problem; fix``."""
     return InvalidRequest(f"{field}: {problem}" + (f"; {fix}" if fix else ""), field=field)
 
 
-ALL = (InvalidRequest, NotFound, Refused)
+ALL = (InvalidRequest, NotFound, Refused, DatabaseDown)

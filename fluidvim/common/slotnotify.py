@@ -37,6 +37,7 @@ import uuid
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from fluidvim.common.errors import DependencyDown
 from fluidvim.common.slotcodec import (
     EXACT_BELOW,
     KeyTable,
@@ -267,7 +268,8 @@ class SlotAgent:
             self._wake.clear()
             try:
                 self.tick()
-            except ZoneError as e:          # e.g. the zone's API is down: say so, keep trying
+            # e.g. the zone's API, or the orchestrator's database, is down: say so, keep trying
+            except (ZoneError, DependencyDown) as e:
                 LOG.warning("slot agent of zone %s: %s", self.zone.name, e)
             except Exception:  # noqa: BLE001 - keep publishing
                 LOG.exception("slot agent tick failed")

@@ -40,6 +40,8 @@ import time
 
 from oslo_log import log as logging
 
+from fluidvim.common.errors import DependencyDown
+
 from .. import states
 from ..demand import Sample, demand_rate
 
@@ -195,6 +197,8 @@ class Scaler:
             try:
                 if self._leader():
                     self.tick()
+            except DependencyDown as e:     # the database is down: one line, keep trying
+                LOG.warning("ns scaler: %s", e)
             except Exception:  # noqa: BLE001 - keep scaling
                 LOG.exception("ns scaler tick failed")
 
