@@ -28,7 +28,10 @@ Encodings (all pure functions, each with its inverse):
   out (they are in the count now) instead of counting them for ``reservation_ttl``. Only with
   an exact count: that is where a handed-out slot decides whether an instance has room (nearly
   full); a bucket update's count is an estimate the registry already takes the slots handed
-  out before it from (:meth:`fluidvim.orchestrator.slots.SlotRegistry._estimate`). So an update
+  out before it from (:meth:`fluidvim.orchestrator.slots.SlotRegistry._estimate`). A key's
+  first update (exact: a new magnitude) carries it too, so the registry's baseline is taken
+  before any of its slots is handed out (a baseline taken with slots outstanding cannot tell
+  which of them connected: one stayed counted for good). So an update
   stays within FUSION's ~4 bytes plus 1-2: 2 bytes as a bucket, 4-5 nearly full
   (index < 8: header 1, slot/delay 1, exact 1, opened 1-2).
 * **queuing delay** Q = 0.1 * 2^q seconds in 4 bits: q = 0..14 (0.1 s .. 1638.4 s; a delay is

@@ -88,9 +88,10 @@ class SlotPublisher:
         key = (instance, service)
         watts_per_slot = self._wps.get(key)
         last = self._last.get(key)
-        # the VNF's sessions opened: with an exact count only (nearly full), see slotcodec
+        # the VNF's sessions opened: with an exact count only - nearly full, and a key's first
+        # update (the registry's baseline, before a slot of it is handed out), see slotcodec
         opened = self._opened.pop(key, None)
-        opened = opened if slots < EXACT_BELOW else None
+        opened = opened if slots < EXACT_BELOW or last is None else None
         code = (slot_code(slots), encode_delay(delay_s))
         now = self.clock()
         if (not force and last is not None and last[0] == code and last[2] == slots and last[3] == opened
@@ -103,7 +104,7 @@ class SlotPublisher:
             self.suppressed += 1
             return False
         msg = self.encoder.encode(key, slots, delay_s)
-        if opened is not None:
+        if opened is not None and msg.get("exact") is not None:
             msg["opened"] = int(opened)
         if self.wire == "json":
             payload = {"zone": zone, "host": host, "instance": instance, "service": service,

@@ -101,3 +101,51 @@ def test_reading_payload_is_an_exact_update():
     assert msg == {"zone": "z", "host": "h2", "instance": "i", "service": "s", "region": "r",
                    "at": 5.0, "s": 4, "m": 2, "q": 15, "exact": 12, "opened": 40,
                    "watts_per_slot": 0.5}
+
+
+def test_first_update_carries_opened_so_later_releases_match():
+    """A key's first update carries the VNF's opened counter even when not nearly full: the
+    registry's baseline is taken before any of its slots is handed out, so each session that
+    connects later releases its own slot (a baseline taken with slots outstanding left one
+    counted for good: refused while the instance had room)."""
+    import uuid
+
+    import oslo_messaging as messaging
+    from oslo_config import cfg
+
+    from fluidvim.common.slotnotify import SlotPublisher
+
+    class Notifier:                       # what the transport carried, decoded by the listener
+        def __init__(self):
+            self.sent = []
+
+        def info(self, ctxt, event, payload):
+            self.sent.append((event, payload))
+
+    conf = cfg.ConfigOpts()
+    conf([])
+    transport = messaging.get_notification_transport(conf, url="fake:/")
+    try:
+        pub = SlotPublisher(transport, "fvo.test", f"t_{uuid.uuid4().hex[:8]}",
+                            min_interval=0.0, wire="json")
+        pub.notifier = Notifier()
+        pub.note_opened("i", "svc", 40)
+        assert pub.publish(zone="z", host="h", instance="i", service="svc", slots=64,
+                           delay_s=0.1)
+        pub.note_opened("i", "svc", 41)
+        assert pub.publish(zone="z", host="h", instance="i", service="svc", slots=63,
+                           delay_s=0.1)
+    finally:
+        transport.cleanup()
+    first, second = (p for _, p in pub.notifier.sent)
+    assert (first["exact"], first["opened"]) == (64, 40)
+    assert "opened" not in second and "exact" not in second      # a bucket update: 2 bytes
+    t = [100.0]
+    reg = SlotRegistry(ttl=3600, reservation_ttl=3600, clock=lambda: t[0])
+    reg.apply_message(dict(first, at=100.0))
+    for at in (101.0, 102.0, 103.0):
+        t[0] = at
+        reg.reserve("i", "svc")
+    t[0] = 104.0
+    reg.apply_message({**first, "at": 104.0, "s": 4, "m": 2, "exact": 13, "opened": 43})
+    assert reg.aggregate("svc", "instance") == {"i": 13}        # all 3 connected: released
