@@ -11,6 +11,9 @@ arrive as the same classes.
 
 from __future__ import annotations
 
+import logging
+import time
+
 import oslo_messaging as messaging
 
 from .exception import OrchestratorError, Unreachable
@@ -21,6 +24,38 @@ RPC_API_VERSION = api_version("")     # 1.1: networks; 1.2: power; 1.3: instance
 EXMODS = ["fluidvim.orchestrator.exception"]
 BROKER_FIX = ("start RabbitMQ (systemctl start rabbitmq-server), or fix [orchestrator] "
               "transport_url / --transport-url")
+RESEND_EVERY_S = 0.25   # a request no orchestrator's queue took is sent again this often
+
+
+class _ReturnedRequestAck(logging.Filter):
+    """A request the broker returned (mandatory publishing, no queue) leaves its publisher
+    confirm unread on the channel, which oslo.messaging then replaces: py-amqp warns that it
+    ignores that ``Basic.Ack`` while closing the channel. Expected, so not logged (it would land
+    in a CLI's output)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from amqp import abstract_channel, spec
+
+        return not (record.msg == abstract_channel.IGNORED_METHOD_DURING_CHANNEL_CLOSE
+                    and isinstance(record.args, tuple) and record.args[:1] == (spec.Basic.Ack,))
+
+
+logging.getLogger("amqp").addFilter(_ReturnedRequestAck())
+
+
+def broker_hosts(conf, url: str) -> list[tuple[str, int]]:
+    """The ``(host, port)`` of each RabbitMQ node of ``url`` (never its credentials); empty
+    for a transport that is not AMQP (``fake://``)."""
+    parsed = messaging.TransportURL.parse(conf, url)
+    if not parsed.transport.startswith(("rabbit", "amqp", "kombu")):
+        return []
+    return [(h.hostname or "127.0.0.1", h.port or 5672) for h in parsed.hosts]
+
+
+def broker_unreachable(detail: str) -> Unreachable:
+    """The one error for a message broker that cannot be reached: ``detail`` (which node, what
+    failed) and how to bring it back."""
+    return Unreachable(f"cannot reach the message broker ({detail}): {BROKER_FIX}")
 
 
 def check_broker(conf, url: str, timeout: float = 3.0) -> None:
@@ -28,19 +63,15 @@ def check_broker(conf, url: str, timeout: float = 3.0) -> None:
     (oslo.messaging itself would retry the connection forever, even with ``retry`` set)."""
     import socket
 
-    parsed = messaging.TransportURL.parse(conf, url)
-    if not parsed.transport.startswith(("rabbit", "amqp", "kombu")) or not parsed.hosts:
-        return
     tried = []
-    for h in parsed.hosts:
-        port = h.port or 5672
+    for host, port in broker_hosts(conf, url):
         try:
-            socket.create_connection((h.hostname or "127.0.0.1", port), timeout=timeout).close()
+            socket.create_connection((host, port), timeout=timeout).close()
             return
         except OSError as e:
-            tried.append(f"{h.hostname}:{port}: {e.strerror or e}")
-    raise Unreachable("cannot reach the message broker (" + "; ".join(tried) + "): "
-                            + BROKER_FIX)
+            tried.append(f"{host}:{port}: {e.strerror or e}")
+    if tried:
+        raise broker_unreachable("; ".join(tried))
 
 
 class OrchestratorAPI:
@@ -57,9 +88,11 @@ class OrchestratorAPI:
         self.transport = transport or messaging.get_rpc_transport(
             conf, url=o.transport_url, allowed_remote_exmods=EXMODS)
         target = messaging.Target(topic=topic or o.topic, version=RPC_API_VERSION)
-        self.client = messaging.get_rpc_client(self.transport, target,
-                                               version_cap=version_cap,
-                                               timeout=timeout or o.rpc_timeout)
+        # mandatory publishing: a request no queue takes (no orchestrator subscribed to the
+        # topic) comes back from the broker as MessageUndeliverable instead of being dropped
+        self.client = messaging.get_rpc_client(
+            self.transport, target, version_cap=version_cap, timeout=timeout or o.rpc_timeout,
+            transport_options=messaging.TransportOptions(at_least_once=True))
 
     def close(self) -> None:
         if self._own_transport:
@@ -79,16 +112,31 @@ class OrchestratorAPI:
         if timeout is not None:          # prepare(timeout=None) would mean the 60 s default
             opts["timeout"] = timeout
         cctxt = self.client.prepare(**opts)
-        try:
-            return cctxt.call({}, method, **kwargs)
-        except messaging.MessagingTimeout as e:
-            self._broker_gone(method, e)
-            raise Unreachable(
-                f"no reply from the orchestrator on topic {self.client.target.topic!r} "
-                f"({e}); is fluidvim-orchestrator running with the same transport_url?") from None
-        except messaging.MessageDeliveryFailure as e:
-            raise Unreachable(
-                f"cannot reach the message broker ({e}): {BROKER_FIX}") from None
+        # a request that no queue took is sent again until the call's timeout has passed; the
+        # one delivered then gets the whole timeout for its reply
+        wait = cctxt.timeout or 60.0
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return cctxt.call({}, method, **kwargs)
+            except messaging.MessageUndeliverable:
+                # no queue took it: nobody got the request, so sending it again is safe (an
+                # orchestrator subscribes again a few seconds after the broker restarted)
+                if time.monotonic() >= deadline:
+                    raise self._no_orchestrator(
+                        f"nothing consumed the topic at the message broker for {wait:g} s: none "
+                        "runs, or it is reconnecting after a broker restart") from None
+                time.sleep(RESEND_EVERY_S)
+            except messaging.MessagingTimeout as e:
+                self._broker_gone(method, e)
+                raise self._no_orchestrator(str(e)) from None
+            except messaging.MessageDeliveryFailure as e:
+                raise broker_unreachable(str(e)) from None
+
+    def _no_orchestrator(self, why: str) -> Unreachable:
+        return Unreachable(
+            f"no reply from the orchestrator on topic {self.client.target.topic!r} ({why}); "
+            "is fluidvim-orchestrator running with the same transport_url?")
 
     def _broker_gone(self, method: str, timeout: Exception) -> None:
         """A call whose broker died under it ends in a timeout, as if the orchestrator were
