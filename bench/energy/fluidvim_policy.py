@@ -187,6 +187,9 @@ class FluidvimPolicy:
         self.do_ahead, self.forecast_window_s = ahead, forecast_window_s
         self.reserve = reserve
         self.short_ahead = 0            # instances the forecast wants beyond those there are
+        # the largest of those over the last boot: what keep_empty keeps room for (a host woken
+        # for a ramp stays through a minute's flat trend; power.ShortfallPeak)
+        self.short_peak = power.ShortfallPeak(boot_s)
         self.keep_ahead = 0             # room wake_ahead keeps beyond it: the scaler's next step
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
@@ -342,6 +345,7 @@ class FluidvimPolicy:
                                             lead_s=v["lead_s"], headroom=v["headroom"])
             short += max(0, want - len(self.by_service.get(name, ())))
         self.short_ahead = short
+        self.short_peak.note(now, short)
         keep = self.keep_ahead = max((v["headroom"] // v["slots"] + 1
                                       for v in services.values()), default=0)
         if not short:
@@ -378,14 +382,13 @@ class FluidvimPolicy:
             loses_up.append((h, up - self.zone.room()))
             self.zone.set_eligible(h, True)
         self._refill()
-        # keep: the scaler's next step, as wake_ahead keeps it - a power-off that leaves less
-        # is undone by the next step's wake_ahead (a boot at peak power; the scale-out waits).
-        # And that step in service, not on a host still booting: the 100-host heterogeneous
-        # day powered off an empty host at 08:04 because a booting one's room covered the
-        # step; the scale-out then waited on the boot and 995 sessions were refused
-        kept = set(power.keep_awake(self.short_ahead, room, loses, keep=self.keep_ahead))
-        kept |= set(power.keep_awake(0, up, loses_up, keep=self.keep_ahead))
-        return sorted(kept)
+        # the scaler's next step kept, as wake_ahead keeps it, and kept in service (a power-off
+        # that leaves less is undone by the next wake_ahead; a step placed on a booting host
+        # waits for it); the forecast's shortfall is its peak over the last boot - the 100-host
+        # heterogeneous day powered off three hosts woken for the midday ramp when the trend
+        # read flat for two minutes, and refused 3,275 sessions while they booted again
+        return power.hosts_to_keep(self.short_peak.peak(), room, up, loses, loses_up,
+                                   keep=self.keep_ahead)
 
     def _refill(self):
         """How many VNFs each host takes before a wake is better (``fill``); with wake-cost it
@@ -468,11 +471,11 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         self.count_log.append((now, total))
         while self.count_log and self.count_log[0][0] < now - self.trend_s:
             self.count_log.popleft()
-        if self.count_log[0][1] < total:                      # demand is rising: keep hosts
-            return []
-        # the forecast wants more instances within a boot, or a host is still waking for it:
-        # what would be emptied now would be woken again (a boot at peak power, refusals)
-        if self.short_ahead > 0 or any(self.zone.state(h) == "waking" for h in self.zone.info):
+        # the power loop's rule: not while demand grows, the forecast wants more instances
+        # within a boot, or a host is waking for it (what is emptied then is woken again)
+        if power.consolidation_gate(
+                self.short_ahead, growing=self.count_log[0][1] < total,
+                waking=any(self.zone.state(h) == "waking" for h in self.zone.info)):
             return []
         fleet = [self._fleet_host(h) for h, info in self.zone.info.items()
                  if self.zone.eligible[h] and info.labels.get("power_state") != "off"]

@@ -8,6 +8,7 @@ name is importable from there too.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import math
@@ -432,3 +433,70 @@ def keep_awake(shortfall: float, room: float, empty, keep: float = 0.0) -> list[
         else:
             room -= r
     return kept
+
+
+class ShortfallPeak:
+    """The largest forecast shortfall (:func:`forecast_instances` beyond the instances there
+    are) noted over the last ``window_s``: what :func:`keep_awake` is given, so that a host
+    woken for a ramp is not powered off because the trend read flat for a minute. A power-off
+    the next minute's forecast undoes costs a boot at peak power, and the ramp's scale-outs
+    wait on that boot while their slots count as free (bench/energy, heterogeneous 100 hosts:
+    the trend dipped to 0 at 12:45, the three hosts woken ahead of the midday ramp were
+    powered off after the hold time, the ramp resumed two minutes later, the room in service
+    fell to 0 and 3,275 sessions were refused while they booted again). The window is a
+    boot: a host the forecast wanted within the last boot time is kept."""
+
+    def __init__(self, window_s: float):
+        if window_s < 0 or math.isnan(window_s):
+            raise PowerError(f"ShortfallPeak: window_s must be >= 0 (seconds), not "
+                             f"{window_s!r}")
+        self.window_s = float(window_s)
+        self._seen: collections.deque = collections.deque()
+
+    def note(self, now: float, shortfall: float) -> float:
+        """Note the shortfall forecast at ``now``; returns :meth:`peak`."""
+        self._seen.append((float(now), max(0.0, float(shortfall))))
+        return self.peak(now)
+
+    def peak(self, now: float | None = None) -> float:
+        """The largest shortfall noted within ``window_s`` before ``now`` (default: the last
+        time noted; 0: none)."""
+        if now is None:
+            now = self._seen[-1][0] if self._seen else 0.0
+        while self._seen and self._seen[0][0] < now - self.window_s - 1e-9:
+            self._seen.popleft()
+        return max((s for _, s in self._seen), default=0.0)
+
+
+def consolidation_gate(shortfall: float = 0.0, waking: bool = False,
+                       growing: bool = False) -> str | None:
+    """Why no host in service is emptied now (None: the plan may run). The one rule of the
+    orchestrator's power loop (:meth:`~..hostpower.HostPower.round`) and bench/energy's
+    fluidvim-consolidate: not while demand grew over the trend window (``growing``), not while
+    the forecast wants more instances within a boot than there are (``shortfall``), not while a
+    host is waking for it - what is emptied then is woken again: a boot at peak power, the
+    scale-out waiting on it (bench/energy: hosts emptied on the morning ramp half an hour after
+    a wake, and woken again)."""
+    if growing:
+        return "demand grew over the trend window"
+    if shortfall > 0:
+        return f"the forecast wants {shortfall:g} more instance(s) within a boot"
+    if waking:
+        return "a host is waking"
+    return None
+
+
+def hosts_to_keep(shortfall: float, room: float, room_up: float, loses, loses_up=None,
+                  keep: float = 0.0) -> list[str]:
+    """Of the hosts due to power off, those kept awake; the one rule of the power loop and
+    bench/energy. ``loses``: ``(name, room)`` - what powering each off takes from ``room``,
+    the room of the hosts in service and waking (its own free room, and the VNFs it still
+    holds, which go into the others'); ``loses_up``: the same against ``room_up``, the room in
+    service alone (default ``loses``). A host is kept when the room left would not cover the
+    forecast's ``shortfall`` (its peak over a boot, :class:`ShortfallPeak`) plus ``keep`` (the
+    scaler's next step, as :func:`wake_ahead` is given it), or when the room left *in service*
+    would not cover that step: placed on a host still booting, it waits for the boot (bench/
+    energy, heterogeneous 100 hosts: 995 sessions refused so)."""
+    kept = set(keep_awake(shortfall, room, loses, keep=keep))
+    kept |= set(keep_awake(0.0, room_up, loses if loses_up is None else loses_up, keep=keep))
+    return sorted(kept)

@@ -373,3 +373,29 @@ def test_fluidvim_keeps_an_empty_host_the_scalers_next_step_needs_in_service(ser
         assert pol.keep_empty([b]) == []
     finally:
         pol.close()
+
+
+def test_fluidvim_keeps_a_host_woken_for_a_ramp_through_a_flat_minute(services):
+    """An empty host the forecast wanted within the last boot time is not powered off when the
+    trend reads flat for a minute (power.ShortfallPeak): the 100-host heterogeneous day powered
+    off three hosts woken for the midday ramp in such a minute and refused 3,275 sessions
+    while they booted again."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
+    pol = FluidvimPolicy(measurement, svcs, boot_s=260.0)
+    try:
+        pol.start(list(fl.hosts))
+        a, b, c = (h.id for h in fl.hosts)
+        per = pol.zone.fill[a]
+        assert pol.room() == 3 * per
+        pol.keep_ahead = 0
+        # the ramp wanted more than the two other hosts take; a minute later the trend is flat
+        pol.short_peak.note(0.0, 2 * per + 1)
+        pol.short_peak.note(60.0, 0)
+        assert pol.keep_empty([b]) == [b]
+        # a boot later without a shortfall: it goes off
+        pol.short_peak.note(60.0 + 261.0, 0)
+        assert pol.keep_empty([b]) == []
+    finally:
+        pol.close()

@@ -907,3 +907,31 @@ def test_keep_awake_keeps_the_scalers_next_step_as_wake_ahead_does():
     assert power.keep_awake(2, 10, [("a", 5)], keep=4) == ["a"]            # 5 < 2 + 4
     with pytest.raises(power.PowerError, match="keep"):
         power.keep_awake(0, 10, [("a", 5)], keep=-1)
+
+
+def test_consolidation_gate_and_hosts_to_keep_are_the_loops_and_the_benchs_rule():
+    assert power.consolidation_gate() is None
+    assert power.consolidation_gate(growing=True) == "demand grew over the trend window"
+    assert power.consolidation_gate(3).startswith("the forecast wants 3 more")
+    assert power.consolidation_gate(0, waking=True) == "a host is waking"
+    # room 100 (in service and waking), 60 in service; b takes 40, a 30
+    loses = [("b", 40), ("a", 30)]
+    assert power.hosts_to_keep(0, 100, 100, loses) == []
+    assert power.hosts_to_keep(50, 100, 100, loses) == ["b"]           # 60 left < 50 + 0? no: b
+    assert power.hosts_to_keep(0, 100, 60, loses, keep=25) == ["b"]    # 20 left in service < 25
+    assert power.hosts_to_keep(0, 100, 60, loses, [("b", 10), ("a", 5)], keep=25) == []
+    assert power.hosts_to_keep(0, 100, 60, loses, [("b", 40), ("a", 36)], keep=25) == ["a", "b"]
+
+
+def test_shortfall_peak_is_the_largest_of_the_last_window():
+    peak = power.ShortfallPeak(260.0)
+    assert peak.peak() == 0.0                                  # nothing noted
+    assert peak.note(0.0, 40) == 40
+    assert peak.note(30.0, 0) == 40                            # a flat minute: still 40
+    assert peak.note(200.0, 12) == 40
+    assert peak.peak(260.0) == 40                              # exactly a window later: kept
+    assert peak.note(261.0, 5) == 12                           # 40 is older than the window
+    assert peak.note(470.0, -3) == 5                           # a negative shortfall counts 0
+    assert peak.peak(1000.0) == 0.0
+    with pytest.raises(power.PowerError, match="window_s"):
+        power.ShortfallPeak(-1.0)
