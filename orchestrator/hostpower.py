@@ -181,6 +181,13 @@ host_power_opts = [
                 help="Let the loop power off what the consolidation plan empties."),
     cfg.FloatOpt("consolidate_u_low", default=0.5, min=0.0, max=1.0,
                  help="Hosts at or below this utilisation may be emptied (the plan's u_low)."),
+    cfg.FloatOpt("consolidate_trend_s", default=1800.0, min=0.0,
+                 help="No host in service is emptied while the instances grew over this many "
+                      "seconds (power.consolidation_gate; bench/energy runs the same rule)."),
+    cfg.FloatOpt("consolidate_horizon_s", default=3600.0, min=0.0,
+                 help="A host is emptied only when the watts it saves over this many seconds "
+                      "outweigh waking it again (a boot of wake_ahead_s at its peak watts); "
+                      "0 = any saving (power.consolidation_plan's horizon_s)."),
     cfg.IntOpt("min_hosts_on", default=1, min=0,
                help="Never power off the last this many hosts in service of a zone."),
     cfg.FloatOpt("vnf_vcpus", default=1.0, min=0.01,
@@ -354,6 +361,8 @@ class HostPower:
         self._thread: threading.Thread | None = None
         self._busy: set = set()                        # hosts an action runs on (this process)
         self._samples: dict = {}                       # service -> deque of demand.Sample
+        self._short_peak = None                        # power.ShortfallPeak over a boot
+        self._counts: collections.deque = collections.deque()   # (t, live instances)
         self._busy_lock = threading.Lock()
 
     # -- records --
@@ -684,13 +693,26 @@ class HostPower:
                 infos[key] = (zname, h)
         return out, infos, skipped
 
-    def plan(self) -> dict:
+    def plan(self, ahead=None) -> dict:
         """The consolidation plan now: which hosts in service can be emptied and powered off
-        (with a BMC: else listed but kept), the moves, the watts before/after and per day."""
-        from .power import consolidation_plan
+        (with a BMC: else listed but kept), the moves, the watts before/after and per day.
+        Hosts that hold VNFs are emptied only when :func:`.power.consolidation_gate` lets them
+        (demand not growing, no forecast shortfall in ``ahead``, no host waking: ``held`` says
+        why not), and only for a saving that outweighs waking them again."""
+        from .power import consolidation_gate, consolidation_plan
 
         fleet, infos, skipped = self.fleet()
-        p = consolidation_plan(fleet, u_low=self.o.consolidate_u_low, fill=self.o.vnf_vcpus)
+        now, n = self.clock(), sum(len(h.load) for h in fleet)
+        self._counts.append((now, n))
+        while self._counts and self._counts[0][0] < now - self.o.consolidate_trend_s:
+            self._counts.popleft()
+        held = consolidation_gate(ahead["shortfall"] if ahead else 0,
+                                  waking=any(v.state == WAKING for v in self.views()),
+                                  growing=self._counts[0][1] < n)
+        boot = self.o.wake_ahead_s
+        p = consolidation_plan(fleet, u_low=0.0 if held else self.o.consolidate_u_low,
+                               fill=self.o.vnf_vcpus, horizon_s=self.o.consolidate_horizon_s or None,
+                               wake_j=(lambda fh: boot * fh.model.watts(1.0)) if boot > 0 else None)
         empty = [h.name for h in fleet if not h.load]
         per_host = {h.name: {"watts": round(h.watts(), 1), "u": round(h.u, 3),
                              "instances": sorted(h.load), "capacity": h.capacity}
@@ -709,7 +731,7 @@ class HostPower:
                 "watts_before": round(p.watts_before, 1),
                 "watts_after": round(p.watts_before - saved, 1),
                 "saved_watts": round(saved, 1), "saved_kwh_per_day": round(saved * 24 / 1000, 3),
-                "u_low": self.o.consolidate_u_low, "skipped": skipped,
+                "u_low": self.o.consolidate_u_low, "skipped": skipped, "held": held,
                 "off": sorted(k for k, r in self.unavailable().items())}
 
     def shortage(self) -> list[tuple[str, int]]:
@@ -741,7 +763,7 @@ class HostPower:
         room of the hosts in service and the off hosts :func:`.power.wake_ahead` would wake
         (None: ``wake_ahead_s`` is 0)."""
         from .demand import Sample
-        from .power import forecast_instances, wake_ahead
+        from .power import ShortfallPeak, forecast_instances, wake_ahead
 
         if self.o.wake_ahead_s <= 0:
             return None
@@ -772,14 +794,25 @@ class HostPower:
             want = forecast_instances(list(h), now, self.o.wake_ahead_s, per,
                                       window_s=self.o.forecast_window_s,
                                       lead_s=self.o.interval, headroom=self.o.wake_free_slots)
-            services[svc.name] = {"used": total - free, "instances": len(insts), "want": want}
+            services[svc.name] = {"used": total - free, "instances": len(insts), "want": want,
+                                  "per": per}
             short += max(0, want - len(insts))
-        room = self._room_instances(fleet) + self._waking_room()
+        room_up = self._room_instances(fleet)
+        room = room_up + self._waking_room()
         asleep = self._asleep()
-        wake = wake_ahead(short, room, asleep,
+        # the scaler's next step (its headroom in instances, plus one), kept beyond the
+        # shortfall by wake_ahead and hosts_to_keep alike (bench/energy runs the same rule)
+        keep = max((self.o.wake_free_slots // s["per"] + 1 for s in services.values()),
+                   default=0)
+        wake = wake_ahead(short, room, asleep, keep=keep,
                           fill=lambda fh: int(fh.capacity / self.o.vnf_vcpus + 1e-9))
+        if self._short_peak is None or self._short_peak.window_s != self.o.wake_ahead_s:
+            self._short_peak = ShortfallPeak(self.o.wake_ahead_s)
+        peak = self._short_peak.note(now, short)
+        for v in services.values():
+            del v["per"]
         return {"services": services, "shortfall": short, "room": room, "wake": wake,
-                "ahead_s": self.o.wake_ahead_s}
+                "ahead_s": self.o.wake_ahead_s, "keep": keep, "peak": peak, "room_up": room_up}
 
     def _wake_all(self, keys, reason: str) -> dict:
         """Wake the hosts ``keys`` (``zone/host``) at once - each boot overlaps the others', so
@@ -863,6 +896,8 @@ class HostPower:
         else, with ``consolidate``, power off one host of the plan (empty ones first, never
         below ``min_hosts_on`` per zone, never one whose room the forecast needs). Returns what
         it did."""
+        from .power import hosts_to_keep
+
         did: dict = {"recheck": self.recheck()}
         short = self.shortage()
         fleet, infos, _ = self.fleet()
@@ -907,7 +942,7 @@ class HostPower:
             return did
         if not self.o.consolidate:
             return did
-        plan = self.plan()
+        plan = self.plan(ahead)
         per_zone = collections.Counter(infos[k][0] for k in infos)
         for c in plan["power_off"]:
             zname, h = infos[c["host"]]
@@ -915,15 +950,18 @@ class HostPower:
                     self.o.min_hosts_on:
                 continue
             if ahead is not None:
-                # keep a host the forecast needs: the room left without it must cover the
-                # instances the services will want one wake-up from now
+                # keep a host the forecast needs (power.hosts_to_keep, bench/energy's rule):
+                # the room left without it - its own, and its VNFs go into the others' - must
+                # cover the peak shortfall of the last boot plus the scaler's next step
                 ph = plan["hosts"][c["host"]]
                 its = int(max(0.0, ph["capacity"] - len(ph["instances"]) * self.o.vnf_vcpus)
-                          / self.o.vnf_vcpus + 1e-9)
-                if ahead["shortfall"] > ahead["room"] - its - len(ph["instances"]):
+                          / self.o.vnf_vcpus + 1e-9) + len(ph["instances"])
+                if hosts_to_keep(ahead["peak"], ahead["room"], ahead["room_up"],
+                                 [(c["host"], its)], keep=ahead["keep"]):
                     did.setdefault("kept", {})[c["host"]] = (
-                        f"the forecast needs it: {ahead['shortfall']} more instance(s) within "
-                        f"{ahead['ahead_s']:g} s, room {ahead['room']}")
+                        f"the forecast needs it: {ahead['peak']:g} more instance(s) within "
+                        f"{ahead['ahead_s']:g} s and the scaler's next step ({ahead['keep']}), "
+                        f"room {ahead['room']} ({ahead['room_up']} in service)")
                     continue
             try:
                 self.power_off(zname, h.name, reason="consolidation: " + (

@@ -213,3 +213,69 @@ def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path):
         assert {power.state("z", h) for h in ("h2", "h3")} == {hp.ON}
     finally:
         store.close()
+
+
+def test_plan_empties_no_host_in_service_while_demand_grows_or_the_forecast_is_short(tmp_path):
+    """The power loop's consolidation runs bench/energy's rule (power.consolidation_gate): a host
+    holding VNFs is emptied only while the instances did not grow over ``consolidate_trend_s``,
+    no forecast shortfall is open and no host is waking; an empty host stays a candidate."""
+    from fluidvim.common import instance_states as istates
+    from fluidvim.common.zonetypes import HostInfo, InstanceInfo
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry
+    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+    class Zone(SyntheticZone):
+        """A described fleet whose VNFs are listed (as a Nomad or Nova zone lists them)."""
+
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.vnfs: list = []
+
+        def instances(self):
+            return list(self.vnfs)
+
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    conf = orchconf.make_conf()
+    hp.register_opts(conf)
+    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
+                               for h in ("h1", "h2", "h3")], group="host_power")
+    conf.set_override("consolidate_trend_s", 600.0, group="host_power")
+    now = [0.0]
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                                   power_system_id="spec0120", labels={"cpus": 16})
+                          for h in ("h1", "h2", "h3")])
+
+        def vnf(i, host):
+            zone.vnfs.append(InstanceInfo(id=i, name=i, service="fw", host=host,
+                                          status=istates.RUNNING, slots_total=100))
+        vnf("i1", "h1")
+        vnf("i2", "h2")
+        power = hp.HostPower(conf, store, {"z": zone}, SlotRegistry(clock=lambda: now[0]),
+                             clock=lambda: now[0])
+
+        def off():
+            p = power.plan()
+            return p["held"], sorted(c["host"] for c in p["power_off"])
+
+        # flat: h3 is empty, and the light hosts that hold a VNF are emptied too
+        held, hosts = off()
+        assert held is None and "z/h3" in hosts and {"z/h1", "z/h2"} & set(hosts), hosts
+        # one more VNF within the trend window: only the empty host is a candidate
+        now[0] = 60.0
+        vnf("i3", "h1")
+        assert off() == ("demand grew over the trend window", ["z/h3"])
+        # a trend window later without growth: the plan empties a host again
+        now[0] = 700.0
+        held, hosts = off()
+        assert held is None and {"z/h1", "z/h2"} & set(hosts), hosts
+        # a forecast shortfall holds it too
+        p = power.plan({"shortfall": 2})
+        assert p["held"].startswith("the forecast wants 2 more")
+        assert [c["host"] for c in p["power_off"]] == ["z/h3"]
+    finally:
+        store.close()
