@@ -343,12 +343,12 @@ class Store:
         self._unrecorded: list[tuple[int, str, str]] = []      # launch_unrecorded()
         self._unrecorded_lock = threading.Lock()
         self.engine = make_engine(url)
+        _down_is_one_line(self.engine)
         try:
             migration.check(self.engine, "orchestrator")
         except Exception:
             self.engine.dispose()
             raise
-        _down_is_one_line(self.engine)
         self.Session = orm.sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:

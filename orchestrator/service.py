@@ -28,7 +28,7 @@ from fluidvim.common.zonetypes import INSTANCE_ACTIONS, NETWORK_NAME_RE, ZoneAda
 from . import conf as orchconf
 from .db import Store
 from .deploy import PROFILE_FIELDS, zone_qoe
-from .exception import NotFound, Refused, invalid
+from .exception import DatabaseDown, NotFound, Refused, invalid
 from .ha import Membership, worker_id
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
 from .notify import SlotListener
@@ -479,6 +479,8 @@ def main(argv=None) -> int:
         orch = Orchestrator(conf)
     except SchemaError as e:        # a database of an older release: fluidvim-manage db sync
         refused = str(e)
+    except DatabaseDown as e:       # its server does not answer: one line, how to start it
+        refused = e.message
     else:
         refused = None
     if refused:
