@@ -32,7 +32,7 @@ from .conftest import orchestrator_env
 from .test_faults_load import FORWARD, fluidvim_line
 
 RPC_TIMEOUT = 20.0      # a request the kill cut must still end in its one line before this
-LIMIT = 8               # sessions granted in all (every second one launches an instance)
+LIMIT = 6               # sessions granted in all (every second one launches an instance)
 
 
 def test_orchestrator_postgresql_kill_9_under_load(tmp_path):
