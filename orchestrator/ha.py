@@ -36,6 +36,8 @@ import uuid
 
 from oslo_log import log as logging
 
+from fluidvim.common.errors import DependencyDown
+
 LOG = logging.getLogger(__name__)
 
 
@@ -84,6 +86,8 @@ class Membership:
         while not self._stop.wait(self.interval):
             try:
                 self.tick()
+            except DependencyDown as e:     # the database is down: one line, keep beating
+                LOG.warning("worker %s: heartbeat: %s", self.id, e)
             except Exception:  # noqa: BLE001 - a database hiccup must not end the heartbeat
                 LOG.exception("worker %s: heartbeat/recovery pass failed", self.id)
 
