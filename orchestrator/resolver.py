@@ -116,14 +116,13 @@ class Resolver:
         counting). Costs no message on the broker; a zone that cannot be read is skipped.
         Returns how many readings were applied."""
         reps = {(rep.instance, rep.service): rep for rep, _ in self.registry.entries(service)}
-        if not reps:
+        readers = [(z, r) for z in sorted({rep.zone for rep in reps.values()})
+                   if (r := getattr(self.zones.get(z), "instance_slots", None)) is not None]
+        if not readers:
             return 0
         self.confirms += 1
         applied = 0
-        for zname in sorted({rep.zone for rep in reps.values()}):
-            read = getattr(self.zones.get(zname), "instance_slots", None)
-            if read is None:
-                continue
+        for zname, read in readers:
             try:
                 now, reading = self.registry.clock(), read()
             except (ZoneError, DependencyDown, OSError) as e:   # as its slot agent: skip it

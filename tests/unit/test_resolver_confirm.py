@@ -66,6 +66,8 @@ def test_confirmed_full_refuses_and_only_zones_running_the_service_are_read():
     assert res.free_slot("svc", None) is None
     assert (res.confirms, res.confirmed_room, z1.reads, idle.reads) == (1, 0, 1, 0)
     assert {r.instance for r in reg.reports()} == {"a", "b"}    # "other"'s x not taken in
+    only_nova = Resolver(None, reg, {"nova": HostsPublish()}, None)
+    assert only_nova.free_slot("svc", None) is None and only_nova.confirms == 0   # none read
 
 
 def test_slots_handed_out_still_connecting_are_not_handed_out_again():
