@@ -281,15 +281,23 @@ def over_fill(h: FleetHost) -> float:
 def scale_in_order(hosts) -> list[str]:
     """Hosts to take a service's instances from first when it scales in: those loaded beyond
     their ``u_max`` (the fill limit: the VNFs there run on the steep top of the curve, each the
-    dearest of all to keep; most over first), then the least loaded (it empties, and can power
-    off, soonest), then the most idle watts per unit of capacity (the least efficient to keep
-    awake). ``hosts``: FleetHosts with their VNFs as ``load``. (bench/energy, homogeneous 20
-    hosts: hosts filled to 101 of 112 threads while every host was awake - no host to wake, no
-    fill limit - stayed there all day at 90 % load, 4.7 W a thread where a woken host runs at
-    3.2; taking the scale-ins from them first: 101.7 -> 99.9 kWh.)"""
-    return [h.name for h in sorted(hosts, key=lambda h: (-over_fill(h), h.used,
-                                                         -h.model.watts(0.0) / h.capacity,
-                                                         h.name))]
+    dearest of all to keep; most over first), then the most watts per VNF (its watts on its
+    curve over its load: a lightly loaded host carries its idle watts on few VNFs, and of two
+    hosts at the same load the less efficient server goes first, so the VNFs left gather on the
+    fleet's most efficient servers, as the MILP bound puts them), then the least loaded.
+    ``hosts``: FleetHosts with their VNFs as ``load``. (bench/energy, homogeneous 20 hosts:
+    hosts filled to 101 of 112 threads while every host was awake - no host to wake, no fill
+    limit - stayed there all day at 90 % load, 4.7 W a thread where a woken host runs at 3.2;
+    taking the scale-ins from them first: 101.7 -> 99.9 kWh. Heterogeneous 20 hosts: taking
+    them from the least loaded host instead of the dearest per VNF kept a 3.06 W-a-thread
+    server at 30-90 VNFs through the night while the MILP ran the best servers full:
+    43.30 -> 42.63 kWh with this order.)"""
+    return [h.name for h in sorted(hosts, key=lambda h: (-over_fill(h), -_watts_per_unit(h),
+                                                         h.used, h.name))]
+
+
+def _watts_per_unit(h: FleetHost) -> float:
+    return h.watts() / h.used if h.used > 0 else math.inf
 
 
 def efficient_utilisation(model: PowerSource) -> float:

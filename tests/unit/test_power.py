@@ -720,7 +720,7 @@ def test_consolidation_plan_net_of_what_moving_and_waking_cost():
     assert saved * 60.0 < 260.0 * c.watts(1.0)
 
 
-def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
+def test_scale_in_order_takes_first_from_the_host_that_spends_the_most_watts_per_vnf():
     lib = power.SpecpowerLibrary()
     a = power.FleetHost("a", lib.curve("spec0120"), capacity=16)    # 88.5 W idle, 16 threads
     b = power.FleetHost("b", lib.curve("spec0122"), capacity=128)
@@ -728,13 +728,20 @@ def test_scale_in_order_empties_the_least_loaded_least_efficient_host_first():
     for h, n in ((a, 3), (b, 3), (d, 5)):
         for k in range(n):
             h.add(f"{h.name}{k}", 1.0)
-    assert lib.curve("spec0120").watts(0) / 16 > lib.curve("spec0122").watts(0) / 128
-    assert power.scale_in_order([d, b, a]) == ["a", "b", "d"]
+    per_vnf = {h.name: h.watts() / h.used for h in (a, b, d)}
+    # b: a big server awake for 3 VNFs; a and d: the same server, a with fewer VNFs
+    assert per_vnf["b"] > per_vnf["a"] > per_vnf["d"]
+    assert power.scale_in_order([d, b, a]) == ["b", "a", "d"]
+    # at the same watts per VNF the least loaded goes first
+    e = power.FleetHost("e", lib.curve("spec0120"), capacity=16)
+    for k in range(3):
+        e.add(f"e{k}", 1.0)
+    assert power.scale_in_order([e, a]) == ["a", "e"]
     # a host loaded beyond its fill limit (u_max) gives its VNFs first: they run on the steep
     # top of its curve, the dearest of all
     d.u_max = 4 / 16
     assert power.over_fill(d) == 1.0 and power.over_fill(a) == 0.0
-    assert power.scale_in_order([d, b, a]) == ["d", "a", "b"]
+    assert power.scale_in_order([d, b, a]) == ["d", "b", "a"]
 
 
 def test_efficient_utilisation_is_where_a_host_spends_the_fewest_watts_per_unit():
