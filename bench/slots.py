@@ -497,7 +497,7 @@ def write(part: str, data: dict, path: str) -> None:
     doc[part] = dict(data, when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      loadavg=os.getloadavg())
     keys = {}
-    if "wire" in doc:
+    if {"json", "compact"} <= set(doc.get("wire", {})):
         keys["wire_bytes_per_s_json"] = doc["wire"]["json"]["bytes_per_s"]
         keys["wire_bytes_per_s_compact"] = doc["wire"]["compact"]["bytes_per_s"]
         keys["misresolution_pct"] = doc["wire"]["compact"]["misresolution_pct"]
