@@ -649,13 +649,7 @@ class LibvirtBackend(Backend):
         try:
             dom = conn.createXML(xml, lv.VIR_DOMAIN_START_PAUSED)
         except lv.libvirtError as e:
-            if "virtlogd" in str(e):    # libvirt hands QEMU's output to virtlogd: it is down
-                raise DependencyDown("virtlogd", f"libvirt could not start the domain: {e}",
-                                     VIRTLOGD_FIX) from None
-            if not conn.isAlive():      # libvirtd went away during the call
-                raise DependencyDown("libvirtd", f"libvirt could not start the domain: {e}",
-                                     LIBVIRTD_FIX) from None
-            raise LaunchError(f"libvirt refused the domain: {e}") from None
+            raise self._spawn_error(conn, e) from None
         try:
             ch = self.connect(spec)     # libvirt's QEMU listens before the guest runs
             dom.resume()
@@ -663,6 +657,22 @@ class LibvirtBackend(Backend):
             self.kill(spec, None)
             raise
         return ch, None
+
+    def _spawn_error(self, conn, e) -> Exception:
+        """What a failed ``createXML`` means: a daemon down (:class:`DependencyDown` naming
+        it), or libvirt refusing the domain (:class:`LaunchError`)."""
+        what = f"libvirt could not start the domain: {e}"
+        if "virtlogd" in str(e):        # libvirt hands QEMU's output to virtlogd: it is down
+            return DependencyDown("virtlogd", what, VIRTLOGD_FIX)
+        if not conn.isAlive():          # libvirtd went away during the call
+            return DependencyDown("libvirtd", what, LIBVIRTD_FIX)
+        if e.get_error_domain() == self.libvirt.VIR_FROM_RPC:
+            # an RPC error on a connection to libvirtd that still answers is libvirtd's own
+            # call to virtlogd (opening the domain's log) cut by virtlogd's death: "Cannot recv
+            # data: Connection reset by peer", "End of file while reading data"
+            return DependencyDown("virtlogd", f"{what} (libvirtd lost its connection to "
+                                  "virtlogd)", VIRTLOGD_FIX)
+        return LaunchError(f"libvirt refused the domain: {e}")
 
     def pause(self, spec, pid):
         self._domain_call(spec, "suspend", "pause")

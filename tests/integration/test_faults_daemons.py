@@ -19,15 +19,21 @@ libvirtd and virtlogd: daemons of this test's own (:class:`tests.faults.PrivateL
 own mount namespace, state dirs and sockets) with a libvirt-backend VNF forwarding sessions and
 launches in flight, each killed with -9 and started again; checked as in test_faults_load.py (the VNF keeps
 forwarding, no record lost, launches while down fail with ``DependencyDown`` naming the daemon,
-the launch core reconnects to libvirtd, no orphan domain or tap, slots add up).
+the launch core reconnects to libvirtd, no orphan domain or tap, slots add up). virtlogd is
+killed while libvirtd waits on it for a launch, so that launch is cut mid-call every run and
+must name virtlogd too.
 """
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import time
 
 import pytest
 
+from fluidvim.common.errors import DependencyDown
 from fluidvim.orchestrator.exception import Unreachable
 from fluidvim.vnf import states, testnet
 from tests import faults
@@ -37,15 +43,6 @@ from .conftest import orchestrator_env
 from .test_faults_load import FORWARD, Load, check_invariants, fluidvim_line, fluidvim_run, manager
 
 RPC_TIMEOUT = 10.0      # a resolve whose reply the kill cut fails after this
-
-# One known gap, seen in the fresh-machine run of session 15 (2 cores, loaded), not yet fixed:
-# a libvirt launch cut by virtlogd's kill ends in libvirt's raw "Cannot recv data: Connection
-# reset by peer" (a LaunchError, not DependencyDown naming virtlogd). The test asserts the clear
-# message, so it runs where this is being fixed:
-KNOWN_GAPS = pytest.mark.skipif(
-    os.environ.get("FLUIDVIM_FAULTS_KNOWN_GAPS") != "1",
-    reason="known gap in the error a cut request gets (see KNOWN_GAPS); "
-           "FLUIDVIM_FAULTS_KNOWN_GAPS=1 runs it")
 
 
 def test_rabbitmq_kill_9_under_load(tmp_path):
@@ -130,7 +127,7 @@ def net():
 
 
 @pytest.mark.libvirt
-@pytest.mark.parametrize("daemon", ["libvirtd", pytest.param("virtlogd", marks=KNOWN_GAPS)])
+@pytest.mark.parametrize("daemon", ["libvirtd", "virtlogd"])
 def test_libvirt_daemon_kill_9_under_load(daemon, net, tmp_path):
     daemons = faults.PrivateLibvirtd()
     try:
@@ -142,6 +139,48 @@ def test_libvirt_daemon_kill_9_under_load(daemon, net, tmp_path):
         daemons.stop()
 
 
+def _launch_waits_on_virtlogd(daemons, timeout: float = 60) -> None:
+    """Stops virtlogd (SIGSTOP) between two launches' talks with it, then waits until the next
+    launch waits on it (libvirtd's connection, made to open the domain's log, queued on
+    virtlogd's socket), so that the ``kill -9`` that follows cuts that launch mid-call, every
+    run (session 15 met that cut only by chance: libvirt's "Cannot recv data: Connection reset
+    by peer"). The caller kills virtlogd whatever this raises."""
+    with open(f"{daemons.work}/virtlogd.pid") as f:
+        pid = int(f.read().strip())
+    deadline = time.monotonic() + timeout
+    while True:             # stopped while it talks to libvirtd, the launch would wait forever
+        os.kill(pid, signal.SIGSTOP)
+        listening = _listening()
+        if _socket_inodes(pid) <= set(listening):      # no connection: none talks to it now
+            break
+        os.kill(pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, f"virtlogd never idle in {timeout} s"
+        time.sleep(0.02)
+    while not any(path.endswith("/virtlogd-sock") and backlog > 0
+                  for ino, (path, backlog) in _listening().items() if ino in _socket_inodes(pid)):
+        assert time.monotonic() < deadline, f"no launch waited on virtlogd in {timeout} s"
+        time.sleep(0.02)
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process ``pid`` holds."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                found.add(link[len("socket:["):-1])
+    return found
+
+
+def _listening() -> dict[str, tuple[str, int]]:
+    """Every listening Unix socket of the host: inode -> (path, backlog), from ``ss -xl`` (a
+    listening socket's Recv-Q is its connections not yet accepted)."""
+    out = subprocess.run(["ss", "-xlnH"], capture_output=True, text=True, check=True).stdout
+    return {f[5]: (f[4], int(f[2])) for f in (line.split() for line in out.splitlines())
+            if len(f) >= 6}
+
+
 def _libvirt_fault(daemon, mgr, daemons, net, tmp_path):
     conf = tmp_path / "lv.conf"
     conf.write_text(f"[vnf]\nbackend = libvirt\nlibvirt_uri = {daemons.uri}\n"
@@ -151,8 +190,15 @@ def _libvirt_fault(daemon, mgr, daemons, net, tmp_path):
         load.start()
         before = {r.id for r in mgr.store.list(statuses=(states.RUNNING,))}
         n = len(load.outcomes)
-        daemons.kill(daemon)
+        try:
+            if daemon == "virtlogd":
+                _launch_waits_on_virtlogd(daemons)
+        finally:
+            daemons.kill(daemon)
         load.launches.error_after(n, 60, f"a launch failing while {daemon} is down")
+        if daemon == "virtlogd":        # the launch the kill cut mid-call names virtlogd too
+            cut = load.launches.errors(n)[0]
+            assert isinstance(cut, DependencyDown) and cut.what == "virtlogd", repr(cut)
         load.new_session()          # the VNF forwards a new session while the daemon is down
         # read-only commands answer (libvirtd down: from the store, with one warning); a
         # launch says what is down in one line

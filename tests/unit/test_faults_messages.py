@@ -9,16 +9,23 @@ consumes the topic: an orchestrator that is not running, or that subscribes agai
 broker restart) is sent again until the call's timeout, then named as such; a timeout while the
 broker is down names the broker (host:port, never the password) and its fix; a timeout while it
 answers names the orchestrator.
+
+libvirt backend (vnf/backends.py): a launch whose ``createXML`` fails names the daemon that is
+down (virtlogd when libvirt says so or when libvirtd's own call to it broke; libvirtd when the
+connection to it died) as ``DependencyDown``; anything else is libvirt refusing the domain.
 """
 
 import logging
 import socket
+import threading
 
 import oslo_messaging as messaging
 import pytest
 
+from fluidvim.common.errors import DependencyDown
 from fluidvim.orchestrator import conf as orchconf, rpcapi
 from fluidvim.orchestrator.exception import Unreachable
+from fluidvim.vnf import backends, spec as specmod
 
 TOPIC = "fvu-faults-messages"
 
@@ -175,3 +182,69 @@ def test_confirm_of_a_returned_request_is_not_logged(caplog):
         log.warning(abstract_channel.IGNORED_METHOD_DURING_CHANNEL_CLOSE, spec.Basic.Ack, 1)
         log.warning(abstract_channel.IGNORED_METHOD_DURING_CHANNEL_CLOSE, spec.Basic.Deliver, 1)
     assert [r.args[0] for r in caplog.records] == [spec.Basic.Deliver]
+
+
+# -- libvirt backend --
+class FakeLibvirtConn:
+    """A connection to libvirtd whose ``createXML`` fails with ``error``; alive until then, and
+    ``alive_after`` once it failed (False: libvirtd died during the call)."""
+
+    def __init__(self, error, alive_after: bool = True):
+        self.error, self.alive_after, self.called = error, alive_after, False
+
+    def isAlive(self):
+        return self.alive_after if self.called else True
+
+    def createXML(self, xml, flags):
+        self.called = True
+        raise self.error
+
+
+def libvirt_error(libvirt, message: str, domain: int):
+    """A libvirtError as libvirt raises it: ``err`` is (code, domain, message, level, ...)."""
+    e = libvirt.libvirtError(message)
+    e.err = (libvirt.VIR_ERR_SYSTEM_ERROR, domain, message, libvirt.VIR_ERR_ERROR,
+             None, None, None, -1, -1)
+    return e
+
+
+def spawn_with(libvirt, conn):
+    """LibvirtBackend.spawn of a small VNF on ``conn`` (no libvirtd)."""
+    be = backends.LibvirtBackend.__new__(backends.LibvirtBackend)
+    be.libvirt, be.uri, be.emulator, be._expected = libvirt, "qemu:///system", "/qemu", set()
+    be._conn, be._conn_lock = conn, threading.Lock()
+    spec = specmod.VNFSpec(uuid="6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f", name="fw", kernel="/k",
+                           control_socket="/c", console_log="/l", machine="pc")
+    return be.spawn(spec)
+
+
+@pytest.mark.parametrize("message, domain, alive_after, what", [
+    # virtlogd down before the launch: libvirtd cannot connect to it
+    ("Failed to connect socket to '/run/libvirt/virtlogd-sock': Connection refused", "RPC",
+     True, "virtlogd"),
+    # virtlogd killed while libvirtd waited on it for this launch (session 15's gap)
+    ("Cannot recv data: Connection reset by peer", "RPC", True, "virtlogd"),
+    ("End of file while reading data: Input/output error", "RPC", True, "virtlogd"),
+    # libvirtd itself killed during the call: the connection to it is dead
+    ("Cannot recv data: Connection reset by peer", "RPC", False, "libvirtd"),
+])
+def test_launch_cut_by_a_daemon_names_it(message, domain, alive_after, what):
+    libvirt = pytest.importorskip("libvirt")
+    err = libvirt_error(libvirt, message, getattr(libvirt, f"VIR_FROM_{domain}"))
+    with pytest.raises(DependencyDown) as e:
+        spawn_with(libvirt, FakeLibvirtConn(err, alive_after))
+    fix = backends.VIRTLOGD_FIX if what == "virtlogd" else backends.LIBVIRTD_FIX
+    assert e.value.what == what and e.value.fix == fix
+    assert str(e.value).startswith(f"{what} is not running or not reachable (libvirt could not "
+                                   f"start the domain: {message}"), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_domain_libvirt_refuses_is_a_launch_error():
+    libvirt = pytest.importorskip("libvirt")
+    err = libvirt_error(libvirt, "unsupported configuration: machine type 'pc' not found",
+                        libvirt.VIR_FROM_QEMU)
+    with pytest.raises(backends.LaunchError) as e:
+        spawn_with(libvirt, FakeLibvirtConn(err))
+    assert str(e.value) == ("libvirt refused the domain: unsupported configuration: machine "
+                            "type 'pc' not found")
