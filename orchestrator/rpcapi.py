@@ -29,9 +29,9 @@ RESEND_EVERY_S = 0.25   # a request no orchestrator's queue took is sent again t
 
 class _ReturnedRequestAck(logging.Filter):
     """A request the broker returned (mandatory publishing, no queue) leaves its publisher
-    confirm unread on the channel, which oslo.messaging then replaces: py-amqp warns that it
-    ignores that ``Basic.Ack`` while closing the channel. Expected, so not logged (it would land
-    in a CLI's output)."""
+    confirm (``Basic.Ack``) unread on the channel: the channel's next wait reads it (no promise
+    pending: ignored), but when the channel closes first (a CLI's exit) py-amqp warns that it
+    ignores it. Expected, so not logged (it would land in the CLI's output)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from amqp import abstract_channel, spec
