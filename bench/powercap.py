@@ -49,7 +49,9 @@ from bench.dataplane import CHAINS, Path, build_pktgen
 from fluidvim.orchestrator.power import PowerError, ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
 from fluidvim.orchestrator.power.controller import (
+    CAP_PERIOD_US,
     POLL_DEFAULT_US,
+    CgroupCap,
     LatencyController,
     interval_p99,
     tap_counters,
@@ -129,36 +131,6 @@ class Vnf:
                 if ctl is not None else None), st
 
 
-class Quota:
-    """The controller's actuator with a CFS period of the bench's choosing: a throttled VNF
-    stalls for up to ``period - quota``, so a shorter period than the flavor's 100 ms keeps a
-    capped VNF's stalls short (``--period-us``). The flavor's own period with any other."""
-
-    def __init__(self, period_us: int):
-        self.period_us = int(period_us)
-
-    def __call__(self, uid: str, quota_us: int, period_us: int | None = None) -> bool:
-        period = self.period_us if period_us is None else int(period_us)
-        if period == limits.CPU_PERIOD_US or cgroups.mode()[0] == 2:
-            if period != limits.CPU_PERIOD_US:  # v2: cpu.max holds both
-                return write_first(cgroups.dirs(uid), "cpu.max", f"{int(quota_us)} {period}")
-            return cgroups.set_cpu_quota(uid, quota_us)
-        # v1: the period first, then the quota (each file alone)
-        dirs = [d for d in cgroups.dirs(uid) if os.path.exists(os.path.join(d, "cpu.cfs_period_us"))]
-        return (write_first(dirs, "cpu.cfs_quota_us", "-1")
-                and write_first(dirs, "cpu.cfs_period_us", str(period))
-                and write_first(dirs, "cpu.cfs_quota_us", str(int(quota_us))))
-
-
-def write_first(dirs: list, name: str, value: str) -> bool:
-    for d in dirs:
-        if os.path.exists(os.path.join(d, name)):
-            with open(os.path.join(d, name), "w") as f:
-                f.write(value)
-            return True
-    return False
-
-
 def fixed(mode: str) -> tuple[int, int, int]:
     """(quota us, poll window us, period us) of a ``--fixed`` mode ``quota/period,window``."""
     cap, _, window = mode.partition(",")
@@ -170,11 +142,11 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
     """The VNF's quota and poll window for a trial: the flavor's (its 100 ms period) and the
     boot default (``default``), a ``--fixed`` setting, or where the controller left them."""
     if mode == "default":
-        Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
+        cgroups.set_cpu_quota(vnf.uid, limits.CPU_PERIOD_US, limits.CPU_PERIOD_US)
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
     elif mode != "controller":
         quota, window, period = fixed(mode)
-        Quota(period)(vnf.uid, quota)
+        cgroups.set_cpu_quota(vnf.uid, quota, period)
         set_window(vnf.mgr, vnf.id, window)
     elif vnf.uid in ctl.state:
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
@@ -293,10 +265,9 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     """Trials of one load, the modes alternated, order swapped every round; one controller
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
-    ctl = LatencyController(Quota(args.period_us), hold_intervals=args.hold, min_packets=20,
-                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
-                            down=args.down, min_quota_us=args.min_quota_us)
-    ctl.period_us = args.period_us                  # its quotas are per this period
+    ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
+                            min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
+                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us))
     trials = []
     for r in range(args.rounds):
         order = ["default", "controller", *args.fixed]
@@ -307,7 +278,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
             if args.verbose and t["decisions"]:
                 for d in t["decisions"]:
                     print(f"      {d}", flush=True)
-    Quota(limits.CPU_PERIOD_US)(vnf.uid, limits.CPU_PERIOD_US)
+    cgroups.set_cpu_quota(vnf.uid, limits.CPU_PERIOD_US, limits.CPU_PERIOD_US)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
              for mode in ("default", "controller", *args.fixed)}
     d, c = modes["default"]["cpu_s_per_mpkt"], modes["controller"]["cpu_s_per_mpkt"]
@@ -332,11 +303,11 @@ def parse(argv):
     ap.add_argument("--step", type=float, default=0.5, help="controller interval (s)")
     ap.add_argument("--hold", type=int, default=2,
                     help="controller: quiet intervals in a row before a step down")
-    ap.add_argument("--down", type=float, default=0.8, help="controller: step down factor")
-    ap.add_argument("--period-us", type=int, default=limits.CPU_PERIOD_US,
-                    help="controller: the CFS period of its quota (the flavor's: 100000)")
+    ap.add_argument("--down", type=float, default=0.6, help="controller: step down factor")
+    ap.add_argument("--period-us", type=int, default=CAP_PERIOD_US,
+                    help="controller: the CFS period of a cap (CgroupCap; the flavor's: 100000)")
     ap.add_argument("--min-quota-us", type=int, default=5000,
-                    help="controller: the least quota per period (>= 1000)")
+                    help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
                     help="extra modes with a fixed cap, no controller: quota/period,window "
                          "(us), separated by spaces, e.g. '10000/100000,50 1500/10000,50'")

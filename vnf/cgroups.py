@@ -188,18 +188,26 @@ def cpu_quota(name: str) -> int | None:
     return None if q in ("max", "-1") else int(q)
 
 
-def set_cpu_quota(name: str, quota_us: int | None) -> bool:
-    """Set VNF ``name``'s CPU quota per ``CPU_PERIOD_US`` (None: unlimited; the latency
-    controller, fluidvim.orchestrator.power.controller, moves it). False when the VNF has no
-    group here (limits not enforced on this host)."""
+def set_cpu_quota(name: str, quota_us: int | None,
+                  period_us: int = limits.CPU_PERIOD_US) -> bool:
+    """Set VNF ``name``'s CPU quota per ``period_us`` (None: unlimited; the latency
+    controller, fluidvim.orchestrator.power.controller, moves both: a capped VNF stalls up to
+    ``period - quota``). False when the VNF has no group here (limits not enforced on this
+    host)."""
     f = _cpu_file(name)
     if f is None:
         return False
     path, m = f
     if quota_us is not None and quota_us < 1000:
         raise ValueError(f"CPU quota {quota_us} us is below the kernel's 1000 us minimum")
+    if not 1000 <= period_us <= 1_000_000:
+        raise ValueError(f"CPU period {period_us} us is outside the kernel's 1000..1000000 us")
     if m == 2:
-        _write(path, f"{'max' if quota_us is None else int(quota_us)} {limits.CPU_PERIOD_US}")
-    else:
-        _write(path, str(-1 if quota_us is None else int(quota_us)))
+        _write(path, f"{'max' if quota_us is None else int(quota_us)} {int(period_us)}")
+        return True
+    pfile = os.path.join(os.path.dirname(path), "cpu.cfs_period_us")
+    if os.path.exists(pfile) and _read(pfile).strip() != str(int(period_us)):
+        _write(path, "-1")                 # v1 checks the quota against the period it has
+        _write(pfile, str(int(period_us)))
+    _write(path, str(-1 if quota_us is None else int(quota_us)))
     return True

@@ -50,7 +50,7 @@ from oslo_log import log as logging
 
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
 from .chain import build_chain, register_opts as register_power_opts
-from .controller import LatencyController, tap_counters
+from .controller import CgroupCap, LatencyController, tap_counters
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
@@ -110,8 +110,7 @@ class HostSampler:
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
         if self.targets and controller is None:
-            from fluidvim.vnf import cgroups
-            controller = LatencyController(cgroups.set_cpu_quota, poller=self.set_poll_window)
+            controller = LatencyController(CgroupCap(), poller=self.set_poll_window)
         self.controller = controller
         self._ids: dict = {}                      # VNF uuid -> id (the controller's key)
         self.control: dict = {}                   # VNF id -> the controller's last decision

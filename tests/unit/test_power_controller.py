@@ -182,6 +182,39 @@ def test_cgroup_v1_cfs_quota(cgroupfs):
     assert cgroups.set_cpu_quota("u1", None) and q.read_text() == "-1"
 
 
+def test_cgroup_cap_writes_a_cap_on_its_short_period_and_whole_cpus_on_the_flavors(cgroupfs):
+    """CgroupCap, the exporter's actuator: the controller's quota (per the flavor's 100 ms) is
+    written as the same share of a 20 ms period while capped (a throttled VNF stalls <= 19 ms,
+    not <= 95 ms), at least the kernel's 1000 us; a release (whole CPUs) restores 100 ms."""
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.max").write_text("100000 100000\n")
+    cap = ctl.CgroupCap()
+    assert cap("u1", 40_000) and (g / "cpu.max").read_text() == "8000 20000"
+    assert cap("u1", 2_000) and (g / "cpu.max").read_text() == "1000 20000"
+    assert cap("u1", 100_000) and (g / "cpu.max").read_text() == "100000 100000"
+    assert not cap("gone", 40_000)
+    with pytest.raises(power.PowerError, match="cap period 500 us"):
+        ctl.CgroupCap(500)
+    (cgroupfs / "cgroup.controllers").unlink()              # v1: the period has its own file
+    for c in ("memory", "cpu"):
+        (cgroupfs / c / cgroups.SLICE / "u1").mkdir(parents=True)
+    (cgroupfs / "memory" / "memory.limit_in_bytes").write_text("0\n")
+    (cgroupfs / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    v1 = cgroupfs / "cpu" / cgroups.SLICE / "u1"
+    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert cap("u1", 51_200)
+    assert ((v1 / "cpu.cfs_period_us").read_text(), (v1 / "cpu.cfs_quota_us").read_text()) == (
+        "20000", "10240")
+    assert cap("u1", 100_000)
+    assert ((v1 / "cpu.cfs_period_us").read_text(), (v1 / "cpu.cfs_quota_us").read_text()) == (
+        "100000", "100000")
+    with pytest.raises(ValueError, match="CPU period 100 us"):
+        cgroups.set_cpu_quota("u1", 5000, 100)
+
+
 def test_the_busy_poll_window_follows_the_quota_and_is_retried():
     """The poll window moves with the quota (down x0.8, up x1.5, never below min_poll_us,
     never above the VNF's default 1000 us), a release restores 1000 us, and a VNF that does not
