@@ -218,7 +218,8 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
             "actions": actions,
             "decisions": [{k: d[k] for k in ("action", "why", "quota_us", "poll_window_us",
                                              "p99_ns", "packets", "ring_backlog",
-                                             "host_dropped")} for d in warm + measured]}
+                                             "host_dropped", "throttled", "floor_us")}
+                          for d in warm + measured]}
 
 
 def set_window(mgr, vnf_id, us: int) -> int:
