@@ -37,7 +37,7 @@ p99 in microseconds), the controller
   - a backlog of ``high`` of the ring or more: **hold** (no step down however good p99);
   - p99 ≤ target / 2, or too few packets to show a p99, ``hold_intervals`` intervals in a row:
     **down** one step (quota × ``down``, never below ``min_quota_us``, nor below a floor learned
-    from the last release the quota caused: one step up from where it was, sinking a step
+    from the last release the ring forced: one step up from where it was, sinking a step
     after ``FLOOR_AGE`` blocked steps; without it, at high load the controller stepped down
     into losses, released, and did it again);
   - otherwise **hold** (between target / 2 and target);
@@ -67,6 +67,7 @@ from .models import PowerError
 LOG = logging.getLogger(__name__)
 
 RELEASE, UP, DOWN, HOLD = "release", "up", "down", "hold"
+RING_WHY = ("host dropped", "ring backlog")   # the reasons of the ring's releases
 
 
 def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int | None, int]:
@@ -239,13 +240,14 @@ class LatencyController:
 
     def _next(self, st: VnfState, action: str, why: str, reserved: int):
         """(action, why, the quota) after ``action``; moves the poll window with it and keeps
-        the learned floor: a release the VNF's ring or its throttled latency forced sets the
-        floor one step up from the quota that caused it, so the next descent stops there
+        the learned floor: a release the VNF's ring forced (frames dropped or a full ring: the
+        end-to-end evidence; a p99 breach may be the host's noise) sets the floor one step up
+        from the quota that caused it, so the next descent stops there
         instead of repeating the loss; it sinks one step down after ``FLOOR_AGE`` steps down
         it blocked."""
         new = st.quota_us
         if action == RELEASE:
-            if st.quota_us < reserved and why != "no stats reply":
+            if st.quota_us < reserved and why.startswith(RING_WHY):
                 st.floor_us = min(reserved, int(st.quota_us * self.up))
                 st.floor_age = 0
             new, st.poll_us = reserved, POLL_DEFAULT_US
