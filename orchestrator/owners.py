@@ -25,7 +25,7 @@ from sqlalchemy import orm
 from .db import Base
 from .exception import invalid
 from .rpc import rpc_method
-from .rpcapi import OrchestratorAPI
+from .rpcapi import CallPath, OrchestratorAPI
 
 NAMESPACE = "owners"
 API_VERSION = "1.0"
@@ -110,18 +110,11 @@ class OwnersEndpoint:
         return self.owners.forget(kind, keys)
 
 
-class OwnersAPI:
+class OwnersAPI(CallPath):
     """Client of :class:`OwnersEndpoint` on the transport of an :class:`OrchestratorAPI`."""
 
-    _call = OrchestratorAPI._call
-
     def __init__(self, api: OrchestratorAPI):
-        self.retry = api.retry
-        base = api.client
-        target = messaging.Target(topic=base.target.topic, namespace=NAMESPACE,
-                                  version=API_VERSION)
-        self.client = messaging.get_rpc_client(api.transport, target,
-                                               timeout=getattr(base, "timeout", None))
+        api.namespace_api(self, NAMESPACE, API_VERSION)
 
     def claim(self, kind, key, project_id):
         return self._call("claim", kind=kind, key=key, project_id=project_id)

@@ -74,35 +74,22 @@ def check_broker(conf, url: str, timeout: float = 3.0) -> None:
         raise broker_unreachable("; ".join(tried))
 
 
-class OrchestratorAPI:
-    def __init__(self, conf, *, topic: str | None = None, version_cap: str | None = None,
-                 timeout: float | None = None, transport=None, retry: int | None = 2):
-        """``retry``: reconnection attempts when the broker is unreachable before the call fails
-        (None = forever, oslo.messaging's default; a client should rather say so)."""
-        o = conf.orchestrator
-        self.retry = retry
-        self._conf, self._url = conf, o.transport_url
-        if transport is None:
-            check_broker(conf, o.transport_url)
-        self._own_transport = transport is None
-        self.transport = transport or messaging.get_rpc_transport(
-            conf, url=o.transport_url, allowed_remote_exmods=EXMODS)
-        target = messaging.Target(topic=topic or o.topic, version=RPC_API_VERSION)
-        # mandatory publishing: a request no queue takes (no orchestrator subscribed to the
-        # topic) comes back from the broker as MessageUndeliverable instead of being dropped
-        self.client = messaging.get_rpc_client(
-            self.transport, target, version_cap=version_cap, timeout=timeout or o.rpc_timeout,
-            transport_options=messaging.TransportOptions(at_least_once=True))
+def rpc_client(transport, topic: str, version: str, timeout: float | None,
+               namespace: str | None = None, version_cap: str | None = None):
+    """The RPC client of every API here: mandatory publishing, so a request no queue takes (no
+    orchestrator subscribed to the topic) comes back from the broker as MessageUndeliverable
+    instead of being dropped (:meth:`CallPath._call` sends it again)."""
+    target = messaging.Target(topic=topic, namespace=namespace, version=version)
+    return messaging.get_rpc_client(
+        transport, target, version_cap=version_cap, timeout=timeout,
+        transport_options=messaging.TransportOptions(at_least_once=True))
 
-    def close(self) -> None:
-        if self._own_transport:
-            self.transport.cleanup()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+class CallPath:
+    """The call path of every RPC client here (the orchestrator's own methods and each
+    namespace's): version check, a request no queue took sent again, and errors that say
+    whether the broker or the orchestrator is what does not answer. Needs ``client``, ``retry``,
+    ``_conf`` and ``_url`` (the transport URL)."""
 
     def _call(self, method: str, version: str = "1.0", timeout: float | None = None, **kwargs):
         if not self.client.can_send_version(version):
@@ -148,6 +135,42 @@ class OrchestratorAPI:
             raise Unreachable(f"no reply to {method} ({timeout}; it may have been done): "
                               f"{down}") from None
 
+
+
+class OrchestratorAPI(CallPath):
+    def __init__(self, conf, *, topic: str | None = None, version_cap: str | None = None,
+                 timeout: float | None = None, transport=None, retry: int | None = 2):
+        """``retry``: reconnection attempts when the broker is unreachable before the call fails
+        (None = forever, oslo.messaging's default; a client should rather say so)."""
+        o = conf.orchestrator
+        self.retry = retry
+        self._conf, self._url = conf, o.transport_url
+        if transport is None:
+            check_broker(conf, o.transport_url)
+        self._own_transport = transport is None
+        self.transport = transport or messaging.get_rpc_transport(
+            conf, url=o.transport_url, allowed_remote_exmods=EXMODS)
+        self.client = rpc_client(self.transport, topic or o.topic, RPC_API_VERSION,
+                                 timeout or o.rpc_timeout, version_cap=version_cap)
+
+    def namespace_api(self, api: CallPath, namespace: str, version: str,
+                      version_cap: str | None = None) -> None:
+        """Make ``api`` a client of ``namespace`` on this client's transport, topic, timeout,
+        retry and call path."""
+        api.retry, api._conf, api._url = self.retry, self._conf, self._url
+        api.client = rpc_client(self.transport, self.client.target.topic, version,
+                                getattr(self.client, "timeout", None), namespace=namespace,
+                                version_cap=version_cap)
+
+    def close(self) -> None:
+        if self._own_transport:
+            self.transport.cleanup()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 def _client_method(row: Rpc):
     def send(self, kw):

@@ -8,30 +8,20 @@ turn descriptors into dicts first."""
 
 from __future__ import annotations
 
-import oslo_messaging as messaging
-
 from ..operations import DEPLOY_TIMEOUT
-from ..rpcapi import OrchestratorAPI, bind_client
+from ..rpcapi import CallPath, OrchestratorAPI, bind_client
 from .descriptors import Document
 from .service import NAMESPACE, NS_API_VERSION
 
 
-class NSAPI:
+class NSAPI(CallPath):
     """``NSAPI(api=OrchestratorAPI(conf))`` (or ``NSAPI(conf)``: its own OrchestratorAPI)."""
-
-    _call = OrchestratorAPI._call       # same call path: version check, retry, clear errors
 
     def __init__(self, conf=None, *, api: OrchestratorAPI | None = None,
                  version_cap: str | None = None, **kwargs):
         self._own_api = api is None
         self._api = api if api is not None else OrchestratorAPI(conf, **kwargs)
-        self.retry = self._api.retry
-        base = self._api.client
-        target = messaging.Target(topic=base.target.topic, namespace=NAMESPACE,
-                                  version=NS_API_VERSION)
-        self.client = messaging.get_rpc_client(self._api.transport, target,
-                                               version_cap=version_cap,
-                                               timeout=getattr(base, "timeout", None))
+        self._api.namespace_api(self, NAMESPACE, NS_API_VERSION, version_cap)
 
     def close(self) -> None:
         if self._own_api:

@@ -447,10 +447,7 @@ class VimAPI(OrchestratorAPI):
 
     def __init__(self, conf, **kw):
         super().__init__(conf, **kw)
-        target = messaging.Target(topic=self.client.target.topic, namespace=VIM_NAMESPACE,
-                                  version=VIM_API_VERSION)
-        self.client = messaging.get_rpc_client(self.transport, target,
-                                               timeout=self.client.timeout)
+        self.namespace_api(self, VIM_NAMESPACE, VIM_API_VERSION)
 
     def vim(self, method: str, timeout: float | None = None, **kwargs):
         return self._call(method, version=VIM_API_VERSION, timeout=timeout, **kwargs)

@@ -143,6 +143,29 @@ def test_timeout_while_the_broker_is_down_names_the_broker_not_the_orchestrator(
     assert "s3cr3tpw" not in msg and "fvuser" not in msg
 
 
+def test_namespace_clients_share_the_call_path(clock):
+    """The ``ns``, ``owners`` and ``vim`` clients send and classify as the orchestrator's own:
+    mandatory publishing (a returned request sent again) and the broker named when it is what
+    is down (they once borrowed only ``_call`` and failed with an AttributeError there)."""
+    from fluidvim.orchestrator.mano.rpcapi import NSAPI
+    from fluidvim.orchestrator.owners import OwnersAPI
+
+    port = closed_port()
+    api = api_on(port, [])
+    ns, owners = NSAPI(api=api), OwnersAPI(api)
+    for sub in (ns, owners):
+        assert sub.client.transport_options.at_least_once
+        assert sub.client.target.topic == TOPIC
+        sub.client = FakeClient([undeliverable(), messaging.MessagingTimeout("Timed out")])
+    with pytest.raises(Unreachable) as e:
+        ns.show("sc1")
+    assert "cannot reach the message broker (127.0.0.1:" in str(e.value)
+    assert [m for m, _ in ns.client.calls] == ["show", "show"]
+    with pytest.raises(Unreachable) as e:
+        owners.get("instance", ["i-1"])
+    assert "cannot reach the message broker" in str(e.value) and "s3cr3tpw" not in str(e.value)
+
+
 def test_timeout_while_the_broker_answers_names_the_orchestrator(listening):
     api = api_on(listening, [messaging.MessagingTimeout("Timed out")])
     with pytest.raises(Unreachable) as e:
