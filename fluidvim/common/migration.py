@@ -167,21 +167,21 @@ def check(engine: sa.Engine, name: str) -> None:
         st = state(conn, name)
     if st.at_head:                          # created by another process meanwhile
         return
-    if st.empty:
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                created = _create_at_head(engine, schema)
-                break
-            except sa.exc.DBAPIError:       # a concurrent creator (databases without a lock)
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        if created:
-            LOG.info("fluidvim: created the %s schema at revision %s in %s", name, schema.head,
-                     redact(engine))
-        return
-    raise _refusal(engine, st)
+    # Decided again under the creation lock, whatever ``st`` says: read without it, the state
+    # may be another process's creation half seen (SQLite runs each SELECT as its own
+    # transaction: its tables, then no version row yet, read as "not versioned").
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            created = _create_at_head(engine, schema)
+            break
+        except sa.exc.DBAPIError:           # a concurrent creator (databases without a lock)
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    if created:
+        LOG.info("fluidvim: created the %s schema at revision %s in %s", name, schema.head,
+                 redact(engine))
 
 
 def _refusal(engine, st: DBState) -> SchemaError:
