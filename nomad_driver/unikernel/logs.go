@@ -18,14 +18,42 @@ import (
 
 // A task's logs: the VNF's console and QEMU's stderr copied into the FIFOs Nomad hands the driver.
 
-// reportToFIFOs opens both log FIFOs (if their reader is there), writes msg to stderr and
-// closes them, so Nomad's log collector is not left waiting for a writer.
+// reportFIFOWait bounds how long a refused task's report waits for Nomad's log collector to
+// open the read side of its FIFOs.
+const reportFIFOWait = 3 * time.Second
+
+// openLogFIFO opens a task's log FIFO for writing without blocking. Nomad's log collector opens
+// its read side on its own schedule, after the task's directories exist (ENXIO until then), so
+// this waits for it: until stop is closed or wait has passed (0: no limit).
+func openLogFIFO(path string, stop <-chan struct{}, wait time.Duration) (*os.File, error) {
+	var deadline <-chan time.Time
+	if wait > 0 {
+		deadline = time.After(wait)
+	}
+	for {
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil || !errors.Is(err, syscall.ENXIO) {
+			return f, err
+		}
+		select {
+		case <-stop:
+			return nil, err
+		case <-deadline:
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// reportToFIFOs opens both log FIFOs (waiting a little for their reader: a task refused at once
+// comes before it), writes msg to stderr and closes them, so Nomad's log collector is not left
+// waiting for a writer.
 func reportToFIFOs(cfg *drivers.TaskConfig, msg string) {
 	for _, p := range []string{cfg.StdoutPath, cfg.StderrPath} {
 		if p == "" {
 			continue
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		f, err := openLogFIFO(p, nil, reportFIFOWait)
 		if err != nil {
 			continue
 		}
@@ -48,22 +76,12 @@ func (d *Driver) startLogs(h *taskHandle, conOff, errOff int64) {
 			continue
 		}
 		go func(fifoPath, file string, off int64) {
-			var w *os.File
-			for w == nil {
-				f, err := os.OpenFile(fifoPath, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-				if err == nil {
-					w = f
-					break
-				}
-				if !errors.Is(err, syscall.ENXIO) { // ENXIO: no reader yet
+			w, err := openLogFIFO(fifoPath, h.doneCh, 0)
+			if err != nil {
+				if !errors.Is(err, syscall.ENXIO) { // ENXIO: the task ended before a reader came
 					h.logger.Warn("cannot open log FIFO", "path", fifoPath, "error", err)
-					return
 				}
-				select {
-				case <-h.doneCh:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
+				return
 			}
 			defer w.Close()
 			var final func() string
