@@ -136,11 +136,19 @@ def _requests(f):
             yield json.loads(line)
 
 
-def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
+@pytest.fixture
+def ctl_socket(tmp_path):
+    """(path, listening socket) of a VNF's control socket as QEMU serves it."""
     path = str(tmp_path / "ctl.sock")
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(path)
-    srv.listen(1)
+    srv.listen(2)
+    yield path, srv
+    srv.close()
+
+
+def test_first_request_on_a_connection_starts_with_an_empty_line(ctl_socket):
+    path, srv = ctl_socket
     ch = C.ControlChannel(path).connect()
     conn, _ = srv.accept()
     f = conn.makefile("rwb")
@@ -156,17 +164,13 @@ def test_first_request_on_a_connection_starts_with_an_empty_line(tmp_path):
     assert [r["id"] for _, r in zip(range(2), _requests(f))] == [first, first + 1]
     ch.close()
     conn.close()
-    srv.close()
 
 
-def test_a_late_reply_to_a_previous_client_is_not_taken_for_the_next(tmp_path):
+def test_a_late_reply_to_a_previous_client_is_not_taken_for_the_next(ctl_socket):
     """A stopped QEMU answers, once it runs again, the request its client gave up on; the
     reply reaches the next client, whose own request must not be matched with it (ids start
     at random on each connection)."""
-    path = str(tmp_path / "ctl.sock")
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(path)
-    srv.listen(2)
+    path, srv = ctl_socket
     old = C.ControlChannel(path).connect()
     conn, _ = srv.accept()
     with pytest.raises(C.ReplyTimeout):
@@ -187,7 +191,6 @@ def test_a_late_reply_to_a_previous_client_is_not_taken_for_the_next(tmp_path):
     t.join()
     new.close()
     conn.close()
-    srv.close()
 
 
 def test_a_lost_ready_is_recovered_by_a_ping(monkeypatch):
