@@ -36,6 +36,11 @@ orch_opts = [
                  help="Slot reports older than this are ignored by the registry."),
     cfg.FloatOpt("agent_interval", default=1.0, min=0.05,
                  help="How often the slot agent polls the local launch core's VNFs."),
+    cfg.FloatOpt("confirm_timeout", default=0.5, min=0.01,
+                 help="Seconds a resolve that found every instance full waits for the zones' "
+                      "own reading of their free slots before it refuses or launches (the zones "
+                      "are read at once; one that has not answered is skipped, and not asked "
+                      "again while that reading is in flight)."),
     cfg.FloatOpt("probe_validity", default=3600.0, min=1.0,
                  help="Seconds a stage-1 probe result stays valid (shared by all services)."),
     cfg.FloatOpt("reservation_ttl", default=5.0, min=0.0,

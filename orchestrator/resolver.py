@@ -20,6 +20,7 @@ instances' NICs are on the NS's virtual links, their number within the descripto
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import math
 import time
@@ -71,7 +72,7 @@ def reading_payload(rep, entry: dict, at: float) -> dict:
 
 
 class Resolver:
-    def __init__(self, store, registry, zones: dict, queuing):
+    def __init__(self, store, registry, zones: dict, queuing, confirm_timeout: float = 0.5):
         self.store = store
         self.registry = registry
         self.zones = zones
@@ -80,6 +81,10 @@ class Resolver:
         self.qoe_for = None                    # (zone, service row) -> the launch's QoE, or None
         self.confirms = 0                      # confirm_full calls (the view said full)
         self.confirmed_room = 0                # ... that found a free slot after all
+        self.confirm_late = 0                  # zone readings not back within confirm_timeout
+        self.confirm_timeout = confirm_timeout
+        self._reading: dict[str, cf.Future] = {}   # zone -> its confirm reading in flight
+        self._readers = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="confirm")
 
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
@@ -113,7 +118,8 @@ class Resolver:
         what its slot agent publishes; zones without one - their hosts publish - are not read),
         and apply each instance's free count as an exact update (with the VNF's ``opened``, so
         the slots handed out that connected are released, and those still connecting keep
-        counting). Costs no message on the broker; a zone that cannot be read is skipped.
+        counting). Costs no message on the broker; a zone that cannot be read, or does not
+        answer within ``confirm_timeout`` (:meth:`_read_zones`), is skipped.
         Returns how many readings were applied."""
         reps = {(rep.instance, rep.service): rep for rep, _ in self.registry.entries(service)}
         readers = [(z, r) for z in sorted({rep.zone for rep in reps.values()})
@@ -122,12 +128,7 @@ class Resolver:
             return 0
         self.confirms += 1
         applied = 0
-        for zname, read in readers:
-            try:
-                now, reading = self.registry.clock(), read()
-            except (ZoneError, DependencyDown, OSError) as e:   # as its slot agent: skip it
-                LOG.warning("confirming %s's free slots in zone %s: %s", service, zname, e)
-                continue
+        for now, reading in self._read_zones(service, readers).values():
             for vid, entry in reading.items():
                 rep = reps.get((vid, entry.get("service")))
                 if rep is None or entry.get("free") is None:
@@ -135,6 +136,40 @@ class Resolver:
                 self.registry.apply_message(reading_payload(rep, entry, now))
                 applied += 1
         return applied
+
+    def _read_zones(self, service: str, readers: list) -> dict[str, tuple[float, dict]]:
+        """{zone: (when its reading was taken, the reading)} of the zones that answered within
+        ``confirm_timeout`` (all at once, each in a thread: the refusal waits for the slowest
+        answer, not for their sum). A zone that fails is skipped, as its slot agent would; a
+        zone that has not answered in time is skipped this time and not asked again while that
+        reading is in flight (a slow zone - Nomad's API - never piles up requests), and its
+        late answer is dropped: the slot agent's own update carries it."""
+        def read(fn):
+            return self.registry.clock(), fn()
+
+        asked = {}
+        for zname, fn in readers:
+            f = self._reading.get(zname)
+            if f is not None and not f.done():
+                self.confirm_late += 1
+                LOG.info("confirming %s's free slots: zone %s's last reading is still in "
+                         "flight; skipped", service, zname)
+                continue
+            asked[zname] = self._reading[zname] = self._readers.submit(read, fn)
+        cf.wait(asked.values(), timeout=self.confirm_timeout)
+        out = {}
+        for zname, f in asked.items():
+            if not f.done():
+                self.confirm_late += 1
+                LOG.warning("confirming %s's free slots: zone %s did not answer within %.2f s "
+                            "([orchestrator] confirm_timeout); skipped", service, zname,
+                            self.confirm_timeout)
+                continue
+            try:
+                out[zname] = f.result()
+            except (ZoneError, DependencyDown, OSError) as e:   # as its slot agent: skip it
+                LOG.warning("confirming %s's free slots in zone %s: %s", service, zname, e)
+        return out
 
     def resolve(self, service: str, client_location: str | None = None) -> Resolution:
         row, alias_ratio = self.store.service_or_alias(service)   # NotFound names the field

@@ -136,7 +136,8 @@ class Orchestrator:
                                          self.queuing, power=power, tolerance=o.decision_tolerance,
                                          zone_labels=self.zone_labels,
                                          formula_runner=formula_runner)
-        self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing)
+        self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing,
+                                 confirm_timeout=o.confirm_timeout)
         self.resolver.qoe_for = lambda zone, row: zone_qoe(self.placement.stage1, zone, row)
         self.host_power = None                      # [host_power] enabled: drain, off, wake
         if "host_power" in conf and conf.host_power.enabled:

@@ -3,6 +3,8 @@
 """The resolver's confirm step: a view that says "full" is checked against the zones' own
 reading before a session is refused (or an instance launched)."""
 
+import threading
+
 from fluidvim.common.errors import DependencyDown
 from fluidvim.common.zonetypes import ZoneError
 from fluidvim.orchestrator.resolver import Resolver, reading_payload
@@ -28,6 +30,12 @@ class HostsPublish:
     name, region = "nova", "r"
 
 
+def resolver(reg, zones, **kw):
+    """A resolver whose confirm waits as long as a test's zones take (their readings are
+    immediate; a deadline that depended on the test host's load would make the test race)."""
+    return Resolver(None, reg, zones, None, **{"confirm_timeout": 60.0, **kw})
+
+
 def registry_with(*reports, clock=None):
     reg = SlotRegistry(ttl=3600, reservation_ttl=3600, **({"clock": clock} if clock else {}))
     for zone, inst, free, opened in reports:
@@ -40,7 +48,7 @@ def registry_with(*reports, clock=None):
 def test_a_full_view_is_read_again_and_the_freed_slot_used():
     reg = registry_with(("z1", "a", 0, 10))
     z1 = Zone("z1", {"a": {"service": "svc", "free": 2, "opened": 10}})
-    res = Resolver(None, reg, {"z1": z1}, None)
+    res = resolver(reg, {"z1": z1})
     with reg.decision():
         hit = res.free_slot("svc", None)
     assert hit is not None and hit[1].instance == "a" and hit[2] == 2
@@ -52,7 +60,7 @@ def test_a_full_view_is_read_again_and_the_freed_slot_used():
 def test_a_view_with_room_reads_nothing():
     reg = registry_with(("z1", "a", 3, 10))
     z1 = Zone("z1", {"a": {"service": "svc", "free": 0}})
-    res = Resolver(None, reg, {"z1": z1}, None)
+    res = resolver(reg, {"z1": z1})
     assert res.free_slot("svc", None)[1].instance == "a"
     assert (res.confirms, z1.reads) == (0, 0)
 
@@ -62,11 +70,11 @@ def test_confirmed_full_refuses_and_only_zones_running_the_service_are_read():
     z1 = Zone("z1", {"a": {"service": "svc", "free": 0, "opened": 10},
                      "x": {"service": "other", "free": 9}})
     idle = Zone("z3", {"c": {"service": "svc", "free": 5}})     # no instance in the registry
-    res = Resolver(None, reg, {"z1": z1, "nova": HostsPublish(), "z3": idle}, None)
+    res = resolver(reg, {"z1": z1, "nova": HostsPublish(), "z3": idle})
     assert res.free_slot("svc", None) is None
     assert (res.confirms, res.confirmed_room, z1.reads, idle.reads) == (1, 0, 1, 0)
     assert {r.instance for r in reg.reports()} == {"a", "b"}    # "other"'s x not taken in
-    only_nova = Resolver(None, reg, {"nova": HostsPublish()}, None)
+    only_nova = resolver(reg, {"nova": HostsPublish()})
     assert only_nova.free_slot("svc", None) is None and only_nova.confirms == 0   # none read
 
 
@@ -75,7 +83,7 @@ def test_slots_handed_out_still_connecting_are_not_handed_out_again():
     reg = registry_with(("z1", "a", 2, 10), clock=lambda: t[0])
     reg.reserve("a", "svc", 2)                           # two clients given a slot, not connected
     z1 = Zone("z1", {"a": {"service": "svc", "free": 2, "opened": 10}})
-    res = Resolver(None, reg, {"z1": z1}, None)
+    res = resolver(reg, {"z1": z1})
     t[0] = 2001.0
     assert res.free_slot("svc", None) is None            # the VNF's 2 free are theirs
     # one connected (opened 10 -> 11) and another session ended: the VNF has 2 free, 1 pending
@@ -90,10 +98,41 @@ def test_a_zone_that_cannot_be_read_is_skipped():
     z1 = Zone("z1", ZoneError("zone z1: Nomad API down"))
     z0 = Zone("z0", DependencyDown("the database", "connect refused", "start it"))
     z2 = Zone("z2", {"b": {"service": "svc", "free": 1, "opened": 3, "delay_s": 1.5}})
-    res = Resolver(None, reg, {"z0": z0, "z1": z1, "z2": z2}, None)
+    res = resolver(reg, {"z0": z0, "z1": z1, "z2": z2})
     hit = res.free_slot("svc", None)
     assert hit[1].instance == "b" and hit[1].delay_s == 1.6    # the reading's delay, coded
     assert (z0.reads, z1.reads, z2.reads) == (1, 1, 1)
+
+
+class Stuck(Zone):
+    """A zone whose reading does not come back until the test lets it (Nomad's API hung)."""
+
+    def __init__(self, name, slots):
+        super().__init__(name, slots)
+        self.gate = threading.Event()
+
+    def instance_slots(self):
+        self.reads += 1
+        self.gate.wait()
+        return self.slots
+
+
+def test_a_zone_that_does_not_answer_in_time_is_skipped_and_not_asked_again_meanwhile():
+    reg = registry_with(("slow", "a", 0, 10))
+    slow = Stuck("slow", {"a": {"service": "svc", "free": 3, "opened": 10}})
+    res = resolver(reg, {"slow": slow}, confirm_timeout=0.05)
+    try:
+        assert res.free_slot("svc", None) is None        # refused after the deadline
+        assert res.free_slot("svc", None) is None        # that reading is still in flight:
+        assert (slow.reads, res.confirms, res.confirm_late) == (1, 2, 2)   # not asked again
+        slow.gate.set()
+        res._reading["slow"].result()                    # the late answer came and was dropped
+        assert reg.reports()[0].exact == 0
+        res.confirm_timeout = 60.0
+        hit = res.free_slot("svc", None)                 # asked again, answers at once now
+        assert hit is not None and hit[2] == 3 and slow.reads == 2
+    finally:
+        slow.gate.set()
 
 
 def test_reading_payload_is_an_exact_update():
