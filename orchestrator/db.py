@@ -894,11 +894,16 @@ class Store:
                            "show NAME`)", field="op_id")
         return row
 
-    def ns_operations(self, ns_id: str | None = None, limit: int = 200) -> list[NSOperation]:
+    def ns_operations(self, ns_id: str | None = None, limit: int | None = 200,
+                      state: str | None = None) -> list[NSOperation]:
+        """The newest ``limit`` operations (all with None), oldest first; of one NS and in one
+        state when given."""
         with self.Session() as s:
             q = sa.select(NSOperation).order_by(NSOperation.started_at.desc())
             if ns_id is not None:
                 q = q.where(NSOperation.ns_id == ns_id)
+            if state is not None:
+                q = q.where(NSOperation.state == state)
             return list(reversed(list(s.scalars(q.limit(limit)))))
 
     @staticmethod

@@ -130,8 +130,7 @@ def restart(orch) -> dict:
     for lock in store.ns_locks():
         store.release_ns_lock(lock.ns_id, lock.op_id)
     dead = {row.owner for row in store.launches(in_flight=True, limit=1_000_000)}
-    dead |= {o.owner for o in store.ns_operations(limit=1_000_000)
-             if o.state == states.OP_PROCESSING}
+    dead |= {o.owner for o in store.ns_operations(limit=None, state=states.OP_PROCESSING)}
     dead |= {r.owner for r in store.network_services() if r.status in states.NS_IN_PROGRESS}
     dead.discard(store.owner)
     return {d: orch.recover_worker(d) for d in sorted(dead, key=lambda d: d or "")}
