@@ -37,14 +37,12 @@ the exact updates to the registry and releases the slots it handed out that have
 
 The same ramp (same seed) runs once per wire.
 
-``qoe`` - free slots from QoE on a real VNF with real traffic: the stage-1 load probe of this
-machine's environment gives the capacity and the VNF's latency budget at a deadline and quantile
-(:func:`fluidvim.evaluator.qoeslots.qoe_params`); a VNF is told (``qoe``) and sessions are admitted
-(UDP sessions of the load generator) until the VNF says full; admitted sessions run together,
-the VNF's free slots are read every second (each read closes one of its correction windows) and
-re-admitted at the VNF's capacity if it shrank; then the fraction of admitted sessions whose own
-quantile exceeds the deadline (or that lose > 1 %), and the capacity against the swept reference
-of bench/results/evaluator.json at the same deadline and quantile.
+``qoe`` - free slots from QoE on a real VNF with real traffic (bench/slotsqoe.py): the
+measuring path's own floor (no VNF), the stage-1 load probe of this machine's environment and
+the VNF's ``qoe`` parameters from it, the swept reference of bench/evaluator's method in the same
+run, then sessions admitted until the VNF says full and run together; the fraction of admitted
+sessions over the deadline (with the share expected from the pooled late fraction alone) and
+the capacity against the swept reference.
 
 ``nomad`` - Nomad job register -> first session served through the orchestrator, warm, in a real
 multi-client Nomad cluster, and the queuing delay the orchestrator predicted for each launch
@@ -53,7 +51,7 @@ against the one observed (bench/nomadsession.py).
 Examples::
 
     .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
-    sudo .venv/bin/python -m bench.slots qoe              # ~2 min; needs root and the VNF kernel
+    sudo .venv/bin/python -m bench.slots qoe              # ~3 min; needs root and the VNF kernel
     sudo .venv/bin/python -m bench.slots nomad            # ~1.5 min; a Nomad cluster (item 4)
 
 Not a test: no thresholds.
@@ -63,7 +61,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import threading
@@ -384,110 +381,6 @@ def cmd_wire(a) -> dict:
     }
 
 
-# -- qoe --
-FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
-
-
-def reference_slots(path: str, deadline_ms: float, quantile: float) -> dict | None:
-    """The swept reference of bench/evaluator at this deadline and quantile, if it has one."""
-    try:
-        with open(path) as f:
-            ev = json.load(f)
-    except FileNotFoundError:
-        return None
-    for name, c in ev.get("comparison", {}).items():
-        lv = c["level"]
-        if math.isclose(lv["deadline_ms"], deadline_ms) and math.isclose(lv["quantile"], quantile):
-            return {"level": name, "slots": c["reference_slots"], "when": ev.get("when"),
-                    "file": os.path.relpath(path, REPO)}
-    return None
-
-
-def cmd_qoe(a) -> dict:
-    import subprocess
-    import sys
-
-    from bench.evaluator import make_zone, show
-    from fluidvim.evaluator.probes import LoadProbe
-    from fluidvim.evaluator.qoeslots import qoe_params
-    from fluidvim.vnf.manager import VNFManager, make_conf
-    from fluidvim.vnf.testnet import TestNet
-
-    if os.geteuid() != 0:
-        raise SystemExit("bench.slots qoe needs root (network namespaces, bridges, taps)")
-    tag = uuid.uuid4().hex[:6]
-    mgr = VNFManager(make_conf(state_dir=f"/tmp/fluidvim-fvsq-{tag}",
-                               run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu"))
-    zone = make_zone(mgr)
-    env = zone.env()
-    t0 = time.perf_counter()
-    print("stage-1 load probe", flush=True)
-    probe = LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94).run(
-        env, zone, progress=show("probe"))
-    if not probe.ok:
-        raise SystemExit(f"load probe failed: {probe.error}")
-    params = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
-    print(f"qoe: {params.request()} ({params.basis})", flush=True)
-    trace = []
-    with TestNet("fvsq", 94) as net:
-        vid = mgr.launch(FORWARD, nics=net.bridges, name=f"qoe-{tag}").vnf_id
-        echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
-                         "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-        try:
-            if echo.stdout.readline().strip() != "ready":
-                raise SystemExit("the UDP echo did not start")
-            mgr.set_qoe(vid, **params.request())
-            admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
-            print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
-            client = net.popen("a", sys.executable, "-m", "fluidvim.evaluator.loadgen", "client",
-                               "--src", net.ip_a, "--dst", net.ip_b, "--sessions", str(admitted),
-                               "--pps", str(a.session_pps), "--duration", str(a.run_s),
-                               "--windows", "1", "--per-session-quantile", str(a.quantile),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            start = time.monotonic()
-            while client.poll() is None:                        # one correction window a read
-                time.sleep(1.05)
-                st = mgr.stats(vid)["slots"]
-                trace.append({"t": round(time.monotonic() - start, 2), "used": st["used"],
-                              "free": st["free"], **{k: st["qoe"][k] for k in
-                                                     ("capacity", "window", "tail_ns")}})
-                print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
-                      f"capacity {st['qoe']['capacity']:4d} window {st['qoe']['window']} "
-                      f"tail {st['qoe']['tail_ns']} ns", flush=True)
-            out, err = client.communicate()
-            if client.returncode != 0:
-                raise SystemExit(f"load generator failed: {err[-500:]}")
-            run = json.loads(out.strip().splitlines()[-1])
-            final = mgr.stats(vid)["slots"]
-        finally:
-            echo.terminate()
-            echo.wait(5)
-            mgr.destroy(vid)
-    per = run["per_session"]
-    over = [i for i, (lat, loss) in enumerate(zip(per["latency_ms"], per["loss"]))
-            if lat is None or lat > a.deadline_ms or (loss or 0) > 0.01]
-    ref = reference_slots(a.reference, a.deadline_ms, a.quantile)
-    announced = params.capacity
-    return {
-        "command": f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
-                   f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g}",
-        "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
-        "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
-        "qoe": params.request(), "basis": params.basis,
-        "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
-                                               "vnf_latency_ns")} for s in probe.metrics["steps"]],
-        "admitted": admitted, "trace": trace,
-        "capacity_at_end": final["qoe"]["capacity"], "shrinks": final["qoe"]["shrinks"],
-        "admitted_over_deadline": len(over),
-        "admitted_over_deadline_pct": round(100.0 * len(over) / max(1, admitted), 2),
-        "run": {k: run[k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms")},
-        "per_session_p_ms": per["latency_ms"],
-        "reference": ref,
-        "capacity_error_pct": (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
-                               if ref else None),
-    }
-
-
 def write(part: str, data: dict, path: str) -> None:
     try:
         with open(path) as f:
@@ -554,7 +447,20 @@ def main(argv=None) -> int:
     q.add_argument("--quantile", type=float, default=0.99)
     q.add_argument("--session-pps", type=float, default=100.0)
     q.add_argument("--run-s", type=float, default=8.0, help="seconds the admitted sessions run")
-    q.add_argument("--reference", default=os.path.join(REPO, "bench", "results", "evaluator.json"))
+    q.add_argument("--proto", choices=("icmp", "udp"), default="icmp",
+                   help="the sessions' transport, for the probe, the reference and the admitted "
+                        "sessions alike: icmp = one echo identifier per session answered by the "
+                        "far kernel (the probe's default); udp = one socket per session and a "
+                        "user-space echo in the far namespace, whose own scheduling then adds "
+                        "to every round trip")
+    q.add_argument("--client-nice", type=int, default=0,
+                   help="nice value of the traffic client (probe, reference and admission)")
+    q.add_argument("--reference-passes", type=int, default=1,
+                   help="sweep passes of the reference measured in this run (0: only the file's)")
+    q.add_argument("--points", type=int, default=12, help="session counts in the sweep")
+    q.add_argument("--sweep-step", type=float, default=4.0, help="seconds per sweep step")
+    q.add_argument("--reference", default=os.path.join(REPO, "bench", "results", "evaluator.json"),
+                   help="bench/evaluator's result, reported next to the swept one")
     q.add_argument("--out", default=OUT)
     n = sub.add_parser("nomad", help="Nomad register -> first session served through the "
                                      "orchestrator, warm (bench/nomadsession.py)")
@@ -568,6 +474,7 @@ def main(argv=None) -> int:
         from bench.nomadsession import cmd_nomad
         write("nomad", cmd_nomad(a), a.out)
     else:
+        from bench.slotsqoe import cmd_qoe
         write("qoe", cmd_qoe(a), a.out)
     return 0
 

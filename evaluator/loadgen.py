@@ -158,7 +158,7 @@ def _rx_time(anc) -> int:
 
 def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
            warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1,
-           per_session_quantile: float | None = None) -> dict:
+           per_session_quantile: float | None = None, deadline_ms: float | None = None) -> dict:
     need = sessions + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
@@ -240,7 +240,13 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
             "latency_ms": [quantile(sorted(by_session.get(i, [])), per_session_quantile)
                            if by_session.get(i) else None for i in range(sessions)],
             "loss": [max(0.0, 1.0 - len(by_session.get(i, [])) / n) if n else None
-                     for i, n in enumerate(sent_by_session)]}
+                     for i, n in enumerate(sent_by_session)],
+            "sent": sent_by_session}
+        if deadline_ms is not None:     # packets later than the deadline, lost ones included
+            extra["per_session"]["late"] = [
+                (sum(1 for x in by_session.get(i, ()) if x > deadline_ms)
+                 + max(0, n - len(by_session.get(i, ())))) if n else None
+                for i, n in enumerate(sent_by_session)]
     return {**extra,
         "sessions": sessions, "session_pps": pps, "offered_pps": rate, "proto": proto,
         "achieved_pps": offered / max(1e-9, send_done - t0 - warmup) if offered else 0.0,
@@ -346,6 +352,9 @@ def main(argv=None) -> int:
                    help="split the measured time into N windows; report medians over them")
     c.add_argument("--per-session-quantile", type=float, default=None,
                    help="also report each session's latency at this quantile and its loss")
+    c.add_argument("--deadline-ms", type=float, default=None,
+                   help="with --per-session-quantile: also count each session's packets later "
+                        "than this (lost ones included)")
     c.add_argument("--proto", choices=("udp", "icmp"), default="udp",
                    help="udp: one socket per session to the echo; icmp: one echo identifier "
                         "per session, answered by the far kernel")
@@ -354,7 +363,8 @@ def main(argv=None) -> int:
         echo(a.bind, a.port)
         return 0
     print(json.dumps(client(a.src, a.dst, a.port, a.sessions, a.pps, a.duration, a.warmup,
-                            a.drain, a.size, a.proto, a.windows, a.per_session_quantile)),
+                            a.drain, a.size, a.proto, a.windows, a.per_session_quantile,
+                            a.deadline_ms)),
           flush=True)
     return 0
 

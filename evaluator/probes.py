@@ -346,6 +346,12 @@ class LoadProbe(Probe):
     run (see :class:`~fluidvim.vnf.testnet.TestNet`): the probes of two orchestrators on one host,
     or a leftover of a killed run, do not collide.
 
+    ``client_nice``: the nice value the traffic client runs at (netns traffic; 0 = this
+    process's). The client takes its send time just before each send and the kernel's receive
+    time, so its own scheduling can only add latency, never hide it; but it shares the host's
+    cores with the VNF under test, whose vCPU runs at ``[vnf] vcpu_nice`` - a client at that
+    nice competes with the VNF as an equal, not above it.
+
     ``traffic="vnf"``: no namespaces; the zone runs the traffic itself - two networks of the
     zone, the probe VNF on them and per step a generator VNF on the same host
     (:mod:`~fluidvim.evaluator.genprobe`): for zones this machine cannot put packets into, where
@@ -361,7 +367,7 @@ class LoadProbe(Probe):
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
-                 recheck: int = 3, traffic: str = NETNS):
+                 recheck: int = 3, traffic: str = NETNS, client_nice: int = 0):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -395,6 +401,10 @@ class LoadProbe(Probe):
             raise ValueError(f"LoadProbe traffic must be {NETNS!r} (host namespaces) or {VNF!r} "
                              f"(a generator VNF in the zone), got {traffic!r}")
         self.traffic = traffic
+        if not -20 <= int(client_nice) <= 19:
+            raise ValueError(f"LoadProbe client_nice must be -20..19 (a nice value), got "
+                             f"{client_nice!r}")
+        self.client_nice = int(client_nice)
 
     def applicable(self, zone) -> tuple[bool, str]:
         return genprobe.can_generate(zone) if self.traffic == VNF else can_inject(zone)
@@ -403,7 +413,8 @@ class LoadProbe(Probe):
         t0 = time.perf_counter()
         ok, why = self.applicable(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
-                "payload_bytes": self.payload, "max_sessions": self.probe_slots,
+                "payload_bytes": self.payload, "client_nice": self.client_nice,
+                "max_sessions": self.probe_slots,
                 "windows_per_step": self.windows,
                 "proto": self.proto, "traffic": self.traffic,
                 "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
@@ -519,7 +530,8 @@ class LoadProbe(Probe):
     def _step(self, net, sessions: int) -> dict:
         if isinstance(net, genprobe.GeneratorTraffic):
             return net.load_step(sessions)
-        args = [self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
+        nice = ["nice", "-n", str(self.client_nice)] if self.client_nice else []
+        args = [*nice, self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
                 "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
                 "--duration", str(self.step_s), "--warmup", str(self.warmup_s),
                 "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto,

@@ -87,6 +87,7 @@ def test_boot_probe_reports_a_failing_zone():
 @pytest.mark.parametrize("kw,match", [
     ({"sessions": ()}, "positive"), ({"sessions": (0, 5)}, "positive"),
     ({"sessions": (10,), "probe_slots": 5}, "probe_slots"), ({"step_s": 0}, "step_s"),
+    ({"client_nice": 20}, "client_nice"), ({"client_nice": -21}, "client_nice"),
 ])
 def test_load_probe_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):

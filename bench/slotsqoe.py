@@ -1,0 +1,276 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""bench/slots ``qoe`` part (issue 23 item 1): free slots from QoE on a real VNF, real traffic.
+
+One run, on this machine's environment type (the local zone, QEMU direct), in this order:
+
+1. **path floor**: the same traffic client and far end with the VNF taken out (a veth joins the
+   test network's two bridges): the round trip of the measuring path alone at a few rates. It is
+   the client's own contribution to every latency below (its pacing, its wake-ups, the far end);
+   when it is far under the deadline, a tail the probe reports belongs to the VNF's path;
+2. the **stage-1 load probe** (:class:`~fluidvim.evaluator.probes.LoadProbe`, its defaults) and
+   the VNF's ``qoe`` parameters from it (:func:`~fluidvim.evaluator.qoeslots.qoe_params`);
+3. the **swept reference** in the same run, by bench/evaluator's method (a fine, even sweep of
+   session counts around the probe's estimate, longer steps, never stopping at loss, capacity
+   read off by linear interpolation), so both see the same machine. The reference of
+   bench/results/evaluator.json is reported too, with whether its environment is this one (a
+   reference from another kernel build or machine measures another environment);
+4. **admission**: a VNF is told ``qoe`` and sessions of the probe's transport (``--proto``; ICMP:
+   the far kernel answers, as in the probe) are admitted until the VNF says full; they run
+   together for ``--run-s`` s while the VNF's free slots are read every second (each read
+   closes one of its correction windows).
+
+A session is over the deadline when its own quantile exceeds the deadline or it lost more than
+1 %. Next to that count: each session's late packets (lost ones included), the pooled late
+fraction, and the share of sessions expected over the deadline if every packet were late
+independently at the pooled fraction (binomial): at a load where the pooled quantile sits at the
+deadline about half of the sessions are over by chance alone, so an admitted share near that
+model is the capacity's definition (a pooled quantile), not a failure of the correction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
+FLOOR_SESSIONS = (10, 50, 200)
+
+
+def reference_slots(path: str, deadline_ms: float, quantile: float) -> dict | None:
+    """The swept reference of bench/evaluator at this deadline and quantile, if it has one."""
+    try:
+        with open(path) as f:
+            ev = json.load(f)
+    except FileNotFoundError:
+        return None
+    for name, c in ev.get("comparison", {}).items():
+        lv = c["level"]
+        if math.isclose(lv["deadline_ms"], deadline_ms) and math.isclose(lv["quantile"], quantile):
+            return {"level": name, "slots": c["reference_slots"], "when": ev.get("when"),
+                    "file": os.path.relpath(path, REPO),
+                    "environment": (ev.get("environment") or {}).get("uid")}
+    return None
+
+
+def binomial_over(n: int, p: float, quantile: float) -> float:
+    """P(a session of ``n`` packets, each late with probability ``p`` independently, has more
+    than (1 - quantile) * n late ones)."""
+    k = math.floor((1.0 - quantile) * n + 1e-9)
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return max(0.0, 1.0 - sum(math.comb(n, i) * p ** i * (1.0 - p) ** (n - i)
+                              for i in range(k + 1)))
+
+
+def judge_sessions(per: dict, deadline_ms: float, quantile: float, max_loss: float = 0.01) -> dict:
+    """The admitted sessions against the deadline (``per``: loadgen's ``per_session``)."""
+    lat, loss = per["latency_ms"], per["loss"]
+    over = [i for i, (x, lo) in enumerate(zip(lat, loss))
+            if x is None or x > deadline_ms or (lo or 0.0) > max_loss]
+    out = {"admitted_over_deadline": len(over), "over_sessions": over}
+    late, sent = per.get("late"), per.get("sent")
+    if late is not None and sent:
+        n_late, n_sent = sum(x or 0 for x in late), sum(sent)
+        p = n_late / max(1, n_sent)
+        expect = [binomial_over(n, p, quantile) for n in sent if n]
+        out.update(late_per_session=late, sent_per_session=sent,
+                   pooled_late_fraction=round(p, 5),
+                   expected_over_pct_if_independent=round(100.0 * sum(expect)
+                                                          / max(1, len(expect)), 2))
+    return out
+
+
+def _floor_step(net, a, n: int) -> dict:
+    r = net.run("a", sys.executable, "-m", "fluidvim.evaluator.loadgen", "client", "--src",
+                net.ip_a, "--dst", net.ip_b, "--sessions", str(n), "--pps", str(a.session_pps),
+                "--duration", "2", "--proto", a.proto, "--windows", "5", timeout=60)
+    if r.returncode != 0:
+        raise SystemExit(f"path floor: load generator failed: {r.stderr[-500:]}")
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    return {k: s[k] for k in ("sessions", "offered_pps", "achieved_pps", "loss", "latency_ms",
+                              "max_ms")}
+
+
+def path_floor(a) -> list[dict]:
+    """The measuring path without the VNF: client -> bridge -> veth -> bridge -> far end."""
+    from fluidvim.vnf.testnet import TestNet
+
+    steps = []
+    with TestNet("fvsf", 92) as net:
+        x0, x1 = net.prefix + "x0", net.prefix + "x1"
+        subprocess.run(["ip", "link", "add", x0, "type", "veth", "peer", "name", x1], check=True)
+        try:
+            for dev, br in ((x0, net.br0), (x1, net.br1)):
+                subprocess.run(["ip", "link", "set", dev, "master", br, "up"], check=True)
+            echo = (net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
+                              "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
+                    if a.proto == "udp" else None)
+            try:
+                if echo is not None and echo.stdout.readline().strip() != "ready":
+                    raise SystemExit("path floor: the UDP echo did not start")
+                for n in FLOOR_SESSIONS:
+                    steps.append(_floor_step(net, a, n))
+                    lat = steps[-1]["latency_ms"]
+                    print(f"  floor: {n:4d} sessions p50 {lat['0.5']:.3f} p99 {lat['0.99']:.3f} "
+                          f"ms (no VNF)", flush=True)
+            finally:
+                if echo is not None:
+                    echo.terminate()
+                    echo.wait(5)
+        finally:
+            subprocess.run(["ip", "link", "del", x0], check=False)
+    return steps
+
+
+def swept_reference(a, env, zone, probe, estimate: int) -> dict:
+    """bench/evaluator's reference, in this run: ``--reference-passes`` sweeps of ``--points``
+    session counts around the probe's estimate, ``--sweep-step`` s each, the per-count median."""
+    from bench.evaluator import median_curve, show, sweep_points
+    from fluidvim.evaluator.probes import LoadProbe
+    from fluidvim.evaluator.slots import estimate_capacity
+
+    points = sweep_points([estimate] if estimate > 0 else [], a.points, probe.metrics["steps"])
+    print(f"reference sweep points (sessions): {points}", flush=True)
+    passes = []
+    for k in range(a.reference_passes):
+        r = LoadProbe(sessions=points, session_pps=a.session_pps, step_s=a.sweep_step,
+                      prefix="fvsq", subnet=94, stop_loss=1.01, refine=0, proto=a.proto,
+                      client_nice=a.client_nice).run(env, zone, progress=show(f"sweep {k + 1}"))
+        if not r.ok:
+            raise SystemExit(f"reference sweep failed: {r.error}")
+        passes.append(r.metrics["steps"])
+    curve = median_curve(passes, a.session_pps)
+    ref = estimate_capacity(curve, a.deadline_ms, a.quantile, a.session_pps, 0.01,
+                            interp="linear")
+    return {"slots": ref.slots, "pps": round(ref.pps, 1), "basis": ref.basis,
+            "saturated": ref.saturated, "points": points, "passes": len(passes),
+            "step_s": a.sweep_step, "environment": env.uid,
+            "curve": [{k: s[k] for k in ("sessions", "offered_pps", "loss", "latency_ms")}
+                      for s in curve.metrics["steps"]]}
+
+
+def admit(a, mgr, params, tag: str) -> dict:
+    """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
+    from fluidvim.vnf.testnet import TestNet
+
+    trace = []
+    with TestNet("fvsq", 94) as net:
+        vid = mgr.launch(FORWARD, nics=net.bridges, name=f"qoe-{tag}").vnf_id
+        echo = (net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
+                          "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
+                if a.proto == "udp" else None)
+        try:
+            if echo is not None and echo.stdout.readline().strip() != "ready":
+                raise SystemExit("the UDP echo did not start")
+            mgr.set_qoe(vid, **params.request())
+            admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
+            print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
+            nice = ["nice", "-n", str(a.client_nice)] if a.client_nice else []
+            client = net.popen("a", *nice, sys.executable, "-m", "fluidvim.evaluator.loadgen",
+                               "client", "--src", net.ip_a, "--dst", net.ip_b, "--sessions",
+                               str(admitted), "--pps", str(a.session_pps), "--duration",
+                               str(a.run_s), "--windows", "1", "--proto", a.proto,
+                               "--per-session-quantile", str(a.quantile),
+                               "--deadline-ms", str(a.deadline_ms),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            start = time.monotonic()
+            while client.poll() is None:                        # one correction window a read
+                time.sleep(1.05)
+                st = mgr.stats(vid)["slots"]
+                trace.append({"t": round(time.monotonic() - start, 2), "used": st["used"],
+                              "free": st["free"], **{k: st["qoe"][k] for k in
+                                                     ("capacity", "window", "tail_ns")}})
+                print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
+                      f"capacity {st['qoe']['capacity']:4d} window {st['qoe']['window']} "
+                      f"tail {st['qoe']['tail_ns']} ns", flush=True)
+            out, err = client.communicate()
+            if client.returncode != 0:
+                raise SystemExit(f"load generator failed: {err[-500:]}")
+            run = json.loads(out.strip().splitlines()[-1])
+            final = mgr.stats(vid)["slots"]
+        finally:
+            if echo is not None:
+                echo.terminate()
+                echo.wait(5)
+            mgr.destroy(vid)
+    return {"admitted": admitted, "trace": trace, "run": run, "final": final}
+
+
+def _error_pct(announced: int, ref: dict | None) -> float | None:
+    return (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
+            if ref and ref.get("slots") else None)
+
+
+def cmd_qoe(a) -> dict:
+    from bench.evaluator import make_zone, show
+    from fluidvim.evaluator.probes import LoadProbe
+    from fluidvim.evaluator.qoeslots import qoe_params
+    from fluidvim.vnf.manager import VNFManager, make_conf
+
+    if os.geteuid() != 0:
+        raise SystemExit("bench.slots qoe needs root (network namespaces, bridges, taps)")
+    tag = uuid.uuid4().hex[:6]
+    mgr = VNFManager(make_conf(state_dir=f"/tmp/fluidvim-fvsq-{tag}",
+                               run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu"))
+    zone = make_zone(mgr)
+    env = zone.env()
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()
+    print(f"path floor ({a.proto}, no VNF)", flush=True)
+    floor = path_floor(a)
+    print("stage-1 load probe", flush=True)
+    probe = LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
+                      client_nice=a.client_nice).run(env, zone, progress=show("probe"))
+    if not probe.ok:
+        raise SystemExit(f"load probe failed: {probe.error}")
+    params = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
+    print(f"qoe: {params.request()} ({params.basis})", flush=True)
+    swept = (swept_reference(a, env, zone, probe, params.capacity)
+             if a.reference_passes > 0 else None)
+    if swept:
+        print(f"swept reference: {swept['slots']} slots ({swept['basis']})", flush=True)
+    adm = admit(a, mgr, params, tag)
+    mgr.close()
+    per = adm["run"]["per_session"]
+    judged = judge_sessions(per, a.deadline_ms, a.quantile)
+    admitted = adm["admitted"]
+    filed = reference_slots(a.reference, a.deadline_ms, a.quantile)
+    if filed:
+        filed["same_environment"] = filed.get("environment") == env.uid
+    announced = params.capacity
+    return {
+        "command": (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
+                    f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
+                    f"--proto {a.proto} --client-nice {a.client_nice} --reference-passes "
+                    f"{a.reference_passes} --points {a.points} --sweep-step {a.sweep_step:g}"),
+        "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
+        "loadavg_start": list(load0),
+        "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
+        "proto": a.proto, "client_nice": a.client_nice,
+        "path_floor": floor,
+        "qoe": params.request(), "basis": params.basis,
+        "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
+                                               "vnf_latency_ns")} for s in probe.metrics["steps"]],
+        "admitted": admitted, "trace": adm["trace"],
+        "capacity_at_end": adm["final"]["qoe"]["capacity"],
+        "shrinks": adm["final"]["qoe"]["shrinks"],
+        **judged,
+        "admitted_over_deadline_pct": round(100.0 * judged["admitted_over_deadline"]
+                                            / max(1, admitted), 2),
+        "run": {k: adm["run"][k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms")},
+        "per_session_p_ms": per["latency_ms"],
+        "reference_swept": swept,
+        "reference": filed,
+        # against the reference swept in this run when there is one, else the file's
+        "capacity_error_pct": _error_pct(announced, swept or filed),
+        "capacity_error_pct_vs_file": _error_pct(announced, filed),
+    }
