@@ -170,7 +170,8 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     rx.stdout.readline()                            # "ready"
     meter = Meter(vnf.pid, tx.pid)
     m0, r0 = meter.read(), path.rx_packets()
-    b_prev = ((vnf.stats() or {}).get("latency_ns") or {}).get("buckets_log2")
+    s0 = vnf.stats() or {}
+    b_prev = (s0.get("latency_ns") or {}).get("buckets_log2")
     p99s, d1 = [], len(ctl.decisions) if ctl is not None else 0
     while time.monotonic() - m0["t"] < args.measure - args.step / 2:
         time.sleep(args.step)
@@ -182,12 +183,26 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
                 p99s.append(p)
         b_prev = b
     m1, r1 = meter.read(), path.rx_packets()
+    own = vnf_shares(s0, st or {})
     lat = json.loads(rx.stdout.readline() or "{}")
     rx.wait(30)
     sent = json.loads(tx.communicate(timeout=60)[0] or "{}")
     ds = ctl.decisions[d0:] if ctl is not None else []
-    return summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
-                           (ds[:d1 - d0], ds[d1 - d0:]))
+    t = summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
+                        (ds[:d1 - d0], ds[d1 - d0:]))
+    t["vnf_cpu"] = own
+    return t
+
+
+def vnf_shares(a: dict, b: dict) -> dict | None:
+    """The VNF's own account of its vCPU between two ``stats`` (``cpu``: busy, poll, halt, as
+    shares of its uptime), None when one is missing."""
+    try:
+        dt = b["uptime_us"] - a["uptime_us"]
+        return {k: round((b["cpu"][f"{k}_us"] - a["cpu"][f"{k}_us"]) / dt, 3)
+                for k in ("busy", "poll", "halt")}
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
 
 
 def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
@@ -216,9 +231,10 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
             "quota_us": [d["quota_us"] for d in measured],
             "poll_window_us": last["poll_window_us"] if last else POLL_DEFAULT_US,
             "actions": actions,
-            "decisions": [{k: d[k] for k in ("action", "why", "quota_us", "poll_window_us",
-                                             "p99_ns", "packets", "ring_backlog",
-                                             "host_dropped", "throttled", "floor_us")}
+            "decisions": [{k: d.get(k) for k in ("action", "event", "why", "quota_us",
+                                                 "poll_window_us", "p99_ns", "packets",
+                                                 "ring_backlog", "host_dropped", "throttled",
+                                                 "need_cpus", "sized_us", "floor_us")}
                           for d in warm + measured]}
 
 
@@ -240,6 +256,9 @@ def line(load: int, t: dict) -> str:
            f"{c['host_softirq']}), p50/p99 {t['lat_p50_us']}/{t['lat_p99_us']} us, loss "
            f"{100 * (t['loss'] or 0):.2f} %, within target "
            f"{t['intervals_within_target']}/{t['intervals']}")
+    if t.get("vnf_cpu"):
+        out += ", VNF busy/poll/halt " + "/".join(str(t["vnf_cpu"][k])
+                                                  for k in ("busy", "poll", "halt"))
     if t["mode"] == "controller":
         out += (f", quota {t['quota_us'][-1] if t['quota_us'] else '-'}, poll window "
                 f"{t['poll_window_us']} us, {t['actions']}")
@@ -252,6 +271,9 @@ def summarise_mode(trials: list, args) -> dict:
                                         "delivered_pps")}
     m["cpu_per_s"] = {k: round(statistics.median(t["cpu_per_s"][k] for t in trials), 3)
                       for k in trials[0]["cpu_per_s"]}
+    own = [t["vnf_cpu"] for t in trials if t.get("vnf_cpu")]
+    m["vnf_cpu"] = ({k: round(statistics.median(o[k] for o in own), 3)
+                     for k in ("busy", "poll", "halt")} if own else None)
     m["intervals_within_target_pct"] = (round(100 * sum(t["intervals_within_target"]
                                                         for t in trials) / n_iv, 1)
                                         if n_iv else None)
@@ -268,10 +290,12 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     pps = cap * load / 100
     ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
-                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us))
+                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
+                            headroom=args.headroom, min_poll_us=args.min_poll_us,
+                            max_ratio=args.max_ratio)
     trials = []
+    order = [*args.modes, *args.fixed]
     for r in range(args.rounds):
-        order = ["default", "controller", *args.fixed]
         for mode in (order if r % 2 == 0 else order[::-1]):
             t = trial(vnf, path, pps, mode, args, ctl if mode == "controller" else None)
             trials.append(t)
@@ -281,11 +305,20 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
                     print(f"      {d}", flush=True)
     cgroups.set_cpu_quota(vnf.uid, limits.CPU_PERIOD_US, limits.CPU_PERIOD_US)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
-             for mode in ("default", "controller", *args.fixed)}
-    d, c = modes["default"]["cpu_s_per_mpkt"], modes["controller"]["cpu_s_per_mpkt"]
+             for mode in order}
+    d = modes.get("default", {}).get("cpu_s_per_mpkt")
+    c = modes.get("controller", {}).get("cpu_s_per_mpkt")
+    # how busy the host was beside the default: on a saturated host its vCPU never polls a
+    # whole core, and the saving is measured against what the scheduler let it burn
+    busy = [t["cpu_per_s"]["host_busy"] for t in trials if t["mode"] == "default"]
+    host_busy = round(statistics.median(busy), 3) if busy else None
     return {"offered_pps": round(pps),
             "cpu_saved_pct": round(100 * (1 - c / d), 1) if d and c is not None else None,
-            "intervals_within_target_pct": modes["controller"]["intervals_within_target_pct"],
+            "intervals_within_target_pct": modes.get("controller", {}).get(
+                "intervals_within_target_pct"),
+            "host_busy_cpus_default": host_busy,
+            "host_saturated": None if host_busy is None else host_busy >= 0.95 * (
+                os.cpu_count() or 1),
             **modes, "trials": trials}
 
 
@@ -307,6 +340,14 @@ def parse(argv):
     ap.add_argument("--down", type=float, default=0.6, help="controller: step down factor")
     ap.add_argument("--period-us", type=int, default=CAP_PERIOD_US,
                     help="controller: the CFS period of a cap (CgroupCap; the flavor's: 100000)")
+    ap.add_argument("--headroom", type=float, default=1.5,
+                    help="controller: a cap is the VNF's need x this + 2 %% of a CPU")
+    ap.add_argument("--max-ratio", type=float, default=0.7,
+                    help="controller: no cap when the sized one is this share of the flavor's")
+    ap.add_argument("--min-poll-us", type=int, default=50,
+                    help="controller: the busy-poll window of a capped VNF (us)")
+    ap.add_argument("--modes", default="default,controller",
+                    help="the modes besides --fixed: default, controller or both")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
@@ -323,7 +364,12 @@ def parse(argv):
         args.loads = [int(x) for x in args.loads.split(",")]
     except ValueError:
         ap.error(f"--loads {args.loads!r}: give integers, e.g. 10,50,90")
+    args.modes = [m for m in args.modes.split(",") if m]
+    if not set(args.modes) <= {"default", "controller"}:
+        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller or both")
     args.fixed = args.fixed.split()
+    if not args.modes and not args.fixed:
+        ap.error("no modes: give --modes or --fixed")
     for m in args.fixed:
         try:
             q, _, p = fixed(m)
@@ -387,10 +433,13 @@ def main(argv=None) -> int:
           f"{'ctl':>7} {'within target':>13} {'loss def':>8} {'ctl':>6}")
     for load in args.loads:
         r = results[str(load)]
-        dm, cm = r["default"], r["controller"]
-        print(f"{load:>3}% {dm['cpu_s_per_mpkt']:>14} {cm['cpu_s_per_mpkt']:>7} "
-              f"{r['cpu_saved_pct']:>6}% {dm['lat_p99_us']:>10} {cm['lat_p99_us']:>7} "
-              f"{r['intervals_within_target_pct']:>12}% {dm['loss']:>8} {cm['loss']:>6}")
+        dm, cm = r.get("default", {}), r.get("controller", {})
+        print(f"{load:>3}% {dm.get('cpu_s_per_mpkt')!s:>14} {cm.get('cpu_s_per_mpkt')!s:>7} "
+              f"{r['cpu_saved_pct']!s:>6}% {dm.get('lat_p99_us')!s:>10} "
+              f"{cm.get('lat_p99_us')!s:>7} {r['intervals_within_target_pct']!s:>12}% "
+              f"{dm.get('loss')!s:>8} {cm.get('loss')!s:>6}"
+              + ("  (host saturated beside the default: "
+                 f"{r['host_busy_cpus_default']} CPUs busy)" if r["host_saturated"] else ""))
         for m in args.fixed:
             f = r[m]
             print(f"      fixed {m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 {f['lat_p99_us']} us, "

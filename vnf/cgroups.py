@@ -24,6 +24,7 @@ LOG = logging.getLogger(__name__)
 
 ROOT = "/sys/fs/cgroup"
 SLICE = "fluidvim.slice"
+PROC = "/proc"
 
 
 # cgroup files are read and written with os-level calls, and directories tested with os.stat:
@@ -211,3 +212,45 @@ def set_cpu_quota(name: str, quota_us: int | None,
         _write(pfile, str(int(period_us)))
     _write(path, str(-1 if quota_us is None else int(quota_us)))
     return True
+
+
+def _thread_cpu(pid: str) -> tuple[int, int]:
+    """(ticks of all threads, ticks of the threads that ran guest code: the vCPUs) of ``pid``."""
+    total = vcpu = 0
+    try:
+        tids = os.listdir(os.path.join(PROC, pid, "task"))
+    except OSError:
+        return 0, 0                              # it just ended
+    for tid in tids:
+        try:
+            text = _read(os.path.join(PROC, pid, "task", tid, "stat"))
+        except OSError:
+            continue                             # a thread that just ended
+        rest = text[text.rfind(")") + 2:].split()   # fields from 3 (state) on
+        ticks = int(rest[11]) + int(rest[12])       # 14 utime, 15 stime
+        total += ticks
+        if int(rest[40]):                           # 43 guest_time: a vCPU thread
+            vcpu += ticks
+    return total, vcpu
+
+
+def cpu_usage(name: str) -> dict | None:
+    """Host CPU-seconds so far of the processes in VNF ``name``'s group (``cgroup.procs``: its
+    QEMU): ``total`` and ``vcpu``, the part of its vCPU threads (those with guest time), so that
+    ``total - vcpu`` is QEMU's own share (the main thread's tap I/O, its workers), which the
+    VNF's own ``stats`` cannot see. From ``/proc/<pid>/task/*/stat`` (cgroup v1's cpu hierarchy
+    has no usage counter); None when it has no group or no process here."""
+    for d in dirs(name):
+        try:
+            pids = _read(os.path.join(d, "cgroup.procs")).split()
+        except OSError:
+            continue
+        if not pids:
+            continue
+        hz = os.sysconf("SC_CLK_TCK")
+        total = vcpu = 0
+        for pid in pids:
+            t, v = _thread_cpu(pid)
+            total, vcpu = total + t, vcpu + v
+        return {"total": total / hz, "vcpu": vcpu / hz}
+    return None
