@@ -75,12 +75,87 @@ def serve_frame(tap: str, bridge: str, timeout: float = 5.0) -> float:
     raise RuntimeError(f"no mirrored frame from the VNF on {tap} in {timeout:g} s")
 
 
+class Marks:
+    """Wall-clock marks (ns) of one round inside the orchestrator and its Nomad zone: the job
+    register call sent and answered, the zone's first sight of the plugin's ready file, the
+    zone's launch returned. The zone's own methods are wrapped for the round only."""
+
+    def __init__(self, zone):
+        self.zone, self.t = zone, {}
+        self._saved = (zone.api.job.register_job, zone._ready, zone.launch)
+
+    def __enter__(self):
+        job, ready, launch = self._saved
+
+        def register_job(*a, **kw):
+            self.t.setdefault("register_sent", time.time_ns())
+            try:
+                return job(*a, **kw)
+            finally:
+                self.t.setdefault("register_answered", time.time_ns())
+
+        def read_ready(*a, **kw):
+            doc = ready(*a, **kw)
+            self.t["ready_reads"] = self.t.get("ready_reads", 0) + 1
+            if doc is not None:
+                self.t.setdefault("ready_seen", time.time_ns())
+            return doc
+
+        def zone_launch(*a, **kw):
+            try:
+                return launch(*a, **kw)
+            finally:
+                self.t.setdefault("zone_returned", time.time_ns())
+
+        self.zone.api.job.register_job, self.zone._ready, self.zone.launch = (
+            register_job, read_ready, zone_launch)
+        return self
+
+    def __exit__(self, *exc):
+        self.zone.api.job.register_job, self.zone._ready, self.zone.launch = self._saved
+
+
+def _iso_ns(text: str) -> int:
+    """RFC 3339 time with up to nanoseconds (Go's time.Time JSON) -> ns since the epoch."""
+    import datetime
+
+    head, _, frac = text.rstrip("Z").partition(".")
+    secs = datetime.datetime.fromisoformat(head).replace(tzinfo=datetime.timezone.utc).timestamp()
+    return int(secs) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def phases(marks: dict, t_ask: int, submit: int, doc: dict, t_slot: int, events: list) -> dict:
+    """Where a round's time went, ms: the orchestrator before its register call, the call, Nomad
+    (SubmitTime -> the client received the allocation -> the task's setup -> the driver's
+    StartTask returned = the task's Started event), the plugin's ready_at, the zone's sight of the
+    ready file, the zone's return, and the orchestrator after it (registry, records) -> slot."""
+    def ms(a, b):
+        return None if a is None or b is None else round((b - a) / 1e6, 2)
+
+    ev = {}
+    for e in events:
+        ev.setdefault(e.get("Type"), e.get("Time"))
+    ready_at = _iso_ns(doc["ready_at"]) if doc.get("ready_at") else None
+    return {"orchestrator_before_register": ms(t_ask, marks.get("register_sent")),
+            "register_call": ms(marks.get("register_sent"), marks.get("register_answered")),
+            "submit_to_received": ms(submit, ev.get("Received")),
+            "received_to_setup": ms(ev.get("Received"), ev.get("Task Setup")),
+            "setup_to_started": ms(ev.get("Task Setup"), ev.get("Started")),
+            "submit_to_ready_at": ms(submit, ready_at),
+            "ready_at_to_started_event": ms(ready_at, ev.get("Started")),
+            "ready_at_to_zone_saw_it": ms(ready_at, marks.get("ready_seen")),
+            "zone_saw_to_zone_returned": ms(marks.get("ready_seen"), marks.get("zone_returned")),
+            "zone_returned_to_slot": ms(marks.get("zone_returned"), t_slot),
+            "ready_file_reads": marks.get("ready_reads", 0)}
+
+
 def one_round(orch, zone, service: str, bridge: str) -> dict:
     from fluidvim.vnf import spec as vspec
 
     t_ask = time.time_ns()
     p0 = time.perf_counter()
-    res = orch.resolve(service)
+    with Marks(zone) as marks:
+        res = orch.resolve(service)
     t_slot = t_ask + int((time.perf_counter() - p0) * 1e9)
     if res["kind"] != "launched":
         raise RuntimeError(f"resolve took an existing slot, not a launch: {res}")
@@ -94,6 +169,9 @@ def one_round(orch, zone, service: str, bridge: str) -> dict:
     submit = zone.api.job.get_job(inst)["SubmitTime"]
     (row,) = [i for i in orch.list_instances(service) if i["id"] == inst]
     running = server_running_ns(zone, inst)         # what waiting for Nomad's API would give
+    from fluidvim.orchestrator.zones.nomadtext import TASK
+    events = (((zone._alloc(alloc["ID"]) or {}).get("TaskStates") or {}).get(TASK) or {}).get(
+        "Events") or []
     orch.terminate(inst)
     slot_ms = (t_slot - submit) / 1e6
     return {"instance": inst, "node": alloc.get("NodeName"), "launch": doc.get("launch"),
@@ -104,7 +182,8 @@ def one_round(orch, zone, service: str, bridge: str) -> dict:
             "slot_to_frame_ms": round(frame_ms, 2),
             "register_to_session_ms": round(slot_ms + frame_ms, 2),
             "register_to_server_running_ms": round((running - submit) / 1e6, 2),
-            "predicted_delay_s": res["predicted_delay_s"], "observed_delay_s": res["waited_s"]}
+            "predicted_delay_s": res["predicted_delay_s"], "observed_delay_s": res["waited_s"],
+            "phases_ms": phases(marks.t, t_ask, submit, doc, t_slot, events)}
 
 
 def server_running_ns(zone, job_id: str, timeout: float = 30.0) -> int:
@@ -145,6 +224,9 @@ def summarize(runs: list[dict]) -> dict:
                                                           for r in runs), 1),
         "slot_to_frame_ms_p50": round(statistics.median(r["slot_to_frame_ms"] for r in runs), 2),
         "server_pending_at_slot": sum(r["server_status_at_slot"] == "pending" for r in runs),
+        "phases_ms_p50": {k: round(statistics.median(v), 2) for k, v in (
+            (k, [r["phases_ms"][k] for r in runs if r["phases_ms"].get(k) is not None])
+            for k in runs[0]["phases_ms"]) if v},
         "predicted_delay_ms_p50": round(1000 * pred, 1),
         "observed_delay_ms_p50": round(1000 * obs, 1),
         "queuing_delay_error_pct_p50": round(100.0 * (pred - obs) / obs, 1),
