@@ -453,6 +453,10 @@ def main(argv=None) -> int:
                         "far kernel (the probe's default); udp = one socket per session and a "
                         "user-space echo in the far namespace, whose own scheduling then adds "
                         "to every round trip")
+    q.add_argument("--pooled", action="store_true",
+                   help="tell the VNF the capacity at the pooled quantile (every packet of a "
+                        "probe step) instead of the one keeping 99 %% of sessions of --run-s x "
+                        "--session-pps packets within their own quantile")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
     q.add_argument("--reference-passes", type=int, default=1,

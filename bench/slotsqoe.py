@@ -59,20 +59,10 @@ def reference_slots(path: str, deadline_ms: float, quantile: float) -> dict | No
     return None
 
 
-def binomial_over(n: int, p: float, quantile: float) -> float:
-    """P(a session of ``n`` packets, each late with probability ``p`` independently, has more
-    than (1 - quantile) * n late ones)."""
-    k = math.floor((1.0 - quantile) * n + 1e-9)
-    if p <= 0.0:
-        return 0.0
-    if p >= 1.0:
-        return 1.0
-    return max(0.0, 1.0 - sum(math.comb(n, i) * p ** i * (1.0 - p) ** (n - i)
-                              for i in range(k + 1)))
-
-
 def judge_sessions(per: dict, deadline_ms: float, quantile: float, max_loss: float = 0.01) -> dict:
     """The admitted sessions against the deadline (``per``: loadgen's ``per_session``)."""
+    from fluidvim.evaluator.qoeslots import sessions_over
+
     lat, loss = per["latency_ms"], per["loss"]
     over = [i for i, (x, lo) in enumerate(zip(lat, loss))
             if x is None or x > deadline_ms or (lo or 0.0) > max_loss]
@@ -81,7 +71,7 @@ def judge_sessions(per: dict, deadline_ms: float, quantile: float, max_loss: flo
     if late is not None and sent:
         n_late, n_sent = sum(x or 0 for x in late), sum(sent)
         p = n_late / max(1, n_sent)
-        expect = [binomial_over(n, p, quantile) for n in sent if n]
+        expect = [sessions_over(n, p, quantile) for n in sent if n]
         out.update(late_per_session=late, sent_per_session=sent,
                    pooled_late_fraction=round(p, 5),
                    expected_over_pct_if_independent=round(100.0 * sum(expect)
@@ -158,6 +148,35 @@ def swept_reference(a, env, zone, probe, estimate: int) -> dict:
                       for s in curve.metrics["steps"]]}
 
 
+def thread_times(pid: int) -> dict[str, list[int]]:
+    """Per thread of process ``pid``: [ns on a CPU, ns waiting on a run queue] (schedstat)."""
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                run, wait = f.read().split()[:2]
+        except OSError:
+            continue
+        out[t] = [int(run), int(wait)]
+    return out
+
+
+def vnf_waits(pid: int, before: dict, after: dict, seconds: float) -> dict:
+    """What the VNF's QEMU threads did during the run: QEMU's main thread (it moves every frame
+    between the taps and the guest) and the others (the vCPU; QEMU's helpers do ~nothing), each
+    as a share of the run on a CPU and waiting for one. Time a frame's thread spends waiting for
+    a CPU is latency the VNF's own histogram (receive to transmit inside the guest) cannot see."""
+    main, rest = [0, 0], [0, 0]
+    for t, (run, wait) in after.items():
+        r0, w0 = before.get(t, (0, 0))
+        acc = main if int(t) == pid else rest
+        acc[0] += run - r0
+        acc[1] += wait - w0
+    sec = max(1e-9, seconds) * 1e9
+    return {"main_thread": {"on_cpu": round(main[0] / sec, 3), "waiting": round(main[1] / sec, 3)},
+            "vcpu_threads": {"on_cpu": round(rest[0] / sec, 3), "waiting": round(rest[1] / sec, 3)}}
+
+
 def admit(a, mgr, params, tag: str) -> dict:
     """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
     from fluidvim.vnf.testnet import TestNet
@@ -182,7 +201,8 @@ def admit(a, mgr, params, tag: str) -> dict:
                                "--per-session-quantile", str(a.quantile),
                                "--deadline-ms", str(a.deadline_ms),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            start = time.monotonic()
+            pid = mgr.get(vid).pid
+            times0, start = thread_times(pid), time.monotonic()
             while client.poll() is None:                        # one correction window a read
                 time.sleep(1.05)
                 st = mgr.stats(vid)["slots"]
@@ -193,6 +213,7 @@ def admit(a, mgr, params, tag: str) -> dict:
                       f"capacity {st['qoe']['capacity']:4d} window {st['qoe']['window']} "
                       f"tail {st['qoe']['tail_ns']} ns", flush=True)
             out, err = client.communicate()
+            waits = vnf_waits(pid, times0, thread_times(pid), time.monotonic() - start)
             if client.returncode != 0:
                 raise SystemExit(f"load generator failed: {err[-500:]}")
             run = json.loads(out.strip().splitlines()[-1])
@@ -202,7 +223,7 @@ def admit(a, mgr, params, tag: str) -> dict:
                 echo.terminate()
                 echo.wait(5)
             mgr.destroy(vid)
-    return {"admitted": admitted, "trace": trace, "run": run, "final": final}
+    return {"admitted": admitted, "trace": trace, "run": run, "final": final, "vnf_cpu": waits}
 
 
 def _error_pct(announced: int, ref: dict | None) -> float | None:
@@ -232,7 +253,10 @@ def cmd_qoe(a) -> dict:
                       client_nice=a.client_nice).run(env, zone, progress=show("probe"))
     if not probe.ok:
         raise SystemExit(f"load probe failed: {probe.error}")
-    params = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
+    pooled = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
+    params = (pooled if a.pooled else
+              qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps,
+                         session_packets=max(1, round(a.run_s * a.session_pps))))
     print(f"qoe: {params.request()} ({params.basis})", flush=True)
     swept = (swept_reference(a, env, zone, probe, params.capacity)
              if a.reference_passes > 0 else None)
@@ -250,7 +274,8 @@ def cmd_qoe(a) -> dict:
     return {
         "command": (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
                     f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
-                    f"--proto {a.proto} --client-nice {a.client_nice} --reference-passes "
+                    f"--proto {a.proto} --client-nice {a.client_nice}"
+                    f"{' --pooled' if a.pooled else ''} --reference-passes "
                     f"{a.reference_passes} --points {a.points} --sweep-step {a.sweep_step:g}"),
         "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
         "loadavg_start": list(load0),
@@ -258,9 +283,11 @@ def cmd_qoe(a) -> dict:
         "proto": a.proto, "client_nice": a.client_nice,
         "path_floor": floor,
         "qoe": params.request(), "basis": params.basis,
+        "capacity_pooled": pooled.capacity, "capacity_per_session": not a.pooled,
         "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
                                                "vnf_latency_ns")} for s in probe.metrics["steps"]],
         "admitted": admitted, "trace": adm["trace"],
+        "vnf_cpu_during_admission": adm["vnf_cpu"],
         "capacity_at_end": adm["final"]["qoe"]["capacity"],
         "shrinks": adm["final"]["qoe"]["shrinks"],
         **judged,
@@ -273,4 +300,6 @@ def cmd_qoe(a) -> dict:
         # against the reference swept in this run when there is one, else the file's
         "capacity_error_pct": _error_pct(announced, swept or filed),
         "capacity_error_pct_vs_file": _error_pct(announced, filed),
+        # the probe's own accuracy (bench/evaluator's figure): its pooled-quantile capacity
+        "capacity_pooled_error_pct": _error_pct(pooled.capacity, swept or filed),
     }

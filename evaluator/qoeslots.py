@@ -17,6 +17,14 @@ sent it ``qoe`` (contract/PROTOCOL.md §4) with:
   beyond anything seen while the deadline was met;
 * ``quantile_ppm``: the quantile in parts per million.
 
+A session meets its QoE when *its own* packets meet the deadline at the quantile. The probe's
+curve gives quantiles over every packet of a step (pooled). Where the pooled quantile sits exactly
+at the deadline, a session of n packets is over it by chance about half the time (more than
+(1 - q)·n of its packets late; binomial). With ``session_packets`` the capacity is taken where
+the pooled late fraction is low enough that at most ``sessions_over`` (1 %) of sessions of that
+many packets are over by chance (:func:`session_quantile`: e.g. p99 for 800-packet sessions ->
+the pooled p99.64); without it, at the pooled quantile itself.
+
 The VNF corrects the capacity at run time from its histogram (shrink when the tail passes the
 budget under load, grow back with hysteresis: ``unikernel/include/qoe.h``); this module only
 derives the parameters, so the rule lives in one place (the VNF).
@@ -25,6 +33,7 @@ derives the parameters, so the rule lives in one place (the VNF).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from fluidvim.common.zonetypes import QoE
 
@@ -67,10 +76,44 @@ def bucket_tail_ns(buckets: list[int], q_ppm: int) -> int | None:
     return 1 << (len(buckets) - 1)        # pragma: no cover - cum reaches n
 
 
+def sessions_over(packets: int, late: float, quantile: float) -> float:
+    """P(a session of ``packets`` packets, each late with probability ``late`` independently,
+    has more than (1 - quantile) * packets late ones): the share of sessions over the deadline at
+    the quantile by chance alone."""
+    k = math.floor((1.0 - quantile) * packets + 1e-9)
+    if late <= 0.0:
+        return 0.0
+    if late >= 1.0:
+        return 1.0
+    below = sum(math.comb(packets, i) * late ** i * (1.0 - late) ** (packets - i)
+                for i in range(k + 1))
+    return max(0.0, 1.0 - below)
+
+
+def session_quantile(quantile: float, packets: int, share: float = 0.01) -> float:
+    """The pooled quantile whose deadline keeps sessions of ``packets`` packets within their own
+    ``quantile`` but for ``share`` of them (:func:`sessions_over`); ValueError on bad input."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), e.g. 0.99, got {quantile!r}")
+    if int(packets) < 1:
+        raise ValueError(f"session_packets must be >= 1 (packets one session sends), got {packets!r}")
+    if not 0 < share < 1:
+        raise ValueError(f"share of sessions over must be in (0, 1), e.g. 0.01, got {share!r}")
+    lo, hi = 0.0, 1.0 - quantile             # the pooled late fraction: bisection on P(over)
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sessions_over(int(packets), mid, quantile) <= share else (lo, mid)
+    return 1.0 - lo
+
+
 def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
-               session_pps: float | None = None, max_loss: float = 0.01) -> QoEParams:
-    """The ``qoe`` parameters of a service (deadline, quantile) on a load probe's environment."""
-    est = estimate_capacity(result, deadline_ms, quantile, session_pps, max_loss)
+               session_pps: float | None = None, max_loss: float = 0.01,
+               session_packets: int | None = None) -> QoEParams:
+    """The ``qoe`` parameters of a service (deadline, quantile) on a load probe's environment;
+    with ``session_packets``, the capacity that keeps 99 % of sessions of that many packets
+    within their own quantile (module docstring)."""
+    pooled_q = quantile if session_packets is None else session_quantile(quantile, session_packets)
+    est = estimate_capacity(result, deadline_ms, pooled_q, session_pps, max_loss)
     qp = quantile_ppm(quantile)
     tails = []
     for s in result.metrics.get("steps") or []:
@@ -87,7 +130,10 @@ def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
     else:     # no histogram (an old probe result): only the end-to-end deadline bounds it
         budget = int(deadline_ms * 1e6)
         why = "no VNF latency histogram in the probe: budget = the service's deadline"
-    return QoEParams(est.slots, budget, qp, f"{est.basis}; {why}")
+    per = ("" if session_packets is None else
+           f"sessions of {int(session_packets)} packets: the pooled p{pooled_q * 100:.4g} keeps "
+           f"99 % of them within their own p{quantile * 100:g}; ")
+    return QoEParams(est.slots, budget, qp, f"{per}{est.basis}; {why}")
 
 
 def launch_qoe(results, deadline_ms: float, quantile: float,

@@ -2,10 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """The qoe parameters a VNF is given: capacity from the load curve, its own latency budget."""
 
+import math
+
 import pytest
 
 from fluidvim.evaluator.model import ProbeResult
-from fluidvim.evaluator.qoeslots import bucket_tail_ns, qoe_params, quantile_ppm
+from fluidvim.evaluator.qoeslots import (
+    bucket_tail_ns,
+    qoe_params,
+    quantile_ppm,
+    session_quantile,
+    sessions_over,
+)
 
 
 def hist(n, bucket, tail=0, tail_bucket=0):
@@ -62,3 +70,35 @@ def test_params_capacity_and_budget_from_the_same_probe():
 def test_params_without_histogram_fall_back_to_the_deadline():
     p = qoe_params(curve(step(1000, 1.0), step(2000, 8.0)), deadline_ms=4.0, quantile=0.99)
     assert p.budget_ns == 4_000_000 and "no VNF latency histogram" in p.basis
+
+
+def test_sessions_over_is_the_binomial_tail():
+    # 100 packets, q = 0.99: over = more than 1 late; P(X > 1) = 1 - P(0) - P(1)
+    p = 0.02
+    want = 1 - (1 - p) ** 100 - 100 * p * (1 - p) ** 99
+    assert math.isclose(sessions_over(100, p, 0.99), want, rel_tol=1e-12)
+    assert sessions_over(100, 0.0, 0.99) == 0.0 and sessions_over(100, 1.0, 0.99) == 1.0
+    # the pooled p99 exactly at the deadline (1 % late): an 800-packet session is over (more
+    # than 8 late) at close to even odds
+    assert 0.35 < sessions_over(800, 0.01, 0.99) < 0.5
+
+
+def test_session_quantile_keeps_99_percent_of_sessions_within_their_own():
+    q = session_quantile(0.99, 800)
+    assert 0.99 < q < 0.999
+    assert math.isclose(sessions_over(800, 1 - q, 0.99), 0.01, rel_tol=1e-3)
+    assert session_quantile(0.99, 100) > q            # shorter sessions: more chance, more margin
+    for kw, field in (({"packets": 0}, "session_packets"), ({"quantile": 1.0}, "quantile"),
+                      ({"share": 0.0}, "share")):
+        args = {"quantile": 0.99, "packets": 800, **kw}
+        with pytest.raises(ValueError, match=field):
+            session_quantile(**args)
+
+
+def test_params_per_session_take_the_stricter_pooled_quantile():
+    # p99 and p99.9 recorded: 2000 pps meets both at 4 ms; 4000 pps has p99 8, p99.9 12 ms
+    c = curve(step(1000, 1.0), step(2000, 2.0), step(4000, 8.0))
+    pooled = qoe_params(c, deadline_ms=4.0, quantile=0.99)
+    per = qoe_params(c, deadline_ms=4.0, quantile=0.99, session_packets=800)
+    assert per.capacity < pooled.capacity == 30 and per.capacity >= 20
+    assert "sessions of 800 packets" in per.basis and per.quantile_ppm == 990000
