@@ -312,6 +312,10 @@ def run_one(name, fl, services, measurement, demand, cfg, args, tick) -> dict:
         import statistics
         d["engine_steps_ms_p50"] = {k: round(statistics.median(v), 3)
                                     for k, v in pol.steps_ms.items()}
+    if hasattr(pol, "describe"):
+        d.update(pol.describe())           # a policy's own figures (Nomad: its evaluations)
+    d["steps"] = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))      # warm-up included
+    d["wall_s_per_step"] = round(r.wall_s / d["steps"], 4)
     d["series"] = downsample(r.series, cfg.step_s, series_every(cfg))
     d.update(stamp())
     return d

@@ -37,6 +37,21 @@ the instances of that request; ``decision_cpu_ms`` the same in CPU time of the s
 version: every running allocation of the job is re-checked for an in-place update on its node)
 and with the allocations per node (each fit check sums them), not with the fleet's size.
 
+What a step costs (profiled 2026-11-28, ``SCHEDSIM_CPUPROFILE=/tmp/go.prof`` makes schedsim write
+a CPU profile): the harness is not the cost - schedsim holds the cluster across the run and
+updates it incrementally, and the pipe and the simulator's Python side take ~2-4 % of a run -,
+**Nomad's evaluation is**: ~98 % of schedsim's CPU is ``Scheduler.Process``, of which ~60 % is
+the reconciler re-checking every running allocation of the scaled job for an in-place update on
+its node (``genericAllocUpdateFn``: one ``stack.Select`` per allocation, because a count change
+is a new job version, as ``nomad job scale`` makes it), and 25-40 % is Go's garbage collector
+(more at 100 hosts: the live heap grows with the allocations). So an evaluation costs the job's
+allocations times the allocations per node: ~11x per step from 20 to 100 hosts. The one knob
+that changes no decision is the Go runtime's: schedsim inherits the environment, so
+``GOGC=off GOMEMLIMIT=4GiB python -m bench.energy ...`` runs the same placements (a rerun
+reproduces every number but the times) with ~30 % less CPU at 20 hosts; the times it reports
+then leave out most of the collector's share a Nomad server (Go's default, GOGC=100) pays, and
+each row records the setting it ran with (``schedsim_gc``).
+
 Run alone for the decision time per place request::
 
     .venv/bin/python -m bench.energy.nomad_policy --hosts 20 100 1000
@@ -116,6 +131,7 @@ class NomadPolicy:
         self._stderr = None
         self.decision_ms: list[float] = []     # one per place()d instance (see the module doc)
         self.decision_cpu_ms: list[float] = []
+        self.evaluations = {"n": 0, "ms": 0.0, "cpu_ms": 0.0}   # every Process (place, scale_in)
 
     # ------------------------------------------------------------------ the pipe
     def _spawn(self):
@@ -153,13 +169,29 @@ class NomadPolicy:
                    "hosts": [{"id": h.id, "cores": h.cores, "mhz": h.mhz,
                               "memory_mb": h.memory_mb} for h in hosts]})
         self.decision_ms, self.decision_cpu_ms = [], []
+        self.evaluations = {"n": 0, "ms": 0.0, "cpu_ms": 0.0}
+
+    def _count(self, rep: dict) -> dict:
+        ev = self.evaluations
+        ev["n"], ev["ms"], ev["cpu_ms"] = ev["n"] + 1, ev["ms"] + rep["ms"], ev["cpu_ms"] + rep["cpu_ms"]
+        return rep
+
+    def describe(self) -> dict:
+        """What a run's row records besides the simulator's summary: Nomad's evaluations (count,
+        total and mean Process time) and the Go collector setting schedsim ran with."""
+        ev = self.evaluations
+        return {"nomad_evaluations": ev["n"], "nomad_process_s": round(ev["ms"] / 1000.0, 3),
+                "nomad_process_cpu_s": round(ev["cpu_ms"] / 1000.0, 3),
+                "nomad_process_ms_mean": round(ev["ms"] / ev["n"], 2) if ev["n"] else None,
+                "schedsim_gc": {k: os.environ.get(k, "unset (Go's default)")
+                                for k in ("GOGC", "GOMEMLIMIT")}}
 
     def place(self, shape: Shape, instances: list[str]) -> list[Placement]:
         if not instances:
             return []
-        rep = self._ask({"op": "place", "service": shape.service, "cpu_mhz": shape.cpu_mhz,
-                         "memory_mb": shape.memory_mb, "count": len(instances),
-                         "instances": list(instances)})
+        rep = self._count(self._ask({"op": "place", "service": shape.service,
+                                     "cpu_mhz": shape.cpu_mhz, "memory_mb": shape.memory_mb,
+                                     "count": len(instances), "instances": list(instances)}))
         self.decision_ms.extend([rep["ms"] / len(instances)] * len(instances))
         self.decision_cpu_ms.extend([rep["cpu_ms"] / len(instances)] * len(instances))
         return [Placement(p["instance"], p["host"]) for p in rep["placements"]]
@@ -167,7 +199,7 @@ class NomadPolicy:
     def scale_in(self, service: str, n: int) -> list[str]:
         if n == 0:
             return []
-        return self._ask({"op": "scale_in", "service": service, "n": n})["instances"]
+        return self._count(self._ask({"op": "scale_in", "service": service, "n": n}))["instances"]
 
     def stop(self, instances: list[str]) -> None:
         if instances:

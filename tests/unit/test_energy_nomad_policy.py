@@ -114,6 +114,21 @@ def test_scale_in_and_stop(policy):
     assert len(p.decision_ms) == len(p.decision_cpu_ms) == 6
 
 
+def test_describe_counts_every_evaluation(policy, monkeypatch):
+    monkeypatch.setenv("GOGC", "off")
+    monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    p = policy()
+    p.place(_shape("fw"), ["a", "b", "c"])          # one evaluation for three instances
+    p.place(_shape("lb"), ["d"])
+    p.scale_in("fw", 1)
+    p.stop(["d"])                                   # a stop is no evaluation
+    d = p.describe()
+    assert d["nomad_evaluations"] == 3
+    assert d["nomad_process_s"] * 1000 >= sum(p.decision_ms) - 0.5      # rounded to 1 ms
+    assert d["nomad_process_ms_mean"] > 0
+    assert d["schedsim_gc"] == {"GOGC": "off", "GOMEMLIMIT": "unset (Go's default)"}
+
+
 def test_errors_name_the_field(policy, binary):
     p = nomad_policy.NomadPolicy("binpack", binary=binary)
     with pytest.raises(nomad_policy.SchedsimError, match="place before start"):

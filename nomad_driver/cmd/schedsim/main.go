@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -162,9 +163,30 @@ func serve(in io.Reader, out io.Writer, logger hclog.Logger) error {
 	return sc.Err()
 }
 
+// profile starts a CPU profile into $SCHEDSIM_CPUPROFILE when it is set (to find where a
+// step's time goes: `go tool pprof schedsim $SCHEDSIM_CPUPROFILE`); the returned stop writes it.
+func profile() func() {
+	path := os.Getenv("SCHEDSIM_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedsim: SCHEDSIM_CPUPROFILE:", err)
+		os.Exit(2)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
 func main() {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "schedsim", Level: hclog.Warn, Output: os.Stderr})
-	if err := serve(os.Stdin, os.Stdout, logger); err != nil { // one Write per reply line
+	stop := profile()
+	err := serve(os.Stdin, os.Stdout, logger) // one Write per reply line
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedsim:", err)
 		os.Exit(1)
 	}

@@ -5,9 +5,12 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -253,6 +256,34 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		if a := s.ask(c.req); !strings.Contains(a.Error, c.want) {
 			t.Errorf("%v: error %q, want it to contain %q", c.req, a.Error, c.want)
 		}
+	}
+}
+
+// SCHEDSIM_CPUPROFILE makes main write a CPU profile pprof reads; unset, nothing is written.
+func TestProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	t.Setenv("SCHEDSIM_CPUPROFILE", "")
+	profile()()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("profile written without SCHEDSIM_CPUPROFILE: %v", err)
+	}
+	t.Setenv("SCHEDSIM_CPUPROFILE", path)
+	stop := profile()
+	s := newSession(t)
+	s.start("binpack", hosts(2, 4))
+	s.must(map[string]any{"op": "place", "service": "fw", "cpu_mhz": 1000, "memory_mb": 64, "instances": []string{"a"}})
+	stop()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f) // pprof's format: a gzip'd profile.proto
+	if err != nil {
+		t.Fatalf("%s is no CPU profile: %v", path, err)
+	}
+	if body, err := io.ReadAll(zr); err != nil || len(body) == 0 {
+		t.Fatalf("%s: %d bytes of profile, %v", path, len(body), err)
 	}
 }
 
