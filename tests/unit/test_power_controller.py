@@ -395,8 +395,9 @@ class FakeVnf:
 def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
     """From the flavor's quota straight to need x headroom + margin (need: its busy share of the
     rounds it ran, applied to its vCPU threads' host CPU, plus its QEMU's own), the poll window
-    at min_poll_us; re-sized down only when unthrottled and clearly lower; a need that grows
-    past max_ratio steps it up to the flavor's quota (open)."""
+    at min_poll_us; then down a step per quiet streak, throttled or not (the least CPU that
+    keeps the target), or to the sized cap when that is lower and it was not throttled; a need
+    that grows past max_ratio steps it up to the flavor's quota (open)."""
     writes, polls, throttled = [], [], [0]
     c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=2,
                               poller=lambda k, us: polls.append(us) or us)
@@ -408,25 +409,26 @@ def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
     assert [d["action"] for d in ds] == ["hold", "hold", "cap"]
     assert ds[1]["need_cpus"] == pytest.approx(0.15)
     assert (ds[2]["quota_us"], ds[2]["state"]) == (round(0.15 * 1.5 * 100_000) + 2000, "capped")
-    assert ds[2]["sized_us"] == ds[2]["quota_us"]
+    assert ds[2]["sized_us"] == ds[2]["quota_us"] == 24_500
     assert ds[2]["poll_window_us"] == 50 and polls[-1] == 50
-    # capped, halting now: need 0.05 + 0.03 = 0.08 -> 14,000 us, below 0.8 x 24,500
     ds = []
-    for _ in range(3):                                     # but throttled: no re-size
+    for _ in range(2):                                     # throttled: a step down
         throttled[0] += 4
         ds.append(c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.05, 0.06, 0.03)))
-    assert [d["action"] for d in ds] == ["hold"] * 3, ds
-    assert ds[1]["why"].endswith("throttled: its need does not show"), ds[1]
-    # unthrottled (and the interval before): its need shows, the cap is re-sized
+    assert [(d["action"], d["quota_us"]) for d in ds] == [("hold", 24_500), ("down", 19_600)]
+    # unthrottled (and the interval before): need 0.05 + 0.03 = 0.08 -> 14,000 us, below
+    # a step (15,680): the sized cap
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.05, 0.0625, 0.03)) for _ in range(2)]
-    assert [d["action"] for d in ds] == ["hold", "down"], ds
-    assert ds[1]["need_cpus"] == pytest.approx(0.08)
-    assert ds[1]["quota_us"] == round(0.08 * 1.5 * 100_000) + 2000
+    assert [(d["action"], d["need_cpus"]) for d in ds] == [
+        ("hold", pytest.approx(0.08)), ("down", pytest.approx(0.08))], ds
+    assert ds[0]["sized_us"] is None                       # throttled the interval before
+    assert ds[1]["quota_us"] == round(0.08 * 1.5 * 100_000) + 2000 == 14_000
     # load grows: need 0.6 -> a cap of 92,000 us, over 0.7 of the flavor's: open at once
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.6, 0.06)) for _ in range(2)]
     assert [(d["action"], d["event"], d["state"], d["quota_us"]) for d in ds] == [
         ("up", "high load", "open", 100_000), ("hold", "high load", "open", 100_000)], ds
-    assert writes[-1] == 100_000 and polls[-1] == 1000       # open: the default window
+    assert writes == [24_500, 19_600, 14_000, 100_000]
+    assert polls[-1] == 1000                               # open: the default window
 
 
 def test_without_host_figures_the_need_is_twice_the_busy_share():
