@@ -149,6 +149,7 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
         cgroups.set_cpu_quota(vnf.uid, quota, period)
         set_window(vnf.mgr, vnf.id, window)
     elif vnf.uid in ctl.state:
+        ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
         ctl.state[vnf.uid].poll_applied = set_window(vnf.mgr, vnf.id, ctl.state[vnf.uid].poll_us)
 

@@ -304,6 +304,16 @@ class LatencyController:
     def forget(self, key: str) -> None:
         self.state.pop(key, None)
 
+    def rebase(self, key: str) -> None:
+        """Forget what VNF ``key``'s counters read last (its histogram, taps, CPU, throttling)
+        but keep what was decided (quota, window, state, floor): after a pause in which it was
+        not observed, the next interval must not span the gap (bench/powercap's other modes)."""
+        st = self.state.get(key)
+        if st is not None:
+            st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
+            st.cpu = st.throttled = None
+            st.held, st.good, st.needs = (), 0, []
+
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
              taps: list | None = None) -> dict:
         """One interval of one VNF: observe ``stats`` (None: it did not answer) and ``taps``

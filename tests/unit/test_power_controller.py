@@ -323,6 +323,23 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     assert d["floor_us"] == 73_728                  # 61,440 x 1.2
 
 
+def test_rebase_forgets_the_counters_but_keeps_the_cap():
+    """After a pause (its counters moved while nobody watched): no drop, backlog or p99 spans
+    the gap; the quota, state and floor stay."""
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    ring = Ring()
+    ds = _ring_run(c, ring, [(0, 0), (1000, 1000)])
+    assert (ds[-1]["action"], ds[-1]["quota_us"]) == ("cap", 80_000)
+    ring.interval(5000, 4000, dropped=900, ns=1 << 20)   # unobserved: drops, slow packets
+    c.rebase("u1")
+    d = _ring_run(c, ring, [(1000, 1000)])[0]
+    assert (d["action"], d["event"], d["host_dropped"], d["quota_us"], d["state"]) == (
+        "hold", "band", None, 80_000, "capped"), d
+    d = _ring_run(c, ring, [(1000, 1000)])[0]
+    assert (d["action"], d["host_dropped"], d["ring_backlog"]) == ("down", 0, 0), d
+    c.rebase("gone")                                      # not known: nothing to do
+
+
 def test_ring_signal_resets_with_a_restarted_vnf_and_is_absent_without_taps():
     c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
     ring = Ring()
