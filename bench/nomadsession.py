@@ -127,20 +127,28 @@ def _iso_ns(text: str) -> int:
 def phases(marks: dict, t_ask: int, submit: int, doc: dict, t_slot: int, events: list) -> dict:
     """Where a round's time went, ms: the orchestrator before its register call, the call, Nomad
     (SubmitTime -> the client received the allocation -> the task's setup -> the driver's
-    StartTask returned = the task's Started event), the plugin's ready_at, the zone's sight of the
-    ready file, the zone's return, and the orchestrator after it (registry, records) -> slot."""
+    StartTask returned = the task's Started event; the plugin's own launch time, from its
+    launch task event's launch_ms, splits setup -> Started), the plugin's ready_at, the
+    zone's sight of the ready file, the zone's return, and the orchestrator after it (registry,
+    records) -> slot."""
     def ms(a, b):
         return None if a is None or b is None else round((b - a) / 1e6, 2)
 
-    ev = {}
+    ev, plugin_ms = {}, None
     for e in events:
         ev.setdefault(e.get("Type"), e.get("Time"))
+        launch_ms = (e.get("Details") or {}).get("launch_ms")      # the plugin's launch event
+        plugin_ms = float(launch_ms) if launch_ms and plugin_ms is None else plugin_ms
     ready_at = _iso_ns(doc["ready_at"]) if doc.get("ready_at") else None
+    # the plugin's StartTask began its launch ~plugin_ms before ready_at (its record step after)
+    start_task = None if ready_at is None or plugin_ms is None else ready_at - int(plugin_ms * 1e6)
     return {"orchestrator_before_register": ms(t_ask, marks.get("register_sent")),
             "register_call": ms(marks.get("register_sent"), marks.get("register_answered")),
             "submit_to_received": ms(submit, ev.get("Received")),
             "received_to_setup": ms(ev.get("Received"), ev.get("Task Setup")),
             "setup_to_started": ms(ev.get("Task Setup"), ev.get("Started")),
+            "setup_to_plugin_start_task": ms(ev.get("Task Setup"), start_task),
+            "plugin_start_task": plugin_ms,
             "submit_to_ready_at": ms(submit, ready_at),
             "ready_at_to_started_event": ms(ready_at, ev.get("Started")),
             "ready_at_to_zone_saw_it": ms(ready_at, marks.get("ready_seen")),

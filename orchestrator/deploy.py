@@ -65,8 +65,9 @@ def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None) ->
     cache = getattr(stage1, "cache", None)
     if cache is None:
         return None
-    try:
-        uids = {h.env.uid for h in zone.hosts() if host is None or h.name == host}
+    try:   # the zone's types when it picks the host (cheaper than its hosts' full figures)
+        uids = (set(zone.environments()) if host is None else
+                {h.env.uid for h in zone.hosts() if h.name == host})
     except ZoneError as e:
         LOG.info("%s: no QoE slots for this launch (zone %s: %s)", service_row.name, zone.name, e)
         return None
