@@ -43,7 +43,7 @@ p99 in microseconds), the controller
   breach        p99 > target, and the cap's doing                      hold      up
   noise         p99 > target, not the cap's doing                      hold      hold
   backlog       a ring backlog of ``high`` of the ring or more         hold      hold
-  high load     the cap sized for it ≥ ``max_ratio`` of the flavor's   hold      up
+  high load     its need ≥ ``max_ratio`` of the flavor's quota         hold      up
   quiet         p99 ≤ target / 2, or too few packets to show one       cap       down
   band          otherwise (p99 within (target / 2, target])            hold      hold
   ============  =====================================================  ========  ========
@@ -59,11 +59,13 @@ p99 in microseconds), the controller
 
   ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. **cap** jumps from
   the flavor's quota straight to ``need × headroom + margin_us`` (the median ``need`` of the
-  quiet streak; a step of ``down`` when ``need`` is not known) and narrows the busy-poll window
-  to ``min_poll_us``; it stays open (**high load**) when that is ``max_ratio`` of the flavor's
-  or more: little to save, much to lose. **down** then looks for the least CPU that keeps the
-  target: a step of ``down`` (or the sized cap, if lower, from intervals it was not throttled
-  in: a throttled VNF cannot show what it would use), throttled or not - a VNF that halts per
+  quiet streak; a step of ``down`` when ``need`` is not known; at most ``max_ratio`` of the
+  flavor's quota) and narrows the busy-poll window to ``min_poll_us``; it stays open (**high
+  load**) when the need itself is ``max_ratio`` of the flavor's or more: little to save, much
+  to lose (the frames no longer fit in the stalls of a 20 ms period). **down** then looks for
+  the least CPU that keeps the target: a step of ``down`` (or the sized cap, if lower, from
+  intervals it was not throttled in: a throttled VNF cannot show what it would use),
+  throttled or not - a VNF that halts per
   frame pays a wake-up per frame (VM exits: ~0.3 ms of host CPU under nested KVM), while a
   throttled one finds its frames batched in the ring, which its own latency does not count and
   the ring's signals guard (bench/powercap: a fixed 10 % cap at 10 % load cut host CPU 69 %
@@ -230,7 +232,7 @@ class Sizing:
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
     headroom: float = 1.5            # a cap is need x headroom + margin_us
     margin_us: int = 2_000
-    max_ratio: float = 0.7           # no cap when it would be this share of the flavor's
+    max_ratio: float = 0.7           # no cap when the need is this share of the flavor's
     throttle_hits: int = 1           # frames one throttled period can stall in the VNF
 
     def __post_init__(self):
@@ -355,10 +357,12 @@ class LatencyController:
         return d
 
     def sized(self, st: VnfState) -> int | None:
-        """The cap for the median need of the quiet streak (µs per period), None unknown."""
+        """The cap for the median need of the quiet streak (µs per period; at most
+        ``max_ratio`` of the flavor's), None unknown."""
         if not st.needs:
             return None
-        return round(self.need(st) * self.headroom * self.period_us) + self.margin_us
+        return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us,
+                   int(self.max_ratio * st.reserved_us))
 
     @staticmethod
     def need(st: VnfState) -> float:
@@ -515,9 +519,8 @@ class LatencyController:
                               (dropped, backlog, held))
         if ev == QUIET and need is not None and not (held and st.state == CAPPED):
             st.needs = (st.needs + [need])[-max(1, self.hold_intervals):]
-            sized = self.sized(st)
-            if sized is not None and sized >= self.max_ratio * reserved:
-                ev, why = HIGH_LOAD, f"need {self.need(st):.3f} CPU: a cap of {sized} us"
+            if self.need(st) * self.period_us >= self.max_ratio * reserved:
+                ev, why = HIGH_LOAD, f"need {self.need(st):.3f} CPU"
         if ev == QUIET:
             st.good += 1
         elif ev == HIGH_LOAD:

@@ -414,7 +414,8 @@ def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
     rounds it ran, applied to its vCPU threads' host CPU, plus its QEMU's own), the poll window
     at min_poll_us; then down a step per quiet streak, throttled or not (the least CPU that
     keeps the target), or to the sized cap when that is lower and it was not throttled; a need
-    that grows past max_ratio steps it up to the flavor's quota (open)."""
+    that grows past max_ratio steps it up to the flavor's quota (open); a cap is never sized
+    over max_ratio."""
     writes, polls, throttled = [], [], [0]
     c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=2,
                               poller=lambda k, us: polls.append(us) or us)
@@ -440,8 +441,8 @@ def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
         ("hold", pytest.approx(0.08)), ("down", pytest.approx(0.08))], ds
     assert ds[0]["sized_us"] is None                       # throttled the interval before
     assert ds[1]["quota_us"] == round(0.08 * 1.5 * 100_000) + 2000 == 14_000
-    # load grows: need 0.6 -> a cap of 92,000 us, over 0.7 of the flavor's: open at once
-    ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.6, 0.06)) for _ in range(2)]
+    # load grows: need 0.6 x 0.9 + 0.2 = 0.74, over 0.7 of the flavor's: open at once
+    ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.6, 0.2)) for _ in range(2)]
     assert [(d["action"], d["event"], d["state"], d["quota_us"]) for d in ds] == [
         ("up", "high load", "open", 100_000), ("hold", "high load", "open", 100_000)], ds
     assert writes == [24_500, 19_600, 14_000, 100_000]
@@ -486,3 +487,15 @@ def test_cpu_usage_reads_its_groups_processes_threads(cgroupfs, tmp_path, monkey
     assert cgroups.cpu_usage("gone") is None
     (g / "cgroup.procs").write_text("")
     assert cgroups.cpu_usage("u1") is None
+
+
+def test_a_need_over_max_ratio_keeps_it_open_and_a_cap_stops_at_max_ratio():
+    """(b): at high load no cap at all; below it, however much headroom, at most max_ratio."""
+    for vcpu, qemu, want in ((0.9, 0.25, ("hold", "high load", 100_000)),     # need 0.925
+                             (0.5, 0.2, ("cap", "quiet", 70_000))):    # 0.575 x 1.5 > 0.7
+        c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+        c.throttled = lambda key: 0
+        v = FakeVnf()
+        c.usage = v.usage
+        ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.75, 0.25, vcpu, qemu)) for _ in range(3)]
+        assert (ds[1]["action"], ds[1]["event"], ds[1]["quota_us"]) == want, ds[1]
