@@ -50,12 +50,12 @@ p99 in microseconds), the controller
 
   The cap's doing: a throttled period (the quota ran out) stalls the frame in process
   (``throttle_hits`` frames; raise it for a chain with Queues, whose frames wait in them; the
-  histogram does not count a frame still in the ring),
-  so a breach is the cap's when the group was throttled (or that is not known) and the packets
-  over the target less ``throttle_hits`` per throttled period would no longer breach: more
-  quota would buy it back. Otherwise the latency came from the host (the vCPU preempted by
-  other work, the generator): a release would not help, and on a busy host such noise made the
-  controller release, again and again, every cap it set (bench/powercap).
+  histogram does not count a frame still in the ring), so a breach is the cap's when the group
+  was throttled (or that is not known) and the packets over the target less ``throttle_hits``
+  per throttled period would no longer breach: more quota would buy it back. Otherwise the
+  latency came from the host (the vCPU preempted by other work, the generator): a release
+  would not help, and on a busy host such noise made the controller release, again and again,
+  every cap it set (bench/powercap).
 
   ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. **cap** jumps from
   the flavor's quota straight to ``need × headroom + margin_us`` (the median ``need`` of the
@@ -65,17 +65,16 @@ p99 in microseconds), the controller
   to lose (the frames no longer fit in the stalls of a 20 ms period). **down** then looks for
   the least CPU that keeps the target: a step of ``down`` (or the sized cap, if lower, from
   intervals it was not throttled in: a throttled VNF cannot show what it would use),
-  throttled or not - a VNF that halts per
-  frame pays a wake-up per frame (VM exits: ~0.3 ms of host CPU under nested KVM), while a
-  throttled one finds its frames batched in the ring, which its own latency does not count and
-  the ring's signals guard (bench/powercap: a fixed 10 % cap at 10 % load cut host CPU 69 %
-  with every interval within target, where the VNF's need read 0.2 CPU). **up** takes the
-  larger of ``quota × up`` and the sized cap (the flavor's, and the state OPEN, when that
-  reaches ``max_ratio``). **release** goes back to
-  the flavor's quota and the 1 ms window at once; one the VNF's ring or latency forced sets a
-  floor one step up from the quota that caused it, which later caps respect, and which sinks a
-  step after ``FLOOR_AGE`` steps down it blocked (without it, at high load the controller
-  capped into losses, released, and did it again);
+  throttled or not. A VNF that halts after each frame pays a wake-up per frame (VM exits:
+  ~0.3 ms of host CPU under nested KVM); a throttled one finds its frames batched in its
+  ring, which its own latency does not count and the ring's signals guard (bench/powercap: a
+  fixed 10 % cap at 10 % load cut host CPU 69 % with every interval within target, where the
+  VNF's need read 0.2 CPU). **up** takes the larger of ``quota × up`` and the sized cap (the
+  flavor's quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back
+  to the flavor's quota and the 1 ms window at once; a release the ring forced, or a breach
+  seen throttled, sets a floor one step up from the quota that caused it, which later caps
+  respect, and which sinks a step after ``FLOOR_AGE`` steps down it blocked (without it, at
+  high load the controller capped into losses, released, and did it again);
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
   :class:`CgroupCap` on the VNF's own group (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` and
