@@ -37,6 +37,19 @@ def test_interval_p99_is_the_bucket_lower_bound_of_the_interval():
     assert ctl.interval_p99([5] * 14, b1) == (4096, 1001)
 
 
+def test_interval_over_agrees_with_interval_p99():
+    """p99 > ns exactly when the packets in buckets over ns are more than 1 %."""
+    b0 = [0] * 20
+    for slow in (0, 5, 9, 10, 11, 50):
+        b1 = list(b0)
+        b1[10], b1[15] = 1000 - slow, slow                 # 1,024 ns and 32,768 ns
+        p99, n = ctl.interval_p99(b0, b1)
+        for ns in (1000, 2048, 20_000):
+            over = ctl.interval_over(b0, b1, ns)
+            assert over == (slow if ns >= 1024 else 1000), (slow, ns)
+            assert (p99 > ns) == (over > 0.01 * n), (slow, ns, p99, over)
+
+
 def _run(c, h, steps, target_us=10):
     out = []
     for n, ns in steps:
