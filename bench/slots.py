@@ -457,6 +457,8 @@ def main(argv=None) -> int:
                    help="tell the VNF the capacity at the pooled quantile (every packet of a "
                         "probe step) instead of the one keeping 99 %% of sessions of --run-s x "
                         "--session-pps packets within their own quantile")
+    q.add_argument("--vcpu-nice", type=int, default=None,
+                   help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
     q.add_argument("--reference-passes", type=int, default=1,

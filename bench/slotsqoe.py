@@ -240,8 +240,9 @@ def cmd_qoe(a) -> dict:
     if os.geteuid() != 0:
         raise SystemExit("bench.slots qoe needs root (network namespaces, bridges, taps)")
     tag = uuid.uuid4().hex[:6]
+    overrides = {} if a.vcpu_nice is None else {"vcpu_nice": a.vcpu_nice}
     mgr = VNFManager(make_conf(state_dir=f"/tmp/fluidvim-fvsq-{tag}",
-                               run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu"))
+                               run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu", **overrides))
     zone = make_zone(mgr)
     env = zone.env()
     t0 = time.perf_counter()
@@ -275,12 +276,13 @@ def cmd_qoe(a) -> dict:
         "command": (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
                     f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
                     f"--proto {a.proto} --client-nice {a.client_nice}"
-                    f"{' --pooled' if a.pooled else ''} --reference-passes "
+                    f"{' --pooled' if a.pooled else ''}"
+                    f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'} --reference-passes "
                     f"{a.reference_passes} --points {a.points} --sweep-step {a.sweep_step:g}"),
         "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
         "loadavg_start": list(load0),
         "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
-        "proto": a.proto, "client_nice": a.client_nice,
+        "proto": a.proto, "client_nice": a.client_nice, "vcpu_nice": mgr.conf.vnf.vcpu_nice,
         "path_floor": floor,
         "qoe": params.request(), "basis": params.basis,
         "capacity_pooled": pooled.capacity, "capacity_per_session": not a.pooled,

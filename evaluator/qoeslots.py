@@ -23,7 +23,7 @@ at the deadline, a session of n packets is over it by chance about half the time
 (1 - q)·n of its packets late; binomial). With ``session_packets`` the capacity is taken where
 the pooled late fraction is low enough that at most ``sessions_over`` (1 %) of sessions of that
 many packets are over by chance (:func:`session_quantile`: e.g. p99 for 800-packet sessions ->
-the pooled p99.64); without it, at the pooled quantile itself.
+the pooled p99.56); without it, at the pooled quantile itself.
 
 The VNF corrects the capacity at run time from its histogram (shrink when the tail passes the
 budget under load, grow back with hysteresis: ``unikernel/include/qoe.h``); this module only
