@@ -9,9 +9,11 @@ One forwarding VNF between two network namespaces; 64-byte frames from ``bench/p
 (:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
 its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``, reading
 the VNF's taps and its group's throttling as the exporter does; ``--down``, ``--hold``,
-``--min-quota-us`` and ``--period-us``, the CFS period of its quota, are its settings),
-``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
-controller settles), then ``--measure`` s measured:
+``--min-quota-us``, ``--headroom``, ``--max-ratio``, ``--min-poll-us`` and ``--period-us``, the
+CFS period of its quota, are its settings; ``rebase`` before each of its trials, so that its
+first interval does not span the other modes' trials), and any ``--fixed`` modes (``--modes``
+picks default, controller or both), ``--rounds`` times each, order swapped every round. A
+trial: ``--warmup`` s of traffic (the controller settles), then ``--measure`` s measured:
 
 * host CPU-seconds of the VNF's QEMU process (``/proc/<pid>/task/*/stat``), per million packets
   delivered, and the watts that is on the linear model (``(max - idle) / CPUs`` per busy CPU);
@@ -22,12 +24,16 @@ controller settles), then ``--measure`` s measured:
 * one-way latency p50 / p99 at ns b's socket (``pktgen recv``: kernel timestamp minus the
   sender's), loss;
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
-* the controller's decisions (action, why, quota, poll window, p99, ring backlog, throttled),
-  printed with ``--verbose``.
+* the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares);
+* the controller's decisions (action, event, why, quota, poll window, p99, ring backlog,
+  throttled, need, sized cap, floor), printed with ``--verbose``.
 
 Writes ``bench/results/powercap.json``: ``loads`` keyed ``10``, ``50``, ``90`` with
 ``cpu_saved_pct`` (controller vs default, host CPU-seconds per Mpkt) and
-``intervals_within_target_pct`` (controller trials), each mode's medians, every trial; and
+``intervals_within_target_pct`` (controller trials), ``host_busy_cpus_default`` and
+``host_saturated`` (the host's CPUs were all busy beside the default: its vCPU then never polls
+a whole core, and the saving is measured against what the scheduler let it burn), each mode's
+medians, every trial; and
 ``attribution_error_pct`` (the worst VNF of ``bench/results/attribution.json``). Not a test: no
 thresholds. Needs root, gcc, the kernel, and CPU quotas (cgroup v1 or v2)::
 
