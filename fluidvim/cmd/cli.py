@@ -197,8 +197,11 @@ def _print_vnf_power(mgr, args):
     print(f"  host {iv['host_watts']:.1f} W, unattributed {iv['unattributed_watts']:.1f} W")
     d = (iv.get("control") or {}).get(mgr.get(args.vnf).id)
     if d:
-        print(f"latency controller: {d['action']} ({d['why']}), CPU quota {d['quota_us']} us of "
-              f"{d['reserved_us']} per 100 ms, p99 target {d['target_us']:g} us")
+        need = "" if d.get("need_cpus") is None else f", need {d['need_cpus']:.3f} CPUs"
+        print(f"latency controller: {d.get('state', '?')}, {d['action']} on "
+              f"{d.get('event', '?')} ({d['why']}), CPU quota {d['quota_us']} us of "
+              f"{d['reserved_us']} per 100 ms{need}, poll window "
+              f"{d.get('poll_window_us', '?')} us, p99 target {d['target_us']:g} us")
 
 
 def cmd_vnf_rm(args):
