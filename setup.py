@@ -163,7 +163,9 @@ EXTRAS = {
              # `make dist`: the sdist and the wheel (PEP 517 build frontend)
              "build>=1.2",
              # tox.ini's environments (CI's stages one by one, nova31..nova34); 4.67: `constraints`
-             "tox>=4.67"] + DEMO + API + OSC + LIBVIRT,
+             "tox>=4.67",
+             # the installer of tools/bootstrap.sh and tools/nova-venv.sh
+             "uv>=0.13"] + DEMO + API + OSC + LIBVIRT,
 }
 
 setup(

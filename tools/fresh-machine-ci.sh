@@ -5,7 +5,7 @@
 # Run CI as a new machine would, on a used one: stops libvirtd, virtlogd, RabbitMQ, Nomad and
 # PostgreSQL (everything on this host that uses them is interrupted), deletes libvirt's QEMU
 # capabilities cache, puts /dev/kvm back to root:root 0600, turns KSM off, clones main into an
-# empty directory and runs `.ci/run` there with empty pip, Go, Nomad and Nova-venv caches; removes the clone
+# empty directory and runs `.ci/run` there with empty pip, uv, Go, Nomad and Nova-venv caches; removes the clone
 # and the caches afterwards (the log stays).
 #
 #   sudo tools/fresh-machine-ci.sh [REPO]      # REPO defaults to this checkout; log in /tmp/fresh-ci-HHMM.log
@@ -20,10 +20,10 @@ rm -f /var/cache/libvirt/qemu/capabilities/*.xml
 chown root:root /dev/kvm && chmod 0600 /dev/kvm
 echo 0 > /sys/kernel/mm/ksm/run 2>/dev/null
 git clone -q "$REPO" "$D"
-mkdir -p "$D-cache/gomod" "$D-cache/gocache" "$D-cache/nomad" "$D-cache/nova-venvs"
+mkdir -p "$D-cache/gomod" "$D-cache/gocache" "$D-cache/nomad" "$D-cache/nova-venvs" "$D-cache/uv"
 cd "$D" || exit 1
 env GOMODCACHE="$D-cache/gomod" GOCACHE="$D-cache/gocache" NOMAD_CACHE_DIR="$D-cache/nomad" \
-    NOVA_VENV_CACHE="$D-cache/nova-venvs" \
+    NOVA_VENV_CACHE="$D-cache/nova-venvs" UV_CACHE_DIR="$D-cache/uv" \
     PIP_NO_CACHE_DIR=1 CI=true bash .ci/run > "$D.log" 2>&1
 rc=$?
 echo "rc=$rc" >> "$D.log"

@@ -9,8 +9,8 @@
 #
 # Kept outside the checkout like the Nomad agent (tools/build-nomad.sh), in
 # $NOVA_VENV_CACHE (default /var/cache/fluidvim)/novaNN-<hash of the constraints>: built once per
-# machine and set of pins (~3-4 min, pip from its cache); after that pip only re-points the
-# editable install at this checkout (CI's clone moves) and adds what setup.py's extras gained.
+# machine and set of pins (~1 min with uv; ~3-4 min it was with pip); after that uv only re-points
+# the editable install at this checkout (CI's clone moves) and adds what setup.py's extras gained.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rel=${1:?usage: tools/nova-venv.sh NN (a file tools/constraints/novaNN.txt)}
@@ -20,14 +20,19 @@ key=$(sha256sum "$pins" | cut -c1-12)
 dir=${NOVA_VENV_CACHE:-/var/cache/fluidvim}/nova$rel-$key
 PY=${PYTHON:-python3}
 
+# the installer of tools/bootstrap.sh (uv, pinned in constraints.txt; its cache holds most of
+# these wheels already)
+UV=${UV:-.venv/bin/uv}
+[ -x "$UV" ] || { echo "tools/nova-venv.sh: no $UV: run tools/bootstrap.sh first" >&2; exit 2; }
+uvpip=("$UV" pip install -q -p "$dir/bin/python" -c "$pins")
 if [ ! -f "$dir/.complete" ]; then
   echo "nova-venv: building $dir" >&2
   rm -rf "$dir"
   mkdir -p "$(dirname "$dir")"
   "$PY" -m venv "$dir"
-  "$dir/bin/pip" install -q --upgrade pip setuptools wheel >&2
+  "${uvpip[@]}" --upgrade pip setuptools wheel >&2
 fi
-"$dir/bin/pip" install -q -c "$pins" -e ".[nova,nova-test,orchestrator,libvirt]" >&2
+"${uvpip[@]}" -e ".[nova,nova-test,orchestrator,libvirt]" >&2
 touch "$dir/.complete"
 # Nova's test fixtures read api-paste.ini from <site-packages>/etc/nova (as tools/bootstrap.sh)
 site=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
