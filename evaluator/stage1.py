@@ -22,7 +22,10 @@ ZoneAdapter:
 
 Probes run one at a time: a load probe measures latency and must not share the CPU with another.
 A failed probe is cached for ``failure_valid_for_s`` (so a broken environment is not hammered on
-every placement) and reported; a probe that cannot run in any zone of the type is not cached.
+every placement) and reported, as is a load probe that measured the host's contention rather than
+the VNF (``metrics["contended"]``: its VNF waited for a CPU most of the time, so its capacity
+is likely too low - an overloaded host's 0 slots must not stand for an hour); a probe that
+cannot run in any zone of the type is not cached.
 """
 
 from __future__ import annotations
@@ -208,7 +211,7 @@ class Stage1Runner:
             r = ProbeResult(env_uid=uid, kind=probe.kind, ok=False, metrics={}, zone=where,
                             error=f"probe raised {type(e).__name__}: {e}")
         secs = time.perf_counter() - t
-        if not r.ok:
+        if not r.ok or r.metrics.get("contended"):    # measured again soon (probes.py)
             r.valid_for_s = min(r.valid_for_s, self.failure_valid_for_s)
         try:
             self.cache.put(r)

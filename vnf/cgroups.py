@@ -234,23 +234,52 @@ def _thread_cpu(pid: str) -> tuple[int, int]:
     return total, vcpu
 
 
+def _group_pids(name: str) -> list[str]:
+    """The processes in VNF ``name``'s group (its QEMU), from the first of its directories
+    that has any; [] when it has no group or no process here."""
+    for d in dirs(name):
+        try:
+            pids = _read(os.path.join(d, "cgroup.procs")).split()
+        except OSError:
+            continue
+        if pids:
+            return pids
+    return []
+
+
 def cpu_usage(name: str) -> dict | None:
     """Host CPU-seconds so far of the processes in VNF ``name``'s group (``cgroup.procs``: its
     QEMU): ``total`` and ``vcpu``, the part of its vCPU threads (those with guest time), so that
     ``total - vcpu`` is QEMU's own share (the main thread's tap I/O, its workers), which the
     VNF's own ``stats`` cannot see. From ``/proc/<pid>/task/*/stat`` (cgroup v1's cpu hierarchy
     has no usage counter); None when it has no group or no process here."""
-    for d in dirs(name):
+    pids = _group_pids(name)
+    if not pids:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    total = vcpu = 0
+    for pid in pids:
+        t, v = _thread_cpu(pid)
+        total, vcpu = total + t, vcpu + v
+    return {"total": total / hz, "vcpu": vcpu / hz}
+
+
+def cpu_waits(name: str) -> dict | None:
+    """Seconds so far that the threads of VNF ``name``'s group ran on a CPU (``run_s``) and
+    waited for one while runnable (``wait_s``), from ``/proc/<pid>/task/*/schedstat``: a VNF
+    whose threads wait more than they run is measured against the host's contention, not its
+    own capacity. None when it has no group, no process, or the kernel keeps no schedstat."""
+    run = wait = 0
+    seen = False
+    for pid in _group_pids(name):
         try:
-            pids = _read(os.path.join(d, "cgroup.procs")).split()
+            tids = os.listdir(os.path.join(PROC, pid, "task"))
         except OSError:
-            continue
-        if not pids:
-            continue
-        hz = os.sysconf("SC_CLK_TCK")
-        total = vcpu = 0
-        for pid in pids:
-            t, v = _thread_cpu(pid)
-            total, vcpu = total + t, vcpu + v
-        return {"total": total / hz, "vcpu": vcpu / hz}
-    return None
+            continue                                 # it just ended
+        for tid in tids:
+            try:
+                f = _read(os.path.join(PROC, pid, "task", tid, "schedstat")).split()
+            except OSError:
+                continue
+            run, wait, seen = run + int(f[0]), wait + int(f[1]), True
+    return {"run_s": run / 1e9, "wait_s": wait / 1e9} if seen else None

@@ -27,7 +27,7 @@ from fluidvim.common.zonetypes import (
     ZoneError,
 )
 from fluidvim.evaluator.model import EnvironmentType
-from fluidvim.vnf import netdev, states as vstates
+from fluidvim.vnf import cgroups, netdev, states as vstates
 from fluidvim.vnf.backends import LaunchError
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
@@ -138,8 +138,12 @@ class LocalZone(ZoneAdapter):
         return out
 
     def stats(self, instance_id: str) -> dict:
-        """The VNF's own stats (slots, counters, per-packet latency), e.g. for load probes."""
-        return self.mgr.stats(instance_id)
+        """The VNF's own stats (slots, counters, per-packet latency), e.g. for load probes, with
+        ``host_cpu``: its QEMU threads' seconds on a CPU and waiting for one
+        (:func:`fluidvim.vnf.cgroups.cpu_waits`) where its group has them."""
+        out = self.mgr.stats(instance_id)
+        waits = cgroups.cpu_waits(self.mgr.get(instance_id).id)
+        return out if waits is None else {**out, "host_cpu": waits}
 
     def can_launch_on_demand(self, service: str) -> bool:
         return self.cannot_launch_reason(service) is None

@@ -12,7 +12,7 @@ import pytest
 from fluidvim.evaluator.analyzers import CostBenefitAnalyzer, Stage2Runner
 from fluidvim.evaluator.cache import ProbeCache
 from fluidvim.evaluator.model import Candidate, ServiceProfile
-from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe
+from fluidvim.evaluator.probes import BootProbe, LoadProbe, StaticProbe, contended_steps
 from fluidvim.evaluator.slots import estimate_capacity, estimate_slots
 from fluidvim.evaluator.stage1 import Stage1Runner
 from fluidvim.orchestrator.zones.local import LocalZone as make_zone
@@ -121,6 +121,9 @@ def test_load_probe_records_a_curve_and_cleans_up(mgr, prefix, proto):
         assert s["loss_worst_window"] >= s["loss"] >= 0.0
         # the VNF saw the traffic: its own processing-latency histogram grew in this step
         assert s["vnf_latency_ns"]["count"] >= s["received"]
+        # and its QEMU threads' waits for a CPU were read from its cgroup's schedstat
+        assert 0.0 <= s["vnf_cpu_wait_share"] <= 1.0
+    assert ("contended" in r.metrics) == bool(contended_steps(steps)), r.metrics.get("contended")
     est = estimate_capacity(r, deadline_ms=1000.0, quantile=0.5)
     assert est.slots >= 1 and est.basis
     assert estimate_slots(r, 1000.0, 0.5, session_pps=50) >= est.slots
