@@ -20,12 +20,6 @@ NOVA_TESTS := fluidvim.nova_driver.tests.test_driver fluidvim.nova_driver.tests.
 	fluidvim.nova_driver.tests.test_ovs_vifs fluidvim.nova_driver.tests.test_moves
 # Nova-fixture tests outside the package (run from the repo root; not pytest-collected by name)
 NOVA_TESTS += tests.e2e.nova_zone_functional tests.e2e.nova_multihost_functional
-# `make test` runs these (the two-compute moves and zones, ~5 min of the ~10) in a second
-# testtools process beside the others: the Nova stage waits on its services far more than it
-# computes (~21 % of a core, docs/testing.md), and every test has its own dirs, taps and
-# notification topics (the one OVS test, test_ovs_vifs, stays in the first process)
-NOVA_TESTS_2 := fluidvim.nova_driver.tests.test_moves tests.e2e.nova_multihost_functional \
-	tests.e2e.nova_zone_functional
 
 # On one SLURP release besides (docs/nova-releases.md): what differs between releases
 # (test_compat) and the driver's paths through it (VIF plugging, Nova's conformance suite)
@@ -38,8 +32,7 @@ NOVA_SLURP_TESTS := fluidvim.nova_driver.tests.test_compat fluidvim.nova_driver.
 PYTEST_WORKERS ?= 3
 
 test:   # stages timed by tools/test.sh (bootstrap, C, lint, Go, Nova, Nomad agent build, pytest)
-	NOVA_TESTS="$(filter-out $(NOVA_TESTS_2),$(NOVA_TESTS))" NOVA_TESTS_2="$(NOVA_TESTS_2)" \
-		NOVA_SLURP="$(NOVA_SLURP)" NOVA_SLURP_TESTS="$(NOVA_SLURP_TESTS)" \
+	NOVA_TESTS="$(NOVA_TESTS)" NOVA_SLURP="$(NOVA_SLURP)" NOVA_SLURP_TESTS="$(NOVA_SLURP_TESTS)" \
 		PYTEST_WORKERS="$(PYTEST_WORKERS)" tools/test.sh
 
 soak: bootstrap   # the long leak soak: 1,000 create/delete cycles per backend (~20 min; bench/RESULTS.md)

@@ -5,21 +5,19 @@
 # `make test` (and so .ci/run): every stage of the test suite, each timed; the table at the end
 # (also on failure) is the run's record (docs/testing.md describes the stages).
 #
-#   tools/test.sh            NOVA_TESTS (space-separated testtools ids) comes from the Makefile,
-#                            NOVA_TESTS_2 too (optional: a second Nova process, beside the first)
+#   tools/test.sh            NOVA_TESTS (space-separated testtools ids) comes from the Makefile
 #   PYTEST_WORKERS=N         pytest's xdist workers (Makefile default; 1 = serial, no xdist)
 #
 # The Nomad agent build (tools/build-nomad.sh: ~5 min cold, cached after) runs in the background
 # from the start and overlaps the C, lint, Go and Nova stages; pytest (whose e2e tests need the
-# agent) waits for it. The Nova stages run in the background too, beside the Go stage and that
-# wait: NOVA_TESTS then the SLURP release's tests in one process after the other, NOVA_TESTS_2
-# in a second process at the same time (they mostly wait on Nova's services, not on a CPU); their output is printed, and their times added to the table, before
+# agent) waits for it. The two Nova stages run in the background too, one after the other, beside
+# the Go stage and that wait; their output is printed, and their times added to the table, before
 # pytest starts (not beside it: Nova's test_ovs_vifs and pytest's OVS tests each start an
 # ovs-vswitchd with the userspace datapath, one host device; tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
-: "${NOVA_TESTS:?set by the Makefile}" "${NOVA_TESTS_2:=}" "${PYTEST_WORKERS:=1}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
+: "${NOVA_TESTS:?set by the Makefile}" "${PYTEST_WORKERS:=1}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
 
 declare -a TIMES=()
 start=$SECONDS
@@ -61,29 +59,12 @@ wait_nomad() {
 bg_log=$(mktemp /tmp/fluidvim-nova-stages.XXXXXX)
 bg_times=$(mktemp /tmp/fluidvim-nova-times.XXXXXX)
 nova_stages() {
-  local rc=0 pid2=
-  if [ -n "$NOVA_TESTS_2" ]; then
-    nova_second >"$bg_log.2" 2>&1 &
-    pid2=$!
-  fi
+  local rc=0
   # stage() appends to TIMES in this subshell: copy the rows out for the parent's table
   # shellcheck disable=SC2086 # one test id per word
   stage nova $VENV/python -m testtools.run $NOVA_TESTS || rc=$?
   stage "nova$NOVA_SLURP" nova_slurp || rc=$?
   printf '%s\n' "${TIMES[@]: -2}" >"$bg_times"
-  if [ -n "$pid2" ]; then
-    wait "$pid2" || rc=$?
-    cat "$bg_log.2"
-    cat "$bg_times.2" >>"$bg_times"
-    rm -f "$bg_log.2" "$bg_times.2"
-  fi
-  return "$rc"
-}
-nova_second() {
-  local rc=0
-  # shellcheck disable=SC2086 # one test id per word
-  stage nova-2 $VENV/python -m testtools.run $NOVA_TESTS_2 || rc=$?
-  printf '%s\n' "${TIMES[@]: -1}" >"$bg_times.2"
   return "$rc"
 }
 wait_nova() {
