@@ -422,7 +422,9 @@ def _run(p: dict) -> str:
     """When and from which commit a row was run (rows older than the stamp: unknown)."""
     if not p.get("run_at"):
         return "before the stamp"
-    return f"{p['run_at'][5:16].replace('T', ' ')} {p.get('commit') or ''}".strip()
+    gc = (p.get("schedsim_gc") or {}).get("GOGC", "")
+    gc = f" GOGC={gc}" if gc and not gc.startswith("unset") else ""    # Nomad's times without GC
+    return f"{p['run_at'][5:16].replace('T', ' ')} {p.get('commit') or ''}{gc}".strip()
 
 
 def _fmt(x) -> str:

@@ -146,3 +146,11 @@ def test_build_is_cached(binary):
     mtime = binary.stat().st_mtime_ns
     assert nomad_policy.build() == binary
     assert binary.stat().st_mtime_ns == mtime
+
+
+def test_report_marks_rows_run_without_gc():
+    from bench.energy.__main__ import _run
+    row = {"run_at": "2026-11-28T04:00Z", "commit": "abc1234"}
+    assert _run(row) == "11-28 04:00 abc1234"
+    assert _run({**row, "schedsim_gc": {"GOGC": "unset (Go's default)"}}) == "11-28 04:00 abc1234"
+    assert _run({**row, "schedsim_gc": {"GOGC": "off"}}) == "11-28 04:00 abc1234 GOGC=off"
