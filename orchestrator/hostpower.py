@@ -699,7 +699,7 @@ class HostPower:
         Hosts that hold VNFs are emptied only when :func:`.power.consolidation_gate` lets them
         (demand not growing, no forecast shortfall in ``ahead``, no host waking: ``held`` says
         why not), and only for a saving that outweighs waking them again."""
-        from .power import consolidation_gate, consolidation_plan
+        from .power import Fill, consolidation_gate, consolidation_plan, unit_watts
 
         fleet, infos, skipped = self.fleet()
         now, n = self.clock(), sum(len(h.load) for h in fleet)
@@ -710,8 +710,12 @@ class HostPower:
                                   waking=any(v.state == WAKING for v in self.views()),
                                   growing=self._counts[0][1] < n)
         boot = self.o.wake_ahead_s
+        # the receivers' fill limits are against the best host out of service to wake instead
+        # (what bench/energy's placement fills against), not the best host in service
+        wake_w = min((unit_watts(h.model, h.capacity) for h in self._asleep()), default=None)
         p = consolidation_plan(fleet, u_low=0.0 if held else self.o.consolidate_u_low,
-                               fill=self.o.vnf_vcpus, horizon_s=self.o.consolidate_horizon_s or None,
+                               fill=Fill(self.o.vnf_vcpus, wake_w),
+                               horizon_s=self.o.consolidate_horizon_s or None,
                                wake_j=(lambda fh: boot * fh.model.watts(1.0)) if boot > 0 else None)
         empty = [h.name for h in fleet if not h.load]
         per_host = {h.name: {"watts": round(h.watts(), 1), "u": round(h.u, 3),

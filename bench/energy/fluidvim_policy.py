@@ -482,5 +482,5 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         plan = power.consolidation_plan(
             fleet, u_low=self.u_low, horizon_s=self.horizon_s, move_j=self.move_j,
             wake_j=lambda fh: self.boot_s * fh.model.watts(1.0), keep=self.short_ahead,
-            fill=1.0)
+            fill=power.Fill(1.0, self._fills.get("_best")))
         return list(plan.sleep)

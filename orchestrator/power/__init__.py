@@ -88,6 +88,7 @@ from .cli import (  # noqa: F401
 )
 from .fleet import (  # noqa: F401
     ConsolidationPlan,
+    Fill,
     FleetHost,
     Migration,
     ShortfallPeak,

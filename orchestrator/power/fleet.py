@@ -168,10 +168,20 @@ class _Candidates:
         return found
 
 
+@dataclasses.dataclass(frozen=True)
+class Fill:
+    """How :func:`consolidation_plan` fills its receivers: VNFs of ``vnf`` capacity units, each
+    receiver up to its :func:`fill_limit` against ``wake_unit_w`` (the watts per unit of the
+    best host out of service to wake; ``None``: the best host of the plan's)."""
+
+    vnf: float
+    wake_unit_w: float | None = None
+
+
 def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
                        horizon_s: float | None = None, move_j: float = 0.0,
                        wake_j=None, keep: float = 0.0,
-                       fill: float | None = None) -> ConsolidationPlan:
+                       fill: float | Fill | None = None) -> ConsolidationPlan:
     """Which lightly loaded hosts (u <= ``u_low``) can move all their VNFs elsewhere (PABFD, never
     onto a host being emptied or a sleeping one) and sleep, least loaded first. A host is only
     emptied when it saves power - and, with ``horizon_s``, only when the watts it saves over
@@ -187,13 +197,24 @@ def consolidation_plan(hosts, u_low: float = 0.5, apply: bool = False, *,
     any host may be the one emptied and woken again later, so packing a receiver into the
     steep top of its curve is never cheaper than that host awake (bench/energy: receivers
     packed to their u_max ran all day at 95-100 %, and consolidation cost energy).
+    A :class:`Fill` with ``wake_unit_w``, the watts per unit of the best host out of service
+    to wake instead (:func:`unit_watts`; what the placement's own fill limits are against):
+    the receivers' fill limits are against it rather than against the best host of ``hosts``
+    (the best host in service) - on a mixed fleet
+    that is the most efficient server, in service and never the one woken, and it held every
+    receiver at its efficient load (bench/energy, heterogeneous 20 hosts: a 112-thread host
+    kept 50-80 VNFs through the night that the 88- and 256-thread servers had room for up to
+    their own fill limits). ``None`` or ``inf`` (no host out of service): the best of ``hosts``.
     With ``apply`` the fleet is changed, else it is left as it was.
     """
     caps = {}
     if fill is not None and hosts:
-        best = min(unit_watts(h.model, h.capacity) for h in hosts)
+        f = fill if isinstance(fill, Fill) else Fill(fill)
+        w = f.wake_unit_w
+        best = w if w is not None and math.isfinite(w) else \
+            min(unit_watts(h.model, h.capacity) for h in hosts)
         for h in hosts:
-            lim = fill_limit(h.model, h.capacity, best, demand=fill) / h.capacity
+            lim = fill_limit(h.model, h.capacity, best, demand=f.vnf) / h.capacity
             if lim < h.u_max:
                 caps[h.name] = h.u_max
                 h.u_max = max(lim, min(h.u_max, h.u))     # never below what it holds

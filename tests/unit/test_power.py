@@ -638,6 +638,37 @@ def test_consolidation_plan_does_not_pack_receivers_into_the_steep_top_of_their_
     assert [h.u_max for h in hs] == [1.0, 1.0]
 
 
+def test_consolidation_plan_caps_receivers_against_the_host_to_wake_when_given():
+    # a receiver most efficient at 50 % (3 W a thread), 5 W a step above; a full efficient
+    # host; a small host to empty
+    rx = power.SpecpowerCurve([10, 11, 12, 13, 14, 15, 20, 25, 30, 35, 40])      # 10 threads
+    full = power.SpecpowerCurve([10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110])
+    small = power.SpecpowerCurve([30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80])
+    assert power.efficient_utilisation(rx) == 0.5
+    assert power.unit_watts(rx, 10) == pytest.approx(3.0)
+
+    def hosts():
+        hs = [power.FleetHost("full", full, capacity=10), power.FleetHost("rx", rx, capacity=10),
+              power.FleetHost("small", small, capacity=10)]
+        for name, n in (("full", 10), ("rx", 5), ("small", 2)):
+            h = next(h for h in hs if h.name == name)
+            for k in range(n):
+                h.add(f"{name}{k}", 1.0)
+        return hs
+    # against the best host of the plan (rx itself, 3 W a thread) rx stays at 50 %: no room
+    held = power.consolidation_plan(hosts(), u_low=0.3, fill=1.0)
+    assert held.sleep == [] and held.migrations == []
+    # the host out of service to wake instead costs 6 W a VNF: past 50 % rx's VNFs cost 5 W
+    # each, so it takes the small host's two and the small host sleeps
+    assert power.fill_limit(rx, 10, 6.0) == 10
+    moved = power.consolidation_plan(hosts(), u_low=0.3, fill=power.Fill(1.0, 6.0))
+    assert moved.sleep == ["small"] and {m.dst for m in moved.migrations} == {"rx"}
+    assert moved.saved_watts == pytest.approx(small.watts(0.2) - (rx.watts(0.7) - rx.watts(0.5)))
+    # nothing out of service (inf): against the best host of the plan, as without it
+    assert power.consolidation_plan(hosts(), u_low=0.3,
+                                    fill=power.Fill(1.0, math.inf)).sleep == []
+
+
 def _plan_by_brute_force(hosts, u_low):
     """consolidation_plan as first written (whole-fleet PABFD per VNF, whole-fleet watts per
     attempt): the reference the incremental plan must match, decision for decision."""
