@@ -42,6 +42,7 @@ do not meet.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import importlib
 import importlib.util
@@ -481,34 +482,8 @@ class Stack:
         self._check_ports()
         self.write_configs()
         self._rabbit_vhost()
-        kconf = self._keystone_setup()
-
-        self._say("placement, glance: db sync")
-        pconf = str(self.etc / "placement" / "placement.conf")
-        self._run("placement-manage db sync", [str(BIN / "placement-manage"), "--config-file",
-                                               pconf, "db", "sync"])
-        gconf = str(self.etc / "glance" / "glance-api.conf")
-        self._run("glance-manage db_sync", [str(BIN / "glance-manage"), "--config-file", gconf,
-                                            "db_sync"])
-
-        self._say("nova: api_db sync, cells, db sync")
-        nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
-        self._run("nova-manage api_db sync", nm + ["api_db", "sync"])
-        self._run("nova-manage cell_v2 map_cell0", nm + [
-            "cell_v2", "map_cell0", "--database_connection", self.db("nova_cell0")])
-        self._run("nova-manage cell_v2 create_cell", nm + [
-            "cell_v2", "create_cell", "--name", "cell1", "--verbose"])
-        self._run("nova-manage db sync", nm + ["db", "sync"])
-        # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
-        shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+        kconf = self._databases()
         if self.neutron:
-            self._say("neutron: schema from the models, stamp heads; Open vSwitch")
-            self._run("neutron schema", [sys.executable, "-c", (
-                "import sqlalchemy, sys; from neutron.db.migration.models import head; "
-                "head.get_metadata().create_all(sqlalchemy.create_engine(sys.argv[1]))"),
-                self.db("neutron")])
-            self._run("neutron-db-manage stamp", [str(BIN / "neutron-db-manage"), "--config-file",
-                                                  str(self.neutron_conf), "stamp", "heads"])
             self.ovs.start()
         self._wal()
 
@@ -548,6 +523,7 @@ class Stack:
         if self.neutron:
             self.wait_log("neutron-ovs-agent", "Agent initialized successfully", timeout=120)
         self._say("waiting for the compute node to report to Placement, then discover_hosts")
+        nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
         self.wait_log("nova-compute", "Compute node record created", timeout=120)
         deadline = time.monotonic() + 60
         while True:
@@ -559,6 +535,48 @@ class Stack:
                 self._fail("nova-compute", "never became discoverable in cell1")
             time.sleep(1)
         self._say(f"cloud up in {time.monotonic() - t0:.1f} s (logs: {self.logs})")
+
+    def _databases(self) -> str:
+        """Every service's database, each service's chain of commands in a thread of its own:
+        separate SQLite files and processes, so Keystone's, Placement's, Glance's, Nova's and
+        Neutron's migrations overlap instead of running one after the other. Returns
+        Keystone's config file."""
+        pconf = str(self.etc / "placement" / "placement.conf")
+        gconf = str(self.etc / "glance" / "glance-api.conf")
+        chains = {
+            "keystone": self._keystone_setup,
+            "placement": lambda: self._run("placement-manage db sync", [
+                str(BIN / "placement-manage"), "--config-file", pconf, "db", "sync"]),
+            "glance": lambda: self._run("glance-manage db_sync", [
+                str(BIN / "glance-manage"), "--config-file", gconf, "db_sync"]),
+            "nova": self._nova_databases,
+        }
+        if self.neutron:
+            chains["neutron"] = self._neutron_database
+        self._say(f"databases: {', '.join(chains)} at once")
+        with concurrent.futures.ThreadPoolExecutor(len(chains)) as pool:
+            futures = {name: pool.submit(chain) for name, chain in chains.items()}
+        return {name: f.result() for name, f in futures.items()}["keystone"]
+
+    def _nova_databases(self) -> None:
+        nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
+        self._run("nova-manage api_db sync", nm + ["api_db", "sync"])
+        self._run("nova-manage cell_v2 map_cell0", nm + [
+            "cell_v2", "map_cell0", "--database_connection", self.db("nova_cell0")])
+        self._run("nova-manage cell_v2 create_cell", nm + [
+            "cell_v2", "create_cell", "--name", "cell1", "--verbose"])
+        self._run("nova-manage db sync", nm + ["db", "sync"])
+        # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
+        shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+
+    def _neutron_database(self) -> None:
+        """Neutron's schema from its models, stamped at the migration heads."""
+        self._run("neutron schema", [sys.executable, "-c", (
+            "import sqlalchemy, sys; from neutron.db.migration.models import head; "
+            "head.get_metadata().create_all(sqlalchemy.create_engine(sys.argv[1]))"),
+            self.db("neutron")])
+        self._run("neutron-db-manage stamp", [str(BIN / "neutron-db-manage"), "--config-file",
+                                              str(self.neutron_conf), "stamp", "heads"])
 
     def _keystone_setup(self) -> str:
         """db_sync, Fernet and credential keys, bootstrap (admin, the identity endpoint)."""
