@@ -38,9 +38,7 @@ SHARED_GROUPS = {
 }
 
 # measured in a parallel run (docs/testing.md): the longest units first (the "ovs" group is
-# the two Nova e2e modules, ~10 min together). The order inside the "ovs" group matters too:
-# the Nova modules share one cloud (tests/e2e/nova_cloud.py) that test_nova_moves_e2e stops
-# when it ends, before the OVS and OVN tests start an Open vSwitch of their own
+# the two Nova e2e modules, ~10 min together)
 LONGEST_FIRST = (
     "tests/e2e/test_nova_e2e.py",
     "tests/e2e/test_nova_moves_e2e.py",

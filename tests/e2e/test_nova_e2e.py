@@ -18,8 +18,7 @@ With the real Neutron (ML2/OVS, its OVS agent, on Open vSwitch with the userspac
 ``network create`` ×2, ``subnet create`` ×2, ``server create --nic net-id=… --nic net-id=…`` →
 ACTIVE, traffic between two Neutron ports of those networks passes through the VNF (its counters
 move), and ``server delete`` leaves no OVS port (:func:`tests.e2e.nova_services.scenario_ovs`).
-About 2-3 minutes (about 60 s of it is starting the cloud, shared with
-test_nova_moves_e2e: tests/e2e/nova_cloud.py).
+About 2-3 minutes (about 60 s of it is starting the cloud).
 """
 
 from __future__ import annotations
@@ -28,16 +27,16 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
 
 from fluidvim.vnf import conf as vnfconf
 from tests import faults
-from tests.e2e import nova_cloud, nova_services as ns
+from tests.e2e import nova_services as ns
 
 KERNEL = vnfconf.default_kernel()
-MOVES = "tests/e2e/test_nova_moves_e2e.py"
 
 pytestmark = [
     pytest.mark.slow,
@@ -51,17 +50,16 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def stack(request, nova_shared_cloud):
-    """The run's cloud (tests/e2e/nova_cloud.py, shared with test_nova_moves_e2e, which stops
-    it), its second compute disabled: these tests are about one compute, and every server
-    lands on the first. Logs stay in the cloud's work dir."""
-    s = nova_shared_cloud.get()
+def stack():
+    # a work dir, ports, vhost and run dir of this run's own: another run, or the services a
+    # killed run left, are neither stopped by this one nor in its way (logs stay in the work dir)
+    work = tempfile.mkdtemp(prefix="fvn-nova-e2e-pytest-")
+    s = ns.Stack(work, kernel=KERNEL, ports=ns.free_ports(ns.SERVICES + ("openflow",)))
     try:
-        s.set_enabled(nova_cloud.HOST2, False)
+        s.start()
         yield s
     finally:
-        if not any(i.nodeid.startswith(MOVES) for i in request.session.items):
-            nova_shared_cloud.close()           # no later user in this run
+        s.stop()
 
 
 def _with_logs(stack, fn, *args, **kw):

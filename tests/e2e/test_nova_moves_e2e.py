@@ -27,15 +27,18 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
 
 from fluidvim.vnf import conf as vnfconf
-from tests.e2e import nova_cloud, nova_services as ns
+from tests.e2e import nova_services as ns
 
 KERNEL = vnfconf.default_kernel()
-HOST1, HOST2, SVC = nova_cloud.HOST1, nova_cloud.HOST2, nova_cloud.SVC
+HOST1 = ns.COMPUTE_HOST
+HOST2 = ns.COMPUTE_HOST + "2"
+SVC = {HOST1: "nova-compute", HOST2: "nova-compute-2"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -48,16 +51,85 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def stack(nova_shared_cloud):
-    """The run's cloud (tests/e2e/nova_cloud.py; test_nova_e2e's before, with host2
-    disabled), host2 enabled; stopped when this module ends, its last user."""
+class TwoComputeStack(ns.Stack):
+    """The cloud of :class:`~tests.e2e.nova_services.Stack` plus a second nova-compute."""
+
+    @property
+    def compute2_conf(self):
+        return self.etc / "nova" / "nova-compute-2.conf"
+
+    def conf_of(self, host: str):
+        return self.compute_conf if host == HOST1 else self.compute2_conf
+
+    def write_configs(self) -> None:
+        super().write_configs()
+        text = self.compute_conf.read_text()
+        for old, new in ((f"host = {HOST1}\n", f"host = {HOST2}\n"),
+                         (f"state_path = {self.work}/nova\n", f"state_path = {self.work}/nova2\n"),
+                         (f"state_dir = {self.work}/vnf\n", f"state_dir = {self.work}/vnf2\n"),
+                         (f"run_dir = {self.run_dir}\n", f"run_dir = {self.run_dir}-2\n"),
+                         (f"{self.work}/nova/fluidvim-images", f"{self.work}/nova2/fluidvim-images"),
+                         (str(self.compute_conf), str(self.compute2_conf))):
+            if old not in text and old != str(self.compute_conf):
+                raise ns.ServiceError(f"nova-compute.conf has no {old.strip()!r} to change")
+            text = text.replace(old, new)
+        for d in ("nova2", "vnf2"):
+            (self.work / d).mkdir(exist_ok=True)
+        self.compute2_conf.write_text(text)
+
+    def start_compute(self, host: str) -> None:
+        self._start(SVC[host], [str(ns.BIN / "nova-compute"), "--config-file",
+                                str(self.conf_of(host))])
+
+    def start(self) -> None:
+        super().start()
+        t0 = time.monotonic()
+        self.start_compute(HOST2)
+        self.wait_log(SVC[HOST2], "Compute node record created", timeout=120)
+        nm = [str(ns.BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
+        deadline = time.monotonic() + 60
+        while HOST2 not in self._run("list_hosts", nm + ["cell_v2", "list_hosts"]):
+            self._run("discover_hosts", nm + ["cell_v2", "discover_hosts"], service=True)
+            if time.monotonic() > deadline:
+                self._fail(SVC[HOST2], "never became discoverable in cell1")
+            time.sleep(1)
+        self._say(f"second compute {HOST2} up in {time.monotonic() - t0:.1f} s")
+
+    def stop(self) -> None:
+        try:
+            super().stop()              # every process (both computes), compute 1's VNFs
+        finally:
+            _destroy_vnfs_of(self.compute2_conf)
+            run2 = f"{self.run_dir}-2"
+            if os.path.isdir(run2) and not os.listdir(run2):
+                os.rmdir(run2)
+
+
+def _destroy_vnfs_of(conf) -> None:
+    if not conf.exists():
+        return
+    from oslo_config import cfg
+
+    from fluidvim.vnf.manager import VNFManager
+    c = cfg.ConfigOpts()
+    vnfconf.register_opts(c)
+    c([], default_config_files=[str(conf)])
+    mgr = VNFManager(c)
     try:
-        s = nova_shared_cloud.get()
-        s.set_enabled(HOST2, True)
+        mgr.destroy_all()
+    finally:
+        mgr.close()
+
+
+@pytest.fixture(scope="module")
+def stack():
+    work = tempfile.mkdtemp(prefix="fvn-nova-moves-pytest-")
+    s = TwoComputeStack(work, kernel=KERNEL, ports=ns.free_ports(ns.SERVICES + ("openflow",)))
+    try:
+        s.start()
         yield s
     finally:
-        nova_shared_cloud.close()
+        s.stop()
 
 
 def _vnfs(stack, host, name=None, *extra):
@@ -136,18 +208,11 @@ def test_migrate_resize_evacuate_live_refused(stack):
         zero = (0, 0, 0)
         assert got == (want1 or zero, want2 or zero), f"Placement usages (host1, host2): {got}"
 
-    # the image and vnf.small exist already when test_nova_e2e ran first on this cloud
-    if "vnf-firewall" not in {i["Name"] for i in cli("image", "list")}:
-        cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format",
-            "aki", "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
-    flavors = {f["Name"] for f in cli("flavor", "list")}
+    cli("image", "create", "--file", KERNEL, "--disk-format", "aki", "--container-format", "aki",
+        "--property", f"fluidvim_click_config={ns.FW_CONFIG}", "vnf-firewall")
     for name, (vcpus, ram, slots) in (("vnf.small", small), ("vnf.big", big)):
-        if name not in flavors:
-            cli("flavor", "create", "--ram", str(ram), "--vcpus", str(vcpus), "--disk", "0",
-                "--property", f"resources:CUSTOM_VNF_SESSION_SLOT={slots}", name)
-        shown = cli("flavor", "show", name)
-        assert (shown["vcpus"], shown["ram"], shown["properties"]) == (
-            vcpus, ram, {"resources:CUSTOM_VNF_SESSION_SLOT": str(slots)}), shown
+        cli("flavor", "create", "--ram", str(ram), "--vcpus", str(vcpus), "--disk", "0",
+            "--property", f"resources:CUSTOM_VNF_SESSION_SLOT={slots}", name)
     srv = timed("server create --wait", "server", "create", "--image", "vnf-firewall",
                 "--flavor", "vnf.small", "--nic", "none", "--availability-zone",
                 f"nova:{HOST1}", "--wait", "mv")
