@@ -264,13 +264,15 @@ class VnfState:
 
 
 class LatencyController:
-    period_us = 100_000              # the cgroup period (vnf/limits.py CPU_PERIOD_US)
     FLOOR_AGE = 10                   # steps down a learned floor blocks before it sinks a step
 
     def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
                  hold_intervals: int = 3, min_packets: int = 100, poller=None, **sizing):
         """``sizing``: the fields of :class:`Sizing` (``min_poll_us``, ``headroom``,
         ``margin_us``, ``max_ratio``, ``throttle_hits``)."""
+        from fluidvim.vnf import limits  # the launch core's; imported lazily (import contracts)
+
+        self.period_us = limits.CPU_PERIOD_US      # the flavor's quota period (reserved_us)
         if not 0 < down < 1 < up:
             raise PowerError(f"controller steps need 0 < down < 1 < up, got down={down} up={up}")
         if min_quota_us < 1000:
