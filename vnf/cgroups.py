@@ -214,18 +214,24 @@ def set_cpu_quota(name: str, quota_us: int | None,
     return True
 
 
-def _thread_cpu(pid: str) -> tuple[int, int]:
-    """(ticks of all threads, ticks of the threads that ran guest code: the vCPUs) of ``pid``."""
-    total = vcpu = 0
+def _per_thread(pid: str, name: str):
+    """The text of ``/proc/<pid>/task/<tid>/<name>`` of each thread of ``pid`` (threads and
+    processes that just ended are skipped)."""
     try:
         tids = os.listdir(os.path.join(PROC, pid, "task"))
     except OSError:
-        return 0, 0                              # it just ended
+        return                                   # it just ended
     for tid in tids:
         try:
-            text = _read(os.path.join(PROC, pid, "task", tid, "stat"))
+            yield _read(os.path.join(PROC, pid, "task", tid, name))
         except OSError:
             continue                             # a thread that just ended
+
+
+def _thread_cpu(pid: str) -> tuple[int, int]:
+    """(ticks of all threads, ticks of the threads that ran guest code: the vCPUs) of ``pid``."""
+    total = vcpu = 0
+    for text in _per_thread(pid, "stat"):
         rest = text[text.rfind(")") + 2:].split()   # fields from 3 (state) on
         ticks = int(rest[11]) + int(rest[12])       # 14 utime, 15 stime
         total += ticks
@@ -272,14 +278,7 @@ def cpu_waits(name: str) -> dict | None:
     run = wait = 0
     seen = False
     for pid in _group_pids(name):
-        try:
-            tids = os.listdir(os.path.join(PROC, pid, "task"))
-        except OSError:
-            continue                                 # it just ended
-        for tid in tids:
-            try:
-                f = _read(os.path.join(PROC, pid, "task", tid, "schedstat")).split()
-            except OSError:
-                continue
+        for text in _per_thread(pid, "schedstat"):
+            f = text.split()
             run, wait, seen = run + int(f[0]), wait + int(f[1]), True
     return {"run_s": run / 1e9, "wait_s": wait / 1e9} if seen else None
