@@ -14,44 +14,74 @@
 # the Go stage and that wait; their output is printed, and their times added to the table, before
 # pytest starts (not beside it: Nova's test_ovs_vifs and pytest's OVS tests each start an
 # ovs-vswitchd with the userspace datapath, one host device; tests/conftest.py).
+# Each row: wall seconds, then the host's busy CPU-seconds in that window (/proc/stat: all
+# processes, so overlapping stages each count what ran beside them) and that as % of all cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv/bin
 : "${NOVA_TESTS:?set by the Makefile}" "${PYTEST_WORKERS:=1}" "${NOVA_SLURP:?set by the Makefile}" "${NOVA_SLURP_TESTS:?set by the Makefile}"
 
 declare -a TIMES=()
+CORES=$(nproc)
+TICKS=$(getconf CLK_TCK)
+# the host's busy CPU time so far, in ticks: /proc/stat's first line minus idle and iowait
+busy() {
+  local _cpu user nice sys _idle _iowait irq softirq steal _rest
+  read -r _cpu user nice sys _idle _iowait irq softirq steal _rest </proc/stat
+  echo $((user + nice + sys + irq + softirq + steal))
+}
+# a table row: name, wall seconds, busy CPU-seconds and % of the cores since (t0, busy0)
+row() {
+  local name=$1 t0=$2 b0=$3 wall cpu
+  wall=$((SECONDS - t0))
+  cpu=$((($(busy) - b0) / TICKS))
+  printf '%-12s %5d %6d %3d%%' "$name" "$wall" "$cpu" $((wall ? 100 * cpu / (wall * CORES) : 0))
+}
 start=$SECONDS
+start_busy=$(busy)
 summary() {
   local rc=$?
   echo
-  echo "make test: stage times (s)"
+  echo "make test: stage times (s) and host CPU (busy CPU-s, % of $CORES cores)"
+  printf '  %-12s %5s %6s %4s\n' stage wall cpu-s cpu%
   for t in "${TIMES[@]}"; do echo "  $t"; done
-  printf '  %-12s %5d   (%s)\n' total $((SECONDS - start)) "$([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc")"
+  echo "  $(row total "$start" "$start_busy")   ($([ $rc = 0 ] && echo passed || echo "FAILED, exit $rc"))"
 }
 trap summary EXIT
 
 stage() {
-  local name=$1 t0=$SECONDS rc=0
+  local name=$1 t0=$SECONDS b0 rc=0
+  b0=$(busy)
   shift
   printf '\033[1m=== %s\033[0m\n' "$name"
   "$@" || rc=$?
-  TIMES+=("$(printf '%-12s %5d%s' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] || echo "   FAILED")")")
+  TIMES+=("$(row "$name" "$t0" "$b0")$([ $rc = 0 ] || echo "   FAILED")")
   return "$rc"
 }
 
 stage bootstrap tools/bootstrap.sh
 
 nomad_log=$(mktemp /tmp/fluidvim-nomad-build.XXXXXX)
-nomad_t0=$SECONDS
-tools/build-nomad.sh >"$nomad_log" 2>&1 &
+nomad_row=$(mktemp /tmp/fluidvim-nomad-row.XXXXXX)
+build_nomad() {     # its table row (background: host CPU of what ran beside it too) to a file
+  local t0=$SECONDS b0 rc=0
+  b0=$(busy)
+  tools/build-nomad.sh || rc=$?
+  row nomad-build "$t0" "$b0" >"$nomad_row"
+  return "$rc"
+}
+build_nomad >"$nomad_log" 2>&1 &
 nomad_pid=$!
 wait_nomad() {
-  if ! wait "$nomad_pid"; then
+  local rc=0
+  wait "$nomad_pid" || rc=$?
+  TIMES+=("$(cat "$nomad_row")   (background)")
+  if [ "$rc" != 0 ]; then
     echo "tools/build-nomad.sh failed:" >&2
     tail -40 "$nomad_log" >&2
     return 1
   fi
-  echo "nomad agent: $(tail -1 "$nomad_log") (built or found in $((SECONDS - nomad_t0)) s, overlapped)"
+  echo "nomad agent: $(tail -1 "$nomad_log") (built or found, overlapped)"
 }
 
 # the Nova stages in the background: their lines go to a log (printed when they end) and their
