@@ -451,7 +451,10 @@ def test_guest_reset_boots_a_clean_shell(make_manager, net):
 def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     """Tickless: a VNF without sessions arms no timer and sleeps in `hlt` until something arrives.
     It must still wake for a control request and for a packet, each after a quiet period; its
-    `stats` "cpu" accounts for both (halted while quiet, busy and kicking for the ping)."""
+    `stats` "cpu" accounts for both (halted while quiet, busy and kicking for the ping), and says
+    what woke it: the packet by the NIC's interrupt, never a timer, and no frame ever waited in
+    a ring for a wake-up its interrupt did not cause (a lost wake-up: the frame waits for the
+    next request or timer, which is how a race in the idle path shows)."""
     res = mgr.launch(FORWARD, nics=net.bridges, warm=False)
     time.sleep(1.5)                          # long past the 80 us spin: halted, no timer armed
     st = mgr.stats(res.vnf_id)               # wakes on the console's interrupt
@@ -465,6 +468,18 @@ def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     assert cpu2["halts"] > cpu["halts"] and cpu2["halt_us"] > cpu["halt_us"]
     assert cpu2["busy_us"] > cpu["busy_us"] and cpu2["kicks"] > cpu["kicks"]
     assert cpu2["busy_us"] + cpu2["poll_us"] + cpu2["halt_us"] <= st2["uptime_us"]
+    _woken_by_interrupts_only(cpu, cpu2)
+
+
+def _woken_by_interrupts_only(cpu, cpu2):
+    """Between two `stats` around traffic sent to a halted VNF (no sessions before it, so no
+    timer was armed): the first frame ended a halt by the NIC's interrupt (wake_rx), no halt
+    ended on the timer, and none left a frame in a ring that no interrupt announced."""
+    assert cpu2["wake_rx"] > cpu["wake_rx"], (cpu, cpu2)
+    assert cpu2["wake_timer"] == 0 and cpu2["rx_no_irq"] == 0, cpu2
+    assert cpu2["wake_other"] >= 1, cpu2          # the first `stats` woke it (the console)
+    if "steal_us" in cpu2:                        # KVM steal time: monotonic, max <= total
+        assert cpu2["steal_us"] >= cpu["steal_us"] and cpu2["steal_max_us"] <= cpu2["steal_us"]
 
 
 def test_a_ready_lost_to_a_late_connection_is_recovered(make_manager, monkeypatch):
@@ -589,7 +604,10 @@ def test_vhost_user_nics_forward_intact_wake_from_idle_and_leave_nothing(make_ma
     assert b"vhost-user,id=net0,chardev=vu0" in qemu_args and b"tap" not in b" ".join(
         a for a in qemu_args if a.startswith(b"tap,"))
     time.sleep(1.5)                          # idle: halted; the first frame must wake it
-    assert net.ping(2) == 2
+    cpu = mgr.stats(res.vnf_id)["cpu"]
+    time.sleep(1.5)                          # halted again after the request
+    assert net.ping(2) == 2                  # the backend interrupts the guest it wakes
+    _woken_by_interrupts_only(cpu, mgr.stats(res.vnf_id)["cpu"])
     _tcp_transfer_passes_intact(mgr, net, res, config)
     mgr.destroy(res.vnf_id)
     assert helper.poll() is not None         # exited with QEMU's sockets, and was reaped

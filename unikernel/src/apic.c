@@ -49,6 +49,7 @@ extern const uint64_t exc_stub_table[32];
 extern const uint64_t irq_stub_table[IRQ_VECS];
 extern void irq_spurious(void);
 extern uint8_t irq_hit[IRQ_VECS];
+extern uint8_t irq_last;
 extern uint64_t irq_hook[IRQ_VECS];
 static void (*hook_fn[IRQ_VECS])(int vector);
 extern uint64_t gdt_tss[2];
@@ -293,19 +294,23 @@ static uint64_t k_idle(uint64_t deadline, uint64_t b, uint64_t c)
 {
 	for (int i = 1; i < IRQ_VECS; i++) /* a device interrupt is already noted: don't sleep */
 		if (irq_hit[i])
-			return 1;
+			return 0;
 	/* tickless: one wake-up at the deadline, none without one (0 disarms the timer). Every
 	 * timer interrupt is a VM exit and costs ~0.3 ms under nested KVM; a 10 ms tick was
 	 * 3.5 % of a core per idle VNF. */
 	if (timer_mode == TIMER_DEADLINE)
 		wrmsr(MSR_TSC_DEADLINE, deadline);
+	irq_last = 0xff;
 	sti_hlt(); /* the interrupt runs its stub, which returns here */
 	cli();
-	return 0;
+	/* the interrupt that ended the hlt (the stubs note the latest: one taken between the
+	 * `sti` and the `hlt`, if that could happen, would be overwritten by the one that woke it) */
+	return irq_last == 0xff ? 0 : 0x20u + irq_last;
 }
 
-void cpu_idle(uint64_t deadline)
+int cpu_idle(uint64_t deadline)
 {
-	KCALL(k_idle, deadline, 0, 0);
+	int v = (int)KCALL(k_idle, deadline, 0, 0);
 	irq_take(VEC_TIMER);
+	return v;
 }

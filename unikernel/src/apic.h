@@ -26,7 +26,8 @@ bool irq_take(int vector);
 bool irq_peek(int vector);
 /* Sleep until an interrupt (a device, or the timer at TSC `deadline`; 0 = no timer wake-up),
  * unless a device interrupt is already noted (then return at once). Call with device interrupts
- * enabled at the source. In periodic mode the tick wakes it whatever the deadline. */
-void cpu_idle(uint64_t deadline);
+ * enabled at the source. In periodic mode the tick wakes it whatever the deadline. Returns the
+ * vector of the interrupt that ended the halt (VEC_TIMER: the timer), 0 if it did not halt. */
+int cpu_idle(uint64_t deadline);
 
 #endif

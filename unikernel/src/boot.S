@@ -190,6 +190,7 @@ exc_common:
 	.p2align 4
 irq_\vec:
 	movb $1, irq_hit+\vec(%rip)
+	movb $\vec, irq_last(%rip)     /* what ended a halt: cpu_idle (apic.c) */
 	cmpq $0, irq_hook+8*\vec(%rip)
 	jne 1f
 	pushq %rax
@@ -311,9 +312,11 @@ boot_pd3:
 	.endr
 
 	.bss
-	.globl irq_hit, irq_hook
+	.globl irq_hit, irq_hook, irq_last
 irq_hit:
 	.skip IRQ_VEC_COUNT
+irq_last:                               /* the vector index of the latest interrupt */
+	.skip 1
 	.p2align 3
 irq_hook:                               /* per vector: nonzero = call irq_run_hook() first */
 	.skip 8 * IRQ_VEC_COUNT

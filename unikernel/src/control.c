@@ -154,6 +154,15 @@ static void op_stats(int64_t id)
 	jw_ku64(&w, "halt_us", tsc_to_ns(cpu_use.halt) / 1000);
 	jw_ku64(&w, "halts", cpu_use.halts);
 	jw_ku64(&w, "kicks", net_kicks());
+	jw_ku64(&w, "wake_rx", cpu_use.wake_rx);
+	jw_ku64(&w, "wake_timer", cpu_use.wake_timer);
+	jw_ku64(&w, "wake_other", cpu_use.wake_other);
+	jw_ku64(&w, "rx_no_irq", cpu_use.rx_no_irq);
+	if (clock_has_steal()) {
+		jw_ku64(&w, "steal_us", cpu_use.steal_ns / 1000);
+		jw_ku64(&w, "steal_max_us", cpu_use.steal_max_ns / 1000);
+		jw_ku64(&w, "stalls", cpu_use.stalls);
+	}
 	jw_obj_end(&w);
 	click_stats_json(&w);
 	reply_end(&w);

@@ -28,6 +28,13 @@ uint64_t uptime_us(void);
  * (busy polling after traffic, waiting for a TX ring to drain), and time halted. main.c counts. */
 struct cpu_use {
 	uint64_t busy, poll, halt, halts;
+	/* what ended each halt (main.c idle): a NIC's RX interrupt, the timer, anything else (a
+	 * control request); rx_no_irq: halts after which frames waited in an RX ring that no NIC
+	 * interrupt announced (a lost wake-up: they waited for another one) */
+	uint64_t wake_rx, wake_timer, wake_other, rx_no_irq;
+	/* host run delay (KVM steal time, ns): total, the largest seen between two main-loop
+	 * rounds, and how many rounds waited >= 1 ms for a host CPU */
+	uint64_t steal_ns, steal_max_ns, stalls;
 };
 extern struct cpu_use cpu_use;
 

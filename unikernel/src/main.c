@@ -170,9 +170,19 @@ static void idle(uint64_t deadline)
 	bool busy = virtio_prepare_idle(); /* includes console input */
 	if (!busy && (ctl_virtio || !irq_peek(VEC_GSI(COM2_GSI)))) {
 		uint64_t t = rdtsc();
-		cpu_idle(deadline); /* returns at once if a device interrupt was noted meanwhile */
+		int v = cpu_idle(deadline); /* returns at once (0) if a device interrupt was noted meanwhile */
 		cpu_use.halt += rdtsc() - t;
 		cpu_use.halts++;
+		/* what ended it; frames waiting after a wake-up no NIC caused missed their interrupt */
+		bool nic = v ? net_is_vector(v) : net_irq_noted();
+		if (nic)
+			cpu_use.wake_rx++;
+		else if (v == VEC_TIMER)
+			cpu_use.wake_timer++;
+		else
+			cpu_use.wake_other++;
+		if (!nic && net_rx_ready())
+			cpu_use.rx_no_irq++;
 	}
 	virtio_end_idle();
 }
@@ -340,7 +350,17 @@ static void user_main(void)
 	uint64_t spin = ns_to_tsc((spin_window < IDLE_SPIN_US ? spin_window : IDLE_SPIN_US) * 1000ull);
 	uint64_t ctl_period = ns_to_tsc(com2_irq ? CTL_SAFETY_US * 1000ull : TICK_US * 1000ull);
 	uint64_t last_work = rdtsc(), last_ctl = last_work, round = last_work;
+	uint64_t stall_ns = 1000000;
+	cpu_use.steal_ns = clock_steal_ns();
 	for (;;) {
+		uint64_t st = clock_steal_ns();
+		if (st != cpu_use.steal_ns) {  /* the host kept this vCPU waiting since the last round */
+			uint64_t d = st - cpu_use.steal_ns;
+			cpu_use.steal_ns = st;
+			if (d > cpu_use.steal_max_ns)
+				cpu_use.steal_max_ns = d;
+			cpu_use.stalls += d >= stall_ns;
+		}
 		bool work = net_poll();
 		bool busy = click_run_tasks();
 		net_flush_tx();

@@ -7,7 +7,24 @@
 #include "arch.h"
 
 #define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01
+#define MSR_KVM_STEAL_TIME 0x4b564d03
 #define KVM_FEATURE_CLOCKSOURCE2 3
+#define KVM_FEATURE_STEAL_TIME 5
+
+/* KVM's steal-time area: the time this vCPU's thread was runnable on the host but waited for a
+ * CPU (the host scheduler's run delay), updated by KVM at every entry into the guest. A frame
+ * that arrives while the vCPU waits waits with it, and the engine's own histogram cannot see
+ * it: stats "cpu" steal_us / stalls (see main.c). */
+struct kvm_steal_time {
+	uint64_t steal;
+	uint32_t version;
+	uint32_t flags;
+	uint8_t preempted;
+	uint8_t pad8[3];
+	uint32_t pad[11];
+} __attribute__((packed));
+static struct kvm_steal_time steal_area __attribute__((aligned(64)));
+static bool steal_on;
 
 struct pvclock_vcpu_time_info {
 	uint32_t version;
@@ -36,6 +53,10 @@ static uint64_t kvmclock_hz(void)
 	if (a < 0x40000001)
 		return 0;
 	cpuid(0x40000001, 0, &a, &b, &c, &d);
+	if (a & (1u << KVM_FEATURE_STEAL_TIME)) {
+		wrmsr(MSR_KVM_STEAL_TIME, (uint64_t)(uintptr_t)&steal_area | 1); /* bit 0: enable */
+		steal_on = true;
+	}
 	if (!(a & (1u << KVM_FEATURE_CLOCKSOURCE2)))
 		return 0;
 	wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)&pvti | 1);
@@ -123,6 +144,22 @@ uint64_t clock_zero_tsc(uint64_t entry_tsc)
 }
 
 const char *clock_source(void) { return src; }
+bool clock_has_steal(void) { return steal_on; }
+
+uint64_t clock_steal_ns(void)
+{
+	if (!steal_on)
+		return 0;
+	for (;;) {
+		uint32_t v = *(volatile uint32_t *)&steal_area.version;
+		barrier();
+		uint64_t st = *(volatile uint64_t *)&steal_area.steal;
+		barrier();
+		if (!(v & 1) && v == *(volatile uint32_t *)&steal_area.version)
+			return st;
+		cpu_relax();
+	}
+}
 uint64_t clock_tsc_hz(void) { return tsc_hz; }
 uint64_t tsc_to_ns(uint64_t tsc) { return (uint64_t)(((unsigned __int128)tsc * ns_mult) >> 32); }
 uint64_t ns_to_tsc(uint64_t ns) { return (uint64_t)(((unsigned __int128)ns * tsc_mult) >> 32); }

@@ -14,5 +14,9 @@ uint64_t plat_now_ns(void);
  * VM creation) when available; else 0 if the TSC looks reset at power-on (< 10 s at kernel entry);
  * else the kernel-entry TSC (e.g. TCG, whose TSC is the host's). */
 uint64_t clock_zero_tsc(uint64_t entry_tsc);
+/* KVM steal time (ns since boot): how long the vCPU was runnable on the host but not running.
+ * 0 and false where the hypervisor offers none. */
+bool clock_has_steal(void);
+uint64_t clock_steal_ns(void);
 
 #endif

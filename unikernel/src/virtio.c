@@ -1147,6 +1147,30 @@ bool virtio_prepare_idle(void)
 	return con_rx_pending();
 }
 
+bool net_is_vector(int vector)
+{
+	for (int i = 0; i < nnics; i++)
+		if (nics[i].d.vector >= 0 && nics[i].d.vector == vector)
+			return true;
+	return false;
+}
+
+bool net_irq_noted(void)
+{
+	for (int i = 0; i < nnics; i++)
+		if (irq_peek(nics[i].d.vector))
+			return true;
+	return false;
+}
+
+bool net_rx_ready(void)
+{
+	for (int i = 0; i < nnics; i++)
+		if (nics[i].d.q[0].used->idx != nics[i].d.q[0].last_used)
+			return true;
+	return false;
+}
+
 void virtio_end_idle(void)
 {
 	for (int i = 0; i < nnics; i++)

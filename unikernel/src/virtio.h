@@ -40,6 +40,11 @@ void net_flush_tx(void);          /* kick TX queues that got frames since the la
  * (then do not sleep). */
 bool virtio_prepare_idle(void);
 void virtio_end_idle(void);       /* disable NIC RX interrupts again (we poll while busy) */
+/* After a halt, before virtio_end_idle (main.c's wake counters): is `vector` a NIC's? Did a
+ * NIC's interrupt come (noted, not yet taken)? Do frames wait in an RX ring? */
+bool net_is_vector(int vector);
+bool net_irq_noted(void);
+bool net_rx_ready(void);
 
 /* ---- virtio-console (port 0 only: VIRTIO_CONSOLE_F_MULTIPORT is not negotiated) ---- */
 bool con_present(void);
