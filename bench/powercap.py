@@ -8,10 +8,13 @@ One forwarding VNF between two network namespaces; 64-byte frames from ``bench/p
 ``default`` (the flavor's CPU quota, no controller) and ``controller``
 (:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
 its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``, reading
-the VNF's taps and its group's throttling as the exporter does; ``--down``, ``--hold``,
-``--min-quota-us``, ``--headroom``, ``--max-ratio``, ``--min-poll-us`` and ``--period-us``, the
-CFS period of its quota, are its settings; ``rebase`` before each of its trials, so that its
-first interval does not span the other modes' trials), and any ``--fixed`` modes (``--modes``
+the VNF's taps and its group's throttling as the exporter does, and told the capacity the
+bench measured (``capacity_pps``: the offered rate against it judges high load and sizes the
+cap; ``--blind`` withholds it, and the VNF's need decides); ``--down``, ``--hold``,
+``--min-quota-us``, ``--headroom``, ``--rate-headroom``, ``--rate-margin-us``, ``--max-ratio``,
+``--min-poll-us`` and ``--period-us``, the CFS period of its quota, are its settings;
+``rebase`` before each of its trials, so that its first interval does not span the other
+modes' trials), and any ``--fixed`` modes (``--modes``
 picks default, controller or both), ``--rounds`` times each, order swapped every round. A
 trial: ``--warmup`` s of traffic (the controller settles), then ``--measure`` s measured:
 
@@ -133,7 +136,7 @@ class Vnf:
         the exporter runs it, the taps read before the stats."""
         taps = tap_counters(self.taps) if ctl is not None else None
         st = self.stats()
-        return (ctl.step(self.uid, "vnf", args.target_us, 1, st, taps)
+        return (ctl.step(self.uid, "vnf", args.target_us, 1, st, taps, args.ctl_capacity)
                 if ctl is not None else None), st
 
 
@@ -198,7 +201,17 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     t = summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
                         (ds[:d1 - d0], ds[d1 - d0:]))
     t["vnf_cpu"] = own
+    t["vnf_dropped"] = nic_drops(s0, st or {})
     return t
+
+
+def nic_drops(a: dict, b: dict) -> int | None:
+    """Frames the VNF dropped itself between two ``stats`` (its NICs' ``drop``: failed
+    transmits), None when one is missing."""
+    try:
+        return sum(int(n["drop"]) for n in b["nics"]) - sum(int(n["drop"]) for n in a["nics"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def vnf_shares(a: dict, b: dict) -> dict | None:
@@ -240,8 +253,9 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
             "actions": actions,
             "decisions": [{k: d.get(k) for k in ("action", "event", "why", "quota_us",
                                                  "poll_window_us", "p99_ns", "packets",
-                                                 "ring_backlog", "host_dropped", "throttled",
-                                                 "need_cpus", "sized_us", "floor_us")}
+                                                 "ring_backlog", "backlog_over_open",
+                                                 "host_dropped", "throttled", "need_cpus",
+                                                 "rate_pps", "sized_us", "floor_us")}
                           for d in warm + measured]}
 
 
@@ -261,7 +275,7 @@ def line(load: int, t: dict) -> str:
            f"CPU-s/Mpkt (QEMU/s: vCPU {c['vcpu']}, main {c['main']}, other {c['other']}; "
            f"generator {c['generator']}, host busy {c['host_busy']}, softirq "
            f"{c['host_softirq']}), p50/p99 {t['lat_p50_us']}/{t['lat_p99_us']} us, loss "
-           f"{100 * (t['loss'] or 0):.2f} %, within target "
+           f"{100 * (t['loss'] or 0):.2f} % (VNF dropped {t.get('vnf_dropped')}), within target "
            f"{t['intervals_within_target']}/{t['intervals']}")
     if t.get("vnf_cpu"):
         out += ", VNF busy/poll/halt " + "/".join(str(t["vnf_cpu"][k])
@@ -299,7 +313,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
                             poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
-                            max_ratio=args.max_ratio)
+                            max_ratio=args.max_ratio, rate_headroom=args.rate_headroom,
+                            rate_margin_us=args.rate_margin_us)
     trials = []
     order = [*args.modes, *args.fixed]
     for r in range(args.rounds):
@@ -350,7 +365,15 @@ def parse(argv):
     ap.add_argument("--headroom", type=float, default=1.5,
                     help="controller: a cap is the VNF's need x this + 2 %% of a CPU")
     ap.add_argument("--max-ratio", type=float, default=0.7,
-                    help="controller: no cap when the sized one is this share of the flavor's")
+                    help="controller: no cap at this share of the capacity (the VNF's need of "
+                         "the flavor's quota with --blind); a cap at most this share of it")
+    ap.add_argument("--rate-headroom", type=float, default=1.2,
+                    help="controller: a cap is rate / capacity x the flavor's quota x this "
+                         "+ --rate-margin-us")
+    ap.add_argument("--rate-margin-us", type=int, default=5000,
+                    help="controller: see --rate-headroom (us per 100 ms)")
+    ap.add_argument("--blind", action="store_true",
+                    help="controller: not told the capacity (its need sizes the cap)")
     ap.add_argument("--min-poll-us", type=int, default=50,
                     help="controller: the busy-poll window of a capped VNF (us)")
     ap.add_argument("--modes", default="default,controller",
@@ -414,6 +437,7 @@ def main(argv=None) -> int:
             # capacity = the highest 64-byte rate delivered with < 0.1 % loss (bench/dataplane's
             # search: a blast, lower rates, two bisection steps)
             cap = args.capacity or max(1000, path.rate_search("60")["pps"])
+            args.ctl_capacity = None if args.blind else cap    # the controller's capacity_pps
             print(f"capacity (no-loss 64 B rate): {cap} pps; p99 target {args.target_us:g} us; "
                   f"load average {' '.join(load0)}", flush=True)
             for load in args.loads:

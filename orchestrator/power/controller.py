@@ -17,6 +17,14 @@ p99 in microseconds), the controller
   VNF cannot see), both from its group's processes (:func:`fluidvim.vnf.cgroups.cpu_usage`):
   ``need`` in CPUs. Polling is what it does not need. Without the host's figures, its busy share
   twice (QEMU's share taken as equal to it: bench/powercap measured them alike at a cap);
+* **observes its offered rate**: the frames it took (``stats`` → ``nics``: ``rx``) and those the
+  host dropped for it (below) per second of its uptime, against its **capacity** (``capacity_pps``
+  of :meth:`LatencyController.step`: the packets/s it forwards at the flavor's quota without
+  loss; in production ``[metrics] vnf_capacity_pps``, VNF name or service → pps, the stage-1
+  load probe's capacity, its slots × the service's ``session_pps``; in bench/powercap the rate
+  the bench measured). Without a capacity the rate is reported and the need (above) decides;
+  and the frames it dropped itself (its NICs' ``drop``: a TX ring its throttled QEMU did not
+  drain) beyond the largest share it dropped open (a firewall's policy drops are no loss);
 * **observes the host's side** (``taps``: its NICs' host taps, :func:`tap_counters`), because
   the histogram starts at FromDevice and is blind to a frame that waits in the RX ring while the
   capped vCPU is throttled or halted: the tap's ``tx_dropped`` (frames the host had for the VNF
@@ -37,13 +45,13 @@ p99 in microseconds), the controller
   event         when                                                   OPEN      CAPPED
   ============  =====================================================  ========  ========
   silent        no stats reply (the VNF stopped answering)             release   release
-  dropped       the host dropped frames for it (its ring was full)     release   release
+  dropped       frames lost: the host's for it, its own over open      release   release
   ring full     a ring backlog of ``full`` of the ring or more         release   release
   breach x2     p99 > 2 × target, and the cap's doing (below)          hold      release
   breach        p99 > target, and the cap's doing                      hold      up
   noise         p99 > target, not the cap's doing                      hold      hold
-  backlog       a ring backlog of ``high`` of the ring or more         hold      hold
-  high load     its need ≥ ``max_ratio`` of the flavor's quota         hold      up
+  backlog       ``high`` of the ring more than it carried open         hold      hold
+  high load     rate ≥ ``max_ratio`` × capacity (or need × quota)      hold      up
   quiet         p99 ≤ target / 2, or too few packets to show one       cap       down
   band          otherwise (p99 within (target / 2, target])            hold      hold
   ============  =====================================================  ========  ========
@@ -57,24 +65,33 @@ p99 in microseconds), the controller
   would not help, and on a busy host such noise made the controller release, again and again,
   every cap it set (bench/powercap).
 
+  **High load and the cap's size come from the offered rate when the capacity is known**: the
+  VNF then needs about ``rate / capacity`` of the flavor's quota (at its capacity it uses all of
+  it), and the cap is ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the median
+  rate of the quiet streak). Its uncapped need overstates a capped VNF's: open, it takes a
+  frame at a time, each with its wake-up and VM exit (~190 µs of host CPU a frame at 10 % load,
+  bench/powercap); capped, it serves them in batches. Without a capacity the need sizes the
+  cap, ``need × headroom + margin_us`` (its median in the quiet streak), and high load is a need
+  of ``max_ratio`` of the flavor's quota or more. A cap is at most ``max_ratio`` of the flavor's.
+
+  The ring backlog is judged against what it carried **open**: the largest backlog of its last
+  ``OPEN_SPAN`` open intervals (the uncapped VNF at 10 % load carried 127-133 frames on a quiet
+  host, a quarter of its ring, which held every cap off). ``ring full`` stays absolute.
+
   ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. **cap** jumps from
-  the flavor's quota straight to ``need × headroom + margin_us`` (the median ``need`` of the
-  quiet streak; a step of ``down`` when ``need`` is not known; at most ``max_ratio`` of the
-  flavor's quota) and narrows the busy-poll window to ``min_poll_us``; it stays open (**high
-  load**) when the need itself is ``max_ratio`` of the flavor's or more: little to save, much
-  to lose (the frames no longer fit in the stalls of a 20 ms period). **down** then looks for
-  the least CPU that keeps the target: a step of ``down`` (or the sized cap, if lower, from
-  intervals it was not throttled in: a throttled VNF cannot show what it would use),
-  throttled or not. A VNF that halts after each frame pays a wake-up per frame (VM exits:
-  ~0.3 ms of host CPU under nested KVM); a throttled one finds its frames batched in its
-  ring, which its own latency does not count and the ring's signals guard (bench/powercap: a
-  fixed 10 % cap at 10 % load cut host CPU 69 % with every interval within target, where the
-  VNF's need read 0.2 CPU). **up** takes the larger of ``quota × up`` and the sized cap (the
-  flavor's quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back
-  to the flavor's quota and the 1 ms window at once; a release the ring forced, or a breach
-  seen throttled, sets a floor one step up from the quota that caused it, which later caps
-  respect, and which sinks a step after ``FLOOR_AGE`` steps down it blocked (without it, at
-  high load the controller capped into losses, released, and did it again);
+  the flavor's quota straight to the sized cap (a step of ``down`` when neither rate nor need is
+  known) and narrows the busy-poll window to ``min_poll_us``; it stays open at **high load**:
+  little to save, much to lose (the frames no longer fit in the stalls of a 20 ms period).
+  **down** then looks for the least CPU that keeps the target: a step of ``down`` (or the sized
+  cap, if lower, from intervals it was not throttled in: a throttled VNF cannot show what it
+  would use), throttled or not. A throttled VNF finds its frames batched in its ring, which its
+  own latency does not count and the ring's signals guard. **up** takes the larger of
+  ``quota × up`` and the cap sized for this interval's rate (or the streak's need; the flavor's
+  quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back to the
+  flavor's quota and the 1 ms window at once; a release the ring or a drop forced, or a breach
+  seen throttled, sets a floor one step up from the quota that caused it (the back-off), which
+  later caps respect, and which sinks a step after ``FLOOR_AGE`` steps down it blocked
+  (without it, at high load the controller capped into losses, released, and did it again);
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
   :class:`CgroupCap` on the VNF's own group (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` and
@@ -93,11 +110,17 @@ view of the ring itself (the backlog is inferred from counters).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 from oslo_log import log as logging
 
+from .hostside import (  # noqa: F401 - the host side (CgroupCap, tap_counters: exported here)
+    CAP_PERIOD_US,
+    CgroupCap,
+    cpu_throttled,
+    group_usage,
+    tap_counters,
+)
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
@@ -161,85 +184,25 @@ POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
 
 
-def cpu_throttled(name: str) -> int | None:
-    """The periods in which VNF ``name``'s CPU quota held it back (``nr_throttled`` of its
-    group's ``cpu.stat``, cgroup v1 and v2 alike); None when it has no group here."""
-    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
-    for d in cgroups.dirs(name):
-        try:
-            with open(os.path.join(d, "cpu.stat")) as f:
-                for line in f:
-                    key, _, value = line.partition(" ")
-                    if key == "nr_throttled":
-                        return int(value)
-        except (OSError, ValueError):
-            continue                           # v1's memory group has no cpu.stat
-    return None
-
-
-def _group_usage(key: str) -> dict | None:
-    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
-    return cgroups.cpu_usage(key)
-
-
-CAP_PERIOD_US = 20_000               # the CFS period of a capped VNF's quota (CgroupCap)
-
-
-class CgroupCap:
-    """The production actuator: the controller's quota (µs per the flavor's 100 ms period) on
-    the VNF's own cgroup (:func:`fluidvim.vnf.cgroups.set_cpu_quota`). A cap is written as the
-    same share of a ``period_us`` period: a throttled VNF stalls for up to ``period - quota``,
-    95 ms at a 5 % cap on the flavor's 100 ms period, long enough to blow its p99 in most
-    intervals at 10 % load, and 19 ms on 20 ms, which kept it within target (bench/powercap).
-    Whole CPUs (the flavor's quota, a release) go back on the flavor's period. The kernel's
-    1000 µs minimum makes ``1000 / period_us`` the least share (5 % on 20 ms)."""
-
-    def __init__(self, period_us: int = CAP_PERIOD_US):
-        if not 1000 <= int(period_us) <= 1_000_000:
-            raise PowerError(f"cap period {period_us} us is outside the kernel's 1000..1000000 us")
-        self.period_us = int(period_us)
-
-    def __call__(self, key: str, quota_us: int) -> bool:
-        from fluidvim.vnf import cgroups, limits  # the launch core's cgroup layout
-        if quota_us % limits.CPU_PERIOD_US == 0:
-            return cgroups.set_cpu_quota(key, quota_us)
-        share = quota_us / limits.CPU_PERIOD_US
-        return cgroups.set_cpu_quota(key, max(1000, round(share * self.period_us)),
-                                     self.period_us)
-
-
-def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:
-    """Per tap (a VNF's NICs, in order) ``{"tx_packets", "tx_dropped"}`` from
-    ``<sys_root>/<tap>/statistics``: what the host handed the VNF's backend and what it dropped
-    for it; None when one cannot be read (a tap in another namespace, gone)."""
-    out = []
-    for tap in taps:
-        d = {}
-        for f in ("tx_packets", "tx_dropped"):
-            try:
-                with open(os.path.join(sys_root, tap, "statistics", f)) as fh:
-                    d[f] = int(fh.read())
-            except (OSError, ValueError):
-                return None
-        out.append(d)
-    return out
-
-
 @dataclasses.dataclass
 class Sizing:
-    """min_poll_us, headroom, margin_us, max_ratio, throttle_hits (module doc)"""
+    """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
+    throttle_hits (module doc)"""
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
-    headroom: float = 1.5            # a cap is need x headroom + margin_us
+    headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
     margin_us: int = 2_000
-    max_ratio: float = 0.7           # no cap when the need is this share of the flavor's
+    rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
+    rate_margin_us: int = 5_000
+    max_ratio: float = 0.7           # no cap at this share of the capacity (or of the quota)
     throttle_hits: int = 1           # frames one throttled period can stall in the VNF
 
     def __post_init__(self):
-        if (self.headroom < 1 or not 0 < self.max_ratio <= 1 or self.margin_us < 0
-                or self.throttle_hits < 0 or self.min_poll_us < 0):
-            raise PowerError(f"controller sizing needs headroom >= 1, 0 < max_ratio <= 1, "
-                             f"margin_us, throttle_hits and min_poll_us >= 0, "
-                             f"got {self}")
+        if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
+                or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
+                       self.min_poll_us) < 0):
+            raise PowerError(f"controller sizing needs headroom and rate_headroom >= 1, "
+                             f"0 < max_ratio <= 1, margin_us, rate_margin_us, throttle_hits "
+                             f"and min_poll_us >= 0, got {self}")
 
 
 @dataclasses.dataclass
@@ -261,10 +224,17 @@ class VnfState:
     held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
     cpu: tuple | None = None         # (uptime, busy, poll µs; its QEMU's usage) last read
     needs: list = dataclasses.field(default_factory=list)   # need (CPUs) of the quiet streak
+    rx: tuple | None = None          # (uptime µs, frames its NICs took, dropped) last read
+    open_drops: list = dataclasses.field(default_factory=list)    # their drop shares
+    rate: float | None = None        # offered packets/s this interval (None: not known)
+    rates: list = dataclasses.field(default_factory=list)   # of the quiet streak
+    capacity: float | None = None    # packets/s at the flavor's quota (None: not known)
+    open_backlogs: list = dataclasses.field(default_factory=list)  # the last open intervals'
 
 
 class LatencyController:
     FLOOR_AGE = 10                   # steps down a learned floor blocks before it sinks a step
+    OPEN_SPAN = 20                   # open intervals whose largest backlog is the open one
 
     def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
                  hold_intervals: int = 3, min_packets: int = 100, poller=None, **sizing):
@@ -287,11 +257,12 @@ class LatencyController:
         self.min_packets = min_packets
         self.poller, self.min_poll_us = poller, int(sz.min_poll_us)
         self.headroom, self.margin_us, self.max_ratio = sz.headroom, sz.margin_us, sz.max_ratio
+        self.rate_headroom, self.rate_margin_us = sz.rate_headroom, sz.rate_margin_us
         self.throttle_hits = sz.throttle_hits
         # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
         self.throttled = cpu_throttled
         # (vnf key) -> {"total", "vcpu"} CPU-s of its QEMU, None when not known; likewise
-        self.usage = _group_usage
+        self.usage = group_usage
         self.set_ring()
 
     def set_ring(self, frames: int = RING_FRAMES, high: float = 0.25, full: float = 0.75) -> None:
@@ -314,23 +285,30 @@ class LatencyController:
         st = self.state.get(key)
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
-            st.cpu = st.throttled = None
-            st.held, st.good, st.needs = (), 0, []
+            st.cpu = st.throttled = st.rx = st.rate = None
+            st.held, st.good, st.needs, st.rates = (), 0, [], []
 
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
-             taps: list | None = None) -> dict:
+             taps: list | None = None, capacity_pps: float | None = None) -> dict:
         """One interval of one VNF: observe ``stats`` (None: it did not answer) and ``taps``
         (:func:`tap_counters` of its NICs' host taps, read just before; None: not known),
-        decide, act."""
+        decide, act. ``capacity_pps``: the packets/s it forwards at the flavor's quota (module
+        doc; None: not known, its need decides)."""
         reserved = max(1, int(vcpus)) * self.period_us
         st = self.state.get(key)
         if st is None:
             st = self.state[key] = VnfState(reserved_us=reserved, quota_us=reserved)
+        if capacity_pps is not None and not capacity_pps > 0:
+            raise PowerError(f"controller {name}: capacity_pps {capacity_pps} must be > 0 "
+                             f"(packets/s at the flavor's quota), or None when not known")
+        st.capacity = None if capacity_pps is None else float(capacity_pps)
         dropped, backlog = self._ring(st, stats, taps)
+        st.rate, own = self._rate(st, stats, dropped)
+        ring = (backlog, self._over_open(st, backlog), own)
         held = self._held(key, st)
         need = self._need(key, st, stats)
         ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
-                                               dropped, backlog, held, need, reserved)
+                                               dropped, ring, held, need, reserved)
         sized = self.sized(st)
         action, why, new = self._next(st, ev, why, reserved, held)
         if action != HOLD:
@@ -343,8 +321,11 @@ class LatencyController:
         st.state = OPEN if st.quota_us >= reserved else CAPPED
         d = {"vnf": name, "at": time.time(), "action": action, "event": ev, "why": why,
              "state": st.state, "p99_ns": p99, "packets": packets, "host_dropped": dropped,
-             "ring_backlog": backlog, "throttled": st.held[-1] if st.held else None,
+             "ring_backlog": backlog, "backlog_over_open": ring[1], "vnf_dropped": own,
+             "throttled": st.held[-1] if st.held else None,
              "need_cpus": None if need is None else round(need, 4), "sized_us": sized,
+             "rate_pps": None if st.rate is None else round(st.rate),
+             "capacity_pps": st.capacity,
              "floor_us": st.floor_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
@@ -357,13 +338,23 @@ class LatencyController:
                      reserved, ev, why)
         return d
 
-    def sized(self, st: VnfState) -> int | None:
-        """The cap for the median need of the quiet streak (µs per period; at most
-        ``max_ratio`` of the flavor's), None unknown."""
+    def sized(self, st: VnfState, rate: float | None = None) -> int | None:
+        """The cap (µs per period; at most ``max_ratio`` of the flavor's) for ``rate`` or the
+        median rate of the quiet streak when the capacity is known, else for the median need of
+        the streak; None when not known."""
+        lim = int(self.max_ratio * st.reserved_us)
+        if st.capacity is not None and (rate is not None or st.rates):
+            r = rate if rate is not None else sorted(st.rates)[len(st.rates) // 2]
+            return min(round(r / st.capacity * st.reserved_us * self.rate_headroom)
+                       + self.rate_margin_us, lim)
         if not st.needs:
             return None
-        return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us,
-                   int(self.max_ratio * st.reserved_us))
+        return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us, lim)
+
+    @staticmethod
+    def rate(st: VnfState) -> float:
+        """The median offered rate (packets/s) of the quiet streak."""
+        return sorted(st.rates)[len(st.rates) // 2]
 
     @staticmethod
     def need(st: VnfState) -> float:
@@ -384,7 +375,8 @@ class LatencyController:
             return action, why, reserved
         sized = self.sized(st)
         if action == UP:
-            new = max(int(st.quota_us * self.up), sized or 0)
+            now = self.sized(st, st.rate) if st.rate is not None else sized
+            new = max(int(st.quota_us * self.up), now or 0)
             if new >= self.max_ratio * reserved:
                 new = reserved
             st.poll_us = (POLL_DEFAULT_US if new >= reserved else
@@ -414,7 +406,9 @@ class LatencyController:
                 st.quota_us
         st.poll_us = (self.min_poll_us if action == CAP and sized is not None
                       else max(self.min_poll_us, int(st.poll_us * self.down)))
-        if target == sized:
+        if target == sized and st.capacity is not None and st.rates:
+            why = f"{why}; rate {self.rate(st):.0f} of {st.capacity:.0f} pps -> {target} us"
+        elif target == sized:
             why = f"{why}; need {self.need(st):.3f} CPU -> {target} us"
         return action, why, new
 
@@ -470,6 +464,43 @@ class LatencyController:
         share = db / (db + dp) if db + dp > 0 else 0.0
         return max(0.0, vcpu * share + qemu) / dt
 
+    def _rate(self, st: VnfState, stats: dict | None, dropped: int | None):
+        """(packets/s offered to the VNF this interval: the frames its NICs took and those the
+        host dropped for it, per second of its uptime; the frames it dropped itself (its NICs'
+        ``drop``: failed transmits, a TX ring its throttled QEMU did not drain) beyond the
+        largest share of its last ``OPEN_SPAN`` open intervals (a firewall's policy drops are
+        no loss), counted when capped), each None when not known (the first reading, no
+        ``nics``, a restart)."""
+        try:
+            nics = stats["nics"]                                  # type: ignore[index]
+            cur = (int(stats["uptime_us"]), sum(int(n.get("rx", 0)) for n in nics),  # type: ignore[index]
+                   sum(int(n.get("drop", 0)) for n in nics))
+        except (KeyError, TypeError, ValueError):
+            st.rx = None
+            return None, None
+        prev, st.rx = st.rx, cur
+        if prev is None or cur[0] <= prev[0] or cur[1] < prev[1] or cur[2] < prev[2]:
+            return None, None
+        rx, drop = cur[1] - prev[1], cur[2] - prev[2]
+        rate = (rx + (dropped or 0)) * 1e6 / (cur[0] - prev[0])
+        if st.state == OPEN:
+            st.open_drops = (st.open_drops + [drop / max(1, rx)])[-self.OPEN_SPAN:]
+            return rate, 0
+        over = drop - max(st.open_drops, default=0.0) * rx
+        return rate, int(over) if over >= max(1.0, 0.001 * rx) else 0
+
+    def _over_open(self, st: VnfState, backlog: int | None) -> int | None:
+        """The ring backlog beyond the largest of the last ``OPEN_SPAN`` open intervals' (what
+        the VNF carries at the flavor's quota is not the cap's doing); an open interval's own
+        backlog is kept for that."""
+        if backlog is None:
+            return None
+        base = max(st.open_backlogs, default=0)
+        if st.state == OPEN:
+            st.open_backlogs = (st.open_backlogs + [backlog])[-self.OPEN_SPAN:]
+            base = max(base, backlog)
+        return max(0, backlog - base)
+
     @staticmethod
     def _ring(st: VnfState, stats: dict | None, taps: list | None):
         """(frames the host dropped for the VNF this interval, its ring backlog in frames), each
@@ -505,10 +536,12 @@ class LatencyController:
         return interval_over(st.buckets, b1, ns) - hits <= 0.01 * n
 
     def _classify(self, st: VnfState, stats: dict | None, target_ns: float,
-                  dropped: int | None, backlog: int | None, held: bool | None,
+                  dropped: int | None, ring: tuple, held: bool | None,
                   need: float | None, reserved: int):
-        """(event, why, p99 ns, packets) of one interval (:data:`EVENTS`); keeps the quiet
-        streak and its needs (not a capped VNF's when throttled: the cap hid what it wanted)."""
+        """(event, why, p99 ns, packets) of one interval (:data:`EVENTS`); ``ring``: (its
+        backlog, the part over what it carried open, frames it dropped over its open share);
+        keeps the quiet streak, its rates and
+        needs (not a capped VNF's need when throttled: the cap hid what it wanted)."""
         if stats is None:
             st.good, st.needs = 0, []
             return SILENT, "no stats reply", None, None
@@ -517,26 +550,35 @@ class LatencyController:
         p99, packets = (None, 0) if first else interval_p99(st.buckets, b1)
         b0, st.buckets = st.buckets, b1
         ev, why = self._event(st, (b0, b1), target_ns, (p99, packets, first),
-                              (dropped, backlog, held))
+                              (dropped, *ring, held))
+        if st.capacity is not None and st.rate is not None and ev in (QUIET, BAND):
+            if ev == QUIET:
+                st.rates = (st.rates + [st.rate])[-max(1, self.hold_intervals):]
+            if st.rate >= self.max_ratio * st.capacity:
+                ev, why = HIGH_LOAD, f"offered {st.rate:.0f} of {st.capacity:.0f} pps"
         if ev == QUIET and need is not None and not (held and st.state == CAPPED):
             st.needs = (st.needs + [need])[-max(1, self.hold_intervals):]
-            if self.need(st) * self.period_us >= self.max_ratio * reserved:
+            if (st.capacity is None or st.rate is None) and \
+                    self.need(st) * self.period_us >= self.max_ratio * reserved:
                 ev, why = HIGH_LOAD, f"need {self.need(st):.3f} CPU"
         if ev == QUIET:
             st.good += 1
         elif ev == HIGH_LOAD:
             st.good = 0                          # its needs size the step up
         else:
-            st.good, st.needs = 0, []
+            st.good, st.needs, st.rates = 0, [], []
         return ev, why, p99, packets
 
     def _event(self, st, hists, target_ns, lat, host):
         """The event and why, before the sizing (:meth:`_classify`): ``hists`` the histograms
         at the interval's start and end, ``lat`` (p99, packets, first observation), ``host``
-        (frames dropped, ring backlog, throttled)."""
-        (b0, b1), (p99, packets, first), (dropped, backlog, held) = hists, lat, host
+        (frames dropped, ring backlog, its part over the open one, its own drops over
+        the open share, throttled)."""
+        (b0, b1), (p99, packets, first), (dropped, backlog, excess, own, held) = hists, lat, host
         if dropped:
             return DROPPED, f"host dropped {dropped} frames for it (ring full)"
+        if own:
+            return DROPPED, f"it dropped {own} frames more than open"
         if backlog is not None and backlog >= self.ring_full:
             return RING_FULL, f"ring backlog {backlog} frames"
         if first:
@@ -551,8 +593,8 @@ class LatencyController:
                     return ev, f"p99 {p99} ns > {k} x target"
                 return NOISE, (f"p99 {p99} ns > {k} x target, not throttled" if held is False
                                else f"p99 {p99} ns > {k} x target, not the cap's")
-        if backlog is not None and backlog >= self.ring_high:
-            return BACKLOG, f"ring backlog {backlog} frames"
+        if excess is not None and excess >= self.ring_high:
+            return BACKLOG, f"ring backlog {backlog} frames, {excess} over its open one"
         if not shown or p99 <= target_ns / 2:
             return QUIET, f"p99 {p99} ns <= target / 2" if shown else f"{packets} packets"
         return BAND, f"p99 {p99} ns within (target / 2, target]"

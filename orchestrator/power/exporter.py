@@ -75,6 +75,12 @@ metrics_opts = [
                      "the CPU quota of a VNF with a target while its p99 holds, and gives the "
                      "flavor's quota back at once when p99 exceeds twice the target; VNFs "
                      "without a target are never touched."),
+    cfg.DictOpt("vnf_capacity_pps", default={},
+                help="The controller's capacity of a VNF with a latency target, VNF name or "
+                     "service: packets/s it forwards at its flavor's quota (the stage-1 load "
+                     "probe's capacity: its slots x the service's session_pps; e.g. "
+                     "fw:50000). With one, its offered rate against it judges high load and "
+                     "sizes its cap; without, its own busy share does (controller.py)."),
 ]
 
 
@@ -105,10 +111,20 @@ class HostSampler:
     into an :class:`Attributor`; :meth:`step` is one interval."""
 
     def __init__(self, mgr, attributor: Attributor, state_path: str | None = None,
-                 targets: dict | None = None, controller: LatencyController | None = None):
+                 targets: dict | None = None, controller: LatencyController | None = None,
+                 capacities: dict | None = None):
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
+        try:
+            self.capacities = {k: float(v) for k, v in (capacities or {}).items()}
+        except ValueError as e:
+            raise PowerError(f"[metrics] vnf_capacity_pps: {e}; give VNF name or service: "
+                             f"packets/s, e.g. fw:50000") from None
+        bad = sorted(k for k, v in self.capacities.items() if not v > 0)
+        if bad:
+            raise PowerError(f"[metrics] vnf_capacity_pps: {', '.join(bad)} not > 0; give "
+                             f"packets/s at the flavor's quota, e.g. fw:50000")
         if self.targets and controller is None:
             controller = LatencyController(CgroupCap(), poller=self.set_poll_window)
         self.controller = controller
@@ -150,8 +166,9 @@ class HostSampler:
             if target is not None and self.controller is not None:
                 self._ids[spec.uuid] = rec.id
                 try:
+                    cap = self.capacities.get(rec.name, self.capacities.get(service_of(rec.name)))
                     d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st,
-                                             taps)
+                                             taps, cap)
                     with self.lock:               # the HTTP thread copies it
                         self.control[rec.id] = d
                 except (OSError, ValueError, PowerError) as e:
@@ -271,7 +288,7 @@ class Exporter:
         from fluidvim.vnf.manager import POWER_STATE
         state = os.path.join(mgr.run_dir, POWER_STATE)
         self.sampler = HostSampler(mgr, attributor, state_path=state,
-                                   targets=o.latency_targets)
+                                   targets=o.latency_targets, capacities=o.vnf_capacity_pps)
         self.collector = Collector(self.sampler, o.zone, o.host or socket.gethostname())
         self._stop = threading.Event()
         self._thread = None

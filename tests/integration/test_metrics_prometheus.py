@@ -185,8 +185,9 @@ def test_prometheus_scrapes_per_vnf_power(make_manager, net, tmp_path):
 
 def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     """The exporter's sampler with a latency target for service fw: a real VNF forwarding pings
-    far under its target has its cgroup's CPU quota cut at once to a cap sized from what it
-    needs (its own busy share of its QEMU's real CPU; the real cgroup file changes) and its
+    far under its target has its cgroup's CPU quota cut at once to a cap sized from its offered
+    rate against the capacity it was given (its need, its own busy share of its QEMU's real CPU,
+    measured beside it; the real cgroup file changes) and its
     busy-poll window narrowed (the VNF reports it); when its QEMU is stopped it stops answering
     and gets its flavor's quota back at once, and its default window as soon as it answers
     again."""
@@ -203,7 +204,8 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
     ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1, min_packets=5)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
-                                   targets={"fw": 100_000.0}, controller=ctl)
+                                   targets={"fw": 100_000.0}, controller=ctl,
+                                   capacities={"fw": 50_000})
     ctl.poller = sampler.set_poll_window            # the VNF's busy-poll window, `poll` op
 
     def window():
@@ -222,8 +224,11 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert d["packets"] > 0 and d["p99_ns"] is not None
         # the host's side of its rings is read too (its taps; controller.tap_counters)
         assert d["ring_backlog"] is not None and d["host_dropped"] is not None, d
-        # sized from its need (measured: its QEMU's CPU and its own busy share), not a step
+        # sized from its rate (its NICs' rx: the pings and their replies) against its capacity,
+        # not a step; its need (its QEMU's CPU and its own busy share) measured beside it
         assert d["need_cpus"] is not None and d["state"] == "capped", d
+        assert d["rate_pps"] > 0 and d["capacity_pps"] == 50_000, d
+        assert f"of 50000 pps -> {d['sized_us']} us" in d["why"], d
         assert d["quota_us"] == max(ctl.min_quota_us, d["sized_us"]), d
         assert cgroups.cpu_quota(uid) == d["quota_us"] < limits.CPU_PERIOD_US
         assert window() == d["poll_window_us"] == ctl.min_poll_us   # as the VNF says

@@ -294,11 +294,13 @@ def _ring_run(c, ring, steps):
 
 def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     """The VNF's own p99 stays 1 us (well within target) while frames pile up in its ring: a
-    backlog over ring_high holds a cap where it is (and an open VNF open: no cap at that load;
-    a lower bound with an offset, bench/powercap saw it sit at a quarter for seconds: no step up
-    on it), over ring_full releases it, and so does a frame the host's tap dropped for it; the tap's offset
-    before the VNF counted is not a backlog. A release the ring forced leaves a floor one step
-    up from the quota that caused it, which sinks a step after FLOOR_AGE blocked steps."""
+    backlog a quarter of the ring over what it carried open holds a cap where it is (a lower
+    bound with an offset, bench/powercap saw it sit at a quarter for seconds: no step up on
+    it), three quarters (absolute) release it, and so does a frame the host's tap dropped for
+    it; the tap's offset before the VNF counted is not a backlog, nor is the backlog it carries
+    open (bench/powercap: an uncapped VNF at 10 % load carried half a ring, which held every
+    cap off). A release the ring forced leaves a floor one step up from the quota that caused
+    it, which sinks a step after FLOOR_AGE blocked steps."""
     writes = []
     c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, max_ratio=1.0,
                               up=1.2)
@@ -310,21 +312,21 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     d = _ring_run(c, ring, [(1000, 900)])[0]        # 100 frames wait: >= 64 (a quarter)
     assert (d["action"], d["event"], d["ring_backlog"], d["quota_us"]) == (
         "hold", "backlog", 100, 64_000), d
-    assert d["why"] == "ring backlog 100 frames"
+    assert d["why"] == "ring backlog 100 frames, 100 over its open one"
     d = _ring_run(c, ring, [(1000, 1000)])[0]       # still 100: a quiet streak starts again
     assert (d["action"], d["event"], d["quota_us"]) == ("hold", "backlog", 64_000), d
     d = _ring_run(c, ring, [(1000, 900)])[0]        # 200 wait: >= 192 (three quarters)
     assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("release", 200, 100_000), d
     assert (writes[-1], d["floor_us"]) == (100_000, 76_800)     # 64,000 x 1.2
-    d = _ring_run(c, ring, [(1000, 1100)])[0]       # 100 still wait: open, no cap at that load
-    assert (d["action"], d["event"], d["state"], d["quota_us"]) == (
-        "hold", "backlog", "open", 100_000), d
-    d = _ring_run(c, ring, [(1000, 1100)])[0]       # drained: capped, but to the floor
-    assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("cap", 0, 80_000), d
-    d = _ring_run(c, ring, [(1000, 1000)])[0]
-    assert (d["action"], d["quota_us"]) == ("down", 76_800), d
-    d = _ring_run(c, ring, [(1000, 1000)])[0]
-    assert (d["action"], d["quota_us"]) == ("hold", 76_800), d
+    d = _ring_run(c, ring, [(1000, 1100)])[0]       # open, 100 still wait: its own, a cap
+    assert (d["action"], d["event"], d["state"], d["ring_backlog"], d["backlog_over_open"],
+            d["quota_us"]) == ("cap", "quiet", "capped", 100, 0, 80_000), d
+    d = _ring_run(c, ring, [(1000, 1000)])[0]       # capped, 100 wait: what it carried open
+    assert (d["action"], d["backlog_over_open"], d["quota_us"]) == ("down", 0, 76_800), d
+    d = _ring_run(c, ring, [(1000, 936)])[0]        # 164 wait: 64 over the open one
+    assert (d["action"], d["event"], d["backlog_over_open"]) == ("hold", "backlog", 64), d
+    d = _ring_run(c, ring, [(1000, 1164)])[0]       # drained: down, but to the floor
+    assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("hold", 0, 76_800), d
     assert d["why"].endswith("at the floor 76800 us"), d
     ds = _ring_run(c, ring, [(1000, 1000)] * (c.FLOOR_AGE - 1))   # it sinks at the 10th block
     assert (ds[-1]["action"], ds[-1]["floor_us"]) == ("hold", 61_440), ds[-1]
@@ -404,21 +406,28 @@ class FakeVnf:
     def __init__(self):
         self.h, self.up, self.busy, self.poll = Hist(), 1_000_000, 0, 0
         self.cpu = {"total": 10.0, "vcpu": 8.0}
+        self.rx = self.drop = 0
 
     def usage(self, key):
         return dict(self.cpu)
 
     def interval(self, busy: float, poll: float, vcpu: float, qemu: float, n: int = 500,
-                 ns: int = 1024) -> dict:
+                 ns: int = 1024, pps: int | None = None, drop_pps: int = 0) -> dict:
         """``busy``/``poll``: shares of its wall time by its own count; ``vcpu``/``qemu``: CPUs
-        its vCPU threads and the rest of its QEMU used on the host."""
+        its vCPU threads and the rest of its QEMU used on the host; ``pps``: the frames/s its
+        NIC took (None: its stats show no ``nics``), ``drop_pps`` of them it dropped."""
         self.up += 500_000
+        self.rx += (pps or 0) // 2
+        self.drop += drop_pps // 2
         self.busy += int(busy * 500_000)
         self.poll += int(poll * 500_000)
         self.cpu = {"total": self.cpu["total"] + (vcpu + qemu) * 0.5,
                     "vcpu": self.cpu["vcpu"] + vcpu * 0.5}
         st = self.h.add(n, ns)
         st.update(uptime_us=self.up, cpu={"busy_us": self.busy, "poll_us": self.poll})
+        if pps is not None:
+            st["nics"] = [{"rx": self.rx, "tx": self.rx - self.drop, "drop": self.drop},
+                          {"rx": 0, "tx": 0, "drop": 0}]
         return st
 
 
@@ -512,3 +521,72 @@ def test_a_need_over_max_ratio_keeps_it_open_and_a_cap_stops_at_max_ratio():
         c.usage = v.usage
         ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.75, 0.25, vcpu, qemu)) for _ in range(3)]
         assert (ds[1]["action"], ds[1]["event"], ds[1]["quota_us"]) == want, ds[1]
+
+
+def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
+    """bench/powercap on a quiet host: open at 10 % load the VNF took a frame at a time and
+    its need read 0.73 CPU, so the need rule never capped it. With its capacity known, the
+    offered rate (its NICs' rx per second of its uptime) judges high load (>= max_ratio of the
+    capacity) and sizes the cap: rate / capacity x quota x rate_headroom + rate_margin_us."""
+    def run(capacity, steps):
+        c = ctl.LatencyController(lambda k, q: None, hold_intervals=2)
+        c.throttled = lambda key: 0
+        v = FakeVnf()
+        c.usage = v.usage
+        return [c.step("u1", "fw.1", 100, 1, v.interval(*s[:4], pps=s[4]), None, capacity)
+                for s in steps]
+
+    low = (0.77, 0.2, 0.6, 0.37, 5_000)               # need 0.6 x 0.79 + 0.37 = 0.85 CPU
+    ds = run(None, [low] * 3)                         # no capacity: its need decides
+    assert [(d["event"], d["quota_us"]) for d in ds[1:]] == [("high load", 100_000)] * 2, ds
+    assert ds[2]["rate_pps"] == 5_000 and ds[2]["capacity_pps"] is None
+    ds = run(50_000, [low] * 3 + [(0.9, 0.1, 0.9, 0.3, 40_000), (0.5, 0.3, 0.6, 0.3, 25_000),
+                                  (0.5, 0.3, 0.6, 0.3, 25_000)])
+    assert [(d["action"], d["event"], d["quota_us"]) for d in ds] == [
+        ("hold", "band", 100_000), ("hold", "quiet", 100_000),
+        ("cap", "quiet", round(0.1 * 100_000 * 1.2) + 5_000),        # 17,000
+        ("up", "high load", 100_000),                 # 80 % of it: open at once
+        ("hold", "quiet", 100_000),
+        ("cap", "quiet", round(0.5 * 100_000 * 1.2) + 5_000)], ds    # 65,000
+    assert ds[2]["why"].endswith("rate 5000 of 50000 pps -> 17000 us"), ds[2]
+    assert ds[3]["why"] == "offered 40000 of 50000 pps", ds[3]
+    # a capped VNF whose rate grows, breaching while throttled, steps up to the cap that rate
+    # needs, not a step of up
+    throttled = [0]
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c.throttled = lambda key: throttled[0]
+    v = FakeVnf()
+    c.usage = v.usage
+    ds = [c.step("u1", "fw.1", 100, 1, v.interval(*low[:4], pps=low[4]), None, 50_000)
+          for _ in range(2)]
+    assert [(d["action"], d["quota_us"]) for d in ds] == [("hold", 100_000), ("cap", 17_000)]
+    throttled[0] += 500                               # a stall per slow packet
+    d = c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.2, 0.1, 500, 1 << 17, 25_000),
+               None, 50_000)                          # p99 131 us > 100, throttled: the cap's
+    assert (d["action"], d["event"], d["rate_pps"], d["quota_us"]) == (
+        "up", "breach", 25_000, round(0.5 * 100_000 * 1.2) + 5_000), d     # not 25,500
+    with pytest.raises(power.PowerError, match="capacity_pps 0 must be > 0"):
+        c.step("u1", "fw.1", 100, 1, v.interval(*low[:4]), None, 0)
+
+
+def test_frames_it_drops_capped_beyond_its_open_share_release_the_cap():
+    """The VNF's own NIC drops (a TX ring its throttled QEMU did not drain): what it drops
+    open (a firewall's policy: 10 % here) is no loss; capped, more than that share is, and
+    releases the cap with a floor one step up (the back-off)."""
+    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, up=1.5)
+    c.throttled = lambda key: 0
+    v = FakeVnf()
+    c.usage = v.usage
+
+    def step(drop_pps):
+        return c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.8, 1.0, 0.1, pps=5_000,
+                                                     drop_pps=drop_pps), None, 50_000)
+
+    ds = [step(500) for _ in range(3)]
+    assert [(d["action"], d["vnf_dropped"]) for d in ds] == [
+        ("hold", None), ("cap", 0), ("down", 0)], ds            # 10 % open: its policy
+    assert [d["quota_us"] for d in ds] == [100_000, 17_000, 13_600]
+    d = step(1000)                                              # 20 %: 250 frames too many
+    assert (d["action"], d["event"], d["vnf_dropped"], d["quota_us"], d["floor_us"]) == (
+        "release", "dropped", 250, 100_000, 20_400), d
+    assert d["why"] == "it dropped 250 frames more than open"
