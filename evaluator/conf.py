@@ -46,6 +46,11 @@ evaluator_opts = [
     cfg.StrOpt("load_probe_proto", default="icmp", choices=["icmp", "udp"],
                help="icmp: a session is an ICMP echo flow answered by the far namespace's "
                     "kernel; udp: a UDP 5-tuple per session to a user-space echo."),
+    cfg.StrOpt("load_probe_traffic", default="auto", choices=["auto", "netns", "vnf"],
+               help="Where a load probe's traffic comes from: netns = network namespaces on "
+                    "this machine (the local zone only); vnf = a generator VNF the zone runs "
+                    "beside the probe VNF (zones that create networks and show a VNF's stats: "
+                    "Nomad clients with private_bridges); auto = netns where it can, else vnf."),
     cfg.StrOpt("load_probe_netns_prefix", default="fvlp",
                help="Prefix (<= 6 characters) of the load probe's network namespaces, veths "
                     "and bridges; a random tag follows it, unique on the host per probe run."),
@@ -107,7 +112,8 @@ def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
                       session_pps=c.load_probe_session_pps, step_s=c.load_probe_step,
                       refine=c.load_probe_refine, stop_loss=c.load_probe_stop_loss,
                       proto=c.load_probe_proto, prefix=c.load_probe_netns_prefix,
-                      subnet=c.load_probe_subnet, valid_for_s=valid_for_s)]
+                      subnet=c.load_probe_subnet, traffic=c.load_probe_traffic,
+                      valid_for_s=valid_for_s)]
 
 
 def make_stage1(conf: cfg.ConfigOpts, engine_or_url, valid_for_s: float = 3600.0):

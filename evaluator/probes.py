@@ -57,7 +57,8 @@ LOG = logging.getLogger(__name__)
 
 FORWARD_CONFIG = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);\n"
 PROBE_SERVICE = "fluidvim-probe"
-NETNS, VNF = "netns", "vnf"         # LoadProbe traffic: host namespaces, or a generator VNF
+# LoadProbe traffic: host namespaces, a generator VNF, or the first of the two the zone allows
+NETNS, VNF, AUTO = "netns", "vnf", "auto"
 
 
 def _summary(values) -> dict:
@@ -327,7 +328,7 @@ def _jump(a: dict, b: dict) -> float:
 
 
 class LoadProbe(Probe):
-    """Latency and loss at increasing session counts through a probe VNF (local zone only).
+    """Latency and loss at increasing session counts through a probe VNF.
 
     The session counts ``sessions`` are measured in ascending order (``step_s`` seconds each after
     ``warmup_s``), stopping after the first step that loses more than ``stop_loss`` (the default
@@ -355,7 +356,10 @@ class LoadProbe(Probe):
     cores with the VNF under test, whose vCPU runs at ``[vnf] vcpu_nice`` - a client at that
     nice competes with the VNF as an equal, not above it.
 
-    ``traffic="vnf"``: no namespaces; the zone runs the traffic itself - two networks of the
+    ``traffic="auto"`` (the default) takes host namespaces where this machine can put packets
+    on the zone's hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients
+    make private bridges; zones with networks and VNF stats); ``traffic="netns"`` or ``"vnf"``
+    forces one. ``traffic="vnf"``: no namespaces; the zone runs the traffic itself - two networks of the
     zone, the probe VNF on them and per step a generator VNF on the same host
     (:mod:`~fluidvim.evaluator.genprobe`): for zones this machine cannot put packets into, where
     the zone can create networks and show a VNF's ``stats``. ``proto`` does not apply (UDP).
@@ -370,7 +374,7 @@ class LoadProbe(Probe):
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
-                 recheck: int = 3, traffic: str = NETNS, client_nice: int = 0):
+                 recheck: int = 3, traffic: str = AUTO, client_nice: int = 0):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -400,31 +404,44 @@ class LoadProbe(Probe):
         if recheck < 0:
             raise ValueError(f"LoadProbe recheck must be >= 0, got {recheck}")
         self.recheck = recheck
-        if traffic not in (NETNS, VNF):
-            raise ValueError(f"LoadProbe traffic must be {NETNS!r} (host namespaces) or {VNF!r} "
-                             f"(a generator VNF in the zone), got {traffic!r}")
+        if traffic not in (NETNS, VNF, AUTO):
+            raise ValueError(f"LoadProbe traffic must be {NETNS!r} (host namespaces), {VNF!r} "
+                             f"(a generator VNF in the zone) or {AUTO!r} (namespaces where this "
+                             f"machine reaches the zone's hosts, else a generator VNF), got "
+                             f"{traffic!r}")
         self.traffic = traffic
         if not -20 <= int(client_nice) <= 19:
             raise ValueError(f"LoadProbe client_nice must be -20..19 (a nice value), got "
                              f"{client_nice!r}")
         self.client_nice = int(client_nice)
 
+    def _mode(self, zone) -> tuple[str, bool, str]:
+        """(traffic this run uses in ``zone``, whether it can, why not)."""
+        if self.traffic != AUTO:
+            ok, why = (genprobe.can_generate if self.traffic == VNF else can_inject)(zone)
+            return self.traffic, ok, why
+        ok, why = can_inject(zone)
+        if ok:
+            return NETNS, True, ""
+        gen_ok, gen_why = genprobe.can_generate(zone)
+        return VNF, gen_ok, "" if gen_ok else f"{why}; and {gen_why}"
+
     def applicable(self, zone) -> tuple[bool, str]:
-        return genprobe.can_generate(zone) if self.traffic == VNF else can_inject(zone)
+        return self._mode(zone)[1:]
 
     def run(self, env, zone, service=None, progress=None) -> ProbeResult:
         t0 = time.perf_counter()
-        ok, why = self.applicable(zone)
+        mode, ok, why = self._mode(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
                 "payload_bytes": self.payload, "client_nice": self.client_nice,
                 "max_sessions": self.probe_slots,
                 "windows_per_step": self.windows,
-                "proto": self.proto, "traffic": self.traffic,
+                "proto": self.proto, "traffic": mode,
                 "latency": "round trip near namespace -> VNF -> far namespace -> VNF, kernel rx "
                            "timestamp (" + ("far kernel's ICMP echo" if self.proto == "icmp"
                                             else "user-space UDP echo") + ")",
                 "steps": []}
-        if self.traffic == VNF:
+        if mode == VNF:
             base.update(proto="udp", windows_per_step=1,
                         latency="round trip generator VNF -> probe VNF -> generator VNF, the "
                                 "generator's engine receive time (its vCPU's delays included)")
@@ -432,14 +449,14 @@ class LoadProbe(Probe):
             return self._result(env, zone, False, base, why, t0)
         lock = _NET_LOCKS.setdefault(self.prefix, threading.Lock())
         with lock:
-            return self._run_locked(env, zone, base, t0, progress)
+            return self._run_locked(env, zone, base, t0, progress, mode)
 
-    def _run_locked(self, env, zone, base, t0, progress):
+    def _run_locked(self, env, zone, base, t0, progress, mode):
         host = host_for(zone, env)
         metrics = dict(base, host=host)
         inst = echo = None
         error = None
-        gen = genprobe.GeneratorTraffic(self, zone, host) if self.traffic == VNF else None
+        gen = genprobe.GeneratorTraffic(self, zone, host) if mode == VNF else None
         net = gen or TestNet(self.prefix, self.subnet)
         try:
             if gen is None:

@@ -22,6 +22,10 @@ plugin "fluidvim-unikernel" {
     # may boot any file listed here: list only directories of VNF images.
     image_paths    = []
     run_dir        = "/run/fluidvim-nomad"  # sockets, console logs: <run_dir>/<vnf uuid>/
+    # A nic bridge starting with this prefix is made when a task names it and deleted with the
+    # last VNF on it: an isolated L2 segment between VNFs of this client (the orchestrator's
+    # load probe wires its probe and generator VNFs so). "" = every bridge must exist already.
+    private_bridges = "fvp"
     net_backend    = "tap"    # tap = QEMU's taps; vhost-user = fluidvim-vhost-net (vhost) per VNF
     vhost_net_binary = "/usr/libexec/fluidvim/fluidvim-vhost-net"   # make -C vhost
     vcpu_nice      = 10       # vCPU threads below QEMU's I/O thread (the guest busy-polls); 0 = as started

@@ -117,3 +117,27 @@ func DeleteLink(name string) error {
 	}
 	return nil
 }
+
+// EnsureBridge creates Linux bridge name if it is missing and brings it up (as vnf/netdev.py
+// ensure_bridge; one created meanwhile by someone else is fine).
+func EnsureBridge(name string) error {
+	if !LinkExists(name) {
+		out, err := exec.Command("ip", "link", "add", name, "type", "bridge").CombinedOutput()
+		if err != nil && !LinkExists(name) {
+			return fmt.Errorf("ip link add %s type bridge: %v: %s", name, err, out)
+		}
+	}
+	if out, err := exec.Command("ip", "link", "set", name, "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set %s up: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+// BridgePorts is the number of links attached to bridge name (-1: it is not a bridge, or gone).
+func BridgePorts(name string) int {
+	ports, err := os.ReadDir("/sys/class/net/" + name + "/brif")
+	if err != nil {
+		return -1
+	}
+	return len(ports)
+}

@@ -67,6 +67,9 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	// own task directory (as Nomad's qemu driver); empty by default (paths.go)
 	"image_paths": hclspec.NewAttr("image_paths", "list(string)", false),
 	"run_dir":     withDefault("run_dir", "string", defaultRunDir),
+	// private_bridges = "fvp": nic bridges with this prefix are made on demand and deleted when
+	// their last VNF is gone (privnet.go: the load probe's networks); "" (default) = off
+	"private_bridges": withDefault("private_bridges", "string", ""),
 	// net_backend = "tap" | "vhost-user": VNF NICs on QEMU's taps, or on fluidvim-vhost-net
 	// (vhost/: a backend process per VNF, one thread per NIC; as [vnf] net_backend)
 	"net_backend":      withDefault("net_backend", "string", defaultNetBackend),
@@ -199,6 +202,8 @@ type Config struct {
 	// ImagePaths: directories (absolute) whose files a task may name besides its own directory
 	ImagePaths []string `codec:"image_paths"`
 	RunDir     string   `codec:"run_dir"`
+	// PrivateBridges: the prefix of bridges made on demand (privnet.go); "" = none
+	PrivateBridges string `codec:"private_bridges"`
 	// NetBackend: spec.NetTap or spec.NetVhostUser; VhostNetBinary: fluidvim-vhost-net's path
 	NetBackend     string `codec:"net_backend"`
 	VhostNetBinary string `codec:"vhost_net_binary"`
@@ -404,6 +409,11 @@ func (c *Config) validate() error {
 	}
 	if err := checkImagePaths(c.ImagePaths); err != nil {
 		return err
+	}
+	if c.PrivateBridges != "" && !privateRE.MatchString(c.PrivateBridges) {
+		return fieldErr("private_bridges", "%q is not a bridge-name prefix: use 2-5 lowercase "+
+			"letters or digits starting with a letter, that no bridge of the host starts with "+
+			"(e.g. \"fvp\"), or \"\" to turn private bridges off", c.PrivateBridges)
 	}
 	seen := map[poolShape]int{}
 	for i := range c.WarmPool {

@@ -97,6 +97,8 @@ type Driver struct {
 	launchTimes map[string][]float64 // recent launch durations (ms) by kind: StartTask → configured
 
 	bridgeMu    sync.Mutex
+	privMu      sync.Mutex      // private bridges (privnet.go)
+	privUsed    map[string]bool // the private bridges this plugin made or recovered
 	bridgesSeen map[string]bool // every bridge ever fingerprinted, to report the vanished ones as ""
 }
 
@@ -271,6 +273,9 @@ func (d *Driver) buildFingerprint() *drivers.Fingerprint {
 		a[pre+"queuing_delay_warm_ms"] = pstructs.NewFloatAttribute(warm, "ms")
 	}
 	d.bridgeAttributes(a, pre+"bridge.")
+	if p := d.settings().config.PrivateBridges; p != "" {
+		a[pre+"private_bridges"] = pstructs.NewStringAttribute(p)
+	}
 	d.powerAttributes(a, pre)
 	// what the next launch costs: a warm claim while a shell is ready (§6.5)
 	if ms, basis, ok := d.queuingDelay(); ok {
@@ -427,7 +432,7 @@ func (d *Driver) validateTask(cfg *drivers.TaskConfig, set settings) (*TaskConfi
 		return nil, "", fmt.Errorf("QEMU binary %q not found", set.config.Qemu)
 	}
 	for i, nic := range tc.NIC {
-		if br := nic.Bridge; br != "" && !qemu.LinkExists(br) {
+		if br := nic.Bridge; br != "" && !qemu.LinkExists(br) && !set.config.privateBridge(br) {
 			return nil, "", fieldErr(tc.nicKey(i, "bridge"), "bridge %q does not exist: create "+
 				"it first (ip link add %s type bridge) or pick an existing one", br, br)
 		}
@@ -570,7 +575,7 @@ func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duratio
 	if err := lim.pin(vm.Pid); err != nil {
 		return nil, d.abort(h, err)
 	}
-	if err := plugTaps(&h.spec, phases); err != nil {
+	if err := d.plugTaps(&h.spec, phases); err != nil {
 		return nil, d.abort(h, err)
 	}
 	if err := h.configureNew(phases); err != nil {
@@ -580,13 +585,13 @@ func (d *Driver) launch(h *taskHandle, qemuPath string, bootTimeout time.Duratio
 }
 
 // plugTaps attaches the taps of the NICs that have a bridge.
-func plugTaps(s *spec.VNF, phases map[string]float64) error {
+func (d *Driver) plugTaps(s *spec.VNF, phases map[string]float64) error {
 	t := time.Now()
 	for i, n := range s.Nics {
 		if n.Bridge == nil {
 			continue
 		}
-		if err := qemu.PlugTap(n.Tap, *n.Bridge); err != nil {
+		if err := d.plugNIC(n.Tap, *n.Bridge); err != nil {
 			return fieldErr(fmt.Sprintf("nics[%d]", i), "%v", err)
 		}
 	}
@@ -656,6 +661,7 @@ func (d *Driver) cleanup(h *taskHandle) {
 	if err := qemu.CgroupFor(h.spec.UUID).Remove(); err != nil {
 		h.logger.Warn("could not remove the VNF's cgroup", "error", err)
 	}
+	d.releasePrivate()
 }
 
 // RecoverTask re-attaches to a running QEMU by pid and control socket.
@@ -690,6 +696,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		click: st.ClickConfig, ctl: ctl, ready: st.Ready, state: drivers.TaskStateRunning,
 		startedAt: st.StartedAt, doneCh: make(chan struct{})}
 	d.tasks.Set(cfg.ID, h)
+	d.notePrivate(&h.spec)
 	_ = os.Remove(filepath.Join(h.runDir, startingMarker)) // the client has the handle
 	go h.run()
 	d.startLogs(h, fileSize(st.Spec.ConsoleLog), fileSize(qemu.StderrPath(h.runDir)))
@@ -755,6 +762,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	for _, n := range h.spec.Nics {
 		_ = qemu.DeleteLink(n.Tap)
 	}
+	d.releasePrivate() // now, not at DestroyTask (the client's GC of the allocation, much later)
 	return nil
 }
 

@@ -622,7 +622,7 @@ func (d *Driver) startWarm(cfg *drivers.TaskConfig, tc *TaskConfig, click string
 		if nic.Bridge == "" {
 			continue
 		}
-		if err := qemu.PlugTap(h.spec.Nics[i].Tap, nic.Bridge); err != nil {
+		if err := d.plugNIC(h.spec.Nics[i].Tap, nic.Bridge); err != nil {
 			return fail(fieldErr(tc.nicKey(i, "bridge"), "%v", err))
 		}
 	}

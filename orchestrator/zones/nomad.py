@@ -58,14 +58,14 @@ from fluidvim.common import instance_states as istates, zonetypes
 from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import EnvironmentType
 
-from .nomadtext import TASK, age_s, err_text, num, placement_failure, ready_ms, task_failure
+from .nomadnet import NomadNetworks
+from .nomadtext import STATS_FILE, TASK, age_s, err_text, num, placement_failure, ready_ms, task_failure
 
 DRIVER = "unikernel"
 ATTR = "driver.unikernel."
 JOB_PREFIX = "fluidvim-"
 META_SERVICE = "fluidvim_service"
 META_POWER = "fluidvim_power_system_id"
-STATS_FILE = "vnf-stats.json"                          # nomad_driver/unikernel: vnfStatsFile
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -82,7 +82,7 @@ def _job_status(allocs: list) -> tuple[str, dict | None]:
     return ALLOC_STATUS.get(a.get("ClientStatus"), istates.ERROR), a
 
 
-class NomadZone(ZoneAdapter):
+class NomadZone(NomadNetworks, ZoneAdapter):
     """One Nomad datacenter (and node pool) as a fluidvim zone."""
 
     kind = zonetypes.NOMAD
@@ -112,6 +112,8 @@ class NomadZone(ZoneAdapter):
         self.ready_poll_s = float(ready_poll_s)            # launch: how often it looks for ready
         self._services: dict[str, str | None] = {}         # job id -> Meta fluidvim_service
         self._envs: dict[tuple, EnvironmentType] = {}      # (node id, ModifyIndex) -> its type
+        self._private: dict = {}                           # networks: private bridges (nomadnet)
+        self._bridge_prefix: str | None = None
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -355,9 +357,12 @@ class NomadZone(ZoneAdapter):
                                             "MemoryMB": int(req.memory_mb or self.memory_mb) + 32}}]}]}
         if self.node_pool:
             job["NodePool"] = self.node_pool
+        constraints = self.private_constraint(req.bridges)
         if req.host:
-            job["Constraints"] = [{"LTarget": "${node.unique.name}", "RTarget": req.host,
-                                   "Operand": "="}]
+            constraints.append({"LTarget": "${node.unique.name}", "RTarget": req.host,
+                                "Operand": "="})
+        if constraints:
+            job["Constraints"] = constraints
         return job
 
     def launch(self, req: LaunchRequest) -> InstanceInfo:

@@ -12,6 +12,7 @@ import time
 import requests
 
 TASK = "vnf"                                          # the task of a fluidvim job
+STATS_FILE = "vnf-stats.json"                         # nomad_driver/unikernel: vnfStatsFile
 
 
 def num(v) -> float | None:

@@ -21,6 +21,7 @@ import uuid
 import pytest
 
 from fluidvim.common.zonetypes import LaunchRequest, ZoneError
+from fluidvim.evaluator import genprobe, probes
 from fluidvim.orchestrator import power
 from fluidvim.orchestrator.zones.nomad import NomadZone
 from tests.e2e import test_nomad as tn
@@ -379,3 +380,40 @@ def _poll_through_the_orchestrator(orch, zone, polled):
     tn.wait_for("the instance gone from the registry and the store",
                 lambda: report() is None and orch.store.slot_reports() == [], 20, 0.1)
     assert polled.instance_slots() == {}
+
+
+def test_load_probe_with_a_generator_vnf(agent):
+    """Issue 23 item 2: stage 1's load probe in a Nomad zone. This machine cannot put packets on
+    a Nomad client's host, so the probe takes its traffic from a generator VNF (traffic "auto"
+    -> "vnf"): two private bridges the plugin makes (etc/nomad/client.hcl private_bridges), the
+    probe VNF on both, per step a generator VNF on the same client, all through the zone
+    adapter; the bridges and VNFs go with the probe."""
+    zone, run_dir = agent
+    before = set(tn.qemu_pids(run_dir))
+    host = zone.hosts()[0]
+    probe = probes.LoadProbe(sessions=(1, 4, 16), session_pps=100, step_s=0.6, refine=0,
+                             recheck=0, prefix="fvzn")
+    assert probe.applicable(zone) == (True, "")
+    r = probe.run(host.env, zone)
+    assert r.ok, r.error
+    m = r.metrics
+    assert m["traffic"] == "vnf" and m["host"] == host.name
+    assert [s["sessions"] for s in m["steps"]] == [1, 4, 16] or m["stopped"].startswith("loss")
+    first = m["steps"][0]
+    assert first["received"] > 0 and first["loss"] < 0.05          # 100 pps: nothing lost
+    assert 0 < first["latency_ms"]["0.5"] <= first["latency_ms"]["0.99"]
+    prefix = zone._bridge_prefix
+    assert prefix == "fvp" and zone.networks() == []
+
+    def private_bridges():
+        out = subprocess.run(["ip", "-o", "link", "show", "type", "bridge"], capture_output=True,
+                             text=True, check=True).stdout
+        return [ln.split(":")[1].strip() for ln in out.splitlines()
+                if re.match(rf"^{prefix}[0-9a-f]{{12}}$", ln.split(":")[1].strip())]
+
+    tn.wait_for("the probe's QEMUs gone", lambda: not (set(tn.qemu_pids(run_dir)) - before),
+                20, 0.2)
+    # the plugin deletes a private bridge when its last VNF stops (StopTask)
+    tn.wait_for("the probe's private bridges gone", lambda: not private_bridges(), 20, 0.2)
+    assert not [i for i in zone.instances() if i.service in (probes.PROBE_SERVICE,
+                                                             genprobe.GENERATOR_SERVICE)]
