@@ -89,7 +89,7 @@ p99 in microseconds), the controller
   ``quota × up`` and the cap sized for this interval's rate (or the streak's need; the flavor's
   quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back to the
   flavor's quota and the 1 ms window at once; a release the ring or a drop forced, or a breach
-  seen throttled, sets a floor one step up from the quota that caused it (the back-off), which
+  seen throttled (up or release), sets a floor one step up from the quota that caused it (the back-off), which
   later caps respect, and which sinks a step after ``FLOOR_AGE`` steps down it blocked
   (without it, at high load the controller capped into losses, released, and did it again);
 
@@ -266,8 +266,7 @@ class LatencyController:
         self.set_ring()
 
     def set_ring(self, frames: int = RING_FRAMES, high: float = 0.25, full: float = 0.75) -> None:
-        """The RX ring's size in frames and the fractions of it at which a backlog holds the
-        cap (``high``) and releases it (``full``)."""
+        """The RX ring's size (frames); the backlog shares that hold (``high``), release (``full``)."""
         if not 0 < high <= full <= 1 or frames < 1:
             raise PowerError(f"controller ring thresholds need 0 < high <= full <= 1 and frames "
                              f">= 1, got high={high} full={full} frames={frames}")
@@ -279,9 +278,8 @@ class LatencyController:
         self.state.pop(key, None)
 
     def rebase(self, key: str) -> None:
-        """Forget what VNF ``key``'s counters read last (its histogram, taps, CPU, throttling)
-        but keep what was decided (quota, window, state, floor): after a pause in which it was
-        not observed, the next interval must not span the gap (bench/powercap's other modes)."""
+        """Forget what VNF ``key``'s counters read last but keep what was decided (quota,
+        window, state, floor): the next interval must not span a pause (bench/powercap)."""
         st = self.state.get(key)
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
@@ -377,6 +375,8 @@ class LatencyController:
         if action == UP:
             now = self.sized(st, st.rate) if st.rate is not None else sized
             new = max(int(st.quota_us * self.up), now or 0)
+            if ev == BREACH and held:                     # seen throttled: no step down into it
+                st.floor_us, st.floor_age = min(reserved, int(st.quota_us * self.up)), 0
             if new >= self.max_ratio * reserved:
                 new = reserved
             st.poll_us = (POLL_DEFAULT_US if new >= reserved else

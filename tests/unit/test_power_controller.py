@@ -565,6 +565,7 @@ def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
                None, 50_000)                          # p99 131 us > 100, throttled: the cap's
     assert (d["action"], d["event"], d["rate_pps"], d["quota_us"]) == (
         "up", "breach", 25_000, round(0.5 * 100_000 * 1.2) + 5_000), d     # not 25,500
+    assert d["floor_us"] == 25_500          # seen throttled: no step down below 17,000 x 1.5
     with pytest.raises(power.PowerError, match="capacity_pps 0 must be > 0"):
         c.step("u1", "fw.1", 100, 1, v.interval(*low[:4]), None, 0)
 
