@@ -162,6 +162,8 @@ static void op_stats(int64_t id)
 		jw_ku64(&w, "steal_us", cpu_use.steal_ns / 1000);
 		jw_ku64(&w, "steal_max_us", cpu_use.steal_max_ns / 1000);
 		jw_ku64(&w, "stalls", cpu_use.stalls);
+		jw_ku64(&w, "backoffs", cpu_use.backoffs);
+		jw_kbool(&w, "poll_paused", net_busy_poll_paused());
 	}
 	jw_obj_end(&w);
 	click_stats_json(&w);

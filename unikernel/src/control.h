@@ -33,8 +33,9 @@ struct cpu_use {
 	 * interrupt announced (a lost wake-up: they waited for another one) */
 	uint64_t wake_rx, wake_timer, wake_other, rx_no_irq;
 	/* host run delay (KVM steal time, ns): total, the largest seen between two main-loop
-	 * rounds, and how many rounds waited >= 1 ms for a host CPU */
-	uint64_t steal_ns, steal_max_ns, stalls;
+	 * rounds, how many rounds waited >= 1 ms for a host CPU, and how often that paused busy
+	 * polling (main.c STALL_US, BACKOFF_US) */
+	uint64_t steal_ns, steal_max_ns, stalls, backoffs;
 };
 extern struct cpu_use cpu_use;
 

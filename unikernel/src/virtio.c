@@ -560,6 +560,10 @@ uint32_t net_busy_poll_us(void)
 	return busy_poll_us;
 }
 
+static bool busy_poll_paused;
+void net_pause_busy_poll(bool pause) { busy_poll_paused = pause; }
+bool net_busy_poll_paused(void) { return busy_poll_paused; }
+
 int virtio_init(const struct mmio_hint *hints, int nhints, char *errbuf, size_t errcap)
 {
 	errbuf[0] = 0;
@@ -1085,7 +1089,7 @@ bool net_poll(void)
 	moved |= work;
 	if (work)
 		last_rx_tsc = now;
-	else if (now - last_rx_tsc < busy_poll_tsc)
+	else if (!busy_poll_paused && now - last_rx_tsc < busy_poll_tsc)
 		work = true;
 	return work;
 }

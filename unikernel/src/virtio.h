@@ -34,6 +34,10 @@ uint64_t net_kicks(void);         /* notifications sent to the NICs (each one a 
  * control channel's `poll` op sets it (PROTOCOL.md §4 poll). */
 void net_set_busy_poll_us(uint32_t us);
 uint32_t net_busy_poll_us(void);
+/* Stop (true) or resume busy polling after frames, whatever the window: main.c pauses it while
+ * the host keeps this vCPU waiting (steal time), see there. */
+void net_pause_busy_poll(bool pause);
+bool net_busy_poll_paused(void);
 void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
