@@ -591,3 +591,15 @@ def test_frames_it_drops_capped_beyond_its_open_share_release_the_cap():
     assert (d["action"], d["event"], d["vnf_dropped"], d["quota_us"], d["floor_us"]) == (
         "release", "dropped", 250, 100_000, 20_400), d
     assert d["why"] == "it dropped 250 frames more than open"
+
+
+def test_the_exporters_capacities_are_checked_when_it_starts():
+    """[metrics] vnf_capacity_pps (VNF name or service: pps): a value that is not a positive
+    number is refused at once, naming the option and the fix."""
+    from fluidvim.orchestrator.power import exporter
+    s = exporter.HostSampler(None, None, capacities={"fw": "50000"})
+    assert s.capacities == {"fw": 50_000.0}
+    for bad, msg in (({"fw": "fast"}, "could not convert"), ({"fw": "0", "dpi": "-1"},
+                                                            "dpi, fw not > 0")):
+        with pytest.raises(power.PowerError, match=f"vnf_capacity_pps: .*{msg}.*fw:50000"):
+            exporter.HostSampler(None, None, capacities=bad)
