@@ -177,6 +177,36 @@ def vnf_waits(pid: int, before: dict, after: dict, seconds: float) -> dict:
             "vcpu_threads": {"on_cpu": round(rest[0] / sec, 3), "waiting": round(rest[1] / sec, 3)}}
 
 
+def cgroup_cpu_stat(uuid: str) -> dict[str, int]:
+    """The VNF's cgroup ``cpu.stat`` (nr_periods, nr_throttled, throttled_time/usec...), {} when
+    it has none: a group that ran out of its CPU quota was throttled, QEMU's main thread (which
+    moves the frames) with its vCPU, until the next period."""
+    from fluidvim.vnf import cgroups
+
+    for d in cgroups.dirs(uuid):
+        try:
+            with open(os.path.join(d, "cpu.stat")) as f:
+                return {k: int(v) for k, v in (line.split() for line in f)}
+        except (OSError, ValueError):
+            continue
+    return {}
+
+
+def guest_waits(cpu0: dict, cpu1: dict, cg0: dict, cg1: dict) -> dict:
+    """What the VNF's own stats (contract/PROTOCOL.md, stats ``cpu``) and its cgroup say about
+    frames waiting outside its engine during the run: halts and what ended them, the host's run
+    delay of its vCPU (KVM steal time) and the waits >= 1 ms, the CFS throttling of its group."""
+    keys = ("halts", "wake_rx", "wake_timer", "wake_other", "rx_no_irq", "steal_us", "stalls",
+            "backoffs", "busy_us", "poll_us", "halt_us")
+    out = {k: cpu1[k] - cpu0.get(k, 0) for k in keys if k in cpu1}
+    out["steal_max_us_since_boot"] = cpu1.get("steal_max_us")
+    out["poll_paused_at_end"] = cpu1.get("poll_paused")
+    for k in ("nr_periods", "nr_throttled", "throttled_time", "throttled_usec"):
+        if k in cg1:
+            out["cgroup_" + k] = cg1[k] - cg0.get(k, 0)
+    return out
+
+
 def admit(a, mgr, params, tag: str) -> dict:
     """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
     from fluidvim.vnf.testnet import TestNet
@@ -201,7 +231,9 @@ def admit(a, mgr, params, tag: str) -> dict:
                                "--per-session-quantile", str(a.quantile),
                                "--deadline-ms", str(a.deadline_ms),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            pid = mgr.get(vid).pid
+            rec = mgr.get(vid)
+            pid = rec.pid
+            cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
             times0, start = thread_times(pid), time.monotonic()
             while client.poll() is None:                        # one correction window a read
                 time.sleep(1.05)
@@ -217,13 +249,17 @@ def admit(a, mgr, params, tag: str) -> dict:
             if client.returncode != 0:
                 raise SystemExit(f"load generator failed: {err[-500:]}")
             run = json.loads(out.strip().splitlines()[-1])
-            final = mgr.stats(vid)["slots"]
+            end = mgr.stats(vid)
+            final = end["slots"]
+            guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
+            print(f"  VNF during the run: {guest}", flush=True)
         finally:
             if echo is not None:
                 echo.terminate()
                 echo.wait(5)
             mgr.destroy(vid)
-    return {"admitted": admitted, "trace": trace, "run": run, "final": final, "vnf_cpu": waits}
+    return {"admitted": admitted, "trace": trace, "run": run, "final": final, "vnf_cpu": waits,
+            "guest": guest}
 
 
 def _error_pct(announced: int, ref: dict | None) -> float | None:
@@ -290,6 +326,7 @@ def cmd_qoe(a) -> dict:
                                                "vnf_latency_ns")} for s in probe.metrics["steps"]],
         "admitted": admitted, "trace": adm["trace"],
         "vnf_cpu_during_admission": adm["vnf_cpu"],
+        "vnf_waits_during_admission": adm["guest"],
         "capacity_at_end": adm["final"]["qoe"]["capacity"],
         "shrinks": adm["final"]["qoe"]["shrinks"],
         **judged,
