@@ -323,6 +323,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err == nil {
 		if h, ok := d.tasks.Get(cfg.ID); ok {
 			h.writeVNFStats()
+			go h.writeStatsEvery(vnfStatsEvery)
 		}
 	}
 	return handle, nil, err
@@ -699,6 +700,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	d.notePrivate(&h.spec)
 	_ = os.Remove(filepath.Join(h.runDir, startingMarker)) // the client has the handle
 	go h.run()
+	go h.writeStatsEvery(vnfStatsEvery)
 	d.startLogs(h, fileSize(st.Spec.ConsoleLog), fileSize(qemu.StderrPath(h.runDir)))
 	return nil
 }
@@ -791,10 +793,11 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 }
 
 // TaskStats reports the QEMU process's CPU and memory every interval. Nomad's TaskResourceUsage
-// has no room for anything else (the plugin protocol carries CPU and memory only), so the VNF's
-// own counters (`stats` on the control channel: per-NIC rx/tx/drops, slots, elements) are
-// written at the same interval to <task dir>/vnf-stats.json, readable with
-// `nomad alloc fs <alloc> <task>/vnf-stats.json` or the /v1/client/fs API.
+// has no room for anything else (the plugin protocol carries CPU and memory only); the VNF's
+// own counters (`stats` on the control channel: per-NIC rx/tx/drops, slots, elements) are in
+// <task dir>/vnf-stats.json, which the plugin rewrites itself every vnfStatsEvery
+// (handle.go), readable with `nomad alloc fs <alloc> <task>/vnf-stats.json` or the
+// /v1/client/fs API.
 func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
 	h, ok := d.tasks.Get(taskID)
 	if !ok {
@@ -821,7 +824,6 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Dur
 			if u == nil {
 				continue
 			}
-			h.writeVNFStats()
 			select {
 			case ch <- u:
 			case <-ctx.Done():

@@ -266,6 +266,22 @@ func TestStartStatsStopDestroy(t *testing.T) {
 		ready.Stats["configured"] != true || ready.Launch != "cold" {
 		t.Errorf("ready file %s, want vnf %s ready_at %s configured, cold", b, state.Spec.UUID, state.StartedAt)
 	}
+	// and rewritten by the plugin itself, with no TaskStats call (Nomad's client makes none
+	// unless it publishes allocation metrics)
+	var first, later struct {
+		Time time.Time `json:"time"`
+	}
+	_ = json.Unmarshal(b, &first)
+	deadline := time.Now().Add(10 * vnfStatsEvery)
+	for !later.Time.After(first.Time) {
+		if time.Now().After(deadline) {
+			t.Fatalf("vnf-stats.json not rewritten within %s without TaskStats (time %s)", 10*vnfStatsEvery, first.Time)
+		}
+		time.Sleep(vnfStatsEvery / 4)
+		if b, err := os.ReadFile(filepath.Join(task.TaskDir().Dir, vnfStatsFile)); err == nil {
+			_ = json.Unmarshal(b, &later)
+		}
+	}
 	// the vCPU threads (every thread but QEMU's main one) run at vcpu_nice
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", state.Pid))
 	for _, e := range ents {

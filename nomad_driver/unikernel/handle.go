@@ -210,14 +210,34 @@ func (h *taskHandle) usage(compute cpustats.Compute) *cstructs.TaskResourceUsage
 		Pids: map[string]*cstructs.ResourceUsage{fmt.Sprint(h.pid): ru}}
 }
 
-// vnfStatsFile is where TaskStats writes the VNF's counters, in the task directory.
+// vnfStatsFile is where the plugin writes the VNF's counters, in the task directory.
 const vnfStatsFile = "vnf-stats.json"
+
+// vnfStatsEvery is how often the plugin rewrites a running task's vnf-stats.json. Not on
+// TaskStats ticks: Nomad's client asks TaskStats only when it publishes allocation metrics
+// (telemetry publish_allocation_metrics, off by default outside -dev), and the orchestrator's
+// Nomad zone reads the file for slots and stats whatever the client's telemetry is.
+const vnfStatsEvery = time.Second
+
+// writeStatsEvery rewrites vnf-stats.json every period until the VNF is gone.
+func (h *taskHandle) writeStatsEvery(period time.Duration) {
+	tk := time.NewTicker(period)
+	defer tk.Stop()
+	for {
+		select {
+		case <-h.doneCh:
+			return
+		case <-tk.C:
+			h.writeVNFStats()
+		}
+	}
+}
 
 // writeVNFStats replaces <task dir>/vnf-stats.json with the VNF's current counters, the time
 // of this reading (`time`) and when the VNF was handed to Nomad configured and forwarding
 // (`ready_at`) and how (`launch`: warm, cold), and its power by useful work once the power
 // meter attributed it (`power`: watts, joules, components, source; powermeter.go). Written
-// first by StartTask (the ready signal), then every TaskStats tick.
+// first by StartTask (the ready signal), then every vnfStatsEvery.
 func (h *taskHandle) writeVNFStats() {
 	cfg := h.taskConfig
 	if cfg == nil || cfg.AllocDir == "" {

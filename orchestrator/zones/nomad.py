@@ -34,8 +34,9 @@
               every ``slot_interval`` s) publishes as slot-update notifications, so Nomad zones
               feed the registry through the same path as local and Nova VNFs. Per allocation:
               the VNF's own free slots from ``<alloc>/vnf/vnf-stats.json`` (the driver rewrites it
-              every TaskStats tick = the client's telemetry ``collection_interval``, 1 s by
-              default, and first when the VNF is ready; read through ``/v1/client/fs/cat``) -
+              every second on its own timer - Nomad calls TaskStats only when the client
+              publishes allocation metrics - and first when the VNF is ready; read through
+              ``/v1/client/fs/cat``) -
               an allocation still ``pending`` on the servers counts once that file is there;
               until that file exists (or when it is
               stale) the node's fingerprint ``session_slots.free`` stands in only if the node runs

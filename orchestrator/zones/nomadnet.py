@@ -13,8 +13,8 @@ there (evaluator/genprobe.py, issue 23 item 2).
   :meth:`NomadNetworks.delete_network` forgets the network; its bridge is already gone, or goes
   with its last VNF.
 * stats    = the VNF's own counters from its task's vnf-stats.json (the plugin rewrites it every
-  TaskStats tick, the client's ``collection_interval``): :meth:`NomadNetworks.stats` waits for a
-  reading taken after the call, so two calls never return the same old file.
+  second, handle.go vnfStatsEvery): :meth:`NomadNetworks.stats` waits for a reading taken after
+  the call, so two calls never return the same old file.
 """
 
 from __future__ import annotations
