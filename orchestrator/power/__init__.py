@@ -32,7 +32,8 @@ ratio above is kept as the comparison (:func:`ratio_watts`). :mod:`.exporter` se
 Prometheus (``fluidvim metrics serve``).
 
 A latency-target controller (:mod:`.controller`) lowers a VNF's cgroup CPU quota while its p99
-holds and gives it back at once when it does not; the exporter runs it. Frequency probing
+holds and gives it back at once when it does not (its cgroup and tap readers and its actuator
+in :mod:`.hostside`); the exporter runs it. Frequency probing
 (:mod:`.freq`): step ``scaling_max_freq`` down while a VNF's throughput holds
 and keep the lowest (:func:`~.freq.probe`); a host without cpufreq is told, not touched.
 
@@ -45,7 +46,8 @@ powered-off host to wake first), :func:`efficient_utilisation` (the load a host 
 at with the fewest watts per unit), :func:`fill_limit` (how far to fill a host before waking
 another is better), :func:`forecast_instances` (the instances a service's scaler will want one
 boot from now, along the trend of its used slots), :func:`wake_ahead` (which hosts to wake
-now so that they are up by then) and :func:`keep_awake` (which empty hosts that room needs).
+now so that they are up by then), :func:`keep_awake` (which empty hosts that room needs) and
+:func:`rebalance_moves` (single VNFs from a dear host to a cheaper one in service, :mod:`.rebalance`).
 ``bench/energy`` runs them against Nomad's and Nova's schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
@@ -122,6 +124,9 @@ from .models import (  # noqa: F401
     SpecpowerLibrary,
     default_csv_path,
     library,
+)
+from .rebalance import (  # noqa: F401
+    rebalance_moves,
 )
 from .sources import (  # noqa: F401
     HostTicks,
