@@ -299,8 +299,8 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     it), three quarters (absolute) release it, and so does a frame the host's tap dropped for
     it; the tap's offset before the VNF counted is not a backlog, nor is the backlog it carries
     open (bench/powercap: an uncapped VNF at 10 % load carried half a ring, which held every
-    cap off). A release the ring forced leaves a floor one step up from the quota that caused
-    it, which sinks a step after FLOOR_AGE blocked steps."""
+    cap off; both ring signals count from it). A release the ring forced leaves a floor one
+    step up from the quota that caused it, which sinks a step after FLOOR_AGE blocked steps."""
     writes = []
     c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, max_ratio=1.0,
                               up=1.2)
@@ -325,7 +325,9 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     assert (d["action"], d["backlog_over_open"], d["quota_us"]) == ("down", 0, 76_800), d
     d = _ring_run(c, ring, [(1000, 936)])[0]        # 164 wait: 64 over the open one
     assert (d["action"], d["event"], d["backlog_over_open"]) == ("hold", "backlog", 64), d
-    d = _ring_run(c, ring, [(1000, 1164)])[0]       # drained: down, but to the floor
+    d = _ring_run(c, ring, [(1000, 964)])[0]        # 200, three quarters, but 100 over open
+    assert (d["action"], d["event"], d["ring_backlog"]) == ("hold", "backlog", 200), d
+    d = _ring_run(c, ring, [(1000, 1200)])[0]       # drained: down, but to the floor
     assert (d["action"], d["ring_backlog"], d["quota_us"]) == ("hold", 0, 76_800), d
     assert d["why"].endswith("at the floor 76800 us"), d
     ds = _ring_run(c, ring, [(1000, 1000)] * (c.FLOOR_AGE - 1))   # it sinks at the 10th block
