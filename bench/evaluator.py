@@ -27,13 +27,23 @@ Examples::
     sudo .venv/bin/python -m bench.evaluator --level gold=0.99:10 --level bronze=0.5:30
     sudo .venv/bin/python -m bench.evaluator --passes 1 --points 12 --probe-runs 1   # quick look
     .venv/bin/python -m bench.evaluator --replot bench/results/evaluator.json        # redraw
+    sudo .venv/bin/python -m bench.evaluator --zone nomad --clients 2    # in a Nomad cluster
 
-Writes bench/results/evaluator.json and bench/results/evaluator.png. Not a test: no thresholds.
+Writes bench/results/evaluator.json and bench/results/evaluator.png (``--zone nomad``:
+evaluator-nomad.json/.png). Not a test: no thresholds.
+
+``--zone nomad`` (issue 23 item 2): the same comparison in a real Nomad cluster
+(tests/e2e/nomad_cluster.py: one server, ``--clients`` clients on this machine, the unikernel
+plugin with ``private_bridges``), through the orchestrator's Nomad zone. This machine does not
+put packets on a Nomad client's host, so probe and reference both take their traffic from a
+generator VNF on the probe VNF's client (``LoadProbe(traffic="vnf")``,
+evaluator/genprobe.py); the boot probe is not run there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -69,6 +79,43 @@ def make_zone(mgr):
     """The orchestrator's local zone over this launch core."""
     from fluidvim.orchestrator.zones.local import LocalZone
     return LocalZone("local", mgr)
+
+
+@contextlib.contextmanager
+def local_environment(a):
+    """(zone, environment type, accel) of this machine's launch core (QEMU direct)."""
+    run_dir = f"/run/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
+    state = f"/tmp/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
+    overrides = {} if a.vcpu_nice is None else {"vcpu_nice": a.vcpu_nice}
+    mgr = VNFManager(make_conf(state_dir=state, run_dir=run_dir, backend="qemu", **overrides))
+    try:
+        zone = make_zone(mgr)
+        yield zone, zone.env(), mgr.accel
+    finally:
+        mgr.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def nomad_environment(a):
+    """(zone, environment type, accel) of the first client of a fresh Nomad cluster."""
+    import tempfile
+    from pathlib import Path
+
+    from fluidvim.orchestrator.zones.nomad import NomadZone
+    from tests.e2e.nomad_cluster import NomadCluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="fvbn-"))
+    try:
+        with NomadCluster(tmp, clients=a.clients, warm_pool=None) as cluster:
+            cluster.wait_ready()
+            zone = NomadZone("nomad", address=cluster.address, slot_interval=0)
+            host = sorted(zone.hosts(), key=lambda h: h.name)[0]
+            yield zone, host.env, host.env.accel
+    finally:
+        # Nomad's task dirs leave secrets/ and private/ mounts behind a killed client
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def median_curve(passes: list[list[dict]], session_pps: float) -> ProbeResult:
@@ -187,6 +234,12 @@ def main(argv=None) -> int:
                          "e.g. -5 on a machine shared with other work (default 0)")
     ap.add_argument("--vcpu-nice", type=int, default=None,
                     help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
+    ap.add_argument("--zone", choices=("local", "nomad"), default="local",
+                    help="where: this machine's launch core (default) or a Nomad cluster")
+    ap.add_argument("--clients", type=int, default=2, help="--zone nomad: client agents")
+    ap.add_argument("--traffic", choices=("netns", "vnf"), default="netns",
+                    help="--zone local: traffic from namespaces (default) or a generator VNF "
+                         "(what a Nomad zone uses: compare the two here)")
     ap.add_argument("--out", default="bench/results", help="directory for evaluator.json/.png")
     ap.add_argument("--replot", metavar="JSON", help="only redraw the PNG of a saved run")
     a = ap.parse_args(argv)
@@ -200,24 +253,24 @@ def main(argv=None) -> int:
     if a.nice:
         os.nice(a.nice)          # inherited by the VNFs' QEMU and the traffic processes
 
-    run_dir = f"/run/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
-    state = f"/tmp/fluidvim-{a.prefix}-bench-{uuidlib.uuid4().hex[:6]}"
-    overrides = {} if a.vcpu_nice is None else {"vcpu_nice": a.vcpu_nice}
-    mgr = VNFManager(make_conf(state_dir=state, run_dir=run_dir, backend="qemu", **overrides))
-    zone = make_zone(mgr)
-    env = zone.env()
+    environment = nomad_environment if a.zone == "nomad" else local_environment
+    traffic = "vnf" if a.zone == "nomad" else a.traffic
     t_all = time.perf_counter()
     load0 = os.getloadavg()
-    try:
+    with environment(a) as (zone, env, accel):
         print(f"environment {env.uid}: {env.launcher}/{env.accel}/{env.machine}, "
-              f"{env.cpu_model}", flush=True)
-        boot = BootProbe(n=3, warm=False).run(env, zone)
-        print(f"boot probe: {'ok' if boot.ok else boot.error}, cold p50 "
-              f"{boot.metrics['cold_ms']['p50']} ms, probe took {boot.metrics['probe_s']:.1f} s",
-              flush=True)
+              f"{env.cpu_model}; zone {zone.name} ({zone.kind}), traffic {traffic}", flush=True)
+        if a.zone == "nomad":
+            boot = None
+        else:
+            boot = BootProbe(n=3, warm=False).run(env, zone)
+            print(f"boot probe: {'ok' if boot.ok else boot.error}, cold p50 "
+                  f"{boot.metrics['cold_ms']['p50']} ms, probe took "
+                  f"{boot.metrics['probe_s']:.1f} s", flush=True)
 
         def probe_run(i):
-            p = LoadProbe(session_pps=a.session_pps, prefix=a.prefix, subnet=a.subnet)
+            p = LoadProbe(session_pps=a.session_pps, prefix=a.prefix, subnet=a.subnet,
+                          traffic=traffic)
             r = p.run(env, zone, progress=show(f"probe {i}"))
             if not r.ok:
                 raise SystemExit(f"load probe failed: {r.error}")
@@ -231,7 +284,8 @@ def main(argv=None) -> int:
 
         def sweep_pass(i, points):
             p = LoadProbe(sessions=points, session_pps=a.session_pps, step_s=a.sweep_step,
-                          prefix=a.prefix, subnet=a.subnet, stop_loss=1.01, refine=0)
+                          prefix=a.prefix, subnet=a.subnet, stop_loss=1.01, refine=0,
+                          traffic=traffic)
             r = p.run(env, zone, progress=show(f"sweep {i}"))
             if not r.ok:
                 raise SystemExit(f"reference sweep failed: {r.error}")
@@ -277,34 +331,33 @@ def main(argv=None) -> int:
         result = {
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command": "python -m bench.evaluator " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "environment": env.to_dict(), "accel": mgr.accel,
+            "environment": env.to_dict(), "accel": accel, "zone": a.zone, "traffic": traffic,
             "loadavg_start_end": [list(load0), list(os.getloadavg())],
             "session_pps": a.session_pps, "max_loss": a.max_loss, "levels": levels,
             "nice": a.nice,
             "probe_defaults": {"sessions": list(DEFAULT_SESSIONS), "step_s": 2.0, "refine": 3},
-            "boot_probe": boot.metrics,
+            "boot_probe": boot.metrics if boot else None,
             "probe_runs": probes,
             "reference": {"points": points, "step_s": a.sweep_step, "passes": passes,
                           "curve": ref.metrics["steps"]},
             "comparison": comparison,
             "cost": {"load_probe_s": probe_s, "load_probe_s_median": statistics.median(probe_s),
-                     "boot_probe_s": boot.metrics["probe_s"], "reference_s": ref_s,
+                     "boot_probe_s": boot.metrics["probe_s"] if boot else None,
+                     "reference_s": ref_s,
                      "reference_per_pass_s": ref_s / max(1, len(passes)),
                      "total_bench_s": time.perf_counter() - t_all},
         }
         os.makedirs(a.out, exist_ok=True)
-        jp, pp = os.path.join(a.out, "evaluator.json"), os.path.join(a.out, "evaluator.png")
+        base = "evaluator" + ("-nomad" if a.zone == "nomad" else "")
+        jp, pp = os.path.join(a.out, base + ".json"), os.path.join(a.out, base + ".png")
         with open(jp, "w") as f:
             json.dump(result, f, indent=1)
         plot(result, pp)
         c = result["cost"]
+        boot_s = "n/a" if boot is None else f"{c['boot_probe_s']:.1f} s"
         print(f"cost: load probe {c['load_probe_s_median']:.1f} s (median of {len(probe_s)}), "
-              f"boot probe {c['boot_probe_s']:.1f} s, reference {ref_s:.1f} s "
+              f"boot probe {boot_s}, reference {ref_s:.1f} s "
               f"({c['reference_per_pass_s']:.1f} s per pass); wrote {jp} and {pp}")
-    finally:
-        mgr.close()
-        shutil.rmtree(run_dir, ignore_errors=True)
-        shutil.rmtree(state, ignore_errors=True)
     return 0
 
 

@@ -36,6 +36,7 @@ GENERATOR_SERVICE = "fluidvim-loadgen"
 SRC_IP, DST_IP = "10.93.0.1", "10.93.0.2"     # only inside the probe's two networks
 CHECK_PPS, CHECK_S = 20.0, 0.3                # the first frames through the probe VNF
 READ_EVERY_S = 0.1
+END_SLACK_S = 10.0                            # a starved generator's schedule ends at most this late
 
 
 def can_generate(zone) -> tuple[bool, str]:
@@ -105,16 +106,23 @@ class GeneratorTraffic:
                     generator=inst.id)
 
     def _wait(self, instance_id: str, frames: int, duration: float) -> dict:
-        """The generator's stats once it made every frame and its meter stopped moving (at
-        most the probe's drain time after the step's end)."""
+        """The generator's stats once it went through its schedule (every frame sent or
+        missed) and its meter stopped moving, at most the probe's drain time after that; a
+        generator that never gets through (its vCPU starved) is read ``END_SLACK_S`` after its
+        schedule's end. A read may take a while (a Nomad zone waits for a fresh
+        vnf-stats.json), so the deadlines count from what was read, not from the step's end."""
         time.sleep(duration)
-        deadline = time.monotonic() + self.probe.drain_s + 5 * READ_EVERY_S
-        last = None
+        hard = time.monotonic() + END_SLACK_S
+        settle = last = None
         while True:
             stats = self.zone.stats(instance_id)
             src, meter = loadgen.generator_elements(stats)
-            now = (src["sent"] + src["missed"], meter["count"])
-            if (now[0] >= frames and now == last) or time.monotonic() >= deadline:
+            now, t = (src["sent"] + src["missed"], meter["count"]), time.monotonic()
+            if now[0] >= frames:
+                settle = settle or t + self.probe.drain_s + 5 * READ_EVERY_S
+                if now == last or t >= settle:
+                    return stats
+            if t >= hard:
                 return stats
             last = now
             time.sleep(READ_EVERY_S)
