@@ -21,10 +21,10 @@ p99 in microseconds), the controller
   host dropped for it (below) per second of its uptime, against its **capacity** (``capacity_pps``
   of :meth:`LatencyController.step`: the packets/s it forwards at the flavor's quota without
   loss; in production ``[metrics] vnf_capacity_pps``, VNF name or service → pps, the stage-1
-  load probe's capacity, its slots × the service's ``session_pps``; in bench/powercap the rate
-  the bench measured). Without a capacity the rate is reported and the need (above) decides;
-  and the frames it dropped itself (its NICs' ``drop``: a TX ring its throttled QEMU did not
-  drain) beyond the largest share it dropped open (a firewall's policy drops are no loss);
+  load probe's capacity, its slots × the service's ``session_pps``; in bench/powercap the one
+  it measured; without one the rate is only reported and the need decides); and the frames it
+  dropped itself (its NICs' ``drop``: a TX ring its throttled QEMU did not drain) beyond the
+  largest share it dropped open (a firewall's policy drops are no loss);
 * **observes the host's side** (``taps``: its NICs' host taps, :func:`tap_counters`), because
   the histogram starts at FromDevice and is blind to a frame that waits in the RX ring while the
   capped vCPU is throttled or halted: the tap's ``tx_dropped`` (frames the host had for the VNF
@@ -88,10 +88,10 @@ p99 in microseconds), the controller
   own latency does not count and the ring's signals guard. **up** takes the larger of
   ``quota × up`` and the cap sized for this interval's rate (or the streak's need; the flavor's
   quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back to the
-  flavor's quota and the 1 ms window at once; a release the ring or a drop forced, or a breach
-  seen throttled (up or release), sets a floor one step up from the quota that caused it (the back-off), which
-  later caps respect, and which sinks a step after ``FLOOR_AGE`` steps down it blocked
-  (without it, at high load the controller capped into losses, released, and did it again);
+  flavor's quota and the 1 ms window at once. The back-off: a release the ring or a drop forced,
+  or a breach seen throttled (up or release), sets a floor one step up from the quota that
+  caused it, which later caps respect and which sinks a step after ``FLOOR_AGE`` steps down it
+  blocked (without it, at high load the controller capped into losses, released, and again);
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
   :class:`CgroupCap` on the VNF's own group (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` and
