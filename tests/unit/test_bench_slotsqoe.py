@@ -4,7 +4,7 @@
 
 import pytest
 
-from bench.slotsqoe import judge_sessions
+from bench.slotsqoe import guest_waits, judge_sessions
 from fluidvim.evaluator.qoeslots import sessions_over
 
 
@@ -22,3 +22,26 @@ def test_judge_sessions_counts_tail_and_loss_and_the_model():
 def test_judge_sessions_without_late_counts():
     out = judge_sessions({"latency_ms": [1.0], "loss": [0.0]}, 10.0, 0.99)
     assert out == {"admitted_over_deadline": 0, "over_sessions": []}
+
+
+def test_guest_waits_are_differences_over_the_run():
+    cpu0 = {"halts": 10, "wake_rx": 8, "wake_timer": 0, "wake_other": 2, "rx_no_irq": 0,
+            "steal_us": 100, "stalls": 1, "backoffs": 1, "busy_us": 5, "poll_us": 7, "halt_us": 9,
+            "steal_max_us": 40, "poll_paused": False}
+    cpu1 = dict(cpu0, halts=30, wake_rx=27, steal_us=12_100, stalls=4, backoffs=2,
+                steal_max_us=9_000, poll_paused=True)
+    out = guest_waits(cpu0, cpu1, {"nr_periods": 5, "nr_throttled": 1, "throttled_time": 10},
+                      {"nr_periods": 95, "nr_throttled": 31, "throttled_time": 10 + 2_000_000})
+    assert out["halts"] == 20 and out["wake_rx"] == 19 and out["wake_other"] == 0
+    assert out["steal_us"] == 12_000 and out["stalls"] == 3 and out["backoffs"] == 1
+    assert out["steal_max_us_since_boot"] == 9_000 and out["poll_paused_at_end"] is True
+    assert (out["cgroup_nr_periods"], out["cgroup_nr_throttled"],
+            out["cgroup_throttled_time"]) == (90, 30, 2_000_000)
+
+
+def test_guest_waits_without_steal_time_or_cgroup():
+    cpu = {"halts": 3, "wake_rx": 2, "wake_timer": 0, "wake_other": 1, "rx_no_irq": 0,
+           "busy_us": 1, "poll_us": 1, "halt_us": 1}
+    out = guest_waits(cpu, dict(cpu, halts=5), {}, {})
+    assert out["halts"] == 2 and "steal_us" not in out and out["steal_max_us_since_boot"] is None
+    assert not [k for k in out if k.startswith("cgroup_")]
