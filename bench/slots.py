@@ -459,6 +459,9 @@ def main(argv=None) -> int:
                         "--session-pps packets within their own quantile")
     q.add_argument("--vcpu-nice", type=int, default=None,
                    help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
+    q.add_argument("--kernel", default=None,
+                   help="[vnf] kernel of the VNFs (default: the built one), e.g. an older build "
+                        "for an A/B on the same host")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
     q.add_argument("--reference-passes", type=int, default=1,

@@ -277,6 +277,8 @@ def cmd_qoe(a) -> dict:
         raise SystemExit("bench.slots qoe needs root (network namespaces, bridges, taps)")
     tag = uuid.uuid4().hex[:6]
     overrides = {} if a.vcpu_nice is None else {"vcpu_nice": a.vcpu_nice}
+    if getattr(a, "kernel", None):
+        overrides["kernel"] = os.path.abspath(a.kernel)
     mgr = VNFManager(make_conf(state_dir=f"/tmp/fluidvim-fvsq-{tag}",
                                run_dir=f"/run/fluidvim-fvsq-{tag}", backend="qemu", **overrides))
     zone = make_zone(mgr)
@@ -313,9 +315,11 @@ def cmd_qoe(a) -> dict:
                     f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
                     f"--proto {a.proto} --client-nice {a.client_nice}"
                     f"{' --pooled' if a.pooled else ''}"
-                    f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'} --reference-passes "
+                    f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
+                    f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} --reference-passes "
                     f"{a.reference_passes} --points {a.points} --sweep-step {a.sweep_step:g}"),
         "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
+        "kernel": mgr.kernel,
         "loadavg_start": list(load0),
         "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
         "proto": a.proto, "client_nice": a.client_nice, "vcpu_nice": mgr.conf.vnf.vcpu_nice,
