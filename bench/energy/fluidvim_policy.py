@@ -77,11 +77,14 @@ class FleetZone(SyntheticZone):
         self._open = {h.id: None for h in hosts}           # hosts that can take one more VNF
         self._asleep_open: dict = {}                        # powered off, offered to wake
         self.list_off = False                               # list powered-off hosts as hosts()
+        self.only: str | None = None                        # a move's target: the one host listed
 
     def environments(self):
         return {self.env.uid: self.env}
 
     def hosts(self) -> list[HostInfo]:
+        if self.only is not None:
+            return [self.info[self.only]] if self.only in self._open else []
         return [self.info[h] for h in self._open]
 
     def asleep(self) -> list[str]:
@@ -227,14 +230,31 @@ class FluidvimPolicy:
         self.where: dict = {}                                 # instance -> (service, host)
         self.by_service: dict = collections.defaultdict(dict)  # service -> {instance: host}
         self.on_host: dict = collections.defaultdict(set)     # host -> instances
+        self.leaving: set = set()          # scaled in or moved, draining: on their host still
+        self.moved_in: dict = {}           # a move's replacement -> when (held from moving)
         self.count_log: collections.deque = collections.deque()
         self.now = 0.0
 
-    def place(self, shape: Shape, instances: list[str]) -> list[Placement]:
+    def place(self, shape: Shape, instances: list[str], on: str | None = None) -> list[Placement]:
+        """``on``: a rebalancing move's replacement, for that host - the zone lists only it, so
+        the engine's filter, probe, analysis and decision run on the launch a deployment makes
+        there (``deploy(..., host=)``); should it refuse, the placement is the engine's own."""
         out = []
         for inst in instances:
             cpu = time.process_time()
-            p = self.orch.placement.place(shape.service)
+            p = None
+            if on is not None:
+                self.zone.only = on
+                try:
+                    p = self.orch.placement.place(shape.service)
+                finally:
+                    self.zone.only = None
+                if p.host is None:
+                    p = None
+                else:
+                    self.moved_in[inst] = self.now
+            if p is None:
+                p = self.orch.placement.place(shape.service)
             self.decision_cpu_ms.append((time.process_time() - cpu) * 1000.0)
             self.decision_ms.append(p.total_ms)
             for k, ms in p.step_ms.items():
@@ -291,7 +311,9 @@ class FluidvimPolicy:
         out = []
         for h in power.scale_in_order(list(hosts.values())):
             # from a host beyond its fill only what is beyond it; from the others all
-            over = power.over_fill(hosts[h])
+            # the VNFs draining there leave anyway: only what is beyond the fill without them
+            over = power.over_fill(hosts[h]) - sum(1 for i in self.on_host[h]
+                                                   if i in self.leaving)
             take = math.ceil(over - 1e-9) if over > 0 else len(self.on_host[h])
             for inst in sorted(i for i in self.on_host[h] if i in mine)[:take]:
                 out.append(inst)
@@ -300,8 +322,13 @@ class FluidvimPolicy:
             if len(out) == n:
                 break
         for inst in out:
-            self._remove(inst)
+            self._leave(inst)
         return out
+
+    def gone(self, instances: list[str]) -> None:
+        """Scaled-in or moved instances whose sessions have drained: their thread is free now
+        (until then the host counts them: a draining VNF still runs there)."""
+        self.stop(instances)
 
     def stop(self, instances: list[str]) -> None:
         for inst in instances:
@@ -441,9 +468,17 @@ class FluidvimPolicy:
         self.on_host[host].add(inst)
         self.zone.add(host, 1)
 
+    def _leave(self, inst: str):
+        """``inst`` drains: no longer its service's (not scaled in or moved again), still on
+        its host until ``gone``."""
+        service, _host = self.where[inst]
+        del self.by_service[service][inst]
+        self.leaving.add(inst)
+
     def _remove(self, inst: str):
         service, host = self.where.pop(inst)
-        del self.by_service[service][inst]
+        self.by_service[service].pop(inst, None)
+        self.leaving.discard(inst)
         self.on_host[host].discard(inst)
         self.zone.add(host, -1)
 
@@ -451,12 +486,48 @@ class FluidvimPolicy:
 class FluidvimConsolidatePolicy(FluidvimPolicy):
     """``fluidvim-consolidate``: the same placement plus periodic consolidation."""
 
-    def __init__(self, measurement: dict, services, **kw):
+    def __init__(self, measurement: dict, services, *, moves_per_step: int | None = None,
+                 move_gain_w: float = 1.0, move_hold_s: float = 1800.0, **kw):
+        """``moves_per_step``: rebalancing moves a step at most (``power.rebalance_moves``;
+        default one per 20 hosts, 0: none); ``move_gain_w``: the least watts a move saves (its
+        hysteresis); ``move_hold_s``: a moved VNF's replacement is not moved again for this
+        long."""
         # only hosts at most 30 % allocated are emptied, only after 30 min without growth
         # (bench/energy at 20 hosts: 0.5 and 15 min moved more and refused more sessions)
         kw.setdefault("u_low", 0.3)
         kw.setdefault("trend_s", 1800.0)
         super().__init__(measurement, services, consolidate=True, **kw)
+        if moves_per_step is not None and moves_per_step < 0:
+            raise ValueError(f"moves_per_step={moves_per_step}: use 0 (no rebalancing moves) "
+                             "or more")
+        self.moves_per_step = moves_per_step
+        self.move_gain_w, self.move_hold_s = move_gain_w, move_hold_s
+
+    def rebalance(self, now: float) -> list[tuple[str, str]]:
+        """Rebalancing moves now, [(instance, target host)]: ``power.rebalance_moves`` over the
+        hosts in service (eligible, up), its receivers within their fill limits (the zone's:
+        against the best host to wake, a thread kept for launches), each move worth more over
+        ``horizon_s`` than its launch, at least ``move_gain_w``; never a VNF draining already,
+        nor a replacement moved in within ``move_hold_s``. The instances named drain from now
+        (sessions first) and stay on their hosts until ``gone``."""
+        self.now = now
+        k = self.moves_per_step
+        if k is None:
+            k = max(1, len(self.hosts) // 20)
+        if not k:
+            return []
+        for inst, t in list(self.moved_in.items()):
+            if now - t >= self.move_hold_s or inst not in self.where:
+                del self.moved_in[inst]
+        fleet = [self._fleet_host(h) for h in self.zone.info
+                 if self.zone.eligible[h] and self.zone.state(h) == "on"]
+        moves = power.rebalance_moves(
+            fleet, max_moves=k, min_gain_w=self.move_gain_w, pays=(self.horizon_s, self.move_j),
+            held=self.leaving | set(self.moved_in),
+            pick=lambda h, movable: max(movable, key=lambda i: (len(i), i)))   # newest
+        for m in moves:
+            self._leave(m.vnf)
+        return [(m.vnf, m.dst) for m in moves]
 
     def consolidate(self, now: float) -> list[str]:
         """Hosts to empty now: the orchestrator's consolidation plan over the awake eligible

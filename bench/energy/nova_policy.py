@@ -330,8 +330,15 @@ class NovaPolicy:
                              "instances; n must be between 0 and that")
         order = list(reversed(live)) if self.scale_in_order == "newest" else list(live)
         gone = order[:n]
-        self.stop(gone)
+        # chosen, no longer the service's to scale; the server (and its allocation in
+        # Placement) stays until its sessions have drained and it is deleted (``gone``)
+        for inst in gone:
+            live.remove(inst)
         return gone
+
+    def gone(self, instances: list[str]) -> None:
+        """Scaled-in servers whose sessions have drained: deleted now, their allocation freed."""
+        self.stop(instances)
 
     def stop(self, instances: list[str]) -> None:
         self._require_started()
@@ -340,7 +347,8 @@ class NovaPolicy:
             raise ValueError(f"stop: instances {unknown} are not placed by {self.name}")
         for inst in instances:
             host, shape, inst_uuid = self._instances.pop(inst)
-            self._by_service[shape.service].remove(inst)
+            if inst in self._by_service[shape.service]:
+                self._by_service[shape.service].remove(inst)
             self._placement.delete_allocation_for_instance(self._ctx, inst_uuid, force=True)
             self._report(host, shape, -1)
             self._hm.delete_instance_info(self._ctx, host, inst_uuid)

@@ -58,7 +58,14 @@ class Policy(Protocol):
         up or one `openstack server create --min N`). Returns one Placement per instance."""
 
     def scale_in(self, service: str, n: int) -> list[str]:
-        """Remove n instances of a service; the scheduler's own choice of which (returned)."""
+        """Remove n instances of a service; the scheduler's own choice of which (returned).
+        They drain sessions-first and keep their place on their hosts until ``gone``: a
+        scheduler that frees it at once (Nomad's, whose scale-in stops the allocations) may
+        put more VNFs on a host than it has threads while they drain."""
+
+    def gone(self, instances: list[str]) -> None:
+        """These scaled-in (or moved, ``rebalance``) instances have drained: free their place.
+        Optional; a policy without it freed the place when it chose them."""
 
     def stop(self, instances: list[str]) -> None:
         """These instances are gone (moved by consolidation, or their host failed)."""

@@ -42,13 +42,23 @@ overloaded: each VNF gets ``threads / demand`` of a thread, so only that share o
 the deadline and its other sessions are served **late** (an SLO miss, counted once per session).
 
 Consolidation (policies that have ``consolidate``): the hosts it names are drained sessions-first:
-ineligible, their instances take no new session (the scheduler forgets them, ``Policy.stop``,
-as on scale-in; one replacement per drained instance is placed elsewhere through the policy at
+ineligible, their instances take no new session (the scheduler forgets them, ``Policy.stop``;
+one replacement per drained instance is placed elsewhere through the policy at
 once - a move starts on its target first - then the autoscaler runs) and go when their sessions
 end; at ``drain_bound_s`` the sessions left are
 handed to another instance of the service, delayed by a launch (``launch_s``, longer than every
 deadline): **moved** sessions count as SLO misses. Each drained instance is one move and costs
 its replacement's launch CPU.
+
+Rebalancing moves (policies that have ``rebalance``): single instances drained the same way
+from a host that stays in service, each replacement placed on the host the policy names.
+
+A scale-in's or a rebalancing move's instance keeps its place on its host until its last
+session has ended (its CPU is there meanwhile): the policy is told then (``Policy.gone``), so a
+scheduler that counts it does not put more VNFs on the host than it has threads while it
+drains. (Until 2026-11-28 every policy freed the place when it chose the instance: a 64-thread
+host of the heterogeneous 20-host day held 69-72 VNFs.) Nomad's adapter keeps its own rule:
+Nomad's scale-in stops the allocations, whose resources its scheduler frees at once.
 """
 
 from __future__ import annotations
@@ -70,7 +80,7 @@ from .workload import DAY_S, Demand, Service
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 OFF, BOOT, ON, SHUT = 0, 1, 2, 3
-DRAIN_NONE, DRAIN_SCALE_IN, DRAIN_MOVE = 0, 1, 2
+DRAIN_NONE, DRAIN_SCALE_IN, DRAIN_MOVE, DRAIN_REBALANCE = 0, 1, 2, 3
 
 
 def measured_launch() -> dict:
@@ -373,6 +383,9 @@ class Simulator:
         if (not self.ideal and hasattr(self.policy, "consolidate")
                 and (t - (-cfg.warmup_s)) % cfg.consolidate_every_s < cfg.step_s / 2):
             self._consolidate(t)
+        # rebalancing moves of single VNFs (policies that have ``rebalance``)
+        if not self.ideal and hasattr(self.policy, "rebalance"):
+            self._rebalance(t)
         if self.ideal:
             if self.counting:
                 v = ins.view()
@@ -427,8 +440,9 @@ class Simulator:
         ins.sess[idx] += take
         return int(take.sum())
 
-    def _place(self, s: int, k: int, t: float) -> int:
-        """Ask the policy for k instances of service s; wake hosts for refused ones."""
+    def _place(self, s: int, k: int, t: float, on: str | None = None) -> int:
+        """Ask the policy for k instances of service s (``on``: a move's replacement, for that
+        host); wake hosts for refused ones."""
         ins = self.inst
         ids = ins.new_ids(k)
         if self.ideal:
@@ -436,7 +450,7 @@ class Simulator:
                 ins.add(iid, s, -1, t)
             return k
         shape = self.shapes[s]
-        res = self._timed_place(shape, ids)
+        res = self._timed_place(shape, ids, on)
         refused = []
         for p in res:
             if p.host is None:
@@ -449,9 +463,10 @@ class Simulator:
         self.count["placement_refused"] += len(refused)
         return k - len(refused)
 
-    def _timed_place(self, shape, ids):
+    def _timed_place(self, shape, ids, on=None):
         t = time.perf_counter()
-        res = self.policy.place(shape, ids)
+        res = self.policy.place(shape, ids) if on is None else \
+            self.policy.place(shape, ids, on=on)
         ms = (time.perf_counter() - t) * 1000.0
         if len(res) != len(ids) or {p.instance for p in res} != set(ids):
             raise RuntimeError(f"policy {self.policy.name}: place() must return one Placement per "
@@ -547,7 +562,8 @@ class Simulator:
         if not len(dr):
             return
         # consolidation drains past their bound: hand the sessions left to other instances
-        over = dr[(ins.drain[dr] == DRAIN_MOVE) & (ins.drain_until[dr] <= t) & (ins.sess[dr] > 0)]
+        moving = np.isin(ins.drain[dr], (DRAIN_MOVE, DRAIN_REBALANCE))
+        over = dr[moving & (ins.drain_until[dr] <= t) & (ins.sess[dr] > 0)]
         for i in over:
             idx = self._accepting(int(ins.svc[i]), t)
             moved = self._fill(idx, int(ins.sess[i]))
@@ -555,8 +571,17 @@ class Simulator:
             ins.late[i] = min(ins.late[i], ins.sess[i])
             if self.counting:
                 self.count["moved"] += moved
-        for i in dr[ins.sess[dr] == 0]:
+        done = dr[ins.sess[dr] == 0]
+        # a scale-in's or a rebalancing move's instance held its place on its host until now
+        # (the policy's scheduler counted it: ``Policy.gone``); a consolidation's host is
+        # ineligible while it drains, its instances were let go at once (``stop``)
+        held = [ins.ids[i] for i in done if ins.drain[i] != DRAIN_MOVE]
+        for i in done:
             ins.remove(int(i))
+        if held and not self.ideal:
+            gone = getattr(self.policy, "gone", None)
+            if gone is not None:
+                gone(held)
 
     def sessions_in_instances(self) -> int:
         ins, v = self.inst, self.inst.view()
@@ -664,6 +689,23 @@ class Simulator:
                 self._place(int(s), int(moving[s]), t)
             for s in range(len(self.services)):
                 self._autoscale(s, t)
+
+    def _rebalance(self, t: float):
+        """The policy's rebalancing moves (``rebalance(t)`` -> [(instance, host)]): each
+        instance drains sessions-first like a consolidation move (no new session; the sessions
+        left at ``drain_bound_s`` are moved: SLO misses) but its host stays in service and
+        counts it until it is gone (``Policy.gone``); its replacement is placed on the host
+        named, through the policy, at once (a launch's CPU there). One move each."""
+        ins = self.inst
+        for iid, dst in self.policy.rebalance(t):
+            i = ins.index.get(iid)
+            if i is None or not ins.alive[i] or ins.drain[i] != DRAIN_NONE:
+                raise RuntimeError(f"policy {self.policy.name}: rebalance() named {iid!r}, not "
+                                   "a serving instance")
+            ins.drain[i] = DRAIN_REBALANCE
+            ins.drain_until[i] = t + self.cfg.drain_bound_s
+            self.count["moves"] += 1
+            self._place(int(ins.svc[i]), 1, t, on=dst)
 
     # ------------------------------------------------------------------ hosts
     def _transitions(self, t: float):

@@ -46,7 +46,8 @@ powered-off host to wake first), :func:`efficient_utilisation` (the load a host 
 at with the fewest watts per unit), :func:`fill_limit` (how far to fill a host before waking
 another is better), :func:`forecast_instances` (the instances a service's scaler will want one
 boot from now, along the trend of its used slots), :func:`wake_ahead` (which hosts to wake
-now so that they are up by then) and :func:`keep_awake` (which empty hosts that room needs).
+now so that they are up by then), :func:`keep_awake` (which empty hosts that room needs) and
+:func:`rebalance_moves` (single VNFs from a dear host to a cheaper one in service, :mod:`.rebalance`).
 ``bench/energy`` runs them against Nomad's and Nova's schedulers on fleets drawn from the CSV.
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
@@ -123,6 +124,9 @@ from .models import (  # noqa: F401
     SpecpowerLibrary,
     default_csv_path,
     library,
+)
+from .rebalance import (  # noqa: F401
+    rebalance_moves,
 )
 from .sources import (  # noqa: F401
     HostTicks,

@@ -130,6 +130,10 @@ def test_scale_in_frees_capacity_newest_first(policy):
     assert all(pl.host == "h0" for pl in p.place(_shape(), ids))
     assert p.place(_shape(), ["over"])[0].host is None
     assert p.scale_in("fw", 2) == [ids[-1], ids[-2]]
+    # a scaled-in server holds its place until it has drained and is deleted
+    assert p.place(_shape(), ["early"])[0].host is None
+    assert p.scale_in("fw", 1) == [ids[-3]]               # never one chosen before
+    p.gone([ids[-1], ids[-2]])
     assert [pl.host for pl in p.place(_shape(), ["x", "y", "z"])] == ["h0", "h0", None]
     p.stop([ids[0]])
     assert _place_one(p, _shape(), "w") == "h0"
@@ -161,6 +165,7 @@ def _mixed_run(p, seed=7):
         elif op < 0.8:
             svc = rng.choice(list(live))
             gone = p.scale_in(svc, rng.randint(0, len(live[svc])))
+            p.gone(gone)
             live[svc] = [i for i in live[svc] if i not in gone]
             out.append(gone)
         elif op < 0.9 and any(live.values()):

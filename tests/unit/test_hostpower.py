@@ -279,3 +279,47 @@ def test_plan_empties_no_host_in_service_while_demand_grows_or_the_forecast_is_s
         assert [c["host"] for c in p["power_off"]] == ["z/h3"]
     finally:
         store.close()
+
+
+def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path):
+    """The power plan shows power.rebalance_moves over the hosts in service (bench/energy's
+    rule for fluidvim-consolidate): a VNF from a 16-thread server at 19.6 W a thread to one at
+    2.5 W a thread, within the bound; with the bound at 0, none."""
+    from fluidvim.common import instance_states as istates
+    from fluidvim.common.zonetypes import HostInfo, InstanceInfo
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry
+    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+    vnfs = [InstanceInfo(id=f"{h}-{k}", name=f"{h}-{k}", service="fw", host=h,
+                         status=istates.RUNNING, slots_total=100)
+            for h in ("h1", "h2") for k in range(6)]
+
+    class Zone(SyntheticZone):
+        def instances(self):
+            return list(vnfs)
+
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    conf = orchconf.make_conf()
+    hp.register_opts(conf)
+    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
+                               for h in ("h1", "h2")], group="host_power")
+    conf.set_override("consolidate_u_low", 0.1, group="host_power")   # nothing emptied
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                                   power_system_id=sid, labels={"cpus": 16})
+                          for h, sid in (("h1", "spec0166"), ("h2", "spec0298"))])
+        power = hp.HostPower(conf, store, {"z": zone}, SlotRegistry(), clock=lambda: 0.0)
+        p = power.plan()
+        assert p["power_off"] == [] and p["moves"] == []
+        assert p["rebalance"] == [{"vnf": "h1-5", "demand": 1.0, "src": "z/h1",
+                                   "dst": "z/h2"}]
+        conf.set_override("rebalance_moves", 3, group="host_power")
+        assert [m["vnf"] for m in power.plan()["rebalance"]] == ["h1-5", "h1-4", "h1-3"]
+        conf.set_override("rebalance_moves", 0, group="host_power")
+        assert power.plan()["rebalance"] == []
+    finally:
+        store.close()

@@ -1,0 +1,145 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Rebalancing moves: single VNFs from a host where they cost more watts to one where they cost
+fewer, between hosts that both stay in service.
+
+Consolidation (:func:`.fleet.consolidation_plan`) empties light hosts; placement puts each new
+VNF where it adds the fewest watts. Neither moves a VNF once it runs on a host that stays
+awake, so as the load changes - scale-ins take from some hosts, a host woken for a ramp fills,
+sessions end unevenly - VNFs are left on the steep part of a dear server's curve while a
+cheaper server has room. :func:`rebalance_moves` names the moves that fix that: a VNF goes from
+the host where removing it saves the most watts to the host in service where adding it costs
+the fewest and that stays cheaper per VNF on average than the source (so VNFs go toward the
+hosts scale-in and consolidation keep, never onto a light host they would empty first), when
+the difference is at least ``min_gain_w`` (the hysteresis: the reverse move
+gains the same watts negated, so a move is never undone while the loads stand, and a small
+drift moves nothing), the watts it saves over ``horizon_s`` beat what the move costs
+(``move_j``: the launch of the replacement) and the receiver stays within its fill limit
+(:class:`.fleet.Fill`, the same limit placement and consolidation fill to: the VNFs it serves
+keep their deadlines, the receiver keeps its thread for launches). At most ``max_moves``.
+
+A move is sessions first, as a consolidation drain: the replacement starts on the receiver,
+the VNF on the source offers no more slots, and it goes once its sessions have ended (or the
+drain bound passes). What acts on it in a deployment: the orchestrator launches the replacement
+on the named host through its zone (``deploy.deploy(..., host=)``: Nova - a server create on
+that compute, ``nova_driver``'s spawn; Nomad - the instance's job pinned to that node by its
+``${node.unique.name}`` constraint, which ``NomadZone`` already sets) and terminates the source
+instance when the slot registry says its sessions are done (``HostPower.rebalance``).
+``bench/energy`` runs the same rule for ``fluidvim-consolidate`` and charges each move the
+launch's CPU and every session it delays.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .fleet import Fill, FleetHost, Migration, fill_limit, unit_watts
+
+
+def _remove_saves(h: FleetHost, d: float) -> float:
+    """Watts ``h`` draws less with ``d`` fewer units (an awake host never below its idle)."""
+    u = min(1.0, h.u)
+    return h.model.watts(u) - h.model.watts(max(0.0, u - d / h.capacity))
+
+
+def _add_costs(h: FleetHost, d: float, cap: float) -> float:
+    """Watts ``h`` draws more with ``d`` more units; ``inf`` beyond ``cap`` units."""
+    if h.used + d > cap + 1e-9:
+        return math.inf
+    return h.model.watts(min(1.0, (h.used + d) / h.capacity)) - h.model.watts(min(1.0, h.u))
+
+
+def _caps(hosts, fill: Fill | None) -> dict:
+    """Units each host may hold: its ``u_max``, and with ``fill`` its fill limit against the
+    best host out of service (``Fill.wake_unit_w``; none: the best of ``hosts``)."""
+    caps = {h.name: h.u_max * h.capacity for h in hosts}
+    if fill is None or not hosts:
+        return caps
+    w = fill.wake_unit_w
+    best = w if w is not None and math.isfinite(w) else \
+        min(unit_watts(h.model, h.capacity) for h in hosts)
+    for h in hosts:
+        caps[h.name] = min(caps[h.name], fill_limit(h.model, h.capacity, best, demand=fill.vnf))
+    return caps
+
+
+def rebalance_moves(hosts, *, vnf: float = 1.0, max_moves: int = 1, min_gain_w: float = 1.0,
+                    pays: tuple[float, float] | None = None, fill: Fill | None = None,
+                    held=(), pick=None) -> list[Migration]:
+    """Up to ``max_moves`` single-VNF moves among ``hosts`` (FleetHosts in service, their VNFs
+    as ``load`` of ``vnf`` units each), best first, each saving at least ``min_gain_w`` watts
+    (source's saving minus receiver's cost, on their curves) and, with ``pays`` = (horizon_s,
+    move_j), more joules over ``horizon_s`` than the move costs, ``move_j``. ``held``: VNFs
+    not to move (draining already, or moved in not long ago). ``pick(host, movable) -> vnf``:
+    which of a source's movable VNFs (sorted by name) goes (default: the last). ``hosts`` are
+    left as they were.
+    Raises ValueError on a bad bound."""
+    if max_moves < 0:
+        raise ValueError(f"rebalance_moves: max_moves must be >= 0, not {max_moves}")
+    if min_gain_w < 0 or math.isnan(min_gain_w):
+        raise ValueError(f"rebalance_moves: min_gain_w (the hysteresis, watts) must be >= 0, "
+                         f"not {min_gain_w}")
+    if vnf <= 0:
+        raise ValueError(f"rebalance_moves: vnf (units per VNF) must be > 0, not {vnf}")
+    hosts = [h for h in hosts if not (h.asleep and not h.load)]
+    caps = _caps(hosts, fill)
+    held = set(held)
+    saved = {h.name: dict(h.load) for h in hosts}
+    moves: list[Migration] = []
+    try:
+        while len(moves) < max_moves:
+            m = _best_move(hosts, vnf, caps, held, pick)
+            if m is None:
+                break
+            gain, src, dst, v = m
+            if gain <= 1e-9 or gain < min_gain_w - 1e-9 or (pays is not None and
+                                                            gain * pays[0] <= pays[1]):
+                break
+            dst.add(v, src.remove(v))
+            held.add(v)                           # moved once this round: not again
+            moves.append(Migration(v, vnf, src.name, dst.name))
+    finally:
+        for h in hosts:
+            h.load = saved[h.name]
+    return moves
+
+
+def _per_vnf(h: FleetHost, extra: float = 0.0) -> float:
+    """Watts per unit of load of ``h`` with ``extra`` more units (what scale-in ranks by)."""
+    used = h.used + extra
+    return h.model.watts(min(1.0, used / h.capacity)) / used if used > 0 else math.inf
+
+
+def _best_move(hosts, vnf, caps, held, pick):
+    """(gain W, source, receiver, VNF) of the best single move, or None. The receiver must
+    also stay cheaper per VNF on average than the source is (:func:`.fleet.scale_in_order`'s
+    key): VNFs go toward the hosts scale-in and consolidation keep, never onto a light host
+    they would empty first (on one server model the lighter host has the flatter curve, and
+    moves by marginal watts alone spread the load: +0.7 % energy on bench/energy's homogeneous
+    20-host day)."""
+    sources = []
+    for h in hosts:
+        movable = sorted(v for v in h.load if v not in held)
+        if movable:
+            sources.append((_remove_saves(h, vnf), h, movable))
+    if not sources:
+        return None
+    sources.sort(key=lambda x: (-x[0], x[1].name))
+    costs = sorted((_add_costs(h, vnf, caps[h.name]), h.name, h) for h in hosts)
+    costs = [c for c in costs if math.isfinite(c[0])]
+    best = None
+    for save, src, movable in sources:
+        if not costs or (best is not None and save - costs[0][0] <= best[0] + 1e-12):
+            break                                   # no later source can do better
+        per = _per_vnf(src)
+        for cost, _name, dst in costs:
+            if best is not None and save - cost <= best[0] + 1e-12:
+                break
+            if dst is not src and _per_vnf(dst, vnf) <= per + 1e-12:
+                best = (save - cost, src, dst, movable)
+                break
+    if best is None:
+        return None
+    gain, src, dst, movable = best
+    v = pick(src, movable) if pick is not None else movable[-1]
+    return gain, src, dst, v
