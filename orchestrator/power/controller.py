@@ -114,11 +114,13 @@ import time
 
 from oslo_log import log as logging
 
-from .hostside import (  # noqa: F401 - the host side (CgroupCap, tap_counters: exported here)
+from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
     CgroupCap,
     cpu_throttled,
     group_usage,
+    interval_over,
+    interval_p99,
     tap_counters,
 )
 from .models import PowerError
@@ -150,34 +152,6 @@ POLICY = {
 }
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
 FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
-
-
-def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int | None, int]:
-    """(p99 in ns or None, packets) of the packets between two ``buckets_log2`` histograms: the
-    lower bound ``2**i`` of the bucket holding the quantile, as the VNF reports its own p99. A
-    histogram that went down (the VNF restarted) counts from zero."""
-    b0 = b0 or []
-    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
-        b0 = [0] * len(b1)
-    d = [y - x for x, y in zip(b0, b1)]
-    n = sum(d)
-    if n == 0:
-        return None, 0
-    rank, acc = quantile * n, 0
-    for i, c in enumerate(d):
-        acc += c
-        if acc >= rank:
-            return 1 << i, n
-    return 1 << (len(d) - 1), n
-
-
-def interval_over(b0: list | None, b1: list, ns: float) -> int:
-    """Packets between two ``buckets_log2`` histograms in buckets whose lower bound is over
-    ``ns`` (consistent with :func:`interval_p99`: p99 > ns exactly when they are over 1 %)."""
-    b0 = b0 or []
-    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
-        b0 = [0] * len(b1)
-    return sum(y - x for i, (x, y) in enumerate(zip(b0, b1)) if (1 << i) > ns)
 
 
 POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)

@@ -1,14 +1,42 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The latency controller's host side (:mod:`.controller`): what it reads of a VNF's cgroup
-(throttled periods, its QEMU's CPU) and host taps, and its production actuator (the VNF's CPU
-quota on a short CFS period)."""
+"""The latency controller's readers and actuator (:mod:`.controller`): its arithmetic on the
+VNF's latency histogram, what it reads of the VNF's cgroup (throttled periods, its QEMU's CPU)
+and host taps, and its production actuator (the VNF's CPU quota on a short CFS period)."""
 
 from __future__ import annotations
 
 import os
 
 from .models import PowerError
+
+
+def interval_p99(b0: list | None, b1: list, quantile: float = 0.99) -> tuple[int | None, int]:
+    """(p99 in ns or None, packets) of the packets between two ``buckets_log2`` histograms: the
+    lower bound ``2**i`` of the bucket holding the quantile, as the VNF reports its own p99. A
+    histogram that went down (the VNF restarted) counts from zero."""
+    b0 = b0 or []
+    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
+        b0 = [0] * len(b1)
+    d = [y - x for x, y in zip(b0, b1)]
+    n = sum(d)
+    if n == 0:
+        return None, 0
+    rank, acc = quantile * n, 0
+    for i, c in enumerate(d):
+        acc += c
+        if acc >= rank:
+            return 1 << i, n
+    return 1 << (len(d) - 1), n
+
+
+def interval_over(b0: list | None, b1: list, ns: float) -> int:
+    """Packets between two ``buckets_log2`` histograms in buckets whose lower bound is over
+    ``ns`` (consistent with :func:`interval_p99`: p99 > ns exactly when they are over 1 %)."""
+    b0 = b0 or []
+    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
+        b0 = [0] * len(b1)
+    return sum(y - x for i, (x, y) in enumerate(zip(b0, b1)) if (1 << i) > ns)
 
 
 def cpu_throttled(name: str) -> int | None:
