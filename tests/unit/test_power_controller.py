@@ -605,3 +605,29 @@ def test_the_exporters_capacities_are_checked_when_it_starts():
                                                             "dpi, fw not > 0")):
         with pytest.raises(power.PowerError, match=f"vnf_capacity_pps: .*{msg}.*fw:50000"):
             exporter.HostSampler(None, None, capacities=bad)
+
+
+def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
+    """A breach its throttling does not explain is the host's noise, held through; but a capped
+    VNF over its target in more than a quarter of its last NOISY_SPAN intervals, and more than
+    twice as often as it was open, pays for the cap (batched frames, a halted vCPU waiting for
+    the scheduler): a breach, a step up and a floor. As noisy open: still the host's."""
+    slow, fast = 1 << 17, 1024                           # 131 us, 1 us; the target is 100 us
+    capped = [slow, fast, slow, fast, slow]              # over target in 2 of each 4
+    for opened, want in (([fast] * 3, ("up", "breach", 25_500, 25_500)),
+                         ([fast, slow, fast, slow, fast, fast], ("hold", "noise", 17_000, 0))):
+        c = ctl.LatencyController(lambda k, q: None, hold_intervals=2)
+        c.throttled = lambda key: 0                       # never throttled
+        v = FakeVnf()
+        c.usage = v.usage
+        ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.8, 1.0, 0.1, 500, ns, 5_000), None,
+                     50_000) for ns in opened + capped]
+        assert [d["action"] for d in ds[:len(opened)]][-1] == "cap", ds
+        ds = ds[len(opened):]
+        assert [d["event"] for d in ds[:4]] == ["noise", "quiet", "noise", "quiet"], ds
+        assert {d["quota_us"] for d in ds[:4]} == {17_000}, ds
+        d = ds[-1]
+        assert (d["action"], d["event"], d["quota_us"], d["floor_us"]) == want, d
+        assert d["why"] == ("p99 131072 ns > 1 x target, not throttled" + (
+            ", but over target in 2 of the last 4 capped intervals, 0 % open"
+            if want[0] == "up" else "")), d
