@@ -86,6 +86,11 @@ class Resolver:
         self._reading: dict[str, cf.Future] = {}   # zone -> its confirm reading in flight
         self._readers = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="confirm")
 
+    def close(self) -> None:
+        """Stop the confirm readers; a reading still in flight ends on its own (its answer is
+        dropped, as a late one is)."""
+        self._readers.shutdown(wait=False, cancel_futures=True)
+
     def _ratio(self, rep_service: str, service: str) -> float:
         if rep_service == service:
             return 1.0

@@ -445,6 +445,7 @@ class Orchestrator:
 
     def close(self) -> None:
         self.stop()
+        self.resolver.close()
         if self.manager is not None and self._own_manager:
             self.manager.close()
         self.store.close()
