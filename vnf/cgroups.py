@@ -166,6 +166,52 @@ def remove(group: list[str], wait_s: float = 1.0) -> None:
                 time.sleep(0.02)
 
 
+SWEEP_MIN_AGE_S = 60.0   # an empty group younger than this may be a launch between mkdir and add
+
+
+def _slice_dirs() -> list[str]:
+    """The fluidvim.slice directories of this host's hierarchies (v2: one; v1: memory, cpu)."""
+    m, _ = mode()
+    return ([os.path.join(ROOT, SLICE)] if m == 2 else
+            [os.path.join(ROOT, c, SLICE) for c in ("memory", "cpu")] if m == 1 else [])
+
+
+def sweep(keep: set | frozenset = frozenset(), min_age_s: float = SWEEP_MIN_AGE_S) -> list[str]:
+    """Remove the empty ``fluidvim.slice/<uuid>`` groups left by VNFs nobody cleaned up (a launch
+    core or test killed with -9, its QEMUs killed later): run when a launch core starts, after
+    recovery. Safe beside other launch cores and Nomad plugins on this host: a group with a
+    process in it is never removed (the kernel refuses: EBUSY), nor one named in ``keep`` (the
+    VNFs of this core's state store), nor one younger than ``min_age_s`` (another core may have
+    made it and not yet moved its QEMU in). The removed directories are returned."""
+    gone = []
+    now = time.time()
+    for sl in _slice_dirs():
+        try:
+            names = os.listdir(sl)
+        except OSError:
+            continue
+        for name in names:
+            d = os.path.join(sl, name)
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            if (name in keep or not stat.S_ISDIR(st.st_mode)
+                    or now - st.st_mtime < min_age_s):     # a leaf group's mtime: its mkdir
+                continue
+            try:
+                if _read(os.path.join(d, "cgroup.procs")).split():
+                    continue
+                os.rmdir(d)
+            except OSError as e:            # EBUSY: a process moved in meanwhile; ENOENT: gone
+                LOG.debug("cgroup %s kept: %s", d, e)
+                continue
+            gone.append(d)
+    if gone:
+        LOG.warning("removed %d empty cgroups of VNFs no longer running: %s", len(gone), gone)
+    return gone
+
+
 def _cpu_file(name: str) -> tuple[str, int] | None:
     """(path, version) of VNF ``name``'s CPU quota file, None when it has no group."""
     m, _ = mode()

@@ -28,6 +28,7 @@ from fluidvim.common.measure import elapsed_ms
 
 from . import (
     backends,
+    cgroups,
     conf as vnfconf,
     limits,
     netdev,
@@ -714,6 +715,8 @@ class VNFManager:
                                   reason="not running when the launch core restarted")
                 summary["crashed"] += 1
         summary["adopted"] = self._adopt_orphans(known, skip_unavailable)
+        # groups of VNFs this host lost track of (a core or test killed -9, its QEMUs later)
+        summary["swept"] = len(cgroups.sweep(keep={r.id for r in self.store.list()}))
         LOG.info("recovery: %s", summary)
         return summary
 
