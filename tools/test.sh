@@ -61,6 +61,13 @@ stage() {
 
 stage bootstrap tools/bootstrap.sh
 
+# one set of Go build flags for every Go command of the run (the go stage with staticcheck's
+# `go list -export`, the Nomad agent build, the e2e tests' plugin builds, test_install's `make
+# dist`): -trimpath, as the release build has it, so they share one build cache's packages
+# (make dist's CGO_ENABLED=0 still recompiles what imports net; docs/testing.md)
+GOFLAGS="$(go env GOFLAGS) -trimpath"
+export GOFLAGS
+
 nomad_log=$(mktemp /tmp/fluidvim-nomad-build.XXXXXX)
 nomad_row=$(mktemp /tmp/fluidvim-nomad-row.XXXXXX)
 build_nomad() {     # its table row (background: host CPU of what ran beside it too) to a file
