@@ -249,6 +249,50 @@ func CgroupFor(name string) *Cgroup {
 	return cg
 }
 
+// SweepMinAge: an empty group younger than this may be a launch (of this or another plugin or
+// launch core on the host) between its mkdir and the move of its QEMU into it.
+const SweepMinAge = time.Minute
+
+// SweepCgroups removes the empty CgroupSlice/<uuid> groups left by VNFs nobody cleaned up (a
+// plugin or launch core killed with -9 whose QEMUs died later; a task whose QEMU was gone when
+// it was recovered) and returns the directories removed. Never removed: a group with a process
+// in it (checked, and the kernel refuses with EBUSY: the VNFs of other plugins and launch cores
+// on this host), one keep names, or one younger than minAge (a leaf group's mtime is its mkdir).
+func SweepCgroups(keep func(name string) bool, minAge time.Duration) []string {
+	mode, _ := CgroupMode()
+	var slices []string
+	switch mode {
+	case 2:
+		slices = []string{filepath.Join(CgroupRoot, CgroupSlice)}
+	case 1:
+		slices = []string{filepath.Join(CgroupRoot, "memory", CgroupSlice),
+			filepath.Join(CgroupRoot, "cpu", CgroupSlice)}
+	}
+	var gone []string
+	for _, sl := range slices {
+		entries, err := os.ReadDir(sl)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			dir := filepath.Join(sl, e.Name())
+			if !e.IsDir() || (keep != nil && keep(e.Name())) {
+				continue
+			}
+			if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < minAge {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err != nil || len(strings.Fields(string(b))) > 0 {
+				continue
+			}
+			if os.Remove(dir) == nil { // EBUSY: a process moved in meanwhile
+				gone = append(gone, dir)
+			}
+		}
+	}
+	return gone
+}
+
 // PinVcpus binds every thread of QEMU pid but its main thread (the vCPUs, as SetVcpuNice
 // finds them) to cpus.
 func PinVcpus(pid int, cpus []int) error {

@@ -92,6 +92,8 @@ type Driver struct {
 	power *powerMeter // per-task power by useful work (powermeter.go)
 	// powerOnce starts the power meter with the first Fingerprint (as the pool)
 	powerOnce sync.Once
+	// sweepOnce removes orphaned empty cgroups with the first Fingerprint (qemu.SweepCgroups)
+	sweepOnce sync.Once
 
 	launchMu    sync.Mutex
 	launchTimes map[string][]float64 // recent launch durations (ms) by kind: StartTask → configured
@@ -222,6 +224,21 @@ func (d *Driver) startPool() {
 	d.mu.RUnlock()
 	d.pool.start(runDir)
 	d.powerOnce.Do(func() { go d.runPowerMeter() })
+	d.sweepOnce.Do(d.sweepCgroups)
+}
+
+// sweepCgroups removes the empty cgroups of VNFs no plugin or launch core on this host runs any
+// more (qemu.SweepCgroups), once, when this plugin starts for real (not the loader's throw-away
+// processes, which only get SetConfig).
+func (d *Driver) sweepCgroups() {
+	mine := map[string]bool{}
+	for _, h := range d.tasks.All() {
+		mine[h.spec.UUID] = true
+	}
+	keep := func(name string) bool { return mine[name] }
+	if gone := qemu.SweepCgroups(keep, qemu.SweepMinAge); len(gone) > 0 {
+		d.logger.Warn("removed the empty cgroups of VNFs no longer running", "dirs", gone)
+	}
 }
 
 func (d *Driver) buildFingerprint() *drivers.Fingerprint {
@@ -678,6 +695,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		return fmt.Errorf("failed to decode task state from handle: %v", err)
 	}
 	if !qemu.Alive(st.Pid, st.Spec.UUID) {
+		_ = qemu.CgroupFor(st.Spec.UUID).Remove() // nobody else would: Nomad starts a new task
 		return fmt.Errorf("QEMU of VNF %s (pid %d) is gone", st.Spec.UUID, st.Pid)
 	}
 	ctl, err := control.Dial(st.Spec.ControlSocket)
