@@ -9,9 +9,11 @@
 #   PYTEST_WORKERS=N         pytest's xdist workers (Makefile default; 1 = serial, no xdist)
 #
 # The Nomad agent build (tools/build-nomad.sh: ~5 min cold, cached after) runs in the background
-# from the start and overlaps the C, lint, Go and Nova stages; pytest (whose e2e tests need the
-# agent) waits for it. The two Nova stages run in the background too, one after the other, beside
-# the Go stage and that wait; their output is printed, and their times added to the table, before
+# from the start and overlaps the C, lint and Nova stages; the Go stage waits for it, since it
+# compiles the ~600 packages the plugin shares with the agent into the one build cache (two Go
+# commands compiling them at once would each do the work), and so does pytest (whose e2e tests
+# need the agent). The two Nova stages run in the background too, one after the other, beside
+# that wait and the Go stage; their output is printed, and their times added to the table, before
 # pytest starts (not beside it: Nova's test_ovs_vifs and pytest's OVS tests each start an
 # ovs-vswitchd with the userspace datapath, one host device; tests/conftest.py).
 # Each row: wall seconds, then the host's busy CPU-seconds in that window (/proc/stat: all
@@ -124,10 +126,12 @@ stage c make -s -C unikernel test
 stage lint tools/lint.sh   # ruff, import contracts, sizes, mypy, shellcheck, gofmt (tools/lint.sh)
 nova_stages >"$bg_log" 2>&1 &
 nova_bg_pid=$!
+nomad_rc=0
+stage nomad-wait wait_nomad || nomad_rc=$?
 stage go bash -c 'tools/lint.sh staticcheck && cd nomad_driver && go vet ./... && go test -count=1 ./...'
 nova_rc=0
 stage nova-wait wait_nova || nova_rc=$?
-stage nomad-wait wait_nomad
+(exit "$nomad_rc")    # no agent: no pytest (its e2e tests need it)
 # tests/conftest.py: one module (or shared group) per worker, the longest modules first
 xdist=()
 [ "$PYTEST_WORKERS" -gt 1 ] && xdist=(-n "$PYTEST_WORKERS" --dist loadgroup)
