@@ -301,6 +301,9 @@ def cmd_power_plan(args, api):
                   "draining, waking or failed)")
         for m in p["moves"]:
             print(f"  move {m['vnf']}: {m['src']} -> {m['dst']} ({m['demand']:g} CPU)")
+        for m in p.get("rebalance", ()):
+            print(f"  rebalance {m['vnf']}: {m['src']} -> {m['dst']} (cheaper there, not acted "
+                  "on yet)")
         for k, why in sorted(p["skipped"].items()):
             print(f"  not in the plan: {k}: {why}")
         print(f"power off: {', '.join(c['host'] for c in p['power_off']) or 'nothing'}; "
