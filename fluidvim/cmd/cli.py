@@ -202,6 +202,9 @@ def _print_vnf_power(mgr, args):
               f"{d.get('event', '?')} ({d['why']}), CPU quota {d['quota_us']} us of "
               f"{d['reserved_us']} per 100 ms{need}, poll window "
               f"{d.get('poll_window_us', '?')} us, p99 target {d['target_us']:g} us")
+        cap = ("none" if d.get("capacity_pps") is None else
+               f"{d['capacity_pps']:.0f} pps from {d.get('capacity_source') or '?'}")
+        print(f"  capacity {cap} ({d.get('capacity_basis') or 'not recorded'})")
 
 
 def cmd_vnf_rm(args):

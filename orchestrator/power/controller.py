@@ -20,8 +20,9 @@ p99 in microseconds), the controller
 * **observes its offered rate**: the frames it took (``stats`` → ``nics``: ``rx``) and those the
   host dropped for it (below) per second of its uptime, against its **capacity** (``capacity_pps``
   of :meth:`LatencyController.step`: the packets/s it forwards at the flavor's quota without
-  loss; in production ``[metrics] vnf_capacity_pps``, VNF name or service → pps, the stage-1
-  load probe's capacity, its slots × the service's ``session_pps``; in bench/powercap the one
+  loss; in production ``[metrics] vnf_capacity_pps``, VNF name or service → pps, else the
+  VNF's QoE sessions × its service's ``session_pps`` or the stage-1 load probe's, where the
+  orchestrator's database is reachable (:mod:`.capacity`); in bench/powercap the one
   it measured; without one the rate is only reported and the need decides); and the frames it
   dropped itself (its NICs' ``drop``: a TX ring its throttled QEMU did not drain) beyond the
   largest share it dropped open (a firewall's policy drops are no loss);
@@ -491,7 +492,7 @@ class LatencyController:
         prev, st.tap_dropped = st.tap_dropped, total
         dropped = None if prev is None else (total - prev if total >= prev else total)
         nics = (stats or {}).get("nics") or []
-        if stats is None or len(nics) != len(taps):
+        if stats is None or not taps or len(nics) != len(taps):
             st.ring_raw = st.ring_base = None
             return dropped, None
         cur = [(int(t["tx_packets"]), int(n.get("rx", 0))) for t, n in zip(taps, nics)]

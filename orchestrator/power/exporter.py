@@ -49,6 +49,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
+from .capacity import Capacities, OrchestratorView
 from .chain import build_chain, register_opts as register_power_opts
 from .controller import CgroupCap, LatencyController, tap_counters
 from .models import PowerError
@@ -80,7 +81,14 @@ metrics_opts = [
                      "service: packets/s it forwards at its flavor's quota (the stage-1 load "
                      "probe's capacity: its slots x the service's session_pps; e.g. "
                      "fw:50000). With one, its offered rate against it judges high load and "
-                     "sizes its cap; without, its own busy share does (controller.py)."),
+                     "sizes its cap; without, its own busy share does (controller.py). A VNF "
+                     "without one takes it from orchestrator_connection (capacity.py)."),
+    cfg.StrOpt("orchestrator_connection", default=None,
+               help="SQLAlchemy URL of the orchestrator's database (its [orchestrator] "
+                    "connection), read for the capacity of a VNF with a latency target and no "
+                    "vnf_capacity_pps: its QoE sessions x its service's session_pps, else the "
+                    "stage-1 load probe of this host's environment type (the hosts row of "
+                    "zone and host) at the service's deadline. Unset: not read."),
 ]
 
 
@@ -112,7 +120,9 @@ class HostSampler:
 
     def __init__(self, mgr, attributor: Attributor, state_path: str | None = None,
                  targets: dict | None = None, controller: LatencyController | None = None,
-                 capacities: dict | None = None):
+                 capacities: dict | None = None, view=None):
+        """``view``: the :class:`~.capacity.OrchestratorView` capacities come from when
+        ``capacities`` has none for a VNF, or why there is none (a str)."""
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
@@ -125,6 +135,7 @@ class HostSampler:
         if bad:
             raise PowerError(f"[metrics] vnf_capacity_pps: {', '.join(bad)} not > 0; give "
                              f"packets/s at the flavor's quota, e.g. fw:50000")
+        self.capacity_of = Capacities(self.capacities, view)
         if self.targets and controller is None:
             controller = LatencyController(CgroupCap(), poller=self.set_poll_window)
         self.controller = controller
@@ -166,9 +177,10 @@ class HostSampler:
             if target is not None and self.controller is not None:
                 self._ids[spec.uuid] = rec.id
                 try:
-                    cap = self.capacities.get(rec.name, self.capacities.get(service_of(rec.name)))
+                    cap, src, why = self.capacity_of(rec.name, service_of(rec.name), spec, st)
                     d = self.controller.step(spec.uuid, rec.name, target, int(spec.vcpus or 1), st,
                                              taps, cap)
+                    d["capacity_source"], d["capacity_basis"] = src, why
                     with self.lock:               # the HTTP thread copies it
                         self.control[rec.id] = d
                 except (OSError, ValueError, PowerError) as e:
@@ -287,13 +299,29 @@ class Exporter:
                                     idle_rule=conf.power.idle_rule)
         from fluidvim.vnf.manager import POWER_STATE
         state = os.path.join(mgr.run_dir, POWER_STATE)
+        host = o.host or socket.gethostname()
         self.sampler = HostSampler(mgr, attributor, state_path=state,
-                                   targets=o.latency_targets, capacities=o.vnf_capacity_pps)
-        self.collector = Collector(self.sampler, o.zone, o.host or socket.gethostname())
+                                   targets=o.latency_targets, capacities=o.vnf_capacity_pps,
+                                   view=self._view(o, host))
+        self.collector = Collector(self.sampler, o.zone, host)
         self._stop = threading.Event()
         self._thread = None
         self._server = None
         self.port = None
+
+    @staticmethod
+    def _view(o, host: str):
+        """The orchestrator's database for capacities (capacity.py), or why not (a str)."""
+        if not o.latency_targets:
+            return "no latency targets"
+        if not o.orchestrator_connection:
+            return "[metrics] orchestrator_connection not set"
+        try:
+            return OrchestratorView(o.orchestrator_connection, o.zone, host)
+        except Exception as e:   # noqa: BLE001 - any driver's error: capacities not known here
+            LOG.warning("metrics: the orchestrator's database is not reachable from here (%s): "
+                        "VNF capacities only from [metrics] vnf_capacity_pps", e)
+            return f"orchestrator's database not reachable: {e}"
 
     def start(self):
         from prometheus_client import CollectorRegistry, start_http_server
@@ -317,3 +345,5 @@ class Exporter:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+        if isinstance(self.sampler.capacity_of.view, OrchestratorView):
+            self.sampler.capacity_of.view.close()

@@ -50,3 +50,17 @@ def test_a_decision_without_the_newer_fields_still_prints(capsys):
     cli._print_vnf_power(Manager(state({"u-1": d})), types.SimpleNamespace(vnf="fw", power=None))
     assert ("latency controller: ?, hold on ? (first observation), CPU quota 100000 us of "
             "100000 per 100 ms, poll window ? us, p99 target 250 us") in capsys.readouterr().out
+
+
+def test_the_capacity_the_controller_judged_load_by_and_its_source_are_shown(capsys):
+    base = {"action": "hold", "why": "band", "quota_us": 100000, "reserved_us": 100000,
+            "target_us": 250.0}
+    for extra, want in (({"capacity_pps": 1500.0, "capacity_source": "qoe",
+                          "capacity_basis": "30 QoE sessions x 50 pps"},
+                         "  capacity 1500 pps from qoe (30 QoE sessions x 50 pps)"),
+                        ({"capacity_pps": None, "capacity_source": None,
+                          "capacity_basis": "[metrics] orchestrator_connection not set"},
+                         "  capacity none ([metrics] orchestrator_connection not set)")):
+        cli._print_vnf_power(Manager(state({"u-1": {**base, **extra}})),
+                             types.SimpleNamespace(vnf="fw", power=None))
+        assert want in capsys.readouterr().out.splitlines()

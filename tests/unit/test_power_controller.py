@@ -631,3 +631,11 @@ def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
         assert d["why"] == ("p99 131072 ns > 1 x target, not throttled" + (
             ", but over target in 2 of the last 4 capped intervals, 0 % open"
             if want[0] == "up" else "")), d
+
+
+def test_a_vnf_without_nics_is_still_judged():
+    """No NICs: no taps to read (an empty list, not None) and no ring backlog to infer."""
+    c = ctl.LatencyController(lambda k, q: None)
+    c.throttled = c.usage = None
+    d = c.step("u1", "fw.1", 100, 1, {"uptime_us": 1, "nics": []}, [], None)
+    assert (d["event"], d["ring_backlog"], d["host_dropped"]) == ("band", None, None), d
