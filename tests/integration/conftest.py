@@ -209,18 +209,23 @@ def orchestrator_env(tmp_path, prefix: str, subnet: int):
             apis.append(a)
             return a
 
-    yield Env()
-    for a in apis:
-        a.close()
-    for o in made:
-        o.stop()
-    conf = orchconf.make_conf(**opts)
-    mgr = VNFManager(conf)
-    ids = vnf_ids(mgr.store)
-    for rec in mgr.store.list():
-        mgr.destroy(rec.id)
-    mgr.close()
-    for o in made:
-        o.close()
-    shutil.rmtree(run_dir, ignore_errors=True)
+    ids: list = []
+    try:
+        yield Env()
+    finally:
+        # also when the test failed: its VNFs, run dir and cgroups must not outlive it
+        try:
+            for a in apis:
+                a.close()
+            for o in made:
+                o.stop()
+        finally:
+            mgr = VNFManager(orchconf.make_conf(**opts))
+            ids = vnf_ids(mgr.store)
+            for rec in mgr.store.list():
+                mgr.destroy(rec.id)
+            mgr.close()
+            for o in made:
+                o.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
     assert not leaked_taps(ids)
