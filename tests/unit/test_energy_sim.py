@@ -416,7 +416,7 @@ def test_a_draining_vnf_holds_its_thread_until_it_is_gone(name, services):
     heterogeneous 20-host day held 69-72 when the place was freed at the scale-in)."""
     svcs, _ = services
     fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
-    cfg = sim.SimConfig(warmup_s=0.0, day_s=2400.0, idle_s=60.0, cooldown_s=30.0,
+    cfg = sim.SimConfig(warmup_s=0.0, day_s=1500.0, idle_s=60.0, cooldown_s=30.0,
                         off_hold_s=1e9)
     # full, a drop (scale-in: the instances drain for minutes), then full again at once
     demand = StepDemand(svcs, fl.threads, [(-1.0, 0.85), (600.0, 0.3), (900.0, 0.85)])
