@@ -196,6 +196,7 @@ class Stack:
         self.verbose = verbose
         self.pool_size = pool_size
         self.procs: dict[str, subprocess.Popen] = {}
+        self._session = None                                # see api()
         self.neutron = real_neutron_missing() is None if neutron is None else neutron
         self.of_port = self.ports.setdefault("openflow", BASE_PORT + 10)
         self.int_br = f"{PREFIX}br{tag[:6]}"                 # the integration bridge
@@ -403,8 +404,10 @@ class Stack:
             paths + [str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         return env
 
-    def _run(self, what: str, cmd: list[str], env=None, timeout=120, service=False) -> str:
-        """Run a command to its end; ``service``: it runs beside the Nova services and writes
+    def _run(self, what: str, cmd: list[str], env=None, timeout=600, service=False) -> str:
+        """Run a command to its end (``timeout``: a guard against a hang, not a deadline: a
+        ``keystone-manage db_sync`` beside another cloud's database commands took over 120 s at
+        load 20 on 2 cores); ``service``: it runs beside the Nova services and writes
         their databases (``nova-manage cell_v2 discover_hosts``), so it takes their SQLite
         transaction mode and busy timeout, not "database is locked" at once."""
         p = subprocess.run(cmd, capture_output=True, text=True,
@@ -439,7 +442,7 @@ class Stack:
         raise ServiceError(f"{svc}: {why}\n--- last lines of {self.log(svc)} ---\n"
                            f"{self.tail(svc)}")
 
-    def wait_http(self, svc: str, path: str = "/", timeout: float = 90.0) -> None:
+    def wait_http(self, svc: str, path: str = "/", timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -459,7 +462,7 @@ class Stack:
             time.sleep(0.2)
         self._fail(svc, f"not answering on {self.url(svc)}{path} after {timeout:.0f}s ({last})")
 
-    def wait_log(self, svc: str, needle: str, timeout: float = 90.0) -> None:
+    def wait_log(self, svc: str, needle: str, timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             p = self.procs.get(svc)
@@ -489,42 +492,22 @@ class Stack:
 
         self._say("starting the services")
         self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
+        self._start_controllers()           # beside Keystone's start: they need it per request
         self.wait_http("keystone", "/v3")
         self._catalog()
-        self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
-        self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
+        self.wait_http("placement")         # nova-compute reports to it as it starts
+        self._start_computes()
         if self.neutron:
-            nenv = {"OS_NEUTRON_CONFIG_DIR": str(self.etc / "neutron"),
-                    "OS_NEUTRON_CONFIG_FILES": "neutron.conf"}
-            self._start("neutron", [sys.executable, "-m", "tests.e2e.nova_services", "serve",
-                                    NEUTRON_APP, "--port", str(self.ports["neutron"])], env=nenv)
-            self._start("neutron-rpc", [str(BIN / "neutron-rpc-server"), "--config-file",
-                                        str(self.neutron_conf)])
-            # privsep-helper from the venv (the agent's privileged daemons); OVS_RUNDIR: the
-            # cloud's ovs-vswitchd for ovs-ofctl/ovs-appctl
-            self._start("neutron-ovs-agent", [
-                str(BIN / "neutron-openvswitch-agent"), "--config-file", str(self.neutron_conf),
-                "--config-file", str(self.ovs_agent_conf)],
-                env={"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-                     "OVS_RUNDIR": self.ovs.run_dir})
-        else:
-            self._serve("neutron", {})
-        nova_env = {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")}
-        self._serve("nova-api", nova_env)
-        for svc in ("nova-conductor", "nova-scheduler"):
-            self._start(svc, [str(BIN / svc), "--config-file", str(self.nova_conf)])
-        self._start("nova-compute", [str(BIN / "nova-compute"), "--config-file",
-                                     str(self.compute_conf)])
-        for svc in ("placement", "glance", "neutron", "nova-api"):
+            self._start_ovs_agent()
+        for svc in ("glance", "neutron", "nova-api"):
             self.wait_http(svc)
         self.wait_log("nova-conductor", "Starting conductor node")
         self.wait_log("nova-scheduler", "Starting scheduler node")
-        self.wait_log("nova-compute", "Starting compute node")
         if self.neutron:
-            self.wait_log("neutron-ovs-agent", "Agent initialized successfully", timeout=120)
+            self.wait_log("neutron-ovs-agent", "Agent initialized successfully")
         self._say("waiting for the compute node to report to Placement, then discover_hosts")
+        self._wait_computes()
         nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
-        self.wait_log("nova-compute", "Compute node record created", timeout=120)
         deadline = time.monotonic() + 60
         while True:
             out = self._run("nova-manage cell_v2 discover_hosts",
@@ -535,6 +518,77 @@ class Stack:
                 self._fail("nova-compute", "never became discoverable in cell1")
             time.sleep(1)
         self._say(f"cloud up in {time.monotonic() - t0:.1f} s (logs: {self.logs})")
+
+    def _start_ovs_agent(self) -> None:
+        """neutron-openvswitch-agent, once neutron-rpc-server consumes its state-report queue:
+        the agent's first call (``has_alive_neutron_server``) sent before that queue exists is
+        dropped by RabbitMQ, and the agent waits out the call's 60 s timeout and a random
+        back-off of up to a minute more (measured: "Agent initialized" 110 s after it started,
+        nova-compute up for 108 s of them)."""
+        self._wait_consumer("neutron-rpc", "q-reports-plugin")
+        # privsep-helper from the venv (the agent's privileged daemons); OVS_RUNDIR: the
+        # cloud's ovs-vswitchd for ovs-ofctl/ovs-appctl
+        self._start("neutron-ovs-agent", [
+            str(BIN / "neutron-openvswitch-agent"), "--config-file", str(self.neutron_conf),
+            "--config-file", str(self.ovs_agent_conf)],
+            env={"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                 "OVS_RUNDIR": self.ovs.run_dir})
+
+    def _wait_consumer(self, svc: str, queue: str, timeout: float = 300.0) -> None:
+        """Until ``queue`` of this cloud's vhost has a consumer (``svc``'s, which must not exit
+        meanwhile): a passive declare per try, over one AMQP connection."""
+        import amqp
+
+        user, rest = RABBIT.split(":", 1)
+        password, host = rest.split("@", 1)
+        deadline = time.monotonic() + timeout
+        with amqp.Connection(host=host, userid=user, password=password,
+                             virtual_host=self.vhost) as conn:
+            conn.connect()
+            while True:
+                p = self.procs.get(svc)
+                if p is not None and p.poll() is not None:
+                    self._fail(svc, f"exited with status {p.returncode} while starting")
+                ch = conn.channel()
+                try:
+                    if ch.queue_declare(queue, passive=True).consumer_count:
+                        ch.close()
+                        return
+                    ch.close()
+                except amqp.exceptions.NotFound:
+                    pass                            # the broker closed that channel
+                if time.monotonic() > deadline:
+                    self._fail(svc, f"no consumer on queue {queue} within {timeout:.0f}s")
+                time.sleep(0.2)
+
+    def _start_controllers(self) -> None:
+        """Placement, Glance, Neutron (its API and RPC server, or the stand-in), nova-api,
+        -conductor and -scheduler: none needs Keystone or another service to start."""
+        self._serve("placement", {"OS_PLACEMENT_CONFIG_DIR": str(self.etc / "placement")})
+        self._serve("glance", {"OS_GLANCE_CONFIG_DIR": str(self.etc / "glance")})
+        if self.neutron:
+            nenv = {"OS_NEUTRON_CONFIG_DIR": str(self.etc / "neutron"),
+                    "OS_NEUTRON_CONFIG_FILES": "neutron.conf"}
+            self._start("neutron", [sys.executable, "-m", "tests.e2e.nova_services", "serve",
+                                    NEUTRON_APP, "--port", str(self.ports["neutron"])], env=nenv)
+            self._start("neutron-rpc", [str(BIN / "neutron-rpc-server"), "--config-file",
+                                        str(self.neutron_conf)])
+        else:
+            self._serve("neutron", {})
+        self._serve("nova-api", {"OS_NOVA_CONFIG_DIR": str(self.etc / "nova")})
+        for svc in ("nova-conductor", "nova-scheduler"):
+            self._start(svc, [str(BIN / svc), "--config-file", str(self.nova_conf)])
+
+    def _wait_computes(self) -> None:
+        """Until nova-compute has its compute node record (a cloud with more computes waits
+        for each, so that one ``discover_hosts`` maps them all)."""
+        self.wait_log("nova-compute", "Starting compute node")
+        self.wait_log("nova-compute", "Compute node record created")
+
+    def _start_computes(self) -> None:
+        """nova-compute (a cloud with more computes starts them all here, at once)."""
+        self._start("nova-compute", [str(BIN / "nova-compute"), "--config-file",
+                                     str(self.compute_conf)])
 
     def _databases(self) -> str:
         """Every service's database, each service's chain of commands in a thread of its own:
@@ -650,6 +704,33 @@ class Stack:
                            password=ADMIN_PASSWORD, project_name="admin",
                            user_domain_name="Default", project_domain_name="Default")
         return ks_session.Session(auth=auth, timeout=60)
+
+    def api(self, service_type: str, method: str, path: str, microversion: str | None = None,
+            **kw):
+        """One request of the admin to a service of this cloud from this process (one
+        keystoneauth session per Stack: its token is fetched once). For the set-up and polling
+        steps around the ``openstack`` commands a test proves (each CLI run costs ~2 s of CPU
+        for its imports, a poll every second of them starved the 2-core CI host); errors
+        raise (``raise_exc=False`` to get the response)."""
+        if self._session is None:
+            self._session = self.session()
+        return self._session.request(path, method, endpoint_filter={
+            "service_type": service_type, "interface": "public"}, microversion=microversion,
+            **kw)
+
+    def server(self, name: str) -> dict:
+        """What ``openstack server show NAME`` shows, from the compute API (microversion
+        2.47: the flavor embedded, the extended status and host attributes, ``fault`` of an
+        ERROR server; the power state as Nova's number, 1 running)."""
+        found = [srv for srv in self.api("compute", "GET", "/servers/detail",
+                                         microversion="2.47").json()["servers"]
+                 if srv["name"] == name]
+        _check(len(found) == 1, f"servers named {name}: {found}")
+        return found[0]
+
+    def names(self, service_type: str, path: str, key: str) -> set:
+        """The names of a collection (``/v2/images`` ``images``, ``/flavors`` ``flavors``)."""
+        return {x["name"] for x in self.api(service_type, "GET", path).json()[key]}
 
     def _catalog(self) -> None:
         """Services and endpoints (what `openstack service/endpoint create` would do)."""
@@ -813,13 +894,11 @@ def _fluidvim(stack: Stack, *args: str):
 
 
 def _usages(stack: Stack) -> dict:
-    s = stack.session()
-    ep = {"service_type": "placement"}
-    rps = s.get(f"/resource_providers?name={COMPUTE_HOST}", endpoint_filter=ep).json()
+    rps = stack.api("placement", "GET", f"/resource_providers?name={COMPUTE_HOST}").json()
     _check(len(rps["resource_providers"]) == 1, f"placement: no provider {COMPUTE_HOST}: {rps}")
     rp = rps["resource_providers"][0]["uuid"]
-    inv = s.get(f"/resource_providers/{rp}/inventories", endpoint_filter=ep).json()
-    use = s.get(f"/resource_providers/{rp}/usages", endpoint_filter=ep).json()
+    inv = stack.api("placement", "GET", f"/resource_providers/{rp}/inventories").json()
+    use = stack.api("placement", "GET", f"/resource_providers/{rp}/usages").json()
     return {"inventories": inv["inventories"], "usages": use["usages"]}
 
 
@@ -912,24 +991,25 @@ OVS_POOLS = {"a": ("10.96.0.10", "10.96.0.99"), "b": ("10.96.0.100", "10.96.0.19
 
 
 def _ensure_firewall_image(os_, kernel: str) -> None:
-    """Image vnf-firewall and flavor vnf.small (made by :func:`scenario`, or here)."""
-    if "vnf-firewall" not in {i["Name"] for i in os_("image", "list")}:
+    """Image vnf-firewall and flavor vnf.small (made by :func:`scenario`, or here; the
+    lists from the APIs, the creation with the CLI)."""
+    if "vnf-firewall" not in os_.stack.names("image", "/v2/images", "images"):
         os_("image", "create", "--file", kernel, "--disk-format", "aki", "--container-format",
             "aki", "--property", f"fluidvim_click_config={FW_CONFIG}", "vnf-firewall")
-    if "vnf.small" not in {f["Name"] for f in os_("flavor", "list")}:
+    if "vnf.small" not in os_.stack.names("compute", "/flavors", "flavors"):
         os_("flavor", "create", "--ram", "32", "--vcpus", "1", "--disk", "0", "--property",
             "resources:CUSTOM_VNF_SESSION_SLOT=1", "vnf.small")
 
 
-def _wait_port_active(os_, port_id: str, timeout: float = 90.0) -> dict:
+def _wait_port_active(stack: Stack, port_id: str, timeout: float = 90.0) -> dict:
     deadline = time.monotonic() + timeout
     while True:
-        port = os_("port", "show", port_id)
+        port = stack.api("network", "GET", f"/v2.0/ports/{port_id}").json()["port"]
         if port["status"] == "ACTIVE":
             return port
         _check(time.monotonic() < deadline, f"port {port_id} not ACTIVE after {timeout:.0f}s: "
-               f"{port['status']} (binding {port.get('binding_vif_type')})")
-        time.sleep(1)
+               f"{port['status']} (binding {port.get('binding:vif_type')})")
+        time.sleep(0.5)
 
 
 class ProbeHost:
@@ -1000,8 +1080,8 @@ def scenario_ovs(stack: Stack, kernel: str) -> dict:
         return out
 
     _ensure_firewall_image(os_, kernel)
-    agents = os_("network", "agent", "list", "--host", COMPUTE_HOST)
-    _check([a["Agent Type"] for a in agents if a["Alive"]] == ["Open vSwitch agent"],
+    agents = stack.api("network", "GET", f"/v2.0/agents?host={COMPUTE_HOST}").json()["agents"]
+    _check([a["agent_type"] for a in agents if a["alive"]] == ["Open vSwitch agent"],
            f"no live OVS agent on {COMPUTE_HOST}: {agents}")
     nets, probes, hosts = {}, {}, []
     try:
@@ -1013,12 +1093,12 @@ def scenario_ovs(stack: Stack, kernel: str) -> dict:
             timed(f"subnet create {side}", "subnet", "create", "--network", f"net-{side}",
                   "--subnet-range", OVS_SUBNET, "--no-dhcp", "--gateway", "none",
                   "--allocation-pool", f"start={start},end={end}", f"sub-{side}")
-            probes[side] = os_("port", "create", "--network", f"net-{side}", "--host",
-                               COMPUTE_HOST, "--device-owner", "fluidvim:probe",
-                               f"probe-{side}")
+            probes[side] = stack.api("network", "POST", "/v2.0/ports", json={"port": {
+                "network_id": nets[side]["id"], "binding:host_id": COMPUTE_HOST,
+                "device_owner": "fluidvim:probe", "name": f"probe-{side}"}}).json()["port"]
             hosts.append(ProbeHost(stack, probes[side]).up())
         for side in "ab":
-            _wait_port_active(os_, probes[side]["id"])
+            _wait_port_active(stack, probes[side]["id"])
         a, b = hosts
         _check(a.ping(b.ip, 2) == 0, "the two networks are connected without a VNF")
 
@@ -1028,8 +1108,8 @@ def scenario_ovs(stack: Stack, kernel: str) -> dict:
                     "--wait", "fw-ovs", timeout=420)
         _check(srv["status"] == "ACTIVE", f"fw-ovs is {srv['status']}: {srv.get('fault')}")
         uuid = srv["id"]
-        ports = os_("port", "list", "--server", uuid, "--long")
-        _check(len(ports) == 2 and all(p["Status"] == "ACTIVE" for p in ports),
+        ports = stack.api("network", "GET", f"/v2.0/ports?device_id={uuid}").json()["ports"]
+        _check(len(ports) == 2 and all(p["status"] == "ACTIVE" for p in ports),
                f"the server's ports: {ports}")
         (vnf,) = [v for v in _fluidvim(stack, "list") if v["name"] == uuid]
         taps = [n["tap"] for n in vnf["nics"]]
@@ -1039,7 +1119,7 @@ def scenario_ovs(stack: Stack, kernel: str) -> dict:
         for tap in taps:
             iface = ovsmod.interface(tap, db=db)
             by_port[iface["external_ids"]["iface-id"]] = iface["external_ids"]
-        _check(set(by_port) == {p["ID"] for p in ports}, f"iface-ids {by_port} vs {ports}")
+        _check(set(by_port) == {p["id"] for p in ports}, f"iface-ids {by_port} vs {ports}")
         _check(all(ids["vm-uuid"] == uuid for ids in by_port.values()), f"vm-uuid: {by_port}")
 
         before = _fluidvim(stack, "stats", uuid)
@@ -1062,9 +1142,9 @@ def scenario_ovs(stack: Stack, kernel: str) -> dict:
             h.down()
         for side in "ab":
             if side in probes:
-                os_("port", "delete", probes[side]["id"], json_out=False)
+                stack.api("network", "DELETE", f"/v2.0/ports/{probes[side]['id']}")
             if side in nets:
-                os_("network", "delete", nets[side]["id"], json_out=False)
+                stack.api("network", "DELETE", f"/v2.0/networks/{nets[side]['id']}")
     return times
 
 
