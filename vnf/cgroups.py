@@ -4,7 +4,8 @@
 Python side handles cgroups; the Nomad plugin's twin is nomad_driver/qemu/cgroup.go).
 
 The group is ``fluidvim.slice/<vnf uuid>``: memory limit = guest memory + ``QEMU_OVERHEAD_MB``,
-CPU quota = one ``CPU_PERIOD_US`` per vCPU the flavor reserved (vnf/limits.py). cgroup v2
+CPU quota = one ``CPU_PERIOD_US`` per vCPU the flavor reserved plus ``QEMU_OVERHEAD_CPU_US``
+for QEMU's own threads (vnf/limits.py). cgroup v2
 (``memory.max``, ``cpu.max``; the memory and cpu controllers are enabled in ``subtree_control``
 on the way down) or, on a host with the v1 hierarchies, ``memory.limit_in_bytes`` and
 ``cpu.cfs_quota_us``. A host with neither: :func:`create` returns None and says why in a
@@ -88,7 +89,7 @@ def limits_for(memory_mb: int, vcpus: int) -> tuple[int, int]:
     """(memory limit in bytes, CPU quota in microseconds per CPU_PERIOD_US) of a VNF of
     ``memory_mb`` guest memory and ``vcpus`` reserved vCPUs."""
     return ((int(memory_mb) + limits.QEMU_OVERHEAD_MB) << 20,
-            max(1, int(vcpus)) * limits.CPU_PERIOD_US)
+            max(1, int(vcpus)) * limits.CPU_PERIOD_US + limits.QEMU_OVERHEAD_CPU_US)
 
 
 def dirs(name: str) -> list[str]:

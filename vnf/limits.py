@@ -46,6 +46,13 @@ QEMU_OVERHEAD_MB = 64
 # The cgroup CPU bandwidth period (cpu.max "quota period", cpu.cfs_period_us), microseconds:
 # the kernel's default; a reservation of N cores is a quota of N periods.
 CPU_PERIOD_US = 100_000
+# What a VNF's CPU quota allows QEMU beyond its vCPUs, per period (as QEMU_OVERHEAD_MB for
+# memory): QEMU's main loop moves every frame between tap and guest on another core while the
+# vCPU runs, so a quota of exactly one period per vCPU is spent in about half a period when both
+# are busy and then stops the whole VNF for the rest of it. Measured on a quiet host with the
+# quota at one period: 78 of 84 periods throttled (~16 ms each) at 1,700 pps, every admitted
+# session over its 10 ms deadline (bench/slots qoe, 2026-11-28).
+QEMU_OVERHEAD_CPU_US = 50_000
 
 # -- NICs --
 # The kernel's virtio-net table (unikernel/src/virtio.h NET_MAX_NICS) and its static rings.

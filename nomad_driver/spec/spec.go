@@ -53,9 +53,12 @@ const (
 	VcpuNiceDefault = 10
 	VcpuNiceMax     = 19
 	// QemuOverheadMB is what a VNF's cgroup memory limit allows QEMU beyond the guest memory
-	// (vnf/limits.py QEMU_OVERHEAD_MB); CPUPeriodUs the cgroup CPU bandwidth period.
-	QemuOverheadMB = 64
-	CPUPeriodUs    = 100_000
+	// (vnf/limits.py QEMU_OVERHEAD_MB); CPUPeriodUs the cgroup CPU bandwidth period;
+	// QemuOverheadCPUUs what a hard CPU quota allows QEMU's own threads beyond its vCPUs per
+	// period (QEMU_OVERHEAD_CPU_US: its main loop moves frames on another core meanwhile).
+	QemuOverheadMB    = 64
+	CPUPeriodUs       = 100_000
+	QemuOverheadCPUUs = 50_000
 )
 
 // Limits are the constants above by their vnf/limits.py names (for the vectors test).
@@ -69,6 +72,7 @@ var Limits = map[string]int{
 	"TSC_KHZ_MAX": MaxTSCkHz, "POOL_SIZE_MAX": MaxPoolSize, "LAUNCH_HISTORY_DEFAULT": LaunchHistory,
 	"TAP_TXQUEUELEN": TapTxQueueLen, "VCPU_NICE_DEFAULT": VcpuNiceDefault, "VCPU_NICE_MAX": VcpuNiceMax,
 	"QEMU_OVERHEAD_MB": QemuOverheadMB, "CPU_PERIOD_US": CPUPeriodUs,
+	"QEMU_OVERHEAD_CPU_US": QemuOverheadCPUUs,
 }
 
 var (

@@ -102,7 +102,7 @@ func limitsFor(res *drivers.Resources, memoryMB int) (qemu.Limits, bool) {
 		return lim, false
 	}
 	if cores := reservedCores(res); len(cores) > 0 {
-		lim.CPUQuotaUs = int64(len(cores)) * spec.CPUPeriodUs
+		lim.CPUQuotaUs = int64(len(cores))*spec.CPUPeriodUs + spec.QemuOverheadCPUUs
 	}
 	lim.CPUShares = res.NomadResources.Cpu.CpuShares
 	return lim, true

@@ -65,8 +65,8 @@ func TestResourcesFromReservation(t *testing.T) {
 	if !ok || lim.CPUQuotaUs != 0 || lim.CPUShares != 500 || lim.MemoryBytes != int64(32+spec.QemuOverheadMB)<<20 {
 		t.Errorf("limits of 500 MHz / 32 MiB guest: %+v ok=%v, want shares 500 and no quota", lim, ok)
 	}
-	if lim, _ := limitsFor(reservation(64, 500, "2-3"), 32); lim.CPUQuotaUs != 2*spec.CPUPeriodUs {
-		t.Errorf("limits of cores 2-3: %+v, want two periods of quota", lim)
+	if lim, _ := limitsFor(reservation(64, 500, "2-3"), 32); lim.CPUQuotaUs != 2*spec.CPUPeriodUs+spec.QemuOverheadCPUUs {
+		t.Errorf("limits of cores 2-3: %+v, want two periods of quota and QEMU's allowance", lim)
 	}
 }
 
@@ -143,7 +143,7 @@ func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold 
 		if got := read(memDir, "memory.max"); got != strconv.FormatInt(wantMem, 10) {
 			t.Errorf("memory.max %s, want %d", got, wantMem)
 		}
-		if got := read(memDir, "cpu.max"); got != strconv.Itoa(spec.CPUPeriodUs)+" "+strconv.Itoa(spec.CPUPeriodUs) {
+		if got := read(memDir, "cpu.max"); got != strconv.Itoa(spec.CPUPeriodUs+spec.QemuOverheadCPUUs)+" "+strconv.Itoa(spec.CPUPeriodUs) {
 			t.Errorf("cpu.max %q, want one core's quota", got)
 		}
 		if got := read(memDir, "cpu.weight"); got == "100" { // the kernel's default: no weight set
@@ -154,8 +154,8 @@ func checkLimits(t *testing.T, pid int, vid string, memMB int64, core int, cold 
 		if got := read(memDir, "memory.limit_in_bytes"); got != strconv.FormatInt(wantMem, 10) {
 			t.Errorf("memory.limit_in_bytes %s, want %d", got, wantMem)
 		}
-		if got := read(cg.Dirs[1], "cpu.cfs_quota_us"); got != strconv.Itoa(spec.CPUPeriodUs) {
-			t.Errorf("cpu.cfs_quota_us %s, want one core's quota %d", got, spec.CPUPeriodUs)
+		if got := read(cg.Dirs[1], "cpu.cfs_quota_us"); got != strconv.Itoa(spec.CPUPeriodUs+spec.QemuOverheadCPUUs) {
+			t.Errorf("cpu.cfs_quota_us %s, want one core's quota and QEMU's allowance %d", got, spec.CPUPeriodUs+spec.QemuOverheadCPUUs)
 		}
 		if got := read(cg.Dirs[1], "cpu.shares"); got != "500" {
 			t.Errorf("cpu.shares %s, want the reserved 500 MHz", got)

@@ -69,8 +69,9 @@ class CgroupCap:
     same share of a ``period_us`` period: a throttled VNF stalls for up to ``period - quota``,
     95 ms at a 5 % cap on the flavor's 100 ms period, long enough to blow its p99 in most
     intervals at 10 % load, and 19 ms on 20 ms, which kept it within target (bench/powercap).
-    Whole CPUs (the flavor's quota, a release) go back on the flavor's period. The kernel's
-    1000 µs minimum makes ``1000 / period_us`` the least share (5 % on 20 ms)."""
+    Whole CPUs (the flavor's quota, a release) go back on the flavor's period with QEMU's own
+    allowance on top (``QEMU_OVERHEAD_CPU_US``: the quota the launch set, vnf/cgroups.py). The
+    kernel's 1000 µs minimum makes ``1000 / period_us`` the least share (5 % on 20 ms)."""
 
     def __init__(self, period_us: int = CAP_PERIOD_US):
         if not 1000 <= int(period_us) <= 1_000_000:
@@ -80,7 +81,7 @@ class CgroupCap:
     def __call__(self, key: str, quota_us: int) -> bool:
         from fluidvim.vnf import cgroups, limits  # the launch core's cgroup layout
         if quota_us % limits.CPU_PERIOD_US == 0:
-            return cgroups.set_cpu_quota(key, quota_us)
+            return cgroups.set_cpu_quota(key, quota_us + limits.QEMU_OVERHEAD_CPU_US)
         share = quota_us / limits.CPU_PERIOD_US
         return cgroups.set_cpu_quota(key, max(1000, round(share * self.period_us)),
                                      self.period_us)

@@ -192,7 +192,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     and gets its flavor's quota back at once, and its default window as soon as it answers
     again."""
     from fluidvim.orchestrator import power
-    from fluidvim.orchestrator.power.controller import LatencyController
+    from fluidvim.orchestrator.power.controller import CgroupCap, LatencyController
     from fluidvim.vnf import cgroups, limits
 
     version, why = cgroups.mode()
@@ -201,8 +201,11 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     mgr = make_manager(backend="qemu")
     fw = mgr.launch(FORWARD, name="fw.5e6f7a8b", nics=net.bridges, warm=False)
     uid = mgr.get(fw.vnf_id).spec.uuid
-    assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
-    ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1, min_packets=5)
+    full = limits.CPU_PERIOD_US + limits.QEMU_OVERHEAD_CPU_US    # the launch's quota
+    assert cgroups.cpu_quota(uid) == full
+    # the production actuator, on the flavor's period: a cap is its share, a release the
+    # launch's quota again
+    ctl = LatencyController(CgroupCap(limits.CPU_PERIOD_US), hold_intervals=1, min_packets=5)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 100_000.0}, controller=ctl,
                                    capacities={"fw": 50_000})
@@ -242,7 +245,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
             os.kill(pid, signal.SIGCONT)
         d = sampler.control[fw.vnf_id]
         assert (d["action"], d["why"]) == ("release", "no stats reply"), d
-        assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+        assert cgroups.cpu_quota(uid) == full
         assert (d["poll_window_us"], d["poll_window_applied_us"]) == (1000, None), d
         # answering again: the window it may or may not have taken is told now (with this
         # interval's own decision)
@@ -305,7 +308,7 @@ def test_controller_releases_a_capped_vnf_whose_ring_fills(make_manager, net):
     import sys
 
     from fluidvim.orchestrator import power
-    from fluidvim.orchestrator.power.controller import LatencyController
+    from fluidvim.orchestrator.power.controller import CgroupCap, LatencyController
     from fluidvim.vnf import cgroups, limits
 
     version, why = cgroups.mode()
@@ -315,7 +318,8 @@ def test_controller_releases_a_capped_vnf_whose_ring_fills(make_manager, net):
     fw = mgr.launch(FORWARD, name="fw.1c2d3e4f", nics=net.bridges, warm=False)
     uid = mgr.get(fw.vnf_id).spec.uuid
     assert net.ping(2) >= 1                         # forwarding, and ARP resolved
-    ctl = LatencyController(cgroups.set_cpu_quota, hold_intervals=1000, min_quota_us=1000)
+    ctl = LatencyController(CgroupCap(limits.CPU_PERIOD_US), hold_intervals=1000,
+                            min_quota_us=1000)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 10_000_000.0}, controller=ctl)
     sampler.step()
@@ -340,7 +344,7 @@ def test_controller_releases_a_capped_vnf_whose_ring_fills(make_manager, net):
                 break
         assert d["action"] == "release", ctl.decisions
         assert d["why"].startswith(("host dropped", "ring backlog")), ctl.decisions
-        assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US
+        assert cgroups.cpu_quota(uid) == limits.CPU_PERIOD_US + limits.QEMU_OVERHEAD_CPU_US
     finally:
         sender.terminate()
         sender.wait()

@@ -712,12 +712,13 @@ def test_qemu_runs_in_a_cgroup_limited_to_the_flavor(make_manager):
     if version == 2:
         (d,) = group
         assert read(d, "memory.max") == str(want_mem)
-        assert read(d, "cpu.max") == f"{2 * limits.CPU_PERIOD_US} {limits.CPU_PERIOD_US}"
+        want_cpu = 2 * limits.CPU_PERIOD_US + limits.QEMU_OVERHEAD_CPU_US
+        assert read(d, "cpu.max") == f"{want_cpu} {limits.CPU_PERIOD_US}"
         usage = int(read(d, "memory.current"))
     else:
         mem, cpu = group
         assert read(mem, "memory.limit_in_bytes") == str(want_mem)
-        assert read(cpu, "cpu.cfs_quota_us") == str(2 * limits.CPU_PERIOD_US)
+        assert read(cpu, "cpu.cfs_quota_us") == str(2 * limits.CPU_PERIOD_US + limits.QEMU_OVERHEAD_CPU_US)
         assert read(cpu, "cpu.cfs_period_us") == str(limits.CPU_PERIOD_US)
         usage = int(read(mem, "memory.usage_in_bytes"))
     for d in group:
