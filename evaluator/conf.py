@@ -46,11 +46,13 @@ evaluator_opts = [
     cfg.StrOpt("load_probe_proto", default="icmp", choices=["icmp", "udp"],
                help="icmp: a session is an ICMP echo flow answered by the far namespace's "
                     "kernel; udp: a UDP 5-tuple per session to a user-space echo."),
-    cfg.StrOpt("load_probe_traffic", default="auto", choices=["auto", "netns", "vnf"],
+    cfg.StrOpt("load_probe_traffic", default="netns", choices=["auto", "netns", "vnf"],
                help="Where a load probe's traffic comes from: netns = network namespaces on "
-                    "this machine (the local zone only); vnf = a generator VNF the zone runs "
-                    "beside the probe VNF (zones that create networks and show a VNF's stats: "
-                    "Nomad clients with private_bridges); auto = netns where it can, else vnf."),
+                    "this machine (the local zone only; elsewhere no load probe); vnf = a "
+                    "generator VNF the zone runs beside the probe VNF (zones that create "
+                    "networks and show a VNF's stats: Nomad clients with private_bridges), "
+                    "about 20 VNF launches per environment type and probe period; auto = netns "
+                    "where it can, else vnf."),
     cfg.StrOpt("load_probe_netns_prefix", default="fvlp",
                help="Prefix (<= 6 characters) of the load probe's network namespaces, veths "
                     "and bridges; a random tag follows it, unique on the host per probe run."),

@@ -356,11 +356,12 @@ class LoadProbe(Probe):
     cores with the VNF under test, whose vCPU runs at ``[vnf] vcpu_nice`` - a client at that
     nice competes with the VNF as an equal, not above it.
 
-    ``traffic="auto"`` (the default) takes host namespaces where this machine can put packets
-    on the zone's hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients
-    make private bridges; zones with networks and VNF stats); ``traffic="netns"`` or ``"vnf"``
-    forces one. ``traffic="vnf"``: no namespaces; the zone runs the traffic itself - two networks of the
-    zone, the probe VNF on them and per step a generator VNF on the same host
+    ``traffic="auto"`` takes host namespaces where this machine can put packets on the zone's
+    hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients make private
+    bridges; zones with networks and VNF stats); ``traffic="netns"`` (the default, and
+    ``[evaluator] load_probe_traffic``'s: opt in, a probe launches ~20 VNFs in the zone) or
+    ``"vnf"`` forces one. ``traffic="vnf"``: no namespaces; the zone runs the traffic itself -
+    two networks of the zone, the probe VNF on them and per step a generator VNF on the same host
     (:mod:`~fluidvim.evaluator.genprobe`): for zones this machine cannot put packets into, where
     the zone can create networks and show a VNF's ``stats``. ``proto`` does not apply (UDP).
     """
@@ -374,7 +375,7 @@ class LoadProbe(Probe):
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
-                 recheck: int = 3, traffic: str = AUTO, client_nice: int = 0):
+                 recheck: int = 3, traffic: str = NETNS, client_nice: int = 0):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")

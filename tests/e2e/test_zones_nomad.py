@@ -399,7 +399,8 @@ def test_load_probe_with_a_generator_vnf(agent):
     before, bridges_before = set(tn.qemu_pids(run_dir)), private_bridges()
     host = zone.hosts()[0]
     probe = probes.LoadProbe(sessions=(1, 4, 16), session_pps=100, step_s=0.6, refine=0,
-                             recheck=0, prefix="fvzn")
+                             recheck=0, prefix="fvzn", traffic="auto")
+    assert not probes.LoadProbe().applicable(zone)[0]        # netns, the default: not here
     assert probe.applicable(zone) == (True, "")
     r = probe.run(host.env, zone)
     assert r.ok, r.error
