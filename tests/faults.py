@@ -242,9 +242,17 @@ class PrivateLibvirtd:
         binds = " && ".join(f"mount --bind {self.work}/{src} {dst}" for src, dst in (
             ("run", "/run/libvirt"), ("lib", "/var/lib/libvirt"),
             ("cache", "/var/cache/libvirt"), ("etc", "/etc/libvirt")))
+        # the daemons must not enter the namespace before the binds are in place: they would
+        # take the host's /run/libvirt (virtlogd unlinks the host's socket to bind its own)
         self.holder = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", "sh", "-c",
-             f"{binds} && exec sleep infinity"], start_new_session=True)
+             f"{binds} && echo bound && exec sleep infinity"], start_new_session=True,
+            stdout=subprocess.PIPE, text=True)
+        if self.holder.stdout.readline().strip() != "bound":
+            self.holder.wait(timeout=30)
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise AssertionError(f"private libvirt namespace: bind mounts failed "
+                                 f"(exit {self.holder.returncode})")
         self.procs: dict[str, subprocess.Popen] = {}
 
     def _spawn(self, daemon: str, *args: str) -> None:

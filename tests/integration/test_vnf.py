@@ -561,8 +561,11 @@ TRANSFER = 24 << 20
 
 
 def _tcp_out_segs(net, side) -> int:
-    r = net.run(side, "nstat", "-az", "TcpOutSegs")
-    return int(next(ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("TcpOutSegs")))
+    """TCP segments *side* put on the wire: TcpOutSegs leaves out retransmissions, which the VNF
+    counts as well (RetransSegs counts them in wire segments, as OutSegs does)."""
+    r = net.run(side, "nstat", "-az", "TcpOutSegs", "TcpRetransSegs")
+    return sum(int(ln.split()[1]) for ln in r.stdout.splitlines()
+               if ln.startswith(("TcpOutSegs", "TcpRetransSegs")))
 
 
 def _tap_stat(tap, key) -> int:
