@@ -17,6 +17,8 @@ The modules that take longest go to the workers first (:data:`LONGEST_FIRST`), s
 not end with one worker busy on a Nova stack while the others idle.
 """
 
+import os
+
 import pytest
 
 # modules that run on one worker together (one session fixture for all of them), and why
@@ -89,3 +91,12 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False
     return ModuleGroupScheduling(config, log)
+
+
+def pytest_configure(config):
+    """``FLUIDVIM_CPU_PROFILE=PATH``: the CPU profile of tests/cpuprofile.py (docs/ci.md)."""
+    path = os.environ.get("FLUIDVIM_CPU_PROFILE")
+    if path:
+        from tests.cpuprofile import CpuProfile
+
+        config.pluginmanager.register(CpuProfile(path), "fluidvim-cpuprofile")
