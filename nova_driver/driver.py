@@ -77,7 +77,15 @@ from fluidvim.nova_driver.imagecache import SYSMETA_MAX, KernelCache
 from fluidvim.nova_driver.moves import LIVE_MIGRATION_REFUSED, MoveMixin
 from fluidvim.nova_driver.names import InstanceNames
 from fluidvim.nova_driver.request import SLOT_RC, server_launch, spec_error_reason
-from fluidvim.vnf import backends, conf as vnfconf, limits, ovs as ovsmod, spec as specmod, states as vstates
+from fluidvim.vnf import (
+    backends,
+    cgroups,
+    conf as vnfconf,
+    limits,
+    ovs as ovsmod,
+    spec as specmod,
+    states as vstates,
+)
 from fluidvim.vnf.control import ControlError
 from fluidvim.vnf.manager import VNFManager
 
@@ -278,7 +286,9 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         bytes and drops; ``power_watts``, ``power_joules`` and ``power_source`` when the host's
         exporter attributes power (``fluidvim metrics serve``). (The newer
         ``get_instance_diagnostics`` object only admits the libvirt/xenapi/vmwareapi/ironic/hyperv
-        drivers, so it is not offered.)"""
+        drivers, so it is not offered.) ``vnf_stats``: the ``stats`` reply itself
+        (contract/PROTOCOL.md: NIC MACs, element counters, latency histogram; with ``host_cpu``
+        where the VNF's cgroup has schedstat), which the orchestrator's Nova zone reads."""
         rec = self._record(instance)
         if rec is None or rec.status != vstates.RUNNING:
             raise exception.InstanceNotRunning(instance_id=instance.uuid)
@@ -297,6 +307,8 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
         for nic, counters in zip(spec.nics, st["nics"]):
             for key in ("rx", "tx", "drop", "rx_bytes", "tx_bytes"):
                 diag[f"{nic.tap}_{key}"] = counters[key]
+        waits = cgroups.cpu_waits(rec.id)
+        diag["vnf_stats"] = st if waits is None else {**st, "host_cpu": waits}
         # its power by useful work, when the host runs `fluidvim metrics serve`: watts of the
         # last interval, joules since the exporter started, and which source measured the host
         pw = self.manager.power(rec.id)

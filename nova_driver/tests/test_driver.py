@@ -10,6 +10,7 @@ VNFs boot under KVM (TCG when /dev/kvm does not work), with real taps and bridge
 
 import base64
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -482,6 +483,13 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertEqual(32 * 1024, diag["memory"])
         for nic in rec.spec.nics:
             self.assertEqual(0, diag[f"{nic.tap}_tx"])
+        # the stats reply itself for programs (the Nova zone's stats()): MACs, elements, latency
+        vnf = diag["vnf_stats"]
+        self.assertEqual([n.mac for n in rec.spec.nics], [n["mac"] for n in vnf["nics"]])
+        self.assertEqual(64, vnf["slots"]["total"])
+        self.assertIn("buckets_log2", vnf["latency_ns"])
+        self.assertIsInstance(vnf["elements"], list)       # this configuration names none
+        json.dumps(diag)                                # what Nova's RPC and API carry
         # where the vCPU's time went, as the VNF counts it: all of it booked, none beyond uptime
         loop_us = diag["vcpu_busy_us"] + diag["vcpu_poll_us"] + diag["vcpu_halt_us"]
         self.assertGreater(loop_us, 0)
