@@ -9,12 +9,15 @@
               provider's ``CUSTOM_VNF_SESSION_SLOT`` inventory minus its usage; utilisation from
               placement's VCPU usage/capacity; the power curve from aggregate metadata
               ``fluidvim_power_system_id``. Computes without the traits are not fluidvim hosts.
-* launch    = ``server create`` with the service's flavor and image: Nova passes no per-server
-              configuration to a driver, so the VNF's Click configuration and slots come from the
-              flavor's extra specs (``fluidvim:click_config``, ``resources:CUSTOM_VNF_SESSION_SLOT``)
-              or the image's properties (``fluidvim_click_config``, ``fluidvim_session_slots``),
-              exactly as ``nova_driver/driver.py`` reads them. A request whose configuration or
-              slots differ from the flavor/image is refused with the fix, not silently changed.
+* launch    = ``server create`` with the service's flavor and image: the VNF's Click configuration
+              and slots come from the flavor's extra specs (``fluidvim:click_config``,
+              ``resources:CUSTOM_VNF_SESSION_SLOT``) or the image's properties
+              (``fluidvim_click_config``, ``fluidvim_session_slots``), exactly as
+              ``nova_driver/driver.py`` reads them; a request's own Click configuration goes as
+              the server's ``user_data`` (the driver's day-0 configuration, userdata.py). A request
+              whose slots or memory differ from the flavor's is refused with the fix, not
+              silently changed. NICs are on the zone's networks; one with a fixed MAC gets a
+              Neutron port of that MAC (novanet.py, with networks and stats).
               Waits for ACTIVE; on ERROR or timeout the server is deleted and ZoneError gives
               Nova's fault.
 * terminate = delete and wait until it is gone.
@@ -24,6 +27,7 @@
 
 from __future__ import annotations
 
+import base64
 import collections
 import datetime
 import re
@@ -37,6 +41,8 @@ from fluidvim.common.zonetypes import HostInfo, InstanceInfo, LaunchRequest, Zon
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.vnf import states as vstates
 
+from .novanet import META_PORTS, NovaNetworks
+
 SLOT_RC = "CUSTOM_VNF_SESSION_SLOT"          # nova_driver.request.SLOT_RC
 ACCEL_TRAITS = {"CUSTOM_UNIKERNEL_KVM": "kvm", "CUSTOM_UNIKERNEL_TCG": "tcg"}
 MACHINE_TRAITS = {"CUSTOM_FLUIDVIM_BACKEND_QEMU": (vstates.QEMU, "microvm"),
@@ -47,7 +53,7 @@ META_POWER = "fluidvim_power_system_id"
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
-class NovaZone(ZoneAdapter):
+class NovaZone(NovaNetworks, ZoneAdapter):
     """An availability zone / aggregate of fluidvim computes as a fluidvim zone."""
 
     kind = zonetypes.NOVA
@@ -263,17 +269,12 @@ class NovaZone(ZoneAdapter):
         if not req.service or not _NAME_OK.match(req.service):
             raise ZoneError(f"service: {req.service!r} is not a valid service name "
                             "(letters, digits, '_', '.', '-'; at most 100)")
-        fixed = [i for i, n in enumerate(req.nics) if n.mac or n.tap or n.ovs]
+        fixed = [i for i, n in enumerate(req.nics) if n.tap or n.ovs]
         if fixed:
-            raise ZoneError(f"nics[{fixed[0]}]: zone {self.name} (nova) takes a server's MACs "
-                            "and taps from its Neutron ports; create the ports with those MACs "
-                            "instead")
+            raise ZoneError(f"nics[{fixed[0]}]: zone {self.name} (nova) takes a server's taps "
+                            "from its Neutron ports; leave tap and ovs unset")
         flavor, image = self._flavor_image(req.service)
         eff = self.effective_vnf(flavor, image)
-        if req.click_config and _norm(req.click_config) != _norm(eff["click_config"] or ""):
-            raise ZoneError(f"click_config: zone {self.name} runs what flavor {flavor.name!r} / image "
-                            f"{image.name!r} say (Nova passes no per-server configuration); set "
-                            "fluidvim:click_config on a flavor for this service and map it in flavors")
         if req.slots is not None and eff["slots"] is not None and int(req.slots) != eff["slots"]:
             raise ZoneError(f"slots: flavor {flavor.name!r} gives {eff['slots']} session slots, the request "
                             f"asks {req.slots}; use a flavor with resources:{SLOT_RC}={req.slots}")
@@ -284,6 +285,11 @@ class NovaZone(ZoneAdapter):
         name = f"{NAME_PREFIX}{req.service}-{req.token}"
         attrs = {"name": name, "flavor_id": flavor.id, "image_id": image.id, "networks": networks,
                  "metadata": {META_SERVICE: req.service, "fluidvim_slots": str(eff["slots"] or 0)}}
+        if req.click_config and _norm(req.click_config) != _norm(eff["click_config"] or ""):
+            attrs["user_data"] = _click_user_data(req.click_config)
+        ports = self._mac_ports(name, req.nics, networks)
+        if ports:
+            attrs["metadata"][META_PORTS] = ",".join(ports)
         az = self.availability_zone
         if req.host:
             attrs["availability_zone"] = f"{az or ''}:{req.host}"     # admin-only host pinning
@@ -293,12 +299,14 @@ class NovaZone(ZoneAdapter):
         try:
             server = self.conn.compute.create_server(**attrs)
         except osexc.SDKException as e:
+            self._delete_ports(ports)
             raise self._fail(f"creating server {name}", e) from None
         try:
             server = self._wait_active(server, t0)
         except BaseException as e:
             try:
                 self._delete(server.id)
+                self._delete_ports(ports)
             except ZoneError as de:
                 raise ZoneError(f"{e}; and deleting server {server.id} failed too: {de}") from e
             raise
@@ -360,7 +368,9 @@ class NovaZone(ZoneAdapter):
         raise ZoneError(f"zone {self.name}: server {server_id} still exists {timeout:g} s after delete")
 
     def terminate(self, instance_id: str) -> None:
+        ports = self._server_ports(instance_id)
         self._delete(instance_id)
+        self._delete_ports(ports)
 
     def instance_action(self, instance_id: str, action: str) -> str:
         """Nova's server actions: pause/unpause, reboot (SOFT; the fluidvim compute driver
@@ -422,6 +432,13 @@ def _status(s: str | None) -> str:
 
 def _norm(text: str) -> str:
     return " ".join(text.split())
+
+
+def _click_user_data(config: str) -> str:
+    """A Click configuration as ``user_data`` (base64) the driver takes as one: plain text, or
+    after a ``#click-config`` line when it starts with ``#`` (cloud-init's formats do)."""
+    text = config if not config.startswith("#") else "#click-config\n" + config
+    return base64.b64encode(text.encode()).decode("ascii")
 
 
 def _ts(v) -> datetime.datetime | None:
