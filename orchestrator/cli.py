@@ -302,8 +302,15 @@ def cmd_power_plan(args, api):
         for m in p["moves"]:
             print(f"  move {m['vnf']}: {m['src']} -> {m['dst']} ({m['demand']:g} CPU)")
         for m in p.get("rebalance", ()):
-            print(f"  rebalance {m['vnf']}: {m['src']} -> {m['dst']} (cheaper there, not acted "
-                  "on yet)")
+            print(f"  rebalance {m['vnf']}: {m['src']} -> {m['dst']} (cheaper there; the power "
+                  "loop moves it sessions first)")
+        for m in p.get("rebalancing", ()):
+            print(f"  moving {m['instance']}: {m['src']} -> {m['dst']}, replacement "
+                  f"{m['replacement']}; no new session, waiting for its sessions to end")
+        for m in p.get("rebalanced", ()):
+            print(f"  moved {m['instance']}: {m['src']} -> {m['dst']} ({m['replacement']}) in "
+                  f"{m['ended'] - m['started']:.1f} s, "
+                  f"{'session bound passed' if m['cut'] else 'no session cut'}")
         for k, why in sorted(p["skipped"].items()):
             print(f"  not in the plan: {k}: {why}")
         print(f"power off: {', '.join(c['host'] for c in p['power_off']) or 'nothing'}; "

@@ -155,8 +155,8 @@ host_power_opts = [
                  help="Seconds from the On request until the BMC reports On and the zone lists "
                       "the host again (else failed)."),
     cfg.FloatOpt("session_bound", default=300.0, min=0.0,
-                 help="Seconds a draining host's VNFs get for their live sessions to end before "
-                      "they are moved anyway."),
+                 help="Seconds a draining host's VNFs - and a VNF a rebalancing move takes - "
+                      "get for their live sessions to end before they are moved anyway."),
     cfg.FloatOpt("drain_timeout", default=300.0, min=1.0,
                  help="Seconds the zone gets to move a draining host's instances (Nomad: the "
                       "node drain's deadline)."),
@@ -371,6 +371,9 @@ class HostPower:
         self._short_peak = None                        # power.ShortfallPeak over a boot
         self._counts: collections.deque = collections.deque()   # (t, live instances)
         self._busy_lock = threading.Lock()
+        from .power.moving import Moves
+        self.moves = Moves(store, zones, registry, launcher, bound_s=self.o.session_bound,
+                           note=self._note_moves, clock=clock)
 
     # -- records --
 
@@ -657,9 +660,12 @@ class HostPower:
         return out
 
     def resume(self) -> list:
-        """Continue the actions a stopped orchestrator left (draining, powering_off, waking)."""
+        """Continue the actions a stopped orchestrator left (draining, powering_off, waking,
+        rebalancing moves: their VNFs are withdrawn again)."""
         done = []
         for v in self.views():
+            if v.detail.get("rebalancing"):
+                self.moves.load(v.detail["rebalancing"])
             if v.state not in IN_PROGRESS:
                 continue
             try:
@@ -725,19 +731,19 @@ class HostPower:
                                horizon_s=self.o.consolidate_horizon_s or None,
                                wake_j=(lambda fh: boot * fh.model.watts(1.0)) if boot > 0 else None)
         # single VNFs from a dear host to a cheaper one that stays in service (power.rebalance:
-        # what bench/energy's fluidvim-consolidate moves); shown, not acted on by the round
-        # yet - a move is sessions first and the slot registry holds slots per host, not per
-        # instance. What would act: the replacement launched on the host named through the
-        # zone (deploy(host=): Nova - a server create on that compute, the fluidvim Nova
-        # driver's spawn; Nomad - the job pinned to that node), the source terminated once
-        # the registry says its sessions are done.
+        # what bench/energy's fluidvim-consolidate moves); the round carries them out sessions
+        # first (power.moving: the VNF withdrawn from the slot registry, its replacement
+        # launched on the host named, the VNF terminated once its sessions ended). VNFs moving,
+        # and replacements started within consolidate_trend_s, are not moved (again).
         emptied = set(p.sleep)
         rebalance = rebalance_moves(
             [h for h in fleet if h.name not in emptied], vnf=self.o.vnf_vcpus,
-            max_moves=self.o.rebalance_moves, min_gain_w=self.o.rebalance_gain_w,
+            max_moves=max(0, self.o.rebalance_moves - len(self.moves.moving)),
+            min_gain_w=self.o.rebalance_gain_w,
             pays=(self.o.consolidate_horizon_s, 0.0) if self.o.consolidate_horizon_s
             else None,
-            fill=Fill(self.o.vnf_vcpus, wake_w))
+            fill=Fill(self.o.vnf_vcpus, wake_w),
+            held=self.moves.held(now - self.o.consolidate_trend_s))
         empty = [h.name for h in fleet if not h.load]
         per_host = {h.name: {"watts": round(h.watts(), 1), "u": round(h.u, 3),
                              "instances": sorted(h.load), "capacity": h.capacity}
@@ -758,7 +764,8 @@ class HostPower:
                 "watts_after": round(p.watts_before - saved, 1),
                 "saved_watts": round(saved, 1), "saved_kwh_per_day": round(saved * 24 / 1000, 3),
                 "u_low": self.o.consolidate_u_low, "skipped": skipped, "held": held,
-                "off": sorted(k for k, r in self.unavailable().items())}
+                "off": sorted(k for k, r in self.unavailable().items()),
+                **self.moves.status()}
 
     def shortage(self) -> list[tuple[str, int]]:
         """(service, free slots) of the services whose free slots on the hosts in service are
@@ -925,6 +932,9 @@ class HostPower:
         from .power import hosts_to_keep
 
         did: dict = {"recheck": self.recheck()}
+        finished = self.moves.advance()           # moves whose VNF's sessions ended
+        if finished:
+            did["rebalanced"] = [m.to_dict() for m in finished]
         short = self.shortage()
         fleet, infos, _ = self.fleet()
         ahead = self.ahead(fleet)
@@ -996,7 +1006,37 @@ class HostPower:
             except HostPowerError as e:
                 did["power_off"] = f"{c['host']} failed: {e}"
             break
+        if "power_off" not in did and plan["rebalance"] and self.launcher is not None:
+            did["rebalance"] = self._rebalance(plan["rebalance"])
         return did
+
+    def _rebalance(self, moves) -> list:
+        """Start the plan's rebalancing moves (:mod:`.power.moving`, sessions first); a move
+        that cannot start is logged and listed with its error (its VNF serves on)."""
+        from .power.moving import MoveError
+
+        out = []
+        for m in moves:
+            try:
+                out.append(self.moves.start(m["vnf"], m["dst"], reason=(
+                    f"rebalance: cheaper on {m['dst']} than on {m['src']}")).to_dict())
+            except MoveError as e:
+                LOG.warning("rebalancing move %s %s -> %s not started: %s", m["vnf"], m["src"],
+                            m["dst"], e)
+                out.append({**m, "error": str(e)})
+        return out
+
+    def move(self, instance: str, dst: str, reason: str = "asked") -> dict:
+        """Start moving ``instance`` to ``dst`` (zone/host), sessions first (what a round does
+        with the plan's rebalancing moves); :meth:`round` finishes it. Raises MoveError."""
+        return self.moves.start(instance, dst, reason=reason).to_dict()
+
+    def _note_moves(self, zone: str, host: str, moving: list, moved: list) -> None:
+        """Keep a source host's moves in its record (``fluidvim power hosts``; resumed)."""
+        v = self.view(zone, host)
+        self.store.set_host_power(zone, host, v.state, in_service=v.in_service, power=v.power,
+                                  error=v.error, since=v.since or self.clock(),
+                                  detail={**v.detail, "rebalancing": moving, "rebalanced": moved})
 
     def _remember(self, zone: str, host: str) -> None:
         """Keep what the zone says of a host about to go off (its power curve and cpus: the
@@ -1060,4 +1100,5 @@ def _keep(detail: dict) -> dict:
     """What a record keeps from state to state: the host's curve and cpus, the reason, and what
     its last drain did (sessions that ended, those the bound cut, instances moved where)."""
     return {k: detail[k] for k in ("power_system_id", "cpus", "reason", "sessions_ended",
-                                   "bound_passed", "moved") if k in detail}
+                                   "bound_passed", "moved", "rebalancing", "rebalanced")
+            if k in detail}

@@ -116,6 +116,26 @@ class SlotRegistry:
         # () -> {"zone/host": reason} of hosts out of service (hostpower: draining, off, ...):
         # their instances offer no slots
         self.unavailable = None
+        # instance -> why: single VNFs that offer no slots (a rebalancing move drains one
+        # sessions first while its host stays in service: power.moving)
+        self._withdrawn: dict[str, str] = {}
+
+    def withdraw(self, instance: str, why: str = "moving") -> None:
+        """``instance`` offers no slots from now on (its sessions go on; none is added) until
+        :meth:`restore` or :meth:`forget`. Held in this process (a restarted orchestrator
+        withdraws its moving VNFs again: ``HostPower.resume``)."""
+        with self._lock:
+            self._withdrawn[instance] = why
+
+    def restore(self, instance: str) -> None:
+        """``instance`` offers its slots again (a move undone)."""
+        with self._lock:
+            self._withdrawn.pop(instance, None)
+
+    def withdrawn(self) -> dict[str, str]:
+        """{instance: why} of the instances that offer no slots (:meth:`withdraw`)."""
+        with self._lock:
+            return dict(self._withdrawn)
 
     def decision(self):
         """Held around a decision that reads free slots and then reserves one (the resolver):
@@ -230,6 +250,7 @@ class SlotRegistry:
                 self._reports.pop(key, None)
                 self._reserved.pop(key, None)
                 self._opened.pop(key, None)
+            self._withdrawn.pop(instance, None)
 
     def reserve(self, instance: str, service: str, count: int = 1) -> None:
         """``count`` slots of ``instance``'s ``service`` handed out (an alias session takes
@@ -270,6 +291,8 @@ class SlotRegistry:
                 if rep.service not in bases or now - rep.at > self.ttl:
                     continue
                 if away and f"{rep.zone}/{rep.host}" in away:
+                    continue
+                if rep.instance in self._withdrawn:
                     continue
                 ratio = bases[rep.service]
                 live = self._live(key, rep, now, reserved)
@@ -367,6 +390,7 @@ class SharedSlotRegistry(SlotRegistry):
 
     def forget(self, instance: str) -> None:
         self.store.delete_slot_reports(instance)
+        self.restore(instance)
 
     def _reflected_upto(self, key, old, exact, at):
         # the store keeps no counted_upto: reservations end by the ttl rule alone (no query)

@@ -137,6 +137,14 @@ class LocalZone(ZoneAdapter):
                                "watts": (power.get(rec.id) or {}).get("watts")}
         return out
 
+    def instance_sessions(self, instance_id: str) -> int | None:
+        """The VNF's live sessions as it counts them (its ``stats`` slots ``used``: a flow ends
+        on FIN both ways, RST or its idle timeout); None when it cannot be asked."""
+        try:
+            return int(self.mgr.stats(instance_id)["slots"]["used"])
+        except (KeyError, ControlError, OSError, TypeError, ValueError):
+            return None
+
     def stats(self, instance_id: str) -> dict:
         """The VNF's own stats (slots, counters, per-packet latency), e.g. for load probes, with
         ``host_cpu``: its QEMU threads' seconds on a CPU and waiting for one
