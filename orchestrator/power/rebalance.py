@@ -20,11 +20,13 @@ keep their deadlines, the receiver keeps its thread for launches). At most ``max
 
 A move is sessions first, as a consolidation drain: the replacement starts on the receiver,
 the VNF on the source offers no more slots, and it goes once its sessions have ended (or the
-drain bound passes). What acts on it in a deployment: the orchestrator launches the replacement
-on the named host through its zone (``deploy.deploy(..., host=)``: Nova - a server create on
-that compute, ``nova_driver``'s spawn; Nomad - the instance's job pinned to that node by its
-``${node.unique.name}`` constraint, which ``NomadZone`` already sets) and terminates the source
-instance when the slot registry says its sessions are done (``HostPower.rebalance``).
+drain bound passes). What acts on it in a deployment: the power loop (``HostPower.round``,
+:mod:`.moving`) withdraws the VNF from the slot registry, launches the replacement on the named
+host through its zone (``deploy.deploy(..., host=)``: Nova - a server create on that compute,
+``nova_driver``'s spawn; Nomad - the instance's job pinned to that node by its
+``${node.unique.name}`` constraint, which ``NomadZone`` already sets; local - this machine) and
+terminates the source instance once its sessions are done (or ``[host_power] session_bound``
+passed).
 ``bench/energy`` runs the same rule for ``fluidvim-consolidate`` and charges each move the
 launch's CPU and every session it delays.
 """
