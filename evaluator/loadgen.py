@@ -179,6 +179,7 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     sent = send_errors = 0
     late_ns = 0
     t0 = time.perf_counter()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     seq = 0
 
     def drain_socks(timeout):
@@ -215,6 +216,9 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
     while time.perf_counter() < deadline and len(rtts) < sent:
         drain_socks(min(0.05, max(0.0, deadline - time.perf_counter())))
     tr.close()
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    wall = time.perf_counter() - t0
     rtts.sort()
     offered = sent + send_errors
     # per window (by send time): quantiles and loss; the step's figures are the medians over the
@@ -256,6 +260,10 @@ def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, durat
         "loss_pooled": loss_pooled, "loss_worst_window": max(win_loss) if win_loss else None,
         "duration_s": duration, "mean_send_lag_ms": late_ns / max(1, total) / 1e6,
         "latency_ms": robust, "latency_pooled_ms": pooled,
+        "window_p99_ms": [round(w["0.99"], 3) for w in win_lat] if nwin > 1 else None,
+        # this client's own CPU (user + system, its kernel sends included) over its wall time:
+        # on a host it shares with the VNF under test, CPU the VNF did not get
+        "client_cpu_s": round(cpu_s, 3), "client_cpu_share": round(cpu_s / max(1e-9, wall), 3),
         "min_ms": rtts[0] if rtts else None, "max_ms": rtts[-1] if rtts else None,
     }
 

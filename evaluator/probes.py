@@ -543,6 +543,9 @@ class LoadProbe(Probe):
         before = self._vnf_stats(stats_fn, instance_id)
         step = self._step(net, n)
         after = self._vnf_stats(stats_fn, instance_id)
+        steal = _steal_share(before.get("cpu"), after.get("cpu"), self.step_s + self.warmup_s)
+        if steal is not None:
+            step["vnf_steal_share"] = steal
         if before.get("latency_ns") is not None and after.get("latency_ns") is not None:
             step["vnf_latency_ns"] = _hist_delta(before["latency_ns"], after["latency_ns"])
         share = _wait_share(before.get("host_cpu"), after.get("host_cpu"))
@@ -586,6 +589,15 @@ def _wait_share(before: dict | None, after: dict | None) -> float | None:
         return None
     run, wait = after["run_s"] - before["run_s"], after["wait_s"] - before["wait_s"]
     return round(wait / (run + wait), 3) if run + wait > 0 else None
+
+
+def _steal_share(before: dict | None, after: dict | None, loaded_s: float) -> float | None:
+    """The probe VNF's KVM steal time during a step (its ``stats`` ``cpu`` ``steal_us``) as a
+    share of the step's loaded time: what its QoE correction compares with ``wait_ppm``
+    (:func:`fluidvim.evaluator.qoeslots.qoe_params`); None without a steal reading."""
+    if not before or not after or "steal_us" not in after or "steal_us" not in before:
+        return None
+    return round(max(0, after["steal_us"] - before["steal_us"]) / 1e6 / loaded_s, 4)
 
 
 def contended_steps(steps: list[dict]) -> list[int]:

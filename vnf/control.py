@@ -259,9 +259,10 @@ class ControlChannel:
         return self.request("poll", timeout=timeout, window_us=window_us)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
-            timeout: float = 5.0) -> dict:
+            timeout: float = 5.0, wait_ppm: int | None = None) -> dict:
         """Session slots at the service's QoE (contract/PROTOCOL.md §4 ``qoe``): the load
         probe's capacity at the service's deadline and quantile and the VNF's own latency budget
-        at that quantile (:func:`fluidvim.evaluator.qoeslots.qoe_params`); 0 turns it off."""
+        at that quantile (:func:`fluidvim.evaluator.qoeslots.qoe_params`); 0 turns it off.
+        ``wait_ppm``: the optional host-wait budget (steal share of a window, ppm)."""
         return self.request("qoe", timeout=timeout, capacity=capacity, budget_ns=budget_ns,
-                            quantile_ppm=quantile_ppm)
+                            quantile_ppm=quantile_ppm, wait_ppm=wait_ppm or None)

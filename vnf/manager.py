@@ -639,11 +639,11 @@ class VNFManager:
             return ch.stats()
 
     def set_qoe(self, id_or_name: str, capacity: int, budget_ns: int | None = None,
-                quantile_ppm: int | None = None) -> dict:
+                quantile_ppm: int | None = None, wait_ppm: int | None = None) -> dict:
         """The VNF's session slots at the service's QoE (its ``stats`` free slots from now on);
         ``capacity`` 0 = the flow table's slots. See :mod:`fluidvim.evaluator.qoeslots`."""
         with self.channel(id_or_name) as ch:
-            return ch.qoe(capacity, budget_ns, quantile_ppm)
+            return ch.qoe(capacity, budget_ns, quantile_ppm, wait_ppm=wait_ppm)
 
     def power_state(self, max_age_s: float | None = 300.0) -> dict | None:
         """The last attribution interval of this host's exporter (``fluidvim metrics serve``,

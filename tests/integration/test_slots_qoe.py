@@ -78,6 +78,13 @@ def test_qoe_free_slots_shrink_under_load_and_grow_back(make_manager, net):
         assert st["qoe"]["window"] == "good" and st["qoe"]["capacity"] == 20, st
         assert st["free"] == max(0, 20 - st["used"])
         assert mgr.slots()["free"] == st["free"]                      # what the launch core sums
+        assert "wait_ppm" not in st["qoe"]                            # no host-wait rule asked
+        # the host-wait rule: the budget shown, each window's steal share next to it; a budget of
+        # a whole window is never reached (a VNF without traffic halts: no steal accrues)
+        r = mgr.set_qoe(vid, 20, budget_ns=60_000_000_000, quantile_ppm=P99, wait_ppm=1_000_000)
+        assert r["qoe"]["wait_budget_ppm"] == 1_000_000 and r["qoe"]["wait_ppm"] == 0, r
+        st = window(mgr, vid)
+        assert 0 <= st["qoe"]["wait_ppm"] <= 1_000_000 and st["qoe"]["window"] != "over", st
         mgr.set_qoe(vid, 0)
         st = mgr.stats(vid)["slots"]
         assert st["free"] == 64 - st["used"] and "qoe" not in st

@@ -8,11 +8,15 @@ import pytest
 
 from fluidvim.evaluator.model import ProbeResult
 from fluidvim.evaluator.qoeslots import (
+    WAIT_FLOOR_PPM,
+    WAIT_MARGIN,
     bucket_tail_ns,
     qoe_params,
     quantile_ppm,
     session_quantile,
     sessions_over,
+    wait_budget_ppm,
+    whole_steps,
 )
 
 
@@ -102,3 +106,44 @@ def test_params_per_session_take_the_stricter_pooled_quantile():
     per = qoe_params(c, deadline_ms=4.0, quantile=0.99, session_packets=800)
     assert per.capacity < pooled.capacity == 30 and per.capacity >= 20
     assert "sessions of 800 packets" in per.basis and per.quantile_ppm == 990000
+
+
+def test_capacity_from_whole_step_quantiles_not_window_medians():
+    # window medians meet 4 ms up to 4000 pps; over every packet of a step (the bursts a
+    # session lives through) 2000 pps is the last that meets it
+    c = curve(step(1000, 1.0), dict(step(2000, 2.0), latency_pooled_ms={"0.99": 3.0}),
+              dict(step(4000, 3.0), latency_pooled_ms={"0.99": 12.0}),
+              dict(step(8000, 8.0), latency_pooled_ms={"0.99": 30.0}))
+    assert whole_steps(c).metrics["steps"][1]["latency_ms"] == {"0.99": 3.0}
+    assert whole_steps(c).metrics["steps"][0]["latency_ms"] == step(1000, 1.0)["latency_ms"]
+    assert c.metrics["steps"][1]["latency_ms"]["0.99"] == 2.0         # the input is unchanged
+    p = qoe_params(c, deadline_ms=4.0, quantile=0.99)
+    assert 20 <= p.capacity < 40
+
+
+def test_whole_steps_take_the_pooled_loss():
+    c = curve(dict(step(1000, 1.0), loss_pooled=0.05), step(2000, 2.0))
+    assert [s["loss"] for s in whole_steps(c).metrics["steps"]] == [0.05, 0.0]
+
+
+def test_wait_budget_from_the_steal_that_met_the_deadline():
+    assert wait_budget_ppm([]) == 0                                  # no reading: no rule
+    assert wait_budget_ppm([0.0, 0.01]) == WAIT_FLOOR_PPM            # an idle host: the floor
+    assert wait_budget_ppm([0.1, 0.3, 0.2]) == round(WAIT_MARGIN * 0.3 * 1e6)
+    assert wait_budget_ppm([0.95]) == 1_000_000                       # at most a whole window
+    with pytest.raises(ValueError, match="vnf_steal_share"):
+        wait_budget_ppm([-0.1])
+
+
+def test_params_wait_budget_only_from_steps_at_or_below_capacity():
+    # capacity 30 sessions (3000 pps): the 4000 pps step's steal (past the knee) is left out
+    c = curve(dict(step(1000, 1.0, hist(5000, 11)), vnf_steal_share=0.1),
+              dict(step(2000, 2.0, hist(9000, 10)), vnf_steal_share=0.2),
+              dict(step(4000, 8.0, hist(20000, 10, 400, 16)), vnf_steal_share=0.6))
+    p = qoe_params(c, deadline_ms=4.0, quantile=0.99)
+    assert p.capacity == 30
+    assert p.wait_ppm == round(WAIT_MARGIN * 0.2 * 1e6)
+    assert p.request()["wait_ppm"] == p.wait_ppm and "host-wait budget" in p.basis
+    # a probe without steal readings: no wait rule, and the request has no such field
+    assert "wait_ppm" not in qoe_params(curve(step(1000, 1.0), step(2000, 8.0)), 4.0,
+                                        0.99).request()

@@ -31,6 +31,9 @@ struct click_vh { uint8_t flags, gso_type; uint16_t hdr_len, gso_size, csum_star
 int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *vh);
 /* Monotonic nanoseconds. */
 uint64_t plat_now_ns(void);
+/* Host run delay of this vCPU so far (KVM steal time, ns; 0 without it): the QoE correction's
+ * host wait (include/qoe.h). */
+uint64_t plat_steal_ns(void);
 /* Frames of up to CLICK_SRC_FRAME_ROOM bytes (with the NIC's header and alignment) that a source
  * element (FastUDPFlows) may hand plat_tx now, on any NIC, without taking the TX room the
  * forwarding of received frames needs (the kernel polls RX only while every NIC has room for a
@@ -82,7 +85,7 @@ uint32_t click_slots_total(void);
 uint32_t click_slots_used(void);
 /* Session slots at the service's QoE (include/qoe.h): set the probe's capacity (0 = off), the
  * VNF's latency budget at the quantile; the state as `"qoe":{...}`. */
-void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm);
+void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm, uint32_t wait_ppm);
 void click_qoe_json(struct jw *w);
 
 #endif

@@ -293,9 +293,10 @@ bool click_sources_active(void) { return task_wake_ns != 0; }
 uint32_t click_slots_total(void) { return flow_total(); }
 uint32_t click_slots_used(void) { return flow_used(); }
 
-void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm)
+void click_qoe_set(uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm, uint32_t wait_ppm)
 {
-	qoe_set(&click_qoe, probed, budget_ns, quantile_ppm, lat_hist, plat_now_ns());
+	qoe_set(&click_qoe, probed, budget_ns, quantile_ppm, wait_ppm, lat_hist, plat_steal_ns(),
+		plat_now_ns());
 }
 
 /* "qoe":{...} of `stats`' slots and of the `qoe` reply (PROTOCOL.md §4 qoe) */
@@ -309,6 +310,10 @@ void click_qoe_json(struct jw *w)
 	jw_ku64(w, "budget_ns", q->budget_ns);
 	jw_ku64(w, "quantile_ppm", q->quantile_ppm);
 	jw_ku64(w, "tail_ns", q->last_tail_ns);
+	if (q->wait_ppm) {
+		jw_ku64(w, "wait_budget_ppm", q->wait_ppm);
+		jw_ku64(w, "wait_ppm", q->last_wait_ppm);
+	}
 	jw_kstr(w, "window", qoe_verdict_name(q->last));
 	jw_ku64(w, "shrinks", q->shrinks);
 	jw_ku64(w, "grows", q->grows);
@@ -342,7 +347,7 @@ static void stats_element(struct jw *w, const struct elem *e)
 void click_stats_json(struct jw *w)
 {
 	uint32_t total = flow_total(), used = flow_used();
-	qoe_tick(&click_qoe, lat_hist, used, plat_now_ns());
+	qoe_tick(&click_qoe, lat_hist, used, plat_steal_ns(), plat_now_ns());
 	jw_key(w, "slots");
 	jw_obj_begin(w);
 	jw_ku64(w, "total", total);

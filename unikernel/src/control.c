@@ -261,8 +261,9 @@ static void op_configure(int64_t id, const struct jfield *f, int n)
 	kprintf_later("configure: error at line %d col %d: %s\n", err.line, err.col, err.message);
 }
 
-/* {"op":"qoe","capacity":N,"budget_ns":B,"quantile_ppm":Q}: session slots at the service's QoE
- * (PROTOCOL.md §4 qoe; include/qoe.h). capacity 0 turns it off (free = the flow table's). */
+/* {"op":"qoe","capacity":N,"budget_ns":B,"quantile_ppm":Q[,"wait_ppm":W]}: session slots at the
+ * service's QoE (PROTOCOL.md §4 qoe; include/qoe.h). capacity 0 turns it off (free = the flow
+ * table's); wait_ppm (optional, 0 = off) is the host-wait budget. */
 static void op_qoe(int64_t id, const struct jfield *f, int n)
 {
 	const struct jfield *cap = json_get(f, n, "capacity");
@@ -281,10 +282,16 @@ static void op_qoe(int64_t id, const struct jfield *f, int n)
 		reply_error(id, "bad_request", "missing or invalid 'quantile_ppm' (must be an integer 1..999999, e.g. 990000 for p99)");
 		return;
 	}
+	const struct jfield *wt = json_get(f, n, "wait_ppm");
+	if (cap->num > 0 && wt && (wt->type != JT_NUMBER || !wt->is_int || wt->num < 0 || wt->num > 1000000)) {
+		reply_error(id, "bad_request", "invalid 'wait_ppm' (must be an integer 0..1000000: the share of a window the vCPU may wait for the host, ppm; 0 = off)");
+		return;
+	}
 	if (cap->num > 0)
-		click_qoe_set((uint32_t)cap->num, (uint64_t)bud->num, (uint32_t)qp->num);
+		click_qoe_set((uint32_t)cap->num, (uint64_t)bud->num, (uint32_t)qp->num,
+			      wt ? (uint32_t)wt->num : 0);
 	else
-		click_qoe_set(0, 0, 0);
+		click_qoe_set(0, 0, 0, 0);
 	uint32_t total = click_slots_total(), used = click_slots_used();
 	struct jw w;
 	reply_begin(&w, id);

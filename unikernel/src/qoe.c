@@ -11,8 +11,11 @@ static void copy_hist(uint64_t *dst, const uint64_t *src)
 }
 
 void qoe_set(struct qoe *q, uint32_t probed, uint64_t budget_ns, uint32_t quantile_ppm,
-	     const uint64_t *hist, uint64_t now_ns)
+	     uint32_t wait_ppm, const uint64_t *hist, uint64_t steal_ns, uint64_t now_ns)
 {
+	q->wait_ppm = probed ? wait_ppm : 0;
+	q->last_wait_ppm = 0;
+	q->steal_snap = steal_ns;
 	q->probed = probed;
 	q->capacity = probed;
 	q->budget_ns = budget_ns;
@@ -25,7 +28,17 @@ void qoe_set(struct qoe *q, uint32_t probed, uint64_t budget_ns, uint32_t quanti
 	q->window_start_ns = now_ns;
 }
 
-enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used)
+/* the host wait's verdict: over (as a candidate), hold or good; good when the rule is off */
+static enum qoe_verdict wait_verdict(const struct qoe *q, uint32_t wait)
+{
+	if (!q->wait_ppm)
+		return QOE_GOOD;
+	if (wait >= q->wait_ppm)
+		return QOE_OVER;
+	return 2ull * wait <= q->wait_ppm ? QOE_GOOD : QOE_HOLD;
+}
+
+enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait)
 {
 	if (!q->probed)
 		return q->last = QOE_OFF;
@@ -52,12 +65,18 @@ enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used)
 		uint64_t lo = b ? 1ull << b : 0, hi = 1ull << (b + 1);
 		q->last_tail_ns = lo;
 		if (lo >= q->budget_ns)
-			v = 2ull * used >= q->capacity ? QOE_OVER : QOE_HOLD;
+			v = QOE_OVER;
 		else if (2 * hi <= q->budget_ns)
 			v = QOE_GOOD;
 		else
 			v = QOE_HOLD;
 	}
+	q->last_wait_ppm = q->wait_ppm ? wait : 0;
+	enum qoe_verdict w = wait_verdict(q, wait);
+	if (w > v && w != QOE_GOOD)       /* the worse of the two; idle stays idle unless waits */
+		v = w;
+	if (v == QOE_OVER && 2ull * used < q->capacity)
+		v = QOE_HOLD;             /* over at a light load: the host's noise, not capacity */
 	if (v == QOE_OVER) {
 		uint32_t c = (uint32_t)((uint64_t)used * 7 / 8);
 		if (c > q->capacity)
@@ -79,15 +98,20 @@ enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used)
 	return q->last = v;
 }
 
-void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t now_ns)
+void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t steal_ns,
+	      uint64_t now_ns)
 {
 	if (!q->probed || now_ns - q->window_start_ns < QOE_WINDOW_NS)
 		return;
 	uint64_t delta[QOE_BUCKETS];
 	for (unsigned i = 0; i < QOE_BUCKETS; i++)
 		delta[i] = hist[i] >= q->snap[i] ? hist[i] - q->snap[i] : hist[i]; /* reset */
-	qoe_window(q, delta, used);
+	uint64_t len = now_ns - q->window_start_ns;
+	uint64_t st = steal_ns >= q->steal_snap ? steal_ns - q->steal_snap : 0;
+	uint64_t wait = st >= len ? 1000000u : st * 1000000u / len;
+	qoe_window(q, delta, used, (uint32_t)wait);
 	copy_hist(q->snap, hist);
+	q->steal_snap = steal_ns;
 	q->window_start_ns = now_ns;
 }
 

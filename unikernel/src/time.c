@@ -164,3 +164,4 @@ uint64_t clock_tsc_hz(void) { return tsc_hz; }
 uint64_t tsc_to_ns(uint64_t tsc) { return (uint64_t)(((unsigned __int128)tsc * ns_mult) >> 32); }
 uint64_t ns_to_tsc(uint64_t ns) { return (uint64_t)(((unsigned __int128)ns * tsc_mult) >> 32); }
 uint64_t plat_now_ns(void) { return tsc_to_ns(rdtsc()); }
+uint64_t plat_steal_ns(void) { return clock_steal_ns(); }

@@ -39,6 +39,9 @@ int plat_tx(int nic, const uint8_t *data, uint16_t len, const struct click_vh *v
 
 uint32_t plat_tx_room(void) { return h_tx_room; }
 
+uint64_t h_steal;
+uint64_t plat_steal_ns(void) { return h_steal; }
+
 uint64_t plat_now_ns(void)
 {
 	uint64_t t = h_now;
@@ -52,6 +55,7 @@ void run_test(const char *name, test_fn fn)
 	h_reset();
 	h_now = 1000000000ull;
 	h_now_step = 0;
+	h_steal = 0;
 	fn();
 	if (t_failed_checks) {
 		failed++;

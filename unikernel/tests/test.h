@@ -42,6 +42,7 @@ extern long h_tx_total[8];        /* frames transmitted per NIC (all, including 
 extern int h_tx_fail[8];          /* nonzero: plat_tx on that NIC fails */
 extern uint64_t h_now;            /* fake clock, ns */
 extern uint64_t h_now_step;       /* added after every plat_now_ns() call */
+extern uint64_t h_steal;          /* fake KVM steal time, ns (plat_steal_ns) */
 extern uint32_t h_tx_room;        /* what plat_tx_room() says (h_reset: plenty) */
 void h_reset(void);
 #endif

@@ -17,16 +17,16 @@ static void off_is_flow_table(void)
 {
 	struct qoe q;
 	memset(&q, 0, sizeof q);
-	qoe_set(&q, 0, 0, 0, NULL, 0);
+	qoe_set(&q, 0, 0, 0, 0, NULL, 0, 0);
 	CHECK_EQ(qoe_free(&q, 250, 6), 250);
-	CHECK_EQ(qoe_window(&q, win(1000, 20, 0, 0), 6), QOE_OFF);
+	CHECK_EQ(qoe_window(&q, win(1000, 20, 0, 0), 6, 0), QOE_OFF);
 	CHECK_EQ(qoe_free(&q, 250, 6), 250);
 }
 
 static void free_is_min_of_table_and_capacity(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
 	CHECK_EQ(q.capacity, 200);
 	CHECK_EQ(qoe_free(&q, 1018, 6), 194);       /* capacity - used */
 	CHECK_EQ(qoe_free(&q, 10, 6), 10);          /* the flow table is smaller */
@@ -37,26 +37,26 @@ static void free_is_min_of_table_and_capacity(void)
 static void tail_over_budget_under_load_shrinks(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
 	/* p99 in bucket 16 (65536 ns) >= budget, 160 sessions >= capacity / 2 */
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 160), QOE_OVER);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 160, 0), QOE_OVER);
 	CHECK_EQ(q.capacity, 140);                  /* 7/8 of 160 */
 	CHECK_EQ(q.last_tail_ns, 65536);
 	CHECK_EQ(q.shrinks, 1);
 	CHECK_EQ(qoe_free(&q, 1000, 160), 0);
 	/* still over with 150 carried: 7/8 of 150 = 131 */
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 150), QOE_OVER);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 150, 0), QOE_OVER);
 	CHECK_EQ(q.capacity, 131);
 	/* over, but carrying more than capacity: never grows by shrinking */
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 200), QOE_OVER);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 200, 0), QOE_OVER);
 	CHECK_EQ(q.capacity, 131);
 }
 
 static void tail_over_at_light_load_holds(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 99), QOE_HOLD);   /* < capacity / 2 */
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 99, 0), QOE_HOLD);   /* < capacity / 2 */
 	CHECK_EQ(q.capacity, 200);
 	CHECK_EQ(q.shrinks, 0);
 }
@@ -64,39 +64,39 @@ static void tail_over_at_light_load_holds(void)
 static void only_the_quantile_counts(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
 	/* 0.5 % of packets over budget: p99 still in bucket 10 -> good */
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 50, 16), 190), QOE_GOOD);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 50, 16), 190, 0), QOE_GOOD);
 	CHECK_EQ(q.last_tail_ns, 1024);
 	/* 2 % over budget: p99 over */
-	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 190), QOE_OVER);
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 190, 0), QOE_OVER);
 }
 
 static void grows_back_with_hysteresis(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
-	qoe_window(&q, win(10000, 10, 200, 16), 160);
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
+	qoe_window(&q, win(10000, 10, 200, 16), 160, 0);
 	CHECK_EQ(q.capacity, 140);
 	/* the hysteresis band: tail in bucket 12 = [4096, 8192) is under budget but not under
 	 * budget / 2: holds, however long */
 	for (int i = 0; i < 10; i++)
-		CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100), QOE_HOLD);
+		CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100, 0), QOE_HOLD);
 	CHECK_EQ(q.capacity, 140);
 	/* good = the tail's bucket wholly <= budget / 2 (bucket 11 = [2048, 4096)) */
-	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100), QOE_GOOD);
-	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100), QOE_GOOD);
+	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100, 0), QOE_GOOD);
+	CHECK_EQ(qoe_window(&q, win(10000, 11, 0, 0), 100, 0), QOE_GOOD);
 	CHECK_EQ(q.capacity, 140);                  /* not yet: QOE_GROW_AFTER good windows */
 	/* a hold in between restarts the count */
-	CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100), QOE_HOLD);
+	CHECK_EQ(qoe_window(&q, win(10000, 12, 0, 0), 100, 0), QOE_HOLD);
 	for (int i = 0; i < QOE_GROW_AFTER - 1; i++)
-		qoe_window(&q, win(10000, 11, 0, 0), 100);
+		qoe_window(&q, win(10000, 11, 0, 0), 100, 0);
 	CHECK_EQ(q.capacity, 140);
-	qoe_window(&q, win(10000, 11, 0, 0), 100);
+	qoe_window(&q, win(10000, 11, 0, 0), 100, 0);
 	CHECK_EQ(q.capacity, 165);                  /* + probed / 8 */
 	CHECK_EQ(q.grows, 1);
 	for (int i = 0; i < 3 * QOE_GROW_AFTER; i++)
-		qoe_window(&q, win(10000, 11, 0, 0), 100);
+		qoe_window(&q, win(10000, 11, 0, 0), 100, 0);
 	CHECK_EQ(q.capacity, 200);                  /* never above the probe's capacity */
 	CHECK_EQ(q.grows, 3);
 }
@@ -104,18 +104,18 @@ static void grows_back_with_hysteresis(void)
 static void too_few_packets_is_no_evidence(void)
 {
 	struct qoe q;
-	qoe_set(&q, 200, 8192, 990000, NULL, 0);
-	qoe_window(&q, win(10000, 10, 200, 16), 160);
+	qoe_set(&q, 200, 8192, 990000, 0, NULL, 0, 0);
+	qoe_window(&q, win(10000, 10, 200, 16), 160, 0);
 	CHECK_EQ(q.capacity, 140);
 	/* 99 packets cannot show a p99: idle, which counts towards growing back */
-	CHECK_EQ(qoe_window(&q, win(99, 20, 0, 0), 160), QOE_IDLE);
+	CHECK_EQ(qoe_window(&q, win(99, 20, 0, 0), 160, 0), QOE_IDLE);
 	CHECK_EQ(q.capacity, 140);
-	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0), QOE_IDLE);
-	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0), QOE_IDLE);
+	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0, 0), QOE_IDLE);
+	CHECK_EQ(qoe_window(&q, win(0, 0, 0, 0), 0, 0), QOE_IDLE);
 	CHECK_EQ(q.capacity, 165);
 	/* p50 needs 2 packets */
-	qoe_set(&q, 8, 8192, 500000, NULL, 0);
-	CHECK_EQ(qoe_window(&q, win(2, 16, 0, 0), 8), QOE_OVER);
+	qoe_set(&q, 8, 8192, 500000, 0, NULL, 0, 0);
+	CHECK_EQ(qoe_window(&q, win(2, 16, 0, 0), 8, 0), QOE_OVER);
 	CHECK_EQ(q.capacity, 7);
 }
 
@@ -125,21 +125,96 @@ static void tick_closes_windows_of_one_second(void)
 	uint64_t hist[QOE_BUCKETS];
 	memset(hist, 0, sizeof hist);
 	hist[10] = 5000;                            /* before the window: not counted */
-	qoe_set(&q, 200, 8192, 990000, hist, 1000000000ull);
+	qoe_set(&q, 200, 8192, 990000, 0, hist, 0, 1000000000ull);
 	hist[10] += 9800;
 	hist[16] += 200;
-	qoe_tick(&q, hist, 160, 1500000000ull);     /* half a window: nothing yet */
+	qoe_tick(&q, hist, 160, 0, 1500000000ull);     /* half a window: nothing yet */
 	CHECK_EQ(q.capacity, 200);
 	CHECK_EQ(q.last, QOE_IDLE);
-	qoe_tick(&q, hist, 160, 2000000000ull);
+	qoe_tick(&q, hist, 160, 0, 2000000000ull);
 	CHECK_EQ(q.last, QOE_OVER);
 	CHECK_EQ(q.capacity, 140);
 	/* the histogram was reset (a reconfigure): its counts are the window's */
 	memset(hist, 0, sizeof hist);
 	hist[11] = 300;
-	qoe_tick(&q, hist, 100, 3000000000ull);
+	qoe_tick(&q, hist, 100, 0, 3000000000ull);
 	CHECK_EQ(q.last, QOE_GOOD);
 	CHECK_EQ(q.last_tail_ns, 2048);
+}
+
+/* the host wait (steal share of a window): the engine's tail cannot see a frame that waits for
+ * the vCPU outside it */
+static void host_wait_over_budget_shrinks(void)
+{
+	struct qoe q;
+	qoe_set(&q, 176, 8192, 990000, 200000, NULL, 0, 0);
+	/* in-VNF tail good (bucket 10), but the vCPU waited 48 % of the window: over */
+	CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 176, 480000), QOE_OVER);
+	CHECK_EQ(q.capacity, 154);                  /* 7/8 of 176 */
+	CHECK_EQ(q.last_wait_ppm, 480000);
+	CHECK_EQ(q.shrinks, 1);
+	/* exactly at the budget is over too; at a light load it holds */
+	CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 150, 200000), QOE_OVER);
+	CHECK_EQ(q.capacity, 131);
+	CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 60, 900000), QOE_HOLD);
+	CHECK_EQ(q.capacity, 131);
+}
+
+static void host_wait_hysteresis(void)
+{
+	struct qoe q;
+	qoe_set(&q, 176, 8192, 990000, 200000, NULL, 0, 0);
+	qoe_window(&q, win(17600, 10, 0, 0), 176, 300000);
+	CHECK_EQ(q.capacity, 154);
+	/* between budget / 2 and the budget: holds however long, the tail being good */
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 154, 100001), QOE_HOLD);
+	CHECK_EQ(q.capacity, 154);
+	/* at or under budget / 2 with a good tail: good, and grows back after QOE_GROW_AFTER */
+	for (int i = 0; i < QOE_GROW_AFTER - 1; i++)
+		CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 154, 100000), QOE_GOOD);
+	CHECK_EQ(q.capacity, 154);
+	CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 154, 0), QOE_GOOD);
+	CHECK_EQ(q.capacity, 176);                  /* + probed / 8 = 22, capped at probed */
+	/* a tail over budget still shrinks with no wait at all */
+	CHECK_EQ(qoe_window(&q, win(10000, 10, 200, 16), 176, 0), QOE_OVER);
+	/* a window too thin to show the tail: idle unless it waited */
+	CHECK_EQ(qoe_window(&q, win(10, 10, 0, 0), 100, 0), QOE_IDLE);
+	CHECK_EQ(qoe_window(&q, win(10, 10, 0, 0), 100, 150000), QOE_HOLD);
+	CHECK_EQ(qoe_window(&q, win(10, 10, 0, 0), 100, 250000), QOE_OVER);
+}
+
+static void host_wait_off_is_ignored(void)
+{
+	struct qoe q;
+	qoe_set(&q, 176, 8192, 990000, 0, NULL, 0, 0);
+	CHECK_EQ(qoe_window(&q, win(17600, 10, 0, 0), 176, 1000000), QOE_GOOD);
+	CHECK_EQ(q.capacity, 176);
+	CHECK_EQ(q.last_wait_ppm, 0);
+}
+
+static void tick_measures_the_windows_steal(void)
+{
+	struct qoe q;
+	uint64_t hist[QOE_BUCKETS];
+	memset(hist, 0, sizeof hist);
+	/* 3 s of steal before the window do not count */
+	qoe_set(&q, 176, 8192, 990000, 200000, hist, 3000000000ull, 1000000000ull);
+	hist[10] = 17600;
+	/* 0.5 s of steal in a window of 2 s: 250000 ppm >= the budget */
+	qoe_tick(&q, hist, 176, 3500000000ull, 3000000000ull);
+	CHECK_EQ(q.last_wait_ppm, 250000);
+	CHECK_EQ(q.last, QOE_OVER);
+	CHECK_EQ(q.capacity, 154);
+	/* 0.1 s in the next second: good */
+	hist[10] += 17600;
+	qoe_tick(&q, hist, 154, 3600000000ull, 4000000000ull);
+	CHECK_EQ(q.last_wait_ppm, 100000);
+	CHECK_EQ(q.last, QOE_GOOD);
+	/* a steal counter that went back (never, but no wrap to a huge share) counts as none */
+	hist[10] += 17600;
+	qoe_tick(&q, hist, 154, 0, 5000000000ull);
+	CHECK_EQ(q.last_wait_ppm, 0);
 }
 
 static char sbuf[8192];
@@ -155,7 +230,7 @@ static void stats_announce_qoe_free(void)
 	jw_obj_end(&w);
 	sbuf[w.len] = 0;
 	CHECK_CONTAINS(sbuf, "\"slots\":{\"total\":64,\"used\":0,\"free\":64,\"rejected\":0,\"opened\":0}");
-	click_qoe_set(20, 8192, 990000);
+	click_qoe_set(20, 8192, 990000, 0);
 	jw_init(&w, sbuf, sizeof sbuf);
 	jw_obj_begin(&w);
 	click_stats_json(&w);
@@ -163,7 +238,15 @@ static void stats_announce_qoe_free(void)
 	sbuf[w.len] = 0;
 	CHECK_CONTAINS(sbuf, "\"free\":20,\"rejected\":0,\"opened\":0,\"qoe\":{\"probed\":20,\"capacity\":20,"
 		       "\"budget_ns\":8192,\"quantile_ppm\":990000,\"tail_ns\":0,\"window\":\"idle\"");
-	click_qoe_set(0, 0, 0);
+	CHECK(strstr(sbuf, "wait_ppm") == NULL);    /* no host-wait rule: not shown */
+	click_qoe_set(20, 8192, 990000, 200000);
+	jw_init(&w, sbuf, sizeof sbuf);
+	jw_obj_begin(&w);
+	click_stats_json(&w);
+	jw_obj_end(&w);
+	sbuf[w.len] = 0;
+	CHECK_CONTAINS(sbuf, "\"tail_ns\":0,\"wait_budget_ppm\":200000,\"wait_ppm\":0,\"window\":\"idle\"");
+	click_qoe_set(0, 0, 0, 0);
 }
 
 void run_qoe_tests(void)
@@ -176,5 +259,9 @@ void run_qoe_tests(void)
 	RUN(grows_back_with_hysteresis);
 	RUN(too_few_packets_is_no_evidence);
 	RUN(tick_closes_windows_of_one_second);
+	RUN(host_wait_over_budget_shrinks);
+	RUN(host_wait_hysteresis);
+	RUN(host_wait_off_is_ignored);
+	RUN(tick_measures_the_windows_steal);
 	RUN(stats_announce_qoe_free);
 }
