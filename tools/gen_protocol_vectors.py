@@ -131,6 +131,10 @@ exchanges = [
      "code": "bad_request", "message_contains": "capacity"},
     {"send": line({"id": 27, "op": "qoe", "capacity": 0}), "ok": True, "id": 27,
      "result_keys": ["total", "used", "free"], "free": 64},
+    # the optional host-wait budget (wait_ppm) is a share of a window: at most 10^6 ppm
+    {"send": line({"id": 33, "op": "qoe", "capacity": 20, "budget_ns": 8192,
+                   "quantile_ppm": 990000, "wait_ppm": 1000001}), "ok": False, "id": 33,
+     "code": "bad_request", "message_contains": "wait_ppm"},
     {"send": line({"id": 28, "op": "stats"}), "ok": True, "id": 28, "result_keys": ["slots"],
      "slots_free": 64},
     # poll: set the busy-poll window, read it back, refuse what is out of range
