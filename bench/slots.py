@@ -446,7 +446,9 @@ def main(argv=None) -> int:
     q.add_argument("--deadline-ms", type=float, default=10.0)
     q.add_argument("--quantile", type=float, default=0.99)
     q.add_argument("--session-pps", type=float, default=100.0)
-    q.add_argument("--run-s", type=float, default=8.0, help="seconds the admitted sessions run")
+    q.add_argument("--run-s", type=float, default=16.0,
+                   help="seconds the admitted sessions (and each per-session reference run) run; "
+                        "long enough for the VNF's 1 s correction windows to show")
     q.add_argument("--proto", choices=("icmp", "udp"), default="icmp",
                    help="the sessions' transport, for the probe, the reference and the admitted "
                         "sessions alike: icmp = one echo identifier per session answered by the "
@@ -464,10 +466,20 @@ def main(argv=None) -> int:
                         "for an A/B on the same host")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
-    q.add_argument("--reference-passes", type=int, default=1,
-                   help="sweep passes of the reference measured in this run (0: only the file's)")
+    q.add_argument("--session-points", type=int, default=6,
+                   help="session counts of the per-session reference (0: none), each run like "
+                        "the admission and judged per session (bench/slotsqoe.py "
+                        "session_sweep); the capacity error is against it")
+    q.add_argument("--session-refine", type=int, default=3,
+                   help="bisections of the per-session reference's bracket")
+    q.add_argument("--reference-passes", type=int, default=0,
+                   help="passes of bench/evaluator's pooled-quantile sweep in this run, "
+                        "reported next to the per-session reference (0: none)")
     q.add_argument("--points", type=int, default=12, help="session counts in the sweep")
     q.add_argument("--sweep-step", type=float, default=4.0, help="seconds per sweep step")
+    q.add_argument("--part", default="qoe",
+                   help="key of slots.json to write (the headline figures come from 'qoe'; "
+                        "e.g. qoe_loaded for a run on a busy host)")
     q.add_argument("--reference", default=os.path.join(REPO, "bench", "results", "evaluator.json"),
                    help="bench/evaluator's result, reported next to the swept one")
     q.add_argument("--out", default=OUT)
@@ -484,7 +496,7 @@ def main(argv=None) -> int:
         write("nomad", cmd_nomad(a), a.out)
     else:
         from bench.slotsqoe import cmd_qoe
-        write("qoe", cmd_qoe(a), a.out)
+        write(a.part, cmd_qoe(a), a.out)
     return 0
 
 

@@ -10,15 +10,22 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    when it is far under the deadline, a tail the probe reports belongs to the VNF's path;
 2. the **stage-1 load probe** (:class:`~fluidvim.evaluator.probes.LoadProbe`, its defaults) and
    the VNF's ``qoe`` parameters from it (:func:`~fluidvim.evaluator.qoeslots.qoe_params`);
-3. the **swept reference** in the same run, by bench/evaluator's method (a fine, even sweep of
-   session counts around the probe's estimate, longer steps, never stopping at loss, capacity
-   read off by linear interpolation), so both see the same machine. The reference of
-   bench/results/evaluator.json is reported too, with whether its environment is this one (a
-   reference from another kernel build or machine measures another environment);
-4. **admission**: a VNF is told ``qoe`` and sessions of the probe's transport (``--proto``; ICMP:
-   the far kernel answers, as in the probe) are admitted until the VNF says full; they run
-   together for ``--run-s`` s while the VNF's free slots are read every second (each read
-   closes one of its correction windows).
+3. the **per-session reference** in the same run, by the target's own definition: runs like the
+   admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts from
+   half to 1.5 x the probe's capacity, then bisections of the bracket where the share of
+   sessions over the deadline first passes 1 % (:func:`session_reference`). bench/evaluator's
+   pooled-quantile sweep (``--reference-passes``) and the reference of
+   bench/results/evaluator.json are reported next to it;
+4. **admission**: a VNF is told ``qoe`` (capacity, tail budget and host-wait budget from the
+   probe) and sessions of the probe's transport (``--proto``; ICMP: the far kernel answers, as in
+   the probe) are admitted until the VNF says full; they run together for ``--run-s`` s while
+   the VNF's free slots are read every second (each read closes one of its correction windows,
+   so the trace shows whether and when it shrinks).
+
+Every run prints and records its CPU accounting (:func:`accounting`): the traffic client's own
+CPU, the VNF's QEMU threads on a CPU and waiting for one, its vCPU's KVM steal share, its
+cgroup's throttled periods and the host's load. On a 2-core host the client, QEMU's main thread
+and the vCPU compete: the client's CPU is part of the environment the capacity holds in.
 
 A session is over the deadline when its own quantile exceeds the deadline or it lost more than
 1 %. Next to that count: each session's late packets (lost ones included), the pooled late
@@ -207,59 +214,178 @@ def guest_waits(cpu0: dict, cpu1: dict, cg0: dict, cg1: dict) -> dict:
     return out
 
 
-def admit(a, mgr, params, tag: str) -> dict:
-    """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
+def accounting(run: dict, waits: dict, guest: dict, seconds: float) -> dict:
+    """Where the CPU went during one run of sessions: the traffic client's own CPU (a share of
+    one core), the VNF's QEMU threads on a CPU and waiting for one (host side), its vCPU's KVM
+    steal as a share of the run (what its host-wait rule sees), its cgroup's throttling, the
+    host's load. On this 2-core host the client is part of the environment: CPU it takes is
+    CPU the VNF waits for."""
+    sec = max(1e-9, seconds)
+    return {"client_cpu_share": run.get("client_cpu_share"),
+            "vnf_main_thread": waits["main_thread"], "vnf_vcpu_threads": waits["vcpu_threads"],
+            "vcpu_steal_share": (round(guest["steal_us"] / 1e6 / sec, 3)
+                                 if "steal_us" in guest else None),
+            "stalls": guest.get("stalls"),
+            "throttled_periods": [guest.get("cgroup_nr_throttled"), guest.get("cgroup_nr_periods")],
+            "loadavg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _pct(x) -> str:
+    return "?" if x is None else f"{100 * x:.0f} %"
+
+
+def show_accounting(acc: dict) -> str:
+    pct = _pct
+    thr, per = acc["throttled_periods"]
+    return (f"client CPU {pct(acc['client_cpu_share'])} of a core, vCPU steal "
+            f"{pct(acc['vcpu_steal_share'])} of the run (waiting {pct(acc['vnf_vcpu_threads']['waiting'])}"
+            f" host side), QEMU main thread waiting {pct(acc['vnf_main_thread']['waiting'])}, "
+            f"throttled {thr}/{per} periods, load {acc['loadavg_1m']}")
+
+
+def run_sessions(a, mgr, vid: str, net, n: int, trace: list | None = None) -> dict:
+    """``n`` sessions of the probe's transport for ``--run-s`` s through VNF ``vid``, judged one
+    by one; the VNF's free slots read every ~1 s (each read closes one of its correction
+    windows; into ``trace`` when given) and the run's CPU accounting."""
+    nice = ["nice", "-n", str(a.client_nice)] if a.client_nice else []
+    client = net.popen("a", *nice, sys.executable, "-m", "fluidvim.evaluator.loadgen",
+                       "client", "--src", net.ip_a, "--dst", net.ip_b, "--sessions", str(n),
+                       "--pps", str(a.session_pps), "--duration", str(a.run_s),
+                       "--windows", str(max(1, round(a.run_s))), "--proto", a.proto,
+                       "--per-session-quantile", str(a.quantile),
+                       "--deadline-ms", str(a.deadline_ms),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = mgr.get(vid)
+    cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
+    times0, start = thread_times(rec.pid), time.monotonic()
+    while client.poll() is None:
+        time.sleep(1.05)
+        st = mgr.stats(vid)["slots"]
+        if trace is not None and "qoe" in st:
+            q = st["qoe"]
+            trace.append({"t": round(time.monotonic() - start, 2), "used": st["used"],
+                          "free": st["free"], **{k: q.get(k) for k in
+                                                 ("capacity", "window", "tail_ns", "wait_ppm")}})
+            print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
+                  f"capacity {q['capacity']:4d} window {q['window']} tail {q['tail_ns']} ns "
+                  f"wait {q.get('wait_ppm', '-')}/{q.get('wait_budget_ppm', '-')} ppm", flush=True)
+    out, err = client.communicate()
+    seconds = time.monotonic() - start
+    waits = vnf_waits(rec.pid, times0, thread_times(rec.pid), seconds)
+    if client.returncode != 0:
+        raise SystemExit(f"load generator failed: {err[-500:]}")
+    run = json.loads(out.strip().splitlines()[-1])
+    end = mgr.stats(vid)
+    guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
+    judged = judge_sessions(run["per_session"], a.deadline_ms, a.quantile)
+    return {"sessions": n, "run": run, "judged": judged, "final": end["slots"],
+            "over_pct": round(100.0 * judged["admitted_over_deadline"] / max(1, n), 2),
+            "vnf_cpu": waits, "guest": guest,
+            "accounting": accounting(run, waits, guest, seconds)}
+
+
+def _with_vnf(a, mgr, name: str, prefix: str, subnet: int, body):
+    """``body(vid, net)`` with a forwarding VNF between a fresh test network's namespaces."""
+    from fluidvim.vnf import limits
     from fluidvim.vnf.testnet import TestNet
 
-    trace = []
-    with TestNet("fvsq", 94) as net:
-        vid = mgr.launch(FORWARD, nics=net.bridges, name=f"qoe-{tag}").vnf_id
+    with TestNet(prefix, subnet) as net:
+        vid = mgr.launch(FORWARD, nics=net.bridges, name=name, slots=limits.SLOTS_MAX).vnf_id
         echo = (net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
                           "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
                 if a.proto == "udp" else None)
         try:
             if echo is not None and echo.stdout.readline().strip() != "ready":
                 raise SystemExit("the UDP echo did not start")
-            mgr.set_qoe(vid, **params.request())
-            admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
-            print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
-            nice = ["nice", "-n", str(a.client_nice)] if a.client_nice else []
-            client = net.popen("a", *nice, sys.executable, "-m", "fluidvim.evaluator.loadgen",
-                               "client", "--src", net.ip_a, "--dst", net.ip_b, "--sessions",
-                               str(admitted), "--pps", str(a.session_pps), "--duration",
-                               str(a.run_s), "--windows", "1", "--proto", a.proto,
-                               "--per-session-quantile", str(a.quantile),
-                               "--deadline-ms", str(a.deadline_ms),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            rec = mgr.get(vid)
-            pid = rec.pid
-            cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
-            times0, start = thread_times(pid), time.monotonic()
-            while client.poll() is None:                        # one correction window a read
-                time.sleep(1.05)
-                st = mgr.stats(vid)["slots"]
-                trace.append({"t": round(time.monotonic() - start, 2), "used": st["used"],
-                              "free": st["free"], **{k: st["qoe"][k] for k in
-                                                     ("capacity", "window", "tail_ns")}})
-                print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
-                      f"capacity {st['qoe']['capacity']:4d} window {st['qoe']['window']} "
-                      f"tail {st['qoe']['tail_ns']} ns", flush=True)
-            out, err = client.communicate()
-            waits = vnf_waits(pid, times0, thread_times(pid), time.monotonic() - start)
-            if client.returncode != 0:
-                raise SystemExit(f"load generator failed: {err[-500:]}")
-            run = json.loads(out.strip().splitlines()[-1])
-            end = mgr.stats(vid)
-            final = end["slots"]
-            guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
-            print(f"  VNF during the run: {guest}", flush=True)
+            return body(vid, net)
         finally:
             if echo is not None:
                 echo.terminate()
                 echo.wait(5)
             mgr.destroy(vid)
-    return {"admitted": admitted, "trace": trace, "run": run, "final": final, "vnf_cpu": waits,
-            "guest": guest}
+
+
+def admit(a, mgr, params, tag: str) -> dict:
+    """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
+    def body(vid, net):
+        mgr.set_qoe(vid, **params.request())
+        admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
+        print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
+        trace: list = []
+        r = run_sessions(a, mgr, vid, net, admitted, trace)
+        print(f"  admission: {show_accounting(r['accounting'])}", flush=True)
+        return {"admitted": admitted, "trace": trace, **r}
+    return _with_vnf(a, mgr, f"qoe-{tag}", "fvsq", 94, body)
+
+
+def session_reference(points: list[dict], max_over_pct: float = 1.0) -> dict:
+    """The per-session reference: the largest session count at which at most ``max_over_pct``
+    % of ``--run-s`` sessions run together are over the deadline (their own quantile, or > 1 %
+    lost), read off a sweep of such runs (``points``: ``sessions``, ``over_pct``). Ascending,
+    the first count over the limit ends it (a count past it that happens to pass is noise of
+    the host, not room); the reference is interpolated linearly in the over share between the
+    last count within the limit and that one. ``bound``: "between" that pair, "at least" (none
+    over: the sweep's top), "below" (the lowest count already over: slots 0)."""
+    pts = sorted(points, key=lambda p: p["sessions"])
+    if not pts:
+        raise ValueError("session_reference: the sweep has no points (sessions, over_pct)")
+    bad = next((i for i, p in enumerate(pts) if p["over_pct"] > max_over_pct), None)
+    if bad is None:
+        return {"slots": pts[-1]["sessions"], "bound": "at least", "lo": pts[-1]["sessions"],
+                "hi": None}
+    if bad == 0:
+        return {"slots": 0, "bound": "below", "lo": None, "hi": pts[0]["sessions"]}
+    lo, hi = pts[bad - 1], pts[bad]
+    f = (max_over_pct - lo["over_pct"]) / (hi["over_pct"] - lo["over_pct"])
+    slots = int(lo["sessions"] + f * (hi["sessions"] - lo["sessions"]))
+    return {"slots": slots, "bound": "between", "lo": lo["sessions"], "hi": hi["sessions"]}
+
+
+def sweep_counts(estimate: int, points: int) -> list[int]:
+    """Evenly spaced session counts from half to 1.5 x the estimate (at least 2 apart)."""
+    est = max(2, int(estimate))
+    k = max(2, int(points))
+    return sorted({max(1, round(est * (0.5 + i / (k - 1)))) for i in range(k)})
+
+
+def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
+    """The reference by the target's own definition, in this run: ``--session-points`` counts
+    around the probe's estimate, each run like the admission (``--run-s`` s, judged per
+    session), then halving below if all are over, then ``--session-refine`` bisections of the
+    bracket (:func:`session_reference`)."""
+    def body(vid, net):
+        runs: dict[int, dict] = {}
+
+        def measure(n):
+            r = run_sessions(a, mgr, vid, net, n)
+            runs[n] = r
+            lat = r["run"]["latency_pooled_ms"].get(str(a.quantile))
+            print(f"  reference: {n:4d} sessions, {r['over_pct']:5.1f} % over, pooled "
+                  f"p{a.quantile * 100:g} {lat if lat is None else round(lat, 2)} ms | "
+                  f"{show_accounting(r['accounting'])}", flush=True)
+
+        for n in sweep_counts(estimate, a.session_points):
+            measure(n)
+        def pts():
+            return [{"sessions": n, "over_pct": r["over_pct"]} for n, r in runs.items()]
+        for _ in range(3):
+            if session_reference(pts())["bound"] != "below" or min(runs) <= 1:
+                break
+            measure(max(1, min(runs) // 2))
+        for _ in range(a.session_refine):
+            ref = session_reference(pts())
+            if ref["bound"] != "between" or ref["hi"] - ref["lo"] <= 1:
+                break
+            measure((ref["lo"] + ref["hi"]) // 2)
+        ref = session_reference(pts())
+        return {**ref, "definition": (
+                    f"largest count of {a.run_s:g} s sessions of {a.session_pps:g} pps run "
+                    f"together with <= 1 % of them over {a.deadline_ms:g} ms at their own "
+                    f"p{a.quantile * 100:g} (or > 1 % lost)"),
+                "points": [{"sessions": n, "over_pct": r["over_pct"],
+                            "pooled_ms": r["run"]["latency_pooled_ms"],
+                            "accounting": r["accounting"]} for n, r in sorted(runs.items())]}
+    return _with_vnf(a, mgr, f"qoe-ref-{tag}", "fvsr", 95, body)
 
 
 def _error_pct(announced: int, ref: dict | None) -> float | None:
@@ -300,35 +426,41 @@ def cmd_qoe(a) -> dict:
     swept = (swept_reference(a, env, zone, probe, params.capacity)
              if a.reference_passes > 0 else None)
     if swept:
-        print(f"swept reference: {swept['slots']} slots ({swept['basis']})", flush=True)
+        print(f"swept reference (pooled, bench/evaluator's): {swept['slots']} slots "
+              f"({swept['basis']})", flush=True)
+    per_ref = None
+    if a.session_points > 0:
+        print("per-session reference sweep", flush=True)
+        per_ref = session_sweep(a, mgr, tag, params.capacity)
+        print(f"per-session reference: {per_ref['slots']} slots ({per_ref['bound']} "
+              f"{per_ref['lo']}..{per_ref['hi']})", flush=True)
     adm = admit(a, mgr, params, tag)
     mgr.close()
     per = adm["run"]["per_session"]
-    judged = judge_sessions(per, a.deadline_ms, a.quantile)
+    judged = adm["judged"]
     admitted = adm["admitted"]
     filed = reference_slots(a.reference, a.deadline_ms, a.quantile)
     if filed:
         filed["same_environment"] = filed.get("environment") == env.uid
     announced = params.capacity
+    ref = per_ref or swept or filed
     return {
-        "command": (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
-                    f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
-                    f"--proto {a.proto} --client-nice {a.client_nice}"
-                    f"{' --pooled' if a.pooled else ''}"
-                    f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
-                    f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} --reference-passes "
-                    f"{a.reference_passes} --points {a.points} --sweep-step {a.sweep_step:g}"),
+        "command": command(a),
         "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
         "kernel": mgr.kernel,
-        "loadavg_start": list(load0),
+        "loadavg_start": list(load0), "loadavg_end": list(os.getloadavg()),
         "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
+        "run_s": a.run_s,
         "proto": a.proto, "client_nice": a.client_nice, "vcpu_nice": mgr.conf.vnf.vcpu_nice,
         "path_floor": floor,
         "qoe": params.request(), "basis": params.basis,
         "capacity_pooled": pooled.capacity, "capacity_per_session": not a.pooled,
         "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
-                                               "vnf_latency_ns")} for s in probe.metrics["steps"]],
+                                               "latency_pooled_ms", "vnf_steal_share",
+                                               "client_cpu_share", "vnf_latency_ns")}
+                        for s in probe.metrics["steps"]],
         "admitted": admitted, "trace": adm["trace"],
+        "accounting_during_admission": adm["accounting"],
         "vnf_cpu_during_admission": adm["vnf_cpu"],
         "vnf_waits_during_admission": adm["guest"],
         "capacity_at_end": adm["final"]["qoe"]["capacity"],
@@ -336,13 +468,33 @@ def cmd_qoe(a) -> dict:
         **judged,
         "admitted_over_deadline_pct": round(100.0 * judged["admitted_over_deadline"]
                                             / max(1, admitted), 2),
-        "run": {k: adm["run"][k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms")},
+        "run": {k: adm["run"][k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms",
+                                           "latency_pooled_ms", "window_p99_ms")},
         "per_session_p_ms": per["latency_ms"],
+        "reference_per_session": per_ref,
         "reference_swept": swept,
         "reference": filed,
-        # against the reference swept in this run when there is one, else the file's
-        "capacity_error_pct": _error_pct(announced, swept or filed),
+        # against the per-session reference of this run when there is one, else the pooled
+        # sweep of this run, else the file's
+        "capacity_error_pct": _error_pct(announced, ref),
+        "capacity_error_vs": ("per-session sweep" if per_ref else
+                              "pooled sweep" if swept else "bench/results/evaluator.json"),
+        "capacity_error_pct_vs_pooled_sweep": _error_pct(announced, swept),
         "capacity_error_pct_vs_file": _error_pct(announced, filed),
-        # the probe's own accuracy (bench/evaluator's figure): its pooled-quantile capacity
-        "capacity_pooled_error_pct": _error_pct(pooled.capacity, swept or filed),
+        # the probe's pooled-quantile capacity (bench/evaluator's figure) against the same
+        "capacity_pooled_error_pct": _error_pct(pooled.capacity, ref),
     }
+
+
+def command(a) -> str:
+    """The command line that repeats this run."""
+    return (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
+            f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
+            f"--proto {a.proto} --client-nice {a.client_nice}"
+            f"{' --pooled' if a.pooled else ''}"
+            f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
+            f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "
+            f"--session-points {a.session_points} --session-refine {a.session_refine} "
+            f"--reference-passes {a.reference_passes} --points {a.points} "
+            f"--sweep-step {a.sweep_step:g}"
+            f"{'' if getattr(a, 'part', 'qoe') == 'qoe' else f' --part {a.part}'}")

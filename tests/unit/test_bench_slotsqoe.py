@@ -4,7 +4,14 @@
 
 import pytest
 
-from bench.slotsqoe import guest_waits, judge_sessions
+from bench.slotsqoe import (
+    accounting,
+    guest_waits,
+    judge_sessions,
+    session_reference,
+    show_accounting,
+    sweep_counts,
+)
 from fluidvim.evaluator.qoeslots import sessions_over
 
 
@@ -45,3 +52,48 @@ def test_guest_waits_without_steal_time_or_cgroup():
     out = guest_waits(cpu, dict(cpu, halts=5), {}, {})
     assert out["halts"] == 2 and "steal_us" not in out and out["steal_max_us_since_boot"] is None
     assert not [k for k in out if k.startswith("cgroup_")]
+
+
+def pts(*pairs):
+    return [{"sessions": n, "over_pct": o} for n, o in pairs]
+
+
+def test_session_reference_interpolates_the_first_crossing():
+    ref = session_reference(pts((100, 0.0), (120, 0.0), (140, 51.0), (160, 100.0)))
+    assert ref["bound"] == "between" and (ref["lo"], ref["hi"]) == (120, 140)
+    assert ref["slots"] == int(120 + (1.0 / 51.0) * 20)
+    # a count past the first one over that happens to pass is noise, not room
+    ref = session_reference(pts((100, 0.0), (120, 2.0), (140, 0.0)))
+    assert (ref["lo"], ref["hi"]) == (100, 120)
+    # within the limit is 1 % or less, not none
+    assert session_reference(pts((100, 1.0), (120, 3.0)))["lo"] == 100
+
+
+def test_session_reference_bounds():
+    assert session_reference(pts((10, 0.0), (20, 0.5))) == {
+        "slots": 20, "bound": "at least", "lo": 20, "hi": None}
+    assert session_reference(pts((10, 40.0), (20, 100.0))) == {
+        "slots": 0, "bound": "below", "lo": None, "hi": 10}
+    with pytest.raises(ValueError, match="sessions, over_pct"):
+        session_reference([])
+
+
+def test_sweep_counts_span_half_to_one_and_a_half_the_estimate():
+    assert sweep_counts(100, 6) == [50, 70, 90, 110, 130, 150]
+    assert sweep_counts(0, 6) == [1, 2, 3]           # no estimate: the smallest counts
+    assert sweep_counts(176, 1) == [88, 264]
+
+
+def test_accounting_shares_of_the_run():
+    waits = {"main_thread": {"on_cpu": 0.5, "waiting": 0.1},
+             "vcpu_threads": {"on_cpu": 0.3, "waiting": 0.5}}
+    guest = {"steal_us": 4_000_000, "stalls": 7, "cgroup_nr_throttled": 0,
+             "cgroup_nr_periods": 80}
+    acc = accounting({"client_cpu_share": 0.62}, waits, guest, 8.0)
+    assert acc["vcpu_steal_share"] == 0.5 and acc["client_cpu_share"] == 0.62
+    assert acc["throttled_periods"] == [0, 80] and acc["stalls"] == 7
+    line = show_accounting(acc)
+    assert "client CPU 62 %" in line and "vCPU steal 50 %" in line and "0/80" in line
+    # no steal reading (no KVM steal time), an old client without its CPU: unknown, not 0
+    acc = accounting({}, waits, {}, 8.0)
+    assert acc["vcpu_steal_share"] is None and "client CPU ?" in show_accounting(acc)
