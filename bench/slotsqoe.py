@@ -351,8 +351,8 @@ def sweep_counts(estimate: int, points: int) -> list[int]:
 def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
     """The reference by the target's own definition, in this run: ``--session-points`` counts
     around the probe's estimate, each run like the admission (``--run-s`` s, judged per
-    session), then halving below if all are over, then ``--session-refine`` bisections of the
-    bracket (:func:`session_reference`)."""
+    session), then halving below if all are over (1.5 x above if none is), then
+    ``--session-refine`` bisections of the bracket (:func:`session_reference`)."""
     def body(vid, net):
         runs: dict[int, dict] = {}
 
@@ -368,10 +368,14 @@ def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
             measure(n)
         def pts():
             return [{"sessions": n, "over_pct": r["over_pct"]} for n, r in runs.items()]
-        for _ in range(3):
-            if session_reference(pts())["bound"] != "below" or min(runs) <= 1:
+        for _ in range(3):          # all over: halve below; none over: 1.5 x above
+            bound = session_reference(pts())["bound"]
+            if bound == "below" and min(runs) > 1:
+                measure(max(1, min(runs) // 2))
+            elif bound == "at least":
+                measure(max(runs) * 3 // 2)
+            else:
                 break
-            measure(max(1, min(runs) // 2))
         for _ in range(a.session_refine):
             ref = session_reference(pts())
             if ref["bound"] != "between" or ref["hi"] - ref["lo"] <= 1:
