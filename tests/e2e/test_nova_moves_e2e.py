@@ -319,3 +319,27 @@ def test_migrate_resize_evacuate_live_refused(stack):
     print("openstack CLI move steps (s):", times)
     print("VNF gap source stopped -> target running (ms):", gaps)
     assert all(g is not None for g in gaps.values()), gaps
+
+
+def test_zone_networks_need_port_security(stack):
+    """A Neutron that cannot switch port security off (this cloud's stand-in lists no extension,
+    as a Neutron without ML2's port_security extension driver lacks that one): the Nova zone's
+    create_network, and so a load probe with a generator VNF, fail before any server with the
+    fix named (issue 23 item 2)."""
+    import openstack.connection
+
+    from fluidvim.common.zonetypes import ZoneError
+    from fluidvim.evaluator import probes
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator.zones.nova import NovaZone
+
+    conn = openstack.connection.Connection(session=stack.session(), region_name=ns.REGION)
+    zone = NovaZone("nova-noportsec", conn, default_flavor="none", default_image="none")
+    fix = r"no port-security extension.*\[ml2\] extension_drivers = port_security"
+    with pytest.raises(ZoneError, match=fix):
+        zone.create_network("probe-a")
+    env = EnvironmentType(launcher="nova", accel="kvm", machine="microvm", cpu_model="any",
+                          vcpus=1, memory_mb=32)
+    r = probes.LoadProbe(sessions=(1,), traffic="vnf", prefix="fvnq").run(env, zone)
+    assert not r.ok and re.search(fix, r.error), r.error
+    assert not [s.name for s in conn.compute.servers() if s.name.startswith("fluidvim-")]
