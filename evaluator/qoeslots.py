@@ -206,4 +206,4 @@ def launch_qoe(results, deadline_ms: float, quantile: float,
         return None, f"load probe result unusable: {e}"
     if p.capacity < 1:
         return None, f"the load probe shows no session within {deadline_ms} ms ({p.basis})"
-    return QoE(p.capacity, float(deadline_ms), float(quantile), p.budget_ns), p.basis
+    return QoE(p.capacity, float(deadline_ms), float(quantile), p.budget_ns, p.wait_ppm), p.basis

@@ -221,7 +221,8 @@ class VNFSpec:
         if self.qoe is None:
             del d["qoe"]                # likewise for VNFs without a QoE
         else:
-            d["qoe"] = dataclasses.asdict(self.qoe)
+            d["qoe"] = {k: v for k, v in dataclasses.asdict(self.qoe).items()
+                        if k != "wait_ppm" or v}   # no host-wait rule: stored as before
         return d
 
     @classmethod

@@ -111,11 +111,14 @@ class QoE:
     ``capacity``: sessions at the service's deadline and quantile (the stage-1 load probe of
     the environment, :func:`fluidvim.evaluator.qoeslots.qoe_params`); ``deadline_ms`` and
     ``quantile``: the service's; ``budget_ns``: the VNF's own latency tail at that quantile that
-    goes with meeting the deadline (from the probe); None = the whole deadline."""
+    goes with meeting the deadline (from the probe); None = the whole deadline; ``wait_ppm``:
+    the VNF's host-wait budget, the share of a correction window its vCPU may wait for a CPU
+    (ppm, from the probe's steal shares; 0 = no such rule)."""
     capacity: int
     deadline_ms: float
     quantile: float
     budget_ns: int | None = None
+    wait_ppm: int = 0
 
     def __post_init__(self):
         def bad(field, why):
@@ -136,6 +139,10 @@ class QoE:
                                            or self.budget_ns < 1):
             raise bad("budget_ns", f"{self.budget_ns!r} is not a whole number of "
                       "nanoseconds >= 1 (or None = the deadline)")
+        if isinstance(self.wait_ppm, bool) or not isinstance(self.wait_ppm, int) \
+                or not 0 <= self.wait_ppm <= 1_000_000:
+            raise bad("wait_ppm", f"{self.wait_ppm!r} is not a whole number of ppm in "
+                      "0..1000000 (a share of a window; 0 = no host-wait rule)")
 
     @property
     def quantile_ppm(self) -> int:
@@ -144,8 +151,9 @@ class QoE:
     def request(self) -> dict:
         """The fields of the VNF's ``qoe`` request."""
         budget = self.budget_ns if self.budget_ns is not None else int(self.deadline_ms * 1e6)
-        return {"capacity": self.capacity, "budget_ns": budget,
-                "quantile_ppm": self.quantile_ppm}
+        out = {"capacity": self.capacity, "budget_ns": budget,
+               "quantile_ppm": self.quantile_ppm}
+        return {**out, "wait_ppm": self.wait_ppm} if self.wait_ppm else out
 
 
 def mac_problem(mac) -> str | None:

@@ -102,7 +102,8 @@ def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
 
     mgr = make_manager(backend="qemu")
     zone = LocalZone("qoe", mgr)
-    qoe = QoE(capacity=10, deadline_ms=5.0, quantile=0.99, budget_ns=60_000_000_000)
+    qoe = QoE(capacity=10, deadline_ms=5.0, quantile=0.99, budget_ns=60_000_000_000,
+              wait_ppm=1_000_000)
     inst = zone.launch(LaunchRequest(service="fw", click_config=FORWARD, slots=64, qoe=qoe,
                                      warm=False))
     assert inst.slots_total == 10                      # what the orchestrator registers
@@ -110,6 +111,7 @@ def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
     assert (st["total"], st["used"], st["free"]) == (64, 0, 10)
     assert st["qoe"]["capacity"] == st["qoe"]["probed"] == 10
     assert (st["qoe"]["budget_ns"], st["qoe"]["quantile_ppm"]) == (60_000_000_000, P99)
+    assert st["qoe"]["wait_budget_ppm"] == 1_000_000          # the host-wait budget went along
     entry = zone.instance_slots()[inst.id]
     # free at the QoE capacity; opened (sessions ever opened) rides along to the slot agent
     assert (entry["free"], entry["opened"]) == (10, 0)

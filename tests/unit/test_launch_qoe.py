@@ -4,6 +4,7 @@
 filling it at deploy time from the chosen environment's stage-1 load probe and the service's
 deadline and quantile. The VNF side (the ``qoe`` op) is tests/integration/test_slots_qoe.py."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -33,6 +34,9 @@ FW = "FromDevice(0) -> ToDevice(1); FromDevice(1) -> ToDevice(0);"
     (dict(capacity=8, deadline_ms=5, quantile=1.0), "qoe.quantile"),
     (dict(capacity=8, deadline_ms=5, quantile=0), "qoe.quantile"),
     (dict(capacity=8, deadline_ms=5, quantile=0.99, budget_ns=0), "qoe.budget_ns"),
+    (dict(capacity=8, deadline_ms=5, quantile=0.99, wait_ppm=-1), "qoe.wait_ppm"),
+    (dict(capacity=8, deadline_ms=5, quantile=0.99, wait_ppm=1_000_001), "qoe.wait_ppm"),
+    (dict(capacity=8, deadline_ms=5, quantile=0.99, wait_ppm=0.5), "qoe.wait_ppm"),
 ])
 def test_qoe_validation_names_the_field(kw, field):
     with pytest.raises(ValueError, match=f"^{field}: "):
@@ -45,6 +49,9 @@ def test_qoe_request_is_the_vnf_op():
     # no probe budget (a Nova flavor's QoE): the VNF's budget is the whole deadline
     assert QoE(12, 4.0, 0.999).request() == {
         "capacity": 12, "budget_ns": 4_000_000, "quantile_ppm": 999000}
+    # the host-wait budget rides along only when there is one
+    assert QoE(12, 4.0, 0.99, budget_ns=4096, wait_ppm=250_000).request() == {
+        "capacity": 12, "budget_ns": 4096, "quantile_ppm": 990000, "wait_ppm": 250_000}
 
 
 def test_launch_request_takes_only_a_qoe():
@@ -59,7 +66,11 @@ def test_launch_qoe_from_the_load_probe_only():
     load, boot = synthetic_probe_results("u1", "z", 20000.0, 50.0)
     qoe, why = launch_qoe([boot, load], 1.0, 0.99, 100.0)
     p = qoe_params(load, 1.0, 0.99, 100.0)
-    assert qoe == QoE(p.capacity, 1.0, 0.99, p.budget_ns) and why == p.basis
+    assert qoe == QoE(p.capacity, 1.0, 0.99, p.budget_ns, p.wait_ppm) and why == p.basis
+    # the probe's steal shares become the launch's host-wait budget
+    steps = [dict(s, vnf_steal_share=0.2) for s in load.metrics["steps"]]
+    stolen = dataclasses.replace(load, metrics={**load.metrics, "steps": steps})
+    assert launch_qoe([stolen], 1.0, 0.99, 100.0)[0].wait_ppm == 250_000
     assert 1 <= qoe.capacity < 200          # below the 20000 pps / 100 pps knee
     assert launch_qoe([boot], 1.0, 0.99) == (None, "no successful load probe result for the "
                                                    "environment")

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The spec -> QEMU argv / libvirt XML mapping, pinned by contract/vectors/spec.json."""
 
+import dataclasses
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -180,6 +181,11 @@ def test_qoe_round_trips_in_the_spec_and_is_left_out_when_unset():
     d = spec.with_changes(qoe=q).validate().to_dict()
     assert d["qoe"] == {"capacity": 10, "deadline_ms": 5.0, "quantile": 0.99, "budget_ns": 4096}
     assert S.VNFSpec.from_dict(json.loads(json.dumps(d))).qoe == q
+    # a host-wait budget (qoeslots) is kept with it
+    w = dataclasses.replace(q, wait_ppm=250_000)
+    dw = spec.with_changes(qoe=w).validate().to_dict()
+    assert dw["qoe"]["wait_ppm"] == 250_000
+    assert S.VNFSpec.from_dict(json.loads(json.dumps(dw))).qoe == w
     with pytest.raises(S.SpecError) as e:
         S.VNFSpec.from_dict(d | {"qoe": {"capacity": 0, "deadline_ms": 5.0, "quantile": 0.99}})
     assert e.value.field == "qoe" and "capacity" in str(e.value)
