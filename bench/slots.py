@@ -464,6 +464,9 @@ def main(argv=None) -> int:
     q.add_argument("--kernel", default=None,
                    help="[vnf] kernel of the VNFs (default: the built one), e.g. an older build "
                         "for an A/B on the same host")
+    q.add_argument("--probe-step", type=float, default=2.0,
+                   help="seconds per stage-1 probe step ([evaluator] load_probe_step, 2): the "
+                        "probe reads a tail over this long, the sessions live --run-s")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
     q.add_argument("--session-points", type=int, default=6,

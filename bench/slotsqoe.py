@@ -419,7 +419,8 @@ def cmd_qoe(a) -> dict:
     floor = path_floor(a)
     print("stage-1 load probe", flush=True)
     probe = LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
-                      client_nice=a.client_nice).run(env, zone, progress=show("probe"))
+                      client_nice=a.client_nice, step_s=a.probe_step).run(
+        env, zone, progress=show("probe"))
     if not probe.ok:
         raise SystemExit(f"load probe failed: {probe.error}")
     pooled = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
@@ -494,7 +495,7 @@ def command(a) -> str:
     """The command line that repeats this run."""
     return (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
             f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
-            f"--proto {a.proto} --client-nice {a.client_nice}"
+            f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g}"
             f"{' --pooled' if a.pooled else ''}"
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/slots qoe: how admitted sessions are judged against the deadline (bench/slotsqoe.py)."""
 
+import argparse
+
 import pytest
 
 from bench.slotsqoe import (
     accounting,
+    command,
     guest_waits,
     judge_sessions,
     session_reference,
@@ -97,3 +100,18 @@ def test_accounting_shares_of_the_run():
     # no steal reading (no KVM steal time), an old client without its CPU: unknown, not 0
     acc = accounting({}, waits, {}, 8.0)
     assert acc["vcpu_steal_share"] is None and "client CPU ?" in show_accounting(acc)
+
+
+def test_command_repeats_the_run():
+    a = argparse.Namespace(deadline_ms=10.0, quantile=0.99, session_pps=100.0, run_s=16.0,
+                           proto="icmp", client_nice=0, probe_step=2.0, pooled=False,
+                           vcpu_nice=None, kernel=None, session_points=6, session_refine=3,
+                           reference_passes=0, points=12, sweep_step=4.0, part="qoe")
+    assert command(a) == (
+        "python -m bench.slots qoe --deadline-ms 10 --quantile 0.99 --session-pps 100 "
+        "--run-s 16 --proto icmp --client-nice 0 --probe-step 2 --session-points 6 "
+        "--session-refine 3 --reference-passes 0 --points 12 --sweep-step 4")
+    b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0"})
+    assert command(b).endswith("--vcpu-nice 0 --session-points 6 --session-refine 3 "
+                               "--reference-passes 0 --points 12 --sweep-step 4 "
+                               "--part qoe_vcpu_nice0")
