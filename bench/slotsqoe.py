@@ -439,7 +439,14 @@ def cmd_qoe(a) -> dict:
         per_ref = session_sweep(a, mgr, tag, params.capacity)
         print(f"per-session reference: {per_ref['slots']} slots ({per_ref['bound']} "
               f"{per_ref['lo']}..{per_ref['hi']})", flush=True)
-    adm = admit(a, mgr, params, tag)
+    if params.capacity < 1:     # qoe capacity 0 is "off" (the flow table): nothing to admit
+        print("the probe shows no session within the deadline: nothing admitted", flush=True)
+        adm = {"admitted": 0, "trace": [], "accounting": None, "vnf_cpu": None, "guest": None,
+               "final": {"qoe": {"capacity": 0, "shrinks": 0}},
+               "run": {"per_session": {"latency_ms": []}},
+               "judged": {"admitted_over_deadline": 0, "over_sessions": []}}
+    else:
+        adm = admit(a, mgr, params, tag)
     mgr.close()
     per = adm["run"]["per_session"]
     judged = adm["judged"]
@@ -471,10 +478,11 @@ def cmd_qoe(a) -> dict:
         "capacity_at_end": adm["final"]["qoe"]["capacity"],
         "shrinks": adm["final"]["qoe"]["shrinks"],
         **judged,
-        "admitted_over_deadline_pct": round(100.0 * judged["admitted_over_deadline"]
-                                            / max(1, admitted), 2),
-        "run": {k: adm["run"][k] for k in ("offered_pps", "achieved_pps", "loss", "latency_ms",
-                                           "latency_pooled_ms", "window_p99_ms")},
+        "admitted_over_deadline_pct": (round(100.0 * judged["admitted_over_deadline"]
+                                             / admitted, 2) if admitted else None),
+        "run": {k: adm["run"].get(k) for k in ("offered_pps", "achieved_pps", "loss",
+                                               "latency_ms", "latency_pooled_ms",
+                                               "window_p99_ms")},
         "per_session_p_ms": per["latency_ms"],
         "reference_per_session": per_ref,
         "reference_swept": swept,

@@ -159,10 +159,15 @@ def _rx_time(anc) -> int:
 def client(src_ip: str, dst_ip: str, port: int, sessions: int, pps: float, duration: float,
            warmup: float, drain: float, size: int, proto: str = "udp", windows: int = 1,
            per_session_quantile: float | None = None, deadline_ms: float | None = None) -> dict:
-    need = sessions + 64
+    need = sessions + 64 if proto == "udp" else 64     # UDP: one socket per session
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max(need, soft), max(need, hard)))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(need, soft), max(need, hard)))
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"--sessions {sessions} over UDP needs {need} open files; the limit "
+                             f"is {hard} and cannot be raised ({e}): fewer sessions or --proto "
+                             f"icmp (one socket)") from None
     if proto == "icmp":
         tr = IcmpSessions(src_ip, dst_ip, sessions)
     else:
