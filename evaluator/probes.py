@@ -597,7 +597,8 @@ def _steal_share(before: dict | None, after: dict | None, loaded_s: float) -> fl
     (:func:`fluidvim.evaluator.qoeslots.qoe_params`); None without a steal reading."""
     if not before or not after or "steal_us" not in after or "steal_us" not in before:
         return None
-    return round(max(0, after["steal_us"] - before["steal_us"]) / 1e6 / loaded_s, 4)
+    steal_s = max(0, after["steal_us"] - before["steal_us"]) / 1e6   # may run past the loaded
+    return round(min(1.0, steal_s / loaded_s), 4)                     # time (start, drain)
 
 
 def contended_steps(steps: list[dict]) -> list[int]:

@@ -129,9 +129,10 @@ def wait_budget_ppm(steal_shares: list[float]) -> int:
     whole window; 0 (no wait rule) when the probe has no steal reading."""
     if not steal_shares:
         return 0
-    if any(not 0.0 <= s <= 1.5 for s in steal_shares):
-        raise ValueError(f"vnf_steal_share must be a share of a step in [0, 1], got {steal_shares}")
-    return int(min(1_000_000, max(WAIT_FLOOR_PPM, round(WAIT_MARGIN * max(steal_shares) * 1e6))))
+    if any(not s >= 0.0 for s in steal_shares):          # negative or NaN: not a share
+        raise ValueError(f"vnf_steal_share must be a share of a step >= 0, got {steal_shares}")
+    top = min(1.0, max(steal_shares))
+    return int(min(1_000_000, max(WAIT_FLOOR_PPM, round(WAIT_MARGIN * top * 1e6))))
 
 
 def whole_steps(result: ProbeResult) -> ProbeResult:

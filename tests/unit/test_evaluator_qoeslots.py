@@ -131,6 +131,9 @@ def test_wait_budget_from_the_steal_that_met_the_deadline():
     assert wait_budget_ppm([0.0, 0.01]) == WAIT_FLOOR_PPM            # an idle host: the floor
     assert wait_budget_ppm([0.1, 0.3, 0.2]) == round(WAIT_MARGIN * 0.3 * 1e6)
     assert wait_budget_ppm([0.95]) == 1_000_000                       # at most a whole window
+    assert wait_budget_ppm([1.06]) == 1_000_000     # steal in a step's start-up and drain too
+    with pytest.raises(ValueError, match="vnf_steal_share"):
+        wait_budget_ppm([float("nan")])
     with pytest.raises(ValueError, match="vnf_steal_share"):
         wait_budget_ppm([-0.1])
 
@@ -147,3 +150,12 @@ def test_params_wait_budget_only_from_steps_at_or_below_capacity():
     # a probe without steal readings: no wait rule, and the request has no such field
     assert "wait_ppm" not in qoe_params(curve(step(1000, 1.0), step(2000, 8.0)), 4.0,
                                         0.99).request()
+
+
+def test_probe_step_steal_share():
+    from fluidvim.evaluator.probes import _steal_share
+
+    assert _steal_share({"steal_us": 1_000}, {"steal_us": 1_151_000}, 2.3) == 0.5
+    assert _steal_share({"steal_us": 0}, {"steal_us": 9_000_000}, 2.3) == 1.0    # at most all
+    assert _steal_share({}, {"steal_us": 5}, 2.3) is None           # no KVM steal time
+    assert _steal_share(None, {"steal_us": 5}, 2.3) is None
