@@ -517,11 +517,16 @@ func (c *Client) ConfigureMACs(config string, slots int, macs []*string, timeout
 }
 
 // QoE sets the VNF's session slots at the service's QoE (contract/PROTOCOL.md §4 `qoe`):
-// capacity 0 turns it off (budgetNS and quantilePPM are then not sent).
-func (c *Client) QoE(capacity int, budgetNS int64, quantilePPM int, timeout time.Duration) (map[string]any, error) {
+// capacity 0 turns it off (budgetNS, quantilePPM and waitPPM are then not sent); waitPPM 0 =
+// no host-wait rule (not sent).
+func (c *Client) QoE(capacity int, budgetNS int64, quantilePPM int, waitPPM int64,
+	timeout time.Duration) (map[string]any, error) {
 	f := map[string]any{"capacity": capacity}
 	if capacity > 0 {
 		f["budget_ns"], f["quantile_ppm"] = budgetNS, quantilePPM
+		if waitPPM > 0 {
+			f["wait_ppm"] = waitPPM
+		}
 	}
 	return c.Request("qoe", f, timeout)
 }

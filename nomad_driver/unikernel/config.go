@@ -132,17 +132,21 @@ var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 		"deadline_ms": attr("deadline_ms", "string"),
 		"quantile":    attr("quantile", "string"),
 		"budget_ns":   attr("budget_ns", "number"),
+		"wait_ppm":    attr("wait_ppm", "number"),
 	})),
 })
 
 // TaskQoE is a task's `qoe` block: the sessions the VNF serves within DeadlineMS at Quantile
 // (the stage-1 load probe's capacity); BudgetNS = the VNF's own latency budget at that
-// quantile (the probe's; 0 = the whole deadline). All zero = no block: the flow table's slots.
+// quantile (the probe's; 0 = the whole deadline); WaitPPM = the VNF's host-wait budget, the
+// share of a correction window its vCPU may wait for a CPU (ppm, from the probe's steal shares;
+// 0 = no such rule). All zero = no block: the flow table's slots.
 type TaskQoE struct {
 	Capacity   int    `codec:"capacity"`
 	DeadlineMS string `codec:"deadline_ms"` // a number of milliseconds, e.g. 5 or 0.5
 	Quantile   string `codec:"quantile"`    // a number in (0, 1), e.g. 0.99
 	BudgetNS   int64  `codec:"budget_ns"`
+	WaitPPM    int64  `codec:"wait_ppm"`
 }
 
 // Set reports whether the task has a qoe block.
@@ -154,7 +158,8 @@ func (q TaskQoE) numbers() (deadlineMS, quantile float64) {
 	return deadlineMS, quantile
 }
 
-// Request is the `qoe` op's fields: capacity, budget_ns, quantile_ppm (of a validated block).
+// Request is the `qoe` op's fields: capacity, budget_ns, quantile_ppm (of a validated block);
+// the optional wait_ppm is WaitPPM.
 func (q TaskQoE) Request() (int, int64, int) {
 	deadlineMS, quantile := q.numbers()
 	budget := q.BudgetNS
@@ -184,6 +189,10 @@ func (q TaskQoE) validate() error {
 	if q.BudgetNS < 0 || q.BudgetNS > 60_000_000_000 {
 		return fieldErr("qoe.budget_ns", "%d is out of range 1..60000000000 (0 or unset = the "+
 			"deadline)", q.BudgetNS)
+	}
+	if q.WaitPPM < 0 || q.WaitPPM > 1_000_000 {
+		return fieldErr("qoe.wait_ppm", "%d is out of range 0..1000000 (ppm of a window the "+
+			"vCPU may wait for a CPU; 0 or unset = no host-wait rule)", q.WaitPPM)
 	}
 	if _, b, _ := q.Request(); b < 1 || b > 60_000_000_000 {
 		return fieldErr("qoe.deadline_ms", "%v ms is out of range for the VNF's budget "+

@@ -646,9 +646,9 @@ func sendQoE(ctl *control.Client, q TaskQoE) error {
 		return nil
 	}
 	capacity, budget, ppm := q.Request()
-	if _, err := ctl.QoE(capacity, budget, ppm, requestTimeout); err != nil {
+	if _, err := ctl.QoE(capacity, budget, ppm, q.WaitPPM, requestTimeout); err != nil {
 		return fieldErr("qoe", "the VNF refused its QoE (capacity %d, budget_ns %d, "+
-			"quantile_ppm %d): %v", capacity, budget, ppm, err)
+			"quantile_ppm %d, wait_ppm %d): %v", capacity, budget, ppm, q.WaitPPM, err)
 	}
 	return nil
 }

@@ -211,6 +211,7 @@ func TestTaskConfigValidation(t *testing.T) {
 		"qoe.deadline_ms": {QoE: TaskQoE{Capacity: 8, DeadlineMS: "soon", Quantile: "0.99"}},
 		"qoe.quantile":    {QoE: TaskQoE{Capacity: 8, DeadlineMS: "5", Quantile: "1"}},
 		"qoe.budget_ns":   {QoE: TaskQoE{Capacity: 8, DeadlineMS: "5", Quantile: "0.9", BudgetNS: -1}},
+		"qoe.wait_ppm":    {QoE: TaskQoE{Capacity: 8, DeadlineMS: "5", Quantile: "0.9", WaitPPM: 1_000_001}},
 	}
 	paths := taskPaths(&drivers.TaskConfig{AllocDir: t.TempDir(), Name: "t"}, &Config{Kernel: k})
 	for field, tc := range cases {
@@ -360,18 +361,19 @@ func TestQoEBlockSetsTheVNFsSlots(t *testing.T) {
     capacity    = 10
     deadline_ms = 5
     quantile    = 0.99
+    wait_ppm    = 1000000
   }
 }`, &tc)
-	want := TaskQoE{Capacity: 10, DeadlineMS: "5", Quantile: "0.99"}
+	want := TaskQoE{Capacity: 10, DeadlineMS: "5", Quantile: "0.99", WaitPPM: 1_000_000}
 	if tc.QoE != want {
 		t.Fatalf("qoe block decodes to %+v, want %+v", tc.QoE, want)
 	}
 	// the JSON job the orchestrator's Nomad zone sends (orchestrator/zones/nomad.py job_spec)
 	var fromJSON TaskConfig
 	hclutils.NewConfigParser(taskConfigSpec).ParseJson(t, `{"Config": {"qoe": [{"capacity": 10, `+
-		`"deadline_ms": "5.0", "quantile": "0.99", "budget_ns": 4096}]}}`, &fromJSON)
+		`"deadline_ms": "5.0", "quantile": "0.99", "budget_ns": 4096, "wait_ppm": 250000}]}}`, &fromJSON)
 	if c, b, p := fromJSON.QoE.Request(); fromJSON.QoE.validate() != nil || c != 10 || b != 4096 ||
-		p != 990000 {
+		p != 990000 || fromJSON.QoE.WaitPPM != 250_000 {
 		t.Fatalf("JSON qoe block decodes to %+v: request %d %d %d", fromJSON.QoE, c, b, p)
 	}
 	tc.Kernel, tc.NICs, tc.ClickConfig = k, []string{""}, "FromDevice(0) -> Discard;"
@@ -383,8 +385,10 @@ func TestQoEBlockSetsTheVNFsSlots(t *testing.T) {
 	}
 	sl := stats["slots"].(map[string]any)
 	q, _ := sl["qoe"].(map[string]any)
+	// wait_budget_ppm: the block's wait_ppm reached the VNF (a whole window: never over)
 	if num(sl["total"]) != 64 || num(sl["free"]) != 10 || q == nil || num(q["capacity"]) != 10 ||
-		num(q["budget_ns"]) != 5_000_000 || num(q["quantile_ppm"]) != 990000 {
+		num(q["budget_ns"]) != 5_000_000 || num(q["quantile_ppm"]) != 990000 ||
+		num(q["wait_budget_ppm"]) != 1_000_000 {
 		t.Errorf("slots %v", sl)
 	}
 	fp := d.buildFingerprint()

@@ -345,6 +345,8 @@ class NomadZone(NomadNetworks, ZoneAdapter):
                  "quantile": repr(float(req.qoe.quantile))}
             if req.qoe.budget_ns is not None:
                 q["budget_ns"] = req.qoe.budget_ns
+            if req.qoe.wait_ppm:                      # the host-wait budget (0 = none: unset)
+                q["wait_ppm"] = req.qoe.wait_ppm
             cfg["qoe"] = [q]
         job = {"ID": job_id, "Name": job_id, "Type": "service", "Datacenters": [self.datacenter],
                "Meta": {META_SERVICE: req.service},

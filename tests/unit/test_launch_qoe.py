@@ -133,6 +133,11 @@ def test_nomad_job_carries_the_qoe_block():
     cfg = z.job_spec(LaunchRequest("fw", FW, qoe=QoE(3, 0.5, 0.999)),
                      "j")["TaskGroups"][0]["Tasks"][0]["Config"]
     assert cfg["qoe"] == [{"capacity": 3, "deadline_ms": "0.5", "quantile": "0.999"}]
+    # the host-wait budget goes with the block when there is one (the driver's qoe.wait_ppm)
+    cfg = z.job_spec(LaunchRequest("fw", FW, qoe=QoE(10, 5.0, 0.99, 4096, wait_ppm=250_000)),
+                     "j")["TaskGroups"][0]["Tasks"][0]["Config"]
+    assert cfg["qoe"] == [{"capacity": 10, "deadline_ms": "5.0", "quantile": "0.99",
+                           "budget_ns": 4096, "wait_ppm": 250_000}]
     assert "qoe" not in z.job_spec(LaunchRequest("fw", FW), "j")["TaskGroups"][0]["Tasks"][0][
         "Config"]
 
