@@ -78,8 +78,9 @@ EXTRA_SPEC_VALIDATORS = [
             "Session slots at the service's QoE (issue 23): the sessions the VNF serves within "
             "fluidvim:qoe_deadline_ms at fluidvim:qoe_quantile (the stage-1 load probe's "
             "capacity). The VNF then announces min(flow-table free, capacity - used) as its free "
-            "slots and corrects the capacity from its own latency. The three fluidvim:qoe_* "
-            "specs go together. Only supported by the fluidvim virt driver."
+            "slots and corrects the capacity from its own latency. It goes together with "
+            "fluidvim:qoe_deadline_ms and fluidvim:qoe_quantile (fluidvim:qoe_wait_ppm is "
+            "optional). Only supported by the fluidvim virt driver."
         ),
         value={"type": int, "min": 1, "max": limits.SLOTS_MAX},
     ),
@@ -101,9 +102,22 @@ EXTRA_SPEC_VALIDATORS = [
         value={"type": str, "description": "a number in (0, 1), e.g. 0.99",
                "pattern": r"0?\.(?!0*$)[0-9]+"},
     ),
+    base.ExtraSpecValidator(
+        name="fluidvim:qoe_wait_ppm",
+        description=(
+            "The VNF's host-wait budget for fluidvim:qoe_capacity (optional, 0..1000000): the "
+            "share of a correction window (ppm) its vCPU may wait for a CPU (KVM steal) before "
+            "the VNF shrinks its capacity as for a late tail; the stage-1 load probe's "
+            "qoe_params give it from the probe's steal shares. Unset or 0 = no host-wait rule. "
+            "Needs the three other fluidvim:qoe_* specs. Only supported by the fluidvim virt "
+            "driver."
+        ),
+        value={"type": int, "min": 0, "max": 1_000_000},
+    ),
 ]
 
 QOE_SPECS = ("fluidvim:qoe_capacity", "fluidvim:qoe_deadline_ms", "fluidvim:qoe_quantile")
+QOE_WAIT = "fluidvim:qoe_wait_ppm"       # optional, with QOE_SPECS
 
 KEYS = {v.name: v for v in EXTRA_SPEC_VALIDATORS}
 

@@ -114,15 +114,20 @@ def qoe(instance, specs) -> QoE | None:
     """The VNF's slots at the service's QoE from the flavor's ``fluidvim:qoe_*`` extra
     specs (already checked one by one), or None when the flavor has none."""
     given = {k: specs[k] for k in fextra.QOE_SPECS if specs.get(k) not in (None, "")}
-    if not given:
+    wait = specs.get(fextra.QOE_WAIT)
+    if not given and wait in (None, ""):
         return None
     missing = [k for k in fextra.QOE_SPECS if k not in given]
+    if missing and not given:
+        raise _abort(instance, f"flavor extra spec {fextra.QOE_WAIT} is the host-wait budget of "
+                               f"a QoE: set {', '.join(missing)} too (or unset {fextra.QOE_WAIT})")
     if missing:
         raise _abort(instance, f"flavor extra specs {', '.join(fextra.QOE_SPECS)} go together: "
                                f"set {', '.join(missing)} too (or unset {', '.join(given)})")
     cap, deadline, quantile = (given[k] for k in fextra.QOE_SPECS)
     try:
-        return QoE(int(cap), float(deadline), float(quantile))
+        return QoE(int(cap), float(deadline), float(quantile),
+                   wait_ppm=int(wait) if wait not in (None, "") else 0)
     except ValueError as e:
         raise _abort(instance, "flavor extra spec "
                      f"{str(e).replace('qoe.', 'fluidvim:qoe_', 1)}") from None

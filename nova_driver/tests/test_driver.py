@@ -332,15 +332,17 @@ class UnikernelDriverTestCase(DriverTestBase):
 
     def test_flavor_qoe_sets_the_vnfs_slots_at_its_capacity(self):
         specs = {"fluidvim:session_slots": "64", "fluidvim:qoe_capacity": "10",
-                 "fluidvim:qoe_deadline_ms": "5", "fluidvim:qoe_quantile": "0.99"}
+                 "fluidvim:qoe_deadline_ms": "5", "fluidvim:qoe_quantile": "0.99",
+                 "fluidvim:qoe_wait_ppm": "1000000"}
         inst = self._instance(specs)
         self._spawn(inst)
         st = self._stats(inst)["slots"]
         self.assertEqual((64, 0, 10), (st["total"], st["used"], st["free"]))
+        # wait_budget_ppm: the flavor's host-wait budget reached the VNF
         self.assertEqual({"probed": 10, "capacity": 10, "budget_ns": 5_000_000,
-                          "quantile_ppm": 990000},
-                         {k: st["qoe"][k] for k in ("probed", "capacity", "budget_ns",
-                                                    "quantile_ppm")})
+                          "quantile_ppm": 990000, "wait_budget_ppm": 1_000_000},
+                         {k: st["qoe"].get(k) for k in ("probed", "capacity", "budget_ns",
+                                                        "quantile_ppm", "wait_budget_ppm")})
         # what the slot notifications and the inventory read (the launch core's sum)
         self.assertEqual(10, self.driver.manager.slots()["vnfs"][inst.uuid]["free"])
 
@@ -351,7 +353,12 @@ class UnikernelDriverTestCase(DriverTestBase):
                 ({"fluidvim:qoe_capacity": "0", "fluidvim:qoe_deadline_ms": "5",
                   "fluidvim:qoe_quantile": "0.99"}, "fluidvim:qoe_capacity: Validation failed"),
                 ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
-                  "fluidvim:qoe_quantile": "1"}, "fluidvim:qoe_quantile: Validation failed")]:
+                  "fluidvim:qoe_quantile": "1"}, "fluidvim:qoe_quantile: Validation failed"),
+                ({"fluidvim:qoe_wait_ppm": "250000"}, "fluidvim:qoe_wait_ppm is the host-wait "
+                                                      "budget of a QoE: set fluidvim:qoe_capacity"),
+                ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
+                  "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_wait_ppm": "-1"},
+                 "fluidvim:qoe_wait_ppm: Validation failed")]:
             exc = self.assertRaises(exception.BuildAbortException, self._spawn,
                                     self._instance(specs))
             self.assertIn(why, str(exc))

@@ -30,22 +30,25 @@ class ValidatorsLoadedTest(test.NoDBTestCase):
                 "fluidvim:session_slots": "65536", "fluidvim:nics": "1",
                 "fluidvim:warm": "false", "fluidvim:backend": "libvirt",
                 "fluidvim:qoe_capacity": "200", "fluidvim:qoe_deadline_ms": "0.5",
-                "fluidvim:qoe_quantile": "0.99"}
+                "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_wait_ppm": "250000"}
         for name, value in good.items():
             validators.validate(name, value)
         self.assertEqual([], fextra.check(good))
         bad = {"fluidvim:click_config": "  ", "fluidvim:session_slots": "0",
                "fluidvim:nics": "5", "fluidvim:warm": "sometimes", "fluidvim:backend": "xen",
                "fluidvim:slotz": "4", "fluidvim:qoe_capacity": "65537",
-               "fluidvim:qoe_deadline_ms": "0", "fluidvim:qoe_quantile": "1"}
+               "fluidvim:qoe_deadline_ms": "0", "fluidvim:qoe_quantile": "1",
+               "fluidvim:qoe_wait_ppm": "1000001"}
         for name, value in bad.items():
             self.assertRaises(exception.ValidationError, validators.validate, name, value)
         problems = fextra.check(dict(bad, **{"hw:numa_nodes": "1", "other": "x"}))
         self.assertEqual(len(bad), len(problems))            # other namespaces are not ours
         self.assertIn("unknown flavor extra spec fluidvim:slotz (known: fluidvim:backend, "
                       "fluidvim:click_config, fluidvim:nics, fluidvim:qoe_capacity, "
-                      "fluidvim:qoe_deadline_ms, fluidvim:qoe_quantile, fluidvim:session_slots, "
-                      "fluidvim:warm)", problems)
+                      "fluidvim:qoe_deadline_ms, fluidvim:qoe_quantile, fluidvim:qoe_wait_ppm, "
+                      "fluidvim:session_slots, fluidvim:warm)", problems)
+        self.assertIn("flavor extra spec fluidvim:qoe_wait_ppm: Validation failed; "
+                      "'1000001' is greater than the max value of '1000000'", " ".join(problems))
 
 
 class FlavorExtraSpecsAPITest(integrated_helpers._IntegratedTestBase):
