@@ -191,12 +191,23 @@ def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
     return QoEParams(est.slots, budget, qp, f"{per}{est.basis}; {why}", wait)
 
 
+class NoQoECapacity(SlotsError):
+    """The environment's load probe shows no session within the service's deadline at its
+    quantile: a VNF launched there would announce slots whose sessions miss the deadline."""
+
+
 def launch_qoe(results, deadline_ms: float, quantile: float,
                session_pps: float | None = None) -> tuple[QoE | None, str]:
     """The QoE a launch on an environment carries (``LaunchRequest.qoe``), from the environment's
     stage-1 results (``results``: its ProbeResults, any kinds) and the service's deadline and
-    quantile; (None, why) when there is no usable load probe result or it shows no capacity at
-    the deadline (the VNF then announces its flow table's slots)."""
+    quantile; (None, why) when there is no usable load probe result (nothing is known: the VNF
+    then announces its flow table's slots).
+
+    Raises :class:`NoQoECapacity` when the probe shows no session within the deadline. A VNF
+    cannot announce "0 at the QoE" (``qoe`` capacity 0 turns the rule off, so it would announce
+    its whole flow table: sessions the probe says miss the deadline), and stage 1 already finds
+    such an environment infeasible (``analyzers``: "no load meets"), so the launch is refused
+    with the probe's reason and the fix."""
     loads = [r for r in results or () if r.kind == LOAD and r.ok]
     if not loads:
         return None, "no successful load probe result for the environment"
@@ -206,5 +217,9 @@ def launch_qoe(results, deadline_ms: float, quantile: float,
     except SlotsError as e:
         return None, f"load probe result unusable: {e}"
     if p.capacity < 1:
-        return None, f"the load probe shows no session within {deadline_ms} ms ({p.basis})"
+        raise NoQoECapacity(
+            f"the load probe of environment {r.env_uid} shows no session within "
+            f"{deadline_ms:g} ms at p{quantile * 100:g} ({p.basis}): a VNF launched there would "
+            "announce sessions that miss the deadline; relax the service's deadline_ms or "
+            "qos_quantile, or place it on a faster environment type")
     return QoE(p.capacity, float(deadline_ms), float(quantile), p.budget_ns, p.wait_ppm), p.basis

@@ -19,7 +19,7 @@ from oslo_log import log as logging
 from fluidvim.common import instance_states as istates
 from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneAdapter, ZoneError
 from fluidvim.evaluator.model import LOAD, ServiceProfile
-from fluidvim.evaluator.qoeslots import launch_qoe
+from fluidvim.evaluator.qoeslots import NoQoECapacity, launch_qoe
 
 from .exception import DatabaseDown
 from .slots import SlotReport
@@ -48,9 +48,14 @@ def launch_request(service_row, host: str | None = None, bridges=(),
 def service_qoe(service_row, results) -> QoE | None:
     """The QoE of ``service_row``'s instances on an environment whose stage-1 probe results
     are ``results`` (the chosen candidate's): capacity from its load probe at the service's
-    deadline and quantile. None (logged) when the probe does not give one."""
+    deadline and quantile. None (logged) when there is no usable load probe result; ZoneError
+    (the launch is refused, with the fix) when the probe shows no session within the deadline."""
     svc = profile_of(service_row)
-    qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+    try:
+        qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+    except NoQoECapacity as e:
+        LOG.warning("%s: launch refused: %s", svc.name, e)
+        raise ZoneError(f"{svc.name} not launched: {e}") from None
     if qoe is None:
         LOG.info("%s: no QoE slots for this launch (%s): the flow table's slots apply",
                  svc.name, why)
@@ -61,7 +66,8 @@ def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None) ->
     """The QoE of a launch without a placement decision (the resolver's fast track, a woken
     host): from ``stage1``'s cached load probe of the environment type of ``host``, or of the
     zone's only type when the zone picks the host. None when that type is not known (the zone
-    has several), there is no cache, or no usable load result."""
+    has several), there is no cache, or no usable load result; ZoneError when the probe shows
+    no session within the deadline (:func:`service_qoe`)."""
     cache = getattr(stage1, "cache", None)
     if cache is None:
         return None

@@ -6,13 +6,15 @@ deadline and quantile. The VNF side (the ``qoe`` op) is tests/integration/test_s
 
 import dataclasses
 import itertools
+import types
 
 import pytest
 
-from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE
+from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneError
 from fluidvim.evaluator.model import BOOT, ProbeResult
-from fluidvim.evaluator.qoeslots import launch_qoe, qoe_params
+from fluidvim.evaluator.qoeslots import NoQoECapacity, launch_qoe, qoe_params
 from fluidvim.orchestrator import conf as orchconf
+from fluidvim.orchestrator.deploy import service_qoe
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import (
     SyntheticZone,
@@ -76,10 +78,28 @@ def test_launch_qoe_from_the_load_probe_only():
                                                    "environment")
     failed = ProbeResult(env_uid="u1", kind=load.kind, ok=False, metrics={}, error="boom")
     assert launch_qoe([failed], 1.0, 0.99)[0] is None
-    # a deadline nothing meets: no capacity, so no QoE (the flow table's slots apply)
-    qoe, why = launch_qoe([load], 1e-6, 0.99, 100.0)
-    assert qoe is None and why
     assert boot.kind == BOOT
+
+
+def test_launch_qoe_refuses_a_deadline_the_probe_never_meets():
+    """No capacity at the deadline is not "unknown": a VNF cannot announce 0 at the QoE (qoe
+    capacity 0 = off = its whole flow table), so the launch is refused with the probe's reason
+    and the fix, as stage 1 finds the environment infeasible."""
+    load, _ = synthetic_probe_results("u1", "z", 20000.0, 50.0)
+    lowest = min(float(s["latency_ms"]["0.99"]) for s in load.metrics["steps"])
+    with pytest.raises(NoQoECapacity) as e:
+        launch_qoe([load], lowest / 2, 0.99, 100.0)
+    msg = str(e.value)
+    assert "environment u1 shows no session within" in msg and "no load step meets" in msg
+    assert "relax the service's deadline_ms or qos_quantile" in msg
+    # the deploy path turns it into a refused launch naming the service (ZoneError: every
+    # caller - placement, the resolver's fast track, a woken host - reports it as a failed launch)
+    row = types.SimpleNamespace(name="fw", profile={"name": "fw", "click_config": FW,
+                                                    "deadline_ms": lowest / 2,
+                                                    "qos_quantile": 0.99, "session_pps": 100.0})
+    with pytest.raises(ZoneError, match="^fw not launched: the load probe of environment u1"):
+        service_qoe(row, [load])
+    assert service_qoe(row, []) is None          # no probe: nothing known, the flow table's
 
 
 class LaunchingZone(SyntheticZone):
@@ -165,3 +185,28 @@ def test_fast_track_launch_fills_the_qoe_of_the_zones_environment(db_url):
     many, mtypes, _ = make_fleet(8, 1, n_env_types=3)
     assert len({h.env.uid for h in many[0].hosts()}) > 1
     assert zone_qoe(orch.placement.stage1, many[0], orch.store.service("fw")) is None
+
+
+def test_fast_track_refuses_a_launch_whose_probe_misses_the_deadline(db_url):
+    """The resolver's on-demand launch on a zone whose environment's probe never meets the
+    service's deadline: no VNF is started (it would announce its whole flow table) and the
+    client is refused with the probe's reason."""
+    from fluidvim.orchestrator.exception import Refused
+
+    zones, types_, labels = make_fleet(4, 2, n_env_types=1)
+    zones = [LaunchingZone(z.name, z.hosts()) for z in zones]
+    conf = orchconf.make_conf(connection=db_url, local_zone=False)
+    orch = Orchestrator(conf, zones=zones, zone_labels=labels)
+    try:
+        seed_cache(orch.placement.stage1.cache, zones, types_)
+        (uid,) = types_
+        load, _ = synthetic_probe_results(uid, zones[0].name, types_[uid][1], types_[uid][2])
+        lowest = min(float(s["latency_ms"]["0.99"]) for s in load.metrics["steps"])
+        orch.register_service("fw", FW, deadline_ms=lowest / 2, qos_quantile=0.99,
+                              session_pps=100)
+        with pytest.raises(Refused, match="every on-demand launch failed: fw not launched: the "
+                                          f"load probe of environment {uid} shows no session"):
+            orch.resolve("fw")
+        assert [r for z in zones for r in z.launches] == []
+    finally:
+        orch.close()
