@@ -7,8 +7,9 @@ generator VNF needs there (evaluator/genprobe.py, issue 23 item 2).
   generator VNF sends frames with MACs and IPs Neutron never assigned (and the probe VNF forwards
   them), which port security (anti-spoofing) would drop. A Neutron without the ``port-security``
   extension (ML2's ``extension_drivers = port_security``) cannot make them: create_network says
-  so. No subnet: the VNFs need none, and Nova boots on a network without one when its port
-  security is off. delete_network deletes one (Neutron refuses while ports are on it).
+  so. Each gets one subnet (``SUBNET_CIDR``, no DHCP, no gateway): the VNFs use no Neutron
+  address, but Nova boots a server on a network only when it has a subnet. delete_network deletes
+  a network with its subnet (Neutron refuses while ports are on it).
 * ports    = a launch NIC with a fixed MAC gets a Neutron port of that MAC made by the zone
   (admin, or the network's owner, may set ``mac_address``), named after the server, listed in
   its metadata ``fluidvim_ports`` and deleted after the server (Nova only unbinds ports it did
@@ -28,6 +29,7 @@ from fluidvim.common.zonetypes import NETWORK_NAME_RE, NetworkInfo, ZoneError
 META_PORTS = "fluidvim_ports"
 DIAGNOSTICS_MICROVERSION = "2.47"        # the last one whose diagnostics are the driver's dict
 PORT_SECURITY_EXT = "port-security"
+SUBNET_CIDR = "10.93.0.0/24"             # genprobe's addresses; each network is its own L2
 
 
 class NovaNetworks:
@@ -58,6 +60,14 @@ class NovaNetworks:
                 net = self.conn.network.create_network(name=full, port_security_enabled=False)
             except osexc.SDKException as e:
                 raise self._fail(f"creating network {full!r}", e) from None
+        if not net.subnet_ids:
+            try:
+                self.conn.network.create_subnet(network_id=net.id, name=full, ip_version=4,
+                                                cidr=SUBNET_CIDR, gateway_ip=None,
+                                                is_dhcp_enabled=False)
+            except osexc.SDKException as e:
+                self.delete_network(net.id)
+                raise self._fail(f"creating the subnet of network {full!r}", e) from None
         return NetworkInfo(id=net.id, name=name, zone=self.name)
 
     def delete_network(self, network_id: str) -> None:

@@ -259,3 +259,51 @@ def test_neutron_ovs_networks(stack):
     times = _with_logs(stack, ns.scenario_ovs, stack, KERNEL)
     print("ovs scenario:", times)
     assert times["server create --nic net-id x2 --wait"] > 0
+
+
+def test_load_probe_with_a_generator_vnf(stack):
+    """Issue 23 item 2: stage 1's load probe in a Nova zone (the orchestrator's NovaZone over
+    openstacksdk). This machine does not put packets on a compute's Neutron networks, so the
+    probe takes its traffic from a generator VNF (traffic "auto" -> "vnf"): two Neutron networks
+    with port security off made by the zone, the probe server on both, per step a generator
+    server pinned to the same host (``az:host``) with its Click configuration as user_data and a
+    Neutron port of its fixed MAC, each step read from the server's diagnostics; the servers,
+    ports and networks go with the probe."""
+    if not stack.neutron:
+        pytest.skip(f"no real Neutron here: {ns.real_neutron_missing()}")
+    import openstack.connection
+
+    from fluidvim.evaluator import probes
+    from fluidvim.orchestrator.zones.nova import NovaZone
+
+    ns._ensure_firewall_image(ns.OpenStackCLI(stack), KERNEL)
+    conn = openstack.connection.Connection(session=stack.session(), region_name=ns.REGION)
+    flavor = conn.compute.create_flavor(name="vnf.loadprobe", ram=32, vcpus=1, disk=0)
+    # the probe's flow table without a Placement claim (the host has 4 slots)
+    conn.compute.create_flavor_extra_specs(flavor, {"fluidvim:session_slots": "64"})
+    zone = NovaZone("nova-probe", conn, default_flavor="vnf.loadprobe",
+                    default_image="vnf-firewall", launch_timeout=120)
+    before = set(faults.qemu_pids(stack.run_dir))
+    host = zone.hosts()[0]
+    probe = probes.LoadProbe(sessions=(2, 16), session_pps=100, step_s=0.6, refine=0, recheck=0,
+                             probe_slots=64, prefix="fvnp", traffic="auto")
+    assert probe.applicable(zone) == (True, "")
+    t0 = time.monotonic()
+    r = probe.run(host.env, zone)
+    print(f"\nnova zone load probe: {time.monotonic() - t0:.1f} s, steps "
+          f"{[(s['sessions'], s['latency_ms'], s['loss']) for s in r.metrics['steps']]}")
+    assert r.ok, r.error
+    m = r.metrics
+    assert m["traffic"] == "vnf" and m["host"] == host.name == ns.COMPUTE_HOST
+    assert [s["sessions"] for s in m["steps"]] == [2, 16] or m["stopped"].startswith("loss")
+    first = m["steps"][0]
+    assert first["received"] > 0 and first["loss"] < 0.05          # 200 pps: nothing lost
+    assert 0 < first["latency_ms"]["0.5"] <= first["latency_ms"]["0.99"]
+    # gone: servers (so their VNFs and QEMUs), the generators' ports, the two networks
+    assert zone.networks() == []
+    assert not [n.name for n in conn.network.networks() if "fvnp" in (n.name or "")]
+    assert not [p.name for p in conn.network.ports() if (p.name or "").startswith("fluidvim-")]
+    assert not [s.name for s in conn.compute.servers() if s.name.startswith("fluidvim-")]
+    assert not ns._fluidvim(stack, "list", "--all"), "VNFs left after the probe"
+    assert not set(faults.qemu_pids(stack.run_dir)) - before, "QEMU left after the probe"
+    conn.compute.delete_flavor(flavor)
