@@ -516,11 +516,17 @@ func (c *Client) ConfigureMACs(config string, slots int, macs []*string, timeout
 	return c.Request("configure", f, timeout)
 }
 
-// QoE sets the VNF's session slots at the service's QoE (contract/PROTOCOL.md §4 `qoe`):
-// capacity 0 turns it off (budgetNS, quantilePPM and waitPPM are then not sent); waitPPM 0 =
-// no host-wait rule (not sent).
+// QoE sets the VNF's session slots at the service's QoE (contract/PROTOCOL.md §4 `qoe`) with
+// the fields of QoEFields.
 func (c *Client) QoE(capacity int, budgetNS int64, quantilePPM int, waitPPM int64,
 	timeout time.Duration) (map[string]any, error) {
+	return c.Request("qoe", QoEFields(capacity, budgetNS, quantilePPM, waitPPM), timeout)
+}
+
+// QoEFields is the `qoe` request's fields: capacity 0 turns it off (budgetNS, quantilePPM and
+// waitPPM are then not sent); waitPPM 0 = no host-wait rule (not sent). The Python launch core
+// sends the same for the same QoE (contract/vectors/qoe.json).
+func QoEFields(capacity int, budgetNS int64, quantilePPM int, waitPPM int64) map[string]any {
 	f := map[string]any{"capacity": capacity}
 	if capacity > 0 {
 		f["budget_ns"], f["quantile_ppm"] = budgetNS, quantilePPM
@@ -528,7 +534,7 @@ func (c *Client) QoE(capacity int, budgetNS int64, quantilePPM int, waitPPM int6
 			f["wait_ppm"] = waitPPM
 		}
 	}
-	return c.Request("qoe", f, timeout)
+	return f
 }
 
 // Stats returns the VNF's counters.

@@ -166,7 +166,7 @@ func (q TaskQoE) Request() (int, int64, int) {
 	if budget == 0 {
 		budget = int64(deadlineMS * 1e6)
 	}
-	ppm := int(math.Round(quantile * 1e6))
+	ppm := int(math.RoundToEven(quantile * 1e6)) // as Python's round (contract/vectors/qoe.json)
 	return q.Capacity, budget, min(max(ppm, 1), 999999)
 }
 

@@ -4,10 +4,15 @@
 package unikernel
 
 import (
+	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
+
+	"github.com/fluidvim/fluidvim/nomad_driver/control"
 )
 
 // The qoe block's wait_ppm (the VNF's host-wait budget) decodes from HCL and from the JSON job
@@ -46,6 +51,44 @@ func TestQoEWaitPPMOutOfRangeNamesTheField(t *testing.T) {
 		fe, ok := err.(*FieldError)
 		if !ok || fe.Field != "qoe.wait_ppm" || !strings.Contains(err.Error(), "0..1000000") {
 			t.Errorf("wait_ppm %d: error %v does not name qoe.wait_ppm and its range", w, err)
+		}
+	}
+}
+
+// contract/vectors/qoe.json: the qoe block the orchestrator's Nomad zone writes for a launch's
+// QoE decodes to the qoe request the Python launch core sends for the same QoE
+// (tests/unit/test_launch_qoe.py checks the Python side against the same file).
+func TestQoEVectors(t *testing.T) {
+	b, err := os.ReadFile("../../contract/vectors/qoe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vec struct {
+		Cases []struct {
+			NomadBlock json.RawMessage `json:"nomad_block"`
+			Request    map[string]any  `json:"request"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &vec); err != nil || len(vec.Cases) < 4 {
+		t.Fatalf("qoe.json: %v (%d cases)", err, len(vec.Cases))
+	}
+	for i, c := range vec.Cases {
+		var tc TaskConfig
+		hclutils.NewConfigParser(taskConfigSpec).ParseJson(t,
+			`{"Config": {"qoe": [`+string(c.NomadBlock)+`]}}`, &tc)
+		if err := tc.QoE.validate(); err != nil {
+			t.Errorf("case %d: %s refused: %v", i, c.NomadBlock, err)
+			continue
+		}
+		capacity, budget, ppm := tc.QoE.Request()
+		// through JSON, as the request goes out and as the vector was read
+		raw, _ := json.Marshal(control.QoEFields(capacity, budget, ppm, tc.QoE.WaitPPM))
+		var got map[string]any
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c.Request) {
+			t.Errorf("case %d: %s sends %v, the vector says %v", i, c.NomadBlock, got, c.Request)
 		}
 	}
 }

@@ -6,6 +6,8 @@ deadline and quantile. The VNF side (the ``qoe`` op) is tests/integration/test_s
 
 import dataclasses
 import itertools
+import json
+import pathlib
 import types
 
 import pytest
@@ -160,6 +162,20 @@ def test_nomad_job_carries_the_qoe_block():
                            "budget_ns": 4096, "wait_ppm": 250_000}]
     assert "qoe" not in z.job_spec(LaunchRequest("fw", FW), "j")["TaskGroups"][0]["Tasks"][0][
         "Config"]
+
+
+def test_qoe_vectors_python_side():
+    """contract/vectors/qoe.json: the qoe request the launch core sends for a QoE and the block
+    the Nomad zone writes for it (whose request the Go driver checks against the same file)."""
+    from fluidvim.orchestrator.zones.nomad import NomadZone
+
+    vec = json.loads((pathlib.Path(__file__).parents[2] / "contract/vectors/qoe.json").read_text())
+    assert len(vec["cases"]) >= 4
+    for case in vec["cases"]:
+        q = QoE(**case["qoe"])
+        assert q.request() == case["request"], case
+        cfg = NomadZone("n").job_spec(LaunchRequest("fw", FW, qoe=q), "j")
+        assert cfg["TaskGroups"][0]["Tasks"][0]["Config"]["qoe"] == [case["nomad_block"]], case
 
 
 def test_fast_track_launch_fills_the_qoe_of_the_zones_environment(db_url):
