@@ -21,7 +21,7 @@ flavor extra spec                image property                       meaning
 ``fluidvim:backend``                                                  qemu or libvirt
 ``fluidvim:qoe_capacity``, ``fluidvim:qoe_deadline_ms``, ``fluidvim:qoe_quantile``
                                                                      slots at the QoE
-``fluidvim:qoe_wait_ppm``                                             its host-wait budget
+``fluidvim:qoe_budget_ns``, ``fluidvim:qoe_wait_ppm``                 its budgets (optional)
 ===============================  ===================================  =========================
 
 The flavor wins over the image, both over ``[fluidvim]``/``[vnf]`` defaults. The server's

@@ -79,8 +79,8 @@ EXTRA_SPEC_VALIDATORS = [
             "fluidvim:qoe_deadline_ms at fluidvim:qoe_quantile (the stage-1 load probe's "
             "capacity). The VNF then announces min(flow-table free, capacity - used) as its free "
             "slots and corrects the capacity from its own latency. It goes together with "
-            "fluidvim:qoe_deadline_ms and fluidvim:qoe_quantile (fluidvim:qoe_wait_ppm is "
-            "optional). Only supported by the fluidvim virt driver."
+            "fluidvim:qoe_deadline_ms and fluidvim:qoe_quantile (fluidvim:qoe_budget_ns and "
+            "fluidvim:qoe_wait_ppm are optional). Only supported by the fluidvim virt driver."
         ),
         value={"type": int, "min": 1, "max": limits.SLOTS_MAX},
     ),
@@ -103,6 +103,18 @@ EXTRA_SPEC_VALIDATORS = [
                "pattern": r"0?\.(?!0*$)[0-9]+"},
     ),
     base.ExtraSpecValidator(
+        name="fluidvim:qoe_budget_ns",
+        description=(
+            "The VNF's own latency budget for fluidvim:qoe_capacity (optional, nanoseconds, "
+            "1..60000000000): its in-VNF tail at fluidvim:qoe_quantile that goes with meeting "
+            "the deadline, past which it shrinks its capacity (the stage-1 load probe's "
+            "qoe_params give it: 2 x the highest in-VNF tail at the loads that met the "
+            "deadline). Unset = the whole deadline. Needs the three other fluidvim:qoe_* specs. "
+            "Only supported by the fluidvim virt driver."
+        ),
+        value={"type": int, "min": 1, "max": 60_000_000_000},
+    ),
+    base.ExtraSpecValidator(
         name="fluidvim:qoe_wait_ppm",
         description=(
             "The VNF's host-wait budget for fluidvim:qoe_capacity (optional, 0..1000000): the "
@@ -117,7 +129,7 @@ EXTRA_SPEC_VALIDATORS = [
 ]
 
 QOE_SPECS = ("fluidvim:qoe_capacity", "fluidvim:qoe_deadline_ms", "fluidvim:qoe_quantile")
-QOE_WAIT = "fluidvim:qoe_wait_ppm"       # optional, with QOE_SPECS
+QOE_OPTIONAL = ("fluidvim:qoe_budget_ns", "fluidvim:qoe_wait_ppm")   # with QOE_SPECS
 
 KEYS = {v.name: v for v in EXTRA_SPEC_VALIDATORS}
 

@@ -114,20 +114,22 @@ def qoe(instance, specs) -> QoE | None:
     """The VNF's slots at the service's QoE from the flavor's ``fluidvim:qoe_*`` extra
     specs (already checked one by one), or None when the flavor has none."""
     given = {k: specs[k] for k in fextra.QOE_SPECS if specs.get(k) not in (None, "")}
-    wait = specs.get(fextra.QOE_WAIT)
-    if not given and wait in (None, ""):
+    extra = {k: specs[k] for k in fextra.QOE_OPTIONAL if specs.get(k) not in (None, "")}
+    if not given and not extra:
         return None
     missing = [k for k in fextra.QOE_SPECS if k not in given]
     if missing and not given:
-        raise _abort(instance, f"flavor extra spec {fextra.QOE_WAIT} is the host-wait budget of "
-                               f"a QoE: set {', '.join(missing)} too (or unset {fextra.QOE_WAIT})")
+        raise _abort(instance, f"flavor extra spec {', '.join(extra)} is part of a QoE: set "
+                               f"{', '.join(missing)} too (or unset {', '.join(extra)})")
     if missing:
         raise _abort(instance, f"flavor extra specs {', '.join(fextra.QOE_SPECS)} go together: "
                                f"set {', '.join(missing)} too (or unset {', '.join(given)})")
     cap, deadline, quantile = (given[k] for k in fextra.QOE_SPECS)
+    budget, wait = (extra.get(k) for k in fextra.QOE_OPTIONAL)
     try:
         return QoE(int(cap), float(deadline), float(quantile),
-                   wait_ppm=int(wait) if wait not in (None, "") else 0)
+                   budget_ns=int(budget) if budget is not None else None,
+                   wait_ppm=int(wait) if wait is not None else 0)
     except ValueError as e:
         raise _abort(instance, "flavor extra spec "
                      f"{str(e).replace('qoe.', 'fluidvim:qoe_', 1)}") from None

@@ -333,13 +333,13 @@ class UnikernelDriverTestCase(DriverTestBase):
     def test_flavor_qoe_sets_the_vnfs_slots_at_its_capacity(self):
         specs = {"fluidvim:session_slots": "64", "fluidvim:qoe_capacity": "10",
                  "fluidvim:qoe_deadline_ms": "5", "fluidvim:qoe_quantile": "0.99",
-                 "fluidvim:qoe_wait_ppm": "1000000"}
+                 "fluidvim:qoe_wait_ppm": "1000000", "fluidvim:qoe_budget_ns": "4096"}
         inst = self._instance(specs)
         self._spawn(inst)
         st = self._stats(inst)["slots"]
         self.assertEqual((64, 0, 10), (st["total"], st["used"], st["free"]))
-        # wait_budget_ppm: the flavor's host-wait budget reached the VNF
-        self.assertEqual({"probed": 10, "capacity": 10, "budget_ns": 5_000_000,
+        # budget_ns, wait_budget_ppm: the flavor's budgets reached the VNF
+        self.assertEqual({"probed": 10, "capacity": 10, "budget_ns": 4096,
                           "quantile_ppm": 990000, "wait_budget_ppm": 1_000_000},
                          {k: st["qoe"].get(k) for k in ("probed", "capacity", "budget_ns",
                                                         "quantile_ppm", "wait_budget_ppm")})
@@ -354,8 +354,11 @@ class UnikernelDriverTestCase(DriverTestBase):
                   "fluidvim:qoe_quantile": "0.99"}, "fluidvim:qoe_capacity: Validation failed"),
                 ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
                   "fluidvim:qoe_quantile": "1"}, "fluidvim:qoe_quantile: Validation failed"),
-                ({"fluidvim:qoe_wait_ppm": "250000"}, "fluidvim:qoe_wait_ppm is the host-wait "
-                                                      "budget of a QoE: set fluidvim:qoe_capacity"),
+                ({"fluidvim:qoe_wait_ppm": "250000"}, "fluidvim:qoe_wait_ppm is part of a QoE: "
+                                                      "set fluidvim:qoe_capacity"),
+                ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
+                  "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_budget_ns": "0"},
+                 "fluidvim:qoe_budget_ns: Validation failed"),
                 ({"fluidvim:qoe_capacity": "8", "fluidvim:qoe_deadline_ms": "5",
                   "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_wait_ppm": "-1"},
                  "fluidvim:qoe_wait_ppm: Validation failed")]:

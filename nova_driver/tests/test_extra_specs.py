@@ -7,12 +7,16 @@ nova-api WSGI app; the flavor extra-spec API at microversion 2.86, where Nova va
     .venv/bin/python -m testtools.run fluidvim.nova_driver.tests.test_extra_specs
 """
 
+import json
+import pathlib
+import types
+
 from nova import exception, test
 from nova.api.validation.extra_specs import validators
 from nova.tests.functional import integrated_helpers
 from nova.tests.functional.api import client as api_client
 
-from fluidvim.nova_driver import extra_specs as fextra
+from fluidvim.nova_driver import extra_specs as fextra, request as frequest
 
 
 class ValidatorsLoadedTest(test.NoDBTestCase):
@@ -30,7 +34,8 @@ class ValidatorsLoadedTest(test.NoDBTestCase):
                 "fluidvim:session_slots": "65536", "fluidvim:nics": "1",
                 "fluidvim:warm": "false", "fluidvim:backend": "libvirt",
                 "fluidvim:qoe_capacity": "200", "fluidvim:qoe_deadline_ms": "0.5",
-                "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_wait_ppm": "250000"}
+                "fluidvim:qoe_quantile": "0.99", "fluidvim:qoe_wait_ppm": "250000",
+                "fluidvim:qoe_budget_ns": "60000000000"}
         for name, value in good.items():
             validators.validate(name, value)
         self.assertEqual([], fextra.check(good))
@@ -38,17 +43,31 @@ class ValidatorsLoadedTest(test.NoDBTestCase):
                "fluidvim:nics": "5", "fluidvim:warm": "sometimes", "fluidvim:backend": "xen",
                "fluidvim:slotz": "4", "fluidvim:qoe_capacity": "65537",
                "fluidvim:qoe_deadline_ms": "0", "fluidvim:qoe_quantile": "1",
-               "fluidvim:qoe_wait_ppm": "1000001"}
+               "fluidvim:qoe_wait_ppm": "1000001", "fluidvim:qoe_budget_ns": "0"}
         for name, value in bad.items():
             self.assertRaises(exception.ValidationError, validators.validate, name, value)
         problems = fextra.check(dict(bad, **{"hw:numa_nodes": "1", "other": "x"}))
         self.assertEqual(len(bad), len(problems))            # other namespaces are not ours
         self.assertIn("unknown flavor extra spec fluidvim:slotz (known: fluidvim:backend, "
-                      "fluidvim:click_config, fluidvim:nics, fluidvim:qoe_capacity, "
-                      "fluidvim:qoe_deadline_ms, fluidvim:qoe_quantile, fluidvim:qoe_wait_ppm, "
-                      "fluidvim:session_slots, fluidvim:warm)", problems)
+                      "fluidvim:click_config, fluidvim:nics, fluidvim:qoe_budget_ns, "
+                      "fluidvim:qoe_capacity, fluidvim:qoe_deadline_ms, fluidvim:qoe_quantile, "
+                      "fluidvim:qoe_wait_ppm, fluidvim:session_slots, fluidvim:warm)", problems)
         self.assertIn("flavor extra spec fluidvim:qoe_wait_ppm: Validation failed; "
                       "'1000001' is greater than the max value of '1000000'", " ".join(problems))
+
+
+class QoEVectorsTest(test.NoDBTestCase):
+    def test_flavor_qoe_sends_the_request_of_the_vectors(self):
+        """contract/vectors/qoe.json: a flavor's fluidvim:qoe_* specs give the VNF the same qoe
+        request the launch core and the Nomad driver send for the same QoE."""
+        root = pathlib.Path(__file__).resolve().parents[2]
+        vec = json.loads((root / "contract" / "vectors" / "qoe.json").read_text())
+        self.assertGreaterEqual(len(vec["cases"]), 4)
+        inst = types.SimpleNamespace(uuid="00000000-0000-4000-8000-000000000001")
+        for case in vec["cases"]:
+            specs = case["nova_specs"]
+            self.assertEqual([], fextra.check(specs))
+            self.assertEqual(case["request"], frequest.qoe(inst, specs).request(), specs)
 
 
 class FlavorExtraSpecsAPITest(integrated_helpers._IntegratedTestBase):
