@@ -295,7 +295,8 @@ def test_load_probe_with_a_generator_vnf(stack):
     assert r.ok, r.error
     m = r.metrics
     assert m["traffic"] == "vnf" and m["host"] == host.name == ns.COMPUTE_HOST
-    assert [s["sessions"] for s in m["steps"]] == [2, 16] or m["stopped"].startswith("loss")
+    assert [s["sessions"] for s in m["steps"]] == [2, 16] or m["stopped"].startswith(
+        ("loss", "the traffic generator reached"))          # a busy host's generator
     first = m["steps"][0]
     assert first["received"] > 0 and first["loss"] < 0.05          # 200 pps: nothing lost
     assert 0 < first["latency_ms"]["0.5"] <= first["latency_ms"]["0.99"]
