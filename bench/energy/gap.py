@@ -1,0 +1,140 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""Where a policy's energy goes against the MILP bound, hour by hour (issue 21's "within 5 %").
+
+One policy's day and the bound on the same fleet and workload as ``python -m bench.energy``;
+the bound is solved every ``--every`` steps twice: for the ideal run's instances (the bound
+bench/energy reports) and for the policy's own instances and busy threads at that step (so the
+gap splits into *how many* VNFs the policy runs - scale-in drains, replacements of moves - and
+*where*: which hosts are awake and how loaded). Per hour: watts (policy, bound, bound for the
+policy's instances), awake hosts (the same three), the policy's hosts awake with no VNF and
+with only draining VNFs, its instances against the ideal run's, and the draining ones; then
+each host's share of the day awake against the bound's per server model.
+
+    .venv/bin/python -m bench.energy.gap --fleet heterogeneous --hosts 20 --every 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+
+import numpy as np
+
+from . import fleet as fleetmod, milp, policies, sim, workload
+
+
+class _Recording(sim.Simulator):
+    """The simulator, keeping each counted step's host states and VNFs per host."""
+
+    def advance(self) -> None:
+        super().advance()
+        if self.counting and not self.ideal:
+            ins, v = self.inst, self.inst.view()
+            alive = ins.alive[v]
+            self.rec.append({
+                "t": self.now - self.cfg.step_s, "w": self.series["w"][-1],
+                "state": self.state.copy(),
+                "per_host": np.bincount(ins.host[v][alive], minlength=self.H),
+                "drain": np.bincount(ins.host[v][alive & (ins.drain[v] != 0)],
+                                     minlength=self.H),
+                "busy": float(self._demand.sum())})
+
+
+def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1) -> dict:
+    services, measurement = workload.load_services(None)
+    launch = sim.measured_launch()
+    cfg = sim.SimConfig(warmup_s=3 * 3600.0, launch_s=launch["launch_s"],
+                        launch_cpu_s=launch["launch_cpu_s"], seed=seed)
+    fl = fleetmod.make_fleet(kind, hosts, seed, model=None)
+    demand = workload.Demand(services, fl.threads, peak_load=0.7, seed=seed,
+                             trough_peak=workload.TROUGH_PEAK, day_s=cfg.day_s,
+                             step_s=cfg.step_s, start_s=-cfg.warmup_s, end_s=cfg.day_s)
+    pol = policies.make(policy, measurement=measurement, services=services, cfg=cfg, seed=seed)
+    t0 = time.perf_counter()
+    s = _Recording(fl, services, demand, cfg, pol)
+    s.rec = []
+    r = s.run()
+    wall = time.perf_counter() - t0
+    ideal = sim.Simulator(fl, services, demand, cfg, None)
+    ideal.run()
+    bound = milp.Bound(fl)
+    rows = []
+    for rec, x in zip(s.rec[::every], ideal.ideal_trace[::every]):
+        b = bound.solve(sum(x[1]), sum(x[2]))
+        own = bound.solve(int(rec["per_host"].sum()), rec["busy"])
+        st, per, dr = rec["state"], rec["per_host"], rec["drain"]
+        rows.append({"t": rec["t"], "w": rec["w"], "w_bound": b["watts"], "w_own": own["watts"],
+                     "awake": int(np.count_nonzero(st != sim.OFF)), "awake_bound": b["awake"],
+                     "awake_own": own["awake"],
+                     "empty": int(np.count_nonzero((st != sim.OFF) & (per == 0))),
+                     "drain_only": int(np.count_nonzero((per > 0) & (per == dr))),
+                     "inst": int(per.sum()), "inst_ideal": sum(x[1]), "draining": int(dr.sum()),
+                     "per_model": b["per_model"], "on": [h for h in range(len(st))
+                                                         if st[h] != sim.OFF]})
+    return {"kind": kind, "hosts": hosts, "policy": policy, "kwh": r.kwh,
+            "slo_misses": r.slo_misses, "extra": r.extra, "wall_s": wall, "rows": rows,
+            "fleet": [(h.id, h.model) for h in fl.hosts]}
+
+
+def report(res: dict) -> str:
+    rows = res["rows"]
+    keys = ("w", "w_bound", "w_own", "awake", "awake_bound", "awake_own", "empty",
+            "drain_only", "inst", "inst_ideal", "draining")
+    a = {k: np.array([r[k] for r in rows], float) for k in keys}
+    out = [f"{res['kind']} {res['hosts']} hosts, {res['policy']}: {res['kwh']:.2f} kWh, "
+           f"{res['slo_misses']} SLO misses, {res['extra']} ({res['wall_s']:.0f} s)",
+           f"mean W: policy {a['w'].mean():.0f}, bound {a['w_bound'].mean():.0f} "
+           f"({a['w'].mean() / a['w_bound'].mean():.3f}x), bound for the policy's instances "
+           f"{a['w_own'].mean():.0f}",
+           "hour  W: policy bound own | awake: policy bound own | empty drain-only | "
+           "instances: policy ideal draining"]
+    t = np.array([r["t"] for r in rows])
+    for hh in range(24):
+        sel = (t >= hh * 3600) & (t < (hh + 1) * 3600)
+        if not sel.any():
+            continue
+        m = {k: v[sel].mean() for k, v in a.items()}
+        out.append(f"{hh:4d} {m['w']:6.0f} {m['w_bound']:6.0f} {m['w_own']:6.0f} | "
+                   f"{m['awake']:5.1f} {m['awake_bound']:5.1f} {m['awake_own']:5.1f} | "
+                   f"{m['empty']:4.2f} {m['drain_only']:4.2f} | {m['inst']:6.0f} "
+                   f"{m['inst_ideal']:6.0f} {m['draining']:5.1f}")
+    n = len(rows)
+    models = dict(res["fleet"])
+    awake = collections.Counter(h for r in rows for h in r["on"])
+    by_model = collections.Counter()
+    for r in rows:
+        for model, (k, _) in (r["per_model"] or {}).items():
+            by_model[model] += k
+    ids = [h for h, _ in res["fleet"]]
+    out.append("share of the day awake, policy (host model) vs bound (hosts of that model):")
+    for i in sorted(awake, key=lambda i: -awake[i]):
+        m = models[ids[i]]
+        out.append(f"  {ids[i]} {m}: {awake[i] / n:.2f} vs {by_model[m] / n:.2f}")
+    extra = sorted(m for m in by_model if m not in {models[ids[i]] for i in awake})
+    for m in extra:
+        out.append(f"  (not used) {m}: bound {by_model[m] / n:.2f}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.energy.gap", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fleet", default="heterogeneous", choices=fleetmod.KINDS)
+    ap.add_argument("--hosts", type=int, default=20)
+    ap.add_argument("--policy", default="fluidvim-consolidate",
+                    choices=[p for p in policies.NAMES if p != policies.BOUND])
+    ap.add_argument("--every", type=int, default=10,
+                    help="solve the bound every this many steps (1: every 30-s step)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    if args.every < 1 or args.hosts < 1:
+        ap.error("--every and --hosts must be >= 1")
+    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
