@@ -1,0 +1,78 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""fluidvim's decision time alone at a fleet size, without simulating a day (issue 21:
+"decision <= 20 ms p50 at 1,000 hosts").
+
+bench/energy's fluidvim-consolidate policy (a real ``Orchestrator``: ``PlacementEngine.place``
+with its stage-1 cache, stage 2 and decide) on the fleet of ``--hosts`` hosts, with ``--awake``
+of them in service - the best per VNF (``power.unit_watts``), as a day's consolidation keeps
+them; the others powered off, as the hold-time rule leaves them - places ``--placements``
+instances of the services in turn; the second half is counted (the first fills the caches).
+Prints the engine's own time per placement (wall) and this process's CPU for it, p50, and the
+engine's steps.
+
+    .venv/bin/python -m bench.energy.decide --hosts 1000 --awake 280
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from . import fleet as fleetmod, policies, sim, workload
+from .policy import Shape
+
+
+def measure(kind: str, hosts: int, awake: int, placements: int, seed: int = 1) -> dict:
+    services, measurement = workload.load_services(None)
+    launch = sim.measured_launch()
+    cfg = sim.SimConfig(launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
+                        seed=seed)
+    fl = fleetmod.make_fleet(kind, hosts, seed, model=None)
+    shapes = [Shape(service=s.name, vcpus=s.vcpus, cpu_mhz=fl.hosts[0].mhz,
+                    memory_mb=s.memory_mb, slots=s.slots) for s in services]
+    pol = policies.make("fluidvim-consolidate", measurement=measurement, services=services,
+                        cfg=cfg, seed=seed)
+    try:
+        pol.start(list(fl.hosts))
+        for h in sorted(fl.hosts, key=lambda h: pol._unit_w[h.id])[awake:]:
+            pol.set_eligible(h.id, False)
+            pol.set_power(h.id, False)
+        pol.decision_ms.clear()
+        pol.decision_cpu_ms.clear()
+        pol.steps_ms.clear()
+        t0 = time.perf_counter()
+        for i in range(placements):
+            pol.place(shapes[i % len(shapes)], [f"i{i}"])
+        wall = time.perf_counter() - t0
+        half = placements // 2
+        return {"fleet": kind, "hosts": hosts, "awake": min(awake, hosts),
+                "placements": placements, "counted": placements - half, "wall_s": round(wall, 1),
+                "decision_ms_p50": round(statistics.median(pol.decision_ms[half:]), 2),
+                "decision_cpu_ms_p50": round(statistics.median(pol.decision_cpu_ms[half:]), 2),
+                "steps_ms_p50": {k: round(statistics.median(v[half:]), 2)
+                                 for k, v in pol.steps_ms.items()}}
+    finally:
+        pol.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.energy.decide", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fleet", default="heterogeneous", choices=fleetmod.KINDS)
+    ap.add_argument("--hosts", type=int, default=1000)
+    ap.add_argument("--awake", type=int, default=280,
+                    help="hosts in service (energy.json's 1,000-host awake_hosts_mean: ~280)")
+    ap.add_argument("--placements", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    if args.hosts < 1 or args.awake < 1 or args.placements < 2:
+        ap.error("--hosts and --awake must be >= 1, --placements >= 2")
+    print(measure(args.fleet, args.hosts, args.awake, args.placements, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
