@@ -127,8 +127,12 @@ class CpuProfile:
 
 
 def load(path: str) -> list:
+    """The records of PATH; a test run again (another run into the same file) counts once,
+    as last run."""
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        records = [json.loads(line) for line in f if line.strip()]
+    last = {r["nodeid"]: r for r in records if r["module"] != "<session>"}
+    return list(last.values()) + [r for r in records if r["module"] == "<session>"]
 
 
 def _key(r: dict) -> float:
