@@ -10,10 +10,10 @@
 # The agent is built from source with the Go toolchain (Go module proxy only; no GitHub
 # release download) from nomad_driver's own module: its go.mod lists github.com/hashicorp/nomad
 # as a `tool`, so the agent links exactly the dependency versions the plugin does, and is built
-# with the flags of `go vet`/`go test` there (no flags of its own: $GOFLAGS, which tools/test.sh
-# sets for every Go command). One GOCACHE then serves both: the ~600 packages the plugin and its
-# tests share with the agent are compiled once. The agent goes into a cache directory outside
-# the repository:
+# with the flags of `go vet`/`go test` there (no flags of its own: $GOFLAGS and CGO_ENABLED,
+# which tools/test.sh sets for every Go command). One GOCACHE then serves both: the ~600
+# packages the plugin and its tests share with the agent are compiled once. The agent goes into
+# a cache directory outside the repository:
 #   $NOMAD_CACHE_DIR (default /var/cache/fluidvim/nomad-<version in nomad_driver/go.mod>)/nomad
 # and is not rebuilt if it already exists (~5 min cold on 2 cores).
 # The Nomad binary is BUSL-1.1: never commit it.

@@ -65,10 +65,16 @@ stage bootstrap tools/bootstrap.sh
 
 # one set of Go build flags for every Go command of the run (the go stage with staticcheck's
 # `go list -export`, the Nomad agent build, the e2e tests' plugin builds, test_install's `make
-# dist`): -trimpath, as the release build has it, so they share one build cache's packages
-# (make dist's CGO_ENABLED=0 still recompiles what imports net; docs/testing.md)
-GOFLAGS="$(go env GOFLAGS) -trimpath"
-export GOFLAGS
+# dist`), so they share one build cache's packages: -trimpath and CGO_ENABLED=0 as the release
+# build has them (make dist's plugin then links from that cache instead of recompiling what
+# imports net); -gcflags=all=-N -l (no optimisation, no inlining) and -ldflags=-s -w (no symbol
+# tables): the tests need Go code that works, not fast code, and the compiler's optimisation
+# is ~40 % of the cold agent build. Cold, all of it: 975 -> 574 CPU-s (docs/ci.md).
+# shellcheck disable=SC2089,SC2090 # the quotes are for Go: GOFLAGS entries may be quoted
+GOFLAGS="$(go env GOFLAGS) -trimpath '-gcflags=all=-N -l' '-ldflags=-s -w'"
+CGO_ENABLED=0
+# shellcheck disable=SC2090
+export GOFLAGS CGO_ENABLED
 
 nomad_log=$(mktemp /tmp/fluidvim-nomad-build.XXXXXX)
 nomad_row=$(mktemp /tmp/fluidvim-nomad-row.XXXXXX)
