@@ -15,6 +15,11 @@ Score with human-readable ``reasons``; candidates that cannot serve the service 
 * :class:`FormulaAnalyzer` - an operator formula (:class:`~fluidvim.evaluator.formula.SafeFormula`)
   over :data:`FORMULA_VARIABLES`.
 
+Every analyzer reads an environment's slots the way its launch's QoE does
+(:func:`~fluidvim.evaluator.qoeslots.qoe_capacity`: whole-step quantiles), so an environment
+whose probe shows no session within the deadline is infeasible here with the reason the deploy
+would refuse it with.
+
 :class:`Stage2Runner` re-runs an analyzer only when its input fingerprint changes (environments,
 probe results, prices, power, minimum instances, the service's QoS); otherwise it returns the
 previous ranking and says so. Live numbers - free slots, queuing delay - are not part of the
@@ -31,7 +36,8 @@ import threading
 
 from .formula import FORMULA_VARIABLES, FormulaError, SafeFormula
 from .model import BOOT, LOAD, STATIC, Candidate, ProbeResult, Score, ServiceProfile
-from .slots import SlotsError, estimate_capacity
+from .qoeslots import latest_load, no_capacity_reason, qoe_capacity
+from .slots import SlotsError
 
 INFEASIBLE_SCORE = -1e9
 
@@ -61,16 +67,22 @@ def _env_facts(service: ServiceProfile, uid: str, results: dict, max_loss: float
     if static is not None and not static.ok:
         feasible = False
         reasons.append(f"static requirements not met: {static.error}")
-    load = _result(results, uid, LOAD)
+    load = latest_load((results or {}).get(uid)) or _result(results, uid, LOAD)
     slots, pps = None, 0.0
     if load is not None and load.ok:
-        try:
-            est = estimate_capacity(load, service.deadline_ms, service.qos_quantile,
-                                    service.session_pps, max_loss)
+        try:    # the reading the launch's QoE takes (qoeslots.launch_qoe): one figure for both
+            est = qoe_capacity(load, service.deadline_ms, service.qos_quantile,
+                               service.session_pps, max_loss)
             slots, pps = est.slots, est.pps
-            reasons.append(f"slots {slots}: {est.basis}")
         except SlotsError as e:
             reasons.append(f"no slot estimate: {e}")
+        else:
+            if slots < 1:
+                feasible = False
+                reasons.append(no_capacity_reason(load.env_uid, service.deadline_ms,
+                                                  service.qos_quantile, est.basis))
+            else:
+                reasons.append(f"slots {slots}: {est.basis}")
     elif load is not None:
         reasons.append(f"load probe failed: {load.error}")
     else:
@@ -109,10 +121,6 @@ def candidate_facts(service: ServiceProfile, cand: Candidate, results: dict,
         feasible = False
         reasons.append(f"no free slot and queuing delay {delay:g} s exceeds the service's "
                        f"tolerance {service.max_queuing_delay_s:g} s")
-    if slots == 0:
-        feasible = False
-        reasons.append(f"no load meets p{service.qos_quantile * 100:g} <= "
-                       f"{service.deadline_ms:g} ms here")
     n = slots or 0
     power = float(cand.power_w_marginal or 0.0)
     variables = {

@@ -49,7 +49,7 @@ import math
 from fluidvim.common.zonetypes import QoE
 
 from .model import LOAD, ProbeResult
-from .slots import SlotsError, estimate_capacity
+from .slots import CapacityEstimate, SlotsError, estimate_capacity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,14 +153,52 @@ def whole_steps(result: ProbeResult) -> ProbeResult:
     return dataclasses.replace(result, metrics={**result.metrics, "steps": steps})
 
 
+def qoe_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
+                 session_pps: float | None = None, max_loss: float = 0.01,
+                 session_packets: int | None = None) -> CapacityEstimate:
+    """The sessions ``result``'s environment serves within the deadline at the quantile, read off
+    the whole-step curve (:func:`whole_steps`); with ``session_packets``, at the pooled quantile
+    that keeps 99 % of such sessions within their own (:func:`session_quantile`). The one reading
+    of a load probe: stage 1's slots and feasibility (``analyzers``) and the launch's ``qoe``
+    capacity (:func:`launch_qoe`) both come from here. SlotsError as estimate_capacity."""
+    pooled_q = quantile if session_packets is None else session_quantile(quantile, session_packets)
+    est = estimate_capacity(whole_steps(result), deadline_ms, pooled_q, session_pps, max_loss)
+    if session_packets is None:
+        return est
+    per = (f"sessions of {int(session_packets)} packets: the pooled p{pooled_q * 100:.4g} keeps "
+           f"99 % of them within their own p{quantile * 100:g}; ")
+    return dataclasses.replace(est, basis=per + est.basis)
+
+
+def no_capacity_reason(env_uid: str, deadline_ms: float, quantile: float, basis: str) -> str:
+    """Why an environment whose probe shows no session within the deadline is refused, and the
+    fix: stage 1's infeasibility reason and :class:`NoQoECapacity`'s message (one text)."""
+    return (f"the load probe of environment {env_uid} shows no session within "
+            f"{deadline_ms:g} ms at p{quantile * 100:g} ({basis}): a VNF launched there would "
+            "announce sessions that miss the deadline; relax the service's deadline_ms or "
+            "qos_quantile, or place it on a faster environment type")
+
+
+def latest_load(results) -> ProbeResult | None:
+    """The newest successful load probe result among ``results`` (an environment's stage-1
+    ProbeResults, any kinds): the one stage 1 and the launch read; None without one."""
+    loads = [r for r in results or () if r.kind == LOAD and r.ok]
+    return max(loads, key=lambda r: r.measured_at) if loads else None
+
+
 def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
                session_pps: float | None = None, max_loss: float = 0.01,
                session_packets: int | None = None) -> QoEParams:
     """The ``qoe`` parameters of a service (deadline, quantile) on a load probe's environment;
     with ``session_packets``, the capacity that keeps 99 % of sessions of that many packets
     within their own quantile (module docstring)."""
-    pooled_q = quantile if session_packets is None else session_quantile(quantile, session_packets)
-    est = estimate_capacity(whole_steps(result), deadline_ms, pooled_q, session_pps, max_loss)
+    est = qoe_capacity(result, deadline_ms, quantile, session_pps, max_loss, session_packets)
+    return _params_at(result, est, deadline_ms, quantile)
+
+
+def _params_at(result: ProbeResult, est: CapacityEstimate, deadline_ms: float,
+               quantile: float) -> QoEParams:
+    """The ``qoe`` parameters that go with the capacity ``est`` (:func:`qoe_capacity`)."""
     qp = quantile_ppm(quantile)
     tails, steals = [], []
     for s in result.metrics.get("steps") or []:
@@ -181,14 +219,11 @@ def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
     else:     # no histogram (an old probe result): only the end-to-end deadline bounds it
         budget = int(deadline_ms * 1e6)
         why = "no VNF latency histogram in the probe: budget = the service's deadline"
-    per = ("" if session_packets is None else
-           f"sessions of {int(session_packets)} packets: the pooled p{pooled_q * 100:.4g} keeps "
-           f"99 % of them within their own p{quantile * 100:g}; ")
     wait = wait_budget_ppm(steals)
     if wait:
         why += (f"; host-wait budget {wait} ppm = max({WAIT_FLOOR_PPM}, {WAIT_MARGIN} x the "
                 f"highest steal share {max(steals):.3f} over {len(steals)} step(s))")
-    return QoEParams(est.slots, budget, qp, f"{per}{est.basis}; {why}", wait)
+    return QoEParams(est.slots, budget, qp, f"{est.basis}; {why}", wait)
 
 
 class NoQoECapacity(SlotsError):
@@ -206,20 +241,16 @@ def launch_qoe(results, deadline_ms: float, quantile: float,
     Raises :class:`NoQoECapacity` when the probe shows no session within the deadline. A VNF
     cannot announce "0 at the QoE" (``qoe`` capacity 0 turns the rule off, so it would announce
     its whole flow table: sessions the probe says miss the deadline), and stage 1 already finds
-    such an environment infeasible (``analyzers``: "no load meets"), so the launch is refused
-    with the probe's reason and the fix."""
-    loads = [r for r in results or () if r.kind == LOAD and r.ok]
-    if not loads:
+    such an environment infeasible with the same reason (:func:`no_capacity_reason`), so the
+    launch is refused with the probe's reason and the fix."""
+    r = latest_load(results)
+    if r is None:
         return None, "no successful load probe result for the environment"
-    r = max(loads, key=lambda r: r.measured_at)
     try:
-        p = qoe_params(r, deadline_ms, quantile, session_pps)
+        est = qoe_capacity(r, deadline_ms, quantile, session_pps)
     except SlotsError as e:
         return None, f"load probe result unusable: {e}"
-    if p.capacity < 1:
-        raise NoQoECapacity(
-            f"the load probe of environment {r.env_uid} shows no session within "
-            f"{deadline_ms:g} ms at p{quantile * 100:g} ({p.basis}): a VNF launched there would "
-            "announce sessions that miss the deadline; relax the service's deadline_ms or "
-            "qos_quantile, or place it on a faster environment type")
+    if est.slots < 1:
+        raise NoQoECapacity(no_capacity_reason(r.env_uid, deadline_ms, quantile, est.basis))
+    p = _params_at(r, est, deadline_ms, quantile)
     return QoE(p.capacity, float(deadline_ms), float(quantile), p.budget_ns, p.wait_ppm), p.basis

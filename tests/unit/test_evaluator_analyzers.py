@@ -165,7 +165,7 @@ def test_an_environment_types_slots_are_estimated_once_per_ranking(make, monkeyp
     once per ranking (and level), not once per host; the ranking is the same."""
     from fluidvim.evaluator import analyzers
     calls = []
-    real = analyzers.estimate_capacity
+    real = analyzers.qoe_capacity
 
     def counting(*a, **kw):
         calls.append(a[0].env_uid)
@@ -173,9 +173,34 @@ def test_an_environment_types_slots_are_estimated_once_per_ranking(make, monkeyp
 
     many = [dataclasses.replace(c, host=f"h{i}") for i in range(50) for c in cands()]
     plain = make().analyze(SVC, many, RESULTS)
-    monkeypatch.setattr(analyzers, "estimate_capacity", counting)
+    monkeypatch.setattr(analyzers, "qoe_capacity", counting)
     again = make().analyze(SVC, many, RESULTS)
     levels = len(getattr(make(), "levels", [None]))
     assert sorted(calls) == sorted([FAST.uid, SLOW.uid] * levels)
     assert [(s.candidate.key, s.score, s.reasons) for s in again] == \
         [(s.candidate.key, s.score, s.reasons) for s in plain]
+
+
+def test_stage1_reads_the_whole_step_like_the_launch():
+    """Window medians meet the deadline, the whole step (every packet, bursts included) does
+    not: stage 1 finds the environment infeasible with the reason the deploy refuses it with
+    (qoeslots.launch_qoe), not N slots the launch then refuses."""
+    from fluidvim.evaluator.qoeslots import NoQoECapacity, launch_qoe
+
+    bursty = load(FAST, 2)
+    for s in bursty.metrics["steps"]:           # each step's pooled p99: 3x its window median
+        s["latency_pooled_ms"] = {q: v * 3 for q, v in s["latency_ms"].items()}
+        s["loss_pooled"] = s["loss"]
+    lowest = min(s["latency_ms"]["0.99"] for s in bursty.metrics["steps"])
+    svc = dataclasses.replace(SVC, deadline_ms=lowest * 2)  # medians meet it, whole steps don't
+    assert candidate_facts(svc, cands()[1], RESULTS).slots > 0
+    results = {FAST.uid: [bursty, boot(FAST, 60, 4)]}
+    f = candidate_facts(svc, cands()[1], results)
+    assert not f.feasible and f.slots == 0
+    with pytest.raises(NoQoECapacity) as e:
+        launch_qoe(results[FAST.uid], svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+    assert str(e.value) in f.reasons
+    assert "relax the service's deadline_ms or qos_quantile" in str(e.value)
+    scores = CostBenefitAnalyzer().analyze(svc, cands(), {**RESULTS, **results})
+    assert [(s.candidate.zone, s.feasible) for s in scores] == [("a", True), ("b", False)]
+    assert str(e.value) in scores[1].reasons
