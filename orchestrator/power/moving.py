@@ -128,10 +128,13 @@ class Moves:
         VNF is terminated and forgotten. Returns those finished now."""
         out = []
         now = self.clock()
+        if not self.moving:
+            return out
+        rows = {i.id: i for i in self.store.instances(statuses=None)}    # one read a round
         for iid, m in list(self.moving.items()):
             zname, _host = _split(m.src)
             z = self.zones.get(zname)
-            row = next((i for i in self.store.instances(statuses=None) if i.id == iid), None)
+            row = rows.get(iid)
             if z is None or row is None or row.status not in istates.LIVE:
                 # gone meanwhile (terminated by hand, scaled in): nothing left to do
                 self._finish(m, now, cut=False, gone=True)
