@@ -406,7 +406,12 @@ def test_api_kill_9_under_load(tmp_path):
             for e in errors:
                 assert isinstance(e, APIError) and "\n" not in e.message, repr(e)
                 assert e.message.startswith(f"cannot reach fluidvim-api at {url} ("), e.message
-            faults.check_orchestrator(orch, rpc, load, "fl")
+            # the kill may cut the one request in flight (the load runs one at a time) after the
+            # orchestrator granted it: that session stays held and its client saw the
+            # connection dropped, not refused
+            cut = sum("Connection refused" not in e.message for e in errors)
+            assert cut <= 1, [e.message for e in errors]
+            faults.check_orchestrator(orch, rpc, load, "fl", cut=cut)
         finally:
             load.stop()
             client.close()
