@@ -297,22 +297,39 @@ def _badness(step: dict) -> tuple:
     return (step["loss"] > 0.01, step["latency_ms"].get("0.99", math.inf), step["loss"])
 
 
+SUSPECT_RATIO = 1.25     # a step's p99 this much above a higher load's: measured once more
+
+
+def _p99(step: dict) -> float:
+    """A step's p99 over all its packets when it has one (``latency_pooled_ms``: what sessions
+    live through, and what the QoE capacity reads), else its window median."""
+    return (step.get("latency_pooled_ms") or step["latency_ms"]).get("0.99", math.inf)
+
+
 def _suspects(steps: list[dict]) -> list[int]:
     """Steps (indices, most suspect first) that look worse than a step at a higher load: more
-    than 1.5x its p99 or 1 % more loss. More load cannot make a VNF faster, so such a step was
-    most likely hit by someone else's CPU use; the probe measures it once more."""
+    than SUSPECT_RATIO x its p99 (whole-step, :func:`_p99`) or 1 % more loss. More load cannot
+    make a VNF faster, so such a step was most likely hit by someone else's CPU use; the probe
+    measures it once more."""
     out = []
     for i, s in enumerate(steps):
         above = steps[i + 1:]
         if not above or s.get("rechecked"):
             continue
-        p99 = s["latency_ms"].get("0.99", math.inf)
-        best = min(a["latency_ms"].get("0.99", math.inf) for a in above)
+        p99 = _p99(s)
+        best = min(_p99(a) for a in above)
         least_loss = min(a["loss"] for a in above)
         ratio = p99 / best if best > 0 else 0.0
-        if ratio > 1.5 or s["loss"] > least_loss + 0.01:
+        if ratio > SUSPECT_RATIO or s["loss"] > least_loss + 0.01:
             out.append((-(ratio + 100 * (s["loss"] - least_loss)), i))
     return [i for _, i in sorted(out)]
+
+
+# what a recheck keeps of the measurement it discards: its tail and loss, window medians and
+# over all its packets (the QoE capacity counts the discarded step's late packets at the host's
+# burst rate: evaluator/qoeslots.py burst_share)
+DISCARDED_KEYS = ("latency_ms", "loss", "latency_pooled_ms", "loss_pooled", "max_ms",
+                  "received", "sent", "duration_s", "offered_pps", "achieved_pps")
 
 
 def _jump(a: dict, b: dict) -> float:
@@ -342,9 +359,11 @@ class LoadProbe(Probe):
     among the intervals that start below saturation (loss <= ``knee_loss``): that is the knee,
     where services' deadlines are crossed, so the curve is dense where slot estimates
     interpolate. Last, up to ``recheck`` steps that look worse than a step at a higher load (p99
-    more than 1.5x, or 1 % more loss: more load cannot make the VNF faster, so a burst of
-    someone else's CPU use hit them) are measured once more and the better of the two kept (the
-    other is recorded as ``recheck_discarded``).
+    over all its packets more than ``SUSPECT_RATIO`` = 1.25x, or 1 % more loss: more load cannot
+    make the VNF faster, so a burst of someone else's CPU use hit them) are measured once more
+    and the better of the two kept (the other is recorded as ``recheck_discarded``, with its
+    pooled figures: its late packets still count at the host's burst rate in the QoE capacity,
+    :func:`fluidvim.evaluator.qoeslots.burst_share`).
 
     The test network's namespaces, veths and bridges are named ``prefix`` plus a random tag per
     run (see :class:`~fluidvim.vnf.testnet.TestNet`): the probes of two orchestrators on one host,
@@ -514,7 +533,7 @@ class LoadProbe(Probe):
                 again = self._measure(net, stats_fn, inst.id, old["sessions"], env, progress)
                 keep, drop = sorted((old, again), key=_badness)
                 keep = dict(keep, rechecked=True,
-                            recheck_discarded={"latency_ms": drop["latency_ms"], "loss": drop["loss"]})
+                            recheck_discarded={k: drop[k] for k in DISCARDED_KEYS if k in drop})
                 metrics["steps"][i] = keep
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"

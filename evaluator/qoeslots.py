@@ -29,11 +29,23 @@ the pooled p99.56); without it, at the pooled quantile itself.
   or the tap while the host keeps its vCPU off a CPU, and on a shared host that is where the
   end-to-end tail comes from (bench/results/slots.md: in-VNF p99 1 us, end-to-end 55 ms, the
   vCPU waiting 4.6 s of 9). The probe records each step's KVM steal share
-  (``vnf_steal_share``); the budget is WAIT_MARGIN x the highest at the steps that met the
-  deadline (:func:`wait_budget_ppm`).
+  (``vnf_steal_share``); the budget is read from the steps at or below *half* the capacity
+  (:data:`WAIT_LOAD_SHARE`), times 2 = capacity / half (:func:`wait_budget_ppm`). Not from the
+  steps near the capacity: there the steal is the probe's own contention (its traffic client
+  and QEMU's main loop beside the vCPU on the same cores) and, taken as the budget, it grew
+  with exactly what it should judge (bench/results/slots.md: 758,625 ppm from a 4 s probe
+  whose steps at its capacity stole 61 %, a rule that never fired while every admitted session
+  was over).
 
 The capacity is read off the probe's *whole-step* quantiles (:func:`whole_steps`), not the
-medians over its windows: a session lives through every window.
+medians over its windows: a session lives through every window. With ``session_packets``
+(sessions of a known length) it is read off the *late share* instead
+(:func:`late_capacity`): each step's share of packets later than the deadline (lost ones
+included, :func:`late_share`), pooled over neighbouring steps by a monotone fit (more load
+cannot make the path faster, so a step worse than a higher one was hit by a host burst and is
+averaged with it, weighted by packets: the burst counts at its rate, as in a session that spans
+both), and the capacity where that share passes the one that keeps 99 % of such sessions within
+their own quantile (:func:`session_quantile`).
 
 The VNF corrects the capacity at run time from its histogram and its steal time (shrink when
 the tail or the wait passes its budget under load, grow back with hysteresis:
@@ -49,7 +61,7 @@ import math
 from fluidvim.common.zonetypes import QoE
 
 from .model import LOAD, ProbeResult
-from .slots import CapacityEstimate, SlotsError, estimate_capacity
+from .slots import CapacityEstimate, SlotsError, _load, estimate_capacity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,20 +131,32 @@ def session_quantile(quantile: float, packets: int, share: float = 0.01) -> floa
     return 1.0 - lo
 
 
-WAIT_MARGIN = 1.25          # wait budget = this x the highest steal share that met the deadline
+WAIT_LOAD_SHARE = 0.5       # the wait budget reads the steps at or below this share of capacity
+WAIT_MARGIN = 1.0 / WAIT_LOAD_SHARE   # ... scaled to the capacity: own contention ~ own load
 WAIT_FLOOR_PPM = 50_000     # ... and never under 5 % of a window (an idle host's steal is ~0)
 
 
 def wait_budget_ppm(steal_shares: list[float]) -> int:
     """The VNF's host-wait budget (``qoe`` ``wait_ppm``) from the probe VNF's steal shares at the
-    steps that met the deadline: WAIT_MARGIN x the highest, at least WAIT_FLOOR_PPM, at most a
-    whole window; 0 (no wait rule) when the probe has no steal reading."""
+    steps at or below WAIT_LOAD_SHARE of the capacity (:func:`wait_steps`): WAIT_MARGIN x the
+    highest (the steal the VNF's own contention explains, scaled from half its load to all of
+    it), at least WAIT_FLOOR_PPM, at most a whole window; 0 (no wait rule) when the probe has no
+    steal reading."""
     if not steal_shares:
         return 0
     if any(not s >= 0.0 for s in steal_shares):          # negative or NaN: not a share
         raise ValueError(f"vnf_steal_share must be a share of a step >= 0, got {steal_shares}")
     top = min(1.0, max(steal_shares))
     return int(min(1_000_000, max(WAIT_FLOOR_PPM, round(WAIT_MARGIN * top * 1e6))))
+
+
+def wait_steps(steps: list[dict], capacity_pps: float) -> list[dict]:
+    """The steps whose steal shares set the wait budget: those at or below WAIT_LOAD_SHARE of
+    the capacity's load (well under it: the host's steal plus a light load of the VNF's own,
+    not the probe's contention at the knee); the lowest step when none is that light."""
+    steps = sorted(steps, key=_load)
+    light = [s for s in steps if _load(s) <= WAIT_LOAD_SHARE * capacity_pps + 1e-9]
+    return light or steps[:1]
 
 
 def whole_steps(result: ProbeResult) -> ProbeResult:
@@ -153,21 +177,179 @@ def whole_steps(result: ProbeResult) -> ProbeResult:
     return dataclasses.replace(result, metrics={**result.metrics, "steps": steps})
 
 
+def late_share(step: dict, deadline_ms: float, pooled: bool = True) -> float:
+    """The share of a step's packets later than ``deadline_ms``, lost ones included: over all
+    its packets (``pooled``: the quantiles ``latency_pooled_ms`` and ``loss_pooled``; a step
+    without them, e.g. a generator VNF's, its own), or in its typical window (the window
+    medians ``latency_ms`` and ``loss``, at most the pooled share: one burst moves one window,
+    not the median). Between two recorded quantiles the tail share is
+    interpolated log-log (latency, 1 - quantile); past the highest one, towards the step's
+    largest round trip (``max_ms``: one packet of ``received``), beyond which none is late
+    (without ``max_ms``: the highest quantile's tail share, an upper bound); below the lowest,
+    that quantile's tail share (a lower bound, far past any QoE)."""
+    if not pooled:
+        window = {"latency_ms": step.get("latency_ms"), "loss": step.get("loss", 0.0),
+                  "max_ms": step.get("max_ms"), "received": step.get("received")}
+        return min(late_share(window, deadline_ms), late_share(step, deadline_ms))
+    lat = step.get("latency_pooled_ms") or step.get("latency_ms") or {}
+    pts, top = [], 0.0
+    for q, x in sorted((float(q), x) for q, x in lat.items()):
+        if x is None or not math.isfinite(float(x)) or not 0 < q < 1:
+            continue
+        top = max(top, float(x))                 # quantiles are monotone; keep them so
+        pts.append((top, 1.0 - q))
+    loss = step.get("loss_pooled")
+    loss = float(step.get("loss", 0.0) if loss is None else loss)
+    if not pts:
+        return 1.0                              # nothing received or recorded: none served
+    mx, got = step.get("max_ms"), step.get("received")
+    if mx is not None and got and float(mx) > pts[-1][0] and 1.0 / got < pts[-1][1]:
+        pts.append((float(mx), 1.0 / got))
+    if deadline_ms < pts[0][0]:
+        tail = pts[0][1]
+    elif deadline_ms >= pts[-1][0]:
+        tail = 0.0 if mx is not None and deadline_ms >= float(mx) else pts[-1][1]  # at most
+    else:
+        i = next(i for i in range(len(pts) - 1) if pts[i][0] <= deadline_ms < pts[i + 1][0])
+        (x0, t0), (x1, t1) = pts[i], pts[i + 1]
+        if x0 > 0 and x1 > x0:
+            f = math.log(deadline_ms / x0) / math.log(x1 / x0) if deadline_ms > 0 else 0.0
+            tail = math.exp(math.log(t0) + max(0.0, f) * (math.log(t1) - math.log(t0)))
+        else:
+            tail = t1
+    return min(1.0, loss + (1.0 - loss) * tail)
+
+
+def monotone_fit(values: list[float], weights: list[float]) -> list[float]:
+    """The non-decreasing sequence closest to ``values`` in weighted least squares (pool
+    adjacent violators): a value above a later one is averaged with it, weighted."""
+    blocks: list[list[float]] = []          # [weighted mean, weight, count]
+    for v, w in zip(values, weights):
+        blocks.append([float(v), max(1e-12, float(w)), 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m1, w1, n1), (m2, w2, n2) = blocks.pop(-2), blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return [m for m, _, n in blocks for _ in range(n)]
+
+
+def _packets(step: dict) -> float:
+    """A step's measured packets (its weight in :func:`monotone_fit`)."""
+    if step.get("sent"):
+        return float(step["sent"])
+    return _load(step) * float(step.get("duration_s") or 1.0)
+
+
+LATE_FLOOR = 1e-6       # late shares are interpolated in log; 0 is read as this
+
+
+def _seconds(step: dict) -> float:
+    """A step's measured time (its weight in :func:`burst_share`)."""
+    return float(step.get("duration_s") or 1.0)
+
+
+def burst_share(steps: list[dict], deadline_ms: float, limit: float) -> float:
+    """The host's burst rate as a late share: over the steps whose typical window is within
+    ``limit`` (below the knee: their extra tail is the host's, not their load's), the packets
+    late beyond the typical window's share (:func:`late_share` pooled minus not pooled), as a
+    share of their time: sum(excess x seconds) / sum(seconds). A step's discarded recheck
+    (``recheck_discarded``, its pooled figures) counts as more time of that step. A session
+    lives through the host's bursts at this rate, whatever the step one happened to hit."""
+    late_s = total_s = 0.0
+    for s in steps:
+        typical = late_share(s, deadline_ms, pooled=False)
+        if typical > limit:
+            continue
+        for m in (s, s.get("recheck_discarded")):
+            if m and (m.get("latency_pooled_ms") or m is s):
+                late_s += max(0.0, late_share(m, deadline_ms) - typical) * _seconds(m)
+                total_s += _seconds(m)
+    return late_s / total_s if total_s else 0.0
+
+
+LATE_FLOOR = 1e-6       # late shares are interpolated in log; 0 is read as this
+
+
+def late_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
+                  session_packets: int, session_pps: float | None = None,
+                  share: float = 0.01) -> CapacityEstimate:
+    """The sessions of ``session_packets`` packets the probed environment serves with at most
+    ``share`` of them over ``deadline_ms`` at their own ``quantile``.
+
+    A session's late packets are its load's (the tail of a typical window at that load) plus
+    the host's bursts at their rate (a session lives through them wherever they fall). So each
+    step reads ``late_share(step, pooled=False) + burst_share(steps)``: one burst neither
+    decides the step it fell in (it moves one window of its median) nor is it lost (it counts
+    at its rate over all the probe's time, as over a session's). Then a monotone fit over the
+    steps (:func:`monotone_fit`, weighted by their packets: more load cannot make the path
+    faster) and the load where it passes ``1 - session_quantile`` (the late share that keeps
+    ``1 - share`` of such sessions within their own quantile, binomial), interpolated between
+    the two steps around it, linear in load and log in the late share. SlotsError as
+    estimate_capacity."""
+    if result.kind != LOAD or not result.ok:
+        raise SlotsError(f"slots come from a successful load probe, got {result.kind!r} "
+                         f"ok={result.ok} ({result.error})")
+    if not deadline_ms > 0:
+        raise SlotsError(f"deadline_ms must be > 0, got {deadline_ms!r}")
+    steps = sorted(result.metrics.get("steps") or [], key=_load)
+    if not steps:
+        raise SlotsError(f"the load probe of {result.env_uid} has no load steps")
+    spp = float(session_pps or result.metrics.get("session_pps") or 0)
+    if not spp > 0:
+        raise SlotsError("session_pps must be > 0 (packets/s one session sends)")
+    try:
+        pooled_q = session_quantile(quantile, session_packets, share)
+    except ValueError as e:
+        raise SlotsError(str(e)) from None
+    limit = 1.0 - pooled_q
+    burst = burst_share(steps, deadline_ms, limit)
+    raw = [min(1.0, late_share(s, deadline_ms, pooled=False) + burst) for s in steps]
+    fit = monotone_fit(raw, [_packets(s) for s in steps])
+    loads = [_load(s) for s in steps]
+    passing = [i for i, f in enumerate(fit) if f <= limit]
+    per = (f"sessions of {int(session_packets)} packets: late share <= {limit:.3%} (the pooled "
+           f"p{pooled_q * 100:.4g}) keeps {1 - share:.0%} of them within their own "
+           f"p{quantile * 100:g}; a step's late share = its typical window's + the host's "
+           f"bursts {burst:.3%}; ")
+    pooled_note = ("" if fit == raw else
+                   f" (monotone fit: {sum(1 for a, b in zip(raw, fit) if a != b)} step(s) "
+                   "pooled with a higher load)")
+    if not passing:
+        return CapacityEstimate(0.0, 0, spp, True,
+                                per + f"no load step within it (lowest {loads[0]:g} pps: late "
+                                f"{fit[0]:.3%}){pooled_note}")
+    i = passing[-1]
+    if i == len(steps) - 1:
+        pps, saturated = loads[i], False
+        basis = (f"highest measured step {loads[i]:g} pps is within it (late {fit[i]:.3%}); "
+                 "capacity is at least that")
+    else:
+        y0, y1 = math.log(max(LATE_FLOOR, fit[i])), math.log(max(LATE_FLOOR, fit[i + 1]))
+        f = (math.log(max(LATE_FLOOR, limit)) - y0) / (y1 - y0) if y1 > y0 else 0.0
+        pps, saturated = loads[i] + min(1.0, max(0.0, f)) * (loads[i + 1] - loads[i]), True
+        basis = (f"late share crosses it between {loads[i]:g} pps ({fit[i]:.3%}) and "
+                 f"{loads[i + 1]:g} pps ({fit[i + 1]:.3%}): {pps:.0f} pps")
+    slots = int(math.floor(pps / spp + 1e-9))
+    cap_sessions = result.metrics.get("max_sessions")
+    if cap_sessions is not None and slots > int(cap_sessions):
+        basis += f"; capped by the flow table ({cap_sessions} sessions)"
+        slots = int(cap_sessions)
+    return CapacityEstimate(pps, slots, spp, saturated,
+                            per + basis + pooled_note + f"; / {spp:g} pps per session = "
+                            f"{slots} slots")
+
+
 def qoe_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
                  session_pps: float | None = None, max_loss: float = 0.01,
                  session_packets: int | None = None) -> CapacityEstimate:
     """The sessions ``result``'s environment serves within the deadline at the quantile, read off
-    the whole-step curve (:func:`whole_steps`); with ``session_packets``, at the pooled quantile
-    that keeps 99 % of such sessions within their own (:func:`session_quantile`). The one reading
-    of a load probe: stage 1's slots and feasibility (``analyzers``) and the launch's ``qoe``
-    capacity (:func:`launch_qoe`) both come from here. SlotsError as estimate_capacity."""
-    pooled_q = quantile if session_packets is None else session_quantile(quantile, session_packets)
-    est = estimate_capacity(whole_steps(result), deadline_ms, pooled_q, session_pps, max_loss)
-    if session_packets is None:
-        return est
-    per = (f"sessions of {int(session_packets)} packets: the pooled p{pooled_q * 100:.4g} keeps "
-           f"99 % of them within their own p{quantile * 100:g}; ")
-    return dataclasses.replace(est, basis=per + est.basis)
+    the whole-step curve (:func:`whole_steps`); with ``session_packets``, from the late share
+    that keeps 99 % of sessions of that many packets within their own quantile
+    (:func:`late_capacity`). The one reading of a load probe: stage 1's slots and feasibility
+    (``analyzers``) and the launch's ``qoe`` capacity (:func:`launch_qoe`) both come from here.
+    SlotsError as estimate_capacity."""
+    if session_packets is not None:
+        return late_capacity(result, deadline_ms, quantile, session_packets, session_pps)
+    return estimate_capacity(whole_steps(result), deadline_ms, quantile, session_pps, max_loss)
 
 
 def no_capacity_reason(env_uid: str, deadline_ms: float, quantile: float, basis: str) -> str:
@@ -200,18 +382,18 @@ def _params_at(result: ProbeResult, est: CapacityEstimate, deadline_ms: float,
                quantile: float) -> QoEParams:
     """The ``qoe`` parameters that go with the capacity ``est`` (:func:`qoe_capacity`)."""
     qp = quantile_ppm(quantile)
-    tails, steals = [], []
-    for s in result.metrics.get("steps") or []:
-        load = min(float(s["offered_pps"]), float(s.get("achieved_pps") or s["offered_pps"]))
-        if load > est.pps + 1e-9:
+    tails = []
+    steps = result.metrics.get("steps") or []
+    for s in steps:
+        if _load(s) > est.pps + 1e-9:
             continue
-        if s.get("vnf_steal_share") is not None:
-            steals.append(float(s["vnf_steal_share"]))
         hist = (s.get("vnf_latency_ns") or {}).get("buckets_log2")
         if hist:
             t = bucket_tail_ns(hist, qp)
             if t is not None:
                 tails.append(t)
+    light = wait_steps([s for s in steps if s.get("vnf_steal_share") is not None], est.pps)
+    steals = [float(s["vnf_steal_share"]) for s in light]
     if tails:
         budget = 2 * max(max(tails), 512)
         why = (f"VNF tail budget {budget} ns = 2 x the highest in-VNF p{quantile * 100:g} bucket "
@@ -221,8 +403,9 @@ def _params_at(result: ProbeResult, est: CapacityEstimate, deadline_ms: float,
         why = "no VNF latency histogram in the probe: budget = the service's deadline"
     wait = wait_budget_ppm(steals)
     if wait:
-        why += (f"; host-wait budget {wait} ppm = max({WAIT_FLOOR_PPM}, {WAIT_MARGIN} x the "
-                f"highest steal share {max(steals):.3f} over {len(steals)} step(s))")
+        why += (f"; host-wait budget {wait} ppm = max({WAIT_FLOOR_PPM}, {WAIT_MARGIN:g} x the "
+                f"highest steal share {max(steals):.3f} over {len(steals)} step(s) at or below "
+                f"{WAIT_LOAD_SHARE:g} x the capacity)")
     return QoEParams(est.slots, budget, qp, f"{est.basis}; {why}", wait)
 
 

@@ -9,15 +9,21 @@ import pytest
 from fluidvim.evaluator.model import ProbeResult
 from fluidvim.evaluator.qoeslots import (
     WAIT_FLOOR_PPM,
+    WAIT_LOAD_SHARE,
     WAIT_MARGIN,
     bucket_tail_ns,
+    burst_share,
+    late_share,
+    monotone_fit,
     qoe_params,
     quantile_ppm,
     session_quantile,
     sessions_over,
     wait_budget_ppm,
+    wait_steps,
     whole_steps,
 )
+from fluidvim.evaluator.slots import SlotsError, estimate_capacity
 
 
 def hist(n, bucket, tail=0, tail_bucket=0):
@@ -126,11 +132,12 @@ def test_whole_steps_take_the_pooled_loss():
     assert [s["loss"] for s in whole_steps(c).metrics["steps"]] == [0.05, 0.0]
 
 
-def test_wait_budget_from_the_steal_that_met_the_deadline():
+def test_wait_budget_from_the_steal_well_under_capacity():
+    assert WAIT_MARGIN == 1 / WAIT_LOAD_SHARE == 2.0     # scaled from half the load to all of it
     assert wait_budget_ppm([]) == 0                                  # no reading: no rule
     assert wait_budget_ppm([0.0, 0.01]) == WAIT_FLOOR_PPM            # an idle host: the floor
     assert wait_budget_ppm([0.1, 0.3, 0.2]) == round(WAIT_MARGIN * 0.3 * 1e6)
-    assert wait_budget_ppm([0.95]) == 1_000_000                       # at most a whole window
+    assert wait_budget_ppm([0.6]) == 1_000_000                        # at most a whole window
     assert wait_budget_ppm([1.06]) == 1_000_000     # steal in a step's start-up and drain too
     with pytest.raises(ValueError, match="vnf_steal_share"):
         wait_budget_ppm([float("nan")])
@@ -138,18 +145,108 @@ def test_wait_budget_from_the_steal_that_met_the_deadline():
         wait_budget_ppm([-0.1])
 
 
-def test_params_wait_budget_only_from_steps_at_or_below_capacity():
-    # capacity 30 sessions (3000 pps): the 4000 pps step's steal (past the knee) is left out
+def test_wait_steps_are_the_light_ones_or_the_lowest():
+    steps = [step(1000, 1.0), step(3000, 2.0), step(500, 1.0), step(6000, 3.0)]
+    assert [s["offered_pps"] for s in wait_steps(steps, 6000)] == [500, 1000, 3000]
+    assert [s["offered_pps"] for s in wait_steps(steps, 400)] == [500]       # none that light
+    assert wait_steps([], 6000) == []
+
+
+def test_params_wait_budget_only_from_steps_well_under_capacity():
+    # capacity 30 sessions (3000 pps): only the 1000 pps step is at or below half of it; the
+    # 2000 pps step (the probe's own contention near the capacity) and the 4000 one are left out
     c = curve(dict(step(1000, 1.0, hist(5000, 11)), vnf_steal_share=0.1),
               dict(step(2000, 2.0, hist(9000, 10)), vnf_steal_share=0.2),
               dict(step(4000, 8.0, hist(20000, 10, 400, 16)), vnf_steal_share=0.6))
     p = qoe_params(c, deadline_ms=4.0, quantile=0.99)
     assert p.capacity == 30
-    assert p.wait_ppm == round(WAIT_MARGIN * 0.2 * 1e6)
+    assert p.wait_ppm == round(WAIT_MARGIN * 0.1 * 1e6)
     assert p.request()["wait_ppm"] == p.wait_ppm and "host-wait budget" in p.basis
+    # the budget does not grow with the steal of the steps near the capacity
+    hot = curve(dict(step(1000, 1.0, hist(5000, 11)), vnf_steal_share=0.1),
+                dict(step(2000, 2.0, hist(9000, 10)), vnf_steal_share=0.9),
+                dict(step(4000, 8.0, hist(20000, 10, 400, 16)), vnf_steal_share=0.9))
+    assert qoe_params(hot, deadline_ms=4.0, quantile=0.99).wait_ppm == p.wait_ppm
     # a probe without steal readings: no wait rule, and the request has no such field
     assert "wait_ppm" not in qoe_params(curve(step(1000, 1.0), step(2000, 8.0)), 4.0,
                                         0.99).request()
+
+
+def full(pps, pooled, window=None, loss=0.0, seconds=2.0):
+    """A step as the client reports it: window medians and pooled quantiles (ms), max, counts."""
+    window = window or pooled
+    qs = ("0.5", "0.9", "0.99", "0.999")
+    sent = int(pps * seconds)
+    return {"sessions": int(pps / 100), "offered_pps": pps, "loss": loss, "loss_pooled": loss,
+            "latency_ms": dict(zip(qs, window)), "latency_pooled_ms": dict(zip(qs, pooled)),
+            "max_ms": pooled[-1] * 1.2, "received": sent, "sent": sent, "duration_s": seconds}
+
+
+def test_late_share_interpolates_the_tail():
+    s = full(1000, (1.0, 2.0, 4.0, 8.0))
+    assert late_share(s, 4.0) == pytest.approx(0.01)
+    assert late_share(s, 8.0) == pytest.approx(0.001)
+    assert 0.001 < late_share(s, 6.0) < 0.01                         # log-log between them
+    assert late_share(s, 100.0) == 0.0                               # past the largest one
+    assert late_share(s, 0.5) == pytest.approx(0.5)                  # below p50: at least half
+    lossy = dict(s, loss_pooled=0.02)
+    assert late_share(lossy, 100.0) == pytest.approx(0.02)           # lost packets are late
+    # the typical window: the window medians, at most the pooled share
+    burst = full(1000, (1.0, 2.0, 20.0, 40.0), window=(1.0, 2.0, 4.0, 8.0))
+    assert late_share(burst, 10.0) > 0.01 and late_share(burst, 10.0, pooled=False) < 0.001
+    assert late_share({"latency_ms": {}}, 4.0) == 1.0                # nothing measured
+
+
+def test_monotone_fit_pools_violators_by_weight():
+    assert monotone_fit([1, 2, 3], [1, 1, 1]) == [1, 2, 3]
+    assert monotone_fit([1, 4, 2, 5], [1, 1, 3, 1]) == [1, 2.5, 2.5, 5]
+    assert monotone_fit([3, 1], [1, 1]) == [2, 2]
+
+
+def test_burst_share_is_the_hosts_rate_over_the_probes_time():
+    quiet = (1.0, 2.0, 4.0, 6.0)
+    steps = [full(1000, quiet), full(2000, (1.0, 2.0, 12.0, 20.0), window=quiet),
+             full(3000, quiet), full(4000, (5.0, 20.0, 40.0, 50.0))]     # past the knee
+    b = burst_share(steps, 10.0, 0.005)
+    excess = late_share(steps[1], 10.0) - late_share(steps[1], 10.0, pooled=False)
+    assert excess > 0.01                                    # the burst step's extra late share
+    assert b == pytest.approx(excess / 3)                   # over the 3 steps below the knee
+    # a recheck's discarded measurement counts as more time of its step
+    rechecked = dict(steps[1], latency_pooled_ms=steps[0]["latency_pooled_ms"],
+                     recheck_discarded=steps[1])
+    assert burst_share([steps[0], rechecked, steps[2]], 10.0, 0.005) == pytest.approx(
+        excess / 4)
+
+
+def test_per_session_capacity_robust_to_one_burst():
+    # late shares at 10 ms: 0 below 150 sessions; the 200-session step is over; one step (100
+    # sessions) had a burst: its pooled p99 is over the deadline, its typical window is not
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    steps = [full(2000, quiet), full(5000, quiet),
+             full(10000, (1.5, 3.0, 11.0, 15.0), window=quiet),
+             full(15000, (2.0, 3.5, 8.0, 9.5)), full(20000, (4.0, 7.0, 12.5, 15.6)),
+             full(25000, (26.0, 53.0, 74.0, 77.0))]
+    whole = qoe_params(curve(*steps), 10.0, 0.99, session_packets=1600)
+    assert 150 <= whole.capacity < 200, whole.basis
+    assert "host's bursts" in whole.basis
+    # the whole-step reading at the pooled quantile (the one before) is held down by the burst
+    old = estimate_capacity(whole_steps(curve(*steps)), 10.0,
+                            session_quantile(0.99, 1600), 100)
+    assert old.slots < whole.capacity
+    # bursts at the host's rate count: the same burst in every step below the knee lowers it
+    bursty = [full(s["offered_pps"], (1.5, 3.0, 11.0, 15.0), window=quiet) if i < 4 else s
+              for i, s in enumerate(steps)]
+    assert qoe_params(curve(*bursty), 10.0, 0.99, session_packets=1600).capacity < 150
+
+
+def test_per_session_capacity_none_and_all():
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    assert qoe_params(curve(full(1000, (20, 30, 40, 50))), 10.0, 0.99,
+                      session_packets=1600).capacity == 0
+    p = qoe_params(curve(full(1000, quiet), full(2000, quiet)), 10.0, 0.99, session_packets=1600)
+    assert p.capacity == 20 and "at least" in p.basis
+    with pytest.raises(SlotsError, match="session_packets"):
+        qoe_params(curve(full(1000, quiet)), 10.0, 0.99, session_packets=0)
 
 
 def test_probe_step_steal_share():

@@ -74,7 +74,7 @@ def test_launch_qoe_from_the_load_probe_only():
     # the probe's steal shares become the launch's host-wait budget
     steps = [dict(s, vnf_steal_share=0.2) for s in load.metrics["steps"]]
     stolen = dataclasses.replace(load, metrics={**load.metrics, "steps": steps})
-    assert launch_qoe([stolen], 1.0, 0.99, 100.0)[0].wait_ppm == 250_000
+    assert launch_qoe([stolen], 1.0, 0.99, 100.0)[0].wait_ppm == 400_000   # 2 x 0.2
     assert 1 <= qoe.capacity < 200          # below the 20000 pps / 100 pps knee
     assert launch_qoe([boot], 1.0, 0.99) == (None, "no successful load probe result for the "
                                                    "environment")
