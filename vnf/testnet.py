@@ -204,14 +204,24 @@ class TestNet:
         proc.stdout.readline()
         return proc
 
-    def hold_connections(self, port: int, count: int, timeout_s: float = 2.0):
+    def hold_connections(self, port: int, count: int, timeout_s: float = 2.0,
+                         keepalive_s: int | None = None):
         """Open ``count`` TCP connections from a to b:port and keep them open.
 
+        ``keepalive_s``: TCP keepalive probes every that many seconds of idleness (a held
+        connection carries no data: a VNF frees its session after ``flow_timeout_ms`` idle, 30 s
+        by default; a test that holds sessions longer than that keeps them alive this way).
         Returns (number established, Popen holding them); ``terminate()`` the Popen to close them.
         """
+        alive = "" if keepalive_s is None else (
+            "        c.setsockopt(socket.SOL_SOCKET,socket.SO_KEEPALIVE,1)\n"
+            f"        c.setsockopt(socket.IPPROTO_TCP,socket.TCP_KEEPIDLE,{keepalive_s})\n"
+            f"        c.setsockopt(socket.IPPROTO_TCP,socket.TCP_KEEPINTVL,{keepalive_s})\n"
+            "        c.setsockopt(socket.IPPROTO_TCP,socket.TCP_KEEPCNT,100)\n")
         code = (f"import socket,sys\nheld=[];ok=0\nfor i in range({count}):\n"
                 f"    try:\n        c=socket.create_connection(('{self.ip_b}',{port}),"
                 f"timeout={timeout_s})\n"
+                + alive +
                 "        held.append(c); ok+=1\n"
                 "    except OSError: pass\n"
                 "print(ok,flush=True)\nsys.stdin.read()\n")

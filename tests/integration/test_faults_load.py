@@ -42,6 +42,10 @@ from tests import faults, pgserver
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 FLUIDVIM = os.path.join(os.path.dirname(sys.executable), "fluidvim")
 SESSIONS = 3            # TCP sessions held through the fault (the VNF's used slots)
+# A held session carries no data and the VNF frees a flow idle for 30 s (flow_timeout_ms): on a
+# loaded host the time from counting the sessions to checking them can pass that, so each held
+# connection sends a keepalive probe every KEEPALIVE_S.
+KEEPALIVE_S = 2
 
 
 def _nics(mgr, bridges) -> dict:
@@ -68,7 +72,8 @@ class Load:
         mgr._new_spec = new_spec
         self.fw = mgr.launch(FORWARD, name="fw", slots=8, warm=False, **_nics(mgr, net.bridges))
         self.server = net.serve_tcp(80)
-        self.held, self.holder = net.hold_connections(80, SESSIONS)
+        self.held, self.holder = net.hold_connections(80, SESSIONS,
+                                                         keepalive_s=KEEPALIVE_S)
         self.pinger = net.popen("a", "ping", "-n", "-i", "0.1", "-W", "1", net.ip_b,
                                 stdout=subprocess.PIPE, text=True)
         self.launches = faults.Outcomes(lambda i: mgr.launch(
@@ -108,7 +113,7 @@ class Load:
 
     def new_session(self) -> None:
         """One more TCP session through the VNF, opened (so forwarding works) and held."""
-        ok, holder = self.net.hold_connections(80, 1)
+        ok, holder = self.net.hold_connections(80, 1, keepalive_s=KEEPALIVE_S)
         self.extra.append(holder)
         assert ok == 1, "the VNF does not forward a new session"
         self.sessions += 1

@@ -216,7 +216,8 @@ def test_opened_ends_the_reservations_of_sessions_that_connected(make_manager, n
         assert echo.stdout.readline().strip() == "ready"
         server = net.serve_tcp(80)
         procs.append(server)
-        established, holder = net.hold_connections(80, 2, timeout_s=2.0)
+        # kept alive: idle 30 s they would end before their FINs (the FIN would open again)
+        established, holder = net.hold_connections(80, 2, timeout_s=2.0, keepalive_s=2)
         procs.append(holder)
         assert established == 2
         pub = SlotPublisher(transport, "fluidvim.test.opened", topic, min_interval=0.0)
