@@ -51,7 +51,7 @@ against the one observed (bench/nomadsession.py).
 Examples::
 
     .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
-    sudo .venv/bin/python -m bench.slots qoe              # ~3 min; needs root and the VNF kernel
+    sudo .venv/bin/python -m bench.slots qoe              # ~8 min; needs root and the VNF kernel
     sudo .venv/bin/python -m bench.slots nomad            # ~1.5 min; a Nomad cluster (item 4)
 
 Not a test: no thresholds.
@@ -469,12 +469,15 @@ def main(argv=None) -> int:
                         "probe reads a tail over this long, the sessions live --run-s")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
-    q.add_argument("--session-points", type=int, default=6,
+    q.add_argument("--session-points", type=int, default=5,
                    help="session counts of the per-session reference (0: none), each run like "
                         "the admission and judged per session (bench/slotsqoe.py "
                         "session_sweep); the capacity error is against it")
-    q.add_argument("--session-refine", type=int, default=3,
+    q.add_argument("--session-refine", type=int, default=2,
                    help="bisections of the per-session reference's bracket")
+    q.add_argument("--session-repeats", type=int, default=2,
+                   help="runs of each count of the per-session reference, pooled (one burst of "
+                        "the host flips a whole run here: bench/results/slots.md)")
     q.add_argument("--reference-passes", type=int, default=0,
                    help="passes of bench/evaluator's pooled-quantile sweep in this run, "
                         "reported next to the per-session reference (0: none)")

@@ -9,11 +9,16 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    the client's own contribution to every latency below (its pacing, its wake-ups, the far end);
    when it is far under the deadline, a tail the probe reports belongs to the VNF's path;
 2. the **stage-1 load probe** (:class:`~fluidvim.evaluator.probes.LoadProbe`, its defaults) and
-   the VNF's ``qoe`` parameters from it (:func:`~fluidvim.evaluator.qoeslots.qoe_params`);
+   the VNF's ``qoe`` parameters from it (:func:`~fluidvim.evaluator.qoeslots.qoe_params`: for
+   sessions of ``--run-s`` x ``--session-pps`` packets, the late-share reading
+   :func:`~fluidvim.evaluator.qoeslots.late_capacity`; the whole-step reading before it is
+   recorded next to it as ``capacity_whole_step``, the A/B on the same probe);
 3. the **per-session reference** in the same run, by the target's own definition: runs like the
    admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts from
-   half to 1.5 x the probe's capacity, then bisections of the bracket where the share of
-   sessions over the deadline first passes 1 % (:func:`session_reference`). bench/evaluator's
+   half to 1.5 x the probe's capacity, each ``--session-repeats`` times (passes interleaved)
+   and pooled, then bisections of the bracket where the pooled share of sessions over the
+   deadline first passes 1 %: the largest count such that every count tried up to it met
+   the limit (:func:`session_reference`, :func:`pool_repeats`). bench/evaluator's
    pooled-quantile sweep (``--reference-passes``) and the reference of
    bench/results/evaluator.json are reported next to it;
 4. **admission**: a VNF is told ``qoe`` (capacity, tail budget and host-wait budget from the
@@ -321,11 +326,13 @@ def admit(a, mgr, params, tag: str) -> dict:
 def session_reference(points: list[dict], max_over_pct: float = 1.0) -> dict:
     """The per-session reference: the largest session count at which at most ``max_over_pct``
     % of ``--run-s`` sessions run together are over the deadline (their own quantile, or > 1 %
-    lost), read off a sweep of such runs (``points``: ``sessions``, ``over_pct``). Ascending,
-    the first count over the limit ends it (a count past it that happens to pass is noise of
-    the host, not room); the reference is interpolated linearly in the over share between the
-    last count within the limit and that one. ``bound``: "between" that pair, "at least" (none
-    over: the sweep's top), "below" (the lowest count already over: slots 0)."""
+    lost), read off a sweep of such runs (``points``: ``sessions``, ``over_pct``; with repeats,
+    pooled over them: :func:`pool_repeats`). Ascending, the first count over the limit ends it
+    (a count past it that happens to pass is noise of the host, not room): so the reference is
+    the largest count such that every count tried up to it met the limit, and one burst cannot
+    make it non-monotone. It is interpolated linearly in the over share between the last count
+    within the limit and that one. ``bound``: "between" that pair, "at least" (none over: the
+    sweep's top), "below" (the lowest count already over: slots 0)."""
     pts = sorted(points, key=lambda p: p["sessions"])
     if not pts:
         raise ValueError("session_reference: the sweep has no points (sessions, over_pct)")
@@ -341,6 +348,22 @@ def session_reference(points: list[dict], max_over_pct: float = 1.0) -> dict:
     return {"slots": slots, "bound": "between", "lo": lo["sessions"], "hi": hi["sessions"]}
 
 
+def pool_repeats(runs: dict[int, list[dict]]) -> list[dict]:
+    """Per session count, its repeated runs (``over``: sessions over, ``n``: sessions judged)
+    pooled: ``over_pct`` = all sessions over / all judged, the target's own share (sessions
+    served at their QoE, whichever run they were in); ``over_pct_each`` per run and
+    ``over_pct_median`` (the typical run's) next to it."""
+    out = []
+    for n, rs in sorted(runs.items()):
+        over, judged = sum(r["over"] for r in rs), sum(r["n"] for r in rs)
+        each = sorted(100.0 * r["over"] / max(1, r["n"]) for r in rs)
+        med = (each[(len(each) - 1) // 2] + each[len(each) // 2]) / 2
+        out.append({"sessions": n, "over_pct": round(100.0 * over / max(1, judged), 2),
+                    "repeats": len(rs), "over_pct_each": [round(x, 2) for x in each],
+                    "over_pct_median": round(med, 2)})
+    return out
+
+
 def sweep_counts(estimate: int, points: int) -> list[int]:
     """Evenly spaced session counts from half to 1.5 x the estimate (at least 2 apart)."""
     est = max(2, int(estimate))
@@ -351,50 +374,80 @@ def sweep_counts(estimate: int, points: int) -> list[int]:
 def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
     """The reference by the target's own definition, in this run: ``--session-points`` counts
     around the probe's estimate, each run like the admission (``--run-s`` s, judged per
-    session), then halving below if all are over (1.5 x above if none is), then
-    ``--session-refine`` bisections of the bracket (:func:`session_reference`)."""
+    session) ``--session-repeats`` times (the passes interleaved, so one burst of the host
+    hits one run of one count, not every run of it), pooled (:func:`pool_repeats`); then
+    halving below if all are over (1.5 x above if none is), then ``--session-refine``
+    bisections of the bracket (:func:`session_reference`)."""
+    repeats = max(1, int(getattr(a, "session_repeats", 1)))
+
     def body(vid, net):
-        runs: dict[int, dict] = {}
+        runs: dict[int, list[dict]] = {}
 
         def measure(n):
             r = run_sessions(a, mgr, vid, net, n)
-            runs[n] = r
+            runs.setdefault(n, []).append({
+                "over": r["judged"]["admitted_over_deadline"], "n": n,
+                "over_pct": r["over_pct"], "pooled_ms": r["run"]["latency_pooled_ms"],
+                "pooled_late_fraction": r["judged"].get("pooled_late_fraction"),
+                "accounting": r["accounting"]})
             lat = r["run"]["latency_pooled_ms"].get(str(a.quantile))
-            print(f"  reference: {n:4d} sessions, {r['over_pct']:5.1f} % over, pooled "
-                  f"p{a.quantile * 100:g} {lat if lat is None else round(lat, 2)} ms | "
-                  f"{show_accounting(r['accounting'])}", flush=True)
+            print(f"  reference: {n:4d} sessions (run {len(runs[n])}), {r['over_pct']:5.1f} % "
+                  f"over, pooled p{a.quantile * 100:g} {lat if lat is None else round(lat, 2)} "
+                  f"ms | {show_accounting(r['accounting'])}", flush=True)
 
-        for n in sweep_counts(estimate, a.session_points):
-            measure(n)
-        def pts():
-            return [{"sessions": n, "over_pct": r["over_pct"]} for n, r in runs.items()]
+        counts = sweep_counts(estimate, a.session_points)
+        for _ in range(repeats):
+            for n in counts:
+                measure(n)
+
+        def measure_all(n):
+            for _ in range(repeats):
+                measure(n)
+
         for _ in range(3):          # all over: halve below; none over: 1.5 x above
-            bound = session_reference(pts())["bound"]
+            bound = session_reference(pool_repeats(runs))["bound"]
             if bound == "below" and min(runs) > 1:
-                measure(max(1, min(runs) // 2))
+                measure_all(max(1, min(runs) // 2))
             elif bound == "at least":
-                measure(max(runs) * 3 // 2)
+                measure_all(max(runs) * 3 // 2)
             else:
                 break
         for _ in range(a.session_refine):
-            ref = session_reference(pts())
+            ref = session_reference(pool_repeats(runs))
             if ref["bound"] != "between" or ref["hi"] - ref["lo"] <= 1:
                 break
-            measure((ref["lo"] + ref["hi"]) // 2)
-        ref = session_reference(pts())
-        return {**ref, "definition": (
+            measure_all((ref["lo"] + ref["hi"]) // 2)
+        pooled = pool_repeats(runs)
+        ref = session_reference(pooled)
+        typical = session_reference([dict(p, over_pct=p["over_pct_median"]) for p in pooled])
+        return {**ref, "repeats": repeats, "definition": (
                     f"largest count of {a.run_s:g} s sessions of {a.session_pps:g} pps run "
-                    f"together with <= 1 % of them over {a.deadline_ms:g} ms at their own "
-                    f"p{a.quantile * 100:g} (or > 1 % lost)"),
-                "points": [{"sessions": n, "over_pct": r["over_pct"],
-                            "pooled_ms": r["run"]["latency_pooled_ms"],
-                            "accounting": r["accounting"]} for n, r in sorted(runs.items())]}
+                    f"together such that every count tried up to it had <= 1 % of its sessions, "
+                    f"pooled over {repeats} run(s) of it, over {a.deadline_ms:g} ms at their "
+                    f"own p{a.quantile * 100:g} (or > 1 % lost)"),
+                "slots_median_run": typical["slots"],
+                "points": [{**p, "runs": runs[p["sessions"]]} for p in pooled]}
     return _with_vnf(a, mgr, f"qoe-ref-{tag}", "fvsr", 95, body)
 
 
 def _error_pct(announced: int, ref: dict | None) -> float | None:
     return (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
             if ref and ref.get("slots") else None)
+
+
+def whole_step_capacity(a, probe) -> int | None:
+    """What the probe's whole-step quantiles at the pooled session quantile give (the reading
+    before :func:`fluidvim.evaluator.qoeslots.late_capacity`), None with ``--pooled``."""
+    from fluidvim.evaluator.qoeslots import session_quantile, whole_steps
+    from fluidvim.evaluator.slots import SlotsError, estimate_capacity
+
+    if a.pooled:
+        return None
+    try:
+        q = session_quantile(a.quantile, max(1, round(a.run_s * a.session_pps)))
+        return estimate_capacity(whole_steps(probe), a.deadline_ms, q, a.session_pps).slots
+    except (SlotsError, ValueError):
+        return None
 
 
 def cmd_qoe(a) -> dict:
@@ -428,6 +481,9 @@ def cmd_qoe(a) -> dict:
               qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps,
                          session_packets=max(1, round(a.run_s * a.session_pps))))
     print(f"qoe: {params.request()} ({params.basis})", flush=True)
+    whole = whole_step_capacity(a, probe)
+    if whole is not None:
+        print(f"A/B: the whole-step reading (before) would announce {whole} slots", flush=True)
     swept = (swept_reference(a, env, zone, probe, params.capacity)
              if a.reference_passes > 0 else None)
     if swept:
@@ -467,6 +523,10 @@ def cmd_qoe(a) -> dict:
         "path_floor": floor,
         "qoe": params.request(), "basis": params.basis,
         "capacity_pooled": pooled.capacity, "capacity_per_session": not a.pooled,
+        # the probe's reading before the late-share statistic (whole-step p at the pooled
+        # quantile), on the same probe: the A/B of the statistic
+        "capacity_whole_step": whole,
+        "capacity_whole_step_error_pct": _error_pct(whole, ref) if whole is not None else None,
         "probe_steps": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
                                                "latency_pooled_ms", "vnf_steal_share",
                                                "client_cpu_share", "vnf_latency_ns")}
@@ -508,6 +568,7 @@ def command(a) -> str:
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "
             f"--session-points {a.session_points} --session-refine {a.session_refine} "
+            f"--session-repeats {getattr(a, 'session_repeats', 1)} "
             f"--reference-passes {a.reference_passes} --points {a.points} "
             f"--sweep-step {a.sweep_step:g}"
             f"{'' if getattr(a, 'part', 'qoe') == 'qoe' else f' --part {a.part}'}")

@@ -11,6 +11,7 @@ from bench.slotsqoe import (
     command,
     guest_waits,
     judge_sessions,
+    pool_repeats,
     session_reference,
     show_accounting,
     sweep_counts,
@@ -72,6 +73,25 @@ def test_session_reference_interpolates_the_first_crossing():
     assert session_reference(pts((100, 1.0), (120, 3.0)))["lo"] == 100
 
 
+def test_repeats_pool_into_one_monotone_reference():
+    # the quiet-host record's non-monotone sweep: 100 sessions all over in one run; with a
+    # second run of each count (none over), pooled: 100 is 50 % over, so the reference stays
+    # below it, whatever 140 and 180 did (one burst cannot make it non-monotone)
+    runs = {93: [{"over": 0, "n": 93}, {"over": 0, "n": 93}],
+            100: [{"over": 100, "n": 100}, {"over": 0, "n": 100}],
+            140: [{"over": 0, "n": 140}, {"over": 0, "n": 140}],
+            180: [{"over": 0, "n": 180}, {"over": 1, "n": 180}]}
+    pooled = pool_repeats(runs)
+    assert [p["over_pct"] for p in pooled] == [0.0, 50.0, 0.0, 0.28]
+    assert pooled[1]["over_pct_each"] == [0.0, 100.0] and pooled[1]["over_pct_median"] == 50.0
+    ref = session_reference(pooled)
+    assert (ref["lo"], ref["hi"]) == (93, 100) and ref["slots"] == 93
+    # a few sessions over in one run only: pooled over both runs, within 1 %
+    assert pool_repeats({50: [{"over": 1, "n": 50}, {"over": 0, "n": 50}]})[0]["over_pct"] == 1.0
+    three = pool_repeats({10: [{"over": 10, "n": 10}, {"over": 0, "n": 10}, {"over": 0, "n": 10}]})
+    assert three[0]["over_pct_median"] == 0.0 and three[0]["repeats"] == 3
+
+
 def test_session_reference_bounds():
     assert session_reference(pts((10, 0.0), (20, 0.5))) == {
         "slots": 20, "bound": "at least", "lo": 20, "hi": None}
@@ -106,12 +126,15 @@ def test_command_repeats_the_run():
     a = argparse.Namespace(deadline_ms=10.0, quantile=0.99, session_pps=100.0, run_s=16.0,
                            proto="icmp", client_nice=0, probe_step=2.0, pooled=False,
                            vcpu_nice=None, kernel=None, session_points=6, session_refine=3,
-                           reference_passes=0, points=12, sweep_step=4.0, part="qoe")
+                           session_repeats=2, reference_passes=0, points=12, sweep_step=4.0,
+                           part="qoe")
     assert command(a) == (
         "python -m bench.slots qoe --deadline-ms 10 --quantile 0.99 --session-pps 100 "
         "--run-s 16 --proto icmp --client-nice 0 --probe-step 2 --session-points 6 "
-        "--session-refine 3 --reference-passes 0 --points 12 --sweep-step 4")
+        "--session-refine 3 --session-repeats 2 --reference-passes 0 --points 12 "
+        "--sweep-step 4")
     b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0"})
     assert command(b).endswith("--vcpu-nice 0 --session-points 6 --session-refine 3 "
-                               "--reference-passes 0 --points 12 --sweep-step 4 "
+                               "--session-repeats 2 --reference-passes 0 --points 12 "
+                               "--sweep-step 4 "
                                "--part qoe_vcpu_nice0")
