@@ -256,3 +256,19 @@ def test_probe_step_steal_share():
     assert _steal_share({"steal_us": 0}, {"steal_us": 9_000_000}, 2.3) == 1.0    # at most all
     assert _steal_share({}, {"steal_us": 5}, 2.3) is None           # no KVM steal time
     assert _steal_share(None, {"steal_us": 5}, 2.3) is None
+
+
+def test_probe_rechecks_by_the_whole_step_tail():
+    from fluidvim.evaluator.probes import DISCARDED_KEYS, SUSPECT_RATIO, _suspects
+
+    # window medians monotone; over all its packets the 100-session step's p99 is 1.37 x the
+    # 150-session step's (the quiet-host record): a burst the capacity would read, rechecked
+    steps = [full(5000, (1.0, 2.0, 6.0, 9.0)),
+             full(10000, (1.8, 5.0, 11.2, 15.2), window=(1.5, 4.0, 7.0, 9.0)),
+             full(15000, (2.0, 3.6, 8.2, 12.7), window=(1.9, 3.5, 7.3, 9.5))]
+    assert 11.2 / 8.2 > SUSPECT_RATIO
+    assert _suspects(steps) == [1]
+    assert _suspects([steps[0], steps[2]]) == []
+    # what a recheck keeps of the discarded one is what the burst share reads
+    assert {"latency_pooled_ms", "loss_pooled", "max_ms", "received", "duration_s"} <= set(
+        DISCARDED_KEYS)
