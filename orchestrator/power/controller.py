@@ -57,43 +57,34 @@ p99 in microseconds), the controller
   band          otherwise (p99 within (target / 2, target])            hold      hold
   ============  =====================================================  ========  ========
 
-  The cap's doing: a throttled period (the quota ran out) stalls the frame in process
-  (``throttle_hits`` frames; raise it for a chain with Queues, whose frames wait in them; the
-  histogram does not count a frame still in the ring), so a breach is the cap's when the group
-  was throttled (or that is not known) and the packets over the target less ``throttle_hits``
-  per throttled period would no longer breach: more quota would buy it back. Otherwise the
-  latency came from the host (the vCPU preempted by other work, the generator): a release
-  would not help, and on a busy host such noise made the controller release, again and again,
-  every cap it set (bench/powercap). Unless the capped VNF shows it far more often than it did
-  open (:meth:`LatencyController._noisier`): then it is the cap's after all, a breach.
+  The cap's doing: a throttled period stalls the frame in process (``throttle_hits`` frames;
+  more for a chain with Queues), so a breach is the cap's when the group was throttled (or that
+  is not known) and the packets over the target less ``throttle_hits`` per throttled period
+  would no longer breach. Otherwise the host did it (the vCPU preempted): a release would not
+  help (on a busy host such noise released every cap, bench/powercap), unless the capped VNF
+  shows it far more often than open (:meth:`LatencyController._noisier`): a breach after all.
 
   **High load and the cap's size come from the offered rate when the capacity is known**: the
-  VNF then needs about ``rate / capacity`` of the flavor's quota (at its capacity it uses all of
-  it), and the cap is ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the median
-  rate of the quiet streak). Its uncapped need overstates a capped VNF's: open, it takes a
-  frame at a time, each with its wake-up and VM exit (~190 µs of host CPU a frame at 10 % load,
-  bench/powercap); capped, it serves them in batches. Without a capacity the need sizes the
-  cap, ``need × headroom + margin_us`` (its median in the quiet streak), and high load is a need
+  cap is ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the quiet streak's median
+  rate; the uncapped need overstates a capped VNF's, which serves frames in batches). Without a
+  capacity, ``need × headroom + margin_us`` (the streak's median need), and high load is a need
   of ``max_ratio`` of the flavor's quota or more. A cap is at most ``max_ratio`` of the flavor's.
 
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
-  ``OPEN_SPAN`` open intervals (on a quiet host the uncapped VNF carried 127-133 frames at 10 %
-  load and 318, the tap's queue too, at 50 %, which held or released every cap).
+  ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).
 
   ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. **cap** jumps from
   the flavor's quota straight to the sized cap (a step of ``down`` when neither rate nor need is
-  known) and narrows the busy-poll window to ``min_poll_us``; it stays open at **high load**:
-  little to save, much to lose (the frames no longer fit in the stalls of a 20 ms period).
+  known) and narrows the busy-poll window to ``min_poll_us``; it stays open at **high load**.
   **down** then looks for the least CPU that keeps the target: a step of ``down`` (or the sized
-  cap, if lower, from intervals it was not throttled in: a throttled VNF cannot show what it
-  would use), throttled or not. A throttled VNF finds its frames batched in its ring, which its
-  own latency does not count and the ring's signals guard. **up** takes the larger of
+  cap, if lower, from intervals it was not throttled in), throttled or not (the frames a
+  throttled VNF finds batched in its ring, the ring's signals guard). **up** takes the larger of
   ``quota × up`` and the cap sized for this interval's rate (or the streak's need; the flavor's
   quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back to the
   flavor's quota and the 1 ms window at once. The back-off: a release the ring or a drop forced,
   or a breach seen throttled (up or release), sets a floor one step up from the quota that
   caused it, which later caps respect and which sinks a step after ``FLOOR_AGE`` steps down it
-  blocked (without it, at high load the controller capped into losses, released, and again);
+  blocked (without it, at high load it capped into losses, released, and again);
 
 * **acts** through ``actuator(vnf key, quota µs per period)``: in production
   :class:`CgroupCap` on the VNF's own group (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` and
@@ -101,7 +92,10 @@ p99 in microseconds), the controller
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
-  quota's steps, restored with a release.
+  quota's steps, restored with a release; and through ``batcher`` (likewise) the VNF's **batch
+  window** (``poll``'s ``batch_us``: naps between frames, one TX kick per batch, PROTOCOL.md):
+  0 open, ``batch_share`` of the target capped (at most ``BATCH_MAX_US``): a frame waits up to
+  it in its ring, which the VNF's histogram does not see.
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
@@ -157,14 +151,16 @@ FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
 
 
 POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
+BATCH_MAX_US = 10000                 # the largest batch window the VNF takes (same section)
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
 
 
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits (module doc)"""
+    throttle_hits, batch_share (module doc)"""
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
+    batch_share: float = 0.5         # its batch window: this share of the target (0: none)
     headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
     margin_us: int = 2_000
     rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
@@ -175,10 +171,10 @@ class Sizing:
     def __post_init__(self):
         if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
                 or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
-                       self.min_poll_us) < 0):
+                       self.min_poll_us) < 0 or not 0 <= self.batch_share <= 1):
             raise PowerError(f"controller sizing needs headroom and rate_headroom >= 1, "
                              f"0 < max_ratio <= 1, margin_us, rate_margin_us, throttle_hits "
-                             f"and min_poll_us >= 0, got {self}")
+                             f"and min_poll_us >= 0, 0 <= batch_share <= 1, got {self}")
 
 
 @dataclasses.dataclass
@@ -188,6 +184,8 @@ class VnfState:
     state: str = OPEN                # OPEN (the flavor's quota) or CAPPED
     poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
     poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
+    batch_us: int = 0                # the batch window wanted (0: off), and confirmed
+    batch_applied: int | None = None
     good: int = 0                    # quiet intervals in a row
     buckets: list | None = None
     last: dict | None = None         # the last decision
@@ -217,9 +215,9 @@ class LatencyController:
     NOISY_SPAN = 4                   # capped intervals whose breaches are compared with open's
 
     def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
-                 hold_intervals: int = 3, min_packets: int = 100, poller=None, **sizing):
-        """``sizing``: the fields of :class:`Sizing` (``min_poll_us``, ``headroom``,
-        ``margin_us``, ``max_ratio``, ``throttle_hits``)."""
+                 hold_intervals=3, min_packets=100, poller=None, batcher=None, **sizing):
+        """``sizing``: the fields of :class:`Sizing`; ``poller``, ``batcher``: the VNF's busy-poll
+        and batch windows (module doc; None: not set)."""
         from fluidvim.vnf import limits  # the launch core's; imported lazily (import contracts)
 
         self.period_us = limits.CPU_PERIOD_US      # the flavor's quota period (reserved_us)
@@ -239,6 +237,7 @@ class LatencyController:
         self.headroom, self.margin_us, self.max_ratio = sz.headroom, sz.margin_us, sz.max_ratio
         self.rate_headroom, self.rate_margin_us = sz.rate_headroom, sz.rate_margin_us
         self.throttle_hits = sz.throttle_hits
+        self.batcher, self.batch_share = batcher, sz.batch_share
         # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
         self.throttled = cpu_throttled
         # (vnf key) -> {"total", "vcpu"} CPU-s of its QEMU, None when not known; likewise
@@ -291,7 +290,9 @@ class LatencyController:
         action, why, new = self._next(st, ev, why, reserved, held)
         if action != HOLD:
             st.good, st.needs, st.capped_over = 0, [], []    # a new streak in the new setting
-        self._apply_poll(key, name, st)
+        st.batch_us = 0 if new >= reserved else min(BATCH_MAX_US, int(target_us * self.batch_share))
+        self._tell(key, name, st, "poll")
+        self._tell(key, name, st, "batch")
         st.reserved_us = reserved
         if new != st.quota_us or action == RELEASE:
             self.actuator(key, new)
@@ -307,7 +308,8 @@ class LatencyController:
              "floor_us": st.floor_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
-             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
+             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
+             "batch_us": st.batch_us, "batch_applied_us": st.batch_applied}
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]
@@ -336,8 +338,7 @@ class LatencyController:
 
     @staticmethod
     def need(st: VnfState) -> float:
-        """The median need (CPUs) of the quiet streak (on a busy host one interval's reads
-        high or low by half)."""
+        """The median need (CPUs) of the quiet streak (one interval's reads high or low)."""
         return sorted(st.needs)[len(st.needs) // 2]
 
     def _next(self, st: VnfState, ev: str, why: str, reserved: int, held: bool | None):
@@ -392,17 +393,18 @@ class LatencyController:
             why = f"{why}; need {self.need(st):.3f} CPU -> {target} us"
         return action, why, new
 
-    def _apply_poll(self, key: str, name: str, st: VnfState) -> None:
-        """Tell the VNF its busy-poll window when it differs from what it last confirmed; a VNF
-        that does not answer is told again next interval, whatever the window then (a stopped
-        VNF may still act on the request it did not answer)."""
-        if self.poller is None or st.poll_applied == st.poll_us:
+    def _tell(self, key: str, name: str, st: VnfState, knob: str) -> None:
+        """Tell the VNF its busy-poll (``knob`` "poll") or batch window ("batch") unless it
+        confirmed it; one that does not answer is told again next interval."""
+        fn, want = (self.poller, st.poll_us) if knob == "poll" else (self.batcher, st.batch_us)
+        if fn is None or getattr(st, f"{knob}_applied") == want:
             return
         try:
-            st.poll_applied = int(self.poller(key, st.poll_us))
+            got = int(fn(key, want))
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
-            LOG.debug("controller %s: poll window not set: %s", name, e)
-            st.poll_applied = None   # not known: a request that timed out may still land
+            LOG.debug("controller %s: %s window not set: %s", name, knob, e)
+            got = None               # not known: a request that timed out may still land
+        setattr(st, f"{knob}_applied", got)
 
     def _held(self, key: str, st: VnfState) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;
