@@ -5,18 +5,22 @@
 One forwarding VNF between two network namespaces; 64-byte frames from ``bench/pktgen.c`` at 10,
 50 and 90 % of its capacity (the highest rate it forwards with < 0.1 % loss, found as
 ``bench/dataplane`` does). For each load, trials alternate
-``default`` (the flavor's CPU quota, no controller) and ``controller``
+``default`` (the CPU quota the launch sets, the flavor's plus QEMU's allowance, as the
+controller's release writes it; no controller; the boot defaults of the busy-poll and batch
+windows) and ``controller``
 (:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
 its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``, reading
 the VNF's taps and its group's throttling as the exporter does, and told the capacity the
 bench measured (``capacity_pps``: the offered rate against it judges high load and sizes the
-cap; ``--blind`` withholds it, and the VNF's need decides); ``--down``, ``--hold``,
+cap; ``--blind`` withholds it, and the VNF's need decides; ``--batch-share`` of the target is
+the batch window of a capped VNF); ``--down``, ``--hold``,
 ``--min-quota-us``, ``--headroom``, ``--rate-headroom``, ``--rate-margin-us``, ``--max-ratio``,
 ``--min-poll-us`` and ``--period-us``, the CFS period of its quota, are its settings;
 ``rebase`` before each of its trials, so that its first interval does not span the other
-modes' trials), and any ``--fixed`` modes (``--modes``
-picks default, controller or both), ``--rounds`` times each, order swapped every round. A
-trial: ``--warmup`` s of traffic (the controller settles), then ``--measure`` s measured:
+modes' trials), and any ``--fixed`` modes (``quota/period,window[,batch]``: a fixed quota,
+busy-poll and batch window, no controller; ``--modes`` picks default, controller or both),
+``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
+controller settles), then ``--measure`` s measured:
 
 * host CPU-seconds of the VNF's QEMU process (``/proc/<pid>/task/*/stat``), per million packets
   delivered, and the watts that is on the linear model (``(max - idle) / CPUs`` per busy CPU);
@@ -27,7 +31,9 @@ trial: ``--warmup`` s of traffic (the controller settles), then ``--measure`` s 
 * one-way latency p50 / p99 at ns b's socket (``pktgen recv``: kernel timestamp minus the
   sender's), loss;
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
-* the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares);
+* the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares) and its
+  notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups, naps of
+  the batch window);
 * the controller's decisions (action, event, why, quota, poll window, p99, ring backlog,
   throttled, need, sized cap, floor), printed with ``--verbose``.
 
@@ -140,27 +146,40 @@ class Vnf:
                 if ctl is not None else None), st
 
 
-def fixed(mode: str) -> tuple[int, int, int]:
-    """(quota us, poll window us, period us) of a ``--fixed`` mode ``quota/period,window``."""
-    cap, _, window = mode.partition(",")
+def fixed(mode: str) -> tuple[int, int, int, int]:
+    """(quota us, poll window us, period us, batch window us) of a ``--fixed`` mode
+    ``quota/period,window[,batch]`` (no batch: 0, off)."""
+    cap, _, rest = mode.partition(",")
+    window, _, batch = rest.partition(",")
     quota, _, period = cap.partition("/")
-    return int(quota), int(window), int(period or limits.CPU_PERIOD_US)
+    return int(quota), int(window), int(period or limits.CPU_PERIOD_US), int(batch or 0)
+
+
+def open_quota(vnf: Vnf) -> None:
+    """The quota the launch set (the flavor's, its 100 ms period, and QEMU's own allowance on
+    top: vnf/cgroups.py), written as the controller's release writes it."""
+    CgroupCap()(vnf.uid, limits.CPU_PERIOD_US)
 
 
 def settle(vnf: Vnf, mode: str, ctl) -> None:
-    """The VNF's quota and poll window for a trial: the flavor's (its 100 ms period) and the
-    boot default (``default``), a ``--fixed`` setting, or where the controller left them."""
+    """The VNF's quota and windows for a trial: the launch's quota and the boot defaults
+    (``default``), a ``--fixed`` setting, or where the controller left them."""
     if mode == "default":
-        cgroups.set_cpu_quota(vnf.uid, limits.CPU_PERIOD_US, limits.CPU_PERIOD_US)
-        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+        open_quota(vnf)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
     elif mode != "controller":
-        quota, window, period = fixed(mode)
+        quota, window, period, batch = fixed(mode)
         cgroups.set_cpu_quota(vnf.uid, quota, period)
-        set_window(vnf.mgr, vnf.id, window)
+        set_window(vnf.mgr, vnf.id, window, batch)
     elif vnf.uid in ctl.state:
         ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
-        ctl.state[vnf.uid].poll_applied = set_window(vnf.mgr, vnf.id, ctl.state[vnf.uid].poll_us)
+        st = ctl.state[vnf.uid]
+        st.poll_applied = set_window(vnf.mgr, vnf.id, st.poll_us, st.batch_us)
+        st.batch_applied = st.batch_us
+    else:                            # as the controller finds a VNF: open, the boot defaults
+        open_quota(vnf)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
 
 
 def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
@@ -194,6 +213,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
         b_prev = b
     m1, r1 = meter.read(), path.rx_packets()
     own = vnf_shares(s0, st or {})
+    events = vnf_events(s0, st or {})
     lat = json.loads(rx.stdout.readline() or "{}")
     rx.wait(30)
     sent = json.loads(tx.communicate(timeout=60)[0] or "{}")
@@ -201,6 +221,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     t = summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
                         (ds[:d1 - d0], ds[d1 - d0:]))
     t["vnf_cpu"] = own
+    t["vnf_events_per_kframe"] = events
     t["vnf_dropped"] = nic_drops(s0, st or {})
     return t
 
@@ -210,6 +231,18 @@ def nic_drops(a: dict, b: dict) -> int | None:
     transmits), None when one is missing."""
     try:
         return sum(int(n["drop"]) for n in b["nics"]) - sum(int(n["drop"]) for n in a["nics"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def vnf_events(a: dict, b: dict) -> dict | None:
+    """The VNF's notifications and wake-ups per 1,000 frames it received between two ``stats``
+    (``cpu``: kicks, halts, RX-interrupt wake-ups, naps of the batch window), None when one is
+    missing: what the host's main loop and KVM handle per frame."""
+    try:
+        frames = sum(int(n["rx"]) for n in b["nics"]) - sum(int(n["rx"]) for n in a["nics"])
+        return {k: round(1000 * (b["cpu"].get(k, 0) - a["cpu"].get(k, 0)) / max(1, frames), 1)
+                for k in ("kicks", "halts", "wake_rx", "naps")}
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -250,18 +283,27 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
             "intervals_within_target": sum(1 for p in p99s if p <= args.target_us * 1000),
             "quota_us": [d["quota_us"] for d in measured],
             "poll_window_us": last["poll_window_us"] if last else POLL_DEFAULT_US,
+            "batch_us": last.get("batch_us") if last else None,
             "actions": actions,
             "decisions": [{k: d.get(k) for k in ("action", "event", "why", "quota_us",
-                                                 "poll_window_us", "p99_ns", "packets",
+                                                 "poll_window_us", "batch_us", "p99_ns",
+                                                 "packets",
                                                  "ring_backlog", "backlog_over_open",
                                                  "host_dropped", "throttled", "need_cpus",
                                                  "rate_pps", "sized_us", "floor_us")}
                           for d in warm + measured]}
 
 
-def set_window(mgr, vnf_id, us: int) -> int:
+def set_window(mgr, vnf_id, us: int, batch_us: int | None = None) -> int:
+    """Set the VNF's busy-poll window (and its batch window, unless None); the window set."""
     with mgr.channel(vnf_id) as ch:
-        return ch.poll(us)["window_us"]
+        return ch.poll(us, batch_us=batch_us)["window_us"]
+
+
+def set_batch(mgr, vnf_id, us: int) -> int:
+    """Set the VNF's batch window; the window it confirms (0 from an image without one)."""
+    with mgr.channel(vnf_id) as ch:
+        return ch.poll(batch_us=us).get("batch_us", 0)
 
 
 def median(trials, key):
@@ -280,9 +322,12 @@ def line(load: int, t: dict) -> str:
     if t.get("vnf_cpu"):
         out += ", VNF busy/poll/halt " + "/".join(str(t["vnf_cpu"][k])
                                                   for k in ("busy", "poll", "halt"))
+    if t.get("vnf_events_per_kframe"):
+        out += ", per 1k frames " + ", ".join(f"{k} {v}"
+                                             for k, v in t["vnf_events_per_kframe"].items())
     if t["mode"] == "controller":
         out += (f", quota {t['quota_us'][-1] if t['quota_us'] else '-'}, poll window "
-                f"{t['poll_window_us']} us, {t['actions']}")
+                f"{t['poll_window_us']} us, batch {t.get('batch_us')} us, {t['actions']}")
     return out
 
 
@@ -312,6 +357,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
                             poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
+                            batcher=lambda k, us: set_batch(vnf.mgr, vnf.id, us),
+                            batch_share=args.batch_share,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
                             max_ratio=args.max_ratio, rate_headroom=args.rate_headroom,
                             rate_margin_us=args.rate_margin_us)
@@ -325,7 +372,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
             if args.verbose and t["decisions"]:
                 for d in t["decisions"]:
                     print(f"      {d}", flush=True)
-    cgroups.set_cpu_quota(vnf.uid, limits.CPU_PERIOD_US, limits.CPU_PERIOD_US)
+    open_quota(vnf)
+    set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
              for mode in order}
     d = modes.get("default", {}).get("cpu_s_per_mpkt")
@@ -377,17 +425,24 @@ def parse(argv):
                     help="controller: not told the capacity (its need sizes the cap)")
     ap.add_argument("--min-poll-us", type=int, default=50,
                     help="controller: the busy-poll window of a capped VNF (us)")
+    ap.add_argument("--batch-share", type=float, default=0.5,
+                    help="controller: the batch window of a capped VNF as this share of the "
+                         "target (0: none; the poll op's batch_us)")
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
-                    help="extra modes with a fixed cap, no controller: quota/period,window "
-                         "(us), separated by spaces, e.g. '10000/100000,50 1500/10000,50'")
+                    help="extra modes with a fixed cap, no controller: quota/period,window"
+                         "[,batch] (us; batch: the VNF's batch window, 0 = off), separated by "
+                         "spaces, e.g. '10000/100000,50 100000/100000,1000,50'")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "powercap.json"))
+    ap.add_argument("--kernel", default=None,
+                    help="the VNF image (default: the [vnf] kernel option's: the installed or "
+                         "the source tree's unikernel/build/fluidvim-vnf.elf)")
     ap.add_argument("--state-dir", default="/var/lib/fluidvim-bench-powercap")
     ap.add_argument("--run-dir", default="/run/fluidvim-bench-powercap")
     args = ap.parse_args(argv)
@@ -403,9 +458,10 @@ def parse(argv):
         ap.error("no modes: give --modes or --fixed")
     for m in args.fixed:
         try:
-            q, _, p = fixed(m)
+            q, _, p, _ = fixed(m)
         except ValueError:
-            ap.error(f"--fixed {m!r}: give quota/period,window in us, e.g. 10000/100000,50")
+            ap.error(f"--fixed {m!r}: give quota/period,window[,batch] in us, e.g. "
+                     "10000/100000,50 or 100000/100000,1000,50")
         if q < 1000 or p < 1000:
             ap.error(f"--fixed {m!r}: quota and period must be >= 1000 us (the kernel's)")
     return args
@@ -427,7 +483,8 @@ def main(argv=None) -> int:
         return 2
     pktgen = build_pktgen("/tmp")
     t_start, load0 = time.time(), loadavg()
-    mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir))
+    mgr = VNFManager(make_conf(state_dir=args.state_dir, run_dir=args.run_dir,
+                               **({"kernel": args.kernel} if args.kernel else {})))
     results = {}
     with TestNet("pcp", 90) as net:
         res = mgr.launch(CHAINS["forward"], name="powercap", nics=net.bridges, warm=False)
