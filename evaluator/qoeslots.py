@@ -41,11 +41,14 @@ The capacity is read off the probe's *whole-step* quantiles (:func:`whole_steps`
 medians over its windows: a session lives through every window. With ``session_packets``
 (sessions of a known length) it is read off the *late share* instead
 (:func:`late_capacity`): each step's share of packets later than the deadline (lost ones
-included, :func:`late_share`), pooled over neighbouring steps by a monotone fit (more load
-cannot make the path faster, so a step worse than a higher one was hit by a host burst and is
-averaged with it, weighted by packets: the burst counts at its rate, as in a session that spans
-both), and the capacity where that share passes the one that keeps 99 % of such sessions within
-their own quantile (:func:`session_quantile`).
+included, :func:`late_share`) in its typical window (the window medians: one burst moves one
+window) plus the host's burst rate (:func:`burst_share`: the packets late beyond the typical
+window over all the probe's steps below the knee, per second of them: a session lives through
+the bursts at that rate, whichever step one fell in), a monotone fit over the steps (more load
+cannot make the path faster), and the capacity where that share passes the one that keeps 99 %
+of such sessions within their own quantile (:func:`session_quantile`). On the quiet-host probe
+of bench/results/slots.md the whole-step reading gave 92 slots against a 180 reference (one
+2 s step with a burst decided it); this one gives 150.
 
 The VNF corrects the capacity at run time from its histogram and its steal time (shrink when
 the tail or the wait passes its budget under load, grow back with hysteresis:
@@ -415,11 +418,13 @@ class NoQoECapacity(SlotsError):
 
 
 def launch_qoe(results, deadline_ms: float, quantile: float,
-               session_pps: float | None = None) -> tuple[QoE | None, str]:
+               session_pps: float | None = None, max_loss: float = 0.01
+               ) -> tuple[QoE | None, str]:
     """The QoE a launch on an environment carries (``LaunchRequest.qoe``), from the environment's
     stage-1 results (``results``: its ProbeResults, any kinds) and the service's deadline and
     quantile; (None, why) when there is no usable load probe result (nothing is known: the VNF
-    then announces its flow table's slots).
+    then announces its flow table's slots). ``max_loss``: as stage 1's (``[evaluator]
+    max_loss``), so the launch reads the capacity stage 1 found.
 
     Raises :class:`NoQoECapacity` when the probe shows no session within the deadline. A VNF
     cannot announce "0 at the QoE" (``qoe`` capacity 0 turns the rule off, so it would announce
@@ -430,7 +435,7 @@ def launch_qoe(results, deadline_ms: float, quantile: float,
     if r is None:
         return None, "no successful load probe result for the environment"
     try:
-        est = qoe_capacity(r, deadline_ms, quantile, session_pps)
+        est = qoe_capacity(r, deadline_ms, quantile, session_pps, max_loss)
     except SlotsError as e:
         return None, f"load probe result unusable: {e}"
     if est.slots < 1:
