@@ -18,6 +18,7 @@ from oslo_log import log as logging
 
 from fluidvim.common import instance_states as istates
 from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneAdapter, ZoneError
+from fluidvim.evaluator import conf as evalconf
 from fluidvim.evaluator.model import LOAD, ServiceProfile
 from fluidvim.evaluator.qoeslots import NoQoECapacity, launch_qoe
 
@@ -45,14 +46,24 @@ def launch_request(service_row, host: str | None = None, bridges=(),
                          nics=tuple(bridges or ()), qoe=qoe)
 
 
-def service_qoe(service_row, results) -> QoE | None:
+def max_loss_of(conf) -> float:
+    """``[evaluator] max_loss``: the loss a service tolerates where its slots are read off a
+    load probe - stage 1's slots and feasibility and a launch's QoE capacity read it alike."""
+    evalconf.register_opts(conf)
+    return conf.evaluator.max_loss
+
+
+def service_qoe(service_row, results, max_loss: float | None = None) -> QoE | None:
     """The QoE of ``service_row``'s instances on an environment whose stage-1 probe results
     are ``results`` (the chosen candidate's): capacity from its load probe at the service's
-    deadline and quantile. None (logged) when there is no usable load probe result; ZoneError
+    deadline and quantile, with stage 1's ``max_loss`` (:func:`max_loss_of`; None: the
+    option's default). None (logged) when there is no usable load probe result; ZoneError
     (the launch is refused, with the fix) when the probe shows no session within the deadline."""
     svc = profile_of(service_row)
+    loss = {} if max_loss is None else {"max_loss": max_loss}
     try:
-        qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+        qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps,
+                              **loss)
     except NoQoECapacity as e:
         LOG.warning("%s: launch refused: %s", svc.name, e)
         raise ZoneError(f"{svc.name} not launched: {e}") from None
@@ -62,7 +73,8 @@ def service_qoe(service_row, results) -> QoE | None:
     return qoe
 
 
-def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None) -> QoE | None:
+def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None,
+             max_loss: float | None = None) -> QoE | None:
     """The QoE of a launch without a placement decision (the resolver's fast track, a woken
     host): from ``stage1``'s cached load probe of the environment type of ``host``, or of the
     zone's only type when the zone picks the host. None when that type is not known (the zone
@@ -80,7 +92,7 @@ def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None) ->
     if len(uids) != 1:
         return None
     r = cache.get_valid(uids.pop(), LOAD)
-    return service_qoe(service_row, [r] if r is not None else [])
+    return service_qoe(service_row, [r] if r is not None else [], max_loss)
 
 
 def deploy(store, registry, zone: ZoneAdapter, service_row, *, host: str | None = None,

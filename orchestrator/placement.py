@@ -125,6 +125,7 @@ class PlacementEngine:
         self.zone_labels = zone_labels or {}       # zone name -> labels (price, location, ...)
         self.formula_runner = formula_runner        # formula text -> stage-2 runner (per service)
         self.host_power = host_power                # hostpower.HostPower: off hosts, wake-ups
+        self.max_loss: float | None = None          # [evaluator] max_loss, for the launch's QoE
         self._formula_runners: dict = {}
 
     # -- step 0 --
@@ -330,7 +331,7 @@ class PlacementEngine:
             return out
         if deploy_it:
             try:
-                qoe = service_qoe(row, results.get(win.candidate.env.uid, ()))
+                qoe = service_qoe(row, results.get(win.candidate.env.uid, ()), self.max_loss)
                 inst = deploy(self.store, self.registry, self.zones[win.candidate.zone], row, host=host,
                               decision_id=did, predicted_s=win.candidate.queuing_delay_s,
                               bridges=bridges, qoe=qoe)

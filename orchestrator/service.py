@@ -27,7 +27,7 @@ from fluidvim.common.zonetypes import INSTANCE_ACTIONS, NETWORK_NAME_RE, ZoneAda
 
 from . import conf as orchconf
 from .db import Store
-from .deploy import PROFILE_FIELDS, zone_qoe
+from .deploy import PROFILE_FIELDS, max_loss_of, zone_qoe
 from .exception import DatabaseDown, NotFound, Refused, invalid
 from .ha import Membership, worker_id
 from .mano.service import NSEndpoint, NSManager  # network services from NSDs: namespace "ns" 1.0
@@ -138,7 +138,9 @@ class Orchestrator:
                                          formula_runner=formula_runner)
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing,
                                  confirm_timeout=o.confirm_timeout)
-        self.resolver.qoe_for = lambda zone, row: zone_qoe(self.placement.stage1, zone, row)
+        self.placement.max_loss = max_loss = max_loss_of(conf)    # stage 1's, for the QoE
+        self.resolver.qoe_for = lambda zone, row: zone_qoe(self.placement.stage1, zone, row,
+                                                           max_loss=max_loss)
         self.host_power = None                      # [host_power] enabled: drain, off, wake
         if "host_power" in conf and conf.host_power.enabled:
             from .hostpower import HostPower
@@ -167,7 +169,8 @@ class Orchestrator:
         from .deploy import deploy
         row = self.store.service(service)
         return deploy(self.store, self.registry, self.zones[zone], row, host=host,
-                      qoe=zone_qoe(self.placement.stage1, self.zones[zone], row, host))
+                      qoe=zone_qoe(self.placement.stage1, self.zones[zone], row, host,
+                                   max_loss=self.placement.max_loss))
 
     def recover_worker(self, worker_id: str) -> dict:
         """Take over what a dead orchestrator (``worker_id``) left in flight. Each of its

@@ -226,3 +226,26 @@ def test_fast_track_refuses_a_launch_whose_probe_misses_the_deadline(db_url):
         assert [r for z in zones for r in z.launches] == []
     finally:
         orch.close()
+
+
+def test_the_launch_reads_the_capacity_with_stage_1s_max_loss(db_url):
+    """A launch's QoE capacity is read off the load probe with ``[evaluator] max_loss``, the
+    loss stage 1 reads the same probe with (not a default of its own): a probe losing 5 % from
+    10,000 pps has fewer sessions at 1 % than at 10 %."""
+    load, _ = synthetic_probe_results("u1", "z", 20000.0, 50.0)
+    steps = [dict(s, loss=0.05 if s["offered_pps"] >= 10000 else 0.0)
+             for s in load.metrics["steps"]]
+    lossy = dataclasses.replace(load, metrics={**load.metrics, "steps": steps})
+    row = types.SimpleNamespace(name="fw", profile={"name": "fw", "click_config": FW,
+                                                    "deadline_ms": 1.0, "qos_quantile": 0.99,
+                                                    "session_pps": 100.0})
+    strict, loose = service_qoe(row, [lossy], 0.01), service_qoe(row, [lossy], 0.1)
+    assert strict.capacity < 100 <= loose.capacity, (strict, loose)
+    assert service_qoe(row, [lossy]) == strict          # the option's default: 1 %
+    conf = orchconf.make_conf(connection=db_url, local_zone=False)
+    conf.set_override("max_loss", 0.1, group="evaluator")
+    orch = Orchestrator(conf, zones=[])
+    try:
+        assert orch.placement.max_loss == 0.1           # what placement and the resolver pass
+    finally:
+        orch.close()
