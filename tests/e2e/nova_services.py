@@ -44,8 +44,12 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import fcntl
+import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
+import inspect
 import json
 import os
 import shutil
@@ -59,6 +63,8 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+
+from tests import clirun
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = Path(sys.prefix)
@@ -89,6 +95,49 @@ def real_neutron_missing() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is missing (apt-get install openvswitch-switch)"
     return None
+
+
+# --- database templates -----------------------------------------------------------------------
+# what a service's database set-up leaves in a work dir (relative paths), kept per machine
+TEMPLATE_FILES = {
+    "keystone": ("db/keystone.db", "etc/keystone/fernet-keys", "etc/keystone/credential-keys"),
+    "placement": ("db/placement.db",),
+    "glance": ("db/glance.db",),
+    "nova": ("db/nova_api.db", "db/nova_cell0.db", "db/nova_cell1.db"),
+    "neutron": ("db/neutron.db",),
+}
+# the distributions whose migrations (and their machinery) make the databases
+TEMPLATE_PACKAGES = ("keystone", "openstack-placement", "glance", "nova", "neutron",
+                     "SQLAlchemy", "alembic", "oslo.db")
+
+
+def template_versions() -> dict:
+    """What a template was made from: the installed versions of :data:`TEMPLATE_PACKAGES`."""
+    out = {}
+    for dist in TEMPLATE_PACKAGES:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def db_template(name: str) -> Path | None:
+    """Where this machine keeps service ``name``'s migrated databases: under ``$NOVA_DB_CACHE``
+    (default ``$NOVA_VENV_CACHE``, default ``/var/cache/fluidvim``, like tools/nova-venv.sh's
+    venvs; ``off``: none, every cloud runs the ``*-manage`` commands), keyed on the installed
+    package versions and the code of the set-up commands, so an upgrade or a changed command
+    makes a new one. tools/fresh-machine-ci.sh's empty Nova venv cache is an empty template
+    cache: the run's first cloud builds them."""
+    base = os.environ.get("NOVA_DB_CACHE") or os.environ.get("NOVA_VENV_CACHE") or \
+        "/var/cache/fluidvim"
+    if base == "off":
+        return None
+    code = "".join(inspect.getsource(f) for f in (
+        Stack._databases, Stack._keystone_setup, Stack._nova_databases,
+        Stack._neutron_database))
+    key = hashlib.sha256(json.dumps([template_versions(), sys.version, code]).encode())
+    return Path(base) / f"nova-e2e-db-{key.hexdigest()[:12]}" / name
 
 
 class ServiceError(RuntimeError):
@@ -393,11 +442,12 @@ class Stack:
     # processes
     @staticmethod
     def _env(extra=None, service: bool = False) -> dict:
-        """Environment of the processes of the cloud: the repo (for ``serve``) and, for the Nova
-        services (several processes writing nova_api and cell1) and the ``nova-manage`` commands
-        that write beside them (not the *-manage migrations, which run alone and manage their own
-        transactions, nor Keystone/Glance/Placement, one process per database), the SQLite transaction mode of
-        ``tests/e2e/nova_sqlite/sitecustomize.py``."""
+        """Environment of the processes of the cloud: the repo (for ``serve``) and, for the
+        services (several processes writing nova_api and cell1; Keystone, Placement and Glance
+        one process each, but threaded: two first logins at once ended in a 500 from Keystone,
+        two computes' first reports in one from Placement) and the ``nova-manage`` commands that
+        write beside them (not the *-manage migrations, which run alone and manage their own
+        transactions), the SQLite transaction mode of ``tests/e2e/nova_sqlite/sitecustomize.py``."""
         env = dict(os.environ, **(extra or {}))
         paths = [str(REPO / "tests" / "e2e" / "nova_sqlite")] if service else []
         env["PYTHONPATH"] = os.pathsep.join(
@@ -420,7 +470,7 @@ class Stack:
     def _start(self, svc: str, cmd: list[str], env=None) -> None:
         logf = open(self.log(svc), "ab")
         self.procs[svc] = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                           env=self._env(env, service=svc.startswith(("nova-", "neutron"))),
+                                           env=self._env(env, service=True),
                                            cwd=self.work,
                                            start_new_session=True)
         logf.close()
@@ -593,8 +643,9 @@ class Stack:
     def _databases(self) -> str:
         """Every service's database, each service's chain of commands in a thread of its own:
         separate SQLite files and processes, so Keystone's, Placement's, Glance's, Nova's and
-        Neutron's migrations overlap instead of running one after the other. Returns
-        Keystone's config file."""
+        Neutron's migrations overlap instead of running one after the other; each from its
+        template when the machine has one (:meth:`_from_template`). Returns Keystone's config
+        file."""
         pconf = str(self.etc / "placement" / "placement.conf")
         gconf = str(self.etc / "glance" / "glance-api.conf")
         chains = {
@@ -609,8 +660,75 @@ class Stack:
             chains["neutron"] = self._neutron_database
         self._say(f"databases: {', '.join(chains)} at once")
         with concurrent.futures.ThreadPoolExecutor(len(chains)) as pool:
-            futures = {name: pool.submit(chain) for name, chain in chains.items()}
-        return {name: f.result() for name, f in futures.items()}["keystone"]
+            futures = {name: pool.submit(self._from_template, name, chain)
+                       for name, chain in chains.items()}
+        for f in futures.values():
+            f.result()
+        # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
+        shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
+        return str(self.etc / "keystone" / "keystone.conf")
+
+    def _from_template(self, name: str, build) -> None:
+        """Service ``name``'s databases (and Keystone's key repositories) copied from this
+        machine's template (:func:`db_template`), or made by ``build`` (its ``*-manage``
+        commands: ~6 CPU-s of imports each, ~75 CPU-s and most of a cloud's start for all of
+        them) and then kept as the template. One cloud builds a template at a time (a lock
+        file): a second cloud starting beside it waits and copies. What names this cloud
+        (Keystone's endpoint URL, Nova's cell mappings: database paths, the RabbitMQ vhost)
+        is rewritten in the copy (:meth:`_adopt`)."""
+        tdir = db_template(name)
+        if tdir is None:
+            build()
+            return
+        tdir.parent.mkdir(parents=True, exist_ok=True)
+        with open(f"{tdir}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)         # released when the file closes
+            if (tdir / ".complete").exists():
+                for rel in TEMPLATE_FILES[name]:
+                    src, dst = tdir / rel, self.work / rel
+                    if src.is_dir():
+                        shutil.rmtree(dst, ignore_errors=True)
+                        shutil.copytree(src, dst)
+                    else:
+                        shutil.copy2(src, dst)
+                self._adopt(name)
+                self._say(f"{name}: databases copied from {tdir}")
+                return
+            build()
+            tmp = tdir.with_name(tdir.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            for rel in TEMPLATE_FILES[name]:
+                src, dst = self.work / rel, tmp / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if src.is_dir():
+                    shutil.copytree(src, dst)
+                else:
+                    shutil.copy2(src, dst)
+            (tmp / ".complete").write_text(json.dumps(template_versions()))
+            shutil.rmtree(tdir, ignore_errors=True)
+            tmp.rename(tdir)
+            self._say(f"{name}: databases kept as the template {tdir}")
+
+    def _adopt(self, name: str) -> None:
+        """Make a template's copy this cloud's: what ``keystone-manage bootstrap`` and ``nova-manage
+        cell_v2`` wrote of the cloud that built it, as they would have written it here."""
+        import sqlite3
+
+        if name == "keystone":
+            sql = [("UPDATE endpoint SET url = ?", (f"{self.url('keystone')}/v3",))]
+        elif name == "nova":
+            sql = [("UPDATE cell_mappings SET database_connection = ? WHERE name = 'cell0'",
+                    (self.db("nova_cell0"),)),
+                   ("UPDATE cell_mappings SET database_connection = ?, transport_url = ? "
+                    "WHERE name = 'cell1'", (self.db("nova_cell1"),
+                                             f"rabbit://{RABBIT}/{self.vhost}"))]
+        else:
+            return
+        db = self.work / "db" / ("keystone.db" if name == "keystone" else "nova_api.db")
+        with contextlib.closing(sqlite3.connect(db)) as c, c:
+            for stmt, args in sql:
+                if c.execute(stmt, args).rowcount < 1:
+                    raise ServiceError(f"{db}: template adoption changed nothing: {stmt}")
 
     def _nova_databases(self) -> None:
         nm = [str(BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
@@ -620,8 +738,6 @@ class Stack:
         self._run("nova-manage cell_v2 create_cell", nm + [
             "cell_v2", "create_cell", "--name", "cell1", "--verbose"])
         self._run("nova-manage db sync", nm + ["db", "sync"])
-        # nova's WSGI app reads <dir>/api-paste.ini and <dir>/nova.conf
-        shutil.copy(VENV / "etc" / "nova" / "api-paste.ini", self.etc / "nova")
 
     def _neutron_database(self) -> None:
         """Neutron's schema from its models, stamped at the migration heads."""
@@ -659,7 +775,8 @@ class Stack:
             shutil.rmtree(self.work)
         self._check_ports(("keystone",))
         self.write_configs()
-        kconf = self._keystone_setup()
+        self._from_template("keystone", self._keystone_setup)
+        kconf = str(self.etc / "keystone" / "keystone.conf")
         self._serve("keystone", {"OS_KEYSTONE_CONFIG_FILES": kconf})
         self.wait_http("keystone", "/v3")
 
@@ -855,7 +972,12 @@ def _alive(pid: int, proc=None) -> bool:
 
 # --- the user's scenario -----------------------------------------------------------------
 class OpenStackCLI:
-    """The unmodified `openstack` CLI of the venv, as the admin user of a Stack."""
+    """The unmodified `openstack` CLI of the venv, as the admin user of a Stack. The first
+    command of a process runs the console script; the others its entry point in this
+    process (:func:`tests.clirun.run`: same argv and environment; each
+    ``openstack`` process loads every client plugin, ~1.6-3 CPU-s, and the Nova e2e modules
+    ran ~60 of them). The tests that need a process of their own (in flight beside a
+    kill -9, an expected failure's exit status) still run the console script."""
 
     def __init__(self, stack: Stack):
         self.env = dict(os.environ, **stack.env())
@@ -867,7 +989,7 @@ class OpenStackCLI:
     def __call__(self, *args: str, json_out: bool = True, timeout: float = 180):
         cmd = [str(BIN / "openstack"), *args] + (["-f", "json"] if json_out else [])
         self.stack._say("$ " + " ".join(a if " " not in a else repr(a) for a in cmd[1:]))
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=timeout)
+        p = clirun.run("openstack", cmd[1:], self.env, timeout=timeout)
         if p.returncode:
             raise ServiceError(f"`openstack {' '.join(args)}` failed ({p.returncode}):\n"
                                f"{p.stdout}{p.stderr}\n--- nova-compute ---\n"
@@ -885,11 +1007,16 @@ def _check(cond, what: str) -> None:
 
 def _fluidvim(stack: Stack, *args: str):
     """The fluidvim CLI against nova-compute's launch-core state (its [vnf] section)."""
-    cmd = [str(BIN / "fluidvim"), "--config-file", str(stack.compute_conf), "vnf", *args,
-           "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return fluidvim_json(stack.compute_conf, *args)
+
+
+def fluidvim_json(conf, *args: str):
+    """``fluidvim --config-file CONF vnf ARGS --json``, parsed (the first run of a process the
+    console script, the others in process: :func:`tests.clirun.run`)."""
+    argv = ["--config-file", str(conf), "vnf", *args, "--json"]
+    p = clirun.run("fluidvim", argv, timeout=60)
     if p.returncode:
-        raise AssertionError(f"{' '.join(cmd)} failed: {p.stdout}{p.stderr}")
+        raise AssertionError(f"fluidvim {' '.join(argv)} failed: {p.stdout}{p.stderr}")
     return json.loads(p.stdout)
 
 

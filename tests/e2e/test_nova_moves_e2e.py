@@ -82,22 +82,42 @@ class TwoComputeStack(ns.Stack):
         self._start(SVC[host], [str(ns.BIN / "nova-compute"), "--config-file",
                                 str(self.conf_of(host))])
 
-    def start(self) -> None:
-        # the second compute after the first is up: started together, their first reports
-        # to Placement raced in its SQLite ("database is locked", a 500 for one of them)
-        super().start()
+    def _wait_computes(self) -> None:
+        """Both computes' records, so that the cloud's one ``discover_hosts`` maps both (a
+        ``nova-manage`` run is ~7 CPU-s of imports). The second starts once the first's
+        provider has its inventory in Placement: started together, their first reports raced
+        in Placement's SQLite ("database is locked", a 500 for one of them)."""
+        super()._wait_computes()
         t0 = time.monotonic()
+
+        def inventory():
+            rps = self.api("placement", "GET", f"/resource_providers?name={HOST1}").json()
+            return rps["resource_providers"] and self.api(
+                "placement", "GET", f"/resource_providers/{rps['resource_providers'][0]['uuid']}"
+                "/inventories").json()["inventories"]
+        _wait(f"{HOST1}'s inventory in Placement", inventory, timeout=300, interval=0.5)
         self.start_compute(HOST2)
         self.wait_log(SVC[HOST2], "Compute node record created")
+        self._say(f"second compute {HOST2} up {time.monotonic() - t0:.1f} s after the first")
+
+    def start(self) -> None:
+        super().start()
         nm = [str(ns.BIN / "nova-manage"), "--config-file", str(self.nova_conf)]
         deadline = time.monotonic() + 60
-        while HOST2 not in self._run("list_hosts", nm + ["cell_v2", "list_hosts"]):
+        while HOST2 not in self.mapped_hosts():         # mapped by start()'s discover_hosts
             self._run("discover_hosts", nm + ["cell_v2", "discover_hosts"], service=True)
             if time.monotonic() > deadline:
                 self._fail(SVC[HOST2], "never became discoverable in cell1")
             time.sleep(1)
-        self._say(f"second compute {HOST2} mapped {time.monotonic() - t0:.1f} s after the "
-                  "first")
+
+    def mapped_hosts(self) -> set:
+        """The hosts of nova_api's host mappings (``nova-manage cell_v2 list_hosts``)."""
+        import contextlib
+        import sqlite3
+
+        db = self.work / "db" / "nova_api.db"
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
+            return {h for (h,) in c.execute("SELECT host FROM host_mappings")}
 
     def stop(self) -> None:
         try:
@@ -140,19 +160,13 @@ def stack():
 
 
 def _vnfs(stack, host, name=None, *extra):
-    cmd = [str(ns.BIN / "fluidvim"), "--config-file", str(stack.conf_of(host)), "vnf", "list",
-           *extra, "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, f"{' '.join(cmd)}: {p.stdout}{p.stderr}"
-    return [v for v in json.loads(p.stdout) if name is None or v["name"] == name]
+    """``fluidvim vnf list`` against ``host``'s launch-core state (ns.fluidvim_json)."""
+    return [v for v in ns.fluidvim_json(stack.conf_of(host), "list", *extra)
+            if name is None or v["name"] == name]
 
 
 def _slots_total(stack, host, name) -> int:
-    cmd = [str(ns.BIN / "fluidvim"), "--config-file", str(stack.conf_of(host)), "vnf", "stats",
-           name, "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, f"{' '.join(cmd)}: {p.stdout}{p.stderr}"
-    return json.loads(p.stdout)["slots"]["total"]
+    return ns.fluidvim_json(stack.conf_of(host), "stats", name)["slots"]["total"]
 
 
 def _usage(stack, host) -> tuple:

@@ -7,23 +7,21 @@ application credential made through Keystone's API, a clouds.yaml entry for it (
 ``OS_CLIENT_CONFIG_FILE``), and the venv's own ``openstack`` and ``fluidvim`` console scripts,
 with ``-f json``, ``-f value`` and ``-c``. One call of each program runs its console script as a
 subprocess; the others run the same entry point (``openstackclient.shell.main``,
-``fluidvim.cmd.cli.main``) in the test's process, with the same environment and argv: each
-``openstack`` process loads every installed client plugin, ~1.6 CPU-s a run (docs/ci.md).
+``fluidvim.cmd.cli.main``) in the test's process, with the same environment and argv
+(tests/clirun.py): each ``openstack`` process loads every installed client plugin, ~1.6 CPU-s
+a run (docs/ci.md).
 """
 
-import contextlib
-import io
 import json
-import logging
 import os
 import subprocess
 import sys
 import uuid
-from unittest import mock
 
 import pytest
 
 from fluidvim.orchestrator.apiclient import SERVICE_TYPE, APIClient
+from tests.clirun import run_in_process
 from tests.e2e import nova_services as ns
 
 from . import test_api_keystone as tak
@@ -39,46 +37,6 @@ pytestmark = tak.pytestmark + [
     pytest.mark.skipif(not os.path.exists(os.path.join(BIN, "openstack")),
                        reason="python-openstackclient is not installed (pip install -e .[osc])"),
     pytest.mark.timeout(900)]
-
-
-def main_of(prog: str):
-    """The function the console script ``prog`` calls (setup.py / python-openstackclient)."""
-    if prog == "openstack":
-        from openstackclient import shell
-        from openstackclient.common.clientmanager import ClientManager
-        from osc_lib.clientmanager import ClientCache
-
-        # osc keeps each plugin's client on the ClientManager class (ClientCache), made once
-        # per process as a console script runs once: each run here makes its own
-        for cls in ClientManager.__mro__:
-            for attr in vars(cls).values():
-                if isinstance(attr, ClientCache):
-                    attr._handle = None
-        return shell.main
-    from fluidvim.cmd import cli
-    return cli.main
-
-
-def run_in_process(prog: str, argv: tuple, env: dict) -> subprocess.CompletedProcess:
-    """``prog argv`` as its console script runs it, in this process: ``env`` as the whole
-    environment, stdout and stderr captured, the exit status from the return or SystemExit;
-    the root logger (which both programs configure) as it was before."""
-    out, err = io.StringIO(), io.StringIO()
-    root = logging.getLogger()
-    level, handlers = root.level, root.handlers[:]
-    try:
-        with mock.patch.dict(os.environ, env, clear=True), \
-                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main_of(prog)(list(argv))
-            except SystemExit as e:        # what the interpreter makes of sys.exit(e.code)
-                code = e.code if isinstance(e.code, int) or e.code is None else 1
-                if code == 1 and not isinstance(e.code, int):
-                    print(e.code, file=sys.stderr)
-    finally:
-        root.setLevel(level)
-        root.handlers[:] = handlers
-    return subprocess.CompletedProcess([prog, *argv], code or 0, out.getvalue(), err.getvalue())
 
 
 def register_in_catalog(stack, url: str) -> str:

@@ -1,7 +1,7 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
 """SQLite transactions for a multi-process test cloud (tests/e2e/nova_services.py puts this
-directory on the PYTHONPATH of the Nova services it starts, nothing else).
+directory on the PYTHONPATH of the services it starts, nothing else).
 
 nova-api, -conductor and -scheduler write the same SQLite databases from several threads each.
 oslo.db already drives SQLite transactions itself (pysqlite's implicit BEGIN off, its own "BEGIN"
