@@ -59,6 +59,14 @@ Operational choices a Nova deployment leaves to its operator:
 Run alone for the decision time per placement (fleets of equal hosts)::
 
     .venv/bin/python -m bench.energy.nova_policy --hosts 20 100 1000 --placements 2000
+
+or, with ``--fleet``, on bench/energy's own fleet (every host awake and empty, the VNF of the
+workload: 1 vCPU, 32 MiB) to see where Nova puts them - the host with the most free RAM and
+vCPUs takes most, up to ``initial_cpu_allocation_ratio`` VNFs a hardware thread::
+
+    .venv/bin/python -m bench.energy.nova_policy --fleet heterogeneous --hosts 20 --placements 900
+    .venv/bin/python -m bench.energy.nova_policy --fleet heterogeneous --hosts 20 --placements 900 \
+        --cpu-ratio 1.0                                            # nova-ratio1
 """
 
 from __future__ import annotations
@@ -472,19 +480,45 @@ def _check_shape(shape: Shape):
                          f"memory_mb={shape.memory_mb}; a Nova flavor needs both >= 1")
 
 
+def where(hosts: list[Host], placed: list[Placement]) -> list[dict]:
+    """Per host that took any: its VNFs, hardware threads and memory, most VNFs first."""
+    n: dict = {}
+    for p in placed:
+        if p.host is not None:
+            n[p.host] = n.get(p.host, 0) + 1
+    by = {h.id: h for h in hosts}
+    return [{"host": h, "vnfs": k, "threads": by[h].cores, "memory_mb": by[h].memory_mb,
+             "vnfs_per_thread": round(k / by[h].cores, 2)}
+            for h, k in sorted(n.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Nova scheduler decision time per placement")
     ap.add_argument("--hosts", type=int, nargs="+", default=[20, 100, 1000])
     ap.add_argument("--placements", type=int, default=2000)
     ap.add_argument("--cores", type=int, default=64)
     ap.add_argument("--memory-mb", type=int, default=256 * 1024)
+    ap.add_argument("--fleet", choices=("heterogeneous", "homogeneous"),
+                    help="bench/energy's fleet (seed 1) instead of equal hosts; prints where "
+                         "the placements went")
+    ap.add_argument("--cpu-ratio", type=float,
+                    help="initial_cpu_allocation_ratio (default: Nova's, 4.0)")
     args = ap.parse_args(argv)
     shape = Shape(service="vnf", vcpus=1, cpu_mhz=1000, memory_mb=512, slots=64)
+    if args.fleet:
+        shape = Shape(service="vnf", vcpus=1, cpu_mhz=2000, memory_mb=32, slots=213)
+    over = ({None: {"initial_cpu_allocation_ratio": args.cpu_ratio}}
+            if args.cpu_ratio is not None else None)
     rows = []
     for n in args.hosts:
-        pol = NovaPolicy()
-        pol.start([Host(f"h{i:04d}", "bench", args.cores, 2000, args.memory_mb)
-                   for i in range(n)])
+        pol = NovaPolicy(conf_overrides=over)
+        if args.fleet:
+            from bench.energy import fleet as fleetmod
+            hosts = list(fleetmod.make_fleet(args.fleet, n, 1, model=None).hosts)
+        else:
+            hosts = [Host(f"h{i:04d}", "bench", args.cores, 2000, args.memory_mb)
+                     for i in range(n)]
+        pol.start(hosts)
         t0 = time.perf_counter()
         placed = pol.place(shape, [f"i{k}" for k in range(args.placements)])
         wall = time.perf_counter() - t0
@@ -496,6 +530,8 @@ def main(argv=None) -> int:
                      "decision_cpu_ms_p50": round(statistics.median(cpu), 3),
                      "decision_cpu_ms_p95": round(cpu[int(0.95 * (len(cpu) - 1))], 3),
                      "wall_s": round(wall, 2)})
+        if args.fleet:
+            rows[-1]["where"] = where(hosts, placed)
         pol.close()
         print(json.dumps(rows[-1]), flush=True)
     return 0
