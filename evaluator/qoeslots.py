@@ -242,9 +242,6 @@ def _packets(step: dict) -> float:
     return _load(step) * float(step.get("duration_s") or 1.0)
 
 
-LATE_FLOOR = 1e-6       # late shares are interpolated in log; 0 is read as this
-
-
 def _seconds(step: dict) -> float:
     """A step's measured time (its weight in :func:`burst_share`)."""
     return float(step.get("duration_s") or 1.0)
@@ -254,19 +251,24 @@ def burst_share(steps: list[dict], deadline_ms: float, limit: float) -> float:
     """The host's burst rate as a late share: over the steps whose typical window is within
     ``limit`` (below the knee: their extra tail is the host's, not their load's), the packets
     late beyond the typical window's share (:func:`late_share` pooled minus not pooled), as a
-    share of their time: sum(excess x seconds) / sum(seconds). A step's discarded recheck
-    (``recheck_discarded``, its pooled figures) counts as more time of that step. A session
-    lives through the host's bursts at this rate, whatever the step one happened to hit."""
-    late_s = total_s = 0.0
+    share of their time: sum(excess x seconds) / sum(seconds), leaving out the one measurement
+    with the most (of three or more): one burst, however long, moves the rate by at most its
+    share of one step's time, not by the burst itself. A step's discarded recheck
+    (``recheck_discarded``, its pooled figures) counts as another measurement of that step. A
+    session lives through the host's bursts at this rate, whatever step one happened to hit."""
+    runs = []                               # (late seconds beyond the typical window, seconds)
     for s in steps:
         typical = late_share(s, deadline_ms, pooled=False)
         if typical > limit:
             continue
         for m in (s, s.get("recheck_discarded")):
             if m and (m.get("latency_pooled_ms") or m is s):
-                late_s += max(0.0, late_share(m, deadline_ms) - typical) * _seconds(m)
-                total_s += _seconds(m)
-    return late_s / total_s if total_s else 0.0
+                secs = _seconds(m)
+                runs.append((max(0.0, late_share(m, deadline_ms) - typical) * secs, secs))
+    if len(runs) >= 3:
+        runs.remove(max(runs, key=lambda r: r[0] / r[1]))
+    total = sum(t for _, t in runs)
+    return sum(x for x, _ in runs) / total if total else 0.0
 
 
 LATE_FLOOR = 1e-6       # late shares are interpolated in log; 0 is read as this

@@ -205,16 +205,22 @@ def test_monotone_fit_pools_violators_by_weight():
 
 def test_burst_share_is_the_hosts_rate_over_the_probes_time():
     quiet = (1.0, 2.0, 4.0, 6.0)
-    steps = [full(1000, quiet), full(2000, (1.0, 2.0, 12.0, 20.0), window=quiet),
-             full(3000, quiet), full(4000, (5.0, 20.0, 40.0, 50.0))]     # past the knee
-    b = burst_share(steps, 10.0, 0.005)
+    burst = (1.0, 2.0, 12.0, 20.0)                     # a step a burst hit: its whole-step tail
+    steps = [full(1000, quiet), full(2000, burst, window=quiet), full(3000, quiet),
+             full(3500, burst, window=quiet), full(4000, (5.0, 20.0, 40.0, 50.0))]  # past knee
     excess = late_share(steps[1], 10.0) - late_share(steps[1], 10.0, pooled=False)
     assert excess > 0.01                                    # the burst step's extra late share
-    assert b == pytest.approx(excess / 3)                   # over the 3 steps below the knee
-    # a recheck's discarded measurement counts as more time of its step
+    # two bursts in four steps below the knee: the one with the most is left out, the other
+    # counts over the three steps' time left
+    assert burst_share(steps, 10.0, 0.005) == pytest.approx(excess / 3)
+    # one burst: left out, however long (it moves a rate over the probe's time by one step's)
+    one = [steps[0], steps[1], steps[2]]
+    assert burst_share(one, 10.0, 0.005) == 0.0
+    assert burst_share(steps[:2], 10.0, 0.005) == pytest.approx(excess / 2)   # too few to trim
+    # a recheck's discarded measurement counts as another measurement of its step
     rechecked = dict(steps[1], latency_pooled_ms=steps[0]["latency_pooled_ms"],
                      recheck_discarded=steps[1])
-    assert burst_share([steps[0], rechecked, steps[2]], 10.0, 0.005) == pytest.approx(
+    assert burst_share([steps[0], rechecked, steps[2], steps[3]], 10.0, 0.005) == pytest.approx(
         excess / 4)
 
 
