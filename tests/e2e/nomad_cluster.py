@@ -131,6 +131,7 @@ class NomadCluster:
                 netns=f"{self.tag}n{i}" if netns[i] else None,
                 ip=f"{self.subnet}.{10 + i}" if netns[i] else "127.0.0.1"))
         self._logs: list = []
+        self._leaders: list[int] = []         # every agent spawned (a session leader)
 
     # -- addresses, logs ---------------------------------------------------------------------
 
@@ -199,8 +200,10 @@ class NomadCluster:
         log = open(self.tmp / f"{log_name}.log", "a")
         self._logs.append(log)
         pre = ["ip", "netns", "exec", netns] if netns else []     # ip execs the agent: same pid
-        return subprocess.Popen([*pre, tn.NOMAD, "agent", "-config", str(cfg), *extra],
+        proc = subprocess.Popen([*pre, tn.NOMAD, "agent", "-config", str(cfg), *extra],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._leaders.append(proc.pid)      # what is left of its session goes at close()
+        return proc
 
     def _ip(self, *args: str) -> None:
         r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
@@ -344,6 +347,7 @@ class NomadCluster:
             tn.Agents.stop(p)
         if self.server_proc is not None:
             tn.Agents.stop(self.server_proc)
+        tn.end_sessions(self._leaders, [tn.NOMAD, self.plugin_dir / "fluidvim-unikernel"])
         for log in self._logs:
             log.close()
         for c in self.clients:

@@ -251,6 +251,34 @@ def qemu_pids(*dirs: str) -> list[int]:
     return pids
 
 
+def end_sessions(leaders, exes) -> list[int]:
+    """Kills (SIGKILL) what is left of the sessions our Nomad agents led (``leaders``: their
+    pids; each agent starts with ``start_new_session``): the ``nomad logmon`` process Nomad
+    starts for each task and its driver plugin stay in the agent's session when the agent ends
+    (logmon is kept across an agent restart by design), reparented to init, for the rest of the
+    run. Only processes whose executable is one of ``exes`` (the agent binary, the plugin) are
+    killed, so a pid the system gave again to another session leader is never one of them.
+    Returns the pids killed."""
+    leaders = set(leaders)
+    exes = {os.path.realpath(e) for e in exes}
+    killed = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            session = int((p / "stat").read_text().rsplit(")", 1)[1].split()[3])
+            exe = os.readlink(p / "exe")
+        except (OSError, IndexError, ValueError):
+            continue
+        if session in leaders and exe in exes:
+            try:
+                os.kill(int(p.name), signal.SIGKILL)
+                killed.append(int(p.name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 def vnf_ids(run_dir: str) -> set[str]:
     """The VNFs (tasks and shells) with a directory under run_dir (named by their UUID; the
     driver's launch history, launches.json, is not one)."""
@@ -307,6 +335,8 @@ class Agents:
     def close(self) -> None:
         for p in self.procs:
             self.stop(p)
+        end_sessions([p.pid for p in self.procs],
+                     [NOMAD, self.plugin_dir / "fluidvim-unikernel"])
         for log in self.logs:
             log.close()
         for pid in qemu_pids(self.run_dir):   # pool shells outlive the agent; failed tests

@@ -79,6 +79,7 @@ def agent(tmp_path_factory):
         yield zone, run_dir
     finally:
         tn.Agents.stop(proc)
+        tn.end_sessions([proc.pid], [tn.NOMAD, plugin_dir / "fluidvim-unikernel"])
         log.close()
         for pid in tn.qemu_pids(run_dir):
             try:
