@@ -65,6 +65,10 @@ def zone(cluster):
             z.terminate(inst.id)
         except ZoneError:
             pass
+    # terminate waits for the allocation to stop, within a timeout a loaded host can pass: the
+    # next test counts the QEMUs of the client's run dir, so none of this one's may be left
+    run_dirs = [c.run_dir for c in cluster.clients]
+    tn.wait_for("the test's QEMUs gone", lambda: not tn.qemu_pids(*run_dirs), 120, 0.25)
 
 
 class Scene:
