@@ -102,7 +102,7 @@ def ha(tmp_path_factory):
     env.store, env.api, env.ns, env.procs, env.logs = store, api, NSAPI(api=api), procs, tmp_path
     try:
         wait_for("both orchestrators serving RPC", lambda: _alive(procs, tmp_path) and len(
-            store.workers()) == 2 and all(_ping(api, w.id) for w in store.workers()), 60, 0.5)
+            store.workers()) == 2 and all(_ping(api, w.id) for w in store.workers()), WAIT_S, 0.5)
         yield env
     finally:
         api.close()
