@@ -121,6 +121,7 @@ class SimConfig:
     idle_s: float = 300.0              # scale in after slots stayed idle this long
     cooldown_s: float = 60.0
     window_s: float = 150.0            # demand-rate window of the scaler
+    trend_keep_s: float = 1800.0       # slot samples a policy's forecast (``ahead``) is given
     drain_bound_s: float = 3600.0      # consolidation: sessions left are moved after this
     consolidate_every_s: float = 300.0
     seed: int = 1
@@ -264,6 +265,10 @@ class Simulator:
         self.eligible = np.ones(H, bool)
         self.launch_cpu = np.zeros(H)               # CPU-seconds of launches this step
         self.history = [collections.deque() for _ in services]
+        # the slot samples a policy's forecast sees (``ahead``): longer than the scaler's own
+        # window - fluidvim fits a 15-min trend (``forecast_window_s``); until 2026-11-28 it was
+        # handed the scaler's 6 min (``max(idle_s, window_s)`` + 2 steps) and fitted that
+        self.trend = [collections.deque() for _ in services]
         self.last_op: list = [None] * len(services)
         self.count = dict(refused=0, late=0, moved=0, sessions=0, moves=0, wakes=0,
                           power_offs=0, placements=0, placement_refused=0)
@@ -526,7 +531,7 @@ class Simulator:
         cfg = self.cfg
         view = {}
         for s, svc in enumerate(self.services):
-            h = self.history[s]
+            h = self.trend[s]
             total = h[-1].total if h else 0
             view[svc.name] = {"history": list(h), "slots": svc.slots,
                               "headroom": max(svc.slots, int(cfg.headroom * total)),
@@ -600,6 +605,10 @@ class Simulator:
         keep = max(cfg.idle_s, cfg.window_s) + 2 * cfg.step_s
         while h and h[-1].t - h[0].t > keep:
             h.popleft()
+        tr = self.trend[s]
+        tr.append(h[-1])
+        while tr and tr[-1].t - tr[0].t > cfg.trend_keep_s:
+            tr.popleft()
         headroom = max(svc.slots, int(cfg.headroom * total))
         lead = cfg.step_s + self._queuing_delay(headroom // svc.slots + 1)
         hist = list(h)
