@@ -256,9 +256,11 @@ def end_sessions(leaders, exes) -> list[int]:
     pids; each agent starts with ``start_new_session``): the ``nomad logmon`` process Nomad
     starts for each task and its driver plugin stay in the agent's session when the agent ends
     (logmon is kept across an agent restart by design), reparented to init, for the rest of the
-    run. Only processes whose executable is one of ``exes`` (the agent binary, the plugin) are
-    killed, so a pid the system gave again to another session leader is never one of them.
-    Returns the pids killed."""
+    run. Call it once the agents ended. Only processes whose executable is one of ``exes`` (the
+    agent binary, the plugin), that are not a leader and whose parent is not one are killed:
+    pids wrap
+    (pid_max may be 32768), and another test's agent given a pid of ours again would be the
+    parent of its own logmon and plugin. Returns the pids killed."""
     leaders = set(leaders)
     exes = {os.path.realpath(e) for e in exes}
     killed = []
@@ -266,11 +268,13 @@ def end_sessions(leaders, exes) -> list[int]:
         if not p.name.isdigit():
             continue
         try:
-            session = int((p / "stat").read_text().rsplit(")", 1)[1].split()[3])
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            parent, session = int(fields[1]), int(fields[3])
             exe = os.readlink(p / "exe")
         except (OSError, IndexError, ValueError):
             continue
-        if session in leaders and exe in exes:
+        if session in leaders and int(p.name) not in leaders and parent not in leaders \
+                and exe in exes:
             try:
                 os.kill(int(p.name), signal.SIGKILL)
                 killed.append(int(p.name))
