@@ -291,8 +291,10 @@ class LatencyController:
         if action != HOLD:
             st.good, st.needs, st.capped_over = 0, [], []    # a new streak in the new setting
         st.batch_us = 0 if new >= reserved else min(BATCH_MAX_US, int(target_us * self.batch_share))
-        self._tell(key, name, st, "poll")
-        self._tell(key, name, st, "batch")
+        for knob in ("poll", "batch") if stats is not None else ():
+            self._tell(key, name, st, knob)
+        if stats is None:            # silent: told when it answers (a stopped VNF's socket
+            st.poll_applied = st.batch_applied = None    # blocks a connect, exporter and all)
         st.reserved_us = reserved
         if new != st.quota_us or action == RELEASE:
             self.actuator(key, new)
@@ -332,8 +334,7 @@ class LatencyController:
         return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us, lim)
 
     @staticmethod
-    def rate(st: VnfState) -> float:
-        """The median offered rate (packets/s) of the quiet streak."""
+    def rate(st: VnfState) -> float:    # the quiet streak's median offered rate (packets/s)
         return sorted(st.rates)[len(st.rates) // 2]
 
     @staticmethod
@@ -394,8 +395,7 @@ class LatencyController:
         return action, why, new
 
     def _tell(self, key: str, name: str, st: VnfState, knob: str) -> None:
-        """Tell the VNF its busy-poll (``knob`` "poll") or batch window ("batch") unless it
-        confirmed it; one that does not answer is told again next interval."""
+        """Tell the VNF its busy-poll ("poll") or batch window unless it confirmed it."""
         fn, want = (self.poller, st.poll_us) if knob == "poll" else (self.batcher, st.batch_us)
         if fn is None or getattr(st, f"{knob}_applied") == want:
             return

@@ -192,7 +192,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     and gets its flavor's quota back at once, and its default window as soon as it answers
     again."""
     from fluidvim.orchestrator import power
-    from fluidvim.orchestrator.power.controller import CgroupCap, LatencyController
+    from fluidvim.orchestrator.power.controller import BATCH_MAX_US, CgroupCap, LatencyController
     from fluidvim.vnf import cgroups, limits
 
     version, why = cgroups.mode()
@@ -210,10 +210,11 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
                                    targets={"fw": 100_000.0}, controller=ctl,
                                    capacities={"fw": 50_000})
     ctl.poller = sampler.set_poll_window            # the VNF's busy-poll window, `poll` op
+    ctl.batcher = sampler.set_batch_window          # and its batch window (batch_us)
 
-    def window():
+    def window(key="window_us"):
         with mgr.channel(fw.vnf_id) as ch:
-            return ch.poll()["window_us"]
+            return ch.poll()[key]
 
     assert window() == 1000
     pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.01", "-w", "30", net.ip_b,
@@ -235,6 +236,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert d["quota_us"] == max(ctl.min_quota_us, d["sized_us"]), d
         assert cgroups.cpu_quota(uid) == d["quota_us"] < limits.CPU_PERIOD_US
         assert window() == d["poll_window_us"] == ctl.min_poll_us   # as the VNF says
+        assert window("batch_us") == d["batch_us"] == BATCH_MAX_US == d["batch_applied_us"], d
         assert net.ping(2) >= 1                          # still forwarding under the cap
         # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
         pid = mgr.get(fw.vnf_id).pid
@@ -252,6 +254,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         sampler.step()
         d = sampler.control[fw.vnf_id]
         assert window() == d["poll_window_us"] == d["poll_window_applied_us"], d
+        assert window("batch_us") == d["batch_applied_us"] == d["batch_us"], d
     finally:
         pinger.terminate()
         pinger.wait()

@@ -289,8 +289,10 @@ def test_the_batch_window_is_a_share_of_the_target_while_capped_and_is_retried()
     assert [d["batch_us"] for d in ds] == [0, 40, 40]               # open, cap, down
     assert told == [0, 40]                                          # told once per change
     fail.append(1)
-    d = _run(c, h, [(None, 0)], target_us=100)[0]                  # release, not confirmed
+    n = len(told)
+    d = _run(c, h, [(None, 0)], target_us=100)[0]                  # release, silent: not told
     assert (d["action"], d["batch_us"], d["batch_applied_us"]) == ("release", 0, None)
+    assert len(told) == n           # a stopped VNF's socket would block the connect
     fail.clear()
     d = _run(c, h, [(500, 65536)], target_us=100)[0]                # hold: told again
     assert told[-1] == 0 and d["batch_applied_us"] == 0
