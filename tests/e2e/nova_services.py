@@ -677,11 +677,17 @@ class Stack:
         (Keystone's endpoint URL, Nova's cell mappings: database paths, the RabbitMQ vhost)
         is rewritten in the copy (:meth:`_adopt`)."""
         tdir = db_template(name)
+        try:
+            if tdir is not None:
+                tdir.parent.mkdir(parents=True, exist_ok=True)
+                lock = open(f"{tdir}.lock", "w")
+        except OSError as e:             # e.g. not root: no cache, the commands every time
+            self._say(f"{name}: no database template ({e})")
+            tdir = None
         if tdir is None:
             build()
             return
-        tdir.parent.mkdir(parents=True, exist_ok=True)
-        with open(f"{tdir}.lock", "w") as lock:
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)         # released when the file closes
             if (tdir / ".complete").exists():
                 for rel in TEMPLATE_FILES[name]:
