@@ -425,9 +425,9 @@ def parse(argv):
                     help="controller: not told the capacity (its need sizes the cap)")
     ap.add_argument("--min-poll-us", type=int, default=50,
                     help="controller: the busy-poll window of a capped VNF (us)")
-    ap.add_argument("--batch-share", type=float, default=0.5,
+    ap.add_argument("--batch-share", type=float, default=0.0,
                     help="controller: the batch window of a capped VNF as this share of the "
-                         "target (0: none; the poll op's batch_us)")
+                         "target (0: off, its default: it did not pay on a loaded host)")
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both")
     ap.add_argument("--min-quota-us", type=int, default=5000,

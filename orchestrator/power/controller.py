@@ -160,7 +160,7 @@ class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
     throttle_hits, batch_share (module doc)"""
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
-    batch_share: float = 0.5         # its batch window: this share of the target (0: none)
+    batch_share: float = 0.0         # its batch window: this share of the target (0: off)
     headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
     margin_us: int = 2_000
     rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
