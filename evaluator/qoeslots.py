@@ -64,7 +64,7 @@ import math
 from fluidvim.common.zonetypes import QoE
 
 from .model import LOAD, ProbeResult
-from .slots import CapacityEstimate, SlotsError, _load, estimate_capacity
+from .slots import CapacityEstimate, SlotsError, _load, estimate_capacity, load_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,17 +290,7 @@ def late_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
     ``1 - share`` of such sessions within their own quantile, binomial), interpolated between
     the two steps around it, linear in load and log in the late share. SlotsError as
     estimate_capacity."""
-    if result.kind != LOAD or not result.ok:
-        raise SlotsError(f"slots come from a successful load probe, got {result.kind!r} "
-                         f"ok={result.ok} ({result.error})")
-    if not deadline_ms > 0:
-        raise SlotsError(f"deadline_ms must be > 0, got {deadline_ms!r}")
-    steps = sorted(result.metrics.get("steps") or [], key=_load)
-    if not steps:
-        raise SlotsError(f"the load probe of {result.env_uid} has no load steps")
-    spp = float(session_pps or result.metrics.get("session_pps") or 0)
-    if not spp > 0:
-        raise SlotsError("session_pps must be > 0 (packets/s one session sends)")
+    steps, spp = load_steps(result, deadline_ms, quantile, session_pps)
     try:
         pooled_q = session_quantile(quantile, session_packets, share)
     except ValueError as e:

@@ -103,9 +103,11 @@ def _smooth(values: list[float], window: int) -> list[float]:
     return out
 
 
-def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
-                      session_pps: float | None = None, max_loss: float = 0.01,
-                      interp: str = "log", smooth: int = 3) -> CapacityEstimate:
+def load_steps(result: ProbeResult, deadline_ms: float, quantile: float,
+               session_pps: float | None = None) -> tuple[list[dict], float]:
+    """The checked input of a capacity reading: the load probe's steps by load and the packets
+    per second of one session (``session_pps``, else the probe's). SlotsError naming what is
+    wrong: not a successful load probe, no steps, a deadline, quantile or rate out of range."""
     if result.kind != LOAD:
         raise SlotsError(f"slots come from a load probe, got a {result.kind!r} probe result")
     if not result.ok:
@@ -114,14 +116,21 @@ def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         raise SlotsError(f"deadline_ms must be > 0, got {deadline_ms!r}")
     if not 0 < quantile < 1:
         raise SlotsError(f"quantile must be in (0, 1), e.g. 0.99, got {quantile!r}")
-    if interp not in ("log", "linear"):
-        raise SlotsError(f"interp must be 'log' or 'linear', got {interp!r}")
     steps = sorted(result.metrics.get("steps") or [], key=_load)
     if not steps:
         raise SlotsError(f"the load probe of {result.env_uid} has no load steps")
     spp = float(session_pps or result.metrics.get("session_pps") or 0)
     if not spp > 0:
         raise SlotsError("session_pps must be > 0 (packets/s one session sends)")
+    return steps, spp
+
+
+def estimate_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
+                      session_pps: float | None = None, max_loss: float = 0.01,
+                      interp: str = "log", smooth: int = 3) -> CapacityEstimate:
+    if interp not in ("log", "linear"):
+        raise SlotsError(f"interp must be 'log' or 'linear', got {interp!r}")
+    steps, spp = load_steps(result, deadline_ms, quantile, session_pps)
     cap_sessions = result.metrics.get("max_sessions")
     if smooth < 1 or smooth % 2 == 0:
         raise SlotsError(f"smooth must be an odd window >= 1, got {smooth!r}")
