@@ -410,6 +410,30 @@ def test_fluidvim_keeps_an_empty_host_the_scalers_next_step_needs_in_service(ser
         pol.close()
 
 
+def test_fluidvim_fills_a_host_to_its_threads_like_the_consolidation_plan(services):
+    """With no host left to wake, a host in service takes a VNF on every hardware thread its
+    curve makes worth it - no thread kept back unless ``reserve`` asks (the orchestrator's
+    consolidation plan keeps none either: ``power.Fill``); with ``reserve=1`` one fewer."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from fluidvim.orchestrator import power
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 2, 1, model=SMALL)
+    curve = power.library().curve(SMALL)
+    cores = fl.hosts[0].cores
+    fills = {}
+    for reserve in (None, 1.0):
+        pol = FluidvimPolicy(measurement, svcs, **({} if reserve is None else
+                                                  {"reserve": reserve}))
+        try:
+            pol.start(list(fl.hosts))
+            fills[reserve] = pol.zone.fill[fl.hosts[0].id]       # every host on: none to wake
+        finally:
+            pol.close()
+    assert fills[None] == power.fill_limit(curve, cores, float("inf"))
+    assert fills[None] == cores
+    assert fills[1.0] == cores - 1
+
+
 def test_fluidvim_keeps_a_host_woken_for_a_ramp_through_a_flat_minute(services):
     """An empty host the forecast wanted within the last boot time is not powered off when the
     trend reads flat for a minute (power.ShortfallPeak): the 100-host heterogeneous day powered
