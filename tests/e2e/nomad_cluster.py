@@ -34,6 +34,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 from fluidvim.vnf import testnet
@@ -132,6 +133,7 @@ class NomadCluster:
                 ip=f"{self.subnet}.{10 + i}" if netns[i] else "127.0.0.1"))
         self._logs: list = []
         self._leaders: list[int] = []         # every agent spawned (a session leader)
+        self._token = uuid.uuid4().hex          # in their environment (tn.agent_env)
 
     # -- addresses, logs ---------------------------------------------------------------------
 
@@ -201,7 +203,8 @@ class NomadCluster:
         self._logs.append(log)
         pre = ["ip", "netns", "exec", netns] if netns else []     # ip execs the agent: same pid
         proc = subprocess.Popen([*pre, tn.NOMAD, "agent", "-config", str(cfg), *extra],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=tn.agent_env(self._token))
         self._leaders.append(proc.pid)      # what is left of its session goes at close()
         return proc
 
@@ -347,7 +350,8 @@ class NomadCluster:
             tn.Agents.stop(p)
         if self.server_proc is not None:
             tn.Agents.stop(self.server_proc)
-        tn.end_sessions(self._leaders, [tn.NOMAD, self.plugin_dir / "fluidvim-unikernel"])
+        tn.end_sessions(self._leaders, [tn.NOMAD, self.plugin_dir / "fluidvim-unikernel"],
+                        self._token)
         for log in self._logs:
             log.close()
         for c in self.clients:

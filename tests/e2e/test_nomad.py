@@ -251,7 +251,23 @@ def qemu_pids(*dirs: str) -> list[int]:
     return pids
 
 
-def end_sessions(leaders, exes) -> list[int]:
+AGENT_MARK = "FLUIDVIM_E2E_AGENTS"     # in the environment of the agents one owner starts
+
+
+def agent_env(token: str) -> dict:
+    """The environment of an agent its owner will clean up after with ``end_sessions(...,
+    token)``: Nomad hands its own environment to the processes it starts (logmon, plugins)."""
+    return {**os.environ, AGENT_MARK: token}
+
+
+def _marked(pid: str, mark: bytes) -> bool:
+    try:
+        return mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def end_sessions(leaders, exes, token: str) -> list[int]:
     """Kills (SIGKILL) what is left of the sessions our Nomad agents led (``leaders``: their
     pids; each agent starts with ``start_new_session``): the ``nomad logmon`` process Nomad
     starts for each task and its driver plugin stay in the agent's session when the agent ends
@@ -260,8 +276,13 @@ def end_sessions(leaders, exes) -> list[int]:
     agent binary, the plugin), that are not a leader and whose parent is not one are killed:
     pids wrap
     (pid_max may be 32768), and another test's agent given a pid of ours again would be the
-    parent of its own logmon and plugin. Returns the pids killed."""
+    parent of its own logmon and plugin. And only those whose environment carries this owner's
+    ``token`` (:func:`agent_env`): a leader's pid may have been another test's agent's before,
+    whose logmon, kept across that agent's restart, lives in a session of the same number
+    (a module's teardown killed another module's logmon that way, the run after these lines
+    first went in). Returns the pids killed."""
     leaders = set(leaders)
+    mark = f"{AGENT_MARK}={token}".encode()
     exes = {os.path.realpath(e) for e in exes}
     killed = []
     for p in Path("/proc").iterdir():
@@ -274,7 +295,7 @@ def end_sessions(leaders, exes) -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         if session in leaders and int(p.name) not in leaders and parent not in leaders \
-                and exe in exes:
+                and exe in exes and _marked(p.name, mark):
             try:
                 os.kill(int(p.name), signal.SIGKILL)
                 killed.append(int(p.name))
@@ -312,6 +333,7 @@ class Agents:
                        cwd=REPO / "nomad_driver", check=True, timeout=600)
         self.run_dir = f"/run/fluidvim-fvm-e2e-{uuid.uuid4().hex[:8]}"
         self.log_path = tmp / "nomad.log"
+        self.token = uuid.uuid4().hex       # end_sessions: what is left of our agents only
 
     def start(self, warm_pool: str | None = None) -> subprocess.Popen:
         data = self.tmp / "data"
@@ -321,7 +343,8 @@ class Agents:
         log = open(self.log_path, "a")
         proc = subprocess.Popen([NOMAD, "agent", "-dev", "-config", str(cfg),
                                  "-plugin-dir", str(self.plugin_dir)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=agent_env(self.token))
         self.procs.append(proc)
         self.logs.append(log)
         return proc
@@ -340,7 +363,7 @@ class Agents:
         for p in self.procs:
             self.stop(p)
         end_sessions([p.pid for p in self.procs],
-                     [NOMAD, self.plugin_dir / "fluidvim-unikernel"])
+                     [NOMAD, self.plugin_dir / "fluidvim-unikernel"], self.token)
         for log in self.logs:
             log.close()
         for pid in qemu_pids(self.run_dir):   # pool shells outlive the agent; failed tests

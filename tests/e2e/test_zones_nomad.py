@@ -63,8 +63,10 @@ def agent(tmp_path_factory):
     addr = f"http://127.0.0.1:{ports[0]}"
     cfg.write_text(config(tmp, plugin_dir, run_dir, ports))
     log = open(tmp / "nomad.log", "w")
+    token = uuid.uuid4().hex
     proc = subprocess.Popen([tn.NOMAD, "agent", "-dev", "-config", str(cfg), "-plugin-dir", str(plugin_dir)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=tn.agent_env(token))
     try:
         zone = NomadZone("nomad-dc1", address=addr, datacenter="dc1", launch_timeout=60)
 
@@ -79,7 +81,7 @@ def agent(tmp_path_factory):
         yield zone, run_dir
     finally:
         tn.Agents.stop(proc)
-        tn.end_sessions([proc.pid], [tn.NOMAD, plugin_dir / "fluidvim-unikernel"])
+        tn.end_sessions([proc.pid], [tn.NOMAD, plugin_dir / "fluidvim-unikernel"], token)
         log.close()
         for pid in tn.qemu_pids(run_dir):
             try:
