@@ -318,19 +318,24 @@ class VNFManager:
         try:
             ready = self._boot(be, spec, states.RUNNING, config=args.click_config, phases=phases,
                                launch=(t0, on_record))
-        except Exception:
-            self._record_failure(spec.uuid, be.name, states.COLD, t0, phases)
+        except Exception as e:
+            self._record_failure(spec.uuid, be.name, states.COLD, t0, phases, e)
             raise
         total = elapsed_ms(t0)
         LOG.info("cold launch of %s (%s) in %.1f ms: %s", spec.name, be.name, total, phases)
         return LaunchResult(spec.uuid, spec.name, be.name, states.COLD, phases, total,
                             ready.get("boot_us"), self.accel)
 
-    def _record_failure(self, vnf_id, backend, kind, t0, phases) -> None:
+    def _record_failure(self, vnf_id, backend, kind, t0, phases, cause=None) -> None:
+        """Records a failed launch; ``cause``: the launch's own error, which its caller gets.
+        A store that cannot take the record says so in one warning, unless ``cause`` is that
+        store's error already (a full store failing the launch, then its record): the caller's
+        line is the one line (a CLI printed both)."""
         try:
             self.store.record_launch(vnf_id, backend, kind, False, elapsed_ms(t0), phases)
         except (DependencyDown, StoreFull) as e:     # the store is down: its one line will do
-            LOG.warning("failed %s launch of %s not recorded: %s", kind, vnf_id, e)
+            log = LOG.debug if isinstance(cause, (DependencyDown, StoreFull)) else LOG.warning
+            log("failed %s launch of %s not recorded: %s", kind, vnf_id, e)
         except Exception:  # noqa: BLE001 - keep the launch's own error
             LOG.exception("could not record the failed %s launch of %s", kind, vnf_id)
 
@@ -400,13 +405,13 @@ class VNFManager:
                 self._destroy_spec(be, spec, rec.pid)
             self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
             raise
-        except BaseException:
+        except BaseException as e:
             # e.g. a bridge vanished, or the record could not be written: the shell's state
             # is unknown, so it goes entirely (under the tap names it has now)
             # (``spec`` once built also names the OVS ports to remove)
             self._destroy_spec(be, spec if spec is not shell
                                else self._renamed(shell, renamed, taps), rec.pid)
-            self._record_failure(spec.uuid, be.name, states.WARM, t0, phases)
+            self._record_failure(spec.uuid, be.name, states.WARM, t0, phases, e)
             self._pool_wakeup.set()
             raise
         total = elapsed_ms(t0)
