@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -504,6 +505,8 @@ def cmd_qoe(a) -> dict:
     else:
         adm = admit(a, mgr, params, tag)
     mgr.close()
+    for d in (f"/run/fluidvim-fvsq-{tag}", f"/tmp/fluidvim-fvsq-{tag}"):   # this run's alone
+        shutil.rmtree(d, ignore_errors=True)
     per = adm["run"]["per_session"]
     judged = adm["judged"]
     admitted = adm["admitted"]
