@@ -64,7 +64,7 @@ import math
 from fluidvim.common.zonetypes import QoE
 
 from .model import LOAD, ProbeResult
-from .slots import CapacityEstimate, SlotsError, _load, estimate_capacity, load_steps
+from .slots import CapacityEstimate, SlotsError, _crossing, _load, estimate_capacity, load_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,9 +318,9 @@ def late_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
         basis = (f"highest measured step {loads[i]:g} pps is within it (late {fit[i]:.3%}); "
                  "capacity is at least that")
     else:
-        y0, y1 = math.log(max(LATE_FLOOR, fit[i])), math.log(max(LATE_FLOOR, fit[i + 1]))
-        f = (math.log(max(LATE_FLOOR, limit)) - y0) / (y1 - y0) if y1 > y0 else 0.0
-        pps, saturated = loads[i] + min(1.0, max(0.0, f)) * (loads[i + 1] - loads[i]), True
+        pps = _crossing(loads[i], max(LATE_FLOOR, fit[i]), loads[i + 1],
+                        max(LATE_FLOOR, fit[i + 1]), max(LATE_FLOOR, limit), log=True)
+        saturated = True
         basis = (f"late share crosses it between {loads[i]:g} pps ({fit[i]:.3%}) and "
                  f"{loads[i + 1]:g} pps ({fit[i + 1]:.3%}): {pps:.0f} pps")
     slots = int(math.floor(pps / spp + 1e-9))
