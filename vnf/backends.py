@@ -155,7 +155,7 @@ class Backend:
         shutil.rmtree(self.vnf_dir(spec.uuid), ignore_errors=True)
 
     def connect(self, spec: specmod.VNFSpec) -> ControlChannel:
-        return ControlChannel(spec.control_socket).connect()
+        return ControlChannel(spec.control_socket, spec.name or spec.uuid).connect()
 
     def console_output(self, spec: specmod.VNFSpec, max_bytes: int = 65536) -> str:
         try:

@@ -23,6 +23,19 @@ MAX_LINE = limits.MAX_CONTROL_LINE
 PROTO_VERSION = 1
 OPS = ("ping", "configure", "stats", "qoe", "poll")
 
+# The bound, defined once, on connecting to a VNF's control socket and on each reply to a request
+# (what ``timeout=None`` of connect and of the ops means, read at each call). A stopped QEMU
+# neither accepts nor answers: each client that gave up leaves its connection in the socket's
+# listen queue, and once that is full a blocking connect waits forever - so every client
+# (``fluidvim vnf stats``, the Nova driver's diagnostics, the metrics exporter, the slot
+# watchers, the orchestrator's local zone) gives up after this long with an error naming the VNF
+# and its socket.
+TIMEOUT_S = 5.0
+# configure (its reply) waits twice as long: the guest builds the Click graph before it answers
+CONFIGURE_TIMEOUT_FACTOR = 2
+# how often a connect to a full listen queue is tried again within its bound
+CONNECT_RETRY_S = 0.02
+
 
 class ControlError(Exception):
     """The VNF answered a request with an error, or the channel failed."""
@@ -41,8 +54,17 @@ class ChannelClosed(ControlError):
 
 
 class ReplyTimeout(ControlError):
-    def __init__(self, what: str, seconds: float):
-        super().__init__("timeout", f"no {what} from the VNF within {seconds:.1f} s")
+    def __init__(self, what: str, seconds: float, where: str = "the VNF"):
+        super().__init__("timeout", f"no {what} from {where} within {seconds:.1f} s")
+
+
+class ConnectTimeout(ControlError):
+    """The VNF's control socket accepted no connection within the bound (its listen queue is
+    full: the QEMU is stopped, or too busy to accept)."""
+
+    def __init__(self, where: str, seconds: float):
+        super().__init__("timeout", f"{where}: no connection within {seconds:.1f} s (its listen "
+                                    "queue is full: the QEMU is stopped or does not accept)")
 
 
 def encode_request(req_id: int, op: str, **fields) -> bytes:
@@ -81,8 +103,10 @@ def decode_line(line: bytes | str) -> dict:
 class ControlChannel:
     """A connection to one VNF's control socket. Thread-safe; one request at a time."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, name: str | None = None):
+        """``name``: the VNF's, for errors (a launcher passes it; else only the socket is named)."""
+        self.path, self.name = path, name
+        self._timeout = TIMEOUT_S
         self._sock: socket.socket | None = None
         self._buf = b""
         self._next_id = 1
@@ -91,13 +115,29 @@ class ControlChannel:
         self.ready: dict | None = None      # the `ready` event, once seen
         self.events: list[dict] = []        # other events (e.g. boot errors)
 
-    def connect(self) -> "ControlChannel":
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    def connect(self, timeout: float | None = None) -> "ControlChannel":
+        """Connect within ``timeout`` s (None: :data:`TIMEOUT_S`; :class:`ConnectTimeout` after
+        it). A UNIX socket's connect waits with no bound while the listener's queue of connections
+        it has not accepted is full, so it is made without blocking (EAGAIN while the queue is
+        full) and tried again."""
+        s = socket.socket(socket.AF_UNIX,
+                          socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
+        timeout = TIMEOUT_S if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         try:
-            s.connect(self.path)
-        except OSError:
+            while True:
+                try:
+                    s.connect(self.path)
+                    break
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ConnectTimeout(self.where, timeout) from None
+                    time.sleep(min(CONNECT_RETRY_S, left))
+        except BaseException:
             s.close()
             raise
+        s.settimeout(timeout)       # blocking again; each send and reply sets its bound
         self._sock = s
         self._fresh = True
         # A reply the VNF sends after its client gave up (a stopped QEMU answering late) reaches
@@ -117,6 +157,12 @@ class ControlChannel:
     def __exit__(self, *exc):
         self.close()
 
+    @property
+    def where(self) -> str:
+        """The VNF and its socket, as errors name them."""
+        sock = f"control socket {self.path}"
+        return f"VNF {self.name} ({sock})" if self.name else sock
+
     def fileno(self) -> int:
         return self._sock.fileno() if self._sock else -1
 
@@ -129,13 +175,13 @@ class ControlChannel:
                 return line
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ReplyTimeout(what, self._timeout)
+                raise ReplyTimeout(what, self._timeout, self.where)
             sock = self._connected()
             sock.settimeout(remaining)
             try:
                 chunk = sock.recv(65536)
             except socket.timeout:
-                raise ReplyTimeout(what, self._timeout) from None
+                raise ReplyTimeout(what, self._timeout, self.where) from None
             except OSError as e:
                 raise ChannelClosed(f"control channel failed: {e}") from None
             if not chunk:
@@ -190,7 +236,7 @@ class ControlChannel:
                     msg = self._next_message(min(deadline, ping_at), "'ready' event")
                 except ReplyTimeout:
                     if time.monotonic() >= deadline or ping_at >= deadline:
-                        raise ReplyTimeout("'ready' event", timeout) from None
+                        raise ReplyTimeout("'ready' event", timeout, self.where) from None
                     ping_at = deadline
                     self._send(encode_request(0, "ping"))
                     continue
@@ -213,16 +259,22 @@ class ControlChannel:
             # end any partial line a previous client left in the VNF's input buffer
             line = b"\n" + line
             self._fresh = False
+        sock = self._connected()
+        sock.settimeout(self._timeout)
         try:
-            self._connected().sendall(line)
+            sock.sendall(line)
+        except TimeoutError:
+            raise ControlError("timeout", f"{self.where}: the VNF read no request within "
+                                          f"{self._timeout:.1f} s") from None
         except OSError as e:
             raise ChannelClosed(f"control channel failed: {e}") from None
 
-    def request(self, op: str, timeout: float = 10.0, **fields) -> dict:
-        """Send a request and return its result; raise :class:`ControlError` on an error reply."""
+    def request(self, op: str, timeout: float | None = None, **fields) -> dict:
+        """Send a request and return its result within ``timeout`` s (None: :data:`TIMEOUT_S`);
+        raise :class:`ControlError` on an error reply, :class:`ReplyTimeout` after the bound."""
         if self._sock is None:
             raise ChannelClosed("control channel is not connected")
-        self._timeout = timeout
+        timeout = self._timeout = TIMEOUT_S if timeout is None else timeout
         with self._lock:
             req_id = self._next_id
             self._next_id = (self._next_id % 0x7FFFFFFF) + 1
@@ -240,20 +292,22 @@ class ControlChannel:
                 return msg["result"]
 
     # -- the operations --
-    def ping(self, timeout: float = 5.0) -> dict:
+    def ping(self, timeout: float | None = None) -> dict:
         return self.request("ping", timeout=timeout)
 
-    def configure(self, config: str, slots: int | None = None, timeout: float = 10.0,
-                  macs=None) -> dict:
+    def configure(self, config: str, slots: int | None = None,
+                  timeout: float | None = None, macs=None) -> dict:
         """``macs``: one MAC address string (or None = keep) per NIC, applied with the config;
         the VNF then uses it as that NIC's own address (contract/PROTOCOL.md §4)."""
+        if timeout is None:
+            timeout = CONFIGURE_TIMEOUT_FACTOR * TIMEOUT_S
         return self.request("configure", timeout=timeout, config=config, slots=slots,
                             macs=list(macs) if macs is not None else None)
 
-    def stats(self, timeout: float = 5.0) -> dict:
+    def stats(self, timeout: float | None = None) -> dict:
         return self.request("stats", timeout=timeout)
 
-    def poll(self, window_us: int | None = None, timeout: float = 5.0,
+    def poll(self, window_us: int | None = None, timeout: float | None = None,
              batch_us: int | None = None) -> dict:
         """The VNF's busy-poll window after the last frame and its batch window, in µs
         (contract/PROTOCOL.md §4 ``poll``): set ``window_us`` (0..100000) and ``batch_us``
@@ -262,7 +316,7 @@ class ControlChannel:
         return self.request("poll", timeout=timeout, window_us=window_us, batch_us=batch_us)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
-            timeout: float = 5.0, wait_ppm: int | None = None) -> dict:
+            timeout: float | None = None, wait_ppm: int | None = None) -> dict:
         """Session slots at the service's QoE (contract/PROTOCOL.md §4 ``qoe``): the load
         probe's capacity at the service's deadline and quantile and the VNF's own latency budget
         at that quantile (:func:`fluidvim.evaluator.qoeslots.qoe_params`); 0 turns it off.

@@ -218,3 +218,105 @@ def test_a_silent_vnf_still_times_out_after_the_ping(monkeypatch):
         silent.wait_ready(0.3)
     assert b.recv(100) == b'{"id":0,"op":"ping"}\n'   # it did ask
     b.close()
+
+
+# -- a stopped VNF: every client gives up within the bound (control.TIMEOUT_S) --
+BOUND_S = 0.2           # the bound the tests set; HANG_GUARD_S only catches a call that blocks
+HANG_GUARD_S = BOUND_S * 5 + 5
+
+
+def _guarded(fn):
+    """``{"value": fn()}`` or ``{"error": what it raised}``, from a thread that must end within
+    HANG_GUARD_S (else the call blocked)."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(HANG_GUARD_S)
+    assert not t.is_alive(), "the call blocked"
+    return out
+
+
+def _full_queue_socket(path):
+    """A listening socket that never accepts, its queue of pending connections full (a stopped
+    QEMU after its clients gave up): a blocking connect to it waits forever. Returns what to
+    close."""
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(0)
+    held = [srv]
+    while True:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+        try:
+            c.connect(path)
+        except BlockingIOError:
+            c.close()
+            return held
+        held.append(c)
+        assert len(held) < 64, "the listen queue never filled"
+
+
+def _silent_socket(path):
+    """A listening socket with room in its queue whose peer never answers."""
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(8)
+    return [srv]
+
+
+STOPPED = {"full_queue": (_full_queue_socket, C.ConnectTimeout, "no connection"),
+           "silent": (_silent_socket, C.ReplyTimeout, "no reply to 'stats'")}
+
+
+@pytest.mark.parametrize("kind", STOPPED)
+def test_a_stopped_vnf_fails_within_the_bound_naming_vnf_and_socket(kind, tmp_path):
+    serve, error, what = STOPPED[kind]
+    path = str(tmp_path / "ctl.sock")
+    held = serve(path)
+    try:
+        err = _guarded(lambda: C.ControlChannel(path, "fw").connect(BOUND_S).stats(BOUND_S))["error"]
+    finally:
+        for s in held:
+            s.close()
+    assert isinstance(err, error), repr(err)
+    assert err.code == "timeout"
+    assert what in str(err) and f"VNF fw (control socket {path})" in str(err), str(err)
+
+
+@pytest.mark.parametrize("kind", STOPPED)
+def test_the_managers_stats_path_is_bounded_by_the_one_timeout(kind, tmp_path, monkeypatch):
+    """VNFManager.stats (``fluidvim vnf stats``, the Nova driver's diagnostics, the exporter, the
+    local zone) and .slots (the slot watchers) over a stopped VNF's socket: bounded by
+    control.TIMEOUT_S, which they do not pass."""
+    import uuid
+
+    from fluidvim.vnf.manager import VNFManager, make_conf
+    from fluidvim.vnf.store import VNFRecord
+
+    monkeypatch.setattr(C, "TIMEOUT_S", BOUND_S)
+    serve, error, _ = STOPPED[kind]
+    path = str(tmp_path / "ctl.sock")
+    held = serve(path)
+    kernel = tmp_path / "vnf.elf"
+    kernel.write_bytes(b"fluidvim")
+    mgr = VNFManager(make_conf(run_dir=str(tmp_path / "run"), state_dir=str(tmp_path / "state"),
+                               kernel=str(kernel)))
+    try:
+        vid = str(uuid.uuid4())
+        spec = {"uuid": vid, "name": "fw", "kernel": str(kernel), "control_socket": path,
+                "console_log": str(tmp_path / "console.log")}
+        mgr.store.add(VNFRecord(id=vid, name="fw", backend="qemu", status="running",
+                                spec_json=json.dumps(spec)))
+        err = _guarded(lambda: mgr.stats("fw"))["error"]
+        assert isinstance(err, error) and f"VNF fw (control socket {path})" in str(err), str(err)
+        assert _guarded(mgr.slots)["value"]["vnfs"] == {}     # the silent VNF is left out
+    finally:
+        mgr.close()
+        for s in held:
+            s.close()
