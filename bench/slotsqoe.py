@@ -51,6 +51,12 @@ import sys
 import time
 import uuid
 
+from fluidvim.evaluator.qoeslots import (  # noqa: F401 - one rule, re-exported for the bench
+    judge_sessions,
+    pool_repeats,
+    session_reference,
+)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
 FLOOR_SESSIONS = (10, 50, 200)
@@ -70,26 +76,6 @@ def reference_slots(path: str, deadline_ms: float, quantile: float) -> dict | No
                     "file": os.path.relpath(path, REPO),
                     "environment": (ev.get("environment") or {}).get("uid")}
     return None
-
-
-def judge_sessions(per: dict, deadline_ms: float, quantile: float, max_loss: float = 0.01) -> dict:
-    """The admitted sessions against the deadline (``per``: loadgen's ``per_session``)."""
-    from fluidvim.evaluator.qoeslots import sessions_over
-
-    lat, loss = per["latency_ms"], per["loss"]
-    over = [i for i, (x, lo) in enumerate(zip(lat, loss))
-            if x is None or x > deadline_ms or (lo or 0.0) > max_loss]
-    out = {"admitted_over_deadline": len(over), "over_sessions": over}
-    late, sent = per.get("late"), per.get("sent")
-    if late is not None and sent:
-        n_late, n_sent = sum(x or 0 for x in late), sum(sent)
-        p = n_late / max(1, n_sent)
-        expect = [sessions_over(n, p, quantile) for n in sent if n]
-        out.update(late_per_session=late, sent_per_session=sent,
-                   pooled_late_fraction=round(p, 5),
-                   expected_over_pct_if_independent=round(100.0 * sum(expect)
-                                                          / max(1, len(expect)), 2))
-    return out
 
 
 def _floor_step(net, a, n: int) -> dict:
@@ -324,47 +310,6 @@ def admit(a, mgr, params, tag: str) -> dict:
     return _with_vnf(a, mgr, f"qoe-{tag}", "fvsq", 94, body)
 
 
-def session_reference(points: list[dict], max_over_pct: float = 1.0) -> dict:
-    """The per-session reference: the largest session count at which at most ``max_over_pct``
-    % of ``--run-s`` sessions run together are over the deadline (their own quantile, or > 1 %
-    lost), read off a sweep of such runs (``points``: ``sessions``, ``over_pct``; with repeats,
-    pooled over them: :func:`pool_repeats`). Ascending, the first count over the limit ends it
-    (a count past it that happens to pass is noise of the host, not room): so the reference is
-    the largest count such that every count tried up to it met the limit, and one burst cannot
-    make it non-monotone. It is interpolated linearly in the over share between the last count
-    within the limit and that one. ``bound``: "between" that pair, "at least" (none over: the
-    sweep's top), "below" (the lowest count already over: slots 0)."""
-    pts = sorted(points, key=lambda p: p["sessions"])
-    if not pts:
-        raise ValueError("session_reference: the sweep has no points (sessions, over_pct)")
-    bad = next((i for i, p in enumerate(pts) if p["over_pct"] > max_over_pct), None)
-    if bad is None:
-        return {"slots": pts[-1]["sessions"], "bound": "at least", "lo": pts[-1]["sessions"],
-                "hi": None}
-    if bad == 0:
-        return {"slots": 0, "bound": "below", "lo": None, "hi": pts[0]["sessions"]}
-    lo, hi = pts[bad - 1], pts[bad]
-    f = (max_over_pct - lo["over_pct"]) / (hi["over_pct"] - lo["over_pct"])
-    slots = int(lo["sessions"] + f * (hi["sessions"] - lo["sessions"]))
-    return {"slots": slots, "bound": "between", "lo": lo["sessions"], "hi": hi["sessions"]}
-
-
-def pool_repeats(runs: dict[int, list[dict]]) -> list[dict]:
-    """Per session count, its repeated runs (``over``: sessions over, ``n``: sessions judged)
-    pooled: ``over_pct`` = all sessions over / all judged, the target's own share (sessions
-    served at their QoE, whichever run they were in); ``over_pct_each`` per run and
-    ``over_pct_median`` (the typical run's) next to it."""
-    out = []
-    for n, rs in sorted(runs.items()):
-        over, judged = sum(r["over"] for r in rs), sum(r["n"] for r in rs)
-        each = sorted(100.0 * r["over"] / max(1, r["n"]) for r in rs)
-        med = (each[(len(each) - 1) // 2] + each[len(each) // 2]) / 2
-        out.append({"sessions": n, "over_pct": round(100.0 * over / max(1, judged), 2),
-                    "repeats": len(rs), "over_pct_each": [round(x, 2) for x in each],
-                    "over_pct_median": round(med, 2)})
-    return out
-
-
 def sweep_counts(estimate: int, points: int) -> list[int]:
     """Evenly spaced session counts from half to 1.5 x the estimate (at least 2 apart)."""
     est = max(2, int(estimate))
@@ -451,10 +396,37 @@ def whole_step_capacity(a, probe) -> int | None:
         return None
 
 
-def cmd_qoe(a) -> dict:
-    from bench.evaluator import make_zone, show
+def run_probe(a, env, zone):
+    """The stage-1 load probe of this run: the fast steps, then (``--confirm-runs``, not with
+    ``--pooled``) its confirm phase of ``--run-s`` s sessions at the deadline and quantile."""
+    from bench.evaluator import show
     from fluidvim.evaluator.probes import LoadProbe
-    from fluidvim.evaluator.qoeslots import qoe_params
+    from fluidvim.evaluator.qoeslots import SessionTarget
+
+    confirm_runs = getattr(a, "confirm_runs", 0)
+    target = (SessionTarget(a.deadline_ms, a.quantile, a.run_s, runs=confirm_runs)
+              if confirm_runs > 0 and not a.pooled else None)
+    print("stage-1 load probe" + (f" (then up to {confirm_runs} confirm runs of {a.run_s:g} s "
+                                  "sessions)" if target else ""), flush=True)
+    fast_show = show("probe")
+
+    def progress(s):
+        if not s.get("confirm"):
+            return fast_show(s)
+        p99 = (s.get("latency_pooled_ms") or {}).get(str(a.quantile))
+        print(f"  confirm: {s['sessions']:4d} sessions for {a.run_s:g} s, {s['over_pct']:5.1f} % "
+              f"over, pooled p{a.quantile * 100:g} {p99 if p99 is None else round(p99, 2)} ms, "
+              f"loss {s['loss'] or 0:.1%}, vCPU steal {_pct(s.get('vnf_steal_share'))}",
+              flush=True)
+
+    return LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
+                     client_nice=a.client_nice, step_s=a.probe_step, confirm=target).run(
+        env, zone, progress=progress)
+
+
+def cmd_qoe(a) -> dict:
+    from bench.evaluator import make_zone
+    from fluidvim.evaluator.qoeslots import fast_capacity, qoe_params
     from fluidvim.vnf.manager import VNFManager, make_conf
 
     if os.geteuid() != 0:
@@ -471,17 +443,20 @@ def cmd_qoe(a) -> dict:
     load0 = os.getloadavg()
     print(f"path floor ({a.proto}, no VNF)", flush=True)
     floor = path_floor(a)
-    print("stage-1 load probe", flush=True)
-    probe = LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
-                      client_nice=a.client_nice, step_s=a.probe_step).run(
-        env, zone, progress=show("probe"))
+    probe = run_probe(a, env, zone)
     if not probe.ok:
         raise SystemExit(f"load probe failed: {probe.error}")
-    pooled = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps)
-    params = (pooled if a.pooled else
-              qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps,
-                         session_packets=max(1, round(a.run_s * a.session_pps))))
+    packets = max(1, round(a.run_s * a.session_pps))
+    # the pooled reading of the fast steps (bench/evaluator's figure), for the record
+    pooled = fast_capacity(probe, a.deadline_ms, a.quantile, a.session_pps)
+    params = qoe_params(probe, a.deadline_ms, a.quantile, a.session_pps,
+                        session_packets=None if a.pooled else packets)
+    fast = None if a.pooled else fast_capacity(probe, a.deadline_ms, a.quantile, a.session_pps,
+                                               session_packets=packets).slots
     print(f"qoe: {params.request()} ({params.basis})", flush=True)
+    if probe.metrics.get("confirm"):
+        print(f"A/B: the fast steps alone (late share) would announce {fast} slots; the confirm "
+              f"phase took {probe.metrics.get('confirm', {}).get('seconds')} s", flush=True)
     whole = whole_step_capacity(a, probe)
     if whole is not None:
         print(f"A/B: the whole-step reading (before) would announce {whole} slots", flush=True)
@@ -525,7 +500,13 @@ def cmd_qoe(a) -> dict:
         "proto": a.proto, "client_nice": a.client_nice, "vcpu_nice": mgr.conf.vnf.vcpu_nice,
         "path_floor": floor,
         "qoe": params.request(), "basis": params.basis,
-        "capacity_pooled": pooled.capacity, "capacity_per_session": not a.pooled,
+        "capacity_pooled": pooled.slots, "capacity_per_session": not a.pooled,
+        # the confirm phase (session-length runs on the probe VNF) and the fast steps' reading
+        # it started from (late share): the A/B of the confirm phase, on the same probe
+        "confirm": probe.metrics.get("confirm"),
+        "probe_s": probe.metrics.get("probe_s"),
+        "capacity_fast": fast,
+        "capacity_fast_error_pct": _error_pct(fast, ref) if fast is not None else None,
         # the probe's reading before the late-share statistic (whole-step p at the pooled
         # quantile), on the same probe: the A/B of the statistic
         "capacity_whole_step": whole,
@@ -558,7 +539,7 @@ def cmd_qoe(a) -> dict:
         "capacity_error_pct_vs_pooled_sweep": _error_pct(announced, swept),
         "capacity_error_pct_vs_file": _error_pct(announced, filed),
         # the probe's pooled-quantile capacity (bench/evaluator's figure) against the same
-        "capacity_pooled_error_pct": _error_pct(pooled.capacity, ref),
+        "capacity_pooled_error_pct": _error_pct(pooled.slots, ref),
     }
 
 
@@ -566,7 +547,8 @@ def command(a) -> str:
     """The command line that repeats this run."""
     return (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
             f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
-            f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g}"
+            f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g} "
+            f"--confirm-runs {getattr(a, 'confirm_runs', 0)}"
             f"{' --pooled' if a.pooled else ''}"
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "

@@ -50,7 +50,7 @@ from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
-from . import genprobe
+from . import genprobe, qoeslots
 from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 
 LOG = logging.getLogger(__name__)
@@ -394,7 +394,8 @@ class LoadProbe(Probe):
                  kernel: str | None = None, valid_for_s: float = 3600.0, python: str | None = None,
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
-                 recheck: int = 3, traffic: str = NETNS, client_nice: int = 0):
+                 recheck: int = 3, traffic: str = NETNS, client_nice: int = 0,
+                 confirm=None):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -434,6 +435,9 @@ class LoadProbe(Probe):
             raise ValueError(f"LoadProbe client_nice must be -20..19 (a nice value), got "
                              f"{client_nice!r}")
         self.client_nice = int(client_nice)
+        if confirm is not None and not isinstance(confirm, qoeslots.SessionTarget):
+            raise ValueError(f"LoadProbe confirm must be a SessionTarget, got {confirm!r}")
+        self.confirm = confirm
 
     def _mode(self, zone) -> tuple[str, bool, str]:
         """(traffic this run uses in ``zone``, whether it can, why not)."""
@@ -535,6 +539,9 @@ class LoadProbe(Probe):
                 keep = dict(keep, rechecked=True,
                             recheck_discarded={k: drop[k] for k in DISCARDED_KEYS if k in drop})
                 metrics["steps"][i] = keep
+            if self.confirm is not None and gen is None:
+                metrics["confirm"] = self._confirm(net, stats_fn, inst.id, env, metrics,
+                                                   progress)
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"
         finally:
@@ -577,16 +584,70 @@ class LoadProbe(Probe):
                  step["loss"] * 100)
         return step
 
-    def _step(self, net, sessions: int) -> dict:
+    def _confirm(self, net, stats_fn, instance_id, env, metrics, progress) -> dict:
+        """The confirm phase (``confirm``, a :class:`~fluidvim.evaluator.qoeslots.SessionTarget`):
+        from the fast steps' estimate, runs of ``session_s`` s sessions judged one by one at the
+        target's deadline and quantile, bracketed and bisected
+        (:func:`~fluidvim.evaluator.qoeslots.next_confirm`). A 2 s step does not show what a
+        16 s session meets at the same rate (bench/results/slots.md: 2 s steps at 400-450
+        sessions p99 7.8-8.9 ms, 16 s at 314-343 p99 8-52 ms); these runs measure the
+        definition itself. The capacity is read off them by
+        :func:`~fluidvim.evaluator.qoeslots.confirmed_capacity`."""
+        t = self.confirm
+        fast = ProbeResult(env_uid=env.uid, kind=LOAD, ok=True, metrics=metrics)
+        try:
+            est = qoeslots.fast_capacity(fast, t.deadline_ms, t.quantile, self.session_pps,
+                                         session_packets=t.packets(self.session_pps))
+            estimate = est.slots
+        except qoeslots.SlotsError as e:
+            LOG.warning("load probe %s: no fast estimate to confirm (%s)", env.uid, e)
+            estimate = 1
+        runs: list[dict] = []
+        t0 = time.perf_counter()
+        while (n := qoeslots.next_confirm(runs, estimate, self.max_sessions, t)) is not None:
+            runs.append(self._session_run(net, stats_fn, instance_id, n))
+            if progress:
+                progress(dict(runs[-1], confirm=True))
+            LOG.info("load probe %s confirm: %d sessions of %g s, %.1f%% over", env.uid, n,
+                     t.session_s, runs[-1]["over_pct"])
+        return {"target": t.as_dict(), "estimate": estimate, "runs": runs,
+                "seconds": round(time.perf_counter() - t0, 1)}
+
+    def _session_run(self, net, stats_fn, instance_id, n: int) -> dict:
+        """``n`` sessions of the confirm target's length through the probe VNF, judged one by
+        one (:func:`~fluidvim.evaluator.qoeslots.judge_sessions`)."""
+        t = self.confirm
+        before = self._vnf_stats(stats_fn, instance_id)
+        r = self._step(net, n, duration=t.session_s, windows=max(1, round(t.session_s)),
+                       per_session=(t.quantile, t.deadline_ms))
+        after = self._vnf_stats(stats_fn, instance_id)
+        judged = qoeslots.judge_sessions(r["per_session"], t.deadline_ms, t.quantile, t.max_loss)
+        over = judged["admitted_over_deadline"]
+        out = {"sessions": n, "n": n, "over": over, "over_pct": round(100.0 * over / max(1, n), 2),
+               "offered_pps": r.get("offered_pps"), "loss": r.get("loss_pooled", r.get("loss")),
+               "latency_pooled_ms": r.get("latency_pooled_ms"),
+               "pooled_late_fraction": judged.get("pooled_late_fraction"),
+               "client_cpu_share": r.get("client_cpu_share")}
+        steal = _steal_share(before.get("cpu"), after.get("cpu"), t.session_s + self.warmup_s)
+        if steal is not None:
+            out["vnf_steal_share"] = steal
+        return out
+
+    def _step(self, net, sessions: int, duration: float | None = None,
+              windows: int | None = None, per_session: tuple | None = None) -> dict:
         if isinstance(net, genprobe.GeneratorTraffic):
             return net.load_step(sessions)
         nice = ["nice", "-n", str(self.client_nice)] if self.client_nice else []
         args = [*nice, self.python, "-m", "fluidvim.evaluator.loadgen", "client", "--src", net.ip_a,
                 "--dst", net.ip_b, "--sessions", str(sessions), "--pps", str(self.session_pps),
-                "--duration", str(self.step_s), "--warmup", str(self.warmup_s),
+                "--duration", str(duration or self.step_s), "--warmup", str(self.warmup_s),
                 "--drain", str(self.drain_s), "--size", str(self.payload), "--proto", self.proto,
-                "--windows", str(self.windows)]
-        r = net.run("a", *args, timeout=self.step_s + self.warmup_s + self.drain_s + 60)
+                "--windows", str(windows or self.windows)]
+        if per_session is not None:                 # (quantile, deadline_ms): judged per session
+            args += ["--per-session-quantile", str(per_session[0]),
+                     "--deadline-ms", str(per_session[1])]
+        r = net.run("a", *args,
+                    timeout=(duration or self.step_s) + self.warmup_s + self.drain_s + 60)
         if r.returncode != 0 or not r.stdout.strip():
             raise RuntimeError(f"load generator failed ({r.returncode}): {r.stderr.strip()[-500:]}")
         return json.loads(r.stdout.strip().splitlines()[-1])
