@@ -40,27 +40,43 @@ p99 in microseconds), the controller
   one before (a frame held at the end of one is counted in the next);
 * **decides** from one table, :data:`POLICY`: the interval is classified into the first
   :data:`EVENTS` entry that applies, and ``POLICY[event][state]`` is the action in the VNF's
-  state, :data:`OPEN` (at the flavor's quota) or :data:`CAPPED` (below it):
+  state, :data:`OPEN` (at the flavor's quota), :data:`POLL` (at it, the poll window narrowed: no
+  cap fits the target, below) or :data:`CAPPED` (below it):
 
-  ============  =====================================================  ========  ========
-  event         when                                                   OPEN      CAPPED
-  ============  =====================================================  ========  ========
-  silent        no stats reply (the VNF stopped answering)             release   release
-  dropped       frames lost: the host's for it, its own over open      release   release
-  ring full     ``full`` of the ring more than it carried open         release   release
-  breach x2     p99 > 2 × target, and the cap's doing (below)          hold      release
-  breach        p99 > target, and the cap's doing                      hold      up
-  noise         p99 > target, not the cap's doing                      hold      hold
-  backlog       ``high`` of the ring more than it carried open         hold      hold
-  high load     rate ≥ ``max_ratio`` × capacity (or need × quota)      hold      up
-  quiet         p99 ≤ target / 2, or too few packets to show one       cap       down
-  band          otherwise (p99 within (target / 2, target])            hold      hold
-  ============  =====================================================  ========  ========
+  ============  =================================================  =======  =========  ========
+  event         when                                               OPEN     POLL ONLY  CAPPED
+  ============  =================================================  =======  =========  ========
+  silent        no stats reply (the VNF stopped answering)         release  release    release
+  dropped       frames lost: the host's for it, its own over open  release  release    release
+  ring full     ``full`` of the ring more than it carried open     release  release    release
+  breach x2     p99 > 2 × target, and the cap's doing (below)      hold     release    release
+  breach        p99 > target, and the cap's doing                  hold     release    up
+  noise         p99 > target, not the cap's doing                  hold     hold       hold
+  backlog       ``high`` of the ring more than it carried open     hold     hold       hold
+  high load     rate ≥ ``max_ratio`` × capacity (or need × quota)  hold     release    up
+  quiet         p99 ≤ target / 2, or too few packets to show one   cap      hold       down
+  band          otherwise (p99 within (target / 2, target])        hold     hold       hold
+  ============  =================================================  =======  =========  ========
 
-  The cap's doing: a throttled period stalls the frame in process (``throttle_hits`` frames;
-  more for a chain with Queues), so a breach is the cap's when the group was throttled (or that
-  is not known) and the packets over the target less ``throttle_hits`` per throttled period
-  would no longer breach. Otherwise the host did it (the vCPU preempted): a release would not
+  **The p99 it judges includes the wait its cap causes.** A throttled vCPU leaves frames in
+  its RX ring, where its histogram (which starts at FromDevice) does not see them: the frames
+  that arrived while it was throttled (its offered rate × the wall time throttled, from
+  ``cpu.stat``'s throttled time, at most its throttled periods × the gap ``period × (1 −
+  share)``) are counted as waiting evenly up to the gap (:func:`interval_with_wait`), in place
+  of as many of its fastest frames. **The gap is bounded by the target**: a cap goes on the
+  longest CFS period (at most ``cap_period_us``, 20 ms) whose gap is within ``wait_share`` of
+  the target (:func:`cap_period`; ``[metrics] cap_wait_share``, 0.5: the rest is the VNF's own
+  and the host's path), and no cap is set below the least share such a period allows
+  (:func:`least_share`: a quota is at least CFS's 1000 µs, so a period at least ``1000 /
+  share``; a 5 ms target allows 29 % of a CPU, a 200 µs one 91 %). Where that least share is
+  ``max_ratio`` or more, the VNF is **poll only**: its flavor's quota, the narrow poll window
+  (``cap``), and the boot's window back (``release``) on a breach of the target or high load.
+
+  The cap's doing: the ring's wait (above), and a throttled period stalls the frame in process
+  (``throttle_hits`` frames, in its histogram; more for a chain with Queues), so a breach is the
+  cap's when the group was throttled (or that is not known; poll only: always the window's) and
+  the VNF's own histogram, less ``throttle_hits`` packets per throttled period, would not
+  breach. Otherwise the host did it (the vCPU preempted): a release would not
   help (on a busy host such noise released every cap, bench/powercap), unless the capped VNF
   shows it far more often than open (:meth:`LatencyController._noisier`): a breach after all.
 
@@ -86,9 +102,10 @@ p99 in microseconds), the controller
   caused it, which later caps respect and which sinks a step after ``FLOOR_AGE`` steps down it
   blocked (without it, at high load it capped into losses, released, and again);
 
-* **acts** through ``actuator(vnf key, quota µs per period)``: in production
-  :class:`CgroupCap` on the VNF's own group (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` and
-  ``cpu.cfs_period_us``: a cap on a 20 ms period, not the flavor's 100 ms); and through
+* **acts** through ``actuator(vnf key, quota µs per the flavor's period, CFS period µs of a
+  cap or None)``: in production :class:`CgroupCap` on the VNF's own group (cgroup v2
+  ``cpu.max``, v1 ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``: a cap on the period
+  :func:`cap_period` chose, not the flavor's 100 ms; whole CPUs on the flavor's); and through
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
@@ -106,25 +123,32 @@ view of the ring itself (the backlog is inferred from counters).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 from oslo_log import log as logging
 
 from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
+    WAIT_SHARE,
     CgroupCap,
+    cap_period,
     cpu_throttled,
+    cpu_throttled_us,
     group_usage,
     interval_over,
     interval_p99,
+    interval_with_wait,
+    least_share,
     tap_counters,
 )
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
 
-# the VNF's states: at its flavor's quota, or below it
-OPEN, CAPPED = "open", "capped"
+# the VNF's states: at its flavor's quota (and the boot's poll window), at it with a narrow
+# poll window (its target too tight for any cap), or below it
+OPEN, POLL, CAPPED = "open", "poll only", "capped"
 # the actions
 RELEASE, UP, DOWN, HOLD, CAP = "release", "up", "down", "hold", "cap"
 # the events an interval is classified into, the first that applies (module doc)
@@ -135,16 +159,16 @@ EVENTS = (SILENT, DROPPED, RING_FULL, BREACH2, BREACH, NOISE, BACKLOG, HIGH_LOAD
 # the state machine: POLICY[event][state] is the action; the state after it is OPEN when the
 # quota is the flavor's, else CAPPED (CAP, DOWN: CAPPED; RELEASE: OPEN; UP: either)
 POLICY = {
-    SILENT:    {OPEN: RELEASE, CAPPED: RELEASE},
-    DROPPED:   {OPEN: RELEASE, CAPPED: RELEASE},
-    RING_FULL: {OPEN: RELEASE, CAPPED: RELEASE},
-    BREACH2:   {OPEN: HOLD,    CAPPED: RELEASE},
-    BREACH:    {OPEN: HOLD,    CAPPED: UP},
-    NOISE:     {OPEN: HOLD,    CAPPED: HOLD},
-    BACKLOG:   {OPEN: HOLD,    CAPPED: HOLD},
-    HIGH_LOAD: {OPEN: HOLD,    CAPPED: UP},
-    QUIET:     {OPEN: CAP,     CAPPED: DOWN},
-    BAND:      {OPEN: HOLD,    CAPPED: HOLD},
+    SILENT:    {OPEN: RELEASE, POLL: RELEASE, CAPPED: RELEASE},
+    DROPPED:   {OPEN: RELEASE, POLL: RELEASE, CAPPED: RELEASE},
+    RING_FULL: {OPEN: RELEASE, POLL: RELEASE, CAPPED: RELEASE},
+    BREACH2:   {OPEN: HOLD,    POLL: RELEASE, CAPPED: RELEASE},
+    BREACH:    {OPEN: HOLD,    POLL: RELEASE, CAPPED: UP},
+    NOISE:     {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
+    BACKLOG:   {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
+    HIGH_LOAD: {OPEN: HOLD,    POLL: RELEASE, CAPPED: UP},
+    QUIET:     {OPEN: CAP,     POLL: HOLD,    CAPPED: DOWN},
+    BAND:      {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
 }
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
 FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
@@ -158,7 +182,7 @@ RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, batch_share (module doc)"""
+    throttle_hits, batch_share, wait_share, cap_period_us (module doc)"""
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
     batch_share: float = 0.0         # its batch window: this share of the target (0: off)
     headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
@@ -166,9 +190,16 @@ class Sizing:
     rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
     rate_margin_us: int = 5_000
     max_ratio: float = 0.7           # no cap at this share of the capacity (or of the quota)
-    throttle_hits: int = 1           # frames one throttled period can stall in the VNF
+    throttle_hits: int = 1           # frames in process one throttled period stalls in the VNF
+    wait_share: float | None = WAIT_SHARE   # the part of the target a cap's gap may take
+                                     # (None: not bounded, every cap on cap_period_us)
+    cap_period_us: int = CAP_PERIOD_US   # the longest CFS period of a cap (CgroupCap's)
 
     def __post_init__(self):
+        if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
+                or not 1000 <= self.cap_period_us <= 1_000_000):
+            raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
+                             f"cap_period_us <= 1000000, got {self}")
         if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
                 or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
                        self.min_poll_us) < 0 or not 0 <= self.batch_share <= 1):
@@ -195,6 +226,10 @@ class VnfState:
     floor_us: int = 0                # learned: no cap below it (see LatencyController._next)
     floor_age: int = 0               # steps down it blocked since it was set or last sank
     throttled: int | None = None     # the group's nr_throttled at the last interval
+    throttled_us: float | None = None    # and its throttled time (µs)
+    period_us: int | None = None     # the CFS period of the cap in force (None: open)
+    least_us: int = 0                # no cap below it: its gap would not fit the target
+    waited: float = 0.0              # frames that waited in its ring for the cap (interval)
     held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
     cpu: tuple | None = None         # (uptime, busy, poll µs; its QEMU's usage) last read
     needs: list = dataclasses.field(default_factory=list)   # need (CPUs) of the quiet streak
@@ -237,9 +272,12 @@ class LatencyController:
         self.headroom, self.margin_us, self.max_ratio = sz.headroom, sz.margin_us, sz.max_ratio
         self.rate_headroom, self.rate_margin_us = sz.rate_headroom, sz.rate_margin_us
         self.throttle_hits = sz.throttle_hits
+        self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
         self.batcher, self.batch_share = batcher, sz.batch_share
         # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
         self.throttled = cpu_throttled
+        # (vnf key) -> its cumulative throttled time (µs), None when not known; likewise
+        self.throttled_time = cpu_throttled_us
         # (vnf key) -> {"total", "vcpu"} CPU-s of its QEMU, None when not known; likewise
         self.usage = group_usage
         self.set_ring()
@@ -262,7 +300,7 @@ class LatencyController:
         st = self.state.get(key)
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
-            st.cpu = st.throttled = st.rx = st.rate = None
+            st.cpu = st.throttled = st.throttled_us = st.rx = st.rate = None
             st.held, st.good, st.needs, st.rates = (), 0, [], []
 
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
@@ -283,6 +321,8 @@ class LatencyController:
         st.rate, own = self._rate(st, stats, dropped)
         ring = (backlog, self._over_open(st, backlog), own)
         held = self._held(key, st)
+        st.waited = self._waited(key, st, reserved)
+        st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
         ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
                                                dropped, ring, held, need, reserved)
@@ -296,10 +336,13 @@ class LatencyController:
         if stats is None:            # silent: told when it answers (a stopped VNF's socket
             st.poll_applied = st.batch_applied = None    # blocks a connect, exporter and all)
         st.reserved_us = reserved
-        if new != st.quota_us or action == RELEASE:
-            self.actuator(key, new)
-            st.quota_us = new
-        st.state = OPEN if st.quota_us >= reserved else CAPPED
+        period = None if new >= reserved else cap_period(new / reserved, self.gap_budget(
+            target_us), self.cap_period_us)
+        if new != st.quota_us or action == RELEASE or period != st.period_us:
+            self.actuator(key, new, period)
+            st.quota_us, st.period_us = new, period
+        st.state = (CAPPED if st.quota_us < reserved else
+                    POLL if st.poll_us < POLL_DEFAULT_US else OPEN)
         d = {"vnf": name, "at": time.time(), "action": action, "event": ev, "why": why,
              "state": st.state, "p99_ns": p99, "packets": packets, "host_dropped": dropped,
              "ring_backlog": backlog, "backlog_over_open": ring[1], "vnf_dropped": own,
@@ -308,6 +351,8 @@ class LatencyController:
              "rate_pps": None if st.rate is None else round(st.rate),
              "capacity_pps": st.capacity,
              "floor_us": st.floor_us,
+             "ring_wait_frames": round(st.waited), "period_us": st.period_us,
+             "least_us": st.least_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
@@ -332,6 +377,19 @@ class LatencyController:
         if not st.needs:
             return None
         return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us, lim)
+
+    def gap_budget(self, target_us: float) -> float:
+        """The longest throttled gap (µs) a cap may leave: ``wait_share`` of the target
+        (unbounded without one)."""
+        return math.inf if self.wait_share is None else self.wait_share * float(target_us)
+
+    def least_quota(self, target_us: float, reserved: int) -> int:
+        """The least cap (µs per the flavor's period) whose gap fits the target
+        (:func:`least_share`); at ``max_ratio`` of ``reserved`` or more no cap is set (POLL).
+        0 without ``wait_share``."""
+        if self.wait_share is None:
+            return 0
+        return math.ceil(least_share(self.gap_budget(target_us), self.cap_period_us) * reserved)
 
     @staticmethod
     def rate(st: VnfState) -> float:    # the quiet streak's median offered rate (packets/s)
@@ -376,16 +434,20 @@ class LatencyController:
         if action == CAP:
             if sized is None and st.cpu is not None:
                 return HOLD, f"{why}; its need not measured yet", st.quota_us
+            if st.least_us >= self.max_ratio * st.reserved_us:
+                st.poll_us = self.min_poll_us        # POLL: no cap fits the target
+                return action, (f"{why}; poll only: a cap's gap within {self.wait_share:g} x "
+                                f"the target needs {st.least_us} us or more"), st.quota_us
             target = step if sized is None else sized
         else:
             target = sized if sized is not None and not held and sized < step else step
-        new = max(self.min_quota_us, st.floor_us, target)
+        new = max(self.min_quota_us, st.floor_us, st.least_us, target)
         if new >= st.quota_us:
             st.floor_age += 1
             if st.floor_age >= self.FLOOR_AGE:
                 st.floor_us, st.floor_age = int(st.floor_us * self.down), 0
-            return HOLD, f"{why}; at the floor {max(st.floor_us, self.min_quota_us)} us", \
-                st.quota_us
+            return HOLD, (f"{why}; at the floor "
+                          f"{max(st.floor_us, self.min_quota_us, st.least_us)} us"), st.quota_us
         st.poll_us = (self.min_poll_us if action == CAP and sized is not None
                       else max(self.min_poll_us, int(st.poll_us * self.down)))
         if target == sized and st.capacity is not None and st.rates:
@@ -418,6 +480,26 @@ class LatencyController:
         delta = None if cur is None or prev is None or cur < prev else cur - prev
         st.held = (st.held + (delta,))[-2:]
         return None if delta is None else any(d for d in st.held if d)
+
+    def _waited(self, key: str, st: VnfState, reserved: int) -> float:
+        """Frames that waited in the VNF's RX ring for its cap this interval: its offered
+        rate × the wall time it was throttled (``cpu.stat``'s throttled time, at most its
+        throttled periods × the cap's gap, ``period × (1 − share)``; without the time, the
+        periods × the gap); 0 when open or not known."""
+        try:
+            cur = self.throttled_time(key) if self.throttled_time is not None else None
+        except Exception as e:       # noqa: BLE001 - an unreadable group: not known
+            LOG.debug("controller %s: throttled time not read: %s", key, e)
+            cur = None
+        prev, st.throttled_us = st.throttled_us, cur
+        periods = st.held[-1] if st.held else None
+        if st.period_us is None or st.quota_us >= reserved or st.rate is None:
+            return 0.0
+        gap = st.period_us * (1.0 - st.quota_us / reserved)
+        bound = None if periods is None else periods * gap
+        spent = None if cur is None or prev is None or cur < prev else cur - prev
+        wall = (spent if bound is None else bound if spent is None else min(spent, bound))
+        return 0.0 if wall is None else st.rate * wall / 1e6
 
     def _need(self, key: str, st: VnfState, stats: dict | None) -> float | None:
         """The CPUs the VNF needed this interval (module doc), None when not known: its busy
@@ -507,10 +589,17 @@ class LatencyController:
         st.ring_raw = cur
         return dropped, max(r - b for r, b in zip(raw, st.ring_base))
 
+    @staticmethod
+    def _gap_ns(st: VnfState) -> float:
+        """The throttled gap (ns) of the cap in force: ``period × (1 − share)``; 0 open."""
+        if st.period_us is None or st.quota_us >= st.reserved_us:
+            return 0.0
+        return 1000.0 * st.period_us * (1.0 - st.quota_us / st.reserved_us)
+
     def _cap_did_it(self, st: VnfState, b1: list, ns: float, n: int, held: bool | None) -> bool:
         """Whether a breach of ``ns`` was the cap's doing (module doc): throttled (or not known)
         and no breach left without ``throttle_hits`` packets per throttled period."""
-        if held is None:
+        if held is None or st.state == POLL:     # POLL: the narrow window's (nothing throttles)
             return True
         if not held:
             return False
@@ -529,7 +618,8 @@ class LatencyController:
             return SILENT, "no stats reply", None, None
         b1 = list((stats.get("latency_ns") or {}).get("buckets_log2") or [])
         first = st.buckets is None
-        p99, packets = (None, 0) if first else interval_p99(st.buckets, b1)
+        p99, packets = (None, 0) if first else interval_p99(None, interval_with_wait(
+            st.buckets, b1, st.waited, self._gap_ns(st)))
         b0, st.buckets = st.buckets, b1
         ev, why = self._event(st, (b0, b1), target_ns, (p99, packets, first),
                               (dropped, *ring, held))

@@ -51,7 +51,7 @@ from oslo_log import log as logging
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
 from .capacity import Capacities, OrchestratorView
 from .chain import build_chain, register_opts as register_power_opts
-from .controller import CgroupCap, LatencyController, tap_counters
+from .controller import WAIT_SHARE, CgroupCap, LatencyController, tap_counters
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
@@ -76,6 +76,13 @@ metrics_opts = [
                      "the CPU quota of a VNF with a target while its p99 holds, and gives the "
                      "flavor's quota back at once when p99 exceeds twice the target; VNFs "
                      "without a target are never touched."),
+    cfg.FloatOpt("cap_wait_share", default=WAIT_SHARE, min=0.01, max=1.0,
+                 help="The part of a VNF's latency target its CPU cap may add: a cap goes on "
+                      "the longest CFS period (at most 20 ms) whose throttled gap, period x "
+                      "(1 - the cap's share), is within this share of the target, frames "
+                      "waiting in its ring that long; no cap below the least share such a "
+                      "period allows (CFS's 1 ms minimum quota), and none at all (the poll "
+                      "window only) when that is 70 % of its CPU or more (controller.py)."),
     cfg.DictOpt("vnf_capacity_pps", default={},
                 help="The controller's capacity of a VNF with a latency target, VNF name or "
                      "service: packets/s it forwards at its flavor's quota (the stage-1 load "
@@ -120,9 +127,10 @@ class HostSampler:
 
     def __init__(self, mgr, attributor: Attributor, state_path: str | None = None,
                  targets: dict | None = None, controller: LatencyController | None = None,
-                 capacities: dict | None = None, view=None):
+                 capacities: dict | None = None, view=None, wait_share: float = WAIT_SHARE):
         """``view``: the :class:`~.capacity.OrchestratorView` capacities come from when
-        ``capacities`` has none for a VNF, or why there is none (a str)."""
+        ``capacities`` has none for a VNF, or why there is none (a str); ``wait_share``: the
+        part of a target a cap's gap may take (``[metrics] cap_wait_share``)."""
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
@@ -138,7 +146,8 @@ class HostSampler:
         self.capacity_of = Capacities(self.capacities, view)
         if self.targets and controller is None:
             controller = LatencyController(CgroupCap(), poller=self.set_poll_window,
-                                           batcher=self.set_batch_window)
+                                           batcher=self.set_batch_window,
+                                           wait_share=wait_share)
         self.controller = controller
         self._ids: dict = {}                      # VNF uuid -> id (the controller's key)
         self.control: dict = {}                   # VNF id -> the controller's last decision
@@ -308,7 +317,7 @@ class Exporter:
         host = o.host or socket.gethostname()
         self.sampler = HostSampler(mgr, attributor, state_path=state,
                                    targets=o.latency_targets, capacities=o.vnf_capacity_pps,
-                                   view=self._view(o, host))
+                                   view=self._view(o, host), wait_share=o.cap_wait_share)
         self.collector = Collector(self.sampler, o.zone, host)
         self._stop = threading.Event()
         self._thread = None

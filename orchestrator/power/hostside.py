@@ -6,6 +6,7 @@ and host taps, and its production actuator (the VNF's CPU quota on a short CFS p
 
 from __future__ import annotations
 
+import math
 import os
 
 from .models import PowerError
@@ -39,19 +40,76 @@ def interval_over(b0: list | None, b1: list, ns: float) -> int:
     return sum(y - x for i, (x, y) in enumerate(zip(b0, b1)) if (1 << i) > ns)
 
 
+def interval_with_wait(b0: list | None, b1: list, waiters: float, gap_ns: float) -> list:
+    """The packets between two ``buckets_log2`` histograms (the interval's, as
+    :func:`interval_p99` takes them) with ``waiters`` of them moved to the wait a throttled
+    vCPU's ring adds: frames that arrived while the cap held the VNF back wait in its RX ring,
+    where its histogram (which starts at FromDevice) does not see them, each up to the gap
+    (``gap_ns``), spread evenly over ``[0, gap]``. They are taken from the lowest buckets (a
+    frame's wait dwarfs its processing) and at most all the interval's packets; the result's
+    :func:`interval_p99` (``b0`` None) is the p99 with the ring's wait."""
+    b0 = b0 or []
+    if len(b0) != len(b1) or any(y < x for x, y in zip(b0, b1)):
+        b0 = [0] * len(b1)
+    d = [y - x for x, y in zip(b0, b1)]
+    w = min(sum(d), max(0, round(waiters)))
+    if not d or w < 1 or gap_ns < 1:
+        return d
+    left = w
+    for i, c in enumerate(d):                # take them from the fastest
+        take = min(c, left)
+        d[i], left = c - take, left - take
+    add = [0.0] * len(d)
+    for i in range(len(d)):                  # spread over [0, gap]: bucket i is [2**i, 2**i+1)
+        lo, hi = (0 if i == 0 else 1 << i), 1 << (i + 1)
+        if i == len(d) - 1:
+            hi = max(hi, gap_ns)
+        add[i] = w * max(0.0, min(hi, gap_ns) - lo) / gap_ns
+    carry = 0.0                              # whole frames, the rounding carried upwards
+    for i, a in enumerate(add):
+        carry += a
+        n = int(carry + 1e-9)
+        d[i] += n
+        carry -= n
+    if carry > 0.5:
+        d[max(i for i, a in enumerate(add) if a > 0)] += 1
+    return d
+
+
 def cpu_throttled(name: str) -> int | None:
     """The periods in which VNF ``name``'s CPU quota held it back (``nr_throttled`` of its
     group's ``cpu.stat``, cgroup v1 and v2 alike); None when it has no group here."""
+    got = _cpu_stat(name, ("nr_throttled",))
+    return None if got is None else got[0]
+
+
+def cpu_throttled_us(name: str) -> float | None:
+    """The time (µs) VNF ``name``'s group has been throttled so far (``cpu.stat``: v2's
+    ``throttled_usec``, v1's ``throttled_time`` in ns; summed over the CPUs its threads were
+    throttled on, so an upper bound of the wall time); None when it has no group here."""
+    got = _cpu_stat(name, ("throttled_usec", "throttled_time"))
+    if got is None:
+        return None
+    return float(got[1]) if got[0] == "throttled_usec" else got[1] / 1000.0
+
+
+def _cpu_stat(name: str, keys: tuple):
+    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat`` (for one
+    key: (value,)), None when it has no group or no such line."""
     from fluidvim.vnf import cgroups  # the launch core's cgroup layout
     for d in cgroups.dirs(name):
         try:
             with open(os.path.join(d, "cpu.stat")) as f:
-                for line in f:
-                    key, _, value = line.partition(" ")
-                    if key == "nr_throttled":
-                        return int(value)
+                lines = dict(line.split(None, 1) for line in f if " " in line)
         except (OSError, ValueError):
             continue                           # v1's memory group has no cpu.stat
+        for key in keys:
+            if key in lines:
+                try:
+                    value = int(lines[key])
+                except ValueError:
+                    return None
+                return (value,) if len(keys) == 1 else (key, value)
     return None
 
 
@@ -60,31 +118,62 @@ def group_usage(key: str) -> dict | None:
     return cgroups.cpu_usage(key)
 
 
-CAP_PERIOD_US = 20_000               # the CFS period of a capped VNF's quota (CgroupCap)
+CAP_PERIOD_US = 20_000               # the longest CFS period of a capped VNF's quota (CgroupCap)
+MIN_PERIOD_US = 1000                 # CFS's least period, and its least quota
+WAIT_SHARE = 0.5                     # the part of a VNF's latency target its cap's gap may take
+
+
+def least_share(gap_us: float, longest_us: int = CAP_PERIOD_US) -> float:
+    """The least share of its flavor's CPU a cap may give a VNF whose throttled gap,
+    ``period × (1 − share)``, must stay within ``gap_us``: the quota ``share × period`` is at
+    least CFS's 1000 µs, so the shortest period for a share is ``1000 / share`` and its gap
+    ``1000 × (1 − share) / share``; within ``gap_us`` from ``1000 / (1000 + gap_us)`` on (95 %
+    for 50 µs, 29 % for 2.5 ms), and never below ``1000 / longest_us`` (5 % on 20 ms)."""
+    return max(MIN_PERIOD_US / (MIN_PERIOD_US + max(0.0, gap_us)), MIN_PERIOD_US / longest_us)
+
+
+def cap_period(share: float, gap_us: float, longest_us: int = CAP_PERIOD_US) -> int | None:
+    """The CFS period (µs) of a cap of ``share`` (0 < share < 1: of its flavor's quota) whose
+    throttled gap ``period × (1 − share)`` is at most ``gap_us``: the longest such period up
+    to ``longest_us`` (fewer throttled periods, less of CFS's overhead), at least 1000 µs and
+    long enough for a quota of 1000 µs; None when no period does (``share`` below
+    :func:`least_share`: the controller does not cap). A whole CPU or more: ``longest_us``."""
+    if share >= 1:
+        return int(longest_us)
+    if share <= 0:
+        return None
+    hi = int(min(float(longest_us), gap_us / (1.0 - share) + 1e-6))
+    lo = max(MIN_PERIOD_US, math.ceil(MIN_PERIOD_US / share - 1e-6))
+    return hi if hi >= lo else None
 
 
 class CgroupCap:
     """The production actuator: the controller's quota (µs per the flavor's 100 ms period) on
     the VNF's own cgroup (:func:`fluidvim.vnf.cgroups.set_cpu_quota`). A cap is written as the
-    same share of a ``period_us`` period: a throttled VNF stalls for up to ``period - quota``,
-    95 ms at a 5 % cap on the flavor's 100 ms period, long enough to blow its p99 in most
-    intervals at 10 % load, and 19 ms on 20 ms, which kept it within target (bench/powercap).
-    Whole CPUs (the flavor's quota, a release) go back on the flavor's period with QEMU's own
-    allowance on top (``QEMU_OVERHEAD_CPU_US``: the quota the launch set, vnf/cgroups.py). The
-    kernel's 1000 µs minimum makes ``1000 / period_us`` the least share (5 % on 20 ms)."""
+    same share of the CFS period the controller chose for it (:func:`cap_period`: its throttled
+    gap, ``period - quota``, within the part of the target the cap may take; at most
+    ``period_us``): on the flavor's 100 ms period a 5 % cap stalls the VNF up to 95 ms, and
+    its frames wait that long in its ring, unseen by its histogram (bench/powercap measured an
+    end-to-end p99 of 222 ms at 10 % load on a fixed 20 ms period). Whole CPUs (the flavor's
+    quota, a release) go back on the flavor's period with QEMU's own allowance on top
+    (``QEMU_OVERHEAD_CPU_US``: the quota the launch set, vnf/cgroups.py). The kernel's 1000 µs
+    minimum quota makes ``1000 / period`` the least share of a period."""
 
     def __init__(self, period_us: int = CAP_PERIOD_US):
-        if not 1000 <= int(period_us) <= 1_000_000:
+        if not MIN_PERIOD_US <= int(period_us) <= 1_000_000:
             raise PowerError(f"cap period {period_us} us is outside the kernel's 1000..1000000 us")
         self.period_us = int(period_us)
 
-    def __call__(self, key: str, quota_us: int) -> bool:
+    def __call__(self, key: str, quota_us: int, period_us: int | None = None) -> bool:
+        """Write ``quota_us`` (per the flavor's period) on ``period_us`` (None: the longest,
+        ``self.period_us``)."""
         from fluidvim.vnf import cgroups, limits  # the launch core's cgroup layout
         if quota_us % limits.CPU_PERIOD_US == 0:
             return cgroups.set_cpu_quota(key, quota_us + limits.QEMU_OVERHEAD_CPU_US)
+        period = min(self.period_us, int(period_us or self.period_us))
+        period = max(MIN_PERIOD_US, period)
         share = quota_us / limits.CPU_PERIOD_US
-        return cgroups.set_cpu_quota(key, max(1000, round(share * self.period_us)),
-                                     self.period_us)
+        return cgroups.set_cpu_quota(key, max(MIN_PERIOD_US, round(share * period)), period)
 
 
 def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:

@@ -206,7 +206,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     # the production actuator, on the flavor's period: a cap is its share, a release the
     # launch's quota again
     ctl = LatencyController(CgroupCap(limits.CPU_PERIOD_US), hold_intervals=1, min_packets=5,
-                            batch_share=0.5)
+                            batch_share=0.5, wait_share=None, cap_period_us=limits.CPU_PERIOD_US)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 100_000.0}, controller=ctl,
                                    capacities={"fw": 50_000})

@@ -97,7 +97,7 @@ class Mgr:
 def test_the_samplers_decision_records_the_capacity_and_its_source(db):
     """What `fluidvim vnf stats` shows: the capacity the controller was given, and from where."""
     att = types.SimpleNamespace(proc_root="/proc", vnf_counters=lambda *a, **k: a[0])
-    c = ctl.LatencyController(lambda k, q: None)
+    c = ctl.LatencyController(lambda k, q, p=None: None)
     c.throttled = c.usage = None
     for caps, view, want in (({"fw": "7000"}, None, (7000.0, "option")),
                              ({}, capacity.OrchestratorView(db, "z1", "local"), (600.0, "qoe")),

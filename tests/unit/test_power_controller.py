@@ -24,6 +24,14 @@ class Hist:
         return {"latency_ns": {"buckets_log2": list(self.b)}}
 
 
+def _ctl(*args, **kw):
+    """A controller whose caps' gaps are not bounded by the target (``wait_share`` None): the
+    state machine's tests use µs targets, where the bound (test_gap_*) leaves every VNF poll
+    only."""
+    kw.setdefault("wait_share", None)
+    return ctl.LatencyController(*args, **kw)
+
+
 def test_interval_p99_is_the_bucket_lower_bound_of_the_interval():
     assert ctl.interval_p99([0, 0, 0], [0, 0, 0]) == (None, 0)
     b0 = [0] * 14
@@ -60,7 +68,7 @@ def _run(c, h, steps, target_us=10):
 
 def test_caps_down_after_a_quiet_streak_and_holds_in_the_band():
     writes = []
-    c = ctl.LatencyController(lambda k, q: writes.append((k, q)), hold_intervals=3)
+    c = _ctl(lambda k, q, p=None: writes.append((k, q)), hold_intervals=3)
     h = Hist()
     ds = _run(c, h, [(0, 1)] + [(1000, 2048)] * 6)         # p99 2 us, target 10 us
     # without its cpu figures the VNF's need is not known: a cap of one step, then steps down
@@ -75,7 +83,7 @@ def test_caps_down_after_a_quiet_streak_and_holds_in_the_band():
 
 def test_up_over_target_release_over_twice_and_when_silent():
     writes = []
-    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, min_quota_us=20_000)
+    c = _ctl(lambda k, q, p=None: writes.append(q), hold_intervals=1, min_quota_us=20_000)
     h = Hist()
     ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024), (500, 1024), (500, 1024)])
     assert [d["quota_us"] for d in ds] == [100_000, 80_000, 64_000, 51_200, 40_960]
@@ -86,7 +94,7 @@ def test_up_over_target_release_over_twice_and_when_silent():
     assert d["floor_us"] == 0               # throttling not known: no floor from a breach
     d = _run(c, h, [(None, 0)])[0]                          # the VNF stopped answering
     assert (d["action"], d["why"], d["quota_us"]) == ("release", "no stats reply", 100_000)
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, min_quota_us=20_000)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1, min_quota_us=20_000)
     for _ in range(9):
         d = _run(c, h, [(10, 1024)])[0]                     # too few packets: quiet, down to
     assert d["quota_us"] == 20_000                          # the least quota, never below
@@ -107,7 +115,7 @@ def test_latency_the_cap_did_not_cause_holds_it():
     when the quota ran out), would not breach: then it steps up or releases (leaving a floor);
     else the host's noise made it and it holds. Not known: taken as the cap's."""
     writes, throttled = [], [0]
-    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, max_ratio=1.0)
+    c = _ctl(lambda k, q, p=None: writes.append(q), hold_intervals=1, max_ratio=1.0)
     c.throttled = lambda key: throttled[0]
     h = Hist()
     ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024)])
@@ -130,7 +138,7 @@ def test_latency_the_cap_did_not_cause_holds_it():
     d = _run(c, h, [(500, 65536)])[0]                       # two quiet intervals: not the cap
     assert (d["action"], d["event"]) == ("hold", "noise"), d
     assert writes == [80_000, 64_000, 96_000, 100_000]
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     c.throttled = lambda key: None                          # not known: the cap's
     _run(c, h, [(0, 1), (500, 1024)])
     d = _run(c, h, [(500, 16384)])[0]
@@ -156,7 +164,7 @@ def test_cpu_throttled_reads_the_groups_cpu_stat(cgroupfs):
 
 
 def test_never_above_the_flavor_quota():
-    c = ctl.LatencyController(lambda k, q: None)
+    c = _ctl(lambda k, q, p=None: None)
     h = Hist()
     d = _run(c, h, [(0, 1), (1000, 16384)])[-1]
     assert (d["action"], d["event"], d["quota_us"]) == ("hold", "breach", 100_000)
@@ -164,13 +172,13 @@ def test_never_above_the_flavor_quota():
 
 def test_bad_steps_are_refused():
     with pytest.raises(power.PowerError, match="0 < down < 1 < up"):
-        ctl.LatencyController(lambda k, q: None, down=1.2)
+        _ctl(lambda k, q, p=None: None, down=1.2)
     with pytest.raises(power.PowerError, match="below the kernel's 1000 us"):
-        ctl.LatencyController(lambda k, q: None, min_quota_us=10)
+        _ctl(lambda k, q, p=None: None, min_quota_us=10)
     with pytest.raises(power.PowerError, match="headroom >= 1"):
-        ctl.LatencyController(lambda k, q: None, headroom=0.5)
+        _ctl(lambda k, q, p=None: None, headroom=0.5)
     with pytest.raises(power.PowerError, match="unexpected keyword argument 'headrom'"):
-        ctl.LatencyController(lambda k, q: None, headrom=2)
+        _ctl(lambda k, q, p=None: None, headrom=2)
 
 
 @pytest.fixture
@@ -185,7 +193,7 @@ def test_cgroup_v2_cpu_max(cgroupfs):
     g.mkdir(parents=True)
     (g / "cpu.max").write_text("100000 100000\n")
     assert cgroups.cpu_quota("u1") == 100_000
-    c = ctl.LatencyController(cgroups.set_cpu_quota, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: cgroups.set_cpu_quota(k, q), hold_intervals=1)
     h = Hist()
     _run(c, h, [(0, 1), (1000, 1024)])
     assert (g / "cpu.max").read_text() == "80000 100000"
@@ -254,7 +262,7 @@ def test_the_busy_poll_window_follows_the_quota_and_is_retried():
         told.append(us)
         return us
 
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, poller=poller, min_poll_us=600,
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1, poller=poller, min_poll_us=600,
                               max_ratio=1.0)
     assert c.period_us == limits.CPU_PERIOD_US
     h = Hist()
@@ -282,7 +290,7 @@ def test_the_batch_window_is_a_share_of_the_target_while_capped_and_is_retried()
         told.append(us)
         return us
 
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, batcher=batcher,
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1, batcher=batcher,
                               max_ratio=1.0, batch_share=0.4)
     h = Hist()
     ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024)], target_us=100)
@@ -299,13 +307,13 @@ def test_the_batch_window_is_a_share_of_the_target_while_capped_and_is_retried()
     assert ctl.BATCH_MAX_US == 10_000
     d = _run(c, h, [(500, 1024)] * 2, target_us=1_000_000)[-1]      # a huge target: the VNF's max
     assert d["state"] == "capped" and d["batch_us"] == ctl.BATCH_MAX_US
-    off = ctl.LatencyController(lambda k, q: None, hold_intervals=1, batcher=batcher,
+    off = _ctl(lambda k, q, p=None: None, hold_intervals=1, batcher=batcher,
                                 max_ratio=1.0, batch_share=0)
     told.clear()
     ds = _run(off, Hist(), [(0, 1), (500, 1024), (500, 1024)], target_us=100)
     assert ds[-1]["state"] == "capped" and {d["batch_us"] for d in ds} == {0} and told == [0]
     with pytest.raises(power.PowerError, match="batch_share"):
-        ctl.LatencyController(lambda k, q: None, batch_share=1.5)
+        _ctl(lambda k, q, p=None: None, batch_share=1.5)
 
 
 class Ring:
@@ -341,7 +349,7 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
     cap off; both ring signals count from it). A release the ring forced leaves a floor one
     step up from the quota that caused it, which sinks a step after FLOOR_AGE blocked steps."""
     writes = []
-    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=1, max_ratio=1.0,
+    c = _ctl(lambda k, q, p=None: writes.append(q), hold_intervals=1, max_ratio=1.0,
                               up=1.2)
     c.set_ring(256, high=0.25, full=0.75)
     ring = Ring(offset=40)                      # 40 frames on the tap before the VNF counted
@@ -382,7 +390,7 @@ def test_a_filling_ring_releases_the_cap_the_histogram_does_not_see():
 def test_rebase_forgets_the_counters_but_keeps_the_cap():
     """After a pause (its counters moved while nobody watched): no drop, backlog or p99 spans
     the gap; the quota, state and floor stay."""
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     ring = Ring()
     ds = _ring_run(c, ring, [(0, 0), (1000, 1000)])
     assert (ds[-1]["action"], ds[-1]["quota_us"]) == ("cap", 80_000)
@@ -397,7 +405,7 @@ def test_rebase_forgets_the_counters_but_keeps_the_cap():
 
 
 def test_ring_signal_resets_with_a_restarted_vnf_and_is_absent_without_taps():
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     ring = Ring()
     _ring_run(c, ring, [(0, 0), (1000, 1000)])
     ring.h, ring.rx = Hist(), 0                     # the VNF restarted: its rx counts from 0
@@ -419,22 +427,24 @@ def test_tap_counters_read_sysfs_and_say_none_when_a_tap_is_missing(tmp_path):
         {"tx_packets": 12, "tx_dropped": 0}, {"tx_packets": 7, "tx_dropped": 3}]
     assert ctl.tap_counters(["fvt0", "gone"], str(tmp_path)) is None
     with pytest.raises(power.PowerError, match="high <= full"):
-        ctl.LatencyController(lambda k, q: None).set_ring(256, high=0.9, full=0.5)
+        _ctl(lambda k, q, p=None: None).set_ring(256, high=0.9, full=0.5)
 
 
 def test_the_policy_table_is_the_documented_state_machine():
-    """POLICY names an action for every event in both states, and the module's table says the
-    same (the doc is the map)."""
+    """POLICY names an action for every event in the three states, and the module's table says
+    the same (the doc is the map)."""
     assert set(ctl.POLICY) == set(ctl.EVENTS)
     actions = {ctl.RELEASE, ctl.UP, ctl.DOWN, ctl.HOLD, ctl.CAP}
     rows = {}
     for line in ctl.__doc__.splitlines():
         words = line.split()
-        if len(words) > 3 and words[-2] in actions and words[-1] in actions:
+        if len(words) > 4 and all(w in actions for w in words[-3:]):
             ev = next((e for e in ctl.EVENTS if line.strip().startswith(e + "  ")), None)
             if ev is not None:
-                rows[ev] = {ctl.OPEN: words[-2], ctl.CAPPED: words[-1]}
+                rows[ev] = dict(zip((ctl.OPEN, ctl.POLL, ctl.CAPPED), words[-3:]))
     assert rows == ctl.POLICY
+    # poll only (no cap fits the target) gives the window back on any breach it sees
+    assert all(ctl.POLICY[e][ctl.POLL] == ctl.RELEASE for e in (ctl.BREACH, ctl.BREACH2))
     # what can only lower a quota happens only where there is one to lower, and the reverse
     assert {p[ctl.OPEN] for p in ctl.POLICY.values()} <= {ctl.RELEASE, ctl.HOLD, ctl.CAP}
     assert ctl.CAP not in {p[ctl.CAPPED] for p in ctl.POLICY.values()}
@@ -480,7 +490,7 @@ def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
     that grows past max_ratio steps it up to the flavor's quota (open); a cap is never sized
     over max_ratio."""
     writes, polls, throttled = [], [], [0]
-    c = ctl.LatencyController(lambda k, q: writes.append(q), hold_intervals=2,
+    c = _ctl(lambda k, q, p=None: writes.append(q), hold_intervals=2,
                               poller=lambda k, us: polls.append(us) or us)
     c.throttled = lambda key: throttled[0]
     v = FakeVnf()
@@ -513,7 +523,7 @@ def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
 
 
 def test_without_host_figures_the_need_is_twice_the_busy_share():
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     c.usage = lambda key: None
     c.throttled = lambda key: None
     v = FakeVnf()
@@ -556,7 +566,7 @@ def test_a_need_over_max_ratio_keeps_it_open_and_a_cap_stops_at_max_ratio():
     """(b): at high load no cap at all; below it, however much headroom, at most max_ratio."""
     for vcpu, qemu, want in ((0.9, 0.25, ("hold", "high load", 100_000)),     # need 0.925
                              (0.5, 0.2, ("cap", "quiet", 70_000))):    # 0.575 x 1.5 > 0.7
-        c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+        c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
         c.throttled = lambda key: 0
         v = FakeVnf()
         c.usage = v.usage
@@ -570,7 +580,7 @@ def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
     offered rate (its NICs' rx per second of its uptime) judges high load (>= max_ratio of the
     capacity) and sizes the cap: rate / capacity x quota x rate_headroom + rate_margin_us."""
     def run(capacity, steps):
-        c = ctl.LatencyController(lambda k, q: None, hold_intervals=2)
+        c = _ctl(lambda k, q, p=None: None, hold_intervals=2)
         c.throttled = lambda key: 0
         v = FakeVnf()
         c.usage = v.usage
@@ -594,8 +604,9 @@ def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
     # a capped VNF whose rate grows, breaching while throttled, steps up to the cap that rate
     # needs, not a step of up
     throttled = [0]
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     c.throttled = lambda key: throttled[0]
+    c.throttled_time = lambda key: 0.0      # stalled frames in process, none in the ring
     v = FakeVnf()
     c.usage = v.usage
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(*low[:4], pps=low[4]), None, 50_000)
@@ -615,7 +626,7 @@ def test_frames_it_drops_capped_beyond_its_open_share_release_the_cap():
     """The VNF's own NIC drops (a TX ring its throttled QEMU did not drain): what it drops
     open (a firewall's policy: 10 % here) is no loss; capped, more than that share is, and
     releases the cap with a floor one step up (the back-off)."""
-    c = ctl.LatencyController(lambda k, q: None, hold_intervals=1, up=1.5)
+    c = _ctl(lambda k, q, p=None: None, hold_intervals=1, up=1.5)
     c.throttled = lambda key: 0
     v = FakeVnf()
     c.usage = v.usage
@@ -655,7 +666,7 @@ def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
     capped = [slow, fast, slow, fast, slow]              # over target in 2 of each 4
     for opened, want in (([fast] * 3, ("up", "breach", 25_500, 25_500)),
                          ([fast, slow, fast, slow, fast, fast], ("hold", "noise", 17_000, 0))):
-        c = ctl.LatencyController(lambda k, q: None, hold_intervals=2)
+        c = _ctl(lambda k, q, p=None: None, hold_intervals=2)
         c.throttled = lambda key: 0                       # never throttled
         v = FakeVnf()
         c.usage = v.usage
@@ -674,7 +685,101 @@ def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
 
 def test_a_vnf_without_nics_is_still_judged():
     """No NICs: no taps to read (an empty list, not None) and no ring backlog to infer."""
-    c = ctl.LatencyController(lambda k, q: None)
+    c = _ctl(lambda k, q, p=None: None)
     c.throttled = c.usage = None
     d = c.step("u1", "fw.1", 100, 1, {"uptime_us": 1, "nics": []}, [], None)
     assert (d["event"], d["ring_backlog"], d["host_dropped"]) == ("band", None, None), d
+
+
+def test_gap_the_period_bounds_the_throttled_gap_by_the_target():
+    """cap_period: the longest CFS period (at most 20 ms) whose gap, period x (1 - share), is
+    within the budget, at least 1000 us and long enough for CFS's 1000 us quota; None when no
+    period does. least_share: the least share with such a period (1000 / (1000 + gap))."""
+    assert ctl.cap_period(0.5, 1000) == 2000                 # gap 1 ms: 2 ms, quota 1 ms
+    assert ctl.cap_period(0.3, 2500) == 3571                 # 3,571 x 0.7 = 2,500 us
+    assert ctl.cap_period(0.9, 10_000) == ctl.CAP_PERIOD_US  # clamped to the longest
+    assert ctl.cap_period(0.1, 1e9, 50_000) == 50_000
+    assert ctl.cap_period(0.16, 2500) is None                # 1 ms quota: 6.25 ms, gap 5.25 ms
+    assert ctl.cap_period(0.95, 50) is None                  # 1 ms period, quota below 1 ms
+    assert ctl.cap_period(1.0, 10) == ctl.CAP_PERIOD_US      # a whole CPU: no gap
+    for gap in (50, 100, 1000, 2500, 10_000):
+        s = ctl.least_share(gap)
+        p = ctl.cap_period(s, gap)
+        assert p is not None and p * (1 - s) <= gap + 1e-6 and s * p >= 1000 - 1e-6, gap
+        assert ctl.cap_period(s * 0.99, gap) is None, gap
+    assert ctl.least_share(50) == pytest.approx(1000 / 1050)     # a 100 us target: 95 %
+    assert ctl.least_share(1e12) == pytest.approx(0.05)          # 1000 us of 20 ms
+
+
+def test_gap_a_cap_goes_on_the_period_its_target_allows_and_never_below_its_least(cgroupfs):
+    """Target 2 ms, wait_share 0.5: the gap may be 1 ms, so no cap below 50 % of a CPU (on a
+    2 ms period) though the rate asks for 17 %; CgroupCap writes it on that period."""
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.max").write_text("100000 100000\n")
+    c = ctl.LatencyController(ctl.CgroupCap(), hold_intervals=2)
+    c.throttled, c.throttled_time = (lambda key: 0), (lambda key: 0.0)
+    v = FakeVnf()
+    c.usage = v.usage
+    low = (0.77, 0.2, 0.6, 0.37, 1024, 1024, 5_000)
+    ds = [c.step("u1", "fw.1", 2000, 1, v.interval(*low), None, 50_000) for _ in range(3)]
+    d = ds[-1]
+    assert (d["action"], d["state"], d["quota_us"], d["least_us"], d["period_us"]) == (
+        "cap", "capped", 50_000, 50_000, 2000), d
+    assert (g / "cpu.max").read_text() == "1000 2000"
+    d = c.step("u1", "fw.1", 2000, 1, v.interval(*low), None, 50_000)
+    d = c.step("u1", "fw.1", 2000, 1, v.interval(*low), None, 50_000)
+    assert (d["action"], d["quota_us"]) == ("hold", 50_000) and "at the floor 50000" in d["why"]
+
+
+def test_gap_a_target_no_cap_fits_is_poll_only_and_a_breach_restores_the_window():
+    """Target 200 us: a cap's gap within 100 us needs 91 % of a CPU, over max_ratio: the VNF
+    keeps its flavor's quota and only its poll window narrows (poll only); a breach (the
+    window's doing: nothing throttles) gives the boot's window back at once."""
+    writes, polls = [], []
+    c = ctl.LatencyController(lambda k, q, p=None: writes.append((q, p)), hold_intervals=2,
+                              poller=lambda k, us: polls.append(us) or us)
+    c.throttled, c.throttled_time = (lambda key: 0), (lambda key: 0.0)
+    v = FakeVnf()
+    c.usage = v.usage
+    low = (0.77, 0.2, 0.6, 0.37, 500, 1 << 14, 5_000)       # p99 16 us
+    ds = [c.step("u1", "fw.1", 200, 1, v.interval(*low), None, 50_000) for _ in range(5)]
+    assert [(d["action"], d["state"], d["quota_us"]) for d in ds] == [
+        ("hold", "open", 100_000), ("hold", "open", 100_000), ("cap", "poll only", 100_000),
+        ("hold", "poll only", 100_000), ("hold", "poll only", 100_000)], ds
+    assert "poll only" in ds[2]["why"] and writes == [] and polls[-1] == 50
+    assert ds[2]["least_us"] == 90_910
+    d = c.step("u1", "fw.1", 200, 1, v.interval(0.77, 0.2, 0.6, 0.37, 500, 1 << 18, 5_000),
+               None, 50_000)                                 # p99 262 us > 200 us
+    assert (d["action"], d["event"], d["state"], d["poll_window_us"]) == (
+        "release", "breach", "open", ctl.POLL_DEFAULT_US), d
+    assert polls[-1] == ctl.POLL_DEFAULT_US and writes == [(100_000, None)]
+
+
+def test_ring_wait_frames_that_arrived_throttled_count_as_waiting_up_to_the_gap():
+    """The VNF's own histogram is quiet (1 us), but a capped VNF throttled 20 ms of its
+    interval at 5,000 pps left 100 frames of 2,500 in its ring for up to the gap: the p99 the
+    controller judges is the wait's (a breach of a target the gap exceeds: wait_share 1 and a
+    fixed 20 ms period make it so); unthrottled, nothing waited."""
+    interval = ctl.interval_with_wait([0] * 24, [0] * 10 + [2500] + [0] * 13, 100, 16e6)
+    assert sum(interval) == 2500 and interval[10] == 2400
+    assert ctl.interval_p99(None, interval)[0] >= 1 << 22       # >= 4 ms: in the wait
+    assert ctl.interval_with_wait(None, [0] * 10 + [2500] + [0] * 13, 0, 16e6)[10] == 2500
+    throttled, spent = [0], [0.0]
+    c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=1, wait_share=1.0,
+                              max_ratio=1.0)
+    c.throttled, c.throttled_time = (lambda key: throttled[0]), (lambda key: spent[0])
+    v = FakeVnf()
+    c.usage = v.usage
+    q = (0.1, 0.9, 1.0, 0.05, 2500, 1024, 5_000)
+    ds = [c.step("u1", "fw.1", 50_000, 1, v.interval(*q), None, 50_000) for _ in range(2)]
+    assert (ds[-1]["action"], ds[-1]["period_us"]) == ("cap", ctl.CAP_PERIOD_US), ds[-1]
+    quota = ds[-1]["quota_us"]
+    gap_us = ctl.CAP_PERIOD_US * (1 - quota / 100_000)
+    d = c.step("u1", "fw.1", 50_000, 1, v.interval(*q), None, 50_000)
+    assert d["ring_wait_frames"] == 0 and d["p99_ns"] == 1024        # not throttled
+    throttled[0], spent[0] = 2, 2 * gap_us                           # two whole gaps
+    d = c.step("u1", "fw.1", 5_000, 1, v.interval(*q), None, 50_000)
+    assert d["ring_wait_frames"] == round(5_000 * 2 * gap_us / 1e6), d
+    assert d["p99_ns"] > 5_000_000 and d["event"] == "breach", d
