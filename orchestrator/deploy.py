@@ -53,17 +53,16 @@ def max_loss_of(conf) -> float:
     return conf.evaluator.max_loss
 
 
-def service_qoe(service_row, results, max_loss: float | None = None) -> QoE | None:
+def service_qoe(service_row, results, max_loss: float) -> QoE | None:
     """The QoE of ``service_row``'s instances on an environment whose stage-1 probe results
     are ``results`` (the chosen candidate's): capacity from its load probe at the service's
-    deadline and quantile, with stage 1's ``max_loss`` (:func:`max_loss_of`; None: the
-    option's default). None (logged) when there is no usable load probe result; ZoneError
-    (the launch is refused, with the fix) when the probe shows no session within the deadline."""
+    deadline and quantile, with stage 1's ``max_loss`` (:func:`max_loss_of`). None (logged)
+    when there is no usable load probe result; ZoneError (the launch is refused, with the fix)
+    when the probe shows no session within the deadline."""
     svc = profile_of(service_row)
-    loss = {} if max_loss is None else {"max_loss": max_loss}
     try:
         qoe, why = launch_qoe(results, svc.deadline_ms, svc.qos_quantile, svc.session_pps,
-                              **loss)
+                              max_loss=max_loss)
     except NoQoECapacity as e:
         LOG.warning("%s: launch refused: %s", svc.name, e)
         raise ZoneError(f"{svc.name} not launched: {e}") from None
@@ -73,8 +72,8 @@ def service_qoe(service_row, results, max_loss: float | None = None) -> QoE | No
     return qoe
 
 
-def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None,
-             max_loss: float | None = None) -> QoE | None:
+def zone_qoe(stage1, zone: ZoneAdapter, service_row, host: str | None = None, *,
+             max_loss: float) -> QoE | None:
     """The QoE of a launch without a placement decision (the resolver's fast track, a woken
     host): from ``stage1``'s cached load probe of the environment type of ``host``, or of the
     zone's only type when the zone picks the host. None when that type is not known (the zone

@@ -113,7 +113,10 @@ def _location(host: HostInfo, zone: ZoneAdapter, zone_labels: dict) -> str:
 class PlacementEngine:
     def __init__(self, store, registry, zones: dict[str, ZoneAdapter], stage1, stage2, queuing,
                  *, power: MarginalPower | None = None, tolerance: float = 0.05,
-                 zone_labels: dict | None = None, formula_runner=None, host_power=None):
+                 zone_labels: dict | None = None, formula_runner=None, host_power=None,
+                 max_loss: float):
+        """``max_loss``: ``[evaluator] max_loss`` (:func:`~.deploy.max_loss_of`), read by a
+        launch's QoE as stage 1 reads it."""
         self.store = store
         self.registry = registry
         self.zones = zones
@@ -125,7 +128,7 @@ class PlacementEngine:
         self.zone_labels = zone_labels or {}       # zone name -> labels (price, location, ...)
         self.formula_runner = formula_runner        # formula text -> stage-2 runner (per service)
         self.host_power = host_power                # hostpower.HostPower: off hosts, wake-ups
-        self.max_loss: float | None = None          # [evaluator] max_loss, for the launch's QoE
+        self.max_loss = max_loss
         self._formula_runners: dict = {}
 
     # -- step 0 --

@@ -135,12 +135,12 @@ class Orchestrator:
         self.placement = PlacementEngine(self.store, self.registry, self.zones, stage1, stage2,
                                          self.queuing, power=power, tolerance=o.decision_tolerance,
                                          zone_labels=self.zone_labels,
-                                         formula_runner=formula_runner)
+                                         formula_runner=formula_runner,
+                                         max_loss=max_loss_of(conf))   # stage 1's, for the QoE
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing,
                                  confirm_timeout=o.confirm_timeout)
-        self.placement.max_loss = max_loss = max_loss_of(conf)    # stage 1's, for the QoE
-        self.resolver.qoe_for = lambda zone, row: zone_qoe(self.placement.stage1, zone, row,
-                                                           max_loss=max_loss)
+        self.resolver.qoe_for = lambda zone, row: zone_qoe(
+            self.placement.stage1, zone, row, max_loss=self.placement.max_loss)
         self.host_power = None                      # [host_power] enabled: drain, off, wake
         if "host_power" in conf and conf.host_power.enabled:
             from .hostpower import HostPower

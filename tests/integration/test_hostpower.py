@@ -28,6 +28,7 @@ from fluidvim.common.zonetypes import HostInfo
 from fluidvim.evaluator.model import EnvironmentType
 from fluidvim.orchestrator import conf as orchconf, hostpower as hp
 from fluidvim.orchestrator.db import Store
+from fluidvim.orchestrator.deploy import max_loss_of
 from fluidvim.orchestrator.placement import PlacementEngine
 from fluidvim.orchestrator.queuing import QueuingEstimator
 from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
@@ -81,7 +82,8 @@ class _Fleet:
         self.power = hp.HostPower(self.conf, self.store, {"z": self.zone}, self.registry)
         self.registry.unavailable = self.power.unavailable
         self.engine = PlacementEngine(self.store, self.registry, {"z": self.zone}, None, None,
-                                      QueuingEstimator(self.store), host_power=self.power)
+                                      QueuingEstimator(self.store), host_power=self.power,
+                                      max_loss=max_loss_of(self.conf))
         return self
 
     def filtered(self) -> dict:

@@ -16,7 +16,7 @@ from fluidvim.common.zonetypes import InstanceInfo, LaunchRequest, QoE, ZoneErro
 from fluidvim.evaluator.model import BOOT, ProbeResult
 from fluidvim.evaluator.qoeslots import NoQoECapacity, launch_qoe, qoe_params
 from fluidvim.orchestrator import conf as orchconf
-from fluidvim.orchestrator.deploy import service_qoe
+from fluidvim.orchestrator.deploy import max_loss_of, service_qoe
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import (
     SyntheticZone,
@@ -100,8 +100,8 @@ def test_launch_qoe_refuses_a_deadline_the_probe_never_meets():
                                                     "deadline_ms": lowest / 2,
                                                     "qos_quantile": 0.99, "session_pps": 100.0})
     with pytest.raises(ZoneError, match="^fw not launched: the load probe of environment u1"):
-        service_qoe(row, [load])
-    assert service_qoe(row, []) is None          # no probe: nothing known, the flow table's
+        service_qoe(row, [load], 0.01)
+    assert service_qoe(row, [], 0.01) is None          # no probe: nothing known, the flow table's
 
 
 class LaunchingZone(SyntheticZone):
@@ -200,7 +200,8 @@ def test_fast_track_launch_fills_the_qoe_of_the_zones_environment(db_url):
     from fluidvim.orchestrator.deploy import zone_qoe
     many, mtypes, _ = make_fleet(8, 1, n_env_types=3)
     assert len({h.env.uid for h in many[0].hosts()}) > 1
-    assert zone_qoe(orch.placement.stage1, many[0], orch.store.service("fw")) is None
+    assert zone_qoe(orch.placement.stage1, many[0], orch.store.service("fw"),
+                    max_loss=orch.placement.max_loss) is None
 
 
 def test_fast_track_refuses_a_launch_whose_probe_misses_the_deadline(db_url):
@@ -241,8 +242,8 @@ def test_the_launch_reads_the_capacity_with_stage_1s_max_loss(db_url):
                                                     "session_pps": 100.0})
     strict, loose = service_qoe(row, [lossy], 0.01), service_qoe(row, [lossy], 0.1)
     assert strict.capacity < 100 <= loose.capacity, (strict, loose)
-    assert service_qoe(row, [lossy]) == strict          # the option's default: 1 %
     conf = orchconf.make_conf(connection=db_url, local_zone=False)
+    assert service_qoe(row, [lossy], max_loss_of(conf)) == strict      # the option's default: 1 %
     conf.set_override("max_loss", 0.1, group="evaluator")
     orch = Orchestrator(conf, zones=[])
     try:
