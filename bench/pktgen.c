@@ -7,11 +7,12 @@
  *       we do not have: we send 60-byte frames for "64"); imix = 7:4:1 of 64/594/1518. Each
  *       payload carries a sequence number and the CLOCK_REALTIME send time. Prints one JSON line:
  *       {"sent":N,"seconds":S,"pps":R,"bytes":B}.
- *   pktgen recv IP PORT SECONDS
+ *   pktgen recv IP PORT SECONDS [INTERVAL]
  *       Receives on a UDP socket with kernel receive timestamps (SO_TIMESTAMPNS) and prints
  *       {"received":N,"lat_p50_us":..,"lat_p99_us":..,"lat_max_us":..}: one-way latency from the
  *       sender's timestamp to the kernel's receive timestamp (both hosts are namespaces of one
- *       machine: one clock).
+ *       machine: one clock). With INTERVAL (seconds), also "interval_p99_us" and
+ *       "interval_samples": per INTERVAL from "ready" by receive time, its p99 (-1: none).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -199,7 +200,7 @@ static int cmp64(const void *a, const void *b)
 static int do_recv(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: pktgen recv IP PORT SECONDS\n");
+		fprintf(stderr, "usage: pktgen recv IP PORT SECONDS [INTERVAL]\n");
 		return 2;
 	}
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -214,6 +215,11 @@ static int do_recv(int argc, char **argv)
 	fflush(stdout);
 	size_t cap = 4u << 20, n = 0;
 	uint64_t *lat = malloc(cap * sizeof *lat), got = 0;
+	uint64_t ivl = argc > 5 ? (uint64_t)(atof(argv[5]) * 1e9) : 0, t0 = now_ns(CLOCK_REALTIME);
+	size_t nivl = ivl ? (size_t)(atof(argv[4]) * 1e9 / (double)ivl) + 1 : 0;
+	uint32_t *iv = ivl ? malloc(cap * sizeof *iv) : NULL;   /* each sample's interval */
+	if (!lat || (ivl && !iv))
+		die("malloc");
 	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(atof(argv[4]) * 1e9);
 	enum { VB = 64 };
 	struct mmsghdr msgs[VB];
@@ -250,15 +256,44 @@ static int do_recv(int argc, char **argv)
 					struct timespec ts;
 					memcpy(&ts, CMSG_DATA(c), sizeof ts);
 					uint64_t rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-					if (rx >= tx && n < cap)
+					if (rx >= tx && n < cap) {
+						if (iv) {
+							uint64_t k = rx > t0 ? (rx - t0) / ivl : 0;
+							iv[n] = (uint32_t)(k < nivl ? k : nivl - 1);
+						}
 						lat[n++] = rx - tx;
+					}
 				}
 		}
+	}
+	if (iv) {                       /* per interval, before the whole set is sorted */
+		uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+		if (!tmp)
+			die("malloc");
+		printf("{\"interval_s\":%.3f,\"interval_p99_us\":[", (double)ivl / 1e9);
+		size_t *cnt = calloc(nivl, sizeof *cnt);
+		for (size_t k = 0; k < nivl; k++) {
+			size_t m = 0;
+			for (size_t i = 0; i < n; i++)
+				if (iv[i] == k)
+					tmp[m++] = lat[i];
+			cnt[k] = m;
+			qsort(tmp, m, sizeof *tmp, cmp64);
+			printf("%s%.1f", k ? "," : "", m ? (double)tmp[(m * 99) / 100] / 1e3 : -1.0);
+		}
+		printf("],\"interval_samples\":[");
+		for (size_t k = 0; k < nivl; k++)
+			printf("%s%zu", k ? "," : "", cnt[k]);
+		printf("],");
+		free(tmp);
+		free(cnt);
+	} else {
+		printf("{");
 	}
 	qsort(lat, n, sizeof *lat, cmp64);
 	double p50 = n ? (double)lat[n / 2] / 1e3 : -1, p99 = n ? (double)lat[(n * 99) / 100] / 1e3 : -1;
 	double mx = n ? (double)lat[n - 1] / 1e3 : -1;
-	printf("{\"received\":%llu,\"samples\":%zu,\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f}\n",
+	printf("\"received\":%llu,\"samples\":%zu,\"lat_p50_us\":%.1f,\"lat_p99_us\":%.1f,\"lat_max_us\":%.1f}\n",
 	       (unsigned long long)got, n, p50, p99, mx);
 	return 0;
 }

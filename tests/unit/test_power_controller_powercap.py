@@ -27,3 +27,15 @@ def test_vnf_events_are_per_thousand_frames_received():
     # an image without naps counts none; a reply missing its NICs gives nothing
     assert powercap.vnf_events(stats(0, 0, 0, 0), stats(1000, 5, 0, 0))["naps"] == 0
     assert powercap.vnf_events({}, b) is None
+
+
+def test_intervals_are_judged_end_to_end_with_the_vnfs_own_beside():
+    """pktgen recv's per-interval p99 (partial intervals with < MIN_SAMPLES frames left out)
+    judges a mode against its end-to-end target; the VNF's own p99 (ns) against the same."""
+    lat = {"interval_p99_us": [-1.0, 900.0, 7000.0, 1200.0, 50.0],
+           "interval_samples": [0, 3000, 3000, 3000, powercap.MIN_SAMPLES - 1]}
+    trial = {"e2e_p99_us": powercap.e2e_intervals(lat), "vnf_p99_ns": [8192, 16384, 8_388_608]}
+    assert trial["e2e_p99_us"] == [900.0, 7000.0, 1200.0]
+    assert powercap.within([trial], "e2e_p99_us", 5000) == (2, 3)
+    assert powercap.within([trial], "vnf_p99_ns", 5e6) == (2, 3)
+    assert powercap.pct((2, 3)) == 66.7 and powercap.pct((0, 0)) is None
