@@ -36,7 +36,7 @@ from fluidvim.common.sql import make_engine
 from fluidvim.evaluator.model import EnvironmentType
 
 from . import states
-from .exception import DatabaseDown, NotFound
+from .exception import DatabaseDown, LeaseLost, NotFound
 
 
 class Base(orm.DeclarativeBase):
@@ -342,6 +342,7 @@ class Store:
         self._file_locks: dict[str, threading.Lock] = {}
         self._unrecorded: list[tuple[int, str, str]] = []      # launch_unrecorded()
         self._unrecorded_lock = threading.Lock()
+        self._fence = threading.local()     # fenced(): the NS operation lock this thread runs under
         self.engine = make_engine(url)
         _down_is_one_line(self.engine)
         try:
@@ -762,6 +763,7 @@ class Store:
 
     def update_ns(self, ns_id: str, **fields) -> None:
         with self.Session.begin() as s:
+            self._check_fence(s, ns_id)
             self._update_ns(s, ns_id, fields)
 
     def _update_ns(self, s, ns_id: str, fields: dict) -> None:
@@ -809,6 +811,7 @@ class Store:
         holder was about to release)."""
         with self.Session.begin() as s:
             row = s.get(NSOperation, op_id)
+            self._check_fence(s, row.ns_id)
             row.state, row.error, row.ended_at = state, error, time.time()
             if detail:
                 row.detail_json = json.dumps({**row.detail, **detail})
@@ -821,6 +824,7 @@ class Store:
         """Record how far an operation got (its steps), for a survivor that resumes it."""
         with self.Session.begin() as s:
             row = s.get(NSOperation, op_id)
+            self._check_fence(s, row.ns_id)
             row.detail_json = json.dumps({**row.detail, **detail})
 
     def processing_ops(self, owner: str) -> list[NSOperation]:
@@ -871,10 +875,55 @@ class Store:
                 return held
         raise RuntimeError(f"ns {ns_id}: its operation lock changed hands 3 times in a row")
 
-    def release_ns_lock(self, ns_id: str, op_id: str) -> None:
+    def release_ns_lock(self, ns_id: str, op_id: str, any_owner: bool = False) -> None:
+        """Free the lock if ``op_id`` of this process holds it (``any_owner``: of whichever
+        process - a lone orchestrator's start, its predecessors' locks): not one a peer took
+        over for the same operation."""
+        q = sa.delete(NSLockRow).where(NSLockRow.ns_id == ns_id, NSLockRow.op_id == op_id)
         with self.Session.begin() as s:
-            s.execute(sa.delete(NSLockRow).where(NSLockRow.ns_id == ns_id,
-                                                 NSLockRow.op_id == op_id))
+            s.execute(q if any_owner else q.where(NSLockRow.owner == self.lock_owner))
+
+    @contextlib.contextmanager
+    def fenced(self, ns_id: str, op_id: str, lease: float | None):
+        """Run an operation of ``ns_id`` under the lock ``op_id`` of this process holds: within,
+        each write of this thread to the NS's record and operations (``update_ns``,
+        ``op_progress``, ``op_finished``) and each :meth:`check_fence` first confirms, in its own
+        transaction, that the lock is still this one's and renews its lease - else
+        :class:`LeaseLost` and nothing is written. A lease can expire under its holder (its
+        heartbeat stalled longer than the lease: a slow database, a paused VM): another operation
+        may then take the lock, or a peer take the holder's operations over as a dead worker's;
+        the fence keeps the old holder from going on with its steps beside the new one. A lock
+        expired but not taken is still the holder's (renewed here: the take is conditional in
+        the database, so one of the two wins). Call :meth:`check_fence` before a step outside
+        the database (a launch, a removal); one such step may still run when a peer takes the
+        lock over between the check and its end."""
+        prev = getattr(self._fence, "held", None)
+        self._fence.held = (ns_id, op_id, lease)
+        try:
+            yield
+        finally:
+            self._fence.held = prev
+
+    def check_fence(self) -> None:
+        """Raise :class:`LeaseLost` unless this thread's :meth:`fenced` lock is still held."""
+        held = getattr(self._fence, "held", None)
+        if held is not None:
+            with self.Session.begin() as s:
+                self._check_fence(s, held[0])
+
+    def _check_fence(self, s, ns_id: str) -> None:
+        held = getattr(self._fence, "held", None)
+        if held is None or held[0] != ns_id:
+            return
+        _, op_id, lease = held
+        r = s.execute(sa.update(NSLockRow).where(
+            NSLockRow.ns_id == ns_id, NSLockRow.op_id == op_id,
+            NSLockRow.owner == self.lock_owner).values(
+            expires_at=None if lease is None else time.time() + lease))
+        if r.rowcount != 1:
+            raise LeaseLost(f"ns {ns_id}: operation {op_id} lost its operation lock (its lease "
+                            "expired and another operation took it, or a peer took it over): "
+                            "stopped here, without rolling back")
 
     def renew_ns_locks(self, lease: float) -> int:
         """Extend the lease of every lock this process holds (its heartbeat)."""

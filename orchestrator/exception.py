@@ -41,6 +41,13 @@ class Refused(OrchestratorError):
     """The request is valid but cannot be served (no slot, no zone within tolerance, ...)."""
 
 
+class LeaseLost(Refused):
+    """This orchestrator no longer holds the operation lock of the network service it runs an
+    operation on (its lease expired while its heartbeat stalled and another operation took it,
+    or a peer took the operation over as a dead worker's): the operation stops where it is,
+    without rolling back - what it did belongs to the lock's new holder."""
+
+
 class Unreachable(OrchestratorError):
     """No answer: the message broker or fluidvim-api cannot be reached, or no orchestrator
     replied in time. The message names what and how to bring it back; read-only commands then

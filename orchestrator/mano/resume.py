@@ -52,7 +52,7 @@ from fluidvim.common import instance_states as istates
 from fluidvim.common.measure import elapsed_ms
 
 from .. import states
-from ..exception import NotFound, Refused
+from ..exception import LeaseLost, NotFound, Refused
 
 LOG = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def restart(orch) -> dict:
     {dead owner: what recover_worker did}."""
     store = orch.store
     for lock in store.ns_locks():
-        store.release_ns_lock(lock.ns_id, lock.op_id)
+        store.release_ns_lock(lock.ns_id, lock.op_id, any_owner=True)
     dead = {row.owner for row in store.launches(in_flight=True, limit=1_000_000)}
     dead |= {o.owner for o in store.ns_operations(limit=None, state=states.OP_PROCESSING)}
     dead |= {r.owner for r in store.network_services() if r.status in states.NS_IN_PROGRESS}
@@ -162,11 +162,14 @@ def _unrecorded(nsm, row, terminate: bool = False, service: str | None = None) -
 
 def _run(nsm, op, row, lock: contextlib.ExitStack) -> None:
     t0 = time.perf_counter()
-    with lock:
+    with lock, nsm.store.fenced(row.id, op.id, nsm._lease):
         try:
             done = _STEPS[op.type](nsm, op, row)
             LOG.warning("ns %s: %s operation %s of a dead orchestrator resumed and completed "
                         "(%.0f ms): %s", row.name, op.type, op.id, elapsed_ms(t0, 1), done)
+            return
+        except LeaseLost as e:              # its new holder has it: no rollback
+            LOG.error("ns %s: resumed %s operation %s: %s", row.name, op.type, op.id, e.message)
             return
         except Exception as e:  # noqa: BLE001 - rolled back below
             err = f"resumed after its orchestrator died, then failed: " \

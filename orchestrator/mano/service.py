@@ -39,7 +39,7 @@ from fluidvim.common.zonetypes import InstanceInfo, ZoneAdapter, ZoneError
 
 from .. import states
 from ..deploy import deploy as deploy_instance
-from ..exception import InvalidRequest, NotFound, OrchestratorError, Refused, invalid
+from ..exception import InvalidRequest, LeaseLost, NotFound, OrchestratorError, Refused, invalid
 from ..rpc import rpc_method, validate_service
 from . import descriptors
 
@@ -114,7 +114,8 @@ class NSManager:
         self.store = orch.store
         self._lock = threading.Lock()
         # one operation per NS across orchestrators (Store.take_ns_lock): a lease the
-        # heartbeat renews (active_active), else held until released
+        # heartbeat renews (active_active), else held until released; the steps of an
+        # operation run fenced by it (Store.fenced: they stop if it is lost)
         self._lease = (orch.conf.orchestrator.worker_dead_after if orch.members is not None
                        else None)
         self._last_scale: dict = {}                 # NS id -> (direction, time) of its last scale
@@ -298,7 +299,7 @@ class NSManager:
             op = self._op_started(row.id, states.OP_INSTANTIATE,
                                   op_id=lock.enter_context(self._op_lock(row, states.OP_INSTANTIATE)),
                                   zone=z.name, instances=sum(u.instances for u in plan.units))
-        with lock:
+        with lock, self.store.fenced(row.id, op, self._lease):
             return self._deploy_steps(row, op, plan, z, units, t_all)
 
     def _deploy_steps(self, row, op: str, plan, z: ZoneAdapter, units: list, t_all: float) -> dict:
@@ -316,12 +317,14 @@ class NSManager:
                                   f"virtual link(s) for zone {z.name}", "ms": elapsed_ms(t_all, 1)})
             for key, net in plan.networks.items():
                 what = f"network {key}"
+                self.store.check_fence()
                 t = time.perf_counter()
                 info = z.create_network(net)
                 nets[key] = {"id": info.id, "name": info.name}
                 step(f"network {key}: {info.name} ({info.id})", t)
             for u, fields in units:
                 what = f"service {u.service}"
+                self.store.check_fence()
                 t = time.perf_counter()
                 # the tolerable queuing delay is a session's: an instantiation waits for its
                 # launches whatever it is (placement would refuse an empty zone slower than it)
@@ -333,6 +336,7 @@ class NSManager:
                 bridges = [nets[n.network]["id"] if n.network else None for n in u.nics]
                 for k in range(u.instances):
                     what = f"instance {k + 1}/{u.instances} of {u.service}"
+                    self.store.check_fence()
                     t = time.perf_counter()
                     p = self.orch.placement.place(
                         u.service, deploy_it=True, bridges=bridges,
@@ -345,6 +349,8 @@ class NSManager:
                                                for n in u.nics]})
                     step(f"{what}: {inst['name']} on {p.zone}/{p.host} "
                          f"(launch {inst.get('launch_ms')} ms)", t)
+        except LeaseLost:
+            raise                           # the lock's new holder has it now: no rollback
         except Exception as e:  # noqa: BLE001 - whatever failed, nothing may stay behind
             msg = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             leftovers = self._teardown(z, nets, services, instances)
@@ -376,6 +382,7 @@ class NSManager:
         """Remove instances, services, networks (in that order); [] or what could not go."""
         left = []
         for inst in reversed(instances):
+            self.store.check_fence()
             try:
                 self.orch.terminate(inst["id"])
             except NotFound:
@@ -383,6 +390,7 @@ class NSManager:
             except Exception as e:  # noqa: BLE001
                 left.append(f"instance {inst['name']}: {getattr(e, 'message', e)}")
         for svc in reversed(services):
+            self.store.check_fence()
             try:
                 self.orch.remove_service(svc)
             except NotFound:
@@ -393,6 +401,7 @@ class NSManager:
             if z is None:
                 left.append(f"network {key}: its zone is gone")
                 continue
+            self.store.check_fence()
             try:
                 z.delete_network(net["id"])
             except Exception as e:  # noqa: BLE001
@@ -404,7 +413,8 @@ class NSManager:
         row = self.store.network_service(name)
         if row.status == states.NS_DELETED:
             raise NotFound(f"ns: {name!r} is already deleted", field="ns")
-        with self._op_lock(row, states.OP_TERMINATE) as op_id:
+        with self._op_lock(row, states.OP_TERMINATE) as op_id, \
+                self.store.fenced(row.id, op_id, self._lease):
             with self._lock:
                 row = self.store.network_service(row.id)
                 if row.status == states.NS_DELETED:
@@ -594,7 +604,8 @@ class NSManager:
                           "--out or --in")
         row = self._running(name)
         a = self._aspect(row, aspect)
-        with self._op_lock(row, states.OP_SCALE, wait=trigger in WAITING_TRIGGERS) as op_id:
+        with self._op_lock(row, states.OP_SCALE, wait=trigger in WAITING_TRIGGERS) as op_id, \
+                self.store.fenced(row.id, op_id, self._lease):
             row = self._running(row.id)
             key = self.aspect_key(a)
             level = row.get("scale").get(key, a["initial_level"])
@@ -654,6 +665,7 @@ class NSManager:
         for svc, n in delta.items():
             u = units[svc]
             for _k in range(n):
+                self.store.check_fence()
                 try:
                     srow = self.store.service(svc)
                     qd = self.orch.queuing.delay(z, svc)
@@ -700,7 +712,8 @@ class NSManager:
         """Replace one instance of the NS (dead or not) by a new one of the same VNF profile and
         VDU, its NICs on the same virtual links; the old one is removed first."""
         row = self._running(name)
-        with self._op_lock(row, states.OP_HEAL) as op_id:
+        with self._op_lock(row, states.OP_HEAL) as op_id, \
+                self.store.fenced(row.id, op_id, self._lease):
             row = self._running(row.id)
             instances = list(row.get("instances"))
             pos = next((k for k, i in enumerate(instances) if instance in (i["id"], i["name"])),

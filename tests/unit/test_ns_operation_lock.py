@@ -315,3 +315,102 @@ def test_a_scale_out_cut_before_its_record_is_resumed_without_a_second_launch(pa
     assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
     assert a.store.ns_locks() == []
     a.ns.delete("sc1")
+
+
+# -- fencing: a holder whose lease ran out stops (Store.fenced) --
+class FakeClock:
+    def __init__(self, t=1_000_000.0):
+        self.t = t
+
+    def time(self):
+        return self.t
+
+
+def test_a_stalled_holder_whose_lock_was_taken_writes_nothing(db_url, monkeypatch):
+    """worker-a's heartbeat stalls past its lease (the fake clock jumps): while nobody took the
+    lock it is still a's (its next step renews it); once worker-b took it, a's steps and its
+    commit are refused (LeaseLost) and its release leaves b's lock alone."""
+    from fluidvim.orchestrator import db
+    from fluidvim.orchestrator.exception import LeaseLost
+
+    clock = FakeClock()
+    monkeypatch.setattr(db, "time", clock)             # the lock's leases: db.time.time()
+    a, b = _store(db_url, "worker-a"), _store(db_url, "worker-b")
+    op = a.op_started("ns1", states.OP_SCALE)
+    assert a.take_ns_lock("ns1", op, states.OP_SCALE, lease=5.0) is None
+    with a.fenced("ns1", op, 5.0):
+        a.op_progress(op, step=1)
+        clock.t += 6.0                                  # a stalled: its lease expired
+        a.check_fence()                                 # not taken: still a's, renewed
+        assert b.take_ns_lock("ns1", "op-b", states.OP_HEAL, lease=5.0).op_id == op
+        clock.t += 6.0                                  # a stalled again; now b takes it
+        assert b.take_ns_lock("ns1", "op-b", states.OP_HEAL, lease=5.0) is None
+        for step in (a.check_fence, lambda: a.op_progress(op, step=2),
+                     lambda: a.update_ns("ns1", steps=[{"step": "late"}]),
+                     lambda: a.op_finished(op, states.OP_COMPLETED)):
+            with pytest.raises(LeaseLost, match=f"operation {op} lost its operation lock"):
+                step()
+    assert a.ns_operation(op).state == states.OP_PROCESSING     # a's commit did not happen
+    assert a.ns_operation(op).detail == {"step": 1}
+    a.release_ns_lock("ns1", op)
+    a.release_ns_lock("ns1", "op-b")                    # b's operation id, not a's lock
+    assert [(r.op_id, r.owner) for r in a.ns_locks()] == [("op-b", "worker-b")]
+    a.close()
+    b.close()
+
+
+def test_a_holder_taken_over_as_dead_stops_and_leaves_the_survivors_lock(db_url, monkeypatch):
+    from fluidvim.orchestrator import db
+    from fluidvim.orchestrator.exception import LeaseLost
+
+    monkeypatch.setattr(db, "time", FakeClock())
+    a, b = _store(db_url, "worker-a"), _store(db_url, "worker-b")
+    op = a.op_started("ns2", states.OP_HEAL)
+    assert a.take_ns_lock("ns2", op, states.OP_HEAL, lease=5.0) is None
+    # b declared a dead and resumes its operation: the same op id, under b's name
+    assert b.take_ns_lock("ns2", op, states.OP_HEAL, lease=5.0, steal_from="worker-a") is None
+    with a.fenced("ns2", op, 5.0), pytest.raises(LeaseLost):
+        a.update_ns("ns2", steps=[])
+    a.release_ns_lock("ns2", op)
+    assert [(r.op_id, r.owner) for r in a.ns_locks()] == [(op, "worker-b")]
+    with b.fenced("ns2", op, 5.0):
+        b.op_finished(op, states.OP_COMPLETED)          # the survivor's commit, and release
+    assert a.ns_locks() == []
+    a.close()
+    b.close()
+
+
+def test_a_scale_whose_worker_is_taken_over_mid_way_launches_nothing_more(pair,  # noqa: F811
+                                                                          pkg):  # noqa: F811
+    """b's heartbeat stalls in a scale-out, before its launch: a declares b dead and resumes
+    the scale. When b goes on, its launch is refused (LeaseLost): one instance added, once."""
+    from fluidvim.orchestrator.exception import LeaseLost
+
+    a, b, zone = pair
+    r = deploy_scaled(b, pkg)
+    real_check = b.store.check_fence
+    resumed = []
+
+    def stalled_check():
+        if not resumed:                 # b stalls here; a takes over meanwhile
+            with b.store.Session.begin() as s:
+                s.execute(sa.update(WorkerRow).where(WorkerRow.id == b.members.id)
+                          .values(heartbeat_at=0.0))
+            assert a.members.reap() == [b.members.id]
+            (op,) = [o for o in a.store.ns_operations(r["id"]) if o.type == "scale"]
+            resumed.append(_wait(lambda: a.store.ns_operation(op.id).state != "processing"
+                                 and a.store.ns_operation(op.id), "the resumed scale-out"))
+        return real_check()
+    b.store.check_fence = stalled_check
+    launches = len(zone.launches)
+    with pytest.raises(LeaseLost):
+        b.ns.scale("sc1", "fw-pool", "out")
+    (done,) = resumed
+    assert done.state == "completed" and done.owner == a.members.id, done.error
+    assert len(zone.launches) == launches + 1      # a's launch; b's never happened
+    shown = a.ns.show("sc1")
+    assert shown["scaling"][0]["level"] == 1
+    assert len(shown["instances"]) == len(r["instances"]) + 1
+    assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
+    assert a.store.ns_locks() == []
+    a.ns.delete("sc1")
