@@ -469,11 +469,12 @@ def main(argv=None) -> int:
                         "probe reads a tail over this long, the sessions live --run-s")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
-    q.add_argument("--confirm-runs", type=int, default=5,
+    q.add_argument("--confirm-runs", type=int, default=7,
                    help="the probe's confirm phase: at most this many runs of --run-s s sessions "
                         "on the probe VNF, judged per session, from the fast steps' estimate, "
-                        "bracketed and bisected (evaluator/qoeslots.py next_confirm); the "
-                        "announced capacity is read off them (0: the fast steps alone)")
+                        "bracketed and bisected, the count it ends on run twice "
+                        "(evaluator/qoeslots.py next_confirm); the announced capacity is read "
+                        "off them (0: the fast steps alone)")
     q.add_argument("--session-points", type=int, default=5,
                    help="session counts of the per-session reference (0: none), each run like "
                         "the admission and judged per session (bench/slotsqoe.py "

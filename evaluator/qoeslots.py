@@ -336,7 +336,8 @@ def late_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
 # -- the confirm phase: the definition itself, measured at the probe's estimate -----------------
 
 DEFAULT_SESSION_S = 16.0    # a session's length when the service names none (the bench's runs)
-CONFIRM_RUNS = 5            # session-length runs at most: 5 x (16 s + ~1 s) ~ 85 s
+CONFIRM_RUNS = 7            # session-length runs at most: 7 x (16 s + ~1 s) ~ 2 min
+CONFIRM_REPEATS = 2         # runs the capacity's own count must hold in (as the reference's)
 CONFIRM_TOLERANCE = 0.05    # stop when the bracket is within 5 % of its lower end
 CONFIRM_GROW = 1.5          # a confirmed estimate is tried 1.5 x higher, one that fails halved
 
@@ -348,7 +349,9 @@ class SessionTarget:
     ``quantile`` against ``deadline_ms`` (or more than ``max_loss`` lost,
     :func:`judge_sessions`); a count holds when at most ``max_over_pct`` % of them are over.
     ``runs``: session-length runs at most (the phase's time is ~``runs`` x (``session_s`` + 1 s));
-    ``tolerance``: the bracket width, as a share of its lower end, at which it stops."""
+    ``tolerance``: the bracket width, as a share of its lower end, at which it stops;
+    ``repeats``: the runs the count it ends on must hold in, pooled (one run of a count can be
+    0 % or 100 % over on a shared host: bench/results/slots.md)."""
 
     deadline_ms: float
     quantile: float
@@ -357,6 +360,7 @@ class SessionTarget:
     max_loss: float = 0.01
     runs: int = CONFIRM_RUNS
     tolerance: float = CONFIRM_TOLERANCE
+    repeats: int = CONFIRM_REPEATS
 
     def __post_init__(self):
         if not self.deadline_ms > 0:
@@ -369,9 +373,9 @@ class SessionTarget:
         if not 0 <= self.max_over_pct < 100 or not 0 <= self.max_loss < 1:
             raise ValueError("SessionTarget max_over_pct must be in [0, 100) and max_loss in "
                              f"[0, 1), got {self.max_over_pct!r}, {self.max_loss!r}")
-        if int(self.runs) < 1 or not 0 <= self.tolerance < 1:
-            raise ValueError(f"SessionTarget runs must be >= 1 and tolerance in [0, 1), got "
-                             f"{self.runs!r}, {self.tolerance!r}")
+        if int(self.runs) < 1 or not 0 <= self.tolerance < 1 or int(self.repeats) < 1:
+            raise ValueError(f"SessionTarget runs and repeats must be >= 1 and tolerance in "
+                             f"[0, 1), got {self.runs!r}, {self.repeats!r}, {self.tolerance!r}")
 
     def packets(self, session_pps: float) -> int:
         """Packets one session sends (the ``session_packets`` of :func:`late_capacity`)."""
@@ -459,13 +463,17 @@ def next_confirm(runs: list[dict], estimate: int, max_sessions: int,
     pooled per count (:func:`pool_repeats`) and read by :func:`session_reference`: a bracket
     (last count held, first over) is bisected until its width is within ``tolerance`` of its
     lower end; a phase where every count held grows by CONFIRM_GROW (up to ``max_sessions``),
-    one where every count was over halves the lowest (down to 1). At most ``target.runs``
-    runs; a count already run is not run again (the reading would not change)."""
+    one where every count was over halves the lowest (down to 1). When the search is done, or
+    at its last run, the count it would end on (the bracket's lower end) is run again until it
+    has ``target.repeats`` runs: pooled with them it must still hold, else the search goes on
+    below it. At most ``target.runs`` runs."""
     if len(runs) >= int(target.runs):
         return None
     if not runs:
         return max(1, min(int(max_sessions), int(estimate)))
-    ref = session_reference(pool_repeats(_by_count(runs)), target.max_over_pct)
+    by = _by_count(runs)
+    ref = session_reference(pool_repeats(by), target.max_over_pct)
+    n: int | None
     if ref["bound"] == "at least":
         top = ref["lo"]
         n = min(int(max_sessions), max(top + 1, math.ceil(top * CONFIRM_GROW)))
@@ -473,10 +481,14 @@ def next_confirm(runs: list[dict], estimate: int, max_sessions: int,
         n = max(1, ref["hi"] // 2)
     else:
         lo, hi = ref["lo"], ref["hi"]
-        if hi - lo <= max(1.0, target.tolerance * lo):
-            return None
-        n = (lo + hi) // 2
-    return None if n in {int(r["sessions"]) for r in runs} else n
+        n = None if hi - lo <= max(1.0, target.tolerance * lo) else (lo + hi) // 2
+    if n is not None and n in by:
+        n = None                                    # run already: the reading would not change
+    lo = ref["lo"]
+    if (lo is not None and len(by.get(lo, ())) < int(target.repeats)
+            and (n is None or len(runs) == int(target.runs) - 1)):
+        return lo                                   # the count it ends on, once more
+    return n
 
 
 def confirm_for(result: ProbeResult, deadline_ms: float, quantile: float,

@@ -305,9 +305,11 @@ def _confirmed(runs, target, max_sessions=4096):
 def test_confirm_brackets_and_bisects_to_the_definition(estimate, truth):
     from fluidvim.evaluator.qoeslots import SessionTarget
 
-    t = SessionTarget(10.0, 0.99, 16.0, runs=8)
+    t = SessionTarget(10.0, 0.99, 16.0, runs=10)
     runs = _search(estimate, truth, t)
-    assert runs[0]["sessions"] == estimate and len(runs) <= 8
+    assert runs[0]["sessions"] == estimate and len(runs) <= 10
+    # the count it ends on held in CONFIRM_REPEATS runs
+    assert sum(1 for r in runs if r["sessions"] == _confirmed(runs, t).slots) >= 2 or truth < 1
     est = _confirmed(runs, t)
     # never above what held; within the tolerance (or the run budget's bracket) below it
     assert est.slots <= truth
@@ -317,22 +319,31 @@ def test_confirm_brackets_and_bisects_to_the_definition(estimate, truth):
 def test_confirm_run_budget_and_bracket():
     from fluidvim.evaluator.qoeslots import SessionTarget, next_confirm
 
-    t = SessionTarget(10.0, 0.99, 16.0, runs=5)
-    # the quiet-host case: 457 fails, 228 holds, then bisect 342, 285, 313
-    assert [r["sessions"] for r in _search(457, 285, t)] == [457, 228, 342, 285, 313]
-    # too slow a host: halved to 1, then done (capacity 0)
+    t = SessionTarget(10.0, 0.99, 16.0)
+    assert t.runs == 7 and t.repeats == 2
+    # the quiet-host case: 457 fails, 228 holds, then bisect 342, 285, 313, 299 and at the
+    # last run 285 once more (the count it ends on holds in two runs)
+    assert [r["sessions"] for r in _search(457, 285, t)] == [457, 228, 342, 285, 313, 299, 285]
+    # ... and where its second run fails, the search goes on below it
+    runs = [{"sessions": 228, "n": 228, "over": 0}, {"sessions": 285, "n": 285, "over": 0},
+            {"sessions": 299, "n": 299, "over": 299}, {"sessions": 285, "n": 285, "over": 285}]
+    assert next_confirm(runs, 457, 4096, t) == 256
+    # too slow a host: halved to 1, then done (capacity 0, nothing to repeat)
     runs = _search(8, 0, SessionTarget(10.0, 0.99, runs=10))
     assert [r["sessions"] for r in runs] == [8, 4, 2, 1]
     assert _confirmed(runs, t).slots == 0
-    # everything held up to the flow table: done, capacity at least that
+    # everything held up to the flow table: 200 once more, then done; at least that
     runs = _search(100, 10_000, SessionTarget(10.0, 0.99, runs=10), max_sessions=200)
-    assert [r["sessions"] for r in runs] == [100, 150, 200]
+    assert [r["sessions"] for r in runs] == [100, 150, 200, 200]
     est = _confirmed(runs, t, max_sessions=200)
     assert est.slots == 200 and not est.saturated
-    # a bracket within the tolerance of its lower end stops the phase
+    # a bracket within the tolerance of its lower end: only the repeat of the lower end is left
     pts = [{"sessions": 100, "n": 100, "over": 0}, {"sessions": 104, "n": 104, "over": 50}]
-    assert next_confirm(pts, 100, 4096, t) is None
+    assert next_confirm(pts, 100, 4096, t) == 100
+    assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, repeats=1)) is None
     assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, tolerance=0.01)) == 102
+    # the budget is the budget
+    assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=2)) is None
 
 
 def test_confirm_pools_repeated_counts_by_the_one_rule():
@@ -352,6 +363,7 @@ def test_session_target_checks_its_fields():
 
     assert SessionTarget(10.0, 0.99, 16.0).packets(100) == 1600
     for bad in ({"deadline_ms": 0}, {"quantile": 1.0}, {"session_s": 0}, {"runs": 0},
+                {"repeats": 0},
                 {"max_over_pct": 100}, {"tolerance": 1.0}):
         kw = {"deadline_ms": 10.0, "quantile": 0.99, **bad}
         with pytest.raises(ValueError):
