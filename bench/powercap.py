@@ -6,19 +6,21 @@ One forwarding VNF between two network namespaces; 64-byte frames from ``bench/p
 50 and 90 % of its capacity (the highest rate it forwards with < 0.1 % loss, found as
 ``bench/dataplane`` does). For each load, trials alternate
 ``default`` (the CPU quota the launch sets, the flavor's plus QEMU's allowance, as the
-controller's release writes it; no controller; the boot defaults of the busy-poll and batch
-windows) and ``controller``
+controller's release writes it; no controller; the boot default of the busy-poll window) and
+``controller``
 (:class:`~fluidvim.orchestrator.power.controller.LatencyController` on the VNF's real cgroup and
-its busy-poll window, stepping every ``--step`` s with the p99 target ``--target-us``, reading
-the VNF's taps and its group's throttling as the exporter does, and told the capacity the
-bench measured (``capacity_pps``: the offered rate against it judges high load and sizes the
-cap; ``--blind`` withholds it, and the VNF's need decides; ``--batch-share`` of the target is
-the batch window of a capped VNF); ``--down``, ``--hold``,
-``--min-quota-us``, ``--headroom``, ``--rate-headroom``, ``--rate-margin-us``, ``--max-ratio``,
-``--min-poll-us`` and ``--period-us``, the CFS period of its quota, are its settings;
-``rebase`` before each of its trials, so that its first interval does not span the other
-modes' trials), and any ``--fixed`` modes (``quota/period,window[,batch]``: a fixed quota,
-busy-poll and batch window, no controller; ``--modes`` picks default, controller or both),
+its busy-poll window, stepping every ``--step`` s with the service's end-to-end p99 target
+``--target-ms`` (what the user sees through the VNF), reading the VNF's taps and its group's
+throttling as the exporter does, and told the capacity the bench measured (``capacity_pps``:
+the offered rate against it judges high load and sizes the cap; ``--blind`` withholds it, and
+the VNF's need decides); ``--down``, ``--hold``, ``--min-quota-us``, ``--headroom``,
+``--rate-headroom``, ``--rate-margin-us``, ``--max-ratio``, ``--min-poll-us``, ``--wait-share``
+(the part of the target a cap's throttled gap may take) and ``--period-us``, the longest CFS
+period of its quota, are its settings; ``rebase`` before each of its trials, so that its first
+interval does not span the other modes' trials), ``controller-tight`` (the same with
+``--tight-ms``, a target no cap fits: it goes poll only), and any ``--fixed`` modes
+(``quota/period,window``: a fixed quota and busy-poll window, no controller; ``--modes`` picks
+default, controller or both),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
 
@@ -32,8 +34,7 @@ controller settles), then ``--measure`` s measured:
   sender's), loss;
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
 * the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares) and its
-  notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups, naps of
-  the batch window);
+  notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups);
 * the controller's decisions (action, event, why, quota, poll window, p99, ring backlog,
   throttled, need, sized cap, floor), printed with ``--verbose``.
 
@@ -152,12 +153,13 @@ class Vnf:
 
 
 def fixed(mode: str) -> tuple[int, int, int, int]:
-    """(quota us, poll window us, period us, batch window us) of a ``--fixed`` mode
-    ``quota/period,window[,batch]`` (no batch: 0, off)."""
+    """(quota us, poll window us, period us) of a ``--fixed`` mode ``quota/period,window``."""
     cap, _, rest = mode.partition(",")
-    window, _, batch = rest.partition(",")
+    if "," in rest:
+        raise ValueError(f"{mode}: quota/period,window")
+    window = rest
     quota, _, period = cap.partition("/")
-    return int(quota), int(window), int(period or limits.CPU_PERIOD_US), int(batch or 0)
+    return int(quota), int(window), int(period or limits.CPU_PERIOD_US)
 
 
 def open_quota(vnf: Vnf) -> None:
@@ -181,20 +183,19 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
     (``default``), a ``--fixed`` setting, or where the controller left them."""
     if mode == "default":
         open_quota(vnf)
-        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
     elif not is_controller(mode):
-        quota, window, period, batch = fixed(mode)
+        quota, window, period = fixed(mode)
         cgroups.set_cpu_quota(vnf.uid, quota, period)
-        set_window(vnf.mgr, vnf.id, window, batch)
+        set_window(vnf.mgr, vnf.id, window)
     elif vnf.uid in ctl.state:
         ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
         st = ctl.state[vnf.uid]
-        st.poll_applied = set_window(vnf.mgr, vnf.id, st.poll_us, st.batch_us)
-        st.batch_applied = st.batch_us
+        st.poll_applied = set_window(vnf.mgr, vnf.id, st.poll_us)
     else:                            # as the controller finds a VNF: open, the boot defaults
         open_quota(vnf)
-        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
 
 
 def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
@@ -274,12 +275,12 @@ def nic_drops(a: dict, b: dict) -> int | None:
 
 def vnf_events(a: dict, b: dict) -> dict | None:
     """The VNF's notifications and wake-ups per 1,000 frames it received between two ``stats``
-    (``cpu``: kicks, halts, RX-interrupt wake-ups, naps of the batch window), None when one is
+    (``cpu``: kicks, halts, RX-interrupt wake-ups), None when one is
     missing: what the host's main loop and KVM handle per frame."""
     try:
         frames = sum(int(n["rx"]) for n in b["nics"]) - sum(int(n["rx"]) for n in a["nics"])
         return {k: round(1000 * (b["cpu"].get(k, 0) - a["cpu"].get(k, 0)) / max(1, frames), 1)
-                for k in ("kicks", "halts", "wake_rx", "naps")}
+                for k in ("kicks", "halts", "wake_rx")}
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -321,11 +322,10 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
                                                if p <= target_ms(mode, args) * 1e6),
             "quota_us": [d["quota_us"] for d in measured],
             "poll_window_us": last["poll_window_us"] if last else POLL_DEFAULT_US,
-            "batch_us": last.get("batch_us") if last else None,
             "actions": actions,
             "decisions": [{k: d.get(k) for k in ("action", "event", "why", "state", "quota_us",
                                                  "period_us", "least_us", "ring_wait_frames",
-                                                 "poll_window_us", "batch_us", "p99_ns",
+                                                 "poll_window_us", "p99_ns",
                                                  "packets",
                                                  "ring_backlog", "backlog_over_open",
                                                  "host_dropped", "throttled", "need_cpus",
@@ -333,16 +333,10 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
                           for d in warm + measured]}
 
 
-def set_window(mgr, vnf_id, us: int, batch_us: int | None = None) -> int:
-    """Set the VNF's busy-poll window (and its batch window, unless None); the window set."""
+def set_window(mgr, vnf_id, us: int) -> int:
+    """Set the VNF's busy-poll window; the window set."""
     with mgr.channel(vnf_id) as ch:
-        return ch.poll(us, batch_us=batch_us)["window_us"]
-
-
-def set_batch(mgr, vnf_id, us: int) -> int:
-    """Set the VNF's batch window; the window it confirms (0 from an image without one)."""
-    with mgr.channel(vnf_id) as ch:
-        return ch.poll(batch_us=us).get("batch_us", 0)
+        return ch.poll(us)["window_us"]
 
 
 def median(trials, key):
@@ -369,8 +363,8 @@ def line(load: int, t: dict) -> str:
     if is_controller(t["mode"]):
         last = t["decisions"][-1] if t["decisions"] else {}
         out += (f", {last.get('state')}, quota {t['quota_us'][-1] if t['quota_us'] else '-'}"
-                f" on {last.get('period_us')} us, poll window {t['poll_window_us']} us, batch "
-                f"{t.get('batch_us')} us, {t['actions']}")
+                f" on {last.get('period_us')} us, poll window {t['poll_window_us']} us, "
+                f"{t['actions']}")
     return out
 
 
@@ -414,7 +408,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
                 for d in t["decisions"]:
                     print(f"      {d}", flush=True)
     open_quota(vnf)
-    set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, 0)
+    set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
              for mode in order}
     d = modes.get("default", {}).get("cpu_s_per_mpkt")
@@ -447,8 +441,7 @@ def controller(vnf: Vnf, args, target: float) -> LatencyController:
     ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
                             poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
-                            batcher=lambda k, us: set_batch(vnf.mgr, vnf.id, us),
-                            batch_share=args.batch_share, wait_share=args.wait_share,
+                            wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
                             max_ratio=args.max_ratio, rate_headroom=args.rate_headroom,
@@ -498,17 +491,13 @@ def parse(argv):
                     help="controller: not told the capacity (its need sizes the cap)")
     ap.add_argument("--min-poll-us", type=int, default=50,
                     help="controller: the busy-poll window of a capped VNF (us)")
-    ap.add_argument("--batch-share", type=float, default=0.0,
-                    help="controller: the batch window of a capped VNF as this share of the "
-                         "target (0: off, its default: it did not pay on a loaded host)")
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
-                    help="extra modes with a fixed cap, no controller: quota/period,window"
-                         "[,batch] (us; batch: the VNF's batch window, 0 = off), separated by "
-                         "spaces, e.g. '10000/100000,50 100000/100000,1000,50'")
+                    help="extra modes with a fixed cap, no controller: quota/period,window "
+                         "(us), separated by spaces, e.g. '10000/100000,50 1000/3500,50'")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")
@@ -533,10 +522,10 @@ def parse(argv):
         ap.error("no modes: give --modes or --fixed")
     for m in args.fixed:
         try:
-            q, _, p, _ = fixed(m)
+            q, _, p = fixed(m)
         except ValueError:
-            ap.error(f"--fixed {m!r}: give quota/period,window[,batch] in us, e.g. "
-                     "10000/100000,50 or 100000/100000,1000,50")
+            ap.error(f"--fixed {m!r}: give quota/period,window in us, e.g. "
+                     "10000/100000,50 or 1000/3500,50")
         if q < 1000 or p < 1000:
             ap.error(f"--fixed {m!r}: quota and period must be >= 1000 us (the kernel's)")
     return args

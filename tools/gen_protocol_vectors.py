@@ -11,7 +11,7 @@
   ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's);
   ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``;
   ``slots_keys``: keys ``stats``' ``slots`` must have;
-  ``window_us`` / ``batch_us``: the ``window_us`` / ``batch_us`` of the result (``poll``).
+  ``window_us``: the ``window_us`` of the result (``poll``).
 """
 
 import json
@@ -44,8 +44,6 @@ requests = [
     {"id": 6, "op": "qoe", "fields": {"capacity": 200, "budget_ns": 8192, "quantile_ppm": 990000}},
     # the busy-poll window after the last frame (the latency controller's knob)
     {"id": 7, "op": "poll", "fields": {"window_us": 200}},
-    # and the batch window (the controller's knob for notifications per frame)
-    {"id": 8, "op": "poll", "fields": {"window_us": 50, "batch_us": 50}},
 ]
 for r in requests:
     msg = {"id": r["id"], "op": r["op"]}
@@ -148,13 +146,6 @@ exchanges = [
      "code": "bad_request", "message_contains": "window_us"},
     {"send": line({"id": 32, "op": "poll", "window_us": 1000}), "ok": True, "id": 32,
      "result_keys": ["window_us"], "window_us": 1000},
-    # and the batch window (naps after a round with frames, RX interrupts off), off again
-    {"send": line({"id": 34, "op": "poll", "batch_us": 50}), "ok": True, "id": 34,
-     "result_keys": ["window_us", "batch_us"], "window_us": 1000, "batch_us": 50},
-    {"send": line({"id": 35, "op": "poll", "batch_us": 10001}), "ok": False, "id": 35,
-     "code": "bad_request", "message_contains": "batch_us"},
-    {"send": line({"id": 36, "op": "poll", "batch_us": 0}), "ok": True, "id": 36,
-     "result_keys": ["window_us", "batch_us"], "batch_us": 0},
 ]
 
 text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,

@@ -307,13 +307,10 @@ class ControlChannel:
     def stats(self, timeout: float | None = None) -> dict:
         return self.request("stats", timeout=timeout)
 
-    def poll(self, window_us: int | None = None, timeout: float | None = None,
-             batch_us: int | None = None) -> dict:
-        """The VNF's busy-poll window after the last frame and its batch window, in µs
-        (contract/PROTOCOL.md §4 ``poll``): set ``window_us`` (0..100000) and ``batch_us``
-        (0..10000; 0 = off), or only read them (None). An older image ignores ``batch_us`` and
-        its reply has no ``batch_us``."""
-        return self.request("poll", timeout=timeout, window_us=window_us, batch_us=batch_us)
+    def poll(self, window_us: int | None = None, timeout: float | None = None) -> dict:
+        """The VNF's busy-poll window after the last frame, in µs (contract/PROTOCOL.md §4
+        ``poll``): set it to ``window_us`` (0..100000), or only read it (None)."""
+        return self.request("poll", timeout=timeout, window_us=window_us)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
             timeout: float | None = None, wait_ppm: int | None = None) -> dict:

@@ -109,10 +109,9 @@ p99 in microseconds), the controller
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
-  quota's steps, restored with a release; and through ``batcher`` (likewise) the VNF's **batch
-  window** (``poll``'s ``batch_us``: naps between frames, one TX kick per batch, PROTOCOL.md):
-  0 open, ``batch_share`` of the target capped (at most ``BATCH_MAX_US``): a frame waits up to
-  it in its ring, which the VNF's histogram does not see.
+  quota's steps, restored with a release. (A batch window, naps between frames, was tried and
+  removed: it saved nothing on a quiet host and cost 11 % more CPU on a loaded one,
+  bench/results/powercap.md.)
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
@@ -175,16 +174,14 @@ FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
 
 
 POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
-BATCH_MAX_US = 10000                 # the largest batch window the VNF takes (same section)
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
 
 
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, batch_share, wait_share, cap_period_us (module doc)"""
+    throttle_hits, wait_share, cap_period_us (module doc)"""
     min_poll_us: int = 50            # the busy-poll window of a capped VNF
-    batch_share: float = 0.0         # its batch window: this share of the target (0: off)
     headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
     margin_us: int = 2_000
     rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
@@ -202,10 +199,10 @@ class Sizing:
                              f"cap_period_us <= 1000000, got {self}")
         if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
                 or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
-                       self.min_poll_us) < 0 or not 0 <= self.batch_share <= 1):
+                       self.min_poll_us) < 0):
             raise PowerError(f"controller sizing needs headroom and rate_headroom >= 1, "
                              f"0 < max_ratio <= 1, margin_us, rate_margin_us, throttle_hits "
-                             f"and min_poll_us >= 0, 0 <= batch_share <= 1, got {self}")
+                             f"and min_poll_us >= 0, got {self}")
 
 
 @dataclasses.dataclass
@@ -215,8 +212,6 @@ class VnfState:
     state: str = OPEN                # OPEN (the flavor's quota) or CAPPED
     poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
     poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
-    batch_us: int = 0                # the batch window wanted (0: off), and confirmed
-    batch_applied: int | None = None
     good: int = 0                    # quiet intervals in a row
     buckets: list | None = None
     last: dict | None = None         # the last decision
@@ -250,9 +245,9 @@ class LatencyController:
     NOISY_SPAN = 4                   # capped intervals whose breaches are compared with open's
 
     def __init__(self, actuator, min_quota_us: int = 5_000, down: float = 0.8, up: float = 1.5,
-                 hold_intervals=3, min_packets=100, poller=None, batcher=None, **sizing):
-        """``sizing``: the fields of :class:`Sizing`; ``poller``, ``batcher``: the VNF's busy-poll
-        and batch windows (module doc; None: not set)."""
+                 hold_intervals=3, min_packets=100, poller=None, **sizing):
+        """``sizing``: the fields of :class:`Sizing`; ``poller``: the VNF's busy-poll window
+        (module doc; None: not set)."""
         from fluidvim.vnf import limits  # the launch core's; imported lazily (import contracts)
 
         self.period_us = limits.CPU_PERIOD_US      # the flavor's quota period (reserved_us)
@@ -273,7 +268,6 @@ class LatencyController:
         self.rate_headroom, self.rate_margin_us = sz.rate_headroom, sz.rate_margin_us
         self.throttle_hits = sz.throttle_hits
         self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
-        self.batcher, self.batch_share = batcher, sz.batch_share
         # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
         self.throttled = cpu_throttled
         # (vnf key) -> its cumulative throttled time (µs), None when not known; likewise
@@ -330,11 +324,10 @@ class LatencyController:
         action, why, new = self._next(st, ev, why, reserved, held)
         if action != HOLD:
             st.good, st.needs, st.capped_over = 0, [], []    # a new streak in the new setting
-        st.batch_us = 0 if new >= reserved else min(BATCH_MAX_US, int(target_us * self.batch_share))
-        for knob in ("poll", "batch") if stats is not None else ():
-            self._tell(key, name, st, knob)
+        if stats is not None:
+            self._tell(key, name, st)
         if stats is None:            # silent: told when it answers (a stopped VNF's socket
-            st.poll_applied = st.batch_applied = None    # blocks a connect, exporter and all)
+            st.poll_applied = None       # blocks a connect, exporter and all)
         st.reserved_us = reserved
         period = None if new >= reserved else cap_period(new / reserved, self.gap_budget(
             target_us), self.cap_period_us)
@@ -355,8 +348,7 @@ class LatencyController:
              "least_us": st.least_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
-             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
-             "batch_us": st.batch_us, "batch_applied_us": st.batch_applied}
+             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]
@@ -456,17 +448,16 @@ class LatencyController:
             why = f"{why}; need {self.need(st):.3f} CPU -> {target} us"
         return action, why, new
 
-    def _tell(self, key: str, name: str, st: VnfState, knob: str) -> None:
-        """Tell the VNF its busy-poll ("poll") or batch window unless it confirmed it."""
-        fn, want = (self.poller, st.poll_us) if knob == "poll" else (self.batcher, st.batch_us)
-        if fn is None or getattr(st, f"{knob}_applied") == want:
+    def _tell(self, key: str, name: str, st: VnfState) -> None:
+        """Tell the VNF its busy-poll window unless it confirmed it."""
+        if self.poller is None or st.poll_applied == st.poll_us:
             return
         try:
-            got = int(fn(key, want))
+            got = int(self.poller(key, st.poll_us))
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
-            LOG.debug("controller %s: %s window not set: %s", name, knob, e)
+            LOG.debug("controller %s: poll window not set: %s", name, e)
             got = None               # not known: a request that timed out may still land
-        setattr(st, f"{knob}_applied", got)
+        st.poll_applied = got
 
     def _held(self, key: str, st: VnfState) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;

@@ -146,7 +146,6 @@ class HostSampler:
         self.capacity_of = Capacities(self.capacities, view)
         if self.targets and controller is None:
             controller = LatencyController(CgroupCap(), poller=self.set_poll_window,
-                                           batcher=self.set_batch_window,
                                            wait_share=wait_share)
         self.controller = controller
         self._ids: dict = {}                      # VNF uuid -> id (the controller's key)
@@ -159,11 +158,6 @@ class HostSampler:
         """The controller's poller: the VNF's busy-poll window over its control channel."""
         with self.mgr.channel(self._ids[uuid]) as ch:
             return ch.poll(window_us, timeout=2.0)["window_us"]
-
-    def set_batch_window(self, uuid: str, batch_us: int) -> int:
-        """The controller's batcher: the VNF's batch window (0 from an image without one)."""
-        with self.mgr.channel(self._ids[uuid]) as ch:
-            return ch.poll(batch_us=batch_us, timeout=2.0).get("batch_us", 0)
 
     def _helpers(self, spec) -> list[int]:
         """The VNF's fluidvim-vhost-net (net_backend vhost-user): the process given the tap of

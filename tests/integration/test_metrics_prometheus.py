@@ -192,7 +192,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     and gets its flavor's quota back at once, and its default window as soon as it answers
     again."""
     from fluidvim.orchestrator import power
-    from fluidvim.orchestrator.power.controller import BATCH_MAX_US, CgroupCap, LatencyController
+    from fluidvim.orchestrator.power.controller import CgroupCap, LatencyController
     from fluidvim.vnf import cgroups, limits
 
     version, why = cgroups.mode()
@@ -206,12 +206,11 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     # the production actuator, on the flavor's period: a cap is its share, a release the
     # launch's quota again
     ctl = LatencyController(CgroupCap(limits.CPU_PERIOD_US), hold_intervals=1, min_packets=5,
-                            batch_share=0.5, wait_share=None, cap_period_us=limits.CPU_PERIOD_US)
+                            wait_share=None, cap_period_us=limits.CPU_PERIOD_US)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 100_000.0}, controller=ctl,
                                    capacities={"fw": 50_000})
     ctl.poller = sampler.set_poll_window            # the VNF's busy-poll window, `poll` op
-    ctl.batcher = sampler.set_batch_window          # and its batch window (batch_us)
 
     def window(key="window_us"):
         with mgr.channel(fw.vnf_id) as ch:
@@ -237,7 +236,6 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert d["quota_us"] == max(ctl.min_quota_us, d["sized_us"]), d
         assert cgroups.cpu_quota(uid) == d["quota_us"] < limits.CPU_PERIOD_US
         assert window() == d["poll_window_us"] == ctl.min_poll_us   # as the VNF says
-        assert window("batch_us") == d["batch_us"] == BATCH_MAX_US == d["batch_applied_us"], d
         assert net.ping(2) >= 1                          # still forwarding under the cap
         # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
         pid = mgr.get(fw.vnf_id).pid
@@ -255,7 +253,6 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         sampler.step()
         d = sampler.control[fw.vnf_id]
         assert window() == d["poll_window_us"] == d["poll_window_applied_us"], d
-        assert window("batch_us") == d["batch_applied_us"] == d["batch_us"], d
     finally:
         pinger.terminate()
         pinger.wait()

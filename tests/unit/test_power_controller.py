@@ -278,44 +278,6 @@ def test_the_busy_poll_window_follows_the_quota_and_is_retried():
     assert told[-1] == 1000 and d["poll_window_applied_us"] == 1000
 
 
-def test_the_batch_window_is_a_share_of_the_target_while_capped_and_is_retried():
-    """Capped, the VNF's batch window is batch_share of the latency target (at most the VNF's
-    10 ms); open (a release), 0; a VNF that does not confirm is told again; batch_share 0
-    never batches."""
-    told, fail = [], []
-
-    def batcher(key, us):
-        if fail:
-            raise OSError("control socket: connection refused")
-        told.append(us)
-        return us
-
-    c = _ctl(lambda k, q, p=None: None, hold_intervals=1, batcher=batcher,
-                              max_ratio=1.0, batch_share=0.4)
-    h = Hist()
-    ds = _run(c, h, [(0, 1), (500, 1024), (500, 1024)], target_us=100)
-    assert [d["batch_us"] for d in ds] == [0, 40, 40]               # open, cap, down
-    assert told == [0, 40]                                          # told once per change
-    fail.append(1)
-    n = len(told)
-    d = _run(c, h, [(None, 0)], target_us=100)[0]                  # release, silent: not told
-    assert (d["action"], d["batch_us"], d["batch_applied_us"]) == ("release", 0, None)
-    assert len(told) == n           # a stopped VNF's socket would block the connect
-    fail.clear()
-    d = _run(c, h, [(500, 65536)], target_us=100)[0]                # hold: told again
-    assert told[-1] == 0 and d["batch_applied_us"] == 0
-    assert ctl.BATCH_MAX_US == 10_000
-    d = _run(c, h, [(500, 1024)] * 2, target_us=1_000_000)[-1]      # a huge target: the VNF's max
-    assert d["state"] == "capped" and d["batch_us"] == ctl.BATCH_MAX_US
-    off = _ctl(lambda k, q, p=None: None, hold_intervals=1, batcher=batcher,
-                                max_ratio=1.0, batch_share=0)
-    told.clear()
-    ds = _run(off, Hist(), [(0, 1), (500, 1024), (500, 1024)], target_us=100)
-    assert ds[-1]["state"] == "capped" and {d["batch_us"] for d in ds} == {0} and told == [0]
-    with pytest.raises(power.PowerError, match="batch_share"):
-        _ctl(lambda k, q, p=None: None, batch_share=1.5)
-
-
 class Ring:
     """A VNF's one NIC seen from both ends: its host tap's counters (tx_packets: frames its
     backend put into the guest's RX ring; tx_dropped: frames the host dropped for it) and the

@@ -5,27 +5,26 @@ notifications per frame from two `stats` replies."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench import powercap
 
 
-def test_fixed_modes_take_an_optional_batch_window():
-    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000, 0)
-    assert powercap.fixed("150000/100000,1000,50") == (150000, 1000, 100000, 50)
-    assert powercap.fixed("10000,50") == (10000, 50, 100000, 0)       # the flavor's period
+def test_fixed_modes_are_a_quota_period_and_poll_window():
+    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000)
+    assert powercap.fixed("10000,50") == (10000, 50, 100000)          # the flavor's period
+    with pytest.raises(ValueError):                                    # no batch window now
+        powercap.fixed("150000/100000,1000,50")
 
 
 def test_vnf_events_are_per_thousand_frames_received():
-    def stats(rx, kicks, halts, wake_rx, naps=None):
+    def stats(rx, kicks, halts, wake_rx):
         cpu = {"kicks": kicks, "halts": halts, "wake_rx": wake_rx}
-        if naps is not None:
-            cpu["naps"] = naps
         return {"cpu": cpu, "nics": [{"rx": rx}, {"rx": rx // 2}]}
 
-    a, b = stats(1000, 10, 5, 4, 0), stats(3000, 310, 55, 44, 30)     # 3,000 frames
-    assert powercap.vnf_events(a, b) == {"kicks": 100.0, "halts": 16.7, "wake_rx": 13.3,
-                                         "naps": 10.0}
-    # an image without naps counts none; a reply missing its NICs gives nothing
-    assert powercap.vnf_events(stats(0, 0, 0, 0), stats(1000, 5, 0, 0))["naps"] == 0
+    a, b = stats(1000, 10, 5, 4), stats(3000, 310, 55, 44)            # 3,000 frames
+    assert powercap.vnf_events(a, b) == {"kicks": 100.0, "halts": 16.7, "wake_rx": 13.3}
+    # a reply missing its NICs gives nothing
     assert powercap.vnf_events({}, b) is None
 
 

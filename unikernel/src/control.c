@@ -158,7 +158,6 @@ static void op_stats(int64_t id)
 	jw_ku64(&w, "wake_timer", cpu_use.wake_timer);
 	jw_ku64(&w, "wake_other", cpu_use.wake_other);
 	jw_ku64(&w, "rx_no_irq", cpu_use.rx_no_irq);
-	jw_ku64(&w, "naps", cpu_use.naps);
 	if (clock_has_steal()) {
 		jw_ku64(&w, "steal_us", cpu_use.steal_ns / 1000);
 		jw_ku64(&w, "steal_max_us", cpu_use.steal_max_ns / 1000);
@@ -304,32 +303,22 @@ static void op_qoe(int64_t id, const struct jfield *f, int n)
 	reply_end(&w);
 }
 
-/* {"op":"poll"[,"window_us":N][,"batch_us":N]}: the busy-poll window after the last frame and
- * the batch window (PROTOCOL.md §4 poll); without them it only reports them. */
+/* {"op":"poll"[,"window_us":N]}: the busy-poll window after the last frame (PROTOCOL.md §4
+ * poll); without window_us it only reports it. */
 #define POLL_WINDOW_MAX_US 100000
-#define POLL_BATCH_MAX_US 10000
 static void op_poll(int64_t id, const struct jfield *f, int n)
 {
 	const struct jfield *w_us = json_get(f, n, "window_us");
-	const struct jfield *b_us = json_get(f, n, "batch_us");
 	if (w_us && (w_us->type != JT_NUMBER || !w_us->is_int || w_us->num < 0 ||
 		     w_us->num > POLL_WINDOW_MAX_US)) {
 		reply_error(id, "bad_request", "invalid 'window_us' (must be an integer 0..100000)");
 		return;
 	}
-	if (b_us && (b_us->type != JT_NUMBER || !b_us->is_int || b_us->num < 0 ||
-		     b_us->num > POLL_BATCH_MAX_US)) {
-		reply_error(id, "bad_request", "invalid 'batch_us' (must be an integer 0..10000)");
-		return;
-	}
 	if (w_us)
 		net_set_busy_poll_us((uint32_t)w_us->num);
-	if (b_us)
-		net_set_batch_us((uint32_t)b_us->num);
 	struct jw w;
 	reply_begin(&w, id);
 	jw_ku64(&w, "window_us", net_busy_poll_us());
-	jw_ku64(&w, "batch_us", net_batch_us());
 	reply_end(&w);
 }
 

@@ -36,9 +36,6 @@ struct cpu_use {
 	 * rounds, how many rounds waited >= 1 ms for a host CPU, and how often that paused busy
 	 * polling (main.c STALL_US, BACKOFF_US) */
 	uint64_t steal_ns, steal_max_ns, stalls, backoffs;
-	/* naps: halts of the batch window (main.c nap, the `poll` op's batch_us), counted apart
-	 * from `halts` and the wake counters; their time is in `halt` */
-	uint64_t naps;
 };
 extern struct cpu_use cpu_use;
 

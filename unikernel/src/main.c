@@ -199,23 +199,6 @@ static void idle(uint64_t deadline)
 	virtio_end_idle();
 }
 
-/* The batch window (the `poll` op's batch_us): after a round that moved frames, when the next
- * round finds nothing, halt until `until` with the NICs' RX interrupts still off, instead of
- * polling (the window) or halting for the next frame's interrupt: what arrives meanwhile is taken
- * in one round and leaves with one TX kick. Under QEMU's tap netdev every frame otherwise costs
- * its own interrupt or poll round and its own kick, each a VM exit and a wake-up of QEMU's main
- * loop (bench/results/powercap.md). Frames wait up to the window in the ring: the VNF's
- * latency_ns, which starts at click_rx, does not see it, so whoever sets it bounds it by the
- * latency target (fluidvim.orchestrator.power.controller). */
-static void nap(uint64_t until)
-{
-	net_flush_tx_now();
-	uint64_t t = rdtsc();
-	(void)cpu_idle(until);  /* the timer, or any interrupt still enabled (the console) */
-	cpu_use.halt += rdtsc() - t;
-	cpu_use.naps++;
-}
-
 static void user_main(void);
 /* .data (reloaded at every boot, reset included): what ring 0 hands to ring 3 past the clear */
 static uint32_t start_info __attribute__((section(".data")));
@@ -381,8 +364,6 @@ static void user_main(void)
 	uint64_t last_work = rdtsc(), last_ctl = last_work, round = last_work;
 	uint64_t backoff = ns_to_tsc(BACKOFF_US * 1000ull), backoff_end = 0;
 	bool backing_off = false;
-	bool can_nap = tmode[0] == 't', nap_armed = false;  /* naps need the one-shot timer */
-	uint64_t last_frames = 0;   /* the last round that moved frames */
 	cpu_use.steal_ns = clock_steal_ns();
 	for (;;) {
 		uint64_t st = clock_steal_ns();
@@ -422,36 +403,11 @@ static void user_main(void)
 				now = rdtsc();
 			}
 		}
-		bool frames = net_moved();
-		busy |= frames;
+		busy |= net_moved();
 		*(busy ? &cpu_use.busy : &cpu_use.poll) += now - round;
 		round = now;
 		if (busy)
 			last_work = now;  /* real work: not a round the busy-poll window kept polling */
-		if (frames) {
-			/* nap only while frames come faster than the window (a round with frames
-			 * less than two windows after the last one: after a nap that brought some,
-			 * one window and the round): at a lower rate a nap brings nothing and
-			 * costs its timer's wake-up on top of the frame's */
-			uint64_t bw = ns_to_tsc(net_batch_us() * 1000ull);
-			nap_armed = can_nap && bw && now - last_frames < 2 * bw;
-			last_frames = now;
-			continue;
-		}
-		if (nap_armed && !busy && !click_sources_active()) {
-			/* the round after frames found none: nap once; a nap that brings none ends it
-			 * (the window, then the interrupt-enabled halt, as without batching) */
-			nap_armed = false;
-			uint64_t until = now + ns_to_tsc(net_batch_us() * 1000ull);
-			uint64_t tnext = click_next_timer_ns(tsc_to_ns(now));
-			if (tnext && ns_to_tsc(tnext) < until)
-				until = ns_to_tsc(tnext);
-			uint64_t halt0 = cpu_use.halt;
-			nap(until);
-			round = rdtsc();
-			cpu_use.poll += round - now - (cpu_use.halt - halt0);
-			continue;
-		}
 		if (work || busy)
 			continue;
 		if (kprintf_pending()) { /* console log, one UART FIFO load per idle round */

@@ -561,13 +561,6 @@ uint32_t net_busy_poll_us(void)
 	return busy_poll_us;
 }
 
-/* The batch window (the `poll` op's batch_us; 0 = off): after a round that moved frames, the
- * VNF naps this long with its RX interrupts still off (main.c) instead of polling or taking an
- * interrupt per frame, then takes what arrived in one round and sends it with one TX kick. */
-static uint32_t batch_us;
-void net_set_batch_us(uint32_t us) { batch_us = us; }
-uint32_t net_batch_us(void) { return batch_us; }
-
 static bool busy_poll_paused;
 void net_pause_busy_poll(bool pause) { busy_poll_paused = pause; }
 bool net_busy_poll_paused(void) { return busy_poll_paused; }
@@ -1140,7 +1133,7 @@ void net_flush_tx(void)
 	}
 }
 
-void net_flush_tx_now(void)
+static void net_flush_tx_now(void)
 {
 	for (int i = 0; i < nnics; i++)
 		if (nics[i].d.q[1].pending)

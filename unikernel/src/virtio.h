@@ -38,11 +38,7 @@ uint32_t net_busy_poll_us(void);
  * the host keeps this vCPU waiting (steal time), see there. */
 void net_pause_busy_poll(bool pause);
 bool net_busy_poll_paused(void);
-void net_flush_tx(void);
-void net_flush_tx_now(void);      /* kick every TX queue with unkicked frames, now */
-/* the batch window after a round with frames (the `poll` op's batch_us; 0 = off, main.c) */
-void net_set_batch_us(uint32_t us);
-uint32_t net_batch_us(void);          /* kick TX queues that got frames since the last kick */
+void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
  * (then do not sleep). */
