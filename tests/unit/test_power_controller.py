@@ -745,3 +745,21 @@ def test_ring_wait_frames_that_arrived_throttled_count_as_waiting_up_to_the_gap(
     d = c.step("u1", "fw.1", 5_000, 1, v.interval(*q), None, 50_000)
     assert d["ring_wait_frames"] == round(5_000 * 2 * gap_us / 1e6), d
     assert d["p99_ns"] > 5_000_000 and d["event"] == "breach", d
+
+
+def test_gap_the_wait_share_is_one_option_the_exporter_hands_its_controller():
+    """[metrics] cap_wait_share (registered once, with the other [metrics] options) reaches the
+    exporter's controller; out of (0, 1] the controller refuses it."""
+    from oslo_config import cfg
+
+    from fluidvim.orchestrator.power import exporter
+    conf = cfg.ConfigOpts()
+    exporter.register_opts(conf)
+    exporter.register_opts(conf)                                 # idempotent
+    conf([], default_config_files=[])
+    assert conf.metrics.cap_wait_share == ctl.WAIT_SHARE == 0.5
+    s = exporter.HostSampler(None, None, targets={"fw": 5000}, wait_share=0.25)
+    assert s.controller.wait_share == 0.25
+    assert s.controller.least_quota(5000, 100_000) == 44_445    # gap 1.25 ms: 1000 / 2250
+    with pytest.raises(power.PowerError, match="wait_share"):
+        ctl.LatencyController(lambda k, q, p=None: None, wait_share=0)
