@@ -599,11 +599,13 @@ def test_frames_it_drops_capped_beyond_its_open_share_release_the_cap():
 
     ds = [step(500) for _ in range(3)]
     assert [(d["action"], d["vnf_dropped"]) for d in ds] == [
-        ("hold", None), ("cap", 0), ("down", 0)], ds            # 10 % open: its policy
-    assert [d["quota_us"] for d in ds] == [100_000, 17_000, 13_600]
+        ("hold", None), ("cap", 0), ("hold", 0)], ds            # 10 % open: its policy
+    # no step down below the cap its offered rate needs (rate / capacity x quota x 1.2 + 5 %)
+    assert [d["quota_us"] for d in ds] == [100_000, 17_000, 17_000]
+    assert ds[-1]["why"].endswith("at the floor 17000 us"), ds[-1]
     d = step(1000)                                              # 20 %: 250 frames too many
     assert (d["action"], d["event"], d["vnf_dropped"], d["quota_us"], d["floor_us"]) == (
-        "release", "dropped", 250, 100_000, 20_400), d
+        "release", "dropped", 250, 100_000, 25_500), d
     assert d["why"] == "it dropped 250 frames more than open"
 
 
