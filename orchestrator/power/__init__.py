@@ -44,9 +44,10 @@ be emptied onto the others and sleep, net of what moving and waking them again c
 :func:`scale_in_order` (which hosts a service scales in from first), :func:`wake_order` (which
 powered-off host to wake first), :func:`efficient_utilisation` (the load a host does its work
 at with the fewest watts per unit), :func:`fill_limit` (how far to fill a host before waking
-another is better), :func:`forecast_instances` (the instances a service's scaler will want one
-boot from now, along the trend of its used slots), :func:`wake_ahead` (which hosts to wake
-now so that they are up by then), :func:`keep_awake` (which empty hosts that room needs) and
+another is better; against :func:`wake_unit_watts` when the wake would be for a few VNFs),
+:func:`forecast_instances` (the instances a service's scaler will want one boot from now,
+along the trend of its used slots), :func:`wake_ahead` (which hosts to wake now so that they
+are up by then), :func:`keep_awake` (which empty hosts that room needs) and
 :func:`rebalance_moves` (single VNFs from a dear host to a cheaper one in service, :mod:`.rebalance`).
 ``bench/energy`` runs them against Nomad's and Nova's schedulers on fleets drawn from the CSV.
 
@@ -111,6 +112,7 @@ from .fleet import (  # noqa: F401
     unit_watts,
     wake_ahead,
     wake_order,
+    wake_unit_watts,
     worst_fit,
 )
 from .models import (  # noqa: F401

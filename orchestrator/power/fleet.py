@@ -338,6 +338,24 @@ def unit_watts(model: PowerSource, capacity: float, u: float | None = None) -> f
     return model.watts(at) / (at * capacity)
 
 
+def wake_unit_watts(hosts, need: float) -> float:
+    """Watts per unit of load of waking one of ``hosts`` (FleetHosts out of service) for
+    ``need`` units - the least, over them, of its watts at that load over the load it takes
+    (``inf``: none, or ``need`` <= 0). A host woken for a few VNFs runs them at its idle watts
+    and more: dearer per unit than :func:`unit_watts` at its efficient load, which assumes it
+    will be filled to it. What :func:`fill_limit` compares a host in service's next VNF with
+    when the forecast wants only ``need`` more than the room in service holds (bench/energy,
+    heterogeneous 20 hosts: the wake-ahead woke a 109-W-idle host at the peak for one or two
+    VNFs of room and kept it awake, empty, for three hours)."""
+    if need <= 0 or math.isnan(need):
+        return math.inf
+    best = math.inf
+    for h in hosts:
+        take = min(float(need), h.capacity)
+        best = min(best, h.model.watts(min(1.0, take / h.capacity)) / take)
+    return best
+
+
 def wake_order(hosts, u: float | None = None) -> list[str]:
     """Powered-off hosts to wake first: the fewest watts per unit of capacity at the load a
     woken host is filled to - its :func:`efficient_utilisation`, or ``u`` for all - then the

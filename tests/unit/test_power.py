@@ -974,3 +974,25 @@ def test_shortfall_peak_is_the_largest_of_the_last_window():
     assert peak.peak(1000.0) == 0.0
     with pytest.raises(power.PowerError, match="window_s"):
         power.ShortfallPeak(-1.0)
+
+
+def test_wake_unit_watts_shares_the_idle_watts_among_the_vnfs_it_wakes_for():
+    lib = power.SpecpowerLibrary()
+    turbo = power.FleetHost("turbo", lib.curve("spec0127"), capacity=112)
+    small = power.FleetHost("small", lib.curve("spec0128"), capacity=8)
+    # woken for a few VNFs, a host costs its idle watts and more per VNF: far above its
+    # efficient-load unit watts, which assume it is filled
+    for_two = power.wake_unit_watts([turbo], 2)
+    assert for_two == pytest.approx(turbo.model.watts(2 / 112) / 2)
+    assert for_two > 5 * power.unit_watts(turbo.model, 112)
+    # the least over the hosts; a host takes no more than its capacity
+    both = power.wake_unit_watts([turbo, small], 2)
+    assert both == min(for_two, small.model.watts(2 / 8) / 2)
+    assert power.wake_unit_watts([small], 100) == pytest.approx(small.model.watts(1.0) / 8)
+    # the more VNFs, the cheaper each
+    assert power.wake_unit_watts([turbo], 50) < for_two
+    assert power.wake_unit_watts([turbo], 0) == math.inf
+    assert power.wake_unit_watts([], 3) == math.inf
+    # a host in service fills beyond its efficient load against a wake for a few VNFs
+    own = power.unit_watts(turbo.model, 112)
+    assert power.fill_limit(turbo.model, 112, for_two) > power.fill_limit(turbo.model, 112, own)
