@@ -58,19 +58,13 @@ p99 in microseconds), the controller
   band          otherwise (p99 within (target / 2, target])        hold     hold       hold
   ============  =================================================  =======  =========  ========
 
-  **The p99 it judges includes the wait its cap causes.** A throttled vCPU leaves frames in
-  its RX ring, where its histogram (which starts at FromDevice) does not see them: the frames
-  that arrived while it was throttled (its offered rate × the wall time throttled, from
-  ``cpu.stat``'s throttled time, at most its throttled periods × the gap ``period × (1 −
-  share)``) are counted as waiting evenly up to the gap (:func:`interval_with_wait`), in place
-  of as many of its fastest frames. **The gap is bounded by the target**: a cap goes on the
-  longest CFS period (at most ``cap_period_us``, 20 ms) whose gap is within ``wait_share`` of
-  the target (:func:`cap_period`; ``[metrics] cap_wait_share``, 0.5: the rest is the VNF's own
-  and the host's path), and no cap is set below the least share such a period allows
-  (:func:`least_share`: a quota is at least CFS's 1000 µs, so a period at least ``1000 /
-  share``; a 5 ms target allows 29 % of a CPU, a 200 µs one 91 %). Where that least share is
-  ``max_ratio`` or more, the VNF is **poll only**: its flavor's quota, the narrow poll window
-  (``cap``), and the boot's window back (``release``) on a breach of the target or high load.
+  **The p99 it judges includes its cap's wait**: frames that arrived while throttled wait in
+  the ring, unseen by its histogram (:func:`ring_wait`), counted as waiting evenly up to the
+  gap ``period × (1 − share)`` (:func:`interval_with_wait`). **The gap is bounded**: a cap goes
+  on the longest CFS period (≤ ``cap_period_us``) whose gap is within ``wait_share`` of the
+  target (:func:`cap_period`), never below the least share such a period allows
+  (:func:`least_share`; a quota is ≥ 1000 µs). Where that is ``max_ratio`` or more the VNF is
+  **poll only** (the flavor's quota, the narrow window; docs/power.md).
 
   The cap's doing: the ring's wait (above), and a throttled period stalls the frame in process
   (``throttle_hits`` frames, in its histogram; more for a chain with Queues), so a breach is the
@@ -105,10 +99,9 @@ p99 in microseconds), the controller
   caused it, which later caps respect and which sinks a step after ``FLOOR_AGE`` steps down it
   blocked (without it, at high load it capped into losses, released, and again);
 
-* **acts** through ``actuator(vnf key, quota µs per the flavor's period, CFS period µs of a
-  cap or None)``: in production :class:`CgroupCap` on the VNF's own group (cgroup v2
-  ``cpu.max``, v1 ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``: a cap on the period
-  :func:`cap_period` chose, not the flavor's 100 ms; whole CPUs on the flavor's); and through
+* **acts** through ``actuator(vnf key, quota µs per 100 ms, CFS period µs or None)``: in
+  production :class:`CgroupCap` on the VNF's own group (v2 ``cpu.max``, v1 ``cpu.cfs_*``: a
+  cap on the period :func:`cap_period` chose, whole CPUs on the flavor's); and through
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
@@ -124,12 +117,12 @@ view of the ring itself (the backlog is inferred from counters).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
 from oslo_log import log as logging
 
+from .ctlstate import POLL_DEFAULT_US, Sizing, VnfState  # noqa: F401 - exported here too
 from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
     WAIT_SHARE,
@@ -137,11 +130,13 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
     cap_period,
     cpu_throttled,
     cpu_throttled_us,
+    gap_us,
     group_usage,
     interval_over,
     interval_p99,
     interval_with_wait,
     least_share,
+    ring_wait,
     tap_counters,
 )
 from .models import PowerError
@@ -174,72 +169,7 @@ POLICY = {
 }
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
 FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
-
-
-POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
-
-
-@dataclasses.dataclass
-class Sizing:
-    """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, wait_share, cap_period_us (module doc)"""
-    min_poll_us: int = 50            # the busy-poll window of a capped VNF
-    headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
-    margin_us: int = 2_000
-    rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
-    rate_margin_us: int = 5_000
-    max_ratio: float = 0.7           # no cap at this share of the capacity (or of the quota)
-    throttle_hits: int = 1           # frames in process one throttled period stalls in the VNF
-    wait_share: float | None = WAIT_SHARE   # the part of the target a cap's gap may take
-                                     # (None: not bounded, every cap on cap_period_us)
-    cap_period_us: int = CAP_PERIOD_US   # the longest CFS period of a cap (CgroupCap's)
-
-    def __post_init__(self):
-        if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
-                or not 1000 <= self.cap_period_us <= 1_000_000):
-            raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
-                             f"cap_period_us <= 1000000, got {self}")
-        if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
-                or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
-                       self.min_poll_us) < 0):
-            raise PowerError(f"controller sizing needs headroom and rate_headroom >= 1, "
-                             f"0 < max_ratio <= 1, margin_us, rate_margin_us, throttle_hits "
-                             f"and min_poll_us >= 0, got {self}")
-
-
-@dataclasses.dataclass
-class VnfState:
-    reserved_us: int                 # the flavor's quota: vcpus x period
-    quota_us: int                    # what is set now
-    state: str = OPEN                # OPEN (the flavor's quota) or CAPPED
-    poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
-    poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
-    good: int = 0                    # quiet intervals in a row
-    buckets: list | None = None
-    last: dict | None = None         # the last decision
-    tap_dropped: int | None = None   # the taps' tx_dropped at the last interval
-    ring_raw: list | None = None     # per NIC: (tap tx_packets, VNF rx), last read
-    ring_base: list | None = None    # per NIC: the smallest of those (the offset)
-    floor_us: int = 0                # learned: no cap below it (see LatencyController._next)
-    floor_age: int = 0               # steps down it blocked since it was set or last sank
-    throttled: int | None = None     # the group's nr_throttled at the last interval
-    throttled_us: float | None = None    # and its throttled time (µs)
-    period_us: int | None = None     # the CFS period of the cap in force (None: open)
-    least_us: int = 0                # no cap below it: its gap would not fit the target
-    waited: float = 0.0              # frames that waited in its ring for the cap (interval)
-    held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
-    cpu: tuple | None = None         # (uptime, busy, poll µs; its QEMU's usage) last read
-    needs: list = dataclasses.field(default_factory=list)   # need (CPUs) of the quiet streak
-    rx: tuple | None = None          # (uptime µs, frames its NICs took, dropped) last read
-    open_drops: list = dataclasses.field(default_factory=list)    # their drop shares
-    rate: float | None = None        # offered packets/s this interval (None: not known)
-    rates: list = dataclasses.field(default_factory=list)   # of the quiet streak
-    capacity: float | None = None    # packets/s at the flavor's quota (None: not known)
-    open_backlogs: list = dataclasses.field(default_factory=list)  # the last open intervals'
-    open_over: list = dataclasses.field(default_factory=list)    # p99 > target: open intervals
-    capped_over: list = dataclasses.field(default_factory=list)  # and capped, at this quota
-    noisy: bool = False              # this interval's breach is the cap's by that comparison
 
 
 class LatencyController:
@@ -318,7 +248,7 @@ class LatencyController:
         st.rate, own = self._rate(st, stats, dropped)
         ring = (backlog, self._over_open(st, backlog), own)
         held = self._held(key, st)
-        st.waited = self._waited(key, st, reserved)
+        st.waited = self._waited(key, st)
         st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
         ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
@@ -374,14 +304,12 @@ class LatencyController:
         return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us, lim)
 
     def gap_budget(self, target_us: float) -> float:
-        """The longest throttled gap (µs) a cap may leave: ``wait_share`` of the target
-        (unbounded without one)."""
+        """The longest gap (µs) a cap may leave: ``wait_share`` of the target (or none)."""
         return math.inf if self.wait_share is None else self.wait_share * float(target_us)
 
     def least_quota(self, target_us: float, reserved: int) -> int:
-        """The least cap (µs per the flavor's period) whose gap fits the target
-        (:func:`least_share`); at ``max_ratio`` of ``reserved`` or more no cap is set (POLL).
-        0 without ``wait_share``."""
+        """The least cap (µs per 100 ms) whose gap fits the target (:func:`least_share`; 0
+        without ``wait_share``): at ``max_ratio`` of ``reserved`` or more, POLL."""
         if self.wait_share is None:
             return 0
         return math.ceil(least_share(self.gap_budget(target_us), self.cap_period_us) * reserved)
@@ -436,9 +364,8 @@ class LatencyController:
             target = step if sized is None else sized
         else:
             target = sized if sized is not None and not held and sized < step else step
-        # with the capacity known, never below the cap its offered rate needs: there it serves
-        # at a load near 1 and frames queue in its tap and ring longer than any gap (the
-        # end-to-end p99 bench/powercap measured, 50 % load: 49,839 us, drops, a release)
+        # with a capacity, never below the cap its offered rate needs: there frames queue in
+        # its tap longer than any gap (bench/powercap, 50 % load: 49,839 us, drops, release)
         by_rate = sized if sized is not None and st.capacity is not None and st.rates else 0
         new = max(self.min_quota_us, st.floor_us, st.least_us, by_rate, target)
         if new >= st.quota_us:
@@ -470,35 +397,29 @@ class LatencyController:
     def _held(self, key: str, st: VnfState) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;
         None when not known (no group, no reader, the first reading)."""
-        try:
-            cur = self.throttled(key) if self.throttled is not None else None
-        except Exception as e:       # noqa: BLE001 - an unreadable group: not known
-            LOG.debug("controller %s: throttling not read: %s", key, e)
-            cur = None
+        cur = self._read(self.throttled, key, "throttling")
         prev, st.throttled = st.throttled, cur
         delta = None if cur is None or prev is None or cur < prev else cur - prev
         st.held = (st.held + (delta,))[-2:]
         return None if delta is None else any(d for d in st.held if d)
 
-    def _waited(self, key: str, st: VnfState, reserved: int) -> float:
-        """Frames that waited in the VNF's RX ring for its cap this interval: its offered
-        rate × the wall time it was throttled (``cpu.stat``'s throttled time, at most its
-        throttled periods × the cap's gap, ``period × (1 − share)``; without the time, the
-        periods × the gap); 0 when open or not known."""
+    @staticmethod
+    def _read(fn, key: str, what: str):
+        """``fn(key)``, None without ``fn`` or when it fails (an unreadable group: not known)."""
         try:
-            cur = self.throttled_time(key) if self.throttled_time is not None else None
-        except Exception as e:       # noqa: BLE001 - an unreadable group: not known
-            LOG.debug("controller %s: throttled time not read: %s", key, e)
-            cur = None
+            return fn(key) if fn is not None else None
+        except Exception as e:       # noqa: BLE001 - a group or process gone: not known
+            LOG.debug("controller %s: %s not read: %s", key, what, e)
+            return None
+
+    def _waited(self, key: str, st: VnfState) -> float:
+        """Frames that waited in the VNF's RX ring for its cap this interval (:func:`ring_wait`
+        of its offered rate, throttled periods and time, and the cap's gap)."""
+        cur = self._read(self.throttled_time, key, "throttled time")
         prev, st.throttled_us = st.throttled_us, cur
-        periods = st.held[-1] if st.held else None
-        if st.period_us is None or st.quota_us >= reserved or st.rate is None:
-            return 0.0
-        gap = st.period_us * (1.0 - st.quota_us / reserved)
-        bound = None if periods is None else periods * gap
         spent = None if cur is None or prev is None or cur < prev else cur - prev
-        wall = (spent if bound is None else bound if spent is None else min(spent, bound))
-        return 0.0 if wall is None else st.rate * wall / 1e6
+        return ring_wait(st.rate, st.held[-1] if st.held else None, spent,
+                         gap_us(st.period_us, st.quota_us, st.reserved_us))
 
     def _need(self, key: str, st: VnfState, stats: dict | None) -> float | None:
         """The CPUs the VNF needed this interval (module doc), None when not known: its busy
@@ -511,11 +432,7 @@ class LatencyController:
         except (KeyError, TypeError, ValueError):
             st.cpu = None
             return None
-        try:
-            usage = self.usage(key) if self.usage is not None else None
-        except Exception as e:       # noqa: BLE001 - an unreadable process: not known
-            LOG.debug("controller %s: CPU usage not read: %s", key, e)
-            usage = None
+        usage = self._read(self.usage, key, "CPU usage")
         prev, st.cpu = st.cpu, (up, busy, poll, usage)
         if prev is None or up <= prev[0] or busy < prev[1] or poll < prev[2]:
             return None                          # the first reading, or the VNF restarted
@@ -588,13 +505,6 @@ class LatencyController:
         st.ring_raw = cur
         return dropped, max(r - b for r, b in zip(raw, st.ring_base))
 
-    @staticmethod
-    def _gap_ns(st: VnfState) -> float:
-        """The throttled gap (ns) of the cap in force: ``period × (1 − share)``; 0 open."""
-        if st.period_us is None or st.quota_us >= st.reserved_us:
-            return 0.0
-        return 1000.0 * st.period_us * (1.0 - st.quota_us / st.reserved_us)
-
     def _cap_did_it(self, st: VnfState, b1: list, ns: float, n: int, held: bool | None) -> bool:
         """Whether a breach of ``ns`` was the cap's doing (module doc): throttled (or not known)
         and no breach left without ``throttle_hits`` packets per throttled period."""
@@ -618,7 +528,7 @@ class LatencyController:
         b1 = list((stats.get("latency_ns") or {}).get("buckets_log2") or [])
         first = st.buckets is None
         p99, packets = (None, 0) if first else interval_p99(None, interval_with_wait(
-            st.buckets, b1, st.waited, self._gap_ns(st)))
+            st.buckets, b1, st.waited, 1000 * gap_us(st.period_us, st.quota_us, st.reserved_us)))
         b0, st.buckets = st.buckets, b1
         ev, why = self._event(st, (b0, b1), target_ns, (p99, packets, first),
                               (dropped, *ring, held))

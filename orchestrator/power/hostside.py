@@ -147,6 +147,27 @@ def cap_period(share: float, gap_us: float, longest_us: int = CAP_PERIOD_US) -> 
     return hi if hi >= lo else None
 
 
+def gap_us(period_us: int | None, quota_us: int, reserved_us: int) -> float:
+    """The throttled gap (µs) of a cap of ``quota_us`` of ``reserved_us`` on ``period_us``:
+    ``period × (1 − share)``; 0 at the flavor's quota or without a period."""
+    if period_us is None or quota_us >= reserved_us:
+        return 0.0
+    return period_us * (1.0 - quota_us / reserved_us)
+
+
+def ring_wait(rate: float | None, periods: int | None, spent_us: float | None,
+              gap: float) -> float:
+    """Frames that waited in a capped VNF's RX ring for its cap in an interval: its offered
+    ``rate`` (packets/s) × the wall time it was throttled, ``spent_us`` (``cpu.stat``'s
+    throttled time, summed over CPUs) at most its throttled ``periods`` × the ``gap`` (µs);
+    without the time, the periods × the gap; 0 without a gap, a rate or either reading."""
+    if not gap or rate is None:
+        return 0.0
+    bound = None if periods is None else periods * gap
+    wall = spent_us if bound is None else bound if spent_us is None else min(spent_us, bound)
+    return 0.0 if wall is None else rate * wall / 1e6
+
+
 class CgroupCap:
     """The production actuator: the controller's quota (µs per the flavor's 100 ms period) on
     the VNF's own cgroup (:func:`fluidvim.vnf.cgroups.set_cpu_quota`). A cap is written as the

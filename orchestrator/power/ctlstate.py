@@ -1,0 +1,75 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The latency controller's settings and its state per VNF (:mod:`.controller`, whose
+docstring says what each field is for)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .hostside import CAP_PERIOD_US, WAIT_SHARE
+from .models import PowerError
+
+POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
+
+
+@dataclasses.dataclass
+class Sizing:
+    """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
+    throttle_hits, wait_share, cap_period_us (module doc)"""
+    min_poll_us: int = 50            # the busy-poll window of a capped VNF
+    headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
+    margin_us: int = 2_000
+    rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
+    rate_margin_us: int = 5_000
+    max_ratio: float = 0.7           # no cap at this share of the capacity (or of the quota)
+    throttle_hits: int = 1           # frames in process one throttled period stalls in the VNF
+    wait_share: float | None = WAIT_SHARE   # the part of the target a cap's gap may take
+                                     # (None: not bounded, every cap on cap_period_us)
+    cap_period_us: int = CAP_PERIOD_US   # the longest CFS period of a cap (CgroupCap's)
+
+    def __post_init__(self):
+        if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
+                or not 1000 <= self.cap_period_us <= 1_000_000):
+            raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
+                             f"cap_period_us <= 1000000, got {self}")
+        if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
+                or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
+                       self.min_poll_us) < 0):
+            raise PowerError(f"controller sizing needs headroom and rate_headroom >= 1, "
+                             f"0 < max_ratio <= 1, margin_us, rate_margin_us, throttle_hits "
+                             f"and min_poll_us >= 0, got {self}")
+
+
+@dataclasses.dataclass
+class VnfState:
+    reserved_us: int                 # the flavor's quota: vcpus x period
+    quota_us: int                    # what is set now
+    state: str = "open"              # controller.OPEN, POLL or CAPPED
+    poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
+    poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
+    good: int = 0                    # quiet intervals in a row
+    buckets: list | None = None
+    last: dict | None = None         # the last decision
+    tap_dropped: int | None = None   # the taps' tx_dropped at the last interval
+    ring_raw: list | None = None     # per NIC: (tap tx_packets, VNF rx), last read
+    ring_base: list | None = None    # per NIC: the smallest of those (the offset)
+    floor_us: int = 0                # learned: no cap below it (see LatencyController._next)
+    floor_age: int = 0               # steps down it blocked since it was set or last sank
+    throttled: int | None = None     # the group's nr_throttled at the last interval
+    throttled_us: float | None = None    # and its throttled time (µs)
+    period_us: int | None = None     # the CFS period of the cap in force (None: open)
+    least_us: int = 0                # no cap below it: its gap would not fit the target
+    waited: float = 0.0              # frames that waited in its ring for the cap (interval)
+    held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
+    cpu: tuple | None = None         # (uptime, busy, poll µs; its QEMU's usage) last read
+    needs: list = dataclasses.field(default_factory=list)   # need (CPUs) of the quiet streak
+    rx: tuple | None = None          # (uptime µs, frames its NICs took, dropped) last read
+    open_drops: list = dataclasses.field(default_factory=list)    # their drop shares
+    rate: float | None = None        # offered packets/s this interval (None: not known)
+    rates: list = dataclasses.field(default_factory=list)   # of the quiet streak
+    capacity: float | None = None    # packets/s at the flavor's quota (None: not known)
+    open_backlogs: list = dataclasses.field(default_factory=list)  # the last open intervals'
+    open_over: list = dataclasses.field(default_factory=list)    # p99 > target: open intervals
+    capped_over: list = dataclasses.field(default_factory=list)  # and capped, at this quota
+    noisy: bool = False              # this interval's breach is the cap's by that comparison
