@@ -820,6 +820,16 @@ class Store:
             s.execute(sa.delete(NSLockRow).where(NSLockRow.ns_id == row.ns_id,
                                                  NSLockRow.op_id == op_id))
 
+    def op_lost(self, op_id: str, error: str) -> bool:
+        """End as failed an operation that lost its NS operation lock (:class:`LeaseLost`)
+        unless a peer took it over (adopted it: no longer this process's); True when ended here
+        - nobody else will finish it."""
+        with self.Session.begin() as s:
+            return s.execute(sa.update(NSOperation).where(
+                NSOperation.id == op_id, NSOperation.state == states.OP_PROCESSING,
+                NSOperation.owner == self.owner).values(
+                state=states.OP_FAILED, error=error, ended_at=time.time())).rowcount == 1
+
     def op_progress(self, op_id: str, **detail) -> None:
         """Record how far an operation got (its steps), for a survivor that resumes it."""
         with self.Session.begin() as s:

@@ -45,7 +45,10 @@ class LeaseLost(Refused):
     """This orchestrator no longer holds the operation lock of the network service it runs an
     operation on (its lease expired while its heartbeat stalled and another operation took it,
     or a peer took the operation over as a dead worker's): the operation stops where it is,
-    without rolling back - what it did belongs to the lock's new holder."""
+    without rolling back - what it did belongs to the lock's new holder. ``unrecorded``: the
+    instances it launched but could not add to the NS record."""
+
+    unrecorded: tuple = ()
 
 
 class Unreachable(OrchestratorError):

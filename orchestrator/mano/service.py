@@ -149,6 +149,12 @@ class NSManager:
             time.sleep(0.1)
         try:
             yield op_id
+        except LeaseLost as e:
+            # not taken over (another operation took the expired lock): failed here, and what
+            # it launched but could not record goes (the other operation does not know it)
+            if self.store.op_lost(op_id, e.message):
+                self._teardown(None, {}, [], list(e.unrecorded))
+            raise
         finally:
             self.store.release_ns_lock(row.id, op_id)
 
@@ -679,7 +685,11 @@ class NSManager:
                        "nics": [{"cpd": x["cpd"], "network": x["network"]} for x in u["nics"]]}
                 instances.append(rec)
                 added.append(rec)
-                self.store.update_ns(row.id, instances=instances)
+                try:
+                    self.store.update_ns(row.id, instances=instances)
+                except LeaseLost as e:
+                    e.unrecorded = (rec,)
+                    raise
         return added, None
 
     def owner(self, service: str):

@@ -352,6 +352,8 @@ def test_a_stalled_holder_whose_lock_was_taken_writes_nothing(db_url, monkeypatc
                 step()
     assert a.ns_operation(op).state == states.OP_PROCESSING     # a's commit did not happen
     assert a.ns_operation(op).detail == {"step": 1}
+    assert a.op_lost(op, "lost its lock")                # not taken over: a ends it, failed
+    assert (a.ns_operation(op).state, a.ns_operation(op).error) == ("failed", "lost its lock")
     a.release_ns_lock("ns1", op)
     a.release_ns_lock("ns1", "op-b")                    # b's operation id, not a's lock
     assert [(r.op_id, r.owner) for r in a.ns_locks()] == [("op-b", "worker-b")]
@@ -371,6 +373,8 @@ def test_a_holder_taken_over_as_dead_stops_and_leaves_the_survivors_lock(db_url,
     assert b.take_ns_lock("ns2", op, states.OP_HEAL, lease=5.0, steal_from="worker-a") is None
     with a.fenced("ns2", op, 5.0), pytest.raises(LeaseLost):
         a.update_ns("ns2", steps=[])
+    b.adopt_op(op)
+    assert not a.op_lost(op, "lost its lock")            # b runs it now: a leaves it alone
     a.release_ns_lock("ns2", op)
     assert [(r.op_id, r.owner) for r in a.ns_locks()] == [(op, "worker-b")]
     with b.fenced("ns2", op, 5.0):
@@ -413,4 +417,35 @@ def test_a_scale_whose_worker_is_taken_over_mid_way_launches_nothing_more(pair, 
     assert len(shown["instances"]) == len(r["instances"]) + 1
     assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
     assert a.store.ns_locks() == []
+    a.ns.delete("sc1")
+
+
+def test_a_scale_whose_lock_another_operation_took_ends_failed_leaving_nothing(pair,  # noqa: F811
+                                                                              pkg):  # noqa: F811
+    """b's lease runs out between its launch and its record (its heartbeat stalled) and an
+    operation at a takes the lock: b's scale stops (LeaseLost), ends failed, and removes the
+    instance it launched but could not record - a's operation does not know it."""
+    from fluidvim.orchestrator.db import NSLockRow
+    from fluidvim.orchestrator.exception import LeaseLost
+
+    a, b, zone = pair
+    r = deploy_scaled(b, pkg)
+    real_update = b.store.update_ns
+
+    def update_ns(ns_id, **fields):
+        if len(fields.get("instances", [])) > len(r["instances"]):
+            with b.store.Session.begin() as s:          # b's lease expired meanwhile
+                s.execute(sa.update(NSLockRow).values(expires_at=0.0))
+            assert a.store.take_ns_lock(r["id"], "op-at-a", states.OP_HEAL, 30.0) is None
+        return real_update(ns_id, **fields)
+    b.store.update_ns = update_ns
+    with pytest.raises(LeaseLost):
+        b.ns.scale("sc1", "fw-pool", "out")
+    (op,) = [o for o in a.store.ns_operations(r["id"]) if o.type == "scale"]
+    assert op.state == "failed" and "lost its operation lock" in op.error
+    assert [(lk.op_id, lk.owner) for lk in a.store.ns_locks()] == [("op-at-a", a.members.id)]
+    shown = a.ns.show("sc1")
+    assert shown["scaling"][0]["level"] == 0 and len(shown["instances"]) == len(r["instances"])
+    assert sorted(zone.vnfs) == sorted(i["id"] for i in shown["instances"])
+    a.store.release_ns_lock(r["id"], "op-at-a")
     a.ns.delete("sc1")
