@@ -66,6 +66,11 @@ def parse(argv):
                          "awake (sessions first: none is cut)")
     ap.add_argument("--off-hold-s", type=float, default=120.0,
                     help="an empty host is powered off after this long")
+    ap.add_argument("--route", default="efficient", choices=sim.ROUTES,
+                    help="session routing, every policy: 'efficient' (instances on the host "
+                         "with the fewest dynamic watts per thread first, the fullest there "
+                         "first) or 'fullest' (the fullest instance of all: the rule before "
+                         "2026-11-28)")
     ap.add_argument("--milp-max-hosts", type=int, default=1000,
                     help="solve the MILP bound up to this fleet size")
     ap.add_argument("--milp-every", type=int, default=0,
@@ -135,6 +140,13 @@ def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
          "boot, and a woken host nothing uses is powered off by the same hold-time rule",
          "source": "orchestrator/hostpower.py [host_power] wake_ahead_s; bench/energy/sim.py "
                    "_wake_ahead"},
+        {"rule": "session routing", "value": (
+            "a new session goes to a ready instance with a free slot on the host with the "
+            "fewest dynamic watts per hardware thread ((w_100 - w_0) / threads) first, the "
+            "fullest instance there first (every policy)" if cfg.route == "efficient" else
+            "a new session goes to the fullest ready instance with a free slot (every policy)"),
+         "source": "packing as AutoScale's index-packing routes requests (Gandhi et al. 2012); "
+                   "the host order: bench/energy/sim.py SimConfig.route"},
         {"rule": "VNF CPU", "value": "one hardware thread at full slots, sessions/slots of "
          "one in between, ~0 idle", "source": "bench/results/density.json "
                                               "idle_cpu_pct_per_vnf (0.0 at 1,000 idle VNFs)"},
@@ -195,7 +207,7 @@ def main(argv=None) -> int:
                         drain_bound_s=args.drain_bound_s,
                         warmup_s=min(3 * 3600.0, args.day_s / 4),
                         launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
-                        seed=args.seed)
+                        seed=args.seed, route=args.route)
     cfg.trough_peak = args.trough_peak
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

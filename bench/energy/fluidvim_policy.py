@@ -160,7 +160,7 @@ class FluidvimPolicy:
                  horizon_s: float = 3600.0, boot_s: float = 260.0, trend_s: float = 900.0,
                  wake: str = "order", fill: str = "wake-cost", ahead: bool = True,
                  forecast_window_s: float = 900.0, reserve: float = 0.0,
-                 workdir: str | None = None):
+                 fill_for_need: bool = True, workdir: str | None = None):
         """``wake``: which powered-off host a refused placement wakes - ``order``
         (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
         watts), ``engine`` (the off hosts are candidates of the placement itself).
@@ -177,7 +177,16 @@ class FluidvimPolicy:
         keeps none (``HostPower``: ``power.Fill`` without a reserve): a launch is 29.6 ms of
         CPU, 0.1 % of a thread over a 30-s step. (1 until 2026-11-28, when full hosts served
         sessions late; with the simulator's later fixes none is late without it, and the
-        kept thread cost a host at the peak: heterogeneous 20 hosts 42.27 -> 42.05 kWh.)"""
+        kept thread cost a host at the peak: heterogeneous 20 hosts 42.27 -> 42.05 kWh.)
+        ``fill_for_need``: when the forecast wants ``need`` VNFs more than the room in service
+        and waking holds, the hosts in service are first filled beyond their fill limits
+        against what a VNF costs on the best host woken for those ``need`` VNFs
+        (``power.wake_unit_watts``: its idle watts shared by only them), and a host is woken
+        only if that room is not enough (the orchestrator's own wake-ahead counts the room of
+        its hosts up to their threads). Without it (until 2026-11-28) the fill limits stood
+        against the best host's efficient load and the peak woke a 109-W-idle server for one or
+        two VNFs, which stood empty for three hours (heterogeneous 20 hosts 41.68 -> 41.46 kWh).
+        """
         if wake not in self.WAKE_RULES:
             raise ValueError(f"wake={wake!r}: use one of {', '.join(self.WAKE_RULES)}")
         self.wake = wake
@@ -198,6 +207,8 @@ class FluidvimPolicy:
         # for a ramp stays through a minute's flat trend; power.ShortfallPeak)
         self.short_peak = power.ShortfallPeak(boot_s)
         self.keep_ahead = 0             # room wake_ahead keeps beyond it: the scaler's next step
+        self.fill_for_need = fill_for_need
+        self.wake_need = 0              # VNFs a wake would be for now (fill_for_need), else 0
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
         self.orch = None
@@ -244,7 +255,7 @@ class FluidvimPolicy:
         the engine's filter, probe, analysis and decision run on the launch a deployment makes
         there (``deploy(..., host=)``); should it refuse, the placement is the engine's own."""
         out = []
-        for inst in instances:
+        for n, inst in enumerate(instances):
             cpu = time.process_time()
             p = None
             if on is not None:
@@ -264,6 +275,10 @@ class FluidvimPolicy:
             for k, ms in p.step_ms.items():
                 self.steps_ms[k].append(ms)
             host = p.host
+            if host is None and self._beyond_fill(len(instances) - n):
+                p = self.orch.placement.place(shape.service)
+                self.decision_ms[-1] += p.total_ms
+                host = p.host
             if host is None:
                 host = self._wake_one()        # the hosts in service are full: wake one
             if host is None and self.fill == "efficient" and not self.zone.any_off():
@@ -281,6 +296,24 @@ class FluidvimPolicy:
             self._add(inst, shape.service, host)
             out.append(Placement(inst, host))
         return out
+
+    def _beyond_fill(self, need: int) -> bool:
+        """``fill_for_need``: the hosts in service are at their fill limits and ``need`` more
+        VNFs are to be placed: raise the limits against a host woken for just those
+        (``power.wake_unit_watts``) if that makes room in service (True), else leave them."""
+        if not (self.fill_for_need and self.fill == "wake-cost") or need <= 0:
+            return False
+        if not any(self.zone.state(h) != "on" for h in self.zone.info):
+            return False
+        before = self.zone.room()
+        was = self.wake_need
+        self.wake_need = max(was, need)
+        self._refill()
+        if self.zone.room() > before:
+            return True
+        self.wake_need = was
+        self._refill()
+        return False
 
     def _wake_one(self) -> str | None:
         """The host for a placement the hosts in service refused: one already booting (woken
@@ -379,10 +412,11 @@ class FluidvimPolicy:
         self.short_peak.note(now, short)
         keep = self.keep_ahead = max((v["headroom"] // v["slots"] + 1
                                       for v in services.values()), default=0)
+        off = [h for h in self.zone.info if self.zone.state(h) == "off"]
+        self._fill_for(max(short, self.short_peak.peak()) + keep, bool(off))
         if not short:
             return []
         room = self.zone.room(("on", "waking"))
-        off = [h for h in self.zone.info if self.zone.state(h) == "off"]
         wake = power.wake_ahead(short, room, [self._fleet_host(h) for h in off],
                                 fill=lambda fh: self.zone.fill[fh.name], keep=keep)
         for h in wake:
@@ -390,6 +424,26 @@ class FluidvimPolicy:
         if wake:
             self._refill()
         return wake
+
+    def _fill_for(self, need: float, any_off: bool) -> None:
+        """``fill_for_need``: the fills for ``need`` VNFs (the forecast's shortfall, its peak
+        over the last boot - the limits do not drop back in a flat minute -, plus the
+        scaler's next step) where the room in service and waking holds fewer: a wake for the
+        few beyond it comes after the hosts in service are filled beyond their fill limits,
+        while a VNF costs less there than on a host woken for just those."""
+        if not (self.fill_for_need and self.fill == "wake-cost"):
+            return
+        if self.wake_need:
+            self.wake_need = 0
+            self._refill()
+        room = self.zone.room(("on", "waking"))
+        if not any_off or need <= room:
+            return
+        self.wake_need = need - room
+        self._refill()
+        if self.zone.room(("on", "waking")) <= room:
+            self.wake_need = 0
+            self._refill()
 
     def keep_empty(self, hosts: list[str]) -> list[str]:
         """Of the empty hosts the simulator would power off now, those the orchestrator keeps
@@ -435,6 +489,13 @@ class FluidvimPolicy:
             off = [self._unit_w[h] for h in self.zone.info
                    if self.zone.state(h) != "on" or not self.zone.eligible[h]]
             best = min(off) if off else math.inf
+            if self.wake_need and off:
+                # a host woken for ``wake_need`` VNFs shares its idle watts among only them
+                best = max(best, power.wake_unit_watts(
+                    [power.FleetHost(h, self.curves[h], capacity=float(self.hosts[h].cores))
+                     for h in self.zone.info
+                     if self.zone.state(h) != "on" or not self.zone.eligible[h]],
+                    self.wake_need))
             if self._fills.get("_best") == best:
                 return
             memo: dict = {}

@@ -43,11 +43,12 @@ class _Recording(sim.Simulator):
                 "busy": float(self._demand.sum())})
 
 
-def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1) -> dict:
+def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1,
+        route: str = "efficient") -> dict:
     services, measurement = workload.load_services(None)
     launch = sim.measured_launch()
     cfg = sim.SimConfig(warmup_s=3 * 3600.0, launch_s=launch["launch_s"],
-                        launch_cpu_s=launch["launch_cpu_s"], seed=seed)
+                        launch_cpu_s=launch["launch_cpu_s"], seed=seed, route=route)
     fl = fleetmod.make_fleet(kind, hosts, seed, model=None)
     demand = workload.Demand(services, fl.threads, peak_load=0.7, seed=seed,
                              trough_peak=workload.TROUGH_PEAK, day_s=cfg.day_s,
@@ -129,10 +130,12 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=int, default=10,
                     help="solve the bound every this many steps (1: every 30-s step)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--route", default="efficient", choices=sim.ROUTES,
+                    help="session routing (bench.energy --route)")
     args = ap.parse_args(argv)
     if args.every < 1 or args.hosts < 1:
         ap.error("--every and --hosts must be >= 1")
-    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed)))
+    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed, args.route)))
     return 0
 
 

@@ -520,3 +520,85 @@ def test_fluidvim_moves_a_vnf_from_a_dear_host_to_a_cheap_one_with_room(services
         assert pol.zone.used == {"h0": 3, "h1": 1}
     finally:
         pol.close()
+
+
+@pytest.mark.parametrize("route", sim.ROUTES)
+def test_sessions_go_to_the_most_efficient_host_first_then_the_fullest_instance(route, services):
+    """``SimConfig.route``: a new session goes to an instance on the host with the fewest
+    dynamic watts per thread first (``efficient``, the default), the fullest there first; with
+    ``fullest`` to the fullest instance of all, wherever it runs. Every policy gets the rule."""
+    svcs, _ = services
+    fl = fleetmod.make_fleet("heterogeneous", 2, 1)
+    cfg = sim.SimConfig(route=route)
+    demand = StepDemand(svcs, fl.threads, [(-1e9, 0.5)])
+    s = sim.Simulator(fl, svcs, demand, cfg, policy=object())     # no policy is asked here
+    rank = (s.w100 - s.w0) / s.threads
+    assert rank[0] != rank[1]
+    cheap, dear = int(np.argmin(rank)), int(np.argmax(rank))
+    slots = svcs[0].slots
+    on_dear = s.inst.add("a", 0, dear, 0.0)
+    on_cheap = s.inst.add("b", 0, cheap, 0.0)
+    on_cheap2 = s.inst.add("c", 0, cheap, 0.0)
+    s.inst.sess[on_dear] = slots - 2                # the fullest instance: on the dear host
+    s.inst.sess[on_cheap2] = 1
+    idx = np.array([on_dear, on_cheap, on_cheap2])
+    assert s._fill(idx, 3) == 3
+    if route == "efficient":
+        # the cheap host's fullest instance first
+        assert list(s.inst.sess[idx]) == [slots - 2, 0, 4]
+        # once the cheap host's instances are full, the dear host's
+        assert s._fill(idx, 2 * slots) == 2 * slots - 4 + 2
+        assert list(s.inst.sess[idx]) == [slots, slots, slots]
+    else:
+        assert list(s.inst.sess[idx]) == [slots, 0, 2]
+    if route == "efficient":
+        # a host whose hardware threads are all busy takes no more while another has idle ones
+        s2 = sim.Simulator(fl, svcs, demand, cfg, policy=object())
+        for k in range(int(s2.threads[cheap])):
+            s2.inst.sess[s2.inst.add(f"full{k}", 0, cheap, 0.0)] = slots
+        spare = [s2.inst.add("x", 0, cheap, 0.0), s2.inst.add("y", 0, dear, 0.0)]
+        assert s2._fill(np.array(spare), 3) == 3
+        assert list(s2.inst.sess[spare]) == [0, 3]
+    with pytest.raises(ValueError, match="route"):
+        sim.Simulator(fl, svcs, demand, sim.SimConfig(route="nearest"), policy=object())
+
+
+def test_fluidvim_fills_the_hosts_in_service_rather_than_wake_one_for_a_few_vnfs(
+        services, monkeypatch):
+    """When the forecast wants a few VNFs more than the hosts in service take up to their fill
+    limits, they are filled beyond them while a VNF costs less there than on a host woken for
+    those few (``power.wake_unit_watts``), and no host is woken; without ``fill_for_need`` the
+    best powered-off host is woken for them. A shortfall beyond what they take wakes it."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from fluidvim.orchestrator import power
+    svcs, measurement = services
+    turbo = "spec0127"                      # 112 threads, most efficient at 70 %
+    fl = fleetmod.make_fleet("homogeneous", 2, 1, model=turbo)
+    a, b = (h.id for h in fl.hosts)
+    svc = svcs[0]
+    want = {"n": 0}
+    monkeypatch.setattr(power, "forecast_instances", lambda *args, **kw: want["n"])
+    woken = {}
+    for few in (True, False):
+        pol = FluidvimPolicy(measurement, svcs, fill_for_need=few)
+        try:
+            pol.start(list(fl.hosts))
+            pol.set_power(b, False)
+            fill = pol.zone.fill[a]
+            assert fill == power.fill_limit(power.library().curve(turbo), 112,
+                                            power.unit_watts(power.library().curve(turbo), 112))
+            assert fill < 112
+            for i in range(fill):
+                pol._add(f"v{i}", svc.name, a)
+            assert pol.room() == 0
+            view = {svc.name: {"history": [], "slots": svc.slots, "headroom": 0, "lead_s": 30.0}}
+            want["n"] = fill + 1                 # one more than there are (+1: the next step)
+            woken[few] = pol.ahead(0.0, view, 290.0)
+            if few:
+                assert pol.zone.state(b) == "off" and pol.room() >= 2
+                assert pol.zone.fill[a] > fill
+                want["n"] = 112 + 1              # more than a takes: wake b
+                assert pol.ahead(30.0, view, 290.0) == [b]
+        finally:
+            pol.close()
+    assert woken == {True: [], False: [b]}
