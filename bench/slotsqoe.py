@@ -12,7 +12,11 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    the VNF's ``qoe`` parameters from it (:func:`~fluidvim.evaluator.qoeslots.qoe_params`: for
    sessions of ``--run-s`` x ``--session-pps`` packets, the late-share reading
    :func:`~fluidvim.evaluator.qoeslots.late_capacity`; the whole-step reading before it is
-   recorded next to it as ``capacity_whole_step``, the A/B on the same probe);
+   recorded next to it as ``capacity_whole_step``, the A/B on the same probe), then its
+   **confirm phase** (``--confirm-runs``): runs of ``--run-s`` s sessions on the probe VNF,
+   judged per session, from that estimate, bracketed and bisected
+   (:func:`~fluidvim.evaluator.qoeslots.next_confirm`); the capacity announced is read off
+   them by the reference's own rule (``capacity_fast``: the fast steps' reading, the A/B);
 3. the **per-session reference** in the same run, by the target's own definition: runs like the
    admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts from
    half to 1.5 x the probe's capacity, each ``--session-repeats`` times (passes interleaved)
