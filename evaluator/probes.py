@@ -604,14 +604,19 @@ class LoadProbe(Probe):
             estimate = 1
         runs: list[dict] = []
         t0 = time.perf_counter()
+        out = {"target": t.as_dict(), "estimate": estimate, "runs": runs}
         while (n := qoeslots.next_confirm(runs, estimate, self.max_sessions, t)) is not None:
-            runs.append(self._session_run(net, stats_fn, instance_id, n))
+            try:
+                runs.append(self._session_run(net, stats_fn, instance_id, n))
+            except RuntimeError as e:       # the fast steps stand; the confirm is not read
+                out["error"] = f"confirm run of {n} sessions failed: {e}"
+                LOG.warning("load probe %s: %s", env.uid, out["error"])
+                break
             if progress:
                 progress(dict(runs[-1], confirm=True))
             LOG.info("load probe %s confirm: %d sessions of %g s, %.1f%% over", env.uid, n,
                      t.session_s, runs[-1]["over_pct"])
-        return {"target": t.as_dict(), "estimate": estimate, "runs": runs,
-                "seconds": round(time.perf_counter() - t0, 1)}
+        return dict(out, seconds=round(time.perf_counter() - t0, 1))
 
     def _session_run(self, net, stats_fn, instance_id, n: int) -> dict:
         """``n`` sessions of the confirm target's length through the probe VNF, judged one by

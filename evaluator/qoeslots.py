@@ -496,9 +496,10 @@ def confirm_for(result: ProbeResult, deadline_ms: float, quantile: float,
                 session_packets: int | None = None) -> dict | None:
     """The probe's confirm phase (``metrics["confirm"]``) if it measured this deadline,
     quantile and session rate (and, with ``session_packets``, sessions of that many packets);
-    None otherwise (the fast steps are read)."""
+    None otherwise, or when one of its runs failed (an unfinished search): the fast steps are
+    read."""
     conf = (result.metrics or {}).get("confirm")
-    if not conf or not conf.get("runs"):
+    if not conf or not conf.get("runs") or conf.get("error"):
         return None
     t = conf.get("target") or {}
     spp = float(session_pps or result.metrics.get("session_pps") or 0)

@@ -434,3 +434,29 @@ def test_probe_confirm_phase_runs_sessions_and_judges_each(monkeypatch):
     assert len(conf["runs"]) <= 6 and conf["runs"][0]["over_pct"] == 100.0
     r = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={**metrics, "confirm": conf})
     assert 140 <= qoe_params(r, 10.0, 0.99, session_packets=1600).capacity <= 150
+
+
+def test_probe_confirm_run_that_fails_leaves_the_fast_reading(monkeypatch):
+    from fluidvim.evaluator.probes import LoadProbe
+    from fluidvim.evaluator.qoeslots import SessionTarget, fast_capacity
+
+    probe = LoadProbe(confirm=SessionTarget(10.0, 0.99, 16.0))
+    ok = {"offered_pps": 100.0, "per_session": {"latency_ms": [1.0], "loss": [0.0]}}
+    answers = iter([ok])
+
+    def step(net, n, **kw):
+        try:
+            return dict(next(answers), per_session={"latency_ms": [30.0] * n,
+                                                    "loss": [0.0] * n})
+        except StopIteration:
+            raise RuntimeError("load generator failed (1): boom") from None
+
+    monkeypatch.setattr(probe, "_step", step)
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    metrics = {"session_pps": 100.0, "max_sessions": 4096,
+               "steps": [full(10000, quiet), full(20000, (20, 30, 40, 50))]}
+    conf = probe._confirm(None, None, "i1", type("Env", (), {"uid": "u1"})(), metrics, None)
+    assert len(conf["runs"]) == 1 and "boom" in conf["error"]
+    r = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={**metrics, "confirm": conf})
+    assert qoe_params(r, 10.0, 0.99, session_packets=1600).capacity == fast_capacity(
+        r, 10.0, 0.99, session_packets=1600).slots
