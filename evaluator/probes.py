@@ -375,6 +375,11 @@ class LoadProbe(Probe):
     cores with the VNF under test, whose vCPU runs at ``[vnf] vcpu_nice`` - a client at that
     nice competes with the VNF as an equal, not above it.
 
+    ``confirm``: a :class:`~fluidvim.evaluator.qoeslots.SessionTarget` (deadline, quantile,
+    session length) or None (the default, stage 1's): with one, the fast steps are followed by
+    session-length runs judged per session (:meth:`_confirm`, ``metrics["confirm"]``), which the
+    QoE capacity at that deadline and quantile is read off; host namespaces only.
+
     ``traffic="auto"`` takes host namespaces where this machine can put packets on the zone's
     hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients make private
     bridges; zones with networks and VNF stats); ``traffic="netns"`` (the default, and

@@ -50,6 +50,14 @@ of such sessions within their own quantile (:func:`session_quantile`). On the qu
 of bench/results/slots.md the whole-step reading gave 92 slots against a 180 reference (one
 2 s step with a burst decided it); this one gives 150.
 
+A 2 s probe step does not show what a 16 s session meets at the same rate (bench/results/slots.md,
+14:10: 2 s steps at 400-450 sessions p99 7.8-8.9 ms, 16 s runs at 314-343 p99 8-52 ms; the
+late-share reading 457 against a 285 reference). So a probe given a :class:`SessionTarget`
+(``LoadProbe(confirm=...)``) then *measures the definition*: runs of sessions of the target's
+length from the fast estimate, judged one by one (:func:`judge_sessions`), bracketed and bisected
+(:func:`next_confirm`), and the capacity at that deadline and quantile is read off them by the
+per-session reference's own rule (:func:`session_reference`, :func:`confirmed_capacity`).
+
 The VNF corrects the capacity at run time from its histogram and its steal time (shrink when
 the tail or the wait passes its budget under load, grow back with hysteresis:
 ``unikernel/include/qoe.h``); this module only derives the parameters, so the rule lives in one
