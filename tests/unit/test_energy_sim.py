@@ -566,39 +566,44 @@ def test_sessions_go_to_the_most_efficient_host_first_then_the_fullest_instance(
 def test_fluidvim_fills_the_hosts_in_service_rather_than_wake_one_for_a_few_vnfs(
         services, monkeypatch):
     """When the forecast wants a few VNFs more than the hosts in service take up to their fill
-    limits, they are filled beyond them while a VNF costs less there than on a host woken for
-    those few (``power.wake_unit_watts``), and no host is woken; without ``fill_for_need`` the
-    best powered-off host is woken for them. A shortfall beyond what they take wakes it."""
+    limits, a server more efficient than the best one to wake is filled beyond its limit while
+    a VNF costs less there than on a host woken for those few (``power.wake_unit_watts``), and
+    no host is woken; without ``fill_for_need``, or when the host to wake is a server like it
+    (it will be filled as demand grows), the host is woken. A shortfall beyond the room wakes
+    it too."""
     from bench.energy.fluidvim_policy import FluidvimPolicy
+    from bench.energy.policy import Host
     from fluidvim.orchestrator import power
     svcs, measurement = services
-    turbo = "spec0127"                      # 112 threads, most efficient at 70 %
-    fl = fleetmod.make_fleet("homogeneous", 2, 1, model=turbo)
-    a, b = (h.id for h in fl.hosts)
+    lib = power.library()
+    turbo, dear = "spec0127", "spec0184"    # 112 threads, best at 70 %; 64, 4.3 W a thread
+    assert power.unit_watts(lib.curve(dear), 64) > power.unit_watts(lib.curve(turbo), 112)
     svc = svcs[0]
     want = {"n": 0}
     monkeypatch.setattr(power, "forecast_instances", lambda *args, **kw: want["n"])
     woken = {}
-    for few in (True, False):
+    for case, off_model, few in (("few", dear, True), ("off", dear, False),
+                                 ("same", turbo, True)):
+        hosts = [Host("a", turbo, 112, 2000, 0), Host("b", off_model, 112 if off_model == turbo
+                                                      else 64, 2000, 0)]
         pol = FluidvimPolicy(measurement, svcs, fill_for_need=few)
         try:
-            pol.start(list(fl.hosts))
-            pol.set_power(b, False)
-            fill = pol.zone.fill[a]
-            assert fill == power.fill_limit(power.library().curve(turbo), 112,
-                                            power.unit_watts(power.library().curve(turbo), 112))
-            assert fill < 112
+            pol.start(hosts)
+            pol.set_power("b", False)
+            fill = pol.zone.fill["a"]
+            wake_w = power.unit_watts(lib.curve(off_model), hosts[1].cores)
+            assert fill == power.fill_limit(lib.curve(turbo), 112, wake_w) < 112
             for i in range(fill):
-                pol._add(f"v{i}", svc.name, a)
+                pol._add(f"v{i}", svc.name, "a")
             assert pol.room() == 0
             view = {svc.name: {"history": [], "slots": svc.slots, "headroom": 0, "lead_s": 30.0}}
             want["n"] = fill + 1                 # one more than there are (+1: the next step)
-            woken[few] = pol.ahead(0.0, view, 290.0)
-            if few:
-                assert pol.zone.state(b) == "off" and pol.room() >= 2
-                assert pol.zone.fill[a] > fill
+            woken[case] = pol.ahead(0.0, view, 290.0)
+            if case == "few":
+                assert pol.zone.state("b") == "off" and pol.room() >= 2
+                assert pol.zone.fill["a"] > fill
                 want["n"] = 112 + 1              # more than a takes: wake b
-                assert pol.ahead(30.0, view, 290.0) == [b]
+                assert pol.ahead(30.0, view, 290.0) == ["b"]
         finally:
             pol.close()
-    assert woken == {True: [], False: [b]}
+    assert woken == {"few": [], "off": ["b"], "same": ["b"]}
