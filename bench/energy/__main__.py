@@ -142,8 +142,9 @@ def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
                    "_wake_ahead"},
         {"rule": "session routing", "value": (
             "a new session goes to a ready instance with a free slot on the host with the "
-            "fewest dynamic watts per hardware thread ((w_100 - w_0) / threads) first, the "
-            "fullest instance there first (every policy)" if cfg.route == "efficient" else
+            "fewest dynamic watts per hardware thread ((w_100 - w_0) / threads) first, while "
+            "that host has an idle thread, the fullest instance there first; the rest to the "
+            "fullest instance of all (every policy)" if cfg.route == "efficient" else
             "a new session goes to the fullest ready instance with a free slot (every policy)"),
          "source": "packing as AutoScale's index-packing routes requests (Gandhi et al. 2012); "
                    "the host order: bench/energy/sim.py SimConfig.route"},
