@@ -15,7 +15,7 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    recorded next to it as ``capacity_whole_step``, the A/B on the same probe), then its
    **confirm phase** (``--confirm-runs``): runs of ``--run-s`` s sessions on the probe VNF,
    judged per session, from that estimate, bracketed and bisected
-   (:func:`~fluidvim.evaluator.qoeslots.next_confirm`); the capacity announced is read off
+   (:func:`~fluidvim.evaluator.confirm.next_confirm`); the capacity announced is read off
    them by the reference's own rule (``capacity_fast``: the fast steps' reading, the A/B);
 3. the **per-session reference** in the same run, by the target's own definition: runs like the
    admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts from
@@ -55,7 +55,7 @@ import sys
 import time
 import uuid
 
-from fluidvim.evaluator.qoeslots import (  # noqa: F401 - one rule, re-exported for the bench
+from fluidvim.evaluator.confirm import (  # noqa: F401 - one rule, re-exported for the bench
     judge_sessions,
     pool_repeats,
     session_reference,
@@ -404,8 +404,8 @@ def run_probe(a, env, zone):
     """The stage-1 load probe of this run: the fast steps, then (``--confirm-runs``, not with
     ``--pooled``) its confirm phase of ``--run-s`` s sessions at the deadline and quantile."""
     from bench.evaluator import show
+    from fluidvim.evaluator.confirm import SessionTarget
     from fluidvim.evaluator.probes import LoadProbe
-    from fluidvim.evaluator.qoeslots import SessionTarget
 
     confirm_runs = getattr(a, "confirm_runs", 0)
     target = (SessionTarget(a.deadline_ms, a.quantile, a.run_s, runs=confirm_runs)

@@ -14,6 +14,7 @@ from oslo_config import cfg
 
 from fluidvim.vnf import limits
 
+from .confirm import CONFIRM_RUNS, DEFAULT_SESSION_S
 from .probes import DEFAULT_SESSIONS
 
 
@@ -58,6 +59,27 @@ evaluator_opts = [
                     "and bridges; a random tag follows it, unique on the host per probe run."),
     cfg.IntOpt("load_probe_subnet", default=96, min=0, max=255,
                help="The load probe's test network is 10.<subnet>.0.0/24."),
+    cfg.ListOpt("load_probe_confirm_levels", default=[],
+                help="QoS levels (qos_levels names) whose deadline and quantile stage 1's load "
+                     "probe confirms: after its fast steps, session-length runs "
+                     "(load_probe_session_s) judged one session at a time, bracketed and "
+                     "bisected from the fast estimate; a service with a confirmed level's "
+                     "deadline, quantile and load_probe_session_pps announces the confirmed "
+                     "slots (orchestrator launches, qscore and cost-benefit ranking), other "
+                     "services the fast estimate. Costs about load_probe_confirm_runs x "
+                     "(load_probe_session_s + 1 s) per level and environment type, once per "
+                     "probe validity (about 2 min with the defaults). Empty (the default): no "
+                     "confirm phase, every service gets the fast estimate, which was 49 % under "
+                     "to 60 % over the per-session reference on two machines "
+                     "(bench/results/slots.md); e.g. the first level's name (Q0, the "
+                     "guaranteed) to confirm it."),
+    cfg.FloatOpt("load_probe_session_s", default=DEFAULT_SESSION_S, min=0.5, max=600.0,
+                 help="Seconds one session lasts in the load probe's confirm runs: the session "
+                      "length the confirmed slots are judged at (a 2 s step does not show what "
+                      "a longer session meets at the same rate)."),
+    cfg.IntOpt("load_probe_confirm_runs", default=CONFIRM_RUNS, min=1, max=30,
+               help="Session-length runs at most per confirmed level (the count it ends on is "
+                    "run twice)."),
     cfg.FloatOpt("max_loss", default=0.01, min=0.0, max=1.0,
                  help="Packet loss a service tolerates when its slots are read off the curve."),
     cfg.StrOpt("analyzer", default="cost-benefit", choices=["cost-benefit", "qscore", "formula"],
@@ -105,6 +127,28 @@ def parse_levels(items) -> list:
     return levels
 
 
+def confirm_targets(conf: cfg.ConfigOpts) -> list:
+    """The SessionTargets stage 1's load probe confirms (``load_probe_confirm_levels``, empty =
+    none), one per named QoS level, at its deadline and quantile and ``[evaluator] max_loss``;
+    two levels at one deadline and quantile share one. ValueError naming the configured levels
+    for an unknown name."""
+    from .confirm import SessionTarget
+    c = conf.evaluator
+    levels = {lv.name: lv for lv in parse_levels(c.qos_levels)}
+    names = [n.strip() for n in c.load_probe_confirm_levels or () if n.strip()]
+    targets = []
+    for name in dict.fromkeys(names):
+        if name not in levels:
+            raise ValueError(f"[evaluator] load_probe_confirm_levels: {name!r} is not a QoS "
+                             f"level of qos_levels ({', '.join(levels) or 'none'})")
+        lv = levels[name]
+        t = SessionTarget(lv.deadline_ms, lv.quantile, session_s=c.load_probe_session_s,
+                          max_loss=c.max_loss, runs=c.load_probe_confirm_runs)
+        if t not in targets:                  # two levels at one deadline and quantile: one run
+            targets.append(t)
+    return targets
+
+
 def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
     from .probes import BootProbe, LoadProbe, StaticProbe
     c = conf.evaluator
@@ -115,7 +159,7 @@ def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
                       refine=c.load_probe_refine, stop_loss=c.load_probe_stop_loss,
                       proto=c.load_probe_proto, prefix=c.load_probe_netns_prefix,
                       subnet=c.load_probe_subnet, traffic=c.load_probe_traffic,
-                      valid_for_s=valid_for_s)]
+                      confirm=confirm_targets(conf) or None, valid_for_s=valid_for_s)]
 
 
 def make_stage1(conf: cfg.ConfigOpts, engine_or_url, valid_for_s: float = 3600.0):

@@ -50,7 +50,7 @@ from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.vnf import limits, states as vstates
 from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
 
-from . import genprobe, qoeslots
+from . import confirm as confirming, genprobe, qoeslots
 from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
 
 LOG = logging.getLogger(__name__)
@@ -92,6 +92,11 @@ class Probe(abc.ABC):
     def applicable(self, zone) -> tuple[bool, str]:
         """Whether this probe can run in ``zone`` at all (and why not)."""
         return True, ""
+
+    def covers(self, result: ProbeResult) -> bool:
+        """Whether a valid cached ``result`` of this kind answers this probe as configured
+        (stage 1 probes again when not; :meth:`LoadProbe.covers`)."""
+        return True
 
     @abc.abstractmethod
     def run(self, env: EnvironmentType, zone, service: ServiceProfile | None = None) -> ProbeResult:
@@ -375,10 +380,13 @@ class LoadProbe(Probe):
     cores with the VNF under test, whose vCPU runs at ``[vnf] vcpu_nice`` - a client at that
     nice competes with the VNF as an equal, not above it.
 
-    ``confirm``: a :class:`~fluidvim.evaluator.qoeslots.SessionTarget` (deadline, quantile,
-    session length) or None (the default, stage 1's): with one, the fast steps are followed by
-    session-length runs judged per session (:meth:`_confirm`, ``metrics["confirm"]``), which the
-    QoE capacity at that deadline and quantile is read off; host namespaces only.
+    ``confirm``: a :class:`~fluidvim.evaluator.confirm.SessionTarget` (deadline, quantile,
+    session length), a list of them, or None (no confirm phase): with targets, the fast steps are
+    followed, per target, by session-length runs judged per session (:meth:`_confirm`,
+    ``metrics["confirm"]``: one block, or a list of blocks for several targets), which the QoE
+    capacity at that deadline and quantile is read off; host namespaces only. Stage 1's come from
+    ``[evaluator] load_probe_confirm_levels`` (evaluator/conf.py); :meth:`covers` tells the
+    runner a cached result measured without one of them.
 
     ``traffic="auto"`` takes host namespaces where this machine can put packets on the zone's
     hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients make private
@@ -440,9 +448,12 @@ class LoadProbe(Probe):
             raise ValueError(f"LoadProbe client_nice must be -20..19 (a nice value), got "
                              f"{client_nice!r}")
         self.client_nice = int(client_nice)
-        if confirm is not None and not isinstance(confirm, qoeslots.SessionTarget):
-            raise ValueError(f"LoadProbe confirm must be a SessionTarget, got {confirm!r}")
-        self.confirm = confirm
+        confirms = () if confirm is None else (
+            (confirm,) if isinstance(confirm, confirming.SessionTarget) else tuple(confirm))
+        if not all(isinstance(t, confirming.SessionTarget) for t in confirms):
+            raise ValueError(f"LoadProbe confirm must be a SessionTarget or a list of them, got "
+                             f"{confirm!r}")
+        self.confirms = confirms
 
     def _mode(self, zone) -> tuple[str, bool, str]:
         """(traffic this run uses in ``zone``, whether it can, why not)."""
@@ -544,9 +555,10 @@ class LoadProbe(Probe):
                 keep = dict(keep, rechecked=True,
                             recheck_discarded={k: drop[k] for k in DISCARDED_KEYS if k in drop})
                 metrics["steps"][i] = keep
-            if self.confirm is not None and gen is None:
-                metrics["confirm"] = self._confirm(net, stats_fn, inst.id, env, metrics,
-                                                   progress)
+            if self.confirms and gen is None:
+                blocks = [self._confirm(net, stats_fn, inst.id, env, metrics, progress, t)
+                          for t in self.confirms]
+                metrics["confirm"] = blocks[0] if len(blocks) == 1 else blocks
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"
         finally:
@@ -589,16 +601,25 @@ class LoadProbe(Probe):
                  step["loss"] * 100)
         return step
 
-    def _confirm(self, net, stats_fn, instance_id, env, metrics, progress) -> dict:
-        """The confirm phase (``confirm``, a :class:`~fluidvim.evaluator.qoeslots.SessionTarget`):
+    def covers(self, result: ProbeResult) -> bool:
+        """Whether a cached result of this kind answers this probe: a successful one must carry
+        a confirm phase for each of its targets (:func:`~fluidvim.evaluator.confirm.has_target`),
+        else it was measured before they were configured (or by a probe with other ones) and its
+        slots would be the fast estimate until it expires. Failed results stand (they are kept
+        only ``[evaluator] probe_failure_valid_for``)."""
+        if not result.ok or not self.confirms or result.metrics.get("traffic") == VNF:
+            return True
+        return all(confirming.has_target(result, t) for t in self.confirms)
+
+    def _confirm(self, net, stats_fn, instance_id, env, metrics, progress, t) -> dict:
+        """The confirm phase for target ``t`` (a :class:`~fluidvim.evaluator.confirm.SessionTarget`):
         from the fast steps' estimate, runs of ``session_s`` s sessions judged one by one at the
         target's deadline and quantile, bracketed and bisected
-        (:func:`~fluidvim.evaluator.qoeslots.next_confirm`). A 2 s step does not show what a
+        (:func:`~fluidvim.evaluator.confirm.next_confirm`). A 2 s step does not show what a
         16 s session meets at the same rate (bench/results/slots.md: 2 s steps at 400-450
         sessions p99 7.8-8.9 ms, 16 s at 314-343 p99 8-52 ms); these runs measure the
         definition itself. The capacity is read off them by
-        :func:`~fluidvim.evaluator.qoeslots.confirmed_capacity`."""
-        t = self.confirm
+        :func:`~fluidvim.evaluator.confirm.confirmed_capacity`."""
         fast = ProbeResult(env_uid=env.uid, kind=LOAD, ok=True, metrics=metrics)
         try:
             est = qoeslots.fast_capacity(fast, t.deadline_ms, t.quantile, self.session_pps,
@@ -610,9 +631,9 @@ class LoadProbe(Probe):
         runs: list[dict] = []
         t0 = time.perf_counter()
         out = {"target": t.as_dict(), "estimate": estimate, "runs": runs}
-        while (n := qoeslots.next_confirm(runs, estimate, self.max_sessions, t)) is not None:
+        while (n := confirming.next_confirm(runs, estimate, self.max_sessions, t)) is not None:
             try:
-                runs.append(self._session_run(net, stats_fn, instance_id, n))
+                runs.append(self._session_run(net, stats_fn, instance_id, n, t))
             except RuntimeError as e:       # the fast steps stand; the confirm is not read
                 out["error"] = f"confirm run of {n} sessions failed: {e}"
                 LOG.warning("load probe %s: %s", env.uid, out["error"])
@@ -623,15 +644,14 @@ class LoadProbe(Probe):
                      t.session_s, runs[-1]["over_pct"])
         return dict(out, seconds=round(time.perf_counter() - t0, 1))
 
-    def _session_run(self, net, stats_fn, instance_id, n: int) -> dict:
-        """``n`` sessions of the confirm target's length through the probe VNF, judged one by
-        one (:func:`~fluidvim.evaluator.qoeslots.judge_sessions`)."""
-        t = self.confirm
+    def _session_run(self, net, stats_fn, instance_id, n: int, t) -> dict:
+        """``n`` sessions of target ``t``'s length through the probe VNF, judged one by one
+        (:func:`~fluidvim.evaluator.confirm.judge_sessions`)."""
         before = self._vnf_stats(stats_fn, instance_id)
         r = self._step(net, n, duration=t.session_s, windows=max(1, round(t.session_s)),
                        per_session=(t.quantile, t.deadline_ms))
         after = self._vnf_stats(stats_fn, instance_id)
-        judged = qoeslots.judge_sessions(r["per_session"], t.deadline_ms, t.quantile, t.max_loss)
+        judged = confirming.judge_sessions(r["per_session"], t.deadline_ms, t.quantile, t.max_loss)
         over = judged["admitted_over_deadline"]
         out = {"sessions": n, "n": n, "over": over, "over_pct": round(100.0 * over / max(1, n), 2),
                "offered_pps": r.get("offered_pps"), "loss": r.get("loss_pooled", r.get("loss")),

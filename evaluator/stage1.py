@@ -24,8 +24,10 @@ Probes run one at a time: a load probe measures latency and must not share the C
 A failed probe is cached for ``failure_valid_for_s`` (so a broken environment is not hammered on
 every placement) and reported, as is a load probe that measured the host's contention rather than
 the VNF (``metrics["contended"]``: its VNF waited for a CPU most of the time, so its capacity
-is likely too low - an overloaded host's 0 slots must not stand for an hour); a probe that
-cannot run in any zone of the type is not cached.
+is likely too low - an overloaded host's 0 slots must not stand for an hour) or whose confirm
+phase stopped on a failed run; a probe that cannot run in any zone of the type is not cached. A
+valid cached result the probe does not accept (:meth:`~fluidvim.evaluator.probes.Probe.covers`:
+a load probe result without a confirm target configured since) is measured again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from collections.abc import Callable, Mapping
 from oslo_log import log as logging
 
 from .cache import ProbeCache
+from .confirm import confirm_failed
 from .model import STATIC, EnvironmentType, ProbeResult, ServiceProfile
 from .overhead import probe_plan
 from .probes import BootProbe, LoadProbe, Probe, StaticProbe
@@ -170,9 +173,20 @@ class Stage1Runner:
                 self._one(out, targets, uid, zname, probe, service, progress, step, total)
         return out
 
+    @staticmethod
+    def _cached(out, uid, zname, probe):
+        """The valid cached result of ``probe`` for ``uid`` that answers it as configured
+        (``probe.covers``: e.g. a load probe result with its confirm targets), else None."""
+        cached = out.valid.get(uid, probe.kind, zone=zname if probe.per_zone else None)
+        if cached is not None and not probe.covers(cached):
+            LOG.info("cached %s of %s does not cover the probe as configured: probing again",
+                     probe.kind, uid)
+            return None
+        return cached
+
     def _one(self, out, targets, uid, zname, probe, service, progress, step, total):
         env = out.envs[uid]
-        cached = out.valid.get(uid, probe.kind, zone=zname if probe.per_zone else None)
+        cached = self._cached(out, uid, zname, probe)
         if cached is not None:
             out[uid].append(cached)
             age = time.time() - cached.measured_at
@@ -211,7 +225,7 @@ class Stage1Runner:
             r = ProbeResult(env_uid=uid, kind=probe.kind, ok=False, metrics={}, zone=where,
                             error=f"probe raised {type(e).__name__}: {e}")
         secs = time.perf_counter() - t
-        if not r.ok or r.metrics.get("contended"):    # measured again soon (probes.py)
+        if not r.ok or r.metrics.get("contended") or confirm_failed(r.metrics):  # again soon
             r.valid_for_s = min(r.valid_for_s, self.failure_valid_for_s)
         try:
             self.cache.put(r)

@@ -55,3 +55,25 @@ def test_bad_values():
 def test_list_opts():
     (group, opts), = evconf.list_opts()
     assert group.name == "evaluator" and {o.name for o in opts} >= {"load_probe_sessions", "analyzer"}
+
+
+def test_confirm_levels_default_off_and_named_levels_build_targets():
+    from fluidvim.evaluator.confirm import CONFIRM_RUNS, DEFAULT_SESSION_S, SessionTarget
+    assert evconf.make_probes(make())[2].confirms == ()           # the default: no confirm phase
+    conf = make(qos_levels=["gold=0.99:10:0.05", "silver=0.95:30", "alias=0.99:10"],
+                load_probe_confirm_levels=["silver", "gold", "alias"], max_loss=0.02)
+    load = evconf.make_probes(conf)[2]
+    # one per level, in the order named; two levels at one deadline and quantile share one
+    assert load.confirms == (SessionTarget(30.0, 0.95, DEFAULT_SESSION_S, max_loss=0.02),
+                             SessionTarget(10.0, 0.99, DEFAULT_SESSION_S, max_loss=0.02))
+    assert all(t.runs == CONFIRM_RUNS for t in load.confirms)
+    short = evconf.make_probes(make(load_probe_confirm_levels=["basic"], load_probe_session_s=2.0,
+                                    load_probe_confirm_runs=2))[2]
+    assert short.confirms == (SessionTarget(20.0, 0.99, 2.0, runs=2),)
+
+
+def test_confirm_levels_must_name_configured_levels():
+    with pytest.raises(ValueError, match="'gold' is not a QoS level of qos_levels \\(basic\\)"):
+        evconf.make_probes(make(load_probe_confirm_levels=["gold"]))
+    with pytest.raises(ValueError):          # below the option's minimum
+        make(load_probe_session_s=0.1)

@@ -123,3 +123,32 @@ def test_suspect_steps_are_the_non_monotone_ones():
     better = sorted([_s(10, 30.0), _s(10, 3.0)], key=_badness)[0]
     assert better["latency_ms"]["0.99"] == 3.0
     assert sorted([_s(10, 1.0, loss=0.2), _s(10, 9.0)], key=_badness)[0]["loss"] == 0.0
+
+
+def test_load_probe_confirm_takes_one_target_or_a_list_and_covers_results():
+    from fluidvim.evaluator.confirm import SessionTarget
+    from fluidvim.evaluator.model import ProbeResult
+    from fluidvim.evaluator.probes import LoadProbe
+    a, b = SessionTarget(10.0, 0.99), SessionTarget(30.0, 0.95, 4.0)
+    assert LoadProbe(confirm=a).confirms == (a,) and LoadProbe().confirms == ()
+    both = LoadProbe(confirm=[a, b])
+    assert both.confirms == (a, b)
+    with pytest.raises(ValueError, match="SessionTarget or a list"):
+        LoadProbe(confirm=[a, {"deadline_ms": 10}])
+
+    def result(confirm=None, ok=True, traffic="netns"):
+        m = {"session_pps": 100.0, "traffic": traffic, "steps": []}
+        if confirm is not None:
+            m["confirm"] = confirm
+        return ProbeResult("u1", "load", ok, m)
+
+    block = {"target": a.as_dict(), "runs": [], "estimate": 1}
+    assert LoadProbe().covers(result())                     # no target: any result answers
+    assert not LoadProbe(confirm=a).covers(result())        # measured before a was configured
+    assert LoadProbe(confirm=a).covers(result(block))
+    assert not both.covers(result(block))                   # b is missing
+    assert both.covers(result([block, {"target": b.as_dict(), "runs": []}]))
+    # another session length (or runs) is another target
+    assert not LoadProbe(confirm=SessionTarget(10.0, 0.99, 2.0)).covers(result(block))
+    assert LoadProbe(confirm=a).covers(result(ok=False))   # failures are kept briefly anyway
+    assert LoadProbe(confirm=a).covers(result(traffic="vnf"))   # generator traffic: no confirm

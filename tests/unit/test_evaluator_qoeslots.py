@@ -284,7 +284,7 @@ def test_probe_rechecks_by_the_whole_step_tail():
 
 def _search(estimate, true_capacity, target, max_sessions=4096):
     """The counts next_confirm runs against a host where a count holds iff <= true_capacity."""
-    from fluidvim.evaluator.qoeslots import next_confirm
+    from fluidvim.evaluator.confirm import next_confirm
 
     runs = []
     while (n := next_confirm(runs, estimate, max_sessions, target)) is not None:
@@ -294,7 +294,7 @@ def _search(estimate, true_capacity, target, max_sessions=4096):
 
 
 def _confirmed(runs, target, max_sessions=4096):
-    from fluidvim.evaluator.qoeslots import confirmed_capacity
+    from fluidvim.evaluator.confirm import confirmed_capacity
 
     r = ProbeResult(env_uid="u1", kind="load", ok=True,
                     metrics={"session_pps": 100, "max_sessions": max_sessions, "steps": []})
@@ -303,7 +303,7 @@ def _confirmed(runs, target, max_sessions=4096):
 
 @pytest.mark.parametrize("estimate,truth", [(457, 285), (92, 180), (200, 200), (300, 12)])
 def test_confirm_brackets_and_bisects_to_the_definition(estimate, truth):
-    from fluidvim.evaluator.qoeslots import SessionTarget
+    from fluidvim.evaluator.confirm import SessionTarget
 
     t = SessionTarget(10.0, 0.99, 16.0, runs=10)
     runs = _search(estimate, truth, t)
@@ -317,7 +317,7 @@ def test_confirm_brackets_and_bisects_to_the_definition(estimate, truth):
 
 
 def test_confirm_run_budget_and_bracket():
-    from fluidvim.evaluator.qoeslots import SessionTarget, next_confirm
+    from fluidvim.evaluator.confirm import SessionTarget, next_confirm
 
     t = SessionTarget(10.0, 0.99, 16.0)
     assert t.runs == 7 and t.repeats == 2
@@ -347,7 +347,7 @@ def test_confirm_run_budget_and_bracket():
 
 
 def test_confirm_pools_repeated_counts_by_the_one_rule():
-    from fluidvim.evaluator.qoeslots import SessionTarget
+    from fluidvim.evaluator.confirm import SessionTarget
 
     t = SessionTarget(10.0, 0.99)
     # 200 ran twice: 1 of 400 sessions over (0.25 %) holds; 300: 6 of 300 (2 %) does not
@@ -359,7 +359,7 @@ def test_confirm_pools_repeated_counts_by_the_one_rule():
 
 
 def test_session_target_checks_its_fields():
-    from fluidvim.evaluator.qoeslots import SessionTarget
+    from fluidvim.evaluator.confirm import SessionTarget
 
     assert SessionTarget(10.0, 0.99, 16.0).packets(100) == 1600
     for bad in ({"deadline_ms": 0}, {"quantile": 1.0}, {"session_s": 0}, {"runs": 0},
@@ -371,7 +371,7 @@ def test_session_target_checks_its_fields():
 
 
 def _probe_with_confirm(steps, runs, deadline=10.0, quantile=0.99, session_s=16.0):
-    from fluidvim.evaluator.qoeslots import SessionTarget
+    from fluidvim.evaluator.confirm import SessionTarget
 
     t = SessionTarget(deadline, quantile, session_s)
     return ProbeResult(env_uid="u1", kind="load", ok=True, metrics={
@@ -409,8 +409,8 @@ def test_capacity_reads_the_confirm_phase_for_its_own_target_only():
 
 
 def test_probe_confirm_phase_runs_sessions_and_judges_each(monkeypatch):
+    from fluidvim.evaluator.confirm import SessionTarget
     from fluidvim.evaluator.probes import LoadProbe
-    from fluidvim.evaluator.qoeslots import SessionTarget
 
     probe = LoadProbe(confirm=SessionTarget(10.0, 0.99, 16.0, runs=6))
     calls = []
@@ -428,7 +428,7 @@ def test_probe_confirm_phase_runs_sessions_and_judges_each(monkeypatch):
     metrics = {"session_pps": 100.0, "max_sessions": 4096,
                "steps": [full(10000, quiet), full(20000, quiet), full(30000, (20, 30, 40, 50))]}
     env = type("Env", (), {"uid": "u1"})()            # the probe reads only its uid here
-    conf = probe._confirm(None, None, "i1", env, metrics, None)
+    conf = probe._confirm(None, None, "i1", env, metrics, None, probe.confirms[0])
     assert conf["estimate"] > 150 and calls[0][0] == conf["estimate"]
     assert all(d == 16.0 and ps == (0.99, 10.0) for _, d, ps in calls)
     assert len(conf["runs"]) <= 6 and conf["runs"][0]["over_pct"] == 100.0
@@ -437,8 +437,9 @@ def test_probe_confirm_phase_runs_sessions_and_judges_each(monkeypatch):
 
 
 def test_probe_confirm_run_that_fails_leaves_the_fast_reading(monkeypatch):
+    from fluidvim.evaluator.confirm import SessionTarget
     from fluidvim.evaluator.probes import LoadProbe
-    from fluidvim.evaluator.qoeslots import SessionTarget, fast_capacity
+    from fluidvim.evaluator.qoeslots import fast_capacity
 
     probe = LoadProbe(confirm=SessionTarget(10.0, 0.99, 16.0))
     ok = {"offered_pps": 100.0, "per_session": {"latency_ms": [1.0], "loss": [0.0]}}
@@ -455,8 +456,42 @@ def test_probe_confirm_run_that_fails_leaves_the_fast_reading(monkeypatch):
     quiet = (1.0, 2.0, 4.0, 8.0)
     metrics = {"session_pps": 100.0, "max_sessions": 4096,
                "steps": [full(10000, quiet), full(20000, (20, 30, 40, 50))]}
-    conf = probe._confirm(None, None, "i1", type("Env", (), {"uid": "u1"})(), metrics, None)
+    conf = probe._confirm(None, None, "i1", type("Env", (), {"uid": "u1"})(), metrics, None,
+                          probe.confirms[0])
     assert len(conf["runs"]) == 1 and "boom" in conf["error"]
     r = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={**metrics, "confirm": conf})
     assert qoe_params(r, 10.0, 0.99, session_packets=1600).capacity == fast_capacity(
         r, 10.0, 0.99, session_packets=1600).slots
+
+
+def test_capacity_reads_each_level_of_a_multi_target_confirm():
+    """A probe confirming two levels records a list of blocks (one per target); each service
+    reads the block of its own deadline and quantile, a failed one leaves its fast reading."""
+    from fluidvim.evaluator.confirm import SessionTarget, confirm_failed, has_target
+    from fluidvim.evaluator.qoeslots import fast_capacity, launch_qoe, qoe_capacity
+
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    steps = [full(10000, quiet), full(40000, quiet), full(50000, (20, 30, 40, 50))]
+    gold, bronze, broken = (SessionTarget(10.0, 0.99), SessionTarget(30.0, 0.9),
+                            SessionTarget(5.0, 0.99))
+
+    def runs(held, over):
+        return [{"sessions": held, "n": held, "over": 0}, {"sessions": held, "n": held, "over": 0},
+                {"sessions": over, "n": over, "over": over}]
+
+    blocks = [{"target": gold.as_dict(), "estimate": 400, "runs": runs(200, 210)},
+              {"target": bronze.as_dict(), "estimate": 400, "runs": runs(300, 310)},
+              {"target": broken.as_dict(), "estimate": 400, "runs": runs(100, 110),
+               "error": "confirm run of 110 sessions failed: boom"}]
+    r = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={
+        "session_pps": 100, "max_sessions": 4096, "steps": steps, "confirm": blocks})
+    assert qoe_capacity(r, 10.0, 0.99).slots == 200
+    assert qoe_capacity(r, 30.0, 0.9).slots == 300
+    assert launch_qoe([r], 30.0, 0.9)[0].capacity == 300
+    assert qoe_capacity(r, 5.0, 0.99).slots == fast_capacity(r, 5.0, 0.99).slots
+    # another session rate than the probe's: no block answers it
+    assert "confirmed" not in qoe_capacity(r, 10.0, 0.99, session_pps=50).basis
+    assert has_target(r, gold) and has_target(r, broken)
+    assert not has_target(r, SessionTarget(10.0, 0.99, 2.0))
+    assert confirm_failed(r.metrics) and not confirm_failed({"confirm": blocks[:2]})
+    assert not confirm_failed({}) and not confirm_failed({"confirm": blocks[0]})

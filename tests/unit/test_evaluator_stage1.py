@@ -164,3 +164,38 @@ def test_cache_lookups_are_one_query_per_round(cache):
     res = Stage1Runner(cache, probes).ensure(zones)
     assert len(res.cached) == 80 and not res.probed
     assert len(selects) == 1
+
+
+def test_a_cached_result_the_probe_does_not_cover_is_measured_again(cache):
+    """A load probe result cached before a confirm target was configured would give the fast
+    estimate until it expires: the probe (``covers``) says so and stage 1 measures again; a
+    result whose confirm failed is kept only as long as a failed one."""
+    zones = {"a": Zone("a", [env(1)])}
+
+    class Confirming(Recording):
+        want, fail = None, False
+
+        def covers(self, result):
+            return self.want is None or result.metrics.get("confirm") == self.want
+
+        def run(self, env, zone, service=None):
+            r = super().run(env, zone, service)
+            if self.want:
+                r.metrics["confirm"] = dict(self.want, error="boom") if self.fail else self.want
+            return r
+
+    load = Confirming("load")
+    Stage1Runner(cache, [load]).ensure(zones)
+    assert len(load.runs) == 1
+    Stage1Runner(cache, [load]).ensure(zones)
+    assert len(load.runs) == 1                              # covered: cached
+    load.want = {"target": {"deadline_ms": 10.0}, "runs": []}
+    res = Stage1Runner(cache, [load]).ensure(zones)
+    assert len(load.runs) == 2 and [a.action for a in res.actions] == ["probed"]
+    assert res.result(env(1).uid, "load").metrics["confirm"] == load.want
+    Stage1Runner(cache, [load]).ensure(zones)
+    assert len(load.runs) == 2                              # the new result covers it
+    load.fail = True
+    res = Stage1Runner(cache, [load], failure_valid_for_s=60).ensure(
+        {"b": Zone("b", [env(2)])})
+    assert res.result(env(2).uid, "load").valid_for_s == 60
