@@ -166,3 +166,50 @@ def test_stage1_two_zones_one_type_then_cache_then_rank(mgr, prefix, tmp_path):
     assert first.scores[0].slots_estimate >= 1
     assert s2.run(svc, cands, res2).reused
     assert mgr.list() == []
+
+
+def test_stage1_from_conf_confirms_a_level_and_the_launch_reads_it(mgr, prefix, tmp_path):
+    """The product path of the confirm phase: [evaluator] load_probe_confirm_levels builds stage
+    1's load probe with a session target (short here: 2 s sessions, 2 runs), the probe runs its
+    session-length runs on the real probe VNF after its fast steps, and the launch's QoE
+    (qoeslots.launch_qoe, what orchestrator/deploy.py sends the VNF) is the confirmed count for a
+    service at that level's deadline and quantile; a conf naming no level takes the cached result
+    as it is, one naming another session length measures again."""
+    from fluidvim.evaluator import conf as evconf
+    from fluidvim.evaluator.qoeslots import launch_qoe
+    from fluidvim.orchestrator.conf import make_conf as orch_conf
+
+    def stage1(**kw):
+        conf = orch_conf()
+        evconf.register_opts(conf)
+        for k, v in dict(load_probe_sessions=["1", "20"], load_probe_step=0.5,
+                         load_probe_refine=0, load_probe_netns_prefix=prefix,
+                         load_probe_subnet=95, boot_probe_launches=1,
+                         qos_levels=["lax=0.5:1000:0.01"], **kw).items():
+            conf.set_override(k, v, group="evaluator")
+        return evconf.make_stage1(conf, f"sqlite:///{tmp_path}/probes.sqlite", valid_for_s=600)
+
+    zone = make_zone("local-a", mgr)
+    svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
+                         deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})
+    res = stage1(load_probe_confirm_levels=["lax"], load_probe_session_s=2.0,
+                 load_probe_confirm_runs=2).ensure({"local-a": zone}, svc)
+    uid = zone.env().uid
+    load = res.result(uid, "load")
+    assert load is not None and load.ok, res.explain()
+    conf = load.metrics["confirm"]
+    assert conf["target"]["session_s"] == 2.0 and conf["target"]["deadline_ms"] == 1000.0
+    assert "error" not in conf, conf.get("error")
+    assert 1 <= len(conf["runs"]) <= 2 and all(r["n"] == r["sessions"] for r in conf["runs"])
+    qoe, basis = launch_qoe(res[uid], svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+    assert qoe is not None and qoe.capacity >= 1 and "confirmed by" in basis, basis
+    # another deadline than the confirmed level's: the fast steps
+    assert "confirmed by" not in launch_qoe(res[uid], 500.0, 0.5, svc.session_pps)[1]
+    # the cached result covers a probe without targets; not one with another session length
+    again = stage1().ensure({"local-a": zone}, svc)
+    assert [a.kind for a in again.cached if a.kind == "load"] == ["load"]
+    other = stage1(load_probe_confirm_levels=["lax"], load_probe_session_s=1.0,
+                   load_probe_confirm_runs=1).ensure({"local-a": zone}, svc)
+    assert [a.kind for a in other.probed if a.kind == "load"] == ["load"], other.explain()
+    assert other.result(uid, "load").metrics["confirm"]["target"]["session_s"] == 1.0
+    assert mgr.list() == [] and netns_starting(prefix) == [] and links_starting(prefix) == []
