@@ -26,6 +26,7 @@ LOG = logging.getLogger(__name__)
 ROOT = "/sys/fs/cgroup"
 SLICE = "fluidvim.slice"
 PROC = "/proc"
+VCPU_GROUP = "vcpus"     # the sub-group of a VNF's cpu group for its vCPU threads (a cap's)
 
 
 # cgroup files are read and written with os-level calls, and directories tested with os.stat:
@@ -154,6 +155,10 @@ def remove(group: list[str], wait_s: float = 1.0) -> None:
     moment to leave them, so a busy group is retried for ``wait_s``)."""
     deadline = time.monotonic() + wait_s
     for d in group:
+        try:
+            os.rmdir(os.path.join(d, VCPU_GROUP))   # a cap's vCPU sub-group goes first
+        except OSError:
+            pass
         while True:
             try:
                 os.rmdir(d)
@@ -204,6 +209,8 @@ def sweep(keep: set | frozenset = frozenset(), min_age_s: float = SWEEP_MIN_AGE_
             try:
                 if _read(os.path.join(d, "cgroup.procs")).split():
                     continue
+                if _isdir(os.path.join(d, VCPU_GROUP)):
+                    os.rmdir(os.path.join(d, VCPU_GROUP))   # a cap's vCPU sub-group, empty
                 os.rmdir(d)
             except OSError as e:            # EBUSY: a process moved in meanwhile; ENOENT: gone
                 LOG.debug("cgroup %s kept: %s", d, e)
@@ -214,22 +221,30 @@ def sweep(keep: set | frozenset = frozenset(), min_age_s: float = SWEEP_MIN_AGE_
     return gone
 
 
-def _cpu_file(name: str) -> tuple[str, int] | None:
-    """(path, version) of VNF ``name``'s CPU quota file, None when it has no group."""
+def _cpu_dir(name: str) -> tuple[str, int] | None:
+    """(directory, version) of VNF ``name``'s cpu group (None: no cgroups here)."""
     m, _ = mode()
     if m == 2:
-        p = os.path.join(ROOT, SLICE, name, "cpu.max")
-    elif m == 1:
-        p = os.path.join(ROOT, "cpu", SLICE, name, "cpu.cfs_quota_us")
-    else:
+        return os.path.join(ROOT, SLICE, name), m
+    if m == 1:
+        return os.path.join(ROOT, "cpu", SLICE, name), m
+    return None
+
+
+def _cpu_file(name: str, sub: str = "") -> tuple[str, int] | None:
+    """(path, version) of VNF ``name``'s CPU quota file (``sub``: of that sub-group), None
+    when it has no such group."""
+    d = _cpu_dir(name)
+    if d is None:
         return None
-    return (p, m) if os.path.exists(p) else None
+    p = os.path.join(d[0], sub, "cpu.max" if d[1] == 2 else "cpu.cfs_quota_us")
+    return (p, d[1]) if os.path.exists(p) else None
 
 
-def cpu_quota(name: str) -> int | None:
-    """VNF ``name``'s CPU quota in microseconds per ``CPU_PERIOD_US`` (None: unlimited or no
-    group)."""
-    f = _cpu_file(name)
+def cpu_quota(name: str, vcpus: bool = False) -> int | None:
+    """VNF ``name``'s CPU quota in microseconds per its period (None: unlimited or no group);
+    ``vcpus``: its vCPU threads' cap (:func:`set_vcpu_quota`; None: not capped)."""
+    f = _cpu_file(name, VCPU_GROUP if vcpus else "")
     if f is None:
         return None
     text = _read(f[0]).split()
@@ -237,28 +252,93 @@ def cpu_quota(name: str) -> int | None:
     return None if q in ("max", "-1") else int(q)
 
 
-def set_cpu_quota(name: str, quota_us: int | None,
-                  period_us: int = limits.CPU_PERIOD_US) -> bool:
-    """Set VNF ``name``'s CPU quota per ``period_us`` (None: unlimited; the latency
-    controller, fluidvim.orchestrator.power.controller, moves both: a capped VNF stalls up to
-    ``period - quota``). False when the VNF has no group here (limits not enforced on this
-    host)."""
-    f = _cpu_file(name)
-    if f is None:
-        return False
-    path, m = f
+def _write_cpu(path: str, m: int, quota_us: int | None, period_us: int) -> None:
+    """Write a quota per ``period_us`` (None: unlimited) to ``path``: v2's ``cpu.max``, or
+    v1's ``cpu.cfs_quota_us`` beside its ``cpu.cfs_period_us``."""
     if quota_us is not None and quota_us < 1000:
         raise ValueError(f"CPU quota {quota_us} us is below the kernel's 1000 us minimum")
     if not 1000 <= period_us <= 1_000_000:
         raise ValueError(f"CPU period {period_us} us is outside the kernel's 1000..1000000 us")
     if m == 2:
         _write(path, f"{'max' if quota_us is None else int(quota_us)} {int(period_us)}")
-        return True
+        return
     pfile = os.path.join(os.path.dirname(path), "cpu.cfs_period_us")
     if os.path.exists(pfile) and _read(pfile).strip() != str(int(period_us)):
         _write(path, "-1")                 # v1 checks the quota against the period it has
         _write(pfile, str(int(period_us)))
     _write(path, str(-1 if quota_us is None else int(quota_us)))
+
+
+def set_cpu_quota(name: str, quota_us: int | None,
+                  period_us: int = limits.CPU_PERIOD_US) -> bool:
+    """Set VNF ``name``'s CPU quota per ``period_us`` (None: unlimited): the whole group, QEMU
+    and its vCPUs (a cap on the vCPUs alone: :func:`set_vcpu_quota`). False when the VNF has
+    no group here (limits not enforced on this host)."""
+    f = _cpu_file(name)
+    if f is None:
+        return False
+    _write_cpu(f[0], f[1], quota_us, period_us)
+    return True
+
+
+def _vcpu_tids(pid: str) -> list[str]:
+    """The threads of QEMU ``pid`` that ran guest code (guest_time > 0): its vCPUs; when none
+    has yet (an idle VNF's vCPU halts, and guest time is counted in ticks; TCG never counts
+    it), every thread but the main one, which moves the frames and must stay uncapped."""
+    out, others = [], []
+    try:
+        with os.scandir(os.path.join(PROC, pid, "task")) as it:
+            tids = [e.name for e in it]
+    except OSError:
+        return out                                   # it just ended
+    for tid in tids:
+        try:
+            text = _read(os.path.join(PROC, pid, "task", tid, "stat"))
+        except OSError:
+            continue                                 # a thread that just ended
+        if int(text[text.rfind(")") + 2:].split()[40]):     # field 43, guest_time
+            out.append(tid)
+        elif tid != pid:
+            others.append(tid)
+    return out or others
+
+
+def set_vcpu_quota(name: str, quota_us: int | None,
+                   period_us: int = limits.CPU_PERIOD_US) -> bool:
+    """Cap only VNF ``name``'s vCPU threads: a quota per ``period_us`` (None: unlimited) on
+    the ``vcpus`` sub-group of its cpu group, made on first use (cgroup v2: a threaded group),
+    with the threads that ran guest code moved in. The group keeps the launch's quota (the
+    flavor's CPUs and QEMU's allowance), so QEMU's main thread, which moves the frames between
+    the tap and the ring, is never held back by a cap: frames then wait in the ring at most a
+    throttled gap, where a cap on the whole group queued them in the tap for longer
+    (bench/results/powercap.md). False when the VNF has no group or no vCPU thread here."""
+    d = _cpu_dir(name)
+    if d is None or not _isdir(d[0]):
+        return False
+    parent, m = d
+    child = os.path.join(parent, VCPU_GROUP)
+    if not _isdir(child):
+        if quota_us is None:
+            return True                              # never capped: nothing to release
+        os.mkdir(child, 0o755)
+    if m == 2 and _read(os.path.join(child, "cgroup.type")).strip() != "threaded":
+        _write(os.path.join(child, "cgroup.type"), "threaded")
+        if "cpu" not in _read(os.path.join(parent, "cgroup.subtree_control")).split():
+            _write(os.path.join(parent, "cgroup.subtree_control"), "+cpu")
+    quota_file = os.path.join(child, "cpu.max" if m == 2 else "cpu.cfs_quota_us")
+    if quota_us is None:                             # a release: the threads may stay
+        _write_cpu(quota_file, m, None, period_us)
+        return True
+    moved = 0
+    for tid in (t for pid in _group_pids(name) for t in _vcpu_tids(pid)):
+        try:                                         # again each time: idempotent, cheap
+            _write(os.path.join(child, "cgroup.threads" if m == 2 else "tasks"), tid)
+            moved += 1
+        except OSError:         # a thread that ended, or KVM's kernel worker listed with them
+            continue
+    if not moved:
+        return False
+    _write_cpu(quota_file, m, quota_us, period_us)
     return True
 
 

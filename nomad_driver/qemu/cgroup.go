@@ -203,6 +203,10 @@ func (c *Cgroup) Add(pid int) error {
 	return nil
 }
 
+// VcpuGroup is the sub-group the latency controller (Python, vnf/cgroups.py set_vcpu_quota)
+// makes for a capped VNF's vCPU threads; it goes before its group.
+const VcpuGroup = "vcpus"
+
 // Remove deletes the group's directories; its processes must have exited (a QEMU just killed
 // may take a moment to leave, so an EBUSY is retried for up to a second).
 func (c *Cgroup) Remove() error {
@@ -211,6 +215,7 @@ func (c *Cgroup) Remove() error {
 	}
 	var last error
 	for _, d := range c.Dirs {
+		_ = os.Remove(filepath.Join(d, VcpuGroup)) // the latency controller's vCPU sub-group
 		for i := 0; ; i++ {
 			err := os.Remove(d)
 			if err == nil || os.IsNotExist(err) {
@@ -285,6 +290,7 @@ func SweepCgroups(keep func(name string) bool, minAge time.Duration) []string {
 			if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err != nil || len(strings.Fields(string(b))) > 0 {
 				continue
 			}
+			_ = os.Remove(filepath.Join(dir, VcpuGroup))
 			if os.Remove(dir) == nil { // EBUSY: a process moved in meanwhile
 				gone = append(gone, dir)
 			}

@@ -94,23 +94,30 @@ def cpu_throttled_us(name: str) -> float | None:
 
 
 def _cpu_stat(name: str, keys: tuple):
-    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat`` (for one
-    key: (value,)), None when it has no group or no such line."""
+    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat``, summed
+    with its vCPU sub-group's (a cap's throttling is counted there,
+    :func:`fluidvim.vnf.cgroups.set_vcpu_quota`); for one key: (value,). None when it has no
+    group or no such line."""
     from fluidvim.vnf import cgroups  # the launch core's cgroup layout
+    found, total = None, 0
     for d in cgroups.dirs(name):
-        try:
-            with open(os.path.join(d, "cpu.stat")) as f:
-                lines = dict(line.split(None, 1) for line in f if " " in line)
-        except (OSError, ValueError):
-            continue                           # v1's memory group has no cpu.stat
-        for key in keys:
-            if key in lines:
-                try:
-                    value = int(lines[key])
-                except ValueError:
-                    return None
-                return (value,) if len(keys) == 1 else (key, value)
-    return None
+        for g in (d, os.path.join(d, cgroups.VCPU_GROUP)):
+            try:
+                with open(os.path.join(g, "cpu.stat")) as f:
+                    lines = dict(line.split(None, 1) for line in f if " " in line)
+            except (OSError, ValueError):
+                continue                       # v1's memory group has no cpu.stat; no sub-group
+            key = found or next((k for k in keys if k in lines), None)
+            if key is None or key not in lines:
+                continue
+            try:
+                total += int(lines[key])
+            except ValueError:
+                return None
+            found = key
+    if found is None:
+        return None
+    return (total,) if len(keys) == 1 else (found, total)
 
 
 def group_usage(key: str) -> dict | None:
@@ -170,15 +177,15 @@ def ring_wait(rate: float | None, periods: int | None, spent_us: float | None,
 
 class CgroupCap:
     """The production actuator: the controller's quota (µs per the flavor's 100 ms period) on
-    the VNF's own cgroup (:func:`fluidvim.vnf.cgroups.set_cpu_quota`). A cap is written as the
-    same share of the CFS period the controller chose for it (:func:`cap_period`: its throttled
-    gap, ``period - quota``, within the part of the target the cap may take; at most
-    ``period_us``): on the flavor's 100 ms period a 5 % cap stalls the VNF up to 95 ms, and
-    its frames wait that long in its ring, unseen by its histogram (bench/powercap measured an
-    end-to-end p99 of 222 ms at 10 % load on a fixed 20 ms period). Whole CPUs (the flavor's
-    quota, a release) go back on the flavor's period with QEMU's own allowance on top
-    (``QEMU_OVERHEAD_CPU_US``: the quota the launch set, vnf/cgroups.py). The kernel's 1000 µs
-    minimum quota makes ``1000 / period`` the least share of a period."""
+    the VNF's **vCPU threads** (:func:`fluidvim.vnf.cgroups.set_vcpu_quota`), never on QEMU's
+    main thread: capping the whole group (as before) let the tap queue frames well beyond the
+    throttled gap (bench/powercap, 11-28 16:49: p99 13 ms on a 2.5 ms gap). A cap is written
+    as the same share of the CFS period the controller chose for it (:func:`cap_period`: its
+    throttled gap, ``period - quota``, within the part of the target the cap may take; at most
+    ``period_us``). Whole CPUs (the flavor's quota, a release) lift the vCPUs' cap and put the
+    group back at the launch's quota, the flavor's period with QEMU's own allowance on top
+    (``QEMU_OVERHEAD_CPU_US``, vnf/cgroups.py). The kernel's 1000 µs minimum quota makes
+    ``1000 / period`` the least share of a period."""
 
     def __init__(self, period_us: int = CAP_PERIOD_US):
         if not MIN_PERIOD_US <= int(period_us) <= 1_000_000:
@@ -190,11 +197,12 @@ class CgroupCap:
         ``self.period_us``)."""
         from fluidvim.vnf import cgroups, limits  # the launch core's cgroup layout
         if quota_us % limits.CPU_PERIOD_US == 0:
-            return cgroups.set_cpu_quota(key, quota_us + limits.QEMU_OVERHEAD_CPU_US)
+            lifted = cgroups.set_vcpu_quota(key, None)
+            return cgroups.set_cpu_quota(key, quota_us + limits.QEMU_OVERHEAD_CPU_US) and lifted
         period = min(self.period_us, int(period_us or self.period_us))
         period = max(MIN_PERIOD_US, period)
         share = quota_us / limits.CPU_PERIOD_US
-        return cgroups.set_cpu_quota(key, max(MIN_PERIOD_US, round(share * period)), period)
+        return cgroups.set_vcpu_quota(key, max(MIN_PERIOD_US, round(share * period)), period)
 
 
 def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:

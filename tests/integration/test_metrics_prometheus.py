@@ -234,7 +234,8 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert d["rate_pps"] > 0 and d["capacity_pps"] == 50_000, d
         assert f"of 50000 pps -> {d['sized_us']} us" in d["why"], d
         assert d["quota_us"] == max(ctl.min_quota_us, d["sized_us"]), d
-        assert cgroups.cpu_quota(uid) == d["quota_us"] < limits.CPU_PERIOD_US
+        assert cgroups.cpu_quota(uid, vcpus=True) == d["quota_us"] < limits.CPU_PERIOD_US
+        assert cgroups.cpu_quota(uid) == full            # QEMU's main thread: not capped
         assert window() == d["poll_window_us"] == ctl.min_poll_us   # as the VNF says
         assert net.ping(2) >= 1                          # still forwarding under the cap
         # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
@@ -246,7 +247,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
             os.kill(pid, signal.SIGCONT)
         d = sampler.control[fw.vnf_id]
         assert (d["action"], d["why"]) == ("release", "no stats reply"), d
-        assert cgroups.cpu_quota(uid) == full
+        assert cgroups.cpu_quota(uid) == full and cgroups.cpu_quota(uid, vcpus=True) is None
         assert (d["poll_window_us"], d["poll_window_applied_us"]) == (1000, None), d
         # answering again: the window it may or may not have taken is told now (with this
         # interval's own decision)

@@ -161,6 +161,11 @@ def test_cpu_throttled_reads_the_groups_cpu_stat(cgroupfs):
     (cgroupfs / "cpu" / cgroups.SLICE / "u1" / "cpu.stat").write_text(
         "nr_periods 5\nnr_throttled 2\nthrottled_time 100\n")
     assert ctl.cpu_throttled("u1") == 2
+    sub = cgroupfs / "cpu" / cgroups.SLICE / "u1" / cgroups.VCPU_GROUP   # a cap's vCPU group
+    sub.mkdir()
+    (sub / "cpu.stat").write_text("nr_periods 50\nnr_throttled 30\nthrottled_time 4000\n")
+    assert ctl.cpu_throttled("u1") == 32
+    assert ctl.cpu_throttled_us("u1") == pytest.approx(4.1)
 
 
 def test_never_above_the_flavor_quota():
@@ -216,19 +221,70 @@ def test_cgroup_v1_cfs_quota(cgroupfs):
     assert cgroups.set_cpu_quota("u1", None) and q.read_text() == "-1"
 
 
-def test_cgroup_cap_writes_a_cap_on_its_short_period_and_whole_cpus_on_the_flavors(cgroupfs):
+def _fake_qemu(proc, pid=40):
+    """/proc of a QEMU: main thread ``pid`` (no guest time), vCPU ``pid + 1`` (guest time)."""
+    for tid, guest in ((pid, 0), (pid + 1, 500)):
+        d = proc / str(pid) / "task" / str(tid)
+        d.mkdir(parents=True)
+        fields = ["S"] + ["0"] * 39 + [str(guest)]
+        (d / "stat").write_text(f"{tid} (qemu-system-x86) " + " ".join(fields) + " 0 0\n")
+
+
+def _fake_vcpu_group(parent, v2):
+    """What the kernel makes on mkdir: the sub-group's control files."""
+    sub = parent / cgroups.VCPU_GROUP
+    sub.mkdir()
+    names = (("cgroup.type", "domain\n"), ("cgroup.threads", ""), ("cpu.max", "max 100000\n")
+             ) if v2 else (("tasks", ""), ("cpu.cfs_quota_us", "-1\n"),
+                           ("cpu.cfs_period_us", "100000\n"))
+    for n, text in names:
+        (sub / n).write_text(text)
+    return sub
+
+
+def test_vcpu_threads_without_guest_time_yet_are_all_but_the_main_one(tmp_path, monkeypatch):
+    """An idle VNF's vCPU may show no guest time yet (it halts; TCG never counts it): then
+    every thread but QEMU's main one (which moves the frames) is taken for a vCPU."""
+    proc = tmp_path / "proc"
+    monkeypatch.setattr(cgroups, "PROC", str(proc))
+    _fake_qemu(proc)
+    assert cgroups._vcpu_tids("40") == ["41"]
+    st = proc / "40" / "task" / "41" / "stat"
+    st.write_text(st.read_text().replace(" 500 0 0", " 0 0 0"))
+    d = proc / "40" / "task" / "42"
+    d.mkdir()
+    (d / "stat").write_text(st.read_text().replace("41 (", "42 ("))
+    assert sorted(cgroups._vcpu_tids("40")) == ["41", "42"]
+    assert cgroups._vcpu_tids("99") == []                       # ended
+
+
+def test_cgroup_cap_caps_the_vcpu_threads_on_its_short_period(cgroupfs, tmp_path, monkeypatch):
     """CgroupCap, the exporter's actuator: the controller's quota (per the flavor's 100 ms) is
-    written as the same share of a 20 ms period while capped (a throttled VNF stalls <= 19 ms,
-    not <= 95 ms), at least the kernel's 1000 us; a release (whole CPUs) restores 100 ms with
-    QEMU's own allowance on top, as the launch set it."""
+    written as the same share of a 20 ms period while capped, at least the kernel's 1000 us, on
+    the VNF's vCPU threads only (their sub-group; QEMU's main thread, which moves the frames,
+    stays in the group at the launch's quota); a release (whole CPUs) lifts the vCPUs' cap and
+    restores the group's 100 ms with QEMU's own allowance on top, as the launch set it."""
+    proc = tmp_path / "proc"
+    monkeypatch.setattr(cgroups, "PROC", str(proc))
+    _fake_qemu(proc)
     (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     g = cgroupfs / cgroups.SLICE / "u1"
     g.mkdir(parents=True)
-    (g / "cpu.max").write_text("100000 100000\n")
+    (g / "cpu.max").write_text("150000 100000\n")
+    (g / "cgroup.procs").write_text("40\n")
+    (g / "cgroup.subtree_control").write_text("")
     cap = ctl.CgroupCap()
-    assert cap("u1", 40_000) and (g / "cpu.max").read_text() == "8000 20000"
-    assert cap("u1", 2_000) and (g / "cpu.max").read_text() == "1000 20000"
-    assert cap("u1", 100_000) and (g / "cpu.max").read_text() == "150000 100000"
+    assert cap("u1", 100_000)                # never capped: a release makes no sub-group
+    assert not (g / cgroups.VCPU_GROUP).exists()
+    sub = _fake_vcpu_group(g, v2=True)
+    assert cap("u1", 40_000) and (sub / "cpu.max").read_text() == "8000 20000"
+    assert (sub / "cgroup.type").read_text() == "threaded"
+    assert (sub / "cgroup.threads").read_text() == "41"          # the vCPU, not the main thread
+    assert (g / "cgroup.subtree_control").read_text() == "+cpu"
+    assert (g / "cpu.max").read_text() == "150000 100000"        # the group: the launch's
+    assert cap("u1", 2_000) and (sub / "cpu.max").read_text() == "1000 20000"
+    assert cap("u1", 100_000) and (sub / "cpu.max").read_text() == "max 100000"
+    assert (g / "cpu.max").read_text() == "150000 100000"
     assert not cap("gone", 40_000)
     with pytest.raises(power.PowerError, match="cap period 500 us"):
         ctl.CgroupCap(500)
@@ -236,16 +292,23 @@ def test_cgroup_cap_writes_a_cap_on_its_short_period_and_whole_cpus_on_the_flavo
     for c in ("memory", "cpu"):
         (cgroupfs / c / cgroups.SLICE / "u1").mkdir(parents=True)
     (cgroupfs / "memory" / "memory.limit_in_bytes").write_text("0\n")
+    (cgroupfs / "memory" / cgroups.SLICE / "u1" / "cgroup.procs").write_text("40\n")
     (cgroupfs / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
     v1 = cgroupfs / "cpu" / cgroups.SLICE / "u1"
-    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    (v1 / "cpu.cfs_quota_us").write_text("150000\n")
     (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    sub = _fake_vcpu_group(v1, v2=False)
     assert cap("u1", 51_200)
-    assert ((v1 / "cpu.cfs_period_us").read_text(), (v1 / "cpu.cfs_quota_us").read_text()) == (
-        "20000", "10240")
+    assert ((sub / "cpu.cfs_period_us").read_text(), (sub / "cpu.cfs_quota_us").read_text(),
+            (sub / "tasks").read_text()) == ("20000", "10240", "41")
+    assert (v1 / "cpu.cfs_quota_us").read_text() == "150000\n"
     assert cap("u1", 100_000)
+    assert ((sub / "cpu.cfs_period_us").read_text(), (sub / "cpu.cfs_quota_us").read_text()) == (
+        "100000", "-1")
     assert ((v1 / "cpu.cfs_period_us").read_text(), (v1 / "cpu.cfs_quota_us").read_text()) == (
-        "100000", "150000")
+        "100000\n", "150000")
+    (proc / "40" / "task" / "41" / "stat").unlink()           # no vCPU thread found: not capped
+    assert not cap("u1", 40_000)
     with pytest.raises(ValueError, match="CPU period 100 us"):
         cgroups.set_cpu_quota("u1", 5000, 100)
 
@@ -675,13 +738,20 @@ def test_gap_the_period_bounds_the_throttled_gap_by_the_target():
     assert ctl.least_share(1e12) == pytest.approx(0.05)          # 1000 us of 20 ms
 
 
-def test_gap_a_cap_goes_on_the_period_its_target_allows_and_never_below_its_least(cgroupfs):
+def test_gap_a_cap_goes_on_the_period_its_target_allows_and_never_below_its_least(
+        cgroupfs, tmp_path, monkeypatch):
     """Target 2 ms, wait_share 0.5: the gap may be 1 ms, so no cap below 50 % of a CPU (on a
     2 ms period) though the rate asks for 17 %; CgroupCap writes it on that period."""
+    proc = tmp_path / "proc"
+    monkeypatch.setattr(cgroups, "PROC", str(proc))
+    _fake_qemu(proc)
     (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     g = cgroupfs / cgroups.SLICE / "u1"
     g.mkdir(parents=True)
     (g / "cpu.max").write_text("100000 100000\n")
+    (g / "cgroup.procs").write_text("40\n")
+    (g / "cgroup.subtree_control").write_text("")
+    g = _fake_vcpu_group(g, v2=True)                     # the cap lands on the vCPUs' group
     c = ctl.LatencyController(ctl.CgroupCap(), hold_intervals=2)
     c.throttled, c.throttled_time = (lambda key: 0), (lambda key: 0.0)
     v = FakeVnf()
