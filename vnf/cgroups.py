@@ -285,7 +285,8 @@ def _vcpu_tids(pid: str) -> list[str]:
     """The threads of QEMU ``pid`` that ran guest code (guest_time > 0): its vCPUs; when none
     has yet (an idle VNF's vCPU halts, and guest time is counted in ticks; TCG never counts
     it), every thread but the main one, which moves the frames and must stay uncapped."""
-    out, others = [], []
+    out: list[str] = []
+    others: list[str] = []
     try:
         with os.scandir(os.path.join(PROC, pid, "task")) as it:
             tids = [e.name for e in it]
