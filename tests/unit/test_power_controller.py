@@ -230,6 +230,20 @@ def _fake_qemu(proc, pid=40):
         (d / "stat").write_text(f"{tid} (qemu-system-x86) " + " ".join(fields) + " 0 0\n")
 
 
+def _fake_v2_vnf(cgroupfs, tmp_path, monkeypatch, quota="100000 100000\n"):
+    """A cgroup v2 VNF group ``u1`` with a QEMU (:func:`_fake_qemu`) in it."""
+    proc = tmp_path / "proc"
+    monkeypatch.setattr(cgroups, "PROC", str(proc))
+    _fake_qemu(proc)
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.max").write_text(quota)
+    (g / "cgroup.procs").write_text("40\n")
+    (g / "cgroup.subtree_control").write_text("")
+    return g, proc
+
+
 def _fake_vcpu_group(parent, v2):
     """What the kernel makes on mkdir: the sub-group's control files."""
     sub = parent / cgroups.VCPU_GROUP
@@ -264,15 +278,7 @@ def test_cgroup_cap_caps_the_vcpu_threads_on_its_short_period(cgroupfs, tmp_path
     the VNF's vCPU threads only (their sub-group; QEMU's main thread, which moves the frames,
     stays in the group at the launch's quota); a release (whole CPUs) lifts the vCPUs' cap and
     restores the group's 100 ms with QEMU's own allowance on top, as the launch set it."""
-    proc = tmp_path / "proc"
-    monkeypatch.setattr(cgroups, "PROC", str(proc))
-    _fake_qemu(proc)
-    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
-    g = cgroupfs / cgroups.SLICE / "u1"
-    g.mkdir(parents=True)
-    (g / "cpu.max").write_text("150000 100000\n")
-    (g / "cgroup.procs").write_text("40\n")
-    (g / "cgroup.subtree_control").write_text("")
+    g, proc = _fake_v2_vnf(cgroupfs, tmp_path, monkeypatch, "150000 100000\n")
     cap = ctl.CgroupCap()
     assert cap("u1", 100_000)                # never capped: a release makes no sub-group
     assert not (g / cgroups.VCPU_GROUP).exists()
@@ -742,15 +748,7 @@ def test_gap_a_cap_goes_on_the_period_its_target_allows_and_never_below_its_leas
         cgroupfs, tmp_path, monkeypatch):
     """Target 2 ms, wait_share 0.5: the gap may be 1 ms, so no cap below 50 % of a CPU (on a
     2 ms period) though the rate asks for 17 %; CgroupCap writes it on that period."""
-    proc = tmp_path / "proc"
-    monkeypatch.setattr(cgroups, "PROC", str(proc))
-    _fake_qemu(proc)
-    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
-    g = cgroupfs / cgroups.SLICE / "u1"
-    g.mkdir(parents=True)
-    (g / "cpu.max").write_text("100000 100000\n")
-    (g / "cgroup.procs").write_text("40\n")
-    (g / "cgroup.subtree_control").write_text("")
+    g, _ = _fake_v2_vnf(cgroupfs, tmp_path, monkeypatch)
     g = _fake_vcpu_group(g, v2=True)                     # the cap lands on the vCPUs' group
     c = ctl.LatencyController(ctl.CgroupCap(), hold_intervals=2)
     c.throttled, c.throttled_time = (lambda key: 0), (lambda key: 0.0)
