@@ -382,6 +382,32 @@ def _group_pids(name: str) -> list[str]:
     return []
 
 
+def cpu_stat(name: str, keys: tuple):
+    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat``, summed
+    with its vCPU sub-group's (a cap's throttling is counted there,
+    :func:`set_vcpu_quota`); for one key: (value,). None when it has no
+    group or no such line."""
+    found, total = None, 0
+    for d in dirs(name):
+        for g in (d, os.path.join(d, VCPU_GROUP)):
+            try:
+                text = _read(os.path.join(g, "cpu.stat"))
+                lines = dict(ln.split(None, 1) for ln in text.splitlines() if " " in ln)
+            except (OSError, ValueError):
+                continue                       # v1's memory group has no cpu.stat; no sub-group
+            key = found or next((k for k in keys if k in lines), None)
+            if key is None or key not in lines:
+                continue
+            try:
+                total += int(lines[key])
+            except ValueError:
+                return None
+            found = key
+    if found is None:
+        return None
+    return (total,) if len(keys) == 1 else (found, total)
+
+
 def cpu_usage(name: str) -> dict | None:
     """Host CPU-seconds so far of the processes in VNF ``name``'s group (``cgroup.procs``: its
     QEMU): ``total`` and ``vcpu``, the part of its vCPU threads (those with guest time), so that

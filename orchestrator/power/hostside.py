@@ -79,7 +79,8 @@ def interval_with_wait(b0: list | None, b1: list, waiters: float, gap_ns: float)
 def cpu_throttled(name: str) -> int | None:
     """The periods in which VNF ``name``'s CPU quota held it back (``nr_throttled`` of its
     group's ``cpu.stat``, cgroup v1 and v2 alike); None when it has no group here."""
-    got = _cpu_stat(name, ("nr_throttled",))
+    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
+    got = cgroups.cpu_stat(name, ("nr_throttled",))
     return None if got is None else got[0]
 
 
@@ -87,37 +88,11 @@ def cpu_throttled_us(name: str) -> float | None:
     """The time (µs) VNF ``name``'s group has been throttled so far (``cpu.stat``: v2's
     ``throttled_usec``, v1's ``throttled_time`` in ns; summed over the CPUs its threads were
     throttled on, so an upper bound of the wall time); None when it has no group here."""
-    got = _cpu_stat(name, ("throttled_usec", "throttled_time"))
+    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
+    got = cgroups.cpu_stat(name, ("throttled_usec", "throttled_time"))
     if got is None:
         return None
     return float(got[1]) if got[0] == "throttled_usec" else got[1] / 1000.0
-
-
-def _cpu_stat(name: str, keys: tuple):
-    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat``, summed
-    with its vCPU sub-group's (a cap's throttling is counted there,
-    :func:`fluidvim.vnf.cgroups.set_vcpu_quota`); for one key: (value,). None when it has no
-    group or no such line."""
-    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
-    found, total = None, 0
-    for d in cgroups.dirs(name):
-        for g in (d, os.path.join(d, cgroups.VCPU_GROUP)):
-            try:
-                with open(os.path.join(g, "cpu.stat")) as f:
-                    lines = dict(line.split(None, 1) for line in f if " " in line)
-            except (OSError, ValueError):
-                continue                       # v1's memory group has no cpu.stat; no sub-group
-            key = found or next((k for k in keys if k in lines), None)
-            if key is None or key not in lines:
-                continue
-            try:
-                total += int(lines[key])
-            except ValueError:
-                return None
-            found = key
-    if found is None:
-        return None
-    return (total,) if len(keys) == 1 else (found, total)
 
 
 def group_usage(key: str) -> dict | None:
