@@ -67,6 +67,8 @@ import threading
 import time
 import uuid
 
+from fluidvim.evaluator.confirm import CONFIRM_MARGIN, CONFIRM_REPEATS, CONFIRM_RUNS
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "bench", "results", "slots.json")
 
@@ -469,12 +471,17 @@ def main(argv=None) -> int:
                         "probe reads a tail over this long, the sessions live --run-s")
     q.add_argument("--client-nice", type=int, default=0,
                    help="nice value of the traffic client (probe, reference and admission)")
-    q.add_argument("--confirm-runs", type=int, default=7,
+    q.add_argument("--confirm-runs", type=int, default=CONFIRM_RUNS,
                    help="the probe's confirm phase: at most this many runs of --run-s s sessions "
                         "on the probe VNF, judged per session, from the fast steps' estimate, "
-                        "bracketed and bisected, the count it ends on run twice "
-                        "(evaluator/qoeslots.py next_confirm); the announced capacity is read "
-                        "off them (0: the fast steps alone)")
+                        "bracketed and bisected (evaluator/confirm.py next_confirm); the "
+                        "capacity announced is the largest count held in every run of it "
+                        f"({CONFIRM_REPEATS} when the search finished) at most (1 - "
+                        "--confirm-margin) x the smallest count that failed (confirm_reading; "
+                        "0: the fast steps alone)")
+    q.add_argument("--confirm-margin", type=float, default=CONFIRM_MARGIN,
+                   help="the confirm phase's margin under the smallest count that failed "
+                        "([evaluator] load_probe_confirm_margin)")
     q.add_argument("--session-points", type=int, default=5,
                    help="session counts of the per-session reference (0: none), each run like "
                         "the admission and judged per session (bench/slotsqoe.py "

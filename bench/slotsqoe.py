@@ -385,6 +385,22 @@ def _error_pct(announced: int, ref: dict | None) -> float | None:
             if ref and ref.get("slots") else None)
 
 
+def confirm_pooled_rule(probe) -> int | None:
+    """The confirm phase's runs read by the per-session reference's pooled, interpolated rule
+    (:func:`session_reference` over :func:`pool_repeats`): what the confirm announced before
+    its margin rule (:func:`fluidvim.evaluator.confirm.confirm_reading`), on the same runs."""
+    from fluidvim.evaluator.confirm import confirm_blocks
+
+    blocks = confirm_blocks(probe.metrics)
+    runs = blocks[0].get("runs") if blocks else None
+    if not runs:
+        return None
+    by: dict[int, list[dict]] = {}
+    for r in runs:
+        by.setdefault(int(r["sessions"]), []).append(r)
+    return int(session_reference(pool_repeats(by))["slots"])
+
+
 def whole_step_capacity(a, probe) -> int | None:
     """What the probe's whole-step quantiles at the pooled session quantile give (the reading
     before :func:`fluidvim.evaluator.qoeslots.late_capacity`), None with ``--pooled``."""
@@ -404,11 +420,12 @@ def run_probe(a, env, zone):
     """The stage-1 load probe of this run: the fast steps, then (``--confirm-runs``, not with
     ``--pooled``) its confirm phase of ``--run-s`` s sessions at the deadline and quantile."""
     from bench.evaluator import show
-    from fluidvim.evaluator.confirm import SessionTarget
+    from fluidvim.evaluator.confirm import CONFIRM_MARGIN, SessionTarget
     from fluidvim.evaluator.probes import LoadProbe
 
     confirm_runs = getattr(a, "confirm_runs", 0)
-    target = (SessionTarget(a.deadline_ms, a.quantile, a.run_s, runs=confirm_runs)
+    target = (SessionTarget(a.deadline_ms, a.quantile, a.run_s, runs=confirm_runs,
+                            margin=getattr(a, "confirm_margin", CONFIRM_MARGIN))
               if confirm_runs > 0 and not a.pooled else None)
     print("stage-1 load probe" + (f" (then up to {confirm_runs} confirm runs of {a.run_s:g} s "
                                   "sessions)" if target else ""), flush=True)
@@ -460,7 +477,9 @@ def cmd_qoe(a) -> dict:
     print(f"qoe: {params.request()} ({params.basis})", flush=True)
     if probe.metrics.get("confirm"):
         print(f"A/B: the fast steps alone (late share) would announce {fast} slots; the confirm "
-              f"phase took {probe.metrics.get('confirm', {}).get('seconds')} s", flush=True)
+              f"phase took {probe.metrics.get('confirm', {}).get('seconds')} s; its runs read by "
+              f"the reference's pooled rule (before the margin): {confirm_pooled_rule(probe)}",
+              flush=True)
     whole = whole_step_capacity(a, probe)
     if whole is not None:
         print(f"A/B: the whole-step reading (before) would announce {whole} slots", flush=True)
@@ -509,6 +528,9 @@ def cmd_qoe(a) -> dict:
         # it started from (late share): the A/B of the confirm phase, on the same probe
         "confirm": probe.metrics.get("confirm"),
         "probe_s": probe.metrics.get("probe_s"),
+        # the confirm runs read by the reference's pooled rule (the reading before the margin
+        # and the every-run holds: evaluator/confirm.py confirm_reading), the A/B of the rule
+        "capacity_confirm_pooled_rule": confirm_pooled_rule(probe),
         "capacity_fast": fast,
         "capacity_fast_error_pct": _error_pct(fast, ref) if fast is not None else None,
         # the probe's reading before the late-share statistic (whole-step p at the pooled
@@ -552,7 +574,8 @@ def command(a) -> str:
     return (f"python -m bench.slots qoe --deadline-ms {a.deadline_ms:g} --quantile "
             f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
             f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g} "
-            f"--confirm-runs {getattr(a, 'confirm_runs', 0)}"
+            f"--confirm-runs {getattr(a, 'confirm_runs', 0)} "
+            f"--confirm-margin {getattr(a, 'confirm_margin', 0.1):g}"
             f"{' --pooled' if a.pooled else ''}"
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "

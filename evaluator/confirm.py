@@ -7,10 +7,12 @@ A 2 s probe step does not show what a 16 s session meets at the same rate (bench
 late-share reading 457 against a 285 reference). So a load probe given a :class:`SessionTarget`
 (``LoadProbe(confirm=...)``; stage 1's: ``[evaluator] load_probe_confirm_levels``) then runs
 sessions of the target's length from the fast estimate, judged one by one
-(:func:`judge_sessions`), bracketed and bisected (:func:`next_confirm`), and the capacity at that
-deadline and quantile is read off them by the per-session reference's own rule
-(:func:`session_reference`, :func:`confirmed_capacity`). bench/slotsqoe.py's per-session
-reference judges by the same functions.
+(:func:`judge_sessions`, the per-session reference's rule), bracketed and bisected
+(:func:`next_confirm`), and the capacity at that deadline and quantile is read off them with a
+margin under the smallest count that ever failed and repeated holds at the count announced
+(:func:`confirm_reading`, :func:`confirmed_capacity`): safe at a knee where a run holds or fails
+for all its sessions at random. bench/slotsqoe.py's per-session reference judges sessions by the
+same function and reads its sweep by :func:`session_reference`.
 
 :func:`fluidvim.evaluator.qoeslots.qoe_capacity` reads a confirm block
 (:func:`confirm_for`) when it matches the service's deadline, quantile and session rate; the fast
@@ -27,9 +29,9 @@ from .qoeslots import sessions_over
 from .slots import CapacityEstimate
 
 DEFAULT_SESSION_S = 16.0    # a session's length when the service names none (the bench's runs)
-CONFIRM_RUNS = 7            # session-length runs at most: 7 x (16 s + ~1 s) ~ 2 min
-CONFIRM_REPEATS = 2         # runs the capacity's own count must hold in (as the reference's)
-CONFIRM_TOLERANCE = 0.05    # stop when the bracket is within 5 % of its lower end
+CONFIRM_RUNS = 9            # session-length runs at most: 9 x (16 s + ~1 s) ~ 2.5 min
+CONFIRM_REPEATS = 3         # runs the announced count must hold in, every one of them
+CONFIRM_MARGIN = 0.10       # announce at most (1 - margin) x the smallest count that ever failed
 CONFIRM_GROW = 1.5          # a confirmed estimate is tried 1.5 x higher, one that fails halved
 
 
@@ -38,11 +40,12 @@ class SessionTarget:
     """What a confirm phase measures (:class:`fluidvim.evaluator.probes.LoadProbe` ``confirm``):
     ``session_s`` s sessions of the probe's ``session_pps`` run together, each judged at its own
     ``quantile`` against ``deadline_ms`` (or more than ``max_loss`` lost,
-    :func:`judge_sessions`); a count holds when at most ``max_over_pct`` % of them are over.
-    ``runs``: session-length runs at most (the phase's time is ~``runs`` x (``session_s`` + 1 s));
-    ``tolerance``: the bracket width, as a share of its lower end, at which it stops;
-    ``repeats``: the runs the count it ends on must hold in, pooled (one run of a count can be
-    0 % or 100 % over on a shared host: bench/results/slots.md)."""
+    :func:`judge_sessions`); a run holds when at most ``max_over_pct`` % of its sessions are
+    over. ``runs``: session-length runs at most (the phase's time is ~``runs`` x (``session_s``
+    + 1 s)); ``margin``: the count announced is at most (1 - ``margin``) x the smallest count
+    that failed in any run, and ``repeats``: it held in that many runs, every one of them
+    (:func:`confirm_reading`; one run of a count near the knee can be 0 % or 100 % over on a
+    shared host: bench/results/slots.md)."""
 
     deadline_ms: float
     quantile: float
@@ -50,7 +53,7 @@ class SessionTarget:
     max_over_pct: float = 1.0
     max_loss: float = 0.01
     runs: int = CONFIRM_RUNS
-    tolerance: float = CONFIRM_TOLERANCE
+    margin: float = CONFIRM_MARGIN
     repeats: int = CONFIRM_REPEATS
 
     def __post_init__(self):
@@ -64,9 +67,9 @@ class SessionTarget:
         if not 0 <= self.max_over_pct < 100 or not 0 <= self.max_loss < 1:
             raise ValueError("SessionTarget max_over_pct must be in [0, 100) and max_loss in "
                              f"[0, 1), got {self.max_over_pct!r}, {self.max_loss!r}")
-        if int(self.runs) < 1 or not 0 <= self.tolerance < 1 or int(self.repeats) < 1:
-            raise ValueError(f"SessionTarget runs and repeats must be >= 1 and tolerance in "
-                             f"[0, 1), got {self.runs!r}, {self.repeats!r}, {self.tolerance!r}")
+        if int(self.runs) < 1 or not 0 <= self.margin < 1 or int(self.repeats) < 1:
+            raise ValueError(f"SessionTarget runs and repeats must be >= 1 and margin in "
+                             f"[0, 1), got {self.runs!r}, {self.repeats!r}, {self.margin!r}")
 
     def packets(self, session_pps: float) -> int:
         """Packets one session sends (the ``session_packets`` of :func:`late_capacity`)."""
@@ -147,38 +150,99 @@ def _by_count(runs: list[dict]) -> dict[int, list[dict]]:
     return out
 
 
+def _run_held(run: dict, max_over_pct: float) -> bool:
+    return 100.0 * run["over"] / max(1, run["n"]) <= max_over_pct
+
+
+def margin_limit(first_failed: int, margin: float) -> int:
+    """The largest count the confirm phase may announce below ``first_failed`` (the smallest
+    count that failed in any run): (1 - ``margin``) x it, and below it whatever the margin."""
+    return max(0, min(int(first_failed) - 1, math.floor((1.0 - margin) * first_failed + 1e-9)))
+
+
+def confirm_reading(runs: list[dict], max_over_pct: float = 1.0,
+                    margin: float = CONFIRM_MARGIN) -> dict:
+    """The capacity the confirm phase's session-length runs (``sessions``, ``over``, ``n``)
+    show, safe at a bimodal knee: the largest count that held in *every* run of it (at most
+    ``max_over_pct`` % of its sessions over) and is at most (1 - ``margin``) x the smallest
+    count that failed in *any* run (:func:`margin_limit`).
+
+    Why not the reference's rule (:func:`session_reference`, pooled, interpolated up to the
+    first count over): on the 2-core host of bench/results/slots.md (2026-11-28 16:57) a run
+    between 286 and 338 sessions either held (p99 8-9 ms) or failed for all its sessions
+    (15-26 ms) at the same steal share. The confirm saw 327 hold twice and announced it; the
+    reference saw 306 fail and 327 fail twice (reference 286), and all 327 admitted sessions
+    were over. A count that held in a few runs right under one that failed is luck at such a
+    knee; a count ``margin`` under the smallest failure is not in the band (here 0.9 x 338 =
+    304, 0.9 x 306 = 275). On a clean (unimodal) knee C the smallest failure is > C, so the
+    announced count is >= (1 - ``margin``) x C: with the default 10 %, never under the issue's
+    ±10 % band by the rule itself.
+
+    ``bound``: "at least" (no run failed: the top count), "margin" (below the first failure,
+    ``hi``), "below" (nothing held under the limit: 0). ``runs_at``: the runs of the count
+    announced (``repeats`` when the search finished)."""
+    by = _by_count(runs)
+    if not by:
+        raise ValueError("confirm_reading: no runs (sessions, over, n)")
+    held = sorted(n for n, rs in by.items() if all(_run_held(r, max_over_pct) for r in rs))
+    failed = sorted(set(by) - set(held))
+    if not failed:
+        top = held[-1]
+        return {"slots": top, "bound": "at least", "lo": top, "hi": None, "limit": None,
+                "runs_at": len(by[top])}
+    first = failed[0]
+    limit = margin_limit(first, margin)
+    ok = [n for n in held if n <= limit]
+    if not ok:
+        return {"slots": 0, "bound": "below", "lo": None, "hi": first, "limit": limit,
+                "runs_at": 0}
+    return {"slots": ok[-1], "bound": "margin", "lo": ok[-1], "hi": first, "limit": limit,
+            "runs_at": len(by[ok[-1]])}
+
+
 def next_confirm(runs: list[dict], estimate: int, max_sessions: int,
                  target: SessionTarget) -> int | None:
     """The next session count the confirm phase runs, None when it is done. ``runs``: the
-    session-length runs so far (``sessions``, ``over``, ``n``). First the fast estimate; then,
-    pooled per count (:func:`pool_repeats`) and read by :func:`session_reference`: a bracket
-    (last count held, first over) is bisected until its width is within ``tolerance`` of its
-    lower end; a phase where every count held grows by CONFIRM_GROW (up to ``max_sessions``),
-    one where every count was over halves the lowest (down to 1). When the search is done, or
-    at its last run, the count it would end on (the bracket's lower end) is run again until it
-    has ``target.repeats`` runs: pooled with them it must still hold, else the search goes on
-    below it. At most ``target.runs`` runs."""
+    session-length runs so far (``sessions``, ``over``, ``n``); read by
+    :func:`confirm_reading`. First the fast estimate; while every count held, 1.5 x the top
+    (CONFIRM_GROW, up to ``max_sessions``); while nothing held below the smallest count that
+    failed (F), half of F (down to 1). Then the candidate c = (1 - ``margin``) x F
+    (:func:`margin_limit`): with the largest count held below F (lo) under c, the midpoint of
+    lo and F, but never above c (a failure there lowers F and c, a hold raises lo); once lo >=
+    c, c itself. The count the reading would announce is run again until it has
+    ``target.repeats`` runs (a failure among them makes it the new F); at the last runs of
+    the budget that comes first. At most ``target.runs`` runs."""
     if len(runs) >= int(target.runs):
         return None
     if not runs:
         return max(1, min(int(max_sessions), int(estimate)))
     by = _by_count(runs)
-    ref = session_reference(pool_repeats(by), target.max_over_pct)
+    rd = confirm_reading(runs, target.max_over_pct, target.margin)
+    first = rd["hi"]
     n: int | None
-    if ref["bound"] == "at least":
-        top = ref["lo"]
+    bisecting = True
+    if first is None:                               # every count held: grow
+        top = rd["lo"]
         n = min(int(max_sessions), max(top + 1, math.ceil(top * CONFIRM_GROW)))
-    elif ref["bound"] == "below":
-        n = max(1, ref["hi"] // 2)
+        n = None if n <= top else n
     else:
-        lo, hi = ref["lo"], ref["hi"]
-        n = None if hi - lo <= max(1.0, target.tolerance * lo) else (lo + hi) // 2
-    if n is not None and n in by:
-        n = None                                    # run already: the reading would not change
-    lo = ref["lo"]
-    if (lo is not None and len(by.get(lo, ())) < int(target.repeats)
-            and (n is None or len(runs) == int(target.runs) - 1)):
-        return lo                                   # the count it ends on, once more
+        held = [m for m, rs in by.items() if m < first
+                and all(_run_held(r, target.max_over_pct) for r in rs)]
+        c = rd["limit"]
+        if not held:
+            n = max(1, first // 2) if first > 1 else None
+        elif c < 1:
+            n = None
+        else:
+            lo = max(held)
+            n = c if lo >= c else min(c, (lo + first) // 2)
+            bisecting = n != c
+        if n is not None and n in by:
+            n = None                                # held already: only its repeats are left
+    cand = rd["slots"]
+    need = int(target.repeats) - rd["runs_at"] if cand > 0 else 0
+    if need > 0 and (n is None or (bisecting and int(target.runs) - len(runs) <= need)):
+        return cand                                 # the count it announces, once more
     return n
 
 
@@ -231,22 +295,30 @@ def confirm_for(result: ProbeResult, deadline_ms: float, quantile: float,
 
 
 def confirmed_capacity(result: ProbeResult, conf: dict) -> CapacityEstimate:
-    """The capacity the confirm phase ``conf`` measured: :func:`session_reference` over its
-    session-length runs, pooled per count: the target's own definition, on the probe VNF."""
+    """The capacity the confirm phase ``conf`` measured: :func:`confirm_reading` over its
+    session-length runs (a block recorded before the margin was: the default margin)."""
     spp = float(result.metrics.get("session_pps") or 0)
     t = conf["target"]
-    pooled = pool_repeats(_by_count(conf["runs"]))
-    ref = session_reference(pooled, float(t.get("max_over_pct", 1.0)))
-    slots = int(ref["slots"])
-    tried = ", ".join(f"{p['sessions']}: {p['over_pct']:g} %" for p in pooled)
-    basis = (f"confirmed by {len(conf['runs'])} run(s) of {t['session_s']:g} s sessions judged "
+    runs = conf["runs"]
+    margin = float(t.get("margin", CONFIRM_MARGIN))
+    rd = confirm_reading(runs, float(t.get("max_over_pct", 1.0)), margin)
+    slots = int(rd["slots"])
+    tried = ", ".join(f"{p['sessions']}: {'/'.join(f'{x:g}' for x in p['over_pct_each'])} %"
+                      for p in pool_repeats(_by_count(runs)))
+    if rd["bound"] == "at least":
+        how = f"none failed: at least {slots}"
+    elif rd["bound"] == "below":
+        how = (f"nothing held at or under {rd['limit']} = (1 - {margin:g}) x {rd['hi']}, the "
+               "smallest count that failed: 0")
+    else:
+        how = (f"the largest count held in every run ({rd['runs_at']}) at or under "
+               f"{rd['limit']} = (1 - {margin:g}) x {rd['hi']}, the smallest count that failed")
+    basis = (f"confirmed by {len(runs)} run(s) of {t['session_s']:g} s sessions judged "
              f"each at its own p{float(t['quantile']) * 100:g} against {t['deadline_ms']:g} ms "
-             f"(over: {tried}; the fast steps' estimate {conf.get('estimate')}): "
-             f"{ref['bound']} {ref['lo']}..{ref['hi']} -> {slots} slots")
+             f"(over per run: {tried}; the fast steps' estimate {conf.get('estimate')}): "
+             f"{how} -> {slots} slots")
     cap_sessions = result.metrics.get("max_sessions")
     if cap_sessions is not None and slots > int(cap_sessions):
         basis += f"; capped by the flow table ({cap_sessions} sessions)"
         slots = int(cap_sessions)
-    return CapacityEstimate(slots * spp, slots, spp, ref["bound"] != "at least", basis)
-
-
+    return CapacityEstimate(slots * spp, slots, spp, rd["bound"] != "at least", basis)

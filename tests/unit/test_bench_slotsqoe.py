@@ -127,11 +127,11 @@ def test_command_repeats_the_run():
                            proto="icmp", client_nice=0, probe_step=2.0, pooled=False,
                            vcpu_nice=None, kernel=None, session_points=6, session_refine=3,
                            session_repeats=2, reference_passes=0, points=12, sweep_step=4.0,
-                           part="qoe", confirm_runs=5)
+                           part="qoe", confirm_runs=5, confirm_margin=0.15)
     assert command(a) == (
         "python -m bench.slots qoe --deadline-ms 10 --quantile 0.99 --session-pps 100 "
         "--run-s 16 --proto icmp --client-nice 0 --probe-step 2 --confirm-runs 5 "
-        "--session-points 6 "
+        "--confirm-margin 0.15 --session-points 6 "
         "--session-refine 3 --session-repeats 2 --reference-passes 0 --points 12 "
         "--sweep-step 4")
     b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0"})
@@ -139,3 +139,19 @@ def test_command_repeats_the_run():
                                "--session-repeats 2 --reference-passes 0 --points 12 "
                                "--sweep-step 4 "
                                "--part qoe_vcpu_nice0")
+
+
+def test_confirm_pooled_rule_is_the_a_b_of_the_margin():
+    """The quiet-host confirm runs of record (bench/results/slots.md 16:57): the reference's
+    pooled rule read 327 (what was announced then), the margin rule 295 on the same runs."""
+    from bench.slotsqoe import confirm_pooled_rule
+    from fluidvim.evaluator.confirm import SessionTarget, confirm_reading
+    from fluidvim.evaluator.model import ProbeResult
+
+    runs = [{"sessions": n, "n": n, "over": o} for n, o in
+            ((338, 338), (169, 0), (253, 0), (295, 0), (316, 0), (327, 2), (327, 0))]
+    block = {"target": SessionTarget(10.0, 0.99).as_dict(), "estimate": 338, "runs": runs}
+    r = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={"confirm": block})
+    assert confirm_pooled_rule(r) == 327
+    assert confirm_reading(runs)["slots"] == 295
+    assert confirm_pooled_rule(ProbeResult(env_uid="u1", kind="load", ok=True, metrics={})) is None

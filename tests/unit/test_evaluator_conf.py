@@ -58,7 +58,12 @@ def test_list_opts():
 
 
 def test_confirm_levels_default_off_and_named_levels_build_targets():
-    from fluidvim.evaluator.confirm import CONFIRM_RUNS, DEFAULT_SESSION_S, SessionTarget
+    from fluidvim.evaluator.confirm import (
+        CONFIRM_MARGIN,
+        CONFIRM_RUNS,
+        DEFAULT_SESSION_S,
+        SessionTarget,
+    )
     assert evconf.make_probes(make())[2].confirms == ()           # the default: no confirm phase
     conf = make(qos_levels=["gold=0.99:10:0.05", "silver=0.95:30", "alias=0.99:10"],
                 load_probe_confirm_levels=["silver", "gold", "alias"], max_loss=0.02)
@@ -66,10 +71,11 @@ def test_confirm_levels_default_off_and_named_levels_build_targets():
     # one per level, in the order named; two levels at one deadline and quantile share one
     assert load.confirms == (SessionTarget(30.0, 0.95, DEFAULT_SESSION_S, max_loss=0.02),
                              SessionTarget(10.0, 0.99, DEFAULT_SESSION_S, max_loss=0.02))
-    assert all(t.runs == CONFIRM_RUNS for t in load.confirms)
+    assert all(t.runs == CONFIRM_RUNS and t.margin == CONFIRM_MARGIN for t in load.confirms)
     short = evconf.make_probes(make(load_probe_confirm_levels=["basic"], load_probe_session_s=2.0,
-                                    load_probe_confirm_runs=2))[2]
-    assert short.confirms == (SessionTarget(20.0, 0.99, 2.0, runs=2),)
+                                    load_probe_confirm_runs=2,
+                                    load_probe_confirm_margin=0.2))[2]
+    assert short.confirms == (SessionTarget(20.0, 0.99, 2.0, runs=2, margin=0.2),)
 
 
 def test_confirm_levels_must_name_configured_levels():
