@@ -10,7 +10,9 @@
   the error's ``field`` (the request field at fault, e.g. ``macs[1]``); ``nic_macs``: each NIC's
   ``mac`` in the ``stats`` result, ``null`` = still the MAC the VNF booted with (its device's);
   ``free`` / ``slots_free``: the ``free`` of the result / of ``stats``' ``slots``;
-  ``slots_keys``: keys ``stats``' ``slots`` must have;
+  ``slots_keys``: keys ``stats``' ``slots`` must have; ``cpu_keys``: keys of its ``cpu``, and
+  ``cpu_wall``: its ``busy_us + poll_us + halt_us + stolen_us`` (the main loop's wall time) is at
+  most ``uptime_us``;
   ``window_us``: the ``window_us`` of the result (``poll``).
 """
 
@@ -97,7 +99,8 @@ exchanges = [
      "id": 13, "result_keys": ["forwarding", "elements", "config_us"]},
     {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
      "result_keys": ["uptime_us", "configured", "cpu", "slots", "nics", "elements", "latency_ns"],
-     "slots_keys": ["total", "used", "free", "rejected", "opened"]},
+     "slots_keys": ["total", "used", "free", "rejected", "opened"],
+     "cpu_keys": ["busy_us", "poll_us", "halt_us", "stolen_us", "halts", "kicks"], "cpu_wall": True},
     # macs (the exchanges run against a VNF with 2 NICs): rejected ones change nothing
     {"send": line({"id": 15, "op": "configure", "config": FWD, "macs": ["fa:16:3e:12:34:56"]}),
      "ok": False, "id": 15, "code": "config", "field": "macs", "message_contains": "1 entry for 2 NICs"},
@@ -146,6 +149,11 @@ exchanges = [
      "code": "bad_request", "message_contains": "window_us"},
     {"send": line({"id": 32, "op": "poll", "window_us": 1000}), "ok": True, "id": 32,
      "result_keys": ["window_us"], "window_us": 1000},
+    # the host's halt polling (KVM poll control, where offered: the reply says it then)
+    {"send": line({"id": 33, "op": "poll", "host_halt_poll": "no"}), "ok": False, "id": 33,
+     "code": "bad_request", "message_contains": "host_halt_poll"},
+    {"send": line({"id": 34, "op": "poll", "window_us": 1000, "host_halt_poll": True}),
+     "ok": True, "id": 34, "result_keys": ["window_us"], "window_us": 1000},
 ]
 
 text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,

@@ -307,10 +307,14 @@ class ControlChannel:
     def stats(self, timeout: float | None = None) -> dict:
         return self.request("stats", timeout=timeout)
 
-    def poll(self, window_us: int | None = None, timeout: float | None = None) -> dict:
+    def poll(self, window_us: int | None = None, timeout: float | None = None,
+             host_halt_poll: bool | None = None) -> dict:
         """The VNF's busy-poll window after the last frame, in µs (contract/PROTOCOL.md §4
-        ``poll``): set it to ``window_us`` (0..100000), or only read it (None)."""
-        return self.request("poll", timeout=timeout, window_us=window_us)
+        ``poll``): set it to ``window_us`` (0..100000), or only read it (None); and whether
+        the host may poll after it halts (``host_halt_poll``; None: as the window says, off
+        for 0). The reply's ``host_halt_poll`` is there where KVM offers that control."""
+        return self.request("poll", timeout=timeout, window_us=window_us,
+                            host_halt_poll=host_halt_poll)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
             timeout: float | None = None, wait_ppm: int | None = None) -> dict:

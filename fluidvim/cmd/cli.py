@@ -132,9 +132,11 @@ def cmd_vnf_stats(args):
     print(f"uptime {st['uptime_us'] / 1e6:.1f} s, configured: {st['configured']}")
     cpu = st.get("cpu")
     if cpu:
-        loop = max(1, cpu["busy_us"] + cpu["poll_us"] + cpu["halt_us"])
+        stolen = cpu.get("stolen_us", 0)         # older VNFs: counted in the other three
+        loop = max(1, cpu["busy_us"] + cpu["poll_us"] + cpu["halt_us"] + stolen)
         print(f"vCPU: busy {100 * cpu['busy_us'] / loop:.1f} %, polling "
-              f"{100 * cpu['poll_us'] / loop:.1f} %, halted {100 * cpu['halt_us'] / loop:.1f} % "
+              f"{100 * cpu['poll_us'] / loop:.1f} %, halted {100 * cpu['halt_us'] / loop:.1f} %, "
+              f"held back by the host {100 * stolen / loop:.1f} % "
               f"({cpu['halts']} halts, {cpu['kicks']} NIC kicks)")
     print(f"session slots: {s['used']}/{s['total']} used, {s['free']} free, "
           f"{s['rejected']} rejected")

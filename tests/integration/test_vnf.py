@@ -63,6 +63,12 @@ def test_protocol_vectors_against_the_real_vnf(make_manager):
                 assert reply["result"]["slots"]["free"] == ex["slots_free"], reply
             if "slots_keys" in ex:
                 assert set(ex["slots_keys"]) <= set(reply["result"]["slots"]), reply
+            if "cpu_keys" in ex:
+                assert set(ex["cpu_keys"]) <= set(reply["result"]["cpu"]), reply
+            if ex.get("cpu_wall"):
+                cpu = reply["result"]["cpu"]
+                assert sum(cpu[k] for k in ("busy_us", "poll_us", "halt_us", "stolen_us")) \
+                    <= reply["result"]["uptime_us"], reply
             if "window_us" in ex:
                 assert reply["result"]["window_us"] == ex["window_us"], reply
         else:
@@ -466,7 +472,8 @@ def test_idle_vnf_wakes_on_a_packet_and_on_a_control_request(mgr, net):
     cpu, cpu2 = st["cpu"], st2["cpu"]
     assert cpu2["halts"] > cpu["halts"] and cpu2["halt_us"] > cpu["halt_us"]
     assert cpu2["busy_us"] > cpu["busy_us"] and cpu2["kicks"] > cpu["kicks"]
-    assert cpu2["busy_us"] + cpu2["poll_us"] + cpu2["halt_us"] <= st2["uptime_us"]
+    assert cpu2["busy_us"] + cpu2["poll_us"] + cpu2["halt_us"] + cpu2["stolen_us"] \
+        <= st2["uptime_us"]
     _woken_by_interrupts_only(cpu, cpu2)
 
 
@@ -512,6 +519,8 @@ def test_a_throttled_vnf_sees_the_wait_and_pauses_busy_polling(mgr, net):
         cgroups.set_cpu_quota(uuid, quota)
     # the reply that showed the wait says polling is paused (for 5 s after each such wait)
     assert cpu["steal_max_us"] >= 1000 and cpu["backoffs"] >= 1 and cpu["poll_paused"], cpu
+    # the wait is charged to stolen_us, not to the busy/poll/halt of the rounds it spanned
+    assert cpu["stolen_us"] > cpu0["stolen_us"], (cpu0, cpu)
     assert net.ping(2) == 2                      # halts between frames, woken by each
 
 

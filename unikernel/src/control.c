@@ -152,6 +152,7 @@ static void op_stats(int64_t id)
 	jw_ku64(&w, "busy_us", tsc_to_ns(cpu_use.busy) / 1000);
 	jw_ku64(&w, "poll_us", tsc_to_ns(cpu_use.poll) / 1000);
 	jw_ku64(&w, "halt_us", tsc_to_ns(cpu_use.halt) / 1000);
+	jw_ku64(&w, "stolen_us", tsc_to_ns(cpu_use.steal) / 1000);
 	jw_ku64(&w, "halts", cpu_use.halts);
 	jw_ku64(&w, "kicks", net_kicks());
 	jw_ku64(&w, "wake_rx", cpu_use.wake_rx);
@@ -314,11 +315,24 @@ static void op_poll(int64_t id, const struct jfield *f, int n)
 		reply_error(id, "bad_request", "invalid 'window_us' (must be an integer 0..100000)");
 		return;
 	}
-	if (w_us)
+	const struct jfield *hpf = json_get(f, n, "host_halt_poll");
+	if (hpf && hpf->type != JT_BOOL) {
+		reply_error(id, "bad_request", "invalid 'host_halt_poll' (must be true or false)");
+		return;
+	}
+	if (w_us) {
 		net_set_busy_poll_us((uint32_t)w_us->num);
+		/* window 0: no polling at all, the host's after a halt neither */
+		clock_host_halt_poll(w_us->num > 0);
+	}
+	if (hpf)
+		clock_host_halt_poll(hpf->boolean ? 1 : 0);
+	int hp = clock_host_halt_poll(-1);
 	struct jw w;
 	reply_begin(&w, id);
 	jw_ku64(&w, "window_us", net_busy_poll_us());
+	if (hp >= 0)
+		jw_kbool(&w, "host_halt_poll", hp != 0);
 	reply_end(&w);
 }
 

@@ -25,9 +25,11 @@ uint64_t uptime_us(void);
 
 /* Where the vCPU's time went since the main loop started (TSC ticks; stats "cpu"): rounds that
  * received frames, ran element tasks or handled a request (busy), rounds that found nothing to do
- * (busy polling after traffic, waiting for a TX ring to drain), and time halted. main.c counts. */
+ * (busy polling after traffic, waiting for a TX ring to drain), time halted, and the time the
+ * host kept the vCPU from running meanwhile (steal: KVM steal time, taken out of the other three,
+ * so that the four add up to the loop's wall time). main.c counts (charge). */
 struct cpu_use {
-	uint64_t busy, poll, halt, halts;
+	uint64_t busy, poll, halt, steal, halts;
 	/* what ended each halt (main.c idle): a NIC's RX interrupt, the timer, anything else (a
 	 * control request); rx_no_irq: halts after which frames waited in an RX ring that no NIC
 	 * interrupt announced (a lost wake-up: they waited for another one) */

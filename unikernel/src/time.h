@@ -18,5 +18,8 @@ uint64_t clock_zero_tsc(uint64_t entry_tsc);
  * 0 and false where the hypervisor offers none. */
 bool clock_has_steal(void);
 uint64_t clock_steal_ns(void);
+/* Allow (1) or forbid (0) the host to keep polling after this vCPU halts (KVM poll control;
+ * -1: only read); what is in force, -1 when the hypervisor does not offer it. */
+int clock_host_halt_poll(int on);
 
 #endif
