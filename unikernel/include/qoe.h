@@ -24,8 +24,17 @@
  * wait_ppm / 2 is good, between holds; the window's verdict is the worse of the tail's and the
  * wait's (a window too thin to show the tail stays idle unless its wait holds or is over).
  *
- * Announced free slots = min(flow-table free, capacity - used) (0 when used >= capacity); with no
- * capacity set, the flow table's free slots. Pure arithmetic on a state struct, so the host tests
+ * A window's verdict shrinks the capacity only when the window closes (>= 1 s), but sessions that
+ * arrive meanwhile would be admitted past the knee (bench/results/slots.md: 327 sessions in, the
+ * capacity shrunk to 286 a second later, all of them over). So a read at least QOE_PEEK_NS into a
+ * window judges the window so far by the same rules (qoe_peek): over (under load) sets `pending`,
+ * and while it is set no slot is announced free; the window's own verdict decides when it closes
+ * (pending cleared: hold or good announce capacity - used again, over shrinks as before). The
+ * capacity itself only moves on whole windows; the hysteresis band is the same.
+ *
+ * Announced free slots = min(flow-table free, capacity - used) (0 when used >= capacity, or while
+ * the current window is already over: `pending`); with no capacity set, the flow table's free
+ * slots. Pure arithmetic on a state struct, so the host tests
  * drive it window by window. */
 #ifndef FLUIDVIM_QOE_H
 #define FLUIDVIM_QOE_H
@@ -34,6 +43,7 @@
 #define QOE_BUCKETS 32          /* = the engine's latency histogram (CLICK_LAT_BUCKETS) */
 #define QOE_WINDOW_NS 1000000000ull
 #define QOE_GROW_AFTER 3
+#define QOE_PEEK_NS 250000000ull  /* a read this far into a window judges it so far (pending) */
 
 enum qoe_verdict { QOE_OFF, QOE_IDLE, QOE_GOOD, QOE_HOLD, QOE_OVER };
 
@@ -51,6 +61,8 @@ struct qoe {
 	uint32_t wait_ppm;           /* host-wait budget: steal share of a window, ppm; 0 = off */
 	uint32_t last_wait_ppm;      /* steal share of the last evaluated window */
 	uint64_t steal_snap;         /* steal time (ns) at the start of the current window */
+	uint32_t pending;            /* the current window so far is over: nothing free until it closes */
+	uint64_t pending_stops;      /* windows that stopped admission before they closed */
 };
 
 /* Set (or clear with probed == 0) the probe's capacity, budget, quantile and host-wait budget
@@ -60,8 +72,11 @@ void qoe_set(struct qoe *q, uint32_t probed, uint64_t budget_ns, uint32_t quanti
 /* One window: `delta` = packets per log2 bucket during it, `used` = sessions carried now,
  * `wait` = the window's steal share in ppm (ignored when q->wait_ppm is 0). */
 enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait);
+/* The current window so far (`delta`, `used`, `wait` as qoe_window), judged by the same rules
+ * without acting on them but for `pending`: set when over (nothing free until the window closes). */
+enum qoe_verdict qoe_peek(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait);
 /* Close the current window if QOE_WINDOW_NS passed (cumulative histogram `hist`, cumulative
- * steal time `steal_ns`). */
+ * steal time `steal_ns`); else, QOE_PEEK_NS into it, judge it so far (sets or keeps `pending`). */
 void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t steal_ns,
 	      uint64_t now_ns);
 uint32_t qoe_free(const struct qoe *q, uint32_t table_free, uint32_t used);

@@ -317,6 +317,8 @@ void click_qoe_json(struct jw *w)
 	jw_kstr(w, "window", qoe_verdict_name(q->last));
 	jw_ku64(w, "shrinks", q->shrinks);
 	jw_ku64(w, "grows", q->grows);
+	jw_ku64(w, "pending", q->pending);
+	jw_ku64(w, "pending_stops", q->pending_stops);
 	jw_obj_end(w);
 }
 

@@ -24,6 +24,8 @@ void qoe_set(struct qoe *q, uint32_t probed, uint64_t budget_ns, uint32_t quanti
 	q->shrinks = q->grows = 0;
 	q->last_tail_ns = 0;
 	q->last = probed ? QOE_IDLE : QOE_OFF;
+	q->pending = 0;
+	q->pending_stops = 0;
 	copy_hist(q->snap, hist);
 	q->window_start_ns = now_ns;
 }
@@ -38,10 +40,11 @@ static enum qoe_verdict wait_verdict(const struct qoe *q, uint32_t wait)
 	return 2ull * wait <= q->wait_ppm ? QOE_GOOD : QOE_HOLD;
 }
 
-enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait)
+/* a window's verdict (delta: its packets per bucket, used: sessions carried, wait: its steal
+ * share in ppm), without acting on it; *tail = its quantile's bucket when it shows one */
+static enum qoe_verdict judge(const struct qoe *q, const uint64_t *delta, uint32_t used,
+			      uint32_t wait, uint64_t *tail)
 {
-	if (!q->probed)
-		return q->last = QOE_OFF;
 	uint64_t n = 0;
 	for (unsigned i = 0; i < QOE_BUCKETS; i++)
 		n += delta[i];
@@ -63,7 +66,7 @@ enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used,
 			}
 		}
 		uint64_t lo = b ? 1ull << b : 0, hi = 1ull << (b + 1);
-		q->last_tail_ns = lo;
+		*tail = lo;
 		if (lo >= q->budget_ns)
 			v = QOE_OVER;
 		else if (2 * hi <= q->budget_ns)
@@ -71,12 +74,21 @@ enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used,
 		else
 			v = QOE_HOLD;
 	}
-	q->last_wait_ppm = q->wait_ppm ? wait : 0;
 	enum qoe_verdict w = wait_verdict(q, wait);
 	if (w > v && w != QOE_GOOD)       /* the worse of the two; idle stays idle unless waits */
 		v = w;
 	if (v == QOE_OVER && 2ull * used < q->capacity)
 		v = QOE_HOLD;             /* over at a light load: the host's noise, not capacity */
+	return v;
+}
+
+enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait)
+{
+	if (!q->probed)
+		return q->last = QOE_OFF;
+	q->pending = 0;
+	enum qoe_verdict v = judge(q, delta, used, wait, &q->last_tail_ns);
+	q->last_wait_ppm = q->wait_ppm ? wait : 0;
 	if (v == QOE_OVER) {
 		uint32_t c = (uint32_t)((uint64_t)used * 7 / 8);
 		if (c > q->capacity)
@@ -98,10 +110,23 @@ enum qoe_verdict qoe_window(struct qoe *q, const uint64_t *delta, uint32_t used,
 	return q->last = v;
 }
 
+enum qoe_verdict qoe_peek(struct qoe *q, const uint64_t *delta, uint32_t used, uint32_t wait)
+{
+	if (!q->probed)
+		return QOE_OFF;
+	uint64_t tail = 0;
+	enum qoe_verdict v = judge(q, delta, used, wait, &tail);
+	if (v == QOE_OVER && !q->pending) {
+		q->pending = 1;
+		q->pending_stops++;
+	}
+	return v;
+}
+
 void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t steal_ns,
 	      uint64_t now_ns)
 {
-	if (!q->probed || now_ns - q->window_start_ns < QOE_WINDOW_NS)
+	if (!q->probed || now_ns - q->window_start_ns < QOE_PEEK_NS)
 		return;
 	uint64_t delta[QOE_BUCKETS];
 	for (unsigned i = 0; i < QOE_BUCKETS; i++)
@@ -109,6 +134,10 @@ void qoe_tick(struct qoe *q, const uint64_t *hist, uint32_t used, uint64_t steal
 	uint64_t len = now_ns - q->window_start_ns;
 	uint64_t st = steal_ns >= q->steal_snap ? steal_ns - q->steal_snap : 0;
 	uint64_t wait = st >= len ? 1000000u : st * 1000000u / len;
+	if (len < QOE_WINDOW_NS) {        /* QOE_PEEK_NS into it: the window so far */
+		qoe_peek(q, delta, used, (uint32_t)wait);
+		return;
+	}
 	qoe_window(q, delta, used, (uint32_t)wait);
 	copy_hist(q->snap, hist);
 	q->steal_snap = steal_ns;
@@ -119,6 +148,8 @@ uint32_t qoe_free(const struct qoe *q, uint32_t table_free, uint32_t used)
 {
 	if (!q->probed)
 		return table_free;
+	if (q->pending)
+		return 0;
 	uint32_t room = q->capacity > used ? q->capacity - used : 0;
 	return room < table_free ? room : table_free;
 }

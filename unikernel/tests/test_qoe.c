@@ -128,12 +128,19 @@ static void tick_closes_windows_of_one_second(void)
 	qoe_set(&q, 200, 8192, 990000, 0, hist, 0, 1000000000ull);
 	hist[10] += 9800;
 	hist[16] += 200;
-	qoe_tick(&q, hist, 160, 0, 1500000000ull);     /* half a window: nothing yet */
-	CHECK_EQ(q.capacity, 200);
+	qoe_tick(&q, hist, 160, 0, 1200000000ull);     /* under QOE_PEEK_NS: nothing */
+	CHECK_EQ(q.pending, 0);
+	CHECK_EQ(qoe_free(&q, 1000, 160), 40);
+	qoe_tick(&q, hist, 160, 0, 1500000000ull);     /* half a window: judged so far */
+	CHECK_EQ(q.capacity, 200);                  /* the capacity moves on whole windows only */
 	CHECK_EQ(q.last, QOE_IDLE);
+	CHECK_EQ(q.pending, 1);                     /* ... but no slot is free until it closes */
+	CHECK_EQ(qoe_free(&q, 1000, 160), 0);
 	qoe_tick(&q, hist, 160, 0, 2000000000ull);
 	CHECK_EQ(q.last, QOE_OVER);
 	CHECK_EQ(q.capacity, 140);
+	CHECK_EQ(q.pending, 0);
+	CHECK_EQ(q.pending_stops, 1);
 	/* the histogram was reset (a reconfigure): its counts are the window's */
 	memset(hist, 0, sizeof hist);
 	hist[11] = 300;
@@ -217,6 +224,50 @@ static void tick_measures_the_windows_steal(void)
 	CHECK_EQ(q.last_wait_ppm, 0);
 }
 
+/* sessions arriving during a window that is already over are not admitted: the window so far is
+ * judged at each read QOE_PEEK_NS into it; its own verdict decides when it closes */
+static void a_window_over_so_far_stops_admission(void)
+{
+	struct qoe q;
+	uint64_t hist[QOE_BUCKETS];
+	memset(hist, 0, sizeof hist);
+	qoe_set(&q, 300, 8192, 990000, 370000, hist, 0, 0);
+	/* 0.3 s in, 200 sessions, the vCPU waited 60 % of it: over so far, nothing free */
+	hist[10] = 6000;
+	qoe_tick(&q, hist, 200, 180000000ull, 300000000ull);
+	CHECK_EQ(q.pending, 1);
+	CHECK_EQ(qoe_free(&q, 1000, 200), 0);
+	CHECK_EQ(q.capacity, 300);
+	/* at a light load the same wait is the host's noise: no stop */
+	struct qoe l;
+	qoe_set(&l, 300, 8192, 990000, 370000, NULL, 0, 0);
+	qoe_tick(&l, hist, 100, 180000000ull, 300000000ull);
+	CHECK_EQ(l.pending, 0);
+	CHECK_EQ(qoe_free(&l, 1000, 100), 200);
+	/* the window closes in the hysteresis band (wait 30 %: under the budget, over half of
+	 * it): pending cleared, capacity unchanged, room announced again */
+	hist[10] += 14000;
+	qoe_tick(&q, hist, 200, 300000000ull, 1000000000ull);
+	CHECK_EQ(q.last, QOE_HOLD);
+	CHECK_EQ(q.pending, 0);
+	CHECK_EQ(qoe_free(&q, 1000, 200), 100);
+	CHECK_EQ(q.pending_stops, 1);
+	/* a window good so far leaves it alone; one over again at its close shrinks as before */
+	hist[10] += 6000;
+	qoe_tick(&q, hist, 200, 330000000ull, 1300000000ull);
+	CHECK_EQ(q.pending, 0);
+	hist[10] += 14000;
+	qoe_tick(&q, hist, 240, 800000000ull, 2000000000ull);
+	CHECK_EQ(q.last, QOE_OVER);
+	CHECK_EQ(q.capacity, 210);                  /* 7/8 of 240 */
+	CHECK_EQ(q.pending, 0);
+	/* a new qoe clears it */
+	q.pending = 1;
+	qoe_set(&q, 300, 8192, 990000, 370000, hist, 0, 3000000000ull);
+	CHECK_EQ(q.pending, 0);
+	CHECK_EQ(q.pending_stops, 0);
+}
+
 static char sbuf[8192];
 
 static void stats_announce_qoe_free(void)
@@ -263,5 +314,6 @@ void run_qoe_tests(void)
 	RUN(host_wait_hysteresis);
 	RUN(host_wait_off_is_ignored);
 	RUN(tick_measures_the_windows_steal);
+	RUN(a_window_over_so_far_stops_admission);
 	RUN(stats_announce_qoe_free);
 }
