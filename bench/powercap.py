@@ -82,6 +82,7 @@ LOADS = (10, 50, 90)
 TARGET_MS = 5.0      # the end-to-end p99 target (RESULTS: why it is fair to the default)
 TIGHT_MS = 0.2       # a target no cap fits (a gap of 0.1 ms needs 91 % of a CPU): poll only
 TIGHT = "controller-tight"
+SHARES = ("busy", "poll", "halt", "stolen")     # the VNF's own account (stats cpu, *_us)
 
 
 def thread_ticks(pid: int) -> dict:
@@ -152,14 +153,19 @@ class Vnf:
                 if ctl is not None else None), st
 
 
-def fixed(mode: str) -> tuple[int, int, int, int]:
-    """(quota us, poll window us, period us) of a ``--fixed`` mode ``quota/period,window``."""
+def fixed(mode: str) -> tuple[int | None, int, int, bool | None]:
+    """(quota us or None, poll window us, period us, host halt polling or None) of a
+    ``--fixed`` mode ``quota/period,window`` (the quota on the VNF's vCPU threads, as the
+    controller's cap) or ``open,window`` (no cap: the window alone), with ``,hp`` after the
+    window to keep the host's halt polling on (window 0 turns it off, PROTOCOL.md poll)."""
     cap, _, rest = mode.partition(",")
-    if "," in rest:
-        raise ValueError(f"{mode}: quota/period,window")
-    window = rest
+    window, _, hp = rest.partition(",")
+    if hp not in ("", "hp"):
+        raise ValueError(f"{mode}: quota/period,window[,hp] or open,window[,hp]")
+    if cap == "open":
+        return None, int(window), limits.CPU_PERIOD_US, (True if hp else None)
     quota, _, period = cap.partition("/")
-    return int(quota), int(window), int(period or limits.CPU_PERIOD_US)
+    return int(quota), int(window), int(period or limits.CPU_PERIOD_US), (True if hp else None)
 
 
 def open_quota(vnf: Vnf) -> None:
@@ -184,10 +190,12 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
     if mode == "default":
         open_quota(vnf)
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
-    elif not is_controller(mode):
-        quota, window, period = fixed(mode)
-        cgroups.set_cpu_quota(vnf.uid, quota, period)
-        set_window(vnf.mgr, vnf.id, window)
+    elif not is_controller(mode):    # the cap on the vCPU threads, as the controller's
+        quota, window, period, hp = fixed(mode)
+        open_quota(vnf)
+        if quota is not None and not cgroups.set_vcpu_quota(vnf.uid, quota, period):
+            raise RuntimeError(f"--fixed {mode}: no vCPU thread to cap (vnf/cgroups.py)")
+        set_window(vnf.mgr, vnf.id, window, hp)
     elif vnf.uid in ctl.state:
         ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
@@ -286,12 +294,13 @@ def vnf_events(a: dict, b: dict) -> dict | None:
 
 
 def vnf_shares(a: dict, b: dict) -> dict | None:
-    """The VNF's own account of its vCPU between two ``stats`` (``cpu``: busy, poll, halt, as
-    shares of its uptime), None when one is missing."""
+    """The VNF's own account of its vCPU between two ``stats`` (``cpu``: busy, poll, halt and
+    stolen, the time the host kept it from running, as shares of its uptime), None when one
+    is missing."""
     try:
         dt = b["uptime_us"] - a["uptime_us"]
-        return {k: round((b["cpu"][f"{k}_us"] - a["cpu"][f"{k}_us"]) / dt, 3)
-                for k in ("busy", "poll", "halt")}
+        return {k: round((b["cpu"].get(f"{k}_us", 0) - a["cpu"].get(f"{k}_us", 0)) / dt, 3)
+                for k in SHARES}
     except (KeyError, TypeError, ZeroDivisionError):
         return None
 
@@ -333,10 +342,11 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
                           for d in warm + measured]}
 
 
-def set_window(mgr, vnf_id, us: int) -> int:
-    """Set the VNF's busy-poll window; the window set."""
+def set_window(mgr, vnf_id, us: int, host_halt_poll: bool | None = None) -> int:
+    """Set the VNF's busy-poll window (and with it the host's halt polling: off at 0, unless
+    ``host_halt_poll`` says otherwise); the window set."""
     with mgr.channel(vnf_id) as ch:
-        return ch.poll(us)["window_us"]
+        return ch.poll(us, host_halt_poll=host_halt_poll)["window_us"]
 
 
 def median(trials, key):
@@ -355,8 +365,8 @@ def line(load: int, t: dict) -> str:
            f"{t['target_ms']:g} ms end to end {'/'.join(map(str, e2e))}, by the VNF's own p99 "
            f"{t['vnf_intervals_within_target']}/{t['vnf_intervals']}")
     if t.get("vnf_cpu"):
-        out += ", VNF busy/poll/halt " + "/".join(str(t["vnf_cpu"][k])
-                                                  for k in ("busy", "poll", "halt"))
+        out += ", VNF busy/poll/halt/stolen " + "/".join(str(t["vnf_cpu"].get(k))
+                                                         for k in SHARES)
     if t.get("vnf_events_per_kframe"):
         out += ", per 1k frames " + ", ".join(f"{k} {v}"
                                              for k, v in t["vnf_events_per_kframe"].items())
@@ -377,8 +387,8 @@ def summarise_mode(trials: list, args) -> dict:
     m["cpu_per_s"] = {k: round(statistics.median(t["cpu_per_s"][k] for t in trials), 3)
                       for k in trials[0]["cpu_per_s"]}
     own = [t["vnf_cpu"] for t in trials if t.get("vnf_cpu")]
-    m["vnf_cpu"] = ({k: round(statistics.median(o[k] for o in own), 3)
-                     for k in ("busy", "poll", "halt")} if own else None)
+    m["vnf_cpu"] = ({k: round(statistics.median(o.get(k, 0) for o in own), 3)
+                     for k in SHARES} if own else None)
     m["target_ms"] = limit
     m["intervals_within_target_pct"] = pct(within(trials, "e2e_p99_us", 1000 * limit))
     m["vnf_intervals_within_target_pct"] = pct(within(trials, "vnf_p99_ns", 1e6 * limit))
@@ -444,6 +454,7 @@ def controller(vnf: Vnf, args, target: float) -> LatencyController:
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
+                            poll_first=not args.cap_at_once,
                             max_ratio=args.max_ratio, rate_headroom=args.rate_headroom,
                             rate_margin_us=args.rate_margin_us)
     ctl.target_us = 1000.0 * target
@@ -478,7 +489,8 @@ def parse(argv):
                     help="controller: the longest CFS period of a cap (CgroupCap; the "
                          "flavor's: 100000)")
     ap.add_argument("--headroom", type=float, default=1.5,
-                    help="controller: a cap is the VNF's need x this + 2 %% of a CPU")
+                    help="controller: a cap is at least its vCPU's need x this + 2 %% of a "
+                         "CPU ([metrics] cap_headroom)")
     ap.add_argument("--max-ratio", type=float, default=0.7,
                     help="controller: no cap at this share of the capacity (the VNF's need of "
                          "the flavor's quota with --blind); a cap at most this share of it")
@@ -489,15 +501,21 @@ def parse(argv):
                     help="controller: see --rate-headroom (us per 100 ms)")
     ap.add_argument("--blind", action="store_true",
                     help="controller: not told the capacity (its need sizes the cap)")
-    ap.add_argument("--min-poll-us", type=int, default=50,
-                    help="controller: the busy-poll window of a capped VNF (us)")
+    ap.add_argument("--min-poll-us", type=int, default=0,
+                    help="controller: the busy-poll window of a capped or poll-only VNF (us; "
+                         "0: it halts at once and the host's halt polling is off)")
+    ap.add_argument("--cap-at-once", action="store_true",
+                    help="controller: cap straight from open (the old way) instead of the "
+                         "narrow window first and a cap only where it saves (poll_first)")
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
-                    help="extra modes with a fixed cap, no controller: quota/period,window "
-                         "(us), separated by spaces, e.g. '10000/100000,50 1000/3500,50'")
+                    help="extra modes with a fixed cap on the vCPU threads, no controller: "
+                         "quota/period,window (us), or open,window (no cap), ',hp' after the "
+                         "window keeping the host's halt polling on; separated by spaces, e.g. "
+                         "'open,0 open,0,hp 1000/3500,0'")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")
@@ -522,11 +540,11 @@ def parse(argv):
         ap.error("no modes: give --modes or --fixed")
     for m in args.fixed:
         try:
-            q, _, p = fixed(m)
+            q, _, p, _ = fixed(m)
         except ValueError:
-            ap.error(f"--fixed {m!r}: give quota/period,window in us, e.g. "
-                     "10000/100000,50 or 1000/3500,50")
-        if q < 1000 or p < 1000:
+            ap.error(f"--fixed {m!r}: give quota/period,window[,hp] in us or open,window[,hp], "
+                     "e.g. 10000/100000,50 or 1000/3500,0 or open,0")
+        if (q is not None and q < 1000) or p < 1000:
             ap.error(f"--fixed {m!r}: quota and period must be >= 1000 us (the kernel's)")
     return args
 

@@ -181,18 +181,12 @@ def vnf_waits(pid: int, before: dict, after: dict, seconds: float) -> dict:
 
 
 def cgroup_cpu_stat(uuid: str) -> dict[str, int]:
-    """The VNF's cgroup ``cpu.stat`` (nr_periods, nr_throttled, throttled_time/usec...), {} when
-    it has none: a group that ran out of its CPU quota was throttled, QEMU's main thread (which
-    moves the frames) with its vCPU, until the next period."""
+    """The VNF's cgroup ``cpu.stat`` (nr_periods, nr_throttled, throttled_time/usec...; a cap's
+    vCPU sub-group's throttling summed in: :func:`fluidvim.vnf.cgroups.cpu_stat`), {} when it
+    has none: a group that ran out of its CPU quota was throttled until the next period."""
     from fluidvim.vnf import cgroups
 
-    for d in cgroups.dirs(uuid):
-        try:
-            with open(os.path.join(d, "cpu.stat")) as f:
-                return {k: int(v) for k, v in (line.split() for line in f)}
-        except (OSError, ValueError):
-            continue
-    return {}
+    return cgroups.cpu_stat(uuid) or {}
 
 
 def guest_waits(cpu0: dict, cpu1: dict, cg0: dict, cg1: dict) -> dict:

@@ -382,30 +382,46 @@ def _group_pids(name: str) -> list[str]:
     return []
 
 
-def cpu_stat(name: str, keys: tuple):
-    """(key, value) of the first of ``keys`` in VNF ``name``'s group's ``cpu.stat``, summed
-    with its vCPU sub-group's (a cap's throttling is counted there,
-    :func:`set_vcpu_quota`); for one key: (value,). None when it has no
-    group or no such line."""
-    found, total = None, 0
-    for d in dirs(name):
-        for g in (d, os.path.join(d, VCPU_GROUP)):
-            try:
-                text = _read(os.path.join(g, "cpu.stat"))
-                lines = dict(ln.split(None, 1) for ln in text.splitlines() if " " in ln)
-            except (OSError, ValueError):
-                continue                       # v1's memory group has no cpu.stat; no sub-group
-            key = found or next((k for k in keys if k in lines), None)
-            if key is None or key not in lines:
-                continue
-            try:
-                total += int(lines[key])
-            except ValueError:
-                return None
-            found = key
-    if found is None:
+# cpu.stat's bandwidth (throttling) keys: each group's own CFS quota counts its own, so a VNF's
+# are its group's plus its vCPU sub-group's (a cap's, set_vcpu_quota); the usage keys
+# (usage_usec, user_usec, system_usec) are hierarchical: the group's include the sub-group's
+THROTTLE_KEYS = ("nr_periods", "nr_throttled", "throttled_usec", "throttled_time",
+                 "nr_bursts", "burst_usec", "burst_time")
+
+
+def _stat_lines(path: str) -> dict | None:
+    """``key -> int`` of a ``cpu.stat`` file, None when there is none (or it is malformed)."""
+    try:
+        return {k: int(v) for k, v in (ln.split() for ln in _read(path).splitlines() if ln)}
+    except (OSError, ValueError):
         return None
-    return (total,) if len(keys) == 1 else (found, total)
+
+
+def cpu_stat(name: str, keys: tuple | None = None):
+    """VNF ``name``'s ``cpu.stat``, read once: a dict of all its keys (``keys`` None), with the
+    throttling keys (:data:`THROTTLE_KEYS`) summed over its group and its vCPU sub-group, the
+    usage keys its group's (they include the sub-group's), and the sub-group's own lines again
+    as ``vcpus.<key>``; None when it has no group with a ``cpu.stat`` (v1's memory group has
+    none). With ``keys``: (key, value) of the first of them present (for one key: (value,)),
+    None when none is."""
+    got: dict | None = None
+    for d in dirs(name):
+        top = _stat_lines(os.path.join(d, "cpu.stat"))
+        if top is None:
+            continue
+        got = dict(top)
+        sub = _stat_lines(os.path.join(d, VCPU_GROUP, "cpu.stat")) or {}
+        for k, v in sub.items():
+            got[f"{VCPU_GROUP}.{k}"] = v
+            if k in THROTTLE_KEYS:
+                got[k] = got.get(k, 0) + v
+        break
+    if got is None or keys is None:
+        return got
+    key = next((k for k in keys if k in got), None)
+    if key is None:
+        return None
+    return (got[key],) if len(keys) == 1 else (key, got[key])
 
 
 def cpu_usage(name: str) -> dict | None:

@@ -12,11 +12,11 @@ p99 in microseconds), the controller
   over the interval (the difference of two replies) and takes its p99 the way the VNF does (the
   lower bound of the bucket holding it), its packets, and how many of them were over the target;
 * **observes what it needs**: its own busy share (``stats`` → ``cpu``: ``busy_us`` over
-  ``busy_us + poll_us``, the rounds that moved frames of those it ran) applied to the host CPU
-  of its vCPU threads, plus its QEMU's own CPU beside them (the main thread's tap I/O, which the
-  VNF cannot see), both from its group's processes (:func:`fluidvim.vnf.cgroups.cpu_usage`):
-  ``need`` in CPUs. Polling is what it does not need. Without the host's figures, its busy share
-  twice (QEMU's share taken as equal to it: bench/powercap measured them alike at a cap);
+  ``busy_us + poll_us``, the rounds that moved frames of those it ran; steal-free, the time the
+  host throttled or preempted it being ``stolen_us``, PROTOCOL.md) applied to the host CPU of
+  its vCPU threads (:func:`fluidvim.vnf.cgroups.cpu_usage` → ``vcpu``, kept as ``vcpu_cpus``):
+  ``need`` in CPUs, what a cap on those threads holds (QEMU's main thread, uncapped, is not in
+  it). Polling is what it does not need. Without the host's figures, its busy share of the time;
 * **observes its offered rate**: the frames it took (``stats`` → ``nics``: ``rx``) and those the
   host dropped for it (below) per second of its uptime, against its **capacity** (``capacity_pps``
   of :meth:`LatencyController.step`: the packets/s it forwards at the flavor's quota without
@@ -54,7 +54,7 @@ p99 in microseconds), the controller
   noise         p99 > target, not the cap's doing                  hold     hold       hold
   backlog       ``high`` of the ring more than it carried open     hold     hold       hold
   high load     rate ≥ ``max_ratio`` × capacity (or need × quota)  hold     release    up
-  quiet         p99 ≤ target / 2, or too few packets to show one   cap      hold       down
+  quiet         p99 ≤ target / 2, or too few packets to show one   cap      cap        down
   band          otherwise (p99 within (target / 2, target])        hold     hold       hold
   ============  =================================================  =======  =========  ========
 
@@ -74,18 +74,24 @@ p99 in microseconds), the controller
   help (on a busy host such noise released every cap, bench/powercap), unless the capped VNF
   shows it far more often than open (:meth:`LatencyController._noisier`): a breach after all.
 
-  **High load and the cap's size come from the offered rate when the capacity is known**: the
-  cap is ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the quiet streak's median
-  rate; the uncapped need overstates a capped VNF's, which serves frames in batches). Without a
-  capacity, ``need × headroom + margin_us`` (the streak's median need), and high load is a need
-  of ``max_ratio`` of the flavor's quota or more. A cap is at most ``max_ratio`` of the flavor's.
+  **High load comes from the offered rate when the capacity is known**, and the cap is then at
+  least ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the quiet streak's median
+  rate). Without a capacity, high load is a need of ``max_ratio`` of the flavor's quota or more.
+  A cap is at most ``max_ratio`` of the flavor's.
 
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
   ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).
 
-  ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. **cap** jumps from
-  the flavor's quota straight to the sized cap (a step of ``down`` when neither rate nor need is
-  known) and narrows the busy-poll window to ``min_poll_us``; it stays open at **high load**.
+  ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. With
+  ``poll_first`` (the default) **cap** from OPEN is ``narrow``: only the busy-poll window goes
+  to ``min_poll_us`` (0: it halts at once, and the host's halt polling is off), the quota stays
+  the flavor's (POLL); **cap** from POLL then sets the sized cap only when it is below
+  (1 − ``min_saving``) × the host CPU its vCPU used there, else it stays poll only ("would not
+  save"). Without ``poll_first``, **cap** jumps from the flavor's quota straight to the sized
+  cap (a step of ``down`` when neither rate nor need is known) and narrows the window; it stays
+  open at **high load**. **The sized cap** is the larger of the rate's (below) and its vCPU's
+  need × ``headroom`` (``[metrics] cap_headroom``) + ``margin_us``, the need of this quiet
+  streak or else the last measured where no cap held it back (``uncapped``): never below it.
   **down** then looks for the least CPU that keeps the target: a step of ``down`` (or the sized
   cap, if lower, from intervals it was not throttled in), throttled or not (the frames a
   throttled VNF finds batched in its ring, the ring's signals guard), but with the capacity
@@ -131,6 +137,7 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
     cpu_throttled,
     cpu_throttled_us,
     gap_us,
+    group_cpu_stat,
     group_usage,
     interval_over,
     interval_p99,
@@ -138,6 +145,8 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
     least_share,
     ring_wait,
     tap_counters,
+    throttled_periods,
+    throttled_time_us,
 )
 from .models import PowerError
 
@@ -148,6 +157,7 @@ LOG = logging.getLogger(__name__)
 OPEN, POLL, CAPPED = "open", "poll only", "capped"
 # the actions
 RELEASE, UP, DOWN, HOLD, CAP = "release", "up", "down", "hold", "cap"
+NARROW = "narrow"                    # CAP from OPEN with poll_first: the window alone (POLL)
 # the events an interval is classified into, the first that applies (module doc)
 SILENT, DROPPED, RING_FULL = "silent", "dropped", "ring full"
 BREACH2, BREACH, NOISE = "breach x2", "breach", "noise"
@@ -164,7 +174,7 @@ POLICY = {
     NOISE:     {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
     BACKLOG:   {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
     HIGH_LOAD: {OPEN: HOLD,    POLL: RELEASE, CAPPED: UP},
-    QUIET:     {OPEN: CAP,     POLL: HOLD,    CAPPED: DOWN},
+    QUIET:     {OPEN: CAP,     POLL: CAP,     CAPPED: DOWN},
     BAND:      {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
 }
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
@@ -201,10 +211,14 @@ class LatencyController:
         self.rate_headroom, self.rate_margin_us = sz.rate_headroom, sz.rate_margin_us
         self.throttle_hits = sz.throttle_hits
         self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
-        # (vnf key) -> its cumulative throttled periods, None when not known; tests replace it
-        self.throttled = cpu_throttled
-        # (vnf key) -> its cumulative throttled time (µs), None when not known; likewise
-        self.throttled_time = cpu_throttled_us
+        self.poll_first = bool(sz.poll_first) and self.min_poll_us < POLL_DEFAULT_US
+        self.min_saving = sz.min_saving
+        # (vnf key) -> its cpu.stat (group_cpu_stat: all keys, the vCPU sub-group's throttling
+        # summed in), read once per VNF per interval; None when not known
+        self.cpu_stat = group_cpu_stat
+        # (vnf key) -> its cumulative throttled periods / time (µs), None when not known: when
+        # set (tests), read instead of cpu_stat's nr_throttled / throttled time
+        self.throttled = self.throttled_time = None
         # (vnf key) -> {"total", "vcpu"} CPU-s of its QEMU, None when not known; likewise
         self.usage = group_usage
         self.set_ring()
@@ -228,7 +242,7 @@ class LatencyController:
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
             st.cpu = st.throttled = st.throttled_us = st.rx = st.rate = None
-            st.held, st.good, st.needs, st.rates = (), 0, [], []
+            st.held, st.good, st.needs, st.rates, st.uses = (), 0, [], [], []
 
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
              taps: list | None = None, capacity_pps: float | None = None) -> dict:
@@ -247,16 +261,17 @@ class LatencyController:
         dropped, backlog = self._ring(st, stats, taps)
         st.rate, own = self._rate(st, stats, dropped)
         ring = (backlog, self._over_open(st, backlog), own)
-        held = self._held(key, st)
-        st.waited = self._waited(key, st)
+        stat = self._read(self.cpu_stat, key, "cpu.stat")
+        held = self._held(key, st, stat)
+        st.waited = self._waited(key, st, stat)
         st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
         ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
                                                dropped, ring, held, need, reserved)
         sized = self.sized(st)
         action, why, new = self._next(st, ev, why, reserved, held)
-        if action != HOLD:
-            st.good, st.needs, st.capped_over = 0, [], []    # a new streak in the new setting
+        if action != HOLD:          # a new streak in the new setting
+            st.good, st.needs, st.uses, st.capped_over = 0, [], [], []
         if stats is not None:
             self._tell(key, name, st)
         if stats is None:            # silent: told when it answers (a stopped VNF's socket
@@ -274,6 +289,7 @@ class LatencyController:
              "ring_backlog": backlog, "backlog_over_open": ring[1], "vnf_dropped": own,
              "throttled": st.held[-1] if st.held else None,
              "need_cpus": None if need is None else round(need, 4), "sized_us": sized,
+             "vcpu_cpus": None if st.vcpu_now is None else round(st.vcpu_now, 4),
              "rate_pps": None if st.rate is None else round(st.rate),
              "capacity_pps": st.capacity,
              "floor_us": st.floor_us,
@@ -295,13 +311,15 @@ class LatencyController:
         median rate of the quiet streak when the capacity is known, else for the median need of
         the streak; None when not known."""
         lim = int(self.max_ratio * st.reserved_us)
+        sizes = []
         if st.capacity is not None and (rate is not None or st.rates):
             r = rate if rate is not None else sorted(st.rates)[len(st.rates) // 2]
-            return min(round(r / st.capacity * st.reserved_us * self.rate_headroom)
-                       + self.rate_margin_us, lim)
-        if not st.needs:
-            return None
-        return min(round(self.need(st) * self.headroom * self.period_us) + self.margin_us, lim)
+            sizes.append(round(r / st.capacity * st.reserved_us * self.rate_headroom)
+                         + self.rate_margin_us)
+        need = self.need(st) if st.needs else st.uncapped[0] if st.uncapped else None
+        if need is not None:     # never below what its vCPU was measured to need
+            sizes.append(round(need * self.headroom * self.period_us) + self.margin_us)
+        return min(max(sizes), lim) if sizes else None
 
     def gap_budget(self, target_us: float) -> float:
         """The longest gap (µs) a cap may leave: ``wait_share`` of the target (or none)."""
@@ -322,6 +340,12 @@ class LatencyController:
     def need(st: VnfState) -> float:
         """The median need (CPUs) of the quiet streak (one interval's reads high or low)."""
         return sorted(st.needs)[len(st.needs) // 2]
+
+    @staticmethod
+    def use(st: VnfState) -> float | None:
+        """The median host CPU (CPUs) of its vCPU threads over the quiet streak, None when not
+        known."""
+        return sorted(st.uses)[len(st.uses) // 2] if st.uses else None
 
     def _next(self, st: VnfState, ev: str, why: str, reserved: int, held: bool | None):
         """(action, why, the quota) of ``POLICY[ev][state]``; moves the poll window with it and
@@ -354,26 +378,43 @@ class LatencyController:
         reports no need) or DOWN (a step of ``down``, or the sized cap when unthrottled and
         lower), never below ``min_quota_us`` nor the learned floor."""
         step = int(st.quota_us * self.down)
+        if st.needs:                 # its vCPU's need measured where no cap held it back
+            st.uncapped = (self.need(st), self.use(st) if st.state != CAPPED else
+                           (st.uncapped or (None, None))[1])
         if action == CAP:
+            if st.least_us >= self.max_ratio * st.reserved_us:
+                was, st.poll_us = st.poll_us, self.min_poll_us   # POLL: no cap fits the target
+                return (action if was != st.poll_us else HOLD), (
+                    f"{why}; poll only: a cap's gap within {self.wait_share:g} x "
+                    f"the target needs {st.least_us} us or more"), st.quota_us
+            if self.poll_first and st.state == OPEN:
+                st.poll_us = self.min_poll_us        # the window alone first (POLL)
+                return NARROW, (f"{why}; poll window {self.min_poll_us} us first, a cap "
+                                f"only where it saves"), st.quota_us
             if sized is None and st.cpu is not None:
                 return HOLD, f"{why}; its need not measured yet", st.quota_us
-            if st.least_us >= self.max_ratio * st.reserved_us:
-                st.poll_us = self.min_poll_us        # POLL: no cap fits the target
-                return action, (f"{why}; poll only: a cap's gap within {self.wait_share:g} x "
-                                f"the target needs {st.least_us} us or more"), st.quota_us
             target = step if sized is None else sized
         else:
             target = sized if sized is not None and not held and sized < step else step
-        # with a capacity, never below the cap its offered rate needs: there frames queue in
-        # its tap longer than any gap (bench/powercap, 50 % load: 49,839 us, drops, release)
-        by_rate = sized if sized is not None and st.capacity is not None and st.rates else 0
-        new = max(self.min_quota_us, st.floor_us, st.least_us, by_rate, target)
+        # never below the cap its offered rate needs (with a capacity: there frames queue in
+        # its tap longer than any gap; bench/powercap, 50 % load: 49,839 us, drops, release),
+        # nor below its vCPU's measured need with headroom (a cap at the need queues them:
+        # bench/powercap, 10 % load: the vCPU used all of a 28.6 % cap, p99 9.8 ms)
+        by_size = sized if sized is not None and (st.rates and st.capacity is not None
+                                                   or st.needs or st.uncapped) else 0
+        new = max(self.min_quota_us, st.floor_us, st.least_us, by_size, target)
+        if action == CAP and st.state == POLL and st.uncapped and st.uncapped[1] is not None:
+            use_us = st.uncapped[1] * self.period_us
+            if new >= (1 - self.min_saving) * use_us:
+                return HOLD, (f"{why}; poll only: a cap of {new} us would not save "
+                              f"{100 * self.min_saving:g} % of the {use_us:.0f} us its vCPU "
+                              f"uses at window {st.poll_us} us"), st.quota_us
         if new >= st.quota_us:
             st.floor_age += 1
             if st.floor_age >= self.FLOOR_AGE:
                 st.floor_us, st.floor_age = int(st.floor_us * self.down), 0
             return HOLD, (f"{why}; at the floor "
-                          f"{max(st.floor_us, self.min_quota_us, st.least_us, by_rate)} us"), \
+                          f"{max(st.floor_us, self.min_quota_us, st.least_us, by_size)} us"), \
                 st.quota_us
         st.poll_us = (self.min_poll_us if action == CAP and sized is not None
                       else max(self.min_poll_us, int(st.poll_us * self.down)))
@@ -394,10 +435,11 @@ class LatencyController:
             got = None               # not known: a request that timed out may still land
         st.poll_applied = got
 
-    def _held(self, key: str, st: VnfState) -> bool | None:
+    def _held(self, key: str, st: VnfState, stat: dict | None) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;
         None when not known (no group, no reader, the first reading)."""
-        cur = self._read(self.throttled, key, "throttling")
+        cur = (throttled_periods(stat) if self.throttled is None
+               else self._read(self.throttled, key, "throttling"))
         prev, st.throttled = st.throttled, cur
         delta = None if cur is None or prev is None or cur < prev else cur - prev
         st.held = (st.held + (delta,))[-2:]
@@ -412,19 +454,24 @@ class LatencyController:
             LOG.debug("controller %s: %s not read: %s", key, what, e)
             return None
 
-    def _waited(self, key: str, st: VnfState) -> float:
+    def _waited(self, key: str, st: VnfState, stat: dict | None) -> float:
         """Frames that waited in the VNF's RX ring for its cap this interval (:func:`ring_wait`
         of its offered rate, throttled periods and time, and the cap's gap)."""
-        cur = self._read(self.throttled_time, key, "throttled time")
+        cur = (throttled_time_us(stat) if self.throttled_time is None
+               else self._read(self.throttled_time, key, "throttled time"))
         prev, st.throttled_us = st.throttled_us, cur
         spent = None if cur is None or prev is None or cur < prev else cur - prev
         return ring_wait(st.rate, st.held[-1] if st.held else None, spent,
                          gap_us(st.period_us, st.quota_us, st.reserved_us))
 
     def _need(self, key: str, st: VnfState, stats: dict | None) -> float | None:
-        """The CPUs the VNF needed this interval (module doc), None when not known: its busy
-        share of the rounds it ran applied to its vCPU threads' host CPU, plus its QEMU's own;
-        without those, twice its busy share of the time."""
+        """The CPUs the VNF's vCPU needed this interval (module doc), None when not known: its
+        busy share of the rounds it ran (steal-free: ``busy_us`` over ``busy_us + poll_us``,
+        the host's throttled and preempted time being ``stolen_us``, PROTOCOL.md) applied to
+        its vCPU threads' host CPU (kept as ``vcpu_now``), which is what a cap holds (its vCPU
+        sub-group; QEMU's main thread runs free); without the host's figures, its busy share of
+        the time."""
+        st.vcpu_now = None
         cpu = (stats or {}).get("cpu") or {}
         try:
             up, busy, poll = (int(stats["uptime_us"]), int(cpu["busy_us"]),  # type: ignore[index]
@@ -438,11 +485,11 @@ class LatencyController:
             return None                          # the first reading, or the VNF restarted
         dt, db, dp = up - prev[0], busy - prev[1], poll - prev[2]
         if usage is None or prev[3] is None:
-            return 2.0 * db / dt
-        vcpu = (usage["vcpu"] - prev[3]["vcpu"]) * 1e6
-        qemu = (usage["total"] - usage["vcpu"] - prev[3]["total"] + prev[3]["vcpu"]) * 1e6
+            return db / dt
+        vcpu = max(0.0, (usage["vcpu"] - prev[3]["vcpu"]) * 1e6)
+        st.vcpu_now = vcpu / dt
         share = db / (db + dp) if db + dp > 0 else 0.0
-        return max(0.0, vcpu * share + qemu) / dt
+        return vcpu * share / dt
 
     def _rate(self, st: VnfState, stats: dict | None, dropped: int | None):
         """(packets/s offered to the VNF this interval: the frames its NICs took and those the
@@ -523,7 +570,7 @@ class LatencyController:
         keeps the quiet streak, its rates and needs (not a capped VNF's need when throttled: the
         cap hid what it wanted)."""
         if stats is None:
-            st.good, st.needs = 0, []
+            st.good, st.needs, st.uses = 0, [], []
             return SILENT, "no stats reply", None, None
         b1 = list((stats.get("latency_ns") or {}).get("buckets_log2") or [])
         first = st.buckets is None
@@ -541,6 +588,8 @@ class LatencyController:
                 ev, why = HIGH_LOAD, f"offered {st.rate:.0f} of {st.capacity:.0f} pps"
         if ev == QUIET and need is not None and not (held and st.state == CAPPED):
             st.needs = (st.needs + [need])[-max(1, self.hold_intervals):]
+            if st.vcpu_now is not None:
+                st.uses = (st.uses + [st.vcpu_now])[-max(1, self.hold_intervals):]
             if (st.capacity is None or st.rate is None) and \
                     self.need(st) * self.period_us >= self.max_ratio * reserved:
                 ev, why = HIGH_LOAD, f"need {self.need(st):.3f} CPU"
@@ -549,7 +598,7 @@ class LatencyController:
         elif ev == HIGH_LOAD:
             st.good = 0                          # its needs size the step up
         else:
-            st.good, st.needs, st.rates = 0, [], []
+            st.good, st.needs, st.rates, st.uses = 0, [], [], []
         return ev, why, p99, packets
 
     def _noisier(self, st: VnfState, ev: str, why: str, over: bool):

@@ -16,9 +16,11 @@ POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, wait_share, cap_period_us (module doc)"""
-    min_poll_us: int = 50            # the busy-poll window of a capped VNF
-    headroom: float = 1.5            # without a capacity: a cap is need x headroom + margin_us
+    throttle_hits, wait_share, cap_period_us, poll_first, min_saving (module doc)"""
+    min_poll_us: int = 0             # the busy-poll window of a capped or poll-only VNF (0:
+                                     # it halts at once, and the host does not poll for it)
+    headroom: float = 1.5            # a cap is at least its vCPU's need x headroom + margin_us
+                                     # ([metrics] cap_headroom)
     margin_us: int = 2_000
     rate_headroom: float = 1.2       # with one: rate / capacity x quota x this + rate_margin_us
     rate_margin_us: int = 5_000
@@ -27,12 +29,17 @@ class Sizing:
     wait_share: float | None = WAIT_SHARE   # the part of the target a cap's gap may take
                                      # (None: not bounded, every cap on cap_period_us)
     cap_period_us: int = CAP_PERIOD_US   # the longest CFS period of a cap (CgroupCap's)
+    poll_first: bool = True          # a quiet open VNF first narrows its window (poll only),
+                                     # and is capped only from there, where a cap saves
+    min_saving: float = 0.1          # the share of its poll-only vCPU CPU a cap must save
 
     def __post_init__(self):
         if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
                 or not 1000 <= self.cap_period_us <= 1_000_000):
             raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
                              f"cap_period_us <= 1000000, got {self}")
+        if not 0 <= self.min_saving < 1:
+            raise PowerError(f"controller sizing needs 0 <= min_saving < 1, got {self}")
         if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
                 or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
                        self.min_poll_us) < 0):
@@ -64,6 +71,9 @@ class VnfState:
     held: tuple = ()                 # throttled periods in the last two intervals (None: unknown)
     cpu: tuple | None = None         # (uptime, busy, poll µs; its QEMU's usage) last read
     needs: list = dataclasses.field(default_factory=list)   # need (CPUs) of the quiet streak
+    uses: list = dataclasses.field(default_factory=list)    # its vCPU's host CPU (CPUs), too
+    vcpu_now: float | None = None    # the vCPU's host CPU (CPUs) this interval
+    uncapped: tuple | None = None    # (need, vCPU CPUs) of the last poll-only streak, medians
     rx: tuple | None = None          # (uptime µs, frames its NICs took, dropped) last read
     open_drops: list = dataclasses.field(default_factory=list)    # their drop shares
     rate: float | None = None        # offered packets/s this interval (None: not known)

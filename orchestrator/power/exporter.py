@@ -83,6 +83,11 @@ metrics_opts = [
                       "waiting in its ring that long; no cap below the least share such a "
                       "period allows (CFS's 1 ms minimum quota), and none at all (the poll "
                       "window only) when that is 70 % of its CPU or more (controller.py)."),
+    cfg.FloatOpt("cap_headroom", default=1.5, min=1.0,
+                 help="The headroom of a VNF's CPU cap over what its vCPU was measured to "
+                      "need: the cap on its vCPU threads is at least their host CPU x its "
+                      "own busy share (stats cpu, steal-free) x this, plus 2 % of a CPU; a "
+                      "cap at the need itself queues the frames (controller.py)."),
     cfg.DictOpt("vnf_capacity_pps", default={},
                 help="The controller's capacity of a VNF with a latency target, VNF name or "
                      "service: packets/s it forwards at its flavor's quota (the stage-1 load "
@@ -127,10 +132,12 @@ class HostSampler:
 
     def __init__(self, mgr, attributor: Attributor, state_path: str | None = None,
                  targets: dict | None = None, controller: LatencyController | None = None,
-                 capacities: dict | None = None, view=None, wait_share: float = WAIT_SHARE):
+                 capacities: dict | None = None, view=None, **sizing):
         """``view``: the :class:`~.capacity.OrchestratorView` capacities come from when
-        ``capacities`` has none for a VNF, or why there is none (a str); ``wait_share``: the
-        part of a target a cap's gap may take (``[metrics] cap_wait_share``)."""
+        ``capacities`` has none for a VNF, or why there is none (a str); ``sizing``: the
+        controller's settings (:class:`~.ctlstate.Sizing`): ``wait_share``, the part of a
+        target a cap's gap may take (``[metrics] cap_wait_share``), ``headroom``, a cap's over
+        its vCPU's measured need (``[metrics] cap_headroom``)."""
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
@@ -145,8 +152,7 @@ class HostSampler:
                              f"packets/s at the flavor's quota, e.g. fw:50000")
         self.capacity_of = Capacities(self.capacities, view)
         if self.targets and controller is None:
-            controller = LatencyController(CgroupCap(), poller=self.set_poll_window,
-                                           wait_share=wait_share)
+            controller = LatencyController(CgroupCap(), poller=self.set_poll_window, **sizing)
         self.controller = controller
         self._ids: dict = {}                      # VNF uuid -> id (the controller's key)
         self.control: dict = {}                   # VNF id -> the controller's last decision
@@ -311,7 +317,8 @@ class Exporter:
         host = o.host or socket.gethostname()
         self.sampler = HostSampler(mgr, attributor, state_path=state,
                                    targets=o.latency_targets, capacities=o.vnf_capacity_pps,
-                                   view=self._view(o, host), wait_share=o.cap_wait_share)
+                                   view=self._view(o, host), wait_share=o.cap_wait_share,
+                                   headroom=o.cap_headroom)
         self.collector = Collector(self.sampler, o.zone, host)
         self._stop = threading.Event()
         self._thread = None

@@ -76,23 +76,38 @@ def interval_with_wait(b0: list | None, b1: list, waiters: float, gap_ns: float)
     return d
 
 
-def cpu_throttled(name: str) -> int | None:
-    """The periods in which VNF ``name``'s CPU quota held it back (``nr_throttled`` of its
-    group's ``cpu.stat``, cgroup v1 and v2 alike); None when it has no group here."""
+def group_cpu_stat(name: str) -> dict | None:
+    """VNF ``name``'s ``cpu.stat`` read once (:func:`fluidvim.vnf.cgroups.cpu_stat`: all keys,
+    the throttling summed with its vCPU sub-group's); None when it has no group here."""
     from fluidvim.vnf import cgroups  # the launch core's cgroup layout
-    got = cgroups.cpu_stat(name, ("nr_throttled",))
-    return None if got is None else got[0]
+    return cgroups.cpu_stat(name)
+
+
+def throttled_periods(stat: dict | None) -> int | None:
+    """The periods in which a VNF's CPU quota held it back: ``nr_throttled`` of its
+    :func:`group_cpu_stat` (cgroup v1 and v2 alike); None when not known."""
+    return None if stat is None or "nr_throttled" not in stat else int(stat["nr_throttled"])
+
+
+def throttled_time_us(stat: dict | None) -> float | None:
+    """The time (µs) a VNF has been throttled so far, from its :func:`group_cpu_stat` (v2's
+    ``throttled_usec``, v1's ``throttled_time`` in ns; summed over the CPUs its threads were
+    throttled on, so an upper bound of the wall time); None when not known."""
+    if stat is None:
+        return None
+    if "throttled_usec" in stat:
+        return float(stat["throttled_usec"])
+    return stat["throttled_time"] / 1000.0 if "throttled_time" in stat else None
+
+
+def cpu_throttled(name: str) -> int | None:
+    """:func:`throttled_periods` of VNF ``name``'s group (None: no group here)."""
+    return throttled_periods(group_cpu_stat(name))
 
 
 def cpu_throttled_us(name: str) -> float | None:
-    """The time (µs) VNF ``name``'s group has been throttled so far (``cpu.stat``: v2's
-    ``throttled_usec``, v1's ``throttled_time`` in ns; summed over the CPUs its threads were
-    throttled on, so an upper bound of the wall time); None when it has no group here."""
-    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
-    got = cgroups.cpu_stat(name, ("throttled_usec", "throttled_time"))
-    if got is None:
-        return None
-    return float(got[1]) if got[0] == "throttled_usec" else got[1] / 1000.0
+    """:func:`throttled_time_us` of VNF ``name``'s group (None: no group here)."""
+    return throttled_time_us(group_cpu_stat(name))
 
 
 def group_usage(key: str) -> dict | None:

@@ -206,7 +206,8 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
     # the production actuator, on the flavor's period: a cap is its share, a release the
     # launch's quota again
     ctl = LatencyController(CgroupCap(limits.CPU_PERIOD_US), hold_intervals=1, min_packets=5,
-                            wait_share=None, cap_period_us=limits.CPU_PERIOD_US)
+                            wait_share=None, cap_period_us=limits.CPU_PERIOD_US,
+                            poll_first=False)      # straight to a cap (the window first: below)
     sampler = exporter.HostSampler(mgr, power.Attributor(power.LinearModel(30.0, 90.0), "linear"),
                                    targets={"fw": 100_000.0}, controller=ctl,
                                    capacities={"fw": 50_000})
@@ -214,7 +215,7 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
 
     def window(key="window_us"):
         with mgr.channel(fw.vnf_id) as ch:
-            return ch.poll()[key]
+            return ch.poll().get(key)
 
     assert window() == 1000
     pinger = net.popen("a", "ping", "-n", "-q", "-i", "0.01", "-w", "30", net.ip_b,
@@ -236,7 +237,8 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         assert d["quota_us"] == max(ctl.min_quota_us, d["sized_us"]), d
         assert cgroups.cpu_quota(uid, vcpus=True) == d["quota_us"] < limits.CPU_PERIOD_US
         assert cgroups.cpu_quota(uid) == full            # QEMU's main thread: not capped
-        assert window() == d["poll_window_us"] == ctl.min_poll_us   # as the VNF says
+        assert window() == d["poll_window_us"] == ctl.min_poll_us == 0   # as the VNF says
+        assert window("host_halt_poll") in (None, False)     # window 0: the host's off too
         assert net.ping(2) >= 1                          # still forwarding under the cap
         # QEMU stopped (SIGSTOP): the VNF is still running by the store but does not answer
         pid = mgr.get(fw.vnf_id).pid
@@ -254,6 +256,20 @@ def test_latency_controller_caps_a_real_vnf_and_releases_it(make_manager, net):
         sampler.step()
         d = sampler.control[fw.vnf_id]
         assert window() == d["poll_window_us"] == d["poll_window_applied_us"], d
+        # the default way (poll_first): quiet and open, the window alone first (poll only),
+        # the quota the flavor's; the VNF's steal-free shares give its vCPU's need
+        first = LatencyController(CgroupCap(), hold_intervals=1, min_packets=5,
+                                  wait_share=None, poller=sampler.set_poll_window)
+        sampler.controller = first
+        for _ in range(3):
+            sampler.step()
+            time.sleep(0.5)
+        d = sampler.control[fw.vnf_id]
+        assert "narrow" in [x["action"] for x in first.decisions], first.decisions
+        assert d["state"] == "poll only" and d["quota_us"] == limits.CPU_PERIOD_US, d
+        assert d["vcpu_cpus"] is not None and d["need_cpus"] is not None, d
+        assert cgroups.cpu_quota(uid) == full and window() == 0
+        assert "stolen_us" in mgr.stats(fw.vnf_id)["cpu"]
     finally:
         pinger.terminate()
         pinger.wait()

@@ -27,8 +27,11 @@ class Hist:
 def _ctl(*args, **kw):
     """A controller whose caps' gaps are not bounded by the target (``wait_share`` None): the
     state machine's tests use µs targets, where the bound (test_gap_*) leaves every VNF poll
-    only."""
+    only; and which caps straight from open (``poll_first`` False) with a 50 µs window, as the
+    cap's mechanics are tested here (the window first: test_poll_first_*)."""
     kw.setdefault("wait_share", None)
+    kw.setdefault("poll_first", False)
+    kw.setdefault("min_poll_us", 50)
     return ctl.LatencyController(*args, **kw)
 
 
@@ -166,6 +169,41 @@ def test_cpu_throttled_reads_the_groups_cpu_stat(cgroupfs):
     (sub / "cpu.stat").write_text("nr_periods 50\nnr_throttled 30\nthrottled_time 4000\n")
     assert ctl.cpu_throttled("u1") == 32
     assert ctl.cpu_throttled_us("u1") == pytest.approx(4.1)
+
+
+def test_cpu_stat_reads_every_key_once_the_vcpu_groups_throttling_summed(cgroupfs):
+    """cgroups.cpu_stat(name): all of cpu.stat in one read: the throttling keys summed with the
+    vCPU sub-group's (each CFS quota counts its own), the usage keys the group's (they include
+    the sub-group's), the sub-group's own as vcpus.<key>; what the controller reads once per
+    VNF per interval."""
+    (cgroupfs / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    g = cgroupfs / cgroups.SLICE / "u1"
+    g.mkdir(parents=True)
+    (g / "cpu.stat").write_text("usage_usec 900\nnr_periods 40\nnr_throttled 7\n"
+                                "throttled_usec 900\n")
+    assert cgroups.cpu_stat("u1") == {"usage_usec": 900, "nr_periods": 40, "nr_throttled": 7,
+                                      "throttled_usec": 900}
+    sub = g / cgroups.VCPU_GROUP
+    sub.mkdir()
+    (sub / "cpu.stat").write_text("usage_usec 600\nnr_periods 50\nnr_throttled 30\n"
+                                  "throttled_usec 4000\n")
+    got = cgroups.cpu_stat("u1")
+    assert (got["usage_usec"], got["nr_throttled"], got["throttled_usec"]) == (900, 37, 4900)
+    assert got["vcpus.usage_usec"] == 600 and got["vcpus.nr_throttled"] == 30
+    assert cgroups.cpu_stat("u1", ("nr_throttled",)) == (37,)
+    assert cgroups.cpu_stat("u1", ("throttled_time", "throttled_usec")) == ("throttled_usec",
+                                                                           4900)
+    assert cgroups.cpu_stat("gone") is None and cgroups.cpu_stat("u1", ("nope",)) is None
+    assert (ctl.throttled_periods(got), ctl.throttled_time_us(got)) == (37, 4900.0)
+    assert ctl.throttled_periods(None) is None and ctl.throttled_time_us({}) is None
+    # the controller reads it once per interval, for the throttled periods and time alike
+    reads = []
+    c = _ctl(lambda k, q, p=None: None)
+    c.usage = None
+    c.cpu_stat = lambda key: reads.append(key) or got
+    for _ in range(2):
+        d = c.step("u1", "fw.1", 100, 1, {"uptime_us": 1, "nics": []}, [], None)
+    assert reads == ["u1", "u1"] and d["throttled"] == 0
 
 
 def test_never_above_the_flavor_quota():
@@ -489,15 +527,19 @@ class FakeVnf:
         self.h, self.up, self.busy, self.poll = Hist(), 1_000_000, 0, 0
         self.cpu = {"total": 10.0, "vcpu": 8.0}
         self.rx = self.drop = 0
+        self.stolen, self.stolen_share = 0, 0.0
 
     def usage(self, key):
         return dict(self.cpu)
 
     def interval(self, busy: float, poll: float, vcpu: float, qemu: float, n: int = 500,
                  ns: int = 1024, pps: int | None = None, drop_pps: int = 0) -> dict:
-        """``busy``/``poll``: shares of its wall time by its own count; ``vcpu``/``qemu``: CPUs
-        its vCPU threads and the rest of its QEMU used on the host; ``pps``: the frames/s its
-        NIC took (None: its stats show no ``nics``), ``drop_pps`` of them it dropped."""
+        """``busy``/``poll``: shares of its wall time by its own count (steal-free: the host's
+        throttled or preempted time is the share ``self.stolen_share``, PROTOCOL.md);
+        ``vcpu``/``qemu``: CPUs its vCPU threads and the rest of its QEMU used on the host;
+        ``pps``: the frames/s its NIC took (None: its stats show no ``nics``), ``drop_pps`` of
+        them it dropped."""
+        self.stolen += int(self.stolen_share * 500_000)
         self.up += 500_000
         self.rx += (pps or 0) // 2
         self.drop += drop_pps // 2
@@ -506,7 +548,8 @@ class FakeVnf:
         self.cpu = {"total": self.cpu["total"] + (vcpu + qemu) * 0.5,
                     "vcpu": self.cpu["vcpu"] + vcpu * 0.5}
         st = self.h.add(n, ns)
-        st.update(uptime_us=self.up, cpu={"busy_us": self.busy, "poll_us": self.poll})
+        st.update(uptime_us=self.up, cpu={"busy_us": self.busy, "poll_us": self.poll,
+                                          "stolen_us": self.stolen})
         if pps is not None:
             st["nics"] = [{"rx": self.rx, "tx": self.rx - self.drop, "drop": self.drop},
                           {"rx": 0, "tx": 0, "drop": 0}]
@@ -514,53 +557,94 @@ class FakeVnf:
 
 
 def test_a_cap_is_sized_from_the_need_the_vnf_reports_in_one_jump():
-    """From the flavor's quota straight to need x headroom + margin (need: its busy share of the
-    rounds it ran, applied to its vCPU threads' host CPU, plus its QEMU's own), the poll window
-    at min_poll_us; then down a step per quiet streak, throttled or not (the least CPU that
-    keeps the target), or to the sized cap when that is lower and it was not throttled; a need
-    that grows past max_ratio steps it up to the flavor's quota (open); a cap is never sized
-    over max_ratio."""
+    """From the flavor's quota straight to need x headroom + margin (need: its steal-free busy
+    share of the rounds it ran, applied to its vCPU threads' host CPU: what the cap on its vCPU
+    sub-group holds), the poll window at min_poll_us; throttled, it never steps below that (a
+    cap at the need queues the frames); unthrottled, down to the need measured there; a need
+    that grows past max_ratio steps it up to the flavor's quota (open)."""
     writes, polls, throttled = [], [], [0]
     c = _ctl(lambda k, q, p=None: writes.append(q), hold_intervals=2,
-                              poller=lambda k, us: polls.append(us) or us)
+             poller=lambda k, us: polls.append(us) or us)
     c.throttled = lambda key: throttled[0]
     v = FakeVnf()
     c.usage = v.usage
-    # polling a whole core, 10 % of its rounds busy: need = 1.0 x 0.1 + QEMU's 0.05 = 0.15
+    # polling a whole core, 10 % of its rounds busy: need = 1.0 x 0.1 (QEMU's 0.05 not capped)
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.1, 0.9, 1.0, 0.05)) for _ in range(3)]
     assert [d["action"] for d in ds] == ["hold", "hold", "cap"]
-    assert ds[1]["need_cpus"] == pytest.approx(0.15)
-    assert (ds[2]["quota_us"], ds[2]["state"]) == (round(0.15 * 1.5 * 100_000) + 2000, "capped")
-    assert ds[2]["sized_us"] == ds[2]["quota_us"] == 24_500
+    assert ds[1]["need_cpus"] == pytest.approx(0.1) and ds[1]["vcpu_cpus"] == pytest.approx(1.0)
+    assert (ds[2]["quota_us"], ds[2]["state"]) == (round(0.1 * 1.5 * 100_000) + 2000, "capped")
+    assert ds[2]["sized_us"] == ds[2]["quota_us"] == 17_000
     assert ds[2]["poll_window_us"] == 50 and polls[-1] == 50
     ds = []
-    for _ in range(2):                                     # throttled: a step down
+    for _ in range(2):                                     # throttled: held at the sized cap
         throttled[0] += 4
         ds.append(c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.05, 0.06, 0.03)))
-    assert [(d["action"], d["quota_us"]) for d in ds] == [("hold", 24_500), ("down", 19_600)]
-    # unthrottled (and the interval before): need 0.05 + 0.03 = 0.08 -> 14,000 us, below
-    # a step (15,680): the sized cap
+    assert [(d["action"], d["quota_us"]) for d in ds] == [("hold", 17_000), ("hold", 17_000)]
+    assert "at the floor 17000 us" in ds[1]["why"], ds[1]
+    # unthrottled (and the interval before): need 0.0625 x 0.2 / 0.25 = 0.05 -> 9,500 us,
+    # below a step (13,600): the sized cap
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.05, 0.0625, 0.03)) for _ in range(2)]
     assert [(d["action"], d["need_cpus"]) for d in ds] == [
-        ("hold", pytest.approx(0.08)), ("down", pytest.approx(0.08))], ds
-    assert ds[0]["sized_us"] is None                       # throttled the interval before
-    assert ds[1]["quota_us"] == round(0.08 * 1.5 * 100_000) + 2000 == 14_000
-    # load grows: need 0.6 x 0.9 + 0.2 = 0.74, over 0.7 of the flavor's: open at once
-    ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.6, 0.2)) for _ in range(2)]
+        ("hold", pytest.approx(0.05)), ("down", pytest.approx(0.05))], ds
+    assert ds[0]["sized_us"] == 17_000                     # throttled the interval before
+    assert ds[1]["quota_us"] == round(0.05 * 1.5 * 100_000) + 2000 == 9_500
+    # load grows: need 0.9 x 0.9 = 0.81, over 0.7 of the flavor's: open at once
+    ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.9, 0.1, 0.9, 0.2)) for _ in range(2)]
     assert [(d["action"], d["event"], d["state"], d["quota_us"]) for d in ds] == [
         ("up", "high load", "open", 100_000), ("hold", "high load", "open", 100_000)], ds
-    assert writes == [24_500, 19_600, 14_000, 100_000]
+    assert writes == [17_000, 9_500, 100_000]
     assert polls[-1] == 1000                               # open: the default window
 
 
-def test_without_host_figures_the_need_is_twice_the_busy_share():
+def test_poll_first_the_window_alone_then_a_cap_only_where_it_saves():
+    """Quiet and open, the VNF first gets the narrow window (0: it halts at once, the host does
+    not poll for it) at its flavor's quota (poll only, ``narrow``); from there a cap goes on
+    only when it saves ``min_saving`` of what its vCPU then uses: sized from that vCPU's host
+    CPU x its steal-free busy share (what a throttled gap adds goes to stolen_us, not to its
+    busy or poll), x headroom + margin. A cap that would not save keeps it poll only."""
+    # (busy, poll) shares and vCPU CPU at window 0: need 0.3 x 0.3 -> 15,500 < 0.9 x 30,000;
+    # need 0.6 x 0.1 -> 11,000 >= 0.9 x 10,000
+    def controller(writes, polls):
+        c = ctl.LatencyController(lambda k, q, p=None: writes.append(q), hold_intervals=2,
+                                  wait_share=None, poller=lambda k, us: polls.append(us) or us)
+        c.cpu_stat = lambda key: {"nr_throttled": 0, "throttled_usec": 0}
+        return c
+
+    for busy, poll, poll_use, want in ((0.09, 0.21, 0.3, ("cap", "capped", 15_500)),
+                                       (0.18, 0.12, 0.1, ("hold", "poll only", 100_000))):
+        writes, polls = [], []
+        c = controller(writes, polls)
+        v = FakeVnf()
+        c.usage = v.usage
+        # open: polling a whole core, 10 % of the rounds it ran busy, a third of its wall time
+        # stolen by the host (not in busy or poll)
+        v.stolen_share = 0.33
+        ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.06, 0.54, 1.0, 0.1)) for _ in range(3)]
+        assert [(d["action"], d["state"], d["poll_window_us"]) for d in ds] == [
+            ("hold", "open", 1000), ("hold", "open", 1000), ("narrow", "poll only", 0)], ds
+        assert ds[1]["need_cpus"] == pytest.approx(0.1) and writes == [] and polls == [1000, 0]
+        # poll only: window 0, its vCPU uses poll_use CPU
+        v.stolen_share = 0.2
+        ds = [c.step("u1", "fw.1", 100, 1, v.interval(busy, poll, poll_use, 0.1))
+              for _ in range(2)]
+        assert ds[0]["vcpu_cpus"] == pytest.approx(poll_use)
+        d = ds[-1]
+        assert d["need_cpus"] == pytest.approx(poll_use * busy / (busy + poll))
+        assert (d["action"], d["state"], d["quota_us"]) == want, d
+        if want[0] == "cap":
+            assert writes == [15_500] and polls == [1000, 0], (writes, polls)
+        else:
+            assert writes == [] and "would not save" in d["why"], d
+
+
+def test_without_host_figures_the_need_is_its_busy_share():
     c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
     c.usage = lambda key: None
     c.throttled = lambda key: None
     v = FakeVnf()
     ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.1, 0.9, 1.0, 0.05)) for _ in range(2)]
-    assert ds[1]["need_cpus"] == pytest.approx(0.2)
-    assert (ds[1]["action"], ds[1]["quota_us"]) == ("cap", round(0.2 * 1.5 * 100_000) + 2000)
+    assert ds[1]["need_cpus"] == pytest.approx(0.1) and ds[1]["vcpu_cpus"] is None
+    assert (ds[1]["action"], ds[1]["quota_us"]) == ("cap", round(0.1 * 1.5 * 100_000) + 2000)
     # a VNF that restarted (its uptime went back) is not measured that interval
     v.up, v.busy, v.poll = 0, 0, 0
     d = c.step("u1", "fw.1", 100, 1, v.interval(0.1, 0.9, 1.0, 0.05))
@@ -595,8 +679,8 @@ def test_cpu_usage_reads_its_groups_processes_threads(cgroupfs, tmp_path, monkey
 
 def test_a_need_over_max_ratio_keeps_it_open_and_a_cap_stops_at_max_ratio():
     """(b): at high load no cap at all; below it, however much headroom, at most max_ratio."""
-    for vcpu, qemu, want in ((0.9, 0.25, ("hold", "high load", 100_000)),     # need 0.925
-                             (0.5, 0.2, ("cap", "quiet", 70_000))):    # 0.575 x 1.5 > 0.7
+    for vcpu, qemu, want in ((1.0, 0.25, ("hold", "high load", 100_000)),     # need 0.75
+                             (0.64, 0.2, ("cap", "quiet", 70_000))):   # 0.48 x 1.5 > 0.7
         c = _ctl(lambda k, q, p=None: None, hold_intervals=1)
         c.throttled = lambda key: 0
         v = FakeVnf()
@@ -618,8 +702,9 @@ def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
         return [c.step("u1", "fw.1", 100, 1, v.interval(*s[:4], pps=s[4]), None, capacity)
                 for s in steps]
 
-    low = (0.77, 0.2, 0.6, 0.37, 5_000)               # need 0.6 x 0.79 + 0.37 = 0.85 CPU
-    ds = run(None, [low] * 3)                         # no capacity: its need decides
+    hot = (0.77, 0.2, 0.9, 0.37, 5_000)               # need 0.9 x 0.79 = 0.71 CPU
+    low = (0.1, 0.9, 1.0, 0.37, 5_000)                # need 0.1 CPU: sized 17,000 us either way
+    ds = run(None, [hot] * 3)                         # no capacity: its need decides
     assert [(d["event"], d["quota_us"]) for d in ds[1:]] == [("high load", 100_000)] * 2, ds
     assert ds[2]["rate_pps"] == 5_000 and ds[2]["capacity_pps"] is None
     ds = run(50_000, [low] * 3 + [(0.9, 0.1, 0.9, 0.3, 40_000), (0.5, 0.3, 0.6, 0.3, 25_000),
@@ -629,7 +714,7 @@ def test_with_a_capacity_the_offered_rate_decides_high_load_and_sizes_the_cap():
         ("cap", "quiet", round(0.1 * 100_000 * 1.2) + 5_000),        # 17,000
         ("up", "high load", 100_000),                 # 80 % of it: open at once
         ("hold", "quiet", 100_000),
-        ("cap", "quiet", round(0.5 * 100_000 * 1.2) + 5_000)], ds    # 65,000
+        ("cap", "quiet", round(0.5 * 100_000 * 1.2) + 5_000)], ds    # 65,000 (need: 58,250)
     assert ds[2]["why"].endswith("rate 5000 of 50000 pps -> 17000 us"), ds[2]
     assert ds[3]["why"] == "offered 40000 of 50000 pps", ds[3]
     # a capped VNF whose rate grows, breaching while throttled, steps up to the cap that rate
@@ -663,7 +748,7 @@ def test_frames_it_drops_capped_beyond_its_open_share_release_the_cap():
     c.usage = v.usage
 
     def step(drop_pps):
-        return c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.8, 1.0, 0.1, pps=5_000,
+        return c.step("u1", "fw.1", 100, 1, v.interval(0.1, 0.9, 1.0, 0.1, pps=5_000,
                                                      drop_pps=drop_pps), None, 50_000)
 
     ds = [step(500) for _ in range(3)]
@@ -703,7 +788,7 @@ def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
         c.throttled = lambda key: 0                       # never throttled
         v = FakeVnf()
         c.usage = v.usage
-        ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.2, 0.8, 1.0, 0.1, 500, ns, 5_000), None,
+        ds = [c.step("u1", "fw.1", 100, 1, v.interval(0.1, 0.9, 1.0, 0.1, 500, ns, 5_000), None,
                      50_000) for ns in opened + capped]
         assert [d["action"] for d in ds[:len(opened)]][-1] == "cap", ds
         ds = ds[len(opened):]
@@ -719,7 +804,7 @@ def test_noise_a_capped_vnf_shows_far_more_often_than_open_is_the_caps():
 def test_a_vnf_without_nics_is_still_judged():
     """No NICs: no taps to read (an empty list, not None) and no ring backlog to infer."""
     c = _ctl(lambda k, q, p=None: None)
-    c.throttled = c.usage = None
+    c.cpu_stat = c.usage = None
     d = c.step("u1", "fw.1", 100, 1, {"uptime_us": 1, "nics": []}, [], None)
     assert (d["event"], d["ring_backlog"], d["host_dropped"]) == ("band", None, None), d
 
@@ -750,11 +835,11 @@ def test_gap_a_cap_goes_on_the_period_its_target_allows_and_never_below_its_leas
     2 ms period) though the rate asks for 17 %; CgroupCap writes it on that period."""
     g, _ = _fake_v2_vnf(cgroupfs, tmp_path, monkeypatch)
     g = _fake_vcpu_group(g, v2=True)                     # the cap lands on the vCPUs' group
-    c = ctl.LatencyController(ctl.CgroupCap(), hold_intervals=2)
+    c = ctl.LatencyController(ctl.CgroupCap(), hold_intervals=2, poll_first=False)
     c.throttled, c.throttled_time = (lambda key: 0), (lambda key: 0.0)
     v = FakeVnf()
     c.usage = v.usage
-    low = (0.77, 0.2, 0.6, 0.37, 1024, 1024, 5_000)
+    low = (0.77, 0.2, 0.1, 0.37, 1024, 1024, 5_000)     # need 0.08 CPU: 13,900 us
     ds = [c.step("u1", "fw.1", 2000, 1, v.interval(*low), None, 50_000) for _ in range(3)]
     d = ds[-1]
     assert (d["action"], d["state"], d["quota_us"], d["least_us"], d["period_us"]) == (
@@ -780,7 +865,7 @@ def test_gap_a_target_no_cap_fits_is_poll_only_and_a_breach_restores_the_window(
     assert [(d["action"], d["state"], d["quota_us"]) for d in ds] == [
         ("hold", "open", 100_000), ("hold", "open", 100_000), ("cap", "poll only", 100_000),
         ("hold", "poll only", 100_000), ("hold", "poll only", 100_000)], ds
-    assert "poll only" in ds[2]["why"] and writes == [] and polls[-1] == 50
+    assert "poll only" in ds[2]["why"] and writes == [] and polls[-1] == 0    # min_poll_us
     assert ds[2]["least_us"] == 90_910
     d = c.step("u1", "fw.1", 200, 1, v.interval(0.77, 0.2, 0.6, 0.37, 500, 1 << 18, 5_000),
                None, 50_000)                                 # p99 262 us > 200 us
@@ -800,7 +885,7 @@ def test_ring_wait_frames_that_arrived_throttled_count_as_waiting_up_to_the_gap(
     assert ctl.interval_with_wait(None, [0] * 10 + [2500] + [0] * 13, 0, 16e6)[10] == 2500
     throttled, spent = [0], [0.0]
     c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=1, wait_share=1.0,
-                              max_ratio=1.0)
+                              max_ratio=1.0, poll_first=False)
     c.throttled, c.throttled_time = (lambda key: throttled[0]), (lambda key: spent[0])
     v = FakeVnf()
     c.usage = v.usage
@@ -828,8 +913,10 @@ def test_gap_the_wait_share_is_one_option_the_exporter_hands_its_controller():
     exporter.register_opts(conf)                                 # idempotent
     conf([], default_config_files=[])
     assert conf.metrics.cap_wait_share == ctl.WAIT_SHARE == 0.5
-    s = exporter.HostSampler(None, None, targets={"fw": 5000}, wait_share=0.25)
-    assert s.controller.wait_share == 0.25
+    assert conf.metrics.cap_headroom == 1.5 == ctl.Sizing().headroom
+    s = exporter.HostSampler(None, None, targets={"fw": 5000}, wait_share=0.25,
+                             headroom=2.0)
+    assert s.controller.wait_share == 0.25 and s.controller.headroom == 2.0
     assert s.controller.least_quota(5000, 100_000) == 44_445    # gap 1.25 ms: 1000 / 2250
     with pytest.raises(power.PowerError, match="wait_share"):
         ctl.LatencyController(lambda k, q, p=None: None, wait_share=0)

@@ -11,10 +11,28 @@ from bench import powercap
 
 
 def test_fixed_modes_are_a_quota_period_and_poll_window():
-    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000)
-    assert powercap.fixed("10000,50") == (10000, 50, 100000)          # the flavor's period
+    """quota/period,window (a cap on the vCPU threads) or open,window (no cap), ',hp' keeping
+    the host's halt polling on."""
+    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000, None)
+    assert powercap.fixed("10000,50") == (10000, 50, 100000, None)    # the flavor's period
+    assert powercap.fixed("open,0") == (None, 0, 100000, None)
+    assert powercap.fixed("open,0,hp") == (None, 0, 100000, True)
+    assert powercap.fixed("1000/3500,0,hp") == (1000, 0, 3500, True)
     with pytest.raises(ValueError):                                    # no batch window now
         powercap.fixed("150000/100000,1000,50")
+
+
+def test_vnf_shares_carry_the_stolen_time():
+    def stats(up, busy, poll, halt, stolen=None):
+        cpu = {"busy_us": busy, "poll_us": poll, "halt_us": halt}
+        if stolen is not None:
+            cpu["stolen_us"] = stolen
+        return {"uptime_us": up, "cpu": cpu}
+
+    a, b = stats(0, 0, 0, 0, 0), stats(1000, 100, 200, 300, 400)
+    assert powercap.vnf_shares(a, b) == {"busy": 0.1, "poll": 0.2, "halt": 0.3, "stolen": 0.4}
+    # a VNF image without stolen_us: 0 (its steal is in the other three)
+    assert powercap.vnf_shares(stats(0, 0, 0, 0), stats(1000, 100, 200, 700))["stolen"] == 0
 
 
 def test_vnf_events_are_per_thousand_frames_received():
