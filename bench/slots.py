@@ -40,7 +40,7 @@ The same ramp (same seed) runs once per wire.
 ``qoe`` - free slots from QoE on a real VNF with real traffic (bench/slotsqoe.py): the
 measuring path's own floor (no VNF), the stage-1 load probe of this machine's environment and
 the VNF's ``qoe`` parameters from it, the swept reference of bench/evaluator's method in the same
-run, then sessions admitted until the VNF says full and run together; the fraction of admitted
+run, then sessions arriving over time admitted until the VNF says full; the fraction of admitted
 sessions over the deadline (with the share expected from the pooled late fraction alone) and
 the capacity against the swept reference.
 
@@ -482,6 +482,11 @@ def main(argv=None) -> int:
     q.add_argument("--confirm-margin", type=float, default=CONFIRM_MARGIN,
                    help="the confirm phase's margin under the smallest count that failed "
                         "([evaluator] load_probe_confirm_margin)")
+    q.add_argument("--admit-over-s", type=float, default=None,
+                   help="the admission's sessions arrive evenly over this long, each admitted "
+                        "while the VNF says it has a free slot (bench/slotsadmit.py; default: "
+                        "--run-s, the arrival rate that keeps the VNF full of --run-s s "
+                        "sessions); 0: all the free slots at once, the admission before")
     q.add_argument("--session-points", type=int, default=5,
                    help="session counts of the per-session reference (0: none), each run like "
                         "the admission and judged per session (bench/slotsqoe.py "
@@ -515,6 +520,8 @@ def main(argv=None) -> int:
         write("nomad", cmd_nomad(a), a.out)
     else:
         from bench.slotsqoe import cmd_qoe
+        if a.admit_over_s is None:
+            a.admit_over_s = a.run_s
         write(a.part, cmd_qoe(a), a.out)
     return 0
 

@@ -27,9 +27,13 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    bench/results/evaluator.json are reported next to it;
 4. **admission**: a VNF is told ``qoe`` (capacity, tail budget and host-wait budget from the
    probe) and sessions of the probe's transport (``--proto``; ICMP: the far kernel answers, as in
-   the probe) are admitted until the VNF says full; they run together for ``--run-s`` s while
-   the VNF's free slots are read every second (each read closes one of its correction windows,
-   so the trace shows whether and when it shrinks).
+   the probe) are admitted until the VNF says full. They arrive over ``--admit-over-s`` s
+   (default ``--run-s``: the rate that keeps the VNF full of such sessions), each admitted
+   while the VNF's free slots, read every 0.25 s, show room (:func:`paced_admission`,
+   bench/slotsadmit.py); after the last arrival they run ``--run-s`` s more. ``--admit-over-s
+   0``: all the free slots at once, as before (faster than any workload's sessions arrive: the
+   VNF's correction could then only act after every session was in). The trace shows the VNF's
+   windows (a read closes one after >= 1 s) and when it stopped announcing room.
 
 Every run prints and records its CPU accounting (:func:`accounting`): the traffic client's own
 CPU, the VNF's QEMU threads on a CPU and waiting for one, its vCPU's KVM steal share, its
@@ -295,17 +299,113 @@ def _with_vnf(a, mgr, name: str, prefix: str, subnet: int, body):
             mgr.destroy(vid)
 
 
+ADMIT_TICK_S = 0.25      # how often the paced admission reads the VNF's free slots
+
+
 def admit(a, mgr, params, tag: str) -> dict:
-    """A VNF told ``qoe``; as many sessions as it says it has free, run together."""
+    """A VNF told ``qoe``; sessions admitted until it says full, run together. With
+    ``--admit-over-s`` > 0 (default: ``--run-s``) they arrive over that long
+    (:func:`paced_admission`); 0: as many as it says it has free, all at once (the admission
+    before: faster than any workload's sessions arrive)."""
+    over_s = float(getattr(a, "admit_over_s", 0.0) or 0.0)
+
     def body(vid, net):
         mgr.set_qoe(vid, **params.request())
         admitted = mgr.stats(vid)["slots"]["free"]         # what the VNF says it can take
-        print(f"admitting {admitted} sessions (the VNF's free slots)", flush=True)
+        if over_s > 0:
+            return paced_admission(a, mgr, vid, net, admitted, over_s)
+        print(f"admitting {admitted} sessions (the VNF's free slots) at once", flush=True)
         trace: list = []
         r = run_sessions(a, mgr, vid, net, admitted, trace)
         print(f"  admission: {show_accounting(r['accounting'])}", flush=True)
-        return {"admitted": admitted, "trace": trace, **r}
+        return {"admitted": admitted, "offered": admitted, "refused": 0, "admit_over_s": 0.0,
+                "trace": trace, **r}
     return _with_vnf(a, mgr, f"qoe-{tag}", "fvsq", 94, body)
+
+
+def _qoe_trace(st: dict, t: float, **extra) -> dict:
+    q = st.get("qoe") or {}
+    return {"t": round(t, 2), "used": st["used"], "free": st["free"], **extra,
+            **{k: q.get(k) for k in ("capacity", "window", "tail_ns", "wait_ppm", "pending")}}
+
+
+def paced_admission(a, mgr, vid: str, net, offered: int, over_s: float) -> dict:
+    """``offered`` sessions (the VNF's free slots when told ``qoe``) arrive evenly over
+    ``over_s`` s (:func:`bench.slotsadmit.arrival_times`); every ADMIT_TICK_S the VNF's free
+    slots are read and the sessions that arrived since are admitted while it has room
+    (:func:`bench.slotsadmit.admit_now`), the others refused. After the last arrival every
+    admitted session runs ``--run-s`` s more; each is judged over its whole life."""
+    from bisect import bisect_right
+
+    from bench.slotsadmit import admit_now, arrival_times
+
+    arrivals = arrival_times(offered, over_s)
+    print(f"admission: {offered} sessions arrive over {over_s:g} s "
+          f"({offered / over_s:.1f}/s), each admitted while the VNF has a free slot", flush=True)
+    nice = ["nice", "-n", str(a.client_nice)] if a.client_nice else []
+    client = net.popen("a", *nice, sys.executable, "-m", "bench.slotsadmit", "--src", net.ip_a,
+                       "--dst", net.ip_b, "--sessions", str(max(1, offered)), "--pps",
+                       str(a.session_pps), "--duration", str(a.run_s), "--proto", a.proto,
+                       "--per-session-quantile", str(a.quantile), "--deadline-ms",
+                       str(a.deadline_ms), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, cwd=REPO)
+    if client.stdout.readline().strip() != "ready":
+        client.kill()
+        raise SystemExit(f"admission client did not start: {client.stderr.read()[-500:]}")
+    rec = mgr.get(vid)
+    cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
+    times0, start = thread_times(rec.pid), time.monotonic()
+    admitted = refused = seen = 0
+    trace: list = []
+    last_print = -1.0
+    while seen < len(arrivals):
+        now = time.monotonic() - start
+        due = bisect_right(arrivals, now) - seen
+        if due > 0:
+            st = mgr.stats(vid)["slots"]
+            k = admit_now(due, st["free"], st["used"], admitted)
+            admitted, refused, seen = admitted + k, refused + due - k, seen + due
+            if k:
+                client.stdin.write(f"{admitted}\n")
+                client.stdin.flush()
+            trace.append(_qoe_trace(st, now, admitted=admitted, refused=refused))
+            if now - last_print >= 1.0 or seen == len(arrivals):
+                last_print = now
+                t = trace[-1]
+                print(f"  t={now:5.1f} s admitted {admitted:4d} refused {refused:4d} used "
+                      f"{t['used']:4d} free {t['free']:4d} capacity {t['capacity']} window "
+                      f"{t['window']}{' (over so far)' if t['pending'] else ''} wait "
+                      f"{t['wait_ppm']} ppm", flush=True)
+        nxt = arrivals[seen] if seen < len(arrivals) else now
+        time.sleep(max(0.0, min(ADMIT_TICK_S, nxt - (time.monotonic() - start))))
+    client.stdin.write("end\n")
+    client.stdin.flush()
+    while client.poll() is None:
+        time.sleep(1.05)
+        now = time.monotonic() - start
+        st = mgr.stats(vid)["slots"]
+        trace.append(_qoe_trace(st, now, admitted=admitted, refused=refused))
+        t = trace[-1]
+        print(f"  t={now:5.1f} s used {t['used']:4d} free {t['free']:4d} capacity "
+              f"{t['capacity']} window {t['window']} wait {t['wait_ppm']} ppm", flush=True)
+    out, err = client.communicate()
+    seconds = time.monotonic() - start
+    waits = vnf_waits(rec.pid, times0, thread_times(rec.pid), seconds)
+    if client.returncode != 0:
+        raise SystemExit(f"admission client failed: {err[-500:]}")
+    run = json.loads(out.strip().splitlines()[-1])
+    end = mgr.stats(vid)
+    guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
+    judged = judge_sessions(run["per_session"], a.deadline_ms, a.quantile)
+    acc = accounting(run, waits, guest, seconds)
+    print(f"  admission: {admitted} of {offered} admitted, {refused} refused; "
+          f"{show_accounting(acc)}", flush=True)
+    return {"admitted": admitted, "offered": offered, "refused": refused,
+            "admit_over_s": over_s, "arrivals_per_s": round(offered / over_s, 2),
+            "started_s": run.get("started_s"), "trace": trace, "sessions": admitted,
+            "run": run, "judged": judged, "final": end["slots"],
+            "over_pct": round(100.0 * judged["admitted_over_deadline"] / max(1, admitted), 2),
+            "vnf_cpu": waits, "guest": guest, "accounting": acc}
 
 
 def sweep_counts(estimate: int, points: int) -> list[int]:
@@ -490,7 +590,8 @@ def cmd_qoe(a) -> dict:
               f"{per_ref['lo']}..{per_ref['hi']})", flush=True)
     if params.capacity < 1:     # qoe capacity 0 is "off" (the flow table): nothing to admit
         print("the probe shows no session within the deadline: nothing admitted", flush=True)
-        adm = {"admitted": 0, "trace": [], "accounting": None, "vnf_cpu": None, "guest": None,
+        adm = {"admitted": 0, "offered": 0, "refused": 0, "trace": [], "accounting": None,
+               "vnf_cpu": None, "guest": None,
                "final": {"qoe": {"capacity": 0, "shrinks": 0}},
                "run": {"per_session": {"latency_ms": []}},
                "judged": {"admitted_over_deadline": 0, "over_sessions": []}}
@@ -536,6 +637,11 @@ def cmd_qoe(a) -> dict:
                                                "client_cpu_share", "vnf_latency_ns")}
                         for s in probe.metrics["steps"]],
         "admitted": admitted, "trace": adm["trace"],
+        # the admission's pace: sessions offered (the VNF's free slots when told qoe), arriving
+        # evenly over admit_over_s (0: all at once), those refused because it said full
+        "offered": adm.get("offered"), "refused": adm.get("refused"),
+        "admit_over_s": adm.get("admit_over_s"), "arrivals_per_s": adm.get("arrivals_per_s"),
+        "admitted_at_s": adm.get("started_s"),
         "accounting_during_admission": adm["accounting"],
         "vnf_cpu_during_admission": adm["vnf_cpu"],
         "vnf_waits_during_admission": adm["guest"],
@@ -569,7 +675,8 @@ def command(a) -> str:
             f"{a.quantile:g} --session-pps {a.session_pps:g} --run-s {a.run_s:g} "
             f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g} "
             f"--confirm-runs {getattr(a, 'confirm_runs', 0)} "
-            f"--confirm-margin {getattr(a, 'confirm_margin', 0.1):g}"
+            f"--confirm-margin {getattr(a, 'confirm_margin', 0.1):g} "
+            f"--admit-over-s {getattr(a, 'admit_over_s', 0):g}"
             f"{' --pooled' if a.pooled else ''}"
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "
