@@ -93,6 +93,44 @@ def test_qoe_free_slots_shrink_under_load_and_grow_back(make_manager, net):
         echo.wait(5)
 
 
+def test_a_window_over_so_far_announces_no_room_until_it_closes(make_manager, net):
+    """Sessions arriving while the current window is already over get no slot: a read >= 250 ms
+    into the window judges it so far (``pending``) without moving the capacity; the window's own
+    verdict applies when it closes. A 1 ns budget makes every window over; a read that came
+    after the window closed (a slow host) is tried again."""
+    mgr = make_manager(backend="qemu")
+    vid = mgr.launch(FORWARD, nics=net.bridges, slots=64).vnf_id
+    echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo", "--bind",
+                     net.ip_b, stdout=subprocess.PIPE, text=True)
+    client = None
+    try:
+        assert echo.stdout.readline().strip() == "ready"
+        client = net.popen("a", sys.executable, "-m", "fluidvim.evaluator.loadgen", "client",
+                           "--src", net.ip_a, "--dst", net.ip_b, "--sessions", "12", "--pps",
+                           "100", "--duration", "15", stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while mgr.stats(vid)["slots"]["used"] < 12 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for _ in range(3):
+            mgr.set_qoe(vid, 20, budget_ns=1, quantile_ppm=P99)      # a new window opens
+            time.sleep(0.5)
+            st = mgr.stats(vid)["slots"]
+            if st["qoe"]["window"] == "idle":                         # still the first window
+                break
+        assert st["qoe"]["window"] == "idle", st
+        assert st["used"] >= 10 and st["qoe"]["capacity"] == 20, st   # >= half of it carried
+        assert (st["free"], st["qoe"]["pending"], st["qoe"]["pending_stops"]) == (0, 1, 1), st
+        st = window(mgr, vid)
+        assert st["qoe"]["window"] == "over" and st["qoe"]["pending"] == 0, st
+        assert st["qoe"]["capacity"] == st["used"] * 7 // 8 and st["free"] == 0
+    finally:
+        if client is not None:
+            client.kill()
+            client.wait(5)
+        echo.terminate()
+        echo.wait(5)
+
+
 def test_a_launch_with_a_qoe_announces_its_capacity(make_manager):
     """The production path: a LaunchRequest's QoE goes through the local zone to the VNF with
     its launch, so its first ``slots`` reply already counts the capacity, not the flow table;
