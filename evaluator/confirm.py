@@ -211,7 +211,9 @@ def next_confirm(runs: list[dict], estimate: int, max_sessions: int,
     lo and F, but never above c (a failure there lowers F and c, a hold raises lo); once lo >=
     c, c itself. The count the reading would announce is run again until it has
     ``target.repeats`` runs (a failure among them makes it the new F); at the last runs of
-    the budget that comes first. At most ``target.runs`` runs."""
+    the budget that comes before a bisection step, not before c itself (a c that held twice
+    is announced rather than a count far under it held three times). At most
+    ``target.runs`` runs."""
     if len(runs) >= int(target.runs):
         return None
     if not runs:
