@@ -11,12 +11,10 @@ p99 in microseconds), the controller
 * **observes** the VNF's own latency histogram (``stats`` → ``latency_ns.buckets_log2``, PROTOCOL.md)
   over the interval (the difference of two replies) and takes its p99 the way the VNF does (the
   lower bound of the bucket holding it), its packets, and how many of them were over the target;
-* **observes what it needs**: its own busy share (``stats`` → ``cpu``: ``busy_us`` over
-  ``busy_us + poll_us``, the rounds that moved frames of those it ran; steal-free, the time the
-  host throttled or preempted it being ``stolen_us``, PROTOCOL.md) applied to the host CPU of
-  its vCPU threads (:func:`fluidvim.vnf.cgroups.cpu_usage` → ``vcpu``, kept as ``vcpu_cpus``):
-  ``need`` in CPUs, what a cap on those threads holds (QEMU's main thread, uncapped, is not in
-  it). Polling is what it does not need. Without the host's figures, its busy share of the time;
+* **observes what it needs** (:func:`vcpu_need`): its steal-free busy share (``stats`` →
+  ``cpu``: ``busy_us`` over ``busy_us + poll_us``; the host's throttled or preempted time is
+  ``stolen_us``) of its vCPU threads' host CPU (``vcpu_cpus``): ``need`` in CPUs, what a cap
+  on those threads holds. Polling is what it does not need;
 * **observes its offered rate**: the frames it took (``stats`` → ``nics``: ``rx``) and those the
   host dropped for it (below) per second of its uptime, against its **capacity** (``capacity_pps``
   of :meth:`LatencyController.step`: the packets/s it forwards at the flavor's quota without
@@ -143,10 +141,12 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
     interval_p99,
     interval_with_wait,
     least_share,
+    ring_reading,
     ring_wait,
     tap_counters,
     throttled_periods,
     throttled_time_us,
+    vcpu_need,
 )
 from .models import PowerError
 
@@ -156,8 +156,7 @@ LOG = logging.getLogger(__name__)
 # poll window (its target too tight for any cap), or below it
 OPEN, POLL, CAPPED = "open", "poll only", "capped"
 # the actions
-RELEASE, UP, DOWN, HOLD, CAP = "release", "up", "down", "hold", "cap"
-NARROW = "narrow"                    # CAP from OPEN with poll_first: the window alone (POLL)
+RELEASE, UP, DOWN, HOLD, CAP, NARROW = "release", "up", "down", "hold", "cap", "narrow"
 # the events an interval is classified into, the first that applies (module doc)
 SILENT, DROPPED, RING_FULL = "silent", "dropped", "ring full"
 BREACH2, BREACH, NOISE = "breach x2", "breach", "noise"
@@ -258,12 +257,11 @@ class LatencyController:
             raise PowerError(f"controller {name}: capacity_pps {capacity_pps} must be > 0 "
                              f"(packets/s at the flavor's quota), or None when not known")
         st.capacity = None if capacity_pps is None else float(capacity_pps)
-        dropped, backlog = self._ring(st, stats, taps)
+        dropped, backlog = ring_reading(st, stats, taps)
         st.rate, own = self._rate(st, stats, dropped)
         ring = (backlog, self._over_open(st, backlog), own)
-        stat = self._read(self.cpu_stat, key, "cpu.stat")
-        held = self._held(key, st, stat)
-        st.waited = self._waited(key, st, stat)
+        stat = self._read(self.cpu_stat, key, "cpu.stat")     # once per VNF per interval
+        held, st.waited = self._held(key, st, stat), self._waited(key, st, stat)
         st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
         ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
@@ -301,7 +299,7 @@ class LatencyController:
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]
-        if action in (RELEASE, UP, DOWN, CAP):
+        if action in (RELEASE, UP, DOWN, CAP, NARROW):
             LOG.info("controller %s: %s to %d us of %d (%s: %s)", name, action, st.quota_us,
                      reserved, ev, why)
         return d
@@ -465,31 +463,8 @@ class LatencyController:
                          gap_us(st.period_us, st.quota_us, st.reserved_us))
 
     def _need(self, key: str, st: VnfState, stats: dict | None) -> float | None:
-        """The CPUs the VNF's vCPU needed this interval (module doc), None when not known: its
-        busy share of the rounds it ran (steal-free: ``busy_us`` over ``busy_us + poll_us``,
-        the host's throttled and preempted time being ``stolen_us``, PROTOCOL.md) applied to
-        its vCPU threads' host CPU (kept as ``vcpu_now``), which is what a cap holds (its vCPU
-        sub-group; QEMU's main thread runs free); without the host's figures, its busy share of
-        the time."""
-        st.vcpu_now = None
-        cpu = (stats or {}).get("cpu") or {}
-        try:
-            up, busy, poll = (int(stats["uptime_us"]), int(cpu["busy_us"]),  # type: ignore[index]
-                              int(cpu["poll_us"]))
-        except (KeyError, TypeError, ValueError):
-            st.cpu = None
-            return None
-        usage = self._read(self.usage, key, "CPU usage")
-        prev, st.cpu = st.cpu, (up, busy, poll, usage)
-        if prev is None or up <= prev[0] or busy < prev[1] or poll < prev[2]:
-            return None                          # the first reading, or the VNF restarted
-        dt, db, dp = up - prev[0], busy - prev[1], poll - prev[2]
-        if usage is None or prev[3] is None:
-            return db / dt
-        vcpu = max(0.0, (usage["vcpu"] - prev[3]["vcpu"]) * 1e6)
-        st.vcpu_now = vcpu / dt
-        share = db / (db + dp) if db + dp > 0 else 0.0
-        return vcpu * share / dt
+        """:func:`vcpu_need` (NARROW: CAP from OPEN with poll_first) with its vCPU's CPU now."""
+        return vcpu_need(st, stats, self._read(self.usage, key, "CPU usage") if stats else None)
 
     def _rate(self, st: VnfState, stats: dict | None, dropped: int | None):
         """(packets/s offered to the VNF this interval: the frames its NICs took and those the
@@ -527,30 +502,6 @@ class LatencyController:
             st.open_backlogs = (st.open_backlogs + [backlog])[-self.OPEN_SPAN:]
             base = max(base, backlog)
         return max(0, backlog - base)
-
-    @staticmethod
-    def _ring(st: VnfState, stats: dict | None, taps: list | None):
-        """(frames the host dropped for the VNF this interval, its ring backlog in frames), each
-        None when not known (see the module doc)."""
-        if taps is None:
-            st.tap_dropped = st.ring_raw = st.ring_base = None
-            return None, None
-        total = sum(int(t["tx_dropped"]) for t in taps)
-        prev, st.tap_dropped = st.tap_dropped, total
-        dropped = None if prev is None else (total - prev if total >= prev else total)
-        nics = (stats or {}).get("nics") or []
-        if stats is None or not taps or len(nics) != len(taps):
-            st.ring_raw = st.ring_base = None
-            return dropped, None
-        cur = [(int(t["tx_packets"]), int(n.get("rx", 0))) for t, n in zip(taps, nics)]
-        raw = [tx - rx for tx, rx in cur]
-        old = st.ring_raw
-        if (st.ring_base is None or old is None or len(old) != len(cur)
-                or any(tx < ptx or rx < prx for (tx, rx), (ptx, prx) in zip(cur, old))):
-            st.ring_base = list(raw)             # first read, or a counter restarted
-        st.ring_base = [min(b, r) for b, r in zip(st.ring_base, raw)]
-        st.ring_raw = cur
-        return dropped, max(r - b for r, b in zip(raw, st.ring_base))
 
     def _cap_did_it(self, st: VnfState, b1: list, ns: float, n: int, held: bool | None) -> bool:
         """Whether a breach of ``ns`` was the cap's doing (module doc): throttled (or not known)

@@ -210,3 +210,57 @@ def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:
                 return None
         out.append(d)
     return out
+
+
+def ring_reading(st, stats: dict | None, taps: list | None):
+    """(frames the host dropped for the VNF this interval, its ring backlog in frames), each
+    None when not known (controller.py's module doc), from its taps' counters
+    (:func:`tap_counters`) and its NICs' ``rx``; ``st`` (its :class:`~.ctlstate.VnfState`)
+    keeps the last reading and the backlog's offset."""
+    if taps is None:
+        st.tap_dropped = st.ring_raw = st.ring_base = None
+        return None, None
+    total = sum(int(t["tx_dropped"]) for t in taps)
+    prev, st.tap_dropped = st.tap_dropped, total
+    dropped = None if prev is None else (total - prev if total >= prev else total)
+    nics = (stats or {}).get("nics") or []
+    if stats is None or not taps or len(nics) != len(taps):
+        st.ring_raw = st.ring_base = None
+        return dropped, None
+    cur = [(int(t["tx_packets"]), int(n.get("rx", 0))) for t, n in zip(taps, nics)]
+    raw = [tx - rx for tx, rx in cur]
+    old = st.ring_raw
+    if (st.ring_base is None or old is None or len(old) != len(cur)
+            or any(tx < ptx or rx < prx for (tx, rx), (ptx, prx) in zip(cur, old))):
+        st.ring_base = list(raw)             # first read, or a counter restarted
+    st.ring_base = [min(b, r) for b, r in zip(st.ring_base, raw)]
+    st.ring_raw = cur
+    return dropped, max(r - b for r, b in zip(raw, st.ring_base))
+
+
+def vcpu_need(st, stats: dict | None, usage: dict | None) -> float | None:
+    """The CPUs the VNF's vCPU needed since the last reading (``st``, its
+    :class:`~.ctlstate.VnfState`, keeps it), None when not known: its busy share of the rounds
+    it ran (steal-free: ``busy_us`` over ``busy_us + poll_us``, the host's throttled and
+    preempted time being ``stolen_us``, PROTOCOL.md) applied to its vCPU threads' host CPU
+    (``usage``: :func:`group_usage`; kept as ``st.vcpu_now``), which is what a cap holds (its
+    vCPU sub-group; QEMU's main thread runs free); without the host's figures, its busy share
+    of the time."""
+    st.vcpu_now = None
+    cpu = (stats or {}).get("cpu") or {}
+    try:
+        up, busy, poll = (int(stats["uptime_us"]), int(cpu["busy_us"]),  # type: ignore[index]
+                          int(cpu["poll_us"]))
+    except (KeyError, TypeError, ValueError):
+        st.cpu = None
+        return None
+    prev, st.cpu = st.cpu, (up, busy, poll, usage)
+    if prev is None or up <= prev[0] or busy < prev[1] or poll < prev[2]:
+        return None                          # the first reading, or the VNF restarted
+    dt, db, dp = up - prev[0], busy - prev[1], poll - prev[2]
+    if usage is None or prev[3] is None:
+        return db / dt
+    vcpu = max(0.0, (usage["vcpu"] - prev[3]["vcpu"]) * 1e6)
+    st.vcpu_now = vcpu / dt
+    share = db / (db + dp) if db + dp > 0 else 0.0
+    return vcpu * share / dt
