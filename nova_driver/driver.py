@@ -282,8 +282,9 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
 
     def get_diagnostics(self, instance):
         """The VNF's own counters (control channel ``stats``): uptime, session slots, where its
-        vCPU's time went (``vcpu_busy_us``/``_poll_us``/``_halt_us``: a VNF that polls shows
-        ~100 % on the host while busy is what its processing used), and per tap rx/tx packets,
+        vCPU's time went (``vcpu_busy_us``/``_poll_us``/``_halt_us``/``_stolen_us``, the last
+        the time the host kept it from running: a VNF that polls shows ~100 % on the host while
+        busy is what its processing used), and per tap rx/tx packets,
         bytes and drops; ``power_watts``, ``power_joules`` and ``power_source`` when the host's
         exporter attributes power (``fluidvim metrics serve``). (The newer
         ``get_instance_diagnostics`` object only admits the libvirt/xenapi/vmwareapi/ironic/hyperv
@@ -302,7 +303,7 @@ class UnikernelDriver(MoveMixin, driver.ComputeDriver):
                 "vcpus": spec.vcpus, "session_slots_total": st["slots"]["total"],
                 "session_slots_used": st["slots"]["used"],
                 "session_slots_rejected": st["slots"]["rejected"]}
-        for key in ("busy_us", "poll_us", "halt_us"):
+        for key in ("busy_us", "poll_us", "halt_us", "stolen_us"):
             if key in st.get("cpu", {}):
                 diag[f"vcpu_{key}"] = st["cpu"][key]
         for nic, counters in zip(spec.nics, st["nics"]):

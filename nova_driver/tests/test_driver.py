@@ -501,7 +501,8 @@ class UnikernelDriverTestCase(DriverTestBase):
         self.assertIsInstance(vnf["elements"], list)       # this configuration names none
         json.dumps(diag)                                # what Nova's RPC and API carry
         # where the vCPU's time went, as the VNF counts it: all of it booked, none beyond uptime
-        loop_us = diag["vcpu_busy_us"] + diag["vcpu_poll_us"] + diag["vcpu_halt_us"]
+        loop_us = (diag["vcpu_busy_us"] + diag["vcpu_poll_us"] + diag["vcpu_halt_us"]
+                   + diag["vcpu_stolen_us"])
         self.assertGreater(loop_us, 0)
         self.assertLessEqual(loop_us, diag["uptime"] * 1_000_000 + 1_000_000)
         self.assertNotIn("power_watts", diag)           # no exporter on this host yet
