@@ -136,6 +136,30 @@ class Vnf:
         rec = mgr.get(vnf_id)
         self.mgr, self.id, self.uid, self.pid = mgr, vnf_id, rec.spec.uuid, rec.pid
         self.taps = [n.tap for n in rec.spec.nics or ()]
+        self.spec = rec.spec
+
+    def kvm_halt(self) -> dict | None:
+        """KVM's halt counters of the VNF's vCPUs (QMP ``query-stats``, summed over vCPUs:
+        ``halt_exits``, ``halt_poll_success_ns``, ``halt_poll_fail_ns``...: the host's halt
+        polling, what it spends spinning after the guest halts), None when QEMU or the kernel
+        does not give them."""
+        try:
+            got = self.mgr.backend().qmp(self.spec, "query-stats", target="vcpu")
+        except Exception:          # noqa: BLE001 - no QMP, an older QEMU: not known
+            return None
+        out: dict = {}
+
+        def walk(o):
+            if isinstance(o, dict):
+                if str(o.get("name", "")).startswith("halt") and isinstance(o.get("value"), int):
+                    out[o["name"]] = out.get(o["name"], 0) + o["value"]
+                for v in o.values():
+                    walk(v)
+            elif isinstance(o, list):
+                for v in o:
+                    walk(v)
+        walk(got)
+        return out or None
 
     def stats(self):
         try:
@@ -222,7 +246,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
                  stdout=subprocess.PIPE, text=True)     # its p99 per step interval too
     rx.stdout.readline()                            # "ready"
     meter = Meter(vnf.pid, tx.pid)
-    m0, r0 = meter.read(), path.rx_packets()
+    k0, (m0, r0) = vnf.kvm_halt(), (meter.read(), path.rx_packets())
     s0 = vnf.stats() or {}
     b_prev = (s0.get("latency_ns") or {}).get("buckets_log2")
     p99s, d1 = [], len(ctl.decisions) if ctl is not None else 0
@@ -235,7 +259,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
             if cnt:
                 p99s.append(p)
         b_prev = b
-    m1, r1 = meter.read(), path.rx_packets()
+    m1, r1, k1 = meter.read(), path.rx_packets(), vnf.kvm_halt()
     own = vnf_shares(s0, st or {})
     events = vnf_events(s0, st or {})
     lat = json.loads(rx.stdout.readline() or "{}")
@@ -248,10 +272,23 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     t["vnf_cpu"] = own
     t["vnf_events_per_kframe"] = events
     t["vnf_dropped"] = nic_drops(s0, st or {})
+    t["kvm_halt_per_s"] = kvm_halt_rates(k0, k1, m1["t"] - m0["t"])
     return t
 
 
 MIN_SAMPLES = 100                   # frames an interval needs to show a p99 (1 over it)
+
+
+def kvm_halt_rates(a: dict | None, b: dict | None, dt: float) -> dict | None:
+    """KVM's halt counters per second between two :meth:`Vnf.kvm_halt` reads: ``exits`` (the
+    guest's halts) and ``poll_cpu``, the CPU-s per s the host spent halt polling for it
+    (successful and failed polls); None when either read is missing."""
+    if not a or not b or dt <= 0:
+        return None
+    d = {k: b[k] - a.get(k, 0) for k in b}
+    return {"exits": round(d.get("halt_exits", 0) / dt, 1),
+            "poll_cpu": round((d.get("halt_poll_success_ns", 0)
+                               + d.get("halt_poll_fail_ns", 0)) / 1e9 / dt, 4)}
 
 
 def e2e_intervals(lat: dict) -> list:
@@ -367,6 +404,9 @@ def line(load: int, t: dict) -> str:
     if t.get("vnf_cpu"):
         out += ", VNF busy/poll/halt/stolen " + "/".join(str(t["vnf_cpu"].get(k))
                                                          for k in SHARES)
+    if t.get("kvm_halt_per_s"):
+        k = t["kvm_halt_per_s"]
+        out += f", KVM halts/s {k['exits']} (host halt polling {k['poll_cpu']} CPU)"
     if t.get("vnf_events_per_kframe"):
         out += ", per 1k frames " + ", ".join(f"{k} {v}"
                                              for k, v in t["vnf_events_per_kframe"].items())

@@ -56,3 +56,11 @@ def test_intervals_are_judged_end_to_end_with_the_vnfs_own_beside():
     assert powercap.within([trial], "e2e_p99_us", 5000) == (2, 3)
     assert powercap.within([trial], "vnf_p99_ns", 5e6) == (2, 3)
     assert powercap.pct((2, 3)) == 66.7 and powercap.pct((0, 0)) is None
+
+
+def test_kvm_halt_rates_are_per_second_and_the_polling_in_cpu():
+    """The host's halt polling for the VNF (KVM's halt_poll_*_ns, QMP query-stats): CPU-s/s."""
+    a = {"halt_exits": 100, "halt_poll_success_ns": 0, "halt_poll_fail_ns": 0}
+    b = {"halt_exits": 1100, "halt_poll_success_ns": 300_000_000, "halt_poll_fail_ns": 100_000_000}
+    assert powercap.kvm_halt_rates(a, b, 2.0) == {"exits": 500.0, "poll_cpu": 0.2}
+    assert powercap.kvm_halt_rates(None, b, 2.0) is None
