@@ -41,6 +41,18 @@ orch_opts = [
                       "own reading of their free slots before it refuses or launches (the zones "
                       "are read at once; one that has not answered is skipped, and not asked "
                       "again while that reading is in flight)."),
+    cfg.StrOpt("session_route", default="efficient", choices=["efficient", "watts", "free"],
+               help="Which instance with a free slot a resolve hands a session to (nearest "
+                    "location first either way): 'efficient' - on the host with the fewest "
+                    "dynamic watts per hardware thread on its power model (what one more busy "
+                    "thread costs there; the hosts placement has ranked) first, the fullest "
+                    "instance there first, so sessions load the most efficient servers and "
+                    "the other instances can scale in; 'watts' - the same by the least watts "
+                    "per slot the host's instances report (the slot updates' watts_per_slot: "
+                    "attributed watts, which include a share of idle watts and grow with the "
+                    "VNF's load); instances of hosts without a figure after those, most free "
+                    "slots first; 'free' - the most free slots first (the order before this "
+                    "option)."),
     cfg.FloatOpt("probe_validity", default=3600.0, min=1.0,
                  help="Seconds a stage-1 probe result stays valid (shared by all services)."),
     cfg.FloatOpt("reservation_ttl", default=5.0, min=0.0,

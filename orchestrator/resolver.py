@@ -2,11 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """``resolve(service, client_location)``: where does a new session go?
 
-1. An instance with a free slot (aliases applied; nearest location first, then most free). The
+1. An instance with a free slot (aliases applied; nearest location first, then by
+   ``[orchestrator] session_route``: ``efficient`` - the default - the host with the fewest
+   dynamic watts per hardware thread on its power model first, the fullest instance there
+   first; ``watts`` - the host whose instances report the fewest watts per slot first, the
+   fullest there first; ``free`` - the most free slots first; see :func:`slot_order`). The
    slot is reserved in the registry until the instance's own update reflects it. When the
-   registry says every instance of the service is full, the zones that run them are read first
-   (:meth:`Resolver.confirm_full`: the reading their slot agents publish, ``instance_slots``,
-   applied as exact updates): a slot freed since the last update is used, not refused.
+   registry says every instance of the service is full, the zones that run them are read
+   first (:meth:`Resolver.confirm_full`: the reading their slot agents publish,
+   ``instance_slots``, applied as exact updates): a slot freed since the last update is used,
+   not refused.
 2. Else the zone with the least queuing delay within the service's tolerance launches one more
    instance on demand (fast track: no placement round, no probes) and the call returns when the
    slot exists.
@@ -36,6 +41,79 @@ from .exception import Refused
 from .queuing import within
 
 LOG = logging.getLogger(__name__)
+
+
+SESSION_ROUTES = ("efficient", "watts", "free")        # [orchestrator] session_route
+
+
+def host_watts(entries) -> dict:
+    """{(zone, host): the fewest watts per slot any of its instances in ``entries`` reports}
+    (``entries``: (report, free slots) pairs; reports without ``watts_per_slot`` are left out).
+
+    A VNF's ``watts_per_slot`` is its attributed watts (a share of its host's idle watts by its
+    vCPUs plus its busy CPU at its host's cost per CPU-second) over its slot capacity, so it
+    grows with that VNF's load: ranking single instances by it would send each session to the
+    emptiest instance, spreading sessions over the instances of a host and keeping all of them
+    from scaling in. Per host its least figure is nearest the host's own cost per slot (the
+    idle share for a nearly idle VNF), and within the host the fullest instance goes first."""
+    out: dict = {}
+    for rep, _free in entries:
+        w = rep.watts_per_slot
+        if w is None:
+            continue
+        k = (rep.zone, rep.host)
+        if k not in out or w < out[k]:
+            out[k] = w
+    return out
+
+
+def slot_key(route: str, location: str | None, watts: dict | None = None):
+    """The resolver's order over (report, free slots) pairs with a free slot, as a sort key
+    (the least first): the nearest location first (``location`` None, the report's zone or
+    region), then by ``route`` - ``"efficient"`` and ``"watts"``: the host with the least
+    figure in ``watts`` ({(zone, host): figure}) first - for ``efficient`` its dynamic watts
+    per hardware thread, what one more busy thread costs there (the power model's,
+    ``HostMarginalPower.per_thread``), for ``watts`` the least watts per slot its instances
+    report (:func:`host_watts`) -, a host without one after those with one, the fewest free
+    slots there first (packing: the other instances can scale in); or ``"free"``: the most
+    free slots first (the order before 2026-11-28) - then the instance id. bench/energy's
+    fluidvim policies route their sessions with this key."""
+    if route not in SESSION_ROUTES:
+        raise ValueError(f"session_route={route!r}: use one of {', '.join(SESSION_ROUTES)}")
+    if route == "free":
+        def key(pair):
+            rep, free = pair
+            return (0 if location in (None, rep.zone, rep.region) else 1, 0.0, -free,
+                    rep.instance)
+        return key
+    watts = watts or {}
+    inf = float("inf")
+
+    def key(pair):
+        rep, free = pair
+        w = watts.get((rep.zone, rep.host))
+        near = 0 if location in (None, rep.zone, rep.region) else 1
+        # a host without a figure: the old order among those (most free first)
+        return (near, inf, -free, rep.instance) if w is None else \
+            (near, w, free, rep.instance)
+    return key
+
+
+def slot_order(entries, route: str = "efficient", location: str | None = None,
+               per_thread: dict | None = None) -> list:
+    """``entries`` ((report, free slots) pairs) with a free slot, in the resolver's order
+    (:func:`slot_key`; ``per_thread``: {(zone, host): dynamic watts per hardware thread}, for
+    ``efficient``)."""
+    have = [(rep, free) for rep, free in entries if free > 0]
+    return sorted(have, key=slot_key(route, location, _figures(route, have, per_thread)))
+
+
+def _figures(route: str, have: list, per_thread: dict | None) -> dict | None:
+    if route == "watts":
+        return host_watts(have)
+    if route == "efficient":
+        return per_thread or {}
+    return None
 
 
 @dataclasses.dataclass
@@ -72,7 +150,14 @@ def reading_payload(rep, entry: dict, at: float) -> dict:
 
 
 class Resolver:
-    def __init__(self, store, registry, zones: dict, queuing, confirm_timeout: float = 0.5):
+    def __init__(self, store, registry, zones: dict, queuing, confirm_timeout: float = 0.5,
+                 route: str = "efficient", per_thread: dict | None = None):
+        if route not in SESSION_ROUTES:
+            raise ValueError(f"session_route={route!r}: use one of {', '.join(SESSION_ROUTES)}")
+        self.route = route                     # [orchestrator] session_route (slot_key)
+        # (zone, host) -> dynamic watts per hardware thread (route efficient): the placement's
+        # power model fills it (HostMarginalPower.per_thread) as it ranks hosts
+        self.per_thread = {} if per_thread is None else per_thread
         self.store = store
         self.registry = registry
         self.zones = zones
@@ -97,15 +182,12 @@ class Resolver:
         return self.registry.aliases.get(rep_service, {}).get(service, 1.0)
 
     def _free_slot(self, service: str, location: str | None):
-        best = None
-        for rep, free in self.registry.entries(service):
-            if free <= 0:
-                continue
-            near = 0 if location in (None, rep.zone, rep.region) else 1
-            k = (near, -free, rep.instance)
-            if best is None or k < best[0]:
-                best = (k, rep, free)
-        return best
+        have = [(rep, free) for rep, free in self.registry.entries(service) if free > 0]
+        if not have:
+            return None
+        key = slot_key(self.route, location, _figures(self.route, have, self.per_thread))
+        rep, free = min(have, key=key)
+        return key((rep, free)), rep, free
 
     def free_slot(self, service: str, location: str | None):
         """The best instance with a free slot (as :meth:`_free_slot`), after reading the zones

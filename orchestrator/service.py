@@ -138,7 +138,8 @@ class Orchestrator:
                                          formula_runner=formula_runner,
                                          max_loss=max_loss_of(conf))   # stage 1's, for the QoE
         self.resolver = Resolver(self.store, self.registry, self.zones, self.queuing,
-                                 confirm_timeout=o.confirm_timeout)
+                                 confirm_timeout=o.confirm_timeout, route=o.session_route,
+                                 per_thread=getattr(power, "per_thread", None))
         self.resolver.qoe_for = lambda zone, row: zone_qoe(
             self.placement.stage1, zone, row, max_loss=self.placement.max_loss)
         self.host_power = None                      # [host_power] enabled: drain, off, wake

@@ -71,6 +71,11 @@ def parse(argv):
                          "with the fewest dynamic watts per thread first, the fullest there "
                          "first) or 'fullest' (the fullest instance of all: the rule before "
                          "2026-11-28)")
+    ap.add_argument("--fluidvim-route", default="efficient",
+                    choices=("efficient", "watts", "free", "shared"),
+                    help="fluidvim's session routing: the orchestrator's resolver with that "
+                         "[orchestrator] session_route ('efficient', the default; 'watts'; "
+                         "'free'), or 'shared': --route, as the baselines")
     ap.add_argument("--milp-max-hosts", type=int, default=1000,
                     help="solve the MILP bound up to this fleet size")
     ap.add_argument("--milp-every", type=int, default=0,
@@ -145,9 +150,16 @@ def accounting(cfg: sim.SimConfig, launch: dict, services) -> list[dict]:
             "fewest dynamic watts per hardware thread ((w_100 - w_0) / threads) first, while "
             "that host has an idle thread, the fullest instance there first; the rest to the "
             "fullest instance of all (every policy)" if cfg.route == "efficient" else
-            "a new session goes to the fullest ready instance with a free slot (every policy)"),
+            "a new session goes to the fullest ready instance with a free slot (every policy)")
+            + ("; fluidvim and fluidvim-consolidate instead route with the orchestrator's "
+               f"resolver (resolver.slot_order, [orchestrator] session_route = "
+               f"{cfg.fluidvim_route}: with 'efficient' the host with the fewest dynamic "
+               "watts per hardware thread on the orchestrator's power model first, the "
+               "fullest instance there first)"
+               if cfg.fluidvim_route != "shared" else ""),
          "source": "packing as AutoScale's index-packing routes requests (Gandhi et al. 2012); "
-                   "the host order: bench/energy/sim.py SimConfig.route"},
+                   "the host order: bench/energy/sim.py SimConfig.route; fluidvim's: "
+                   "orchestrator/resolver.py slot_order, sim.py _fill_resolver"},
         {"rule": "VNF CPU", "value": "one hardware thread at full slots, sessions/slots of "
          "one in between, ~0 idle", "source": "bench/results/density.json "
                                               "idle_cpu_pct_per_vnf (0.0 at 1,000 idle VNFs)"},
@@ -208,7 +220,8 @@ def main(argv=None) -> int:
                         drain_bound_s=args.drain_bound_s,
                         warmup_s=min(3 * 3600.0, args.day_s / 4),
                         launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
-                        seed=args.seed, route=args.route)
+                        seed=args.seed, route=args.route,
+                        fluidvim_route=args.fluidvim_route)
     cfg.trough_peak = args.trough_peak
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

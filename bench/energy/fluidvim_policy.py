@@ -24,7 +24,7 @@ import time
 from fluidvim.common import zonetypes
 from fluidvim.common.zonetypes import HostInfo
 from fluidvim.evaluator.model import BOOT, LOAD, EnvironmentType, ProbeResult
-from fluidvim.orchestrator import conf as orchconf, power
+from fluidvim.orchestrator import conf as orchconf, power, resolver
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import SyntheticZone
 
@@ -160,7 +160,8 @@ class FluidvimPolicy:
                  horizon_s: float = 3600.0, boot_s: float = 260.0, trend_s: float = 900.0,
                  wake: str = "order", fill: str = "wake-cost", ahead: bool = True,
                  forecast_window_s: float = 900.0, reserve: float = 0.0,
-                 fill_for_need: bool = True, workdir: str | None = None):
+                 fill_for_need: bool = True, workdir: str | None = None,
+                 session_route: str | None = "efficient"):
         """``wake``: which powered-off host a refused placement wakes - ``order``
         (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
         watts), ``engine`` (the off hosts are candidates of the placement itself).
@@ -188,7 +189,16 @@ class FluidvimPolicy:
         woke a 109-W-idle server for one or two VNFs, which stood empty for three hours
         (heterogeneous 20 hosts, with efficient session routing: 41.68 -> 41.37 kWh; a server
         like the one to wake is not filled beyond its limit - it would be filled as demand
-        grows: homogeneous 20 hosts 99.21 -> 100.03 kWh when it was)."""
+        grows: homogeneous 20 hosts 99.21 -> 100.03 kWh when it was).
+        ``session_route``: the simulator routes this policy's sessions with the
+        orchestrator's resolver in that ``[orchestrator] session_route``
+        (``resolver.slot_order``: ``efficient``, the product's default, ``watts`` or
+        ``free``); None: the
+        simulator's shared rule (``SimConfig.route``), as the baselines'."""
+        if session_route is not None and session_route not in resolver.SESSION_ROUTES:
+            raise ValueError(f"session_route={session_route!r}: use one of "
+                             f"{', '.join(resolver.SESSION_ROUTES)} or None")
+        self.session_route = session_route
         if wake not in self.WAKE_RULES:
             raise ValueError(f"wake={wake!r}: use one of {', '.join(self.WAKE_RULES)}")
         self.wake = wake
@@ -298,6 +308,15 @@ class FluidvimPolicy:
             self._add(inst, shape.service, host)
             out.append(Placement(inst, host))
         return out
+
+    session_zone = ZONE
+
+    def session_order(self, entries: list) -> list:
+        """(slot report, free slots) pairs in the order this policy's orchestrator's resolver
+        hands sessions out (``resolver.slot_order`` with its ``session_route`` and the dynamic
+        watts per thread its placement's power model has recorded)."""
+        return resolver.slot_order(entries, self.session_route,
+                                   per_thread=self.orch.resolver.per_thread)
 
     def _beyond_fill(self, need: int) -> bool:
         """``fill_for_need``: the hosts in service are at their fill limits and ``need`` more
@@ -415,8 +434,10 @@ class FluidvimPolicy:
         keep = self.keep_ahead = max((v["headroom"] // v["slots"] + 1
                                       for v in services.values()), default=0)
         off = [h for h in self.zone.info if self.zone.state(h) == "off"]
-        self._fill_for(max(short, self.short_peak.peak()) + keep, bool(off))
+        need = max(short, self.short_peak.peak()) + keep
+        self._fill_for(need, bool(off))
         if not short:
+            self._bridge(need)
             return []
         room = self.zone.room(("on", "waking"))
         wake = power.wake_ahead(short, room, [self._fleet_host(h) for h in off],
@@ -425,12 +446,13 @@ class FluidvimPolicy:
             self.zone.set_power(h, "waking")
         if wake:
             self._refill()
+        self._bridge(need)
         return wake
 
     def _fill_for(self, need: float, any_off: bool) -> None:
         """``fill_for_need``: the fills for ``need`` VNFs (the forecast's shortfall, its peak
         over the last boot - the limits do not drop back in a flat minute -, plus the
-        scaler's next step) where the room in service holds fewer: a wake for the
+        scaler's next step) where the room in service and waking holds fewer: a wake for the
         few beyond it comes after the hosts in service are filled beyond their fill limits,
         while a VNF costs less there than on a host woken for just those."""
         if not (self.fill_for_need and self.fill == "wake-cost"):
@@ -438,19 +460,38 @@ class FluidvimPolicy:
         if self.wake_need:
             self.wake_need = 0
             self._refill()
-        # the room of the hosts in service only: a waking host takes no placement for a boot,
-        # and the forecast looks a boot ahead. (Until 2026-11-28 the room of the hosts waking
-        # counted too: the moment a host began to wake for a few VNFs, the others' raised
-        # fills fell back, the room in service went to 0 and the next scale-outs waited on
-        # the booting host - heterogeneous 20 hosts, plain fluidvim, 427 sessions refused at
-        # 17:22.)
-        room = self.zone.room()
+        room = self.zone.room(("on", "waking"))
         if not any_off or need <= room:
             return
         self.wake_need = need - room
         self._refill()
-        if self.zone.room() <= room:
+        if self.zone.room(("on", "waking")) <= room:
             self.wake_need = 0
+            self._refill()
+
+    def _bridge(self, need: float) -> None:
+        """``fill_for_need``, after the wakes are decided: while a host is waking it takes no
+        placement for a boot, so the hosts in service are filled for ``need`` against their
+        own room (beyond their fill limits, as far as a VNF costs less there than on a host
+        woken for just those). (Until 2026-11-28 the room of a waking host counted: the moment
+        a host began to wake for a few VNFs the others' raised fills fell back, the room in
+        service went to 0 and the next scale-outs waited on the booting host - heterogeneous
+        20 hosts, plain fluidvim, 427 sessions refused at 17:22. Counting only the room in
+        service in ``_fill_for`` instead fixed that day but woke fewer hosts ahead of a steep
+        ramp: 1,255 refused at 12:56 of the 100-host day. So the wakes are decided as before
+        and this only bridges their boot.)"""
+        if not (self.fill_for_need and self.fill == "wake-cost"):
+            return
+        if not any(self.zone.state(h) == "waking" for h in self.zone.info):
+            return
+        room = self.zone.room()
+        if need <= room:
+            return
+        was = self.wake_need
+        self.wake_need = max(was, need - room)
+        self._refill()
+        if self.zone.room() <= room:
+            self.wake_need = was
             self._refill()
 
     def keep_empty(self, hosts: list[str]) -> list[str]:

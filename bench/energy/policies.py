@@ -31,8 +31,10 @@ def make(name: str, *, measurement: dict, services, cfg, seed: int):
     if name in ("fluidvim", "fluidvim-consolidate"):
         from .fluidvim_policy import FluidvimConsolidatePolicy, FluidvimPolicy
         cls = FluidvimConsolidatePolicy if name == "fluidvim-consolidate" else FluidvimPolicy
+        route = getattr(cfg, "fluidvim_route", "efficient")
         return cls(measurement, services, launch_ms=cfg.launch_s * 1000.0,
-                   launch_cpu_s=cfg.launch_cpu_s, boot_s=cfg.boot_s)
+                   launch_cpu_s=cfg.launch_cpu_s, boot_s=cfg.boot_s,
+                   session_route=None if route == "shared" else route)
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES + EXTRA)}")
 
 

@@ -75,12 +75,15 @@ from pathlib import Path
 
 import numpy as np
 
+from fluidvim.orchestrator import resolver
 from fluidvim.orchestrator.mano.scaling import Sample, decide
 
 from .policy import Shape
 from .workload import DAY_S, Demand, Service
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
+# what the resolver reads of a slot report (orchestrator.slots.SlotReport), for its order
+_Rep = collections.namedtuple("_Rep", "zone host instance region watts_per_slot")
 
 OFF, BOOT, ON, SHUT = 0, 1, 2, 3
 ROUTES = ("efficient", "fullest")           # SimConfig.route
@@ -135,6 +138,10 @@ class SimConfig:
     # the heterogeneous fleet as on the best; bench/energy heterogeneous 20 hosts,
     # fluidvim-consolidate 42.05 -> 41.68 kWh, homogeneous unchanged)
     route: str = "efficient"
+    # fluidvim's policies route with the orchestrator's resolver (``resolver.slot_order``) in
+    # this ``[orchestrator] session_route`` ("efficient", the product's default, "watts" or
+    # "free"), or with the shared rule above ("shared": the bench-only rule of 2026-11-28)
+    fluidvim_route: str = "efficient"
 
 
 @dataclasses.dataclass
@@ -266,6 +273,7 @@ class Simulator:
         self.H = H
         if H:
             self.host_index = {h.id: i for i, h in enumerate(fleet.hosts)}
+            self._host_names = [h.id for h in fleet.hosts]
             self.threads = np.array([h.cores for h in fleet.hosts], float)
             self.curve = np.array([c.points for c in fleet.curves], float)
             self.w0 = self.curve[:, 0]
@@ -454,6 +462,8 @@ class Simulator:
         idx, free = idx[keep], free[keep]
         if not len(idx):
             return 0
+        if getattr(self.policy, "session_route", None) and self.H and not self.ideal:
+            return self._fill_resolver(idx, free, n, self.policy.session_route)
         if self.cfg.route == "efficient" and self.H and not self.ideal:
             return self._fill_efficient(idx, free, n)
         order = np.argsort(free, kind="stable")
@@ -461,6 +471,48 @@ class Simulator:
         before = np.concatenate(([0], np.cumsum(free)[:-1]))
         take = np.clip(n - before, 0, free)
         ins.sess[idx] += take
+        return int(take.sum())
+
+    def _fill_resolver(self, idx: np.ndarray, free: np.ndarray, n: int, route: str) -> int:
+        """A policy with ``session_route`` (fluidvim's): ``n`` sessions to instances ``idx`` in
+        the order of the orchestrator's own resolver (``Policy.session_order``: fluidvim's
+        calls ``resolver.slot_order`` with that ``[orchestrator] session_route`` and its
+        orchestrator's figures), each instance filled before the next as the resolver hands
+        out one session after the other from the registry's view of this step (the view lags
+        the VNFs' updates). Each instance reports the watts per slot the orchestrator's
+        attribution gives it (``power.attribution``, ``idle_rule = vcpus``; the ``watts``
+        route reads it): its host's idle watts over max(threads, its VNFs), plus its busy
+        threads (sessions / slots) at its host's dynamic watts per busy thread on the curve,
+        over its slots. No per-host cap: the resolver knows no thread count (a fluidvim host
+        holds no more VNFs than threads, so none is needed)."""
+        ins = self.inst
+        v = ins.view()
+        on = ins.alive[v] & (ins.host[v] >= 0)
+        hv = ins.host[v][on]
+        busy_v = ins.sess[v][on] / self.slots[ins.svc[v][on]]
+        busy = np.bincount(hv, weights=busy_v, minlength=self.H)
+        vnfs = np.bincount(hv, minlength=self.H)
+        u = np.clip(busy / self.threads, 0.0, 1.0)
+        x = u * 10.0
+        i = np.minimum(x.astype(int), 9)
+        rows = np.arange(self.H)
+        w = self.curve[rows, i] + (self.curve[rows, i + 1] - self.curve[rows, i]) * (x - i)
+        per_busy = np.where(busy > 0, (w - self.w0) / np.maximum(busy, 1e-12), 0.0)
+        idle = self.w0 / np.maximum(self.threads, vnfs)
+        h = ins.host[idx]
+        sl = self.slots[ins.svc[idx]]
+        wps = (idle[h] + per_busy[h] * ins.sess[idx] / sl) / sl
+        zone, names = getattr(self.policy, "session_zone", "sim"), self._host_names
+        reps = [_Rep(zone, names[hh], int(j), "r", float(wp))
+                for j, hh, wp in zip(idx.tolist(), h.tolist(), wps.tolist())]
+        entries = list(zip(reps, free.tolist()))
+        order = self.policy.session_order(entries) if hasattr(self.policy, "session_order") \
+            else resolver.slot_order(entries, route)
+        pos = np.array([r.instance for r, _ in order], np.int64)
+        f = self.slots[ins.svc[pos]] - ins.sess[pos]
+        ahead = np.concatenate(([0], np.cumsum(f)[:-1]))
+        take = np.clip(n - ahead, 0, f)
+        ins.sess[pos] += take
         return int(take.sum())
 
     def _fill_efficient(self, idx: np.ndarray, free: np.ndarray, n: int) -> int:

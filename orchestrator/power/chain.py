@@ -200,6 +200,10 @@ class HostMarginalPower:
         self._models: dict = {}
         self._marginal: dict = {}               # (model, u, cpus) -> watts
         self._hosts: dict = {}                  # (system id, points, cpus label) -> model, cpus
+        # (zone, host) -> the host's dynamic watts per hardware thread, (w(1) - w(0)) / cpus, of
+        # every host this was asked about (placement asks it of each candidate): what one more
+        # busy thread costs there, the resolver's session order (session_route = efficient)
+        self.per_thread: dict = {}
 
     def model(self, host) -> PowerSource | None:
         labels = getattr(host, "labels", None) or {}
@@ -243,6 +247,11 @@ class HostMarginalPower:
         model, cpus = known
         if model is None:
             return None
+        hk = (zone_name, host.name)
+        if hk not in self.per_thread:
+            if len(self.per_thread) >= 65536:
+                self.per_thread.clear()
+            self.per_thread[hk] = max(0.0, model.watts(1.0) - model.watts(0.0)) / cpus
         u = min(1.0, max(0.0, float(getattr(host, "cpu_util", 0.0) or 0.0)))
         key = (id(model), u, cpus)
         m = self._marginal.get(key)

@@ -607,3 +607,46 @@ def test_fluidvim_fills_the_hosts_in_service_rather_than_wake_one_for_a_few_vnfs
         finally:
             pol.close()
     assert woken == {"few": [], "off": ["b"], "same": ["b"]}
+
+
+def test_fluidvim_keeps_room_in_service_while_a_host_boots(services, monkeypatch):
+    """A waking host takes no placement for a boot: the hosts in service stay filled for the
+    forecast's need beyond their fill limits while it boots (``_bridge``), rather than fall
+    back to them because the booting host's room covers the need (until 2026-11-28: the room
+    in service went to 0 and the next scale-outs waited on the boot - 427 sessions refused in
+    the heterogeneous 20-host day); the sessions go in the resolver's order."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from bench.energy.policy import Host
+    from fluidvim.orchestrator import power, resolver
+    svcs, measurement = services
+    svc = svcs[0]
+    want = {"n": 0}
+    monkeypatch.setattr(power, "forecast_instances", lambda *args, **kw: want["n"])
+    hosts = [Host("a", "spec0127", 112, 2000, 0), Host("b", "spec0184", 64, 2000, 0)]
+    pol = FluidvimPolicy(measurement, svcs)
+    try:
+        pol.start(hosts)
+        pol.set_power("b", False)
+        fill = pol.zone.fill["a"]
+        for i in range(fill):
+            pol._add(f"v{i}", svc.name, "a")
+        assert pol._wake_one() == "b" and pol.zone.state("b") == "waking"
+        view = {svc.name: {"history": [], "slots": svc.slots, "headroom": 0, "lead_s": 30.0}}
+        want["n"] = fill + 2
+        assert pol.ahead(0.0, view, 290.0) == []
+        assert pol.zone.fill["a"] > fill and pol.room() >= 2      # in service, not on b
+        pol.booted("b")
+        pol.ahead(30.0, view, 290.0)
+        assert pol.wake_need == 0                  # b is up: nothing to bridge any more
+        # the resolver's order: the host with the fewest dynamic watts per thread first
+        assert pol.session_route == "efficient"
+        pol.orch.placement.place(svc.name)         # ranks the hosts: their figures recorded
+        assert set(pol.orch.resolver.per_thread) >= {("fleet", "a"), ("fleet", "b")}
+        Rep = sim._Rep
+        entries = [(Rep("fleet", "b", 1, "r", None), 5), (Rep("fleet", "a", 2, "r", None), 9)]
+        cheap = min(("a", "b"), key=lambda h: pol.orch.resolver.per_thread[("fleet", h)])
+        assert pol.session_order(entries)[0][0].host == cheap
+        assert pol.session_order(entries) == resolver.slot_order(
+            entries, "efficient", per_thread=pol.orch.resolver.per_thread)
+    finally:
+        pol.close()
