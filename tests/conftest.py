@@ -78,6 +78,7 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=_rank)
 
 
+@pytest.hookimpl(optionalhook=True)                # xdist's hook: absent without it (tox -e docs)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup``: xdist's scope scheduler with :func:`group_of` as the scope, units
     handed out in collection order (longest first), not by size."""
