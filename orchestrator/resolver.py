@@ -81,22 +81,22 @@ def slot_key(route: str, location: str | None, watts: dict | None = None):
     if route not in SESSION_ROUTES:
         raise ValueError(f"session_route={route!r}: use one of {', '.join(SESSION_ROUTES)}")
     if route == "free":
-        def key(pair):
+        def most_free(pair):
             rep, free = pair
             return (0 if location in (None, rep.zone, rep.region) else 1, 0.0, -free,
                     rep.instance)
-        return key
-    watts = watts or {}
+        return most_free
+    figures = watts or {}
     inf = float("inf")
 
-    def key(pair):
+    def cheapest_host(pair):
         rep, free = pair
-        w = watts.get((rep.zone, rep.host))
+        w = figures.get((rep.zone, rep.host))
         near = 0 if location in (None, rep.zone, rep.region) else 1
         # a host without a figure: the old order among those (most free first)
         return (near, inf, -free, rep.instance) if w is None else \
             (near, w, free, rep.instance)
-    return key
+    return cheapest_host
 
 
 def slot_order(entries, route: str = "efficient", location: str | None = None,
