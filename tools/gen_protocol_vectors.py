@@ -13,7 +13,7 @@
   ``slots_keys``: keys ``stats``' ``slots`` must have; ``cpu_keys``: keys of its ``cpu``, and
   ``cpu_wall``: its ``busy_us + poll_us + halt_us + stolen_us`` (the main loop's wall time) is at
   most ``uptime_us``;
-  ``window_us``: the ``window_us`` of the result (``poll``).
+  ``window_us`` / ``coalesce_us``: the ``window_us`` / ``coalesce_us`` of the result (``poll``).
 """
 
 import json
@@ -46,6 +46,8 @@ requests = [
     {"id": 6, "op": "qoe", "fields": {"capacity": 200, "budget_ns": 8192, "quantile_ppm": 990000}},
     # the busy-poll window after the last frame (the latency controller's knob)
     {"id": 7, "op": "poll", "fields": {"window_us": 200}},
+    # and interrupt moderation: naps on the timer, RX interrupts off, one kick per nap
+    {"id": 8, "op": "poll", "fields": {"window_us": 0, "coalesce_us": 1000}},
 ]
 for r in requests:
     msg = {"id": r["id"], "op": r["op"]}
@@ -100,7 +102,8 @@ exchanges = [
     {"send": line({"id": 14, "op": "stats"}), "ok": True, "id": 14,
      "result_keys": ["uptime_us", "configured", "cpu", "slots", "nics", "elements", "latency_ns"],
      "slots_keys": ["total", "used", "free", "rejected", "opened"],
-     "cpu_keys": ["busy_us", "poll_us", "halt_us", "stolen_us", "halts", "kicks"], "cpu_wall": True},
+     "cpu_keys": ["busy_us", "poll_us", "halt_us", "stolen_us", "halts", "kicks", "naps",
+                  "naps_empty"], "cpu_wall": True},
     # macs (the exchanges run against a VNF with 2 NICs): rejected ones change nothing
     {"send": line({"id": 15, "op": "configure", "config": FWD, "macs": ["fa:16:3e:12:34:56"]}),
      "ok": False, "id": 15, "code": "config", "field": "macs", "message_contains": "1 entry for 2 NICs"},
@@ -154,6 +157,13 @@ exchanges = [
      "code": "bad_request", "message_contains": "host_halt_poll"},
     {"send": line({"id": 34, "op": "poll", "window_us": 1000, "host_halt_poll": True}),
      "ok": True, "id": 34, "result_keys": ["window_us"], "window_us": 1000},
+    # interrupt moderation: set, read back, refuse what is out of range, off again
+    {"send": line({"id": 35, "op": "poll", "coalesce_us": 1000}), "ok": True, "id": 35,
+     "result_keys": ["window_us", "coalesce_us"], "window_us": 1000, "coalesce_us": 1000},
+    {"send": line({"id": 36, "op": "poll", "coalesce_us": 10001}), "ok": False, "id": 36,
+     "code": "bad_request", "message_contains": "coalesce_us"},
+    {"send": line({"id": 37, "op": "poll", "coalesce_us": 0}), "ok": True, "id": 37,
+     "result_keys": ["coalesce_us"], "coalesce_us": 0},
 ]
 
 text = json.dumps({"version": 1, "max_line": 8192, "requests": requests, "guest_lines": guest_lines,

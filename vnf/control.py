@@ -308,13 +308,16 @@ class ControlChannel:
         return self.request("stats", timeout=timeout)
 
     def poll(self, window_us: int | None = None, timeout: float | None = None,
-             host_halt_poll: bool | None = None) -> dict:
+             host_halt_poll: bool | None = None, coalesce_us: int | None = None) -> dict:
         """The VNF's busy-poll window after the last frame, in µs (contract/PROTOCOL.md §4
-        ``poll``): set it to ``window_us`` (0..100000), or only read it (None); and whether
+        ``poll``): set it to ``window_us`` (0..100000), or only read it (None); whether
         the host may poll after it halts (``host_halt_poll``; None: as the window says, off
-        for 0). The reply's ``host_halt_poll`` is there where KVM offers that control."""
+        for 0); and its interrupt moderation (``coalesce_us``, 0..10000, 0 = off: naps on its
+        timer with RX interrupts off, one notification per nap). The reply's
+        ``host_halt_poll`` is there where KVM offers that control; an image older than
+        ``coalesce_us`` ignores it and its reply has none."""
         return self.request("poll", timeout=timeout, window_us=window_us,
-                            host_halt_poll=host_halt_poll)
+                            host_halt_poll=host_halt_poll, coalesce_us=coalesce_us)
 
     def qoe(self, capacity: int, budget_ns: int | None = None, quantile_ppm: int | None = None,
             timeout: float | None = None, wait_ppm: int | None = None) -> dict:

@@ -159,6 +159,8 @@ static void op_stats(int64_t id)
 	jw_ku64(&w, "wake_timer", cpu_use.wake_timer);
 	jw_ku64(&w, "wake_other", cpu_use.wake_other);
 	jw_ku64(&w, "rx_no_irq", cpu_use.rx_no_irq);
+	jw_ku64(&w, "naps", cpu_use.naps);
+	jw_ku64(&w, "naps_empty", cpu_use.naps_empty);
 	if (clock_has_steal()) {
 		jw_ku64(&w, "steal_us", cpu_use.steal_ns / 1000);
 		jw_ku64(&w, "steal_max_us", cpu_use.steal_max_ns / 1000);
@@ -304,9 +306,11 @@ static void op_qoe(int64_t id, const struct jfield *f, int n)
 	reply_end(&w);
 }
 
-/* {"op":"poll"[,"window_us":N]}: the busy-poll window after the last frame (PROTOCOL.md §4
- * poll); without window_us it only reports it. */
+/* {"op":"poll"[,"window_us":N][,"host_halt_poll":B][,"coalesce_us":N]}: the busy-poll window
+ * after the last frame, the host's halt polling and interrupt moderation (PROTOCOL.md §4 poll);
+ * without them it only reports them. */
 #define POLL_WINDOW_MAX_US 100000
+#define POLL_COALESCE_MAX_US 10000
 static void op_poll(int64_t id, const struct jfield *f, int n)
 {
 	const struct jfield *w_us = json_get(f, n, "window_us");
@@ -320,6 +324,19 @@ static void op_poll(int64_t id, const struct jfield *f, int n)
 		reply_error(id, "bad_request", "invalid 'host_halt_poll' (must be true or false)");
 		return;
 	}
+	const struct jfield *c_us = json_get(f, n, "coalesce_us");
+	if (c_us && (c_us->type != JT_NUMBER || !c_us->is_int || c_us->num < 0 ||
+		     c_us->num > POLL_COALESCE_MAX_US)) {
+		reply_error(id, "bad_request", "invalid 'coalesce_us' (must be an integer 0..10000)");
+		return;
+	}
+	if (c_us && c_us->num > 0 && !info->deadline_timer) {
+		reply_error(id, "bad_request", "'coalesce_us' needs the TSC-deadline timer (this "
+			    "VNF has none)");
+		return;
+	}
+	if (c_us)
+		net_set_coalesce_us((uint32_t)c_us->num);
 	if (w_us) {
 		net_set_busy_poll_us((uint32_t)w_us->num);
 		/* window 0: no polling at all, the host's after a halt neither */
@@ -331,6 +348,7 @@ static void op_poll(int64_t id, const struct jfield *f, int n)
 	struct jw w;
 	reply_begin(&w, id);
 	jw_ku64(&w, "window_us", net_busy_poll_us());
+	jw_ku64(&w, "coalesce_us", net_coalesce_us());
 	if (hp >= 0)
 		jw_kbool(&w, "host_halt_poll", hp != 0);
 	reply_end(&w);

@@ -10,6 +10,7 @@ struct vnf_info {
 	uint64_t tsc_base;  /* TSC value taken as "vCPU reset" (0 under KVM) */
 	bool rx_irq;        /* COM2 interrupts work: wait for them instead of spinning mid-line */
 	bool virtio;        /* the channel is the virtio-console (else COM2) */
+	bool deadline_timer; /* TSC-deadline one-shot timer: what interrupt moderation needs */
 	int nics;           /* virtio-net devices found (the length `configure`'s macs must have) */
 };
 
@@ -38,6 +39,10 @@ struct cpu_use {
 	 * rounds, how many rounds waited >= 1 ms for a host CPU, and how often that paused busy
 	 * polling (main.c STALL_US, BACKOFF_US) */
 	uint64_t steal_ns, steal_max_ns, stalls, backoffs;
+	/* interrupt moderation (main.c nap, the `poll` op's coalesce_us): naps on the timer with
+	 * RX interrupts off (counted apart from `halts` and the wake counters; their time is in
+	 * `halt`), and those after which no frame waited (each ends moderation until a frame) */
+	uint64_t naps, naps_empty;
 };
 extern struct cpu_use cpu_use;
 

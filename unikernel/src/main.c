@@ -9,7 +9,9 @@
  * interrupt, else every tick). Idle: once the busy-poll window (net_busy_poll_us, the `poll` op)
  * has passed since the last frame and the spin (below) since the last work of any kind,
  * re-enable RX interrupts, then cpu_idle() (ring 0: arm the one-shot timer for the next
- * deadline, if any, then `sti; hlt`).
+ * deadline, if any, then `sti; hlt`). With interrupt moderation on (the `poll` op's
+ * coalesce_us, see nap) a round that finds no frames after one that took some naps on the
+ * timer first, RX interrupts off.
  * Tickless: an idle VNF with no sessions has no timer armed at all and wakes only for a packet
  * or a control request. */
 #include "kstd.h"
@@ -227,6 +229,30 @@ static uint64_t idle(uint64_t deadline)
 	return halted;
 }
 
+/* Interrupt moderation (the `poll` op's coalesce_us; NAPI / ethtool rx-usecs style): after a
+ * round that took frames, when the next round finds none, halt until `until` on the timer with
+ * the NICs' RX interrupts still off, instead of busy polling (the window) or halting for the next
+ * frame's interrupt; the round after it takes whatever arrived meanwhile and sends it with one TX
+ * kick per NIC, then naps again. A nap that brought nothing ends it: the window, then the
+ * interrupt-driven halt, so an idle VNF costs nothing more. On nested KVM every VM exit (a kick,
+ * an injected interrupt, a halt and its wake-up) costs tens of us of the vCPU thread's host CPU:
+ * at 10 % load (a frame every ~108 us) the vCPU used ~0.8 CPU taking them per frame, window 0
+ * or 1000 alike (bench/results/powercap.md); moderation pays them once per nap. A frame waits up
+ * to coalesce_us in the RX ring, which the VNF's latency_ns (from click_rx) does not count:
+ * whoever sets it spends a share of the latency target on it. Returns the ticks halted. */
+static uint64_t nap(uint64_t until)
+{
+	net_nap_prepare();
+	if (con_rx_pending())   /* a request came meanwhile: answer it first */
+		return 0;
+	uint64_t t = rdtsc();
+	(void)cpu_idle(until);  /* the timer, or the console's interrupt (still enabled) */
+	uint64_t halted = rdtsc() - t;
+	charge(&cpu_use.halt, halted);
+	cpu_use.naps++;
+	return halted;
+}
+
 static void user_main(void);
 /* .data (reloaded at every boot, reset included): what ring 0 hands to ring 3 past the clear */
 static uint32_t start_info __attribute__((section(".data")));
@@ -325,6 +351,7 @@ static void user_main(void)
 	info.name = vnf_name;
 	info.rx_irq = com2_irq;
 	info.virtio = ctl_virtio;
+	info.deadline_timer = tmode[0] == 't';
 	info.nics = nics;
 	ctl_init(&info);
 	for (char *e = errs; *e;) {
@@ -392,6 +419,8 @@ static void user_main(void)
 	uint64_t last_work = rdtsc(), last_ctl = last_work, round = last_work;
 	uint64_t backoff = ns_to_tsc(BACKOFF_US * 1000ull), backoff_end = 0;
 	bool backing_off = false;
+	bool can_nap = tmode[0] == 't';  /* a nap needs the one-shot timer (TSC-deadline) */
+	bool batch = false;              /* frames taken since the last nap or halt */
 	cpu_use.steal_ns = steal_mark_ns = clock_steal_ns();
 	for (;;) {
 		uint64_t st = clock_steal_ns();
@@ -431,12 +460,30 @@ static void user_main(void)
 				now = rdtsc();
 			}
 		}
-		busy |= net_moved();
+		bool frames = net_moved();
+		busy |= frames;
 		charge(busy ? &cpu_use.busy : &cpu_use.poll, now - round);
 		round = now;
 		if (busy)
 			last_work = now;  /* real work: not a round the busy-poll window kept polling */
-		if (work || busy)
+		batch |= frames;
+		if (busy)
+			continue;
+		if (batch && can_nap && net_coalesce_us() && !click_sources_active()) {
+			/* the round after frames found none: nap (interrupt moderation, nap above);
+			 * one that brings none ends the batch (the window, then the halt) */
+			batch = false;
+			uint64_t until = now + ns_to_tsc(net_coalesce_us() * 1000ull);
+			uint64_t tnext = click_next_timer_ns(tsc_to_ns(now));
+			if (tnext && ns_to_tsc(tnext) < until)
+				until = ns_to_tsc(tnext);
+			uint64_t halted = nap(until);
+			round = rdtsc();
+			charge(&cpu_use.poll, round - now - halted);
+			cpu_use.naps_empty += !net_rx_ready();
+			continue;
+		}
+		if (work)
 			continue;
 		if (kprintf_pending()) { /* console log, one UART FIFO load per idle round */
 			kprintf_flush(16);
@@ -465,6 +512,7 @@ static void user_main(void)
 				deadline = t;
 		}
 		uint64_t halted = idle(deadline);
+		batch = false;
 		round = rdtsc();
 		charge(&cpu_use.poll, round - now - halted);
 		last_work = round - spin; /* after a wake, poll once then sleep again if idle */

@@ -561,6 +561,10 @@ uint32_t net_busy_poll_us(void)
 	return busy_poll_us;
 }
 
+static uint32_t coalesce_us;   /* interrupt moderation (net_set_coalesce_us; main.c nap) */
+void net_set_coalesce_us(uint32_t us) { coalesce_us = us; }
+uint32_t net_coalesce_us(void) { return coalesce_us; }
+
 static bool busy_poll_paused;
 void net_pause_busy_poll(bool pause) { busy_poll_paused = pause; }
 bool net_busy_poll_paused(void) { return busy_poll_paused; }
@@ -1171,6 +1175,21 @@ bool virtio_prepare_idle(void)
 		if (nics[i].d.q[0].used->idx != nics[i].d.q[0].last_used)
 			return true;
 	return con_rx_pending();
+}
+
+void net_nap_prepare(void)
+{
+	net_flush_tx_now();
+	for (int i = 0; i < nnics; i++) {
+		if (nics[i].tx_inflight)
+			tx_reclaim(&nics[i]);
+		if (nics[i].d.q[0].pending)   /* buffers a completed TX gave back */
+			vq_kick(&nics[i].d, &nics[i].d.q[0]);
+		/* a note from before (the halt that took the batch's first frame): an edge line
+		 * stays up until acked; RX interrupts are off (avail flags), none comes meanwhile */
+		if (irq_take(nics[i].d.vector) && nics[i].edge)
+			tr_ack_irq(&nics[i].d);
+	}
 }
 
 bool net_is_vector(int vector)

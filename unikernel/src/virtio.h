@@ -39,6 +39,14 @@ uint32_t net_busy_poll_us(void);
 void net_pause_busy_poll(bool pause);
 bool net_busy_poll_paused(void);
 void net_flush_tx(void);          /* kick TX queues that got frames since the last kick */
+/* Interrupt moderation (us; 0 = off, the boot default; the `poll` op's coalesce_us, PROTOCOL.md
+ * §4 poll): after a round that took frames, the next that finds none naps this long on the timer
+ * with RX interrupts off (main.c nap) instead of polling or halting for the next frame's
+ * interrupt. net_nap_prepare: kick what waits to be sent, reclaim TX, forget the NICs' noted
+ * interrupts (a stale note would end the nap at once); RX interrupts stay off. */
+void net_set_coalesce_us(uint32_t us);
+uint32_t net_coalesce_us(void);
+void net_nap_prepare(void);
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
  * (then do not sleep). */
