@@ -19,7 +19,8 @@ the VNF's need decides); ``--down``, ``--hold``, ``--min-quota-us``, ``--headroo
 period of its quota, are its settings; ``rebase`` before each of its trials, so that its first
 interval does not span the other modes' trials), ``controller-tight`` (the same with
 ``--tight-ms``, a target no cap fits: it goes poll only), and any ``--fixed`` modes
-(``quota/period,window``: a fixed quota and busy-poll window, no controller; ``--modes`` picks
+(``quota/period,window[,hp][,cN]``: a fixed quota, busy-poll window and interrupt moderation
+of N us, no controller; ``--modes`` picks
 default, controller or both),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
@@ -82,7 +83,11 @@ LOADS = (10, 50, 90)
 TARGET_MS = 5.0      # the end-to-end p99 target (RESULTS: why it is fair to the default)
 TIGHT_MS = 0.2       # a target no cap fits (a gap of 0.1 ms needs 91 % of a CPU): poll only
 TIGHT = "controller-tight"
+COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 SHARES = ("busy", "poll", "halt", "stolen")     # the VNF's own account (stats cpu, *_us)
+# query-stats: every VM exit, those for I/O and MMIO (a notification), interrupts injected, and
+# the instructions KVM emulated for it (under PVM its ring-0 code: each kcall, interrupt stub)
+KVM_EXITS = ("exits", "io_exits", "mmio_exits", "irq_injections", "irq_exits", "insn_emulation")
 
 
 def thread_ticks(pid: int) -> dict:
@@ -139,10 +144,11 @@ class Vnf:
         self.spec = rec.spec
 
     def kvm_halt(self) -> dict | None:
-        """KVM's halt counters of the VNF's vCPUs (QMP ``query-stats``, summed over vCPUs:
-        ``halt_exits``, ``halt_poll_success_ns``, ``halt_poll_fail_ns``...: the host's halt
-        polling, what it spends spinning after the guest halts), None when QEMU or the kernel
-        does not give them."""
+        """KVM's halt and exit counters of the VNF's vCPUs (QMP ``query-stats``, summed over
+        vCPUs: ``halt_exits``, ``halt_poll_success_ns``, ``halt_poll_fail_ns``...: the host's
+        halt polling, what it spends spinning after the guest halts; and ``KVM_EXITS``: every
+        VM exit, those for I/O and MMIO (a notification), interrupts injected), None when QEMU
+        or the kernel does not give them."""
         try:
             got = self.mgr.backend().qmp(self.spec, "query-stats", target="vcpu")
         except Exception:          # noqa: BLE001 - no QMP, an older QEMU: not known
@@ -151,7 +157,9 @@ class Vnf:
 
         def walk(o):
             if isinstance(o, dict):
-                if str(o.get("name", "")).startswith("halt") and isinstance(o.get("value"), int):
+                name = str(o.get("name", ""))
+                if (name.startswith("halt") or name in KVM_EXITS) and isinstance(o.get("value"),
+                                                                                   int):
                     out[o["name"]] = out.get(o["name"], 0) + o["value"]
                 for v in o.values():
                     walk(v)
@@ -177,19 +185,27 @@ class Vnf:
                 if ctl is not None else None), st
 
 
-def fixed(mode: str) -> tuple[int | None, int, int, bool | None]:
-    """(quota us or None, poll window us, period us, host halt polling or None) of a
-    ``--fixed`` mode ``quota/period,window`` (the quota on the VNF's vCPU threads, as the
-    controller's cap) or ``open,window`` (no cap: the window alone), with ``,hp`` after the
-    window to keep the host's halt polling on (window 0 turns it off, PROTOCOL.md poll)."""
+def fixed(mode: str) -> tuple[int | None, int, int, bool | None, int]:
+    """(quota us or None, poll window us, period us, host halt polling or None, coalesce us)
+    of a ``--fixed`` mode ``quota/period,window`` (the quota on the VNF's vCPU threads, as the
+    controller's cap) or ``open,window`` (no cap: the window alone), then optionally ``,hp``
+    to keep the host's halt polling on (window 0 turns it off, PROTOCOL.md poll) and ``,cN``
+    for the VNF's interrupt moderation (``coalesce_us`` N: naps of N us on its timer, RX
+    interrupts off; 0 = off, as every other mode)."""
     cap, _, rest = mode.partition(",")
-    window, _, hp = rest.partition(",")
-    if hp not in ("", "hp"):
-        raise ValueError(f"{mode}: quota/period,window[,hp] or open,window[,hp]")
+    window, *opts = rest.split(",")
+    hp, coalesce = None, 0
+    for o in opts:
+        if o == "hp" and hp is None:
+            hp = True
+        elif o[:1] == "c" and o[1:].isdigit():
+            coalesce = int(o[1:])
+        else:
+            raise ValueError(f"{mode}: quota/period,window[,hp][,cN] or open,window[,hp][,cN]")
     if cap == "open":
-        return None, int(window), limits.CPU_PERIOD_US, (True if hp else None)
+        return None, int(window), limits.CPU_PERIOD_US, hp, coalesce
     quota, _, period = cap.partition("/")
-    return int(quota), int(window), int(period or limits.CPU_PERIOD_US), (True if hp else None)
+    return int(quota), int(window), int(period or limits.CPU_PERIOD_US), hp, coalesce
 
 
 def open_quota(vnf: Vnf) -> None:
@@ -213,21 +229,22 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
     (``default``), a ``--fixed`` setting, or where the controller left them."""
     if mode == "default":
         open_quota(vnf)
-        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
     elif not is_controller(mode):    # the cap on the vCPU threads, as the controller's
-        quota, window, period, hp = fixed(mode)
+        quota, window, period, hp, coalesce = fixed(mode)
         open_quota(vnf)
         if quota is not None and not cgroups.set_vcpu_quota(vnf.uid, quota, period):
             raise RuntimeError(f"--fixed {mode}: no vCPU thread to cap (vnf/cgroups.py)")
-        set_window(vnf.mgr, vnf.id, window, hp)
+        set_window(vnf.mgr, vnf.id, window, hp, coalesce_us=coalesce)
     elif vnf.uid in ctl.state:
         ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
         st = ctl.state[vnf.uid]
-        st.poll_applied = set_window(vnf.mgr, vnf.id, st.poll_us)
+        st.poll_applied = set_window(vnf.mgr, vnf.id, st.poll_us, coalesce_us=st.coalesce_us)
+        st.coalesce_applied = st.coalesce_us
     else:                            # as the controller finds a VNF: open, the boot defaults
         open_quota(vnf)
-        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+        set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
 
 
 def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
@@ -288,7 +305,8 @@ def kvm_halt_rates(a: dict | None, b: dict | None, dt: float) -> dict | None:
     d = {k: b[k] - a.get(k, 0) for k in b}
     return {"exits": round(d.get("halt_exits", 0) / dt, 1),
             "poll_cpu": round((d.get("halt_poll_success_ns", 0)
-                               + d.get("halt_poll_fail_ns", 0)) / 1e9 / dt, 4)}
+                               + d.get("halt_poll_fail_ns", 0)) / 1e9 / dt, 4),
+            **{f"vm_{k}": round(d[k] / dt, 1) for k in KVM_EXITS if k in d}}
 
 
 def e2e_intervals(lat: dict) -> list:
@@ -320,12 +338,12 @@ def nic_drops(a: dict, b: dict) -> int | None:
 
 def vnf_events(a: dict, b: dict) -> dict | None:
     """The VNF's notifications and wake-ups per 1,000 frames it received between two ``stats``
-    (``cpu``: kicks, halts, RX-interrupt wake-ups), None when one is
+    (``cpu``: kicks, halts, RX-interrupt wake-ups, moderation's naps), None when one is
     missing: what the host's main loop and KVM handle per frame."""
     try:
         frames = sum(int(n["rx"]) for n in b["nics"]) - sum(int(n["rx"]) for n in a["nics"])
         return {k: round(1000 * (b["cpu"].get(k, 0) - a["cpu"].get(k, 0)) / max(1, frames), 1)
-                for k in ("kicks", "halts", "wake_rx")}
+                for k in ("kicks", "halts", "wake_rx", "naps")}
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -371,7 +389,7 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
             "actions": actions,
             "decisions": [{k: d.get(k) for k in ("action", "event", "why", "state", "quota_us",
                                                  "period_us", "least_us", "ring_wait_frames",
-                                                 "poll_window_us", "p99_ns",
+                                                 "poll_window_us", "coalesce_us", "p99_ns",
                                                  "packets",
                                                  "ring_backlog", "backlog_over_open",
                                                  "host_dropped", "throttled", "need_cpus",
@@ -379,11 +397,13 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
                           for d in warm + measured]}
 
 
-def set_window(mgr, vnf_id, us: int, host_halt_poll: bool | None = None) -> int:
+def set_window(mgr, vnf_id, us: int, host_halt_poll: bool | None = None,
+               coalesce_us: int | None = None) -> int:
     """Set the VNF's busy-poll window (and with it the host's halt polling: off at 0, unless
-    ``host_halt_poll`` says otherwise); the window set."""
+    ``host_halt_poll`` says otherwise) and, unless None, its interrupt moderation; the window
+    set."""
     with mgr.channel(vnf_id) as ch:
-        return ch.poll(us, host_halt_poll=host_halt_poll)["window_us"]
+        return ch.poll(us, host_halt_poll=host_halt_poll, coalesce_us=coalesce_us)["window_us"]
 
 
 def median(trials, key):
@@ -407,6 +427,10 @@ def line(load: int, t: dict) -> str:
     if t.get("kvm_halt_per_s"):
         k = t["kvm_halt_per_s"]
         out += f", KVM halts/s {k['exits']} (host halt polling {k['poll_cpu']} CPU)"
+        if t["delivered_pps"] and k.get("vm_exits") is not None:
+            out += (f", per 1k frames VM exits {1000 * k['vm_exits'] / t['delivered_pps']:.0f}"
+                    f", emulated instructions "
+                    f"{1000 * k.get('vm_insn_emulation', 0) / t['delivered_pps']:.0f}")
     if t.get("vnf_events_per_kframe"):
         out += ", per 1k frames " + ", ".join(f"{k} {v}"
                                              for k, v in t["vnf_events_per_kframe"].items())
@@ -414,6 +438,7 @@ def line(load: int, t: dict) -> str:
         last = t["decisions"][-1] if t["decisions"] else {}
         out += (f", {last.get('state')}, quota {t['quota_us'][-1] if t['quota_us'] else '-'}"
                 f" on {last.get('period_us')} us, poll window {t['poll_window_us']} us, "
+                f"coalesce {last.get('coalesce_us')} us, "
                 f"{t['actions']}")
     return out
 
@@ -458,7 +483,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
                 for d in t["decisions"]:
                     print(f"      {d}", flush=True)
     open_quota(vnf)
-    set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US)
+    set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
     modes = {mode: summarise_mode([t for t in trials if t["mode"] == mode], args)
              for mode in order}
     d = modes.get("default", {}).get("cpu_s_per_mpkt")
@@ -490,7 +515,9 @@ def controller(vnf: Vnf, args, target: float) -> LatencyController:
     ``target_us``, which :meth:`Vnf.step` gives it)."""
     ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
-                            poller=lambda k, us: set_window(vnf.mgr, vnf.id, us),
+                            poller=lambda k, us, c=None: set_window(vnf.mgr, vnf.id, us,
+                                                                    coalesce_us=c),
+                            coalesce_share=args.coalesce_share,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
@@ -544,6 +571,10 @@ def parse(argv):
     ap.add_argument("--min-poll-us", type=int, default=0,
                     help="controller: the busy-poll window of a capped or poll-only VNF (us; "
                          "0: it halts at once and the host's halt polling is off)")
+    ap.add_argument("--coalesce-share", type=float, default=COALESCE_SHARE,
+                    help="controller: the part of the target the VNF's interrupt moderation "
+                         "takes where its window is narrowed (naps of this x the target, RX "
+                         "interrupts off; 0: none; [metrics] coalesce_share)")
     ap.add_argument("--cap-at-once", action="store_true",
                     help="controller: cap straight from open (the old way) instead of the "
                          "narrow window first and a cap only where it saves (poll_first)")
@@ -554,8 +585,9 @@ def parse(argv):
     ap.add_argument("--fixed", default="",
                     help="extra modes with a fixed cap on the vCPU threads, no controller: "
                          "quota/period,window (us), or open,window (no cap), ',hp' after the "
-                         "window keeping the host's halt polling on; separated by spaces, e.g. "
-                         "'open,0 open,0,hp 1000/3500,0'")
+                         "window keeping the host's halt polling on, ',cN' the VNF's interrupt "
+                         "moderation (naps of N us, RX interrupts off); separated by spaces, "
+                         "e.g. 'open,0 open,0,hp 1000/3500,0 open,0,c1000'")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")
@@ -580,10 +612,12 @@ def parse(argv):
         ap.error("no modes: give --modes or --fixed")
     for m in args.fixed:
         try:
-            q, _, p, _ = fixed(m)
+            q, _, p, _, c = fixed(m)
         except ValueError:
-            ap.error(f"--fixed {m!r}: give quota/period,window[,hp] in us or open,window[,hp], "
-                     "e.g. 10000/100000,50 or 1000/3500,0 or open,0")
+            ap.error(f"--fixed {m!r}: give quota/period,window[,hp][,cN] in us or "
+                     "open,window[,hp][,cN], e.g. 10000/100000,50 or 1000/3500,0 or open,0,c1000")
+        if not 0 <= c <= 10000:
+            ap.error(f"--fixed {m!r}: coalesce_us is 0..10000 (PROTOCOL.md poll)")
         if (q is not None and q < 1000) or p < 1000:
             ap.error(f"--fixed {m!r}: quota and period must be >= 1000 us (the kernel's)")
     return args

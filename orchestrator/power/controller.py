@@ -109,9 +109,16 @@ p99 in microseconds), the controller
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
-  quota's steps, restored with a release. (A batch window, naps between frames, was tried and
-  removed: it saved nothing on a quiet host and cost 11 % more CPU on a loaded one,
-  bench/results/powercap.md.)
+  quota's steps, restored with a release. With ``coalesce_share`` (``[metrics]
+  coalesce_share``) the window goes with the VNF's **interrupt moderation** (the ``poll`` op's
+  ``coalesce_us``, ``coalesce_share`` × the target, at most 10 ms; ``poller(key, µs,
+  coalesce µs)``): on wherever the window is narrowed (POLL, CAPPED), off when open. The VNF
+  then naps that long on its timer with its RX interrupts off and takes what came in one round
+  with one notification per NIC, where it paid the VM exits of an interrupt, a kick and a halt
+  per frame (most of its vCPU's host CPU at low load on nested KVM, bench/results/powercap.md);
+  a frame waits up to the nap in its ring, where its histogram does not see it, so its p99 is
+  judged against the target less the nap. (A batch window that napped only while frames came
+  faster than it, and only under a cap, was tried and removed: it never engaged at 10 % load.)
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
@@ -179,6 +186,7 @@ POLICY = {
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
 FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
+COALESCE_MAX_US = 10_000             # the poll op's largest coalesce_us (PROTOCOL.md §4)
 
 
 class LatencyController:
@@ -212,6 +220,7 @@ class LatencyController:
         self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
         self.poll_first = bool(sz.poll_first) and self.min_poll_us < POLL_DEFAULT_US
         self.min_saving = sz.min_saving
+        self.coalesce_share = sz.coalesce_share
         # (vnf key) -> its cpu.stat (group_cpu_stat: all keys, the vCPU sub-group's throttling
         # summed in), read once per VNF per interval; None when not known
         self.cpu_stat = group_cpu_stat
@@ -264,16 +273,23 @@ class LatencyController:
         held, st.waited = self._held(key, st, stat), self._waited(key, st, stat)
         st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
-        ev, why, p99, packets = self._classify(st, stats, float(target_us) * 1000.0,
-                                               dropped, ring, held, need, reserved)
+        # the VNF's histogram starts at its engine's RX: a frame's wait for the nap of its
+        # interrupt moderation (up to coalesce_us in the ring) is not in it, so it is judged
+        # against what is left of the target
+        judged_ns = 1000.0 * (float(target_us) - (st.coalesce_applied or 0))
+        ev, why, p99, packets = self._classify(st, stats, judged_ns, dropped, ring, held, need,
+                                               reserved)
         sized = self.sized(st)
         action, why, new = self._next(st, ev, why, reserved, held)
+        # moderation goes with the narrowed window (POLL, and CAPPED after it), never open
+        st.coalesce_us = (self.coalesce_us(target_us) if new < reserved or
+                          st.poll_us < POLL_DEFAULT_US else 0)
         if action != HOLD:          # a new streak in the new setting
             st.good, st.needs, st.uses, st.capped_over = 0, [], [], []
         if stats is not None:
             self._tell(key, name, st)
         if stats is None:            # silent: told when it answers (a stopped VNF's socket
-            st.poll_applied = None       # blocks a connect, exporter and all)
+            st.poll_applied = st.coalesce_applied = None   # blocks a connect, exporter and all)
         st.reserved_us = reserved
         period = None if new >= reserved else cap_period(new / reserved, self.gap_budget(
             target_us), self.cap_period_us)
@@ -295,7 +311,8 @@ class LatencyController:
              "least_us": st.least_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
-             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied}
+             "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
+             "coalesce_us": st.coalesce_us, "coalesce_applied_us": st.coalesce_applied}
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]
@@ -318,6 +335,11 @@ class LatencyController:
         if need is not None:     # never below what its vCPU was measured to need
             sizes.append(round(need * self.headroom * self.period_us) + self.margin_us)
         return min(max(sizes), lim) if sizes else None
+
+    def coalesce_us(self, target_us: float) -> int:
+        """The VNF's interrupt moderation where its window is narrowed: ``coalesce_share`` of
+        the target (µs, at most the ``poll`` op's 10,000; 0: off)."""
+        return min(COALESCE_MAX_US, int(self.coalesce_share * float(target_us)))
 
     def gap_budget(self, target_us: float) -> float:
         """The longest gap (µs) a cap may leave: ``wait_share`` of the target (or none)."""
@@ -423,15 +445,20 @@ class LatencyController:
         return action, why, new
 
     def _tell(self, key: str, name: str, st: VnfState) -> None:
-        """Tell the VNF its busy-poll window unless it confirmed it."""
-        if self.poller is None or st.poll_applied == st.poll_us:
+        """Tell the VNF its busy-poll window (and, with a ``coalesce_share``, its interrupt
+        moderation: ``poller(key, window, coalesce_us)``) unless it confirmed them."""
+        if self.poller is None or (st.poll_applied == st.poll_us and
+                                   (not self.coalesce_share or
+                                    st.coalesce_applied == st.coalesce_us)):
             return
         try:
-            got = int(self.poller(key, st.poll_us))
+            got = int(self.poller(key, st.poll_us, st.coalesce_us) if self.coalesce_share
+                      else self.poller(key, st.poll_us))
+            coalesce = st.coalesce_us if self.coalesce_share else None
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
             LOG.debug("controller %s: poll window not set: %s", name, e)
-            got = None               # not known: a request that timed out may still land
-        st.poll_applied = got
+            got = coalesce = None    # not known: a request that timed out may still land
+        st.poll_applied, st.coalesce_applied = got, coalesce
 
     def _held(self, key: str, st: VnfState, stat: dict | None) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;

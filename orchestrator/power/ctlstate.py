@@ -16,7 +16,8 @@ POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, wait_share, cap_period_us, poll_first, min_saving (module doc)"""
+    throttle_hits, wait_share, cap_period_us, poll_first, min_saving, coalesce_share (module
+    doc)"""
     min_poll_us: int = 0             # the busy-poll window of a capped or poll-only VNF (0:
                                      # it halts at once, and the host does not poll for it)
     headroom: float = 1.5            # a cap is at least its vCPU's need x headroom + margin_us
@@ -32,14 +33,18 @@ class Sizing:
     poll_first: bool = True          # a quiet open VNF first narrows its window (poll only),
                                      # and is capped only from there, where a cap saves
     min_saving: float = 0.1          # the share of its poll-only vCPU CPU a cap must save
+    coalesce_share: float = 0.0      # the part of the target the VNF's interrupt moderation
+                                     # may take where its window is narrowed (0: none;
+                                     # [metrics] coalesce_share)
 
     def __post_init__(self):
         if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
                 or not 1000 <= self.cap_period_us <= 1_000_000):
             raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
                              f"cap_period_us <= 1000000, got {self}")
-        if not 0 <= self.min_saving < 1:
-            raise PowerError(f"controller sizing needs 0 <= min_saving < 1, got {self}")
+        if not 0 <= self.min_saving < 1 or not 0 <= self.coalesce_share < 1:
+            raise PowerError(f"controller sizing needs 0 <= min_saving < 1 and 0 <= "
+                             f"coalesce_share < 1, got {self}")
         if (self.headroom < 1 or self.rate_headroom < 1 or not 0 < self.max_ratio <= 1
                 or min(self.margin_us, self.rate_margin_us, self.throttle_hits,
                        self.min_poll_us) < 0):
@@ -55,6 +60,8 @@ class VnfState:
     state: str = "open"              # controller.OPEN, POLL or CAPPED
     poll_us: int = POLL_DEFAULT_US   # the busy-poll window wanted
     poll_applied: int | None = None  # what the VNF last confirmed (None: not yet)
+    coalesce_us: int = 0             # its interrupt moderation wanted (the poll op's coalesce_us)
+    coalesce_applied: int | None = None  # what was last set (None: not yet)
     good: int = 0                    # quiet intervals in a row
     buckets: list | None = None
     last: dict | None = None         # the last decision

@@ -83,6 +83,14 @@ metrics_opts = [
                       "waiting in its ring that long; no cap below the least share such a "
                       "period allows (CFS's 1 ms minimum quota), and none at all (the poll "
                       "window only) when that is 70 % of its CPU or more (controller.py)."),
+    cfg.FloatOpt("coalesce_share", default=0.2, min=0.0, max=0.9,
+                 help="The part of a VNF's latency target its interrupt moderation may add: "
+                      "where the controller narrows its busy-poll window it also has the VNF "
+                      "nap this share of the target (at most 10 ms) with its receive "
+                      "interrupts off and take the frames that came meanwhile in one round, "
+                      "one notification per NIC (the poll op's coalesce_us): on nested KVM "
+                      "every VM exit costs tens of microseconds of host CPU, paid per frame "
+                      "without it. 0: none (controller.py)."),
     cfg.FloatOpt("cap_headroom", default=1.5, min=1.0,
                  help="The headroom of a VNF's CPU cap over what its vCPU was measured to "
                       "need: the cap on its vCPU threads is at least their host CPU x its "
@@ -137,7 +145,8 @@ class HostSampler:
         ``capacities`` has none for a VNF, or why there is none (a str); ``sizing``: the
         controller's settings (:class:`~.ctlstate.Sizing`): ``wait_share``, the part of a
         target a cap's gap may take (``[metrics] cap_wait_share``), ``headroom``, a cap's over
-        its vCPU's measured need (``[metrics] cap_headroom``)."""
+        its vCPU's measured need (``[metrics] cap_headroom``), ``coalesce_share``, the part
+        its interrupt moderation may take (``[metrics] coalesce_share``)."""
         self.mgr, self.att = mgr, attributor
         self.state_path = state_path
         self.targets = {k: float(v) for k, v in (targets or {}).items()}
@@ -160,10 +169,11 @@ class HostSampler:
         self.lock = threading.Lock()
         self.intervals = 0
 
-    def set_poll_window(self, uuid: str, window_us: int) -> int:
-        """The controller's poller: the VNF's busy-poll window over its control channel."""
+    def set_poll_window(self, uuid: str, window_us: int, coalesce_us: int | None = None) -> int:
+        """The controller's poller: the VNF's busy-poll window (and interrupt moderation,
+        unless None) over its control channel."""
         with self.mgr.channel(self._ids[uuid]) as ch:
-            return ch.poll(window_us, timeout=2.0)["window_us"]
+            return ch.poll(window_us, timeout=2.0, coalesce_us=coalesce_us)["window_us"]
 
     def _helpers(self, spec) -> list[int]:
         """The VNF's fluidvim-vhost-net (net_backend vhost-user): the process given the tap of
@@ -318,7 +328,7 @@ class Exporter:
         self.sampler = HostSampler(mgr, attributor, state_path=state,
                                    targets=o.latency_targets, capacities=o.vnf_capacity_pps,
                                    view=self._view(o, host), wait_share=o.cap_wait_share,
-                                   headroom=o.cap_headroom)
+                                   headroom=o.cap_headroom, coalesce_share=o.coalesce_share)
         self.collector = Collector(self.sampler, o.zone, host)
         self._stop = threading.Event()
         self._thread = None

@@ -920,3 +920,32 @@ def test_gap_the_wait_share_is_one_option_the_exporter_hands_its_controller():
     assert s.controller.least_quota(5000, 100_000) == 44_445    # gap 1.25 ms: 1000 / 2250
     with pytest.raises(power.PowerError, match="wait_share"):
         ctl.LatencyController(lambda k, q, p=None: None, wait_share=0)
+
+
+def test_interrupt_moderation_goes_with_the_narrow_window_and_off_on_release():
+    """With a ``coalesce_share``, narrowing the window also turns on the VNF's interrupt
+    moderation (``coalesce_share`` x the target, the poller's third argument), which a
+    release turns off with the window's default; while it is on, the VNF's own p99 (blind to
+    the nap's wait in the ring) is judged against what is left of the target."""
+    polls = []
+    c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=2,
+                              coalesce_share=0.2,
+                              poller=lambda k, us, co: polls.append((us, co)) or us)
+    c.cpu_stat = lambda key: {"nr_throttled": 0, "throttled_usec": 0}
+    v = FakeVnf()
+    c.usage = v.usage
+    # quiet at 5 ms: open, then the narrow window with moderation at 1,000 us
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    assert [(d["action"], d["state"], d["coalesce_us"]) for d in ds] == [
+        ("hold", "open", 0), ("hold", "open", 0), ("narrow", "poll only", 1000)], ds
+    assert polls == [(1000, 0), (0, 1000)] and ds[-1]["coalesce_applied_us"] == 1000
+    # its own p99 2.1 ms: quiet against 5 ms (<= 2.5), not against the 4 ms left (> 2)
+    d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=2_100_000))
+    assert d["event"] == "band", d
+    # a breach of what is left (4.19 ms > 4 ms): poll only releases, moderation off with it
+    d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=4_200_000))
+    assert (d["action"], d["state"], d["coalesce_us"]) == ("release", "open", 0), d
+    assert polls[-1] == (1000, 0)
+    assert c.coalesce_us(100_000) == 10_000              # the poll op's largest
+    with pytest.raises(power.PowerError):
+        ctl.LatencyController(lambda k, q, p=None: None, coalesce_share=1.0)

@@ -10,16 +10,19 @@ import pytest
 from bench import powercap
 
 
-def test_fixed_modes_are_a_quota_period_and_poll_window():
+def test_fixed_modes_are_a_quota_period_poll_window_and_moderation():
     """quota/period,window (a cap on the vCPU threads) or open,window (no cap), ',hp' keeping
-    the host's halt polling on."""
-    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000, None)
-    assert powercap.fixed("10000,50") == (10000, 50, 100000, None)    # the flavor's period
-    assert powercap.fixed("open,0") == (None, 0, 100000, None)
-    assert powercap.fixed("open,0,hp") == (None, 0, 100000, True)
-    assert powercap.fixed("1000/3500,0,hp") == (1000, 0, 3500, True)
-    with pytest.raises(ValueError):                                    # no batch window now
-        powercap.fixed("150000/100000,1000,50")
+    the host's halt polling on, ',cN' the VNF's interrupt moderation (0 = off otherwise)."""
+    assert powercap.fixed("2000/20000,50") == (2000, 50, 20000, None, 0)
+    assert powercap.fixed("10000,50") == (10000, 50, 100000, None, 0)    # the flavor's period
+    assert powercap.fixed("open,0") == (None, 0, 100000, None, 0)
+    assert powercap.fixed("open,0,hp") == (None, 0, 100000, True, 0)
+    assert powercap.fixed("1000/3500,0,hp") == (1000, 0, 3500, True, 0)
+    assert powercap.fixed("open,0,c1000") == (None, 0, 100000, None, 1000)
+    assert powercap.fixed("open,0,hp,c2000") == (None, 0, 100000, True, 2000)
+    for bad in ("150000/100000,1000,50", "open,0,cx", "open,0,hp,hp"):
+        with pytest.raises(ValueError):
+            powercap.fixed(bad)
 
 
 def test_vnf_shares_carry_the_stolen_time():
@@ -41,7 +44,8 @@ def test_vnf_events_are_per_thousand_frames_received():
         return {"cpu": cpu, "nics": [{"rx": rx}, {"rx": rx // 2}]}
 
     a, b = stats(1000, 10, 5, 4), stats(3000, 310, 55, 44)            # 3,000 frames
-    assert powercap.vnf_events(a, b) == {"kicks": 100.0, "halts": 16.7, "wake_rx": 13.3}
+    assert powercap.vnf_events(a, b) == {"kicks": 100.0, "halts": 16.7, "wake_rx": 13.3,
+                                          "naps": 0.0}
     # a reply missing its NICs gives nothing
     assert powercap.vnf_events({}, b) is None
 
