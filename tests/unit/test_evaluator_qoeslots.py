@@ -369,7 +369,7 @@ def test_confirm_reading_every_run_must_hold():
             {"sessions": 200, "n": 200, "over": 0}, {"sessions": 300, "n": 300, "over": 300}]
     rd = confirm_reading(runs, t.max_over_pct, t.margin)
     assert rd == {"slots": 200, "bound": "margin", "lo": 200, "hi": 300, "limit": 270,
-                  "runs_at": 2}
+                  "runs_at": 2, "dropped": 0}
     est = _confirmed(runs, t)
     assert est.slots == 200 and est.saturated and est.pps == 200 * 100
     assert "(1 - 0.1) x 300" in est.basis and "300: 0/100 %" in est.basis
