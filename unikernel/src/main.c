@@ -10,8 +10,7 @@
  * has passed since the last frame and the spin (below) since the last work of any kind,
  * re-enable RX interrupts, then cpu_idle() (ring 0: arm the one-shot timer for the next
  * deadline, if any, then `sti; hlt`). With interrupt moderation on (the `poll` op's
- * coalesce_us, see nap) a round that finds no frames after one that took some naps on the
- * timer first, RX interrupts off.
+ * coalesce_us, see nap) a round that took frames naps on the timer, RX interrupts off.
  * Tickless: an idle VNF with no sessions has no timer armed at all and wakes only for a packet
  * or a control request. */
 #include "kstd.h"
@@ -230,10 +229,11 @@ static uint64_t idle(uint64_t deadline)
 }
 
 /* Interrupt moderation (the `poll` op's coalesce_us; NAPI / ethtool rx-usecs style): after a
- * round that took frames, when the next round finds none, halt until `until` on the timer with
- * the NICs' RX interrupts still off, instead of busy polling (the window) or halting for the next
- * frame's interrupt; the round after it takes whatever arrived meanwhile and sends it with one TX
- * kick per NIC, then naps again. A nap that brought nothing ends it: the window, then the
+ * round that took the frames there were, halt until `until` on the timer with the NICs' RX
+ * interrupts still off, instead of polling for the next frame (a round each, and under PVM a
+ * frame that comes while a round's kick is emulated makes the next round) or halting for its
+ * interrupt; the round after it takes whatever arrived meanwhile and sends it with one TX kick
+ * per NIC, then naps again. A nap that brought nothing ends it: the window, then the
  * interrupt-driven halt, so an idle VNF costs nothing more. On nested KVM every VM exit (a kick,
  * an injected interrupt, a halt and its wake-up) costs tens of us of the vCPU thread's host CPU:
  * at 10 % load (a frame every ~108 us) the vCPU used ~0.8 CPU taking them per frame, window 0
@@ -420,7 +420,6 @@ static void user_main(void)
 	uint64_t backoff = ns_to_tsc(BACKOFF_US * 1000ull), backoff_end = 0;
 	bool backing_off = false;
 	bool can_nap = tmode[0] == 't';  /* a nap needs the one-shot timer (TSC-deadline) */
-	bool batch = false;              /* frames taken since the last nap or halt */
 	cpu_use.steal_ns = steal_mark_ns = clock_steal_ns();
 	for (;;) {
 		uint64_t st = clock_steal_ns();
@@ -442,7 +441,7 @@ static void user_main(void)
 			net_pause_busy_poll(false);
 		}
 		bool work = net_poll();
-		bool busy = click_run_tasks();
+		bool tasks = click_run_tasks(), busy = tasks;
 		net_flush_tx();
 		uint64_t now = rdtsc();
 		if (ctl_virtio) {
@@ -460,19 +459,19 @@ static void user_main(void)
 				now = rdtsc();
 			}
 		}
+		bool ctl = busy && !tasks;   /* a request answered this round */
 		bool frames = net_moved();
 		busy |= frames;
 		charge(busy ? &cpu_use.busy : &cpu_use.poll, now - round);
 		round = now;
 		if (busy)
 			last_work = now;  /* real work: not a round the busy-poll window kept polling */
-		batch |= frames;
-		if (busy)
-			continue;
-		if (batch && can_nap && net_coalesce_us() && !click_sources_active()) {
-			/* the round after frames found none: nap (interrupt moderation, nap above);
-			 * one that brings none ends the batch (the window, then the halt) */
-			batch = false;
+		if (frames && !tasks && !ctl && !net_rx_backlog() && can_nap && net_coalesce_us() &&
+		    !click_sources_active()) {
+			/* a round that took the frames there were: nap (interrupt moderation, nap
+			 * above), also when more came meanwhile (they wait for the next round, with
+			 * what the nap brings: at a frame per round the loop would pay per frame);
+			 * the round after a nap that finds none halts as without moderation */
 			uint64_t until = now + ns_to_tsc(net_coalesce_us() * 1000ull);
 			uint64_t tnext = click_next_timer_ns(tsc_to_ns(now));
 			if (tnext && ns_to_tsc(tnext) < until)
@@ -483,7 +482,7 @@ static void user_main(void)
 			cpu_use.naps_empty += !net_rx_ready();
 			continue;
 		}
-		if (work)
+		if (work || busy)
 			continue;
 		if (kprintf_pending()) { /* console log, one UART FIFO load per idle round */
 			kprintf_flush(16);
@@ -512,7 +511,6 @@ static void user_main(void)
 				deadline = t;
 		}
 		uint64_t halted = idle(deadline);
-		batch = false;
 		round = rdtsc();
 		charge(&cpu_use.poll, round - now - halted);
 		last_work = round - spin; /* after a wake, poll once then sleep again if idle */

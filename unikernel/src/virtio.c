@@ -229,6 +229,7 @@ static uint64_t last_rx_tsc, busy_poll_tsc, tx_kick_delay_tsc;
 static uint64_t kicks;            /* NIC notifications sent (stats "cpu") */
 static bool kick_due;             /* a TX kick waits for the frame in the engine (tx_kick_due) */
 static bool moved;                /* frames received since net_moved() last looked */
+static bool rx_backlog;           /* the last net_poll left frames that were there already */
 
 /* ---- transport: every register access runs in ring 0, one kcall per logical operation
  *      (under PVM a ring-3 MMIO access costs ~70 us, a kcall ~50 us plus ~5 us per access) ---- */
@@ -1051,6 +1052,7 @@ static bool rx_poll(int i)
 		}
 		bytes += tot;
 	}
+	rx_backlog |= q->last_used != used;   /* the budget stopped it: frames left from before */
 	rx_refill(n);
 	if (q->pending)
 		vq_kick(&n->d, q);
@@ -1098,8 +1100,11 @@ uint32_t plat_tx_room(void)
 	return room;
 }
 
+bool net_rx_backlog(void) { return rx_backlog; }
+
 bool net_poll(void)
 {
+	rx_backlog = false;
 	if (!tx_room())
 		return true;  /* busy: the device is draining a TX ring */
 	bool work = false;

@@ -47,6 +47,7 @@ void net_flush_tx(void);          /* kick TX queues that got frames since the la
 void net_set_coalesce_us(uint32_t us);
 uint32_t net_coalesce_us(void);
 void net_nap_prepare(void);
+bool net_rx_backlog(void);        /* the last net_poll stopped at its budget, frames left */
 /* Idle protocol: forget noted interrupts of all virtio devices (the hook acked them), re-enable
  * NIC RX interrupts, then report whether anything (frames, console input) arrived meanwhile
  * (then do not sleep). */
