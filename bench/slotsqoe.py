@@ -515,6 +515,35 @@ def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
     return _with_vnf(a, mgr, f"qoe-ref-{tag}", "fvsr", 95, body)
 
 
+QUIET_CHECK_S = 3.0       # how long cmd_qoe reads the host's other work before it starts
+
+
+def host_others(seconds: float) -> dict | None:
+    """The CPU other processes take for ``seconds`` (nothing of this run is up yet:
+    :func:`fluidvim.evaluator.probes.others_cpu` with no VNF and no client)."""
+    with OthersMeter(lambda: 0.0, skip_s=0.0) as m:
+        time.sleep(seconds)
+    return m.result(0.0)
+
+
+def contended_counts(probe, per_ref: dict | None) -> dict:
+    """How many runs of the confirm phase and of the per-session reference measured a host busy
+    with other work (``contended``), and how many of them were left out (run again)."""
+    from fluidvim.evaluator.confirm import confirm_blocks, confirm_reading
+
+    blocks = confirm_blocks(probe.metrics)
+    runs = (blocks[0].get("runs") or []) if blocks else []
+    tgt = (blocks[0].get("target") or {}) if blocks else {}
+    ref_runs = [r for p in (per_ref or {}).get("points", []) for r in p.get("runs", [])]
+    dropped = (per_ref or {}).get("dropped_runs") or []
+    return {"confirm": sum(1 for r in runs if r.get("contended")),
+            "confirm_left_out": (confirm_reading(runs, float(tgt.get("max_over_pct", 1.0)))
+                                 ["dropped"] if runs else 0),
+            "reference": (sum(1 for r in ref_runs if r["accounting"].get("contended"))
+                          + len(dropped)),
+            "reference_left_out": len(dropped)}
+
+
 def _error_pct(announced: int, ref: dict | None) -> float | None:
     return (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
             if ref and ref.get("slots") else None)
@@ -599,6 +628,13 @@ def cmd_qoe(a) -> dict:
     env = zone.env()
     t0 = time.perf_counter()
     load0 = os.getloadavg()
+    before = host_others(QUIET_CHECK_S)
+    if before is not None:
+        print(f"host before the run: others' CPU mean {before['mean']:.2f} max {before['max']:.2f} "
+              f"cores over {QUIET_CHECK_S:g} s"
+              + ("" if not contended_run(before) else
+                 " - NOT QUIET: other processes take the CPU the VNF's capacity is measured in"),
+              flush=True)
     print(f"path floor ({a.proto}, no VNF)", flush=True)
     floor = path_floor(a)
     probe = run_probe(a, env, zone)
@@ -656,6 +692,10 @@ def cmd_qoe(a) -> dict:
         "environment": env.uid, "seconds": round(time.perf_counter() - t0, 1),
         "kernel": mgr.kernel,
         "loadavg_start": list(load0), "loadavg_end": list(os.getloadavg()),
+        # other processes' CPU (cores) just before the run, and the runs that failed while they
+        # took > CONTENDED_OTHERS_CORES (left out and run again: confirm.counted_runs)
+        "others_cpu_before": before,
+        "contended_runs": contended_counts(probe, per_ref),
         "deadline_ms": a.deadline_ms, "quantile": a.quantile, "session_pps": a.session_pps,
         "run_s": a.run_s,
         "proto": a.proto, "client_nice": a.client_nice, "vcpu_nice": mgr.conf.vnf.vcpu_nice,

@@ -147,3 +147,26 @@ def test_reference_sets_aside_one_busy_failure_per_count():
     assert not set_aside(ref_run(315, 100.0, False), dropped)      # quiet host: counted
     dropped += [{"sessions": 350 + k} for k in range(REFERENCE_RERUNS)]
     assert not set_aside(ref_run(400, 100.0, True), dropped)       # budget spent
+
+
+def test_bench_counts_the_busy_runs_of_confirm_and_reference(monkeypatch):
+    from bench import slotsqoe
+    from fluidvim.evaluator.model import ProbeResult
+
+    runs = [run(300, True), run(400, False, contended=True), run(400, True, contended=True)]
+    probe = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={
+        "confirm": {"target": SessionTarget(10.0, 0.99).as_dict(), "runs": runs}})
+    ref = {"points": [{"runs": [{"accounting": {"contended": True}},
+                                {"accounting": {"contended": False}}]}],
+           "dropped_runs": [{"sessions": 280}]}
+    assert slotsqoe.contended_counts(probe, ref) == {
+        "confirm": 2, "confirm_left_out": 1, "reference": 2, "reference_left_out": 1}
+    empty = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={})
+    assert slotsqoe.contended_counts(empty, None) == {
+        "confirm": 0, "confirm_left_out": 0, "reference": 0, "reference_left_out": 0}
+    busy = iter(range(0, 100, 1))
+    monkeypatch.setattr(probes, "host_cpu_s", lambda: {"busy": float(next(busy)), "softirq": 0.0})
+    monkeypatch.setattr(slotsqoe, "OthersMeter", lambda f, skip_s: probes.OthersMeter(
+        f, tick_s=0.01, skip_s=skip_s))
+    r = slotsqoe.host_others(0.05)                       # 1 s of CPU per 10 ms: busy
+    assert r["ticks"] >= 1 and probes.contended_run(r)
