@@ -200,7 +200,9 @@ def test_stage1_from_conf_confirms_a_level_and_the_launch_reads_it(mgr, prefix, 
     conf = load.metrics["confirm"]
     assert conf["target"]["session_s"] == 2.0 and conf["target"]["deadline_ms"] == 1000.0
     assert "error" not in conf, conf.get("error")
-    assert 1 <= len(conf["runs"]) <= 2 and all(r["n"] == r["sessions"] for r in conf["runs"])
+    # 2 runs counted; a run that failed while other processes took the CPU is run again
+    assert 1 <= len(conf["runs"]) <= 2 + conf["target"]["reruns"]
+    assert all(r["n"] == r["sessions"] for r in conf["runs"])
     qoe, basis = launch_qoe(res[uid], svc.deadline_ms, svc.qos_quantile, svc.session_pps)
     assert qoe is not None and qoe.capacity >= 1 and "confirmed by" in basis, basis
     # another deadline than the confirmed level's: the fast steps
