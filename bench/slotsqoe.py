@@ -64,7 +64,7 @@ from fluidvim.evaluator.confirm import (  # noqa: F401 - one rule, re-exported f
     pool_repeats,
     session_reference,
 )
-from fluidvim.evaluator.probes import OthersMeter, contended_run
+from fluidvim.evaluator.probes import OthersMeter, contended_run, wait_quiet
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FORWARD = "FromDevice(0) -> ToDevice(1);\nFromDevice(1) -> ToDevice(0);"
@@ -455,6 +455,8 @@ def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list) -> N
           f"{lat if lat is None else round(lat, 2)} ms | {show_accounting(r['accounting'])}"
           f"{' -> set aside, run again' if again else ''}", flush=True)
     if again:
+        pid = mgr.get(vid).pid
+        run["waited_s"] = wait_quiet(lambda: sum(x[0] for x in thread_times(pid).values()) / 1e9)
         dropped.append({**run, "sessions": n})
         reference_run(a, mgr, vid, net, n, runs, dropped)
     else:

@@ -170,3 +170,42 @@ def test_bench_counts_the_busy_runs_of_confirm_and_reference(monkeypatch):
         f, tick_s=0.01, skip_s=skip_s))
     r = slotsqoe.host_others(0.05)                       # 1 s of CPU per 10 ms: busy
     assert r["ticks"] >= 1 and probes.contended_run(r)
+
+
+def test_wait_quiet_until_others_leave_the_cpu(monkeypatch):
+    # others take 1 core (busy +0.01 s per 10 ms tick) three ticks, then nothing
+    steps = iter([0.0, 0.01, 0.02, 0.03, 0.03, 0.03, 0.03])
+    monkeypatch.setattr(probes, "host_cpu_s", lambda: {"busy": next(steps), "softirq": 0.0})
+    monkeypatch.setattr(probes, "_self_cpu_s", lambda: 0.0)
+    t0 = time.monotonic()
+    waited = probes.wait_quiet(lambda: 0.0, max_s=5.0, tick_s=0.01)
+    assert 0.03 <= waited < 1.0 and time.monotonic() - t0 < 1.0
+    # a host that stays busy: at most max_s; no reading of the VNF: no wait
+    monkeypatch.setattr(probes, "host_cpu_s", lambda: {"busy": time.monotonic() * 2,
+                                                       "softirq": 0.0})
+    assert 0.05 <= probes.wait_quiet(lambda: 0.0, max_s=0.05, tick_s=0.01) < 0.5
+    assert probes.wait_quiet(lambda: None, max_s=5.0, tick_s=0.01) < 0.1
+
+
+def test_confirm_waits_for_a_quiet_host_before_running_a_count_again(monkeypatch):
+    probe = probes.LoadProbe(confirm=SessionTarget(10.0, 0.99, 16.0, runs=2, reruns=1,
+                                                   repeats=1))
+    results = iter([(250, True, True), (250, False, False), (375, True, False)])
+
+    def session_run(net, stats_fn, instance_id, n, t):
+        _, failed, contended = next(results)
+        over = n if failed else 0
+        return {"sessions": n, "n": n, "over": over, "over_pct": 100.0 * over / n,
+                "contended": contended}
+
+    waits = []
+    monkeypatch.setattr(probe, "_session_run", session_run)
+    monkeypatch.setattr(probes, "wait_quiet", lambda f: waits.append(f) or 2.5)
+    monkeypatch.setattr(probes.qoeslots, "fast_capacity",
+                        lambda *a, **k: type("E", (), {"slots": 250})())
+    env = type("Env", (), {"uid": "u1"})()
+    conf = probe._confirm(None, None, "i1", env, {"steps": []}, None, probe.confirms[0])
+    assert [r["sessions"] for r in conf["runs"]] == [250, 250, 375]
+    assert len(waits) == 1 and conf["runs"][0]["waited_s"] == 2.5
+    assert all("waited_s" not in r for r in conf["runs"][1:])   # held, quiet failure: none
+
