@@ -373,9 +373,15 @@ def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
                demand: float = 1.0, reserve: float = 0.0) -> float:
     """How much load (in capacity units, a multiple of ``demand``) a host in service should take
     before waking another host is better: up to its :func:`efficient_utilisation` in any case
-    (it is awake to be used), beyond that while one more ``demand`` adds no more watts per unit
-    than ``wake_unit_w`` - what a unit costs on the best host there is to wake
-    (:func:`unit_watts`; ``inf`` when none is left: fill it up). ``reserve``: capacity units
+    (it is awake to be used), beyond that in steps, each to where the load added costs the
+    fewest watts per unit on average, while that average is no more than ``wake_unit_w`` -
+    what a unit costs on the best host there is to wake (:func:`unit_watts`; ``inf`` when none
+    is left: fill it up). On a curve that only gets steeper that is one unit at a time, as
+    before; one that climbs steeply between two of its points and gently after (many servers
+    between 70 and 100 %) is filled to the end where the steep step alone would stop it and
+    wake a host (bench/energy, heterogeneous 100 hosts: the MILP bound fills such hosts - 2x
+    spec0352, 32 threads - to 32 VNFs where the step rule stopped at 23
+    and woke servers the bound never uses; 216.45 -> 215.82 kWh). ``reserve``: capacity units
     never filled (the host's own work: the CPU of launches on it; a host whose VNFs want all
     its threads serves the sessions of its busiest VNFs late while it launches one more)."""
     if demand <= 0 or capacity <= 0:
@@ -386,12 +392,24 @@ def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
                          f"({capacity}), not {reserve}")
     units = int((capacity - reserve) / demand + 1e-9)
     k = min(units, int(efficient_utilisation(model) * capacity / demand + 1e-9))
+
+    def w(j: int) -> float:
+        return model.watts(min(1.0, j * demand / capacity))
+
+    # the curve is linear between its tenths: the least average from k is reached at the
+    # units next to a tenth or at the last unit (k + 1 included: a segment's first step)
+    marks = {units} | {j for m in range(1, 10) for j in (math.floor(m * capacity / 10 / demand),
+                                                         math.ceil(m * capacity / 10 / demand))}
     while k < units:
-        extra = model.watts(min(1.0, (k + 1) * demand / capacity)) - \
-            model.watts(k * demand / capacity)
-        if extra / demand > wake_unit_w:
+        wk = w(k)
+        best, to = math.inf, k
+        for j in sorted(j for j in marks | {k + 1} if k < j <= units):
+            avg = (w(j) - wk) / ((j - k) * demand)
+            if avg <= best:
+                best, to = avg, j
+        if best > wake_unit_w:
             break
-        k += 1
+        k = to
     return k * demand
 
 

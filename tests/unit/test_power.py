@@ -806,6 +806,34 @@ def test_wake_order_prefers_watts_per_thread_at_load_over_idle_watts():
         power.wake_order([big], u=0.0)
 
 
+def test_fill_limit_counts_what_the_whole_addition_costs_not_its_steepest_step():
+    """A curve steep between 70 and 90 % and gentle after (spec0209: 5.3 W per thread from 90
+    to 100 %, 9.7 and 9.4 before): filling it from its efficient 70 % to full costs 8.1 W a
+    thread on average, less than waking a host at 8.18 W a thread - filled to 32, not stopped
+    at 22 by its steepest step; above that price it stops at its efficient load."""
+    lib = power.SpecpowerLibrary()
+    c = lib.curve("spec0209")
+    assert power.efficient_utilisation(c) == pytest.approx(0.7)
+    avg = (c.watts(1.0) - c.watts(22 / 32)) / 10
+    step = c.watts(23 / 32) - c.watts(22 / 32)
+    assert step > 8.18 > avg
+    assert power.fill_limit(c, 32, 8.18) == 32
+    assert power.fill_limit(c, 32, avg - 0.01) < 32
+    assert power.fill_limit(c, 32, 5.0) == 22
+    # a curve that only gets steeper above its efficient load (the homogeneous fleet's
+    # spec0598) stops where the step rule stopped, whatever waking costs
+    h = lib.curve("spec0598")
+
+    def by_step(wake_w):
+        k = int(power.efficient_utilisation(h) * 112 + 1e-9)
+        while k < 112 and h.watts((k + 1) / 112) - h.watts(k / 112) <= wake_w:
+            k += 1
+        return k
+
+    for wake_w in (0.0, power.unit_watts(h, 112), 3.0, 4.0, 6.0, 9.0, math.inf):
+        assert power.fill_limit(h, 112, wake_w) == by_step(wake_w)
+
+
 def test_fill_limit_fills_a_host_while_it_is_cheaper_than_waking_the_best_other():
     lib = power.SpecpowerLibrary()
     turbo = lib.curve("spec0127")                          # 112 threads, best at 70 %
