@@ -209,3 +209,21 @@ def test_confirm_waits_for_a_quiet_host_before_running_a_count_again(monkeypatch
     assert len(waits) == 1 and conf["runs"][0]["waited_s"] == 2.5
     assert all("waited_s" not in r for r in conf["runs"][1:])   # held, quiet failure: none
 
+
+
+def test_confirm_does_not_wait_after_a_counted_busy_failure(monkeypatch):
+    probe = probes.LoadProbe(confirm=SessionTarget(10.0, 0.99, 16.0, runs=2, reruns=2))
+
+    def session_run(net, stats_fn, instance_id, n, t):       # every run fails, host busy
+        return {"sessions": n, "n": n, "over": n, "over_pct": 100.0, "contended": True}
+
+    waits = []
+    monkeypatch.setattr(probe, "_session_run", session_run)
+    monkeypatch.setattr(probes, "wait_quiet", lambda f: waits.append(f) or 1.0)
+    monkeypatch.setattr(probes.qoeslots, "fast_capacity",
+                        lambda *a, **k: type("E", (), {"slots": 200})())
+    env = type("Env", (), {"uid": "u1"})()
+    conf = probe._confirm(None, None, "i1", env, {"steps": []}, None, probe.confirms[0])
+    # 200 left out, 200 counted, 100 left out, 100 counted: waits before the reruns only
+    assert [r["sessions"] for r in conf["runs"]] == [200, 200, 100, 100]
+    assert [r.get("waited_s") for r in conf["runs"]] == [1.0, None, 1.0, None]
