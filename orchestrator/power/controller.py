@@ -109,21 +109,12 @@ p99 in microseconds), the controller
   ``poller(vnf key, µs)`` (returning the window the VNF confirms), the VNF's busy-poll window
   (the ``poll`` op, PROTOCOL.md §4): the boot default of 1000 µs when open, ``min_poll_us`` when
   capped (polling spends the quota the frames need), moved by the step factors with the
-  quota's steps, restored with a release. With ``coalesce_share`` (``[metrics]
-  coalesce_share``) the window goes with the VNF's **interrupt moderation** (the ``poll`` op's
-  ``coalesce_us``, ``coalesce_share`` × the target, at most 10 ms; ``poller(key, µs,
-  coalesce µs)``): on wherever the window is narrowed (POLL, CAPPED), off when open. The VNF
-  then naps that long on its timer with its RX interrupts off and takes what came in one round
-  with one notification per NIC, where it paid the VM exits of an interrupt, a kick and a halt
-  per frame (most of its vCPU's host CPU at low load on nested KVM, bench/results/powercap.md);
-  a frame waits up to the nap in its ring, where its histogram does not see it, so its p99 is
-  judged against the target less the nap. (A batch window that napped only while frames came
-  faster than it, and only under a cap, was tried and removed: it never engaged at 10 % load.)
+  quota's steps, restored with a release; with ``coalesce_share`` its **interrupt moderation**
+  too (``poller(key, µs, coalesce µs)``, :func:`.ctlstate.coalesce_for`, :func:`.ctlstate.judged_ns`).
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
-(``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``. Not yet: powercap limits; a
-view of the ring itself (the backlog is inferred from counters).
+(``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``. Not yet: powercap limits.
 """
 
 from __future__ import annotations
@@ -133,7 +124,7 @@ import time
 
 from oslo_log import log as logging
 
-from .ctlstate import POLL_DEFAULT_US, Sizing, VnfState  # noqa: F401 - exported here too
+from .ctlstate import POLL_DEFAULT_US, Sizing, VnfState, coalesce_for, judged_ns  # noqa: F401
 from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
     WAIT_SHARE,
@@ -186,7 +177,6 @@ POLICY = {
 # releases that leave a floor: the cap's evidence (a breach only when it was seen throttled)
 FLOOR_EVENTS = (DROPPED, RING_FULL, BREACH2)
 RING_FRAMES = 256                    # QEMU's virtio-net RX queue size (rx_queue_size default)
-COALESCE_MAX_US = 10_000             # the poll op's largest coalesce_us (PROTOCOL.md §4)
 
 
 class LatencyController:
@@ -273,23 +263,17 @@ class LatencyController:
         held, st.waited = self._held(key, st, stat), self._waited(key, st, stat)
         st.least_us = self.least_quota(target_us, reserved)
         need = self._need(key, st, stats)
-        # the VNF's histogram starts at its engine's RX: a frame's wait for the nap of its
-        # interrupt moderation (up to coalesce_us in the ring) is not in it, so it is judged
-        # against what is left of the target
-        judged_ns = 1000.0 * (float(target_us) - (st.coalesce_applied or 0))
-        ev, why, p99, packets = self._classify(st, stats, judged_ns, dropped, ring, held, need,
-                                               reserved)
+        ev, why, p99, packets = self._classify(st, stats, judged_ns(st, target_us), dropped,
+                                               ring, held, need, reserved)
         sized = self.sized(st)
         action, why, new = self._next(st, ev, why, reserved, held)
-        # moderation goes with the narrowed window (POLL, and CAPPED after it), never open
-        st.coalesce_us = (self.coalesce_us(target_us) if new < reserved or
-                          st.poll_us < POLL_DEFAULT_US else 0)
+        st.coalesce_us = coalesce_for(st, self.coalesce_share, target_us, new, reserved)
         if action != HOLD:          # a new streak in the new setting
             st.good, st.needs, st.uses, st.capped_over = 0, [], [], []
         if stats is not None:
             self._tell(key, name, st)
-        if stats is None:            # silent: told when it answers (a stopped VNF's socket
-            st.poll_applied = st.coalesce_applied = None   # blocks a connect, exporter and all)
+        else:   # silent: told when it answers (a stopped VNF's socket blocks a connect)
+            st.poll_applied = st.coalesce_applied = None
         st.reserved_us = reserved
         period = None if new >= reserved else cap_period(new / reserved, self.gap_budget(
             target_us), self.cap_period_us)
@@ -305,10 +289,8 @@ class LatencyController:
              "need_cpus": None if need is None else round(need, 4), "sized_us": sized,
              "vcpu_cpus": None if st.vcpu_now is None else round(st.vcpu_now, 4),
              "rate_pps": None if st.rate is None else round(st.rate),
-             "capacity_pps": st.capacity,
-             "floor_us": st.floor_us,
+             "capacity_pps": st.capacity, "floor_us": st.floor_us, "least_us": st.least_us,
              "ring_wait_frames": round(st.waited), "period_us": st.period_us,
-             "least_us": st.least_us,
              "target_us": target_us, "quota_us": st.quota_us,
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
@@ -335,11 +317,6 @@ class LatencyController:
         if need is not None:     # never below what its vCPU was measured to need
             sizes.append(round(need * self.headroom * self.period_us) + self.margin_us)
         return min(max(sizes), lim) if sizes else None
-
-    def coalesce_us(self, target_us: float) -> int:
-        """The VNF's interrupt moderation where its window is narrowed: ``coalesce_share`` of
-        the target (µs, at most the ``poll`` op's 10,000; 0: off)."""
-        return min(COALESCE_MAX_US, int(self.coalesce_share * float(target_us)))
 
     def gap_budget(self, target_us: float) -> float:
         """The longest gap (µs) a cap may leave: ``wait_share`` of the target (or none)."""
@@ -447,18 +424,15 @@ class LatencyController:
     def _tell(self, key: str, name: str, st: VnfState) -> None:
         """Tell the VNF its busy-poll window (and, with a ``coalesce_share``, its interrupt
         moderation: ``poller(key, window, coalesce_us)``) unless it confirmed them."""
-        if self.poller is None or (st.poll_applied == st.poll_us and
-                                   (not self.coalesce_share or
-                                    st.coalesce_applied == st.coalesce_us)):
+        co = st.coalesce_us if self.coalesce_share else None
+        if self.poller is None or (st.poll_applied, st.coalesce_applied) == (st.poll_us, co):
             return
         try:
-            got = int(self.poller(key, st.poll_us, st.coalesce_us) if self.coalesce_share
-                      else self.poller(key, st.poll_us))
-            coalesce = st.coalesce_us if self.coalesce_share else None
+            got = int(self.poller(key, st.poll_us, *([] if co is None else [co])))
         except Exception as e:       # noqa: BLE001 - the control channel may fail any way
             LOG.debug("controller %s: poll window not set: %s", name, e)
-            got = coalesce = None    # not known: a request that timed out may still land
-        st.poll_applied, st.coalesce_applied = got, coalesce
+            got = co = None          # not known: a request that timed out may still land
+        st.poll_applied, st.coalesce_applied = got, co
 
     def _held(self, key: str, st: VnfState, stat: dict | None) -> bool | None:
         """Whether the quota held the VNF back (throttled) this interval or the one before;

@@ -11,6 +11,7 @@ from .hostside import CAP_PERIOD_US, WAIT_SHARE
 from .models import PowerError
 
 POLL_DEFAULT_US = 1000               # the VNF's boot default (contract/PROTOCOL.md §4 poll)
+COALESCE_MAX_US = 10_000             # the poll op's largest coalesce_us (PROTOCOL.md §4)
 
 
 @dataclasses.dataclass
@@ -90,3 +91,18 @@ class VnfState:
     open_over: list = dataclasses.field(default_factory=list)    # p99 > target: open intervals
     capped_over: list = dataclasses.field(default_factory=list)  # and capped, at this quota
     noisy: bool = False              # this interval's breach is the cap's by that comparison
+
+
+def judged_ns(st: VnfState, target_us: float) -> float:
+    """The target (ns) the VNF's own p99 is judged against: less the nap of its interrupt
+    moderation (its histogram starts at its engine's RX: a frame's wait in the ring is not in
+    it)."""
+    return 1000.0 * (float(target_us) - (st.coalesce_applied or 0))
+
+
+def coalesce_for(st: VnfState, share: float, target_us: float, quota_us: int,
+                 reserved_us: int) -> int:
+    """Its interrupt moderation (µs): ``share`` × the target (at most the poll op's 10,000)
+    where its window is narrowed or it is capped (POLL, CAPPED), 0 open."""
+    on = quota_us < reserved_us or st.poll_us < POLL_DEFAULT_US
+    return min(COALESCE_MAX_US, int(share * float(target_us))) if on else 0

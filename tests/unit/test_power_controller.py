@@ -946,6 +946,6 @@ def test_interrupt_moderation_goes_with_the_narrow_window_and_off_on_release():
     d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=4_200_000))
     assert (d["action"], d["state"], d["coalesce_us"]) == ("release", "open", 0), d
     assert polls[-1] == (1000, 0)
-    assert c.coalesce_us(100_000) == 10_000              # the poll op's largest
+    assert ctl.coalesce_for(c.state["u1"], 0.2, 100_000, 5000, 100_000) == 10_000  # the largest
     with pytest.raises(power.PowerError):
         ctl.LatencyController(lambda k, q, p=None: None, coalesce_share=1.0)
