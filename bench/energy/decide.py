@@ -12,6 +12,12 @@ Prints the engine's own time per placement (wall) and this process's CPU for it,
 engine's steps.
 
     .venv/bin/python -m bench.energy.decide --hosts 1000 --awake 280
+    .venv/bin/python -m bench.energy.decide --hosts 1000 --awake 1000 --compare 6
+
+``--compare N``: N blocks of ``--placements`` each, alternately with the engine's step 0 and
+stage 2 and with the per-candidate code they replaced (kept as the reference of
+tests/unit/test_placement_same_decisions.py), in one process: the p50 of each on the same
+loaded host (the first two placements of a block are not counted: they re-rank).
 """
 
 from __future__ import annotations
@@ -58,6 +64,63 @@ def measure(kind: str, hosts: int, awake: int, placements: int, seed: int = 1) -
         pol.close()
 
 
+def compare(kind: str, hosts: int, awake: int, blocks: int, per: int, seed: int = 1) -> dict:
+    """Old (the reference code of tests/unit/test_placement_same_decisions.py) and new stage 0
+    and stage 2, interleaved blocks of ``per`` placements."""
+    import pathlib
+    import types
+
+    from fluidvim.evaluator.analyzers import Stage2Runner
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "unit"))
+    import test_placement_same_decisions as ref
+
+    services, measurement = workload.load_services(None)
+    launch = sim.measured_launch()
+    cfg = sim.SimConfig(launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
+                        seed=seed)
+    fl = fleetmod.make_fleet(kind, hosts, seed, model=None)
+    shapes = [Shape(service=s.name, vcpus=s.vcpus, cpu_mhz=fl.hosts[0].mhz,
+                    memory_mb=s.memory_mb, slots=s.slots) for s in services]
+    pol = policies.make("fluidvim-consolidate", measurement=measurement, services=services,
+                        cfg=cfg, seed=seed)
+    try:
+        pol.start(list(fl.hosts))
+        for h in sorted(fl.hosts, key=lambda h: pol._unit_w[h.id])[awake:]:
+            pol.set_eligible(h.id, False)
+            pol.set_power(h.id, False)
+        eng = pol.orch.placement
+        modes = {"new": (eng.candidates, eng.stage2),
+                 "old": (types.MethodType(ref.reference_candidates, eng),
+                         Stage2Runner(ref.ReferenceCostBenefit(eng.stage2.analyzer.weights,
+                                                               eng.stage2.analyzer.max_loss)))}
+        got: dict = {m: {"wall": [], "cpu": [], "steps": {}} for m in modes}
+        i = 0
+        for _ in range(blocks):
+            for mode in ("old", "new"):
+                eng.candidates, eng.stage2 = modes[mode]
+                for j in range(per):
+                    cpu = time.process_time()
+                    pol.place(shapes[i % len(shapes)], [f"i{i}"])
+                    i += 1
+                    if j < 2:
+                        continue
+                    g = got[mode]
+                    g["wall"].append(pol.decision_ms[-1])
+                    g["cpu"].append((time.process_time() - cpu) * 1000.0)
+                    for k, v in pol.steps_ms.items():
+                        g["steps"].setdefault(k, []).append(v[-1])
+        return {"fleet": kind, "hosts": hosts, "awake": min(awake, hosts),
+                **{m: {"counted": len(g["wall"]),
+                       "decision_ms_p50": round(statistics.median(g["wall"]), 2),
+                       "decision_cpu_ms_p50": round(statistics.median(g["cpu"]), 2),
+                       "steps_ms_p50": {k: round(statistics.median(v), 2)
+                                        for k, v in g["steps"].items()}}
+                   for m, g in got.items()}}
+    finally:
+        pol.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.energy.decide", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -67,9 +130,15 @@ def main(argv=None) -> int:
                     help="hosts in service (energy.json's 1,000-host awake_hosts_mean: ~280)")
     ap.add_argument("--placements", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--compare", type=int, default=0, metavar="BLOCKS",
+                    help="old vs new stage 0 and stage 2, this many blocks of --placements")
     args = ap.parse_args(argv)
     if args.hosts < 1 or args.awake < 1 or args.placements < 2:
         ap.error("--hosts and --awake must be >= 1, --placements >= 2")
+    if args.compare:
+        print(compare(args.fleet, args.hosts, args.awake, args.compare, args.placements,
+                      args.seed))
+        return 0
     print(measure(args.fleet, args.hosts, args.awake, args.placements, args.seed))
     return 0
 

@@ -380,10 +380,11 @@ def fill_limit(model: PowerSource, capacity: float, wake_unit_w: float,
     before; one that climbs steeply between two of its points and gently after (many servers
     between 70 and 100 %) is filled to the end where the steep step alone would stop it and
     wake a host (bench/energy, heterogeneous 100 hosts: the MILP bound fills such hosts - 2x
-    spec0352, 32 threads - to 32 VNFs where the step rule stopped at 23
-    and woke servers the bound never uses; 216.45 -> 215.82 kWh). ``reserve``: capacity units
-    never filled (the host's own work: the CPU of launches on it; a host whose VNFs want all
-    its threads serves the sessions of its busiest VNFs late while it launches one more)."""
+    spec0352, 32 threads - to 32 VNFs where the step rule stopped at 23 and woke servers the
+    bound never uses: 216.45 -> 216.25 kWh; 20 hosts, seed 2: 54.11 -> 53.84). ``reserve``:
+    capacity units never filled (the host's own work: the CPU of launches on it; a host whose
+    VNFs want all its threads serves the sessions of its busiest VNFs late while it launches
+    one more)."""
     if demand <= 0 or capacity <= 0:
         raise PowerError(f"fill_limit: need demand > 0 and capacity > 0, got {demand}, "
                          f"{capacity}")
