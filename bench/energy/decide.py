@@ -31,7 +31,9 @@ from . import fleet as fleetmod, policies, sim, workload
 from .policy import Shape
 
 
-def measure(kind: str, hosts: int, awake: int, placements: int, seed: int = 1) -> dict:
+def _started(kind: str, hosts: int, awake: int, seed: int):
+    """(the services' shapes, a started fluidvim-consolidate policy on a ``kind`` fleet of
+    ``hosts``, the ``awake`` most efficient of them in service)."""
     services, measurement = workload.load_services(None)
     launch = sim.measured_launch()
     cfg = sim.SimConfig(launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
@@ -46,6 +48,15 @@ def measure(kind: str, hosts: int, awake: int, placements: int, seed: int = 1) -
         for h in sorted(fl.hosts, key=lambda h: pol._unit_w[h.id])[awake:]:
             pol.set_eligible(h.id, False)
             pol.set_power(h.id, False)
+    except BaseException:
+        pol.close()
+        raise
+    return shapes, pol
+
+
+def measure(kind: str, hosts: int, awake: int, placements: int, seed: int = 1) -> dict:
+    shapes, pol = _started(kind, hosts, awake, seed)
+    try:
         pol.decision_ms.clear()
         pol.decision_cpu_ms.clear()
         pol.steps_ms.clear()
@@ -75,20 +86,8 @@ def compare(kind: str, hosts: int, awake: int, blocks: int, per: int, seed: int 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "unit"))
     import test_placement_same_decisions as ref
 
-    services, measurement = workload.load_services(None)
-    launch = sim.measured_launch()
-    cfg = sim.SimConfig(launch_s=launch["launch_s"], launch_cpu_s=launch["launch_cpu_s"],
-                        seed=seed)
-    fl = fleetmod.make_fleet(kind, hosts, seed, model=None)
-    shapes = [Shape(service=s.name, vcpus=s.vcpus, cpu_mhz=fl.hosts[0].mhz,
-                    memory_mb=s.memory_mb, slots=s.slots) for s in services]
-    pol = policies.make("fluidvim-consolidate", measurement=measurement, services=services,
-                        cfg=cfg, seed=seed)
+    shapes, pol = _started(kind, hosts, awake, seed)
     try:
-        pol.start(list(fl.hosts))
-        for h in sorted(fl.hosts, key=lambda h: pol._unit_w[h.id])[awake:]:
-            pol.set_eligible(h.id, False)
-            pol.set_power(h.id, False)
         eng = pol.orch.placement
         modes = {"new": (eng.candidates, eng.stage2),
                  "old": (types.MethodType(ref.reference_candidates, eng),
