@@ -241,6 +241,31 @@ def show_accounting(acc: dict) -> str:
                if (oth := acc.get("others_cpu")) else ""))
 
 
+def _begin(mgr, vid: str, rec) -> dict:
+    """What a run's accounting starts from (:func:`_finish`): the VNF's own CPU counters, its
+    cgroup's cpu.stat, its QEMU threads' times, the clock."""
+    return {"cpu": mgr.stats(vid)["cpu"], "cg": cgroup_cpu_stat(rec.spec.uuid),
+            "times": thread_times(rec.pid), "start": time.monotonic()}
+
+
+def _finish(a, mgr, vid: str, rec, client, marks: dict, what: str, stopped=None):
+    """The end of a run begun at ``marks`` (:func:`_begin`): the client's result line, the
+    VNF's stats, its sessions judged, its QEMU threads' waits and the guest's, the seconds.
+    ``stopped`` is called once the client has exited, before the clock is read."""
+    out, err = client.communicate()
+    if stopped is not None:
+        stopped()
+    seconds = time.monotonic() - marks["start"]
+    waits = vnf_waits(rec.pid, marks["times"], thread_times(rec.pid), seconds)
+    if client.returncode != 0:
+        raise SystemExit(f"{what} failed: {err[-500:]}")
+    run = json.loads(out.strip().splitlines()[-1])
+    end = mgr.stats(vid)
+    guest = guest_waits(marks["cpu"], end["cpu"], marks["cg"], cgroup_cpu_stat(rec.spec.uuid))
+    judged = judge_sessions(run["per_session"], a.deadline_ms, a.quantile)
+    return run, end, judged, waits, guest, seconds
+
+
 def run_sessions(a, mgr, vid: str, net, n: int, trace: list | None = None) -> dict:
     """``n`` sessions of the probe's transport for ``--run-s`` s through VNF ``vid``, judged one
     by one; the VNF's free slots read every ~1 s (each read closes one of its correction
@@ -254,8 +279,8 @@ def run_sessions(a, mgr, vid: str, net, n: int, trace: list | None = None) -> di
                        "--deadline-ms", str(a.deadline_ms),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rec = mgr.get(vid)
-    cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
-    times0, start = thread_times(rec.pid), time.monotonic()
+    marks = _begin(mgr, vid, rec)
+    start = marks["start"]
     meter = OthersMeter(lambda: sum(x[0] for x in thread_times(rec.pid).values()) / 1e9)
     meter.__enter__()
     while client.poll() is None:
@@ -269,16 +294,9 @@ def run_sessions(a, mgr, vid: str, net, n: int, trace: list | None = None) -> di
             print(f"  t={trace[-1]['t']:5.1f} s used {st['used']:4d} free {st['free']:4d} "
                   f"capacity {q['capacity']:4d} window {q['window']} tail {q['tail_ns']} ns "
                   f"wait {q.get('wait_ppm', '-')}/{q.get('wait_budget_ppm', '-')} ppm", flush=True)
-    out, err = client.communicate()
-    meter.__exit__(None, None, None)
-    seconds = time.monotonic() - start
-    waits = vnf_waits(rec.pid, times0, thread_times(rec.pid), seconds)
-    if client.returncode != 0:
-        raise SystemExit(f"load generator failed: {err[-500:]}")
-    run = json.loads(out.strip().splitlines()[-1])
-    end = mgr.stats(vid)
-    guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
-    judged = judge_sessions(run["per_session"], a.deadline_ms, a.quantile)
+    run, end, judged, waits, guest, seconds = _finish(
+        a, mgr, vid, rec, client, marks, "load generator",
+        lambda: meter.__exit__(None, None, None))
     others = meter.result(run.get("client_cpu_share"))
     return {"sessions": n, "run": run, "judged": judged, "final": end["slots"],
             "over_pct": round(100.0 * judged["admitted_over_deadline"] / max(1, n), 2),
@@ -365,8 +383,8 @@ def paced_admission(a, mgr, vid: str, net, offered: int, over_s: float) -> dict:
         client.kill()
         raise SystemExit(f"admission client did not start: {client.stderr.read()[-500:]}")
     rec = mgr.get(vid)
-    cpu0, cg0 = mgr.stats(vid)["cpu"], cgroup_cpu_stat(rec.spec.uuid)
-    times0, start = thread_times(rec.pid), time.monotonic()
+    marks = _begin(mgr, vid, rec)
+    start = marks["start"]
     admitted = refused = seen = 0
     trace: list = []
     last_print = -1.0
@@ -400,15 +418,8 @@ def paced_admission(a, mgr, vid: str, net, offered: int, over_s: float) -> dict:
         t = trace[-1]
         print(f"  t={now:5.1f} s used {t['used']:4d} free {t['free']:4d} capacity "
               f"{t['capacity']} window {t['window']} wait {t['wait_ppm']} ppm", flush=True)
-    out, err = client.communicate()
-    seconds = time.monotonic() - start
-    waits = vnf_waits(rec.pid, times0, thread_times(rec.pid), seconds)
-    if client.returncode != 0:
-        raise SystemExit(f"admission client failed: {err[-500:]}")
-    run = json.loads(out.strip().splitlines()[-1])
-    end = mgr.stats(vid)
-    guest = guest_waits(cpu0, end["cpu"], cg0, cgroup_cpu_stat(rec.spec.uuid))
-    judged = judge_sessions(run["per_session"], a.deadline_ms, a.quantile)
+    run, end, judged, waits, guest, seconds = _finish(a, mgr, vid, rec, client, marks,
+                                                      "admission client")
     acc = accounting(run, waits, guest, seconds)
     print(f"  admission: {admitted} of {offered} admitted, {refused} refused; "
           f"{show_accounting(acc)}", flush=True)
