@@ -42,6 +42,8 @@ import time
 import uuid
 from pathlib import Path
 
+from fluidvim.common.measure import quantile
+
 MIRROR = "FromDevice(0) -> EtherMirror -> ToDevice(0);"
 ETH_P_ALL, PACKET_OUTGOING = 0x0003, 4
 ETHERTYPE = b"\x88\xb5"                      # IEEE local experimental
@@ -205,9 +207,6 @@ def server_running_ns(zone, job_id: str, timeout: float = 30.0) -> int:
     raise RuntimeError(f"{job_id}: not reported running in {timeout:g} s")
 
 
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -221,7 +220,7 @@ def summarize(runs: list[dict]) -> dict:
         "launches": len(runs),
         "warm": sum(r["launch"] == "warm" for r in runs),
         "nomad_register_to_session_ms_p50": round(statistics.median(reg), 1),
-        "register_to_session_ms_p90": round(pct(reg, 0.9), 1),
+        "register_to_session_ms_p90": round(quantile(reg, 0.9, method="nearest"), 1),
         "register_to_session_ms_min": round(min(reg), 1),
         "register_to_slot_ms_p50": round(statistics.median(slot), 1),
         "register_to_server_running_ms_p50": round(statistics.median(

@@ -37,6 +37,7 @@ import tempfile
 import time
 import uuid
 
+from fluidvim.common.measure import quantile
 from fluidvim.orchestrator import conf as orchconf
 from fluidvim.orchestrator.exception import Refused
 from fluidvim.orchestrator.mano import descriptors
@@ -49,14 +50,6 @@ VNFD = os.path.join(REPO, "etc", "mano", "reflector_vnf", "reflector_vnfd.yaml")
 INTERVAL = 0.2                        # scaler tick
 
 
-def pct(xs, p):
-    xs = sorted(xs)
-    if not xs:
-        return None
-    k = (len(xs) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 class Bench:
@@ -206,7 +199,7 @@ class Bench:
 
 def summary(xs, key):
     v = [x[key] for x in xs if x.get(key) is not None]
-    return {"n": len(v), "p50": pct(v, 50), "p90": pct(v, 90), "min": min(v) if v else None,
+    return {"n": len(v), "p50": quantile(v, 0.5), "p90": quantile(v, 0.9), "min": min(v) if v else None,
             "max": max(v) if v else None, "mean": statistics.mean(v) if v else None}
 
 
