@@ -51,7 +51,7 @@ p99 in microseconds), the controller
   breach        p99 > target, and the cap's doing                  hold     release    up
   noise         p99 > target, not the cap's doing                  hold     hold       hold
   backlog       ``high`` of the ring more than it carried open     hold     hold       hold
-  high load     rate ≥ ``max_ratio`` × capacity (or need × quota)  hold     release    up
+  high load     rate ≥ ``max_ratio`` × capacity (or need × quota)  narrow   hold       up
   quiet         p99 ≤ target / 2, or too few packets to show one   cap      cap        down
   band          otherwise (p99 within (target / 2, target])        hold     hold       hold
   ============  =================================================  =======  =========  ========
@@ -75,7 +75,9 @@ p99 in microseconds), the controller
   **High load comes from the offered rate when the capacity is known**, and the cap is then at
   least ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the quiet streak's median
   rate). Without a capacity, high load is a need of ``max_ratio`` of the flavor's quota or more.
-  A cap is at most ``max_ratio`` of the flavor's.
+  A cap is at most ``max_ratio`` of the flavor's. **At high load: moderation, never a cap**
+  (:mod:`.highload`: ``narrow`` once its host CPU per frame open is measured, kept where it cuts
+  it by ``min_saving``, released on loss beyond what it lost open, then a back-off).
 
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
   ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).
@@ -124,11 +126,13 @@ import time
 
 from oslo_log import log as logging
 
+from . import highload
 from .ctlstate import POLL_DEFAULT_US, Sizing, VnfState, coalesce_for, judged_ns  # noqa: F401
 from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
     WAIT_SHARE,
     CgroupCap,
+    backlog_over_open,
     cap_period,
     cpu_throttled,
     cpu_throttled_us,
@@ -139,6 +143,7 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
     interval_p99,
     interval_with_wait,
     least_share,
+    offered_rate,
     ring_reading,
     ring_wait,
     tap_counters,
@@ -170,7 +175,7 @@ POLICY = {
     BREACH:    {OPEN: HOLD,    POLL: RELEASE, CAPPED: UP},
     NOISE:     {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
     BACKLOG:   {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
-    HIGH_LOAD: {OPEN: HOLD,    POLL: RELEASE, CAPPED: UP},
+    HIGH_LOAD: {OPEN: NARROW,  POLL: HOLD,    CAPPED: UP},
     QUIET:     {OPEN: CAP,     POLL: CAP,     CAPPED: DOWN},
     BAND:      {OPEN: HOLD,    POLL: HOLD,    CAPPED: HOLD},
 }
@@ -226,7 +231,7 @@ class LatencyController:
         if not 0 < high <= full <= 1 or frames < 1:
             raise PowerError(f"controller ring thresholds need 0 < high <= full <= 1 and frames "
                              f">= 1, got high={high} full={full} frames={frames}")
-        self.ring_high, self.ring_full = high * frames, full * frames
+        self.ring_high, self.ring_full, self.ring_frames = high * frames, full * frames, frames
         self.state: dict = {}
         self.decisions: list = []
 
@@ -257,8 +262,8 @@ class LatencyController:
                              f"(packets/s at the flavor's quota), or None when not known")
         st.capacity = None if capacity_pps is None else float(capacity_pps)
         dropped, backlog = ring_reading(st, stats, taps)
-        st.rate, own = self._rate(st, stats, dropped)
-        ring = (backlog, self._over_open(st, backlog), own)
+        st.rate, own, dropped = offered_rate(st, stats, dropped, self.OPEN_SPAN)
+        ring = (backlog, backlog_over_open(st, backlog, self.OPEN_SPAN), own)
         stat = self._read(self.cpu_stat, key, "cpu.stat")     # once per VNF per interval
         held, st.waited = self._held(key, st, stat), self._waited(key, st, stat)
         st.least_us = self.least_quota(target_us, reserved)
@@ -267,9 +272,9 @@ class LatencyController:
                                                ring, held, need, reserved)
         sized = self.sized(st)
         action, why, new = self._next(st, ev, why, reserved, held)
-        st.coalesce_us = coalesce_for(st, self.coalesce_share, target_us, new, reserved)
+        st.coalesce_us = coalesce_for(st, self.coalesce_share, target_us, new, reserved, self.ring_frames)
         if action != HOLD:          # a new streak in the new setting
-            st.good, st.needs, st.uses, st.capped_over = 0, [], [], []
+            st.good, st.needs, st.uses, st.capped_over, st.mod_costs = 0, [], [], [], []
         if stats is not None:
             self._tell(key, name, st)
         else:   # silent: told when it answers (a stopped VNF's socket blocks a connect)
@@ -348,9 +353,13 @@ class LatencyController:
         """(action, why, the quota) of ``POLICY[ev][state]``; moves the poll window with it and
         keeps the learned floor (module doc)."""
         action = POLICY[ev][st.state]
+        if ev == HIGH_LOAD:          # moderation, never a cap (.highload)
+            action, why = highload.decide(self, st, action, why)
         if action in (CAP, DOWN) and st.good < self.hold_intervals:
             return HOLD, why, st.quota_us                 # a quiet streak not yet long enough
         if action == RELEASE:
+            if st.state == POLL and ev != HIGH_LOAD:      # its loss: no moderation for a while
+                st.mod_block = self.FLOOR_AGE
             if st.quota_us < reserved and ev in FLOOR_EVENTS and (ev != BREACH2 or held):
                 st.floor_us, st.floor_age = min(reserved, int(st.quota_us * self.up)), 0
             st.poll_us = POLL_DEFAULT_US
@@ -366,7 +375,7 @@ class LatencyController:
             st.poll_us = (POLL_DEFAULT_US if new >= reserved else
                           min(POLL_DEFAULT_US, max(self.min_poll_us, int(st.poll_us * self.up))))
             return action, why, min(reserved, new)
-        if action == HOLD:
+        if action in (HOLD, NARROW):
             return action, why, st.quota_us
         return self._lower(st, action, why, sized, held)
 
@@ -464,45 +473,12 @@ class LatencyController:
                          gap_us(st.period_us, st.quota_us, st.reserved_us))
 
     def _need(self, key: str, st: VnfState, stats: dict | None) -> float | None:
-        """:func:`vcpu_need` (NARROW: CAP from OPEN with poll_first) with its vCPU's CPU now."""
-        return vcpu_need(st, stats, self._read(self.usage, key, "CPU usage") if stats else None)
-
-    def _rate(self, st: VnfState, stats: dict | None, dropped: int | None):
-        """(packets/s offered to the VNF this interval: the frames its NICs took and those the
-        host dropped for it, per second of its uptime; the frames it dropped itself (its NICs'
-        ``drop``: failed transmits, a TX ring its throttled QEMU did not drain) beyond the
-        largest share of its last ``OPEN_SPAN`` open intervals (a firewall's policy drops are
-        no loss), counted when capped), each None when not known (the first reading, no
-        ``nics``, a restart)."""
-        try:
-            nics = stats["nics"]                                  # type: ignore[index]
-            cur = (int(stats["uptime_us"]), sum(int(n.get("rx", 0)) for n in nics),  # type: ignore[index]
-                   sum(int(n.get("drop", 0)) for n in nics))
-        except (KeyError, TypeError, ValueError):
-            st.rx = None
-            return None, None
-        prev, st.rx = st.rx, cur
-        if prev is None or cur[0] <= prev[0] or cur[1] < prev[1] or cur[2] < prev[2]:
-            return None, None
-        rx, drop = cur[1] - prev[1], cur[2] - prev[2]
-        rate = (rx + (dropped or 0)) * 1e6 / (cur[0] - prev[0])
-        if st.state == OPEN:
-            st.open_drops = (st.open_drops + [drop / max(1, rx)])[-self.OPEN_SPAN:]
-            return rate, 0
-        over = drop - max(st.open_drops, default=0.0) * rx
-        return rate, int(over) if over >= max(1.0, 0.001 * rx) else 0
-
-    def _over_open(self, st: VnfState, backlog: int | None) -> int | None:
-        """The ring backlog beyond the largest of the last ``OPEN_SPAN`` open intervals' (what
-        the VNF carries at the flavor's quota is not the cap's doing); an open interval's own
-        backlog is kept for that."""
-        if backlog is None:
-            return None
-        base = max(st.open_backlogs, default=0)
-        if st.state == OPEN:
-            st.open_backlogs = (st.open_backlogs + [backlog])[-self.OPEN_SPAN:]
-            base = max(base, backlog)
-        return max(0, backlog - base)
+        """:func:`vcpu_need` (NARROW: CAP from OPEN with poll_first) with its vCPU's CPU now,
+        and its whole QEMU's (``st.qemu_now``)."""
+        prev, need = st.cpu, vcpu_need(st, stats, self._read(self.usage, key, "CPU usage")
+                                       if stats else None)
+        st.qemu_now = highload.qemu_cpus(prev, st.cpu)
+        return need
 
     def _cap_did_it(self, st: VnfState, b1: list, ns: float, n: int, held: bool | None) -> bool:
         """Whether a breach of ``ns`` was the cap's doing (module doc): throttled (or not known)
@@ -533,11 +509,14 @@ class LatencyController:
                               (dropped, *ring, held))
         if p99 is not None and packets >= self.min_packets:
             ev, why = self._noisier(st, ev, why, p99 > target_ns)
-        if st.capacity is not None and st.rate is not None and ev in (QUIET, BAND):
+        # the host's drops open at high load are the default's own (.highload): high load
+        if st.capacity is not None and st.rate is not None and (
+                ev in (QUIET, BAND) or ev == DROPPED and st.state == OPEN):
             if ev == QUIET:
                 st.rates = (st.rates + [st.rate])[-max(1, self.hold_intervals):]
             if st.rate >= self.max_ratio * st.capacity:
-                ev, why = HIGH_LOAD, f"offered {st.rate:.0f} of {st.capacity:.0f} pps"
+                ev, why = HIGH_LOAD, f"offered {st.rate:.0f} of {st.capacity:.0f} pps" + (
+                    f", {dropped} dropped open" if ev == DROPPED else "")
         if ev == QUIET and need is not None and not (held and st.state == CAPPED):
             st.needs = (st.needs + [need])[-max(1, self.hold_intervals):]
             if st.vcpu_now is not None:
@@ -549,6 +528,7 @@ class LatencyController:
             st.good += 1
         elif ev == HIGH_LOAD:
             st.good = 0                          # its needs size the step up
+            highload.record_cost(st, self.hold_intervals)
         else:
             st.good, st.needs, st.rates, st.uses = 0, [], [], []
         return ev, why, p99, packets

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .highload import nap_limit_us
 from .hostside import CAP_PERIOD_US, WAIT_SHARE
 from .models import PowerError
 
@@ -91,6 +92,11 @@ class VnfState:
     open_over: list = dataclasses.field(default_factory=list)    # p99 > target: open intervals
     capped_over: list = dataclasses.field(default_factory=list)  # and capped, at this quota
     noisy: bool = False              # this interval's breach is the cap's by that comparison
+    qemu_now: float | None = None    # its whole QEMU's host CPU (CPUs) this interval
+    open_costs: list = dataclasses.field(default_factory=list)   # host CPU µs per frame at high
+    mod_costs: list = dataclasses.field(default_factory=list)    # load: open, moderated (.highload)
+    open_host_drops: list = dataclasses.field(default_factory=list)  # the host's, open: shares
+    mod_block: int = 0               # high-load intervals moderation stays off (the back-off)
 
 
 def judged_ns(st: VnfState, target_us: float) -> float:
@@ -101,8 +107,11 @@ def judged_ns(st: VnfState, target_us: float) -> float:
 
 
 def coalesce_for(st: VnfState, share: float, target_us: float, quota_us: int,
-                 reserved_us: int) -> int:
-    """Its interrupt moderation (µs): ``share`` × the target (at most the poll op's 10,000)
+                 reserved_us: int, ring_frames: int | None = None) -> int:
+    """Its interrupt moderation (µs): ``share`` × the target (at most the poll op's 10,000 and,
+    with ``ring_frames``, a nap its RX ring holds at its rate: :func:`.highload.nap_limit_us`)
     where its window is narrowed or it is capped (POLL, CAPPED), 0 open."""
     on = quota_us < reserved_us or st.poll_us < POLL_DEFAULT_US
-    return min(COALESCE_MAX_US, int(share * float(target_us))) if on else 0
+    limit = nap_limit_us(st, ring_frames) if ring_frames else None
+    most = COALESCE_MAX_US if limit is None else min(COALESCE_MAX_US, limit)
+    return int(min(most, share * float(target_us))) if on else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 
+from .highload import host_over_open
 from .models import PowerError
 
 
@@ -264,3 +265,43 @@ def vcpu_need(st, stats: dict | None, usage: dict | None) -> float | None:
     st.vcpu_now = vcpu / dt
     share = db / (db + dp) if db + dp > 0 else 0.0
     return vcpu * share / dt
+
+
+def offered_rate(st, stats: dict | None, dropped: int | None, span: int):
+    """(packets/s offered to the VNF this interval: the frames its NICs took and those the
+    host dropped for it, per second of its uptime; the frames it dropped itself (its NICs'
+    ``drop``: a TX ring its throttled QEMU did not drain) beyond the largest share of its
+    last ``span`` open intervals (a firewall's policy drops are no loss), counted when
+    capped; the host's drops, moderated beyond its open share, :func:`.highload.host_over_open`);
+    the first two None when not known (the first reading, no ``nics``, a restart)."""
+    try:
+        nics = stats["nics"]                                  # type: ignore[index]
+        cur = (int(stats["uptime_us"]), sum(int(n.get("rx", 0)) for n in nics),  # type: ignore[index]
+               sum(int(n.get("drop", 0)) for n in nics))
+    except (KeyError, TypeError, ValueError):
+        st.rx = None
+        return None, None, dropped
+    prev, st.rx = st.rx, cur
+    if prev is None or cur[0] <= prev[0] or cur[1] < prev[1] or cur[2] < prev[2]:
+        return None, None, dropped
+    rx, drop = cur[1] - prev[1], cur[2] - prev[2]
+    rate = (rx + (dropped or 0)) * 1e6 / (cur[0] - prev[0])
+    host = host_over_open(st, rx, dropped)
+    if st.state == "open":        # controller.OPEN
+        st.open_drops = (st.open_drops + [drop / max(1, rx)])[-span:]
+        return rate, 0, host
+    over = drop - max(st.open_drops, default=0.0) * rx
+    return rate, int(over) if over >= max(1.0, 0.001 * rx) else 0, host
+
+
+def backlog_over_open(st, backlog: int | None, span: int) -> int | None:
+    """The ring backlog beyond the largest of the last ``span`` open intervals' (what
+    the VNF carries at the flavor's quota is not the cap's doing); an open interval's own
+    backlog is kept for that."""
+    if backlog is None:
+        return None
+    base = max(st.open_backlogs, default=0)
+    if st.state == "open":
+        st.open_backlogs = (st.open_backlogs + [backlog])[-span:]
+        base = max(base, backlog)
+    return max(0, backlog - base)
