@@ -4,7 +4,10 @@
 
 One forwarding VNF between two network namespaces; 64-byte frames from ``bench/pktgen.c`` at 10,
 50 and 90 % of its capacity (the highest rate it forwards with < 0.1 % loss, found as
-``bench/dataplane`` does). For each load, trials alternate
+``bench/dataplane`` does, ``--capacity-searches`` times in a row, the median: one search is
+noisy, 69,814 and 93,090 pps an hour apart on the quiet host; the JSON keeps every search,
+``capacity_searches_pps``, and their spread, ``capacity_search_spread_pct``, of the median).
+For each load, trials alternate
 ``default`` (the CPU quota the launch sets, the flavor's plus QEMU's allowance, as the
 controller's release writes it; no controller; the boot default of the busy-poll window) and
 ``controller``
@@ -44,7 +47,12 @@ Writes ``bench/results/powercap.json``: ``loads`` keyed ``10``, ``50``, ``90`` w
 ``intervals_within_target_pct`` (controller trials), ``host_busy_cpus_default`` and
 ``host_saturated`` (the host's CPUs were all busy beside the default: its vCPU then never polls
 a whole core, and the saving is measured against what the scheduler let it burn), each mode's
-medians, every trial; and
+medians (with its ``loss_added_pct`` against the default's), every trial (its ``round``); the
+default's own noise across the rounds, to judge ``loss_added_pct`` by:
+``default_loss_pct_by_round``, ``default_loss_spread_pct`` (percentage points),
+``loss_added_by_round_pct`` (the controller against the default of its own round),
+``loss_added_within_noise`` (the loss added is at most the default's spread) and
+``default_cpu_spread_pct``; and
 ``attribution_error_pct`` (the worst VNF of ``bench/results/attribution.json``). Not a test: no
 thresholds. Needs root, gcc, the kernel, and CPU quotas (cgroup v1 or v2)::
 
@@ -477,6 +485,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     for r in range(args.rounds):
         for mode in (order if r % 2 == 0 else order[::-1]):
             t = trial(vnf, path, pps, mode, args, ctls.get(mode))
+            t["round"] = r
             trials.append(t)
             print(line(load, t), flush=True)
             if args.verbose and t["decisions"]:
@@ -504,10 +513,45 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
             # loss the controller added, percentage points of the frames offered
             "loss_added_pct": (round(100 * (cl - dl), 2) if cl is not None and dl is not None
                                else None),
+            **noise(trials, modes),
             "host_busy_cpus_default": host_busy,
             "host_saturated": None if host_busy is None else host_busy >= 0.95 * (
                 os.cpu_count() or 1),
             **modes, "trials": trials}
+
+
+def spread(vals: list) -> float | None:
+    return round(max(vals) - min(vals), 3) if len(vals) > 1 else None
+
+
+def noise(trials: list, modes: dict) -> dict:
+    """How far the default differs from itself across the rounds of one load (its trials
+    alternate with the other modes'), so that ``loss_added_pct`` and ``cpu_saved_pct`` can be
+    told from noise: the default's loss per round and its spread (percentage points), the
+    controller's loss added round by round (each against the default of its own round), and
+    whether the loss added is within that spread; the same spread for CPU-s/Mpkt (% of its
+    median); each mode's loss against the default's median too (``loss_added_pct`` in it)."""
+    by = {}
+    for t in trials:
+        by.setdefault(t["mode"], {})[t.get("round", 0)] = t
+    dflt = by.get("default", {})
+    loss = {r: 100 * t["loss"] for r, t in sorted(dflt.items()) if t["loss"] is not None}
+    cpu = [t["cpu_s_per_mpkt"] for t in dflt.values() if t["cpu_s_per_mpkt"]]
+    ctl = by.get("controller", {})
+    added = [round(100 * ctl[r]["loss"] - loss[r], 2) for r in loss
+             if r in ctl and ctl[r]["loss"] is not None]
+    sp = spread(list(loss.values()))
+    dl, cl = modes.get("default", {}).get("loss"), modes.get("controller", {}).get("loss")
+    for m in modes.values():
+        if m.get("loss") is not None and dl is not None:
+            m["loss_added_pct"] = round(100 * (m["loss"] - dl), 2)
+    return {"default_loss_pct_by_round": [round(x, 2) for x in loss.values()],
+            "default_loss_spread_pct": None if sp is None else round(sp, 2),
+            "loss_added_by_round_pct": added,
+            "loss_added_within_noise": (None if sp is None or cl is None or dl is None
+                                        else 100 * (cl - dl) <= sp),
+            "default_cpu_spread_pct": (round(100 * spread(cpu) / statistics.median(cpu), 1)
+                                       if len(cpu) > 1 else None)}
 
 
 def controller(vnf: Vnf, args, target: float) -> LatencyController:
@@ -544,6 +588,9 @@ def parse(argv):
                     help="percentages of the capacity, comma-separated")
     ap.add_argument("--capacity", type=int, default=None,
                     help="the no-loss rate in pps (default: search for it)")
+    ap.add_argument("--capacity-searches", type=int, default=3,
+                    help="capacity searches in a row, their median the capacity (one search "
+                         "is noisy: 69,814 and 93,090 pps an hour apart on a quiet host)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--measure", type=float, default=6.0)
@@ -602,6 +649,8 @@ def parse(argv):
         args.loads = [int(x) for x in args.loads.split(",")]
     except ValueError:
         ap.error(f"--loads {args.loads!r}: give integers, e.g. 10,50,90")
+    if args.capacity_searches < 1:
+        ap.error("--capacity-searches: at least 1")
     args.modes = [m for m in args.modes.split(",") if m]
     if not set(args.modes) <= {"default", "controller"}:
         ap.error(f"--modes {','.join(args.modes)!r}: give default, controller or both")
@@ -650,9 +699,12 @@ def main(argv=None) -> int:
             path = Path("vnf", net, pktgen, lambda: mgr.stats(res.vnf_id))
             # capacity = the highest 64-byte rate delivered with < 0.1 % loss (bench/dataplane's
             # search: a blast, lower rates, two bisection steps)
-            cap = args.capacity or max(1000, path.rate_search("60")["pps"])
+            searches = [] if args.capacity else [
+                max(1000, path.rate_search("60")["pps"]) for _ in range(args.capacity_searches)]
+            cap = args.capacity or round(statistics.median(searches))
             args.ctl_capacity = None if args.blind else cap    # the controller's capacity_pps
-            print(f"capacity (no-loss 64 B rate): {cap} pps; end-to-end p99 target "
+            print(f"capacity (no-loss 64 B rate): {cap} pps (searches: {searches or 'given'}); "
+                  f"end-to-end p99 target "
                   f"{args.target_ms:g} ms (tight {args.tight_ms:g} ms); "
                   f"load average {' '.join(load0)}", flush=True)
             for load in args.loads:
@@ -667,7 +719,10 @@ def main(argv=None) -> int:
         attribution_err = None
     doc = {"bench": "powercap", "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t_start)),
            "command": "sudo .venv/bin/python -m bench.powercap " + " ".join(argv or sys.argv[1:]),
-           "capacity_pps": cap, "target_ms": args.target_ms, "tight_ms": args.tight_ms,
+           "capacity_pps": cap, "capacity_searches_pps": searches,
+           "capacity_search_spread_pct": (round(100 * spread(searches) / cap, 1)
+                                          if len(searches) > 1 else None),
+           "target_ms": args.target_ms, "tight_ms": args.tight_ms,
            "target_is": "end-to-end p99 per step interval (pktgen recv), the VNF's own p99 "
                         "beside it (vnf_intervals_within_target_pct)",
            "args": vars(args),
@@ -692,6 +747,11 @@ def main(argv=None) -> int:
               f"{dm.get('loss')!s:>8} {cm.get('loss')!s:>6}"
               + ("  (host saturated beside the default: "
                  f"{r['host_busy_cpus_default']} CPUs busy)" if r["host_saturated"] else ""))
+        if r.get("default_loss_spread_pct") is not None:
+            print(f"      loss added {r['loss_added_pct']} pt (by round "
+                  f"{r['loss_added_by_round_pct']}); the default's own spread "
+                  f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
+                  f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
         t = r.get(TIGHT)
         if t:
             d_in = pct(within([x for x in r["trials"] if x["mode"] == "default"], "e2e_p99_us",

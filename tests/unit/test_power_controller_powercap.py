@@ -68,3 +68,26 @@ def test_kvm_halt_rates_are_per_second_and_the_polling_in_cpu():
     b = {"halt_exits": 1100, "halt_poll_success_ns": 300_000_000, "halt_poll_fail_ns": 100_000_000}
     assert powercap.kvm_halt_rates(a, b, 2.0) == {"exits": 500.0, "poll_cpu": 0.2}
     assert powercap.kvm_halt_rates(None, b, 2.0) is None
+
+
+def test_loss_added_is_judged_against_the_defaults_own_spread_across_rounds():
+    """The quiet run of record at 90 % load: +1.3 pt loss added by a controller holding the
+    default's settings, where the default itself lost 1.25 % in one round and 4.22 % in the
+    other: within its noise, which the JSON now says (round by round too)."""
+    def t(mode, r, loss, cpu=15.0):
+        return {"mode": mode, "round": r, "loss": loss, "cpu_s_per_mpkt": cpu}
+    trials = [t("default", 0, 0.0125, 15.5), t("controller", 0, 0.0141),
+              t("open,0,c1000", 0, 0.0091), t("open,0,c1000", 1, 0.0013),
+              t("controller", 1, 0.0655), t("default", 1, 0.0422, 16.0)]
+    modes = {"default": {"loss": 0.02735}, "controller": {"loss": 0.0398},
+             "open,0,c1000": {"loss": 0.0052}}
+    n = powercap.noise(trials, modes)
+    assert n == {"default_loss_pct_by_round": [1.25, 4.22], "default_loss_spread_pct": 2.97,
+                 "loss_added_by_round_pct": [0.16, 2.33], "loss_added_within_noise": True,
+                 "default_cpu_spread_pct": 3.2}
+    assert (modes["controller"]["loss_added_pct"], modes["open,0,c1000"]["loss_added_pct"]) == (
+        1.25, -2.21)
+    modes["controller"]["loss"] = 0.06                # 3.3 pt over: beyond the spread
+    assert powercap.noise(trials, modes)["loss_added_within_noise"] is False
+    one = powercap.noise([x for x in trials if x["round"] == 0], modes)    # one round: unknown
+    assert (one["default_loss_spread_pct"], one["loss_added_within_noise"]) == (None, None)
