@@ -18,7 +18,7 @@ import importlib
 import json
 import sys
 
-from fluidvim.common.clicommon import setup_logging as _setup_logging, time_ago
+from fluidvim.common.clicommon import opt_help, setup_logging as _setup_logging, time_ago
 from fluidvim.vnf import states as vstates
 
 EXAMPLES_VNF_RUN = """examples:
@@ -35,6 +35,7 @@ EXAMPLES_TOP = """examples:
   fluidvim vnf list
   fluidvim vnf stats fw
   fluidvim vnf pause fw               # stop its vCPUs (nothing crosses); fluidvim vnf unpause fw
+  fluidvim vnf console fw             # its console log (boot, errors)
   fluidvim vnf rm fw
   fluidvim pool fill 2                # keep two booted shells for warm launches
   fluidvim status                     # accelerator, session slots, queuing delay
@@ -299,6 +300,8 @@ FMT = argparse.RawDescriptionHelpFormatter
 
 
 def vnf_parser(vnf):
+    from fluidvim.vnf.conf import vnf_opts
+
     vnf.formatter_class, vnf.epilog = FMT, EXAMPLES_TOP
     vsub = vnf.add_subparsers(dest="vnf_command", required=True)
     r = vsub.add_parser("run", help="launch a VNF (warm when a shell is ready)",
@@ -309,8 +312,8 @@ def vnf_parser(vnf):
                    help="read the configuration from FILE")
     r.add_argument("--nic", action="append", default=[], metavar="BRIDGE",
                    help="add a NIC plugged into BRIDGE (repeat, at most 4); NIC order = order")
-    r.add_argument("--slots", type=int, help="session slots (flow-table capacity)")
-    r.add_argument("--memory", type=int, help="memory in MiB")
+    r.add_argument("--slots", type=int, help=opt_help(vnf_opts, "session_slots", "vnf"))
+    r.add_argument("--memory", type=int, help=opt_help(vnf_opts, "memory_mb", "vnf"))
     r.add_argument("--cold", action="store_true", help="never use a warm shell")
     r.add_argument("--json", action="store_true", help="print the launch result as JSON")
     r.set_defaults(func=cmd_vnf_run)
@@ -391,18 +394,23 @@ def cmd_metrics_serve(args):
 
 
 def metrics_parser(mp):
+    mp.formatter_class, mp.epilog = FMT, EXAMPLES_METRICS
     sub = mp.add_subparsers(dest="metrics_command", required=True)
     sv = sub.add_parser("serve", formatter_class=FMT, epilog=EXAMPLES_METRICS,
                         help="serve /metrics for Prometheus: per-VNF watts and joules by useful "
                              "work, host watts, free slots, queuing delay")
-    sv.add_argument("--port", type=int, help="TCP port (default [metrics] port, 9417)")
-    sv.add_argument("--bind", help="address (default [metrics] bind_host, 127.0.0.1)")
-    sv.add_argument("--zone", help="zone label (default [metrics] zone, local)")
-    sv.add_argument("--interval", type=float, help="attribution interval, s (default 5)")
+    from fluidvim.orchestrator.power.exporter import metrics_opts
+
+    for flag, opt, kind in (("--port", "port", int), ("--bind", "bind_host", str),
+                            ("--zone", "zone", str), ("--interval", "interval_s", float)):
+        sv.add_argument(flag, type=kind, help=opt_help(metrics_opts, opt, "metrics"))
     sv.set_defaults(func=cmd_metrics_serve)
 
 
 def status_parser(stp):
+    stp.formatter_class = FMT
+    stp.epilog = ("examples:\n  fluidvim status\n"
+                  "  fluidvim --backend libvirt status   # the libvirt backend's VNFs\n")
     stp.set_defaults(func=cmd_status)
 
 
@@ -439,6 +447,17 @@ COMMANDS = {
 }
 
 
+def _inherit_examples(parser: argparse.ArgumentParser) -> None:
+    """Every sub-command without examples of its own shows its command's: one list of examples
+    per command (its epilog), and ``fluidvim vnf rm --help`` has examples too."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                if not sub.epilog:
+                    sub.formatter_class, sub.epilog = FMT, parser.epilog
+                _inherit_examples(sub)
+
+
 class _LazyCommands(argparse._SubParsersAction):
     """argparse's sub-commands action, with parsers filled in when their command is given."""
 
@@ -456,6 +475,7 @@ class _LazyCommands(argparse._SubParsersAction):
         if load:                     # an unknown name is argparse's to report
             module, func = load.split(":")
             getattr(importlib.import_module(module), func)(self._name_parser_map[values[0]])
+            _inherit_examples(self._name_parser_map[values[0]])
         super().__call__(parser, namespace, values, option_string)
 
 

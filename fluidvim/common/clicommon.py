@@ -37,3 +37,12 @@ def setup_logging(conf, verbose):
         conf.set_override("default_log_levels",
                           ["fluidvim=WARNING", "qemu=WARNING", "pyroute2=WARNING"])
     oslo_logging.setup(conf, "fluidvim")
+
+
+def opt_help(opts, name: str, group: str) -> str:
+    """argparse help of a flag that overrides oslo.config option ``[group] name`` (one of
+    ``opts``): the option's own help and default, so that both are written once, on the option
+    (the configuration sample and ``--help`` say the same)."""
+    opt = next(o for o in opts if o.name == name)
+    default = "unset" if opt.default is None else opt.default
+    return f"{opt.help} Default: [{group}] {name}, {default}.".replace("%", "%%")

@@ -1,18 +1,36 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
+import argparse
+
 import pytest
 
 from fluidvim.cmd import cli
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["vnf", "--help"], ["vnf", "run", "--help"],
-                                  ["pool", "--help"], ["demo", "--help"]])
-def test_help_shows_examples(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.main(argv)
-    assert e.value.code == 0
-    out = capsys.readouterr().out
-    assert "examples:" in out and "fluidvim " in out
+def _command_paths():
+    """Every command and sub-command of ``fluidvim``, as the argv that names it."""
+    top = cli.build_parser()
+    for name in cli.COMMANDS:
+        with pytest.raises(SystemExit):       # fills the command's parser in (lazily loaded)
+            top.parse_args([name, "--help"])
+    todo = [([], top)]
+    while todo:
+        path, parser = todo.pop()
+        yield path
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(path + [name], sub) for name, sub in action.choices.items()]
+
+
+def test_every_help_shows_examples(capsys):
+    paths = list(_command_paths())
+    assert ["vnf", "rm"] in paths and ["ns", "heal"] in paths
+    for path in paths:
+        with pytest.raises(SystemExit) as e:
+            cli.main(path + ["--help"])
+        assert e.value.code == 0, path
+        out = capsys.readouterr().out
+        assert "\n  fluidvim " in "\n" + out.partition("\nexamples:\n")[2], path
 
 
 def test_run_needs_exactly_one_config_source(capsys):

@@ -463,12 +463,7 @@ def test_orchestrator_side_documents_read_only_what_was_sent(pkg):
         d.Document.from_dict({"doc": fw, "files": {"a": 1}})
 
 
-# -- `fluidvim ns validate` (offline) and help --
-@pytest.mark.parametrize("argv", [["ns", "--help"], ["ns", "deploy", "--help"],
-                                  ["ns", "validate", "--help"]])
-def test_ns_help_shows_examples(argv, capsys):
-    from .test_cli import test_help_shows_examples
-    test_help_shows_examples(argv, capsys)
+# -- `fluidvim ns validate` (offline); its --help: tests/unit/test_cli.py --
 
 
 def test_ns_validate_prints_the_mapping_or_every_error(pkg, capsys):

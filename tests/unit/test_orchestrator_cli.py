@@ -1,21 +1,13 @@
 # Copyright 2026 The fluidvim Authors
 # SPDX-License-Identifier: Apache-2.0
-"""The orchestrator's `fluidvim` commands: help with examples, argument errors, and a clean
+"""The orchestrator's `fluidvim` commands: argument errors and a clean
 one-line error when no orchestrator answers."""
 
 import pytest
 
 from fluidvim.cmd import cli
 
-from .test_cli import test_help_shows_examples as help_shows_examples
-
-
-@pytest.mark.parametrize("argv", [["service", "--help"], ["service", "register", "--help"],
-                                  ["place", "--help"], ["placement", "--help"],
-                                  ["resolve", "--help"], ["zone", "--help"], ["slots", "--help"],
-                                  ["instance", "--help"], ["network", "--help"]])
-def test_orchestrator_help_shows_examples(argv, capsys):
-    help_shows_examples(argv, capsys)
+# every command's --help shows examples: tests/unit/test_cli.py test_every_help_shows_examples
 
 
 def test_register_needs_exactly_one_config_source():
