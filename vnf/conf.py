@@ -47,7 +47,7 @@ vnf_opts = [
                help="Firmware (-bios) of the qemu backend's microvm VNFs: 'auto' = "
                     "fluidvim-pvh.bin from the kernel image's directory when it is there "
                     "(built with the kernel: four fw_cfg reads and a jump; ~6 ms less host CPU "
-                    "per launch under nested KVM than qboot), else QEMU's default (qboot); "
+                    "per launch under PVM (kvm_pvm) than qboot), else QEMU's default (qboot); "
                     "'qemu' = always QEMU's default; or a path."),
     cfg.StrOpt("net_backend", default="tap", choices=["tap", "vhost-user"],
                help="qemu backend: how VNF NICs reach their taps. 'tap' = QEMU's tap netdev "
@@ -71,7 +71,7 @@ vnf_opts = [
                help="What a VNF writes to its console log (COM1): 'brief' = one line per boot "
                     "and per configure, and every error; 'full' adds the boot profile, timer, "
                     "control channel, NICs and command line. Every console byte is a VM exit: "
-                    "'full' costs ~12 ms of host CPU per launch under nested KVM."),
+                    "'full' costs ~12 ms of host CPU per launch under PVM (kvm_pvm)."),
     cfg.StrOpt("libvirt_uri", default="qemu:///system", help="libvirt connection URI."),
     cfg.StrOpt("state_dir", default="/var/lib/fluidvim",
                help="Directory for the state database (when state_connection is unset)."),

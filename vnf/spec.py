@@ -326,7 +326,7 @@ def kernel_cmdline(spec: VNFSpec) -> str:
 
 
 def _cpu_args(accel: str) -> list[str]:
-    # `-cpu host` aborts QEMU on this nested KVM (MSR 0x10a): max minus arch-capabilities works.
+    # `-cpu host` aborts QEMU on this PVM host (kvm_pvm; MSR 0x10a): max minus arch-capabilities works.
     if accel == "kvm":
         return ["-accel", "kvm", "-cpu", "max,-arch-capabilities"]
     return ["-accel", "tcg", "-cpu", "max"]

@@ -88,9 +88,12 @@ metrics_opts = [
                       "where the controller narrows its busy-poll window it also has the VNF "
                       "nap this share of the target (at most 10 ms) with its receive "
                       "interrupts off and take the frames that came meanwhile in one round, "
-                      "one notification per NIC (the poll op's coalesce_us): on nested KVM "
+                      "one notification per NIC (the poll op's coalesce_us): under PVM "
                       "every VM exit costs tens of microseconds of host CPU, paid per frame "
-                      "without it. 0: none (controller.py)."),
+                      "without it. At high load (its offered rate 70 % of its capacity or more) "
+                      "it moderates without a cap where that cuts its host CPU per frame, and "
+                      "the nap gathers at most half its RX ring (highload.py). 0: none "
+                      "(controller.py)."),
     cfg.FloatOpt("cap_headroom", default=1.5, min=1.0,
                  help="The headroom of a VNF's CPU cap over what its vCPU was measured to "
                       "need: the cap on its vCPU threads is at least their host CPU x its "

@@ -304,7 +304,7 @@ static uint64_t k_idle(uint64_t deadline, uint64_t b, uint64_t c)
 	    (w[7] & (~0ull >> (8 * (64 - IRQ_VECS)))))        /* nothing past irq_hit[IRQ_VECS - 1] */
 		return 0;
 	/* tickless: one wake-up at the deadline, none without one (0 disarms the timer). Every
-	 * timer interrupt is a VM exit and costs ~0.3 ms under nested KVM; a 10 ms tick was
+	 * timer interrupt is a VM exit and costs ~0.3 ms under PVM (kvm_pvm); a 10 ms tick was
 	 * 3.5 % of a core per idle VNF. */
 	if (timer_mode == TIMER_DEADLINE)
 		wrmsr(MSR_TSC_DEADLINE, deadline);

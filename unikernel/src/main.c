@@ -234,8 +234,9 @@ static uint64_t idle(uint64_t deadline)
  * frame that comes while a round's kick is emulated makes the next round) or halting for its
  * interrupt; the round after it takes whatever arrived meanwhile and sends it with one TX kick
  * per NIC, then naps again. A nap that brought nothing ends it: the window, then the
- * interrupt-driven halt, so an idle VNF costs nothing more. On nested KVM every VM exit (a kick,
- * an injected interrupt, a halt and its wake-up) costs tens of us of the vCPU thread's host CPU:
+ * interrupt-driven halt, so an idle VNF costs nothing more. Under PVM (kvm_pvm: the VNF's ring-0
+ * code emulated) every VM exit and kcall (a kick, an injected interrupt's acknowledgement, a halt
+ * and its wake-up) costs tens of us of the vCPU thread's host CPU:
  * at 10 % load (a frame every ~108 us) the vCPU used ~0.8 CPU taking them per frame, window 0
  * or 1000 alike (bench/results/powercap.md); moderation pays them once per nap. A frame waits up
  * to coalesce_us in the RX ring, which the VNF's latency_ns (from click_rx) does not count:

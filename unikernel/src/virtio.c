@@ -208,7 +208,7 @@ struct con {
 };
 
 /* Rings of up to 256 entries come from this pool in .data: the guest's first touch of a page that
- * QEMU's loader already wrote is ~1000x cheaper under nested virtualisation than that of a fresh
+ * QEMU's loader already wrote is ~1000x cheaper under PVM (shadow paging) than that of a fresh
  * page (~1 ms each, see boot.S), and the rings are written at boot. Larger rings use mem_alloc.
  * Two per NIC, two for the console. */
 #define POOL_RING_BYTES 12288 /* vring_bytes(256) */
