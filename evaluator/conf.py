@@ -14,7 +14,13 @@ from oslo_config import cfg
 
 from fluidvim.vnf import limits
 
-from .confirm import CONFIRM_MARGIN, CONFIRM_REPEATS, CONFIRM_RUNS, DEFAULT_SESSION_S
+from .confirm import (
+    CONFIRM_MARGIN,
+    CONFIRM_REPEATS,
+    CONFIRM_RUNS,
+    DEFAULT_SESSION_S,
+    UNCONFIRMED_SHARE,
+)
 from .probes import DEFAULT_SESSIONS
 
 
@@ -24,6 +30,8 @@ def _group() -> cfg.OptGroup:
 
 
 evaluator_group = _group()
+
+SERVICE_LEVEL = "service"   # load_probe_confirm_levels: the placed service's deadline, quantile
 
 evaluator_opts = [
     cfg.FloatOpt("probe_failure_valid_for", default=300.0, min=0.0,
@@ -59,20 +67,36 @@ evaluator_opts = [
                     "and bridges; a random tag follows it, unique on the host per probe run."),
     cfg.IntOpt("load_probe_subnet", default=96, min=0, max=255,
                help="The load probe's test network is 10.<subnet>.0.0/24."),
-    cfg.ListOpt("load_probe_confirm_levels", default=[],
-                help="QoS levels (qos_levels names) whose deadline and quantile stage 1's load "
-                     "probe confirms: after its fast steps, session-length runs "
-                     "(load_probe_session_s) judged one session at a time, bracketed and "
-                     "bisected from the fast estimate; a service with a confirmed level's "
-                     "deadline, quantile and load_probe_session_pps announces the confirmed "
-                     "slots (orchestrator launches, qscore and cost-benefit ranking), other "
-                     "services the fast estimate. Costs about load_probe_confirm_runs x "
-                     "(load_probe_session_s + 1 s) per level and environment type, once per "
-                     "probe validity (about 2.5 min with the defaults). Empty (the default): no "
-                     "confirm phase, every service gets the fast estimate, which was 49 % under "
-                     "to 60 % over the per-session reference on two machines "
-                     "(bench/results/slots.md); e.g. the first level's name (Q0, the "
-                     "guaranteed) to confirm it."),
+    cfg.ListOpt("load_probe_confirm_levels", default=[SERVICE_LEVEL],
+                help="What stage 1's load probe confirms after its fast steps: session-length "
+                     "runs (load_probe_session_s) judged one session at a time, bracketed and "
+                     "bisected from the fast estimate, at a deadline and quantile. "
+                     f"'{SERVICE_LEVEL}' (the default): the deadline_ms and qos_quantile of the "
+                     "service being placed (services at load_probe_session_pps), so only the "
+                     "levels the zone's services use are confirmed; other names: qos_levels "
+                     "names, confirmed whatever is placed. A service at a confirmed deadline, "
+                     "quantile and rate announces the confirmed slots (orchestrator launches, "
+                     "qscore and cost-benefit ranking); until then, and at any level not "
+                     "confirmed, load_probe_unconfirmed_share of the fast estimate. Costs about "
+                     "load_probe_confirm_runs x (load_probe_session_s + 1 s) per level and "
+                     "environment type, once per probe validity (about 2.5 min with the "
+                     "defaults; in the background with load_probe_confirm_background). Empty: "
+                     "no confirm phase, every service gets the fast estimate undiminished, "
+                     "which was 49 % under to 60 % over the per-session reference on two "
+                     "machines (bench/results/slots.md)."),
+    cfg.BoolOpt("load_probe_confirm_background", default=True,
+                help="Run the confirm phase in the background: stage 1 returns the fast steps' "
+                     "result at once (the first placement on a new environment type waits for "
+                     "the fast steps only) and it is replaced in the probe cache when the "
+                     "confirm lands; meanwhile services read load_probe_unconfirmed_share of "
+                     "the fast estimate. One load measurement at a time: another load probe "
+                     "waits for it. False: the placement waits for the confirm."),
+    cfg.FloatOpt("load_probe_unconfirmed_share", default=UNCONFIRMED_SHARE, min=0.01, max=1.0,
+                 help="Share of the fast estimate a probe that confirms announces where it has "
+                      "no confirmed capacity (the confirm under way or failed, a level it did "
+                      "not confirm). 0.5: the fast estimate read up to 57 % over the per-session "
+                      "reference on the quiet host of bench/results/slots.md, and the admission "
+                      "at half of it is benched there (bench.slots qoe, 'unconfirmed')."),
     cfg.FloatOpt("load_probe_session_s", default=DEFAULT_SESSION_S, min=0.5, max=600.0,
                  help="Seconds one session lasts in the load probe's confirm runs: the session "
                       "length the confirmed slots are judged at (a 2 s step does not show what "
@@ -135,26 +159,44 @@ def parse_levels(items) -> list:
 
 
 def confirm_targets(conf: cfg.ConfigOpts) -> list:
-    """The SessionTargets stage 1's load probe confirms (``load_probe_confirm_levels``, empty =
-    none), one per named QoS level, at its deadline and quantile and ``[evaluator] max_loss``;
-    two levels at one deadline and quantile share one. ValueError naming the configured levels
-    for an unknown name."""
-    from .confirm import SessionTarget
+    """The SessionTargets stage 1's load probe confirms whatever is placed
+    (``load_probe_confirm_levels`` names other than ``service``; empty = none), one per named
+    QoS level, at its deadline and quantile and ``[evaluator] max_loss``; two levels at one
+    deadline and quantile share one. ValueError naming the configured levels for an unknown
+    name."""
     c = conf.evaluator
     levels = {lv.name: lv for lv in parse_levels(c.qos_levels)}
     names = [n.strip() for n in c.load_probe_confirm_levels or () if n.strip()]
     targets = []
     for name in dict.fromkeys(names):
+        if name == SERVICE_LEVEL:
+            continue
         if name not in levels:
             raise ValueError(f"[evaluator] load_probe_confirm_levels: {name!r} is not a QoS "
-                             f"level of qos_levels ({', '.join(levels) or 'none'})")
+                             f"level of qos_levels ({', '.join(levels) or 'none'}) nor "
+                             f"{SERVICE_LEVEL!r}")
         lv = levels[name]
-        t = SessionTarget(lv.deadline_ms, lv.quantile, session_s=c.load_probe_session_s,
-                          max_loss=c.max_loss, runs=c.load_probe_confirm_runs,
-                          margin=c.load_probe_confirm_margin)
+        t = _target(c, lv.deadline_ms, lv.quantile)
         if t not in targets:                  # two levels at one deadline and quantile: one run
             targets.append(t)
     return targets
+
+
+def _target(c, deadline_ms: float, quantile: float):
+    from .confirm import SessionTarget
+    return SessionTarget(deadline_ms, quantile, session_s=c.load_probe_session_s,
+                         max_loss=c.max_loss, runs=c.load_probe_confirm_runs,
+                         margin=c.load_probe_confirm_margin)
+
+
+def service_target(conf: cfg.ConfigOpts):
+    """The template of the placed service's SessionTarget (``service`` in
+    ``load_probe_confirm_levels``: the default): session length, runs, margin and max_loss from
+    [evaluator], the deadline and quantile the service's (LoadProbe.targets); None without."""
+    c = conf.evaluator
+    if SERVICE_LEVEL not in [n.strip() for n in c.load_probe_confirm_levels or ()]:
+        return None
+    return _target(c, 10.0, 0.99)
 
 
 def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
@@ -167,7 +209,11 @@ def make_probes(conf: cfg.ConfigOpts, valid_for_s: float = 3600.0) -> list:
                       refine=c.load_probe_refine, stop_loss=c.load_probe_stop_loss,
                       proto=c.load_probe_proto, prefix=c.load_probe_netns_prefix,
                       subnet=c.load_probe_subnet, traffic=c.load_probe_traffic,
-                      confirm=confirm_targets(conf) or None, valid_for_s=valid_for_s)]
+                      confirm=confirm_targets(conf) or None,
+                      confirm_service=service_target(conf),
+                      background=c.load_probe_confirm_background,
+                      unconfirmed_share=c.load_probe_unconfirmed_share,
+                      valid_for_s=valid_for_s)]
 
 
 def make_stage1(conf: cfg.ConfigOpts, engine_or_url, valid_for_s: float = 3600.0):

@@ -33,6 +33,8 @@ arguments.
 from __future__ import annotations
 
 import abc
+import atexit
+import dataclasses
 import json
 import math
 import os
@@ -94,9 +96,9 @@ class Probe(abc.ABC):
         """Whether this probe can run in ``zone`` at all (and why not)."""
         return True, ""
 
-    def covers(self, result: ProbeResult) -> bool:
-        """Whether a valid cached ``result`` of this kind answers this probe as configured
-        (stage 1 probes again when not; :meth:`LoadProbe.covers`)."""
+    def covers(self, result: ProbeResult, service: ServiceProfile | None = None) -> bool:
+        """Whether a valid cached ``result`` of this kind answers this probe as configured, for
+        ``service`` (stage 1 probes again when not; :meth:`LoadProbe.covers`)."""
         return True
 
     @abc.abstractmethod
@@ -524,7 +526,8 @@ class LoadProbe(Probe):
                  refine: int = 3, knee_loss: float = 0.01, proto: str = "icmp",
                  window_s: float = 0.4, extend: bool = False, max_sessions: int = 4096,
                  recheck: int = 3, traffic: str = NETNS, client_nice: int = 0,
-                 confirm=None):
+                 confirm=None, confirm_service=None, background: bool = False,
+                 unconfirmed_share: float = confirming.UNCONFIRMED_SHARE):
         sessions = sorted({int(s) for s in sessions})
         if not sessions or sessions[0] < 1:
             raise ValueError(f"LoadProbe sessions must be positive counts, got {sessions}")
@@ -570,6 +573,43 @@ class LoadProbe(Probe):
             raise ValueError(f"LoadProbe confirm must be a SessionTarget or a list of them, got "
                              f"{confirm!r}")
         self.confirms = confirms
+        if confirm_service is not None and not isinstance(confirm_service,
+                                                          confirming.SessionTarget):
+            raise ValueError(f"LoadProbe confirm_service must be a SessionTarget (its session "
+                             f"length, runs and margin; the service gives the deadline and "
+                             f"quantile) or None, got {confirm_service!r}")
+        self.confirm_service = confirm_service
+        if not 0 < float(unconfirmed_share) <= 1:
+            raise ValueError(f"LoadProbe unconfirmed_share must be in (0, 1], got "
+                             f"{unconfirmed_share!r}")
+        self.unconfirmed_share = float(unconfirmed_share)
+        self.background = bool(background)
+        self._pending: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    def targets(self, service: ServiceProfile | None = None) -> tuple:
+        """The SessionTargets a run for ``service`` confirms: the configured ones
+        (``confirm``) and, with ``confirm_service``, the service's own deadline and quantile at
+        the template's session length, runs and margin (only when the service's sessions send
+        at the probe's ``session_pps``: a confirm at another rate is not read,
+        :func:`~fluidvim.evaluator.confirm.confirm_for`)."""
+        out = list(self.confirms)
+        t = self.confirm_service
+        if (t is not None and service is not None
+                and math.isclose(float(service.session_pps), self.session_pps)):
+            mine = dataclasses.replace(t, deadline_ms=float(service.deadline_ms),
+                                       quantile=float(service.qos_quantile))
+            if mine not in out:
+                out.append(mine)
+        return tuple(out)
+
+    def carries(self, target) -> bool:
+        """Whether a target of a result this probe replaces is measured again with it: another
+        service's level at this probe's ``confirm_service`` session length, runs and margin
+        (stage 1; a target of an older configuration is not)."""
+        t = self.confirm_service
+        return t is not None and dataclasses.replace(
+            target, deadline_ms=t.deadline_ms, quantile=t.quantile) == t
 
     def _mode(self, zone) -> tuple[str, bool, str]:
         """(traffic this run uses in ``zone``, whether it can, why not)."""
@@ -585,8 +625,20 @@ class LoadProbe(Probe):
     def applicable(self, zone) -> tuple[bool, str]:
         return self._mode(zone)[1:]
 
-    def run(self, env, zone, service=None, progress=None) -> ProbeResult:
+    def run(self, env, zone, service=None, progress=None, also=(),
+            on_confirmed=None) -> ProbeResult:
+        """The probe's result (module docstring). Confirm targets: :meth:`targets` of
+        ``service`` plus ``also`` (stage 1's: those of the cached result this run replaces, so
+        one service's probe does not drop another's confirmed level). With ``background``
+        (and ``on_confirmed``), the result of the fast steps is returned at once, its targets in
+        ``metrics["confirm_pending"]``, while a thread runs the confirm phase on the same probe
+        VNF and test network and then calls ``on_confirmed(result)`` with the confirmed result
+        (same measurement time) and tears the VNF and network down; meanwhile the QoE capacity
+        reads the fast steps derated (:func:`~fluidvim.evaluator.confirm.unconfirmed_capacity`).
+        Probes of this prefix wait for it (one load measurement at a time)."""
         t0 = time.perf_counter()
+        targets = list(self.targets(service))
+        targets += [t for t in also if t not in targets]
         mode, ok, why = self._mode(zone)
         base = {"session_pps": self.session_pps, "step_s": self.step_s,
                 "payload_bytes": self.payload, "client_nice": self.client_nice,
@@ -603,17 +655,45 @@ class LoadProbe(Probe):
                                 "generator's engine receive time (its vCPU's delays included)")
         if not ok:
             return self._result(env, zone, False, base, why, t0)
+        if targets:
+            base["unconfirmed_share"] = self.unconfirmed_share
         lock = _NET_LOCKS.setdefault(self.prefix, threading.Lock())
-        with lock:
-            return self._run_locked(env, zone, base, t0, progress, mode)
+        lock.acquire()
+        handed = False
+        try:
+            r, handed = self._run_locked(env, zone, base, t0, progress, mode, targets,
+                                         lock if self.background and on_confirmed else None,
+                                         on_confirmed)
+            return r
+        finally:
+            if not handed:
+                lock.release()
 
-    def _run_locked(self, env, zone, base, t0, progress, mode):
+    def _run_locked(self, env, zone, base, t0, progress, mode, targets, lock, on_confirmed):
+        """(the result, whether a background confirm took the VNF, network and ``lock``)."""
         host = host_for(zone, env)
         metrics = dict(base, host=host)
         inst = echo = None
         error = None
+        handed = False
         gen = genprobe.GeneratorTraffic(self, zone, host) if mode == VNF else None
         net = gen or TestNet(self.prefix, self.subnet)
+
+        def teardown(error):
+            if echo is not None:
+                echo.terminate()
+                try:
+                    echo.wait(5)
+                except subprocess.TimeoutExpired:
+                    echo.kill()
+            if inst is not None:
+                try:
+                    zone.terminate(inst.id)
+                except Exception as e:  # noqa: BLE001
+                    error = error or f"could not terminate the probe VNF {inst.id}: {e}"
+            down_error = net.down()             # TestNet: None; the generator's networks: why not
+            return error or down_error
+
         try:
             if gen is None:
                 net.up()
@@ -671,32 +751,92 @@ class LoadProbe(Probe):
                 keep = dict(keep, rechecked=True,
                             recheck_discarded={k: drop[k] for k in DISCARDED_KEYS if k in drop})
                 metrics["steps"][i] = keep
-            if self.confirms and gen is None:
+            if targets and gen is None and lock is not None and metrics["steps"]:
+                metrics["confirm_pending"] = [t.as_dict() for t in targets]
+                self._mark_contended(metrics)
+                fast = self._result(env, zone, True, metrics, None, t0)
+
+                def confirm_then_teardown():
+                    try:
+                        final = self._confirmed(fast, net, stats_fn, inst.id, env, targets)
+                    except Exception as e:  # noqa: BLE001 - the fast result stands, derated
+                        LOG.exception("load probe %s: background confirm raised", env.uid)
+                        final = None
+                        err = f"background confirm raised {type(e).__name__}: {e}"
+                    try:
+                        err2 = teardown(None)
+                        if err2:
+                            LOG.warning("load probe %s: %s", env.uid, err2)
+                    finally:
+                        lock.release()
+                    if final is None:
+                        final = dataclasses.replace(fast, valid_for_s=self.valid_for_s,
+                                                    metrics=_without_pending(
+                            fast.metrics, {"target": fast.metrics["confirm_pending"][0],
+                                           "runs": [], "error": err}))
+                    try:
+                        on_confirmed(final)
+                    except Exception:  # noqa: BLE001 - the caller's cache; logged
+                        LOG.exception("load probe %s: storing the confirmed result failed",
+                                      env.uid)
+
+                th = threading.Thread(target=confirm_then_teardown, daemon=True,
+                                      name=f"confirm-{env.uid[:8]}")
+                self._pending = [t for t in self._pending if t.is_alive()] + [th]
+                _PENDING.add(self)
+                handed = True
+                th.start()
+                return fast, True
+            if targets and gen is None:
                 blocks = [self._confirm(net, stats_fn, inst.id, env, metrics, progress, t)
-                          for t in self.confirms]
+                          for t in targets]
                 metrics["confirm"] = blocks[0] if len(blocks) == 1 else blocks
         except Exception as e:  # noqa: BLE001 - the environment failed: a probe result
             error = f"load probe in zone {zone.name} failed: {e}"
         finally:
-            if echo is not None:
-                echo.terminate()
-                try:
-                    echo.wait(5)
-                except subprocess.TimeoutExpired:
-                    echo.kill()
-            if inst is not None:
-                try:
-                    zone.terminate(inst.id)
-                except Exception as e:  # noqa: BLE001
-                    error = error or f"could not terminate the probe VNF {inst.id}: {e}"
-            down_error = net.down()             # TestNet: None; the generator's networks: why not
-            error = error or down_error
+            if not handed:
+                error = teardown(error)
         ok = error is None and bool(metrics["steps"])
+        self._mark_contended(metrics)
+        return self._result(env, zone, ok, metrics, error, t0), False
+
+    @staticmethod
+    def _mark_contended(metrics: dict) -> None:
         if busy := contended_steps(metrics["steps"]):
             metrics["contended"] = (f"the probe VNF waited for a CPU more than "
                                     f"{CONTENDED_WAIT_SHARE:.0%} of its runnable time at "
                                     f"{busy} sessions: the host was busy with other work")
-        return self._result(env, zone, ok, metrics, error, t0)
+
+    def _confirmed(self, fast: ProbeResult, net, stats_fn, instance_id, env,
+                   targets) -> ProbeResult:
+        """The background confirm phase: ``fast`` (the fast steps' result) with its confirm
+        blocks, one per target, in place of ``confirm_pending``. :meth:`close` stops it
+        between runs (the block then says so: the fast reading stands, derated)."""
+        metrics = dict(fast.metrics)
+        blocks = []
+        for t in targets:
+            if self._stop.is_set():
+                blocks.append({"target": t.as_dict(), "runs": [],
+                               "error": "stopped: the probe was closed before this target"})
+                continue
+            blocks.append(self._confirm(net, stats_fn, instance_id, env, metrics, None, t))
+        return dataclasses.replace(fast, valid_for_s=self.valid_for_s, metrics=_without_pending(
+            metrics, blocks[0] if len(blocks) == 1 else blocks))
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait for the background confirm phases under way to land (True when none is left)."""
+        for th in list(self._pending):
+            th.join(timeout_s)
+        return not any(th.is_alive() for th in self._pending)
+
+    def close(self, timeout_s: float = 60.0) -> None:
+        """Stop background confirm phases between runs and wait for their teardown (at most
+        ``timeout_s``): a process that exits leaves no probe VNF or test network behind."""
+        self._stop.set()
+        for th in self._pending:
+            th.join(timeout_s)
+        self._pending = []
+        _PENDING.discard(self)
 
     def _measure(self, net, stats_fn, instance_id, n, env, progress) -> dict:
         before = self._vnf_stats(stats_fn, instance_id)
@@ -717,15 +857,17 @@ class LoadProbe(Probe):
                  step["loss"] * 100)
         return step
 
-    def covers(self, result: ProbeResult) -> bool:
-        """Whether a cached result of this kind answers this probe: a successful one must carry
-        a confirm phase for each of its targets (:func:`~fluidvim.evaluator.confirm.has_target`),
-        else it was measured before they were configured (or by a probe with other ones) and its
-        slots would be the fast estimate until it expires. Failed results stand (they are kept
-        only ``[evaluator] probe_failure_valid_for``)."""
-        if not result.ok or not self.confirms or result.metrics.get("traffic") == VNF:
+    def covers(self, result: ProbeResult, service: ServiceProfile | None = None) -> bool:
+        """Whether a cached result of this kind answers this probe for ``service``: a
+        successful one must carry a confirm phase (done or under way) for each of its targets
+        (:meth:`targets`, :func:`~fluidvim.evaluator.confirm.has_target`), else it was measured
+        before they were configured (or for other services) and its slots would be the fast
+        estimate, derated, until it expires. Failed results stand (they are kept only
+        ``[evaluator] probe_failure_valid_for``)."""
+        targets = self.targets(service)
+        if not result.ok or not targets or result.metrics.get("traffic") == VNF:
             return True
-        return all(confirming.has_target(result, t) for t in self.confirms)
+        return all(confirming.has_target(result, t) for t in targets)
 
     def _confirm(self, net, stats_fn, instance_id, env, metrics, progress, t) -> dict:
         """The confirm phase for target ``t`` (a :class:`~fluidvim.evaluator.confirm.SessionTarget`):
@@ -748,6 +890,9 @@ class LoadProbe(Probe):
         t0 = time.perf_counter()
         out = {"target": t.as_dict(), "estimate": estimate, "runs": runs}
         while (n := confirming.next_confirm(runs, estimate, self.max_sessions, t)) is not None:
+            if self._stop.is_set():
+                out["error"] = "stopped: the probe was closed during its confirm phase"
+                break
             try:
                 runs.append(self._session_run(net, stats_fn, instance_id, n, t))
             except RuntimeError as e:       # the fast steps stand; the confirm is not read
@@ -820,6 +965,24 @@ class LoadProbe(Probe):
             return stats_fn(instance_id) or {}
         except Exception:  # noqa: BLE001 - optional extra
             return {}
+
+
+# LoadProbes with a confirm phase under way in the background: stopped at the process's exit
+_PENDING: set = set()
+
+
+@atexit.register
+def _close_pending() -> None:
+    for p in list(_PENDING):
+        p.close(timeout_s=30.0)
+
+
+def _without_pending(metrics: dict, confirm) -> dict:
+    """``metrics`` with ``confirm`` (a block or a list of blocks) in place of the targets
+    the background confirm had under way."""
+    out = {k: v for k, v in metrics.items() if k != "confirm_pending"}
+    out["confirm"] = confirm
+    return out
 
 
 def _wait_share(before: dict | None, after: dict | None) -> float | None:

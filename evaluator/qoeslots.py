@@ -348,15 +348,21 @@ def qoe_capacity(result: ProbeResult, deadline_ms: float, quantile: float,
     those session-length runs show (``confirmed_capacity``, the target's own definition);
     else read off the fast steps: the whole-step curve (:func:`whole_steps`), or with
     ``session_packets`` the late share that keeps 99 % of sessions of that many packets within
-    their own quantile (:func:`late_capacity`). The one reading of a load probe: stage 1's slots
-    and feasibility (``analyzers``) and the launch's ``qoe`` capacity (:func:`launch_qoe`) both
-    come from here. SlotsError as estimate_capacity."""
-    from .confirm import confirm_for, confirmed_capacity  # confirm.py builds on this module
+    their own quantile (:func:`late_capacity`); from a probe that confirms, derated until its
+    confirm lands (:func:`~fluidvim.evaluator.confirm.unconfirmed_capacity`). The one reading
+    of a load probe: stage 1's slots and feasibility (``analyzers``) and the launch's ``qoe``
+    capacity (:func:`launch_qoe`) both come from here. SlotsError as estimate_capacity."""
+    from .confirm import (  # confirm.py builds on this module
+        confirm_for,
+        confirmed_capacity,
+        unconfirmed_capacity,
+    )
     load_steps(result, deadline_ms, quantile, session_pps)      # SlotsError on bad input
     conf = confirm_for(result, deadline_ms, quantile, session_pps, session_packets)
     if conf is not None:
         return confirmed_capacity(result, conf)
-    return fast_capacity(result, deadline_ms, quantile, session_pps, max_loss, session_packets)
+    return unconfirmed_capacity(result, fast_capacity(result, deadline_ms, quantile, session_pps,
+                                                      max_loss, session_packets))
 
 
 def fast_capacity(result: ProbeResult, deadline_ms: float, quantile: float,

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from oslo_log import log as logging
 
 from .cache import ProbeCache
-from .confirm import confirm_failed
+from .confirm import SessionTarget, confirm_blocks, confirm_failed, pending_targets
 from .model import STATIC, EnvironmentType, ProbeResult, ServiceProfile
 from .overhead import probe_plan
 from .probes import BootProbe, LoadProbe, Probe, StaticProbe
@@ -174,28 +174,67 @@ class Stage1Runner:
         return out
 
     @staticmethod
-    def _cached(out, uid, zname, probe):
-        """The valid cached result of ``probe`` for ``uid`` that answers it as configured
-        (``probe.covers``: e.g. a load probe result with its confirm targets), else None."""
+    def _cached(out, uid, zname, probe, service):
+        """(the valid cached result of ``probe`` for ``uid`` that answers it as configured for
+        ``service`` - ``probe.covers``: e.g. a load probe result with the service's confirm
+        target - else None; the cached result it does not cover, else None)."""
         cached = out.valid.get(uid, probe.kind, zone=zname if probe.per_zone else None)
-        if cached is not None and not probe.covers(cached):
+        if cached is not None and not probe.covers(cached, service):
             LOG.info("cached %s of %s does not cover the probe as configured: probing again",
                      probe.kind, uid)
-            return None
-        return cached
+            return None, cached
+        return cached, None
+
+    def close(self, timeout_s: float = 60.0) -> None:
+        """Stop the probes' background work (a load probe's confirm phase: its VNF and test
+        network are torn down); the results it did not finish stay derated in the cache."""
+        for p in self.probes:
+            close = getattr(p, "close", None)
+            if close is not None:
+                close(timeout_s)
+
+    def _limit_validity(self, r: ProbeResult) -> None:
+        """A failed, contended or unconfirmed result is kept only a failed result's time; the
+        fast result of a confirm under way until it should have landed (its runs at most)
+        plus that time, so a confirm lost with its process is measured again rather than read
+        derated for a whole probe validity."""
+        if not r.ok or r.metrics.get("contended") or confirm_failed(r.metrics):  # again soon
+            r.valid_for_s = min(r.valid_for_s, self.failure_valid_for_s)
+        elif pend := pending_targets(r.metrics):
+            runs_s = sum((int(t["runs"]) + int(t["reruns"])) * (float(t["session_s"]) + 2.0)
+                         for t in pend)
+            r.valid_for_s = min(r.valid_for_s, self.failure_valid_for_s + runs_s)
+
+    def _landed(self, result: ProbeResult) -> None:
+        """A background confirm landed: its result replaces the fast one in the cache (newest
+        row wins), valid as long as a probe result is, or as a failed one when it failed."""
+        if confirm_failed(result.metrics):
+            result.valid_for_s = min(result.valid_for_s, self.failure_valid_for_s)
+        try:
+            self.cache.put(result)
+            LOG.info("load probe of %s: confirm landed (%s)", result.env_uid,
+                     "failed: the fast reading stays derated" if confirm_failed(result.metrics)
+                     else "confirmed")
+        except ValueError as e:
+            LOG.warning("confirmed probe result of %s not cached: %s", result.env_uid, e)
+
+    @staticmethod
+    def _take(out, uid, probe, cached, progress, step, total, note: str = "") -> None:
+        out[uid].append(cached)
+        age = time.time() - cached.measured_at
+        out.actions.append(ProbeAction(uid, probe.kind, cached.zone, "cached", cached.ok,
+                                       reason=f"measured {age:.0f} s ago, valid "
+                                              f"{cached.valid_until - time.time():.0f} s more"
+                                              + note))
+        if progress:
+            progress({"event": "cached", "uid": uid, "kind": probe.kind, "zone": cached.zone,
+                      "step": step, "total": total})
 
     def _one(self, out, targets, uid, zname, probe, service, progress, step, total):
         env = out.envs[uid]
-        cached = self._cached(out, uid, zname, probe)
+        cached, stale = self._cached(out, uid, zname, probe, service)
         if cached is not None:
-            out[uid].append(cached)
-            age = time.time() - cached.measured_at
-            out.actions.append(ProbeAction(uid, probe.kind, cached.zone, "cached", cached.ok,
-                                           reason=f"measured {age:.0f} s ago, valid "
-                                                  f"{cached.valid_until - time.time():.0f} s more"))
-            if progress:
-                progress({"event": "cached", "uid": uid, "kind": probe.kind, "zone": cached.zone,
-                          "step": step, "total": total})
+            self._take(out, uid, probe, cached, progress, step, total)
             return
         # type probes may run in any zone offering the type; prefer the planned one
         zones = [zname] + ([z for z in out.zones_of[uid] if z != zname] if not probe.per_zone
@@ -207,6 +246,11 @@ class Stage1Runner:
                 where = z
                 break
             why_not.append(why)
+        if where is None and stale is not None:     # cannot measure it better here: as it is
+            self._take(out, uid, probe, stale, progress, step, total,
+                       "; does not cover the probe as configured, which cannot run here: "
+                       f"{why_not[0] if why_not else 'not applicable'}")
+            return
         if where is None:
             out.actions.append(ProbeAction(uid, probe.kind, zname, "skipped",
                                            reason=why_not[0] if why_not else "not applicable"))
@@ -218,15 +262,19 @@ class Stage1Runner:
             progress({"event": "start", "uid": uid, "kind": probe.kind, "zone": where,
                       "step": step, "total": total})
         t = time.perf_counter()
+        kw = {}
+        if isinstance(probe, LoadProbe):    # keep the levels the replaced result confirmed
+            kw = {"also": [t for t in _targets_of(stale)
+                           if probe.carries(t) and t not in probe.targets(service)],
+                  "on_confirmed": self._landed}
         try:
-            r = probe.run(env, targets[where], service)
+            r = probe.run(env, targets[where], service, **kw)
         except Exception as e:  # noqa: BLE001 - a probe bug must not stop placement
             LOG.exception("probe %s of %s in %s raised", probe.kind, uid, where)
             r = ProbeResult(env_uid=uid, kind=probe.kind, ok=False, metrics={}, zone=where,
                             error=f"probe raised {type(e).__name__}: {e}")
         secs = time.perf_counter() - t
-        if not r.ok or r.metrics.get("contended") or confirm_failed(r.metrics):  # again soon
-            r.valid_for_s = min(r.valid_for_s, self.failure_valid_for_s)
+        self._limit_validity(r)
         try:
             self.cache.put(r)
         except ValueError as e:
@@ -237,3 +285,20 @@ class Stage1Runner:
         if progress:
             progress({"event": "done", "uid": uid, "kind": probe.kind, "zone": where,
                       "step": step, "total": total, "ok": r.ok, "seconds": secs})
+
+
+def _targets_of(result: ProbeResult | None) -> list[SessionTarget]:
+    """The SessionTargets a load probe result confirmed or has under way (none for None)."""
+    if result is None:
+        return []
+    dicts = [c.get("target") for c in confirm_blocks(result.metrics)]
+    dicts += pending_targets(result.metrics)
+    out = []
+    for d in dicts:
+        try:
+            t = SessionTarget(**d)
+        except (TypeError, ValueError):     # a block of an older release: not carried over
+            continue
+        if t not in out:
+            out.append(t)
+    return out

@@ -449,6 +449,8 @@ class Orchestrator:
 
     def close(self) -> None:
         self.stop()
+        if close_probes := getattr(self.placement.stage1, "close", None):
+            close_probes()          # a load probe's background confirm: its VNF and netns
         self.resolver.close()
         if self.manager is not None and self._own_manager:
             self.manager.close()

@@ -57,6 +57,8 @@ def lone(tmp_path):
         load_probe_sessions = 1,10
         load_probe_step = 0.3
         load_probe_refine = 0
+        # no confirm phase: these tests kill orchestrators, not measure QoE capacity
+        load_probe_confirm_levels =
         load_probe_netns_prefix = fnrlp
         load_probe_subnet = 83
         """))

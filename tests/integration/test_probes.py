@@ -193,7 +193,8 @@ def test_stage1_from_conf_confirms_a_level_and_the_launch_reads_it(mgr, prefix, 
     svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
                          deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})
     res = stage1(load_probe_confirm_levels=["lax"], load_probe_session_s=2.0,
-                 load_probe_confirm_runs=2).ensure({"local-a": zone}, svc)
+                 load_probe_confirm_runs=2, load_probe_confirm_background=False
+                 ).ensure({"local-a": zone}, svc)
     uid = zone.env().uid
     load = res.result(uid, "load")
     assert load is not None and load.ok, res.explain()
@@ -208,10 +209,52 @@ def test_stage1_from_conf_confirms_a_level_and_the_launch_reads_it(mgr, prefix, 
     # another deadline than the confirmed level's: the fast steps
     assert "confirmed by" not in launch_qoe(res[uid], 500.0, 0.5, svc.session_pps)[1]
     # the cached result covers a probe without targets; not one with another session length
-    again = stage1().ensure({"local-a": zone}, svc)
+    again = stage1(load_probe_confirm_levels=[]).ensure({"local-a": zone}, svc)
     assert [a.kind for a in again.cached if a.kind == "load"] == ["load"]
     other = stage1(load_probe_confirm_levels=["lax"], load_probe_session_s=1.0,
-                   load_probe_confirm_runs=1).ensure({"local-a": zone}, svc)
+                   load_probe_confirm_runs=1, load_probe_confirm_background=False
+                   ).ensure({"local-a": zone}, svc)
     assert [a.kind for a in other.probed if a.kind == "load"] == ["load"], other.explain()
     assert other.result(uid, "load").metrics["confirm"]["target"]["session_s"] == 1.0
+    assert mgr.list() == [] and netns_starting(prefix) == [] and links_starting(prefix) == []
+
+
+def test_stage1_default_confirms_the_services_level_in_the_background(mgr, prefix, tmp_path):
+    """The default (load_probe_confirm_levels = service, in the background): the placement
+    gets the fast steps at once, its launch QoE derated (unconfirmed_share); the confirm phase
+    runs the service's own deadline and quantile on the same probe VNF meanwhile, lands in the
+    cache, and the next placement's launch reads the confirmed count. Short here: 1 s sessions,
+    1 run. Nothing is left on the host once it landed."""
+    from fluidvim.evaluator import conf as evconf
+    from fluidvim.evaluator.qoeslots import launch_qoe
+    from fluidvim.orchestrator.conf import make_conf as orch_conf
+
+    conf = orch_conf()
+    evconf.register_opts(conf)
+    for k, v in dict(load_probe_sessions=["1", "20"], load_probe_step=0.5, load_probe_refine=0,
+                     load_probe_netns_prefix=prefix, load_probe_subnet=95, boot_probe_launches=1,
+                     load_probe_session_s=1.0, load_probe_confirm_runs=1).items():
+        conf.set_override(k, v, group="evaluator")
+    runner = evconf.make_stage1(conf, f"sqlite:///{tmp_path}/probes.sqlite", valid_for_s=600)
+    zone = make_zone("local-a", mgr)
+    svc = ServiceProfile(name="fw", click_config="FromDevice(0) -> ToDevice(1);",
+                         deadline_ms=1000.0, qos_quantile=0.5, requirements={"accel": ["kvm", "tcg"]})
+    uid = zone.env().uid
+    try:
+        first = runner.ensure({"local-a": zone}, svc)
+        load = first.result(uid, "load")
+        assert load is not None and load.ok, first.explain()
+        assert load.metrics["confirm_pending"][0]["deadline_ms"] == 1000.0
+        qoe, basis = launch_qoe(first[uid], svc.deadline_ms, svc.qos_quantile, svc.session_pps)
+        assert qoe is not None and "unconfirmed" in basis, basis
+        assert runner.probes[2].wait(120), "the background confirm did not land"
+        second = runner.ensure({"local-a": zone}, svc)
+        assert [a.kind for a in second.cached if a.kind == "load"] == ["load"], second.explain()
+        landed = second.result(uid, "load")
+        assert "confirm_pending" not in landed.metrics and landed.metrics["confirm"]["runs"]
+        qoe2, basis2 = launch_qoe(second[uid], svc.deadline_ms, svc.qos_quantile,
+                                  svc.session_pps)
+        assert qoe2 is not None and "confirmed by" in basis2, basis2
+    finally:
+        runner.close()
     assert mgr.list() == [] and netns_starting(prefix) == [] and links_starting(prefix) == []

@@ -57,14 +57,30 @@ def test_list_opts():
     assert group.name == "evaluator" and {o.name for o in opts} >= {"load_probe_sessions", "analyzer"}
 
 
-def test_confirm_levels_default_off_and_named_levels_build_targets():
+def test_confirm_default_is_the_placed_services_level_in_the_background():
+    from fluidvim.evaluator.confirm import UNCONFIRMED_SHARE, SessionTarget
+    from fluidvim.evaluator.model import ServiceProfile
+    load = evconf.make_probes(make())[2]
+    assert load.confirms == () and load.background                 # no fixed level ...
+    assert load.unconfirmed_share == UNCONFIRMED_SHARE
+    svc = ServiceProfile("fw", "", deadline_ms=25.0, qos_quantile=0.95)
+    (t,) = load.targets(svc)                                       # ... the service's own
+    assert (t.deadline_ms, t.quantile) == (25.0, 0.95)
+    assert t == SessionTarget(25.0, 0.95)                          # default length, runs, margin
+    off = evconf.make_probes(make(load_probe_confirm_levels=[]))[2]
+    assert off.targets(svc) == () and off.confirm_service is None
+    both = evconf.make_probes(make(load_probe_confirm_levels=["service", "basic"],
+                                   load_probe_confirm_background=False))[2]
+    assert not both.background and both.targets(svc) == (SessionTarget(20.0, 0.99), t)
+
+
+def test_confirm_levels_named_levels_build_targets():
     from fluidvim.evaluator.confirm import (
         CONFIRM_MARGIN,
         CONFIRM_RUNS,
         DEFAULT_SESSION_S,
         SessionTarget,
     )
-    assert evconf.make_probes(make())[2].confirms == ()           # the default: no confirm phase
     conf = make(qos_levels=["gold=0.99:10:0.05", "silver=0.95:30", "alias=0.99:10"],
                 load_probe_confirm_levels=["silver", "gold", "alias"], max_loss=0.02)
     load = evconf.make_probes(conf)[2]

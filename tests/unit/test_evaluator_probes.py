@@ -152,3 +152,32 @@ def test_load_probe_confirm_takes_one_target_or_a_list_and_covers_results():
     assert not LoadProbe(confirm=SessionTarget(10.0, 0.99, 2.0)).covers(result(block))
     assert LoadProbe(confirm=a).covers(result(ok=False))   # failures are kept briefly anyway
     assert LoadProbe(confirm=a).covers(result(traffic="vnf"))   # generator traffic: no confirm
+
+
+def test_load_probe_confirms_the_services_level_and_a_pending_one_covers_it():
+    from fluidvim.evaluator.confirm import SessionTarget
+    from fluidvim.evaluator.model import ProbeResult
+    tmpl = SessionTarget(10.0, 0.99, 2.0, runs=2)
+    probe = LoadProbe(confirm_service=tmpl)
+    svc = ServiceProfile("fw", "", deadline_ms=40.0, qos_quantile=0.9)
+    (mine,) = probe.targets(svc)
+    assert mine == SessionTarget(40.0, 0.9, 2.0, runs=2)
+    assert probe.targets(None) == ()                                # no service: nothing
+    other_rate = ServiceProfile("fw", "", deadline_ms=40.0, session_pps=50.0)
+    assert probe.targets(other_rate) == ()      # a confirm at another rate would not be read
+    pending = ProbeResult("u1", "load", True, {"session_pps": 100.0, "traffic": "netns",
+                                               "steps": [], "confirm_pending": [mine.as_dict()]})
+    assert probe.covers(pending, svc)                           # under way: not probed again
+    assert not probe.covers(pending, ServiceProfile("fw", "", deadline_ms=5.0))
+    with pytest.raises(ValueError, match="confirm_service"):
+        LoadProbe(confirm_service={"deadline_ms": 10})
+    with pytest.raises(ValueError, match="unconfirmed_share"):
+        LoadProbe(unconfirmed_share=0.0)
+
+
+def test_load_probe_carries_other_services_levels_not_old_configurations():
+    from fluidvim.evaluator.confirm import SessionTarget
+    probe = LoadProbe(confirm_service=SessionTarget(10.0, 0.99, 2.0, runs=2))
+    assert probe.carries(SessionTarget(50.0, 0.9, 2.0, runs=2))      # another service's level
+    assert not probe.carries(SessionTarget(50.0, 0.9, 16.0))         # an older configuration
+    assert not LoadProbe().carries(SessionTarget(50.0, 0.9))         # no service level

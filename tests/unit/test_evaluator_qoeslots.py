@@ -611,3 +611,73 @@ def test_wait_budget_raised_to_the_steal_of_confirm_runs_that_held():
         WAIT_MARGIN * 0.17 * 1e6)
     # another deadline has no confirm: the steps' budget
     assert qoe_params(r, 20.0, 0.99).wait_ppm == round(WAIT_MARGIN * 0.17 * 1e6)
+
+
+def test_unconfirmed_reading_of_a_probe_that_confirms_is_derated():
+    """A probe that confirms marks its result (``unconfirmed_share``): a deadline it has not
+    confirmed (yet) reads that share of the fast steps, at least 1 slot; the confirmed level
+    reads its runs; a probe that does not confirm keeps the fast reading (the A/B figure)."""
+    from fluidvim.evaluator.qoeslots import fast_capacity, launch_qoe, qoe_capacity
+
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    steps = [full(10000, quiet), full(40000, quiet), full(50000, (20, 30, 40, 50))]
+    plain = ProbeResult(env_uid="u1", kind="load", ok=True,
+                        metrics={"session_pps": 100.0, "max_sessions": 4096, "steps": steps})
+    fast = fast_capacity(plain, 10.0, 0.99).slots
+    assert fast > 10 and qoe_capacity(plain, 10.0, 0.99).slots == fast
+    pending = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={
+        **plain.metrics, "unconfirmed_share": 0.5,
+        "confirm_pending": [{"deadline_ms": 10.0, "quantile": 0.99}]})
+    est = qoe_capacity(pending, 10.0, 0.99)
+    assert est.slots == fast // 2 and "under way in the background" in est.basis
+    qoe, basis = launch_qoe([pending], 10.0, 0.99)
+    assert qoe.capacity == fast // 2 and "unconfirmed" in basis
+    runs = [{"sessions": 300, "n": 300, "over": 0}] * 3
+    done = _probe_with_confirm(steps, runs)
+    done.metrics["unconfirmed_share"] = 0.5
+    assert qoe_capacity(done, 10.0, 0.99, session_packets=1600).slots == 300    # confirmed
+    assert (qoe_capacity(done, 20.0, 0.99).slots            # another level: derated
+            == fast_capacity(done, 20.0, 0.99).slots // 2)
+    tiny = ProbeResult(env_uid="u1", kind="load", ok=True, metrics={
+        "session_pps": 20000.0, "unconfirmed_share": 0.5, "steps": steps})
+    assert fast_capacity(tiny, 10.0, 0.99).slots == 2 and qoe_capacity(tiny, 10.0, 0.99).slots == 1
+
+
+def test_background_confirm_replaces_pending_and_stage1_keeps_it_briefly(monkeypatch, tmp_path):
+    """The background confirm's result (LoadProbe._confirmed) drops ``confirm_pending`` for
+    the blocks and the probe's full validity; stage 1 keeps the pending fast result only until
+    the confirm should have landed plus a failed result's time, stores the landed one over it,
+    and carries the targets of a replaced result into the next probe."""
+    from fluidvim.evaluator.cache import ProbeCache
+    from fluidvim.evaluator.confirm import SessionTarget
+    from fluidvim.evaluator.probes import LoadProbe
+    from fluidvim.evaluator.stage1 import Stage1Runner, _targets_of
+
+    t = SessionTarget(10.0, 0.99, 2.0, runs=2)
+    probe = LoadProbe(confirm_service=t, valid_for_s=3600.0)
+
+    def fake_step(net, n, duration=None, windows=None, per_session=None):
+        return {"offered_pps": n * 100.0, "loss_pooled": 0.0, "latency_pooled_ms": {"0.99": 2.0},
+                "per_session": {"latency_ms": [2.0] * n, "loss": [0.0] * n}}
+
+    monkeypatch.setattr(probe, "_step", fake_step)
+    quiet = (1.0, 2.0, 4.0, 8.0)
+    metrics = {"session_pps": 100.0, "max_sessions": 4096, "unconfirmed_share": 0.5,
+               "steps": [full(10000, quiet), full(20000, (20, 30, 40, 50))],
+               "confirm_pending": [t.as_dict()]}
+    fast = ProbeResult(env_uid="u1", kind="load", ok=True, metrics=metrics, valid_for_s=3600.0)
+    runner = Stage1Runner(ProbeCache(f"sqlite:///{tmp_path}/p.sqlite"), [probe],
+                          failure_valid_for_s=300.0)
+    runner._limit_validity(fast)
+    assert fast.valid_for_s == 300.0 + (2 + t.reruns) * (2.0 + 2.0)
+    runner.cache.put(fast)
+    final = probe._confirmed(fast, None, None, "i1", type("Env", (), {"uid": "u1"})(), [t])
+    assert "confirm_pending" not in final.metrics and final.valid_for_s == 3600.0
+    assert final.metrics["confirm"]["target"] == t.as_dict() and final.metrics["confirm"]["runs"]
+    runner._landed(final)
+    got = runner.cache.get_valid("u1", "load")
+    assert "confirm" in got.metrics and got.valid_for_s == 3600.0
+    assert _targets_of(got) == [t] and _targets_of(fast) == [t] and _targets_of(None) == []
+    probe.close()                                       # stopped: the next confirm does not run
+    stopped = probe._confirmed(fast, None, None, "i1", type("Env", (), {"uid": "u1"})(), [t])
+    assert "stopped" in stopped.metrics["confirm"]["error"]
