@@ -482,6 +482,10 @@ def main(argv=None) -> int:
     q.add_argument("--confirm-margin", type=float, default=CONFIRM_MARGIN,
                    help="the confirm phase's margin under the smallest count that failed "
                         "([evaluator] load_probe_confirm_margin)")
+    q.add_argument("--unconfirmed", choices=("on", "off"), default="on",
+                   help="also admit at what the default announces before its confirm lands "
+                        "(the fast reading x [evaluator] load_probe_unconfirmed_share, "
+                        "bench/slotsqoe.py admit_unconfirmed; ~35 s more)")
     q.add_argument("--admit-over-s", type=float, default=None,
                    help="the admission's sessions arrive evenly over this long, each admitted "
                         "while the VNF says it has a free slot (bench/slotsadmit.py; default: "

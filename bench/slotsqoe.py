@@ -689,6 +689,8 @@ def cmd_qoe(a) -> dict:
                "judged": {"admitted_over_deadline": 0, "over_sessions": []}}
     else:
         adm = admit(a, mgr, params, tag)
+    unconf = (admit_unconfirmed(a, mgr, probe, tag)
+              if getattr(a, "unconfirmed", "on") == "on" and not a.pooled else None)
     mgr.close()
     for d in (f"/run/fluidvim-fvsq-{tag}", f"/tmp/fluidvim-fvsq-{tag}"):   # this run's alone
         shutil.rmtree(d, ignore_errors=True)
@@ -762,7 +764,46 @@ def cmd_qoe(a) -> dict:
         "capacity_error_pct_vs_file": _error_pct(announced, filed),
         # the probe's pooled-quantile capacity (bench/evaluator's figure) against the same
         "capacity_pooled_error_pct": _error_pct(pooled.slots, ref),
+        # the default deployment ([evaluator] load_probe_confirm_levels = service, in the
+        # background): its confirm phase is the one above (the service's deadline and
+        # quantile, --run-s s sessions); before it lands the VNF is told the fast reading x
+        # load_probe_unconfirmed_share, admitted here the same way (admit_unconfirmed)
+        "confirm_s": (probe.metrics.get("confirm") or {}).get("seconds"),
+        "confirm_run_count": len((probe.metrics.get("confirm") or {}).get("runs") or ()),
+        "unconfirmed": (dict(unconf, capacity_error_pct=_error_pct(unconf["capacity"], ref))
+                        if unconf else None),
     }
+
+
+def admit_unconfirmed(a, mgr, probe, tag: str) -> dict:
+    """The admission at what the default announces before its confirm lands: the probe's fast
+    steps read as a probe that confirms reads them for a level it has not confirmed
+    (``unconfirmed_share``: :func:`fluidvim.evaluator.confirm.unconfirmed_capacity`), the
+    VNF told those ``qoe`` parameters, sessions admitted as in the main admission."""
+    import dataclasses
+
+    from fluidvim.evaluator.confirm import UNCONFIRMED_SHARE
+    from fluidvim.evaluator.qoeslots import qoe_params
+
+    share = getattr(a, "unconfirmed_share", UNCONFIRMED_SHARE)
+    metrics = {k: v for k, v in probe.metrics.items() if k != "confirm"}
+    fast = dataclasses.replace(probe, metrics=dict(metrics, unconfirmed_share=share))
+    params = qoe_params(fast, a.deadline_ms, a.quantile, a.session_pps,
+                        session_packets=max(1, round(a.run_s * a.session_pps)))
+    print(f"unconfirmed (before the confirm lands): qoe {params.request()}", flush=True)
+    if params.capacity < 1:
+        return {"share": share, "capacity": 0, "admitted": 0, "admitted_over_deadline_pct": None}
+    adm = admit(a, mgr, params, tag + "u")
+    judged, admitted = adm["judged"], adm["admitted"]
+    pct = (round(100.0 * judged["admitted_over_deadline"] / admitted, 2) if admitted else None)
+    print(f"unconfirmed: {admitted} admitted, {pct} % over the deadline", flush=True)
+    return {"share": share, "capacity": params.capacity, "qoe": params.request(),
+            "admitted": admitted, "offered": adm.get("offered"), "refused": adm.get("refused"),
+            "admitted_over_deadline": judged["admitted_over_deadline"],
+            "admitted_over_deadline_pct": pct,
+            "capacity_at_end": adm["final"]["qoe"]["capacity"],
+            "shrinks": adm["final"]["qoe"]["shrinks"],
+            "accounting": adm["accounting"]}
 
 
 def command(a) -> str:
@@ -772,7 +813,8 @@ def command(a) -> str:
             f"--proto {a.proto} --client-nice {a.client_nice} --probe-step {a.probe_step:g} "
             f"--confirm-runs {getattr(a, 'confirm_runs', 0)} "
             f"--confirm-margin {getattr(a, 'confirm_margin', 0.1):g} "
-            f"--admit-over-s {getattr(a, 'admit_over_s', 0):g}"
+            f"--admit-over-s {getattr(a, 'admit_over_s', 0):g} "
+            f"--unconfirmed {getattr(a, 'unconfirmed', 'off')}"
             f"{' --pooled' if a.pooled else ''}"
             f"{'' if a.vcpu_nice is None else f' --vcpu-nice {a.vcpu_nice}'}"
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "

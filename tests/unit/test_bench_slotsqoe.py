@@ -128,11 +128,11 @@ def test_command_repeats_the_run():
                            vcpu_nice=None, kernel=None, session_points=6, session_refine=3,
                            session_repeats=2, reference_passes=0, points=12, sweep_step=4.0,
                            part="qoe", confirm_runs=5, confirm_margin=0.15,
-                           admit_over_s=16.0)
+                           admit_over_s=16.0, unconfirmed="on")
     assert command(a) == (
         "python -m bench.slots qoe --deadline-ms 10 --quantile 0.99 --session-pps 100 "
         "--run-s 16 --proto icmp --client-nice 0 --probe-step 2 --confirm-runs 5 "
-        "--confirm-margin 0.15 --admit-over-s 16 --session-points 6 "
+        "--confirm-margin 0.15 --admit-over-s 16 --unconfirmed on --session-points 6 "
         "--session-refine 3 --session-repeats 2 --reference-passes 0 --points 12 "
         "--sweep-step 4")
     b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0"})
