@@ -382,7 +382,10 @@ class Stage2Result:
 def fingerprint(analyzer: Analyzer, service: ServiceProfile, candidates: list[Candidate],
                 results: dict) -> str:
     """A hash of what the ranking depends on, minus the live numbers (free slots, delay)."""
-    probes = sorted((uid, r.kind, r.zone, r.ok, round(r.measured_at, 3))
+    from .confirm import confirm_blocks, pending_targets
+    # a background confirm lands as the same measurement with its confirm blocks
+    probes = sorted((uid, r.kind, r.zone, r.ok, round(r.measured_at, 3),
+                     len(confirm_blocks(r.metrics)), len(pending_targets(r.metrics)))
                     for uid, rs in (results or {}).items() for r in rs
                     if r.kind != STATIC)
     static = sorted((uid, r.ok) for uid, rs in (results or {}).items() for r in rs

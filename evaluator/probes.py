@@ -502,9 +502,14 @@ class LoadProbe(Probe):
     session length), a list of them, or None (no confirm phase): with targets, the fast steps are
     followed, per target, by session-length runs judged per session (:meth:`_confirm`,
     ``metrics["confirm"]``: one block, or a list of blocks for several targets), which the QoE
-    capacity at that deadline and quantile is read off; host namespaces only. Stage 1's come from
-    ``[evaluator] load_probe_confirm_levels`` (evaluator/conf.py); :meth:`covers` tells the
-    runner a cached result measured without one of them.
+    capacity at that deadline and quantile is read off; host namespaces only.
+    ``confirm_service``: a SessionTarget whose deadline and quantile are replaced by those of
+    the service a run is for (:meth:`targets`: stage 1's default, ``service`` in ``[evaluator]
+    load_probe_confirm_levels``, evaluator/conf.py); :meth:`covers` tells the runner a cached
+    result measured without one of them. ``background``: the confirm runs in a thread after
+    :meth:`run` returned the fast steps (:meth:`run`); ``unconfirmed_share``: the share of the
+    fast reading a result of a probe that confirms announces at a level it has not confirmed
+    (:func:`~fluidvim.evaluator.confirm.unconfirmed_capacity`).
 
     ``traffic="auto"`` takes host namespaces where this machine can put packets on the zone's
     hosts (the local zone) and a generator VNF elsewhere (Nomad zones whose clients make private
