@@ -161,8 +161,14 @@ def client(a, fd: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.slotsadmit", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.slotsadmit", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example (bench/slotsqoe.py runs it in the client's namespace, stdin a pipe; "
+               "here on loopback):\n"
+               "  (echo 2; sleep 0.5; echo 3; echo end) | .venv/bin/python -m bench.slotsadmit \\\n"
+               "      --src 127.0.0.1 --dst 127.0.0.1 --sessions 3 --pps 20 --duration 1 \\\n"
+               "      --per-session-quantile 0.99 --deadline-ms 10")
     p.add_argument("--src", required=True)
     p.add_argument("--dst", required=True)
     p.add_argument("--port", type=int, default=7)

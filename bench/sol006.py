@@ -29,7 +29,8 @@ SAMPLES = os.path.join(REPO, "etc", "mano")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=30, help="runs per measurement (default 30)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()

@@ -77,7 +77,12 @@ def make_conf(args=None, default_config_files=None, **overrides) -> cfg.ConfigOp
     for group, opts in auth_token.list_opts():
         conf.register_opts(opts, group=group)
     conf(args or [], project="fluidvim", prog="fluidvim-api",
-         default_config_files=default_config_files)
+         default_config_files=default_config_files,
+         description="fluidvim-api: the orchestrator's REST API (docs/api.md), a client of "
+                     "fluidvim-orchestrator over RPC.",
+         epilog="example: fluidvim-api --config-file /etc/fluidvim/fluidvim-api.conf (wsgiref, "
+                "threaded, on [api] bind_port; production: uwsgi --module "
+                "fluidvim.orchestrator.api.wsgi:application, docs/api.md)")
     for key, value in overrides.items():
         group, name = key.split("__", 1)
         conf.set_override(name, value, group=group)
