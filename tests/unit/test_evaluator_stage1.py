@@ -175,7 +175,7 @@ def test_a_cached_result_the_probe_does_not_cover_is_measured_again(cache):
     class Confirming(Recording):
         want, fail = None, False
 
-        def covers(self, result):
+        def covers(self, result, service=None):
             return self.want is None or result.metrics.get("confirm") == self.want
 
         def run(self, env, zone, service=None):
