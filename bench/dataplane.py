@@ -398,7 +398,7 @@ def plot(path: str, data: dict) -> None:
             ax.text(v, i, f" {v:.2f}" if scale == 1e-3 and key == "tcp_mbps" else f" {v:.0f}",
                     va="center", fontsize=8)
     fig.suptitle("bench/dataplane: bridge vs QEMU hub vs VNF on QEMU taps (blue) and on "
-                 "fluidvim-vhost-net (green); no vhost-net, PVM nested KVM, 2 shared cores")
+                 "fluidvim-vhost-net (green); no vhost-net, KVM via kvm_pvm, 2 shared cores")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -489,7 +489,7 @@ def main(argv=None) -> int:
             "latency": latency,
             "ratios": ratios, "kernel": args.kernel or "default",
             "machine": {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1,
-                        "note": "shared 2-core machine; no vhost-net; KVM via kvm_pvm (nested)"},
+                        "note": "shared 2-core machine; no vhost-net; KVM via kvm_pvm (PVM)"},
             "took_s": round(time.time() - t0, 1)}
 
     print(f"\n{'path':<24}{'TCP Mb/s':>10}{'x br':>7}{'64B pps':>10}{'x br':>7}{'loss %':>8}"

@@ -359,7 +359,7 @@ func (v *VNF) KernelCmdline() string {
 }
 
 func cpuArgs(accel string) []string {
-	// `-cpu host` aborts QEMU on nested KVM (MSR 0x10a): max minus arch-capabilities works.
+	// `-cpu host` aborts QEMU on this PVM host (kvm_pvm; MSR 0x10a): max minus arch-capabilities works.
 	if accel == "kvm" {
 		return []string{"-accel", "kvm", "-cpu", "max,-arch-capabilities"}
 	}
