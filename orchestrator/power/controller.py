@@ -245,7 +245,7 @@ class LatencyController:
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
             st.cpu = st.throttled = st.throttled_us = st.rx = st.rate = None
-            st.held, st.good, st.needs, st.rates, st.uses = (), 0, [], [], []
+            st.held, st.good, st.needs, st.rates, st.uses, st.mod_costs = (), 0, [], [], [], []
 
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,
              taps: list | None = None, capacity_pps: float | None = None) -> dict:

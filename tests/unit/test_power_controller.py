@@ -997,6 +997,8 @@ def test_high_load_turns_moderation_on_where_it_cuts_the_cost_per_frame_never_a_
         ("hold", "poll only", 100_000, 1000)}, ds
     assert ds[-1]["why"].endswith("moderated, 15.6 us of host CPU per frame (21.1 open)"), ds[-1]
     assert all(q >= 100_000 for q in writes)          # never a cap at high load
+    c.rebase("u1")      # a pause (bench/powercap's other modes): moderated costs measured anew
+    assert (c.state["u1"].mod_costs, len(c.state["u1"].open_costs)) == ([], 2)
     # the nap gathers at most half the ring at the offered rate: 0.5 x 64 / 45,000 = 711 us
     c, step, _, _ = _high()
     c.set_ring(frames=64)
