@@ -55,6 +55,7 @@ import uuid as uuidlib
 from fluidvim.evaluator.model import ProbeResult
 from fluidvim.evaluator.probes import DEFAULT_SESSIONS, BootProbe, LoadProbe
 from fluidvim.evaluator.slots import estimate_capacity
+from fluidvim.vnf.limits import VCPU_NICE_DEFAULT
 from fluidvim.vnf.manager import VNFManager, make_conf
 
 QUANTILE_KEYS = ("0.5", "0.75", "0.9", "0.95", "0.99", "0.999")
@@ -233,7 +234,8 @@ def main(argv=None) -> int:
                     help="niceness increment for this run and what it starts (QEMU, traffic); "
                          "e.g. -5 on a machine shared with other work (default 0)")
     ap.add_argument("--vcpu-nice", type=int, default=None,
-                    help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
+                    help="[vnf] vcpu_nice of the VNFs (default: the configuration's, "
+                         f"{VCPU_NICE_DEFAULT})")
     ap.add_argument("--zone", choices=("local", "nomad"), default="local",
                     help="where: this machine's launch core (default) or a Nomad cluster")
     ap.add_argument("--clients", type=int, default=2, help="--zone nomad: client agents")
