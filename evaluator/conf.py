@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from fluidvim.common.optgroups import register_group
 from fluidvim.vnf import limits
 
 from .confirm import (
@@ -23,13 +24,8 @@ from .confirm import (
 )
 from .probes import DEFAULT_SESSIONS
 
-
-def _group() -> cfg.OptGroup:
-    return cfg.OptGroup("evaluator", title="Evaluator (stage-1 probes, stage-2 analyzers)",
-                        help="How placement measures environment types and ranks them.")
-
-
-evaluator_group = _group()
+evaluator_group = cfg.OptGroup("evaluator", title="Evaluator (stage-1 probes, stage-2 analyzers)",
+                               help="How placement measures environment types and ranks them.")
 
 SERVICE_LEVEL = "service"   # load_probe_confirm_levels: the placed service's deadline, quantile
 
@@ -129,11 +125,7 @@ evaluator_opts = [
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [evaluator] on ``conf`` (idempotent)."""
-    if evaluator_group.name in conf:
-        return
-    # a group object per ConfigOpts: an OptGroup keeps its options' overrides
-    conf.register_group(_group())
-    conf.register_opts(evaluator_opts, group="evaluator")
+    register_group(conf, evaluator_group, evaluator_opts)
 
 
 def list_opts():

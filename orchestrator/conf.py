@@ -8,6 +8,8 @@ import sys
 
 from oslo_config import cfg
 
+from fluidvim.common.optgroups import register_group
+
 orch_group = cfg.OptGroup("orchestrator", title="fluidvim orchestrator",
                           help="Placement, session-slot registry and resolver service.")
 
@@ -118,12 +120,7 @@ orch_opts = [
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [orchestrator] on ``conf`` (idempotent)."""
-    if orch_group.name in conf:
-        return
-    # a fresh group per ConfigOpts: set_override() values live in the OptGroup (see vnf/conf.py)
-    group = cfg.OptGroup(orch_group.name, title=orch_group.title, help=orch_group.help)
-    conf.register_group(group)
-    conf.register_opts(orch_opts, group=group)
+    register_group(conf, orch_group, orch_opts)
 
 
 def service_opt_modules() -> tuple:

@@ -46,6 +46,8 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from fluidvim.common.optgroups import register_group
+
 from . import states
 from .exception import Refused, invalid
 from .placement import Placement
@@ -97,17 +99,10 @@ hier_opts = [
                  help="Parent cost weight of slot scarcity (1 - log(1+free)/log(1+max free))."),
 ]
 
-_REGISTER_LOCK = threading.Lock()
-
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [hierarchy] once per ConfigOpts (a second call is a no-op)."""
-    with _REGISTER_LOCK:
-        if "hierarchy" in conf:
-            return
-        group = cfg.OptGroup(hier_group.name, title=hier_group.title, help=hier_group.help)
-        conf.register_group(group)
-        conf.register_opts(hier_opts, group=group)
+    register_group(conf, hier_group, hier_opts)
 
 
 def list_opts():

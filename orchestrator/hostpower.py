@@ -50,6 +50,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from fluidvim.common import instance_states as istates
+from fluidvim.common.optgroups import register_group
 from fluidvim.common.zonetypes import ZoneError
 
 from .exception import NotFound, invalid
@@ -207,11 +208,7 @@ host_power_opts = [
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [host_power] on ``conf`` (idempotent)."""
-    if host_power_group.name in conf:
-        return
-    conf.register_group(cfg.OptGroup(host_power_group.name, title=host_power_group.title,
-                                     help=host_power_group.help))
-    conf.register_opts(host_power_opts, group=host_power_group.name)
+    register_group(conf, host_power_group, host_power_opts)
 
 
 def list_opts():

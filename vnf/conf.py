@@ -9,6 +9,8 @@ from importlib import resources
 
 from oslo_config import cfg
 
+from fluidvim.common.optgroups import register_group
+
 from . import limits, states
 
 # Where an installed wheel carries the images it was built with (package data of this package,
@@ -115,13 +117,7 @@ vnf_opts = [
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [vnf] on ``conf`` (idempotent: a second call, or one on a ConfigOpts that has
     the group already, e.g. nova-compute's global CONF, changes nothing)."""
-    if vnf_group.name in conf:
-        return
-    # oslo.config keeps set_override() values in the OptGroup object, so every ConfigOpts gets its
-    # own group: two launch cores in one process (tests, benchmarks) must not share overrides
-    group = cfg.OptGroup(vnf_group.name, title=vnf_group.title, help=vnf_group.help)
-    conf.register_group(group)
-    conf.register_opts(vnf_opts, group=group)
+    register_group(conf, vnf_group, vnf_opts)
 
 
 def list_opts():

@@ -13,6 +13,8 @@ import os
 
 from oslo_config import cfg
 
+from fluidvim.common.optgroups import register_group
+
 PASTE_INI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api-paste.ini")
 
 api_group = cfg.OptGroup("api", title="fluidvim-api",
@@ -47,11 +49,7 @@ api_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    if api_group.name in conf:
-        return
-    group = cfg.OptGroup(api_group.name, title=api_group.title, help=api_group.help)
-    conf.register_group(group)
-    conf.register_opts(api_opts, group=group)
+    register_group(conf, api_group, api_opts)
 
 
 def list_opts():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from fluidvim.common.optgroups import register_group
+
 osm_group = cfg.OptGroup("osm_vim", title="VIM API for OSM RO",
                          help="Images the orchestrator's VIM API (used by the OSM RO plugin "
                               "rovim_fluidvim) offers for the local zone.")
@@ -26,11 +28,7 @@ osm_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    if osm_group.name in conf:
-        return
-    group = cfg.OptGroup(osm_group.name, title=osm_group.title, help=osm_group.help)
-    conf.register_group(group)
-    conf.register_opts(osm_opts, group=group)
+    register_group(conf, osm_group, osm_opts)
 
 
 def list_opts():

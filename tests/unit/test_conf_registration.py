@@ -11,13 +11,13 @@ from oslo_config import cfg, types
 
 from fluidvim.evaluator import conf as evalconf
 from fluidvim.nova_driver import conf as novaconf
-from fluidvim.orchestrator import conf as orchconf, hierarchy, power
+from fluidvim.orchestrator import conf as orchconf, hierarchy, hostpower, power
 from fluidvim.orchestrator.api import conf as apiconf
 from fluidvim.orchestrator.osm import conf as osmconf
 from fluidvim.vnf import conf as vnfconf
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-MODULES = (vnfconf, evalconf, orchconf, power, hierarchy, osmconf, apiconf, novaconf)
+MODULES = (vnfconf, evalconf, orchconf, power, hierarchy, hostpower, osmconf, apiconf, novaconf)
 
 
 def _override(opts):
@@ -42,6 +42,21 @@ def test_register_opts_is_idempotent(mod):
     mod.register_opts(conf)                       # again: no error, nothing reset
     assert conf[name][opt.dest] == value
     assert {o.dest for o in opts} <= set(conf[name])
+
+
+# nova_driver.conf registers its group object itself: nova-compute has one CONF
+@pytest.mark.parametrize("mod", [m for m in MODULES if m is not novaconf], ids=lambda m: m.__name__)
+def test_overrides_stay_in_their_configopts(mod):
+    """Two ConfigOpts in one process (two launch cores of a test) do not share an override
+    (fluidvim.common.optgroups.register_group)."""
+    a, b = cfg.ConfigOpts(), cfg.ConfigOpts()
+    for conf in (a, b):
+        mod.register_opts(conf)
+        conf([], project="fluidvim", default_config_files=[])
+    (group, opts), = mod.list_opts()
+    opt, value = _override(opts)
+    a.set_override(opt.dest, value, group=group.name)
+    assert (a[group.name][opt.dest], b[group.name][opt.dest]) == (value, opt.default)
 
 
 def _namespaces(gen_conf: str) -> list[str]:
