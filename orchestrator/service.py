@@ -480,7 +480,12 @@ def main(argv=None) -> int:
     orchconf.register_service_opts(conf)
     logging.register_options(conf)
     conf(sys.argv[1:] if argv is None else argv, project="fluidvim",
-         prog="fluidvim-orchestrator")
+         prog="fluidvim-orchestrator",
+         description="fluidvim-orchestrator: placement, slots, the resolver and network "
+                     "services over RPC (docs/orchestrator.md).",
+         epilog="example (RabbitMQ at [orchestrator] transport_url, the database made by "
+                "fluidvim-manage db sync): fluidvim-orchestrator --config-file "
+                "/etc/fluidvim/fluidvim-orchestrator.conf")
     logging.setup(conf, "fluidvim-orchestrator")
     from fluidvim.common.migration import SchemaError
     try:
