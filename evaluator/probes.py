@@ -872,6 +872,11 @@ class LoadProbe(Probe):
         targets = self.targets(service)
         if not result.ok or not targets or result.metrics.get("traffic") == VNF:
             return True
+        if "unconfirmed_share" not in result.metrics:
+            # measured by a probe that confirms nothing (before an upgrade to the default, or
+            # seeded): the configured levels are measured again, the service's own is not -
+            # the result is read as it is until it expires (probe_validity)
+            targets = self.confirms
         return all(confirming.has_target(result, t) for t in targets)
 
     def _confirm(self, net, stats_fn, instance_id, env, metrics, progress, t) -> dict:

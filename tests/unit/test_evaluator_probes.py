@@ -166,9 +166,12 @@ def test_load_probe_confirms_the_services_level_and_a_pending_one_covers_it():
     other_rate = ServiceProfile("fw", "", deadline_ms=40.0, session_pps=50.0)
     assert probe.targets(other_rate) == ()      # a confirm at another rate would not be read
     pending = ProbeResult("u1", "load", True, {"session_pps": 100.0, "traffic": "netns",
-                                               "steps": [], "confirm_pending": [mine.as_dict()]})
+                                               "steps": [], "confirm_pending": [mine.as_dict()],
+                                               "unconfirmed_share": 0.5})
     assert probe.covers(pending, svc)                           # under way: not probed again
     assert not probe.covers(pending, ServiceProfile("fw", "", deadline_ms=5.0))
+    legacy = ProbeResult("u1", "load", True, {"session_pps": 100.0, "steps": []})
+    assert probe.covers(legacy, svc)        # a probe that confirmed nothing: read until it expires
     with pytest.raises(ValueError, match="confirm_service"):
         LoadProbe(confirm_service={"deadline_ms": 10})
     with pytest.raises(ValueError, match="unconfirmed_share"):
