@@ -63,9 +63,46 @@ def _progress(cmd):
     return progress
 
 
+# --help examples, one list per command family (each command of the family shows it)
+_EXAMPLES = {
+    "service": ("openstack fluidvim service list --long", "openstack fluidvim service show fw"),
+    "placement": ("openstack fluidvim placement create fw --deploy",
+                  "openstack fluidvim placement list --limit 5",
+                  "openstack fluidvim placement explain 3f2a9c1e -f yaml"),
+    "slots": ("openstack fluidvim slots list", "openstack fluidvim slots list fw --level host"),
+    "zone": ("openstack fluidvim zone list --long",),
+    "instance": ("openstack fluidvim instance list --service fw",
+                 "openstack fluidvim instance show fw.1a2b3c4d",
+                 "openstack fluidvim instance delete fw.1a2b3c4d"),
+    "ns": ("openstack fluidvim ns create etc/mano/fw_chain_ns/fw_chain_nsd.yaml --vnfd etc/mano "
+           "--name chain1",
+           "openstack fluidvim ns list -c name -c status -f value",
+           "openstack fluidvim ns show chain1",
+           "openstack fluidvim ns operation list chain1",
+           "openstack fluidvim ns scale refl1 sessions --out",
+           "openstack fluidvim ns heal chain1 fw.1a2b3c4d",
+           "openstack fluidvim ns delete chain1"),
+}
+
+
+def _examples(family: str) -> str:
+    return "examples:\n" + "\n".join("  " + line for line in _EXAMPLES[family]) + "\n"
+
+
+def _fill_lines(self, text, width, indent):
+    """Description and epilog as written, line by line (cliff's formatter would run the
+    examples together into one paragraph)."""
+    return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 class _Base:
     """Orchestrator errors (the API's 4xx/5xx, as APIClient raises them) as osc's CommandError:
-    one line, exit status 1."""
+    one line, exit status 1; --help keeps the examples' lines."""
+
+    def get_parser(self, prog_name):
+        p = super().get_parser(prog_name)
+        p.formatter_class = type("KeepLines", (p.formatter_class,), {"_fill_text": _fill_lines})
+        return p
 
     def run(self, parsed_args):
         try:
@@ -96,6 +133,8 @@ class _Command(_Base, command.Command):
 class ListService(_Lister):
     """List the services the orchestrator places and resolves."""
 
+    _epilog = _examples("service")
+
     DEFAULT = ("name", "deadline_ms", "max_queuing_delay_s", "slots", "aliases", "requirements")
 
     def take_action(self, args):
@@ -104,6 +143,8 @@ class ListService(_Lister):
 
 class ShowService(_Show):
     """Show a service (its profile: deadline, slots, aliases, requirements, Click config)."""
+
+    _epilog = _examples("service")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
@@ -117,6 +158,8 @@ class ShowService(_Show):
 # -- placements --
 class CreatePlacement(_Show):
     """Place a service: filter, probe, analyze, decide (steps 0-3); --deploy launches it."""
+
+    _epilog = _examples("placement")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
@@ -133,6 +176,8 @@ class CreatePlacement(_Show):
 class ExplainPlacement(_Show):
     """Why a placement chose its zone and host: each step's record."""
 
+    _epilog = _examples("placement")
+
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
         p.add_argument("decision", metavar="<decision>",
@@ -145,6 +190,8 @@ class ExplainPlacement(_Show):
 
 class ListPlacement(_Lister):
     """Recent placement decisions."""
+
+    _epilog = _examples("placement")
 
     DEFAULT = ("id", "service", "status", "zone", "host", "total_ms")
 
@@ -160,6 +207,8 @@ class ListPlacement(_Lister):
 # -- slots, zones --
 class ListSlots(_Lister):
     """Free session slots per service, summed per instance, host, zone or region."""
+
+    _epilog = _examples("slots")
 
     DEFAULT = ("service", "location", "free_slots")
 
@@ -180,6 +229,8 @@ class ListSlots(_Lister):
 class ListZone(_Lister):
     """List zones (admin): kind, region, hosts, queuing delays."""
 
+    _epilog = _examples("zone")
+
     DEFAULT = ("name", "kind", "region", "error")
 
     def take_action(self, args):
@@ -189,6 +240,8 @@ class ListZone(_Lister):
 # -- instances --
 class ListInstance(_Lister):
     """List the instances the orchestrator started."""
+
+    _epilog = _examples("instance")
 
     DEFAULT = ("id", "name", "service", "zone", "host", "status", "slots_total")
 
@@ -203,6 +256,8 @@ class ListInstance(_Lister):
 
 class ShowInstance(_Show):
     """Show an instance."""
+
+    _epilog = _examples("instance")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
@@ -221,6 +276,8 @@ class ShowInstance(_Show):
 class DeleteInstance(_Command):
     """Terminate instances."""
 
+    _epilog = _examples("instance")
+
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
         p.add_argument("instance", metavar="<instance>", nargs="+", help="names or ids")
@@ -234,6 +291,8 @@ class DeleteInstance(_Command):
 # -- network services --
 class ListNS(_Lister):
     """List network services."""
+
+    _epilog = _examples("ns")
 
     DEFAULT = ("name", "status", "zone", "nsd", "instances", "networks", "error")
 
@@ -249,6 +308,8 @@ class ListNS(_Lister):
 class ShowNS(_Show):
     """Show a network service: instances, networks, steps, scaling, operations."""
 
+    _epilog = _examples("ns")
+
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
         p.add_argument("name", metavar="<ns>", help="name or id")
@@ -261,6 +322,8 @@ class ShowNS(_Show):
 class ListNSOperation(_Lister):
     """List a network service's lifecycle operation occurrences (instantiate, scale, heal,
     terminate: SOL005's model), oldest first."""
+
+    _epilog = _examples("ns")
 
     DEFAULT = ("id", "operation", "operationState", "startTime", "stateEnteredTime", "error")
 
@@ -276,6 +339,8 @@ class ListNSOperation(_Lister):
 
 class CreateNS(_Show):
     """Deploy a network service from an NSD and its VNFDs (SOL006 / OSM IM)."""
+
+    _epilog = _examples("ns")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
@@ -301,6 +366,8 @@ class CreateNS(_Show):
 class ScaleNS(_Show):
     """Scale a network service out or in by one step of a VNFD scaling aspect."""
 
+    _epilog = _examples("ns")
+
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
         p.add_argument("name", metavar="<ns>", help="name or id")
@@ -321,6 +388,8 @@ class ScaleNS(_Show):
 class HealNS(_Show):
     """Replace an instance of a network service (NICs on the same virtual links)."""
 
+    _epilog = _examples("ns")
+
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)
         p.add_argument("name", metavar="<ns>", help="name or id")
@@ -333,6 +402,8 @@ class HealNS(_Show):
 
 class DeleteNS(_Command):
     """Delete network services: their instances, networks and services go."""
+
+    _epilog = _examples("ns")
 
     def get_parser(self, prog_name):
         p = super().get_parser(prog_name)

@@ -107,3 +107,23 @@ def test_plugin_columns():
     assert rows[0][2].machine_readable() == {"premium": 4}
     cols, values = v1._one(ROWS[0])
     assert cols == ("aliases", "name", "slots") and values[1:] == ("fw", 4)
+
+
+def test_every_plugin_command_has_examples_that_parse():
+    """`openstack fluidvim X --help` shows its family's examples, one a line, and the examples
+    of X itself parse with X's parser."""
+    import shlex
+    from unittest import mock
+
+    cmds = {ep.name: ep.load() for ep in importlib.metadata.entry_points(
+        group="openstack.fluidvim.v1")}
+    for name, cls in cmds.items():
+        words = name.split("_")[1:]                          # fluidvim_ns_operation_list
+        cmd = cls(mock.Mock(), None, cmd_name="fluidvim " + " ".join(words))
+        parser = cmd.get_parser("openstack fluidvim " + " ".join(words))
+        lines = parser.format_help().partition("\nexamples:\n")[2].splitlines()
+        own = [ln.strip() for ln in lines
+               if ln.strip().startswith("openstack fluidvim " + " ".join(words) + " ")]
+        assert own, name
+        for line in own:
+            parser.parse_args(shlex.split(line)[2 + len(words):])
