@@ -161,7 +161,7 @@ class FluidvimPolicy:
                  wake: str = "order", fill: str = "wake-cost", ahead: bool = True,
                  forecast_window_s: float = 900.0, reserve: float = 0.0,
                  fill_for_need: bool = True, workdir: str | None = None,
-                 session_route: str | None = "efficient"):
+                 session_route: str | None = "efficient", idle_share: float = 0.2):
         """``wake``: which powered-off host a refused placement wakes - ``order``
         (``power.wake_order``: fewest watts per thread at 70 % load), ``idle`` (the least idle
         watts), ``engine`` (the off hosts are candidates of the placement itself).
@@ -194,7 +194,20 @@ class FluidvimPolicy:
         orchestrator's resolver in that ``[orchestrator] session_route``
         (``resolver.slot_order``: ``efficient``, the product's default, ``watts`` or
         ``free``); None: the
-        simulator's shared rule (``SimConfig.route``), as the baselines'."""
+        simulator's shared rule (``SimConfig.route``), as the baselines'.
+        ``idle_share``: a host in service whose serving VNFs keep at most this share of a
+        thread busy each on average (sessions / slots, what the slot registry reports;
+        ``observe_busy``) takes VNFs up to its threads, whatever its fill limit: the resolver
+        routes sessions to the hosts with the fewest dynamic watts per thread first, so the
+        VNFs of a host it routes few to stay idle and one more there costs a thread's
+        allocation, not its watts - the fill limit prices every VNF as a busy thread, and
+        stopped the fleet's dearest awake servers at 50-70 % of their threads holding the
+        scaler's idle headroom while another was woken for the rest (heterogeneous 100 hosts at
+        15:30: eight such servers, ~100 threads free among them, four hosts more awake than the
+        MILP bound, which puts the idle instances on the hosts it keeps awake anyway). 0: off
+        (the fill limit alone, before 2026-11-28 22:00; bench/results/energy.md). Its VNFs
+        drain first on scale-in (``power.over_fill``) once they are busy and the fill limit
+        is back."""
         if session_route is not None and session_route not in resolver.SESSION_ROUTES:
             raise ValueError(f"session_route={session_route!r}: use one of "
                              f"{', '.join(resolver.SESSION_ROUTES)} or None")
@@ -220,6 +233,10 @@ class FluidvimPolicy:
         self.short_peak = power.ShortfallPeak(boot_s)
         self.keep_ahead = 0             # room wake_ahead keeps beyond it: the scaler's next step
         self.fill_for_need = fill_for_need
+        if not 0.0 <= idle_share <= 1.0:
+            raise ValueError(f"idle_share={idle_share!r}: use a share of a thread, 0 to 1")
+        self.idle_share = idle_share
+        self._idle_hosts: frozenset = frozenset()     # hosts filled to their threads (idle VNFs)
         self.wake_need = 0              # VNFs a wake would be for now (fill_for_need), else 0
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fluidvim-energy-")
         self.workdir = workdir or self._tmp.name
@@ -414,6 +431,18 @@ class FluidvimPolicy:
             self.zone.set_power(host, True)
             self._refill()
 
+    def observe_busy(self, busy: dict) -> None:
+        """``busy``: host -> (threads its serving VNFs' sessions keep busy, serving VNFs), the
+        hosts that have any (``idle_share``)."""
+        if self.idle_share <= 0:
+            return
+        idle = frozenset(h for h, (b, n) in busy.items()
+                         if n > 0 and b <= self.idle_share * n and h in self.hosts)
+        if idle != self._idle_hosts:
+            self._idle_hosts = idle
+            self._fills = {}                        # recompute: the limits change
+            self._refill()
+
     def ahead(self, now: float, services: dict, ahead_s: float) -> list[str]:
         """Powered-off hosts to wake now so that they are up when the demand the services'
         slot trends forecast ``ahead_s`` from now needs them (``power.forecast_instances``,
@@ -561,7 +590,10 @@ class FluidvimPolicy:
                 fills[h] = memo[key]
             fills["_best"], fills["_base"] = best, base
         self._fills = fills
-        self.zone.set_fill({h: v for h, v in fills.items() if not h.startswith("_")})
+        fill = {h: v for h, v in fills.items() if not h.startswith("_")}
+        for h in self._idle_hosts:
+            fill[h] = self.hosts[h].cores
+        self.zone.set_fill(fill)
 
     def close(self) -> None:
         if self.orch is not None:

@@ -35,8 +35,10 @@ with the powered-off hosts eligible; the host it picks is woken (its instances s
 until it has booted; sessions that find no free slot meanwhile are refused). A policy with
 ``ahead`` is also asked every step which hosts to wake before any refusal (it sees what the
 scaler sees: each service's slot samples); those wakes cost the same boot, and the policy is
-told when a host has booted (``booted``). A powered-off or draining host is ineligible
-(``Policy.set_eligible``).
+told when a host has booted (``booted``); a policy with ``observe_busy`` is first handed, per
+host, the threads its serving VNFs' sessions keep busy and how many VNFs serve there (what the
+orchestrator's slot registry knows from the slot reports). A powered-off or draining host is
+ineligible (``Policy.set_eligible``).
 
 CPU: a VNF uses one hardware thread at its full slots, ``sessions / slots`` of one in between
 (an idle VNF uses ~0: bench/results/density.json ``idle_cpu_pct_per_vnf``), plus
@@ -646,6 +648,18 @@ class Simulator:
             view[svc.name] = {"history": list(h), "slots": svc.slots,
                               "headroom": max(svc.slots, int(cfg.headroom * total)),
                               "lead_s": cfg.step_s + cfg.launch_s}
+        observe = getattr(self.policy, "observe_busy", None)
+        if observe is not None:
+            # what the orchestrator's slot registry reports: per host, the hardware threads
+            # its serving VNFs' sessions keep busy (sessions / slots) and how many serve
+            ins, v = self.inst, self.inst.view()
+            on = ins.alive[v] & (ins.drain[v] == DRAIN_NONE) & (ins.host[v] >= 0)
+            hv = ins.host[v][on]
+            busy = np.bincount(hv, weights=ins.sess[v][on] / self.slots[ins.svc[v][on]],
+                               minlength=self.H)
+            vnfs = np.bincount(hv, minlength=self.H)
+            observe({self.fleet.hosts[h].id: (float(busy[h]), int(vnfs[h]))
+                     for h in np.nonzero(vnfs)[0]})
         for hid in self.policy.ahead(t, view, ahead_s=cfg.boot_s + cfg.step_s):
             h = self.host_index.get(hid)
             if h is None or self.state[h] != OFF:
