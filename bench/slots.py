@@ -42,7 +42,9 @@ measuring path's own floor (no VNF), the stage-1 load probe of this machine's en
 the VNF's ``qoe`` parameters from it, the swept reference of bench/evaluator's method in the same
 run, then sessions arriving over time admitted until the VNF says full; the fraction of admitted
 sessions over the deadline (with the share expected from the pooled late fraction alone) and
-the capacity against the swept reference.
+the capacity against the swept reference; then (``--unconfirmed on``) the same admission at
+what the default deployment announces before its background confirm lands (the fast reading x
+``[evaluator] load_probe_unconfirmed_share``).
 
 ``nomad`` - Nomad job register -> first session served through the orchestrator, warm, in a real
 multi-client Nomad cluster, and the queuing delay the orchestrator predicted for each launch
@@ -51,7 +53,7 @@ against the one observed (bench/nomadsession.py).
 Examples::
 
     .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
-    sudo .venv/bin/python -m bench.slots qoe              # ~8 min; needs root and the VNF kernel
+    sudo .venv/bin/python -m bench.slots qoe              # ~9 min; needs root and the VNF kernel
     sudo .venv/bin/python -m bench.slots nomad            # ~1.5 min; a Nomad cluster (item 4)
 
 Not a test: no thresholds.

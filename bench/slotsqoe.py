@@ -35,6 +35,12 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    VNF's correction could then only act after every session was in). The trace shows the VNF's
    windows (a read closes one after >= 1 s) and when it stopped announcing room.
 
+5. **unconfirmed** (``--unconfirmed on``, the default): the admission again, on a fresh VNF told
+   what the default deployment announces before its background confirm lands: the fast steps
+   read as a confirming probe reads a level it has not confirmed (x ``[evaluator]
+   load_probe_unconfirmed_share``, :func:`admit_unconfirmed`), with its capacity against the
+   same reference (``unconfirmed``); ``confirm_s``: how long the confirm phase took.
+
 Every run prints and records its CPU accounting (:func:`accounting`): the traffic client's own
 CPU, the VNF's QEMU threads on a CPU and waiting for one, its vCPU's KVM steal share, its
 cgroup's throttled periods and the host's load. On a 2-core host the client, QEMU's main thread
