@@ -572,6 +572,10 @@ class LoadProbe(Probe):
             raise ValueError(f"LoadProbe client_nice must be -20..19 (a nice value), got "
                              f"{client_nice!r}")
         self.client_nice = int(client_nice)
+        self._set_confirm(confirm, confirm_service, background, unconfirmed_share)
+
+    def _set_confirm(self, confirm, confirm_service, background, unconfirmed_share) -> None:
+        """The confirm phase's arguments of :meth:`__init__`, checked."""
         confirms = () if confirm is None else (
             (confirm,) if isinstance(confirm, confirming.SessionTarget) else tuple(confirm))
         if not all(isinstance(t, confirming.SessionTarget) for t in confirms):
