@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -97,9 +96,7 @@ def main(argv=None) -> int:
             fmacs = [n["mac"] for n in fmgr.stats(fwd)["nics"]]
             gmacs = [n["mac"] for n in gmgr.stats(gen)["nics"]]
             if a.reference:
-                echo = net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
-                                 "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-                echo.stdout.readline()
+                echo = net.start_udp_echo()
             for rate in rates:
                 pps = rate / a.sessions
                 r = vnf_step(gmgr, gen, (gmacs[0], fmacs[0]), net, a.sessions, pps, a.duration)
@@ -108,7 +105,7 @@ def main(argv=None) -> int:
                     print(_line("netns", netns_step(net, a.sessions, pps, a.duration)), flush=True)
     finally:
         if echo is not None:
-            echo.kill()
+            testnet.stop(echo)
         for m in (gmgr, fmgr):
             m.destroy_all()
             m.stop_pool()

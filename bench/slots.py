@@ -70,6 +70,7 @@ import time
 import uuid
 
 from fluidvim.evaluator.confirm import CONFIRM_MARGIN, CONFIRM_REPEATS, CONFIRM_RUNS
+from fluidvim.vnf.limits import VCPU_NICE_DEFAULT
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "bench", "results", "slots.json")
@@ -464,7 +465,8 @@ def main(argv=None) -> int:
                         "probe step) instead of the one keeping 99 %% of sessions of --run-s x "
                         "--session-pps packets within their own quantile")
     q.add_argument("--vcpu-nice", type=int, default=None,
-                   help="[vnf] vcpu_nice of the VNFs (default: the configuration's, 10)")
+                   help="[vnf] vcpu_nice of the VNFs (default: the configuration's, "
+                        f"{VCPU_NICE_DEFAULT})")
     q.add_argument("--kernel", default=None,
                    help="[vnf] kernel of the VNFs (default: the built one), e.g. an older build "
                         "for an A/B on the same host")

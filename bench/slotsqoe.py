@@ -115,21 +115,12 @@ def path_floor(a) -> list[dict]:
         try:
             for dev, br in ((x0, net.br0), (x1, net.br1)):
                 subprocess.run(["ip", "link", "set", dev, "master", br, "up"], check=True)
-            echo = (net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
-                              "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-                    if a.proto == "udp" else None)
-            try:
-                if echo is not None and echo.stdout.readline().strip() != "ready":
-                    raise SystemExit("path floor: the UDP echo did not start")
+            with net.udp_echo(a.proto == "udp"):
                 for n in FLOOR_SESSIONS:
                     steps.append(_floor_step(net, a, n))
                     lat = steps[-1]["latency_ms"]
                     print(f"  floor: {n:4d} sessions p50 {lat['0.5']:.3f} p99 {lat['0.99']:.3f} "
                           f"ms (no VNF)", flush=True)
-            finally:
-                if echo is not None:
-                    echo.terminate()
-                    echo.wait(5)
         finally:
             subprocess.run(["ip", "link", "del", x0], check=False)
     return steps
@@ -318,17 +309,10 @@ def _with_vnf(a, mgr, name: str, prefix: str, subnet: int, body):
 
     with TestNet(prefix, subnet) as net:
         vid = mgr.launch(FORWARD, nics=net.bridges, name=name, slots=limits.SLOTS_MAX).vnf_id
-        echo = (net.popen("b", sys.executable, "-m", "fluidvim.evaluator.loadgen", "echo",
-                          "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-                if a.proto == "udp" else None)
         try:
-            if echo is not None and echo.stdout.readline().strip() != "ready":
-                raise SystemExit("the UDP echo did not start")
-            return body(vid, net)
+            with net.udp_echo(a.proto == "udp"):
+                return body(vid, net)
         finally:
-            if echo is not None:
-                echo.terminate()
-                echo.wait(5)
             mgr.destroy(vid)
 
 

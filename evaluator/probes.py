@@ -40,7 +40,6 @@ import math
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -51,7 +50,7 @@ from fluidvim.common import instance_states as istates
 from fluidvim.common.measure import quantile
 from fluidvim.common.zonetypes import LaunchRequest
 from fluidvim.vnf import limits, states as vstates
-from fluidvim.vnf.testnet import MAX_PREFIX, TestNet
+from fluidvim.vnf.testnet import MAX_PREFIX, TestNet, stop as stop_proc
 
 from . import confirm as confirming, genprobe, qoeslots
 from .model import BOOT, LOAD, STATIC, EnvironmentType, ProbeResult, ServiceProfile
@@ -690,11 +689,7 @@ class LoadProbe(Probe):
 
         def teardown(error):
             if echo is not None:
-                echo.terminate()
-                try:
-                    echo.wait(5)
-                except subprocess.TimeoutExpired:
-                    echo.kill()
+                stop_proc(echo)
             if inst is not None:
                 try:
                     zone.terminate(inst.id)
@@ -716,10 +711,7 @@ class LoadProbe(Probe):
             if gen is not None:
                 gen.check(inst)
             elif self.proto == "udp":
-                echo = net.popen("b", self.python, "-m", "fluidvim.evaluator.loadgen", "echo",
-                                 "--bind", net.ip_b, stdout=subprocess.PIPE, text=True)
-                if echo.stdout.readline().strip() != "ready":
-                    raise RuntimeError("the UDP echo in the far namespace did not start")
+                echo = net.start_udp_echo(self.python)
             if gen is None and net.ping(3, 1) == 0:
                 raise RuntimeError("no ping through the probe VNF between the test namespaces")
             stats_fn = getattr(zone, "stats", None)

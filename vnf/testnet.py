@@ -21,9 +21,11 @@ with the same subnet do not see each other. Callers read the names from the obje
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
+import sys
 
 from . import netdev, ovs
 
@@ -167,6 +169,29 @@ class TestNet:
         ns = self.ns_a if side == "a" else self.ns_b
         return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], **kw)
 
+    def start_udp_echo(self, python: str = sys.executable) -> subprocess.Popen:
+        """Start the load generator's user-space UDP echo in b; returns once it is ready.
+
+        Raises RuntimeError if it did not start. Stop it with :func:`stop`.
+        """
+        proc = self.popen("b", python, "-m", "fluidvim.evaluator.loadgen", "echo",
+                          "--bind", self.ip_b, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None      # stdout=PIPE
+        if proc.stdout.readline().strip() != "ready":
+            stop(proc)
+            raise RuntimeError("the UDP echo in the far namespace did not start")
+        return proc
+
+    @contextlib.contextmanager
+    def udp_echo(self, wanted: bool = True, python: str = sys.executable):
+        """The UDP echo in b for the body of a ``with`` (nothing if not ``wanted``)."""
+        proc = self.start_udp_echo(python) if wanted else None
+        try:
+            yield proc
+        finally:
+            if proc is not None:
+                stop(proc)
+
     def ping(self, count: int = 3, timeout_s: int = 2) -> int:
         """Pings from a to b; returns how many replies came back."""
         r = self.run("a", "ping", "-n", "-c", str(count), "-W", str(timeout_s), "-i", "0.2",
@@ -229,3 +254,13 @@ class TestNet:
                           stdin=subprocess.PIPE, text=True)
         assert proc.stdout is not None      # stdout=PIPE
         return int(proc.stdout.readline() or 0), proc
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 5) -> None:
+    """Terminate a helper process started in a namespace; kill it if it lingers."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
