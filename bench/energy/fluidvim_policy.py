@@ -257,6 +257,8 @@ class FluidvimPolicy:
         env = environment(self.measurement)
         self.zone = FleetZone(hosts, env, self.launch_ms)
         self._unit_w = {h.id: power.unit_watts(self.curves[h.id], h.cores) for h in hosts}
+        self._per_thread = {h.id: (self.curves[h.id].max_w - self.curves[h.id].idle_w) / h.cores
+                            for h in hosts}
         self._fills: dict = {}
         self._refill()
         self.zone.list_off = self.wake == "engine"
@@ -439,7 +441,13 @@ class FluidvimPolicy:
         # a host stays in the set while it holds more VNFs than its fill limit: the room it
         # gave is in use, and taking it back at once left the room in service short of what
         # the wake-ahead had counted (homogeneous 100 hosts: 467 sessions refused at 06:10)
-        idle = frozenset(h for h, (b, n) in busy.items() if h in self.hosts and n > 0 and (
+        # only hosts the resolver ranks after another one in service (more dynamic watts per
+        # thread): on one server model no host's VNFs are idle because another's are busy, and
+        # the rule refused 467 sessions at 06:10 of the homogeneous 100-host day
+        per = {h: self._per_thread[h] for h in busy if h in self.hosts}
+        low = min(per.values(), default=0.0)
+        idle = frozenset(h for h, (b, n) in busy.items() if h in per and n > 0 and
+                         per[h] > low * (1 + 1e-9) and (
             b <= self.idle_share * n or (h in self._idle_hosts and self.zone.used[h] >
                                          self._fills.get(h, self.hosts[h].cores))))
         if idle != self._idle_hosts:

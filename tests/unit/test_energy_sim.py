@@ -435,31 +435,44 @@ def test_fluidvim_fills_a_host_to_its_threads_like_the_consolidation_plan(servic
 
 
 def test_fluidvim_fills_a_host_of_idle_vnfs_to_its_threads(services):
-    """A host whose serving VNFs are idle (the resolver routes sessions to more efficient
-    hosts first) takes VNFs up to its threads, whatever its fill limit: one more there costs a
-    thread's allocation, not its watts (``idle_share``); a host of busy VNFs keeps its fill
-    limit, and so does the idle one once its VNFs are busy, or with ``idle_share=0``."""
+    """A host whose serving VNFs are idle while the resolver routes sessions to a more
+    efficient host first takes VNFs up to its threads, whatever its fill limit: one more there
+    costs a thread's allocation, not its watts (``idle_share``); a host of busy VNFs keeps its
+    fill limit, so does the idle one once its VNFs are busy, or with ``idle_share=0``; and on
+    one server model (no host ranked after another) the rule does nothing."""
     from bench.energy.fluidvim_policy import FluidvimPolicy
     svcs, measurement = services
-    fl = fleetmod.make_fleet("homogeneous", 3, 1)
-    a, b, c = (h.id for h in fl.hosts)
-    cores = fl.hosts[0].cores
-    for share in (0.3, 0.0):
+    fl = fleetmod.make_fleet("heterogeneous", 20, 1)
+    for share in (0.2, 0.0):
         pol = FluidvimPolicy(measurement, svcs, ahead=False, idle_share=share)
         try:
             pol.start(list(fl.hosts))
-            pol.set_eligible(c, False)               # powered off: the host to wake
-            pol.set_power(c, False)
-            limit = pol.zone.fill[a]
-            assert limit < cores                     # the 80 %-efficient model: 89 of 112
-            pol.observe_busy({a: (2.0, 40), b: (39.0, 40)})
-            want = cores if share else limit
-            assert (pol.zone.fill[a], pol.zone.fill[b]) == (want, limit)
-            assert pol.room() == (want - 0) + (limit - 0)   # nothing placed in the zone yet
-            pol.observe_busy({a: (30.0, 40), b: (39.0, 40)})
-            assert (pol.zone.fill[a], pol.zone.fill[b]) == (limit, limit)
+            by = sorted(fl.hosts, key=lambda h: pol._per_thread[h.id])
+            best = by[0].id
+            for h in by[1:4]:                        # powered off: efficient hosts to wake
+                pol.set_eligible(h.id, False)
+                pol.set_power(h.id, False)
+            dear = next(h.id for h in by[4:] if pol.zone.fill[h.id] < h.cores)
+            limit, cores = pol.zone.fill[dear], pol.hosts[dear].cores
+            pol.observe_busy({best: (39.0, 40), dear: (1.0, 10)})
+            assert pol.zone.fill[dear] == (cores if share else limit)
+            pol.observe_busy({best: (39.0, 40), dear: (9.0, 10)})
+            assert pol.zone.fill[dear] == limit
         finally:
             pol.close()
+    homo = fleetmod.make_fleet("homogeneous", 3, 1)
+    a, b, c = (h.id for h in homo.hosts)
+    pol = FluidvimPolicy(measurement, svcs, ahead=False)
+    try:
+        pol.start(list(homo.hosts))
+        pol.set_eligible(c, False)
+        pol.set_power(c, False)
+        limit = pol.zone.fill[a]
+        assert limit < homo.hosts[0].cores           # the 80 %-efficient model: 89 of 112
+        pol.observe_busy({a: (0.0, 40), b: (39.0, 40)})
+        assert (pol.zone.fill[a], pol.zone.fill[b]) == (limit, limit)
+    finally:
+        pol.close()
 
 
 def test_fluidvim_keeps_a_host_woken_for_a_ramp_through_a_flat_minute(services):
