@@ -359,7 +359,7 @@ class LatencyController:
             return HOLD, why, st.quota_us                 # a quiet streak not yet long enough
         if action == RELEASE:
             if st.state == POLL and ev != HIGH_LOAD:      # its loss: no moderation for a while
-                st.mod_block = self.FLOOR_AGE
+                highload.back_off(st, self.FLOOR_AGE, loss=ev == DROPPED)
             if st.quota_us < reserved and ev in FLOOR_EVENTS and (ev != BREACH2 or held):
                 st.floor_us, st.floor_age = min(reserved, int(st.quota_us * self.up)), 0
             st.poll_us = POLL_DEFAULT_US

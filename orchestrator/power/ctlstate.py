@@ -97,6 +97,9 @@ class VnfState:
     mod_costs: list = dataclasses.field(default_factory=list)    # load: open, moderated (.highload)
     open_host_drops: list = dataclasses.field(default_factory=list)  # the host's, open: shares
     mod_block: int = 0               # high-load intervals moderation stays off (the back-off)
+    mod_loss_now: float = 0.0        # the host's drop share this interval, moderated, if it counts
+    loss_share: float | None = None  # that share at the last release on it (.highload.back_off)
+    after_loss: list = dataclasses.field(default_factory=list)   # open drop shares since
 
 
 def judged_ns(st: VnfState, target_us: float) -> float:

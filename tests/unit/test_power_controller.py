@@ -1050,3 +1050,43 @@ def test_high_load_moderation_that_does_not_save_or_loses_more_is_released_then_
     assert (ds[-1]["action"], ds[-1]["state"]) == ("release", "open"), ds
     assert ds[-1]["why"].endswith("its host CPU per frame open not measured yet")
     assert c.state["u1"].mod_block == 0
+
+
+def test_high_load_back_off_after_a_drop_burst_ends_once_open_loses_as_much():
+    """bench/powercap's quiet run 22:29, 90 % load, round 2: moderated without a drop for 10
+    intervals, the VNF lost one burst (11 % of what it took) where its two open intervals had
+    lost none; the release and its back-off then kept it open for 9 intervals losing 8-34 %
+    each. Now the back-off after a release on the host's drops ends once each of
+    hold_intervals open intervals lost at least that share, and the open share learned there
+    is what the next moderated burst is judged by; open losing less keeps the back-off."""
+    c, step, writes, _ = _high()
+    assert [step(0.3, 0.65)["action"] for _ in range(3)][-1] == "narrow"   # open: 0 dropped
+    ds = [step(0.15, 0.55) for _ in range(3)] + [step(0.15, 0.55, drop_pps=4500)]
+    assert [(d["action"], d["event"]) for d in ds] == [("hold", "high load")] * 3 + [
+        ("release", "dropped")], ds
+    assert c.state["u1"].loss_share == pytest.approx(4500 / 40_500)      # of what it took
+    # open loses 25 % (9,000 of the 36,000/s it took): the release saved nothing
+    ds = [step(0.3, 0.65, drop_pps=9000) for _ in range(2)]
+    assert [(d["action"], d["event"], d["state"]) for d in ds] == [
+        ("hold", "high load", "open"), ("narrow", "high load", "poll only")], ds
+    assert "open lost 25.0 % or more in 2 intervals, moderated 11.1 %" in ds[1]["why"], ds[1]
+    assert c.state["u1"].mod_block == 0 and c.state["u1"].loss_share is None
+    # moderated, the same burst is within what it lost open now: no loss, it stays
+    d = step(0.15, 0.55, drop_pps=4500)
+    assert (d["action"], d["state"], d["host_dropped"]) == ("hold", "poll only", 0), d
+    assert all(q >= 100_000 for q in writes)
+    # open losing less than the burst (2 %): the release was right, the back-off runs out
+    c, step, _, _ = _high()
+    [step(0.3, 0.65) for _ in range(3)]
+    [step(0.15, 0.55) for _ in range(2)]
+    assert step(0.15, 0.55, drop_pps=4500)["action"] == "release"
+    ds = [step(0.3, 0.65, drop_pps=900) for _ in range(c.FLOOR_AGE)]
+    assert {(d["action"], d["state"]) for d in ds} == {("hold", "open")}, ds
+    assert step(0.3, 0.65, drop_pps=900)["action"] == "narrow"
+    # a release for the cost (would not save) keeps the whole back-off whatever open loses
+    c, step, _, _ = _high()
+    [step(0.3, 0.65) for _ in range(3)]
+    assert [step(0.3, 0.6)["action"] for _ in range(2)][-1] == "release"
+    assert c.state["u1"].loss_share is None
+    ds = [step(0.3, 0.65, drop_pps=9000) for _ in range(c.FLOOR_AGE)]
+    assert {d["action"] for d in ds} == {"hold"}, ds
