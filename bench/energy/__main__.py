@@ -293,14 +293,7 @@ def combine(args) -> int:
     result["runs"] = merged
     result["command"] = commands
     result["when"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    by_policy: dict = {}
-    for kind, sizes in merged.items():
-        for n, run in sizes.items():
-            run["ratios"] = ratios(run.get("policies", {}))
-            for name, p in run.get("policies", {}).items():
-                by_policy.setdefault(name, {}).setdefault(kind, {})[n] = {
-                    k: v for k, v in p.items() if k != "series"}
-    result["policies"] = by_policy
+    result["policies"] = by_policy_map(merged)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print_table(result)
     if not args.no_plot:
@@ -384,7 +377,8 @@ def ratios(pols: dict) -> dict:
     return out
 
 
-def write(out: Path, args, cfg, launch, services, runs, skipped) -> dict:
+def by_policy_map(runs: dict) -> dict:
+    """{policy: {fleet: {hosts: row without its series}}}, each run's ``ratios`` set on the way."""
     by_policy: dict = {}
     for kind, sizes in runs.items():
         for n, run in sizes.items():
@@ -392,6 +386,11 @@ def write(out: Path, args, cfg, launch, services, runs, skipped) -> dict:
             for name, p in run.get("policies", {}).items():
                 by_policy.setdefault(name, {}).setdefault(kind, {})[n] = {
                     k: v for k, v in p.items() if k != "series"}
+    return by_policy
+
+
+def write(out: Path, args, cfg, launch, services, runs, skipped) -> dict:
+    by_policy = by_policy_map(runs)
     result = {
         "when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python -m bench.energy " + " ".join(sys.argv[1:]),

@@ -69,7 +69,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .policy import Host, Placement, Shape
+from .policy import Host, Placement, Shape, decision_summary
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = REPO / "nomad_driver"
@@ -261,10 +261,7 @@ def main(argv=None) -> int:
                 "policy": pol.name, "hosts": n, "placements": args.placements, "placed": placed,
                 "services": args.services, "prefilled_per_service": per_service,
                 "load1": round(os.getloadavg()[0], 1),
-                "decision_ms_p50": round(statistics.median(ms), 3),
-                "decision_ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 3),
-                "decision_cpu_ms_p50": round(statistics.median(cpu), 3),
-                "decision_cpu_ms_p95": round(cpu[int(0.95 * (len(cpu) - 1))], 3),
+                **decision_summary(ms, cpu),
                 "call_ms_p50": round(statistics.median(wall), 3)}), flush=True)
     return 0
 

@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 import uuid
@@ -88,7 +87,7 @@ from nova.scheduler.client import report
 from nova.virt import fake as fake_virt
 from oslo_utils import timeutils
 
-from bench.energy.policy import Host, Placement, Shape
+from bench.energy.policy import Host, Placement, Shape, decision_summary
 
 CONF = nova.conf.CONF
 objects.register_all()
@@ -525,10 +524,7 @@ def main(argv=None) -> int:
         ms, cpu = sorted(pol.decision_ms), sorted(pol.decision_cpu_ms)
         rows.append({"hosts": n, "placements": args.placements,
                      "placed": sum(p.host is not None for p in placed),
-                     "decision_ms_p50": round(statistics.median(ms), 3),
-                     "decision_ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 3),
-                     "decision_cpu_ms_p50": round(statistics.median(cpu), 3),
-                     "decision_cpu_ms_p95": round(cpu[int(0.95 * (len(cpu) - 1))], 3),
+                     **decision_summary(ms, cpu),
                      "wall_s": round(wall, 2)})
         if args.fleet:
             rows[-1]["where"] = where(hosts, placed)

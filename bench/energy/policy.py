@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
+from fluidvim.common.measure import quantile
+
 
 @dataclasses.dataclass(frozen=True)
 class Host:
@@ -75,3 +77,11 @@ class Policy(Protocol):
 
     def close(self) -> None:
         """Release what the policy holds (a subprocess, a database)."""
+
+
+def decision_summary(ms: list, cpu: list) -> dict:
+    """p50 and p95 (ms) of a policy's decision wall and CPU times, as the scheduler benches print."""
+    return {"decision_ms_p50": round(quantile(ms, 0.5), 3),
+            "decision_ms_p95": round(quantile(ms, 0.95, method="nearest"), 3),
+            "decision_cpu_ms_p50": round(quantile(cpu, 0.5), 3),
+            "decision_cpu_ms_p95": round(quantile(cpu, 0.95, method="nearest"), 3)}

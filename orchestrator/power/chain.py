@@ -17,6 +17,8 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from fluidvim.common.optgroups import register_group
+
 from .fleet import marginal_watts
 from .models import SOURCES, LinearModel, PowerError, PowerSource, SpecpowerCurve, library
 from .sources import RaplSource, RedfishSource
@@ -69,11 +71,7 @@ power_opts = [
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [power] on ``conf`` (idempotent)."""
-    if power_group.name in conf:
-        return
-    # a fresh OptGroup per ConfigOpts: oslo.config keeps overrides in the group object
-    conf.register_group(cfg.OptGroup(power_group.name, title=power_group.title, help=power_group.help))
-    conf.register_opts(power_opts, group=power_group.name)
+    register_group(conf, power_group, power_opts)
 
 
 def list_opts():

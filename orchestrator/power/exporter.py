@@ -48,6 +48,8 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from fluidvim.common.optgroups import register_group
+
 from .attribution import COMPONENTS, Attributor, Interval, pids_with_arg
 from .capacity import Capacities, OrchestratorView
 from .chain import build_chain, register_opts as register_power_opts
@@ -119,11 +121,7 @@ metrics_opts = [
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register [metrics] (and [power], which it reads) on ``conf`` (idempotent)."""
     register_power_opts(conf)
-    if metrics_group.name in conf:
-        return
-    conf.register_group(cfg.OptGroup(metrics_group.name, title=metrics_group.title,
-                                     help=metrics_group.help))
-    conf.register_opts(metrics_opts, group=metrics_group.name)
+    register_group(conf, metrics_group, metrics_opts)
 
 
 def list_opts():
