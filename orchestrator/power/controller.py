@@ -244,7 +244,7 @@ class LatencyController:
         st = self.state.get(key)
         if st is not None:
             st.buckets = st.tap_dropped = st.ring_raw = st.ring_base = None
-            st.cpu = st.throttled = st.throttled_us = st.rx = st.rate = None
+            st.cpu = st.throttled = st.throttled_us = st.rx = st.rate = st.taken = None
             st.held, st.good, st.needs, st.rates, st.uses, st.mod_costs = (), 0, [], [], [], []
 
     def step(self, key: str, name: str, target_us: float, vcpus: int, stats: dict | None,

@@ -86,6 +86,7 @@ class VnfState:
     rx: tuple | None = None          # (uptime µs, frames its NICs took, dropped) last read
     open_drops: list = dataclasses.field(default_factory=list)    # their drop shares
     rate: float | None = None        # offered packets/s this interval (None: not known)
+    taken: float | None = None       # the packets/s its NICs took of them (None: not known)
     rates: list = dataclasses.field(default_factory=list)   # of the quiet streak
     capacity: float | None = None    # packets/s at the flavor's quota (None: not known)
     open_backlogs: list = dataclasses.field(default_factory=list)  # the last open intervals'

@@ -12,7 +12,8 @@ CPU per frame and *less* loss than the default (0.1-0.9 % against 1.3-4.2 %), wh
 controller, holding the default's settings, saved 0.3 %. So at high load the controller:
 
 1. **measures the open cost**: the host CPU of the VNF's whole QEMU (its ``usage`` ``total``)
-   per frame offered, over ``hold_intervals`` high-load intervals open (:func:`record_cost`);
+   per frame it took (as bench/powercap's CPU-s/Mpkt is per frame delivered), over
+   ``hold_intervals`` high-load intervals open (:func:`record_cost`);
 2. **moderates** (``narrow``: the window to ``min_poll_us``, moderation ``coalesce_share`` × the
    target, the quota untouched: state ``poll only``), the nap at most what fills
    ``NAP_RING_SHARE`` of the RX ring at the offered rate (:func:`nap_limit_us`);
@@ -58,14 +59,16 @@ def qemu_cpus(prev: tuple | None, cur: tuple | None) -> float | None:
 
 
 def record_cost(st, span: int) -> None:
-    """Keep this high-load interval's host CPU per frame (µs; ``st.qemu_now`` over its offered
-    rate) as an open or a moderated one (the last ``span`` of each)."""
-    if st.qemu_now is None or not st.rate:
+    """Keep this high-load interval's host CPU per frame (µs; ``st.qemu_now`` over the frames/s
+    it took, ``st.taken``: the host's drops cost QEMU nothing, and per offered frame an open
+    interval that dropped 25 % read cheap, its moderation "would not save") as an open or a
+    moderated one (the last ``span`` of each)."""
+    if st.qemu_now is None or not st.taken:
         return
     costs = st.open_costs if st.state == "open" else st.mod_costs if st.state == "poll only" \
         else None
     if costs is not None:
-        costs[:] = (costs + [1e6 * st.qemu_now / st.rate])[-max(1, span):]
+        costs[:] = (costs + [1e6 * st.qemu_now / st.taken])[-max(1, span):]
 
 
 def host_over_open(st, rx: int, dropped: int | None) -> int | None:

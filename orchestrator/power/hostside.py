@@ -279,13 +279,14 @@ def offered_rate(st, stats: dict | None, dropped: int | None, span: int):
         cur = (int(stats["uptime_us"]), sum(int(n.get("rx", 0)) for n in nics),  # type: ignore[index]
                sum(int(n.get("drop", 0)) for n in nics))
     except (KeyError, TypeError, ValueError):
-        st.rx = None
+        st.rx = st.taken = None
         return None, None, dropped
-    prev, st.rx = st.rx, cur
+    prev, st.rx, st.taken = st.rx, cur, None
     if prev is None or cur[0] <= prev[0] or cur[1] < prev[1] or cur[2] < prev[2]:
         return None, None, dropped
     rx, drop = cur[1] - prev[1], cur[2] - prev[2]
     rate = (rx + (dropped or 0)) * 1e6 / (cur[0] - prev[0])
+    st.taken = rx * 1e6 / (cur[0] - prev[0])         # of those, the frames its NICs took
     host = host_over_open(st, rx, dropped)
     if st.state == "open":        # controller.OPEN
         st.open_drops = (st.open_drops + [drop / max(1, rx)])[-span:]
