@@ -40,14 +40,9 @@ Without ``coalesce_share`` (0) or a poller, high load holds the flavor's setting
 
 from __future__ import annotations
 
+from fluidvim.common.measure import median
+
 NAP_RING_SHARE = 0.5                 # a nap gathers at most this share of the RX ring's frames
-
-
-def median(xs: list) -> float:
-    """The median (of an even count the mean of the middle two: with ``hold_intervals`` 2 the
-    upper one was the larger, its switch's interval included)."""
-    s, k = sorted(xs), len(xs) // 2
-    return s[k] if len(s) % 2 else (s[k - 1] + s[k]) / 2
 
 
 def qemu_cpus(prev: tuple | None, cur: tuple | None) -> float | None:
