@@ -82,11 +82,17 @@ def host_over_open(st, rx: int, dropped: int | None) -> int | None:
         return dropped
     if st.state != "poll only":
         return dropped
-    over = dropped - max(st.open_host_drops, default=0.0) * rx
-    if over >= max(1.0, 0.001 * rx):
+    over = beyond_open(dropped, st.open_host_drops, rx)
+    if over:
         st.mod_loss_now = share
-        return int(over)
-    return 0
+    return over
+
+
+def beyond_open(count: int, open_shares: list, rx: int) -> int:
+    """The frames of ``count`` beyond the largest share of ``rx`` in ``open_shares`` (the last
+    open intervals'), 0 under one frame or 0.1 % of ``rx`` (noise, not an event)."""
+    over = count - max(open_shares, default=0.0) * rx
+    return int(over) if over >= max(1.0, 0.001 * rx) else 0
 
 
 def back_off(st, intervals: int, loss: bool) -> None:

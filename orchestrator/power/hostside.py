@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 
-from .highload import host_over_open
+from .highload import beyond_open, host_over_open
 from .models import PowerError
 
 
@@ -291,8 +291,7 @@ def offered_rate(st, stats: dict | None, dropped: int | None, span: int):
     if st.state == "open":        # controller.OPEN
         st.open_drops = (st.open_drops + [drop / max(1, rx)])[-span:]
         return rate, 0, host
-    over = drop - max(st.open_drops, default=0.0) * rx
-    return rate, int(over) if over >= max(1.0, 0.001 * rx) else 0, host
+    return rate, beyond_open(drop, st.open_drops, rx), host
 
 
 def backlog_over_open(st, backlog: int | None, span: int) -> int | None:
