@@ -207,7 +207,10 @@ def test_kill_9_in_the_middle_of_a_deploy_the_survivor_completes_it(ha):
         if not rows or rows[0].status != "deploying":
             assert not rows or rows[0].status == "deploying", rows[0].status   # not finished
             return None
-        return rows[0] if len(rows[0].get("instances")) == 1 else None
+        if len(rows[0].get("instances")) != 1:
+            return None
+        victim.send_signal(signal.SIGSTOP)     # freeze it now; SIGKILL follows
+        return rows[0]
 
     row = wait_for("the victim's deploy with its first VNF recorded", midway)
     victim.send_signal(signal.SIGKILL)

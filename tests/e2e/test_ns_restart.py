@@ -119,7 +119,10 @@ def test_kill_9_in_the_middle_of_a_deploy_the_restarted_orchestrator_completes_i
         lone.alive(first)
         rows = [r for r in lone.store.network_services() if r.name == name]
         assert not rows or rows[0].status == "deploying", rows[0].status   # not finished
-        return rows[0] if rows and len(rows[0].get("instances")) == 1 else None
+        if not (rows and len(rows[0].get("instances")) == 1):
+            return None
+        first.send_signal(signal.SIGSTOP)     # freeze it now; SIGKILL follows
+        return rows[0]
 
     row = wait_for("the deploy with its first VNF recorded", midway)
     first.send_signal(signal.SIGKILL)
