@@ -509,6 +509,10 @@ def main(argv=None) -> int:
                         "reported next to the per-session reference (0: none)")
     q.add_argument("--points", type=int, default=12, help="session counts in the sweep")
     q.add_argument("--sweep-step", type=float, default=4.0, help="seconds per sweep step")
+    q.add_argument("--session-step-sweep", choices=("on", "off"), default="off",
+                   help="with --reference-passes: also sweep with steps of --run-s s (a "
+                        "session's length), the passes interleaved with the --sweep-step ones "
+                        "(reference_swept_session_step, reference_by_step_length)")
     q.add_argument("--part", default="qoe",
                    help="key of slots.json to write (the headline figures come from 'qoe'; "
                         "e.g. qoe_loaded for a run on a busy host)")

@@ -126,30 +126,78 @@ def path_floor(a) -> list[dict]:
     return steps
 
 
-def swept_reference(a, env, zone, probe, estimate: int) -> dict:
+def swept_reference(a, env, zone, probe, estimates: list[int]) -> dict:
     """bench/evaluator's reference, in this run: ``--reference-passes`` sweeps of ``--points``
-    session counts around the probe's estimate, ``--sweep-step`` s each, the per-count median."""
-    from bench.evaluator import median_curve, show, sweep_points
+    session counts from 0.4 x the lowest of ``estimates`` to 1.6 x the highest (the announced
+    capacity and the fast steps' reading: the sweep spans both knees), ``--sweep-step`` s
+    each, the per-count median.
+    With ``--session-step-sweep on`` also the same sweep with steps as long as a session
+    (``--run-s``), its passes interleaved with the others (one pass of each, then the next) so
+    that both see the same host: under ``session_step`` (the question of bench/results/slots.md
+    2026-11-28 22:40, whether the short steps read the reference high)."""
+    from bench.evaluator import sweep_points
+
+    points = sweep_points([e for e in estimates if e and e > 0], a.points,
+                          probe.metrics["steps"])
+    print(f"reference sweep points (sessions): {points}", flush=True)
+    steps = [a.sweep_step]
+    if getattr(a, "session_step_sweep", "off") == "on" and a.run_s != a.sweep_step:
+        steps.append(a.run_s)
+    passes: dict[float, list] = {s: [] for s in steps}
+    seconds = dict.fromkeys(steps, 0.0)
+    for k in range(a.reference_passes):
+        for step_s in steps:
+            t0 = time.perf_counter()
+            passes[step_s].append(_sweep_pass(a, env, zone, points, step_s, k))
+            seconds[step_s] += time.perf_counter() - t0
+    out = _swept(a, passes[a.sweep_step], points, env, a.sweep_step, seconds[a.sweep_step])
+    if len(steps) > 1:
+        out["session_step"] = _swept(a, passes[a.run_s], points, env, a.run_s, seconds[a.run_s])
+    return out
+
+
+def run_swept(a, env, zone, probe, estimates: list[int]) -> tuple[dict | None, dict | None]:
+    """(the pooled sweep at ``--sweep-step`` s steps, the one at ``--run-s`` s steps), each
+    None when not run (:func:`swept_reference`)."""
+    if a.reference_passes <= 0:
+        return None, None
+    swept = swept_reference(a, env, zone, probe, estimates)
+    swept_long = swept.pop("session_step", None)
+    print(f"swept reference (pooled, bench/evaluator's, {a.sweep_step:g} s steps): "
+          f"{swept['slots']} slots ({swept['basis']})", flush=True)
+    if swept_long:
+        print(f"swept reference with {a.run_s:g} s steps (a session's length): "
+              f"{swept_long['slots']} slots ({swept_long['basis']})", flush=True)
+    return swept, swept_long
+
+
+def _sweep_pass(a, env, zone, points: list[int], step_s: float, k: int) -> list[dict]:
+    from bench.evaluator import show
     from fluidvim.evaluator.probes import LoadProbe
+
+    r = LoadProbe(sessions=points, session_pps=a.session_pps, step_s=step_s,
+                  prefix="fvsq", subnet=94, stop_loss=1.01, refine=0, proto=a.proto,
+                  client_nice=a.client_nice).run(env, zone,
+                                                 progress=show(f"sweep {k + 1} ({step_s:g} s)"))
+    if not r.ok:
+        raise SystemExit(f"reference sweep failed: {r.error}")
+    return r.metrics["steps"]
+
+
+def _swept(a, passes: list, points: list[int], env, step_s: float, seconds: float) -> dict:
+    """The pooled-quantile capacity of sweep ``passes`` (bench/evaluator's rule: the per-count
+    median curve, the largest load whose pooled quantile meets the deadline, loss <= 1 %)."""
+    from bench.evaluator import median_curve
     from fluidvim.evaluator.slots import estimate_capacity
 
-    points = sweep_points([estimate] if estimate > 0 else [], a.points, probe.metrics["steps"])
-    print(f"reference sweep points (sessions): {points}", flush=True)
-    passes = []
-    for k in range(a.reference_passes):
-        r = LoadProbe(sessions=points, session_pps=a.session_pps, step_s=a.sweep_step,
-                      prefix="fvsq", subnet=94, stop_loss=1.01, refine=0, proto=a.proto,
-                      client_nice=a.client_nice).run(env, zone, progress=show(f"sweep {k + 1}"))
-        if not r.ok:
-            raise SystemExit(f"reference sweep failed: {r.error}")
-        passes.append(r.metrics["steps"])
     curve = median_curve(passes, a.session_pps)
     ref = estimate_capacity(curve, a.deadline_ms, a.quantile, a.session_pps, 0.01,
                             interp="linear")
     return {"slots": ref.slots, "pps": round(ref.pps, 1), "basis": ref.basis,
             "saturated": ref.saturated, "points": points, "passes": len(passes),
-            "step_s": a.sweep_step, "environment": env.uid,
-            "curve": [{k: s[k] for k in ("sessions", "offered_pps", "loss", "latency_ms")}
+            "step_s": step_s, "seconds": round(seconds, 1), "environment": env.uid,
+            "curve": [{k: s.get(k) for k in ("sessions", "offered_pps", "loss", "latency_ms",
+                                              "vnf_steal_share")}
                       for s in curve.metrics["steps"]]}
 
 
@@ -547,7 +595,25 @@ def contended_counts(probe, per_ref: dict | None) -> dict:
             "reference_left_out": len(dropped)}
 
 
-def _error_pct(announced: int, ref: dict | None) -> float | None:
+def step_lengths(a, swept: dict | None, swept_long: dict | None, per_ref: dict | None) -> dict:
+    """The reference's dependence on its step length, read in one run: bench/evaluator's
+    pooled sweep at ``--sweep-step`` s steps and at a session's length (``--run-s``), and the
+    per-session reference (runs of ``--run-s`` s, each session judged at its own quantile: the
+    yardstick of ``capacity_error_pct``); each short one against its session-length form."""
+    out = {"pooled_short_step_s": a.sweep_step, "session_s": a.run_s,
+           "pooled_short": (swept or {}).get("slots"),
+           "pooled_session_length": (swept_long or {}).get("slots"),
+           "per_session_session_length": (per_ref or {}).get("slots")}
+    out["pooled_short_over_session_length_pct"] = _error_pct(out["pooled_short"], swept_long)
+    out["pooled_short_over_per_session_pct"] = _error_pct(out["pooled_short"], per_ref)
+    out["pooled_session_length_over_per_session_pct"] = _error_pct(
+        out["pooled_session_length"], per_ref)
+    return out
+
+
+def _error_pct(announced: int | None, ref: dict | None) -> float | None:
+    if announced is None:
+        return None
     return (round(100.0 * (announced - ref["slots"]) / ref["slots"], 1)
             if ref and ref.get("slots") else None)
 
@@ -607,7 +673,9 @@ def run_probe(a, env, zone):
               f"loss {s['loss'] or 0:.1%}, vCPU steal {_pct(s.get('vnf_steal_share'))}"
               + (f", others' CPU mean {o['mean']:.2f} max {o['max']:.2f} cores"
                  if (o := s.get("others_cpu")) else "")
-              + (" (contended)" if s.get("contended") else ""), flush=True)
+              + (" (contended)" if s.get("contended") else "")
+              + (f" -> set aside ({s['set_aside']}), run again" if s.get("set_aside") else ""),
+              flush=True)
 
     return LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
                      client_nice=a.client_nice, step_s=a.probe_step, confirm=target).run(
@@ -659,11 +727,7 @@ def cmd_qoe(a) -> dict:
     whole = whole_step_capacity(a, probe)
     if whole is not None:
         print(f"A/B: the whole-step reading (before) would announce {whole} slots", flush=True)
-    swept = (swept_reference(a, env, zone, probe, params.capacity)
-             if a.reference_passes > 0 else None)
-    if swept:
-        print(f"swept reference (pooled, bench/evaluator's): {swept['slots']} slots "
-              f"({swept['basis']})", flush=True)
+    swept, swept_long = run_swept(a, env, zone, probe, [params.capacity, fast or 0])
     per_ref = None
     if a.session_points > 0:
         print("per-session reference sweep", flush=True)
@@ -743,7 +807,11 @@ def cmd_qoe(a) -> dict:
                                                "window_p99_ms")},
         "per_session_p_ms": per["latency_ms"],
         "reference_per_session": per_ref,
+        # bench/evaluator's pooled sweep with --sweep-step s steps (4: the issue's "swept
+        # reference") and, --session-step-sweep on, the same with steps of a session's length
         "reference_swept": swept,
+        "reference_swept_session_step": swept_long,
+        "reference_by_step_length": step_lengths(a, swept, swept_long, per_ref),
         "reference": filed,
         # against the per-session reference of this run when there is one, else the pooled
         # sweep of this run, else the file's
@@ -751,6 +819,7 @@ def cmd_qoe(a) -> dict:
         "capacity_error_vs": ("per-session sweep" if per_ref else
                               "pooled sweep" if swept else "bench/results/evaluator.json"),
         "capacity_error_pct_vs_pooled_sweep": _error_pct(announced, swept),
+        "capacity_error_pct_vs_pooled_sweep_session_step": _error_pct(announced, swept_long),
         "capacity_error_pct_vs_file": _error_pct(announced, filed),
         # the probe's pooled-quantile capacity (bench/evaluator's figure) against the same
         "capacity_pooled_error_pct": _error_pct(pooled.slots, ref),
@@ -812,4 +881,5 @@ def command(a) -> str:
             f"--session-repeats {getattr(a, 'session_repeats', 1)} "
             f"--reference-passes {a.reference_passes} --points {a.points} "
             f"--sweep-step {a.sweep_step:g}"
+            f"{' --session-step-sweep on' if getattr(a, 'session_step_sweep', 'off') == 'on' else ''}"
             f"{'' if getattr(a, 'part', 'qoe') == 'qoe' else f' --part {a.part}'}")

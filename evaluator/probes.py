@@ -905,8 +905,13 @@ class LoadProbe(Probe):
                 out["error"] = f"confirm run of {n} sessions failed: {e}"
                 LOG.warning("load probe %s: %s", env.uid, out["error"])
                 break
-            left_out = all(r is not runs[-1] for r in confirming.counted_runs(runs, t.max_over_pct))
-            if left_out and len(runs) < int(t.runs) + int(t.reruns):    # it is run again
+            aside = confirming.set_aside(runs, t.max_over_pct, int(t.reruns))
+            for i, r in enumerate(runs):    # why a run is left out (a steal reason can come late)
+                if i in aside:
+                    r["set_aside"] = aside[i]["reason"]
+                else:
+                    r.pop("set_aside", None)
+            if len(runs) - 1 in aside and len(runs) < int(t.runs) + int(t.reruns):  # run again
                 runs[-1]["waited_s"] = wait_quiet(lambda: self._vnf_run_s(stats_fn, instance_id))
             if progress:
                 progress(dict(runs[-1], confirm=True))
