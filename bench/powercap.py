@@ -35,7 +35,16 @@ controller settles), then ``--measure`` s measured:
   its other threads; and, not charged to the VNF, the traffic generator's sender and the whole
   host (busy CPUs, softirq: how contended the run was);
 * one-way latency p50 / p99 at ns b's socket (``pktgen recv``: kernel timestamp minus the
-  sender's), loss;
+  sender's);
+* **loss**: the frames that entered the VNF's path (ns a's veth onto bridge 0) in the window
+  and did not leave it (ns b's veth), the host's counters read together at the window's edges
+  (a few hundred frames in flight there make it ± 0.1 % on a busy host), and where they went
+  (``path_loss``: before the tap, dropped at it, through the VNF, after it; ``timeline``: per
+  step). The window runs on a fixed schedule and the sender outlasts it (``window``): until
+  11-28 the loss was what arrived at ns b against the sender's mean rate, and the window ran
+  0.1-0.6 s past the sender's end, longer for the controller's slower steps (its reads), so
+  the default "lost" 0.8 % and the controller 1.3 % with no frame lost on the path
+  (``loss_vs_sender`` keeps that figure, now over a covered window);
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
 * the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares) and its
   notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups);
@@ -193,17 +202,95 @@ class Vnf:
                 if ctl is not None else None), st
 
 
+def read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def softnet_dropped() -> int | None:
+    """Frames the host's per-CPU backlog queues dropped so far (``/proc/net/softnet_stat``'s
+    second column, summed over CPUs: ``netdev_max_backlog`` exceeded)."""
+    try:
+        with open("/proc/net/softnet_stat") as f:
+            return sum(int(line.split()[1], 16) for line in f if line.strip())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+PATH_KEYS = ("in", "to_vnf", "tap_dropped", "from_vnf", "out", "out_dropped", "softnet_dropped")
+
+
+def path_counters(vnf: "Vnf", net) -> dict:
+    """The host's counters along the frames' way, all in the root namespace (sysfs, cheap):
+    ``in`` (ns a's frames onto bridge 0: its veth's host end's rx), ``to_vnf`` /
+    ``tap_dropped`` (what the VNF's first tap handed its backend and dropped), ``from_vnf``
+    (what its second tap took from it), ``out`` / ``out_dropped`` (ns b's veth's host end's tx:
+    what left for ns b) and ``softnet_dropped``: where a frame is lost (:func:`path_loss`)."""
+    sysfs = "/sys/class/net/{}/statistics/{}".format
+    t0, t1 = (vnf.taps + [None, None])[:2]
+    return {"in": read_int(sysfs(net.host_a, "rx_packets")),
+            "to_vnf": read_int(sysfs(t0, "tx_packets")) if t0 else None,
+            "tap_dropped": read_int(sysfs(t0, "tx_dropped")) if t0 else None,
+            "from_vnf": read_int(sysfs(t1, "rx_packets")) if t1 else None,
+            "out": read_int(sysfs(net.host_b, "tx_packets")),
+            "out_dropped": read_int(sysfs(net.host_b, "tx_dropped")),
+            "softnet_dropped": softnet_dropped(), "t": time.monotonic()}
+
+
+def path_delta(a: dict, b: dict) -> dict:
+    return {k: (None if a.get(k) is None or b.get(k) is None else b[k] - a[k])
+            for k in PATH_KEYS}
+
+
+def path_loss(d: dict, vnf_rx: int | None = None, vnf_tx: int | None = None) -> dict:
+    """Where the frames of one window went missing (frames; in-flight frames at the window's
+    edges make each a few frames off): before the VNF (``in`` less what its tap handed it and
+    dropped: the bridge, the veth), at its tap (dropped), in its ring and in it (``to_vnf``
+    less what came out: with ``vnf_rx`` / ``vnf_tx``, its own NIC counters, split into the
+    ring and the VNF), on the way out (``from_vnf`` less ``out``), and in all."""
+    g = lambda k: d.get(k) or 0          # noqa: E731
+    out = {"before_tap": g("in") - g("to_vnf") - g("tap_dropped"),
+           "tap_dropped": g("tap_dropped"),
+           "through_vnf": g("to_vnf") - g("from_vnf"),
+           "after_vnf": g("from_vnf") - g("out"),
+           "out_dropped": g("out_dropped"), "softnet_dropped": g("softnet_dropped"),
+           "all": g("in") - g("out")}
+    if vnf_rx is not None and vnf_tx is not None:
+        out["ring"], out["in_vnf"] = g("to_vnf") - vnf_rx, vnf_rx - vnf_tx
+        out["vnf_to_tap"] = vnf_tx - g("from_vnf")
+    return out
+
+
+def nic_sum(a: dict, b: dict, key: str) -> int | None:
+    try:
+        return sum(int(n[key]) for n in b["nics"]) - sum(int(n[key]) for n in a["nics"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def reads_only(mode: str) -> bool:
+    """A ``--fixed`` mode with ``,ro``: its settings, and beside them a controller that reads
+    every interval as the controller does (the VNF's taps, its group's ``cpu.stat``, its
+    threads' CPU, ``stats``) and decides, but acts on nothing (no cgroup write, no ``poll``)."""
+    return not is_controller(mode) and mode != "default" and "ro" in mode.split(",")[2:]
+
+
 def fixed(mode: str) -> tuple[int | None, int, int, bool | None, int]:
     """(quota us or None, poll window us, period us, host halt polling or None, coalesce us)
     of a ``--fixed`` mode ``quota/period,window`` (the quota on the VNF's vCPU threads, as the
     controller's cap) or ``open,window`` (no cap: the window alone), then optionally ``,hp``
     to keep the host's halt polling on (window 0 turns it off, PROTOCOL.md poll) and ``,cN``
     for the VNF's interrupt moderation (``coalesce_us`` N: naps of N us on its timer, RX
-    interrupts off; 0 = off, as every other mode)."""
+    interrupts off; 0 = off, as every other mode); ``,ro``: :func:`reads_only`."""
     cap, _, rest = mode.partition(",")
     window, *opts = rest.split(",")
     hp, coalesce = None, 0
     for o in opts:
+        if o == "ro":
+            continue
         if o == "hp" and hp is None:
             hp = True
         elif o[:1] == "c" and o[1:].isdigit():
@@ -244,6 +331,8 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
         if quota is not None and not cgroups.set_vcpu_quota(vnf.uid, quota, period):
             raise RuntimeError(f"--fixed {mode}: no vCPU thread to cap (vnf/cgroups.py)")
         set_window(vnf.mgr, vnf.id, window, hp, coalesce_us=coalesce)
+        if ctl is not None:          # reads only: its intervals start here
+            ctl.rebase(vnf.uid)
     elif vnf.uid in ctl.state:
         ctl.rebase(vnf.uid)          # the other modes' trials ran meanwhile: not its intervals
         ctl.actuator(vnf.uid, ctl.state[vnf.uid].quota_us)
@@ -255,49 +344,89 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
 
 
+SENDER_TAIL_S = 2.0     # the sender runs this much past warm-up + measure: the window's edges
+
+
 def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
+    """One trial: ``--warmup`` s of traffic, then a window of ``--measure`` s stepped every
+    ``--step`` s on a fixed schedule (a mode whose steps take longer, the controller's, does
+    not stretch its window), which the sender outlasts by ``SENDER_TAIL_S``: before, the
+    window ran past the sender's end by 0.1-0.6 s, longer for the controller's slower steps,
+    and the frames not sent then counted as its loss (0.5 pt at 50 and 90 %, quiet run
+    23:31). Loss is what entered the VNF's path and did not leave it in the window, from the
+    host's counters read together (:func:`path_counters`)."""
     n = path.net
     settle(vnf, mode, ctl)
     tx = n.popen("a", path.pktgen, "send", f"{n.prefix}ap", path.mac_b, n.ip_a, n.ip_b, "9",
-                 "60", str(int(pps)), str(args.warmup + args.measure), stdout=subprocess.PIPE,
-                 stderr=subprocess.DEVNULL, text=True)
-    t_end = time.monotonic() + args.warmup
+                 "60", str(int(pps)), str(args.warmup + args.measure + SENDER_TAIL_S),
+                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    t_send = time.monotonic()
+    t_end = t_send + args.warmup
     d0 = len(ctl.decisions) if ctl is not None else 0
     while time.monotonic() < t_end:                 # warm-up: the controller settles
         if ctl is not None:
             vnf.step(ctl, args)
-        time.sleep(args.step)
+        time.sleep(max(0.0, min(args.step, t_end - time.monotonic())))
     rx = n.popen("b", path.pktgen, "recv", n.ip_b, "9", str(args.measure), str(args.step),
                  stdout=subprocess.PIPE, text=True)     # its p99 per step interval too
     rx.stdout.readline()                            # "ready"
     meter = Meter(vnf.pid, tx.pid)
-    k0, (m0, r0) = vnf.kvm_halt(), (meter.read(), path.rx_packets())
-    s0 = vnf.stats() or {}
+    k0 = vnf.kvm_halt()
+    m0, c0 = meter.read(), path_counters(vnf, n)
+    s0 = vnf.stats() or {}          # next to c0: path_loss's split by the VNF's own counters
+    r0 = path.rx_packets()
+    c_prev = c0
     b_prev = (s0.get("latency_ns") or {}).get("buckets_log2")
     p99s, d1 = [], len(ctl.decisions) if ctl is not None else 0
-    while time.monotonic() - m0["t"] < args.measure - args.step / 2:
-        time.sleep(args.step)
+    timeline = []                   # per step: frames in, lost on the way, where (path_loss)
+    steps = max(1, round(args.measure / args.step))
+    st, step_s = None, []           # how long each step took (its reads, the controller's)
+    for k in range(1, steps + 1):   # on a fixed schedule from the window's start
+        time.sleep(max(0.0, m0["t"] + k * args.step - time.monotonic()))
+        c = path_counters(vnf, n)
+        t_step = time.monotonic()
         _, st = vnf.step(ctl, args)
+        step_s.append(time.monotonic() - t_step)
+        d = path_delta(c_prev, c)
+        lost = path_loss(d)
+        timeline.append({"in": d["in"], "lost": lost["all"], "tap_dropped": lost["tap_dropped"],
+                         "through_vnf": lost["through_vnf"], "after_vnf": lost["after_vnf"]})
+        c_prev = c
         b = ((st or {}).get("latency_ns") or {}).get("buckets_log2")
         if b is not None and b_prev is not None:
             p, cnt = interval_p99(b_prev, b)
             if cnt:
                 p99s.append(p)
         b_prev = b
-    m1, r1, k1 = meter.read(), path.rx_packets(), vnf.kvm_halt()
-    own = vnf_shares(s0, st or {})
-    events = vnf_events(s0, st or {})
+    m1, c1 = meter.read(), path_counters(vnf, n)
+    covered = tx.poll() is None                     # the sender still ran at the window's end
+    r1, k1 = path.rx_packets(), vnf.kvm_halt()
+    s1 = st or {}
+    cd = path_delta(c0, c1)
+    own = vnf_shares(s0, s1)
+    events = vnf_events(s0, s1)
     lat = json.loads(rx.stdout.readline() or "{}")
     rx.wait(30)
     sent = json.loads(tx.communicate(timeout=60)[0] or "{}")
     ds = ctl.decisions[d0:] if ctl is not None else []
-    t = summarise_trial(mode, pps, args, (m0, m1), (r1 - r0, sent, lat), p99s,
+    where = path_loss(cd, nic_sum(s0, s1, "rx"), nic_sum(s0, s1, "tx"))
+    t = summarise_trial(mode, pps, args, (m0, m1), (cd.get("out"), sent, lat), p99s,
                         (ds[:d1 - d0], ds[d1 - d0:]))
+    t["loss"] = (round(where["all"] / cd["in"], 5) if cd.get("in") and cd.get("out") is not None
+                 else None)
+    t["delivered_ns_b_pps"] = round((r1 - r0) / (m1["t"] - m0["t"]))
+    t["window"] = {"start_s": round(m0["t"] - t_send, 3), "end_s": round(m1["t"] - t_send, 3),
+                   "sender_s": sent.get("seconds"), "sender_outlasted_it": covered,
+                   "step_ms_median": round(1000 * statistics.median(step_s), 1),
+                   "step_ms_max": round(1000 * max(step_s), 1)}
     t["e2e_p99_us"] = e2e_intervals(lat)
     t["vnf_cpu"] = own
     t["vnf_events_per_kframe"] = events
-    t["vnf_dropped"] = nic_drops(s0, st or {})
+    t["vnf_dropped"] = nic_drops(s0, s1)
     t["kvm_halt_per_s"] = kvm_halt_rates(k0, k1, m1["t"] - m0["t"])
+    t["path"] = cd
+    t["path_loss"] = where
+    t["timeline"] = timeline
     return t
 
 
@@ -374,6 +503,7 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
     interval and the controller's decisions (warm-up, measured)."""
     m0, m1 = meters
     pkts, sent, lat = traffic                       # delivered, the sender's, the receiver's
+    pkts = pkts or 0
     dt = m1["t"] - m0["t"]
     cpu = Meter.delta(m0, m1)
     qemu_s = (sum(m1[k] - m0[k] for k in ("vcpu", "main", "other"))) / CLK_TCK
@@ -384,7 +514,11 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
     last = (warm + measured)[-1] if warm + measured else None
     return {"mode": mode, "offered_pps": round(pps), "delivered_pps": round(pkts / dt),
             "sent_pps": round(sent.get("pps", 0)),
-            "loss": round(max(0.0, 1 - pkts / dt / sent["pps"]), 5) if sent.get("pps")
+            # loss (trial() sets it: the VNF's path over the window) and, beside it, what
+            # left for ns b against the sender's mean rate (its jitter and the in-flight
+            # frames at the window's edges in it)
+            "loss": None,
+            "loss_vs_sender": round(1 - pkts / dt / sent["pps"], 5) if sent.get("pps")
             else None,
             "cpu_s": round(qemu_s, 3), "cpu_s_per_mpkt": round(qemu_s / max(1, pkts) * 1e6, 3),
             "cpu_per_s": cpu,
@@ -442,6 +576,13 @@ def line(load: int, t: dict) -> str:
     if t.get("vnf_events_per_kframe"):
         out += ", per 1k frames " + ", ".join(f"{k} {v}"
                                              for k, v in t["vnf_events_per_kframe"].items())
+    if t.get("path_loss"):
+        out += (", lost where: " + ", ".join(f"{k} {v}" for k, v in t["path_loss"].items()
+                                              if v)
+                + f" (against the sender's mean rate {100 * (t['loss_vs_sender'] or 0):.2f} %"
+                  f"; window {t['window']})")
+    if t.get("timeline"):
+        out += ", lost per step " + " ".join(str(x["lost"]) for x in t["timeline"])
     if is_controller(t["mode"]):
         last = t["decisions"][-1] if t["decisions"] else {}
         out += (f", {last.get('state')}, quota {t['quota_us'][-1] if t['quota_us'] else '-'}"
@@ -456,6 +597,7 @@ def summarise_mode(trials: list, args) -> dict:
     beside it, within it by the VNF's own p99."""
     limit = target_ms(trials[0]["mode"], args)
     m = {k: median(trials, k) for k in ("cpu_s_per_mpkt", "lat_p50_us", "lat_p99_us", "loss",
+                                        "loss_vs_sender",
                                         "delivered_pps")}
     m["cpu_per_s"] = {k: round(statistics.median(t["cpu_per_s"][k] for t in trials), 3)
                       for k in trials[0]["cpu_per_s"]}
@@ -480,6 +622,9 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     pps = cap * load / 100
     ctls = {mode: controller(vnf, args, target_ms(mode, args)) for mode in args.modes
             if is_controller(mode)}
+    for mode in args.fixed:              # reads only: a controller that acts on nothing
+        if reads_only(mode):
+            ctls[mode] = controller(vnf, args, args.target_ms, act=False)
     trials = []
     order = [*args.modes, *args.fixed]
     for r in range(args.rounds):
@@ -554,13 +699,16 @@ def noise(trials: list, modes: dict) -> dict:
                                        if len(cpu) > 1 else None)}
 
 
-def controller(vnf: Vnf, args, target: float) -> LatencyController:
+def controller(vnf: Vnf, args, target: float, act: bool = True) -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
-    ``target_us``, which :meth:`Vnf.step` gives it)."""
-    ctl = LatencyController(CgroupCap(args.period_us), hold_intervals=args.hold,
+    ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
+    writes no cgroup and sends no ``poll`` (:func:`reads_only`)."""
+    ctl = LatencyController(CgroupCap(args.period_us) if act else (lambda *a: True),
+                            hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
-                            poller=lambda k, us, c=None: set_window(vnf.mgr, vnf.id, us,
-                                                                    coalesce_us=c),
+                            poller=(lambda k, us, c=None: set_window(vnf.mgr, vnf.id, us,
+                                                                     coalesce_us=c))
+                            if act else None,
                             coalesce_share=args.coalesce_share,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
@@ -634,7 +782,8 @@ def parse(argv):
                          "quota/period,window (us), or open,window (no cap), ',hp' after the "
                          "window keeping the host's halt polling on, ',cN' the VNF's interrupt "
                          "moderation (naps of N us, RX interrupts off); separated by spaces, "
-                         "e.g. 'open,0 open,0,hp 1000/3500,0 open,0,c1000'")
+                         "e.g. 'open,0 open,0,hp 1000/3500,0 open,0,c1000'; ',ro' at the end: "
+                         "a controller beside it that reads every interval, acts on nothing")
     ap.add_argument("--idle-watts", type=float, default=40.0)
     ap.add_argument("--max-watts", type=float, default=140.0)
     ap.add_argument("--verbose", action="store_true", help="print every controller decision")

@@ -91,3 +91,33 @@ def test_loss_added_is_judged_against_the_defaults_own_spread_across_rounds():
     assert powercap.noise(trials, modes)["loss_added_within_noise"] is False
     one = powercap.noise([x for x in trials if x["round"] == 0], modes)    # one round: unknown
     assert (one["default_loss_spread_pct"], one["loss_added_within_noise"]) == (None, None)
+
+
+def test_reads_only_is_a_fixed_mode_with_ro_and_its_settings_unchanged():
+    """',ro' after a --fixed mode: its settings, and a controller beside it that reads and
+    decides but acts on nothing (the controller's per-interval reads, isolated)."""
+    assert powercap.fixed("open,0,c1000,ro") == powercap.fixed("open,0,c1000")
+    assert powercap.reads_only("open,0,c1000,ro") and powercap.reads_only("1000/3500,0,ro")
+    assert not powercap.reads_only("open,0,c1000") and not powercap.reads_only("default")
+    assert not powercap.reads_only("controller") and not powercap.reads_only(powercap.TIGHT)
+
+
+def test_path_loss_says_where_the_windows_frames_went_missing():
+    """Frames into the VNF's path (ns a's veth on bridge 0) less those out (ns b's veth):
+    before its tap, dropped at its tap, in its ring or in it (its own NIC counters), on its
+    way out; every counter read in the same instant, so a window that outlasts the sender
+    loses nothing by it (the old loss, delivered against the sender's mean rate, did)."""
+    a = {"in": 1000, "to_vnf": 900, "tap_dropped": 5, "from_vnf": 880, "out": 870,
+         "out_dropped": 0, "softnet_dropped": 7, "t": 0.0}
+    b = {"in": 11000, "to_vnf": 10880, "tap_dropped": 15, "from_vnf": 10840, "out": 10820,
+         "out_dropped": 2, "softnet_dropped": 7, "t": 6.0}
+    d = powercap.path_delta(a, b)
+    assert d == {"in": 10000, "to_vnf": 9980, "tap_dropped": 10, "from_vnf": 9960, "out": 9950,
+                 "out_dropped": 2, "softnet_dropped": 0}
+    assert powercap.path_loss(d, vnf_rx=9975, vnf_tx=9965) == {
+        "before_tap": 10, "tap_dropped": 10, "through_vnf": 20, "after_vnf": 10,
+        "out_dropped": 2, "softnet_dropped": 0, "all": 50, "ring": 5, "in_vnf": 10,
+        "vnf_to_tap": 5}
+    lost = powercap.path_loss(d)
+    assert "ring" not in lost and lost["all"] == d["in"] - d["out"]
+    assert powercap.path_delta(a, {**b, "out": None})["out"] is None    # not read: not known
