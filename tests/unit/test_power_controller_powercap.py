@@ -121,3 +121,15 @@ def test_path_loss_says_where_the_windows_frames_went_missing():
     lost = powercap.path_loss(d)
     assert "ring" not in lost and lost["all"] == d["in"] - d["out"]
     assert powercap.path_delta(a, {**b, "out": None})["out"] is None    # not read: not known
+
+
+def test_path_loss_share_counts_drops_not_the_frames_queued_at_the_edges():
+    """Frames queued in the tap and the VNF at the window's end (a nap, a vCPU the host held)
+    are no loss; what the tap, the VNF and the way after it dropped is; in − out beside it."""
+    d = {"in": 50_000, "to_vnf": 48_000, "tap_dropped": 0, "from_vnf": 47_884, "out": 47_884}
+    where = powercap.path_loss(d)
+    assert powercap.path_loss_share(where, d, 0) == (0.0, 0.04232)
+    assert powercap.path_loss_share(where, d, 50) == (0.001, 0.04232)
+    tap = {**d, "to_vnf": 49_000, "tap_dropped": 1000, "from_vnf": 49_000, "out": 48_990}
+    assert powercap.path_loss_share(powercap.path_loss(tap), tap, None) == (0.0202, 0.0202)
+    assert powercap.path_loss_share(where, {**d, "out": None}, 0) == (None, None)
