@@ -365,7 +365,8 @@ def _with_vnf(a, mgr, name: str, prefix: str, subnet: int, body):
 
 
 # the reference's runs set aside at most: a count's first failure while other processes took
-# more than CONTENDED_OTHERS_CORES, run again (the confirm phase's rule: confirm.counted_runs)
+# more than CONTENDED_OTHERS_CORES or at far more steal than its held runs, run again (the
+# confirm phase's rule: confirm.set_aside)
 REFERENCE_RERUNS = 2
 ADMIT_TICK_S = 0.25      # how often the paced admission reads the VNF's free slots
 
@@ -476,16 +477,31 @@ def sweep_counts(estimate: int, points: int) -> list[int]:
     return sorted({max(1, round(est * (0.5 + i / (k - 1)))) for i in range(k)})
 
 
-def set_aside(r: dict, dropped: list[dict]) -> bool:
-    """Whether the reference's run ``r`` (:func:`run_sessions`) is set aside and its count run
-    again: it failed (> 1 % of its sessions over) while other processes took the host's CPU
-    (``contended``), it is the first such run of its count, and fewer than REFERENCE_RERUNS
-    were (``dropped``): the confirm phase's rule (:func:`fluidvim.evaluator.confirm.
-    counted_runs`)."""
+def set_aside(r: dict, dropped: list[dict], runs: dict | None = None) -> str | None:
+    """Why the reference's run ``r`` (:func:`run_sessions`) is set aside and its count run
+    again, None when it counts: the confirm phase's rule (:func:`fluidvim.evaluator.confirm.
+    set_aside`), so the yardstick and the confirm leave the same runs out. It failed (> 1 % of
+    its sessions over), it is the first such run of its count, fewer than REFERENCE_RERUNS
+    were (``dropped``), and other processes took the host's CPU ("contended") or its VNF's
+    steal share is far above that of every run so far (``runs``, per count) that held at its
+    count or above ("steal": :func:`fluidvim.evaluator.confirm.spoiled_by_steal`)."""
+    from fluidvim.evaluator.confirm import spoiled_by_steal
+
     n = r["sessions"]
-    return bool(r["accounting"].get("contended") and r["over_pct"] > 1.0
-                and len(dropped) < REFERENCE_RERUNS
-                and all(d["sessions"] != n for d in dropped))
+    if not (r["over_pct"] > 1.0 and len(dropped) < REFERENCE_RERUNS
+            and all(d["sessions"] != n for d in dropped)):
+        return None
+    if r["accounting"].get("contended"):
+        return "contended"
+    this = _as_confirm_run(n, r)
+    others = [_as_confirm_run(m, x) for m, xs in (runs or {}).items() for x in xs]
+    return "steal" if spoiled_by_steal(this, others) else None
+
+
+def _as_confirm_run(n: int, r: dict) -> dict:
+    """A reference run as the confirm phase's rules read one (sessions, n, over, steal)."""
+    return {"sessions": n, "n": n, "over": float(r["over_pct"]) * n / 100.0,
+            "vnf_steal_share": r["accounting"].get("vcpu_steal_share")}
 
 
 def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list) -> None:
@@ -498,15 +514,15 @@ def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list) -> N
            "pooled_late_fraction": r["judged"].get("pooled_late_fraction"),
            "accounting": r["accounting"]}
     lat = r["run"]["latency_pooled_ms"].get(str(a.quantile))
-    again = set_aside(r, dropped)
+    again = set_aside(r, dropped, runs)
     print(f"  reference: {n:4d} sessions (run {len(runs.get(n, [])) + 1}), "
           f"{r['over_pct']:5.1f} % over, pooled p{a.quantile * 100:g} "
           f"{lat if lat is None else round(lat, 2)} ms | {show_accounting(r['accounting'])}"
-          f"{' -> set aside, run again' if again else ''}", flush=True)
+          f"{f' -> set aside ({again}), run again' if again else ''}", flush=True)
     if again:
         pid = mgr.get(vid).pid
         run["waited_s"] = wait_quiet(lambda: sum(x[0] for x in thread_times(pid).values()) / 1e9)
-        dropped.append({**run, "sessions": n})
+        dropped.append({**run, "sessions": n, "set_aside": again})
         reference_run(a, mgr, vid, net, n, runs, dropped)
     else:
         runs.setdefault(n, []).append(run)

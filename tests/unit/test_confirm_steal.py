@@ -167,3 +167,21 @@ def test_probe_confirm_marks_and_reruns_a_spoiled_run(monkeypatch):
     assert seen[6]["set_aside"] == "steal"
     assert confirm_reading(block["runs"])["slots"] >= 212
     assert confirm.CONFIRM_RERUNS == t.reruns
+
+
+def test_the_reference_sets_aside_by_the_same_steal_rule():
+    """bench/slotsqoe.py's per-session reference leaves out the runs the confirm phase would
+    (confirm.spoiled_by_steal over its runs so far), so the yardstick and the confirm agree."""
+    from bench.slotsqoe import set_aside as ref_set_aside
+
+    def ref_run(n, over_pct, steal, contended=False):
+        return {"sessions": n, "over_pct": over_pct,
+                "accounting": {"contended": contended, "vcpu_steal_share": steal}}
+
+    runs = {212: [ref_run(212, 0.0, 0.44), ref_run(212, 0.0, 0.47)]}
+    assert ref_set_aside(ref_run(212, 100.0, 0.54), [], runs) == "steal"
+    assert ref_set_aside(ref_run(212, 100.0, 0.50), [], runs) is None      # within 0.06
+    assert ref_set_aside(ref_run(236, 100.0, 0.60), [], runs) is None      # nothing above
+    assert ref_set_aside(ref_run(212, 100.0, 0.54), [{"sessions": 212}], runs) is None
+    assert ref_set_aside(ref_run(212, 100.0, 0.2, True), [], runs) == "contended"
+    assert ref_set_aside(ref_run(212, 0.5, 0.9), [], runs) is None         # held
