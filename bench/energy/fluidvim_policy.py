@@ -337,6 +337,12 @@ class FluidvimPolicy:
         return resolver.slot_order(entries, self.session_route,
                                    per_thread=self.orch.resolver.per_thread)
 
+    def session_per_thread(self) -> dict:
+        """The figures ``session_order`` gives the resolver ({(zone, host): dynamic watts per
+        hardware thread}): the simulator orders its arrays with them as ``resolver.slot_order``
+        does (``sim.resolver_order``), without a slot report object per instance."""
+        return self.orch.resolver.per_thread
+
     def _beyond_fill(self, need: int) -> bool:
         """``fill_for_need``: the hosts in service are at their fill limits and ``need`` more
         VNFs are to be placed: raise the limits against a host woken for just those
