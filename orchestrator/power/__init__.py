@@ -95,6 +95,7 @@ from .fleet import (  # noqa: F401
     FleetHost,
     Migration,
     ShortfallPeak,
+    WakePersist,
     consolidation_gate,
     consolidation_plan,
     efficient_utilisation,

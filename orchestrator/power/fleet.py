@@ -535,6 +535,29 @@ class ShortfallPeak:
         return max((s for _, s in self._seen), default=0.0)
 
 
+class WakePersist:
+    """A wake ahead only once :func:`wake_ahead` has named hosts for ``rounds`` rounds in a
+    row: a shortfall the slot trend forecasts for one round only is the trend's noise, and the
+    host woken for it boots at peak power, stands empty through the hold time and goes off
+    again (bench/energy, heterogeneous 100 hosts: 73 wakes in the day, ~40 of them off again
+    after 6-15 min). ``rounds=1``: every wake at once (the rule before 2026-11-29). A
+    placement that finds no room still wakes a host at once (the wake on refusal), and the
+    scaler's next step is kept in service by :func:`wake_ahead`'s ``keep``, so the rounds
+    waited only shorten a boot's lead."""
+
+    def __init__(self, rounds: int = 1):
+        if not isinstance(rounds, int) or rounds < 1:
+            raise PowerError(f"WakePersist: rounds must be an integer >= 1, not {rounds!r}")
+        self.rounds = rounds
+        self.seen = 0                   # rounds in a row wake_ahead has named a host
+
+    def note(self, wake: list) -> list:
+        """``wake``: the hosts :func:`wake_ahead` names this round; returns those to wake now
+        (none until it has named some for ``rounds`` rounds in a row)."""
+        self.seen = self.seen + 1 if wake else 0
+        return list(wake) if self.seen >= self.rounds else []
+
+
 def consolidation_gate(shortfall: float = 0.0, waking: bool = False,
                        growing: bool = False) -> str | None:
     """Why no host in service is emptied now (None: the plan may run). The one rule of the

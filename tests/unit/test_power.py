@@ -1024,3 +1024,17 @@ def test_wake_unit_watts_shares_the_idle_watts_among_the_vnfs_it_wakes_for():
     # a host in service fills beyond its efficient load against a wake for a few VNFs
     own = power.unit_watts(turbo.model, 112)
     assert power.fill_limit(turbo.model, 112, for_two) > power.fill_limit(turbo.model, 112, own)
+
+
+def test_wake_persist_wakes_only_a_shortfall_named_rounds_in_a_row():
+    once = power.WakePersist()
+    assert once.note(["a"]) == ["a"]                           # rounds=1: at once
+    twice = power.WakePersist(2)
+    assert twice.note(["a"]) == []                             # one round: the trend's noise
+    assert twice.note([]) == []                                # gone: counting starts again
+    assert twice.note(["a"]) == []
+    assert twice.note(["a", "b"]) == ["a", "b"]                # two in a row: woken
+    assert twice.note(["b"]) == ["b"]                          # and while it lasts
+    for bad in (0, -1, 1.5):
+        with pytest.raises(power.PowerError, match="rounds"):
+            power.WakePersist(bad)
