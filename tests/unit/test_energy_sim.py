@@ -691,3 +691,86 @@ def test_fluidvim_keeps_room_in_service_while_a_host_boots(services, monkeypatch
             entries, "efficient", per_thread=pol.orch.resolver.per_thread)
     finally:
         pol.close()
+
+
+@pytest.mark.parametrize("route", ("efficient", "watts", "free"))
+def test_the_simulators_session_order_is_the_resolvers(route):
+    """``sim.resolver_order`` (the order fluidvim's sessions are filled in, on the simulator's
+    arrays) is ``resolver.slot_order``'s for the same slot reports: ties of figure and free
+    slots, hosts without a figure (efficient), several instances per host."""
+    from fluidvim.orchestrator import resolver
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        n, hosts = int(rng.integers(1, 60)), int(rng.integers(1, 8))
+        inst = rng.permutation(1000)[:n]
+        host = rng.integers(0, hosts, n)
+        free = rng.integers(1, 5, n)
+        wps = rng.choice([0.5, 1.0, 1.25, 2.0], n)          # ties on purpose
+        figs = rng.choice([0.8, 1.1, 1.1, np.nan], hosts)    # NaN: no figure for the host
+        per_thread = {("z", f"h{k}"): float(f) for k, f in enumerate(figs) if not np.isnan(f)}
+        entries = [(sim._Rep("z", f"h{hh}", int(j), "r", float(w)), int(f))
+                   for j, hh, w, f in zip(inst, host, wps, free)]
+        want = [r.instance for r, _ in resolver.slot_order(entries, route, per_thread=per_thread)]
+        got = inst[sim.resolver_order(route, inst, free, host, wps, figs)]
+        assert list(got) == want, (route, trial)
+        if route == "efficient":                             # no figures at all
+            want = [r.instance for r, _ in resolver.slot_order(entries, route)]
+            assert list(inst[sim.resolver_order(route, inst, free, host, wps, None)]) == want
+
+
+def test_jobs_run_apart_give_the_rows_of_one_process(tmp_path):
+    """``--jobs``: each run in its own process gives the row the loop gives (seeded per run);
+    the rows keep their order. (The MILP bound: the cheapest runs to spawn.)"""
+    pytest.importorskip("highspy", reason="pip install -c constraints.txt -e .[test]")
+    common = ["--fleets", "homogeneous", "--hosts", "2", "3", "--policies", "milp",
+              "--day-s", "600", "--milp-every", "5", "--no-progress", "--no-plot",
+              "--model", SMALL]
+    rows = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"e{jobs}"
+        assert bench_main.main(common + ["--jobs", jobs, "--out", str(out)]) == 0
+        res = json.loads(out.with_suffix(".json").read_text())
+        assert sorted(res["runs"]["homogeneous"]) == ["2", "3"]
+        rows[jobs] = {n: {k: r["policies"]["milp"][k] for k in ("kwh", "moves", "awake_hosts_mean",
+                                                                "series", "solves")}
+                      for n, r in res["runs"]["homogeneous"].items()}
+    assert rows["1"] == rows["2"]
+
+
+@pytest.mark.parametrize("persist", (1, 2))
+def test_fluidvim_wakes_ahead_only_for_a_shortfall_that_lasts(services, persist):
+    """``wake_persist`` (power.WakePersist): a shortfall the forecast names for one step wakes
+    nothing when two are asked (fluidvim-consolidate's default), and a lasting one wakes the
+    hosts ``power.wake_ahead`` names; with 1 it wakes at once."""
+    from bench.energy.fluidvim_policy import FluidvimConsolidatePolicy, FluidvimPolicy
+    from fluidvim.orchestrator.mano.scaling import Sample
+    svcs, measurement = services
+    cons = FluidvimConsolidatePolicy(measurement, svcs)
+    assert cons.wake_persist.rounds == 2
+    cons.close()
+    fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
+    pol = FluidvimPolicy(measurement, svcs, boot_s=260.0, wake_persist=persist)
+    try:
+        pol.start(list(fl.hosts))
+        a, b, c = (h.id for h in fl.hosts)
+        for h in (b, c):
+            pol.set_power(h, False)
+        svc = svcs[0]
+        used = 2 * pol.zone.fill[a] * svc.slots          # twice what the host in service takes
+
+        def view(t):
+            return {svc.name: {"history": [Sample(t - 60.0, 0, used), Sample(t, 0, used)],
+                               "slots": svc.slots, "headroom": svc.slots, "lead_s": 30.0}}
+
+        first = pol.ahead(0.0, view(0.0), ahead_s=290.0)
+        if persist == 1:
+            assert first
+            return
+        assert first == [] and pol.zone.state(b) == pol.zone.state(c) == "off"
+        assert pol.ahead(30.0, {svc.name: {**view(30.0)[svc.name], "history": []}},
+                         ahead_s=290.0) == []        # gone: the count starts again
+        assert pol.ahead(60.0, view(60.0), ahead_s=290.0) == []
+        woken = pol.ahead(90.0, view(90.0), ahead_s=290.0)
+        assert woken and all(pol.zone.state(h) == "waking" for h in woken)
+    finally:
+        pol.close()
