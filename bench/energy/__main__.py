@@ -91,11 +91,18 @@ def parse(argv):
                     help="merge the runs of these result files (runs done apart, e.g. one "
                          "size per machine) into OUT.json and OUT.png, and exit")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="runs (fleet x size x policy) at once, each in its own process "
+                         "(default 1: one after the other). Every run is seeded on its own, so "
+                         "the results are the same; the times each reports are taken beside "
+                         "the others")
     args = ap.parse_args(argv)
     known = policies.NAMES + policies.EXTRA
     unknown = [p for p in args.policies if p not in known]
     if unknown:
         ap.error(f"--policies: unknown {unknown}; known: {' '.join(known)}")
+    if args.jobs < 1:
+        ap.error("--jobs must be >= 1")
     if any(n < 1 for n in args.hosts):
         ap.error("--hosts: every size must be >= 1")
     if not 0 < args.peak_load <= 1:
@@ -230,29 +237,24 @@ def main(argv=None) -> int:
         old = json.loads(out.with_suffix(".json").read_text())
     runs = old.get("runs", {})
     steps = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))
-    total = len(args.fleets) * len(args.hosts) * len(names) * steps
+    jobs = [(kind, n, name) for kind in args.fleets for n in args.hosts for name in names]
+    if args.jobs > 1 and len(jobs) > 1:
+        run_parallel(jobs, services, measurement, cfg, args, runs,
+                     lambda: write(out, args, cfg, launch, services, runs, skipped))
+        jobs = []
+    total = len(jobs) * steps
     bar = None
-    if not args.no_progress:
+    if jobs and not args.no_progress:
         from tqdm import tqdm
         bar = tqdm(total=total, unit="step", desc="bench/energy", file=sys.stderr)
-    for kind in args.fleets:
-        for n in args.hosts:
-            fl = fleetmod.make_fleet(kind, n, args.seed, model=args.model)
-            demand = workload.Demand(services, fl.threads, peak_load=args.peak_load,
-                                     seed=args.seed, trough_peak=args.trough_peak,
-                                     day_s=args.day_s, step_s=cfg.step_s,
-                                     start_s=-cfg.warmup_s, end_s=cfg.day_s)
-            run = runs.setdefault(kind, {}).setdefault(str(n), {})
-            run["fleet"] = fl.describe()
-            run["series_every_s"] = series_every(cfg)
-            run["day_s"] = args.day_s
-            pols = run.setdefault("policies", {})
-            for name in names:
-                if bar is not None:
-                    bar.set_description(f"{kind} {n} {name}")
-                tick = (lambda k: bar.update(k)) if bar is not None else None
-                pols[name] = run_one(name, fl, services, measurement, demand, cfg, args, tick)
-                write(out, args, cfg, launch, services, runs, skipped)
+    for kind, n, name in jobs:
+        fl, demand = fleet_and_demand(kind, n, services, cfg, args)
+        pols = new_run(runs, kind, n, fl, cfg, args)
+        if bar is not None:
+            bar.set_description(f"{kind} {n} {name}")
+        tick = (lambda k: bar.update(k)) if bar is not None else None
+        pols[name] = run_one(name, fl, services, measurement, demand, cfg, args, tick)
+        write(out, args, cfg, launch, services, runs, skipped)
     if bar is not None:
         bar.close()
     result = write(out, args, cfg, launch, services, runs, skipped)
@@ -265,6 +267,55 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"wrote {out.with_suffix('.json')}; no plot: {e}")
     return 0
+
+
+def fleet_and_demand(kind: str, n: int, services, cfg, args):
+    fl = fleetmod.make_fleet(kind, n, args.seed, model=args.model)
+    demand = workload.Demand(services, fl.threads, peak_load=args.peak_load, seed=args.seed,
+                             trough_peak=args.trough_peak, day_s=args.day_s, step_s=cfg.step_s,
+                             start_s=-cfg.warmup_s, end_s=cfg.day_s)
+    return fl, demand
+
+
+def new_run(runs: dict, kind: str, n: int, fl, cfg, args) -> dict:
+    """The run of ``kind`` x ``n`` in ``runs`` with this fleet; its policies map."""
+    run = runs.setdefault(kind, {}).setdefault(str(n), {})
+    run["fleet"] = fl.describe()
+    run["series_every_s"] = series_every(cfg)
+    run["day_s"] = args.day_s
+    return run.setdefault("policies", {})
+
+
+def _job(kind: str, n: int, name: str, cfg, args) -> dict:
+    """One run in a worker process (``--jobs``): the same fleet, sessions and seed as in the
+    parent's loop."""
+    services, measurement = workload.load_services(args.evaluator)
+    fl, demand = fleet_and_demand(kind, n, services, cfg, args)
+    return run_one(name, fl, services, measurement, demand, cfg, args, None)
+
+
+def run_parallel(jobs: list, services, measurement, cfg, args, runs: dict, save) -> None:
+    """``--jobs``: the runs in ``args.jobs`` processes at once, each row written as it ends (in
+    the order of ``jobs`` within its fleet and size)."""
+    import concurrent.futures
+    import multiprocessing
+    order = {job: i for i, job in enumerate(jobs)}
+    ctx = multiprocessing.get_context("spawn")     # no fork of a process holding a scheduler
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=ctx) as ex:
+        futs = {ex.submit(_job, kind, n, name, cfg, args): (kind, n, name)
+                for kind, n, name in jobs}
+        for f in concurrent.futures.as_completed(futs):
+            kind, n, name = futs[f]
+            row = f.result()
+            fl = fleetmod.make_fleet(kind, n, args.seed, model=args.model)
+            pols = new_run(runs, kind, n, fl, cfg, args)
+            pols[name] = row
+            keep = sorted(pols, key=lambda p: order.get((kind, n, p), -1))
+            runs[kind][str(n)]["policies"] = {p: pols[p] for p in keep}
+            save()
+            if not args.no_progress:
+                print(f"bench/energy: {kind} {n} {name} done ({row.get('wall_s', '-')} s)",
+                      file=sys.stderr, flush=True)
 
 
 def combine(args) -> int:
