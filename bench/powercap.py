@@ -22,8 +22,9 @@ the VNF's need decides); ``--down``, ``--hold``, ``--min-quota-us``, ``--headroo
 period of its quota, are its settings; ``rebase`` before each of its trials, so that its first
 interval does not span the other modes' trials), ``controller-tight`` (the same with
 ``--tight-ms``, a target no cap fits: it goes poll only), and any ``--fixed`` modes
-(``quota/period,window[,hp][,cN]``: a fixed quota, busy-poll window and interrupt moderation
-of N us, no controller; ``--modes`` picks
+(``quota/period,window[,hp][,cN][,nN]``: a fixed quota, busy-poll window and interrupt
+moderation of N us, the vCPU threads at nice N (else ``[vnf] vcpu_nice``), no controller;
+``--modes`` picks
 default, controller or both),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
@@ -47,6 +48,8 @@ controller settles), then ``--measure`` s measured:
   steps (its reads), so the default "lost" 0.8 % and the controller 1.3 % with no frame lost
   on the path (``loss_vs_sender`` keeps that figure, now over a covered window);
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
+* its vCPU threads' wait for a CPU (``vcpu_wait``: the scheduler's ``schedstat``, µs per run
+  and ms per second; a nap's end waits there), their nice, and the host's steal;
 * the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares) and its
   notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups);
 * the controller's decisions (action, event, why, quota, poll window, p99, ring backlog,
@@ -92,6 +95,7 @@ from fluidvim.orchestrator.power.controller import (
     interval_p99,
     tap_counters,
 )
+from fluidvim.orchestrator.power.hostside import set_thread_nice, thread_nice
 from fluidvim.vnf import cgroups, limits
 from fluidvim.vnf.manager import VNFManager, make_conf
 from fluidvim.vnf.testnet import TestNet
@@ -127,6 +131,37 @@ def thread_ticks(pid: int) -> dict:
     return out
 
 
+def vcpu_sched(pid: int) -> dict:
+    """The scheduler's account of QEMU ``pid``'s vCPU threads (threads with guest time,
+    ``/proc/<pid>/task/<tid>/schedstat``): ``wait_ns``, the time they were runnable and
+    waited for a CPU (a wake-up from a nap waits there), and ``runs``, the times they got
+    one."""
+    out = {"wait_ns": 0, "runs": 0}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                _, wait, runs = (int(x) for x in f.read().split()[:3])
+        except (OSError, ValueError):
+            continue
+        if int(tid) != pid and int(text[text.rfind(")") + 2:].split()[40]):
+            out["wait_ns"] += wait
+            out["runs"] += runs
+    return out
+
+
+def vcpu_wait(a: dict, b: dict, dt: float) -> dict | None:
+    """Between two :func:`vcpu_sched` reads: the vCPU's wait for a CPU per run (us) and per
+    second (ms), and its runs per second; None when not known."""
+    runs = b["runs"] - a["runs"]
+    if dt <= 0 or runs <= 0:
+        return None
+    w = b["wait_ns"] - a["wait_ns"]
+    return {"us_per_run": round(w / runs / 1000, 1), "ms_per_s": round(w / dt / 1e6, 1),
+            "runs_per_s": round(runs / dt, 1)}
+
+
 class Meter:
     """Host CPU over a window: the VNF's QEMU by thread role (what the bench charges to it),
     the traffic generator's sender (not charged: it stands for the traffic's source) and the
@@ -143,7 +178,7 @@ class Meter:
             sender = 0
         return {**thread_ticks(self.qemu), "generator": sender, "t": time.monotonic(),
                 "host_busy": sum(h.values()) - h["idle"] - h["iowait"],
-                "host_softirq": h["softirq"]}
+                "host_softirq": h["softirq"], "host_steal": h.get("steal", 0)}
 
     @staticmethod
     def delta(a: dict, b: dict) -> dict:
@@ -305,8 +340,8 @@ def fixed(mode: str) -> tuple[int | None, int, int, bool | None, int]:
     window, *opts = rest.split(",")
     hp, coalesce = None, 0
     for o in opts:
-        if o == "ro":
-            continue
+        if o == "ro" or (o[:1] == "n" and o[1:].lstrip("-").isdigit()):
+            continue                 # reads_only, fixed_nice
         if o == "hp" and hp is None:
             hp = True
         elif o[:1] == "c" and o[1:].isdigit():
@@ -317,6 +352,15 @@ def fixed(mode: str) -> tuple[int | None, int, int, bool | None, int]:
         return None, int(window), limits.CPU_PERIOD_US, hp, coalesce
     quota, _, period = cap.partition("/")
     return int(quota), int(window), int(period or limits.CPU_PERIOD_US), hp, coalesce
+
+
+def fixed_nice(mode: str) -> int | None:
+    """The nice of the VNF's vCPU threads a ``--fixed`` mode sets (``,nN``), None: the
+    launch's (``[vnf] vcpu_nice``)."""
+    for o in mode.split(",")[2:]:
+        if o[:1] == "n" and o[1:].lstrip("-").isdigit():
+            return int(o[1:])
+    return None
 
 
 def open_quota(vnf: Vnf) -> None:
@@ -338,6 +382,10 @@ def is_controller(mode: str) -> bool:
 def settle(vnf: Vnf, mode: str, ctl) -> None:
     """The VNF's quota and windows for a trial: the launch's quota and the boot defaults
     (``default``), a ``--fixed`` setting, or where the controller left them."""
+    nice = fixed_nice(mode) if mode != "default" and not is_controller(mode) else None
+    if is_controller(mode) and ctl is not None and vnf.uid in ctl.state:
+        nice = ctl.state[vnf.uid].nice          # where the controller left it
+    set_thread_nice(vnf.pid, vnf.mgr.conf.vnf.vcpu_nice if nice is None else nice)
     if mode == "default":
         open_quota(vnf)
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
@@ -387,7 +435,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
                  stdout=subprocess.PIPE, text=True)     # its p99 per step interval too
     rx.stdout.readline()                            # "ready"
     meter = Meter(vnf.pid, tx.pid)
-    k0 = vnf.kvm_halt()
+    k0, w0 = vnf.kvm_halt(), vcpu_sched(vnf.pid)
     m0, c0 = meter.read(), path_counters(vnf, n)
     s0 = vnf.stats() or {}          # next to c0: path_loss's split by the VNF's own counters
     r0 = path.rx_packets()
@@ -416,7 +464,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
         b_prev = b
     m1, c1 = meter.read(), path_counters(vnf, n)
     covered = tx.poll() is None                     # the sender still ran at the window's end
-    r1, k1 = path.rx_packets(), vnf.kvm_halt()
+    r1, k1, w1 = path.rx_packets(), vnf.kvm_halt(), vcpu_sched(vnf.pid)
     s1 = st or {}
     cd = path_delta(c0, c1)
     own = vnf_shares(s0, s1)
@@ -439,6 +487,8 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     t["vnf_events_per_kframe"] = events
     t["vnf_dropped"] = nic_drops(s0, s1)
     t["kvm_halt_per_s"] = kvm_halt_rates(k0, k1, m1["t"] - m0["t"])
+    t["vcpu_wait"] = vcpu_wait(w0, w1, m1["t"] - m0["t"])
+    t["vcpu_nice"] = thread_nice(vnf.pid)
     t["path"] = cd
     t["path_loss"] = where
     t["timeline"] = timeline
@@ -581,6 +631,10 @@ def line(load: int, t: dict) -> str:
     if t.get("vnf_cpu"):
         out += ", VNF busy/poll/halt/stolen " + "/".join(str(t["vnf_cpu"].get(k))
                                                          for k in SHARES)
+    if t.get("vcpu_wait"):
+        w = t["vcpu_wait"]
+        out += (f", vCPU (nice {t.get('vcpu_nice')}) waited for a CPU {w['us_per_run']} us per "
+                f"run, {w['ms_per_s']} ms/s")
     if t.get("kvm_halt_per_s"):
         k = t["kvm_halt_per_s"]
         out += f", KVM halts/s {k['exits']} (host halt polling {k['poll_cpu']} CPU)"
@@ -724,6 +778,8 @@ def controller(vnf: Vnf, args, target: float, act: bool = True) -> LatencyContro
                             poller=(lambda k, us, c=None: set_window(vnf.mgr, vnf.id, us,
                                                                      coalesce_us=c))
                             if act else None,
+                            renice=None if act else (lambda *a: True),
+                            wake_nice=None if args.wake_nice == "none" else int(args.wake_nice),
                             coalesce_share=args.coalesce_share,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
@@ -785,6 +841,10 @@ def parse(argv):
                     help="controller: the part of the target the VNF's interrupt moderation "
                          "takes where its window is narrowed (naps of this x the target, RX "
                          "interrupts off; 0: none; [metrics] coalesce_share)")
+    ap.add_argument("--wake-nice", default="none",
+                    help="controller: the nice of the VNF's vCPU threads where its window is "
+                         "narrowed below high load, e.g. 0 ('none', the controller's default: "
+                         "the launch's, [vnf] vcpu_nice); ',nN' does it for a --fixed mode")
     ap.add_argument("--cap-at-once", action="store_true",
                     help="controller: cap straight from open (the old way) instead of the "
                          "narrow window first and a cap only where it saves (poll_first)")
@@ -796,7 +856,8 @@ def parse(argv):
                     help="extra modes with a fixed cap on the vCPU threads, no controller: "
                          "quota/period,window (us), or open,window (no cap), ',hp' after the "
                          "window keeping the host's halt polling on, ',cN' the VNF's interrupt "
-                         "moderation (naps of N us, RX interrupts off); separated by spaces, "
+                         "moderation (naps of N us, RX interrupts off), ',nN' its vCPU "
+                         "threads at nice N; separated by spaces, "
                          "e.g. 'open,0 open,0,hp 1000/3500,0 open,0,c1000'; ',ro' at the end: "
                          "a controller beside it that reads every interval, acts on nothing")
     ap.add_argument("--idle-watts", type=float, default=40.0)
@@ -827,8 +888,9 @@ def parse(argv):
         try:
             q, _, p, _, c = fixed(m)
         except ValueError:
-            ap.error(f"--fixed {m!r}: give quota/period,window[,hp][,cN] in us or "
-                     "open,window[,hp][,cN], e.g. 10000/100000,50 or 1000/3500,0 or open,0,c1000")
+            ap.error(f"--fixed {m!r}: give quota/period,window[,hp][,cN][,nN] in us or "
+                     "open,window[,hp][,cN][,nN], e.g. 10000/100000,50 or 1000/3500,0 or "
+                     "open,0,c1000,n0")
         if not 0 <= c <= 10000:
             ap.error(f"--fixed {m!r}: coalesce_us is 0..10000 (PROTOCOL.md poll)")
         if (q is not None and q < 1000) or p < 1000:

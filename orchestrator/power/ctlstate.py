@@ -18,8 +18,8 @@ COALESCE_MAX_US = 10_000             # the poll op's largest coalesce_us (PROTOC
 @dataclasses.dataclass
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
-    throttle_hits, wait_share, cap_period_us, poll_first, min_saving, coalesce_share (module
-    doc)"""
+    throttle_hits, wait_share, cap_period_us, poll_first, min_saving, coalesce_share,
+    wake_nice (module doc)"""
     min_poll_us: int = 0             # the busy-poll window of a capped or poll-only VNF (0:
                                      # it halts at once, and the host does not poll for it)
     headroom: float = 1.5            # a cap is at least its vCPU's need x headroom + margin_us
@@ -38,12 +38,18 @@ class Sizing:
     coalesce_share: float = 0.0      # the part of the target the VNF's interrupt moderation
                                      # may take where its window is narrowed (0: none;
                                      # [metrics] coalesce_share)
+    wake_nice: int | None = None     # the nice of its vCPU threads where the window is
+                                     # narrowed below high load (it halts, and waits for the
+                                     # host's scheduler at each wake-up); None: not changed
+                                     # (the default until a quiet run measures it)
 
     def __post_init__(self):
         if ((self.wait_share is not None and not 0 < self.wait_share <= 1)
                 or not 1000 <= self.cap_period_us <= 1_000_000):
             raise PowerError(f"controller sizing needs 0 < wait_share <= 1 and 1000 <= "
                              f"cap_period_us <= 1000000, got {self}")
+        if self.wake_nice is not None and not -20 <= self.wake_nice <= 19:
+            raise PowerError(f"controller sizing needs -20 <= wake_nice <= 19, got {self}")
         if not 0 <= self.min_saving < 1 or not 0 <= self.coalesce_share < 1:
             raise PowerError(f"controller sizing needs 0 <= min_saving < 1 and 0 <= "
                              f"coalesce_share < 1, got {self}")
@@ -101,6 +107,7 @@ class VnfState:
     mod_loss_now: float = 0.0        # the host's drop share this interval, moderated, if it counts
     loss_share: float | None = None  # that share at the last release on it (.highload.back_off)
     after_loss: list = dataclasses.field(default_factory=list)   # open drop shares since
+    nice: int | None = None          # the nice its vCPU threads were given (None: the launch's)
 
 
 def judged_ns(st: VnfState, target_us: float) -> float:

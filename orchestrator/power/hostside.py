@@ -196,6 +196,78 @@ class CgroupCap:
         return cgroups.set_vcpu_quota(key, max(MIN_PERIOD_US, round(share * period)), period)
 
 
+def set_thread_nice(pid: int | None, nice: int, proc: str = "/proc") -> int:
+    """Nice ``nice`` on every thread of QEMU ``pid`` but its main one (its vCPUs and idle
+    workers, as ``[vnf] vcpu_nice`` sets them at launch: vnf/backends.py): the threads it
+    changed. A thread that just ended, or no process, is skipped."""
+    if not pid:
+        return 0
+    try:
+        tids = [int(t) for t in os.listdir(f"{proc}/{pid}/task") if int(t) != int(pid)]
+    except OSError:
+        return 0
+    done = 0
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, int(nice))
+            done += 1
+        except (ProcessLookupError, PermissionError):
+            continue
+    return done
+
+
+def group_procs(key: str) -> list[int]:
+    """The processes in VNF ``key``'s cgroup (its QEMU), [] when none here."""
+    from fluidvim.vnf import cgroups  # the launch core's cgroup layout
+    for d in cgroups.dirs(key):
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                pids = [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        if pids:
+            return pids
+    return []
+
+
+class ThreadNice:
+    """The production renicer (``renice`` of :class:`.controller.LatencyController`): ``nice``
+    on the threads of VNF ``key``'s QEMU but its main one (:func:`set_thread_nice`: its vCPUs),
+    None: back to the nice they had before its first change (``[vnf] vcpu_nice``, 10 by
+    default, set at launch). True when a thread was set, or nothing was to be restored."""
+
+    def __init__(self, procs=group_procs):
+        self.procs = procs
+        self.before: dict = {}       # key -> the nice its threads had before the first change
+
+    def __call__(self, key: str, nice: int | None) -> bool:
+        pids = self.procs(key)
+        if nice is None and key not in self.before:
+            return True
+        if nice is not None and key not in self.before:
+            found = [thread_nice(p) for p in pids]
+            found = [n for n in found if n is not None]
+            if not found:
+                return False
+            self.before[key] = found[0]
+        value = self.before.pop(key) if nice is None else nice
+        return sum(set_thread_nice(p, value) for p in pids) > 0
+
+
+def thread_nice(pid: int, proc: str = "/proc") -> int | None:
+    """The nice of QEMU ``pid``'s first thread but its main one, None: none readable."""
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"{proc}/{pid}/task") if int(t) != int(pid))
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            return os.getpriority(os.PRIO_PROCESS, tid)
+        except OSError:
+            continue
+    return None
+
+
 def tap_counters(taps, sys_root: str = "/sys/class/net") -> list | None:
     """Per tap (a VNF's NICs, in order) ``{"tx_packets", "tx_dropped"}`` from
     ``<sys_root>/<tap>/statistics``: what the host handed the VNF's backend and what it dropped

@@ -1103,3 +1103,83 @@ def test_high_load_back_off_after_a_drop_burst_ends_once_open_loses_as_much():
     assert c.state["u1"].loss_share is None
     ds = [step(0.3, 0.65, drop_pps=9000) for _ in range(c.FLOOR_AGE)]
     assert {d["action"] for d in ds} == {"hold"}, ds
+
+
+def test_wake_nice_a_narrowed_vnf_below_high_load_wakes_at_wake_nice_and_back_on_release():
+    """With ``wake_nice``, a VNF whose window is narrowed (poll only: it halts at once, and its
+    naps end on its timer) gets it on its vCPU threads in its quiet and band intervals, the
+    launch's nice back on a release; without (the default) they are left alone."""
+    nices = []
+    c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=2, coalesce_share=0.2,
+                              poller=lambda k, us, co: us,
+                              wake_nice=0, renice=lambda k, n: nices.append((k, n)) or True)
+    c.cpu_stat = lambda key: {"nr_throttled": 0, "throttled_usec": 0}
+    v = FakeVnf()
+    c.usage = v.usage
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    assert [(d["state"], d["vcpu_nice"]) for d in ds] == [
+        ("open", None), ("open", None), ("poll only", 0)], ds
+    assert nices == [("u1", 0)]
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1)) for _ in range(3)]
+    assert nices == [("u1", 0)] and ds[-1]["vcpu_nice"] == 0          # told once
+    d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=4_200_000))
+    assert (d["action"], d["state"], d["vcpu_nice"]) == ("release", "open", None), d
+    assert nices == [("u1", 0), ("u1", None)]
+    # a renice that fails is tried again the next interval
+    fails = []
+    c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=2, coalesce_share=0.2,
+                              poller=lambda k, us, co: us,
+                              wake_nice=0, renice=lambda k, n: fails.append(n) and False)
+    c.cpu_stat, v = (lambda key: {"nr_throttled": 0, "throttled_usec": 0}), FakeVnf()
+    c.usage = v.usage
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(4)]
+    assert fails == [0, 0] and ds[-1]["vcpu_nice"] is None
+    # wake_nice None (the default): never reniced
+    c = ctl.LatencyController(lambda k, q, p=None: None, hold_intervals=2, coalesce_share=0.2,
+                              poller=lambda k, us, co: us,
+                              renice=lambda k, n: pytest.fail("reniced"))
+    c.cpu_stat, v = (lambda key: {"nr_throttled": 0, "throttled_usec": 0}), FakeVnf()
+    c.usage = v.usage
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(4)]
+    assert ds[-1]["state"] == "poll only" and ds[-1]["vcpu_nice"] is None
+    with pytest.raises(power.PowerError, match="wake_nice"):
+        ctl.LatencyController(lambda k, q, p=None: None, wake_nice=20)
+
+
+def test_wake_nice_not_at_high_load_where_the_vcpu_yields_to_qemus_main_thread():
+    """At high load the moderated VNF keeps the launch's nice (as a busy vCPU it yields to the
+    thread that moves its frames), and a poll-only VNF whose load rises gets it back."""
+    nices = []
+    c, step, _, _ = _high(wake_nice=0, renice=lambda k, n: nices.append(n) or True)
+    ds = [step(0.3, 0.65) for _ in range(5)]
+    assert ds[2]["state"] == "poll only" and {d["vcpu_nice"] for d in ds} == {None}, ds
+    assert nices == []
+    st = c.state["u1"]
+    st.nice = 0                       # as a poll-only VNF at low load had it
+    d = step(0.15, 0.55)
+    assert (d["event"], d["vcpu_nice"]) == ("high load", None) and nices == [None], d
+
+
+def test_thread_nice_sets_the_threads_but_main_and_restores_what_they_had(monkeypatch):
+    """ThreadNice, the production renicer: the threads of the VNF's QEMU but its main one, back
+    to the nice they had before its first change (a fake /proc and setpriority)."""
+    from fluidvim.orchestrator.power import hostside
+
+    prio = {101: 0, 102: 10, 103: 10}            # QEMU 101: its main thread and two others
+
+    def listdir(path):
+        assert path == "/proc/101/task", path
+        return [str(t) for t in prio]
+
+    def setprio(which, tid, n):
+        prio[tid] = n
+
+    monkeypatch.setattr(hostside.os, "listdir", listdir)
+    monkeypatch.setattr(hostside.os, "setpriority", setprio)
+    monkeypatch.setattr(hostside.os, "getpriority", lambda which, tid: prio[tid])
+    r = hostside.ThreadNice(procs=lambda key: [101] if key == "u1" else [])
+    assert r("u1", None)                          # nothing changed yet: nothing to restore
+    assert r("u1", 0) and prio == {101: 0, 102: 0, 103: 0}
+    assert r("u1", 0) and prio == {101: 0, 102: 0, 103: 0}
+    assert r("u1", None) and prio == {101: 0, 102: 10, 103: 10}
+    assert not r("gone", 0)                       # no process: not set, tried again

@@ -25,6 +25,21 @@ def test_fixed_modes_are_a_quota_period_poll_window_and_moderation():
             powercap.fixed(bad)
 
 
+def test_fixed_modes_may_set_the_vcpu_threads_nice():
+    """',nN': the nice of the VNF's vCPU threads for that mode (None: the launch's)."""
+    assert powercap.fixed("open,0,c1000,n0") == powercap.fixed("open,0,c1000")
+    assert powercap.fixed_nice("open,0,c1000,n0") == 0
+    assert powercap.fixed_nice("open,0,n-5,c1000") == -5
+    assert powercap.fixed_nice("open,0,c1000") is None
+
+
+def test_vcpu_wait_is_the_schedulers_wait_per_run_and_per_second():
+    a, b = {"wait_ns": 1_000_000, "runs": 100}, {"wait_ns": 5_000_000, "runs": 300}
+    assert powercap.vcpu_wait(a, b, 2.0) == {"us_per_run": 20.0, "ms_per_s": 2.0,
+                                             "runs_per_s": 100.0}
+    assert powercap.vcpu_wait(a, a, 2.0) is None
+
+
 def test_vnf_shares_carry_the_stolen_time():
     def stats(up, busy, poll, halt, stolen=None):
         cpu = {"busy_us": busy, "poll_us": poll, "halt_us": halt}
