@@ -148,3 +148,12 @@ def test_path_loss_share_counts_drops_not_the_frames_queued_at_the_edges():
     tap = {**d, "to_vnf": 49_000, "tap_dropped": 1000, "from_vnf": 49_000, "out": 48_990}
     assert powercap.path_loss_share(powercap.path_loss(tap), tap, None) == (0.0202, 0.0202)
     assert powercap.path_loss_share(where, {**d, "out": None}, 0) == (None, None)
+
+
+def test_host_speed_is_the_generators_cpu_per_frame_sent():
+    trials = [{"sent_pps": 8000, "cpu_per_s": {"generator": 0.24}},
+              {"sent_pps": 8000, "cpu_per_s": {"generator": 0.32}},
+              {"sent_pps": 8000, "cpu_per_s": {"generator": 0.28}},
+              {"sent_pps": 0, "cpu_per_s": {"generator": 0.5}}]      # no frame sent: left out
+    assert powercap.host_speed(trials) == 35.0
+    assert powercap.host_speed([]) is None
