@@ -600,7 +600,8 @@ def summarise_trial(mode, pps, args, meters, traffic, p99s, decisions) -> dict:
                                                  "packets",
                                                  "ring_backlog", "backlog_over_open",
                                                  "host_dropped", "throttled", "need_cpus",
-                                                 "rate_pps", "sized_us", "floor_us")}
+                                                 "rate_pps", "sized_us", "floor_us",
+                                                 "vcpu_nice")}
                           for d in warm + measured]}
 
 
