@@ -115,12 +115,13 @@ p99 in microseconds), the controller
   too (``poller(key, µs, coalesce µs)``, :func:`.ctlstate.coalesce_for`, :func:`.ctlstate.judged_ns`);
   and through ``renice(vnf key, nice or None)`` (production: :class:`.hostside.ThreadNice`) its
   **vCPU threads' nice**, with ``wake_nice`` set (None by default: not measured on a quiet
-  host yet): ``wake_nice`` in a quiet or band interval below high load where its window is
-  narrowed (it halts at once; its naps end on its timer), the launch's (``[vnf] vcpu_nice``,
-  10) back open and at high load. The launch's nice is for a busy-polling vCPU, which should
-  yield to QEMU's main thread; a halting vCPU at nice 10 holds about a tenth of its group's
-  share of the CPU it wakes on (the group's weight is split by its threads' load), so a
-  wake-up from a nap may queue behind the host's other threads. At 10 % load with a 1 ms nap
+  host yet; bench/powercap sets 0): ``wake_nice`` in a quiet or band interval below high
+  load where its window is narrowed (it halts at once; its naps end on its timer), the
+  launch's (``[vnf] vcpu_nice``, 10) back open and at high load. The launch's nice is for a
+  busy-polling vCPU, which should yield to QEMU's main thread; a halting vCPU at nice 10
+  holds about a tenth of its group's share of the CPU it wakes on (the group's weight is
+  split by its threads' load), so a wake-up from a nap may queue behind the host's other
+  threads. At 10 % load with a 1 ms nap
   the e2e p99 was over a 5 ms target in 3 of 24 intervals (quiet run 11-28 23:31), the VNF's
   own p99 1-4 µs, its stolen share (its vCPU runnable, not running) 0.10 against 0.065 in the
   run 22:29 with none over; no interval of the modes that do not nap was over 1.3 ms.
