@@ -184,6 +184,10 @@ class PlacementEngine:
         no_slot = (f"no free slot and {qd.basis}" if qd.seconds is None else None)
         delay_s, prefix, zone_sig = qd.seconds, f"{zname}/", tuple(zl.items())
         power_of, last = self.power, self._cands
+        # a power model that says a host's watts are what they were while its inputs are
+        # (HostMarginalPower.unchanged): not asked again for the hosts that did not change
+        # since the last placement (all but one or two of a large zone's)
+        same = getattr(power_of, "unchanged", None) if power_of else None
         for h in hosts:
             key = prefix + h.name
             hl = h.labels
@@ -201,14 +205,18 @@ class PlacementEngine:
             if why is not None:
                 filtered.append({"candidate": key, "reason": why})
                 continue
-            power = power_of(zname, h) if power_of else None
             free_n = free.get(key, 0)
-            sig = (h.env, price, power, free_n, delay_s, loc, h.cpu_util, h.slots_total,
-                   tuple(hl.items()) if hl else (), zone_sig)
+            sig = (h.env, price, free_n, delay_s, loc, h.cpu_util, h.slots_total,
+                   tuple(hl.items()) if hl else (), zone_sig, getattr(h, "power_system_id", None))
             was = last.get(key)
-            if was is not None and was[0] == sig:
+            if was is not None and was[0] == sig and (
+                    not power_of or (same is not None and same(zname, h))):
+                c = was[1]
+            elif was is not None and was[0] == sig and \
+                    was[1].power_w_marginal == (power := power_of(zname, h)):
                 c = was[1]
             else:
+                power = power_of(zname, h) if power_of else None
                 labels = {**zl, **hl} if hl else dict(zl)
                 labels["cpu_util"] = h.cpu_util
                 labels["slots_total"] = h.slots_total

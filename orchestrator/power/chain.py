@@ -203,6 +203,13 @@ class HostMarginalPower:
         # busy thread costs there, the resolver's session order (session_route = efficient)
         self.per_thread: dict = {}
 
+    def unchanged(self, zone_name: str, host) -> bool:
+        """Whether this answers for ``host`` what it answered last time its
+        ``power_system_id``, labels and ``cpu_util`` were what they are: always, the answer is
+        a function of those (models never change), once its per-thread figure is recorded
+        (placement then skips asking again for a host none of those changed for)."""
+        return (zone_name, host.name) in self.per_thread
+
     def model(self, host) -> PowerSource | None:
         labels = getattr(host, "labels", None) or {}
         return self._model(host, getattr(host, "power_system_id", None),

@@ -269,3 +269,59 @@ def test_a_lazy_reason_is_the_text_and_can_be_set():
     s.reasons = ["replaced"]
     assert s.reasons == ["replaced"]
     assert math.isfinite(s.score)
+
+
+def test_step_0_asks_the_power_model_again_only_for_hosts_that_changed(db_url):
+    """A power model with ``unchanged`` (HostMarginalPower's) is not asked again for a host
+    whose inputs (cpu_util, power_system_id, labels...) are as at the last placement; a host
+    whose cpu_util or power_system_id changed is, and the candidates are the reference code's.
+    A plain callable is asked for every host every time."""
+    import dataclasses
+    import types
+
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.deploy import profile_of
+    from fluidvim.orchestrator.service import Orchestrator
+    from fluidvim.orchestrator.zones.synthetic import make_fleet, seed_cache
+
+    class Counting:
+        def __init__(self, pure):
+            self.asked, self.seen = [], set()
+            if pure:
+                self.unchanged = lambda z, h: (z, h.name) in self.seen
+
+        def __call__(self, z, h):
+            self.asked.append(h.name)
+            self.seen.add((z, h.name))
+            return 3.0 + 10.0 * float(h.cpu_util or 0.0) + (h.power_system_id == "x")
+
+    for pure in (True, False):
+        zones, types_, labels = make_fleet(6, 1, n_env_types=1)
+        power = Counting(pure)
+        conf = orchconf.make_conf(connection=db_url, local_zone=False)
+        orch = Orchestrator(conf, zones=zones, zone_labels=labels, power=power)
+        try:
+            seed_cache(orch.placement.stage1.cache, zones, types_)
+            eng = orch.placement
+            ref_c = types.MethodType(reference_candidates, eng)
+            orch.register_service("fw", "FromDevice(0) -> ToDevice(1);")
+            svc = profile_of(eng.store.service("fw"))
+            hosts = [h for z in zones for h in z.hosts()]
+            eng.candidates(svc, {}, None)
+            assert sorted(power.asked) == sorted(h.name for h in hosts)
+            hosts[0].cpu_util = 0.5
+            hosts[1].power_system_id = "x"
+            power.asked.clear()
+            new = eng.candidates(svc, {}, None)
+            if pure:
+                assert sorted(power.asked) == sorted([hosts[0].name, hosts[1].name])
+            else:
+                assert sorted(power.asked) == sorted(h.name for h in hosts)
+            power.asked.clear()
+            old = ref_c(svc, {}, None)
+            assert [dataclasses.asdict(c) for c in new[0]] == \
+                [dataclasses.asdict(c) for c in old[0]]
+            assert {c.host: c.power_w_marginal for c in new[0]}[hosts[1].name] == 4.0 + \
+                10.0 * float(hosts[1].cpu_util or 0.0)
+        finally:
+            orch.close()
