@@ -88,9 +88,12 @@ def rebalance_moves(hosts, *, vnf: float = 1.0, max_moves: int = 1, min_gain_w: 
     held = set(held)
     saved = {h.name: dict(h.load) for h in hosts}
     moves: list[Migration] = []
+    # each host's (watts a VNF less saves, watts a VNF more costs): only a move's two hosts
+    # change, so the others' are kept from one move to the next (1,000 hosts, 50 moves)
+    memo: dict = {}
     try:
         while len(moves) < max_moves:
-            m = _best_move(hosts, vnf, caps, held, pick)
+            m = _best_move(hosts, vnf, caps, held, pick, memo)
             if m is None:
                 break
             gain, src, dst, v = m
@@ -98,6 +101,8 @@ def rebalance_moves(hosts, *, vnf: float = 1.0, max_moves: int = 1, min_gain_w: 
                                                             gain * pays[0] <= pays[1]):
                 break
             dst.add(v, src.remove(v))
+            memo.pop(src.name, None)
+            memo.pop(dst.name, None)
             held.add(v)                           # moved once this round: not again
             moves.append(Migration(v, vnf, src.name, dst.name))
     finally:
@@ -112,25 +117,36 @@ def _per_vnf(h: FleetHost, extra: float = 0.0) -> float:
     return h.model.watts(min(1.0, used / h.capacity)) / used if used > 0 else math.inf
 
 
-def _best_move(hosts, vnf, caps, held, pick):
+def _best_move(hosts, vnf, caps, held, pick, memo=None):
     """(gain W, source, receiver, VNF) of the best single move, or None. The receiver must
     also stay cheaper per VNF on average than the source is (:func:`.fleet.scale_in_order`'s
     key): VNFs go toward the hosts scale-in and consolidation keep, never onto a light host
     they would empty first (on one server model the lighter host has the flatter curve, and
     moves by marginal watts alone spread the load: +0.7 % energy on bench/energy's homogeneous
-    20-host day)."""
+    20-host day). ``memo``: host name -> (removal saves, addition costs) of hosts whose load
+    has not changed since they were worked out (the caller drops a host's when it does)."""
+    memo = {} if memo is None else memo
+
+    def figures(h):
+        f = memo.get(h.name)
+        if f is None:
+            f = memo[h.name] = (_remove_saves(h, vnf), _add_costs(h, vnf, caps[h.name]))
+        return f
+
     sources = []
     for h in hosts:
-        movable = sorted(v for v in h.load if v not in held)
-        if movable:
-            sources.append((_remove_saves(h, vnf), h, movable))
+        # whether it has a movable VNF; which, sorted, only for the source chosen (a fleet of
+        # 1,000 hosts holds ~10^4 VNFs: sorting them all each move was 40 % of a bench/energy
+        # step there)
+        if any(v not in held for v in h.load):
+            sources.append((figures(h)[0], h))
     if not sources:
         return None
     sources.sort(key=lambda x: (-x[0], x[1].name))
-    costs = sorted((_add_costs(h, vnf, caps[h.name]), h.name, h) for h in hosts)
+    costs = sorted((figures(h)[1], h.name, h) for h in hosts)
     costs = [c for c in costs if math.isfinite(c[0])]
     best = None
-    for save, src, movable in sources:
+    for save, src in sources:
         if not costs or (best is not None and save - costs[0][0] <= best[0] + 1e-12):
             break                                   # no later source can do better
         per = _per_vnf(src)
@@ -138,10 +154,11 @@ def _best_move(hosts, vnf, caps, held, pick):
             if best is not None and save - cost <= best[0] + 1e-12:
                 break
             if dst is not src and _per_vnf(dst, vnf) <= per + 1e-12:
-                best = (save - cost, src, dst, movable)
+                best = (save - cost, src, dst)
                 break
     if best is None:
         return None
-    gain, src, dst, movable = best
+    gain, src, dst = best
+    movable = sorted(v for v in src.load if v not in held)
     v = pick(src, movable) if pick is not None else movable[-1]
     return gain, src, dst, v

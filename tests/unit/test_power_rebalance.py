@@ -99,3 +99,37 @@ def test_no_vnf_goes_onto_a_host_dearer_per_vnf_than_its_source():
     b = host("b", KNEE, 1)
     moves = power.rebalance_moves([a, b], max_moves=1)
     assert [(m.src, m.dst) for m in moves] == [("a", "b")]
+
+
+def test_many_moves_are_those_of_one_move_at_a_time():
+    """rebalance_moves keeps each host's figures from one move to the next, dropping those of
+    a move's two hosts: the moves are those of asking for one move at a time on the fleet the
+    previous moves left (seeded mixed fleets, caps from a fill limit, held VNFs)."""
+    import random
+
+    from fluidvim.orchestrator.power import rebalance
+
+    lib = power.library()
+    models = [lib.curve(s) for s in sorted(lib.ids())[:12]]
+    rng = random.Random(5)
+    for trial in range(15):
+        fleet = [host(f"h{i:02d}", rng.choice(models), rng.randint(0, 9), prefix=f"h{i:02d}-")
+                 for i in range(rng.randint(2, 25))]
+        held = {h.name + "-0" for h in fleet if rng.random() < 0.3}
+        fill = power.Fill(1.0, None) if trial % 2 else None
+        got = rebalance.rebalance_moves(fleet, max_moves=8, min_gain_w=0.1, held=held, fill=fill)
+        caps = rebalance._caps(fleet, fill)
+        want, held2 = [], set(held)
+        saved = {h.name: dict(h.load) for h in fleet}
+        while len(want) < 8:
+            m = rebalance._best_move(fleet, 1.0, caps, held2, None)     # no memo: all anew
+            if m is None or m[0] <= 1e-9 or m[0] < 0.1 - 1e-9:
+                break
+            gain, src, dst, v = m
+            dst.add(v, src.remove(v))
+            held2.add(v)
+            want.append(power.Migration(v, 1.0, src.name, dst.name))
+        for h in fleet:
+            h.load = saved[h.name]
+        assert got == want, trial
+        assert len(got) > 0 or trial % 5
