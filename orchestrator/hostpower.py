@@ -175,6 +175,13 @@ host_power_opts = [
                       "boot time plus a launch (AutoScale measured 260 s for a boot; "
                       "bench/energy runs it at 290 s); 0 (default) = wake only when the free "
                       "slots run low (wake_free_slots)."),
+    cfg.IntOpt("wake_ahead_rounds", default=1, min=1,
+               help="Wake ahead only once the forecast has wanted a host this many rounds in a "
+                    "row (power.WakePersist): a shortfall of one round is the slot trend's "
+                    "noise, and the host woken for it boots at peak watts and goes off again. "
+                    "A refused placement still wakes a host at once. bench/energy's "
+                    "fluidvim-consolidate runs 2 (its steps are 30 s, the default interval); "
+                    "1 (default) = at once."),
     cfg.FloatOpt("forecast_window_s", default=900.0, min=1.0,
                  help="Seconds of slot samples whose trend (least-squares slope of the used "
                       "slots) the wake-ahead forecast extrapolates."),
@@ -366,6 +373,7 @@ class HostPower:
         self._busy: set = set()                        # hosts an action runs on (this process)
         self._samples: dict = {}                       # service -> deque of demand.Sample
         self._short_peak = None                        # power.ShortfallPeak over a boot
+        self._persist = None                           # power.WakePersist (wake_ahead_rounds)
         self._counts: collections.deque = collections.deque()   # (t, live instances)
         self._busy_lock = threading.Lock()
         from .power.moving import Moves
@@ -935,6 +943,15 @@ class HostPower:
         short = self.shortage()
         fleet, infos, _ = self.fleet()
         ahead = self.ahead(fleet)
+        if ahead is not None:
+            if self._persist is None or self._persist.rounds != self.o.wake_ahead_rounds:
+                from .power import WakePersist
+                self._persist = WakePersist(self.o.wake_ahead_rounds)
+            named = ahead["wake"]
+            ahead["wake"] = self._persist.note([] if short else named)
+            if named and not ahead["wake"] and not short:
+                ahead["waiting"] = {"named": named, "rounds": self._persist.seen,
+                                    "of": self._persist.rounds}
         if not short and ahead and ahead["wake"]:
             did["ahead"] = ahead
             did["woken"] = self._wake_all(ahead["wake"], reason=(

@@ -134,14 +134,16 @@ def test_ahead_wakes_a_host_one_boot_before_the_trend_needs_it(tmp_path):
         store.close()
 
 
-def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path):
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path, rounds):
     """A ramp that needs two hosts within one boot gets both in one round, their boots
     overlapping (:meth:`HostPower.round` wakes every host ``power.wake_ahead`` names; a wake
     waits for the host to be back, so one after the other the second came a boot late - and
     bench/energy, which wakes them all, would not have measured the product). The two BMCs
     here answer On only once both were asked On: woken one after the other, the first never
     comes up within ``wake_timeout`` and fails. (A BMC stand-in: the Redfish path itself runs
-    against sushy-tools in tests/integration/test_hostpower.py.)"""
+    against sushy-tools in tests/integration/test_hostpower.py.) With ``wake_ahead_rounds`` 2
+    the first round that sees the shortfall only waits (``ahead["waiting"]``), the next wakes."""
     import threading
 
     from fluidvim.common import instance_states as istates
@@ -159,7 +161,7 @@ def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path):
                                for h in ("h1", "h2", "h3")], group="host_power")
     for k, v in (("wake_ahead_s", 300.0), ("forecast_window_s", 120.0), ("interval", 30.0),
                  ("wake_free_slots", 0), ("wake_timeout", 60.0), ("poll_interval", 1.0),
-                 ("consolidate", False)):
+                 ("consolidate", False), ("wake_ahead_rounds", rounds)):
         conf.set_override(k, v, group="host_power")
     now = [0.0]
     lock = threading.Lock()
@@ -199,14 +201,23 @@ def test_a_round_wakes_every_host_the_forecast_needs_at_once(tmp_path):
                                  detail={"power_system_id": "spec0121", "cpus": 2}, since=0.0)
         power = hp.HostPower(conf, store, {"z": zone}, registry, clock=lambda: now[0],
                              sleep=sleep, bmc_factory=TwinBMC)
-        for t in range(0, 451, 30):     # flat, then rising 1 slot/s (as the test above)
+        def report(t):
             now[0] = float(t)
             used = 50 + max(0, t - 300)
             for i in ("i1", "i2"):
                 registry.apply(SlotReport(zone="z", host="h1", instance=i, service="fw",
                                           slots=100 - used // 2, delay_s=None, at=now[0]))
+
+        for t in range(0, 451, 30):     # flat, then rising 1 slot/s (as the test above)
+            report(t)
             a = power.ahead()                # a round's sample of the slots
         assert (a["shortfall"], a["room"], a["wake"]) == (5, 1, ["z/h2", "z/h3"])
+        if rounds == 2:                  # the shortfall seen once more, in this round: it waits
+            report(480)
+            did = power.round()
+            assert "woken" not in did and not asked, did
+            assert did["ahead"]["waiting"] == {"named": ["z/h2", "z/h3"], "rounds": 1, "of": 2}
+            report(510)
         did = power.round()
         assert did["woken"] == {"z/h2": hp.ON, "z/h3": hp.ON}, did
         assert did["wake"] == "z/h2"
