@@ -52,6 +52,19 @@ reproduces every number but the times) with ~30 % less CPU at 20 hosts; the time
 then leave out most of the collector's share a Nomad server (Go's default, GOGC=100) pays, and
 each row records the setting it ran with (``schedsim_gc``).
 
+At 1,000 hosts that cost is the whole run (measured 2026-11-29 on 1,000 mock nodes of 64
+threads, binpack, ``GOGC=off``, three services): one evaluation scaling a job up by one
+instance took 276, 750 and 1,383 ms of schedsim's CPU with 640, 1,280 and 2,560 allocations
+per job - ~0.55 ms per allocation of the job, every evaluation, almost all of it in
+``Scheduler.Process`` (``BinPackIterator`` over each allocation's in-place update; ~6 % is the
+harness). A 1,000-host day holds 11,000-20,000 allocations per job, so each of its
+evaluations (the 100-host day made 1,230) costs seconds: hours for the day, and no setting
+of the harness changes that without changing what Nomad does. Run it apart from the other
+policies (``--jobs``, or one command per policy and ``--combine``), and give the Go heap room
+(``GOMEMLIMIT`` well above 4 GiB: at 1,000 hosts schedsim's resident set reached 4 GiB within
+its first evaluation, and with ``GOGC=off`` the limit is what triggers a collection; how much
+a larger limit saves there was not measured).
+
 Run alone for the decision time per place request::
 
     .venv/bin/python -m bench.energy.nomad_policy --hosts 20 100 1000
