@@ -18,6 +18,8 @@ Examples::
     .venv/bin/python -m bench.energy --hosts 20 --policies fluidvim fluidvim-consolidate milp
     .venv/bin/python -m bench.energy --fleets homogeneous --hosts 1000 --merge   # add to the file
     .venv/bin/python -m bench.energy --hosts 20 --day-s 7200 --out /tmp/energy    # a compressed day
+    .venv/bin/python -m bench.energy --hosts 1000 --policies fluidvim-consolidate nomad-binpack \
+        --jobs 2                          # one process per run: Nomad's long day beside ours
 """
 
 from __future__ import annotations
