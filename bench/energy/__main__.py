@@ -81,7 +81,9 @@ def parse(argv):
     ap.add_argument("--milp-max-hosts", type=int, default=1000,
                     help="solve the MILP bound up to this fleet size")
     ap.add_argument("--milp-every", type=int, default=0,
-                    help="steps per MILP solve (0: 1 up to 20 hosts, 10 up to 100, 30 above)")
+                    help="steps per MILP solve (0: 1 up to 100 hosts - ~20 min at 100 -, 30 "
+                         "above); a window takes its least demand: a looser bound (10 steps at "
+                         "100 heterogeneous hosts: 2.2 kWh, 1 %% lower)")
     ap.add_argument("--evaluator", default=None, help="evaluator.json with slots and deadlines")
     ap.add_argument("--out", default=str(RESULTS / "energy"), help="output prefix (.json, .png)")
     ap.add_argument("--merge", action="store_true",
@@ -399,7 +401,7 @@ def run_milp(fl, services, demand, cfg, args, tick) -> dict:
     t0 = time.perf_counter()
     ideal = sim.Simulator(fl, services, demand, cfg, None)
     r = ideal.run()
-    every = args.milp_every or (1 if len(fl) <= 20 else 10 if len(fl) <= 100 else 30)
+    every = args.milp_every or (1 if len(fl) <= 100 else 30)
     steps = int(round((cfg.warmup_s + cfg.day_s) / cfg.step_s))
     if tick is not None:
         tick(steps - len(ideal.ideal_trace))
