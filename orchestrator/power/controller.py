@@ -82,28 +82,9 @@ p99 in microseconds), the controller
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
   ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).
 
-  ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row. With
-  ``poll_first`` (the default) **cap** from OPEN is ``narrow``: only the busy-poll window goes
-  to ``min_poll_us`` (0: it halts at once, and the host's halt polling is off), the quota stays
-  the flavor's (POLL); **cap** from POLL then sets the sized cap only when it is below
-  (1 − ``min_saving``) × the host CPU its vCPU used there, else it stays poll only ("would not
-  save"). Without ``poll_first``, **cap** jumps from the flavor's quota straight to the sized
-  cap (a step of ``down`` when neither rate nor need is known) and narrows the window; it stays
-  open at **high load**. **The sized cap** is the larger of the rate's (below) and its vCPU's
-  need × ``headroom`` (``[metrics] cap_headroom``) + ``margin_us``, the need of this quiet
-  streak or else the last measured where no cap held it back (``uncapped``): never below it.
-  **down** then looks for the least CPU that keeps the target: a step of ``down`` (or the sized
-  cap, if lower, from intervals it was not throttled in), throttled or not (the frames a
-  throttled VNF finds batched in its ring, the ring's signals guard), but with the capacity
-  known never below the cap its offered rate needs (below it the VNF serves near a load of 1
-  and frames queue in its tap, where no signal of the host's sees them, longer than any gap),
-  nor below the least share the target allows. **up** takes the larger of
-  ``quota × up`` and the cap sized for this interval's rate (or the streak's need; the flavor's
-  quota, and the state OPEN, when that reaches ``max_ratio``). **release** goes back to the
-  flavor's quota and the 1 ms window at once. The back-off: a release the ring or a drop forced,
-  or a breach seen throttled (up or release), sets a floor one step up from the quota that
-  caused it, which later caps respect and which sinks a step after ``FLOOR_AGE`` steps down it
-  blocked (without it, at high load it capped into losses, released, and again);
+  ``cap`` and ``down`` wait for ``hold_intervals`` quiet intervals in a row; what each action
+  sets (``narrow`` with ``poll_first``, the sized cap, ``down``'s search for the least CPU,
+  ``up``, ``release``, the back-off's floor): docs/power.md, "The controller's actions";
 
 * **acts** through ``actuator(vnf key, quota µs per 100 ms, CFS period µs or None)``: in
   production :class:`CgroupCap` on the VNF's own group (v2 ``cpu.max``, v1 ``cpu.cfs_*``: a
@@ -113,18 +94,10 @@ p99 in microseconds), the controller
   capped (polling spends the quota the frames need), moved by the step factors with the
   quota's steps, restored with a release; with ``coalesce_share`` its **interrupt moderation**
   too (``poller(key, µs, coalesce µs)``, :func:`.ctlstate.coalesce_for`, :func:`.ctlstate.judged_ns`);
-  and through ``renice(vnf key, nice or None)`` (production: :class:`.hostside.ThreadNice`) its
-  **vCPU threads' nice**, with ``wake_nice`` set (None by default: not measured on a quiet
-  host yet; bench/powercap sets 0): ``wake_nice`` in a quiet or band interval below high
-  load where its window is narrowed (it halts at once; its naps end on its timer), the
-  launch's (``[vnf] vcpu_nice``, 10) back open and at high load. The launch's nice is for a
-  busy-polling vCPU, which should yield to QEMU's main thread; a halting vCPU at nice 10
-  holds about a tenth of its group's share of the CPU it wakes on (the group's weight is
-  split by its threads' load), so a wake-up from a nap may queue behind the host's other
-  threads. At 10 % load with a 1 ms nap
-  the e2e p99 was over a 5 ms target in 3 of 24 intervals (quiet run 11-28 23:31), the VNF's
-  own p99 1-4 µs, its stolen share (its vCPU runnable, not running) 0.10 against 0.065 in the
-  run 22:29 with none over; no interval of the modes that do not nap was over 1.3 ms.
+  and through ``renice(vnf key, nice or None)`` (:class:`.hostside.ThreadNice`) its **vCPU
+  threads' nice**: ``wake_nice`` (None by default; bench/powercap sets 0) where it naps below
+  high load, the launch's (``[vnf] vcpu_nice``) open and at high load (:meth:`_nice`; why:
+  docs/power.md, the 10 % load analysis).
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
@@ -167,6 +140,13 @@ from .hostside import (  # noqa: F401 - its readers and actuator, exported here 
 from .models import PowerError
 
 LOG = logging.getLogger(__name__)
+
+
+def _capacity(name: str, capacity_pps) -> float | None:
+    if capacity_pps is not None and not capacity_pps > 0:
+        raise PowerError(f"controller {name}: capacity_pps {capacity_pps} must be > 0 "
+                         f"(packets/s at the flavor's quota), or None when not known")
+    return None if capacity_pps is None else float(capacity_pps)
 
 # the VNF's states: at its flavor's quota (and the boot's poll window), at it with a narrow
 # poll window (its target too tight for any cap), or below it
@@ -273,10 +253,7 @@ class LatencyController:
         st = self.state.get(key)
         if st is None:
             st = self.state[key] = VnfState(reserved_us=reserved, quota_us=reserved)
-        if capacity_pps is not None and not capacity_pps > 0:
-            raise PowerError(f"controller {name}: capacity_pps {capacity_pps} must be > 0 "
-                             f"(packets/s at the flavor's quota), or None when not known")
-        st.capacity = None if capacity_pps is None else float(capacity_pps)
+        st.capacity = _capacity(name, capacity_pps)
         dropped, backlog = ring_reading(st, stats, taps)
         st.rate, own, dropped = offered_rate(st, stats, dropped, self.OPEN_SPAN)
         ring = (backlog, backlog_over_open(st, backlog, self.OPEN_SPAN), own)
