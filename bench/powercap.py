@@ -852,11 +852,12 @@ def parse(argv):
                     help="controller: the part of the target the VNF's interrupt moderation "
                          "takes where its window is narrowed (naps of this x the target, RX "
                          "interrupts off; 0: none; [metrics] coalesce_share)")
-    ap.add_argument("--wake-nice", default="0",
+    ap.add_argument("--wake-nice", default="none",
                     help="controller: the nice of the VNF's vCPU threads where its window is "
-                         "narrowed below high load ('none', the controller's own default: "
-                         "the launch's, [vnf] vcpu_nice); ',nN' does it for a --fixed mode, "
-                         "e.g. --fixed 'open,0,c1000 open,0,c1000,n0' beside it")
+                         "narrowed below high load ('none', the default and the controller's "
+                         "own: the launch's, [vnf] vcpu_nice; 0 was the default until the "
+                         "quiet run of 11-29 01:19 showed no benefit); ',nN' does it for a "
+                         "--fixed mode, e.g. --fixed 'open,0,c1000 open,0,c1000,n0' beside it")
     ap.add_argument("--cap-at-once", action="store_true",
                     help="controller: cap straight from open (the old way) instead of the "
                          "narrow window first and a cap only where it saves (poll_first)")

@@ -95,9 +95,9 @@ p99 in microseconds), the controller
   quota's steps, restored with a release; with ``coalesce_share`` its **interrupt moderation**
   too (``poller(key, µs, coalesce µs)``, :func:`.ctlstate.coalesce_for`, :func:`.ctlstate.judged_ns`);
   and through ``renice(vnf key, nice or None)`` (:class:`.hostside.ThreadNice`) its **vCPU
-  threads' nice**: ``wake_nice`` (None by default; bench/powercap sets 0) where it naps below
-  high load, the launch's (``[vnf] vcpu_nice``) open and at high load (:meth:`_nice`; why:
-  docs/power.md, the 10 % load analysis).
+  threads' nice**: ``wake_nice`` where it naps below high load (None by default: no benefit
+  measured, bench/results/powercap.md), the launch's (``[vnf] vcpu_nice``) open and at high
+  load (:meth:`_nice`; why: docs/power.md, the 10 % load analysis).
 
 Its decisions (with the event, the state and ``need``) are logged and kept
 (:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
