@@ -16,7 +16,15 @@ controller, holding the default's settings, saved 0.3 %. So at high load the con
    ``hold_intervals`` high-load intervals open (:func:`record_cost`);
 2. **moderates** (``narrow``: the window to ``min_poll_us``, moderation ``coalesce_share`` × the
    target, the quota untouched: state ``poll only``), the nap at most what fills
-   ``NAP_RING_SHARE`` of the RX ring at the offered rate (:func:`nap_limit_us`);
+   ``NAP_RING_SHARE`` of the RX ring at the offered rate (:func:`nap_limit_us`), **but not
+   while open is at its limit** (:func:`saturated`): in its last ``hold_intervals`` open
+   intervals the host dropped ``SATURATED_DROPS`` (0.1 %) of what it took or more, or its RX
+   ring carried ``ring_full`` frames or more. There the default itself loses frames, and a
+   moderated interval's cost and drops cannot be told from the path's: trying it only risks
+   loss the rule cannot attribute (bench/powercap's quiet run 11-29 01:19 at "90 %": the
+   default lost 0.3-0.8 % with an end-to-end p99 of 67-75 ms; the controller narrowed right
+   after five open intervals that dropped 458-6,802 frames each). The one exception is the
+   back-off's early end below: open lost as much as moderated did;
 3. **keeps it where it cuts the per-frame cost**: after ``hold_intervals`` moderated high-load
    intervals, when their median cost is not below (1 − ``min_saving``) × the open median it
    goes back open (``release``: "would not save"); poll only (its window narrowed at low
@@ -43,6 +51,7 @@ from __future__ import annotations
 from fluidvim.common.measure import median
 
 NAP_RING_SHARE = 0.5                 # a nap gathers at most this share of the RX ring's frames
+SATURATED_DROPS = 0.001              # the host's drops open (share of what it took): at its limit
 
 
 def qemu_cpus(prev: tuple | None, cur: tuple | None) -> float | None:
@@ -110,27 +119,42 @@ def nap_limit_us(st, ring_frames: int) -> float | None:
     return NAP_RING_SHARE * ring_frames * 1e6 / st.rate if st.rate else None
 
 
+def saturated(ctl, st, hold: int) -> str | None:
+    """Why the VNF's path open is at its limit in its last ``hold`` open intervals (the
+    host dropped ``SATURATED_DROPS`` of what it took or more, or its RX ring carried
+    ``ctl.ring_full`` frames or more), None when it is not (or it is not known)."""
+    drops, backlogs = st.open_host_drops[-hold:], st.open_backlogs[-hold:]
+    if drops and max(drops) >= SATURATED_DROPS:
+        return f"the host dropped {100 * max(drops):.1f} % of what it took open"
+    if backlogs and max(backlogs) >= ctl.ring_full:
+        return f"its ring carried {max(backlogs)} frames open"
+    return None
+
+
 def decide(ctl, st, action: str, why: str) -> tuple[str, str]:
     """(action, why) at high load from ``POLICY``'s ``action`` (module doc): ``narrow`` once
-    the open cost is measured and moderation is not blocked, ``hold`` while moderated and it
-    saves, ``release`` when it does not."""
+    the open cost is measured, moderation is not blocked and the path open is not at its
+    limit (:func:`saturated`; unless open just lost as much as moderated did), ``hold``
+    while moderated and it saves, ``release`` when it does not."""
     hold = max(1, ctl.hold_intervals)
     if action == "narrow":
         if not ctl.coalesce_share or ctl.poller is None:
             return "hold", f"{why}: no cap, no moderation to batch with"
-        open_lost = st.after_loss[-hold:]
+        open_lost, full = st.after_loss[-hold:], saturated(ctl, st, hold)
         if st.mod_block > 0 and st.loss_share and len(open_lost) >= hold \
                 and min(open_lost) >= st.loss_share:
             # open lost as much as moderated did: the release saved no frames (a burst)
-            st.mod_block, why = 0, (f"{why}: open lost {100 * min(open_lost):.1f} % or more "
-                                    f"in {hold} intervals, moderated "
-                                    f"{100 * st.loss_share:.1f} %")
+            st.mod_block, full, why = 0, None, (
+                f"{why}: open lost {100 * min(open_lost):.1f} % or more in {hold} intervals, "
+                f"moderated {100 * st.loss_share:.1f} %")
             st.loss_share, st.after_loss = None, []
         if st.mod_block > 0:
             st.mod_block -= 1
             return "hold", f"{why}: no cap; moderation off {st.mod_block + 1} more intervals"
         if len(st.open_costs) < hold:
             return "hold", f"{why}: no cap; its host CPU per frame open measured first"
+        if full:
+            return "hold", f"{why}: no cap; no moderation while open is at its limit ({full})"
         st.poll_us = ctl.min_poll_us
         return "narrow", (f"{why}: no cap, moderation (open {median(st.open_costs):.1f} us "
                           f"of host CPU per frame)")
