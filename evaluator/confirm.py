@@ -58,8 +58,9 @@ class SessionTarget:
     ``quantile`` against ``deadline_ms`` (or more than ``max_loss`` lost,
     :func:`judge_sessions`); a run holds when at most ``max_over_pct`` % of its sessions are
     over. ``runs``: session-length runs at most (the phase's time is ~``runs`` x (``session_s``
-    + 1 s)), plus ``reruns`` at most for runs that failed while other processes took the host's
-    CPU (``contended``: :func:`counted_runs`); ``margin``: the count announced is at most
+    + 1 s)), plus ``reruns`` at most for runs whose failure was not their count's (another
+    process took the host's CPU, far more steal, or a higher count held: :func:`set_aside`);
+    ``margin``: the count announced is at most
     (1 - ``margin``) x the smallest count that failed in any run, and ``repeats``: it held in
     that many runs, every one of them (:func:`confirm_reading`; one run of a count near the
     knee can be 0 % or 100 % over on a shared host: bench/results/slots.md)."""
@@ -209,6 +210,25 @@ def spoiled_by_steal(run: dict, runs: list[dict], max_over_pct: float = 1.0) -> 
             "held_at": sorted({m for _, m in held})}
 
 
+def held_above(run: dict, runs: list[dict], max_over_pct: float = 1.0) -> list[int]:
+    """The counts above the failed run ``run``'s that held in *every* run of them in ``runs``
+    (ascending; [] when ``run`` held or none did): a failure under a count that held is not
+    monotone in the load, so the knee's noise rather than the count's capacity - once.
+
+    Why: the quiet run of record 2026-11-29 01:38 (docs/slots.md) ran 274 sessions
+    (held), then 259, which failed for all its sessions at a steal share 0.04 above 274's (under
+    :data:`STEAL_SPOILED_EXCESS`); counted, 259 set the ceiling (0.9 x 259 = 233) against a
+    reference of 291 that held 291 twice (-19.9 %). One failure under a hold says the knee's band
+    reaches down to it, as one hold under a failure says nothing of a count's room; which of the
+    two was luck only a rerun tells (:func:`set_aside`: the count is run again, and a second
+    failure counts)."""
+    if _run_held(run, max_over_pct):
+        return []
+    n = int(run["sessions"])
+    by = _by_count([r for r in runs if int(r["sessions"]) > n])
+    return sorted(m for m, rs in by.items() if all(_run_held(r, max_over_pct) for r in rs))
+
+
 def set_aside(runs: list[dict], max_over_pct: float = 1.0,
               reruns: int | None = CONFIRM_RERUNS) -> dict[int, dict]:
     """The runs a reading leaves out, by index into ``runs``: {index: why}. A run is left
@@ -222,7 +242,9 @@ def set_aside(runs: list[dict], max_over_pct: float = 1.0,
       sessions while other helpers' tests ran, with stalls of 0.1-0.5 s hitting every
       session at once, and the reference held 280 twice minutes later; or
     - its VNF's steal share was far above that of the runs that held at that count or above
-      (:func:`spoiled_by_steal`; "steal");
+      (:func:`spoiled_by_steal`; "steal"); or
+    - a higher count held in every run of it (:func:`held_above`; "non-monotonic": the failure
+      contradicts that hold, and a rerun decides which was the knee's luck);
 
     and it is the first failure of its count (a second failure of the same count is counted,
     busy host or not, so a host that stays busy reads as its own, lower, capacity rather than
@@ -241,6 +263,8 @@ def set_aside(runs: list[dict], max_over_pct: float = 1.0,
             why = {"reason": "contended"}
         elif (st := spoiled_by_steal(r, runs, max_over_pct)) is not None:
             why = {"reason": "steal", **st}
+        elif above := held_above(r, runs, max_over_pct):
+            why = {"reason": "non-monotonic", "held_at": above}
         else:
             continue
         counts.add(n)
@@ -375,6 +399,16 @@ def next_confirm(runs: list[dict], estimate: int, max_sessions: int,
     return n
 
 
+def _why_left_out(w: dict) -> str:
+    """One :func:`set_aside` reason, as the capacity's basis names it."""
+    if w["reason"] == "contended":
+        return f"{w['sessions']} while other processes took the host's CPU"
+    if w["reason"] == "steal":
+        return (f"{w['sessions']} at VNF steal {w['steal']:.0%}, its held runs' at most "
+                f"{w['held_steal_max']:.0%}")
+    return f"{w['sessions']} under {', '.join(map(str, w['held_at']))} held"
+
+
 def confirm_blocks(metrics: dict | None) -> list[dict]:
     """A load probe result's confirm blocks (``metrics["confirm"]``: one block, a dict, for a
     probe with one target - bench/slotsqoe.py's and the usual stage 1's - or a list of them, one
@@ -453,11 +487,7 @@ def confirmed_capacity(result: ProbeResult, conf: dict) -> CapacityEstimate:
         how = (f"the largest count held in every run ({rd['runs_at']}) at or under "
                f"{rd['limit']} = (1 - {margin:g}) x {rd['hi']}, the smallest count that failed")
     if rd.get("dropped"):
-        why = "; ".join(
-            f"{w['sessions']} while other processes took the host's CPU"
-            if w["reason"] == "contended" else
-            f"{w['sessions']} at VNF steal {w['steal']:.0%}, its held runs' at most "
-            f"{w['held_steal_max']:.0%}" for w in rd["set_aside"])
+        why = "; ".join(_why_left_out(w) for w in rd["set_aside"])
         how += f" ({rd['dropped']} failed run(s) left out, their counts run again: {why})"
     basis = (f"confirmed by {len(runs)} run(s) of {t['session_s']:g} s sessions judged "
              f"each at its own p{float(t['quantile']) * 100:g} against {t['deadline_ms']:g} ms "

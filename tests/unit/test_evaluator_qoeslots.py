@@ -330,6 +330,9 @@ def test_confirm_run_budget_and_bracket():
     runs = [{"sessions": 228, "n": 228, "over": 0}, {"sessions": 285, "n": 285, "over": 0},
             {"sessions": 307, "n": 307, "over": 307}, {"sessions": 276, "n": 276, "over": 0},
             {"sessions": 276, "n": 276, "over": 276}]
+    # (a first failure under a count that held is run again: confirm.held_above)
+    assert next_confirm(runs, 457, 4096, t) == 276
+    runs.append({"sessions": 276, "n": 276, "over": 276})
     assert next_confirm(runs, 457, 4096, t) == 248           # 0.9 x 276, under 285 held
     # too slow a host: halved to 1, then done (capacity 0, nothing to repeat)
     runs = _search(8, 0, SessionTarget(10.0, 0.99, runs=10))
@@ -440,7 +443,7 @@ def test_confirm_at_a_bimodal_knee_stays_in_band_and_off_the_knee(estimate):
     t = SessionTarget(10.0, 0.99)
     out = _outcomes(estimate, t, p_hold)
     assert math.isclose(sum(out.values()), 1.0)
-    assert max(runs for _, runs in out) <= t.runs
+    assert max(runs for _, runs in out) <= t.runs + t.reruns
     p_over = sum(p for (s, _), p in out.items() if s > 1.1 * 286)
     p_under = sum(p for (s, _), p in out.items() if s < 0.9 * 286)
     risk = sum(p * (1 - p_hold(s)) for (s, _), p in out.items())
