@@ -157,3 +157,32 @@ def test_host_speed_is_the_generators_cpu_per_frame_sent():
               {"sent_pps": 0, "cpu_per_s": {"generator": 0.5}}]      # no frame sent: left out
     assert powercap.host_speed(trials) == 35.0
     assert powercap.host_speed([]) is None
+
+
+def test_capacity_is_checked_as_a_rate_the_default_sustains(monkeypatch):
+    """The searches' median is the capacity when a ``default`` trial at it (1 s of warm-up,
+    --verify-s measured) drops under 0.1 % on its path, else 5 % lower until one does, at
+    most --verify-steps times; every check is recorded (the quiet run 11-29 01:19: "90 %" of
+    the median was past what the default held)."""
+    import argparse
+
+    losses, seen = [0.004, 0.002, 0.0005], []
+
+    def trial(vnf, path, pps, mode, args, ctl):
+        seen.append((pps, mode, args.warmup, args.measure, ctl))
+        return {"loss": losses[len(seen) - 1], "loss_in_out": 0.01, "sent_pps": pps,
+                "delivered_pps": pps, "path_loss": {"tap_dropped": 7}, "lat_p99_us": 900,
+                "e2e_p99_us": [800.0]}
+
+    monkeypatch.setattr(powercap, "trial", trial)
+    args = argparse.Namespace(warmup=5.0, measure=6.0, verify_s=3.0, verify_steps=6)
+    cap, checks = powercap.sustained(None, None, 80_000, args)
+    assert cap == 72_200 and [c["pps"] for c in checks] == [80_000, 76_000, 72_200]
+    assert [c["held"] for c in checks] == [False, False, True]
+    assert seen[0] == (80_000, "default", 1.0, 3.0, None)
+    assert (args.warmup, args.measure) == (5.0, 6.0)          # the trials' own untouched
+    # none held within --verify-steps: the lowest tried, recorded as not held
+    losses[:], seen[:] = [0.01] * 3, []
+    args.verify_steps = 2
+    cap, checks = powercap.sustained(None, None, 80_000, args)
+    assert cap == 72_200 and [c["held"] for c in checks] == [False] * 3
