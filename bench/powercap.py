@@ -827,6 +827,7 @@ def controller(vnf: Vnf, args, target: float, act: bool = True) -> LatencyContro
                             renice=None if act else (lambda *a: True),
                             wake_nice=None if args.wake_nice == "none" else int(args.wake_nice),
                             coalesce_share=args.coalesce_share,
+                            moderate_at_limit=args.moderate_at_limit,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
@@ -899,6 +900,10 @@ def parse(argv):
                          "own: the launch's, [vnf] vcpu_nice; 0 was the default until the "
                          "quiet run of 11-29 01:19 showed no benefit); ',nN' does it for a "
                          "--fixed mode, e.g. --fixed 'open,0,c1000 open,0,c1000,n0' beside it")
+    ap.add_argument("--moderate-at-limit", action="store_true",
+                    help="controller: at high load, moderate also while the VNF's path open "
+                         "is at its limit (the host drops for it, its ring full: off by "
+                         "default, .highload.saturated)")
     ap.add_argument("--cap-at-once", action="store_true",
                     help="controller: cap straight from open (the old way) instead of the "
                          "narrow window first and a cap only where it saves (poll_first)")

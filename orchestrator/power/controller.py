@@ -209,7 +209,7 @@ class LatencyController:
         self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
         self.poll_first = bool(sz.poll_first) and self.min_poll_us < POLL_DEFAULT_US
         self.min_saving = sz.min_saving
-        self.coalesce_share = sz.coalesce_share
+        self.coalesce_share, self.moderate_at_limit = sz.coalesce_share, sz.moderate_at_limit
         self.wake_nice = sz.wake_nice
         self.renice = ThreadNice() if renice is None else renice
         # (vnf key) -> its cpu.stat (group_cpu_stat: all keys, the vCPU sub-group's throttling

@@ -24,7 +24,8 @@ controller, holding the default's settings, saved 0.3 %. So at high load the con
    loss the rule cannot attribute (bench/powercap's quiet run 11-29 01:19 at "90 %": the
    default lost 0.3-0.8 % with an end-to-end p99 of 67-75 ms; the controller narrowed right
    after five open intervals that dropped 458-6,802 frames each). The one exception is the
-   back-off's early end below: open lost as much as moderated did;
+   back-off's early end below: open lost as much as moderated did; ``moderate_at_limit``
+   turns the rule off (to measure it: bench/powercap ``--moderate-at-limit``);
 3. **keeps it where it cuts the per-frame cost**: after ``hold_intervals`` moderated high-load
    intervals, when their median cost is not below (1 − ``min_saving``) × the open median it
    goes back open (``release``: "would not save"); poll only (its window narrowed at low
@@ -140,7 +141,8 @@ def decide(ctl, st, action: str, why: str) -> tuple[str, str]:
     if action == "narrow":
         if not ctl.coalesce_share or ctl.poller is None:
             return "hold", f"{why}: no cap, no moderation to batch with"
-        open_lost, full = st.after_loss[-hold:], saturated(ctl, st, hold)
+        open_lost = st.after_loss[-hold:]
+        full = None if ctl.moderate_at_limit else saturated(ctl, st, hold)
         if st.mod_block > 0 and st.loss_share and len(open_lost) >= hold \
                 and min(open_lost) >= st.loss_share:
             # open lost as much as moderated did: the release saved no frames (a burst)

@@ -1091,6 +1091,10 @@ def test_high_load_no_moderation_while_open_is_at_its_limit():
     assert ds[-1]["why"].endswith("(its ring carried 200 frames open)"), ds[-1]
     ds = [step(0.3, 0.65, backlog=100) for _ in range(2)]     # a quarter to a half: not full
     assert [d["action"] for d in ds] == ["hold", "narrow"], ds
+    # moderate_at_limit turns the rule off: it moderates as soon as its cost open is measured
+    c, step, _, _ = _high(moderate_at_limit=True)
+    ds = [step(0.3, 0.65, drop_pps=900) for _ in range(3)]
+    assert ds[-1]["action"] == "narrow", ds
     # drops under 0.1 % of what it took are noise, not a limit
     c, step, _, _ = _high()
     ds = [step(0.3, 0.65, drop_pps=20) for _ in range(3)]
