@@ -209,14 +209,13 @@ class PlacementEngine:
             sig = (h.env, price, free_n, delay_s, loc, h.cpu_util, h.slots_total,
                    tuple(hl.items()) if hl else (), zone_sig, getattr(h, "power_system_id", None))
             was = last.get(key)
-            if was is not None and was[0] == sig and (
-                    not power_of or (same is not None and same(zname, h))):
-                c = was[1]
-            elif was is not None and was[0] == sig and \
-                    was[1].power_w_marginal == (power := power_of(zname, h)):
+            hit, power = was is not None and was[0] == sig, None
+            if power_of and not (hit and same is not None and same(zname, h)):
+                power = power_of(zname, h)             # asked once, whatever the outcome
+                hit = hit and was[1].power_w_marginal == power
+            if hit:
                 c = was[1]
             else:
-                power = power_of(zname, h) if power_of else None
                 labels = {**zl, **hl} if hl else dict(zl)
                 labels["cpu_util"] = h.cpu_util
                 labels["slots_total"] = h.slots_total
