@@ -504,6 +504,16 @@ def main(argv=None) -> int:
     q.add_argument("--session-repeats", type=int, default=2,
                    help="runs of each count of the per-session reference, pooled (one burst of "
                         "the host flips a whole run here: bench/results/slots.md)")
+    q.add_argument("--interleave", choices=("on", "off"), default="on",
+                   help="run the per-session reference's runs alternately with the confirm "
+                        "phase's (one after each), on a VNF of its own, its counts from half to "
+                        "the whole fast estimate, so the host's drift over minutes hits both "
+                        "alike (bench/slotsqoe.py ReferenceSweep); off: the reference after the "
+                        "confirm, around the capacity announced (the runs before 2026-11-29 03:00)")
+    q.add_argument("--admit-at-reference", default="",
+                   help="comma-separated multiples of the per-session reference (e.g. 1.0,1.1): "
+                        "an admission more per multiple, the VNF told that capacity (~40 s "
+                        "each): what the VNF's run-time correction keeps at the knee and over it")
     q.add_argument("--reference-passes", type=int, default=0,
                    help="passes of bench/evaluator's pooled-quantile sweep in this run, "
                         "reported next to the per-session reference (0: none)")

@@ -18,11 +18,16 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    (:func:`~fluidvim.evaluator.confirm.next_confirm`); the capacity announced is read off
    them by the reference's own rule (``capacity_fast``: the fast steps' reading, the A/B);
 3. the **per-session reference** in the same run, by the target's own definition: runs like the
-   admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts from
-   half to 1.5 x the probe's capacity, each ``--session-repeats`` times (passes interleaved)
-   and pooled, then bisections of the bracket where the pooled share of sessions over the
-   deadline first passes 1 %: the largest count such that every count tried up to it met
-   the limit (:func:`session_reference`, :func:`pool_repeats`). bench/evaluator's
+   admission (``--run-s`` s, sessions judged one by one) at ``--session-points`` counts, each
+   ``--session-repeats`` times (passes interleaved) and pooled, then bisections of the bracket
+   where the pooled share of sessions over the deadline first passes 1 %: the largest count
+   such that every count tried up to it met the limit (:func:`session_reference`,
+   :func:`pool_repeats`). With ``--interleave on`` (the default) its runs alternate with the
+   confirm phase's, one after each (:func:`probe_and_reference`), its counts from half to the
+   whole fast estimate: the host's speed drifts ~10 % over minutes on the 2-core host of
+   bench/results/slots.md, and a reference measured after the confirm measured another host;
+   ``drift`` records the same count read minutes apart. ``--interleave off``: after the
+   confirm, from half to 1.5 x the capacity announced. bench/evaluator's
    pooled-quantile sweep (``--reference-passes``) and the reference of
    bench/results/evaluator.json are reported next to it;
 4. **admission**: a VNF is told ``qoe`` (capacity, tail budget and host-wait budget from the
@@ -35,7 +40,12 @@ One run, on this machine's environment type (the local zone, QEMU direct), in th
    VNF's correction could then only act after every session was in). The trace shows the VNF's
    windows (a read closes one after >= 1 s) and when it stopped announcing room.
 
-5. **unconfirmed** (``--unconfirmed on``, the default): the admission again, on a fresh VNF told
+5. **at the reference** (``--admit-at-reference 1.0,...``): the admission again, on a fresh VNF
+   told that multiple of the per-session reference (:func:`admit_at_reference`): what the
+   VNF's run-time correction keeps with no margin under the knee (the confirm's margin's
+   evidence);
+
+6. **unconfirmed** (``--unconfirmed on``, the default): the admission again, on a fresh VNF told
    what the default deployment announces before its background confirm lands: the fast steps
    read as a confirming probe reads a level it has not confirmed (x ``[evaluator]
    load_probe_unconfirmed_share``, :func:`admit_unconfirmed`), with its capacity against the
@@ -470,11 +480,11 @@ def paced_admission(a, mgr, vid: str, net, offered: int, over_s: float) -> dict:
             "vnf_cpu": waits, "guest": guest, "accounting": acc}
 
 
-def sweep_counts(estimate: int, points: int) -> list[int]:
-    """Evenly spaced session counts from half to 1.5 x the estimate (at least 2 apart)."""
+def sweep_counts(estimate: int, points: int, lo: float = 0.5, hi: float = 1.5) -> list[int]:
+    """Evenly spaced session counts from ``lo`` to ``hi`` x the estimate (at least 2 apart)."""
     est = max(2, int(estimate))
     k = max(2, int(points))
-    return sorted({max(1, round(est * (0.5 + i / (k - 1)))) for i in range(k)})
+    return sorted({max(1, round(est * (lo + (hi - lo) * i / (k - 1)))) for i in range(k)})
 
 
 def set_aside(r: dict, dropped: list[dict], runs: dict | None = None) -> str | None:
@@ -504,18 +514,22 @@ def _as_confirm_run(n: int, r: dict) -> dict:
             "vnf_steal_share": r["accounting"].get("vcpu_steal_share")}
 
 
-def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list) -> None:
+def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list,
+                  clock=None) -> None:
     """One run of the per-session reference (:func:`run_sessions`) into ``runs`` (per count);
     one the host's other work failed (:func:`set_aside`) into ``dropped``, and its count run
-    again."""
+    again. ``clock``: seconds since the bench started (each run's ``t_end_s``, when it ended:
+    the drift's time line)."""
     r = run_sessions(a, mgr, vid, net, n)
+    t_s = None if clock is None else round(clock(), 1)
     run = {"over": r["judged"]["admitted_over_deadline"], "n": n,
            "over_pct": r["over_pct"], "pooled_ms": r["run"]["latency_pooled_ms"],
            "pooled_late_fraction": r["judged"].get("pooled_late_fraction"),
-           "accounting": r["accounting"]}
+           "accounting": r["accounting"], "t_end_s": t_s}
     lat = r["run"]["latency_pooled_ms"].get(str(a.quantile))
     again = set_aside(r, dropped, runs)
-    print(f"  reference: {n:4d} sessions (run {len(runs.get(n, [])) + 1}), "
+    print(f"  reference: {n:4d} sessions (run {len(runs.get(n, [])) + 1}"
+          f"{'' if t_s is None else f', ended t={t_s:g} s'}), "
           f"{r['over_pct']:5.1f} % over, pooled p{a.quantile * 100:g} "
           f"{lat if lat is None else round(lat, 2)} ms | {show_accounting(r['accounting'])}"
           f"{f' -> set aside ({again}), run again' if again else ''}", flush=True)
@@ -523,63 +537,123 @@ def reference_run(a, mgr, vid: str, net, n: int, runs: dict, dropped: list) -> N
         pid = mgr.get(vid).pid
         run["waited_s"] = wait_quiet(lambda: sum(x[0] for x in thread_times(pid).values()) / 1e9)
         dropped.append({**run, "sessions": n, "set_aside": again})
-        reference_run(a, mgr, vid, net, n, runs, dropped)
+        reference_run(a, mgr, vid, net, n, runs, dropped, clock)
     else:
         runs.setdefault(n, []).append(run)
 
 
-def session_sweep(a, mgr, tag: str, estimate: int) -> dict:
-    """The reference by the target's own definition, in this run: ``--session-points`` counts
-    around the probe's estimate, each run like the admission (``--run-s`` s, judged per
-    session) ``--session-repeats`` times (the passes interleaved, so one burst of the host
-    hits one run of one count, not every run of it), pooled (:func:`pool_repeats`); then
-    halving below if all are over (1.5 x above if none is), then ``--session-refine``
-    bisections of the bracket (:func:`session_reference`)."""
-    repeats = max(1, int(getattr(a, "session_repeats", 1)))
-
-    def body(vid, net):
-        runs: dict[int, list[dict]] = {}
-
-        dropped: list[dict] = []
-
-        def measure(n):
-            reference_run(a, mgr, vid, net, n, runs, dropped)
-
-        counts = sweep_counts(estimate, a.session_points)
+def reference_counts(counts: list[int], runs: dict[int, list[dict]], repeats: int,
+                     refine: int):
+    """The per-session reference's counts, in order, as a generator read one count at a time
+    (``runs``, per count, is filled by the caller between two reads, so each choice sees every
+    run before it): ``counts`` ``repeats`` times (the passes interleaved, so one burst of the
+    host hits one run of one count, not every run of it); then, all over: half the lowest,
+    none over: 1.5 x the highest (3 times at most); then ``refine`` bisections of the bracket
+    where the pooled share over first passes 1 % (:func:`session_reference`), each count
+    ``repeats`` times."""
+    for _ in range(repeats):
+        yield from counts
+    for _ in range(3):
+        bound = session_reference(pool_repeats(runs))["bound"]
+        if bound == "below" and min(runs) > 1:
+            n = max(1, min(runs) // 2)
+        elif bound == "at least":
+            n = max(runs) * 3 // 2
+        else:
+            break
         for _ in range(repeats):
-            for n in counts:
-                measure(n)
+            yield n
+    for _ in range(refine):
+        ref = session_reference(pool_repeats(runs))
+        if ref["bound"] != "between" or ref["hi"] - ref["lo"] <= 1:
+            break
+        for _ in range(repeats):
+            yield (ref["lo"] + ref["hi"]) // 2
 
-        def measure_all(n):
-            for _ in range(repeats):
-                measure(n)
 
-        for _ in range(3):          # all over: halve below; none over: 1.5 x above
-            bound = session_reference(pool_repeats(runs))["bound"]
-            if bound == "below" and min(runs) > 1:
-                measure_all(max(1, min(runs) // 2))
-            elif bound == "at least":
-                measure_all(max(runs) * 3 // 2)
-            else:
-                break
-        for _ in range(a.session_refine):
-            ref = session_reference(pool_repeats(runs))
-            if ref["bound"] != "between" or ref["hi"] - ref["lo"] <= 1:
-                break
-            measure_all((ref["lo"] + ref["hi"]) // 2)
-        pooled = pool_repeats(runs)
+class ReferenceSweep:
+    """The per-session reference by the target's own definition, in this run, one run at a
+    time (:meth:`step`) so that its runs can alternate with the confirm phase's
+    (``--interleave``): each run like the admission (``--run-s`` s, judged per session) on a
+    VNF of its own (launched at the first step), at the counts of :func:`reference_counts`
+    (``counts()`` gives the sweep's points when the first step asks), pooled
+    (:func:`pool_repeats`), read by :func:`session_reference`. ``clock``: seconds since the
+    bench started, each run's ``t_end_s``."""
+
+    def __init__(self, a, mgr, tag: str, counts, clock=None):
+        self.a, self.mgr, self.tag, self._counts, self.clock = a, mgr, tag, counts, clock
+        self.repeats = max(1, int(getattr(a, "session_repeats", 1)))
+        self.runs: dict[int, list[dict]] = {}
+        self.dropped: list[dict] = []
+        self._gen = None
+        self._stack = None
+        self.vid = self.net = None
+
+    def _open(self) -> None:
+        import contextlib
+
+        from fluidvim.vnf import limits
+        from fluidvim.vnf.testnet import TestNet
+
+        self._stack = contextlib.ExitStack()
+        net = self._stack.enter_context(TestNet("fvsr", 95))
+        vid = self.mgr.launch(FORWARD, nics=net.bridges, name=f"qoe-ref-{self.tag}",
+                              slots=limits.SLOTS_MAX).vnf_id
+        self._stack.callback(self.mgr.destroy, vid)
+        self._stack.enter_context(net.udp_echo(self.a.proto == "udp"))
+        self.vid, self.net = vid, net
+        self.points = list(self._counts())
+        self._gen = reference_counts(self.points, self.runs, self.repeats,
+                                     int(self.a.session_refine))
+
+    def step(self) -> bool:
+        """Run the reference's next count; False when it is done."""
+        if self._gen is None:
+            self._open()
+        n = next(self._gen, None)
+        if n is None:
+            return False
+        reference_run(self.a, self.mgr, self.vid, self.net, n, self.runs, self.dropped,
+                      self.clock)
+        return True
+
+    def close(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def result(self) -> dict:
+        a = self.a
+        pooled = pool_repeats(self.runs)
         ref = session_reference(pooled)
         typical = session_reference([dict(p, over_pct=p["over_pct_median"]) for p in pooled])
-        return {**ref, "repeats": repeats, "definition": (
+        return {**ref, "repeats": self.repeats, "definition": (
                     f"largest count of {a.run_s:g} s sessions of {a.session_pps:g} pps run "
                     f"together such that every count tried up to it had <= 1 % of its sessions, "
-                    f"pooled over {repeats} run(s) of it, over {a.deadline_ms:g} ms at their "
-                    f"own p{a.quantile * 100:g} (or > 1 % lost)"),
+                    f"pooled over {self.repeats} run(s) of it, over {a.deadline_ms:g} ms at "
+                    f"their own p{a.quantile * 100:g} (or > 1 % lost)"),
+                "sweep_points": self.points,
                 "slots_median_run": typical["slots"],
                 # runs that failed while other processes took the host's CPU, set aside
-                "dropped_runs": dropped,
-                "points": [{**p, "runs": runs[p["sessions"]]} for p in pooled]}
-    return _with_vnf(a, mgr, f"qoe-ref-{tag}", "fvsr", 95, body)
+                "dropped_runs": self.dropped,
+                "points": [{**p, "runs": self.runs[p["sessions"]]} for p in pooled]}
+
+
+def session_sweep(a, mgr, tag: str, estimate: int, clock=None) -> dict:
+    """The reference after the confirm phase (``--interleave off``): ``--session-points``
+    counts from half to 1.5 x ``estimate`` (the capacity announced), then as
+    :class:`ReferenceSweep`."""
+    with ReferenceSweep(a, mgr, tag, lambda: sweep_counts(estimate, a.session_points),
+                        clock) as ref:
+        while ref.step():
+            pass
+        return ref.result()
 
 
 QUIET_CHECK_S = 3.0       # how long cmd_qoe reads the host's other work before it starts
@@ -665,9 +739,11 @@ def whole_step_capacity(a, probe) -> int | None:
         return None
 
 
-def run_probe(a, env, zone):
+def run_probe(a, env, zone, after_confirm=None):
     """The stage-1 load probe of this run: the fast steps, then (``--confirm-runs``, not with
-    ``--pooled``) its confirm phase of ``--run-s`` s sessions at the deadline and quantile."""
+    ``--pooled``) its confirm phase of ``--run-s`` s sessions at the deadline and quantile.
+    ``after_confirm(run)`` is called after each confirm run (its progress record): the
+    interleaved reference runs one of its own there (``--interleave``)."""
     from bench.evaluator import show
     from fluidvim.evaluator.confirm import CONFIRM_MARGIN, SessionTarget
     from fluidvim.evaluator.probes import LoadProbe
@@ -692,10 +768,50 @@ def run_probe(a, env, zone):
               + (" (contended)" if s.get("contended") else "")
               + (f" -> set aside ({s['set_aside']}), run again" if s.get("set_aside") else ""),
               flush=True)
+        if after_confirm is not None:
+            after_confirm(s)
 
     return LoadProbe(session_pps=a.session_pps, prefix="fvsq", subnet=94, proto=a.proto,
                      client_nice=a.client_nice, step_s=a.probe_step, confirm=target).run(
         env, zone, progress=progress)
+
+
+def probe_and_reference(a, env, zone, mgr, tag: str, clock):
+    """(the stage-1 load probe, the per-session reference or None, the confirm runs' time
+    line). With ``--interleave on`` (:func:`interleaved`) the reference's runs
+    (:class:`ReferenceSweep`, its counts from :data:`INTERLEAVE_LO` to 1 x the fast estimate the
+    confirm starts from) alternate with the confirm phase's, one after each, the rest after
+    it: the host's drift over minutes then hits the yardstick and the reading alike. Else (or
+    when the confirm ran nothing) the reference is run later by :func:`cmd_qoe`, around the
+    capacity announced."""
+    confirm_log: list[dict] = []
+    ref_sweep = (ReferenceSweep(a, mgr, tag, lambda: sweep_counts(
+                     confirm_log[0]["sessions"], a.session_points, INTERLEAVE_LO, 1.0), clock)
+                 if interleaved(a) else None)
+
+    def after_confirm(s):
+        confirm_log.append({"sessions": s["sessions"], "t_end_s": round(clock(), 1),
+                            "over_pct": s.get("over_pct"),
+                            "client_cpu_share": s.get("client_cpu_share"),
+                            "vnf_steal_share": s.get("vnf_steal_share"),
+                            "set_aside": s.get("set_aside")})
+        if ref_sweep is not None:                   # one reference run after each confirm run
+            ref_sweep.step()
+
+    per_ref = None
+    try:
+        probe = run_probe(a, env, zone, after_confirm)
+        if not probe.ok:
+            raise SystemExit(f"load probe failed: {probe.error}")
+        if ref_sweep is not None and confirm_log:
+            print("per-session reference: its runs after the confirm phase", flush=True)
+            while ref_sweep.step():
+                pass
+            per_ref = ref_sweep.result()
+    finally:
+        if ref_sweep is not None:
+            ref_sweep.close()
+    return probe, per_ref, confirm_log
 
 
 def cmd_qoe(a) -> dict:
@@ -724,9 +840,11 @@ def cmd_qoe(a) -> dict:
               flush=True)
     print(f"path floor ({a.proto}, no VNF)", flush=True)
     floor = path_floor(a)
-    probe = run_probe(a, env, zone)
-    if not probe.ok:
-        raise SystemExit(f"load probe failed: {probe.error}")
+
+    def clock():
+        return time.perf_counter() - t0
+
+    probe, per_ref, confirm_log = probe_and_reference(a, env, zone, mgr, tag, clock)
     packets = max(1, round(a.run_s * a.session_pps))
     # the pooled reading of the fast steps (bench/evaluator's figure), for the record
     pooled = fast_capacity(probe, a.deadline_ms, a.quantile, a.session_pps)
@@ -744,10 +862,10 @@ def cmd_qoe(a) -> dict:
     if whole is not None:
         print(f"A/B: the whole-step reading (before) would announce {whole} slots", flush=True)
     swept, swept_long = run_swept(a, env, zone, probe, [params.capacity, fast or 0])
-    per_ref = None
-    if a.session_points > 0:
+    if per_ref is None and a.session_points > 0:
         print("per-session reference sweep", flush=True)
-        per_ref = session_sweep(a, mgr, tag, params.capacity)
+        per_ref = session_sweep(a, mgr, tag, params.capacity, clock)
+    if per_ref is not None:
         print(f"per-session reference: {per_ref['slots']} slots ({per_ref['bound']} "
               f"{per_ref['lo']}..{per_ref['hi']})", flush=True)
     if params.capacity < 1:     # qoe capacity 0 is "off" (the flow table): nothing to admit
@@ -761,6 +879,7 @@ def cmd_qoe(a) -> dict:
         adm = admit(a, mgr, params, tag)
     unconf = (admit_unconfirmed(a, mgr, probe, tag)
               if getattr(a, "unconfirmed", "on") == "on" and not a.pooled else None)
+    at_ref = admit_at_reference(a, mgr, probe, tag, per_ref)
     mgr.close()
     for d in (f"/run/fluidvim-fvsq-{tag}", f"/tmp/fluidvim-fvsq-{tag}"):   # this run's alone
         shutil.rmtree(d, ignore_errors=True)
@@ -847,7 +966,103 @@ def cmd_qoe(a) -> dict:
         "confirm_run_count": len((probe.metrics.get("confirm") or {}).get("runs") or ()),
         "unconfirmed": (dict(unconf, capacity_error_pct=_error_pct(unconf["capacity"], ref))
                         if unconf else None),
+        # the reference's runs alternated with the confirm phase's (--interleave on), and what
+        # the same count read minutes apart (drift), from the runs of this run
+        "interleaved": bool(confirm_log) and interleaved(a),
+        "confirm_timeline": confirm_log,
+        "drift": drift(per_ref, probe),
+        # admissions with the VNF told a multiple of the per-session reference (the evidence
+        # for the confirm's margin: what the run-time correction keeps at the knee itself)
+        "admit_at_reference": at_ref,
     }
+
+
+INTERLEAVE_LO = 0.5     # the interleaved reference sweeps from this share of the fast estimate
+
+
+def interleaved(a) -> bool:
+    """Whether the per-session reference's runs alternate with the confirm phase's
+    (``--interleave on``, the default, with a confirm phase and a reference to run)."""
+    return (getattr(a, "interleave", "off") == "on" and a.session_points > 0
+            and getattr(a, "confirm_runs", 0) > 0 and not a.pooled)
+
+
+def _pairs(runs_by_count: dict[int, list[dict]], cpu, t, over, steal) -> list[dict]:
+    """Counts run more than once: their first and last run (time, over share, the client's
+    CPU share, the VNF's steal) and how much the client's CPU for the same sessions moved."""
+    out = []
+    for n, rs in sorted(runs_by_count.items()):
+        rs = [r for r in rs if t(r) is not None]
+        if len(rs) < 2:
+            continue
+        first, last = rs[0], rs[-1]
+        c0, c1 = cpu(first), cpu(last)
+        out.append({"sessions": n, "runs": len(rs), "t_end_s": [t(first), t(last)],
+                    "over_pct": [over(first), over(last)],
+                    "client_cpu_share": [c0, c1],
+                    "vnf_steal_share": [steal(first), steal(last)],
+                    "client_cpu_change_pct": (round(100.0 * (c1 - c0) / c0, 1)
+                                              if c0 and c1 is not None else None)})
+    return out
+
+
+def drift(per_ref: dict | None, probe) -> dict:
+    """The same session count measured minutes apart in this run: the per-session reference's
+    repeats (:func:`_pairs`) and the confirm phase's (its announced count runs 3 times). On
+    the 2-core host of bench/results/slots.md the client's CPU for the same sessions moved
+    ~10 % over minutes (helper 87); these pairs show it in every run."""
+    from fluidvim.evaluator.confirm import confirm_blocks
+
+    ref_runs = {p["sessions"]: p.get("runs") or [] for p in (per_ref or {}).get("points", [])}
+    acc = lambda r: r.get("accounting") or {}    # noqa: E731
+    ref = _pairs(ref_runs, lambda r: acc(r).get("client_cpu_share"), lambda r: r.get("t_end_s"),
+                 lambda r: r.get("over_pct"), lambda r: acc(r).get("vcpu_steal_share"))
+    blocks = confirm_blocks(probe.metrics)
+    by: dict[int, list[dict]] = {}
+    for i, r in enumerate((blocks[0].get("runs") or []) if blocks else []):
+        by.setdefault(int(r["sessions"]), []).append(dict(r, i=i))
+    conf = _pairs(by, lambda r: r.get("client_cpu_share"), lambda r: r["i"],
+                  lambda r: r.get("over_pct"), lambda r: r.get("vnf_steal_share"))
+    changes = [p["client_cpu_change_pct"] for p in ref + conf
+               if p["client_cpu_change_pct"] is not None]
+    return {"reference_repeats": ref, "confirm_repeats": conf,
+            "client_cpu_change_pct_max_abs": (max(abs(x) for x in changes) if changes
+                                              else None)}
+
+
+def admit_at_reference(a, mgr, probe, tag: str, per_ref: dict | None) -> list[dict]:
+    """Admissions on fresh VNFs told ``--admit-at-reference`` multiples of the per-session
+    reference (its tail and host-wait budgets as the product derives them for that capacity:
+    :func:`fluidvim.evaluator.qoeslots.qoe_params_at`), admitted as the main admission: what
+    the VNF's run-time correction keeps when the capacity announced is the knee itself (1.0)
+    or over it, i.e. whether the confirm's margin is needed for <= 1 % over."""
+    from fluidvim.evaluator.qoeslots import qoe_params_at
+
+    mults = [float(x) for x in str(getattr(a, "admit_at_reference", "") or "").split(",")
+             if x.strip()]
+    if not mults or not per_ref or not per_ref.get("slots"):
+        return []
+    out = []
+    for i, m in enumerate(mults):
+        cap = max(1, round(m * per_ref["slots"]))
+        params = qoe_params_at(probe, cap, a.deadline_ms, a.quantile, a.session_pps,
+                               f"{m:g} x the per-session reference {per_ref['slots']}")
+        print(f"admission at {m:g} x the reference: qoe {params.request()}", flush=True)
+        adm = admit(a, mgr, params, f"{tag}r{i}")
+        judged, admitted = adm["judged"], adm["admitted"]
+        pct = (round(100.0 * judged["admitted_over_deadline"] / admitted, 2) if admitted
+               else None)
+        print(f"at {m:g} x the reference: {admitted} admitted, {pct} % over the deadline, "
+              f"capacity at the end {adm['final']['qoe']['capacity']}", flush=True)
+        out.append({"multiple": m, "capacity": cap, "qoe": params.request(),
+                    "admitted": admitted, "offered": adm.get("offered"),
+                    "refused": adm.get("refused"),
+                    "admitted_over_deadline": judged["admitted_over_deadline"],
+                    "admitted_over_deadline_pct": pct,
+                    "capacity_at_end": adm["final"]["qoe"]["capacity"],
+                    "shrinks": adm["final"]["qoe"]["shrinks"],
+                    "accounting": adm["accounting"]})
+    return out
 
 
 def admit_unconfirmed(a, mgr, probe, tag: str) -> dict:
@@ -895,6 +1110,8 @@ def command(a) -> str:
             f"{f' --kernel {a.kernel}' if getattr(a, 'kernel', None) else ''} "
             f"--session-points {a.session_points} --session-refine {a.session_refine} "
             f"--session-repeats {getattr(a, 'session_repeats', 1)} "
+            f"--interleave {getattr(a, 'interleave', 'off')} "
+            f"{f'--admit-at-reference {aar} ' if (aar := getattr(a, 'admit_at_reference', '')) else ''}"
             f"--reference-passes {a.reference_passes} --points {a.points} "
             f"--sweep-step {a.sweep_step:g}"
             f"{' --session-step-sweep on' if getattr(a, 'session_step_sweep', 'off') == 'on' else ''}"

@@ -401,6 +401,19 @@ def qoe_params(result: ProbeResult, deadline_ms: float, quantile: float,
     return _params_at(result, est, deadline_ms, quantile)
 
 
+def qoe_params_at(result: ProbeResult, slots: int, deadline_ms: float, quantile: float,
+                  session_pps: float | None = None, basis: str = "given") -> QoEParams:
+    """The ``qoe`` parameters a VNF gets for a capacity of ``slots`` sessions on this probe's
+    environment (tail and host-wait budgets as :func:`qoe_params` derives them for it): the
+    bench's admission at a capacity other than the one read (bench/slotsqoe.py
+    ``admit_at_reference``)."""
+    spp = float(session_pps or result.metrics.get("session_pps") or 0)
+    if not spp > 0:
+        raise SlotsError("qoe_params_at: no session rate (session_pps)")
+    est = CapacityEstimate(int(slots) * spp, int(slots), spp, True, basis)
+    return _params_at(result, est, deadline_ms, quantile)
+
+
 def _params_at(result: ProbeResult, est: CapacityEstimate, deadline_ms: float,
                quantile: float) -> QoEParams:
     """The ``qoe`` parameters that go with the capacity ``est`` (:func:`qoe_capacity`)."""

@@ -9,9 +9,11 @@ import pytest
 from bench.slotsqoe import (
     accounting,
     command,
+    drift,
     guest_waits,
     judge_sessions,
     pool_repeats,
+    reference_counts,
     session_reference,
     show_accounting,
     sweep_counts,
@@ -107,6 +109,57 @@ def test_sweep_counts_span_half_to_one_and_a_half_the_estimate():
     assert sweep_counts(176, 1) == [88, 264]
 
 
+def test_sweep_counts_from_half_to_the_whole_fast_estimate():
+    # the interleaved reference's grid (INTERLEAVE_LO .. 1 x the fast estimate)
+    assert sweep_counts(366, 5, 0.5, 1.0) == [183, 229, 274, 320, 366]
+
+
+def _drive(counts, holds_up_to, repeats=2, refine=2):
+    runs, order = {}, []
+    for n in reference_counts(counts, runs, repeats, refine):
+        order.append(n)
+        runs.setdefault(n, []).append({"over": 0 if n <= holds_up_to else n, "n": n})
+    return order, session_reference(pool_repeats(runs))
+
+
+def test_reference_counts_one_at_a_time_passes_then_bisections():
+    order, ref = _drive([10, 20, 30], 24)
+    assert order == [10, 20, 30, 10, 20, 30, 25, 25, 22, 22]
+    assert (ref["lo"], ref["hi"]) == (22, 25)
+    # every count held: 1.5 x the top, three times at most, then nothing to bisect
+    order, ref = _drive([10, 20], 1000, repeats=1)
+    assert order == [10, 20, 30, 45, 67] and ref["bound"] == "at least"
+    # all over: half the lowest until one holds, then the bracket is bisected
+    order, ref = _drive([40, 80], 12, repeats=1, refine=1)
+    assert order == [40, 80, 20, 10, 15] and (ref["lo"], ref["hi"]) == (10, 15)
+
+
+def test_drift_pairs_the_same_count_minutes_apart():
+    acc = lambda cpu, st: {"client_cpu_share": cpu, "vcpu_steal_share": st}   # noqa: E731
+    per_ref = {"points": [
+        {"sessions": 100, "runs": [{"t_end_s": 100.0, "over_pct": 0.0, "accounting": acc(0.5, 0.3)},
+                                   {"t_end_s": 400.0, "over_pct": 0.0,
+                                    "accounting": acc(0.55, 0.35)}]},
+        {"sessions": 150, "runs": [{"t_end_s": 120.0, "over_pct": 100.0,
+                                    "accounting": acc(0.8, 0.6)}]}]}
+
+    class Probe:
+        metrics = {"confirm": {"runs": [
+            {"sessions": 90, "over_pct": 0.0, "client_cpu_share": 0.4, "vnf_steal_share": 0.2},
+            {"sessions": 90, "over_pct": 0.0, "client_cpu_share": 0.36, "vnf_steal_share": 0.2},
+            {"sessions": 120, "over_pct": 100.0, "client_cpu_share": 0.6}]}}
+
+    d = drift(per_ref, Probe)
+    assert d["reference_repeats"] == [{
+        "sessions": 100, "runs": 2, "t_end_s": [100.0, 400.0], "over_pct": [0.0, 0.0],
+        "client_cpu_share": [0.5, 0.55], "vnf_steal_share": [0.3, 0.35],
+        "client_cpu_change_pct": 10.0}]
+    assert [(p["sessions"], p["t_end_s"], p["client_cpu_change_pct"])
+            for p in d["confirm_repeats"]] == [(90, [0, 1], -10.0)]
+    assert d["client_cpu_change_pct_max_abs"] == 10.0
+    assert drift(None, type("P", (), {"metrics": {}}))["client_cpu_change_pct_max_abs"] is None
+
+
 def test_accounting_shares_of_the_run():
     waits = {"main_thread": {"on_cpu": 0.5, "waiting": 0.1},
              "vcpu_threads": {"on_cpu": 0.3, "waiting": 0.5}}
@@ -128,16 +181,19 @@ def test_command_repeats_the_run():
                            vcpu_nice=None, kernel=None, session_points=6, session_refine=3,
                            session_repeats=2, reference_passes=0, points=12, sweep_step=4.0,
                            part="qoe", confirm_runs=5, confirm_margin=0.15,
-                           admit_over_s=16.0, unconfirmed="on")
+                           admit_over_s=16.0, unconfirmed="on", interleave="on",
+                           admit_at_reference="1.0,1.1")
     assert command(a) == (
         "python -m bench.slots qoe --deadline-ms 10 --quantile 0.99 --session-pps 100 "
         "--run-s 16 --proto icmp --client-nice 0 --probe-step 2 --confirm-runs 5 "
         "--confirm-margin 0.15 --admit-over-s 16 --unconfirmed on --session-points 6 "
-        "--session-refine 3 --session-repeats 2 --reference-passes 0 --points 12 "
-        "--sweep-step 4")
-    b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0"})
+        "--session-refine 3 --session-repeats 2 --interleave on --admit-at-reference 1.0,1.1 "
+        "--reference-passes 0 --points 12 --sweep-step 4")
+    b = argparse.Namespace(**{**vars(a), "vcpu_nice": 0, "part": "qoe_vcpu_nice0",
+                              "interleave": "off", "admit_at_reference": ""})
     assert command(b).endswith("--vcpu-nice 0 --session-points 6 --session-refine 3 "
-                               "--session-repeats 2 --reference-passes 0 --points 12 "
+                               "--session-repeats 2 --interleave off --reference-passes 0 "
+                               "--points 12 "
                                "--sweep-step 4 "
                                "--part qoe_vcpu_nice0")
 

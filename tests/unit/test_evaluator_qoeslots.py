@@ -16,6 +16,7 @@ from fluidvim.evaluator.qoeslots import (
     late_share,
     monotone_fit,
     qoe_params,
+    qoe_params_at,
     quantile_ppm,
     session_quantile,
     sessions_over,
@@ -75,6 +76,17 @@ def test_params_capacity_and_budget_from_the_same_probe():
     # a looser service: more sessions, and the knee's tail joins the budget
     loose = qoe_params(c, deadline_ms=10.0, quantile=0.99)
     assert loose.capacity == 40 and loose.budget_ns == 2 * 65536
+
+
+def test_params_at_a_given_capacity_derive_the_budgets_for_it():
+    c = curve(step(1000, 1.0, hist(5000, 11)), step(2000, 2.0, hist(9000, 10)),
+              step(4000, 8.0, hist(20000, 10, 400, 16)))
+    # at 20 sessions only the steps up to 2000 pps set the tail budget; at 40 the knee's too
+    low = qoe_params_at(c, 20, 4.0, 0.99, basis="half")
+    assert (low.capacity, low.budget_ns) == (20, 4096) and low.basis.startswith("half;")
+    assert qoe_params_at(c, 40, 4.0, 0.99).budget_ns == 2 * 65536
+    with pytest.raises(SlotsError, match="session rate"):
+        qoe_params_at(ProbeResult(env_uid="u", kind="load", ok=True, metrics={}), 5, 4.0, 0.99)
 
 
 def test_params_without_histogram_fall_back_to_the_deadline():
