@@ -142,8 +142,8 @@ def vcpu_sched(pid: int) -> dict:
     """The scheduler's account of QEMU ``pid``'s vCPU threads (threads with guest time,
     ``/proc/<pid>/task/<tid>/schedstat``): ``wait_ns``, the time they were runnable and
     waited for a CPU (a wake-up from a nap waits there), and ``runs``, the times they got
-    one."""
-    out = {"wait_ns": 0, "runs": 0}
+    one; ``main_wait_ns``: the main thread's wait, which the tap's frames wait for too)."""
+    out = {"wait_ns": 0, "runs": 0, "main_wait_ns": 0}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
@@ -152,7 +152,9 @@ def vcpu_sched(pid: int) -> dict:
                 _, wait, runs = (int(x) for x in f.read().split()[:3])
         except (OSError, ValueError):
             continue
-        if int(tid) != pid and int(text[text.rfind(")") + 2:].split()[40]):
+        if int(tid) == pid:          # the main thread: the tap's frames wait for it too
+            out["main_wait_ns"] += wait
+        elif int(text[text.rfind(")") + 2:].split()[40]):
             out["wait_ns"] += wait
             out["runs"] += runs
     return out
@@ -167,6 +169,16 @@ def vcpu_wait(a: dict, b: dict, dt: float) -> dict | None:
     w = b["wait_ns"] - a["wait_ns"]
     return {"us_per_run": round(w / runs / 1000, 1), "ms_per_s": round(w / dt / 1e6, 1),
             "runs_per_s": round(runs / dt, 1)}
+
+
+def step_waits(w0: dict, w1: dict, s0: dict | None, s1: dict | None) -> dict:
+    """One step's waits for a CPU (ms, :func:`vcpu_sched`): the vCPU threads' and QEMU's main
+    thread's, and the VNF's own stolen share (``stats`` → ``cpu``): whether an interval over
+    the target end to end had the VNF's side or the host's backend waiting."""
+    own = vnf_shares(s0, s1) if s0 and s1 else None
+    return {"vcpu_wait_ms": round((w1["wait_ns"] - w0["wait_ns"]) / 1e6, 2),
+            "main_wait_ms": round((w1["main_wait_ns"] - w0["main_wait_ns"]) / 1e6, 2),
+            "stolen": None if own is None else own["stolen"]}
 
 
 class Meter:
@@ -446,7 +458,7 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
     m0, c0 = meter.read(), path_counters(vnf, n)
     s0 = vnf.stats() or {}          # next to c0: path_loss's split by the VNF's own counters
     r0 = path.rx_packets()
-    c_prev = c0
+    c_prev, w_prev, s_prev = c0, w0, s0
     b_prev = (s0.get("latency_ns") or {}).get("buckets_log2")
     p99s, d1 = [], len(ctl.decisions) if ctl is not None else 0
     timeline = []                   # per step: frames in, lost on the way, where (path_loss)
@@ -460,9 +472,11 @@ def trial(vnf: Vnf, path: Path, pps: float, mode: str, args, ctl) -> dict:
         step_s.append(time.monotonic() - t_step)
         d = path_delta(c_prev, c)
         lost = path_loss(d)
+        w = vcpu_sched(vnf.pid)
         timeline.append({"in": d["in"], "lost": lost["all"], "tap_dropped": lost["tap_dropped"],
-                         "through_vnf": lost["through_vnf"], "after_vnf": lost["after_vnf"]})
-        c_prev = c
+                         "through_vnf": lost["through_vnf"], "after_vnf": lost["after_vnf"],
+                         **step_waits(w_prev, w, s_prev, st)})
+        c_prev, w_prev, s_prev = c, w, st or s_prev
         b = ((st or {}).get("latency_ns") or {}).get("buckets_log2")
         if b is not None and b_prev is not None:
             p, cnt = interval_p99(b_prev, b)
@@ -697,6 +711,32 @@ def line(load: int, t: dict) -> str:
     return out
 
 
+WAIT_KEYS = ("main_wait_ms", "vcpu_wait_ms", "stolen")
+
+
+def over_target_waits(trials: list, limit_us: float) -> dict | None:
+    """The steps' waits (:func:`step_waits`) in the intervals over ``limit_us`` end to end
+    against those within it, medians, and how many of each: whether the host's backend (QEMU's
+    main thread) or the VNF's vCPU waited for a CPU where the tail went over. Step k and
+    end-to-end interval k cover the same half second (both from the window's start, a few ms
+    apart); a trial whose counts differ is left out. None without an interval over."""
+    over, inside = [], []
+    for t in trials:
+        e2e, tl = t.get("e2e_p99_us") or [], t.get("timeline") or []
+        if len(e2e) == len(tl):
+            for p, step in zip(e2e, tl):
+                (over if p > limit_us else inside).append(step)
+    if not over:
+        return None
+
+    def med(steps, k):
+        vals = [s[k] for s in steps if s.get(k) is not None]
+        return round(statistics.median(vals), 3) if vals else None
+    return {"over": len(over), "within": len(inside),
+            **{f"{k}_over": med(over, k) for k in WAIT_KEYS},
+            **{f"{k}_within": med(inside, k) for k in WAIT_KEYS}}
+
+
 def summarise_mode(trials: list, args) -> dict:
     """A mode's medians; its intervals within its end-to-end target (the user's view) and,
     beside it, within it by the VNF's own p99."""
@@ -712,6 +752,7 @@ def summarise_mode(trials: list, args) -> dict:
     m["target_ms"] = limit
     m["intervals_within_target_pct"] = pct(within(trials, "e2e_p99_us", 1000 * limit))
     m["vnf_intervals_within_target_pct"] = pct(within(trials, "vnf_p99_ns", 1e6 * limit))
+    m["over_target_waits"] = over_target_waits(trials, 1000 * limit)
     e2e = [p for t in trials for p in t.get("e2e_p99_us") or []]
     m["e2e_interval_p99_us_median"] = round(statistics.median(e2e), 1) if e2e else None
     if m["cpu_s_per_mpkt"] is not None:
@@ -1045,6 +1086,14 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
+        for m in ("default", "controller"):
+            w = r.get(m, {}).get("over_target_waits")
+            if w:
+                print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
+                      f"CPU per step, over / within: QEMU main {w['main_wait_ms_over']} / "
+                      f"{w['main_wait_ms_within']} ms, vCPU {w['vcpu_wait_ms_over']} / "
+                      f"{w['vcpu_wait_ms_within']} ms, stolen {w['stolen_over']} / "
+                      f"{w['stolen_within']}")
         t = r.get(TIGHT)
         if t:
             d_in = pct(within([x for x in r["trials"] if x["mode"] == "default"], "e2e_p99_us",

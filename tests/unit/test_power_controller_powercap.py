@@ -40,6 +40,25 @@ def test_vcpu_wait_is_the_schedulers_wait_per_run_and_per_second():
     assert powercap.vcpu_wait(a, a, 2.0) is None
 
 
+def test_step_waits_and_the_over_target_intervals_waits():
+    w0 = {"wait_ns": 0, "runs": 0, "main_wait_ns": 1_000_000}
+    w1 = {"wait_ns": 2_500_000, "runs": 10, "main_wait_ns": 9_000_000}
+    s0 = {"uptime_us": 0, "cpu": {"stolen_us": 0}}
+    s1 = {"uptime_us": 500_000, "cpu": {"stolen_us": 100_000}}
+    assert powercap.step_waits(w0, w1, s0, s1) == {"vcpu_wait_ms": 2.5, "main_wait_ms": 8.0,
+                                                   "stolen": 0.2}
+    assert powercap.step_waits(w0, w1, None, s1)["stolen"] is None
+    step = lambda m: {"main_wait_ms": m, "vcpu_wait_ms": 1.0, "stolen": 0.1}  # noqa: E731
+    trials = [{"e2e_p99_us": [2000.0, 6000.0, 7000.0], "timeline": [step(1), step(9), step(11)]},
+              # counts differ: not aligned, left out
+              {"e2e_p99_us": [9000.0], "timeline": [step(50), step(50)]}]
+    got = powercap.over_target_waits(trials, 5000.0)
+    assert (got["over"], got["within"]) == (2, 1)
+    assert (got["main_wait_ms_over"], got["main_wait_ms_within"]) == (10.0, 1.0)
+    assert got["stolen_over"] == 0.1
+    assert powercap.over_target_waits(trials[:1], 8000.0) is None
+
+
 def test_vnf_shares_carry_the_stolen_time():
     def stats(up, busy, poll, halt, stolen=None):
         cpu = {"busy_us": busy, "poll_us": poll, "halt_us": halt}
