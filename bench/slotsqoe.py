@@ -992,7 +992,6 @@ def _pairs(runs_by_count: dict[int, list[dict]], cpu, t, over, steal) -> list[di
     CPU share, the VNF's steal) and how much the client's CPU for the same sessions moved."""
     out = []
     for n, rs in sorted(runs_by_count.items()):
-        rs = [r for r in rs if t(r) is not None]
         if len(rs) < 2:
             continue
         first, last = rs[0], rs[-1]
