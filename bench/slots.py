@@ -39,10 +39,11 @@ The same ramp (same seed) runs once per wire.
 
 ``qoe`` - free slots from QoE on a real VNF with real traffic (bench/slotsqoe.py): the
 measuring path's own floor (no VNF), the stage-1 load probe of this machine's environment and
-the VNF's ``qoe`` parameters from it, the swept reference of bench/evaluator's method in the same
-run, then sessions arriving over time admitted until the VNF says full; the fraction of admitted
-sessions over the deadline (with the share expected from the pooled late fraction alone) and
-the capacity against the swept reference; then (``--unconfirmed on``) the same admission at
+the VNF's ``qoe`` parameters from it, the per-session reference in the same run (its runs
+alternating with the probe's confirm runs, ``--interleave on``), then sessions arriving over
+time admitted until the VNF says full; the fraction of admitted sessions over the deadline
+(with the share expected from the pooled late fraction alone) and the capacity against that
+reference; then (``--unconfirmed on``) the same admission at
 what the default deployment announces before its background confirm lands (the fast reading x
 ``[evaluator] load_probe_unconfirmed_share``).
 
@@ -54,6 +55,8 @@ Examples::
 
     .venv/bin/python -m bench.slots wire                  # ~2.5 min; RabbitMQ from the config
     sudo .venv/bin/python -m bench.slots qoe              # ~9 min; needs root and the VNF kernel
+    sudo .venv/bin/python -m bench.slots qoe --admit-at-reference 1.0   # + admission at the
+                                                          # reference itself (~40 s more)
     sudo .venv/bin/python -m bench.slots nomad            # ~1.5 min; a Nomad cluster (item 4)
 
 Not a test: no thresholds.

@@ -886,6 +886,7 @@ def cmd_qoe(a) -> dict:
     per = adm["run"]["per_session"]
     judged = adm["judged"]
     admitted = adm["admitted"]
+    drifted = show_drift(drift(per_ref, probe))
     filed = reference_slots(a.reference, a.deadline_ms, a.quantile)
     if filed:
         filed["same_environment"] = filed.get("environment") == env.uid
@@ -970,7 +971,7 @@ def cmd_qoe(a) -> dict:
         # the same count read minutes apart (drift), from the runs of this run
         "interleaved": bool(confirm_log) and interleaved(a),
         "confirm_timeline": confirm_log,
-        "drift": drift(per_ref, probe),
+        "drift": drifted,
         # admissions with the VNF told a multiple of the per-session reference (the evidence
         # for the confirm's margin: what the run-time correction keeps at the knee itself)
         "admit_at_reference": at_ref,
@@ -1027,6 +1028,18 @@ def drift(per_ref: dict | None, probe) -> dict:
     return {"reference_repeats": ref, "confirm_repeats": conf,
             "client_cpu_change_pct_max_abs": (max(abs(x) for x in changes) if changes
                                               else None)}
+
+
+def show_drift(d: dict) -> dict:
+    """Print the :func:`drift` pairs, one line each; ``d`` itself."""
+    for kind in ("reference", "confirm"):
+        for p in d[f"{kind}_repeats"]:
+            print(f"drift ({kind}): {p['sessions']} sessions, {p['runs']} runs, first/last "
+                  f"{'ended t=' if kind == 'reference' else 'run #'}{p['t_end_s'][0]} / "
+                  f"{p['t_end_s'][1]}: over {p['over_pct'][0]:g} / {p['over_pct'][1]:g} %, "
+                  f"client CPU {p['client_cpu_share'][0]} / {p['client_cpu_share'][1]} "
+                  f"({p['client_cpu_change_pct']} %)", flush=True)
+    return d
 
 
 def admit_at_reference(a, mgr, probe, tag: str, per_ref: dict | None) -> list[dict]:
