@@ -110,6 +110,8 @@ LOADS = (10, 50, 90)
 TARGET_MS = 5.0      # the end-to-end p99 target (RESULTS: why it is fair to the default)
 TIGHT_MS = 0.2       # a target no cap fits (a gap of 0.1 ms needs 91 % of a CPU): poll only
 TIGHT = "controller-tight"
+# the controller with moderate_at_limit turned the other way round: an A/B in the same run
+FLIPPED = "controller-limit"
 COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 VERIFY_WARMUP_S = 1.0  # a capacity check's traffic before its window (the tap's queue fills)
 VERIFY_DOWN = 0.95     # a capacity check that fails: the next one this much lower
@@ -395,7 +397,7 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT)
+    return mode in ("controller", TIGHT, FLIPPED)
 
 
 def settle(vnf: Vnf, mode: str, ctl) -> None:
@@ -766,8 +768,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     """Trials of one load, the modes alternated, order swapped every round; one controller
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
-    ctls = {mode: controller(vnf, args, target_ms(mode, args)) for mode in args.modes
-            if is_controller(mode)}
+    ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED)
+            for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
             ctls[mode] = controller(vnf, args, args.target_ms, act=False)
@@ -855,10 +857,12 @@ def host_speed(trials: list) -> float | None:
     return round(statistics.median(per), 1) if per else None
 
 
-def controller(vnf: Vnf, args, target: float, act: bool = True) -> LatencyController:
+def controller(vnf: Vnf, args, target: float, act: bool = True,
+               flip: bool = False) -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
-    writes no cgroup and sends no ``poll`` (:func:`reads_only`)."""
+    writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
+    ``--moderate-at-limit`` the other way round (:data:`FLIPPED`)."""
     ctl = LatencyController(CgroupCap(args.period_us) if act else (lambda *a: True),
                             hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
@@ -868,7 +872,7 @@ def controller(vnf: Vnf, args, target: float, act: bool = True) -> LatencyContro
                             renice=None if act else (lambda *a: True),
                             wake_nice=None if args.wake_nice == "none" else int(args.wake_nice),
                             coalesce_share=args.coalesce_share,
-                            moderate_at_limit=args.moderate_at_limit,
+                            moderate_at_limit=args.moderate_at_limit != flip,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
@@ -949,7 +953,9 @@ def parse(argv):
                     help="controller: cap straight from open (the old way) instead of the "
                          "narrow window first and a cap only where it saves (poll_first)")
     ap.add_argument("--modes", default="default,controller",
-                    help="the modes besides --fixed: default, controller or both")
+                    help="the modes besides --fixed: default, controller or both, and "
+                         f"{FLIPPED} (the controller with --moderate-at-limit the other way "
+                         "round, an A/B in the same run)")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
@@ -977,8 +983,8 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller"}:
-        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller or both")
+    if not set(args.modes) <= {"default", "controller", FLIPPED}:
+        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
     args.fixed = args.fixed.split()
@@ -1103,10 +1109,11 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        for m in args.fixed:
+        for m in [FLIPPED] * (FLIPPED in r) + args.fixed:
             f = r[m]
-            print(f"      fixed {m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 {f['lat_p99_us']} us, "
-                  f"within target {f['intervals_within_target_pct']} %, loss {f['loss']}")
+            print(f"      {'fixed ' * (m != FLIPPED)}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
+                  f"{f['lat_p99_us']} us, within target {f['intervals_within_target_pct']} %, "
+                  f"loss {f['loss']} (added {f.get('loss_added_pct')} pt)")
     print(f"wrote {args.out}; load average {' '.join(load0)} -> {' '.join(loadavg())}")
     return 0
 

@@ -205,3 +205,17 @@ def test_capacity_is_checked_as_a_rate_the_default_sustains(monkeypatch):
     args.verify_steps = 2
     cap, checks = powercap.sustained(None, None, 80_000, args)
     assert cap == 72_200 and [c["held"] for c in checks] == [False] * 3
+
+
+def test_controller_limit_is_the_controller_with_moderate_at_limit_flipped():
+    args = powercap.parse(["--modes", "default,controller,controller-limit", "--tight-ms", "0"])
+    assert args.modes == ["default", "controller", powercap.FLIPPED]
+    assert powercap.is_controller(powercap.FLIPPED)
+    assert powercap.target_ms(powercap.FLIPPED, args) == args.target_ms
+    for flag in (False, True):
+        args.moderate_at_limit = flag
+        plain = powercap.controller(None, args, 5.0)
+        flipped = powercap.controller(None, args, 5.0, flip=True)
+        assert (plain.moderate_at_limit, flipped.moderate_at_limit) == (flag, not flag)
+    with pytest.raises(SystemExit):
+        powercap.parse(["--modes", "default,controller-wide"])
