@@ -29,7 +29,8 @@ interval does not span the other modes' trials), ``controller-tight`` (the same 
 (``quota/period,window[,hp][,cN][,nN]``: a fixed quota, busy-poll window and interrupt
 moderation of N us, the vCPU threads at nice N (else ``[vnf] vcpu_nice``), no controller;
 ``--modes`` picks
-default, controller or both),
+default, controller or both, and ``controller-limit``: the controller with
+``--moderate-at-limit`` the other way round, an A/B of that rule in the same run),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
 
@@ -53,7 +54,10 @@ controller settles), then ``--measure`` s measured:
   on the path (``loss_vs_sender`` keeps that figure, now over a covered window);
 * the VNF's own p99 per step interval (its ``latency_ns`` histogram): intervals over target;
 * its vCPU threads' wait for a CPU (``vcpu_wait``: the scheduler's ``schedstat``, µs per run
-  and ms per second; a nap's end waits there), their nice, and the host's steal;
+  and ms per second; a nap's end waits there), their nice, and the host's steal; per step
+  (``timeline``) the vCPU's and QEMU's main thread's wait and the VNF's stolen share, and per
+  mode those in the intervals over the end-to-end target against those within
+  (``over_target_waits``: whose wait the tail was);
 * the VNF's own account of its vCPU (``stats`` → ``cpu``: busy, poll, halt shares) and its
   notifications and wake-ups per 1,000 frames (kicks, halts, RX-interrupt wake-ups);
 * the controller's decisions (action, event, why, quota, poll window, p99, ring backlog,
