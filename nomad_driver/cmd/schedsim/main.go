@@ -10,8 +10,11 @@
 //
 // JSON lines on stdin, one reply line on stdout per request:
 //
-//	{"op":"start","algorithm":"binpack"|"spread","seed":0,"hosts":[{"id","cores","mhz","memory_mb"}]}
-//	    -> {"ok":true}        a new cluster; node cpu = cores*mhz shares, nothing reserved
+//	{"op":"start","algorithm":"binpack"|"spread","seed":0,"hosts":[{"id","cores","mhz","memory_mb"}],
+//	 "recheck":true}
+//	    -> {"ok":true}        a new cluster; node cpu = cores*mhz shares, nothing reserved;
+//	                          recheck false (default true): count changes do not make Nomad
+//	                          re-check every running allocation (same decisions; Sim.repoint)
 //	{"op":"place","service":"fw","cpu_mhz":500,"memory_mb":64,"count":2,"instances":["a","b"]}
 //	    -> {"placements":[{"instance":"a","host":"h1"},{"instance":"b","host":null}],"ms":1.2,"cpu_ms":1.1}
 //	{"op":"scale_in","service":"fw","n":1}      -> {"instances":["b"],"ms":0.8,"cpu_ms":0.8}
@@ -49,6 +52,7 @@ type request struct {
 	N         int        `json:"n"`
 	Host      string     `json:"host"`
 	Eligible  *bool      `json:"eligible"`
+	Recheck   *bool      `json:"recheck"`
 }
 
 type reply map[string]any
@@ -64,7 +68,7 @@ type server struct {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (sv *server) start(r request) (reply, error) {
-	sim, err := newSim(r.Algorithm, r.Hosts, r.Seed, sv.logger)
+	sim, err := newSimRecheck(r.Algorithm, r.Hosts, r.Seed, r.Recheck == nil || *r.Recheck, sv.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +185,33 @@ func profile() func() {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
+// trace tees every request line and every reply line into $SCHEDSIM_TRACE when it is set
+// (requests into the file, replies into the file + ".out"): a recorded day that replays
+// through schedsim (`schedsim < trace`) to profile it or to compare two builds' decisions.
+func trace(in io.Reader, out io.Writer) (io.Reader, io.Writer, func()) {
+	path := os.Getenv("SCHEDSIM_TRACE")
+	if path == "" {
+		return in, out, func() {}
+	}
+	req, err := os.Create(path)
+	var rep *os.File
+	if err == nil {
+		rep, err = os.Create(path + ".out")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedsim: SCHEDSIM_TRACE:", err)
+		os.Exit(2)
+	}
+	return io.TeeReader(in, req), io.MultiWriter(out, rep), func() { req.Close(); rep.Close() }
+}
+
 func main() {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "schedsim", Level: hclog.Warn, Output: os.Stderr})
 	stop := profile()
-	err := serve(os.Stdin, os.Stdout, logger) // one Write per reply line
+	in, out, closeTrace := trace(os.Stdin, os.Stdout)
+	err := serve(in, out, logger) // one Write per reply line
 	stop()
+	closeTrace()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedsim:", err)
 		os.Exit(1)

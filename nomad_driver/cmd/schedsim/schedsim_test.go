@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -318,5 +320,110 @@ func BenchmarkPlace(b *testing.B) {
 			b.ReportMetric(took[len(took)/2], "process-ms-p50")
 			b.ReportMetric(cpu[len(cpu)/2], "process-cpu-ms-p50")
 		})
+	}
+}
+
+// script drives one Sim through a seeded mix of place (some refused: the fleet is small),
+// scale_in, stop and eligibility changes, and returns every outcome as a line of text.
+func script(t *testing.T, recheck bool) (lines []string, refused int) {
+	t.Helper()
+	fleet := make([]hostSpec, 6)
+	for i := range fleet {
+		fleet[i] = hostSpec{ID: fmt.Sprintf("h%d", i), Cores: 2 + i%3*2, MHz: 1000, MemoryMB: 4096}
+	}
+	sim, err := newSimRecheck("binpack", fleet, 7, recheck, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.close()
+	rng := rand.New(rand.NewSource(3))
+	live := map[string][]string{}
+	next := 0
+	for step := 0; step < 120; step++ {
+		if !recheck {
+			allocsAtJobVersion(t, sim)
+		}
+		svc := fmt.Sprintf("s%d", rng.Intn(3))
+		shape := serviceShape{CPUMHz: 500 + 250*int(svc[1]-'0'), MemoryMB: 256}
+		switch op := rng.Intn(10); {
+		case op < 5:
+			ids := make([]string, 1+rng.Intn(4))
+			for i := range ids {
+				ids[i], next = fmt.Sprintf("i%d", next), next+1
+			}
+			out, _, err := sim.place(svc, shape, ids)
+			if err != nil {
+				t.Fatalf("step %d place: %v", step, err)
+			}
+			for _, p := range out {
+				lines = append(lines, fmt.Sprintf("place %s %s", p.Instance, hostOf(p)))
+				if p.Host == nil {
+					refused++
+				} else {
+					live[svc] = append(live[svc], p.Instance)
+				}
+			}
+		case op < 8 && len(live[svc]) > 0:
+			ids, _, err := sim.scaleIn(svc, 1+rng.Intn(len(live[svc])))
+			if err != nil {
+				t.Fatalf("step %d scale_in: %v", step, err)
+			}
+			sort.Strings(ids)
+			lines = append(lines, fmt.Sprintf("scale_in %s %v", svc, ids))
+			live[svc] = without(live[svc], ids)
+		case op < 9 && len(live[svc]) > 0:
+			id := live[svc][rng.Intn(len(live[svc]))]
+			if err := sim.stop([]string{id}); err != nil {
+				t.Fatalf("step %d stop: %v", step, err)
+			}
+			live[svc] = without(live[svc], []string{id})
+		default:
+			if err := sim.setEligible(fleet[rng.Intn(len(fleet))].ID, rng.Intn(3) > 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return lines, refused
+}
+
+// allocsAtJobVersion: what makes recheck off cheap, the allocations are at their job's
+// version before every evaluation, so that Nomad's reconciler has nothing to re-check.
+func allocsAtJobVersion(t *testing.T, sim *Sim) {
+	t.Helper()
+	for svc, job := range sim.jobs {
+		all, _ := sim.state.AllocsByJob(nil, job.Namespace, svc, true)
+		for _, a := range all {
+			if a.Job.JobModifyIndex != job.JobModifyIndex {
+				t.Fatalf("%s: allocation %s at job index %d, job at %d", svc, a.ID, a.Job.JobModifyIndex, job.JobModifyIndex)
+			}
+		}
+	}
+}
+
+func without(ids, gone []string) []string {
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !slices.Contains(gone, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// recheck off (count changes re-point the allocations instead of Nomad re-checking each in
+// place) changes no placement, refusal or scale-in choice of Nomad's.
+func TestRecheckOffDecidesTheSame(t *testing.T) {
+	with, refused := script(t, true)
+	without, _ := script(t, false)
+	if refused == 0 || len(with) < 100 {
+		t.Fatalf("script too tame: %d outcomes, %d refused; it must fill the fleet", len(with), refused)
+	}
+	if strings.Join(with, "\n") != strings.Join(without, "\n") {
+		for i := range with {
+			if i >= len(without) || with[i] != without[i] {
+				t.Fatalf("outcome %d: recheck %q, recheck off %q", i, with[i], without[min(i, len(without)-1)])
+			}
+		}
+		t.Fatalf("recheck off: %d outcomes, recheck %d", len(without), len(with))
 	}
 }
