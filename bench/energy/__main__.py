@@ -504,6 +504,8 @@ def _run(p: dict) -> str:
         return "before the stamp"
     gc = (p.get("schedsim_gc") or {}).get("GOGC", "")
     gc = f" GOGC={gc}" if gc and not gc.startswith("unset") else ""    # Nomad's times without GC
+    if p.get("nomad_recheck") is False:          # ... and without the re-check (nomad_policy.py)
+        gc += " no-recheck"
     return f"{p['run_at'][5:16].replace('T', ' ')} {p.get('commit') or ''}{gc}".strip()
 
 

@@ -57,13 +57,27 @@ threads, binpack, ``GOGC=off``, three services): one evaluation scaling a job up
 instance took 276, 750 and 1,383 ms of schedsim's CPU with 640, 1,280 and 2,560 allocations
 per job - ~0.55 ms per allocation of the job, every evaluation, almost all of it in
 ``Scheduler.Process`` (``BinPackIterator`` over each allocation's in-place update; ~6 % is the
-harness). A 1,000-host day holds 11,000-20,000 allocations per job, so each of its
-evaluations (the 100-host day made 1,230) costs seconds: hours for the day, and no setting
-of the harness changes that without changing what Nomad does. Run it apart from the other
-policies (``--jobs``, or one command per policy and ``--combine``), and give the Go heap room
-(``GOMEMLIMIT`` well above 4 GiB: at 1,000 hosts schedsim's resident set reached 4 GiB within
-its first evaluation, and with ``GOGC=off`` the limit is what triggers a collection; how much
-a larger limit saves there was not measured).
+harness). The heterogeneous 1,000-host day holds 9,700-13,300 allocations per job from its
+first step and makes about three evaluations a step: its first scale evaluations took 4.5-11.8
+s of CPU each (recorded with ``SCHEDSIM_TRACE``, 2026-11-29), so the day is days of CPU. The
+Go collector is not the cause: its live heap is 60-330 MB through the 34,553 first placements
+(``GODEBUG=gctrace=1``), so with ``GOGC=off`` and any ``GOMEMLIMIT`` of a few GiB a collection
+is rare; with Go's default (``GOGC=100``) it took ~30 % of the CPU.
+
+**Recheck off** (``FLUIDVIM_NOMAD_RECHECK=0``; default 1) removes that re-check without
+changing a decision: on a count change schedsim re-points the job's allocations to the new job
+version (same state-store index, so Nomad's shuffle seeds stay the same), the reconciler then
+ignores them instead of re-checking each in place - a re-check that, for a count-only change on
+nodes that never change, always ends "in place, same node" and enters no placement or scale-in
+choice (``Sim.repoint`` in schedsim). Proof that no decision changed: the 20-host days of both
+fleets recorded with the re-check (``SCHEDSIM_TRACE``) replay through schedsim with it off
+reply for reply (950 and 1,080 replies, 0 differ), a whole day rerun with it off gives the same
+row (below), and ``TestRecheckOffDecidesTheSame`` drives a filled 6-node fleet through 120
+mixed operations both ways. Nomad's Process time then leaves the re-check out (a Nomad server
+pays it), so a row records ``nomad_recheck`` and the table marks it ``no-recheck``; keep the
+default for the 20- and 100-host rows, whose decision times are compared, and use it for
+1,000 hosts, where the re-check alone would take days. At 20 hosts (heterogeneous) the day's
+Process CPU falls from 94.9 s to 5.0 s.
 
 Run alone for the decision time per place request::
 
@@ -129,16 +143,30 @@ def build(out_dir: Path | None = None) -> Path:
     return exe
 
 
+RECHECK_ENV = "FLUIDVIM_NOMAD_RECHECK"
+
+
+def recheck_from_env() -> bool:
+    """$FLUIDVIM_NOMAD_RECHECK: ``1`` (default) or ``0``; see the module doc."""
+    v = os.environ.get(RECHECK_ENV, "1").strip().lower()
+    if v not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"{RECHECK_ENV}={v!r}: use 1 (Nomad re-checks every allocation on a "
+                         "count change, as a server does) or 0 (same decisions, without it)")
+    return v in ("1", "true", "yes", "on")
+
+
 class NomadPolicy:
     """bench/energy Policy: Nomad's service scheduler with ``binpack`` or ``spread``."""
 
-    def __init__(self, algorithm: str = "binpack", seed: int = 0, binary: Path | None = None):
+    def __init__(self, algorithm: str = "binpack", seed: int = 0, binary: Path | None = None,
+                 recheck: bool | None = None):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm {algorithm!r}: use one of {ALGORITHMS} (Nomad's "
                              "scheduler_algorithm)")
         self.algorithm = algorithm
         self.name = f"nomad-{algorithm}"
         self.seed = seed
+        self.recheck = recheck_from_env() if recheck is None else bool(recheck)
         self._binary = binary
         self._proc: subprocess.Popen | None = None
         self._stderr = None
@@ -179,6 +207,7 @@ class NomadPolicy:
         if self._proc is None or self._proc.poll() is not None:
             self._spawn()
         self._ask({"op": "start", "algorithm": self.algorithm, "seed": self.seed,
+                   "recheck": self.recheck,
                    "hosts": [{"id": h.id, "cores": h.cores, "mhz": h.mhz,
                               "memory_mb": h.memory_mb} for h in hosts]})
         self.decision_ms, self.decision_cpu_ms = [], []
@@ -196,6 +225,7 @@ class NomadPolicy:
         return {"nomad_evaluations": ev["n"], "nomad_process_s": round(ev["ms"] / 1000.0, 3),
                 "nomad_process_cpu_s": round(ev["cpu_ms"] / 1000.0, 3),
                 "nomad_process_ms_mean": round(ev["ms"] / ev["n"], 2) if ev["n"] else None,
+                "nomad_recheck": self.recheck,
                 "schedsim_gc": {k: os.environ.get(k, "unset (Go's default)")
                                 for k in ("GOGC", "GOMEMLIMIT")}}
 

@@ -154,3 +154,33 @@ def test_report_marks_rows_run_without_gc():
     assert _run(row) == "11-28 04:00 abc1234"
     assert _run({**row, "schedsim_gc": {"GOGC": "unset (Go's default)"}}) == "11-28 04:00 abc1234"
     assert _run({**row, "schedsim_gc": {"GOGC": "off"}}) == "11-28 04:00 abc1234 GOGC=off"
+    assert _run({**row, "nomad_recheck": False}) == "11-28 04:00 abc1234 no-recheck"
+    assert _run({**row, "nomad_recheck": True}) == "11-28 04:00 abc1234"
+
+
+def test_recheck_off_decides_the_same(binary, monkeypatch):
+    """FLUIDVIM_NOMAD_RECHECK=0: Nomad no longer re-checks every running allocation on a count
+    change, and every placement, refusal and scale-in stays the same (schedsim's
+    TestRecheckOffDecidesTheSame drives many more)."""
+    def run(recheck):
+        p = nomad_policy.NomadPolicy("binpack", binary=binary, recheck=recheck)
+        try:
+            p.start(_hosts(3))
+            out = []
+            for k in range(8):                  # 3 hosts hold 24: the last ones are refused
+                out += [(pl.instance, pl.host) for pl in
+                        p.place(_shape(f"s{k % 2}"), [f"i{k}.{j}" for j in range(4)])]
+                if k % 3 == 2:
+                    out.append(sorted(p.scale_in(f"s{k % 2}", 2)))
+            return out, p.describe()["nomad_recheck"]
+        finally:
+            p.close()
+    with_, flag_on = run(True)
+    assert ("i7.3", None) in with_                          # the fleet filled up
+    monkeypatch.setenv(nomad_policy.RECHECK_ENV, "0")
+    without, flag_off = run(None)                           # from the environment
+    assert (flag_on, flag_off) == (True, False)
+    assert without == with_
+    monkeypatch.setenv(nomad_policy.RECHECK_ENV, "maybe")
+    with pytest.raises(ValueError, match="FLUIDVIM_NOMAD_RECHECK='maybe'"):
+        nomad_policy.NomadPolicy("binpack")
