@@ -59,7 +59,7 @@ per job - ~0.55 ms per allocation of the job, every evaluation, almost all of it
 ``Scheduler.Process`` (``BinPackIterator`` over each allocation's in-place update; ~6 % is the
 harness). The heterogeneous 1,000-host day holds 9,700-13,300 allocations per job from its
 first step and makes about three evaluations a step: its first scale evaluations took 4.5-11.8
-s of CPU each (recorded with ``SCHEDSIM_TRACE``, 2026-11-29), so the day is days of CPU. The
+s of CPU each (recorded with ``SCHEDSIM_TRACE``, 2026-11-29): ~20 s a step at that rate, many hours a day. The
 Go collector is not the cause: its live heap is 60-330 MB through the 34,553 first placements
 (``GODEBUG=gctrace=1``), so with ``GOGC=off`` and any ``GOMEMLIMIT`` of a few GiB a collection
 is rare; with Go's default (``GOGC=100``) it took ~30 % of the CPU.
@@ -71,13 +71,18 @@ ignores them instead of re-checking each in place - a re-check that, for a count
 nodes that never change, always ends "in place, same node" and enters no placement or scale-in
 choice (``Sim.repoint`` in schedsim). Proof that no decision changed: the 20-host days of both
 fleets recorded with the re-check (``SCHEDSIM_TRACE``) replay through schedsim with it off
-reply for reply (950 and 1,080 replies, 0 differ), a whole day rerun with it off gives the same
-row (below), and ``TestRecheckOffDecidesTheSame`` drives a filled 6-node fleet through 120
-mixed operations both ways. Nomad's Process time then leaves the re-check out (a Nomad server
-pays it), so a row records ``nomad_recheck`` and the table marks it ``no-recheck``; keep the
-default for the 20- and 100-host rows, whose decision times are compared, and use it for
-1,000 hosts, where the re-check alone would take days. At 20 hosts (heterogeneous) the day's
-Process CPU falls from 94.9 s to 5.0 s.
+reply for reply (950 and 1,080 replies, 0 differ), as do the first 14 of the 1,000-host day
+(34,553 first placements, 10 scale evaluations); the 20-host days rerun with it off give the
+same rows field for field but the times (kWh, misses, awake hosts, placements, refusals...);
+and ``TestRecheckOffDecidesTheSame`` drives a filled 6-node fleet through 120 mixed operations
+both ways. What remains of a 1,000-host evaluation is Nomad placing: ~12 ms of CPU an instance
+(binpack keeps nodes full, so each placement ranks many full nodes before it has
+``log2(nodes)`` that fit), 0.9-2.9 s for the day's first scale evaluations (were 4.5-11.8 s).
+Nomad's Process time then leaves the re-check out (a Nomad server pays it), so a row records
+``nomad_recheck`` and the table marks it ``no-recheck``; keep the default for the 20- and
+100-host rows, whose decision times are compared, and use it for 1,000 hosts, where the
+re-check alone would take many hours. At 20 hosts (heterogeneous) the day's Process CPU falls from
+94.9 s to 5.0 s.
 
 Run alone for the decision time per place request::
 
