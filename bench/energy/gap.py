@@ -9,7 +9,11 @@ gap splits into *how many* VNFs the policy runs - scale-in drains, replacements 
 *where*: which hosts are awake and how loaded). Per hour: watts (policy, bound, bound for the
 policy's instances), awake hosts (the same three), the policy's hosts awake with no VNF and
 with only draining VNFs, its instances against the ideal run's, and the draining ones; then
-each host's share of the day awake against the bound's per server model.
+each host's share of the day awake against the bound's per server model. ``--split`` also
+solves, per sampled step, the least power of the policy's own hosts in service with its own VNFs
+on them for the same busy threads (``own_routing``: each host's busy threads at most its VNFs,
+its power on its curve): the policy's watts above that are *routing* (which VNFs the sessions
+keep busy), that above the bound *placement* (which hosts are awake, how many VNFs each holds).
 
     .venv/bin/python -m bench.energy.gap --fleet heterogeneous --hosts 20 --every 10
 """
@@ -40,11 +44,53 @@ class _Recording(sim.Simulator):
                 "per_host": np.bincount(ins.host[v][alive], minlength=self.H),
                 "drain": np.bincount(ins.host[v][alive & (ins.drain[v] != 0)],
                                      minlength=self.H),
-                "busy": float(self._demand.sum())})
+                "busy": float(self._demand.sum()), "serving": self.state == sim.ON})
+
+
+def own_routing(curves, threads, on, vnfs, busy: float) -> float:
+    """The least watts of hosts ``on`` (indices, all awake) holding ``vnfs[h]`` VNFs each when
+    their VNFs keep ``busy`` hardware threads busy in all, each VNF at most one: a MILP over the
+    hosts' curve segments (HiGHS), as ``milp.Bound`` but for these hosts and VNFs only."""
+    import highspy
+
+    with milp._quiet():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    inf = highspy.kHighsInf
+    cols: list = []
+
+    def add(cost, lo, hi, integer=False):
+        h.addCol(float(cost), float(lo), float(hi), 0, [], [])
+        if integer:
+            h.changeColIntegrality(len(cols), highspy.HighsVarType.kInteger)
+        cols.append(None)
+        return len(cols) - 1
+
+    def row(lo, hi, idx, val):
+        h.addRow(float(lo), float(hi), len(idx), np.array(idx, np.int32), np.array(val, float))
+
+    loads = []
+    for i in on:
+        T, pts = float(threads[i]), [float(x) for x in curves[i]]
+        zs, ls = [], []
+        for k in range(10):
+            lo, hi = T * k / 10.0, T * (k + 1) / 10.0
+            a = (pts[k + 1] - pts[k]) / (hi - lo)
+            z, L = add(pts[k] - a * lo, 0, 1, True), add(a, 0.0, inf)
+            row(0.0, inf, [L, z], [1.0, -lo])
+            row(-inf, 0.0, [L, z], [1.0, -hi])
+            zs.append(z)
+            ls.append(L)
+        row(1.0, 1.0, zs, [1.0] * 10)                       # awake: one segment
+        row(-inf, float(vnfs[i]), ls, [1.0] * 10)           # busy <= its VNFs
+        loads += ls
+    row(busy, busy, loads, [1.0] * len(loads))
+    h.run()
+    return float(h.getInfo().objective_function_value)
 
 
 def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1,
-        route: str = "efficient") -> dict:
+        route: str = "efficient", split: bool = False) -> dict:
     services, measurement = workload.load_services(None)
     launch = sim.measured_launch()
     cfg = sim.SimConfig(warmup_s=3 * 3600.0, launch_s=launch["launch_s"],
@@ -62,17 +108,26 @@ def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1,
     ideal = sim.Simulator(fl, services, demand, cfg, None)
     ideal.run()
     bound = milp.Bound(fl)
+    points = [c.points for c in fl.curves]
+    threads = [h.cores for h in fl.hosts]
     rows = []
     for rec, x in zip(s.rec[::every], ideal.ideal_trace[::every]):
         b = bound.solve(sum(x[1]), sum(x[2]))
         own = bound.solve(int(rec["per_host"].sum()), rec["busy"])
         st, per, dr = rec["state"], rec["per_host"], rec["drain"]
+        # a step with a host booting or shutting down: its watts are not a placement's
+        clean = bool(np.all((st == sim.OFF) | (st == sim.ON)))
+        on = np.nonzero(rec["serving"])[0]
+        w_routing = (own_routing(points, threads, on, per,
+                                 min(rec["busy"], float(per[on].sum())))
+                     if split and clean else None)
         rows.append({"t": rec["t"], "w": rec["w"], "w_bound": b["watts"], "w_own": own["watts"],
                      "awake": int(np.count_nonzero(st != sim.OFF)), "awake_bound": b["awake"],
                      "awake_own": own["awake"],
                      "empty": int(np.count_nonzero((st != sim.OFF) & (per == 0))),
                      "drain_only": int(np.count_nonzero((per > 0) & (per == dr))),
-                     "inst": int(per.sum()), "inst_ideal": sum(x[1]), "draining": int(dr.sum()),
+                     "w_routing": w_routing, "inst": int(per.sum()), "inst_ideal": sum(x[1]),
+                     "draining": int(dr.sum()),
                      "per_model": b["per_model"], "on": [h for h in range(len(st))
                                                          if st[h] != sim.OFF]})
     return {"kind": kind, "hosts": hosts, "policy": policy, "kwh": r.kwh,
@@ -117,6 +172,15 @@ def report(res: dict) -> str:
     extra = sorted(m for m in by_model if m not in {models[ids[i]] for i in awake})
     for m in extra:
         out.append(f"  (not used) {m}: bound {by_model[m] / n:.2f}")
+    split = [r for r in rows if r.get("w_routing") is not None]
+    if split:
+        w, wr, wb = (np.array([r[k] for r in split]) for k in ("w", "w_routing", "w_bound"))
+        out.append(f"split over the {len(split)} sampled steps with no host booting or shutting "
+                   f"down: policy {w.mean():.0f} W, its own hosts and VNFs with the best "
+                   f"routing {wr.mean():.0f} W (routing {w.mean() - wr.mean():.0f} W), bound "
+                   f"{wb.mean():.0f} W (placement {wr.mean() - wb.mean():.0f} W); boots "
+                   f"{res['extra'].get('boot_kwh', 0):.2f} kWh, hosts awake empty "
+                   f"{res['extra'].get('empty_kwh', 0):.2f} kWh of the day")
     return "\n".join(out)
 
 
@@ -132,10 +196,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--route", default="efficient", choices=sim.ROUTES,
                     help="session routing (bench.energy --route)")
+    ap.add_argument("--split", action="store_true",
+                    help="split the gap into routing and placement (a MILP per sampled step)")
     args = ap.parse_args(argv)
     if args.every < 1 or args.hosts < 1:
         ap.error("--every and --hosts must be >= 1")
-    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed, args.route)))
+    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed, args.route,
+                    args.split)))
     return 0
 
 
