@@ -77,12 +77,13 @@ same rows field for field but the times (kWh, misses, awake hosts, placements, r
 and ``TestRecheckOffDecidesTheSame`` drives a filled 6-node fleet through 120 mixed operations
 both ways. What remains of a 1,000-host evaluation is Nomad placing: ~12 ms of CPU an instance
 (binpack keeps nodes full, so each placement ranks many full nodes before it has
-``log2(nodes)`` that fit), 0.9-2.9 s for the day's first scale evaluations (were 4.5-11.8 s).
+``log2(nodes)`` that fit), 0.9-2.9 s for the day's first scale evaluations (were 4.5-11.8 s),
+plus ~0.5 s of the harness's re-pointing, since cut to the new allocations (``Sim.repoint``).
 Nomad's Process time then leaves the re-check out (a Nomad server pays it), so a row records
 ``nomad_recheck`` and the table marks it ``no-recheck``; keep the default for the 20- and
 100-host rows, whose decision times are compared, and use it for 1,000 hosts, where the
 re-check alone would take many hours. At 20 hosts (heterogeneous) the day's Process CPU falls from
-94.9 s to 5.0 s.
+94.9 s to 3.8 s.
 
 Run alone for the decision time per place request::
 
