@@ -494,8 +494,11 @@ def set_aside(r: dict, dropped: list[dict], runs: dict | None = None) -> str | N
     its sessions over), it is the first such run of its count, fewer than REFERENCE_RERUNS
     were (``dropped``), and other processes took the host's CPU ("contended") or its VNF's
     steal share is far above that of every run so far (``runs``, per count) that held at its
-    count or above ("steal": :func:`fluidvim.evaluator.confirm.spoiled_by_steal`)."""
-    from fluidvim.evaluator.confirm import spoiled_by_steal
+    count or above ("steal": :func:`fluidvim.evaluator.confirm.spoiled_by_steal`), or a higher
+    count held in every run of it so far ("non-monotonic": :func:`fluidvim.evaluator.confirm.
+    held_above`; without it the 2026-11-29 03:29 quiet run's reference stopped at 220 after
+    232 held once and then failed once while 278 had held and held again)."""
+    from fluidvim.evaluator.confirm import held_above, spoiled_by_steal
 
     n = r["sessions"]
     if not (r["over_pct"] > 1.0 and len(dropped) < REFERENCE_RERUNS
@@ -505,7 +508,9 @@ def set_aside(r: dict, dropped: list[dict], runs: dict | None = None) -> str | N
         return "contended"
     this = _as_confirm_run(n, r)
     others = [_as_confirm_run(m, x) for m, xs in (runs or {}).items() for x in xs]
-    return "steal" if spoiled_by_steal(this, others) else None
+    if spoiled_by_steal(this, others):
+        return "steal"
+    return "non-monotonic" if held_above(this, others) else None
 
 
 def _as_confirm_run(n: int, r: dict) -> dict:

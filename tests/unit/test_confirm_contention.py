@@ -227,3 +227,18 @@ def test_confirm_does_not_wait_after_a_counted_busy_failure(monkeypatch):
     # 200 left out, 200 counted, 100 left out, 100 counted: waits before the reruns only
     assert [r["sessions"] for r in conf["runs"]] == [200, 200, 100, 100]
     assert [r.get("waited_s") for r in conf["runs"]] == [1.0, None, 1.0, None]
+
+
+def test_reference_runs_again_a_failure_under_a_count_that_held():
+    from bench.slotsqoe import set_aside
+
+    def ref_run(n, over_pct):
+        return {"sessions": n, "over_pct": over_pct, "n": n, "over": over_pct * n / 100.0,
+                "accounting": {"contended": False, "vcpu_steal_share": 0.4}}
+
+    held = {186: [ref_run(186, 0.0)], 232: [ref_run(232, 0.0)], 278: [ref_run(278, 0.0)]}
+    assert set_aside(ref_run(232, 100.0), [], held) == "non-monotonic"
+    assert set_aside(ref_run(232, 100.0), [{"sessions": 232}], held) is None  # once per count
+    failed_above = {186: [ref_run(186, 0.0)], 278: [ref_run(278, 0.0), ref_run(278, 50.0)]}
+    assert set_aside(ref_run(232, 100.0), [], failed_above) is None   # 278 did not hold in all
+    assert set_aside(ref_run(325, 100.0), [], held) is None           # nothing held above it
