@@ -672,8 +672,8 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         # 2026-11-29, when 0.5 refused more sessions; with the rules since - wake ahead, keep,
         # fills - it refuses none and empties the evening's half-full hosts sooner:
         # heterogeneous 20 / 100 hosts / seed 2 41.23 -> 41.02, 215.08 -> 215.04, 53.72 ->
-        # 53.71 kWh, homogeneous 20 hosts 99.104 -> 99.108, 0 SLO misses; 15 min without
-        # growth instead of 30: 41.25)
+        # 53.71 kWh, homogeneous 20 / 100 hosts 99.104 -> 99.108, 492.76 -> 492.83, 0 SLO
+        # misses; 15 min without growth instead of 30: 41.25)
         kw.setdefault("u_low", 0.5)
         kw.setdefault("trend_s", 1800.0)
         # a wake ahead once the shortfall has lasted two steps (power.WakePersist; bench/energy
