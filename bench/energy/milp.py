@@ -108,6 +108,24 @@ class Bound:
             [1.0] * (10 * len(self.cols)))
         self.capacity = sum(g["count"] * g["threads"] for g in groups.values())
 
+    def _run(self) -> str:
+        """Solve; when the time limit (wall clock) stopped HiGHS before it had any bound, once
+        more with twice the limit. Why: a process stopped mid-solve (SIGSTOP around a quiet
+        bench run) spends the limit asleep; the 1,000-host day of 2026-11-29 03:39 died so
+        after 1,933 of 3,240 steps."""
+        h = self.h
+        h.run()
+        status = h.modelStatusToString(h.getModelStatus())
+        if status == "Time limit reached" and not np.isfinite(h.getInfo().mip_dual_bound):
+            limit = h.getOptionValue("time_limit")[1]
+            h.setOptionValue("time_limit", 2.0 * limit)
+            try:
+                h.run()
+            finally:
+                h.setOptionValue("time_limit", limit)
+            status = h.modelStatusToString(h.getModelStatus())
+        return status
+
     def solve(self, instances: int, busy: float) -> dict:
         """The least power (W) for ``instances`` VNFs doing ``busy`` threads of work."""
         if instances > self.capacity:
@@ -118,10 +136,9 @@ class Bound:
         h.changeRowBounds(self.row_n, float(instances), float(instances))
         h.changeRowBounds(self.row_b, busy, busy)
         t = time.perf_counter()
-        h.run()
+        status = self._run()
         ms = (time.perf_counter() - t) * 1000.0
         info = h.getInfo()
-        status = h.modelStatusToString(h.getModelStatus())
         sol = h.getSolution().col_value
         optimal = status == "Optimal"
         # the dual bound: at most the optimum (within mip_rel_gap of it when solved, whatever

@@ -49,6 +49,38 @@ def test_three_hosts_hand_computed(instances, busy, watts, awake):
     assert r["awake"] == awake
 
 
+class _StalledOnce:
+    """The Highs object of a bound whose first solve is stopped by its time limit before any
+    bound (as a process paused mid-solve is), delegating everything else."""
+
+    def __init__(self, h):
+        self._h, self.runs, self.limits = h, 0, []
+
+    def run(self):
+        self.runs += 1
+        self.limits.append(self._h.getOptionValue("time_limit")[1])
+        if self.runs == 1:
+            self._h.setOptionValue("time_limit", 0.0)
+            self._h.clearSolver()
+            try:
+                return self._h.run()
+            finally:
+                self._h.setOptionValue("time_limit", self.limits[0])
+        return self._h.run()
+
+    def __getattr__(self, name):
+        return getattr(self._h, name)
+
+
+def test_a_solve_stopped_before_any_bound_is_run_once_more_with_twice_the_limit():
+    b = milp.Bound(THREE, time_limit_s=7.0)
+    b.h = _StalledOnce(b.h)
+    r = b.solve(6, 6.0)
+    assert b.h.runs == 2 and b.h.limits == [7.0, 14.0]
+    assert r["optimal"] and r["watts"] == pytest.approx(270.0, abs=1e-6)
+    assert b.h.getOptionValue("time_limit")[1] == 7.0        # the limit is put back
+
+
 def test_more_instances_than_threads_is_a_clear_error():
     with pytest.raises(ValueError, match="do not fit the fleet's 10 threads; lower --peak-load"):
         milp.Bound(THREE).solve(11, 5.0)
