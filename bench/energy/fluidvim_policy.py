@@ -669,8 +669,8 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         long."""
         # hosts at most 50 % allocated are emptied - the power loop's own default
         # ([host_power] consolidate_u_low) -, only after 30 min without growth. (0.3 until
-        # 2026-11-29, when 0.5 refused more sessions; with the rules since - wake ahead, keep,
-        # fills - it refuses none and empties the evening's half-full hosts sooner:
+        # 2026-11-29: 0.5 had refused more sessions before the rules since - wake ahead, keep,
+        # fills -; now it refuses none and empties the evening's half-full hosts sooner:
         # heterogeneous 20 / 100 hosts / seed 2 41.23 -> 41.02, 215.08 -> 215.04, 53.72 ->
         # 53.71 kWh, homogeneous 20 / 100 hosts 99.104 -> 99.108, 492.76 -> 492.83, 0 SLO
         # misses; 15 min without growth instead of 30: 41.25)
