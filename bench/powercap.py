@@ -30,7 +30,9 @@ interval does not span the other modes' trials), ``controller-tight`` (the same 
 moderation of N us, the vCPU threads at nice N (else ``[vnf] vcpu_nice``), no controller;
 ``--modes`` picks
 default, controller or both, and ``controller-limit``: the controller with
-``--moderate-at-limit`` the other way round, an A/B of that rule in the same run),
+``--moderate-at-limit`` the other way round, an A/B of that rule in the same run; and
+``controller-plain``: the controller without its rule on QEMU's main thread where it narrows,
+``--backend-nice``/``--backend-slice-us``, orchestrator/power/backend.py),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
 
@@ -95,6 +97,7 @@ import time
 from bench.dataplane import CHAINS, LOSS_OK, Path, build_pktgen
 from fluidvim.orchestrator.power import PowerError, ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
+from fluidvim.orchestrator.power.backend import BACKEND_NICE, BACKEND_SLICE_US, main_nice, set_main
 from fluidvim.orchestrator.power.controller import (
     CAP_PERIOD_US,
     POLL_DEFAULT_US,
@@ -116,6 +119,8 @@ TIGHT_MS = 0.2       # a target no cap fits (a gap of 0.1 ms needs 91 % of a CPU
 TIGHT = "controller-tight"
 # the controller with moderate_at_limit turned the other way round: an A/B in the same run
 FLIPPED = "controller-limit"
+# the controller without its rule on QEMU's main thread where it narrows (.backend): an A/B
+PLAIN = "controller-plain"
 COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 VERIFY_WARMUP_S = 1.0  # a capacity check's traffic before its window (the tap's queue fills)
 VERIFY_DOWN = 0.95     # a capacity check that fails: the next one this much lower
@@ -401,7 +406,18 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT, FLIPPED)
+    return mode in ("controller", TIGHT, FLIPPED, PLAIN)
+
+
+def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
+    """QEMU's main thread at the nice the launch gave it, or, in a controller's trial, where
+    that controller left it (:mod:`orchestrator.power.backend`): another mode's trial must
+    not run with the nice and slice the last controller's trial left."""
+    if not hasattr(vnf, "main_nice0"):
+        vnf.main_nice0 = main_nice(vnf.pid) or 0
+    left = ctl.backend.now.get(vnf.uid) if is_controller(mode) and ctl is not None else None
+    nice, slice_us = left or (None, 0)
+    set_main(vnf.pid, vnf.main_nice0 if nice is None else nice, slice_us)
 
 
 def settle(vnf: Vnf, mode: str, ctl) -> None:
@@ -411,6 +427,7 @@ def settle(vnf: Vnf, mode: str, ctl) -> None:
     if is_controller(mode) and ctl is not None and vnf.uid in ctl.state:
         nice = ctl.state[vnf.uid].nice          # where the controller left it
     set_thread_nice(vnf.pid, vnf.mgr.conf.vnf.vcpu_nice if nice is None else nice)
+    settle_main_nice(vnf, mode, ctl)
     if mode == "default":
         open_quota(vnf)
         set_window(vnf.mgr, vnf.id, POLL_DEFAULT_US, coalesce_us=0)
@@ -772,7 +789,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     """Trials of one load, the modes alternated, order swapped every round; one controller
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
-    ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED)
+    ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
+                             plain=mode == PLAIN)
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -862,11 +880,12 @@ def host_speed(trials: list) -> float | None:
 
 
 def controller(vnf: Vnf, args, target: float, act: bool = True,
-               flip: bool = False) -> LatencyController:
+               flip: bool = False, plain: bool = False) -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
     writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
-    ``--moderate-at-limit`` the other way round (:data:`FLIPPED`)."""
+    ``--moderate-at-limit`` the other way round (:data:`FLIPPED`); ``plain``: without its
+    rule on QEMU's main thread where it narrows (:data:`PLAIN`)."""
     ctl = LatencyController(CgroupCap(args.period_us) if act else (lambda *a: True),
                             hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
@@ -875,6 +894,8 @@ def controller(vnf: Vnf, args, target: float, act: bool = True,
                             if act else None,
                             renice=None if act else (lambda *a: True),
                             wake_nice=None if args.wake_nice == "none" else int(args.wake_nice),
+                            backend_nice=None if plain or not act else args.backend_nice,
+                            backend_slice_us=None if plain or not act else args.backend_slice_us,
                             coalesce_share=args.coalesce_share,
                             moderate_at_limit=args.moderate_at_limit != flip,
                             wait_share=args.wait_share,
@@ -949,6 +970,16 @@ def parse(argv):
                          "own: the launch's, [vnf] vcpu_nice; 0 was the default until the "
                          "quiet run of 11-29 01:19 showed no benefit); ',nN' does it for a "
                          "--fixed mode, e.g. --fixed 'open,0,c1000 open,0,c1000,n0' beside it")
+    ap.add_argument("--backend-nice", type=lambda x: None if x == "none" else int(x),
+                    default=BACKEND_NICE,
+                    help="controller: the nice of QEMU's main thread (the tap backend) where "
+                         "the controller narrows ('none': left alone; [metrics] "
+                         f"controller_backend_nice; {PLAIN} mode: neither this nor the slice)")
+    ap.add_argument("--backend-slice-us", type=lambda x: None if x == "none" else int(x),
+                    default=BACKEND_SLICE_US,
+                    help="controller: the scheduler slice of QEMU's main thread where it "
+                         "narrows (us, 100-100000; 'none': left alone; [metrics] "
+                         "controller_backend_slice_us)")
     ap.add_argument("--moderate-at-limit", action="store_true",
                     help="controller: at high load, moderate also while the VNF's path open "
                          "is at its limit (the host drops for it, its ring full: off by "
@@ -959,7 +990,8 @@ def parse(argv):
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both, and "
                          f"{FLIPPED} (the controller with --moderate-at-limit the other way "
-                         "round, an A/B in the same run)")
+                         f"round, an A/B in the same run), {PLAIN} (the controller without "
+                         "its rule on QEMU's main thread, --backend-nice/-slice-us)")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
     ap.add_argument("--fixed", default="",
@@ -987,8 +1019,9 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller", FLIPPED}:
-        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}")
+    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN}:
+        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, "
+                 f"{PLAIN}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
     args.fixed = args.fixed.split()
@@ -1096,7 +1129,7 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
-        for m in ("default", "controller"):
+        for m in ("default", "controller", PLAIN):
             w = r.get(m, {}).get("over_target_waits")
             if w:
                 print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
@@ -1113,9 +1146,10 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        for m in [FLIPPED] * (FLIPPED in r) + args.fixed:
+        for m in [x for x in (FLIPPED, PLAIN) if x in r] + args.fixed:
             f = r[m]
-            print(f"      {'fixed ' * (m != FLIPPED)}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
+            kind = "" if m in (FLIPPED, PLAIN) else "fixed "
+            print(f"      {kind}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{f['lat_p99_us']} us, within target {f['intervals_within_target_pct']} %, "
                   f"loss {f['loss']} (added {f.get('loss_added_pct')} pt)")
     print(f"wrote {args.out}; load average {' '.join(load0)} -> {' '.join(loadavg())}")

@@ -112,6 +112,7 @@ import time
 from oslo_log import log as logging
 
 from . import highload
+from .backend import Backend
 from .ctlstate import POLL_DEFAULT_US, Sizing, VnfState, coalesce_for, judged_ns  # noqa: F401
 from .hostside import (  # noqa: F401 - its readers and actuator, exported here too
     CAP_PERIOD_US,
@@ -186,7 +187,8 @@ class LatencyController:
                  hold_intervals=3, min_packets=100, poller=None, renice=None, **sizing):
         """``sizing``: the fields of :class:`Sizing`; ``poller``: the VNF's busy-poll window
         (module doc; None: not set); ``renice``: ``(vnf key, nice or None) -> bool``, its vCPU
-        threads' nice (None: :class:`.hostside.ThreadNice`, the production one)."""
+        threads' nice (None: :class:`.hostside.ThreadNice`, the production one);
+        ``sizing``'s ``backend_nice``, ``_slice_us``, ``backend``: QEMU's main thread's (:mod:`.backend`)."""
         from fluidvim.vnf import limits  # the launch core's; imported lazily (import contracts)
 
         self.period_us = limits.CPU_PERIOD_US      # the flavor's quota period (reserved_us)
@@ -194,6 +196,7 @@ class LatencyController:
             raise PowerError(f"controller steps need 0 < down < 1 < up, got down={down} up={up}")
         if min_quota_us < 1000:
             raise PowerError(f"min_quota_us {min_quota_us} is below the kernel's 1000 us")
+        self.backend = Backend(*map(sizing.pop, ("backend_nice", "backend_slice_us", "backend"), [None] * 3))
         try:
             sz = Sizing(**sizing)
         except TypeError as e:
@@ -232,7 +235,7 @@ class LatencyController:
         self.decisions: list = []
 
     def forget(self, key: str) -> None:
-        self.state.pop(key, None)
+        self.state.pop(key, None), self.backend.forget(key)
 
     def rebase(self, key: str) -> None:
         """Forget what VNF ``key``'s counters read last but keep what was decided (quota,
@@ -294,7 +297,7 @@ class LatencyController:
              "reserved_us": reserved, "quota_ratio": st.quota_us / reserved,
              "poll_window_us": st.poll_us, "poll_window_applied_us": st.poll_applied,
              "coalesce_us": st.coalesce_us, "coalesce_applied_us": st.coalesce_applied,
-             "vcpu_nice": st.nice}
+             "vcpu_nice": st.nice, "backend_nice": self.backend.step(key, st.state)}
         st.last = d
         self.decisions.append(d)
         del self.decisions[:-1000]

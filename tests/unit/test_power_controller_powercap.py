@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench import powercap
+from fluidvim.orchestrator.power import backend
 
 
 def test_fixed_modes_are_a_quota_period_poll_window_and_moderation():
@@ -219,3 +220,15 @@ def test_controller_limit_is_the_controller_with_moderate_at_limit_flipped():
         assert (plain.moderate_at_limit, flipped.moderate_at_limit) == (flag, not flag)
     with pytest.raises(SystemExit):
         powercap.parse(["--modes", "default,controller-wide"])
+
+
+def test_controller_plain_is_the_controller_without_its_rule_on_qemus_main_thread():
+    args = powercap.parse(["--modes", "default,controller,controller-plain", "--tight-ms", "0"])
+    assert args.modes == ["default", "controller", powercap.PLAIN]
+    assert powercap.is_controller(powercap.PLAIN)
+    assert powercap.controller(None, args, 5.0).backend.want == (
+        backend.BACKEND_NICE, backend.BACKEND_SLICE_US)          # the product's defaults
+    assert powercap.controller(None, args, 5.0, plain=True).backend.want is None
+    assert powercap.controller(None, args, 5.0, act=False).backend.want is None
+    args = powercap.parse(["--backend-nice", "none", "--backend-slice-us", "300"])
+    assert powercap.controller(None, args, 5.0).backend.want == (None, 300)

@@ -1,0 +1,154 @@
+# Copyright 2026 The fluidvim Authors
+# SPDX-License-Identifier: Apache-2.0
+"""The latency controller's rule on its VNF's **host backend thread** (:mod:`.controller`).
+
+Without vhost-net (this host has none) the tap's frames are moved between the tap and the
+guest's rings by QEMU's **main thread** (the userspace tap backend): every frame waits for it.
+Where the controller has the VNF napping (its window narrowed: ``poll only`` or capped; the
+vCPU halts and wakes on its nap's timer or a frame) the main thread waits for a CPU more:
+bench/powercap's quiet run 11-29 03:50 at 50 % load, 70 ms per 0.5 s step in the controller's
+intervals over the 5 ms end-to-end target against 35 ms in the others.
+
+So, where its window is narrowed, the controller gives that thread (only it: Linux's nice and
+slice are per thread) ``backend_nice`` and a scheduler slice of ``backend_slice_us``
+(``[metrics] controller_backend_nice`` / ``controller_backend_slice_us``; None: that one left
+alone), and puts back the nice it had and the kernel's default slice once it goes open
+(:class:`MainThread`; :class:`Backend` decides). Why both:
+
+* a nice only ranks threads of one scheduling group, here QEMU's main thread against its own
+  vCPU and worker threads in the VNF's cgroup (and through the group's weight on each CPU);
+  alone (-10) it did not shorten the main thread's waits (bench/powercap 11-29 04:02, A/B
+  ``controller-backend`` against ``controller`` in one run: 32.7 against 31.9 ms per step in
+  the intervals within the target; 4 and 5 of 36 intervals over);
+* a **short slice** (EEVDF, Linux 6.12+, ``sched_setattr``'s ``sched_runtime``) gives the
+  thread an earlier deadline, so on its wake-up it preempts the running task, in any group
+  (a group's slice is its shortest queued child's): 200 µs alone, 04:07: waits 25.5 against
+  41.1 ms, 5 against 9 of 36 over; with nice -10 and 100 µs, 04:10: 13.9 against 30.8 ms,
+  **1 against 11 of 48 over** (97.9 % within; the default 95.8 %), CPU per frame alike
+  (14.6 against 14.8 CPU-s/Mpkt, the default 22.9: 36 % saved).
+
+Only where the VNF naps: open (the default's busy-polling vCPU) the main thread keeps the
+launch's settings, the vCPU's nice (``[vnf] vcpu_nice``) already yielding to it there. A
+preempting backend thread costs the host's other work its CPU for the frames' sake; it runs
+~0.4 CPU at 50 % load here (bench/powercap's ``QEMU/s main``). Second run (04:13, its capacity
+found 28 % lower, so a lower rate): 2 against 0 of 48 over, the main thread's median wait 23.6
+against 35.2 ms; the four development runs together, with a slice: 8 against 20 of 132 over.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+OPEN = "open"
+# sched_setattr(2)'s number (struct sched_attr VER1: 56 B); None: not known here, no slice set
+SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(platform.machine())
+BACKEND_NICE, BACKEND_SLICE_US = -10, 100      # the product's ([metrics] controller_backend_*)
+MIN_SLICE_US, MAX_SLICE_US = 100, 100_000    # the kernel clamps a custom slice to these
+
+
+def main_nice(pid: int, proc: str = "/proc") -> int | None:
+    """The nice of QEMU ``pid``'s main thread (tid ``pid``), None: not readable."""
+    try:
+        with open(f"{proc}/{pid}/task/{pid}/stat") as f:
+            text = f.read()
+        return int(text[text.rfind(")") + 2:].split()[16])   # field 19, nice
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sched_setattr(tid: int, nice: int, slice_us: int) -> bool:
+    """SCHED_OTHER at ``nice`` with a scheduler slice of ``slice_us`` (0: the kernel's default;
+    EEVDF, Linux 6.12+: a shorter slice, an earlier deadline: it preempts the running task on
+    its wake-up); False when the thread ended or the kernel refused."""
+    if SYS_SCHED_SETATTR is None:
+        return False
+    attr = ctypes.create_string_buffer(struct.pack("IIQiIQQQII", 56, 0, 0, int(nice), 0,
+                                                   int(slice_us) * 1000, 0, 0, 0, 0), 56)
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(SYS_SCHED_SETATTR, int(tid), attr, 0) == 0
+
+
+def set_main(pid: int, nice: int, slice_us: int | None) -> bool:
+    """Nice ``nice`` (and with ``slice_us``, that slice; 0: the default) on QEMU ``pid``'s main
+    thread only (Linux's nice and slice are per thread); False when it ended."""
+    try:
+        if slice_us is not None:
+            return sched_setattr(pid, nice, slice_us)
+        os.setpriority(os.PRIO_PROCESS, int(pid), int(nice))
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+class MainThread:
+    """The production setter: ``(vnf key, (nice or None, slice_us or None) or None) -> bool``
+    on the main thread of each process in VNF ``key``'s cgroup (a None in the pair: that one
+    kept); None: back to the nice it had before the first change and the default slice."""
+
+    def __init__(self, procs=None, read=main_nice, write=set_main):
+        if procs is None:
+            from .hostside import group_procs
+            procs = group_procs
+        self.procs, self.read, self.write = procs, read, write
+        self.before: dict = {}       # key -> {pid: the nice its main thread had}
+        self.sliced: set = set()     # keys whose main threads got a slice
+
+    def __call__(self, key: str, want: tuple | None) -> bool:
+        if want is None:
+            before = self.before.pop(key, {})
+            sl = 0 if key in self.sliced else None
+            self.sliced.discard(key)
+            return all([self.write(p, n, sl) for p, n in before.items()]) if before else True
+        pids = self.procs(key)
+        seen = self.before.setdefault(key, {})
+        for p in pids:
+            if p not in seen and (n := self.read(p)) is not None:
+                seen[p] = n
+        nice, slice_us = want
+        if slice_us is not None:
+            self.sliced.add(key)
+        return sum(bool(self.write(p, seen[p] if nice is None else nice, slice_us))
+                   for p in pids if p in seen) > 0
+
+
+class Backend:
+    """Where the controller narrows, ``nice`` and/or ``slice_us`` on the VNF's backend thread
+    (module doc); ``setter``: :class:`MainThread` or a test's. :attr:`now`: vnf key -> what it
+    set, ``(nice, slice_us)``."""
+
+    def __init__(self, nice: int | None = None, slice_us: int | None = None, setter=None):
+        from .models import PowerError
+        if nice is not None and not -20 <= int(nice) <= 19:
+            raise PowerError(f"controller backend_nice needs -20 <= nice <= 19, got {nice}")
+        if slice_us is not None and not MIN_SLICE_US <= int(slice_us) <= MAX_SLICE_US:
+            raise PowerError(f"controller backend_slice_us needs {MIN_SLICE_US} <= slice <= "
+                             f"{MAX_SLICE_US}, got {slice_us}")
+        self.want = None if nice is None and slice_us is None else (
+            None if nice is None else int(nice), None if slice_us is None else int(slice_us))
+        self.setter = MainThread() if setter is None and self.want else setter
+        self.now: dict = {}
+
+    def step(self, key: str, state: str) -> tuple | None:
+        """After the controller's decision (its VNF in ``state``): what its main thread should
+        have, set when it changed (a setter that fails is tried again next interval)."""
+        if self.want is None:
+            return None
+        want = None if state == OPEN else self.want
+        if want != self.now.get(key):
+            try:
+                done = self.setter(key, want)
+            except OSError:
+                done = False
+            if done:
+                self.now[key] = want
+        return self.now.get(key)
+
+    def forget(self, key: str) -> None:
+        if self.now.pop(key, None) is not None:
+            try:
+                self.setter(key, None)
+            except OSError:
+                pass
