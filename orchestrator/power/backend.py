@@ -33,6 +33,12 @@ preempting backend thread costs the host's other work its CPU for the frames' sa
 ~0.4 CPU at 50 % load here (bench/powercap's ``QEMU/s main``). Second run (04:13, its capacity
 found 28 % lower, so a lower rate): 2 against 0 of 48 over, the main thread's median wait 23.6
 against 35.2 ms; the four development runs together, with a slice: 8 against 20 of 132 over.
+
+**Off by default** since the quiet run of record 11-29 04:19 (bench/results/powercap.md): with
+the rule (nice -10, 100 µs) the controller had 3 of 24 intervals over at 10 % and 2 at 50 %,
+without it (``controller-plain``, same run) 0 and 1; the main thread's waits were shorter with
+it, the end-to-end tail no better. ``bench.powercap --backend-nice -10 --backend-slice-us 100``
+runs it again.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ import struct
 OPEN = "open"
 # sched_setattr(2)'s number (struct sched_attr VER1: 56 B); None: not known here, no slice set
 SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(platform.machine())
-BACKEND_NICE, BACKEND_SLICE_US = -10, 100      # the product's ([metrics] controller_backend_*)
+BACKEND_NICE, BACKEND_SLICE_US = None, None    # the product's ([metrics] controller_backend_*)
+TRIED_NICE, TRIED_SLICE_US = -10, 100         # the setting of the development runs and 04:19
 MIN_SLICE_US, MAX_SLICE_US = 100, 100_000    # the kernel clamps a custom slice to these
 
 

@@ -96,17 +96,19 @@ metrics_opts = [
                       "it moderates without a cap where that cuts its host CPU per frame, and "
                       "the nap gathers at most half its RX ring (highload.py). 0: none "
                       "(controller.py)."),
-    cfg.IntOpt("controller_backend_nice", default=-10, min=-20, max=19,
+    cfg.IntOpt("controller_backend_nice", default=None, min=-20, max=19,
                help="The nice of a VNF's QEMU main thread (the userspace tap backend, which "
                     "moves every frame) while the controller has its window narrowed (the "
-                    "VNF napping); back to its launch nice when open. Empty: left alone "
+                    "VNF napping); back to its launch nice when open, e.g. -10. Empty (the "
+                    "default: the quiet run of 11-29 04:19 showed no gain): left alone "
                     "(backend.py)."),
-    cfg.IntOpt("controller_backend_slice_us", default=100, min=100, max=100000,
+    cfg.IntOpt("controller_backend_slice_us", default=None, min=100, max=100000,
                help="The scheduler slice (us; EEVDF, Linux 6.12+) of a VNF's QEMU main thread "
                     "while the controller has its window narrowed: a short one lets it preempt "
                     "on its wake-up (bench/powercap at 50 % load: 1 against 11 of 48 intervals "
-                    "over the 5 ms target, with controller_backend_nice). Empty: left alone "
-                    "(backend.py)."),
+                    "over the 5 ms target in a development run, with controller_backend_nice; "
+                    "not repeated in the quiet run of 11-29 04:19), e.g. 100. Empty (the "
+                    "default): left alone (backend.py)."),
     cfg.FloatOpt("cap_headroom", default=1.5, min=1.0,
                  help="The headroom of a VNF's CPU cap over what its vCPU was measured to "
                       "need: the cap on its vCPU threads is at least their host CPU x its "

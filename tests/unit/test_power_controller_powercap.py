@@ -226,8 +226,12 @@ def test_controller_plain_is_the_controller_without_its_rule_on_qemus_main_threa
     args = powercap.parse(["--modes", "default,controller,controller-plain", "--tight-ms", "0"])
     assert args.modes == ["default", "controller", powercap.PLAIN]
     assert powercap.is_controller(powercap.PLAIN)
-    assert powercap.controller(None, args, 5.0).backend.want == (
-        backend.BACKEND_NICE, backend.BACKEND_SLICE_US)          # the product's defaults
+    assert backend.BACKEND_NICE is None and backend.BACKEND_SLICE_US is None
+    assert powercap.controller(None, args, 5.0).backend.want is None   # the product's: off
+    tried = powercap.parse(["--backend-nice", str(backend.TRIED_NICE),
+                            "--backend-slice-us", str(backend.TRIED_SLICE_US)])
+    assert powercap.controller(None, tried, 5.0).backend.want == (
+        backend.TRIED_NICE, backend.TRIED_SLICE_US)
     assert powercap.controller(None, args, 5.0, plain=True).backend.want is None
     assert powercap.controller(None, args, 5.0, act=False).backend.want is None
     args = powercap.parse(["--backend-nice", "none", "--backend-slice-us", "300"])
