@@ -138,6 +138,13 @@ class Backend:
         self.setter = MainThread() if setter is None and self.want else setter
         self.now: dict = {}
 
+    @classmethod
+    def from_sizing(cls, sizing: dict) -> Backend:
+        """The controller's, from (and taken out of) its ``sizing`` keywords ``backend_nice``,
+        ``backend_slice_us`` and ``backend`` (the setter)."""
+        return cls(sizing.pop("backend_nice", None), sizing.pop("backend_slice_us", None),
+                   sizing.pop("backend", None))
+
     def step(self, key: str, state: str) -> tuple | None:
         """After the controller's decision (its VNF in ``state``): what its main thread should
         have, set when it changed (a setter that fails is tried again next interval)."""

@@ -187,8 +187,7 @@ class LatencyController:
                  hold_intervals=3, min_packets=100, poller=None, renice=None, **sizing):
         """``sizing``: the fields of :class:`Sizing`; ``poller``: the VNF's busy-poll window
         (module doc; None: not set); ``renice``: ``(vnf key, nice or None) -> bool``, its vCPU
-        threads' nice (None: :class:`.hostside.ThreadNice`, the production one);
-        ``sizing``'s ``backend_nice``, ``_slice_us``, ``backend``: QEMU's main thread's (:mod:`.backend`)."""
+        threads' nice (None: :class:`.hostside.ThreadNice`); QEMU's main thread's: :class:`Backend`."""
         from fluidvim.vnf import limits  # the launch core's; imported lazily (import contracts)
 
         self.period_us = limits.CPU_PERIOD_US      # the flavor's quota period (reserved_us)
@@ -196,7 +195,7 @@ class LatencyController:
             raise PowerError(f"controller steps need 0 < down < 1 < up, got down={down} up={up}")
         if min_quota_us < 1000:
             raise PowerError(f"min_quota_us {min_quota_us} is below the kernel's 1000 us")
-        self.backend = Backend(*map(sizing.pop, ("backend_nice", "backend_slice_us", "backend"), [None] * 3))
+        self.backend = Backend.from_sizing(sizing)
         try:
             sz = Sizing(**sizing)
         except TypeError as e:
@@ -235,7 +234,8 @@ class LatencyController:
         self.decisions: list = []
 
     def forget(self, key: str) -> None:
-        self.state.pop(key, None), self.backend.forget(key)
+        self.state.pop(key, None)
+        self.backend.forget(key)
 
     def rebase(self, key: str) -> None:
         """Forget what VNF ``key``'s counters read last but keep what was decided (quota,
