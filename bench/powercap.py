@@ -97,7 +97,13 @@ import time
 from bench.dataplane import CHAINS, LOSS_OK, Path, build_pktgen
 from fluidvim.orchestrator.power import PowerError, ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
-from fluidvim.orchestrator.power.backend import BACKEND_NICE, BACKEND_SLICE_US, main_nice, set_main
+from fluidvim.orchestrator.power.backend import (
+    BACKEND_NICE,
+    BACKEND_SLICE_US,
+    main_nice,
+    set_main,
+    threads,
+)
 from fluidvim.orchestrator.power.controller import (
     CAP_PERIOD_US,
     POLL_DEFAULT_US,
@@ -121,6 +127,9 @@ TIGHT = "controller-tight"
 FLIPPED = "controller-limit"
 # the controller without its rule on QEMU's main thread where it narrows (.backend): an A/B
 PLAIN = "controller-plain"
+# the controller with its backend split: QEMU's main thread and its vCPUs on separate CPUs
+# where it narrows (orchestrator/power/backend.py Split): an A/B against ``controller``
+SPLIT = "controller-split"
 COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 VERIFY_WARMUP_S = 1.0  # a capacity check's traffic before its window (the tap's queue fills)
 VERIFY_DOWN = 0.95     # a capacity check that fails: the next one this much lower
@@ -406,7 +415,7 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT, FLIPPED, PLAIN)
+    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT)
 
 
 def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
@@ -418,6 +427,23 @@ def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
     left = ctl.backend.now.get(vnf.uid) if is_controller(mode) and ctl is not None else None
     nice, slice_us = left or (None, 0)
     set_main(vnf.pid, vnf.main_nice0 if nice is None else nice, slice_us)
+    settle_split(vnf, mode, ctl)
+
+
+def settle_split(vnf: Vnf, mode: str, ctl) -> None:
+    """Every QEMU thread on the CPUs the launch gave it, or, in the trial of a controller that
+    split them (:data:`SPLIT`), split as it left them: no other trial runs split."""
+    if not hasattr(vnf, "cpus0"):
+        vnf.cpus0 = os.sched_getaffinity(vnf.pid)
+    b = ctl.backend if is_controller(mode) and ctl is not None else None
+    if b is not None and vnf.uid in b.split_now:
+        b.splitter(vnf.uid, True)
+        return
+    for tid in threads(vnf.pid):
+        try:
+            os.sched_setaffinity(tid, vnf.cpus0)
+        except OSError:
+            pass
 
 
 def settle(vnf: Vnf, mode: str, ctl) -> None:
@@ -790,7 +816,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
     ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
-                             plain=mode == PLAIN)
+                             plain=mode == PLAIN, split=mode == SPLIT)
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -880,7 +906,8 @@ def host_speed(trials: list) -> float | None:
 
 
 def controller(vnf: Vnf, args, target: float, act: bool = True,
-               flip: bool = False, plain: bool = False) -> LatencyController:
+               flip: bool = False, plain: bool = False,
+               split: bool = False) -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
     writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
@@ -896,6 +923,7 @@ def controller(vnf: Vnf, args, target: float, act: bool = True,
                             wake_nice=None if args.wake_nice == "none" else int(args.wake_nice),
                             backend_nice=None if plain or not act else args.backend_nice,
                             backend_slice_us=None if plain or not act else args.backend_slice_us,
+                            backend_split=split and act,
                             coalesce_share=args.coalesce_share,
                             moderate_at_limit=args.moderate_at_limit != flip,
                             wait_share=args.wait_share,
@@ -1019,9 +1047,9 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN}:
+    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT}:
         ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, "
-                 f"{PLAIN}")
+                 f"{PLAIN}, {SPLIT}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
     args.fixed = args.fixed.split()
@@ -1129,7 +1157,7 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
-        for m in ("default", "controller", PLAIN):
+        for m in ("default", "controller", PLAIN, SPLIT):
             w = r.get(m, {}).get("over_target_waits")
             if w:
                 print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
@@ -1146,9 +1174,9 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        for m in [x for x in (FLIPPED, PLAIN) if x in r] + args.fixed:
+        for m in [x for x in (FLIPPED, PLAIN, SPLIT) if x in r] + args.fixed:
             f = r[m]
-            kind = "" if m in (FLIPPED, PLAIN) else "fixed "
+            kind = "" if m in (FLIPPED, PLAIN, SPLIT) else "fixed "
             print(f"      {kind}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{f['lat_p99_us']} us, within target {f['intervals_within_target_pct']} %, "
                   f"loss {f['loss']} (added {f.get('loss_added_pct')} pt)")

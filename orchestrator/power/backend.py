@@ -121,12 +121,72 @@ class MainThread:
                    for p in pids if p in seen) > 0
 
 
+def threads(pid: int, proc: str = "/proc") -> list[int]:
+    """The thread ids of process ``pid`` ([] when it ended)."""
+    try:
+        return sorted(int(t) for t in os.listdir(f"{proc}/{pid}/task"))
+    except (OSError, ValueError):
+        return []
+
+
+class Split:
+    """The production splitter (``split`` of :class:`Backend`): ``(vnf key, on) -> bool``. On:
+    QEMU's main thread of each process in the VNF's cgroup on one CPU of those it may use (the
+    highest), its other threads (the vCPUs) on the rest, so that a vCPU waking from its nap
+    never queues the backend thread behind it (nor the other way round); off: each thread back
+    to the CPUs it had before the first change. Nothing is split on a single CPU."""
+
+    def __init__(self, procs=None, tids=threads, get=os.sched_getaffinity,
+                 put=os.sched_setaffinity):
+        if procs is None:
+            from .hostside import group_procs
+            procs = group_procs
+        self.procs, self.tids, self.get, self.put = procs, tids, get, put
+        self.before: dict = {}       # key -> {tid: the CPUs it had before the first change}
+
+    def plan(self, key: str) -> dict:
+        """tid -> the CPUs it gets while split (none: a single CPU or no process)."""
+        seen, out = self.before.get(key, {}), {}
+        for pid in self.procs(key):
+            try:
+                allowed = set(seen.get(pid) or self.get(pid))
+            except OSError:
+                continue
+            if len(allowed) < 2:
+                continue
+            main = max(allowed)
+            out.update({t: allowed - {main} for t in self.tids(pid) if t != pid})
+            out[pid] = {main}
+        return out
+
+    def __call__(self, key: str, on: bool) -> bool:
+        if not on:
+            for tid, cpus in self.before.pop(key, {}).items():
+                try:
+                    self.put(tid, cpus)
+                except OSError:             # the thread ended: nothing to restore
+                    pass
+            return True
+        seen, done = self.before.setdefault(key, {}), 0
+        for tid, cpus in self.plan(key).items():
+            try:
+                if tid not in seen:
+                    seen[tid] = set(self.get(tid))
+                self.put(tid, cpus)
+                done += 1
+            except OSError:
+                continue
+        return done > 0
+
+
 class Backend:
     """Where the controller narrows, ``nice`` and/or ``slice_us`` on the VNF's backend thread
-    (module doc); ``setter``: :class:`MainThread` or a test's. :attr:`now`: vnf key -> what it
-    set, ``(nice, slice_us)``."""
+    (module doc) and, with ``split``, its threads split between CPUs (:class:`Split`);
+    ``setter``, ``splitter``: :class:`MainThread`, :class:`Split` or a test's. :attr:`now`: vnf
+    key -> what it set, ``(nice, slice_us)``; :attr:`split_now`: the keys it split."""
 
-    def __init__(self, nice: int | None = None, slice_us: int | None = None, setter=None):
+    def __init__(self, nice: int | None = None, slice_us: int | None = None, setter=None,
+                 split: bool = False, splitter=None):
         from .models import PowerError
         if nice is not None and not -20 <= int(nice) <= 19:
             raise PowerError(f"controller backend_nice needs -20 <= nice <= 19, got {nice}")
@@ -137,17 +197,28 @@ class Backend:
             None if nice is None else int(nice), None if slice_us is None else int(slice_us))
         self.setter = MainThread() if setter is None and self.want else setter
         self.now: dict = {}
+        self.split = bool(split)
+        self.splitter = Split() if splitter is None and self.split else splitter
+        self.split_now: set = set()
 
     @classmethod
     def from_sizing(cls, sizing: dict) -> Backend:
         """The controller's, from (and taken out of) its ``sizing`` keywords ``backend_nice``,
         ``backend_slice_us`` and ``backend`` (the setter)."""
         return cls(sizing.pop("backend_nice", None), sizing.pop("backend_slice_us", None),
-                   sizing.pop("backend", None))
+                   sizing.pop("backend", None), sizing.pop("backend_split", False),
+                   sizing.pop("backend_splitter", None))
 
     def step(self, key: str, state: str) -> tuple | None:
         """After the controller's decision (its VNF in ``state``): what its main thread should
         have, set when it changed (a setter that fails is tried again next interval)."""
+        if self.split and (state != OPEN) != (key in self.split_now):
+            try:
+                done = self.splitter(key, state != OPEN)
+            except OSError:
+                done = False
+            if done:
+                self.split_now ^= {key}
         if self.want is None:
             return None
         want = None if state == OPEN else self.want
@@ -161,6 +232,12 @@ class Backend:
         return self.now.get(key)
 
     def forget(self, key: str) -> None:
+        if key in self.split_now:
+            self.split_now.discard(key)
+            try:
+                self.splitter(key, False)
+            except OSError:
+                pass
         if self.now.pop(key, None) is not None:
             try:
                 self.setter(key, None)

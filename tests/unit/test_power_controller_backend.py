@@ -96,3 +96,61 @@ def test_backend_nice_off_by_default_a_failed_set_is_tried_again_and_bounds_chec
         ctl.LatencyController(lambda k, q, p=None: None, backend_nice=-21)
     with pytest.raises(power.PowerError, match="backend_slice_us"):
         ctl.LatencyController(lambda k, q, p=None: None, backend_slice_us=50)
+
+
+def _splitter(procs=(100,), cpus=(0, 1)):
+    masks = {100: set(cpus), 101: set(cpus), 102: set(cpus), 200: set(cpus), 201: set(cpus)}
+    tids = {100: [100, 101, 102], 200: [200, 201]}
+    puts = []
+
+    def put(tid, cpus):
+        if tid not in masks:
+            raise ProcessLookupError(tid)
+        puts.append((tid, set(cpus)))
+        masks[tid] = set(cpus)
+    def get(tid):
+        if tid not in masks:
+            raise ProcessLookupError(tid)
+        return set(masks[tid])
+    s = backend.Split(procs=lambda key: list(procs) if key == "u1" else [],
+                      tids=lambda pid: tids.get(pid, []), get=get, put=put)
+    return s, masks, puts
+
+
+def test_split_puts_the_main_thread_on_its_own_cpu_and_restores_each_threads_cpus():
+    s, masks, puts = _splitter(cpus=(0, 1, 2))
+    assert s("u1", True)
+    assert masks[100] == {2} and masks[101] == masks[102] == {0, 1}
+    assert s("u1", True) and masks[100] == {2} and masks[101] == {0, 1}   # the first CPUs kept
+    assert s.before == {"u1": {100: {0, 1, 2}, 101: {0, 1, 2}, 102: {0, 1, 2}}}
+    assert s("u1", False) and masks[100] == masks[101] == masks[102] == {0, 1, 2}
+    assert s.before == {} and s("u1", False)                       # nothing left to restore
+    assert not s("u2", True)                                       # no process: not split
+
+
+def test_split_leaves_a_single_cpu_alone_and_skips_a_thread_that_ended():
+    s, masks, puts = _splitter(cpus=(3,))
+    assert not s("u1", True) and puts == []
+    s, masks, puts = _splitter(procs=(100, 200))
+    del masks[102]                                                  # ended meanwhile
+    assert s("u1", True) and masks[100] == masks[200] == {1} and masks[201] == {0}
+    assert s("u1", False) and masks[100] == masks[201] == {0, 1}
+
+
+def test_backend_split_where_the_window_is_narrowed_and_undone_open_or_forgotten():
+    calls = []
+    c, v, _ = _controller(backend_split=True,
+                          backend_splitter=lambda k, on: calls.append((k, on)) or True)
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    assert [d["state"] for d in ds][-1] == "poll only" and calls == [("u1", True)]
+    assert c.backend.split_now == {"u1"} and ds[-1]["backend_nice"] is None
+    [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1)) for _ in range(2)]
+    assert calls == [("u1", True)]                                  # set once
+    d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=4_200_000))
+    assert d["state"] == "open" and calls[-1] == ("u1", False) and c.backend.split_now == set()
+    [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    c.forget("u1")
+    assert calls[-2:] == [("u1", True), ("u1", False)] and c.backend.split_now == set()
+    c, v, _ = _controller()                                         # off by default
+    [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    assert c.backend.split_now == set() and c.backend.splitter is None
