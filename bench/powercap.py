@@ -102,6 +102,7 @@ from fluidvim.orchestrator.power.backend import (
     BACKEND_SLICE_US,
     main_nice,
     set_main,
+    set_slice,
     threads,
 )
 from fluidvim.orchestrator.power.controller import (
@@ -130,6 +131,9 @@ PLAIN = "controller-plain"
 # the controller with its backend split: QEMU's main thread and its vCPUs on separate CPUs
 # where it narrows (orchestrator/power/backend.py Split): an A/B against ``controller``
 SPLIT = "controller-split"
+# the controller with a short scheduler slice on the vCPU threads where it narrows
+# (orchestrator/power/backend.py VcpuSlice, ``--vcpu-slice-us``): an A/B against ``controller``
+VSLICE = "controller-vslice"
 COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 VERIFY_WARMUP_S = 1.0  # a capacity check's traffic before its window (the tap's queue fills)
 VERIFY_DOWN = 0.95     # a capacity check that fails: the next one this much lower
@@ -415,7 +419,7 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT)
+    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT, VSLICE)
 
 
 def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
@@ -436,6 +440,12 @@ def settle_split(vnf: Vnf, mode: str, ctl) -> None:
     if not hasattr(vnf, "cpus0"):
         vnf.cpus0 = os.sched_getaffinity(vnf.pid)
     b = ctl.backend if is_controller(mode) and ctl is not None else None
+    if b is not None and vnf.uid in b.sliced_now:
+        b.slicer(vnf.uid, b.vcpu_slice)
+    else:
+        for tid in threads(vnf.pid):
+            if tid != vnf.pid:
+                set_slice(tid, 0)
     if b is not None and vnf.uid in b.split_now:
         b.splitter(vnf.uid, True)
         return
@@ -816,7 +826,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
     ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
-                             plain=mode == PLAIN, split=mode == SPLIT)
+                             plain=mode == PLAIN, split=mode == SPLIT,
+                             vslice=mode == VSLICE)
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -907,7 +918,7 @@ def host_speed(trials: list) -> float | None:
 
 def controller(vnf: Vnf, args, target: float, act: bool = True,
                flip: bool = False, plain: bool = False,
-               split: bool = False) -> LatencyController:
+               split: bool = False, vslice: bool = False) -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
     writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
@@ -924,6 +935,7 @@ def controller(vnf: Vnf, args, target: float, act: bool = True,
                             backend_nice=None if plain or not act else args.backend_nice,
                             backend_slice_us=None if plain or not act else args.backend_slice_us,
                             backend_split=split and act,
+                            vcpu_slice_us=args.vcpu_slice_us if vslice and act else None,
                             coalesce_share=args.coalesce_share,
                             moderate_at_limit=args.moderate_at_limit != flip,
                             wait_share=args.wait_share,
@@ -1008,6 +1020,9 @@ def parse(argv):
                     help="controller: the scheduler slice of QEMU's main thread where it "
                          "narrows (us, 100-100000; 'none': left alone; [metrics] "
                          "controller_backend_slice_us)")
+    ap.add_argument("--vcpu-slice-us", type=int, default=100,
+                    help=f"the vCPU threads' scheduler slice where the {VSLICE} mode's "
+                         "controller narrows (EEVDF; backend.py VcpuSlice)")
     ap.add_argument("--moderate-at-limit", action="store_true",
                     help="controller: at high load, moderate also while the VNF's path open "
                          "is at its limit (the host drops for it, its ring full: off by "
@@ -1047,9 +1062,9 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT}:
+    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT, VSLICE}:
         ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, "
-                 f"{PLAIN}, {SPLIT}")
+                 f"{PLAIN}, {SPLIT}, {VSLICE}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
     args.fixed = args.fixed.split()
@@ -1157,7 +1172,7 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
-        for m in ("default", "controller", PLAIN, SPLIT):
+        for m in ("default", "controller", PLAIN, SPLIT, VSLICE):
             w = r.get(m, {}).get("over_target_waits")
             if w:
                 print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
@@ -1174,9 +1189,9 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        for m in [x for x in (FLIPPED, PLAIN, SPLIT) if x in r] + args.fixed:
+        for m in [x for x in (FLIPPED, PLAIN, SPLIT, VSLICE) if x in r] + args.fixed:
             f = r[m]
-            kind = "" if m in (FLIPPED, PLAIN, SPLIT) else "fixed "
+            kind = "" if m in (FLIPPED, PLAIN, SPLIT, VSLICE) else "fixed "
             print(f"      {kind}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{f['lat_p99_us']} us, within target {f['intervals_within_target_pct']} %, "
                   f"loss {f['loss']} (added {f.get('loss_added_pct')} pt)")

@@ -154,3 +154,30 @@ def test_backend_split_where_the_window_is_narrowed_and_undone_open_or_forgotten
     c, v, _ = _controller()                                         # off by default
     [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
     assert c.backend.split_now == set() and c.backend.splitter is None
+
+
+def test_vcpu_slice_on_every_thread_but_the_main_one_and_back_to_the_default():
+    writes = []
+    s = backend.VcpuSlice(procs=lambda key: [100] if key == "u1" else [],
+                          tids=lambda pid: [100, 101, 102],
+                          write=lambda t, us: writes.append((t, us)) or t != 102)
+    assert s("u1", 150) and writes == [(101, 150), (102, 150)]     # 102 ended: 101 was set
+    assert s("u1", None) and writes[-2:] == [(101, 0), (102, 0)]
+    assert not s("u2", 150) and s("u2", None)                      # no process: nothing set
+
+
+def test_backend_vcpu_slice_where_the_window_is_narrowed_and_undone_open_or_forgotten():
+    calls = []
+    c, v, _ = _controller(vcpu_slice_us=100,
+                          vcpu_slicer=lambda k, us: calls.append((k, us)) or True)
+    ds = [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    assert ds[-1]["state"] == "poll only" and calls == [("u1", 100)]
+    [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1)) for _ in range(2)]
+    assert calls == [("u1", 100)] and c.backend.sliced_now == {"u1"}
+    d = c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.1, 0.3, 0.1, ns=4_200_000))
+    assert d["state"] == "open" and calls[-1] == ("u1", None) and c.backend.sliced_now == set()
+    [c.step("u1", "fw.1", 5000, 1, v.interval(0.1, 0.5, 0.8, 0.1)) for _ in range(3)]
+    c.forget("u1")
+    assert calls[-2:] == [("u1", 100), ("u1", None)]
+    with pytest.raises(power.PowerError, match="vcpu_slice_us"):
+        ctl.LatencyController(lambda k, q, p=None: None, vcpu_slice_us=20)
