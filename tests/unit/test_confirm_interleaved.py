@@ -16,6 +16,7 @@ import random
 import sys
 
 from bench.slotsqoe import INTERLEAVE_LO, reference_counts, sweep_counts
+from fluidvim.evaluator import confirm as confirming
 from fluidvim.evaluator.confirm import (
     SessionTarget,
     confirm_reading,
@@ -32,9 +33,25 @@ def linear_knee(lo, hi):
     return p_hold
 
 
-def confirmed(estimate, target, p_hold, rng):
+def repeat_at_budget_end(runs, estimate, max_sessions, target):
+    """:func:`next_confirm` as it was before session 26: where the budget left cannot afford a
+    bisection step and the repeats, the count announced once more instead of the limit c
+    (docs/slots.md "The last runs of the budget"), for the table's comparison."""
+    n = next_confirm(runs, estimate, max_sessions, target)
+    kept = confirming.counted_runs(runs, target.max_over_pct, int(target.reruns))
+    if n is None or not kept:
+        return n
+    rd = confirming._reading(kept, target.max_over_pct, target.margin)
+    step, bisecting = confirming._search_step(confirming._by_count(kept), rd, max_sessions,
+                                              target.max_over_pct)
+    if bisecting and step is not None and n != step and n == rd["limit"]:
+        return rd["slots"]
+    return n
+
+
+def confirmed(estimate, target, p_hold, rng, search=next_confirm):
     runs = []
-    while (n := next_confirm(runs, estimate, 4096, target)) is not None:
+    while (n := search(runs, estimate, 4096, target)) is not None:
         held = rng.random() < p_hold(n)
         runs.append({"sessions": n, "n": n, "over": 0 if held else n})
     return confirm_reading(runs, target.max_over_pct, target.margin, target.reruns)["slots"]
@@ -69,26 +86,45 @@ def test_the_reference_grows_when_the_fast_estimate_is_under_the_knee():
     assert 150 <= ref <= 181
 
 
+def test_the_old_budget_end_repeats_the_count_announced():
+    # the table's "repeat" rule: 212 held once, 299 failed, 2 runs left -> 212, not 269
+    runs = [{"sessions": n, "n": n, "over": 0 if h else n} for n, h in
+            ((425, False), (212, True), (371, False), (333, False), (340, False), (350, False),
+             (299, False))]
+    t = SessionTarget(10.0, 0.99)
+    assert next_confirm(runs, 425, 4096, t) == 269
+    assert repeat_at_budget_end(runs, 425, 4096, t) == 212
+    assert repeat_at_budget_end(runs[:5], 425, 4096, t) == next_confirm(runs[:5], 425, 4096, t)
+
+
+BANDS = ((286, 338, (366, 457)), (255, 320, (366, 457)), (230, 320, (366, 457)),
+         (300, 345, (366, 457)), (280, 300, (366, 457)), (260, 330, (425,)))
+
+
 def table(trials=1000, seed=23):
-    """Per knee band and fast estimate: the reference's mean, and per margin the confirm's
-    mean error against the same trial's reference, the share within +-10 %, under, over, and
-    the chance that a run at the count announced fails ("risk")."""
-    rng = random.Random(seed)
-    for lo, hi in ((286, 338), (255, 320), (230, 320), (300, 345), (280, 300)):
+    """Per knee band and fast estimate: the reference's mean, and per rule the confirm's mean
+    error against the same trial's reference, the share within +-10 %, under, over, and the
+    chance that a run at the count announced fails ("risk"). Rules: margin 0.10 with the last
+    runs on the limit (the product's) or repeating the count announced (before session 26,
+    the same random draws per trial), and margins 0.05 and 0."""
+    rules = (("0.10 limit", 0.10, next_confirm), ("0.10 repeat", 0.10, repeat_at_budget_end),
+             ("0.05 limit", 0.05, next_confirm), ("0.00 limit", 0.0, next_confirm))
+    for lo, hi, ests in BANDS:
         p_hold = linear_knee(lo, hi)
-        for est in (366, 457):
+        for est in ests:
+            rng = random.Random(seed * 7919 + lo * 131 + est)
             refs = [referenced(est, p_hold, rng) for _ in range(trials)]
-            for margin in (0.10, 0.05, 0.0):
+            for name, margin, search in rules:
                 t = SessionTarget(10.0, 0.99, margin=margin)
                 errs, risk = [], 0.0
-                for r in refs:
-                    c = confirmed(est, t, p_hold, rng)
+                for i, r in enumerate(refs):
+                    c = confirmed(est, t, p_hold, random.Random(seed * 104729 + i), search)
                     errs.append(100.0 * (c / r - 1) if r else 0.0)
                     risk += 1.0 - p_hold(c)
-                print(f"| {lo}-{hi} | {est} | {sum(refs) / trials:.0f} | {margin:.2f} | "
-                      f"{sum(errs) / trials:+.1f} % | {sum(abs(e) <= 10 for e in errs) / trials:.2f} | "
-                      f"{sum(e < -10 for e in errs) / trials:.2f} | "
-                      f"{sum(e > 10 for e in errs) / trials:.2f} | {risk / trials:.3f} |",
+                print(f"| {lo}-{hi} | {est} | {sum(refs) / trials:.0f} | {name} | "
+                      f"{sum(errs) / trials:+.1f} % | {sum(abs(e) <= 10 for e in errs) / trials:.3f} | "
+                      f"{sum(e < -10 for e in errs) / trials:.3f} | "
+                      f"{sum(e > 10 for e in errs) / trials:.3f} | {risk / trials:.3f} |",
                       flush=True)
 
 

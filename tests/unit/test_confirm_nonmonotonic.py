@@ -36,8 +36,12 @@ QUIET_2240 = [(378, False, 0.6023), (189, True, 0.40), (283, False, 0.5784),
 QUIET_2041 = [(333, False, 0.6028), (166, True, 0.3402), (249, True, 0.5472),
               (291, True, 0.5845), (299, True, 0.5992), (299, False, 0.6465),
               (269, True, 0.5708), (269, True, 0.5584), (269, True, 0.4781)]
+QUIET_0339 = [(425, False, 0.6047), (212, True, 0.4454), (318, True, 0.6731),
+              (371, False, 0.5939), (333, False, 0.6622), (299, True, 0.5798),
+              (299, False, 0.6425), (299, False, 0.6578), (212, True, 0.5005),
+              (212, True, 0.4069)]
 RECORDED = {"01:38": (QUIET_0138, 366, 291), "22:40": (QUIET_2240, 378, 273),
-            "20:41": (QUIET_2041, 333, 285)}
+            "20:41": (QUIET_2041, 333, 285), "03:39": (QUIET_0339, 425, 279)}
 
 
 def replay(recorded, estimate, target=None, max_sessions=4096):
@@ -137,10 +141,12 @@ def test_replay_of_the_recorded_quiet_runs():
     # a 259 that fails again at once: the recorded path, 233; held three times: 259 (0.9 x
     # 288, the smallest counted failure: the margin stays); failed on a later repeat: the
     # budget left runs 183 (held before) -> 183, or less where even 183 failed
+    # budget left runs the limit 233 = 0.9 x 259 (recorded: held) rather than 183 again, held
+    # before and more than the margin under it (confirm._at_budget_end)
     by = {m[6:]: s for _, m, s in paths}
     assert by["fHHH"] == 233 and by["hhh"] == 259
-    assert by["hhfh"] == by["hfhh"] == 183
-    assert all(s <= 183 for m, s in by.items() if m not in ("fHHH", "hhh"))
+    assert by["hhfH"] == by["hfHH"] == 233
+    assert set(by) == {"fHHH", "hhh", "hhfH", "hfHH"}
     # 20:41 and 22:40: nothing failed under a count that held, the rule does not fire and the
     # searches are the recorded ones (22:40's 212 is the steal rule's: its rerun not recorded)
     for key in ("20:41", "22:40"):
@@ -150,6 +156,22 @@ def test_replay_of_the_recorded_quiet_runs():
         for counts, _marks, _ in replay(q, est):
             assert counts[:7] == [n for n, _, _ in q][:7]
     assert [s for _, _, s in replay(*RECORDED["20:41"][:2])] == [269]
+
+
+def test_replay_of_0339_runs_the_limit_with_the_budget_left():
+    # 03:39 (reference 279): 299 held, then failed twice (the first left out as non-monotonic
+    # under 318 held), so the limit is 0.9 x 299 = 269 with 212 held once and 7 of 9 counted
+    # runs spent. The recorded search repeated 212 (-24.0 %); the last runs now go to 269
+    q, est, ref = RECORDED["03:39"]
+    assert confirm_reading([run(n, h, s) for n, h, s in q])["slots"] == 212
+    paths = replay(q, est)
+    assert {tuple(c[8:9]) for c, _, _ in paths} == {(269,)}
+    by = {m[8:]: s for _, m, s in paths}
+    assert by["hh"] == 269 and abs(269 / ref - 1) <= 0.10        # held twice: -3.6 %
+    # a failure of 269 is its new smallest failure: 0.9 x 269 = 242 with the one run left,
+    # or 212 held before (its first failure is left out once, under 318 held: run again)
+    assert by["ff" + "h"] == 242 and by["fff"] == 212
+    assert by["hfh"] == by["fhh"] == 269 and by["hff"] == by["fhf"] == 212
 
 def _report():
     old = confirm.held_above

@@ -365,10 +365,11 @@ def test_confirm_run_budget_and_bracket():
     assert next_confirm(pts[:2], 100, 4096, SessionTarget(10.0, 0.99, margin=0.0)) == 102
     # the budget is the budget
     assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=3)) is None
-    # at the last runs a bisection step gives way to the repeats of the count announced ...
+    # at the last runs a bisection step gives way to the limit 0.9 x 200 = 180 itself when
+    # the count announced is more than the margin under it (test_confirm_budget_end.py) ...
     pts = [{"sessions": 100, "n": 100, "over": 0}, {"sessions": 200, "n": 200, "over": 200}]
     assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=5)) == 150
-    assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=4)) == 100
+    assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=4)) == 180
     # ... but not the candidate itself (it is announced after two holds rather than 100)
     pts.append({"sessions": 170, "n": 170, "over": 0})
     assert next_confirm(pts, 100, 4096, SessionTarget(10.0, 0.99, runs=4)) == 180
