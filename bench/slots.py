@@ -68,6 +68,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import threading
 import time
 import uuid
@@ -416,6 +417,12 @@ def write(part: str, data: dict, path: str) -> None:
     print("wrote", path)
 
 
+def _exit_on_sigterm(signum, _frame):
+    """A SIGTERM unwinds the run like Ctrl-C, so its VNFs and test networks are torn down (a
+    killed ``qoe`` run left its two QEMUs and four namespaces behind)."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.slots", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -538,6 +545,7 @@ def main(argv=None) -> int:
     n.add_argument("--clients", type=int, default=2, help="Nomad client agents")
     n.add_argument("--out", default=OUT)
     a = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if a.cmd == "wire":
         write(a.part, cmd_wire(a), a.out)
     elif a.cmd == "nomad":
