@@ -32,7 +32,11 @@ moderation of N us, the vCPU threads at nice N (else ``[vnf] vcpu_nice``), no co
 default, controller or both, and ``controller-limit``: the controller with
 ``--moderate-at-limit`` the other way round, an A/B of that rule in the same run; and
 ``controller-plain``: the controller without its rule on QEMU's main thread where it narrows,
-``--backend-nice``/``--backend-slice-us``, orchestrator/power/backend.py),
+``--backend-nice``/``--backend-slice-us``, orchestrator/power/backend.py), ``controller-split``
+(its main thread and vCPUs on separate CPUs where it narrows), ``controller-vslice`` (a
+``--vcpu-slice-us`` scheduler slice on its vCPU threads there) and ``controller-latency`` (both;
+backend.py has the A/Bs: neither won; every other mode's trial starts with the launch's CPUs and
+the default slice on every QEMU thread),
 ``--rounds`` times each, order swapped every round. A trial: ``--warmup`` s of traffic (the
 controller settles), then ``--measure`` s measured:
 
@@ -134,6 +138,8 @@ SPLIT = "controller-split"
 # the controller with a short scheduler slice on the vCPU threads where it narrows
 # (orchestrator/power/backend.py VcpuSlice, ``--vcpu-slice-us``): an A/B against ``controller``
 VSLICE = "controller-vslice"
+# both: split and the vCPU slice (with --backend-slice-us, the main thread's slice too)
+LATENCY = "controller-latency"
 COALESCE_SHARE = 0.2  # the controller's interrupt moderation: 1 ms of a 5 ms target
 VERIFY_WARMUP_S = 1.0  # a capacity check's traffic before its window (the tap's queue fills)
 VERIFY_DOWN = 0.95     # a capacity check that fails: the next one this much lower
@@ -419,7 +425,7 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT, VSLICE)
+    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY)
 
 
 def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
@@ -826,8 +832,8 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
     ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
-                             plain=mode == PLAIN, split=mode == SPLIT,
-                             vslice=mode == VSLICE)
+                             plain=mode == PLAIN, split=mode in (SPLIT, LATENCY),
+                             vslice=mode in (VSLICE, LATENCY))
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -1062,9 +1068,9 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT, VSLICE}:
+    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY}:
         ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, "
-                 f"{PLAIN}, {SPLIT}, {VSLICE}")
+                 f"{PLAIN}, {SPLIT}, {VSLICE}, {LATENCY}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
     args.fixed = args.fixed.split()
@@ -1172,7 +1178,7 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
-        for m in ("default", "controller", PLAIN, SPLIT, VSLICE):
+        for m in ("default", "controller", PLAIN, SPLIT, VSLICE, LATENCY):
             w = r.get(m, {}).get("over_target_waits")
             if w:
                 print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
@@ -1189,9 +1195,10 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        for m in [x for x in (FLIPPED, PLAIN, SPLIT, VSLICE) if x in r] + args.fixed:
+        ab = (FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY)
+        for m in [x for x in ab if x in r] + args.fixed:
             f = r[m]
-            kind = "" if m in (FLIPPED, PLAIN, SPLIT, VSLICE) else "fixed "
+            kind = "" if m in ab else "fixed "
             print(f"      {kind}{m}: {f['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{f['lat_p99_us']} us, within target {f['intervals_within_target_pct']} %, "
                   f"loss {f['loss']} (added {f.get('loss_added_pct')} pt)")

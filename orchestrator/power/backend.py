@@ -39,6 +39,23 @@ the rule (nice -10, 100 µs) the controller had 3 of 24 intervals over at 10 % a
 without it (``controller-plain``, same run) 0 and 1; the main thread's waits were shorter with
 it, the end-to-end tail no better. ``bench.powercap --backend-nice -10 --backend-slice-us 100``
 runs it again.
+
+**Two more rules, also off** (helper 97, 11-29 05:38-05:54, A/Bs at 50 % load in one run each,
+modes alternating, nice >= 10 processes stopped, also those started meanwhile):
+
+* :class:`Split` (``split``; bench/powercap's ``controller-split``): the main thread on one CPU,
+  the vCPUs on the others. Neither thread's wait for a CPU fell (the main thread's median
+  39-46 against 37-41 ms per 0.5 s step), so they were not waiting for each other; intervals
+  over 5 ms 3/1/1/8 against the controller's 9/1/1/8 (of 48, 48, 48, 72): 14 against 19 of 216,
+  within the runs' noise, at 1-3 points less CPU saved.
+* :class:`VcpuSlice` (``vcpu_slice_us``; ``controller-vslice``): a 100 µs slice on the vCPU
+  threads. It halved their wait (49 against 106 ms per step) and raised the main thread's
+  (62 against 37): the vCPU then preempted the backend, and the tail is the backend's (3
+  against 1 of 48 over).
+
+Both together with the main thread's 100 µs slice (``controller-latency``, 06:02, a busier
+host, the default 77 % within): 19 of 48 over at 30.9 % saved, against 16 with none and 9 with
+the main thread's slice alone.
 """
 
 from __future__ import annotations
