@@ -128,8 +128,9 @@ def run(kind: str, hosts: int, policy: str, every: int, seed: int = 1,
                      "drain_only": int(np.count_nonzero((per > 0) & (per == dr))),
                      "w_routing": w_routing, "inst": int(per.sum()), "inst_ideal": sum(x[1]),
                      "draining": int(dr.sum()),
-                     "per_model": b["per_model"], "on": [h for h in range(len(st))
-                                                         if st[h] != sim.OFF]})
+                     "per_model": b["per_model"], "per_model_own": own["per_model"],
+                     "vnfs": per.tolist(), "drain_vnfs": dr.tolist(),
+                     "on": [h for h in range(len(st)) if st[h] != sim.OFF]})
     return {"kind": kind, "hosts": hosts, "policy": policy, "kwh": r.kwh,
             "slo_misses": r.slo_misses, "extra": r.extra, "wall_s": wall, "rows": rows,
             "fleet": [(h.id, h.model) for h in fl.hosts]}
@@ -184,6 +185,30 @@ def report(res: dict) -> str:
     return "\n".join(out)
 
 
+def hosts_at(res: dict, hours) -> str:
+    """At the sampled step nearest each of ``hours`` (of the simulated day, 0-24; 24 is its
+    start, 00:00, as the curve repeats), the policy's awake hosts - VNFs there (of them
+    draining) - against the hosts per server model the bound runs for the ideal run's
+    instances and for the policy's own: which host is the one too many
+    (bench/results/energy.md, 2026-11-29 05:31-06:30)."""
+    rows, out = res["rows"], []
+    ids = [h for h, _ in res["fleet"]]
+    models = dict(res["fleet"])
+    t = np.array([r["t"] for r in rows])
+    for hh in hours:
+        r = rows[int(np.argmin(np.abs(t - (hh % 24) * 3600.0)))]
+        mine = " ".join(f"{ids[h]} {models[ids[h]]} {r['vnfs'][h]}"
+                        + (f" ({r['drain_vnfs'][h]} draining)" if r["drain_vnfs"][h] else "")
+                        for h in r["on"])
+        out.append(f"{r['t'] / 3600:5.2f} h: policy {r['w']:.0f} W, {r['inst']} VNFs "
+                   f"(ideal {r['inst_ideal']}): {mine}")
+        for what, key, w in (("bound", "per_model", "w_bound"),
+                             ("bound, policy's VNFs", "per_model_own", "w_own")):
+            runs = " ".join(f"{m} {v[1]}" for m, v in sorted((r[key] or {}).items()) if v[0])
+            out.append(f"         {what} {r[w]:.0f} W: {runs}")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.energy.gap", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -198,11 +223,17 @@ def main(argv=None) -> int:
                     help="session routing (bench.energy --route)")
     ap.add_argument("--split", action="store_true",
                     help="split the gap into routing and placement (a MILP per sampled step)")
+    ap.add_argument("--at", type=float, nargs="+", default=[], metavar="HOUR",
+                    help="also list, at these hours of the day (0-24), the policy's awake "
+                         "hosts and VNFs against the bound's per server model")
     args = ap.parse_args(argv)
     if args.every < 1 or args.hosts < 1:
         ap.error("--every and --hosts must be >= 1")
-    print(report(run(args.fleet, args.hosts, args.policy, args.every, args.seed, args.route,
-                    args.split)))
+    res = run(args.fleet, args.hosts, args.policy, args.every, args.seed, args.route,
+              args.split)
+    print(report(res))
+    if args.at:
+        print(hosts_at(res, args.at))
     return 0
 
 

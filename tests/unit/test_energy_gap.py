@@ -41,3 +41,18 @@ def test_own_routing_keeps_every_host_awake():
     # no busy thread: both hosts still draw their idle watts
     points = [(50,) + (100,) * 10, (40,) + (90,) * 10]
     assert gap.own_routing(points, [8, 8], [0, 1], (4, 4), 0.0) == pytest.approx(90.0)
+
+
+def test_hosts_at_lists_the_policys_hosts_against_the_bounds():
+    row = {"t": 22 * 3600.0, "w": 1570.0, "w_bound": 1487.0, "w_own": 1495.0, "inst": 9,
+           "inst_ideal": 8, "on": [0, 2], "vnfs": [4, 0, 5], "drain_vnfs": [1, 0, 0],
+           "per_model": {"old": (0, 0), "new": (1, 8)},
+           "per_model_own": {"old": (1, 4), "new": (1, 5)}}
+    far = dict(row, t=3 * 3600.0, w=1.0)
+    res = {"rows": [far, row], "fleet": [("h0", "old"), ("h1", "new"), ("h2", "new")]}
+    lines = gap.hosts_at(res, [22]).splitlines()
+    assert lines[0] == ("22.00 h: policy 1570 W, 9 VNFs (ideal 8): h0 old 4 (1 draining) "
+                        "h2 new 5")
+    assert lines[1].split() == ["bound", "1487", "W:", "new", "8"]
+    assert lines[2].split() == ["bound,", "policy's", "VNFs", "1495", "W:", "new", "5",
+                                "old", "4"]
