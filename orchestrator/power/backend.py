@@ -55,7 +55,8 @@ modes alternating, nice >= 10 processes stopped, also those started meanwhile):
 
 Both together with the main thread's 100 µs slice (``controller-latency``, 06:02, a busier
 host, the default 77 % within): 19 of 48 over at 30.9 % saved, against 16 with none and 9 with
-the main thread's slice alone.
+the main thread's slice alone; the next run (06:22, 72 intervals a mode) 17 with that slice
+alone against 7 with none, its wait 24 against 42 ms: the backend's wait shortened, not the tail.
 """
 
 from __future__ import annotations
