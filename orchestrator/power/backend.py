@@ -61,6 +61,7 @@ alone against 7 with none, its wait 24 against 42 ms: the backend's wait shorten
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -294,18 +295,12 @@ class Backend:
     def forget(self, key: str) -> None:
         if key in self.sliced_now:
             self.sliced_now.discard(key)
-            try:
+            with contextlib.suppress(OSError):
                 self.slicer(key, None)
-            except OSError:
-                pass
         if key in self.split_now:
             self.split_now.discard(key)
-            try:
+            with contextlib.suppress(OSError):
                 self.splitter(key, False)
-            except OSError:
-                pass
         if self.now.pop(key, None) is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self.setter(key, None)
-            except OSError:
-                pass
