@@ -115,9 +115,7 @@ class MainThread:
     kept); None: back to the nice it had before the first change and the default slice."""
 
     def __init__(self, procs=None, read=main_nice, write=set_main):
-        if procs is None:
-            from .hostside import group_procs
-            procs = group_procs
+        procs = _group_procs() if procs is None else procs
         self.procs, self.read, self.write = procs, read, write
         self.before: dict = {}       # key -> {pid: the nice its main thread had}
         self.sliced: set = set()     # keys whose main threads got a slice
@@ -140,6 +138,21 @@ class MainThread:
                    for p in pids if p in seen) > 0
 
 
+def _group_procs():
+    """The production ``procs``: the QEMU processes in a VNF's cgroup (imported late: the
+    host side reads /proc and cgroupfs)."""
+    from .hostside import group_procs
+    return group_procs
+
+
+def _applied(fn, *args) -> bool:
+    """``fn(*args)``'s result, False when it raised OSError (tried again next interval)."""
+    try:
+        return bool(fn(*args))
+    except OSError:
+        return False
+
+
 def threads(pid: int, proc: str = "/proc") -> list[int]:
     """The thread ids of process ``pid`` ([] when it ended)."""
     try:
@@ -157,9 +170,7 @@ class Split:
 
     def __init__(self, procs=None, tids=threads, get=os.sched_getaffinity,
                  put=os.sched_setaffinity):
-        if procs is None:
-            from .hostside import group_procs
-            procs = group_procs
+        procs = _group_procs() if procs is None else procs
         self.procs, self.tids, self.get, self.put = procs, tids, get, put
         self.before: dict = {}       # key -> {tid: the CPUs it had before the first change}
 
@@ -214,9 +225,7 @@ class VcpuSlice:
     preempts what runs (EEVDF), instead of waiting its turn."""
 
     def __init__(self, procs=None, tids=threads, write=set_slice):
-        if procs is None:
-            from .hostside import group_procs
-            procs = group_procs
+        procs = _group_procs() if procs is None else procs
         self.procs, self.tids, self.write = procs, tids, write
 
     def __call__(self, key: str, slice_us: int | None) -> bool:
@@ -237,9 +246,10 @@ class Backend:
         from .models import PowerError
         if nice is not None and not -20 <= int(nice) <= 19:
             raise PowerError(f"controller backend_nice needs -20 <= nice <= 19, got {nice}")
-        if slice_us is not None and not MIN_SLICE_US <= int(slice_us) <= MAX_SLICE_US:
-            raise PowerError(f"controller backend_slice_us needs {MIN_SLICE_US} <= slice <= "
-                             f"{MAX_SLICE_US}, got {slice_us}")
+        for name, v in (("backend_slice_us", slice_us), ("vcpu_slice_us", vcpu_slice_us)):
+            if v is not None and not MIN_SLICE_US <= int(v) <= MAX_SLICE_US:
+                raise PowerError(f"controller {name} needs {MIN_SLICE_US} <= slice <= "
+                                 f"{MAX_SLICE_US}, got {v}")
         self.want = None if nice is None and slice_us is None else (
             None if nice is None else int(nice), None if slice_us is None else int(slice_us))
         self.setter = MainThread() if setter is None and self.want else setter
@@ -247,9 +257,6 @@ class Backend:
         self.split = bool(split)
         self.splitter = Split() if splitter is None and self.split else splitter
         self.split_now: set = set()
-        if vcpu_slice_us is not None and not MIN_SLICE_US <= int(vcpu_slice_us) <= MAX_SLICE_US:
-            raise PowerError(f"controller vcpu_slice_us needs {MIN_SLICE_US} <= slice <= "
-                             f"{MAX_SLICE_US}, got {vcpu_slice_us}")
         self.vcpu_slice = None if vcpu_slice_us is None else int(vcpu_slice_us)
         self.slicer = VcpuSlice() if slicer is None and self.vcpu_slice else slicer
         self.sliced_now: set = set()
@@ -266,30 +273,18 @@ class Backend:
     def step(self, key: str, state: str) -> tuple | None:
         """After the controller's decision (its VNF in ``state``): what its main thread should
         have, set when it changed (a setter that fails is tried again next interval)."""
-        if self.split and (state != OPEN) != (key in self.split_now):
-            try:
-                done = self.splitter(key, state != OPEN)
-            except OSError:
-                done = False
-            if done:
-                self.split_now ^= {key}
-        if self.vcpu_slice and (state != OPEN) != (key in self.sliced_now):
-            try:
-                done = self.slicer(key, self.vcpu_slice if state != OPEN else None)
-            except OSError:
-                done = False
-            if done:
-                self.sliced_now ^= {key}
+        napping = state != OPEN
+        if self.split and napping != (key in self.split_now) \
+                and _applied(self.splitter, key, napping):
+            self.split_now ^= {key}
+        if self.vcpu_slice and napping != (key in self.sliced_now) \
+                and _applied(self.slicer, key, self.vcpu_slice if napping else None):
+            self.sliced_now ^= {key}
         if self.want is None:
             return None
-        want = None if state == OPEN else self.want
-        if want != self.now.get(key):
-            try:
-                done = self.setter(key, want)
-            except OSError:
-                done = False
-            if done:
-                self.now[key] = want
+        want = self.want if napping else None
+        if want != self.now.get(key) and _applied(self.setter, key, want):
+            self.now[key] = want
         return self.now.get(key)
 
     def forget(self, key: str) -> None:
