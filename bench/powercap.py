@@ -98,6 +98,7 @@ import subprocess
 import sys
 import time
 
+from bench import unwind_on_sigterm
 from bench.dataplane import CHAINS, LOSS_OK, Path, build_pktgen
 from fluidvim.orchestrator.power import PowerError, ProcReader
 from fluidvim.orchestrator.power.attribution import CLK_TCK
@@ -1097,6 +1098,7 @@ def loadavg() -> list:
 
 def main(argv=None) -> int:
     args = parse(argv)
+    unwind_on_sigterm()       # a killed run tears down its VNF, loadgens and namespaces
     if os.geteuid() != 0:
         print("needs root (namespaces, bridges, taps, cgroups)", file=sys.stderr)
         return 2

@@ -68,11 +68,11 @@ import argparse
 import json
 import os
 import random
-import signal
 import threading
 import time
 import uuid
 
+from bench import unwind_on_sigterm
 from fluidvim.evaluator.confirm import CONFIRM_MARGIN, CONFIRM_REPEATS, CONFIRM_RUNS
 from fluidvim.vnf.limits import VCPU_NICE_DEFAULT
 
@@ -417,12 +417,6 @@ def write(part: str, data: dict, path: str) -> None:
     print("wrote", path)
 
 
-def _exit_on_sigterm(signum, _frame):
-    """A SIGTERM unwinds the run like Ctrl-C, so its VNFs and test networks are torn down (a
-    killed ``qoe`` run left its two QEMUs and four namespaces behind)."""
-    raise SystemExit(128 + signum)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.slots", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -545,7 +539,7 @@ def main(argv=None) -> int:
     n.add_argument("--clients", type=int, default=2, help="Nomad client agents")
     n.add_argument("--out", default=OUT)
     a = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    unwind_on_sigterm()
     if a.cmd == "wire":
         write(a.part, cmd_wire(a), a.out)
     elif a.cmd == "nomad":

@@ -236,3 +236,26 @@ def test_controller_plain_is_the_controller_without_its_rule_on_qemus_main_threa
     assert powercap.controller(None, args, 5.0, act=False).backend.want is None
     args = powercap.parse(["--backend-nice", "none", "--backend-slice-us", "300"])
     assert powercap.controller(None, args, 5.0).backend.want == (None, 300)
+
+
+def test_a_sigterm_unwinds_the_bench_through_its_finally_blocks():
+    # bench/powercap and bench/slots install it: a killed run tears down its VNF and netns
+    import os
+    import signal
+
+    import bench
+
+    old = signal.getsignal(signal.SIGTERM)
+    unwound = []
+    try:
+        bench.unwind_on_sigterm()
+        with pytest.raises(SystemExit) as e:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):       # the handler runs between bytecodes
+                    pass
+            finally:
+                unwound.append(True)
+        assert e.value.code == 128 + signal.SIGTERM and unwound == [True]
+    finally:
+        signal.signal(signal.SIGTERM, old)
