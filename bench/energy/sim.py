@@ -37,7 +37,9 @@ until it has booted; sessions that find no free slot meanwhile are refused). A p
 scaler sees: each service's slot samples); those wakes cost the same boot, and the policy is
 told when a host has booted (``booted``); a policy with ``observe_busy`` is first handed, per
 host, the threads its serving VNFs' sessions keep busy and how many VNFs serve there (what the
-orchestrator's slot registry knows from the slot reports). A powered-off or draining host is
+orchestrator's slot registry knows from the slot reports); a policy with ``observe_sessions``
+is handed each serving instance's sessions of a service before it scales in (the slot
+registry's count per instance). A powered-off or draining host is
 ineligible (``Policy.set_eligible``).
 
 CPU: a VNF uses one hardware thread at its full slots, ``sessions / slots`` of one in between
@@ -799,6 +801,11 @@ class Simulator:
                 ins.drain[i] = DRAIN_SCALE_IN
         else:
             t1 = time.perf_counter()
+            observe = getattr(self.policy, "observe_sessions", None)
+            if observe is not None:
+                # what the slot registry reports: each serving instance's sessions
+                idx = np.nonzero(mine)[0]
+                observe(dict(zip((ins.ids[i] for i in idx), ins.sess[idx].tolist())))
             gone = self.policy.scale_in(svc.name, m)
             del t1
             for iid in gone:

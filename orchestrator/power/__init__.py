@@ -110,6 +110,7 @@ from .fleet import (  # noqa: F401
     over_fill,
     pabfd_choose,
     scale_in_order,
+    scale_in_pick,
     unit_watts,
     wake_ahead,
     wake_order,

@@ -385,6 +385,28 @@ def test_fluidvim_scales_in_first_from_a_host_beyond_its_fill(services):
         pol.close()
 
 
+def test_fluidvim_scales_in_the_instances_with_the_fewest_sessions(services):
+    """Scale-in takes a host's instances with the fewest sessions first (power.scale_in_pick,
+    the counts observe_sessions reports): they drain soonest and free their threads."""
+    from bench.energy.fluidvim_policy import FluidvimPolicy
+    from bench.energy.policy import Shape
+    svcs, measurement = services
+    fl = fleetmod.make_fleet("homogeneous", 1, 1, model=SMALL)
+    pol = FluidvimPolicy(measurement, svcs, ahead=False)
+    svc = svcs[0]
+    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
+                  slots=svc.slots)
+    try:
+        pol.start(list(fl.hosts))
+        ids = [f"i{k}" for k in range(4)]
+        assert all(p.host is not None for p in pol.place(shape, ids))
+        pol.observe_sessions({"i0": 9, "i1": 0, "i2": 5, "i3": 2})
+        assert pol.scale_in(svc.name, 2) == ["i1", "i3"]
+        assert pol.scale_in(svc.name, 1) == ["i2"]          # the draining ones stay out
+    finally:
+        pol.close()
+
+
 def test_fluidvim_keeps_an_empty_host_the_scalers_next_step_needs_in_service(services):
     """An empty host is not powered off when the room left in service would be less than the
     scaler's next step, even if a booting host's room covers it: instances placed there wait

@@ -638,6 +638,46 @@ def test_consolidation_plan_does_not_pack_receivers_into_the_steep_top_of_their_
     assert [h.u_max for h in hs] == [1.0, 1.0]
 
 
+def test_consolidation_plan_priced_by_busy_threads_lets_idle_vnfs_fill_a_steep_top():
+    # rx: most efficient at 50 % (3 W a thread), steep above; small: 30 W idle, 2 idle VNFs
+    rx = power.SpecpowerCurve([10, 11, 12, 13, 14, 15, 20, 25, 30, 35, 40])      # 10 threads
+    small = power.SpecpowerCurve([30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80])
+    assert power.fill_limit(rx, 10, power.unit_watts(rx, 10)) == 5
+
+    def hosts():
+        hs = [power.FleetHost("rx", rx, capacity=10), power.FleetHost("small", small,
+                                                                     capacity=10)]
+        for k in range(4):
+            hs[0].add(f"r{k}", 1.0)
+        for k in range(2):
+            hs[1].add(f"s{k}", 1.0)
+        return hs
+    busy = {"r0": 1.0, "r1": 1.0, "r2": 1.0, "r3": 0.5, "s0": 0.0, "s1": 0.0}
+    # every VNF priced as a busy thread: rx takes one more VNF up to its fill limit (5 of 10),
+    # small cannot be emptied
+    held = power.consolidation_plan(hosts(), u_low=0.3, fill=power.Fill(1.0))
+    assert held.sleep == [] and held.migrations == []
+    # by busy threads: small's VNFs are idle, rx holds 3.5 busy threads, takes both (6 VNFs
+    # of 10 threads, busy 3.5 <= 5) and small's 30 W go for ~nothing
+    hs = hosts()
+    plan = power.consolidation_plan(hs, u_low=0.3, fill=power.Fill(1.0, busy=busy))
+    assert plan.sleep == ["small"] and len(plan.migrations) == 2
+    assert {m.dst for m in plan.migrations} == {"rx"}
+    assert plan.watts_before == pytest.approx(rx.watts(0.35) + small.watts(0.0))
+    assert plan.watts_after == pytest.approx(rx.watts(0.35))
+    assert [sorted(h.load) for h in hs] == [["r0", "r1", "r2", "r3"], ["s0", "s1"]]  # no apply
+    # busy VNFs are held to the fill limit: with 1.0 busy each small's two do not fit in 1.5
+    busy_s = {**busy, "s0": 1.0, "s1": 1.0}
+    full = power.consolidation_plan(hosts(), u_low=0.3, fill=power.Fill(1.0, busy=busy_s))
+    assert full.sleep == [] and full.migrations == []
+    # a VNF not named is priced as its whole load; apply changes the fleet
+    hs = hosts()
+    done = power.consolidation_plan(hs, u_low=0.3, apply=True,
+                                    fill=power.Fill(1.0, busy={"s0": 0.0, "s1": 0.0,
+                                                               "r3": 0.0}))
+    assert done.sleep == ["small"] and len(hs[0].load) == 6 and not hs[1].load
+
+
 def test_consolidation_plan_caps_receivers_against_the_host_to_wake_when_given():
     # a receiver most efficient at 50 % (3 W a thread), 5 W a step above; a full efficient
     # host; a small host to empty
@@ -774,6 +814,32 @@ def test_scale_in_order_takes_first_from_the_host_that_spends_the_most_watts_per
     d.u_max = 4 / 16
     assert power.over_fill(d) == 1.0 and power.over_fill(a) == 0.0
     assert power.scale_in_order([d, b, a]) == ["b", "a", "d"]
+
+
+def test_scale_in_pick_takes_the_emptiest_instances_of_the_dearest_host_first():
+    lib = power.SpecpowerLibrary()
+    a = power.FleetHost("a", lib.curve("spec0120"), capacity=16)    # 3 VNFs: dear per VNF
+    d = power.FleetHost("d", lib.curve("spec0120"), capacity=16)    # 5 VNFs
+    for h, n in ((a, 3), (d, 5)):
+        for k in range(n):
+            h.add(f"{h.name}{k}", 1.0)
+    mine = {"a0", "a1", "a2", "d0", "d1", "d2", "d3", "d4"}
+    sessions = {"a0": 9, "a1": 0, "a2": 4, "d0": 7, "d1": 0, "d2": 3, "d3": 8, "d4": 1}
+    # host a first (power.scale_in_order), its idle and emptiest instances first, then d's
+    assert power.scale_in_pick([d, a], 2, mine, sessions=sessions) == ["a1", "a2"]
+    assert power.scale_in_pick([d, a], 5, mine, sessions=sessions) == \
+        ["a1", "a2", "a0", "d1", "d4"]
+    # without counts: by name, as before
+    assert power.scale_in_pick([d, a], 2, mine) == ["a0", "a1"]
+    # only the service's serving instances; those draining already stay out
+    assert power.scale_in_pick([d, a], 2, mine - {"a1"}, sessions=sessions,
+                               leaving={"a2"}) == ["a0", "d1"]
+    # of a host beyond its fill only what is beyond it (less what drains there already)
+    d.u_max = 3 / 16                                 # 2 VNFs beyond
+    a.u_max = 1 / 16                                 # 2 VNFs beyond, one of them draining
+    assert power.scale_in_pick([d, a], 8, mine, sessions=sessions, leaving={"a1"}) == \
+        ["a2", "d1", "d4"]
+    assert power.scale_in_pick([d, a], 0, mine) == []
 
 
 def test_efficient_utilisation_is_where_a_host_spends_the_fewest_watts_per_unit():
