@@ -189,6 +189,12 @@ host_power_opts = [
                 help="Let the loop power off what the consolidation plan empties."),
     cfg.FloatOpt("consolidate_u_low", default=0.5, min=0.0, max=1.0,
                  help="Hosts at or below this utilisation may be emptied (the plan's u_low)."),
+    cfg.BoolOpt("consolidate_busy", default=True,
+                help="Price the consolidation plan by busy threads: each VNF at the share of "
+                     "its slots in use (the slot registry's reports; a VNF without one: all "
+                     "busy), a receiver taking VNFs up to its threads while its busy threads "
+                     "stay within its fill limit (power.Fill busy; bench/energy runs the same "
+                     "rule). False: every VNF priced as vnf_vcpus busy."),
     cfg.FloatOpt("consolidate_trend_s", default=1800.0, min=0.0,
                  help="No host in service is emptied while the instances grew over this many "
                       "seconds (power.consolidation_gate; bench/energy runs the same rule)."),
@@ -689,6 +695,7 @@ class HostPower:
 
         marginal = self.marginal or HostMarginalPower(self.conf, vnf_vcpus=self.o.vnf_vcpus)
         out, infos, skipped = [], {}, {}
+        self._slots_total: dict = {}            # instance -> its slots (busy())
         unavailable = self.unavailable()
         for zname, z in sorted(self.zones.items()):
             try:
@@ -706,10 +713,30 @@ class HostPower:
                     skipped[key] = "no power model (set its power_system_id)"
                     continue
                 load = {i.id: self.o.vnf_vcpus for i in insts if i.host == h.name}
+                self._slots_total.update((i.id, int(i.slots_total or 0)) for i in insts
+                                         if i.host == h.name)
                 out.append(FleetHost(name=key, model=model, capacity=marginal.cpus(h, model),
                                      load=load))
                 infos[key] = (zname, h)
         return out, infos, skipped
+
+    def busy(self, fleet) -> dict | None:
+        """{instance: vCPUs its sessions keep busy} of the VNFs on ``fleet`` whose slots the
+        registry reports (``vnf_vcpus`` x used / total slots): what ``consolidate_busy`` prices
+        the plan by (None: off)."""
+        if not self.o.consolidate_busy:
+            return None
+        free: dict = {}
+        for r in self.registry.reports():
+            free[r.instance] = min(free.get(r.instance, r.slots), r.slots)
+        out = {}
+        for h in fleet:
+            for iid in h.load:
+                total = getattr(self, "_slots_total", {}).get(iid, 0)
+                if iid in free and total > 0:
+                    used = min(total, max(0, total - free[iid]))
+                    out[iid] = self.o.vnf_vcpus * used / total
+        return out
 
     def plan(self, ahead=None) -> dict:
         """The consolidation plan now: which hosts in service can be emptied and powered off
@@ -732,7 +759,7 @@ class HostPower:
         # (what bench/energy's placement fills against), not the best host in service
         wake_w = min((unit_watts(h.model, h.capacity) for h in self._asleep()), default=None)
         p = consolidation_plan(fleet, u_low=0.0 if held else self.o.consolidate_u_low,
-                               fill=Fill(self.o.vnf_vcpus, wake_w),
+                               fill=Fill(self.o.vnf_vcpus, wake_w, busy=self.busy(fleet)),
                                horizon_s=self.o.consolidate_horizon_s or None,
                                wake_j=(lambda fh: boot * fh.model.watts(1.0)) if boot > 0 else None)
         # single VNFs from a dear host to a cheaper one that stays in service (power.rebalance:

@@ -334,3 +334,52 @@ def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path)
         assert power.plan()["rebalance"] == []
     finally:
         store.close()
+
+
+def test_plan_prices_the_vnfs_by_the_slots_they_use(tmp_path):
+    """consolidate_busy: the plan prices each VNF by the share of its slots in use (the slot
+    registry's reports; power.Fill busy). A 10-thread host at its fill limit (8 of 10: its
+    curve is steep above 80 %) with half-busy VNFs takes a light host's two idle VNFs up to
+    its threads, and the light host is emptied; priced as busy threads, it is not."""
+    from fluidvim.common import instance_states as istates
+    from fluidvim.common.zonetypes import HostInfo, InstanceInfo
+    from fluidvim.evaluator.model import EnvironmentType
+    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
+    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
+
+    vnfs = [InstanceInfo(id=f"{h}-{k}", name=f"{h}-{k}", service="fw", host=h,
+                         status=istates.RUNNING, slots_total=100)
+            for h, n in (("h1", 2), ("h2", 8)) for k in range(n)]
+
+    class Zone(SyntheticZone):
+        def instances(self):
+            return list(vnfs)
+
+    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
+    conf = orchconf.make_conf()
+    hp.register_opts(conf)
+    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
+                               for h in ("h1", "h2")], group="host_power")
+    conf.set_override("rebalance_moves", 0, group="host_power")
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                                   power_system_id="spec0598", labels={"cpus": 10})
+                          for h in ("h1", "h2")])
+        reg = SlotRegistry(clock=lambda: 0.0)
+        for v in vnfs:                     # h1's VNFs idle, h2's half busy
+            reg.apply(SlotReport("z", v.host, v.id, "fw", slots=100 if v.host == "h1" else 50,
+                                 delay_s=0.0, at=0.0))
+        power = hp.HostPower(conf, store, {"z": zone}, reg, clock=lambda: 0.0)
+        assert power.busy(power.fleet()[0]) == {
+            **{f"h1-{k}": 0.0 for k in range(2)}, **{f"h2-{k}": 0.5 for k in range(8)}}
+        p = power.plan()
+        assert [c["host"] for c in p["power_off"]] == ["z/h1"]
+        assert sorted(m["dst"] for m in p["moves"]) == ["z/h2", "z/h2"]
+        conf.set_override("consolidate_busy", False, group="host_power")
+        p = power.plan()
+        assert p["power_off"] == [] and p["moves"] == []
+    finally:
+        store.close()
