@@ -131,6 +131,9 @@ TIGHT_MS = 0.2       # a target no cap fits (a gap of 0.1 ms needs 91 % of a CPU
 TIGHT = "controller-tight"
 # the controller with moderate_at_limit turned the other way round: an A/B in the same run
 FLIPPED = "controller-limit"
+# the controller with the high-load rule before 11-29 09:10 (release_on_queue: a full ring
+# releases moderation, "would not save" on hold_intervals): an A/B in the same run
+QUEUE = "controller-queue"
 # the controller without its rule on QEMU's main thread where it narrows (.backend): an A/B
 PLAIN = "controller-plain"
 # the controller with its backend split: QEMU's main thread and its vCPUs on separate CPUs
@@ -426,7 +429,7 @@ def target_ms(mode: str, args) -> float:
 
 
 def is_controller(mode: str) -> bool:
-    return mode in ("controller", TIGHT, FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY)
+    return mode in ("controller", TIGHT, FLIPPED, QUEUE, PLAIN, SPLIT, VSLICE, LATENCY)
 
 
 def settle_main_nice(vnf: Vnf, mode: str, ctl) -> None:
@@ -833,8 +836,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
     ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
-                             plain=mode == PLAIN, split=mode in (SPLIT, LATENCY),
-                             vslice=mode in (VSLICE, LATENCY))
+                             plain=mode == PLAIN, mode=mode)
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -925,12 +927,15 @@ def host_speed(trials: list) -> float | None:
 
 def controller(vnf: Vnf, args, target: float, act: bool = True,
                flip: bool = False, plain: bool = False,
-               split: bool = False, vslice: bool = False) -> LatencyController:
+               mode: str = "controller") -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
     writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
     ``--moderate-at-limit`` the other way round (:data:`FLIPPED`); ``plain``: without its
-    rule on QEMU's main thread where it narrows (:data:`PLAIN`)."""
+    rule on QEMU's main thread where it narrows (:data:`PLAIN`); ``mode``: :data:`SPLIT`,
+    :data:`VSLICE` and :data:`LATENCY` split its backend or slice its vCPU threads,
+    :data:`QUEUE` has the high-load rule before 11-29 09:10 (``release_on_queue``)."""
+    split, vslice = mode in (SPLIT, LATENCY), mode in (VSLICE, LATENCY)
     ctl = LatencyController(CgroupCap(args.period_us) if act else (lambda *a: True),
                             hold_intervals=args.hold,
                             min_packets=20, down=args.down, min_quota_us=args.min_quota_us,
@@ -945,6 +950,7 @@ def controller(vnf: Vnf, args, target: float, act: bool = True,
                             vcpu_slice_us=args.vcpu_slice_us if vslice and act else None,
                             coalesce_share=args.coalesce_share,
                             moderate_at_limit=args.moderate_at_limit != flip,
+                            release_on_queue=mode == QUEUE,
                             wait_share=args.wait_share,
                             cap_period_us=args.period_us,
                             headroom=args.headroom, min_poll_us=args.min_poll_us,
@@ -1040,7 +1046,9 @@ def parse(argv):
     ap.add_argument("--modes", default="default,controller",
                     help="the modes besides --fixed: default, controller or both, and "
                          f"{FLIPPED} (the controller with --moderate-at-limit the other way "
-                         f"round, an A/B in the same run), {PLAIN} (the controller without "
+                         f"round, an A/B in the same run), {QUEUE} (the controller with the "
+                         "high-load rule before 11-29 09:10: a full ring releases moderation), "
+                         f"{PLAIN} (the controller without "
                          "its rule on QEMU's main thread, --backend-nice/-slice-us)")
     ap.add_argument("--min-quota-us", type=int, default=5000,
                     help="controller: the least quota per 100 ms (>= 1000)")
@@ -1069,8 +1077,9 @@ def parse(argv):
     if args.capacity_searches < 1 or args.verify_steps < 0:
         ap.error("--capacity-searches: at least 1; --verify-steps: at least 0")
     args.modes = [m for m in args.modes.split(",") if m]
-    if not set(args.modes) <= {"default", "controller", FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY}:
-        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, "
+    if not set(args.modes) <= {"default", "controller", FLIPPED, QUEUE, PLAIN, SPLIT, VSLICE,
+                               LATENCY}:
+        ap.error(f"--modes {','.join(args.modes)!r}: give default, controller, {FLIPPED}, {QUEUE}, "
                  f"{PLAIN}, {SPLIT}, {VSLICE}, {LATENCY}")
     if "controller" in args.modes and args.tight_ms > 0:
         args.modes.append(TIGHT)
@@ -1180,7 +1189,7 @@ def main(argv=None) -> int:
                   f"{r['loss_added_by_round_pct']}); the default's own spread "
                   f"{r['default_loss_spread_pct']} pt ({r['default_loss_pct_by_round']} %), CPU "
                   f"{r['default_cpu_spread_pct']} %: within noise {r['loss_added_within_noise']}")
-        for m in ("default", "controller", PLAIN, SPLIT, VSLICE, LATENCY):
+        for m in ("default", "controller", QUEUE, PLAIN, SPLIT, VSLICE, LATENCY):
             w = r.get(m, {}).get("over_target_waits")
             if w:
                 print(f"      {m}: {w['over']} intervals over {args.target_ms:g} ms: waits for a "
@@ -1197,7 +1206,7 @@ def main(argv=None) -> int:
             print(f"      {TIGHT} ({args.tight_ms:g} ms): {t['cpu_s_per_mpkt']} CPU-s/Mpkt, p99 "
                   f"{t['lat_p99_us']} us, within {args.tight_ms:g} ms {t['intervals_within_target_pct']}"
                   f" % (default {d_in} %), loss {t['loss']}, states {', '.join(states)}")
-        ab = (FLIPPED, PLAIN, SPLIT, VSLICE, LATENCY)
+        ab = (FLIPPED, QUEUE, PLAIN, SPLIT, VSLICE, LATENCY)
         for m in [x for x in ab if x in r] + args.fixed:
             f = r[m]
             kind = "" if m in ab else "fixed "

@@ -212,6 +212,7 @@ class LatencyController:
         self.poll_first = bool(sz.poll_first) and self.min_poll_us < POLL_DEFAULT_US
         self.min_saving = sz.min_saving
         self.coalesce_share, self.moderate_at_limit = sz.coalesce_share, sz.moderate_at_limit
+        self.release_on_queue = sz.release_on_queue
         self.wake_nice = sz.wake_nice
         self.renice = ThreadNice() if renice is None else renice
         # (vnf key) -> its cpu.stat (group_cpu_stat: all keys, the vCPU sub-group's throttling
@@ -353,6 +354,8 @@ class LatencyController:
         action = POLICY[ev][st.state]
         if ev == HIGH_LOAD:          # moderation, never a cap (.highload)
             action, why = highload.decide(self, st, action, why)
+        elif ev == RING_FULL and st.state == POLL:    # moderated at high load: loss releases it
+            action, why = highload.keeps(self, st, action, why)
         if action in (CAP, DOWN) and st.good < self.hold_intervals:
             return HOLD, why, st.quota_us                 # a quiet streak not yet long enough
         if action == RELEASE:
@@ -548,7 +551,7 @@ class LatencyController:
             st.good += 1
         elif ev == HIGH_LOAD:
             st.good = 0                          # its needs size the step up
-            highload.record_cost(st, self.hold_intervals)
+            highload.record_cost(st, self.hold_intervals, highload.cost_span(self))
         else:
             st.good, st.needs, st.rates, st.uses = 0, [], [], []
         return ev, why, p99, packets

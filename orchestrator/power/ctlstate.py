@@ -19,7 +19,7 @@ COALESCE_MAX_US = 10_000             # the poll op's largest coalesce_us (PROTOC
 class Sizing:
     """min_poll_us, headroom, margin_us, rate_headroom, rate_margin_us, max_ratio,
     throttle_hits, wait_share, cap_period_us, poll_first, min_saving, coalesce_share,
-    wake_nice, moderate_at_limit (module doc)"""
+    wake_nice, moderate_at_limit, release_on_queue (module doc)"""
     min_poll_us: int = 0             # the busy-poll window of a capped or poll-only VNF (0:
                                      # it halts at once, and the host does not poll for it)
     headroom: float = 1.5            # a cap is at least its vCPU's need x headroom + margin_us
@@ -44,6 +44,9 @@ class Sizing:
                                      # (the default until a quiet run measures it)
     moderate_at_limit: bool = False  # at high load, moderate also while open is at its limit
                                      # (.highload.saturated; bench/powercap --moderate-at-limit)
+    release_on_queue: bool = False   # at high load, release moderation on a full ring and judge
+                                     # its cost over hold_intervals (the rule before 11-29
+                                     # 09:10; .highload.keeps; bench/powercap controller-queue)
 
     def __post_init__(self):
         if ((self.wait_share is not None and not 0 < self.wait_share <= 1)

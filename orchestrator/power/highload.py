@@ -26,7 +26,7 @@ controller, holding the default's settings, saved 0.3 %. So at high load the con
    after five open intervals that dropped 458-6,802 frames each). The one exception is the
    back-off's early end below: open lost as much as moderated did; ``moderate_at_limit``
    turns the rule off (to measure it: bench/powercap ``--moderate-at-limit``);
-3. **keeps it where it cuts the per-frame cost**: after ``hold_intervals`` moderated high-load
+3. **keeps it where it cuts the per-frame cost**: after ``COST_SPAN`` (5) moderated high-load
    intervals, when their median cost is not below (1 − ``min_saving``) × the open median it
    goes back open (``release``: "would not save"); poll only (its window narrowed at low
    load) when the load rises goes back open too until its open cost is measured;
@@ -42,7 +42,26 @@ controller, holding the default's settings, saved 0.3 %. So at high load the con
    only what it measured: bench/powercap's quiet run 22:29 at 90 % load had two open
    intervals at 0 drops, so one moderated interval's burst (4,236 frames, 11 % of what it
    took, after 10 without a drop) released moderation, and the next 9 open intervals lost
-   8-34 % each: 8.3 pt more than the default over the trial.
+   8-34 % each: 8.3 pt more than the default over the trial;
+5. **leaves it on loss only** (since 11-29 09:10, :func:`keeps`): a full ring (``ring full``)
+   moderated at high load holds, and "would not save" takes ``COST_SPAN`` intervals, not
+   ``hold_intervals``. Why: bench/powercap's three quiet runs 11-29 06:36, 06:50 and 07:17 at
+   90 % load (their per-interval logs, 288 intervals of 0.5 s): the 100 moderated intervals lost
+   0.05 % of their frames at the tap (two bursts, each released on its loss), as the
+   default's 144 did (0.05 %), with the end-to-end p99 within 5 ms in 68 % of them against the
+   default's 33 %; the 44 open intervals after a release from moderation lost 2 % (34,818
+   frames), within 5 ms in 16 %. Of the six releases there not on loss, four were a full ring
+   (a moderated interval carried 243-307 frames; moderated intervals carried 200-313 without
+   a drop in 06:50 round 2 and 07:17 round 2) and two "would not save" on a median of two
+   intervals (11.6 and 12.9 µs against 12.7 and 13.6 open, where the medians before read 10.3-
+   11.7): open after them lost 1,932-7,444 frames an interval (06:50 round 3: 5.6 % of the
+   trial, the default's rounds 0.01-0.4 %) and 906 (07:17 round 3). Open costs more per frame
+   (12.6-14.4 µs against 9.6-11.7 moderated), so going open with a queue in the ring leaves
+   the host less CPU to drain it, and at 90 % of a capacity that only just held (06:50: the
+   check at 88,033 pps had an end-to-end p99 of 5.8 ms) it did not drain for seconds. Loss
+   (the host's drops beyond open's, above) still releases it at once. ``release_on_queue``
+   brings the rule before back (bench/powercap ``--modes default,controller,controller-queue``
+   compares both in one run).
 
 Without ``coalesce_share`` (0) or a poller, high load holds the flavor's settings as before.
 """
@@ -53,6 +72,7 @@ from fluidvim.common.measure import median
 
 NAP_RING_SHARE = 0.5                 # a nap gathers at most this share of the RX ring's frames
 SATURATED_DROPS = 0.001              # the host's drops open (share of what it took): at its limit
+COST_SPAN = 5                        # moderated intervals whose median cost "would not save"
 
 
 def qemu_cpus(prev: tuple | None, cur: tuple | None) -> float | None:
@@ -63,17 +83,35 @@ def qemu_cpus(prev: tuple | None, cur: tuple | None) -> float | None:
     return max(0.0, cur[3]["total"] - prev[3]["total"]) * 1e6 / (cur[0] - prev[0])
 
 
-def record_cost(st, span: int) -> None:
+def record_cost(st, span: int, mod_span: int | None = None) -> None:
     """Keep this high-load interval's host CPU per frame (µs; ``st.qemu_now`` over the frames/s
     it took, ``st.taken``: the host's drops cost QEMU nothing, and per offered frame an open
     interval that dropped 25 % read cheap, its moderation "would not save") as an open or a
-    moderated one (the last ``span`` of each)."""
+    moderated one (the last ``span`` open, ``mod_span`` or ``span`` moderated)."""
     if st.qemu_now is None or not st.taken:
         return
     costs = st.open_costs if st.state == "open" else st.mod_costs if st.state == "poll only" \
         else None
     if costs is not None:
-        costs[:] = (costs + [1e6 * st.qemu_now / st.taken])[-max(1, span):]
+        keep = span if costs is st.open_costs or mod_span is None else mod_span
+        costs[:] = (costs + [1e6 * st.qemu_now / st.taken])[-max(1, keep):]
+
+
+def cost_span(ctl) -> int:
+    """The moderated intervals whose median cost decides "would not save": ``COST_SPAN``
+    (``hold_intervals`` with ``release_on_queue``, the rule before)."""
+    hold = max(1, ctl.hold_intervals)
+    return hold if ctl.release_on_queue else max(hold, COST_SPAN)
+
+
+def keeps(ctl, st, action: str, why: str) -> tuple[str, str]:
+    """(action, why) of a full ring while ``poll only``: ``hold`` at high load (the offered
+    rate ≥ ``max_ratio`` × the capacity; module doc, 5), ``action`` elsewhere or with
+    ``release_on_queue``."""
+    if ctl.release_on_queue or st.capacity is None or st.rate is None \
+            or st.rate < ctl.max_ratio * st.capacity:
+        return action, why
+    return "hold", f"{why}: moderated at high load, released on loss only"
 
 
 def host_over_open(st, rx: int, dropped: int | None) -> int | None:
@@ -136,7 +174,7 @@ def decide(ctl, st, action: str, why: str) -> tuple[str, str]:
     """(action, why) at high load from ``POLICY``'s ``action`` (module doc): ``narrow`` once
     the open cost is measured, moderation is not blocked and the path open is not at its
     limit (:func:`saturated`; unless open just lost as much as moderated did), ``hold``
-    while moderated and it saves, ``release`` when it does not."""
+    while moderated and it saves, ``release`` when it does not over :func:`cost_span`."""
     hold = max(1, ctl.hold_intervals)
     if action == "narrow":
         if not ctl.coalesce_share or ctl.poller is None:
@@ -164,7 +202,7 @@ def decide(ctl, st, action: str, why: str) -> tuple[str, str]:
         return "release", f"{why}: its host CPU per frame open not measured yet"
     if action == "hold" and st.state == "poll only" and len(st.mod_costs) >= hold:
         o, m = median(st.open_costs), median(st.mod_costs)
-        if m >= (1 - ctl.min_saving) * o:
+        if m >= (1 - ctl.min_saving) * o and len(st.mod_costs) >= cost_span(ctl):
             back_off(st, ctl.FLOOR_AGE, loss=False)
             return "release", (f"{why}: moderation would not save {100 * ctl.min_saving:g} % "
                                f"({m:.1f} us of host CPU per frame, {o:.1f} open)")
