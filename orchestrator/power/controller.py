@@ -77,7 +77,8 @@ p99 in microseconds), the controller
   rate). Without a capacity, high load is a need of ``max_ratio`` of the flavor's quota or more.
   A cap is at most ``max_ratio`` of the flavor's. **At high load: moderation, never a cap**
   (:mod:`.highload`: ``narrow`` once its host CPU per frame open is measured, kept where it cuts
-  it by ``min_saving``, released on loss beyond what it lost open, then a back-off).
+  it by ``min_saving``, released on loss beyond what it lost open, then a back-off; a full ring
+  does not release it there: :func:`.highload.keeps`).
 
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
   ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).

@@ -106,9 +106,9 @@ def cost_span(ctl) -> int:
 
 def keeps(ctl, st, action: str, why: str) -> tuple[str, str]:
     """(action, why) of a full ring while ``poll only``: ``hold`` at high load (the offered
-    rate ≥ ``max_ratio`` × the capacity; module doc, 5), ``action`` elsewhere or with
-    ``release_on_queue``."""
-    if ctl.release_on_queue or st.capacity is None or st.rate is None \
+    rate ≥ ``max_ratio`` × the capacity) once its open cost is measured (module doc, 5),
+    ``action`` elsewhere or with ``release_on_queue``."""
+    if ctl.release_on_queue or not st.open_costs or st.capacity is None or st.rate is None \
             or st.rate < ctl.max_ratio * st.capacity:
         return action, why
     return "hold", f"{why}: moderated at high load, released on loss only"
