@@ -189,12 +189,13 @@ host_power_opts = [
                 help="Let the loop power off what the consolidation plan empties."),
     cfg.FloatOpt("consolidate_u_low", default=0.5, min=0.0, max=1.0,
                  help="Hosts at or below this utilisation may be emptied (the plan's u_low)."),
-    cfg.BoolOpt("consolidate_busy", default=True,
+    cfg.BoolOpt("consolidate_busy", default=False,
                 help="Price the consolidation plan by busy threads: each VNF at the share of "
                      "its slots in use (the slot registry's reports; a VNF without one: all "
                      "busy), a receiver taking VNFs up to its threads while its busy threads "
-                     "stay within its fill limit (power.Fill busy; bench/energy runs the same "
-                     "rule). False: every VNF priced as vnf_vcpus busy."),
+                     "stay within its fill limit (power.Fill busy). Off by default: "
+                     "bench/energy measured the rule with receivers up to its placement's "
+                     "fills; up to every thread it cost SLO misses on one server model."),
     cfg.FloatOpt("consolidate_trend_s", default=1800.0, min=0.0,
                  help="No host in service is emptied while the instances grew over this many "
                       "seconds (power.consolidation_gate; bench/energy runs the same rule)."),

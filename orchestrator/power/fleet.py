@@ -312,10 +312,15 @@ def _busy_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep, fill: Fill)
     its receivers stop at their fill limits counting idle VNFs as busy (bench/energy,
     heterogeneous 20 hosts, 22:00-24:00: spec0253 kept awake with 88 VNFs the others had the
     threads for, the MILP bound runs the idle ones on the steep tops of the hosts it keeps
-    awake anyway: 41.02 -> 40.88 kWh with this pricing). The sources are the same (``u`` -
-    VNFs over threads - at most ``u_low``: by busy load instead, half-full busy servers were
-    emptied and woken again: 41.20 kWh, 168 SLO misses). Receivers are chosen by a linear
-    scan per VNF (a fleet in service is hundreds of hosts at most)."""
+    awake anyway: with :func:`scale_in_pick`, 41.02 -> 40.95 kWh; either alone 41.01-41.02).
+    The caller's ``u_max`` is the room its placement will really give the replacements:
+    bench/energy gives its placement's fills (a host of idle VNFs: its threads); every
+    receiver up to its threads there (``u_max`` 1) was 40.88 kWh but, on the homogeneous
+    20-host fleet, 99.85 kWh and 5,115 SLO misses - the replacements did not fit in the
+    placement's fills and woke hosts. The sources are the same (``u`` - VNFs over threads -
+    at most ``u_low``: by busy load instead, half-full busy servers were emptied and woken
+    again: 41.20 kWh, 168 SLO misses). Receivers are chosen by a linear scan per VNF (a fleet
+    in service is hundreds of hosts at most)."""
     busy = fill.busy
     by_name = {h.name: h for h in hosts}
     sleeping = {h.name for h in hosts if h.asleep and not h.load}
@@ -444,11 +449,11 @@ def scale_in_pick(hosts, n: int, mine, sessions=None, leaving=()) -> list[str]:
     first, so the emptiest leaves soonest and frees its thread: taking a host's instances by
     name instead kept 15-27 draining instances more than an ideal run through the evening
     ramp-down of bench/energy's heterogeneous 20-host day, the room that emptying one more
-    host needed (2026-11-29, fluidvim-consolidate: 41.02 -> 41.01 kWh alone, 40.88 with the
-    plan priced by busy threads, 0 SLO misses; taking every instance of a host beyond its
-    fill, not only what is beyond it: 40.96 alone, 40.87 with the plan; the emptiest of any
-    host first, whatever its watts per VNF: 41.04; idle ones of any host first: 41.08 and
-    472 sessions refused)."""
+    host needed (2026-11-29, fluidvim-consolidate: 41.02 -> 41.01 kWh alone, 40.95 with the
+    plan priced by busy threads, which alone is 41.02; 0 SLO misses; homogeneous 20 hosts
+    99.11 -> 99.13. Taking every instance of a host beyond its fill, not only what is beyond
+    it: 40.96 alone; the emptiest of any host first, whatever its watts per VNF: 41.04; idle
+    ones of any host first: 41.08 and 472 sessions refused)."""
     mine = set(mine)
     leaving = set(leaving)
     sessions = sessions or {}

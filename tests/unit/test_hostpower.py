@@ -363,6 +363,7 @@ def test_plan_prices_the_vnfs_by_the_slots_they_use(tmp_path):
     conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
                                for h in ("h1", "h2")], group="host_power")
     conf.set_override("rebalance_moves", 0, group="host_power")
+    conf.set_override("consolidate_busy", True, group="host_power")
     store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
     try:
         zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
@@ -378,7 +379,8 @@ def test_plan_prices_the_vnfs_by_the_slots_they_use(tmp_path):
         p = power.plan()
         assert [c["host"] for c in p["power_off"]] == ["z/h1"]
         assert sorted(m["dst"] for m in p["moves"]) == ["z/h2", "z/h2"]
-        conf.set_override("consolidate_busy", False, group="host_power")
+        conf.set_override("consolidate_busy", False, group="host_power")     # the default
+        assert power.busy(power.fleet()[0]) is None
         p = power.plan()
         assert p["power_off"] == [] and p["moves"] == []
     finally:
