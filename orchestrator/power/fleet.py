@@ -305,6 +305,12 @@ def _consolidation_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep):
     return plan
 
 
+def _clip(u: float) -> float:
+    """A utilisation summed from shares, back in 0..1 (adding and taking back the same float
+    shares leaves -1e-17)."""
+    return max(0.0, min(1.0, u))
+
+
 def _busy_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep, fill: Fill):
     """:func:`consolidation_plan` priced by busy threads (``fill.busy``: {vnf: capacity units
     its sessions keep busy}; a VNF not named: its whole load). Every VNF priced as its whole
@@ -346,7 +352,7 @@ def _busy_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep, fill: Fill)
         h = by_name[name]
         if name in sleeping or (h.asleep and not h.load):
             return 0.0
-        return h.model.watts(min(1.0, bload[name] / h.capacity))
+        return h.model.watts(_clip(bload[name] / h.capacity))
 
     before = sum(watts(h.name) for h in hosts)
     emptied, migrations = [], []
@@ -370,8 +376,8 @@ def _busy_plan(hosts, u_low, apply, horizon_s, move_j, wake_j, keep, fill: Fill)
                     continue
                 if not h.fits(d) or bload[n] + bv > bcap[n] + 1e-9:
                     continue
-                u0 = min(1.0, bload[n] / h.capacity)
-                m = h.model.watts(min(1.0, (bload[n] + bv) / h.capacity)) - h.model.watts(u0)
+                u0 = _clip(bload[n] / h.capacity)
+                m = h.model.watts(_clip((bload[n] + bv) / h.capacity)) - h.model.watts(u0)
                 k = (m, -h.u, n)
                 if key is None or k < key:
                     pick, key = h, k

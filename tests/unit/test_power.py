@@ -678,6 +678,23 @@ def test_consolidation_plan_priced_by_busy_threads_lets_idle_vnfs_fill_a_steep_t
     assert done.sleep == ["small"] and len(hs[0].load) == 6 and not hs[1].load
 
 
+def test_consolidation_plan_priced_by_busy_threads_survives_float_drift():
+    # an attempt undone (not worth its wake) takes back 0.3 + 0.2 + 0.1 from an idle receiver:
+    # -2.8e-17 left, which the next attempt must read as 0 (a utilisation below 0 raised)
+    lib = power.SpecpowerLibrary()
+    c = lib.curve("spec0120")
+    hs = [power.FleetHost(n, c, capacity=16) for n in ("rx", "a", "b")]
+    for k in range(8):
+        hs[0].add(f"r{k}", 1.0)
+    for k in range(3):
+        hs[1].add(f"a{k}", 1.0)
+    hs[2].add("b0", 1.0)
+    busy = {**{f"r{k}": 0.0 for k in range(8)}, "a0": 0.3, "a1": 0.2, "a2": 0.1, "b0": 0.0}
+    plan = power.consolidation_plan(hs, u_low=0.5, horizon_s=1.0, wake_j=lambda h: 1e9,
+                                    fill=power.Fill(1.0, busy=busy))
+    assert plan.sleep == [] and plan.watts_after == pytest.approx(plan.watts_before)
+
+
 def test_consolidation_plan_caps_receivers_against_the_host_to_wake_when_given():
     # a receiver most efficient at 50 % (3 W a thread), 5 W a step above; a full efficient
     # host; a small host to empty
