@@ -58,10 +58,15 @@ controller, holding the default's settings, saved 0.3 %. So at high load the con
    trial, the default's rounds 0.01-0.4 %) and 906 (07:17 round 3). Open costs more per frame
    (12.6-14.4 µs against 9.6-11.7 moderated), so going open with a queue in the ring leaves
    the host less CPU to drain it, and at 90 % of a capacity that only just held (06:50: the
-   check at 88,033 pps had an end-to-end p99 of 5.8 ms) it did not drain for seconds. Loss
-   (the host's drops beyond open's, above) still releases it at once. ``release_on_queue``
-   brings the rule before back (bench/powercap ``--modes default,controller,controller-queue``
-   compares both in one run).
+   check at 88,033 pps had an end-to-end p99 of 5.8 ms) it did not drain for seconds. (A
+   release comes in a bad stretch, so part of that loss is the stretch's own: what the
+   intervals show is that moderated ones lost no more than the default's, so staying costs
+   nothing measured.) Loss (the host's drops beyond open's, above) still releases it at once.
+   ``release_on_queue`` brings the rule before back (bench/powercap ``--modes
+   default,controller,controller-queue`` compares both in one run). Dev A/Bs 11-29
+   08:32-09:08 at 90 % (docs/power.md): loss 0.27 % a trial against the rule before's 0.56 %
+   and the default's 0.16 % (19-25 trials each on a busy 2-core host), 13.2 host CPU-s/Mpkt
+   against 13.9 and 16.0: not yet settled.
 
 Without ``coalesce_share`` (0) or a poller, high load holds the flavor's settings as before.
 """
