@@ -30,8 +30,10 @@ interval does not span the other modes' trials), ``controller-tight`` (the same 
 moderation of N us, the vCPU threads at nice N (else ``[vnf] vcpu_nice``), no controller;
 ``--modes`` picks
 default, controller or both, and ``controller-limit``: the controller with
-``--moderate-at-limit`` the other way round, an A/B of that rule in the same run; and
-``controller-plain``: the controller without its rule on QEMU's main thread where it narrows,
+``--moderate-at-limit`` the other way round, an A/B of that rule in the same run;
+``controller-queue``: the controller with the high-load rule before 11-29 09:10 (a full ring
+releases moderation, "would not save" on ``--hold`` intervals: orchestrator/power/highload.py,
+5); and ``controller-plain``: the controller without its rule on QEMU's main thread where it narrows,
 ``--backend-nice``/``--backend-slice-us``, orchestrator/power/backend.py), ``controller-split``
 (its main thread and vCPUs on separate CPUs where it narrows), ``controller-vslice`` (a
 ``--vcpu-slice-us`` scheduler slice on its vCPU threads there) and ``controller-latency`` (both;
