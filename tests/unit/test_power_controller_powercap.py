@@ -259,3 +259,11 @@ def test_a_sigterm_unwinds_the_bench_through_its_finally_blocks():
         assert e.value.code == 128 + signal.SIGTERM and unwound == [True]
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def test_controller_queue_is_the_controller_with_the_high_load_rule_before():
+    args = powercap.parse(["--modes", "default,controller,controller-queue", "--tight-ms", "0"])
+    assert args.modes == ["default", "controller", powercap.QUEUE]
+    assert powercap.is_controller(powercap.QUEUE)
+    assert powercap.controller(None, args, 5.0).release_on_queue is False
+    assert powercap.controller(None, args, 5.0, mode=powercap.QUEUE).release_on_queue is True
