@@ -76,9 +76,7 @@ p99 in microseconds), the controller
   least ``rate / capacity × quota × rate_headroom + rate_margin_us`` (the quiet streak's median
   rate). Without a capacity, high load is a need of ``max_ratio`` of the flavor's quota or more.
   A cap is at most ``max_ratio`` of the flavor's. **At high load: moderation, never a cap**
-  (:mod:`.highload`: ``narrow`` once its host CPU per frame open is measured, kept where it cuts
-  it by ``min_saving``, released on loss beyond what it lost open, then a back-off; a full ring
-  does not release it there: :func:`.highload.keeps`).
+  (:mod:`.highload`: when it narrows, holds and leaves, on loss only).
 
   The ring backlog is judged against what it carried **open**: the largest backlog of its last
   ``OPEN_SPAN`` open intervals (the uncapped VNF carries 127-318 frames on a quiet host).
@@ -100,9 +98,8 @@ p99 in microseconds), the controller
   measured, bench/results/powercap.md), the launch's (``[vnf] vcpu_nice``) open and at high
   load (:meth:`_nice`; why: docs/power.md, the 10 % load analysis).
 
-Its decisions (with the event, the state and ``need``) are logged and kept
-(:attr:`LatencyController.decisions`), and the exporter shows them in ``<run_dir>/power.json``
-(``fluidvim vnf stats``) and as ``fluidvim_vnf_cpu_quota_ratio``. Not yet: powercap limits.
+Its decisions (event, state, ``need``) are logged, kept (``decisions``) and shown in the run
+dir's power.json (``fluidvim vnf stats``) and ``fluidvim_vnf_cpu_quota_ratio``. No powercap yet.
 """
 
 from __future__ import annotations
@@ -212,8 +209,8 @@ class LatencyController:
         self.wait_share, self.cap_period_us = sz.wait_share, int(sz.cap_period_us)
         self.poll_first = bool(sz.poll_first) and self.min_poll_us < POLL_DEFAULT_US
         self.min_saving = sz.min_saving
-        self.coalesce_share, self.moderate_at_limit = sz.coalesce_share, sz.moderate_at_limit
-        self.release_on_queue = sz.release_on_queue
+        self.coalesce_share, self.moderate_at_limit, self.release_on_queue = (
+            sz.coalesce_share, sz.moderate_at_limit, sz.release_on_queue)
         self.wake_nice = sz.wake_nice
         self.renice = ThreadNice() if renice is None else renice
         # (vnf key) -> its cpu.stat (group_cpu_stat: all keys, the vCPU sub-group's throttling
@@ -350,8 +347,7 @@ class LatencyController:
         return sorted(st.uses)[len(st.uses) // 2] if st.uses else None
 
     def _next(self, st: VnfState, ev: str, why: str, reserved: int, held: bool | None):
-        """(action, why, the quota) of ``POLICY[ev][state]``; moves the poll window with it and
-        keeps the learned floor (module doc)."""
+        """(action, why, quota) of ``POLICY[ev][state]``, the poll window and floor with it."""
         action = POLICY[ev][st.state]
         if ev == HIGH_LOAD:          # moderation, never a cap (.highload)
             action, why = highload.decide(self, st, action, why)
