@@ -53,7 +53,7 @@ are up by then), :func:`keep_awake` (which empty hosts that room needs) and
 
 The modules: :mod:`.models` (the interface, linear, SPECpower curves), :mod:`.sources` (RAPL,
 Redfish, /proc and attribution), :mod:`.chain` (the ``[power]`` options, the fallback chain,
-:class:`HostMarginalPower`), :mod:`.fleet` (placement helpers, consolidation) and :mod:`.cli`
+:class:`HostMarginalPower`), :mod:`.fleet` (placement helpers), :mod:`.consolidate` and :mod:`.cli`
 (``python -m fluidvim.orchestrator.power``). Every name is importable from this package.
 """
 
@@ -89,15 +89,20 @@ from .cli import (  # noqa: F401
     EXAMPLES,
     main,
 )
-from .fleet import (  # noqa: F401
+from .consolidate import (  # noqa: F401
     ConsolidationPlan,
     Fill,
-    FleetHost,
     Migration,
+    consolidation_plan,
+    over_fill,
+    scale_in_order,
+    scale_in_pick,
+)
+from .fleet import (  # noqa: F401
+    FleetHost,
     ShortfallPeak,
     WakePersist,
     consolidation_gate,
-    consolidation_plan,
     efficient_utilisation,
     fill_limit,
     first_fit,
@@ -107,10 +112,7 @@ from .fleet import (  # noqa: F401
     hosts_to_keep,
     keep_awake,
     marginal_watts,
-    over_fill,
     pabfd_choose,
-    scale_in_order,
-    scale_in_pick,
     unit_watts,
     wake_ahead,
     wake_order,

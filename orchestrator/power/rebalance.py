@@ -3,7 +3,7 @@
 """Rebalancing moves: single VNFs from a host where they cost more watts to one where they cost
 fewer, between hosts that both stay in service.
 
-Consolidation (:func:`.fleet.consolidation_plan`) empties light hosts; placement puts each new
+Consolidation (:func:`.consolidate.consolidation_plan`) empties light hosts; placement puts each new
 VNF where it adds the fewest watts. Neither moves a VNF once it runs on a host that stays
 awake, so as the load changes - scale-ins take from some hosts, a host woken for a ramp fills,
 sessions end unevenly - VNFs are left on the steep part of a dear server's curve while a
@@ -15,7 +15,7 @@ the difference is at least ``min_gain_w`` (the hysteresis: the reverse move
 gains the same watts negated, so a move is never undone while the loads stand, and a small
 drift moves nothing), the watts it saves over ``horizon_s`` beat what the move costs
 (``move_j``: the launch of the replacement) and the receiver stays within its fill limit
-(:class:`.fleet.Fill`, the same limit placement and consolidation fill to: the VNFs it serves
+(:class:`.consolidate.Fill`, the same limit placement and consolidation fill to: the VNFs it serves
 keep their deadlines, the receiver keeps its thread for launches). At most ``max_moves``.
 
 A move is sessions first, as a consolidation drain: the replacement starts on the receiver,
@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 
-from .fleet import Fill, FleetHost, Migration, fill_limit, unit_watts
+from .consolidate import Fill, Migration
+from .fleet import FleetHost, fill_limit, unit_watts
 
 
 def _remove_saves(h: FleetHost, d: float) -> float:
@@ -119,7 +120,7 @@ def _per_vnf(h: FleetHost, extra: float = 0.0) -> float:
 
 def _best_move(hosts, vnf, caps, held, pick, memo=None):
     """(gain W, source, receiver, VNF) of the best single move, or None. The receiver must
-    also stay cheaper per VNF on average than the source is (:func:`.fleet.scale_in_order`'s
+    also stay cheaper per VNF on average than the source is (:func:`.consolidate.scale_in_order`'s
     key): VNFs go toward the hosts scale-in and consolidation keep, never onto a light host
     they would empty first (on one server model the lighter host has the flatter curve, and
     moves by marginal watts alone spread the load: +0.7 % energy on bench/energy's homogeneous
