@@ -302,6 +302,14 @@ def test_the_forecast_sees_its_own_window_not_the_scalers(services):
     assert max(len(h) for h in s.history) <= scaler / cfg.step_s + 1   # the scaler's own
 
 
+def _first_shape(svcs):
+    """The first service and the placement shape of one of its instances."""
+    from bench.energy.policy import Shape
+    svc = svcs[0]
+    return svc, Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000,
+                      memory_mb=svc.memory_mb, slots=svc.slots)
+
+
 def test_fluidvim_puts_no_vnf_on_a_booting_host_while_a_host_in_service_has_room(services):
     """A host woken for a refused placement takes that placement (the instance waits for the
     boot) but stays out of service until it has booted, as the orchestrator's host power loop
@@ -309,13 +317,10 @@ def test_fluidvim_puts_no_vnf_on_a_booting_host_while_a_host_in_service_has_room
     (bench/energy at 100 hosts: scale-outs went onto a booting host, near empty and cheapest
     on its curve, while up hosts had room, and their sessions were refused for the boot)."""
     from bench.energy.fluidvim_policy import FluidvimPolicy
-    from bench.energy.policy import Shape
     svcs, measurement = services
     fl = fleetmod.make_fleet("homogeneous", 3, 1, model=SMALL)
     pol = FluidvimPolicy(measurement, svcs, ahead=False)
-    svc = svcs[0]
-    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
-                  slots=svc.slots)
+    svc, shape = _first_shape(svcs)
     try:
         pol.start(list(fl.hosts))
         off = fl.hosts[2].id
@@ -356,15 +361,12 @@ def test_fluidvim_scales_in_first_from_a_host_beyond_its_fill(services):
     beyond the fill limit that applies once a host is off; scale-in takes from those first,
     only what is beyond it (power.scale_in_order, power.over_fill)."""
     from bench.energy.fluidvim_policy import FluidvimPolicy
-    from bench.energy.policy import Shape
     svcs, measurement = services
     # the default homogeneous model (112 threads) runs most efficiently at 80 %: with a host to
     # wake its fill limit is 89 VNFs, with none every thread but one
     fl = fleetmod.make_fleet("homogeneous", 3, 1)
     pol = FluidvimPolicy(measurement, svcs, ahead=False)
-    svc = svcs[0]
-    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
-                  slots=svc.slots)
+    svc, shape = _first_shape(svcs)
     try:
         pol.start(list(fl.hosts))
         placed = pol.place(shape, [f"i{k}" for k in range(300)])
@@ -389,13 +391,10 @@ def test_fluidvim_scales_in_the_instances_with_the_fewest_sessions(services):
     """Scale-in takes a host's instances with the fewest sessions first (power.scale_in_pick,
     the counts observe_sessions reports): they drain soonest and free their threads."""
     from bench.energy.fluidvim_policy import FluidvimPolicy
-    from bench.energy.policy import Shape
     svcs, measurement = services
     fl = fleetmod.make_fleet("homogeneous", 1, 1, model=SMALL)
     pol = FluidvimPolicy(measurement, svcs, ahead=False)
-    svc = svcs[0]
-    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
-                  slots=svc.slots)
+    svc, shape = _first_shape(svcs)
     try:
         pol.start(list(fl.hosts))
         ids = [f"i{k}" for k in range(4)]
@@ -557,16 +556,13 @@ def test_fluidvim_moves_a_vnf_from_a_dear_host_to_a_cheap_one_with_room(services
     replacement placed by the PlacementEngine on the host named; the moved VNF keeps its
     thread until it is gone and is not moved again, nor is its replacement for an hour."""
     from bench.energy.fluidvim_policy import FluidvimConsolidatePolicy
-    from bench.energy.policy import Shape
     svcs, measurement = services
     # 16 threads each: spec0166 19.6 W a thread over 520 W idle, spec0298 2.5 W over 16 W
     dear = fleetmod.make_fleet("homogeneous", 1, 1, model="spec0166").hosts[0]
     cheap = dataclasses.replace(fleetmod.make_fleet("homogeneous", 1, 1, model="spec0298")
                                 .hosts[0], id="h1")
     pol = FluidvimConsolidatePolicy(measurement, svcs, ahead=False, moves_per_step=1)
-    svc = svcs[0]
-    shape = Shape(service=svc.name, vcpus=svc.vcpus, cpu_mhz=2000, memory_mb=svc.memory_mb,
-                  slots=svc.slots)
+    svc, shape = _first_shape(svcs)
     try:
         pol.start([dear, cheap])
         pol.set_eligible("h1", False)

@@ -292,21 +292,18 @@ def test_plan_empties_no_host_in_service_while_demand_grows_or_the_forecast_is_s
         store.close()
 
 
-def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path):
-    """The power plan shows power.rebalance_moves over the hosts in service (bench/energy's
-    rule for fluidvim-consolidate): a VNF from a 16-thread server at 19.6 W a thread to one at
-    2.5 W a thread, within the bound; with the bound at 0, none."""
+def _two_hosts(n1: int, n2: int):
+    """(vnfs, a SyntheticZone class listing them, an environment, host_power options with a
+    BMC each) for hosts h1 and h2 carrying ``n1`` and ``n2`` running VNFs of 100 slots."""
     from fluidvim.common import instance_states as istates
-    from fluidvim.common.zonetypes import HostInfo, InstanceInfo
+    from fluidvim.common.zonetypes import InstanceInfo
     from fluidvim.evaluator.model import EnvironmentType
     from fluidvim.orchestrator import conf as orchconf
-    from fluidvim.orchestrator.db import Store
-    from fluidvim.orchestrator.slots import SlotRegistry
     from fluidvim.orchestrator.zones.synthetic import SyntheticZone
 
     vnfs = [InstanceInfo(id=f"{h}-{k}", name=f"{h}-{k}", service="fw", host=h,
                          status=istates.RUNNING, slots_total=100)
-            for h in ("h1", "h2") for k in range(6)]
+            for h, n in (("h1", n1), ("h2", n2)) for k in range(n)]
 
     class Zone(SyntheticZone):
         def instances(self):
@@ -317,6 +314,17 @@ def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path)
     hp.register_opts(conf)
     conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
                                for h in ("h1", "h2")], group="host_power")
+    return vnfs, Zone, env, conf
+
+
+def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path):
+    """The power plan shows power.rebalance_moves over the hosts in service (bench/energy's
+    rule for fluidvim-consolidate): a VNF from a 16-thread server at 19.6 W a thread to one at
+    2.5 W a thread, within the bound; with the bound at 0, none."""
+    from fluidvim.common.zonetypes import HostInfo
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry
+    vnfs, Zone, env, conf = _two_hosts(6, 6)
     conf.set_override("consolidate_u_low", 0.1, group="host_power")   # nothing emptied
     store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
     try:
@@ -341,27 +349,10 @@ def test_plan_prices_the_vnfs_by_the_slots_they_use(tmp_path):
     registry's reports; power.Fill busy). A 10-thread host at its fill limit (8 of 10: its
     curve is steep above 80 %) with half-busy VNFs takes a light host's two idle VNFs up to
     its threads, and the light host is emptied; priced as busy threads, it is not."""
-    from fluidvim.common import instance_states as istates
-    from fluidvim.common.zonetypes import HostInfo, InstanceInfo
-    from fluidvim.evaluator.model import EnvironmentType
-    from fluidvim.orchestrator import conf as orchconf
+    from fluidvim.common.zonetypes import HostInfo
     from fluidvim.orchestrator.db import Store
     from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
-    from fluidvim.orchestrator.zones.synthetic import SyntheticZone
-
-    vnfs = [InstanceInfo(id=f"{h}-{k}", name=f"{h}-{k}", service="fw", host=h,
-                         status=istates.RUNNING, slots_total=100)
-            for h, n in (("h1", 2), ("h2", 8)) for k in range(n)]
-
-    class Zone(SyntheticZone):
-        def instances(self):
-            return list(vnfs)
-
-    env = EnvironmentType(launcher="qemu", accel="kvm", machine="microvm", cpu_model="x")
-    conf = orchconf.make_conf()
-    hp.register_opts(conf)
-    conf.set_override("bmcs", [f"z:{h}=http://127.0.0.1:9/redfish/v1/Systems/{h}"
-                               for h in ("h1", "h2")], group="host_power")
+    vnfs, Zone, env, conf = _two_hosts(2, 8)
     conf.set_override("rebalance_moves", 0, group="host_power")
     conf.set_override("consolidate_busy", True, group="host_power")
     store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
