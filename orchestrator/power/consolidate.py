@@ -38,35 +38,35 @@ class ConsolidationPlan:
 
 
 class _Candidates:
-    """PABFD over a fleet for one demand size, incrementally: a heap of (marginal watts, -u,
-    name) that is brought up to date lazily when a host's load changed (``touch``), so a plan
-    that moves V VNFs among H hosts costs O((V + H) log H), not O(V x H)."""
+    """PABFD over a fleet for one kind of VNF, incrementally: a heap of (``marginal(h)``: the
+    watts it adds on ``h``, ``inf`` where it does not fit; -u, name) brought up to date lazily,
+    when asked, with the hosts ``changes`` logged since (:class:`_Whole`'s ``touch``), so a plan
+    that moves V VNFs among H hosts costs O((V + H) log H), not O(V x H), however many heaps."""
 
-    def __init__(self, hosts, demand: float):
-        self.demand = demand
+    def __init__(self, hosts, marginal, changes):
+        self.marginal, self.changes = marginal, changes
         self.heap: list = []
-        self.version: dict = {}
+        self.seen = len(changes.changed)              # the changes logged before it: in its heap
         for h in hosts:
-            self.version[h.name] = 0
             self._push(h)
 
     def _push(self, h):
-        m = host_marginal(h, self.demand)
+        m = self.marginal(h)
         if not math.isinf(m):
-            heapq.heappush(self.heap, (m, -h.u, h.name, self.version[h.name], h))
-
-    def touch(self, h):
-        self.version[h.name] = self.version.get(h.name, 0) + 1
-        self._push(h)
+            heapq.heappush(self.heap, (m, -h.u, h.name, self.changes.version.get(h.name, 0), h))
 
     def best(self, exclude) -> FleetHost | None:
         """The host ``pabfd_choose(hosts, demand, exclude)`` would pick (same order)."""
+        log = self.changes.changed
+        for h in {x.name: x for x in log[self.seen:]}.values():
+            self._push(h)                             # once per host changed since
+        self.seen = len(log)
         held = []
         found = None
         while self.heap:
             entry = heapq.heappop(self.heap)
             m, neg_u, name, version, h = entry
-            if version != self.version[name]:
+            if version != self.changes.version.get(name, 0):
                 continue                               # stale: a fresh entry was pushed
             if name in exclude:
                 held.append(entry)
@@ -213,7 +213,9 @@ class _Whole:
     def __init__(self, hosts):
         self.hosts = hosts
         self.sleeping = {h.name for h in hosts if h.asleep and not h.load}
-        self.pabfd: dict = {}                         # demand -> _Candidates
+        self.pabfd: dict = {}                         # demand (busy: and share) -> _Candidates
+        self.version: dict = {}                       # host -> its changes
+        self.changed: list = []                       # the hosts changed, in order
 
     def watts(self, h: FleetHost) -> float:
         return h.watts()
@@ -223,12 +225,13 @@ class _Whole:
 
     def receiver(self, src, vnf, d, exclude):
         if d not in self.pabfd:
-            self.pabfd[d] = _Candidates([h for h in self.hosts if h.name not in self.sleeping], d)
+            self.pabfd[d] = _Candidates([h for h in self.hosts if h.name not in self.sleeping],
+                                        lambda h: host_marginal(h, d), self)
         return self.pabfd[d].best(exclude)
 
     def _touch(self, h):
-        for c in self.pabfd.values():
-            c.touch(h)
+        self.version[h.name] = self.version.get(h.name, 0) + 1
+        self.changed.append(h)
 
     def place(self, h, vnf, d):
         h.add(vnf, d)
@@ -254,7 +257,7 @@ def _clip(u: float) -> float:
     return max(0.0, min(1.0, u))
 
 
-class _Busy:
+class _Busy(_Whole):
     """:func:`consolidation_plan` priced by busy threads (``fill.busy``: {vnf: capacity units
     its sessions keep busy}; a VNF not named: its whole load). Every VNF priced as its whole
     load busy, a server whose VNFs are mostly idle looks as dear to empty as a busy one, and
@@ -272,8 +275,8 @@ class _Busy:
     in service is hundreds of hosts at most)."""
 
     def __init__(self, hosts, fill: Fill):
-        self.hosts, self.busy = hosts, fill.busy
-        self.sleeping = {h.name for h in hosts if h.asleep and not h.load}
+        super().__init__(hosts)
+        self.busy = fill.busy
         self.bload = {h.name: sum(self.busy.get(v, d) for v, d in h.load.items()) for h in hosts}
         self.bcap: dict = {}
         if hosts:
@@ -293,29 +296,35 @@ class _Busy:
     def order(self, src: FleetHost) -> list:
         return sorted(src.load.items(), key=lambda kv: (-self.busy.get(kv[0], kv[1]), kv[0]))
 
+    def _marginal(self, h, d, bv) -> float:
+        """The busy watts ``bv`` busy units add on ``h``; ``inf`` where a VNF of ``d`` units
+        does not fit or its busy load would pass the fill limit."""
+        n = h.name
+        if not h.fits(d) or self.bload[n] + bv > self.bcap[n] + 1e-9:
+            return math.inf
+        return (h.model.watts(_clip((self.bload[n] + bv) / h.capacity))
+                - h.model.watts(_clip(self.bload[n] / h.capacity)))
+
     def receiver(self, src, vnf, d, exclude):
+        """The least busy watts added, ties: the fuller host (one heap per VNF size and busy
+        share: bench/energy's VNFs of a host share one, so a plan over 1,000 hosts does not
+        scan them all for every VNF)."""
         bv = self.busy.get(vnf, d)
-        pick, key = None, None
-        for h in self.hosts:
-            n = h.name
-            if n in exclude or n in self.sleeping:
-                continue
-            if not h.fits(d) or self.bload[n] + bv > self.bcap[n] + 1e-9:
-                continue
-            u0 = _clip(self.bload[n] / h.capacity)
-            k = (h.model.watts(_clip((self.bload[n] + bv) / h.capacity)) - h.model.watts(u0),
-                 -h.u, n)
-            if key is None or k < key:
-                pick, key = h, k
-        return pick
+        if (d, bv) not in self.pabfd:
+            self.pabfd[d, bv] = _Candidates(
+                [h for h in self.hosts if h.name not in self.sleeping],
+                lambda h: self._marginal(h, d, bv), self)
+        return self.pabfd[d, bv].best(exclude)
 
     def place(self, h, vnf, d):
         h.load[vnf] = d
         self.bload[h.name] += self.busy.get(vnf, d)
+        self._touch(h)
 
     def unplace(self, h, vnf, d):
         h.load.pop(vnf)
         self.bload[h.name] -= self.busy.get(vnf, d)
+        self._touch(h)
 
     def vacate(self, src):
         self.held[src.name], self.bload[src.name] = self.bload[src.name], 0.0

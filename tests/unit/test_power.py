@@ -757,31 +757,67 @@ def _plan_by_brute_force(hosts, u_low):
     return emptied, migrations
 
 
+def _random_fleet(seed: int, n: int = 40):
+    """``n`` hosts drawn from the SPECpower library (a tenth asleep), each up to half full of
+    VNFs of 0.5-2 threads; the same fleet for the same seed."""
+    import random
+    lib = power.SpecpowerLibrary()
+    ids = lib.ids()
+    r = random.Random(seed)
+    hosts = []
+    for i in range(n):
+        sid = r.choice(ids)
+        cap = int(float(lib.rows[sid]["threads"]))
+        h = power.FleetHost(f"h{i:02d}", lib.curve(sid), capacity=cap, u_max=0.9,
+                            asleep=r.random() < 0.1)
+        if not h.asleep:
+            for k in range(r.randrange(0, max(1, cap // 2))):
+                h.add(f"v{i}-{k}", r.choice((1.0, 1.0, 2.0, 0.5)))
+        hosts.append(h)
+    return hosts
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_consolidation_plan_matches_the_whole_fleet_search(seed):
     import random
     rng = random.Random(seed)
-    lib = power.SpecpowerLibrary()
-    ids = lib.ids()
-
-    def fleet_():
-        r = random.Random(seed)
-        hosts = []
-        for i in range(40):
-            sid = r.choice(ids)
-            cap = int(float(lib.rows[sid]["threads"]))
-            h = power.FleetHost(f"h{i:02d}", lib.curve(sid), capacity=cap, u_max=0.9,
-                                asleep=r.random() < 0.1)
-            if not h.asleep:
-                for k in range(r.randrange(0, max(1, cap // 2))):
-                    h.add(f"v{i}-{k}", r.choice((1.0, 1.0, 2.0, 0.5)))
-            hosts.append(h)
-        return hosts
     u_low = rng.choice((0.3, 0.5, 0.7))
-    plan = power.consolidation_plan(fleet_(), u_low=u_low)
-    emptied, moves = _plan_by_brute_force(fleet_(), u_low)
+    plan = power.consolidation_plan(_random_fleet(seed), u_low=u_low)
+    emptied, moves = _plan_by_brute_force(_random_fleet(seed), u_low)
     assert plan.sleep == emptied
     assert [(m.vnf, m.src, m.dst) for m in plan.migrations] == moves
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_consolidation_plan_by_busy_threads_matches_a_scan_of_every_host(seed, monkeypatch):
+    """The busy-priced plan's receivers come from heaps (one per VNF size and busy share); a
+    scan of every host for every VNF picks the same ones, on fleets whose VNFs share their
+    host's busy share (as bench/energy's do) or each have their own."""
+    import math
+    import random
+
+    from fluidvim.orchestrator.power import consolidate
+
+    def scan(self, src, vnf, d, exclude):
+        bv = self.busy.get(vnf, d)
+        keys = [(self._marginal(h, d, bv), -h.u, h.name, h) for h in self.hosts
+                if h.name not in exclude and h.name not in self.sleeping]
+        keys = [k for k in keys if not math.isinf(k[0])]
+        return min(keys, key=lambda k: k[:3])[3] if keys else None
+
+    r = random.Random(seed)
+    u_low = r.choice((0.3, 0.5, 0.7))
+    busy: dict = {}
+    for h in _random_fleet(seed):
+        share = r.random()
+        busy.update({v: (share if seed % 2 else r.random()) * d for v, d in h.load.items()})
+    fill = power.Fill(1.0, busy=busy)
+    plan = power.consolidation_plan(_random_fleet(seed), u_low=u_low, fill=fill)
+    monkeypatch.setattr(consolidate._Busy, "receiver", scan)
+    want = power.consolidation_plan(_random_fleet(seed), u_low=u_low, fill=fill)
+    assert plan.sleep == want.sleep
+    assert [(m.vnf, m.dst) for m in plan.migrations] == [(m.vnf, m.dst) for m in want.migrations]
+    assert plan.watts_after == pytest.approx(want.watts_after)
 
 
 def test_consolidation_plan_net_of_what_moving_and_waking_cost():
