@@ -382,6 +382,7 @@ class HostPower:
         self._short_peak = None                        # power.ShortfallPeak over a boot
         self._persist = None                           # power.WakePersist (wake_ahead_rounds)
         self._counts: collections.deque = collections.deque()   # (t, live instances)
+        self._slots_total: dict = {}                   # instance -> its slots: fleet(), busy()
         self._busy_lock = threading.Lock()
         from .power.moving import Moves
         self.moves = Moves(store, zones, registry, launcher, bound_s=self.o.session_bound,
@@ -696,7 +697,7 @@ class HostPower:
 
         marginal = self.marginal or HostMarginalPower(self.conf, vnf_vcpus=self.o.vnf_vcpus)
         out, infos, skipped = [], {}, {}
-        self._slots_total: dict = {}            # instance -> its slots (busy())
+        self._slots_total = {}                  # the instances of this fleet (busy())
         unavailable = self.unavailable()
         for zname, z in sorted(self.zones.items()):
             try:
@@ -733,7 +734,7 @@ class HostPower:
         out = {}
         for h in fleet:
             for iid in h.load:
-                total = getattr(self, "_slots_total", {}).get(iid, 0)
+                total = self._slots_total.get(iid, 0)
                 if iid in free and total > 0:
                     used = min(total, max(0, total - free[iid]))
                     out[iid] = self.o.vnf_vcpus * used / total
