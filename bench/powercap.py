@@ -837,8 +837,7 @@ def run_load(vnf: Vnf, path: Path, cap: int, load: int, args) -> dict:
     """Trials of one load, the modes alternated, order swapped every round; one controller
     for the load's controller trials (each starts where the last left it)."""
     pps = cap * load / 100
-    ctls = {mode: controller(vnf, args, target_ms(mode, args), flip=mode == FLIPPED,
-                             plain=mode == PLAIN, mode=mode)
+    ctls = {mode: controller(vnf, args, target_ms(mode, args), mode=mode)
             for mode in args.modes if is_controller(mode)}
     for mode in args.fixed:              # reads only: a controller that acts on nothing
         if reads_only(mode):
@@ -928,15 +927,15 @@ def host_speed(trials: list) -> float | None:
 
 
 def controller(vnf: Vnf, args, target: float, act: bool = True,
-               flip: bool = False, plain: bool = False,
                mode: str = "controller") -> LatencyController:
     """A controller with the bench's settings for an end-to-end target of ``target`` ms (its
     ``target_us``, which :meth:`Vnf.step` gives it); ``act`` False: it reads and decides but
-    writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``flip``: with
-    ``--moderate-at-limit`` the other way round (:data:`FLIPPED`); ``plain``: without its
-    rule on QEMU's main thread where it narrows (:data:`PLAIN`); ``mode``: :data:`SPLIT`,
-    :data:`VSLICE` and :data:`LATENCY` split its backend or slice its vCPU threads,
-    :data:`QUEUE` has the high-load rule before 11-29 09:10 (``release_on_queue``)."""
+    writes no cgroup and sends no ``poll`` (:func:`reads_only`); ``mode``: :data:`FLIPPED`
+    has ``--moderate-at-limit`` the other way round, :data:`PLAIN` not its rule on QEMU's
+    main thread where it narrows, :data:`SPLIT`, :data:`VSLICE` and :data:`LATENCY` split its
+    backend or slice its vCPU threads, :data:`QUEUE` the high-load rule before 11-29 09:10
+    (``release_on_queue``)."""
+    flip, plain = mode == FLIPPED, mode == PLAIN
     split, vslice = mode in (SPLIT, LATENCY), mode in (VSLICE, LATENCY)
     ctl = LatencyController(CgroupCap(args.period_us) if act else (lambda *a: True),
                             hold_intervals=args.hold,

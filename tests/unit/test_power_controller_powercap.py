@@ -216,7 +216,7 @@ def test_controller_limit_is_the_controller_with_moderate_at_limit_flipped():
     for flag in (False, True):
         args.moderate_at_limit = flag
         plain = powercap.controller(None, args, 5.0)
-        flipped = powercap.controller(None, args, 5.0, flip=True)
+        flipped = powercap.controller(None, args, 5.0, mode=powercap.FLIPPED)
         assert (plain.moderate_at_limit, flipped.moderate_at_limit) == (flag, not flag)
     with pytest.raises(SystemExit):
         powercap.parse(["--modes", "default,controller-wide"])
@@ -232,7 +232,7 @@ def test_controller_plain_is_the_controller_without_its_rule_on_qemus_main_threa
                             "--backend-slice-us", str(backend.TRIED_SLICE_US)])
     assert powercap.controller(None, tried, 5.0).backend.want == (
         backend.TRIED_NICE, backend.TRIED_SLICE_US)
-    assert powercap.controller(None, args, 5.0, plain=True).backend.want is None
+    assert powercap.controller(None, args, 5.0, mode=powercap.PLAIN).backend.want is None
     assert powercap.controller(None, args, 5.0, act=False).backend.want is None
     args = powercap.parse(["--backend-nice", "none", "--backend-slice-us", "300"])
     assert powercap.controller(None, args, 5.0).backend.want == (None, 300)
