@@ -25,6 +25,7 @@ from fluidvim.common import zonetypes
 from fluidvim.common.zonetypes import HostInfo
 from fluidvim.evaluator.model import BOOT, LOAD, EnvironmentType, ProbeResult
 from fluidvim.orchestrator import conf as orchconf, power, resolver
+from fluidvim.orchestrator.power.rebalance import BusyLoad
 from fluidvim.orchestrator.service import Orchestrator
 from fluidvim.orchestrator.zones.synthetic import SyntheticZone
 
@@ -662,7 +663,7 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
 
     def __init__(self, measurement: dict, services, *, moves_per_step: int | None = None,
                  move_gain_w: float = 1.0, move_hold_s: float = 1800.0, plan_busy: bool = True,
-                 **kw):
+                 rebalance_busy: bool = True, **kw):
         """``moves_per_step``: rebalancing moves a step at most (``power.rebalance_moves``;
         default one per 20 hosts, 0: none); ``move_gain_w``: the least watts a move saves (its
         hysteresis); ``move_hold_s``: a moved VNF's replacement is not moved again for this
@@ -673,8 +674,13 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
         limits); False: every VNF priced as a busy thread, receivers up to their fill limits
         in VNFs (the rule until 2026-11-29; heterogeneous 20 hosts 41.01 -> 40.95 kWh with it
         and the emptiest-first scale-in, homogeneous 20 hosts 99.13 both;
-        bench/results/energy.md)."""
+        bench/results/energy.md). ``rebalance_busy``: the moves priced by busy threads
+        (``power.rebalance_moves`` with ``power.rebalance.BusyLoad``: the hosts' busy threads
+        from ``observe_busy``, the resolver's per-host figure for where a busy share lands),
+        one a step; by VNFs as before where nothing can be priced so (one server model).
+        bench/results/energy.md 2026-11-29 11:25."""
         self.plan_busy = plan_busy
+        self.rebalance_busy = rebalance_busy
         # hosts at most 50 % allocated are emptied - the power loop's own default
         # ([host_power] consolidate_u_low) -, only after 30 min without growth. (0.3 until
         # 2026-11-29: 0.5 had refused more sessions before the rules since - wake ahead, keep,
@@ -714,10 +720,13 @@ class FluidvimConsolidatePolicy(FluidvimPolicy):
                 del self.moved_in[inst]
         fleet = [self._fleet_host(h) for h in self.zone.info
                  if self.zone.eligible[h] and self.zone.state(h) == "on"]
+        held = self.leaving | set(self.moved_in)
+        newest = lambda h, movable: max(movable, key=lambda i: (len(i), i))   # noqa: E731
+        busy = BusyLoad({h: b for h, (b, _n) in self.busy.items()}, self._per_thread) \
+            if self.rebalance_busy else None
         moves = power.rebalance_moves(
             fleet, max_moves=k, min_gain_w=self.move_gain_w, pays=(self.horizon_s, self.move_j),
-            held=self.leaving | set(self.moved_in),
-            pick=lambda h, movable: max(movable, key=lambda i: (len(i), i)))   # newest
+            held=held, pick=newest, busy=busy)
         for m in moves:
             self._leave(m.vnf)
         return [(m.vnf, m.dst) for m in moves]

@@ -133,3 +133,47 @@ def test_many_moves_are_those_of_one_move_at_a_time():
             h.load = saved[h.name]
         assert got == want, trial
         assert len(got) > 0 or trial % 5
+
+
+def test_priced_by_busy_threads_a_busy_vnf_leaves_a_steep_top_for_idle_room():
+    # a: 8 VNFs all busy, in KNEE's 55-W tenth, first in the resolver's order; b: the same
+    # server, 5 VNFs that idle
+    a, b = host("a", KNEE, 8), host("b", KNEE, 5)
+    busy = power.rebalance.BusyLoad({"a": 8.0, "b": 0.0}, {"a": 1.0, "b": 2.0})
+    # priced by VNFs as busy threads b's sixth VNF climbs the same 55 W: no move
+    assert power.rebalance_moves([a, b], max_moves=5) == []
+    # by busy threads a's busy thread goes to b's idle slots, in its 3-W tenth: 52 W saved
+    moves = power.rebalance_moves([a, b], max_moves=1, busy=busy)
+    assert [(m.src, m.dst) for m in moves] == [("a", "b")]
+    # one a call by default; the busy threads follow the moves: once a is on its flat part
+    # (5 busy), no more
+    assert len(power.rebalance_moves([a, b], max_moves=50, busy=busy)) == 1
+    busy = power.rebalance.BusyLoad({"a": 8.0, "b": 0.0}, {"a": 1.0, "b": 2.0}, moves=50)
+    moves = power.rebalance_moves([a, b], max_moves=50, busy=busy)
+    assert [(m.src, m.dst) for m in moves] == [("a", "b")] * 3
+    assert (len(a.load), len(b.load)) == (8, 5)          # the hosts are left as they were
+
+
+def test_priced_by_busy_threads_the_busy_lands_where_the_resolver_sends_it():
+    # c ranks before b and has idle slots: a's busy thread lands on c's steep top, not on b
+    a, b = host("a", KNEE, 8), host("b", KNEE, 5)
+    c = host("c", KNEE, 9)
+    busy = power.rebalance.BusyLoad({"a": 8.0, "b": 0.0, "c": 7.5}, {"a": 1, "c": 2, "b": 3})
+    assert power.rebalance_moves([a, b, c], max_moves=5, busy=busy) == []
+    # a source with idle slots saves nothing: they take its sessions' place
+    busy = power.rebalance.BusyLoad({"a": 6.0, "b": 0.0}, {"a": 1, "b": 2})
+    assert power.rebalance_moves([a, b], max_moves=5, busy=busy) == []
+
+
+def test_priced_by_busy_threads_no_move_between_hosts_the_resolver_ranks_alike():
+    # one server model: the resolver's order among the hosts is its fullest instance's, not a
+    # host's curve, so where a's busy thread would land is not known - no busy-priced move,
+    # the call is priced by VNFs (b's sixth VNF climbs the same 55 W: none)
+    a, b = host("a", KNEE, 8), host("b", KNEE, 5)
+    busy = power.rebalance.BusyLoad({"a": 8.0, "b": 0.0}, {"a": 2.5, "b": 2.5})
+    assert power.rebalance_moves([a, b], max_moves=5, busy=busy) == []
+    # ... as the dear host's VNFs move to the cheap one without busy
+    a, b = host("a", DEAR, 4), host("b", CHEAP, 2)
+    busy = power.rebalance.BusyLoad({"a": 4.0, "b": 2.0}, {"a": 1.0, "b": 1.0})
+    assert power.rebalance_moves([a, b], max_moves=2, busy=busy) == \
+        power.rebalance_moves([a, b], max_moves=2)
