@@ -180,6 +180,13 @@ def model_for_host(host, conf: cfg.ConfigOpts | None = None) -> PowerSource:
                      "specpower_system_id / idle_watts+max_watts)")
 
 
+def dynamic_per_thread(model, cpus: float) -> float:
+    """A host's dynamic watts per hardware thread (its curve's full load less its idle, over
+    its threads): the figure ``[orchestrator] session_route = efficient`` ranks hosts by
+    (:attr:`HostMarginalPower.per_thread`) and the busy-priced rebalancing move orders them by."""
+    return max(0.0, model.watts(1.0) - model.watts(0.0)) / cpus
+
+
 class HostMarginalPower:
     """The orchestrator's ``(zone name, HostInfo) -> extra watts | None`` for one more VNF.
 
@@ -256,7 +263,7 @@ class HostMarginalPower:
         if hk not in self.per_thread:
             if len(self.per_thread) >= 65536:
                 self.per_thread.clear()
-            self.per_thread[hk] = max(0.0, model.watts(1.0) - model.watts(0.0)) / cpus
+            self.per_thread[hk] = dynamic_per_thread(model, cpus)
         u = min(1.0, max(0.0, float(getattr(host, "cpu_util", 0.0) or 0.0)))
         key = (id(model), u, cpus)
         m = self._marginal.get(key)

@@ -337,9 +337,47 @@ def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path)
         assert p["rebalance"] == [{"vnf": "h1-5", "demand": 1.0, "src": "z/h1",
                                    "dst": "z/h2"}]
         conf.set_override("rebalance_moves", 3, group="host_power")
+        # priced by busy threads (the default; no slot report: every VNF busy) one a round
+        assert [m["vnf"] for m in power.plan()["rebalance"]] == ["h1-5"]
+        conf.set_override("rebalance_busy", False, group="host_power")
         assert [m["vnf"] for m in power.plan()["rebalance"]] == ["h1-5", "h1-4", "h1-3"]
         conf.set_override("rebalance_moves", 0, group="host_power")
         assert power.plan()["rebalance"] == []
+    finally:
+        store.close()
+
+
+def test_plan_prices_the_rebalancing_move_by_the_sessions_the_vnfs_hold(tmp_path):
+    """rebalance_busy (the default): the move is priced by busy threads (the slot registry's
+    reports) where sessions go to the host with the fewest dynamic watts per thread. The dear
+    host's VNFs hold no session, the cheap host's are full: moving one off the dear host saves
+    no watt (its busy threads stay 0), so no move - priced by VNFs, one moves; with sessions
+    routed otherwise ([orchestrator] session_route = free), priced by VNFs too."""
+    from fluidvim.common.zonetypes import HostInfo
+    from fluidvim.orchestrator.db import Store
+    from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
+    vnfs, Zone, env, conf = _two_hosts(6, 6)
+    conf.set_override("consolidate_u_low", 0.1, group="host_power")   # nothing emptied
+    store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
+    try:
+        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                                   power_system_id=sid, labels={"cpus": 16})
+                          for h, sid in (("h1", "spec0166"), ("h2", "spec0298"))])
+        reg = SlotRegistry(clock=lambda: 0.0)
+        for v in vnfs:                     # h1's VNFs: every slot free; h2's: none
+            reg.apply(SlotReport("z", v.host, v.id, "fw", slots=100 if v.host == "h1" else 0,
+                                 delay_s=0.0, at=0.0))
+        power = hp.HostPower(conf, store, {"z": zone}, reg, clock=lambda: 0.0)
+        load = power._busy_load(power.fleet()[0])
+        assert load.threads == {"z/h1": 0.0, "z/h2": 6.0}
+        assert load.rank["z/h2"] < load.rank["z/h1"]
+        assert power.plan()["rebalance"] == []
+        conf.set_override("session_route", "free", group="orchestrator")
+        assert power._busy_load(power.fleet()[0]) is None
+        assert [m["vnf"] for m in power.plan()["rebalance"]] == ["h1-5"]
+        conf.clear_override("session_route", group="orchestrator")
+        conf.set_override("rebalance_busy", False, group="host_power")
+        assert [m["vnf"] for m in power.plan()["rebalance"]] == ["h1-5"]
     finally:
         store.close()
 
