@@ -317,20 +317,27 @@ def _two_hosts(n1: int, n2: int):
     return vnfs, Zone, env, conf
 
 
+def _dear_and_cheap():
+    """(vnfs, zone, conf): two 16-thread hosts of 6 VNFs each, h1 a server at 19.6 W a thread,
+    h2 one at 2.5 W; nothing emptied (consolidate_u_low 0.1)."""
+    from fluidvim.common.zonetypes import HostInfo
+    vnfs, Zone, env, conf = _two_hosts(6, 6)
+    conf.set_override("consolidate_u_low", 0.1, group="host_power")
+    zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
+                               power_system_id=sid, labels={"cpus": 16})
+                      for h, sid in (("h1", "spec0166"), ("h2", "spec0298"))])
+    return vnfs, zone, conf
+
+
 def test_plan_names_a_rebalancing_move_from_a_dear_host_to_a_cheap_one(tmp_path):
     """The power plan shows power.rebalance_moves over the hosts in service (bench/energy's
     rule for fluidvim-consolidate): a VNF from a 16-thread server at 19.6 W a thread to one at
     2.5 W a thread, within the bound; with the bound at 0, none."""
-    from fluidvim.common.zonetypes import HostInfo
     from fluidvim.orchestrator.db import Store
     from fluidvim.orchestrator.slots import SlotRegistry
-    vnfs, Zone, env, conf = _two_hosts(6, 6)
-    conf.set_override("consolidate_u_low", 0.1, group="host_power")   # nothing emptied
+    vnfs, zone, conf = _dear_and_cheap()
     store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
     try:
-        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
-                                   power_system_id=sid, labels={"cpus": 16})
-                          for h, sid in (("h1", "spec0166"), ("h2", "spec0298"))])
         power = hp.HostPower(conf, store, {"z": zone}, SlotRegistry(), clock=lambda: 0.0)
         p = power.plan()
         assert p["power_off"] == [] and p["moves"] == []
@@ -353,16 +360,11 @@ def test_plan_prices_the_rebalancing_move_by_the_sessions_the_vnfs_hold(tmp_path
     host's VNFs hold no session, the cheap host's are full: moving one off the dear host saves
     no watt (its busy threads stay 0), so no move - priced by VNFs, one moves; with sessions
     routed otherwise ([orchestrator] session_route = free), priced by VNFs too."""
-    from fluidvim.common.zonetypes import HostInfo
     from fluidvim.orchestrator.db import Store
     from fluidvim.orchestrator.slots import SlotRegistry, SlotReport
-    vnfs, Zone, env, conf = _two_hosts(6, 6)
-    conf.set_override("consolidate_u_low", 0.1, group="host_power")   # nothing emptied
+    vnfs, zone, conf = _dear_and_cheap()
     store = Store(f"sqlite:///{tmp_path}/orch.sqlite")
     try:
-        zone = Zone("z", [HostInfo(name=h, env=env, slots_total=0, slots_free=0,
-                                   power_system_id=sid, labels={"cpus": 16})
-                          for h, sid in (("h1", "spec0166"), ("h2", "spec0298"))])
         reg = SlotRegistry(clock=lambda: 0.0)
         for v in vnfs:                     # h1's VNFs: every slot free; h2's: none
             reg.apply(SlotReport("z", v.host, v.id, "fw", slots=100 if v.host == "h1" else 0,
