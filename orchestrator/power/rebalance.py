@@ -171,6 +171,12 @@ def _best_move(hosts, vnf, caps, held, pick, memo=None):
             if dst is not src and _per_vnf(dst, vnf) <= per + 1e-12:
                 best = (save - cost, src, dst)
                 break
+    return _with_vnf(best, held, pick)
+
+
+def _with_vnf(best, held, pick):
+    """(gain, src, dst, the VNF of src that goes) of a move ``best`` = (gain, src, dst), or
+    None: ``pick(src, movable)`` chooses among its movable VNFs (sorted), else the last."""
     if best is None:
         return None
     gain, src, dst = best
@@ -257,12 +263,7 @@ class _BusyFigures:
                 gain = save - (self._w(ab, b + bv) - self._w(ab, b))
                 if best is None or gain > best[0] + 1e-12:
                     best = (gain, src, dst)
-        if best is None:
-            return None
-        gain, src, dst = best
-        movable = sorted(v for v in src.load if v not in held)
-        v = pick(src, movable) if pick is not None else movable[-1]
-        return gain, src, dst, v
+        return _with_vnf(best, held, pick)
 
     def move(self, src: FleetHost, dst: FleetHost) -> FleetHost:
         """Shift the busy threads; the host they land on (its figures change too)."""
