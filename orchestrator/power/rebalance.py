@@ -34,9 +34,10 @@ launch's CPU and every session it delays.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 
-from .consolidate import Fill, Migration
+from .consolidate import Fill, Migration, _clip
 from .fleet import FleetHost, fill_limit, unit_watts
 
 
@@ -211,7 +212,7 @@ class _BusyFigures:
     8.1 W a thread) against the flat middle of one whose VNFs idle (spec0608 at 2.9-5.1 W).
     Priced by VNFs as busy threads, every such move looks as dear as the top of the
     receiver's curve. A source with idle slots saves nothing (they take its sessions' place).
-    Receivers are scanned (a fleet in service: tens to hundreds of hosts)."""
+    Receivers are scanned, the hosts a share may land on once a source."""
 
     def __init__(self, busy: BusyLoad, vnf: float, hosts: list, caps: dict):
         self.busy = dict(busy.threads)
@@ -227,13 +228,21 @@ class _BusyFigures:
     def spare(self, h: FleetHost) -> float:
         return len(h.load) * self.vnf - self.busy.get(h.name, 0.0)
 
-    def absorber(self, src: FleetHost, dst: FleetHost, bv: float) -> FleetHost:
-        """Where the ``bv`` busy threads of a VNF leaving ``src`` for ``dst`` land."""
-        cands = [h for h in self.hosts if h is not src and h is not dst and self.spare(h) >= bv]
-        return min([dst, *cands], key=lambda h: (self.rank.get(h.name, math.inf), h is not dst))
+    def takers(self, src: FleetHost, bv: float) -> list:
+        """The two hosts first in the resolver's order (then the fleet's) with idle slots for
+        ``bv`` busy threads, ``src`` aside: one scan a source, not one a receiver."""
+        return heapq.nsmallest(2, (h for h in self.hosts if h is not src and self.spare(h) >= bv),
+                               key=lambda h: self.rank.get(h.name, math.inf))
+
+    def absorber(self, src: FleetHost, dst: FleetHost, bv: float, takers=None) -> FleetHost:
+        """Where the ``bv`` busy threads of a VNF leaving ``src`` for ``dst`` land: ``dst``
+        unless a host of :meth:`takers` (computed when not given) ranks before it."""
+        takers = self.takers(src, bv) if takers is None else takers
+        other = [h for h in takers if h is not dst][:1]
+        return min([dst, *other], key=lambda h: (self.rank.get(h.name, math.inf), h is not dst))
 
     def _w(self, h: FleetHost, b: float) -> float:
-        return h.model.watts(max(0.0, min(1.0, b / h.capacity)))
+        return h.model.watts(_clip(b / h.capacity))
 
     def figures(self, h: FleetHost, memo: dict):
         """(watts a VNF less saves, whether it has room for one more)."""
@@ -253,10 +262,11 @@ class _BusyFigures:
             if save <= 0 or (best is not None and save <= best[0] + 1e-12):
                 break                               # sources by saving: none does better
             bv = self.share(src)
+            takers = self.takers(src, bv)
             for dst in self.hosts:
                 if dst is src or not self.figures(dst, memo)[1]:
                     continue
-                ab = self.absorber(src, dst, bv)
+                ab = self.absorber(src, dst, bv, takers)
                 if self.rank.get(ab.name, math.inf) == self.rank.get(src.name, math.inf):
                     continue                        # a tie: the resolver may send them back
                 b = self.busy.get(ab.name, 0.0)
